@@ -1,0 +1,134 @@
+# Strata build. `make` builds the library and tools; `make test` runs the Criterion suite.
+# Variables: BUILD (output dir), SAN (asan|tsan), CUDA (0 forces CUDA off), PREFIX (install).
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA    ?= $(if $(NVCC),1,0)
+V       ?= 0
+JOBS    ?= 2
+Q       := $(if $(filter 1,$(V)),,@)
+
+BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-serial
+BLAS_INC := /usr/include/x86_64-linux-gnu/openblas-serial
+
+CSTD     := -std=c11 -D_GNU_SOURCE
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+OPT      ?= -O2 -march=x86-64-v2 -g
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
+LIBS     := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm
+TESTLIBS := -lcriterion
+
+ifeq ($(SAN),asan)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT      := -O1 -g
+else ifeq ($(SAN),tsan)
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+OPT      := -O1 -g
+endif
+
+LIB_DIRS := arch alloc kernel drivers/cpu drivers/shm nn strategy
+LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+CUDA_SRCS := $(wildcard drivers/cuda/*.cu)
+ifeq ($(CUDA),1)
+CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o)
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+NVFLAGS   := -O2 -Xcompiler -fPIC -Iinclude -I. -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+endif
+
+TOOL_SRCS := $(wildcard tools/strata-*.c)
+TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
+TOOL_COMMON := $(filter-out tools/strata-%.c,$(wildcard tools/*.c))
+TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
+
+TEST_SRCS := $(sort $(wildcard tests/*/*.c))
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_BIN  := $(BUILD)/tests/strata-tests
+
+.PHONY: all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train check-heap
+all: lib tools
+
+lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
+tools: $(TOOLS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# The TSan start-up shim must not itself be instrumented: it runs before TSan is ready.
+$(BUILD)/obj/tests/support/tsan_criterion_shim.o: SANFLAGS := $(if $(filter tsan,$(SAN)),-D__SANITIZE_THREAD__,)
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/libstrata.a: $(LIB_OBJS) $(CUDA_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libstrata.so: $(LIB_OBJS) $(CUDA_OBJS)
+	$(Q)$(CC) -shared $(SANFLAGS) -Wl,-soname,libstrata.so.0 -o $@ $^ $(LIBS)
+
+$(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS)
+
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS) $(TESTLIBS) -ldl
+
+# Tests find the build through these definitions.
+$(TEST_OBJS): EXTRA_CFLAGS += -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
+        -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"'
+
+# The suite: Criterion's own summary line closes it. The heap and install checks are tests too.
+test: all $(TEST_BIN)
+	$(Q)$(TEST_BIN) --jobs $(JOBS) $(TESTARGS)
+
+asan:
+	+$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=asan CUDA=0 test \
+	        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+
+# clang's TSan: with tests/support/tsan_criterion_shim.c, Criterion's runner starts under it.
+tsan:
+	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test
+
+# Every system dependency, non-interactively and idempotently.
+DEPS := build-essential clang pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
+        libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist
+deps:
+	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	        grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	        echo "installing:$$missing"; \
+	        SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	        $$SUDO apt-get update -qq && \
+	        DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "all dependencies present"; fi
+
+# Peers for benchmarks only (PyTorch); the library never needs them.
+bench-deps: deps
+	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q 'install ok installed' || \
+	        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch; }
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
+	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
+	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STRATA_VERSION_STRING "\(.*\)"/\1/p' include/strata/version.h)|' \
+	    -e 's|@BLAS_DIR@|$(BLAS_DIR)|g' strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \
+	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+
+clean:
+	rm -rf build build-asan build-tsan
+
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d)

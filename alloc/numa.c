@@ -1,0 +1,60 @@
+/* NUMA binding of host arenas through libnuma; a documented no-op where there is no NUMA. */
+#include <errno.h>
+#include <numa.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "strata/arena.h"
+#include "strata/status.h"
+#include "kernel/internal.h"
+
+int strata_arena_bind_numa(struct strata_arena *a, int node, const char **reason)
+{
+        uintptr_t start, end;
+        int max;
+
+        if (!a || a->origin == STRATA_ORIGIN_NONE)
+                return strata__fail(STRATA_EINVAL, "bind numa: arena is NULL or uninitialised");
+        if (node < 0)
+                return strata__fail(STRATA_EINVAL, "bind numa: node %d is negative", node);
+        if (reason)
+                *reason = NULL;
+        if (numa_available() < 0) {
+                if (node != 0)
+                        return strata__fail(STRATA_EINVAL,
+                                            "bind numa: node %d, but NUMA is unavailable", node);
+                a->numa_node = node;
+                if (reason)
+                        *reason = "libnuma reports NUMA unavailable on this machine";
+                return STRATA_OK;
+        }
+        max = numa_max_node();
+        if (node > max)
+                return strata__fail(STRATA_EINVAL, "bind numa: node %d > highest node %d", node,
+                                    max);
+        a->numa_node = node;
+        if (a->origin == STRATA_ORIGIN_PLAN || a->kind == STRATA_MEM_DEVICE) {
+                if (reason)
+                        *reason = "planning or device arena: node recorded only";
+                return STRATA_OK;
+        }
+        if (max == 0) {
+                if (reason)
+                        *reason = "machine has a single NUMA node";
+                return STRATA_OK;
+        }
+        /* mbind works on whole pages: bind the pages wholly inside the arena. */
+        start = STRATA__ALIGN_UP((uintptr_t)a->base, STRATA_ALIGN_PAGE);
+        end = ((uintptr_t)a->base + a->capacity) & ~(uintptr_t)(STRATA_ALIGN_PAGE - 1);
+        if (end <= start) {
+                if (reason)
+                        *reason = "arena smaller than a page: node recorded only";
+                return STRATA_OK;
+        }
+        errno = 0;
+        numa_tonode_memory((void *)start, end - start, node);
+        if (errno != 0)
+                return strata__fail(STRATA_ESYS, "bind numa: binding to node %d failed: %s", node,
+                                    strerror(errno));
+        return STRATA_OK;
+}

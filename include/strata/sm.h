@@ -1,0 +1,75 @@
+/*
+ * Table-driven state machines (after Zephyr's SMF, made fully static).
+ *
+ * A machine is a `static const` array of states, each with entry, run and exit actions, and a
+ * `static const` transition table next[state][event] (negative = event not allowed). One
+ * dispatch:
+ *   - an event the table does not allow (or any event after the final state) returns
+ *     STRATA_EBADSTATE and runs nothing;
+ *   - the exception event runs exit(current) then entry(error), without run;
+ *   - the teardown event runs exit(current) then entry(final), without run;
+ *   - any other allowed event runs run(current, event); then, if the target differs,
+ *     exit(current) and entry(target).
+ * When a run or entry action fails, the machine moves to the error state (exit, then
+ * entry(error)) and the action's status is returned. Exit actions return nothing, so they
+ * cannot fail or change the state.
+ */
+#ifndef STRATA_SM_H
+#define STRATA_SM_H
+
+/** Entry action: may fail; a failure moves the machine to its error state. */
+typedef int (*strata_sm_entry_fn)(void *obj, int state);
+/** Run action: handles @p event in @p state with the caller's argument. */
+typedef int (*strata_sm_run_fn)(void *obj, int state, int event, void *arg);
+/** Exit action: cannot fail and cannot change the state. */
+typedef void (*strata_sm_exit_fn)(void *obj, int state);
+
+/** One state: any action may be NULL. */
+struct strata_sm_state {
+        strata_sm_entry_fn entry;
+        strata_sm_run_fn run;
+        strata_sm_exit_fn exit;
+};
+
+/** A machine's constant description. */
+struct strata_sm_table {
+        const struct strata_sm_state *states; /**< nstates entries */
+        const signed char *next;              /**< nstates * nevents targets, -1 = refused */
+        const char *const *state_names;       /**< for messages */
+        const char *const *event_names;       /**< for messages */
+        unsigned char nstates;
+        unsigned char nevents;
+        unsigned char initial;
+        unsigned char error;           /**< state reached on failure or exception */
+        unsigned char final;           /**< terminal state: nothing is accepted after it */
+        unsigned char exception_event; /**< event that leads to the error state */
+        unsigned char teardown_event;  /**< event that leads to the final state */
+};
+
+/** A running machine: embed it in the object its actions receive. */
+struct strata_sm {
+        /* private */
+        const struct strata_sm_table *table;
+        void *obj;
+        int state;
+};
+
+/**
+ * @brief Start a machine in the table's initial state (no action runs).
+ * @retval STRATA_OK, or STRATA_EINVAL for a NULL or inconsistent table.
+ */
+int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *table, void *obj);
+
+/**
+ * @brief Deliver one event (see the file comment for the exact order of actions).
+ * @retval STRATA_OK          the event was handled.
+ * @retval STRATA_EBADSTATE   the event is not allowed now; nothing ran, nothing changed.
+ * @retval STRATA_EINVAL      NULL machine or event out of range; nothing changed.
+ * @retval other              the status of the failing action; the machine is in error.
+ */
+int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg);
+
+/** @brief Current state index. */
+int strata_sm_state(const struct strata_sm *sm);
+
+#endif /* STRATA_SM_H */

@@ -1,0 +1,84 @@
+/*
+ * Status codes. Every public function that can fail returns one of these: STRATA_OK (0) or a
+ * negative code. A failing call also leaves a one-line explanation, retrievable with
+ * strata_last_error() on the same thread, that names the argument or the number at fault.
+ */
+#ifndef STRATA_STATUS_H
+#define STRATA_STATUS_H
+
+/* X(name, value, description): the one list both the enum and strata_strerror() come from. */
+#define STRATA_STATUS_LIST(X)                                                                  \
+        X(STRATA_OK, 0, "success")                                                             \
+        X(STRATA_EINVAL, -1, "invalid argument")                                               \
+        X(STRATA_ENOMEM, -2, "memory region too small")                                        \
+        X(STRATA_ESEALED, -3, "arena is sealed")                                               \
+        X(STRATA_EBADSTATE, -4, "event not allowed in the current state")                     \
+        X(STRATA_ENOTSUP, -5, "operation not supported")                                       \
+        X(STRATA_EIO, -6, "input/output error")                                                \
+        X(STRATA_EFORMAT, -7, "malformed or corrupt data")                                     \
+        X(STRATA_ETIMEDOUT, -8, "timed out")                                                   \
+        X(STRATA_EABORTED, -9, "aborted after another device failed")                          \
+        X(STRATA_EOVERFLOW, -10, "size or count overflow")                                     \
+        X(STRATA_ESYS, -11, "system call failed")                                              \
+        X(STRATA_EDEVICE, -12, "device failure")                                               \
+        X(STRATA_ENODEV, -13, "no such device")                                                \
+        X(STRATA_EINJECTED, -14, "injected failure (tests)")
+
+/** Result of every fallible Strata call. */
+typedef enum strata_status {
+#define STRATA__STATUS_ENUM(name, value, text) name = (value),
+        STRATA_STATUS_LIST(STRATA__STATUS_ENUM)
+#undef STRATA__STATUS_ENUM
+} strata_status;
+
+/**
+ * @brief Fixed description of a status code.
+ * @param status Any value; unknown codes get "unknown status".
+ * @return A static string, never NULL.
+ */
+const char *strata_strerror(int status);
+
+/**
+ * @brief Name of a status code's enumerator ("STRATA_EINVAL"), for logs and JSON.
+ * @param status Any value; unknown codes get "STRATA_EUNKNOWN".
+ * @return A static string, never NULL.
+ */
+const char *strata_status_name(int status);
+
+/**
+ * @brief Detailed message of the last failing Strata call on this thread.
+ *
+ * The message names the argument, file or size at fault ("memory region is 1024 bytes, the
+ * configuration needs 5242880"). It stays until the next failing call on the same thread.
+ * @return A thread-local string, empty when nothing has failed yet; never NULL.
+ */
+const char *strata_last_error(void);
+
+/** Evaluate @p expr; return its status from the enclosing function if it is not STRATA_OK. */
+#define STRATA_TRY(expr)                                                                       \
+        do {                                                                                   \
+                int strata__rc = (expr);                                                       \
+                if (strata__rc != STRATA_OK)                                                   \
+                        return strata__rc;                                                     \
+        } while (0)
+
+/** Evaluate @p expr; on failure store its status in @p rc and jump to @p label. */
+#define STRATA_TRY_GOTO(rc, expr, label)                                                       \
+        do {                                                                                   \
+                (rc) = (expr);                                                                 \
+                if ((rc) != STRATA_OK)                                                         \
+                        goto label;                                                            \
+        } while (0)
+
+/**
+ * Cleanup form: evaluate @p expr and keep its status in @p rc only if @p rc is still
+ * STRATA_OK, so that the first error wins and cleanup never overwrites it.
+ */
+#define STRATA_KEEP_FIRST(rc, expr)                                                            \
+        do {                                                                                   \
+                int strata__rc2 = (expr);                                                      \
+                if ((rc) == STRATA_OK)                                                         \
+                        (rc) = strata__rc2;                                                    \
+        } while (0)
+
+#endif /* STRATA_STATUS_H */

@@ -1,0 +1,11 @@
+/* Strata: the umbrella header. Include this one; the others are its concepts. */
+#ifndef STRATA_STRATA_H
+#define STRATA_STRATA_H
+
+#include "strata/version.h"
+#include "strata/status.h"
+#include "strata/arena.h"
+#include "strata/sm.h"
+#include "strata/lifecycle.h"
+
+#endif /* STRATA_STRATA_H */

@@ -1,0 +1,27 @@
+/* Kernel-private helpers shared by every layer of the library (not installed). */
+#ifndef STRATA_KERNEL_INTERNAL_H
+#define STRATA_KERNEL_INTERNAL_H
+
+#include <stddef.h>
+
+/**
+ * Record a detailed message for strata_last_error() and return @p status, so that a failure
+ * reads `return strata__fail(STRATA_EINVAL, "batch must be > 0, got %d", b);`.
+ */
+int strata__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Checked a * b for sizes: 0 and *out set on success, -1 on overflow. */
+static inline int strata__mul_size(size_t a, size_t b, size_t *out)
+{
+        return __builtin_mul_overflow(a, b, out) ? -1 : 0;
+}
+
+/** Checked a + b for sizes. */
+static inline int strata__add_size(size_t a, size_t b, size_t *out)
+{
+        return __builtin_add_overflow(a, b, out) ? -1 : 0;
+}
+
+#define STRATA__ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((size_t)(a) - 1))
+
+#endif /* STRATA_KERNEL_INTERNAL_H */

@@ -1,0 +1,57 @@
+/* Status names, descriptions and the thread-local "last error" message. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "strata/status.h"
+#include "strata/version.h"
+#include "kernel/internal.h"
+
+static _Thread_local char last_error[512];
+
+const char *strata_strerror(int status)
+{
+        switch (status) {
+#define STRATA__STATUS_TEXT(name, value, text)                                                 \
+        case value:                                                                            \
+                return text;
+                STRATA_STATUS_LIST(STRATA__STATUS_TEXT)
+#undef STRATA__STATUS_TEXT
+        }
+        return "unknown status";
+}
+
+const char *strata_status_name(int status)
+{
+        switch (status) {
+#define STRATA__STATUS_NAME(name, value, text)                                                 \
+        case value:                                                                            \
+                return #name;
+                STRATA_STATUS_LIST(STRATA__STATUS_NAME)
+#undef STRATA__STATUS_NAME
+        }
+        return "STRATA_EUNKNOWN";
+}
+
+const char *strata_last_error(void)
+{
+        return last_error;
+}
+
+int strata__fail(int status, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        n = snprintf(last_error, sizeof(last_error), "%s: ", strata_strerror(status));
+        if (n < 0 || (size_t)n >= sizeof(last_error))
+                return status;
+        va_start(ap, fmt);
+        vsnprintf(last_error + n, sizeof(last_error) - (size_t)n, fmt, ap);
+        va_end(ap);
+        return status;
+}
+
+unsigned strata_version(void)
+{
+        return STRATA_VERSION_HEX;
+}
