@@ -15,20 +15,20 @@ BLAS_INC := /usr/include/x86_64-linux-gnu/openblas-serial
 
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-OPT      ?= -O2 -march=x86-64-v2 -g
+OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
 LIBS     := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)
-SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DSTRATA_SANITIZED
 OPT      := -O1 -g
 else ifeq ($(SAN),tsan)
-SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSTRATA_SANITIZED
 OPT      := -O1 -g
 endif
 
-LIB_DIRS := arch alloc kernel drivers/cpu drivers/shm nn strategy
+LIB_DIRS := arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
@@ -48,6 +48,9 @@ TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(sort $(wildcard tests/*/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(BUILD)/tests/strata-tests
+
+# Objects are kept: they are the incremental build.
+.SECONDARY:
 
 .PHONY: all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train check-heap
 all: lib tools

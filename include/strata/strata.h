@@ -7,5 +7,10 @@
 #include "strata/arena.h"
 #include "strata/sm.h"
 #include "strata/lifecycle.h"
+#include "strata/tensor.h"
+#include "strata/device.h"
+#include "strata/nn.h"
+#include "strata/data.h"
+#include "strata/runtime.h"
 
 #endif /* STRATA_STRATA_H */

@@ -1,0 +1,20 @@
+/*
+ * Per-ISA code selection: a hot loop marked STRATA_SIMD is compiled for AVX-512, AVX2 and
+ * baseline x86-64, and the loader picks one clone once, by CPUID, when the library is loaded
+ * (GCC/clang function multi-versioning through an ifunc). Loops stay plain C that the
+ * compiler vectorises for each target.
+ */
+#ifndef STRATA_ARCH_SIMD_H
+#define STRATA_ARCH_SIMD_H
+
+#if defined(__x86_64__) && !defined(STRATA_NO_CLONES) && !defined(__SANITIZE_THREAD__) &&   \
+        !defined(STRATA_SANITIZED)
+#define STRATA_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define STRATA_SIMD
+#endif
+
+/** @brief Name of the widest vector ISA this CPU offers ("avx512", "avx2" or "sse2"). */
+const char *strata_simd_isa(void);
+
+#endif /* STRATA_ARCH_SIMD_H */

@@ -1,0 +1,136 @@
+/*
+ * The CPU device driver: GEMM from OpenBLAS (serial build, so no BLAS thread pool runs beside
+ * the pinned workers), the rest hand-written in loops the compiler vectorises.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "strata/device.h"
+#include "kernel/philox.h"
+#include "arch/simd.h"
+#include "drivers/drivers.h"
+
+static int cpu_probe(const char **why)
+{
+        if (why)
+                *why = NULL;
+        return 1;
+}
+
+static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc)
+{
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void cpu_fill_rows(float *y, const float *bias, int rows, int cols)
+{
+        for (int i = 0; i < rows; i++)
+                memcpy(y + (size_t)i * cols, bias, (size_t)cols * sizeof(float));
+}
+
+STRATA_SIMD static void cpu_relu(const float *x, float *y, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+STRATA_SIMD static void cpu_relu_backward(const float *y, const float *dy, float *dx, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+STRATA_SIMD static void cpu_col_sums(const float *x, int rows, int cols, float *s, int acc)
+{
+        if (!acc)
+                memset(s, 0, (size_t)cols * sizeof(float));
+        for (int i = 0; i < rows; i++) {
+                const float *r = x + (size_t)i * cols;
+
+                for (int j = 0; j < cols; j++)
+                        s[j] += r[j];
+        }
+}
+
+static double cpu_softmax_xent(const float *logits, const int32_t *labels, int rows, int cols,
+                               float scale, float *dlogits, int *correct)
+{
+        double loss = 0.0;
+        int ok = 0;
+
+        for (int i = 0; i < rows; i++) {
+                const float *z = logits + (size_t)i * cols;
+                float mx = z[0], sum = 0.0f;
+                int arg = 0;
+
+                for (int j = 1; j < cols; j++)
+                        if (z[j] > mx) {
+                                mx = z[j];
+                                arg = j;
+                        }
+                for (int j = 0; j < cols; j++)
+                        sum += expf(z[j] - mx);
+                loss += (double)(logf(sum) + mx - z[labels[i]]);
+                ok += arg == labels[i];
+                if (dlogits) {
+                        float *d = dlogits + (size_t)i * cols, inv = scale / sum;
+
+                        for (int j = 0; j < cols; j++)
+                                d[j] = expf(z[j] - mx) * inv;
+                        d[labels[i]] -= scale;
+                }
+        }
+        if (correct)
+                *correct = ok;
+        return loss;
+}
+
+static void cpu_dropout(const float *x, float *y, float *mask, size_t n, float p, uint64_t seed,
+                        uint64_t stream)
+{
+        float keep = 1.0f / (1.0f - p);
+
+        for (size_t i = 0; i < n; i += 4) {
+                struct strata__philox4 r = strata__philox(seed, stream, i >> 2);
+
+                for (size_t j = 0; j < 4 && i + j < n; j++) {
+                        mask[i + j] = strata__u01(r.v[j]) >= p ? keep : 0.0f;
+                        y[i + j] = x[i + j] * mask[i + j];
+                }
+        }
+}
+
+static void cpu_copy(float *dst, const float *src, size_t n)
+{
+        memmove(dst, src, n * sizeof(float));
+}
+
+STRATA_SIMD static void cpu_fill(float *dst, float value, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dst[i] = value;
+}
+
+STRATA_SIMD static void cpu_mul(const float *a, const float *b, float *dst, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dst[i] = a[i] * b[i];
+}
+
+const struct strata_device_ops strata__cpu_driver = {
+        .name = "cpu",
+        .probe = cpu_probe,
+        .gemm = cpu_gemm,
+        .fill_rows = cpu_fill_rows,
+        .relu = cpu_relu,
+        .relu_backward = cpu_relu_backward,
+        .col_sums = cpu_col_sums,
+        .softmax_xent = cpu_softmax_xent,
+        .dropout = cpu_dropout,
+        .copy = cpu_copy,
+        .fill = cpu_fill,
+        .mul = cpu_mul,
+};

@@ -1,0 +1,41 @@
+/* The registry of device drivers: one const table per accelerator kind. */
+#include <stddef.h>
+
+#include "strata/device.h"
+#include "strata/status.h"
+#include "kernel/internal.h"
+#include "drivers/drivers.h"
+
+static const struct strata_device_ops *const registry[STRATA_ACCEL_COUNT] = {
+        [STRATA_ACCEL_CPU] = &strata__cpu_driver,
+        [STRATA_ACCEL_CUDA] = NULL, /* built only with CUDA: not in this library */
+};
+
+static int complete(const struct strata_device_ops *d)
+{
+        return d->probe && d->gemm && d->fill_rows && d->relu && d->relu_backward &&
+               d->col_sums && d->softmax_xent && d->copy && d->fill;
+}
+
+int strata_device_driver(enum strata_accelerator kind, const struct strata_device_ops **out)
+{
+        const struct strata_device_ops *d;
+        const char *why = NULL;
+
+        if (!out || (unsigned)kind >= STRATA_ACCEL_COUNT)
+                return strata__fail(STRATA_EINVAL, "device driver: unknown accelerator %d",
+                                    (int)kind);
+        d = registry[kind];
+        if (!d)
+                return strata__fail(STRATA_ENODEV,
+                                    "device driver: accelerator %d is not built into this library",
+                                    (int)kind);
+        if (!complete(d))
+                return strata__fail(STRATA_EINVAL, "device driver %s lacks a mandatory operation",
+                                    d->name);
+        if (!d->probe(&why))
+                return strata__fail(STRATA_ENODEV, "device driver %s: %s", d->name,
+                                    why ? why : "probe failed");
+        *out = d;
+        return STRATA_OK;
+}

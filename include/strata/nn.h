@@ -1,0 +1,131 @@
+/*
+ * Models: a sequence of modules over 2-D activations [rows, features], with a softmax
+ * cross-entropy loss on the last module's output.
+ *
+ * A module kind is a `static const struct strata_module_ops`. Its `shape` operation declares,
+ * for an input width, the output width and the sizes of its parameters, running state and
+ * saved activations, so that the runtime plans every byte before init. An application adds its
+ * own modules by providing another ops table.
+ */
+#ifndef STRATA_NN_H
+#define STRATA_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/device.h"
+
+struct strata_layer;
+
+/** What a module needs for a given input width (all counts in floats). */
+struct strata_module_shape {
+        int out;            /**< output features */
+        size_t params;      /**< trainable parameters (gradients have the same size) */
+        size_t state;       /**< running state, not trained (BatchNorm statistics) */
+        size_t aux_fixed;   /**< saved values independent of the batch size */
+        size_t aux_per_row; /**< saved values per row of the batch */
+};
+
+/** Per-call context handed to forward/backward. */
+struct strata_step_ctx {
+        const struct strata_device_ops *dev; /**< the device's driver */
+        uint64_t seed;                       /**< run seed */
+        uint64_t step;                       /**< global step, for random streams */
+        int train;                           /**< training (1) or evaluation (0) mode */
+        int rows_global;                     /**< rows of the whole batch across devices */
+};
+
+/** Operations of a module kind. */
+struct strata_module_ops {
+        const char *name;
+        /** Validate the module against its input width and declare sizes. */
+        int (*shape)(const struct strata_layer *l, int in, struct strata_module_shape *out);
+        /** Initialise parameters and state (deterministic from @p seed and layer index). */
+        void (*init)(struct strata_layer *l, uint64_t seed);
+        /** y = f(x) for @p rows rows. */
+        void (*forward)(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                        float *y, int rows);
+        /**
+         * Accumulate parameter gradients (overwrite when l->grad_fresh) and, when dx is not
+         * NULL, write the input gradient.
+         */
+        void (*backward)(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                         const float *y, const float *dy, float *dx, int rows);
+};
+
+/** One module of a model description. */
+struct strata_module {
+        const struct strata_module_ops *ops;
+        int out;     /**< Linear: output features */
+        float p;     /**< Dropout: drop probability */
+        float eps;   /**< BatchNorm: epsilon (0 = 1e-5) */
+        float decay; /**< BatchNorm: running-average momentum (0 = 0.1) */
+};
+
+/** A model: input width, modules in order (the last one's output are the logits). */
+struct strata_model {
+        int in_features;
+        int nmodules;
+        const struct strata_module *modules;
+};
+
+/** A module instance on one device (filled by the runtime). */
+struct strata_layer {
+        const struct strata_module *desc;
+        int index;       /**< position in the model */
+        int in, out;     /**< widths */
+        float *param;    /**< desc's parameters (a slice of the device's flat vector) */
+        float *grad;     /**< gradients, same layout */
+        float *state;    /**< running state */
+        float *aux;      /**< saved activations: aux_fixed + rows * aux_per_row */
+        size_t nparam, nstate, naux_fixed, naux_per_row;
+        int grad_fresh;  /**< next backward overwrites the gradients */
+};
+
+/** The built-in modules (PyTorch semantics and default initialisation). */
+extern const struct strata_module_ops strata_linear;     /**< y = x W^T + b */
+extern const struct strata_module_ops strata_relu;       /**< y = max(x, 0) */
+extern const struct strata_module_ops strata_batchnorm1d; /**< per-feature batch normalisation */
+extern const struct strata_module_ops strata_dropout;    /**< inverted dropout, counter RNG */
+
+/** Optimizer kinds. */
+enum strata_optim_kind {
+        STRATA_OPTIM_SGD = 0,
+        STRATA_OPTIM_ADAMW = 1,
+};
+
+/** Optimizer hyper-parameters (PyTorch semantics). */
+struct strata_optim {
+        enum strata_optim_kind kind;
+        float lr;
+        float momentum;     /**< SGD */
+        float dampening;    /**< SGD */
+        int nesterov;       /**< SGD */
+        float weight_decay; /**< SGD: L2 added to the gradient; AdamW: decoupled */
+        float beta1, beta2, eps; /**< AdamW (0 = 0.9, 0.999, 1e-8) */
+};
+
+/** Default optimizer: SGD, lr 0.05, momentum 0.9. */
+#define STRATA_OPTIM_INIT { STRATA_OPTIM_SGD, 0.05f, 0.9f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f }
+
+/** @brief Floats of optimizer state per parameter (SGD with momentum 1, AdamW 2, else 0). */
+int strata_optim_state_per_param(const struct strata_optim *o);
+
+/**
+ * @brief Validate an optimizer configuration.
+ * @retval STRATA_OK, or STRATA_EINVAL with a message naming the bad value.
+ */
+int strata_optim_check(const struct strata_optim *o);
+
+/**
+ * @brief One optimizer update of @p n parameters in place.
+ * @param o     Hyper-parameters.
+ * @param t     Step number, starting at 1 (AdamW bias correction; SGD momentum start).
+ * @param p     Parameters.
+ * @param g     Gradients (SGD with weight decay adds to them).
+ * @param state strata_optim_state_per_param(o) * n floats.
+ */
+void strata_optim_update(const struct strata_optim *o, uint64_t t, float *p, float *g,
+                         float *state, size_t n);
+
+#endif /* STRATA_NN_H */

@@ -1,0 +1,143 @@
+/*
+ * The runtime: one configuration, one memory region, one strategy driving the lifecycle.
+ *
+ *   strata_plan()     how many bytes the configuration needs (a dry run of the real layout)
+ *   strata_init()     setup_environment: carve the region, start the devices
+ *   strata_connect()  connect + setup: initialise the model, broadcast it, seal every arena
+ *   strata_train_step() / strata_eval_step() / strata_predict_step()
+ *   strata_teardown() once, from any state
+ *
+ * After strata_connect() nothing allocates: the arenas are sealed and the step path only
+ * computes.
+ */
+#ifndef STRATA_RUNTIME_H
+#define STRATA_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/data.h"
+#include "strata/device.h"
+#include "strata/nn.h"
+
+/** Strategies. */
+enum strata_strategy_kind {
+        STRATA_STRATEGY_SINGLE = 0,
+        STRATA_STRATEGY_DP,
+        STRATA_STRATEGY_DDP,
+        STRATA_STRATEGY_COUNT
+};
+
+/** Everything a run is made of. Start from STRATA_CONFIG_INIT. */
+struct strata_config {
+        unsigned struct_size;               /**< sizeof(struct strata_config) (ABI check) */
+        unsigned version;                   /**< STRATA_VERSION_HEX the caller was built with */
+        enum strata_strategy_kind strategy; /**< default single */
+        enum strata_accelerator accelerator; /**< default CPU */
+        int devices;                        /**< default 1 */
+        void *memory;                       /**< the region; NULL = one mapping made at init */
+        size_t memory_size;                 /**< its size */
+        const struct strata_model *model;   /**< required */
+        struct strata_optim optim;          /**< default SGD lr 0.05 momentum 0.9 */
+        int batch;                          /**< largest global batch, rows (required) */
+        int classes;                        /**< width of the logits (checked against model) */
+        uint64_t seed;                      /**< parameter init and dropout streams */
+        int verbose;                        /**< print placement and memory to stderr */
+};
+
+#define STRATA_CONFIG_INIT                                                                     \
+        { sizeof(struct strata_config), STRATA_VERSION_HEX, STRATA_STRATEGY_SINGLE,             \
+          STRATA_ACCEL_CPU, 1, NULL, 0, NULL, STRATA_OPTIM_INIT, 0, 0, 0, 0 }
+
+/** Result of strata_plan(). */
+struct strata_plan_info {
+        size_t bytes;       /**< region size needed when the region is aligned to @c align */
+        size_t align;       /**< alignment the region start must have for @c bytes to be exact */
+        size_t params;      /**< trainable parameters of the model */
+        size_t per_device;  /**< bytes of each device's sub-arena */
+};
+
+/** Metrics of one step, already reduced across devices. */
+struct strata_metrics {
+        double loss;   /**< mean loss over the batch */
+        int correct;   /**< correct argmax predictions */
+        int rows;      /**< rows in the batch */
+};
+
+struct strata_runtime;
+
+/**
+ * @brief Compute the exact memory a configuration needs, without touching any memory.
+ * @retval STRATA_OK, STRATA_EINVAL (the message names the bad field), STRATA_EOVERFLOW.
+ */
+int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out);
+
+/**
+ * @brief setup_environment: validate, carve the region, pick and start the devices.
+ *
+ * With cfg->memory NULL one region of the planned size is mapped. A region too small fails
+ * with STRATA_ENOMEM and a message stating the bytes required. On failure nothing is kept and
+ * *rt is untouched.
+ */
+int strata_init(struct strata_runtime **rt, const struct strata_config *cfg);
+
+/**
+ * @brief connect + setup: initialise parameters (same values on every device), reset the
+ *        optimizer, seal all arenas. Legal once, right after strata_init().
+ */
+int strata_connect(struct strata_runtime *rt);
+
+/**
+ * @brief One training step on @p b: batch_start, training_step (forward + loss), backward,
+ *        optimizer_step, batch_end.
+ * @param m Optional metrics of the step.
+ * @retval STRATA_OK; STRATA_EINVAL for a bad batch (state unchanged); STRATA_EBADSTATE when
+ *         not READY; a device error moves the runtime to its error state.
+ */
+int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
+                      struct strata_metrics *m);
+
+/**
+ * @brief Evaluate a batch (eval-mode modules, no gradients): validation_step.
+ */
+int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
+                     struct strata_metrics *m);
+
+/**
+ * @brief Logits for a batch: predict_step. @p logits receives rows * classes floats.
+ */
+int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits);
+
+/**
+ * @brief teardown: stop the devices, release a mapped region. Legal once from any state; the
+ *        runtime pointer is invalid afterwards.
+ */
+int strata_teardown(struct strata_runtime *rt);
+
+/** @brief Current lifecycle state (enum strata_state). */
+int strata_state(const struct strata_runtime *rt);
+
+/**
+ * @brief Device @p dev's flat parameter vector (read-only view), for checkpoints and tests.
+ * @retval STRATA_OK, STRATA_EINVAL (NULL or dev out of range), STRATA_EBADSTATE (not connected).
+ */
+int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n);
+
+/**
+ * @brief The optimizer state of device @p dev: @p n floats (momentum, or AdamW m then v) and
+ *        the step counter.
+ */
+int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
+                           size_t *n, uint64_t *step);
+
+/** Memory figures of a runtime. */
+struct strata_memory_info {
+        size_t planned;      /**< strata_plan() bytes */
+        size_t used;         /**< high-water mark over all arenas */
+        uint64_t refusals;   /**< allocations refused after sealing (must stay 0) */
+};
+
+/** @brief Memory planned, used and refused. */
+int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *out);
+
+#endif /* STRATA_RUNTIME_H */

@@ -1,0 +1,147 @@
+/* Replica layout and the per-device forward/backward/optimizer passes. */
+#include <string.h>
+
+#include "strata/status.h"
+#include "kernel/internal.h"
+#include "nn/replica.h"
+
+static int alloc_f(struct strata_arena *a, size_t n, float **out)
+{
+        size_t bytes;
+        void *p;
+
+        if (strata__mul_size(n, sizeof(float), &bytes))
+                return strata__fail(STRATA_EOVERFLOW, "replica: %zu floats overflow", n);
+        STRATA_TRY(strata_arena_alloc(a, bytes, 0, &p));
+        *out = p;
+        return STRATA_OK;
+}
+
+int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
+                           const struct strata_model *m, const struct strata_optim *o,
+                           int rows, int dev)
+{
+        struct strata_module_shape s[256];
+        size_t nparam = 0, off = 0;
+        int in = m->in_features, width = in;
+        void *p;
+
+        if (m->nmodules <= 0 || m->nmodules > 256)
+                return strata__fail(STRATA_EINVAL, "model has %d modules (1..256)", m->nmodules);
+        memset(r, 0, sizeof(*r));
+        r->dev = dev;
+        r->nlayers = m->nmodules;
+        r->rows_max = rows;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_layer) * (size_t)m->nmodules, 0, &p));
+        r->layers = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)m->nmodules, 0, &p));
+        r->y = p;
+        for (int i = 0; i < m->nmodules; i++) {
+                struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
+
+                if (!m->modules[i].ops || !m->modules[i].ops->shape ||
+                    !m->modules[i].ops->forward || !m->modules[i].ops->backward)
+                        return strata__fail(STRATA_EINVAL, "module %d has no complete ops table",
+                                            i);
+                STRATA_TRY(m->modules[i].ops->shape(&tmp, in, &s[i]));
+                if (s[i].out <= 0)
+                        return strata__fail(STRATA_EINVAL, "module %d declares width %d", i,
+                                            s[i].out);
+                nparam += s[i].params;
+                in = s[i].out;
+                width = in > width ? in : width;
+        }
+        r->width_max = width;
+        r->nparam = nparam;
+        r->nopt = (size_t)strata_optim_state_per_param(o) * nparam;
+        STRATA_TRY(alloc_f(a, nparam, &r->params));
+        STRATA_TRY(alloc_f(a, nparam, &r->grads));
+        STRATA_TRY(alloc_f(a, r->nopt, &r->opt_state));
+        in = m->in_features;
+        for (int i = 0; i < m->nmodules; i++) {
+                struct strata_layer *l = &r->layers[i];
+
+                if (r->layers) {
+                        *l = (struct strata_layer){ .desc = &m->modules[i], .index = i, .in = in,
+                                                    .out = s[i].out, .nparam = s[i].params,
+                                                    .nstate = s[i].state,
+                                                    .naux_fixed = s[i].aux_fixed,
+                                                    .naux_per_row = s[i].aux_per_row,
+                                                    .grad_fresh = 1 };
+                        l->param = r->params ? r->params + off : NULL;
+                        l->grad = r->grads ? r->grads + off : NULL;
+                }
+                off += s[i].params;
+                STRATA_TRY(alloc_f(a, (size_t)rows * s[i].out, r->layers ? &r->y[i] : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(a, s[i].state, r->layers ? &l->state : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(a, s[i].aux_fixed + (size_t)rows * s[i].aux_per_row,
+                                   r->layers ? &l->aux : &(float *){ 0 }));
+                in = s[i].out;
+        }
+        STRATA_TRY(alloc_f(a, (size_t)rows * width, &r->dbuf[0]));
+        STRATA_TRY(alloc_f(a, (size_t)rows * width, &r->dbuf[1]));
+        STRATA_TRY(alloc_f(a, (size_t)rows * m->in_features, &r->x_stage));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int32_t) * (size_t)rows, 0, &p));
+        r->y_stage = p;
+        return STRATA_OK;
+}
+
+void strata__replica_init(struct strata__replica *r, uint64_t seed)
+{
+        for (int i = 0; i < r->nlayers; i++) {
+                struct strata_layer *l = &r->layers[i];
+
+                if (l->desc->ops->init)
+                        l->desc->ops->init(l, seed);
+                l->grad_fresh = 1;
+        }
+        memset(r->grads, 0, r->nparam * sizeof(float));
+        if (r->nopt)
+                memset(r->opt_state, 0, r->nopt * sizeof(float));
+        r->opt_t = 0;
+}
+
+const float *strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c)
+{
+        const float *x = r->x;
+
+        for (int i = 0; i < r->nlayers; i++) {
+                struct strata_layer *l = &r->layers[i];
+
+                l->desc->ops->forward(l, c, x, r->y[i], r->rows);
+                x = r->y[i];
+        }
+        return x;
+}
+
+void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
+{
+        const struct strata_layer *last = &r->layers[r->nlayers - 1];
+
+        r->loss = c->dev->softmax_xent(r->y[r->nlayers - 1], r->labels, r->rows, last->out,
+                                       1.0f / (float)c->rows_global, grad ? r->dbuf[0] : NULL,
+                                       &r->correct);
+}
+
+void strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c)
+{
+        int cur = 0;
+
+        for (int i = r->nlayers - 1; i >= 0; i--) {
+                struct strata_layer *l = &r->layers[i];
+                const float *x = i > 0 ? r->y[i - 1] : r->x;
+                float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
+
+                l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
+                l->grad_fresh = 0;
+                cur ^= 1;
+        }
+}
+
+void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
+{
+        r->opt_t++;
+        strata_optim_update(o, r->opt_t, r->params, r->grads, r->opt_state, r->nparam);
+        for (int i = 0; i < r->nlayers; i++)
+                r->layers[i].grad_fresh = 1;
+}

@@ -1,0 +1,350 @@
+/*
+ * The public runtime: configuration checks, the memory plan, init/connect/steps/teardown.
+ *
+ * One layout function carves everything a configuration needs. Run against a planning arena
+ * it yields strata_plan()'s exact byte count; run against the real region it builds the
+ * runtime. Both paths are the same code, so the plan cannot drift from what init does.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "strata/lifecycle.h"
+#include "strata/status.h"
+#include "strata/version.h"
+#include "kernel/internal.h"
+#include "strategy/internal.h"
+
+#define REGION_ALIGN STRATA_ALIGN_PAGE
+
+static int check_config(const struct strata_config *c, const struct strata__strategy **st,
+                        const struct strata_device_ops **dev)
+{
+        const struct strata_module *last;
+
+        if (!c)
+                return strata__fail(STRATA_EINVAL, "config is NULL");
+        if (c->struct_size != sizeof(*c) || c->version / 100 != STRATA_VERSION_HEX / 100)
+                return strata__fail(STRATA_EINVAL,
+                                    "config built for another Strata (size %u, version %u); "
+                                    "start from STRATA_CONFIG_INIT",
+                                    c->struct_size, c->version);
+        if (!c->model || !c->model->modules || c->model->nmodules <= 0)
+                return strata__fail(STRATA_EINVAL, "config.model is missing or empty");
+        if (c->model->in_features <= 0)
+                return strata__fail(STRATA_EINVAL, "model input width %d must be > 0",
+                                    c->model->in_features);
+        if (c->batch <= 0 || c->batch > (1 << 24))
+                return strata__fail(STRATA_EINVAL, "batch %d not in [1, 16777216]", c->batch);
+        if (c->devices <= 0 || c->devices > STRATA__MAX_DEVICES)
+                return strata__fail(STRATA_EINVAL, "devices %d not in [1, %d]", c->devices,
+                                    STRATA__MAX_DEVICES);
+        if (c->devices > c->batch)
+                return strata__fail(STRATA_EINVAL, "batch %d smaller than %d devices", c->batch,
+                                    c->devices);
+        *st = strata__strategy_get(c->strategy);
+        if (!*st)
+                return strata__fail(STRATA_ENOTSUP, "strategy %d is not available", c->strategy);
+        if (c->strategy == STRATA_STRATEGY_SINGLE && c->devices != 1)
+                return strata__fail(STRATA_EINVAL, "strategy single runs on 1 device, not %d",
+                                    c->devices);
+        STRATA_TRY(strata_optim_check(&c->optim));
+        STRATA_TRY(strata_device_driver(c->accelerator, dev));
+        last = &c->model->modules[c->model->nmodules - 1];
+        if (c->classes < 2 || (last->ops == &strata_linear && last->out != c->classes))
+                return strata__fail(STRATA_EINVAL, "classes %d: need >= 2 and equal to the last "
+                                                   "linear's width", c->classes);
+        if (c->memory && c->memory_size == 0)
+                return strata__fail(STRATA_EINVAL, "config.memory given with memory_size 0");
+        return STRATA_OK;
+}
+
+/* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
+static int layout(const struct strata_config *c, struct strata_arena *a,
+                  struct strata_runtime **out, size_t *per_device, size_t *params)
+{
+        struct strata_arena plan, child;
+        struct strata__replica tmp, *reps;
+        struct strata_runtime *rt;
+        int rows = (c->batch + c->devices - 1) / c->devices;
+        void *p;
+
+        STRATA_TRY(strata_arena_init_plan(&plan, NULL));
+        STRATA_TRY(strata__replica_layout(&tmp, &plan, c->model, &c->optim, rows, 0));
+        *per_device = strata_arena_used(&plan);
+        *params = tmp.nparam;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
+        rt = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->devices, 0, &p));
+        reps = p;
+        for (int d = 0; d < c->devices; d++) {
+                struct strata__replica *r = reps ? &reps[d] : &tmp;
+                struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+
+                o.name = "device";
+                STRATA_TRY(strata_arena_carve(a, &child, *per_device, &o));
+                STRATA_TRY(strata__replica_layout(r, &child, c->model, &c->optim, rows, d));
+                r->arena = child;
+        }
+        if (rt) {
+                memset(rt, 0, sizeof(*rt));
+                rt->replicas = reps;
+                rt->nreplicas = c->devices;
+                rt->rows_per_device = rows;
+        }
+        *out = rt;
+        return STRATA_OK;
+}
+
+int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
+{
+        const struct strata__strategy *st;
+        const struct strata_device_ops *dev;
+        struct strata_runtime *rt;
+        struct strata_arena a;
+        size_t per, params;
+
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "plan: out is NULL");
+        STRATA_TRY(check_config(cfg, &st, &dev));
+        STRATA_TRY(strata_arena_init_plan(&a, NULL));
+        STRATA_TRY(layout(cfg, &a, &rt, &per, &params));
+        *out = (struct strata_plan_info){
+                .bytes = strata_arena_used(&a),
+                .align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
+                                                                   : REGION_ALIGN,
+                .params = params,
+                .per_device = per,
+        };
+        return STRATA_OK;
+}
+
+static int open_region(const struct strata_config *c, const struct strata_plan_info *pl,
+                       struct strata_arena *a)
+{
+        struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+        uintptr_t start, pad;
+
+        o.name = "runtime";
+        if (!c->memory) {
+                o.align = pl->align;
+                STRATA_TRY(strata_arena_map(a, pl->bytes, &o));
+                o.align = 0;
+                a->align = STRATA_ALIGN_CACHELINE;
+                return STRATA_OK;
+        }
+        start = (uintptr_t)c->memory;
+        pad = STRATA__ALIGN_UP(start, pl->align) - start;
+        if (c->memory_size < pad || c->memory_size - pad < pl->bytes)
+                return strata__fail(STRATA_ENOMEM,
+                                    "memory region is %zu bytes; this configuration needs %zu "
+                                    "(%zu + %zu to align the region to %zu)",
+                                    c->memory_size, pl->bytes + (size_t)pad, pl->bytes,
+                                    (size_t)pad, pl->align);
+        o.align = pl->align;
+        STRATA_TRY(strata_arena_init(a, c->memory, c->memory_size, &o));
+        a->align = STRATA_ALIGN_CACHELINE;
+        return STRATA_OK;
+}
+
+int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
+{
+        const struct strata__strategy *st;
+        const struct strata_device_ops *dev;
+        struct strata_plan_info pl;
+        struct strata_runtime *rt = NULL;
+        struct strata_arena root;
+        size_t per, params;
+        int rc;
+
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "init: runtime pointer is NULL");
+        STRATA_TRY(check_config(cfg, &st, &dev));
+        STRATA_TRY(strata_plan(cfg, &pl));
+        STRATA_TRY(open_region(cfg, &pl, &root));
+        STRATA_TRY_GOTO(rc, layout(cfg, &root, &rt, &per, &params), fail);
+        rt->cfg = *cfg;
+        rt->dev = dev;
+        rt->strategy = st;
+        rt->plan = pl;
+        rt->region_mapped = !cfg->memory;
+        rt->root = root;
+        STRATA_TRY_GOTO(rc, strata_lifecycle_table(&rt->table, st->states), fail);
+        STRATA_TRY_GOTO(rc, strata_sm_init(&rt->sm, &rt->table, rt), fail);
+        STRATA_TRY_GOTO(rc, strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP_ENVIRONMENT, NULL), fail);
+        if (cfg->verbose)
+                fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
+                                "(%zu per device)\n",
+                        st->name, cfg->devices, dev->name, params, pl.bytes, per);
+        *out = rt;
+        return STRATA_OK;
+fail:
+        if (rt && rt->sm.table)
+                (void)strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
+        if (!cfg->memory)
+                (void)strata_arena_release(&root);
+        return rc;
+}
+
+static int check_rt(const struct strata_runtime *rt)
+{
+        if (!rt || !rt->strategy)
+                return strata__fail(STRATA_EINVAL, "runtime is NULL or not initialised");
+        return STRATA_OK;
+}
+
+int strata_connect(struct strata_runtime *rt)
+{
+        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata_sm_dispatch(&rt->sm, STRATA_EV_CONNECT, NULL));
+        STRATA_TRY(strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP, NULL));
+        strata_arena_seal(&rt->root);
+        for (int d = 0; d < rt->nreplicas; d++)
+                strata_arena_seal(&rt->replicas[d].arena);
+        return STRATA_OK;
+}
+
+static int check_batch(const struct strata_runtime *rt, const struct strata_batch *b,
+                       int with_labels)
+{
+        if (!b || !b->x || (with_labels && !b->y))
+                return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
+                                    !b ? "pointer" : !b->x ? "features" : "labels");
+        if (b->rows < rt->nreplicas || b->rows > rt->cfg.batch)
+                return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed %d..%d", b->rows,
+                                    rt->nreplicas, rt->cfg.batch);
+        if (b->dim != rt->cfg.model->in_features)
+                return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
+                                    b->dim, rt->cfg.model->in_features);
+        for (int i = 0; with_labels && i < b->rows; i++)
+                if (b->y[i] < 0 || b->y[i] >= rt->cfg.classes)
+                        return strata__fail(STRATA_EINVAL, "label %d of row %d not in [0, %d)",
+                                            b->y[i], i, rt->cfg.classes);
+        return STRATA_OK;
+}
+
+static int need_ready(const struct strata_runtime *rt)
+{
+        int s = strata_sm_state(&rt->sm);
+
+        if (s != STRATA_STATE_READY)
+                return strata__fail(STRATA_EBADSTATE, "runtime is %s, not READY",
+                                    strata_state_name(s));
+        return STRATA_OK;
+}
+
+int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
+                      struct strata_metrics *m)
+{
+        static const int events[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
+                                      STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
+                                      STRATA_EV_BATCH_END };
+
+        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        STRATA_TRY(check_batch(rt, b, 1));
+        rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
+        for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+                STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], NULL));
+        return STRATA_OK;
+}
+
+int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
+                     struct strata_metrics *m)
+{
+        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        STRATA_TRY(check_batch(rt, b, 1));
+        rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
+        return strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP, NULL);
+}
+
+int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits)
+{
+        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        if (!logits)
+                return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
+        STRATA_TRY(check_batch(rt, b, 0));
+        rt->args = (struct strata__step_args){ .batch = b, .logits = logits };
+        return strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP, NULL);
+}
+
+int strata_teardown(struct strata_runtime *rt)
+{
+        struct strata_arena root;
+        int rc, mapped;
+
+        STRATA_TRY(check_rt(rt));
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
+        if (rc != STRATA_OK)
+                return rc;
+        root = rt->root;
+        mapped = rt->region_mapped;
+        if (mapped)
+                return strata_arena_release(&root); /* rt lived in this region */
+        return STRATA_OK;
+}
+
+int strata_state(const struct strata_runtime *rt)
+{
+        return rt ? strata_sm_state(&rt->sm) : -1;
+}
+
+static int connected(const struct strata_runtime *rt, int dev)
+{
+        int s;
+
+        STRATA_TRY(check_rt(rt));
+        if (dev < 0 || dev >= rt->nreplicas)
+                return strata__fail(STRATA_EINVAL, "device %d not in [0, %d)", dev,
+                                    rt->nreplicas);
+        s = strata_sm_state(&rt->sm);
+        if (s < STRATA_STATE_READY || s == STRATA_STATE_TORNDOWN)
+                return strata__fail(STRATA_EBADSTATE, "runtime is %s: parameters not ready",
+                                    strata_state_name(s));
+        return STRATA_OK;
+}
+
+int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n)
+{
+        STRATA_TRY(connected(rt, dev));
+        if (!p || !n)
+                return strata__fail(STRATA_EINVAL, "parameters: NULL output");
+        *p = rt->replicas[dev].params;
+        *n = rt->replicas[dev].nparam;
+        return STRATA_OK;
+}
+
+int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
+                           size_t *n, uint64_t *step)
+{
+        STRATA_TRY(connected(rt, dev));
+        if (!state || !n || !step)
+                return strata__fail(STRATA_EINVAL, "optimizer state: NULL output");
+        *state = rt->replicas[dev].opt_state;
+        *n = rt->replicas[dev].nopt;
+        *step = rt->replicas[dev].opt_t;
+        return STRATA_OK;
+}
+
+int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *out)
+{
+        uint64_t refused;
+
+        STRATA_TRY(check_rt(rt));
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "memory: out is NULL");
+        refused = strata_arena_refusals(&rt->root);
+        for (int d = 0; d < rt->nreplicas; d++)
+                refused += strata_arena_refusals(&rt->replicas[d].arena);
+        *out = (struct strata_memory_info){ .planned = rt->plan.bytes,
+                                            .used = strata_arena_high_water(&rt->root),
+                                            .refusals = refused };
+        return STRATA_OK;
+}
+
+struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
+{
+        return (struct strata_step_ctx){ .dev = rt->dev, .seed = rt->cfg.seed, .step = rt->step,
+                                         .train = train, .rows_global = rows_global };
+}

@@ -1,0 +1,100 @@
+/*
+ * The `single` strategy: one device, driven by the caller's thread (device 0 may be the
+ * caller's thread, as the design allows). Every lifecycle event is one action on replica 0.
+ */
+#include <string.h>
+
+#include "strata/status.h"
+#include "kernel/internal.h"
+#include "strategy/internal.h"
+
+static void warm_up(struct strata_runtime *rt, struct strata__replica *r)
+{
+        float a[16] = { 0 }, c[16];
+
+        /* The first GEMM may set up BLAS internals: do it now, before the arenas seal. */
+        rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
+        (void)r;
+}
+
+static void load_batch(struct strata_runtime *rt, struct strata__replica *r,
+                       const struct strata_batch *b)
+{
+        (void)rt;
+        /* Host memory: the device reads the caller's batch in place (no staging copy). */
+        r->x = b->x;
+        r->labels = b->y;
+        r->rows = b->rows;
+}
+
+static void report(struct strata__replica *r, struct strata_metrics *m)
+{
+        if (m)
+                *m = (struct strata_metrics){ .loss = r->loss / r->rows, .correct = r->correct,
+                                              .rows = r->rows };
+}
+
+static int single_run(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+        struct strata__replica *r = &rt->replicas[0];
+        struct strata__step_args *a = &rt->args;
+        struct strata_step_ctx c;
+
+        (void)state;
+        (void)arg;
+        switch (event) {
+        case STRATA_EV_SETUP_ENVIRONMENT:
+                return STRATA_OK;
+        case STRATA_EV_CONNECT:
+                strata__replica_init(r, rt->cfg.seed);
+                return STRATA_OK;
+        case STRATA_EV_SETUP:
+                warm_up(rt, r);
+                return STRATA_OK;
+        case STRATA_EV_BATCH_START:
+                load_batch(rt, r, a->batch);
+                return STRATA_OK;
+        case STRATA_EV_TRAINING_STEP:
+                c = strata__ctx(rt, 1, r->rows);
+                strata__replica_forward(r, &c);
+                strata__replica_loss(r, &c, 1);
+                return STRATA_OK;
+        case STRATA_EV_BACKWARD:
+                c = strata__ctx(rt, 1, r->rows);
+                strata__replica_backward(r, &c);
+                return STRATA_OK;
+        case STRATA_EV_OPTIMIZER_STEP:
+                strata__replica_step(r, &rt->cfg.optim);
+                return STRATA_OK;
+        case STRATA_EV_BATCH_END:
+                report(r, a->metrics);
+                rt->step++;
+                return STRATA_OK;
+        case STRATA_EV_VALIDATION_STEP:
+        case STRATA_EV_TEST_STEP:
+        case STRATA_EV_PREDICT_STEP:
+                load_batch(rt, r, a->batch);
+                c = strata__ctx(rt, 0, r->rows);
+                strata__replica_forward(r, &c);
+                if (event == STRATA_EV_PREDICT_STEP) {
+                        memcpy(a->logits, r->y[r->nlayers - 1],
+                               sizeof(float) * (size_t)r->rows * r->layers[r->nlayers - 1].out);
+                        return STRATA_OK;
+                }
+                strata__replica_loss(r, &c, 0);
+                report(r, a->metrics);
+                return STRATA_OK;
+        }
+        return strata__fail(STRATA_EINVAL, "single: unhandled event %d", event);
+}
+
+#define S { NULL, single_run, NULL }
+static const struct strata_sm_state single_states[STRATA_STATE_COUNT] = {
+        S, S, S, S, S, S, S, S, S, S,
+};
+
+const struct strata__strategy strata__single = {
+        .name = "single",
+        .states = single_states,
+};

@@ -1,0 +1,411 @@
+/*
+ * strata-train: train an MLP on Fashion-MNIST (or synthetic data of the same shape) with any
+ * Strata strategy, printing progress per epoch and a summary. Exit status 2 on bad input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strata/strata.h"
+#include "tools/heapcount.h"
+
+#define MAX_MODULES 64
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+struct opts {
+        const char *data;
+        const char *model;
+        int bn;
+        float dropout;
+        int epochs, batch;
+        float lr, momentum, wd;
+        enum strata_optim_kind optim;
+        uint64_t seed;
+        enum strata_strategy_kind strategy;
+        int devices;
+        int json, quiet, verbose;
+        long synthetic;
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: strata-train [options]\n"
+                "  --data DIR          Fashion-MNIST IDX files (default " DEFAULT_DATA ")\n"
+                "  --synthetic N       use N synthetic samples of the same shape instead\n"
+                "  --model SPEC        layer widths, e.g. 784-256-128-10 (default)\n"
+                "  --bn                BatchNorm1d after each hidden linear\n"
+                "  --dropout P         dropout after each hidden activation\n"
+                "  --epochs N          (default 10)      --batch N   global batch (default 128)\n"
+                "  --lr X              (default 0.05)    --momentum X   (default 0.9)\n"
+                "  --optim sgd|adamw   (default sgd)     --weight-decay X (default 0)\n"
+                "  --seed N            (default 0)\n"
+                "  --strategy single   (default single)  --devices N (default 1)\n"
+                "  --json              one JSON object per epoch and a final one\n"
+                "  --quiet             only the final summary   --verbose  placement, memory\n"
+                "  --help\n");
+}
+
+static int bad(const char *fmt, const char *a, const char *b)
+{
+        fprintf(stderr, "strata-train: ");
+        fprintf(stderr, fmt, a, b);
+        fprintf(stderr, "\n");
+        return 2;
+}
+
+static int parse_long(const char *name, const char *s, long lo, long hi, long *out)
+{
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < lo || v > hi) {
+                char range[64];
+
+                snprintf(range, sizeof(range), "an integer in [%ld, %ld]", lo, hi);
+                return bad("--%s: '%s' is not %s", name, s) == 2 && fprintf(stderr, "  (expected %s)\n", range) ? 2 : 2;
+        }
+        *out = v;
+        return 0;
+}
+
+static int parse_float(const char *name, const char *s, double lo, double hi, float *out)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+                fprintf(stderr, "strata-train: --%s: '%s' is not a number in [%g, %g]\n", name, s,
+                        lo, hi);
+                return 2;
+        }
+        *out = (float)v;
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+        static const struct option lo[] = {
+                { "data", 1, 0, 'd' },      { "model", 1, 0, 'm' },    { "bn", 0, 0, 'B' },
+                { "dropout", 1, 0, 'D' },   { "epochs", 1, 0, 'e' },   { "batch", 1, 0, 'b' },
+                { "lr", 1, 0, 'l' },        { "momentum", 1, 0, 'M' }, { "optim", 1, 0, 'o' },
+                { "weight-decay", 1, 0, 'w' }, { "seed", 1, 0, 's' }, { "strategy", 1, 0, 'S' },
+                { "devices", 1, 0, 'n' },   { "json", 0, 0, 'j' },     { "quiet", 0, 0, 'q' },
+                { "verbose", 0, 0, 'v' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
+                { 0, 0, 0, 0 },
+        };
+        long v;
+        int c;
+
+        *o = (struct opts){ .data = DEFAULT_DATA, .model = "784-256-128-10", .epochs = 10,
+                            .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1 };
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+                switch (c) {
+                case 'd': o->data = optarg; break;
+                case 'm': o->model = optarg; break;
+                case 'B': o->bn = 1; break;
+                case 'D': if (parse_float("dropout", optarg, 0.0, 0.99, &o->dropout)) return 2; break;
+                case 'e': if (parse_long("epochs", optarg, 1, 100000, &v)) return 2; o->epochs = (int)v; break;
+                case 'b': if (parse_long("batch", optarg, 1, 1 << 24, &v)) return 2; o->batch = (int)v; break;
+                case 'l': if (parse_float("lr", optarg, 1e-12, 1e6, &o->lr)) return 2; break;
+                case 'M': if (parse_float("momentum", optarg, 0.0, 0.999999, &o->momentum)) return 2; break;
+                case 'w': if (parse_float("weight-decay", optarg, 0.0, 1e6, &o->wd)) return 2; break;
+                case 's': if (parse_long("seed", optarg, 0, LONG_MAX, &v)) return 2; o->seed = (uint64_t)v; break;
+                case 'n': if (parse_long("devices", optarg, 1, 64, &v)) return 2; o->devices = (int)v; break;
+                case 'y': if (parse_long("synthetic", optarg, 1, 10000000, &v)) return 2; o->synthetic = v; break;
+                case 'j': o->json = 1; break;
+                case 'q': o->quiet = 1; break;
+                case 'v': o->verbose = 1; break;
+                case 'h': usage(stdout); exit(0);
+                case 'o':
+                        if (!strcmp(optarg, "sgd")) o->optim = STRATA_OPTIM_SGD;
+                        else if (!strcmp(optarg, "adamw")) o->optim = STRATA_OPTIM_ADAMW;
+                        else return bad("--optim: '%s' is not sgd or adamw%s", optarg, "");
+                        break;
+                case 'S':
+                        if (!strcmp(optarg, "single")) o->strategy = STRATA_STRATEGY_SINGLE;
+                        else if (!strcmp(optarg, "dp")) o->strategy = STRATA_STRATEGY_DP;
+                        else if (!strcmp(optarg, "ddp")) o->strategy = STRATA_STRATEGY_DDP;
+                        else return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
+                        break;
+                default:
+                        return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
+                }
+        }
+        if (optind < argc)
+                return bad("unexpected argument '%s'%s", argv[optind], "");
+        return 0;
+}
+
+/* "784-256-128-10" -> widths; returns count or -1. */
+static int parse_model(const char *s, int *w, int max)
+{
+        int n = 0;
+
+        while (*s) {
+                char *end;
+                long v;
+
+                errno = 0;
+                v = strtol(s, &end, 10);
+                if (errno || end == s || v <= 0 || v > (1 << 20) || n == max)
+                        return -1;
+                w[n++] = (int)v;
+                if (*end == '-')
+                        end++;
+                else if (*end)
+                        return -1;
+                s = end;
+        }
+        return n >= 2 ? n : -1;
+}
+
+static double now(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+static int evaluate(struct strata_runtime *rt, struct strata_loader *l, const uint32_t *idx,
+                    uint32_t n, double *acc)
+{
+        struct strata_batch b;
+        struct strata_metrics m;
+        long correct = 0, rows = 0;
+
+        strata_loader_reset(l, idx, n);
+        while (strata_loader_next(l, &b)) {
+                int rc = strata_eval_step(rt, &b, &m);
+
+                if (rc)
+                        return rc;
+                correct += m.correct;
+                rows += m.rows;
+        }
+        *acc = rows ? (double)correct / (double)rows : 0.0;
+        return 0;
+}
+
+static void progress(int epoch, int epochs, long step, long steps, double loss)
+{
+        int width = 30, done = (int)(width * step / (steps ? steps : 1));
+
+        fprintf(stderr, "\repoch %d/%d [", epoch, epochs);
+        for (int i = 0; i < width; i++)
+                fputc(i < done ? '=' : (i == done ? '>' : ' '), stderr);
+        fprintf(stderr, "] %ld/%ld loss %.4f", step, steps, loss);
+}
+
+int main(int argc, char **argv)
+{
+        struct opts o;
+        struct strata_module mods[MAX_MODULES];
+        struct strata_model model;
+        struct strata_config cfg = STRATA_CONFIG_INIT;
+        struct strata_plan_info plan;
+        struct strata_runtime *rt;
+        struct strata_arena data;
+        struct strata_dataset train, test;
+        struct strata_sampler sampler;
+        struct strata_loader loader, tloader;
+        struct strata_memory_info mem;
+        uint32_t *test_idx;
+        double *step_times, t_start, t_total, acc = 0.0, train_loss = 0.0;
+        long steps_per_epoch, heap;
+        int widths[MAX_MODULES], nw, nm = 0, rc, tty;
+        size_t data_bytes;
+        char p1[4096], p2[4096], p3[4096], p4[4096];
+        void *p;
+
+        if ((rc = parse_args(argc, argv, &o)))
+                return rc;
+        nw = parse_model(o.model, widths, MAX_MODULES / 4);
+        if (nw < 0)
+                return bad("--model: '%s' is not widths like 784-256-128-10%s", o.model, "");
+        if (o.devices > 1 && o.strategy == STRATA_STRATEGY_SINGLE)
+                return bad("--devices %s needs --strategy dp or ddp%s", argv[0] ? "N>1" : "", "");
+        /* Data: sizes from the headers first, then one mapping for everything the tool keeps. */
+        snprintf(p1, sizeof(p1), "%s/train-images-idx3-ubyte.gz", o.data);
+        snprintf(p2, sizeof(p2), "%s/train-labels-idx1-ubyte.gz", o.data);
+        snprintf(p3, sizeof(p3), "%s/t10k-images-idx3-ubyte.gz", o.data);
+        snprintf(p4, sizeof(p4), "%s/t10k-labels-idx1-ubyte.gz", o.data);
+        if (o.synthetic) {
+                data_bytes = (size_t)(o.synthetic + 10000) * (size_t)(widths[0] + 64) + 4096;
+        } else {
+                size_t a, b;
+
+                if (access(o.data, R_OK | X_OK) != 0)
+                        return bad("data directory '%s': %s", o.data, strerror(errno));
+                if (strata_dataset_bytes(p1, p2, &a) || strata_dataset_bytes(p3, p4, &b))
+                        return bad("%s%s", strata_last_error(), "");
+                data_bytes = a + b;
+        }
+        data_bytes += (size_t)70000 * 12 + (size_t)o.batch * (size_t)widths[0] * 8 + 8 * 4096 +
+                      (size_t)o.epochs * 70000 * sizeof(double) / (size_t)(o.batch ? o.batch : 1) +
+                      (size_t)o.epochs * sizeof(double) * 8;
+        if (strata_arena_map(&data, data_bytes, NULL))
+                return bad("%s%s", strata_last_error(), "");
+        if (o.synthetic) {
+                rc = strata_dataset_synthetic(&train, &data, (uint32_t)o.synthetic,
+                                              (uint32_t)widths[0], widths[nw - 1], o.seed + 1);
+                if (!rc)
+                        rc = strata_dataset_synthetic(&test, &data, 10000, (uint32_t)widths[0],
+                                                      widths[nw - 1], o.seed + 2);
+        } else {
+                rc = strata_dataset_load(&train, &data, p1, p2);
+                if (!rc)
+                        rc = strata_dataset_load(&test, &data, p3, p4);
+        }
+        if (rc)
+                return bad("%s%s", strata_last_error(), "");
+        if ((uint32_t)widths[0] != train.dim)
+                return bad("--model: input width must be the image size (%s), got %s",
+                           (snprintf(p1, 32, "%u", train.dim), p1), (snprintf(p2, 32, "%d", widths[0]), p2));
+        if (widths[nw - 1] < train.classes)
+                return bad("--model: %s outputs for a dataset with %s classes",
+                           (snprintf(p1, 32, "%d", widths[nw - 1]), p1), (snprintf(p2, 32, "%d", train.classes), p2));
+        /* The model: hidden linear [bn] relu [dropout], then the output linear. */
+        for (int i = 1; i < nw; i++) {
+                mods[nm++] = (struct strata_module){ .ops = &strata_linear, .out = widths[i] };
+                if (i == nw - 1)
+                        break;
+                if (o.bn)
+                        mods[nm++] = (struct strata_module){ .ops = &strata_batchnorm1d };
+                mods[nm++] = (struct strata_module){ .ops = &strata_relu };
+                if (o.dropout > 0.0f)
+                        mods[nm++] = (struct strata_module){ .ops = &strata_dropout, .p = o.dropout };
+        }
+        model = (struct strata_model){ .in_features = widths[0], .nmodules = nm, .modules = mods };
+        cfg.model = &model;
+        cfg.batch = o.batch;
+        cfg.classes = widths[nw - 1];
+        cfg.devices = o.devices;
+        cfg.strategy = o.strategy;
+        cfg.seed = o.seed;
+        cfg.verbose = o.verbose;
+        cfg.optim.kind = o.optim;
+        cfg.optim.lr = o.lr;
+        cfg.optim.momentum = o.optim == STRATA_OPTIM_SGD ? o.momentum : 0.0f;
+        cfg.optim.weight_decay = o.wd;
+        if (strata_plan(&cfg, &plan))
+                return bad("%s%s", strata_last_error(), "");
+        {
+                long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+                if (pages > 0 && psz > 0 && plan.bytes > (size_t)pages * (size_t)psz) {
+                        snprintf(p1, 64, "%zu", plan.bytes);
+                        snprintf(p2, 64, "%zu", (size_t)pages * (size_t)psz);
+                        return bad("this configuration needs %s bytes; the machine has %s", p1, p2);
+                }
+        }
+        if (strata_init(&rt, &cfg) || strata_connect(rt))
+                return bad("%s%s", strata_last_error(), "");
+        steps_per_epoch = (long)(train.n / (uint32_t)o.batch);
+        if (steps_per_epoch == 0)
+                return bad("--batch %s is larger than the %s training samples",
+                           (snprintf(p1, 32, "%d", o.batch), p1), (snprintf(p2, 32, "%u", train.n), p2));
+        if (strata_sampler_init(&sampler, &data, train.n, 1, 0, 1, 0, o.seed) ||
+            strata_loader_init(&loader, &data, &train, o.batch, 1) ||
+            strata_loader_init(&tloader, &data, &test, o.batch, 0) ||
+            strata_arena_alloc(&data, sizeof(uint32_t) * test.n, 0, &p))
+                return bad("%s%s", strata_last_error(), "");
+        test_idx = p;
+        for (uint32_t i = 0; i < test.n; i++)
+                test_idx[i] = i;
+        if (strata_arena_alloc(&data, sizeof(double) * (size_t)steps_per_epoch * o.epochs, 0, &p))
+                return bad("%s%s", strata_last_error(), "");
+        step_times = p;
+        tty = isatty(2) && !o.quiet && !o.json;
+        if (!o.quiet && !o.json)
+                printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
+                       "batch %d, %ld steps/epoch\n",
+                       o.strategy == STRATA_STRATEGY_SINGLE ? "single" : "dp/ddp", o.devices,
+                       o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
+        fflush(stdout);
+        strata_heapcount_start();
+        t_start = now();
+        for (int ep = 0; ep < o.epochs; ep++) {
+                struct strata_batch b;
+                struct strata_metrics m;
+                double t_ep = now(), loss_sum = 0.0, ep_time;
+                long s = 0;
+
+                strata_sampler_set_epoch(&sampler, (uint64_t)ep);
+                strata_loader_reset(&loader, sampler.indices, sampler.per_rank);
+                while (strata_loader_next(&loader, &b)) {
+                        double t0 = now();
+
+                        if ((rc = strata_train_step(rt, &b, &m)))
+                                goto fail;
+                        step_times[(size_t)ep * steps_per_epoch + s] = now() - t0;
+                        loss_sum += m.loss;
+                        s++;
+                        if (tty && (s % 20 == 0 || s == steps_per_epoch))
+                                progress(ep + 1, o.epochs, s, steps_per_epoch, loss_sum / s);
+                }
+                ep_time = now() - t_ep;
+                train_loss = loss_sum / (double)s;
+                if ((rc = evaluate(rt, &tloader, test_idx, test.n, &acc)))
+                        goto fail;
+                if (tty)
+                        fprintf(stderr, "\r\033[K");
+                if (o.json)
+                        printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.4f,"
+                               "\"samples_per_s\":%.0f,\"epoch_s\":%.3f}\n",
+                               ep + 1, train_loss, acc, (double)(s * o.batch) / ep_time, ep_time);
+                else if (!o.quiet)
+                        printf("epoch %3d  train_loss %.4f  test_acc %.4f  %8.0f samples/s  %.2fs\n",
+                               ep + 1, train_loss, acc, (double)(s * o.batch) / ep_time, ep_time);
+                fflush(stdout);
+        }
+        t_total = now() - t_start;
+        heap = strata_heapcount_stop();
+        strata_memory(rt, &mem);
+        qsort(step_times, (size_t)steps_per_epoch * o.epochs, sizeof(double), cmp_double);
+        {
+                double med = step_times[(size_t)steps_per_epoch * o.epochs / 2] * 1e6;
+                double sps = (double)steps_per_epoch * o.epochs * o.batch / t_total;
+
+                if (o.json)
+                        printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
+                               "\"train_loss\":%.6f,\"test_acc\":%.4f,\"time_s\":%.3f,"
+                               "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
+                               "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
+                               "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
+                               o.epochs, o.batch, o.devices, train_loss, acc, t_total, sps, med,
+                               mem.planned, mem.used, (unsigned long long)mem.refusals, heap);
+                else
+                        printf("final: test_acc %.4f  time %.2fs  median step %.1f us  %.0f samples/s\n"
+                               "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "
+                               "during training: %ld\n",
+                               acc, t_total, med, sps, mem.planned, mem.used,
+                               (unsigned long long)mem.refusals, heap);
+        }
+        strata_teardown(rt);
+        strata_arena_release(&data);
+        return heap > 0 ? 1 : 0;
+fail:
+        fprintf(stderr, "strata-train: %s\n", strata_last_error());
+        strata_teardown(rt);
+        return 1;
+}
