@@ -101,7 +101,7 @@ tsan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test
 
 # Every system dependency, non-interactively and idempotently.
-DEPS := build-essential clang pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
+DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
@@ -117,6 +117,13 @@ deps:
 bench-deps: deps
 	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q 'install ok installed' || \
 	        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch; }
+
+# The main job: the default model on Fashion-MNIST with the default strategy.
+run: tools
+	$(BUILD)/bin/strata-train
+
+bench-train: tools bench-deps
+	tools/bench-train.sh $(REPS)
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig

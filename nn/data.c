@@ -5,6 +5,7 @@
  * from a scratch arena on the caller's stack, so loading never touches the heap.
  */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <string.h>
@@ -384,10 +385,27 @@ void strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint3
 }
 
 STRATA_SIMD static void bytes_to_float(const uint8_t *restrict src, float *restrict dst,
-                                       float scale, uint32_t n)
+                                       float scale, float shift, uint32_t n)
 {
         for (uint32_t k = 0; k < n; k++)
-                dst[k] = (float)src[k] * scale;
+                dst[k] = (float)src[k] * scale + shift;
+}
+
+void strata_loader_standardize(struct strata_loader *l, const struct strata_dataset *stats)
+{
+        size_t n = (size_t)stats->n * stats->dim;
+        double s = 0.0, s2 = 0.0, mean, sd;
+
+        for (size_t i = 0; i < n; i++) {
+                s += stats->images[i];
+                s2 += (double)stats->images[i] * stats->images[i];
+        }
+        mean = s / (double)n;
+        sd = sqrt(s2 / (double)n - mean * mean);
+        if (sd <= 0.0)
+                sd = 1.0;
+        l->scale = (float)(1.0 / sd);
+        l->shift = (float)(-mean / sd);
 }
 
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
@@ -400,7 +418,7 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
         for (uint32_t r = 0; r < rows; r++) {
                 uint32_t idx = l->indices[l->pos + r];
                 bytes_to_float(l->ds->images + (size_t)idx * dim, l->x + (size_t)r * dim,
-                               l->scale, dim);
+                               l->scale, l->shift, dim);
                 l->y[r] = l->ds->labels[idx];
         }
         l->pos += rows;

@@ -30,6 +30,7 @@ struct opts {
         enum strata_strategy_kind strategy;
         int devices;
         int json, quiet, verbose;
+        int raw;
         long synthetic;
 };
 
@@ -46,6 +47,8 @@ static void usage(FILE *f)
                 "  --lr X              (default 0.05)    --momentum X   (default 0.9)\n"
                 "  --optim sgd|adamw   (default sgd)     --weight-decay X (default 0)\n"
                 "  --seed N            (default 0)\n"
+                "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
+                "                      training set's mean and std)\n"
                 "  --strategy single   (default single)  --devices N (default 1)\n"
                 "  --json              one JSON object per epoch and a final one\n"
                 "  --quiet             only the final summary   --verbose  placement, memory\n"
@@ -101,7 +104,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "lr", 1, 0, 'l' },        { "momentum", 1, 0, 'M' }, { "optim", 1, 0, 'o' },
                 { "weight-decay", 1, 0, 'w' }, { "seed", 1, 0, 's' }, { "strategy", 1, 0, 'S' },
                 { "devices", 1, 0, 'n' },   { "json", 0, 0, 'j' },     { "quiet", 0, 0, 'q' },
-                { "verbose", 0, 0, 'v' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
+                { "verbose", 0, 0, 'v' },   { "raw-pixels", 0, 0, 'r' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -127,6 +130,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'j': o->json = 1; break;
                 case 'q': o->quiet = 1; break;
                 case 'v': o->verbose = 1; break;
+                case 'r': o->raw = 1; break;
                 case 'h': usage(stdout); exit(0);
                 case 'o':
                         if (!strcmp(optarg, "sgd")) o->optim = STRATA_OPTIM_SGD;
@@ -237,6 +241,10 @@ int main(int argc, char **argv)
         char p1[4096], p2[4096], p3[4096], p4[4096];
         void *p;
 
+        static char outbuf[1 << 14];
+
+        /* stdout's buffer is ours, so printing progress never allocates. */
+        setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &o)))
                 return rc;
         nw = parse_model(o.model, widths, MAX_MODULES / 4);
@@ -330,6 +338,10 @@ int main(int argc, char **argv)
             strata_arena_alloc(&data, sizeof(uint32_t) * test.n, 0, &p))
                 return bad("%s%s", strata_last_error(), "");
         test_idx = p;
+        if (!o.raw) {
+                strata_loader_standardize(&loader, &train);
+                strata_loader_standardize(&tloader, &train);
+        }
         for (uint32_t i = 0; i < test.n; i++)
                 test_idx[i] = i;
         if (strata_arena_alloc(&data, sizeof(double) * (size_t)steps_per_epoch * o.epochs, 0, &p))

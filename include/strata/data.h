@@ -108,7 +108,8 @@ struct strata_loader {
         uint32_t pos;     /**< next index */
         int batch;        /**< rows per batch */
         int drop_last;    /**< skip the last partial batch */
-        float scale;      /**< x = byte * scale (1/255) */
+        float scale;      /**< x = byte * scale + shift (default 1/255, 0) */
+        float shift;
         float *x;         /**< staging: batch * dim floats (arena) */
         int32_t *y;       /**< staging labels (arena) */
 };
@@ -119,6 +120,12 @@ struct strata_loader {
  */
 int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
                        const struct strata_dataset *ds, int batch, int drop_last);
+
+/**
+ * @brief Standardise features: x = (byte / 255 - mean) / std, with the mean and standard
+ *        deviation of all pixels of @p stats (usually the training set).
+ */
+void strata_loader_standardize(struct strata_loader *l, const struct strata_dataset *stats);
 
 /** @brief Start over with a new index list (e.g. a sampler's indices for the next epoch). */
 void strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count);

@@ -1,0 +1,132 @@
+/* Bad configurations, batches and call orders get a status, a message, and change nothing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/support/rig.h"
+
+Test(runtime_bad_input, config_fields)
+{
+        struct strata_runtime *rt = (struct strata_runtime *)0x1;
+        struct strata_plan_info pl;
+        struct rig r;
+        struct strata_config c;
+
+        rig_init(&r, 0);
+        cr_assert_eq(strata_init(NULL, &r.cfg), STRATA_EINVAL);
+        cr_assert_eq(strata_init(&rt, NULL), STRATA_EINVAL);
+        c = r.cfg;
+        c.model = NULL;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
+        c = r.cfg;
+        c.batch = 0;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "batch 0"));
+        c = r.cfg;
+        c.classes = 7;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
+        c = r.cfg;
+        c.devices = 2;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL, "single runs on one device");
+        c = r.cfg;
+        c.struct_size = 3;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
+        c = r.cfg;
+        c.optim.lr = -1.0f;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
+        c = r.cfg;
+        c.accelerator = STRATA_ACCEL_CUDA;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_ENODEV);
+        c = r.cfg;
+        c.strategy = (enum strata_strategy_kind)99;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_ENOTSUP);
+        cr_assert_eq(rt, (struct strata_runtime *)0x1, "failed init must not write *rt");
+}
+
+Test(runtime_bad_input, region_too_small_states_required_size)
+{
+        static _Alignas(4096) unsigned char mem[1 << 20];
+        struct strata_runtime *rt = NULL;
+        struct strata_plan_info pl;
+        char want[64];
+        struct rig r;
+
+        rig_init(&r, 1);
+        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK);
+        cr_assert_lt(pl.bytes, sizeof(mem));
+        r.cfg.memory = mem;
+        r.cfg.memory_size = pl.bytes - 1;
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_ENOMEM);
+        snprintf(want, sizeof(want), "needs %zu", pl.bytes);
+        cr_assert_not_null(strstr(strata_last_error(), want), "%s", strata_last_error());
+        r.cfg.memory_size = pl.bytes; /* exactly the plan: enough */
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        {
+                struct strata_memory_info mi;
+
+                cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
+                cr_assert_eq(mi.used, pl.bytes, "the plan is exact");
+                cr_assert_eq(mi.refusals, 0);
+        }
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(runtime_bad_input, call_order_and_bad_batches_change_nothing)
+{
+        struct strata_runtime *rt;
+        struct strata_batch b, bad;
+        struct rig r;
+        const float *p;
+        size_t n;
+        static float before[1024];
+
+        rig_init(&r, 0);
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        strata_loader_next(&r.loader, &b);
+        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EBADSTATE, "before connect");
+        cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_EBADSTATE);
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        cr_assert_eq(strata_connect(rt), STRATA_EBADSTATE, "connect twice");
+        cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
+        cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+        memcpy(before, p, n * sizeof(float));
+        bad = b;
+        bad.rows = RIG_BATCH + 1;
+        cr_assert_eq(strata_train_step(rt, &bad, NULL), STRATA_EINVAL);
+        bad = b;
+        bad.dim = 3;
+        cr_assert_eq(strata_train_step(rt, &bad, NULL), STRATA_EINVAL);
+        bad = b;
+        bad.x = NULL;
+        cr_assert_eq(strata_train_step(rt, &bad, NULL), STRATA_EINVAL);
+        {
+                static int32_t labels[RIG_BATCH];
+
+                memcpy(labels, b.y, sizeof(labels));
+                labels[3] = RIG_CLASSES;
+                bad = b;
+                bad.y = labels;
+                cr_assert_eq(strata_train_step(rt, &bad, NULL), STRATA_EINVAL);
+                cr_assert_not_null(strstr(strata_last_error(), "label"));
+        }
+        cr_assert_eq(strata_train_step(rt, NULL, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_predict_step(rt, &b, NULL), STRATA_EINVAL);
+        cr_assert_eq(memcmp(before, p, n * sizeof(float)), 0, "refused steps changed parameters");
+        cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
+        cr_assert_eq(strata_parameters(rt, 1, &p, &n), STRATA_EINVAL);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(runtime_bad_input, teardown_from_created_state)
+{
+        struct strata_runtime *rt;
+        struct rig r;
+
+        rig_init(&r, 0);
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK);
+        cr_assert_eq(strata_state(rt), STRATA_STATE_ENV_READY);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert_eq(strata_teardown(NULL), STRATA_EINVAL);
+}

@@ -1,0 +1,57 @@
+/* The shared small-model rig. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tests/support/rig.h"
+
+static _Alignas(4096) unsigned char data_mem[1 << 16];
+
+void rig_init(struct rig *r, int bn)
+{
+        struct strata_config c = STRATA_CONFIG_INIT;
+        int n = 0;
+
+        memset(r, 0, sizeof(*r));
+        r->mods[n++] = (struct strata_module){ .ops = &strata_linear, .out = 16 };
+        if (bn)
+                r->mods[n++] = (struct strata_module){ .ops = &strata_batchnorm1d };
+        r->mods[n++] = (struct strata_module){ .ops = &strata_relu };
+        r->mods[n++] = (struct strata_module){ .ops = &strata_linear, .out = RIG_CLASSES };
+        r->model = (struct strata_model){ .in_features = RIG_IN, .nmodules = n,
+                                          .modules = r->mods };
+        c.model = &r->model;
+        c.batch = RIG_BATCH;
+        c.classes = RIG_CLASSES;
+        c.seed = 11;
+        r->cfg = c;
+        cr_assert_eq(strata_arena_init(&r->data, data_mem, sizeof(data_mem), NULL), STRATA_OK);
+        cr_assert_eq(strata_dataset_synthetic(&r->ds, &r->data, 256, RIG_IN, RIG_CLASSES, 5),
+                     STRATA_OK);
+        cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
+        for (uint32_t i = 0; i < 256; i++)
+                r->idx[i] = (i * 37u) % 256u;
+}
+
+void rig_train(struct rig *r, int steps, float *out, size_t n)
+{
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        const float *p;
+        size_t np;
+
+        cr_assert_eq(strata_init(&rt, &r->cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        strata_loader_reset(&r->loader, r->idx, 256);
+        for (int s = 0; s < steps; s++) {
+                if (!strata_loader_next(&r->loader, &b)) {
+                        strata_loader_reset(&r->loader, r->idx, 256);
+                        strata_loader_next(&r->loader, &b);
+                }
+                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
+                             strata_last_error());
+        }
+        cr_assert_eq(strata_parameters(rt, 0, &p, &np), STRATA_OK);
+        cr_assert_eq(np, n);
+        memcpy(out, p, n * sizeof(float));
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}

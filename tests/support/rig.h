@@ -1,0 +1,26 @@
+/* A small model on synthetic data, shared by the runtime and strategy tests. */
+#ifndef STRATA_TESTS_RIG_H
+#define STRATA_TESTS_RIG_H
+
+#include "strata/strata.h"
+
+#define RIG_IN 20
+#define RIG_CLASSES 4
+#define RIG_BATCH 16
+
+struct rig {
+        struct strata_module mods[6];
+        struct strata_model model;
+        struct strata_config cfg;
+        struct strata_dataset ds;
+        struct strata_loader loader;
+        struct strata_arena data;
+        uint32_t idx[256];
+};
+
+/** Model 20-16(bn?)-relu-4, synthetic data of 256 samples, batch 16, single strategy. */
+void rig_init(struct rig *r, int bn);
+/** Train @p steps steps on a fresh runtime; copies the final parameters into @p out. */
+void rig_train(struct rig *r, int steps, float *out, size_t n);
+
+#endif

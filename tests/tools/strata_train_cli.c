@@ -1,0 +1,103 @@
+/* strata-train: bad input exits 2 with one clear message; a real run reports what it promises. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define BIN STRATA_BUILD_DIR "/bin/strata-train"
+#define FMNIST "/usr/share/datasets/fashion-mnist"
+
+static int run(const char *args, char *out, size_t n)
+{
+        char cmd[2048];
+        size_t got;
+        FILE *p;
+        int st;
+
+        snprintf(cmd, sizeof(cmd), "%s %s 2>&1", BIN, args);
+        p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        got = fread(out, 1, n - 1, p);
+        out[got] = '\0';
+        st = pclose(p);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect_usage_error(const char *args, const char *needle)
+{
+        char out[8192];
+
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s -> %s", args, out);
+        cr_assert_not_null(strstr(out, needle), "%s -> %s", args, out);
+        cr_assert_null(strstr(out, "epoch "), "nothing may run: %s", out);
+}
+
+Test(strata_train_cli, bad_options_exit_2)
+{
+        expect_usage_error("--epochs 0", "--epochs");
+        expect_usage_error("--epochs -3", "--epochs");
+        expect_usage_error("--batch abc", "--batch");
+        expect_usage_error("--lr 0", "--lr");
+        expect_usage_error("--lr nan", "--lr");
+        expect_usage_error("--optim rmsprop", "--optim");
+        expect_usage_error("--model 784-x-10", "--model");
+        expect_usage_error("--model 100-10", "input width");
+        expect_usage_error("--frobnicate", "unknown");
+        expect_usage_error("--strategy ring", "--strategy");
+        expect_usage_error("--dropout 1.5", "--dropout");
+        expect_usage_error("--batch 16000000 --model 784-65536-65536-10", "needs");
+}
+
+Test(strata_train_cli, bad_data_exit_2)
+{
+        char dir[64] = "/tmp/strata-cli-XXXXXX", cmd[1024], args[256];
+
+        expect_usage_error("--data /nonexistent/dir", "/nonexistent/dir");
+        cr_assert_not_null(mkdtemp(dir));
+        /* A truncated training image file beside good labels and test files. */
+        snprintf(cmd, sizeof(cmd),
+                 "cp " FMNIST "/*.gz %s/ && gzip -dc " FMNIST "/train-images-idx3-ubyte.gz | "
+                 "head -c 1000000 | gzip > %s/train-images-idx3-ubyte.gz", dir, dir);
+        cr_assert_eq(system(cmd), 0);
+        snprintf(args, sizeof(args), "--data %s", dir);
+        expect_usage_error(args, "truncated");
+        /* Corrupt gzip: a byte flipped in the middle of the stream. */
+        snprintf(cmd, sizeof(cmd),
+                 "cp " FMNIST "/train-images-idx3-ubyte.gz %s/ && printf '\\377\\377\\377\\377' | "
+                 "dd of=%s/train-images-idx3-ubyte.gz bs=1 seek=200000 conv=notrunc 2>/dev/null",
+                 dir, dir);
+        cr_assert_eq(system(cmd), 0);
+        expect_usage_error(args, "train-images");
+        /* Label count that does not match the images. */
+        snprintf(cmd, sizeof(cmd),
+                 "cp " FMNIST "/train-images-idx3-ubyte.gz %s/ && cp " FMNIST
+                 "/t10k-labels-idx1-ubyte.gz %s/train-labels-idx1-ubyte.gz", dir, dir);
+        cr_assert_eq(system(cmd), 0);
+        expect_usage_error(args, "labels");
+}
+
+Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
+{
+        static char out[1 << 16];
+        const char *final;
+        double acc;
+        long heap;
+
+        cr_assert_eq(run("--epochs 1 --json", out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"epoch\":1,"), "%s", out);
+        final = strstr(out, "\"final\":true");
+        cr_assert_not_null(final, "%s", out);
+        for (const char *k = "train_loss\0test_acc\0samples_per_s\0step_us_median\0"
+                             "arena_bytes_planned\0arena_bytes_used\0heap_allocs\0";
+             *k; k += strlen(k) + 1) {
+                char key[64];
+
+                snprintf(key, sizeof(key), "\"%s\":", k);
+                cr_assert_not_null(strstr(final, key), "missing %s", k);
+        }
+        acc = atof(strstr(final, "\"test_acc\":") + 11);
+        heap = atol(strstr(final, "\"heap_allocs\":") + 14);
+        cr_assert_geq(acc, 0.80, "one epoch of Fashion-MNIST should reach 0.80, got %g", acc);
+        cr_assert(heap == 0 || (heap == -1 && STRATA_SAN[0]), "heap allocations: %ld", heap);
+}
