@@ -42,6 +42,12 @@ endif
 
 TOOL_SRCS := $(wildcard tools/strata-*.c)
 TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
+MPICC     := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+ifeq ($(SAN),)
+TOOLS     += $(BUILD)/bin/strata-bench-mpi
+endif
+endif
 TOOL_COMMON := $(filter-out tools/strata-%.c,$(wildcard tools/*.c))
 TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
 
@@ -79,6 +85,11 @@ $(BUILD)/libstrata.so: $(LIB_OBJS) $(CUDA_OBJS)
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS)
+
+# The Open MPI peer of the collectives benchmark: built only where mpicc exists.
+$(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
+	@mkdir -p $(dir $@)
+	$(Q)$(MPICC) -O3 -o $@ $<
 
 $(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
@@ -121,6 +132,9 @@ bench-deps: deps
 # The main job: the default model on Fashion-MNIST with the default strategy.
 run: tools
 	$(BUILD)/bin/strata-train
+
+bench-coll: tools
+	tools/bench-coll.sh
 
 bench-train: tools bench-deps
 	tools/bench-train.sh $(REPS)

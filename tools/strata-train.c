@@ -71,10 +71,9 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
         errno = 0;
         v = strtol(s, &end, 10);
         if (errno || end == s || *end || v < lo || v > hi) {
-                char range[64];
-
-                snprintf(range, sizeof(range), "an integer in [%ld, %ld]", lo, hi);
-                return bad("--%s: '%s' is not %s", name, s) == 2 && fprintf(stderr, "  (expected %s)\n", range) ? 2 : 2;
+                fprintf(stderr, "strata-train: --%s: '%s' is not an integer in [%ld, %ld]\n",
+                        name, s, lo, hi);
+                return 2;
         }
         *out = v;
         return 0;

@@ -12,5 +12,8 @@
 #include "strata/nn.h"
 #include "strata/data.h"
 #include "strata/runtime.h"
+#include "strata/topology.h"
+#include "strata/workers.h"
+#include "strata/comm.h"
 
 #endif /* STRATA_STRATA_H */

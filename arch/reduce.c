@@ -1,0 +1,234 @@
+/*
+ * Reduction kernels. Work goes in blocks that stay in L1: the sources of a block are combined
+ * into an accumulator (vectorised loops, one clone per ISA chosen at load by CPUID), then the
+ * accumulator is stored to every destination, with streaming stores for large messages so
+ * that writes do not first read the destination lines.
+ */
+#include <string.h>
+
+#include "arch/reduce.h"
+#include "arch/simd.h"
+
+#define BLOCK 2048 /* elements per block: 8 KiB of f32 */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* ---- bf16 / f16 <-> f32 ---- */
+
+static inline float bf16_to_f32(uint16_t h)
+{
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+
+        memcpy(&f, &u, 4);
+        return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+        uint32_t u;
+
+        memcpy(&u, &f, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+                return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+        u += 0x7fffu + ((u >> 16) & 1u);            /* round to nearest even */
+        return (uint16_t)(u >> 16);
+}
+
+static inline float f16_to_f32(uint16_t h)
+{
+        _Float16 x;
+
+        memcpy(&x, &h, 2);
+        return (float)x;
+}
+
+static inline uint16_t f32_to_f16(float f)
+{
+        _Float16 x = (_Float16)f;
+        uint16_t h;
+
+        memcpy(&h, &x, 2);
+        return h;
+}
+
+/* ---- accumulate one source block into acc ---- */
+
+#define COMBINE(T, NAME)                                                                        \
+        STRATA_SIMD static void NAME(T *restrict acc, const T *restrict s, size_t n, int op)   \
+        {                                                                                      \
+                if (op == STRATA__MAX) {                                                       \
+                        for (size_t i = 0; i < n; i++)                                         \
+                                acc[i] = s[i] > acc[i] ? s[i] : acc[i];                        \
+                } else if (op == STRATA__MIN) {                                                \
+                        for (size_t i = 0; i < n; i++)                                         \
+                                acc[i] = s[i] < acc[i] ? s[i] : acc[i];                        \
+                } else {                                                                       \
+                        for (size_t i = 0; i < n; i++)                                         \
+                                acc[i] += s[i];                                                \
+                }                                                                              \
+        }
+
+COMBINE(float, combine_f32)
+COMBINE(double, combine_f64)
+COMBINE(int32_t, combine_i32)
+COMBINE(int64_t, combine_i64)
+
+STRATA_SIMD static void widen_bf16(float *restrict acc, const uint16_t *restrict s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                acc[i] = bf16_to_f32(s[i]);
+}
+
+static void widen_f16(float *restrict acc, const uint16_t *restrict s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                acc[i] = f16_to_f32(s[i]);
+}
+
+/* ---- stores ---- */
+
+static int use_avx512 = -1;
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void stream512(void *dst, const void *src, size_t n)
+{
+        char *d = dst;
+        const char *s = src;
+        size_t i = 0;
+
+        for (; i + 64 <= n; i += 64)
+                _mm512_stream_si512((__m512i *)(d + i), _mm512_loadu_si512(s + i));
+        memcpy(d + i, s + i, n - i);
+}
+
+__attribute__((target("avx"))) static void stream256(void *dst, const void *src, size_t n)
+{
+        char *d = dst;
+        const char *s = src;
+        size_t i = 0;
+
+        for (; i + 32 <= n; i += 32)
+                _mm256_stream_si256((__m256i *)(d + i), _mm256_loadu_si256((const void *)(s + i)));
+        memcpy(d + i, s + i, n - i);
+}
+#endif
+
+const char *strata__reduce_isa(void)
+{
+        if (use_avx512 < 0) {
+                __builtin_cpu_init();
+                use_avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        }
+        return use_avx512 ? "avx512" : "avx";
+}
+
+/* Store n bytes; streaming only when the destination is 64-byte aligned. */
+static void store(void *dst, const void *src, size_t n, int nt)
+{
+#if defined(__x86_64__) && !defined(STRATA_SANITIZED)
+        if (nt && ((uintptr_t)dst & 63) == 0) {
+                if (use_avx512 < 0)
+                        (void)strata__reduce_isa();
+                if (use_avx512)
+                        stream512(dst, src, n);
+                else
+                        stream256(dst, src, n);
+                return;
+        }
+#else
+        (void)nt;
+#endif
+        memcpy(dst, src, n);
+}
+
+void strata__store_fence(void)
+{
+#if defined(__x86_64__)
+        _mm_sfence();
+#endif
+}
+
+void strata__copy_many(void *const *dst, int ndst, const void *src, size_t lo, size_t hi, int nt)
+{
+        for (int d = 0; d < ndst; d++)
+                if ((const char *)dst[d] + lo != (const char *)src + lo)
+                        store((char *)dst[d] + lo, (const char *)src + lo, hi - lo, nt);
+}
+
+/* Streaming keeps alignment only if the block offset is aligned: blocks are 64-byte multiples. */
+#define REDUCE_NATIVE(T, COMB, SCALE_T)                                                        \
+        do {                                                                                   \
+                _Alignas(64) T acc[BLOCK];                                                     \
+                for (size_t b = lo; b < hi; b += BLOCK) {                                      \
+                        size_t n = hi - b < BLOCK ? hi - b : BLOCK;                            \
+                        memcpy(acc, (const T *)src[0] + b, n * sizeof(T));                     \
+                        for (int r = 1; r < nsrc; r++)                                         \
+                                COMB(acc, (const T *)src[r] + b, n, op == STRATA__MEAN ? 0 : op); \
+                        if (op == STRATA__MEAN)                                                \
+                                for (size_t i = 0; i < n; i++)                                 \
+                                        acc[i] = (T)(acc[i] / (SCALE_T)nsrc);                  \
+                        for (int d = 0; d < ndst; d++)                                         \
+                                store((T *)dst[d] + b, acc, n * sizeof(T), nt);                \
+                }                                                                              \
+        } while (0)
+
+static void reduce_half(int bf, int op, void *const *dst, int ndst, const void *const *src,
+                        int nsrc, size_t lo, size_t hi, int nt)
+{
+        _Alignas(64) float acc[BLOCK], tmp[BLOCK];
+        _Alignas(64) uint16_t out[BLOCK];
+
+        for (size_t b = lo; b < hi; b += BLOCK) {
+                size_t n = hi - b < BLOCK ? hi - b : BLOCK;
+
+                for (int r = 0; r < nsrc; r++) {
+                        const uint16_t *s = (const uint16_t *)src[r] + b;
+
+                        if (bf)
+                                widen_bf16(r ? tmp : acc, s, n);
+                        else
+                                widen_f16(r ? tmp : acc, s, n);
+                        if (r)
+                                combine_f32(acc, tmp, n, op == STRATA__MEAN ? 0 : op);
+                }
+                for (size_t i = 0; i < n; i++) {
+                        float v = op == STRATA__MEAN ? acc[i] / (float)nsrc : acc[i];
+
+                        out[i] = bf ? f32_to_bf16(v) : f32_to_f16(v);
+                }
+                for (int d = 0; d < ndst; d++)
+                        store((uint16_t *)dst[d] + b, out, n * 2, nt);
+        }
+}
+
+void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
+                         const void *const *src, int nsrc, size_t lo, size_t hi, int nt)
+{
+        if (hi <= lo)
+                return;
+        switch (dt) {
+        case STRATA_F32:
+                REDUCE_NATIVE(float, combine_f32, float);
+                break;
+        case STRATA_F64:
+                REDUCE_NATIVE(double, combine_f64, double);
+                break;
+        case STRATA_I32:
+                REDUCE_NATIVE(int32_t, combine_i32, int32_t);
+                break;
+        case STRATA_I64:
+                REDUCE_NATIVE(int64_t, combine_i64, int64_t);
+                break;
+        case STRATA_BF16:
+                reduce_half(1, op, dst, ndst, src, nsrc, lo, hi, nt);
+                break;
+        case STRATA_F16:
+                reduce_half(0, op, dst, ndst, src, nsrc, lo, hi, nt);
+                break;
+        default:
+                break;
+        }
+}

@@ -1,0 +1,32 @@
+/*
+ * Reduction and copy kernels for the collectives (internal). Values are combined in the order
+ * of the source list, for every element alike, so results do not depend on timing.
+ */
+#ifndef STRATA_ARCH_REDUCE_H
+#define STRATA_ARCH_REDUCE_H
+
+#include <stddef.h>
+
+#include "strata/tensor.h"
+
+/** Reduction operators (the public enum strata_reduce_op has the same values). */
+enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN };
+
+/**
+ * dst[d][i] = op(src[0][i], …, src[nsrc-1][i]) for every d < ndst and i in [lo, hi).
+ * A destination may be one of the sources (same index): every source element is read before
+ * it is written. bf16/f16 are accumulated in f32. Non-temporal stores when @p nt.
+ */
+void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
+                         const void *const *src, int nsrc, size_t lo, size_t hi, int nt);
+
+/** Copy bytes [lo, hi) of src to every dst, non-temporal when @p nt. */
+void strata__copy_many(void *const *dst, int ndst, const void *src, size_t lo, size_t hi, int nt);
+
+/** Make non-temporal stores visible before a barrier. */
+void strata__store_fence(void);
+
+/** Pick the kernels once for this CPU; returns the ISA name. */
+const char *strata__reduce_isa(void);
+
+#endif /* STRATA_ARCH_REDUCE_H */

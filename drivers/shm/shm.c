@@ -1,0 +1,134 @@
+/*
+ * The `shm` comm driver: devices share one address space, so every rank reads its peers'
+ * buffers directly (no staging copy). Reductions are split into one slice per rank, each slice
+ * reduced from all ranks in rank order and written straight into every rank's receive buffer.
+ * Slices start on cache-line boundaries; large messages use streaming stores.
+ */
+#include <string.h>
+
+#include "strata/status.h"
+#include "arch/reduce.h"
+#include "drivers/comm_internal.h"
+
+#define NT_BYTES ((size_t)32 << 20) /* streaming stores from this size on (past the caches) */
+
+static int shm_probe(const char **why)
+{
+        if (why)
+                *why = NULL;
+        return 1;
+}
+
+/* This rank's slice [lo, hi) of count elements, starting on 64-byte boundaries. */
+static void slice(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi)
+{
+        size_t line = 64 / es ? 64 / es : 1;
+        size_t a = count * (size_t)rank / (size_t)n, b = count * (size_t)(rank + 1) / (size_t)n;
+
+        a = (a + line - 1) / line * line;
+        b = rank == n - 1 ? count : (b + line - 1) / line * line;
+        *lo = a < count ? a : count;
+        *hi = b < count ? b : count;
+}
+
+static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        size_t es = strata_dtype_size(op->dtype), lo, hi;
+        void *dst[STRATA__COMM_MAX];
+        int nd = 0;
+
+        for (int r = 0; r < c->n; r++)
+                if (r != op->root)
+                        dst[nd++] = c->slot[r].op.recv;
+        slice(op->count, es, c->n, rank, &lo, &hi);
+        strata__copy_many(dst, nd, c->slot[op->root].op.recv, lo * es, hi * es,
+                          op->count * es >= NT_BYTES);
+        return STRATA_OK;
+}
+
+static int reduce_to(struct strata_comm *c, int rank, const struct strata_coll *op, int all)
+{
+        size_t es = strata_dtype_size(op->dtype), lo, hi;
+        const void *src[STRATA__COMM_MAX];
+        void *dst[STRATA__COMM_MAX];
+        int nd = 0;
+
+        for (int r = 0; r < c->n; r++) {
+                src[r] = c->slot[r].op.send;
+                if (all || r == op->root)
+                        dst[nd++] = c->slot[r].op.recv;
+        }
+        slice(op->count, es, c->n, rank, &lo, &hi);
+        strata__reduce_many(op->dtype, op->op, dst, nd, src, c->n, lo, hi,
+                            op->count * es >= NT_BYTES);
+        return STRATA_OK;
+}
+
+static int reduce(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        return reduce_to(c, rank, op, 0);
+}
+
+static int all_reduce(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        return reduce_to(c, rank, op, 1);
+}
+
+static int all_gather(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        size_t es = strata_dtype_size(op->dtype), off = (size_t)rank * op->count * es;
+        void *dst[STRATA__COMM_MAX];
+
+        for (int r = 0; r < c->n; r++)
+                dst[r] = (char *)c->slot[r].op.recv + off;
+        strata__copy_many(dst, c->n, (const char *)op->send, 0, op->count * es,
+                          op->count * es * (size_t)c->n >= NT_BYTES);
+        return STRATA_OK;
+}
+
+static int reduce_scatter(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        size_t es = strata_dtype_size(op->dtype), off = (size_t)rank * op->count * es;
+        const void *src[STRATA__COMM_MAX];
+        void *dst[1] = { op->recv };
+
+        for (int r = 0; r < c->n; r++)
+                src[r] = (const char *)c->slot[r].op.send + off;
+        strata__reduce_many(op->dtype, op->op, dst, 1, src, c->n, 0, op->count,
+                            op->count * es * (size_t)c->n >= NT_BYTES);
+        return STRATA_OK;
+}
+
+static int gather(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        size_t es = strata_dtype_size(op->dtype);
+        void *dst[1] = { (char *)c->slot[op->root].op.recv + (size_t)rank * op->count * es };
+
+        strata__copy_many(dst, 1, op->send, 0, op->count * es, 0);
+        return STRATA_OK;
+}
+
+static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        size_t es = strata_dtype_size(op->dtype);
+        void *dst[1] = { op->recv };
+
+        strata__copy_many(dst, 1,
+                          (const char *)c->slot[op->root].op.send + (size_t)rank * op->count * es,
+                          0, op->count * es, 0);
+        return STRATA_OK;
+}
+
+const struct strata_comm_ops strata__shm_comm = {
+        .name = "shm",
+        .probe = shm_probe,
+        .run = {
+                [STRATA_COLL_BROADCAST] = broadcast,
+                [STRATA_COLL_REDUCE] = reduce,
+                [STRATA_COLL_ALL_REDUCE] = all_reduce,
+                [STRATA_COLL_ALL_GATHER] = all_gather,
+                [STRATA_COLL_REDUCE_SCATTER] = reduce_scatter,
+                [STRATA_COLL_GATHER] = gather,
+                [STRATA_COLL_SCATTER] = scatter,
+        },
+};

@@ -1,0 +1,52 @@
+/*
+ * Machine topology (read with hwloc) and the placement of devices on cores: one core per
+ * device, spread across NUMA nodes, never two devices on hyperthread siblings while whole
+ * cores are free.
+ */
+#ifndef STRATA_TOPOLOGY_H
+#define STRATA_TOPOLOGY_H
+
+#include <stddef.h>
+
+/** Counts of the machine's objects. */
+struct strata_topology {
+        int packages;
+        int numa_nodes;
+        int cores;
+        int pus;
+};
+
+/** Where one device runs. */
+struct strata_placement {
+        int device;
+        int core;        /**< logical core index (hwloc order) */
+        int pu;          /**< OS index of the PU the worker is bound to */
+        int numa_node;   /**< OS index of the core's NUMA node (0 without NUMA) */
+        int shared;      /**< non-zero when another device shares this core (oversubscribed) */
+};
+
+/**
+ * @brief Read the machine's topology.
+ * @retval STRATA_OK, STRATA_ESYS (hwloc could not load the topology).
+ */
+int strata_topology_read(struct strata_topology *t);
+
+/**
+ * @brief Choose a core for each of @p n devices.
+ *
+ * Cores are taken round-robin over NUMA nodes (node 0's first core, node 1's first core, …),
+ * one PU per core. With more devices than cores the list wraps and the extra placements are
+ * marked @c shared (the caller warns).
+ * @param n    Devices, 1..64.
+ * @param out  @p n placements.
+ * @retval STRATA_OK, STRATA_EINVAL, STRATA_ESYS.
+ */
+int strata_topology_place(int n, struct strata_placement *out);
+
+/**
+ * @brief One line describing a placement ("device 0 -> core 0 (PU 0, NUMA 0)").
+ * @return The number of characters snprintf would write.
+ */
+int strata_placement_describe(const struct strata_placement *p, char *buf, size_t len);
+
+#endif /* STRATA_TOPOLOGY_H */

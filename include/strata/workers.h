@@ -1,0 +1,75 @@
+/*
+ * Device workers: one pinned thread per device, stacks carved from an arena.
+ *
+ * The coordinator posts a command (a function and its argument) to every device; workers spin
+ * briefly and then sleep on a futex; completion is a counter. The caller's thread may serve as
+ * device 0. Every wait is bounded: when a device fails or a wait passes the timeout, every
+ * other device is released, the first error is kept and returned.
+ */
+#ifndef STRATA_WORKERS_H
+#define STRATA_WORKERS_H
+
+#include <stddef.h>
+
+#include "strata/arena.h"
+#include "strata/topology.h"
+
+/** Work run on every device; returns a status. */
+typedef int (*strata_work_fn)(int device, void *arg);
+
+/** Pool configuration; zero fields take the defaults noted. */
+struct strata_workers_config {
+        int devices;                 /**< 1..64 */
+        size_t stack_bytes;          /**< per worker thread, default 256 KiB */
+        double timeout_s;            /**< every wait's bound, default 300 s */
+        int caller_is_device0;       /**< 1: the caller runs device 0 itself (default via INIT) */
+        int bind;                    /**< pin threads to their cores (default via INIT) */
+        const struct strata_placement *placement; /**< NULL: strata_topology_place() */
+};
+
+#define STRATA_WORKERS_CONFIG_INIT { 1, 0, 0.0, 1, 1, NULL }
+
+struct strata_workers;
+
+/** @brief Bytes strata_workers_start() takes from its arena for this configuration. */
+int strata_workers_plan(const struct strata_workers_config *cfg, size_t *bytes);
+
+/**
+ * @brief Start the pool: place devices, carve stacks, create and pin the threads.
+ * @retval STRATA_OK, STRATA_EINVAL, STRATA_ENOMEM (arena), STRATA_ESYS (thread creation).
+ *         On failure no thread is left running.
+ */
+int strata_workers_start(struct strata_workers **w, struct strata_arena *a,
+                         const struct strata_workers_config *cfg);
+
+/**
+ * @brief Run @p fn on every device and wait for all of them.
+ * @return STRATA_OK, or the first error any device returned; STRATA_ETIMEDOUT when a device
+ *         did not finish within the timeout (the pool is then unusable: STRATA_EABORTED).
+ */
+int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg);
+
+/**
+ * @brief Barrier among all devices, for use inside a work function.
+ * @retval STRATA_OK; STRATA_EABORTED when another device failed; STRATA_ETIMEDOUT when the
+ *         barrier waited past the timeout (it then aborts the others).
+ */
+int strata_workers_barrier(struct strata_workers *w, int device);
+
+/**
+ * @brief Record a failure of @p device: keeps the first error and releases every waiter.
+ * @return @p status, for `return strata_workers_fail(w, dev, rc);`.
+ */
+int strata_workers_fail(struct strata_workers *w, int device, int status);
+
+/** @brief Number of devices. */
+int strata_workers_count(const struct strata_workers *w);
+
+/** @brief Placement of @p device (NULL when out of range). */
+const struct strata_placement *strata_workers_placement(const struct strata_workers *w,
+                                                        int device);
+
+/** @brief Stop and join every worker; the pool's memory stays in its arena. */
+int strata_workers_stop(struct strata_workers *w);
+
+#endif /* STRATA_WORKERS_H */

@@ -1,0 +1,115 @@
+/*
+ * Topology and placement through hwloc. hwloc allocates internally while it loads the
+ * topology; that happens at init only, never on the step path.
+ */
+#include <hwloc.h>
+#include <stdio.h>
+
+#include "strata/status.h"
+#include "strata/topology.h"
+#include "kernel/internal.h"
+
+#define MAX_CORES 4096
+
+static int load(hwloc_topology_t *topo)
+{
+        if (hwloc_topology_init(topo) != 0)
+                return strata__fail(STRATA_ESYS, "hwloc: topology init failed");
+        if (hwloc_topology_load(*topo) != 0) {
+                hwloc_topology_destroy(*topo);
+                return strata__fail(STRATA_ESYS, "hwloc: topology load failed");
+        }
+        return STRATA_OK;
+}
+
+int strata_topology_read(struct strata_topology *t)
+{
+        hwloc_topology_t topo;
+
+        if (!t)
+                return strata__fail(STRATA_EINVAL, "topology: out is NULL");
+        STRATA_TRY(load(&topo));
+        t->packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+        t->numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+        t->cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        t->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+        if (t->numa_nodes < 1)
+                t->numa_nodes = 1;
+        hwloc_topology_destroy(topo);
+        return STRATA_OK;
+}
+
+static int numa_of(hwloc_topology_t topo, hwloc_obj_t core)
+{
+        hwloc_obj_t n = hwloc_get_next_obj_covering_cpuset_by_type(topo, core->cpuset,
+                                                                     HWLOC_OBJ_NUMANODE, NULL);
+
+        if (!n) {
+                /* NUMA nodes are memory children in hwloc 2: walk up to one that has one. */
+                for (hwloc_obj_t a = core; a; a = a->parent)
+                        if (a->memory_arity > 0 && a->memory_first_child)
+                                return (int)a->memory_first_child->os_index;
+                return 0;
+        }
+        return (int)n->os_index;
+}
+
+int strata_topology_place(int n, struct strata_placement *out)
+{
+        static int order[MAX_CORES];
+        hwloc_topology_t topo;
+        int ncores, nnodes, k = 0;
+
+        if (n <= 0 || n > 64 || !out)
+                return strata__fail(STRATA_EINVAL, "placement: %d devices (1..64)", n);
+        STRATA_TRY(load(&topo));
+        ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        if (ncores <= 0) {
+                hwloc_topology_destroy(topo);
+                return strata__fail(STRATA_ESYS, "hwloc: no cores found");
+        }
+        if (ncores > MAX_CORES)
+                ncores = MAX_CORES;
+        nnodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+        if (nnodes < 1)
+                nnodes = 1;
+        /* Interleave cores across NUMA nodes: the i-th core of every node, then the next. */
+        for (int round = 0; k < ncores && round < ncores; round++)
+                for (int node = 0; node < nnodes && k < ncores; node++) {
+                        int seen = 0;
+
+                        for (int c = 0; c < ncores; c++) {
+                                hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE,
+                                                                         (unsigned)c);
+                                int cn = nnodes > 1 ? numa_of(topo, core) : 0;
+                                hwloc_obj_t nobj = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE,
+                                                                         (unsigned)node);
+
+                                if (nnodes > 1 && nobj && cn != (int)nobj->os_index)
+                                        continue;
+                                if (seen++ == round)
+                                        order[k++] = c;
+                        }
+                }
+        for (int d = 0; d < n; d++) {
+                int c = order[d % k];
+                hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)c);
+                hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(topo, core->cpuset,
+                                                                      HWLOC_OBJ_PU, 0);
+
+                out[d] = (struct strata_placement){ .device = d, .core = c,
+                                                    .pu = pu ? (int)pu->os_index : c,
+                                                    .numa_node = numa_of(topo, core),
+                                                    .shared = n > k };
+        }
+        hwloc_topology_destroy(topo);
+        return STRATA_OK;
+}
+
+int strata_placement_describe(const struct strata_placement *p, char *buf, size_t len)
+{
+        if (!p || !buf)
+                return 0;
+        return snprintf(buf, len, "device %d -> core %d (PU %d, NUMA node %d)%s", p->device,
+                        p->core, p->pu, p->numa_node, p->shared ? " [shared: oversubscribed]" : "");
+}

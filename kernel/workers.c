@@ -1,0 +1,359 @@
+/*
+ * The worker pool (contract in include/strata/workers.h).
+ *
+ * Three futex words, each on its own cache line: `cmd` (bumped per command; workers wait on
+ * it), `done` (workers finished with the current command; the coordinator waits on it) and
+ * `gen` (barrier generation). Waiters spin with a pause first, then sleep in timed futex waits
+ * so that they notice aborts and deadlines even if a wake is missed. Sleepers are counted so
+ * that the fast path makes no system call.
+ */
+#include <errno.h>
+#include <hwloc.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <numa.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strata/status.h"
+#include "strata/workers.h"
+#include "arch/arch.h"
+#include "kernel/internal.h"
+#include "kernel/workers_internal.h"
+
+#define MAX_DEV 64
+#define SPINS 20000
+#define SLICE_NS 2000000L /* timed futex waits, so aborts are seen within 2 ms */
+
+struct strata_workers;
+
+/* What a worker thread is started with. */
+struct seat {
+        struct strata_workers *w;
+        int dev;
+};
+
+struct line {
+        _Alignas(64) atomic_uint v;
+        atomic_int sleepers;
+};
+
+struct strata_workers {
+        struct line cmd;
+        struct line done;
+        struct line gen;
+        _Alignas(64) atomic_uint arrived;
+        _Alignas(64) atomic_int abort;
+        atomic_int first_error;
+        atomic_int stop;
+        atomic_int broken;
+        strata_work_fn fn;
+        void *arg;
+        int n;
+        int caller0;
+        int bind;
+        double timeout_s;
+        size_t stack_bytes;
+        hwloc_topology_t topo;
+        hwloc_cpuset_t caller_saved;
+        struct strata_placement pl[MAX_DEV];
+        struct seat self[MAX_DEV];
+        unsigned char *stacks;
+        pthread_t threads[MAX_DEV];
+        int started;
+};
+
+static long futex(atomic_uint *addr, int op, unsigned val, const struct timespec *ts)
+{
+        return syscall(SYS_futex, (unsigned *)addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
+}
+
+static void wake_all(struct line *l)
+{
+        if (atomic_load_explicit(&l->sleepers, memory_order_seq_cst) > 0)
+                futex(&l->v, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+static double now_s(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Wait until l->v != old, or *abort is set, or the deadline passes (returns ETIMEDOUT). */
+static int wait_change(struct line *l, unsigned old, atomic_int *abort, double deadline)
+{
+        static const struct timespec slice = { 0, SLICE_NS };
+
+        for (int i = 0; i < SPINS; i++) {
+                if (atomic_load_explicit(&l->v, memory_order_acquire) != old)
+                        return STRATA_OK;
+                if (abort && atomic_load_explicit(abort, memory_order_relaxed))
+                        return STRATA_EABORTED;
+                strata__pause();
+        }
+        for (;;) {
+                atomic_fetch_add(&l->sleepers, 1);
+                if (atomic_load_explicit(&l->v, memory_order_seq_cst) == old &&
+                    !(abort && atomic_load(abort)))
+                        futex(&l->v, FUTEX_WAIT, old, &slice);
+                atomic_fetch_sub(&l->sleepers, 1);
+                if (atomic_load_explicit(&l->v, memory_order_acquire) != old)
+                        return STRATA_OK;
+                if (abort && atomic_load(abort))
+                        return STRATA_EABORTED;
+                if (deadline > 0.0 && now_s() > deadline)
+                        return STRATA_ETIMEDOUT;
+        }
+}
+
+int strata_workers_fail(struct strata_workers *w, int device, int status)
+{
+        int zero = 0;
+
+        (void)device;
+        if (status == STRATA_OK)
+                return status;
+        atomic_compare_exchange_strong(&w->first_error, &zero, status);
+        atomic_store(&w->abort, 1);
+        wake_all(&w->gen);
+        wake_all(&w->done);
+        return status;
+}
+
+int strata_workers_barrier(struct strata_workers *w, int device)
+{
+        unsigned g = atomic_load_explicit(&w->gen.v, memory_order_acquire);
+        int rc;
+
+        if (atomic_load(&w->abort))
+                return STRATA_EABORTED;
+        if (atomic_fetch_add_explicit(&w->arrived, 1, memory_order_acq_rel) + 1 == (unsigned)w->n) {
+                atomic_store_explicit(&w->arrived, 0, memory_order_relaxed);
+                atomic_fetch_add_explicit(&w->gen.v, 1, memory_order_release);
+                wake_all(&w->gen);
+                return STRATA_OK;
+        }
+        rc = wait_change(&w->gen, g, &w->abort, now_s() + w->timeout_s);
+        if (rc == STRATA_ETIMEDOUT)
+                return strata_workers_fail(
+                        w, device,
+                        strata__fail(STRATA_ETIMEDOUT, "device %d: barrier waited %.3g s", device,
+                                     w->timeout_s));
+        return rc;
+}
+
+static void bind_self(struct strata_workers *w, int dev)
+{
+        hwloc_obj_t pu;
+
+        if (!w->bind)
+                return;
+        pu = hwloc_get_pu_obj_by_os_index(w->topo, (unsigned)w->pl[dev].pu);
+        if (pu)
+                (void)hwloc_set_cpubind(w->topo, pu->cpuset, HWLOC_CPUBIND_THREAD);
+        if (numa_available() >= 0 && numa_max_node() > 0)
+                numa_set_preferred(w->pl[dev].numa_node);
+}
+
+static void *worker_main(void *p)
+{
+        struct strata_workers *w = ((struct seat *)p)->w;
+        int dev = ((struct seat *)p)->dev;
+        unsigned seen = 0;
+
+        bind_self(w, dev);
+        for (;;) {
+                int rc;
+
+                (void)wait_change(&w->cmd, seen, NULL, 0.0);
+                seen = atomic_load_explicit(&w->cmd.v, memory_order_acquire);
+                if (atomic_load(&w->stop))
+                        break;
+                rc = w->fn(dev, w->arg);
+                if (rc != STRATA_OK)
+                        strata_workers_fail(w, dev, rc);
+                atomic_fetch_add_explicit(&w->done.v, 1, memory_order_release);
+                wake_all(&w->done);
+        }
+        return NULL;
+}
+
+int strata_workers_plan(const struct strata_workers_config *c, size_t *bytes)
+{
+        size_t stack, total;
+
+        if (!c || !bytes)
+                return strata__fail(STRATA_EINVAL, "workers plan: NULL argument");
+        if (c->devices < 1 || c->devices > MAX_DEV)
+                return strata__fail(STRATA_EINVAL, "workers: %d devices (1..%d)", c->devices,
+                                    MAX_DEV);
+        stack = c->stack_bytes ? c->stack_bytes : STRATA_KIB(256);
+        if (stack < STRATA_KIB(64) || stack > STRATA_MIB(256))
+                return strata__fail(STRATA_EINVAL, "workers: stack %zu bytes (64 KiB..256 MiB)",
+                                    stack);
+        stack = STRATA__ALIGN_UP(stack, STRATA_ALIGN_PAGE);
+        /* The pool object (page-aligned, so it starts the block) then one stack per thread. */
+        total = STRATA__ALIGN_UP(sizeof(struct strata_workers), STRATA_ALIGN_PAGE) +
+                stack * (size_t)c->devices;
+        *bytes = total + STRATA_ALIGN_PAGE; /* room to align the block to a page */
+        return STRATA_OK;
+}
+
+static void stop_threads(struct strata_workers *w)
+{
+        atomic_store(&w->stop, 1);
+        atomic_fetch_add(&w->cmd.v, 1);
+        futex(&w->cmd.v, FUTEX_WAKE, INT_MAX, NULL);
+        for (int d = w->caller0; d < w->caller0 + w->started; d++)
+                pthread_join(w->threads[d], NULL);
+        w->started = 0;
+}
+
+int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
+                         const struct strata_workers_config *c)
+{
+        struct strata_workers *w;
+        size_t bytes, stack;
+        void *p;
+        int rc = STRATA_OK;
+
+        if (!out || !a)
+                return strata__fail(STRATA_EINVAL, "workers start: NULL argument");
+        STRATA_TRY(strata_workers_plan(c, &bytes));
+        if (!(c->timeout_s >= 0.0))
+                return strata__fail(STRATA_EINVAL, "workers: timeout %g s", c->timeout_s);
+        STRATA_TRY(strata_arena_alloc(a, bytes - STRATA_ALIGN_PAGE, STRATA_ALIGN_PAGE, &p));
+        w = p;
+        memset(w, 0, sizeof(*w));
+        w->n = c->devices;
+        w->caller0 = c->caller_is_device0 ? 1 : 0;
+        w->bind = c->bind;
+        w->timeout_s = c->timeout_s > 0.0 ? c->timeout_s : 300.0;
+        stack = STRATA__ALIGN_UP(c->stack_bytes ? c->stack_bytes : STRATA_KIB(256),
+                                 STRATA_ALIGN_PAGE);
+        w->stack_bytes = stack;
+        w->stacks = (unsigned char *)w +
+                    STRATA__ALIGN_UP(sizeof(struct strata_workers), STRATA_ALIGN_PAGE);
+        if (c->placement)
+                memcpy(w->pl, c->placement, sizeof(w->pl[0]) * (size_t)w->n);
+        else
+                STRATA_TRY(strata_topology_place(w->n, w->pl));
+        if (hwloc_topology_init(&w->topo) != 0 || hwloc_topology_load(w->topo) != 0)
+                return strata__fail(STRATA_ESYS, "hwloc: topology load failed");
+        if (w->bind && w->caller0) {
+                w->caller_saved = hwloc_bitmap_alloc();
+                if (w->caller_saved)
+                        (void)hwloc_get_cpubind(w->topo, w->caller_saved, HWLOC_CPUBIND_THREAD);
+                bind_self(w, 0);
+        }
+        for (int d = w->caller0; d < w->n; d++) {
+                pthread_attr_t attr;
+                int e;
+
+                w->self[d].w = w;
+                w->self[d].dev = d;
+                pthread_attr_init(&attr);
+                pthread_attr_setstack(&attr, w->stacks + stack * (size_t)d, stack);
+                e = pthread_create(&w->threads[d], &attr, worker_main, &w->self[d]);
+                pthread_attr_destroy(&attr);
+                if (e != 0) {
+                        rc = strata__fail(STRATA_ESYS, "workers: thread for device %d: %s", d,
+                                          strerror(e));
+                        break;
+                }
+                w->started++;
+        }
+        if (rc != STRATA_OK) {
+                stop_threads(w);
+                hwloc_topology_destroy(w->topo);
+                return rc;
+        }
+        *out = w;
+        return STRATA_OK;
+}
+
+int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
+{
+        unsigned expect, d0;
+        int rc = STRATA_OK;
+
+        if (!w || !fn)
+                return strata__fail(STRATA_EINVAL, "workers run: NULL argument");
+        if (atomic_load(&w->broken))
+                return strata__fail(STRATA_EABORTED,
+                                    "workers: a device timed out earlier; the pool is unusable");
+        w->fn = fn;
+        w->arg = arg;
+        atomic_store(&w->abort, 0);
+        atomic_store(&w->first_error, 0);
+        atomic_store(&w->arrived, 0);
+        expect = (unsigned)(w->n - w->caller0);
+        d0 = atomic_load(&w->done.v);
+        atomic_fetch_add_explicit(&w->cmd.v, 1, memory_order_release);
+        wake_all(&w->cmd);
+        if (w->caller0) {
+                rc = fn(0, arg);
+                if (rc != STRATA_OK)
+                        strata_workers_fail(w, 0, rc);
+        }
+        {
+                double deadline = now_s() + w->timeout_s;
+                unsigned cur;
+
+                while ((cur = atomic_load_explicit(&w->done.v, memory_order_acquire)) - d0 <
+                       expect) {
+                        if (wait_change(&w->done, cur, NULL, deadline) == STRATA_ETIMEDOUT) {
+                                atomic_store(&w->broken, 1);
+                                strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
+                                return strata__fail(STRATA_ETIMEDOUT,
+                                                    "workers: a device did not finish in %.3g s",
+                                                    w->timeout_s);
+                        }
+                }
+        }
+        rc = atomic_load(&w->first_error);
+        return rc;
+}
+
+int strata__workers_aborted(struct strata_workers *w)
+{
+        return atomic_load_explicit(&w->abort, memory_order_relaxed);
+}
+
+double strata__workers_timeout(const struct strata_workers *w)
+{
+        return w->timeout_s;
+}
+
+int strata_workers_count(const struct strata_workers *w)
+{
+        return w ? w->n : 0;
+}
+
+const struct strata_placement *strata_workers_placement(const struct strata_workers *w,
+                                                        int device)
+{
+        return w && device >= 0 && device < w->n ? &w->pl[device] : NULL;
+}
+
+int strata_workers_stop(struct strata_workers *w)
+{
+        if (!w)
+                return strata__fail(STRATA_EINVAL, "workers stop: NULL");
+        stop_threads(w);
+        if (w->caller_saved) {
+                (void)hwloc_set_cpubind(w->topo, w->caller_saved, HWLOC_CPUBIND_THREAD);
+                hwloc_bitmap_free(w->caller_saved);
+                w->caller_saved = NULL;
+        }
+        hwloc_topology_destroy(w->topo);
+        return STRATA_OK;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Strata's all_reduce (2 devices = 2 pinned threads) and Open MPI's MPI_Allreduce (2 ranks),
+# run back to back, ROUNDS times alternated; prints per size the median busbw of each and the
+# ratio Strata/Open MPI, plus Strata's fraction of the memory-bandwidth bound.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$here/build}
+rounds=${ROUNDS:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+[ -x "$build/bin/strata-bench-mpi" ] || { echo "bench-coll: mpicc missing (make deps)"; exit 1; }
+for r in $(seq "$rounds"); do
+        "$build/bin/strata-bench-coll" --json > "$tmp/strata.$r"
+        mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core \
+                "$build/bin/strata-bench-mpi" --json > "$tmp/mpi.$r"
+done
+awk -v rounds="$rounds" '
+function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+        if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+function val(line, key,   m) { match(line, "\"" key "\":[0-9.e+-]+"); return substr(line, RSTART + length(key) + 3, RLENGTH - length(key) - 3) + 0 }
+FILENAME ~ /strata/ { b = val($0, "bytes"); n = ++ns[b]; s[b, n] = val($0, "busbw_GBs"); t[b, n] = val($0, "time_us"); f[b, n] = val($0, "of_bound"); bw = val($0, "membw_GBs"); sizes[b] = 1 }
+FILENAME ~ /mpi/ { b = val($0, "bytes"); n = ++nm[b]; m[b, n] = val($0, "busbw_GBs"); mt[b, n] = val($0, "time_us") }
+END {
+        printf "all_reduce f32, 2 devices; median of %d alternated rounds; memory bandwidth %.1f GB/s (last round)\n", rounds, bw
+        printf "%12s %12s %12s %12s %12s %8s %9s\n", "bytes", "strata_us", "strata_bus", "mpi_us", "mpi_bus", "ratio", "of_bound"
+        for (b in sizes) {
+                for (i = 1; i <= ns[b]; i++) { x[i] = s[b, i]; y[i] = t[b, i]; z[i] = f[b, i] }
+                for (i = 1; i <= nm[b]; i++) { u[i] = m[b, i]; v[i] = mt[b, i] }
+                S = med(x, ns[b]); T = med(y, ns[b]); F = med(z, ns[b]); M = med(u, nm[b]); MT = med(v, nm[b])
+                printf "%12d %12.2f %12.2f %12.2f %12.2f %8.1f %9.2f\n", b, T, S, MT, M, S / M, F
+        }
+}' "$tmp"/strata.* "$tmp"/mpi.* | { IFS= read -r a; IFS= read -r b; echo "$a"; echo "$b"; sort -n; }

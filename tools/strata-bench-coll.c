@@ -1,0 +1,233 @@
+/*
+ * strata-bench-coll: nccl-tests style table for Strata's shared-memory collectives, with the
+ * machine's memory bandwidth (2-input sum) measured in the same run and, per row, the
+ * fraction of the bound that bandwidth puts on the collective (traffic model in README).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "strata/strata.h"
+
+struct bench {
+        struct strata_workers *w;
+        struct strata_comm *comm;
+        enum strata_coll_kind kind;
+        int n;
+        size_t count;      /* elements per rank as the collective counts them */
+        int iters;
+        float *buf[64];    /* per rank: send (and recv for in-place kinds) */
+        float *rbuf[64];   /* per rank: separate receive buffer */
+        double t;          /* seconds per iteration (rank 0) */
+        /* memory bandwidth probe */
+        float *a, *b, *c;
+        size_t mlen;
+        double best;
+};
+
+static double now(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int one(struct bench *b, int rank)
+{
+        float *s = b->buf[rank], *r = b->rbuf[rank];
+
+        switch (b->kind) {
+        case STRATA_COLL_ALL_REDUCE:
+                return strata_comm_all_reduce(b->comm, rank, s, s, b->count, STRATA_F32,
+                                              STRATA_OP_SUM);
+        case STRATA_COLL_REDUCE:
+                return strata_comm_reduce(b->comm, rank, s, r, b->count, STRATA_F32,
+                                          STRATA_OP_SUM, 0);
+        case STRATA_COLL_BROADCAST:
+                return strata_comm_broadcast(b->comm, rank, s, b->count, STRATA_F32, 0);
+        case STRATA_COLL_ALL_GATHER:
+                return strata_comm_all_gather(b->comm, rank, s, r, b->count, STRATA_F32);
+        case STRATA_COLL_REDUCE_SCATTER:
+                return strata_comm_reduce_scatter(b->comm, rank, s, r, b->count, STRATA_F32,
+                                                  STRATA_OP_SUM);
+        default:
+                return strata_comm_barrier(b->comm, rank);
+        }
+}
+
+static int timed(int rank, void *arg)
+{
+        struct bench *b = arg;
+        double t0;
+
+        for (int i = 0; i < 3; i++)
+                STRATA_TRY(one(b, rank));
+        STRATA_TRY(strata_comm_barrier(b->comm, rank));
+        t0 = now();
+        for (int i = 0; i < b->iters; i++)
+                STRATA_TRY(one(b, rank));
+        STRATA_TRY(strata_comm_barrier(b->comm, rank));
+        if (rank == 0)
+                b->t = (now() - t0) / b->iters;
+        return STRATA_OK;
+}
+
+/* The 2-input sum kernel of ../shared/anchors/memband.c, one slice per device. */
+static int sum_kernel(int rank, void *arg)
+{
+        struct bench *b = arg;
+        size_t lo = b->mlen * (size_t)rank / (size_t)b->n;
+        size_t hi = b->mlen * (size_t)(rank + 1) / (size_t)b->n;
+        double t0;
+
+        for (size_t i = lo; i < hi; i++) {
+                b->a[i] = 1.0f;
+                b->b[i] = 2.0f;
+                b->c[i] = 0.0f;
+        }
+        for (int rep = 0; rep < 5; rep++) {
+                STRATA_TRY(strata_workers_barrier(b->w, rank));
+                t0 = now();
+                for (size_t i = lo; i < hi; i++)
+                        b->c[i] = b->a[i] + b->b[i];
+                STRATA_TRY(strata_workers_barrier(b->w, rank));
+                if (rank == 0 && now() - t0 < b->best)
+                        b->best = now() - t0;
+        }
+        return STRATA_OK;
+}
+
+static const char *names[STRATA_COLL_COUNT] = { "barrier", "broadcast", "reduce", "all_reduce",
+                                                "all_gather", "reduce_scatter", "gather",
+                                                "scatter" };
+
+int main(int argc, char **argv)
+{
+        static const struct option lo[] = { { "devices", 1, 0, 'n' }, { "op", 1, 0, 'o' },
+                                            { "json", 0, 0, 'j' },    { "max-bytes", 1, 0, 'M' },
+                                            { "min-bytes", 1, 0, 'm' }, { "help", 0, 0, 'h' },
+                                            { 0, 0, 0, 0 } };
+        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata_arena arena;
+        struct bench b = { .kind = STRATA_COLL_ALL_REDUCE, .n = 2 };
+        size_t minb = 4096, maxb = (size_t)256 << 20, wbytes, cbytes, total;
+        size_t membw_len = (size_t)64 << 20;
+        int json = 0, c;
+        double bw;
+        char line[160];
+
+        while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+                switch (c) {
+                case 'n': b.n = atoi(optarg); break;
+                case 'j': json = 1; break;
+                case 'M': maxb = strtoull(optarg, NULL, 0); break;
+                case 'm': minb = strtoull(optarg, NULL, 0); break;
+                case 'o':
+                        for (b.kind = 0; b.kind < STRATA_COLL_COUNT; b.kind++)
+                                if (!strcmp(optarg, names[b.kind]))
+                                        break;
+                        if (b.kind == STRATA_COLL_COUNT || b.kind == STRATA_COLL_GATHER ||
+                            b.kind == STRATA_COLL_SCATTER) {
+                                fprintf(stderr, "strata-bench-coll: --op %s unsupported\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'h':
+                        printf("usage: strata-bench-coll [--devices N] [--op all_reduce|reduce|"
+                               "broadcast|all_gather|reduce_scatter|barrier] [--json] "
+                               "[--min-bytes B] [--max-bytes B]\n");
+                        return 0;
+                default:
+                        return 2;
+                }
+        }
+        if (b.n < 1 || b.n > 64 || minb < 4 || maxb < minb) {
+                fprintf(stderr, "strata-bench-coll: bad --devices or sizes\n");
+                return 2;
+        }
+        wc.devices = b.n;
+        if (strata_workers_plan(&wc, &wbytes) || strata_comm_plan(b.n, &cbytes))
+                goto fail;
+        total = wbytes + cbytes + 2 * (size_t)b.n * (maxb + 4096) + 3 * membw_len * 4 + 4096 * 4;
+        if (strata_arena_map(&arena, total, NULL) || strata_workers_start(&b.w, &arena, &wc) ||
+            strata_comm_init(&b.comm, &arena, b.w))
+                goto fail;
+        for (int r = 0; r < b.n; r++) {
+                void *p, *q;
+
+                if (strata_arena_alloc(&arena, maxb, 4096, &p) ||
+                    strata_arena_alloc(&arena, maxb, 4096, &q))
+                        goto fail;
+                b.buf[r] = p;
+                b.rbuf[r] = q;
+                memset(p, 0, maxb);
+                memset(q, 0, maxb);
+        }
+        {
+                void *p;
+
+                if (strata_arena_alloc(&arena, 3 * membw_len * 4, 4096, &p))
+                        goto fail;
+                b.a = p;
+                b.b = b.a + membw_len;
+                b.c = b.b + membw_len;
+                b.mlen = membw_len;
+                b.best = 1e9;
+                if (strata_workers_run(b.w, sum_kernel, &b))
+                        goto fail;
+                bw = 3.0 * (double)membw_len * 4 / b.best / 1e9;
+        }
+        if (!json) {
+                printf("# strata-bench-coll: %s, %d devices, f32 sum; memory bandwidth (2-input "
+                       "sum, %d threads) %.2f GB/s\n", names[b.kind], b.n, b.n, bw);
+                for (int d = 0; d < b.n; d++) {
+                        strata_placement_describe(strata_workers_placement(b.w, d), line,
+                                                  sizeof(line));
+                        printf("# %s\n", line);
+                }
+                printf("%12s %10s %10s %10s %10s\n", "bytes", "time_us", "algbw_GBs", "busbw_GBs",
+                       "of_bound");
+        }
+        for (size_t bytes = minb; bytes <= maxb; bytes *= 4) {
+                double n = b.n, algbw, busbw, factor = 1.0, traffic = 0.0, bound;
+
+                /* nccl-tests sizes: all_gather counts the received total, reduce_scatter the sent. */
+                b.count = bytes / 4;
+                if (b.kind == STRATA_COLL_ALL_GATHER || b.kind == STRATA_COLL_REDUCE_SCATTER)
+                        b.count = bytes / 4 / (size_t)b.n;
+                b.iters = bytes < (1 << 20) ? 2000 : (bytes < (16 << 20) ? 50 : 10);
+                if (strata_workers_run(b.w, timed, &b))
+                        goto fail;
+                algbw = (double)bytes / b.t / 1e9;
+                switch (b.kind) {
+                case STRATA_COLL_ALL_REDUCE: factor = 2 * (n - 1) / n; traffic = 2 * n; break;
+                case STRATA_COLL_ALL_GATHER: factor = (n - 1) / n; traffic = n + 1; break;
+                case STRATA_COLL_REDUCE_SCATTER: factor = (n - 1) / n; traffic = n + 1; break;
+                case STRATA_COLL_BROADCAST: traffic = n; break;
+                case STRATA_COLL_REDUCE: traffic = n + 1; break;
+                default: break;
+                }
+                busbw = algbw * factor;
+                /* Bytes moved through memory = traffic x message; time >= that / bandwidth. */
+                bound = traffic > 0 ? bw / traffic * factor : 0.0;
+                if (json)
+                        printf("{\"op\":\"%s\",\"devices\":%d,\"bytes\":%zu,\"time_us\":%.2f,"
+                               "\"algbw_GBs\":%.3f,\"busbw_GBs\":%.3f,\"membw_GBs\":%.2f,"
+                               "\"bound_busbw_GBs\":%.3f,\"of_bound\":%.3f}\n",
+                               names[b.kind], b.n, bytes, b.t * 1e6, algbw, busbw, bw, bound,
+                               bound > 0 ? busbw / bound : 0.0);
+                else
+                        printf("%12zu %10.2f %10.2f %10.2f %10.2f\n", bytes, b.t * 1e6, algbw,
+                               busbw, bound > 0 ? busbw / bound : 0.0);
+                fflush(stdout);
+        }
+        strata_workers_stop(b.w);
+        strata_arena_release(&arena);
+        return 0;
+fail:
+        fprintf(stderr, "strata-bench-coll: %s\n", strata_last_error());
+        return 1;
+}
