@@ -105,7 +105,8 @@ test: all $(TEST_BIN)
 
 asan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=asan CUDA=0 test \
-	        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+	        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	        LSAN_OPTIONS=suppressions=$(CURDIR)/tests/support/lsan.supp
 
 # clang's TSan: with tests/support/tsan_criterion_shim.c, Criterion's runner starts under it.
 tsan:

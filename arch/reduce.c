@@ -37,21 +37,61 @@ static inline uint16_t f32_to_bf16(float f)
         return (uint16_t)(u >> 16);
 }
 
+/* IEEE binary16 <-> binary32, exact widening and round-to-nearest-even narrowing. */
 static inline float f16_to_f32(uint16_t h)
 {
-        _Float16 x;
+        uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+        uint32_t u;
+        float f;
 
-        memcpy(&x, &h, 2);
-        return (float)x;
+        if (exp == 0x1f) {
+                u = sign | 0x7f800000u | (man << 13); /* inf / NaN */
+        } else if (exp != 0) {
+                u = sign | ((exp + 112u) << 23) | (man << 13);
+        } else if (man == 0) {
+                u = sign;
+        } else { /* subnormal: value = man * 2^-24 */
+                f = (float)man * (1.0f / 16777216.0f);
+                memcpy(&u, &f, 4);
+                u |= sign;
+        }
+        memcpy(&f, &u, 4);
+        return f;
 }
 
 static inline uint16_t f32_to_f16(float f)
 {
-        _Float16 x = (_Float16)f;
-        uint16_t h;
+        uint32_t u, sign, man;
+        int32_t exp;
 
-        memcpy(&h, &x, 2);
-        return h;
+        memcpy(&u, &f, 4);
+        sign = (u >> 16) & 0x8000u;
+        exp = (int32_t)((u >> 23) & 0xffu) - 127 + 15;
+        man = u & 0x7fffffu;
+        if (((u >> 23) & 0xffu) == 0xffu) /* inf / NaN */
+                return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
+        if (exp >= 0x1f)
+                return (uint16_t)(sign | 0x7c00u); /* overflow to inf */
+        if (exp <= 0) {                              /* subnormal or zero */
+                uint32_t m, shift, r, half;
+
+                if (exp < -10)
+                        return (uint16_t)sign;
+                m = man | 0x800000u;
+                shift = (uint32_t)(14 - exp);
+                r = m >> shift;
+                half = 1u << (shift - 1);
+                if ((m & ((1u << shift) - 1)) > half || ((m & ((1u << shift) - 1)) == half && (r & 1u)))
+                        r++;
+                return (uint16_t)(sign | r);
+        }
+        {
+                uint32_t r = ((uint32_t)exp << 10) | (man >> 13), rest = man & 0x1fffu;
+
+                if (rest > 0x1000u || (rest == 0x1000u && (r & 1u)))
+                        r++; /* may carry into the exponent: that is the correct rounding */
+                return (uint16_t)(sign | r);
+        }
 }
 
 /* ---- accumulate one source block into acc ---- */
@@ -128,7 +168,7 @@ const char *strata__reduce_isa(void)
 /* Store n bytes; streaming only when the destination is 64-byte aligned. */
 static void store(void *dst, const void *src, size_t n, int nt)
 {
-#if defined(__x86_64__) && !defined(STRATA_SANITIZED)
+#if defined(__x86_64__)
         if (nt && ((uintptr_t)dst & 63) == 0) {
                 if (use_avx512 < 0)
                         (void)strata__reduce_isa();
@@ -204,11 +244,28 @@ static void reduce_half(int bf, int op, void *const *dst, int ndst, const void *
         }
 }
 
+/* The common latency case in one pass: two f32 sources summed into one or two places. */
+STRATA_SIMD static void sum2_f32(float *d0, float *d1, const float *a, const float *b, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                float v = a[i] + b[i];
+
+                d0[i] = v;
+                d1[i] = v;
+        }
+}
+
 void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
                          const void *const *src, int nsrc, size_t lo, size_t hi, int nt)
 {
         if (hi <= lo)
                 return;
+        if (dt == STRATA_F32 && op == STRATA__SUM && nsrc == 2 && ndst <= 2 && !nt) {
+                /* Each element is read from both sources before it is written: aliasing holds. */
+                sum2_f32((float *)dst[0] + lo, (float *)dst[ndst - 1] + lo,
+                         (const float *)src[0] + lo, (const float *)src[1] + lo, hi - lo);
+                return;
+        }
         switch (dt) {
         case STRATA_F32:
                 REDUCE_NATIVE(float, combine_f32, float);

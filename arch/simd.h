@@ -14,7 +14,6 @@
 #define STRATA_SIMD
 #endif
 
-/** @brief Name of the widest vector ISA this CPU offers ("avx512", "avx2" or "sse2"). */
-const char *strata_simd_isa(void);
+/* strata_simd_isa() is public: include/strata/topology.h. */
 
 #endif /* STRATA_ARCH_SIMD_H */

@@ -19,10 +19,11 @@ awk -v rounds="$rounds" '
 function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
         if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 function val(line, key,   m) { match(line, "\"" key "\":[0-9.e+-]+"); return substr(line, RSTART + length(key) + 3, RLENGTH - length(key) - 3) + 0 }
-FILENAME ~ /strata/ { b = val($0, "bytes"); n = ++ns[b]; s[b, n] = val($0, "busbw_GBs"); t[b, n] = val($0, "time_us"); f[b, n] = val($0, "of_bound"); bw = val($0, "membw_GBs"); sizes[b] = 1 }
+FILENAME ~ /strata/ && /dispatch/ { rt = val($0, "dispatch_round_trip_us_median") }
+FILENAME ~ /strata/ && /"op"/ { b = val($0, "bytes"); n = ++ns[b]; s[b, n] = val($0, "busbw_GBs"); t[b, n] = val($0, "time_us"); f[b, n] = val($0, "of_bound"); bw = val($0, "membw_GBs"); sizes[b] = 1 }
 FILENAME ~ /mpi/ { b = val($0, "bytes"); n = ++nm[b]; m[b, n] = val($0, "busbw_GBs"); mt[b, n] = val($0, "time_us") }
 END {
-        printf "all_reduce f32, 2 devices; median of %d alternated rounds; memory bandwidth %.1f GB/s (last round)\n", rounds, bw
+        printf "all_reduce f32, 2 devices; median of %d alternated rounds; memory bandwidth %.1f GB/s, dispatch round trip %.2f us (last round)\n", rounds, bw, rt
         printf "%12s %12s %12s %12s %12s %8s %9s\n", "bytes", "strata_us", "strata_bus", "mpi_us", "mpi_bus", "ratio", "of_bound"
         for (b in sizes) {
                 for (i = 1; i <= ns[b]; i++) { x[i] = s[b, i]; y[i] = t[b, i]; z[i] = f[b, i] }

@@ -100,6 +100,37 @@ static int sum_kernel(int rank, void *arg)
         return STRATA_OK;
 }
 
+static int nothing(int rank, void *arg)
+{
+        (void)rank;
+        (void)arg;
+        return STRATA_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* Median of 20000 round trips: post an empty command to every device and wait for all. */
+static double dispatch_us(struct strata_workers *w)
+{
+        static double t[20000];
+
+        for (int i = 0; i < 1000; i++)
+                (void)strata_workers_run(w, nothing, NULL);
+        for (int i = 0; i < 20000; i++) {
+                double t0 = now();
+
+                (void)strata_workers_run(w, nothing, NULL);
+                t[i] = now() - t0;
+        }
+        qsort(t, 20000, sizeof(double), cmp_double);
+        return t[10000] * 1e6;
+}
+
 static const char *names[STRATA_COLL_COUNT] = { "barrier", "broadcast", "reduce", "all_reduce",
                                                 "all_gather", "reduce_scatter", "gather",
                                                 "scatter" };
@@ -116,7 +147,7 @@ int main(int argc, char **argv)
         size_t minb = 4096, maxb = (size_t)256 << 20, wbytes, cbytes, total;
         size_t membw_len = (size_t)64 << 20;
         int json = 0, c;
-        double bw;
+        double bw, rt_us;
         char line[160];
 
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -180,9 +211,15 @@ int main(int argc, char **argv)
                         goto fail;
                 bw = 3.0 * (double)membw_len * 4 / b.best / 1e9;
         }
-        if (!json) {
+        rt_us = dispatch_us(b.w);
+        if (json) {
+                printf("{\"dispatch_round_trip_us_median\":%.3f,\"devices\":%d,"
+                       "\"membw_GBs\":%.2f}\n", rt_us, b.n, bw);
+        } else {
                 printf("# strata-bench-coll: %s, %d devices, f32 sum; memory bandwidth (2-input "
                        "sum, %d threads) %.2f GB/s\n", names[b.kind], b.n, b.n, bw);
+                printf("# dispatch round trip (post to %d devices and wait), median of 20000: "
+                       "%.2f us\n", b.n, rt_us);
                 for (int d = 0; d < b.n; d++) {
                         strata_placement_describe(strata_workers_placement(b.w, d), line,
                                                   sizeof(line));

@@ -325,6 +325,26 @@ int main(int argc, char **argv)
                         return bad("this configuration needs %s bytes; the machine has %s", p1, p2);
                 }
         }
+        if (o.verbose) {
+                struct strata_topology topo;
+                struct strata_placement pl[64];
+                char line[128];
+
+                if (strata_topology_read(&topo) == STRATA_OK &&
+                    strata_topology_place(o.devices, pl) == STRATA_OK) {
+                        fprintf(stderr, "strata: machine: %d package(s), %d NUMA node(s), %d "
+                                        "core(s), %d PU(s); SIMD %s\n",
+                                topo.packages, topo.numa_nodes, topo.cores, topo.pus,
+                                strata_simd_isa());
+                        for (int d = 0; d < o.devices; d++) {
+                                strata_placement_describe(&pl[d], line, sizeof(line));
+                                fprintf(stderr, "strata: %s\n", line);
+                        }
+                        if (pl[o.devices - 1].shared)
+                                fprintf(stderr, "strata: warning: %d devices on %d cores: "
+                                                "oversubscribed\n", o.devices, topo.cores);
+                }
+        }
         if (strata_init(&rt, &cfg) || strata_connect(rt))
                 return bad("%s%s", strata_last_error(), "");
         steps_per_epoch = (long)(train.n / (uint32_t)o.batch);

@@ -49,4 +49,10 @@ int strata_topology_place(int n, struct strata_placement *out);
  */
 int strata_placement_describe(const struct strata_placement *p, char *buf, size_t len);
 
+/**
+ * @brief The widest vector ISA of this CPU that Strata's kernels use ("avx512", "avx2",
+ *        "sse2"), as chosen once by CPUID.
+ */
+const char *strata_simd_isa(void);
+
 #endif /* STRATA_TOPOLOGY_H */

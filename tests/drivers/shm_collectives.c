@@ -4,6 +4,7 @@
  * a serial reference that combines the ranks in rank order.
  */
 #include <criterion/criterion.h>
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -18,6 +19,17 @@ static float bf(uint16_t h)
 
         memcpy(&f, &u, 4);
         return f;
+}
+
+/* Half precision through the CPU's F16C instructions: an independent reference. */
+__attribute__((target("f16c"))) static float hf(uint16_t h)
+{
+        return _cvtsh_ss(h);
+}
+
+__attribute__((target("f16c"))) static uint16_t to_hf(float f)
+{
+        return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
 }
 
 static uint16_t to_bf(float f) /* round to nearest even */
@@ -44,7 +56,7 @@ static void put(enum strata_dtype dt, void *p, size_t i, double v)
         case STRATA_I32: ((int32_t *)p)[i] = (int32_t)(v * 4); break;
         case STRATA_I64: ((int64_t *)p)[i] = (int64_t)(v * 4); break;
         case STRATA_BF16: ((uint16_t *)p)[i] = to_bf((float)v); break;
-        case STRATA_F16: { _Float16 h = (_Float16)v; memcpy((uint16_t *)p + i, &h, 2); break; }
+        case STRATA_F16: ((uint16_t *)p)[i] = to_hf((float)v); break;
         default: break;
         }
 }
@@ -64,12 +76,8 @@ static void reference(enum strata_dtype dt, int op, int n, const void *const *in
                                 x = ((const float *)in[r])[i];
                         else if (dt == STRATA_BF16)
                                 x = bf(((const uint16_t *)in[r])[i]);
-                        else {
-                                _Float16 h;
-
-                                memcpy(&h, (const uint16_t *)in[r] + i, 2);
-                                x = (float)h;
-                        }
+                        else
+                                x = hf(((const uint16_t *)in[r])[i]);
                         acc = r ? COMB(acc, x) : x;
                 }
                 if (op == STRATA_OP_MEAN)
@@ -78,11 +86,8 @@ static void reference(enum strata_dtype dt, int op, int n, const void *const *in
                         ((float *)out)[oi] = acc;
                 else if (dt == STRATA_BF16)
                         ((uint16_t *)out)[oi] = to_bf(acc);
-                else {
-                        _Float16 h = (_Float16)acc;
-
-                        memcpy((uint16_t *)out + oi, &h, 2);
-                }
+                else
+                        ((uint16_t *)out)[oi] = to_hf(acc);
                 break;
         }
         case STRATA_F64: {
