@@ -17,7 +17,7 @@ CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
-LIBS     := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm
+LIBS     := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)

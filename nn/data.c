@@ -17,6 +17,7 @@
 #include "kernel/internal.h"
 #include "kernel/philox.h"
 #include "arch/simd.h"
+#include "nn/gather.h"
 
 #define CHUNK 16384
 #define ZSCRATCH (64 * 1024) /* inflate state (~7 KiB) + 32 KiB window, with room */
@@ -384,8 +385,17 @@ void strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint3
         l->pos = 0;
 }
 
-STRATA_SIMD static void bytes_to_float(const uint8_t *restrict src, float *restrict dst,
-                                       float scale, float shift, uint32_t n)
+void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows, int dim,
+                         float scale, float shift, float *dst)
+{
+        for (int r = 0; r < rows; r++)
+                strata__bytes_to_float(images + (size_t)index[r] * (size_t)dim,
+                                       dst + (size_t)r * (size_t)dim, scale, shift,
+                                       (uint32_t)dim);
+}
+
+STRATA_SIMD void strata__bytes_to_float(const uint8_t *restrict src, float *restrict dst,
+                                        float scale, float shift, uint32_t n)
 {
         for (uint32_t k = 0; k < n; k++)
                 dst[k] = (float)src[k] * scale + shift;
@@ -417,11 +427,27 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
         for (uint32_t r = 0; r < rows; r++) {
                 uint32_t idx = l->indices[l->pos + r];
-                bytes_to_float(l->ds->images + (size_t)idx * dim, l->x + (size_t)r * dim,
-                               l->scale, l->shift, dim);
+                strata__bytes_to_float(l->ds->images + (size_t)idx * dim,
+                                       l->x + (size_t)r * dim, l->scale, l->shift, dim);
                 l->y[r] = l->ds->labels[idx];
         }
         l->pos += rows;
         *b = (struct strata_batch){ .x = l->x, .y = l->y, .rows = (int)rows, .dim = (int)dim };
+        return 1;
+}
+
+int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b)
+{
+        uint32_t left = l->count - l->pos, rows;
+
+        if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
+                return 0;
+        rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
+        for (uint32_t r = 0; r < rows; r++)
+                l->y[r] = l->ds->labels[l->indices[l->pos + r]];
+        *b = (struct strata_batch){ .y = l->y, .rows = (int)rows, .dim = (int)l->ds->dim,
+                                    .images = l->ds->images, .index = l->indices + l->pos,
+                                    .scale = l->scale, .shift = l->shift };
+        l->pos += rows;
         return 1;
 }

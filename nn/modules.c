@@ -102,7 +102,14 @@ const struct strata_module_ops strata_relu = {
         .backward = relu_backward,
 };
 
-/* ---- BatchNorm1d: params gamma[F], beta[F]; state mean[F], var[F]; aux mean, invstd, xhat ---- */
+/*
+ * ---- BatchNorm1d: params gamma[F], beta[F]; state mean[F], var[F]; aux mean, invstd, xhat ----
+ *
+ * Statistics are accumulated in double. With c->sync the per-device sums are combined across
+ * devices (in device order) before use: under dp through the context the copies share (set up
+ * by the replication callback), otherwise through the strategy's all_sum. Both passes are
+ * two-pass (mean first, then squared deviations), as on one device.
+ */
 
 static int bn_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
@@ -110,8 +117,9 @@ static int bn_shape(const struct strata_layer *l, int in, struct strata_module_s
                 return strata__fail(STRATA_EINVAL, "batchnorm (module %d): eps %g / momentum %g",
                                     l->index, l->desc->eps, l->desc->decay);
         *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)in,
-                                           .state = 2 * (size_t)in, .aux_fixed = 2 * (size_t)in,
-                                           .aux_per_row = (size_t)in };
+                                           .state = 2 * (size_t)in, .aux_fixed = 4 * (size_t)in,
+                                           .aux_per_row = (size_t)in,
+                                           .ctx_per_copy = 2 * (size_t)in * sizeof(float) };
         return STRATA_OK;
 }
 
@@ -126,16 +134,51 @@ static void bn_init(struct strata_layer *l, uint64_t seed)
         }
 }
 
+/* dp: the copies register in the shared context; copy 0 comes first and resets it. */
+static int bn_replicate(struct strata_layer *copy, void *ctx, int copy_id, int copies)
+{
+        if (copy_id == 0)
+                memset(ctx, 0, (size_t)copies * 2 * (size_t)copy->in * sizeof(float));
+        copy->shared = ctx;
+        copy->copy_id = copy_id;
+        copy->copies = copies;
+        return STRATA_OK;
+}
+
+/* Sum n floats across devices in device order; 0 when there is nothing to synchronise. */
+static int bn_sum(struct strata_layer *l, const struct strata_step_ctx *c, float *buf, size_t n)
+{
+        if (!c->sync || c->world < 2)
+                return STRATA_OK;
+        if (l->shared && l->copies == c->world && c->barrier) {
+                float *slots = l->shared;
+
+                memcpy(slots + (size_t)l->copy_id * n, buf, n * sizeof(float));
+                STRATA_TRY(c->barrier(c));
+                for (size_t j = 0; j < n; j++) {
+                        float acc = slots[j];
+
+                        for (int k = 1; k < l->copies; k++)
+                                acc += slots[(size_t)k * n + j];
+                        buf[j] = acc;
+                }
+                return c->barrier(c); /* nobody reuses the slots before all have read them */
+        }
+        return c->all_sum ? c->all_sum(c, buf, n) : STRATA_OK;
+}
+
 static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
-        int f = l->in;
+        int f = l->in, n_all = c->sync ? c->rows_global : rows;
         float eps = l->desc->eps > 0.0f ? l->desc->eps : 1e-5f;
         float mom = l->desc->decay > 0.0f ? l->desc->decay : 0.1f;
-        float *mean = l->aux, *invstd = l->aux + f, *xhat = l->aux + 2 * (size_t)f;
+        float *mean = l->aux, *invstd = l->aux + f, *tmp = l->aux + 2 * (size_t)f;
+        float *xhat = l->aux + 4 * (size_t)f;
         const float *g = l->param, *b = l->param + f;
+        int rc;
 
-        if (!c->train || rows < 2) {
+        if (!c->train || n_all < 2) {
                 for (int i = 0; i < rows; i++)
                         for (int j = 0; j < f; j++) {
                                 float s = 1.0f / sqrtf(l->state[f + j] + eps);
@@ -145,25 +188,38 @@ static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, 
                         }
                 return;
         }
-        for (int j = 0; j < f; j++)
-                mean[j] = invstd[j] = 0.0f;
-        for (int i = 0; i < rows; i++)
-                for (int j = 0; j < f; j++)
-                        mean[j] += x[(size_t)i * f + j];
-        for (int j = 0; j < f; j++)
-                mean[j] /= (float)rows;
-        for (int i = 0; i < rows; i++)
-                for (int j = 0; j < f; j++) {
-                        float d = x[(size_t)i * f + j] - mean[j];
-
-                        invstd[j] += d * d;
-                }
         for (int j = 0; j < f; j++) {
-                float var = invstd[j] / (float)rows;
+                double s = 0.0;
+
+                for (int i = 0; i < rows; i++)
+                        s += x[(size_t)i * f + j];
+                tmp[j] = (float)s;
+        }
+        if ((rc = bn_sum(l, c, tmp, (size_t)f)) != STRATA_OK) {
+                l->failed = rc;
+                return;
+        }
+        for (int j = 0; j < f; j++) {
+                double s = 0.0;
+
+                mean[j] = tmp[j] / (float)n_all;
+                for (int i = 0; i < rows; i++) {
+                        double d = (double)x[(size_t)i * f + j] - mean[j];
+
+                        s += d * d;
+                }
+                tmp[j] = (float)s;
+        }
+        if ((rc = bn_sum(l, c, tmp, (size_t)f)) != STRATA_OK) {
+                l->failed = rc;
+                return;
+        }
+        for (int j = 0; j < f; j++) {
+                float var = tmp[j] / (float)n_all;
 
                 l->state[j] = (1.0f - mom) * l->state[j] + mom * mean[j];
                 l->state[f + j] = (1.0f - mom) * l->state[f + j] +
-                                  mom * var * (float)rows / (float)(rows - 1);
+                                  mom * var * (float)n_all / (float)(n_all - 1);
                 invstd[j] = 1.0f / sqrtf(var + eps);
         }
         for (int i = 0; i < rows; i++)
@@ -178,37 +234,39 @@ static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, 
 static void bn_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                         const float *y, const float *dy, float *dx, int rows)
 {
-        int f = l->in;
-        const float *invstd = l->aux + f, *xhat = l->aux + 2 * (size_t)f;
+        int f = l->in, n_all = c->sync ? c->rows_global : rows, rc;
+        const float *invstd = l->aux + f, *xhat = l->aux + 4 * (size_t)f;
+        float *sums = l->aux + 2 * (size_t)f; /* [sum dy | sum dy*xhat], 2F */
         float *dg = l->grad, *db = l->grad + f;
 
-        (void)c;
         (void)x;
         (void)y;
-        if (l->grad_fresh)
-                memset(l->grad, 0, 2 * (size_t)f * sizeof(float));
-        for (int i = 0; i < rows; i++)
-                for (int j = 0; j < f; j++) {
-                        size_t k = (size_t)i * f + j;
-
-                        dg[j] += dy[k] * xhat[k];
-                        db[j] += dy[k];
-                }
-        if (!dx)
-                return;
-        /* dg and db may hold earlier micro-batches: recompute this batch's sums. */
         for (int j = 0; j < f; j++) {
-                float sdy = 0.0f, sdyx = 0.0f, k0;
+                double sdy = 0.0, sdyx = 0.0;
 
                 for (int i = 0; i < rows; i++) {
                         sdy += dy[(size_t)i * f + j];
-                        sdyx += dy[(size_t)i * f + j] * xhat[(size_t)i * f + j];
+                        sdyx += (double)dy[(size_t)i * f + j] * xhat[(size_t)i * f + j];
                 }
-                k0 = l->param[j] * invstd[j] / (float)rows;
+                sums[j] = (float)sdy;
+                sums[f + j] = (float)sdyx;
+                /* Parameter gradients are this device's share: the strategy reduces them. */
+                db[j] = (l->grad_fresh ? 0.0f : db[j]) + sums[j];
+                dg[j] = (l->grad_fresh ? 0.0f : dg[j]) + sums[f + j];
+        }
+        if (!dx)
+                return;
+        if ((rc = bn_sum(l, c, sums, 2 * (size_t)f)) != STRATA_OK) {
+                l->failed = rc;
+                return;
+        }
+        for (int j = 0; j < f; j++) {
+                float k0 = l->param[j] * invstd[j] / (float)n_all;
+
                 for (int i = 0; i < rows; i++) {
                         size_t k = (size_t)i * f + j;
 
-                        dx[k] = k0 * ((float)rows * dy[k] - sdy - xhat[k] * sdyx);
+                        dx[k] = k0 * ((float)n_all * dy[k] - sums[j] - xhat[k] * sums[f + j]);
                 }
         }
 }
@@ -219,6 +277,7 @@ const struct strata_module_ops strata_batchnorm1d = {
         .init = bn_init,
         .forward = bn_forward,
         .backward = bn_backward,
+        .replicate = bn_replicate,
 };
 
 /* ---- Dropout: aux holds the mask (0 or 1/(1-p)) ---- */
@@ -243,7 +302,7 @@ static void dropout_forward(struct strata_layer *l, const struct strata_step_ctx
                 return;
         }
         c->dev->dropout(x, y, l->aux, n, l->desc->p, c->seed,
-                        (c->step << 8) | (uint64_t)l->index);
+                        (c->step << 8) | (uint64_t)l->index, (uint64_t)c->row0 * l->out);
 }
 
 static void dropout_backward(struct strata_layer *l, const struct strata_step_ctx *c,

@@ -1,4 +1,5 @@
 /* Replica layout and the per-device forward/backward/optimizer passes. */
+#include <math.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -36,6 +37,8 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
         r->layers = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)m->nmodules, 0, &p));
         r->y = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(size_t) * (size_t)m->nmodules, 0, &p));
+        r->poff = p;
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
 
@@ -68,6 +71,7 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
                                                     .naux_fixed = s[i].aux_fixed,
                                                     .naux_per_row = s[i].aux_per_row,
                                                     .grad_fresh = 1 };
+                        r->poff[i] = off;
                         l->param = r->params ? r->params + off : NULL;
                         l->grad = r->grads ? r->grads + off : NULL;
                 }
@@ -101,17 +105,20 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         r->opt_t = 0;
 }
 
-const float *strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c)
+int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c)
 {
         const float *x = r->x;
 
         for (int i = 0; i < r->nlayers; i++) {
                 struct strata_layer *l = &r->layers[i];
 
+                l->failed = STRATA_OK;
                 l->desc->ops->forward(l, c, x, r->y[i], r->rows);
+                if (l->failed != STRATA_OK)
+                        return l->failed;
                 x = r->y[i];
         }
-        return x;
+        return STRATA_OK;
 }
 
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
@@ -119,11 +126,12 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
         const struct strata_layer *last = &r->layers[r->nlayers - 1];
 
         r->loss = c->dev->softmax_xent(r->y[r->nlayers - 1], r->labels, r->rows, last->out,
-                                       1.0f / (float)c->rows_global, grad ? r->dbuf[0] : NULL,
+                                       c->loss_scale, grad ? r->dbuf[0] : NULL,
                                        &r->correct);
 }
 
-void strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c)
+int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
+                             strata__grad_ready_fn ready, void *h)
 {
         int cur = 0;
 
@@ -132,10 +140,42 @@ void strata__replica_backward(struct strata__replica *r, const struct strata_ste
                 const float *x = i > 0 ? r->y[i - 1] : r->x;
                 float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
 
+                l->failed = STRATA_OK;
                 l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
                 l->grad_fresh = 0;
+                if (l->failed != STRATA_OK)
+                        return l->failed;
+                if (ready)
+                        STRATA_TRY(ready(h, r, i));
                 cur ^= 1;
         }
+        return STRATA_OK;
+}
+
+void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
+{
+        if (max_norm > 0.0f) {
+                double ss = 0.0;
+                float scale;
+
+                for (size_t i = 0; i < r->nparam; i++)
+                        ss += (double)r->grads[i] * r->grads[i];
+                /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
+                scale = (float)(max_norm / (sqrt(ss) + 1e-6));
+                if (scale < 1.0f)
+                        for (size_t i = 0; i < r->nparam; i++)
+                                r->grads[i] *= scale;
+        }
+        if (max_value > 0.0f)
+                for (size_t i = 0; i < r->nparam; i++)
+                        r->grads[i] = r->grads[i] > max_value    ? max_value
+                                      : r->grads[i] < -max_value ? -max_value
+                                                                 : r->grads[i];
+}
+
+size_t strata__replica_param_offset(const struct strata__replica *r, int i)
+{
+        return r->poff[i];
 }
 
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)

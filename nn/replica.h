@@ -17,6 +17,7 @@ struct strata__replica {
         int width_max;             /* widest activation */
         struct strata_layer *layers;
         float **y;                 /* output of each layer */
+        size_t *poff;              /* offset of each layer's parameters in the flat vector */
         float *params, *grads, *opt_state;
         size_t nparam, nopt;
         float *dbuf[2];            /* ping-pong activation gradients */
@@ -25,6 +26,7 @@ struct strata__replica {
         const float *x;            /* current input (staging or caller's, read-only) */
         const int32_t *labels;
         int rows;                  /* rows of the current batch */
+        int row0;                  /* global index of its first row */
         double loss;               /* summed loss of the current batch */
         int correct;
         uint64_t opt_t;            /* optimizer steps taken */
@@ -39,16 +41,29 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
 /** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
 
-/** Forward through every module; returns the logits (rows x classes). */
-const float *strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
+/** Forward through every module (logits in r->y[last]); a module's collective may fail. */
+int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
 
-/** Loss (summed into r->loss) and, when @p grad, dlogits scaled by 1/rows_global. */
+/** Loss (summed into r->loss) and, when @p grad, dlogits scaled by c->loss_scale. */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
+/**
+ * Called after layer @p layer's gradients are complete during backward (layers run last to
+ * first); a non-OK status stops the backward pass.
+ */
+typedef int (*strata__grad_ready_fn)(void *h, struct strata__replica *r, int layer);
+
 /** Backward through every module from the loss gradient. */
-void strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c);
+int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
+                             strata__grad_ready_fn ready, void *h);
+
+/** Clip the gradients (global norm over the flat vector, then value); 0 disables each. */
+void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value);
 
 /** Optimizer update of the flat parameters; marks gradients fresh for the next backward. */
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o);
+
+/** Offset of layer @p i's parameters in the flat vector. */
+size_t strata__replica_param_offset(const struct strata__replica *r, int i);
 
 #endif /* STRATA_NN_REPLICA_H */

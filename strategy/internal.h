@@ -4,6 +4,7 @@
 
 #include "strata/lifecycle.h"
 #include "strata/runtime.h"
+#include "strata/workers.h"
 #include "nn/replica.h"
 
 #define STRATA__MAX_DEVICES 64
@@ -21,6 +22,15 @@ struct strata__step_args {
         float *logits;
 };
 
+/* What the device functions of the multi-device strategies are asked to do. */
+enum strata__job {
+        STRATA__JOB_EVENT = 0, /* handle rt->event */
+        STRATA__JOB_INIT,      /* connect: root initialises, everyone receives its parameters */
+        STRATA__JOB_REPLICATE, /* dp: copy the master's parameters and state */
+        STRATA__JOB_WARMUP,    /* setup: first GEMM on every device */
+        STRATA__JOB_COLL,      /* a Strategy-level collective (rt->coll) */
+};
+
 struct strata_runtime {
         struct strata_sm sm;
         struct strata_sm_table table;
@@ -35,8 +45,50 @@ struct strata_runtime {
         struct strata_plan_info plan;
         struct strata__step_args args;
         int region_mapped;             /* root maps its own region: unmap at teardown */
-        struct strata_arena self;      /* the arena the runtime lives in (teardown releases it) */
+        /* multi-device strategies */
+        struct strata_workers *workers;
+        struct strata_comm *comm;
+        void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
+        size_t pool_bytes, comm_bytes;
+        void **layer_ctx;              /* dp: per layer, the context its copies share */
+        size_t *bucket_lo, *bucket_hi; /* ddp: gradient buckets, bucket 0 = last layers */
+        int *bucket_close;             /* layer whose gradients complete each bucket */
+        int nbuckets;
+        int micro;                     /* micro-batch within the accumulation window */
+        int sync_grads;                /* this backward reduces gradients (last micro-batch) */
+        int event;                     /* the event the device functions handle */
+        enum strata__job job;
+        struct strata_coll coll;       /* for STRATA__JOB_COLL */
+        void *const *coll_bufs;
+        const void *const *coll_send;
+        int inj_dev, inj_event, inj_status;
 };
+
+/* strategy/multi.c: the plumbing dp and ddp share. */
+
+/** Lay out what a multi-device run needs beyond the replicas (plan and real alike). */
+int strata__multi_layout(const struct strata_config *c, struct strata_arena *a,
+                         struct strata_runtime *rt);
+/** setup_environment: start the pinned workers and the communicator. */
+int strata__multi_start(struct strata_runtime *rt);
+/** teardown: stop the workers. */
+void strata__multi_stop(struct strata_runtime *rt);
+/** Run @p job (for events: rt->event) on every device; returns the first error. */
+int strata__multi_run(struct strata_runtime *rt, enum strata__job job);
+/** setup: reserve one GEMM buffer per device, warm every device up. */
+int strata__multi_setup(struct strata_runtime *rt);
+/** Handle lifecycle @p event on every device that has work for it; the first error. */
+int strata__multi_event(struct strata_runtime *rt, int event);
+/** Assign each device its rows of the current batch (sizes differ by at most one). */
+void strata__multi_split(struct strata_runtime *rt, const struct strata_batch *b);
+/** Sum the devices' loss and correct counts in device order into *m. */
+void strata__multi_metrics(struct strata_runtime *rt, struct strata_metrics *m);
+/** ddp: compute the gradient buckets from the layer sizes. */
+void strata__multi_buckets(struct strata_runtime *rt);
+/** dp: run every module's replication callback, copy 0 first, then the others. */
+int strata__multi_callbacks(struct strata_runtime *rt);
+/** Step context of device @p dev. */
+struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train);
 
 /** The registry of strategies, indexed by enum strata_strategy_kind (NULL = not built). */
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind);

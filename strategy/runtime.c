@@ -55,6 +55,19 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                                                    "linear's width", c->classes);
         if (c->memory && c->memory_size == 0)
                 return strata__fail(STRATA_EINVAL, "config.memory given with memory_size 0");
+        if (c->accumulate < 0 || c->accumulate > 1 << 20)
+                return strata__fail(STRATA_EINVAL, "accumulate %d not in [1, 1048576]",
+                                    c->accumulate);
+        if (!(c->clip_norm >= 0.0f) || !(c->clip_value >= 0.0f) || !(c->timeout_s >= 0.0))
+                return strata__fail(STRATA_EINVAL, "clip_norm %g, clip_value %g and timeout %g "
+                                                   "must be >= 0", c->clip_norm, c->clip_value,
+                                    c->timeout_s);
+        if (c->strategy == STRATA_STRATEGY_DP && c->sync_bn && !c->replication_callbacks)
+                return strata__fail(STRATA_EINVAL,
+                                    "dp with sync_bn needs replication callbacks: call "
+                                    "strata_patch_replication_callback() on the config");
+        if (c->replication_callbacks && c->strategy != STRATA_STRATEGY_DP)
+                return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp");
         return STRATA_OK;
 }
 
@@ -90,7 +103,10 @@ static int layout(const struct strata_config *c, struct strata_arena *a,
                 rt->replicas = reps;
                 rt->nreplicas = c->devices;
                 rt->rows_per_device = rows;
+                rt->inj_dev = -1;
         }
+        if (c->strategy != STRATA_STRATEGY_SINGLE)
+                STRATA_TRY(strata__multi_layout(c, a, rt));
         *out = rt;
         return STRATA_OK;
 }
@@ -206,9 +222,9 @@ int strata_connect(struct strata_runtime *rt)
 static int check_batch(const struct strata_runtime *rt, const struct strata_batch *b,
                        int with_labels)
 {
-        if (!b || !b->x || (with_labels && !b->y))
+        if (!b || (!b->x && !(b->images && b->index)) || (with_labels && !b->y))
                 return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
-                                    !b ? "pointer" : !b->x ? "features" : "labels");
+                                    !b ? "pointer" : !b->y && with_labels ? "labels" : "features");
         if (b->rows < rt->nreplicas || b->rows > rt->cfg.batch)
                 return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed %d..%d", b->rows,
                                     rt->nreplicas, rt->cfg.batch);
@@ -232,19 +248,31 @@ static int need_ready(const struct strata_runtime *rt)
         return STRATA_OK;
 }
 
+/*
+ * One micro-batch. With accumulate = k, the first k-1 micro-batches end after backward
+ * (BACKWARD_DONE -> batch_end: gradients accumulate locally, nothing is communicated); the
+ * k-th reduces the gradients and steps the optimizer.
+ */
 int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m)
 {
         static const int events[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
                                       STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
                                       STRATA_EV_BATCH_END };
+        int k = rt && rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
 
         STRATA_TRY(check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
         rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
-        for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+        rt->sync_grads = rt->micro == k - 1;
+        for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+                if (events[i] == STRATA_EV_OPTIMIZER_STEP && !rt->sync_grads)
+                        continue;
                 STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], NULL));
+        }
+        rt->micro = (rt->micro + 1) % k;
+        rt->step++;
         return STRATA_OK;
 }
 
@@ -345,6 +373,132 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
 
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
 {
+        int k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
+
         return (struct strata_step_ctx){ .dev = rt->dev, .seed = rt->cfg.seed, .step = rt->step,
-                                         .train = train, .rows_global = rows_global };
+                                         .train = train, .rows_global = rows_global,
+                                         .loss_scale = 1.0f / ((float)rows_global * (float)k),
+                                         .world = 1 };
+}
+
+int strata_patch_replication_callback(struct strata_config *cfg)
+{
+        if (!cfg || cfg->strategy != STRATA_STRATEGY_DP)
+                return strata__fail(STRATA_EINVAL,
+                                    "patch_replication_callback: needs a dp configuration");
+        cfg->replication_callbacks = 1;
+        return STRATA_OK;
+}
+
+int strata_is_global_zero(const struct strata_runtime *rt)
+{
+        return rt != NULL;
+}
+
+int strata_root_device(const struct strata_runtime *rt)
+{
+        (void)rt;
+        return 0;
+}
+
+int strata_handles_gradient_accumulation(const struct strata_runtime *rt)
+{
+        return rt != NULL;
+}
+
+int strata_world_size(const struct strata_runtime *rt)
+{
+        return rt ? rt->nreplicas : 0;
+}
+
+int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status)
+{
+        STRATA_TRY(check_rt(rt));
+        if (device < -1 || device >= rt->nreplicas || event < 0 || event >= STRATA_EV_COUNT ||
+            status >= 0)
+                return strata__fail(STRATA_EINVAL, "inject: device %d, event %d, status %d",
+                                    device, event, status);
+        rt->inj_dev = device;
+        rt->inj_event = event;
+        rt->inj_status = status;
+        return STRATA_OK;
+}
+
+/* A Strategy-level collective: every device runs it on its thread (or inline on one device). */
+static int collective(struct strata_runtime *rt, const struct strata_coll *op, void *const *bufs,
+                      const void *const *send)
+{
+        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        if ((op->count && !bufs) || (op->kind == STRATA_COLL_ALL_GATHER && op->count && !send))
+                return strata__fail(STRATA_EINVAL, "collective: buffer list is NULL");
+        if (rt->nreplicas == 1 || !rt->workers) {
+                size_t es = strata_dtype_size(op->dtype);
+
+                if (!es || (unsigned)op->op >= STRATA_OP_COUNT)
+                        return strata__fail(STRATA_EINVAL, "collective: bad dtype or op");
+                if (op->count && !bufs[0])
+                        return strata__fail(STRATA_EINVAL, "collective: buffer 0 is NULL");
+                if (op->kind == STRATA_COLL_ALL_GATHER && op->count)
+                        memmove(bufs[0], send[0], op->count * es);
+                return STRATA_OK; /* one device: the reduction of one value is itself */
+        }
+        rt->coll = *op;
+        rt->coll_bufs = bufs;
+        rt->coll_send = send;
+        return strata__multi_run(rt, STRATA__JOB_COLL);
+}
+
+int strata_reduce(struct strata_runtime *rt, void *const *bufs, size_t count,
+                  enum strata_dtype dt, enum strata_reduce_op op)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_ALL_REDUCE, .count = count, .dtype = dt,
+                                 .op = op };
+
+        return collective(rt, &c, bufs, NULL);
+}
+
+int strata_all_gather(struct strata_runtime *rt, const void *const *send, void *const *recv,
+                      size_t count, enum strata_dtype dt)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_ALL_GATHER, .count = count, .dtype = dt };
+
+        return collective(rt, &c, recv, send);
+}
+
+int strata_broadcast(struct strata_runtime *rt, void *const *bufs, size_t count,
+                     enum strata_dtype dt, int src)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_BROADCAST, .count = count, .dtype = dt,
+                                 .root = src };
+
+        if (rt && (src < 0 || src >= rt->nreplicas))
+                return strata__fail(STRATA_EINVAL, "broadcast: source %d not in [0, %d)", src,
+                                    rt->nreplicas);
+        return collective(rt, &c, bufs, NULL);
+}
+
+int strata_barrier(struct strata_runtime *rt)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_BARRIER };
+
+        return collective(rt, &c, NULL, NULL);
+}
+
+int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, int all,
+                                   int *out)
+{
+        int32_t v[STRATA__MAX_DEVICES];
+        void *bufs[STRATA__MAX_DEVICES];
+
+        STRATA_TRY(check_rt(rt));
+        if (!flags || !out)
+                return strata__fail(STRATA_EINVAL, "reduce_boolean_decision: NULL argument");
+        for (int d = 0; d < rt->nreplicas; d++) {
+                v[d] = flags[d] != 0;
+                bufs[d] = &v[d];
+        }
+        STRATA_TRY(strata_reduce(rt, bufs, 1, STRATA_I32, all ? STRATA_OP_MIN : STRATA_OP_MAX));
+        *out = v[0] != 0;
+        return STRATA_OK;
 }

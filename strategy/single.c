@@ -6,6 +6,7 @@
 
 #include "strata/status.h"
 #include "kernel/internal.h"
+#include "nn/gather.h"
 #include "strategy/internal.h"
 
 static void warm_up(struct strata_runtime *rt, struct strata__replica *r)
@@ -21,10 +22,17 @@ static void load_batch(struct strata_runtime *rt, struct strata__replica *r,
                        const struct strata_batch *b)
 {
         (void)rt;
-        /* Host memory: the device reads the caller's batch in place (no staging copy). */
-        r->x = b->x;
+        /* Host memory: float rows are read in place; indexed rows are gathered to staging. */
+        if (b->x) {
+                r->x = b->x;
+        } else {
+                strata__gather_rows(b->images, b->index, b->rows, b->dim, b->scale, b->shift,
+                                    r->x_stage);
+                r->x = r->x_stage;
+        }
         r->labels = b->y;
         r->rows = b->rows;
+        r->row0 = 0;
 }
 
 static void report(struct strata__replica *r, struct strata_metrics *m)
@@ -43,6 +51,9 @@ static int single_run(void *obj, int state, int event, void *arg)
 
         (void)state;
         (void)arg;
+        if (rt->inj_dev == 0 && rt->inj_event == event)
+                return strata__fail(rt->inj_status, "device 0: injected failure in %s",
+                                    strata_event_name(event));
         switch (event) {
         case STRATA_EV_SETUP_ENVIRONMENT:
                 return STRATA_OK;
@@ -57,26 +68,25 @@ static int single_run(void *obj, int state, int event, void *arg)
                 return STRATA_OK;
         case STRATA_EV_TRAINING_STEP:
                 c = strata__ctx(rt, 1, r->rows);
-                strata__replica_forward(r, &c);
+                STRATA_TRY(strata__replica_forward(r, &c));
                 strata__replica_loss(r, &c, 1);
                 return STRATA_OK;
         case STRATA_EV_BACKWARD:
                 c = strata__ctx(rt, 1, r->rows);
-                strata__replica_backward(r, &c);
-                return STRATA_OK;
+                return strata__replica_backward(r, &c, NULL, NULL);
         case STRATA_EV_OPTIMIZER_STEP:
+                strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
                 strata__replica_step(r, &rt->cfg.optim);
                 return STRATA_OK;
         case STRATA_EV_BATCH_END:
                 report(r, a->metrics);
-                rt->step++;
                 return STRATA_OK;
         case STRATA_EV_VALIDATION_STEP:
         case STRATA_EV_TEST_STEP:
         case STRATA_EV_PREDICT_STEP:
                 load_batch(rt, r, a->batch);
                 c = strata__ctx(rt, 0, r->rows);
-                strata__replica_forward(r, &c);
+                STRATA_TRY(strata__replica_forward(r, &c));
                 if (event == STRATA_EV_PREDICT_STEP) {
                         memcpy(a->logits, r->y[r->nlayers - 1],
                                sizeof(float) * (size_t)r->rows * r->layers[r->nlayers - 1].out);

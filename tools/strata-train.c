@@ -31,6 +31,9 @@ struct opts {
         int devices;
         int json, quiet, verbose;
         int raw;
+        int sync_bn, accumulate;
+        float clip_norm, clip_value;
+        int strategy_set, devices_set;
         long synthetic;
 };
 
@@ -49,7 +52,11 @@ static void usage(FILE *f)
                 "  --seed N            (default 0)\n"
                 "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
                 "                      training set's mean and std)\n"
-                "  --strategy single   (default single)  --devices N (default 1)\n"
+                "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core)\n"
+                "  --sync-bn           BatchNorm statistics over all devices\n"
+                "  --accumulate K      optimizer step every K batches (no_sync before)\n"
+                "  --clip-norm X       clip gradients to global norm X\n"
+                "  --clip-value X      clip gradients to [-X, X]\n"
                 "  --json              one JSON object per epoch and a final one\n"
                 "  --quiet             only the final summary   --verbose  placement, memory\n"
                 "  --help\n");
@@ -103,14 +110,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "lr", 1, 0, 'l' },        { "momentum", 1, 0, 'M' }, { "optim", 1, 0, 'o' },
                 { "weight-decay", 1, 0, 'w' }, { "seed", 1, 0, 's' }, { "strategy", 1, 0, 'S' },
                 { "devices", 1, 0, 'n' },   { "json", 0, 0, 'j' },     { "quiet", 0, 0, 'q' },
-                { "verbose", 0, 0, 'v' },   { "raw-pixels", 0, 0, 'r' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
+                { "verbose", 0, 0, 'v' },   { "raw-pixels", 0, 0, 'r' },
+                { "sync-bn", 0, 0, 'Y' },   { "accumulate", 1, 0, 'A' },
+                { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
                 { 0, 0, 0, 0 },
         };
         long v;
         int c;
 
         *o = (struct opts){ .data = DEFAULT_DATA, .model = "784-256-128-10", .epochs = 10,
-                            .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1 };
+                            .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1,
+                            .strategy = STRATA_STRATEGY_DDP, .accumulate = 1 };
         opterr = 0;
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
                 switch (c) {
@@ -124,12 +134,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'M': if (parse_float("momentum", optarg, 0.0, 0.999999, &o->momentum)) return 2; break;
                 case 'w': if (parse_float("weight-decay", optarg, 0.0, 1e6, &o->wd)) return 2; break;
                 case 's': if (parse_long("seed", optarg, 0, LONG_MAX, &v)) return 2; o->seed = (uint64_t)v; break;
-                case 'n': if (parse_long("devices", optarg, 1, 64, &v)) return 2; o->devices = (int)v; break;
+                case 'n': if (parse_long("devices", optarg, 1, 64, &v)) return 2; o->devices = (int)v; o->devices_set = 1; break;
                 case 'y': if (parse_long("synthetic", optarg, 1, 10000000, &v)) return 2; o->synthetic = v; break;
                 case 'j': o->json = 1; break;
                 case 'q': o->quiet = 1; break;
                 case 'v': o->verbose = 1; break;
                 case 'r': o->raw = 1; break;
+                case 'Y': o->sync_bn = 1; break;
+                case 'A': if (parse_long("accumulate", optarg, 1, 4096, &v)) return 2; o->accumulate = (int)v; break;
+                case 'C': if (parse_float("clip-norm", optarg, 1e-12, 1e12, &o->clip_norm)) return 2; break;
+                case 'V': if (parse_float("clip-value", optarg, 1e-12, 1e12, &o->clip_value)) return 2; break;
                 case 'h': usage(stdout); exit(0);
                 case 'o':
                         if (!strcmp(optarg, "sgd")) o->optim = STRATA_OPTIM_SGD;
@@ -141,6 +155,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         else if (!strcmp(optarg, "dp")) o->strategy = STRATA_STRATEGY_DP;
                         else if (!strcmp(optarg, "ddp")) o->strategy = STRATA_STRATEGY_DDP;
                         else return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
+                        o->strategy_set = 1;
                         break;
                 default:
                         return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
@@ -148,6 +163,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         if (optind < argc)
                 return bad("unexpected argument '%s'%s", argv[optind], "");
+        if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE) {
+                struct strata_topology t;
+
+                /* Default: one device per core of the machine. */
+                if (strata_topology_read(&t) == STRATA_OK && t.cores > 0)
+                        o->devices = t.cores < 64 ? t.cores : 64;
+        }
+        if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
+                return bad("--devices > 1 needs --strategy dp or ddp%s%s", "", "");
         return 0;
 }
 
@@ -197,7 +221,7 @@ static int evaluate(struct strata_runtime *rt, struct strata_loader *l, const ui
         long correct = 0, rows = 0;
 
         strata_loader_reset(l, idx, n);
-        while (strata_loader_next(l, &b)) {
+        while (strata_loader_next_indexed(l, &b)) {
                 int rc = strata_eval_step(rt, &b, &m);
 
                 if (rc)
@@ -249,8 +273,6 @@ int main(int argc, char **argv)
         nw = parse_model(o.model, widths, MAX_MODULES / 4);
         if (nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10%s", o.model, "");
-        if (o.devices > 1 && o.strategy == STRATA_STRATEGY_SINGLE)
-                return bad("--devices %s needs --strategy dp or ddp%s", argv[0] ? "N>1" : "", "");
         /* Data: sizes from the headers first, then one mapping for everything the tool keeps. */
         snprintf(p1, sizeof(p1), "%s/train-images-idx3-ubyte.gz", o.data);
         snprintf(p2, sizeof(p2), "%s/train-labels-idx1-ubyte.gz", o.data);
@@ -314,6 +336,12 @@ int main(int argc, char **argv)
         cfg.optim.lr = o.lr;
         cfg.optim.momentum = o.optim == STRATA_OPTIM_SGD ? o.momentum : 0.0f;
         cfg.optim.weight_decay = o.wd;
+        cfg.sync_bn = o.sync_bn;
+        cfg.accumulate = o.accumulate;
+        cfg.clip_norm = o.clip_norm;
+        cfg.clip_value = o.clip_value;
+        if (o.strategy == STRATA_STRATEGY_DP && o.sync_bn)
+                strata_patch_replication_callback(&cfg);
         if (strata_plan(&cfg, &plan))
                 return bad("%s%s", strata_last_error(), "");
         {
@@ -370,7 +398,10 @@ int main(int argc, char **argv)
         if (!o.quiet && !o.json)
                 printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
                        "batch %d, %ld steps/epoch\n",
-                       o.strategy == STRATA_STRATEGY_SINGLE ? "single" : "dp/ddp", o.devices,
+                       o.strategy == STRATA_STRATEGY_SINGLE ? "single"
+                       : o.strategy == STRATA_STRATEGY_DP   ? "dp"
+                                                            : "ddp",
+                       o.devices,
                        o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
         fflush(stdout);
         strata_heapcount_start();
@@ -383,7 +414,7 @@ int main(int argc, char **argv)
 
                 strata_sampler_set_epoch(&sampler, (uint64_t)ep);
                 strata_loader_reset(&loader, sampler.indices, sampler.per_rank);
-                while (strata_loader_next(&loader, &b)) {
+                while (strata_loader_next_indexed(&loader, &b)) {
                         double t0 = now();
 
                         if ((rc = strata_train_step(rt, &b, &m)))

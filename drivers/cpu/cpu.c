@@ -89,17 +89,16 @@ static double cpu_softmax_xent(const float *logits, const int32_t *labels, int r
 }
 
 static void cpu_dropout(const float *x, float *y, float *mask, size_t n, float p, uint64_t seed,
-                        uint64_t stream)
+                        uint64_t stream, uint64_t first)
 {
         float keep = 1.0f / (1.0f - p);
 
-        for (size_t i = 0; i < n; i += 4) {
-                struct strata__philox4 r = strata__philox(seed, stream, i >> 2);
+        for (size_t i = 0; i < n; i++) {
+                uint64_t k = first + i;
+                struct strata__philox4 r = strata__philox(seed, stream, k >> 2);
 
-                for (size_t j = 0; j < 4 && i + j < n; j++) {
-                        mask[i + j] = strata__u01(r.v[j]) >= p ? keep : 0.0f;
-                        y[i + j] = x[i + j] * mask[i + j];
-                }
+                mask[i] = strata__u01(r.v[k & 3]) >= p ? keep : 0.0f;
+                y[i] = x[i] * mask[i];
         }
 }
 

@@ -92,12 +92,19 @@ int strata_sampler_init(struct strata_sampler *s, struct strata_arena *arena, ui
 /** @brief Compute this rank's indices for @p epoch (permutation from seed + epoch). */
 void strata_sampler_set_epoch(struct strata_sampler *s, uint64_t epoch);
 
-/** A batch in device-ready form: rows of float features and int32 labels. */
+/**
+ * A batch: int32 labels and either rows of float features (@c x), or the rows' indices into a
+ * u8 image set (@c images, @c index) that each device gathers and converts itself
+ * (feature = byte * scale + shift) when the batch reaches it.
+ */
 struct strata_batch {
-        const float *x;   /**< rows * dim floats */
-        const int32_t *y; /**< rows labels */
+        const float *x;         /**< rows * dim floats, or NULL with images/index */
+        const int32_t *y;       /**< rows labels */
         int rows;
         int dim;
+        const uint8_t *images;  /**< u8 rows of dim bytes */
+        const uint32_t *index;  /**< rows indices into images */
+        float scale, shift;     /**< conversion of bytes to features */
 };
 
 /** Assembles batches from a dataset and a list of indices into a staging buffer. */
@@ -135,5 +142,12 @@ void strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint3
  * @return 1 and a filled @p b when a batch was produced, 0 at the end of the epoch.
  */
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b);
+
+/**
+ * @brief The next batch as indices into the image set: only labels are assembled here; each
+ *        device gathers and converts its own rows (parallel batch_to_device).
+ * @return 1 and a filled @p b, 0 at the end of the epoch.
+ */
+int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b);
 
 #endif /* STRATA_DATA_H */

@@ -41,9 +41,13 @@ struct strata_device_ops {
          */
         double (*softmax_xent)(const float *logits, const int32_t *labels, int rows, int cols,
                                float scale, float *dlogits, int *correct);
-        /** y = x * mask, mask from a counter-based stream: keep with probability 1-p. */
+        /**
+         * y = x * mask, mask from a counter-based stream: keep with probability 1-p. Element i
+         * uses the stream's value number first + i, so a slice of a batch draws the same mask
+         * as the whole batch would.
+         */
         void (*dropout)(const float *x, float *y, float *mask, size_t n, float p, uint64_t seed,
-                        uint64_t stream);
+                        uint64_t stream, uint64_t first);
         /** dst = src, n floats. */
         void (*copy)(float *dst, const float *src, size_t n);
         /** dst = value, n floats. */

@@ -24,6 +24,7 @@ struct strata_module_shape {
         size_t state;       /**< running state, not trained (BatchNorm statistics) */
         size_t aux_fixed;   /**< saved values independent of the batch size */
         size_t aux_per_row; /**< saved values per row of the batch */
+        size_t ctx_per_copy; /**< bytes per copy of the context its copies share under dp */
 };
 
 /** Per-call context handed to forward/backward. */
@@ -33,6 +34,15 @@ struct strata_step_ctx {
         uint64_t step;                       /**< global step, for random streams */
         int train;                           /**< training (1) or evaluation (0) mode */
         int rows_global;                     /**< rows of the whole batch across devices */
+        float loss_scale;                    /**< dlogits scale: 1 / (rows_global * accumulate) */
+        int rank, world;                     /**< this device and the device count */
+        int row0;                            /**< global index of this device's first row */
+        int sync;                            /**< synchronise statistics across devices */
+        /** Sum @p n floats in place across all devices (device order); NULL on one device. */
+        int (*all_sum)(const struct strata_step_ctx *c, float *buf, size_t n);
+        /** Barrier across all devices; NULL on one device. */
+        int (*barrier)(const struct strata_step_ctx *c);
+        void *h;                             /**< the strategy's handle for the two above */
 };
 
 /** Operations of a module kind. */
@@ -51,6 +61,11 @@ struct strata_module_ops {
          */
         void (*backward)(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                          const float *y, const float *dy, float *dx, int rows);
+        /**
+         * Optional (dp): called after every replication, for copy 0 first and then the others,
+         * with a context of ctx_per_copy * copies bytes shared by the copies of this module.
+         */
+        int (*replicate)(struct strata_layer *copy, void *ctx, int copy_id, int copies);
 };
 
 /** One module of a model description. */
@@ -80,6 +95,10 @@ struct strata_layer {
         float *aux;      /**< saved activations: aux_fixed + rows * aux_per_row */
         size_t nparam, nstate, naux_fixed, naux_per_row;
         int grad_fresh;  /**< next backward overwrites the gradients */
+        void *shared;    /**< dp: the context its copies share (set by replicate) */
+        int copy_id;     /**< dp: which copy this is */
+        int copies;      /**< dp: how many copies share the context */
+        int failed;      /**< a collective inside forward/backward failed: its status */
 };
 
 /** The built-in modules (PyTorch semantics and default initialisation). */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/comm.h"
 #include "strata/data.h"
 #include "strata/device.h"
 #include "strata/nn.h"
@@ -43,11 +44,19 @@ struct strata_config {
         int classes;                        /**< width of the logits (checked against model) */
         uint64_t seed;                      /**< parameter init and dropout streams */
         int verbose;                        /**< print placement and memory to stderr */
+        int accumulate;                     /**< micro-batches per optimizer step (0 = 1) */
+        float clip_norm;                    /**< clip gradients to this global norm (0 = off) */
+        float clip_value;                   /**< clip gradients to [-v, v] (0 = off) */
+        int sync_bn;                        /**< BatchNorm statistics over all devices */
+        int replication_callbacks;          /**< dp: call modules' replicate() (see patch) */
+        size_t bucket_bytes;                /**< ddp gradient bucket cap (0 = 25 MB) */
+        double timeout_s;                   /**< bound on every wait between devices (0 = 300) */
 };
 
 #define STRATA_CONFIG_INIT                                                                     \
-        { sizeof(struct strata_config), STRATA_VERSION_HEX, STRATA_STRATEGY_SINGLE,             \
-          STRATA_ACCEL_CPU, 1, NULL, 0, NULL, STRATA_OPTIM_INIT, 0, 0, 0, 0 }
+        { .struct_size = sizeof(struct strata_config), .version = STRATA_VERSION_HEX,            \
+          .strategy = STRATA_STRATEGY_SINGLE, .accelerator = STRATA_ACCEL_CPU, .devices = 1,    \
+          .optim = STRATA_OPTIM_INIT }
 
 /** Result of strata_plan(). */
 struct strata_plan_info {
@@ -113,6 +122,54 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
  *        runtime pointer is invalid afterwards.
  */
 int strata_teardown(struct strata_runtime *rt);
+
+/**
+ * @brief Enable replication callbacks on a DataParallel configuration: after every
+ *        replication each module's replicate() runs for copy 0, then the other copies, with a
+ *        context shared by the copies (jactorch's patch_replication_callback).
+ * @retval STRATA_OK, STRATA_EINVAL (NULL or not a dp configuration).
+ */
+int strata_patch_replication_callback(struct strata_config *cfg);
+
+/** @brief 1: this process holds global rank 0 (always, for the single-process strategies). */
+int strata_is_global_zero(const struct strata_runtime *rt);
+
+/** @brief The root device: where dp keeps its master copy; 0. */
+int strata_root_device(const struct strata_runtime *rt);
+
+/** @brief 1: the strategy handles gradient accumulation itself (no_sync on micro-batches). */
+int strata_handles_gradient_accumulation(const struct strata_runtime *rt);
+
+/** @brief Number of devices. */
+int strata_world_size(const struct strata_runtime *rt);
+
+/**
+ * @brief Reduce across devices in place: bufs[d] is device d's buffer of @p count elements;
+ *        afterwards every buffer holds the reduction (combined in device order).
+ */
+int strata_reduce(struct strata_runtime *rt, void *const *bufs, size_t count,
+                  enum strata_dtype dt, enum strata_reduce_op op);
+
+/** @brief All-gather: recv[d] receives world * count elements, device k's at k * count. */
+int strata_all_gather(struct strata_runtime *rt, const void *const *send, void *const *recv,
+                      size_t count, enum strata_dtype dt);
+
+/** @brief Broadcast bufs[src] to every device's buffer. */
+int strata_broadcast(struct strata_runtime *rt, void *const *bufs, size_t count,
+                     enum strata_dtype dt, int src);
+
+/** @brief Barrier across the devices. */
+int strata_barrier(struct strata_runtime *rt);
+
+/** @brief *out = all flags true (@p all) or any flag true; flags[d] is device d's. */
+int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, int all,
+                                   int *out);
+
+/**
+ * @brief Tests: device @p device fails with @p status when it handles lifecycle @p event
+ *        (enum strata_event); device -1 disables.
+ */
+int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status);
 
 /** @brief Current lifecycle state (enum strata_state). */
 int strata_state(const struct strata_runtime *rt);

@@ -21,7 +21,7 @@ struct rig {
         struct strata_module desc;
         struct strata_layer l;
         struct strata_step_ctx c;
-        float param[IN * IN + IN], grad[IN * IN + IN], state[2 * IN], aux[2 * IN + ROWS * IN];
+        float param[IN * IN + IN], grad[IN * IN + IN], state[2 * IN], aux[4 * IN + ROWS * IN];
         float x[ROWS * IN], y[ROWS * IN], w[ROWS * IN], dx[ROWS * IN];
 };
 

@@ -1,0 +1,334 @@
+/*
+ * What the multi-device strategies (dp, ddp) share: the worker pool and communicator, the
+ * per-device work of every lifecycle event, the batch split, gradient buckets and metrics.
+ * The coordinator (the caller's thread, which is also device 0) posts one job per event; each
+ * device does its share on its pinned thread.
+ */
+#include <string.h>
+
+#include "strata/status.h"
+#include "kernel/internal.h"
+#include "nn/gather.h"
+#include "drivers/drivers.h"
+#include "strategy/internal.h"
+
+int strata__multi_layout(const struct strata_config *c, struct strata_arena *a,
+                         struct strata_runtime *rt)
+{
+        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        size_t pool, comm;
+        void *p, *q;
+
+        wc.devices = c->devices;
+        STRATA_TRY(strata_workers_plan(&wc, &pool));
+        STRATA_TRY(strata_comm_plan(c->devices, &comm));
+        STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
+        STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
+        if (rt) {
+                rt->pool_mem = p;
+                rt->pool_bytes = pool;
+                rt->comm_mem = q;
+                rt->comm_bytes = comm;
+        }
+        STRATA_TRY(strata_arena_alloc(a, sizeof(void *) * (size_t)c->model->nmodules, 0, &p));
+        if (rt)
+                rt->layer_ctx = p;
+        for (int i = 0, w = c->model->in_features; i < c->model->nmodules; i++) {
+                const struct strata_module *m = &c->model->modules[i];
+                struct strata_layer l = { .desc = m, .index = i, .in = w };
+                struct strata_module_shape s;
+
+                STRATA_TRY(m->ops->shape(&l, w, &s));
+                q = NULL;
+                if (c->strategy == STRATA_STRATEGY_DP && m->ops->replicate && s.ctx_per_copy)
+                        STRATA_TRY(strata_arena_alloc(a, s.ctx_per_copy * (size_t)c->devices, 64,
+                                                      &q));
+                if (rt)
+                        rt->layer_ctx[i] = q;
+                w = s.out;
+        }
+        STRATA_TRY(strata_arena_alloc(a, 2 * sizeof(size_t) * (size_t)c->model->nmodules, 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * (size_t)c->model->nmodules, 0, &q));
+        if (rt) {
+                rt->bucket_lo = p;
+                rt->bucket_hi = (size_t *)p + c->model->nmodules;
+                rt->bucket_close = q;
+        }
+        return STRATA_OK;
+}
+
+int strata__multi_start(struct strata_runtime *rt)
+{
+        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata_arena pool, comm;
+
+        wc.devices = rt->nreplicas;
+        wc.timeout_s = rt->cfg.timeout_s;
+        STRATA_TRY(strata_arena_init(&pool, rt->pool_mem, rt->pool_bytes, NULL));
+        STRATA_TRY(strata_arena_init(&comm, rt->comm_mem, rt->comm_bytes, NULL));
+        STRATA_TRY(strata_workers_start(&rt->workers, &pool, &wc));
+        return strata_comm_init(&rt->comm, &comm, rt->workers);
+}
+
+void strata__multi_stop(struct strata_runtime *rt)
+{
+        if (rt->workers)
+                (void)strata_workers_stop(rt->workers);
+        rt->workers = NULL;
+}
+
+static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
+{
+        struct strata_runtime *rt = c->h;
+
+        return strata_comm_all_reduce(rt->comm, c->rank, buf, buf, n, STRATA_F32, STRATA_OP_SUM);
+}
+
+static int barrier(const struct strata_step_ctx *c)
+{
+        struct strata_runtime *rt = c->h;
+
+        return strata_workers_barrier(rt->workers, c->rank);
+}
+
+struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train)
+{
+        struct strata_step_ctx c = strata__ctx(rt, train, rt->args.batch->rows);
+
+        c.rank = dev;
+        c.world = rt->nreplicas;
+        c.row0 = rt->replicas[dev].row0;
+        c.sync = rt->cfg.sync_bn && train;
+        c.all_sum = rt->cfg.strategy == STRATA_STRATEGY_DDP ? all_sum : NULL;
+        c.barrier = barrier;
+        c.h = rt;
+        return c;
+}
+
+void strata__multi_split(struct strata_runtime *rt, const struct strata_batch *b)
+{
+        int n = rt->nreplicas;
+
+        for (int d = 0; d < n; d++) {
+                struct strata__replica *r = &rt->replicas[d];
+                int lo = (int)((long)b->rows * d / n), hi = (int)((long)b->rows * (d + 1) / n);
+
+                /* Host memory: each device reads float rows of the caller's batch in place;
+                 * indexed batches are gathered by each device into its staging (on_event). */
+                r->x = b->x ? b->x + (size_t)lo * b->dim : r->x_stage;
+                r->labels = b->y ? b->y + lo : NULL;
+                r->rows = hi - lo;
+                r->row0 = lo;
+        }
+}
+
+void strata__multi_metrics(struct strata_runtime *rt, struct strata_metrics *m)
+{
+        double loss = 0.0;
+        int correct = 0, rows = 0;
+
+        for (int d = 0; d < rt->nreplicas; d++) {
+                loss += rt->replicas[d].loss;
+                correct += rt->replicas[d].correct;
+                rows += rt->replicas[d].rows;
+        }
+        if (m)
+                *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct,
+                                              .rows = rows };
+}
+
+void strata__multi_buckets(struct strata_runtime *rt)
+{
+        const struct strata__replica *r = &rt->replicas[0];
+        size_t cap = rt->cfg.bucket_bytes ? rt->cfg.bucket_bytes : (size_t)25 << 20;
+        size_t hi = r->nparam, bytes = 0;
+
+        rt->nbuckets = 0;
+        for (int i = r->nlayers - 1; i >= 0; i--) {
+                bytes += r->layers[i].nparam * sizeof(float);
+                if (bytes >= cap || i == 0) {
+                        size_t lo = strata__replica_param_offset(r, i);
+
+                        if (hi > lo) {
+                                rt->bucket_lo[rt->nbuckets] = lo;
+                                rt->bucket_hi[rt->nbuckets] = hi;
+                                rt->bucket_close[rt->nbuckets] = i;
+                                rt->nbuckets++;
+                        }
+                        hi = lo;
+                        bytes = 0;
+                }
+        }
+}
+
+int strata__multi_callbacks(struct strata_runtime *rt)
+{
+        if (!rt->cfg.replication_callbacks)
+                return STRATA_OK;
+        for (int i = 0; i < rt->replicas[0].nlayers; i++) {
+                const struct strata_module_ops *ops = rt->replicas[0].layers[i].desc->ops;
+
+                if (!ops->replicate)
+                        continue;
+                for (int copy = 0; copy < rt->nreplicas; copy++)
+                        STRATA_TRY(ops->replicate(&rt->replicas[copy].layers[i], rt->layer_ctx[i],
+                                                  copy, rt->nreplicas));
+        }
+        return STRATA_OK;
+}
+
+/* ddp: all-reduce every bucket whose last layer's gradients just became ready. */
+static int bucket_ready(void *h, struct strata__replica *r, int layer)
+{
+        struct strata_runtime *rt = h;
+
+        if (!rt->sync_grads)
+                return STRATA_OK; /* no_sync: an accumulation micro-batch */
+        for (int k = 0; k < rt->nbuckets; k++)
+                if (rt->bucket_close[k] == layer)
+                        STRATA_TRY(strata_comm_all_reduce(rt->comm, r->dev,
+                                                          r->grads + rt->bucket_lo[k],
+                                                          r->grads + rt->bucket_lo[k],
+                                                          rt->bucket_hi[k] - rt->bucket_lo[k],
+                                                          STRATA_F32, STRATA_OP_SUM));
+        return STRATA_OK;
+}
+
+static void copy_state(struct strata__replica *dst, const struct strata__replica *src)
+{
+        memcpy(dst->params, src->params, src->nparam * sizeof(float));
+        for (int i = 0; i < src->nlayers; i++)
+                if (src->layers[i].nstate)
+                        memcpy(dst->layers[i].state, src->layers[i].state,
+                               src->layers[i].nstate * sizeof(float));
+}
+
+static int on_event(struct strata_runtime *rt, struct strata__replica *r, int dev)
+{
+        int dp = rt->cfg.strategy == STRATA_STRATEGY_DP;
+        const struct strata_batch *b = rt->args.batch;
+        struct strata_step_ctx c;
+
+        /* batch_to_device: each device gathers its own rows when it starts computing on them. */
+        if (!b->x && (rt->event == STRATA_EV_TRAINING_STEP ||
+                      rt->event == STRATA_EV_VALIDATION_STEP || rt->event == STRATA_EV_TEST_STEP ||
+                      rt->event == STRATA_EV_PREDICT_STEP))
+                strata__gather_rows(b->images, b->index + r->row0, r->rows, b->dim, b->scale,
+                                    b->shift, r->x_stage);
+        switch (rt->event) {
+        case STRATA_EV_TRAINING_STEP:
+                c = strata__multi_ctx(rt, dev, 1);
+                STRATA_TRY(strata__replica_forward(r, &c));
+                strata__replica_loss(r, &c, 1);
+                return STRATA_OK;
+        case STRATA_EV_BACKWARD:
+                c = strata__multi_ctx(rt, dev, 1);
+                STRATA_TRY(strata__replica_backward(r, &c, dp ? NULL : bucket_ready, rt));
+                if (dp && rt->sync_grads) {
+                        STRATA_TRY(strata_comm_reduce(rt->comm, dev, r->grads,
+                                                      dev == 0 ? r->grads : NULL, r->nparam,
+                                                      STRATA_F32, STRATA_OP_SUM, 0));
+                        for (int i = 0; dev != 0 && i < r->nlayers; i++)
+                                r->layers[i].grad_fresh = 1; /* consumed by the master */
+                }
+                return STRATA_OK;
+        case STRATA_EV_OPTIMIZER_STEP:
+                if (dp && dev != 0)
+                        return STRATA_OK; /* dp steps the master copy only */
+                strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
+                strata__replica_step(r, &rt->cfg.optim);
+                return STRATA_OK;
+        case STRATA_EV_VALIDATION_STEP:
+        case STRATA_EV_TEST_STEP:
+        case STRATA_EV_PREDICT_STEP:
+                c = strata__multi_ctx(rt, dev, 0);
+                STRATA_TRY(strata__replica_forward(r, &c));
+                if (rt->event == STRATA_EV_PREDICT_STEP) {
+                        int k = r->layers[r->nlayers - 1].out;
+
+                        memcpy(rt->args.logits + (size_t)r->row0 * k, r->y[r->nlayers - 1],
+                               sizeof(float) * (size_t)r->rows * k);
+                } else {
+                        strata__replica_loss(r, &c, 0);
+                }
+                return STRATA_OK;
+        default:
+                return STRATA_OK; /* batch_start, batch_end: the coordinator does the work */
+        }
+}
+
+static int on_coll(struct strata_runtime *rt, int dev)
+{
+        struct strata_coll op = rt->coll;
+
+        op.recv = rt->coll_bufs ? rt->coll_bufs[dev] : NULL;
+        op.send = rt->coll_send ? rt->coll_send[dev] : op.recv;
+        return strata_comm_run(rt->comm, dev, &op);
+}
+
+static int device_fn(int dev, void *arg)
+{
+        struct strata_runtime *rt = arg;
+        struct strata__replica *r = &rt->replicas[dev];
+        float a[16] = { 0 }, o[16];
+
+        switch (rt->job) {
+        case STRATA__JOB_INIT:
+                strata__replica_init(r, rt->cfg.seed);
+                if (rt->cfg.strategy == STRATA_STRATEGY_DP)
+                        return STRATA_OK;
+                /* ddp: rank 0's parameters and running state become everyone's. */
+                STRATA_TRY(strata_comm_broadcast(rt->comm, dev, r->params, r->nparam, STRATA_F32,
+                                                 0));
+                for (int i = 0; i < r->nlayers; i++)
+                        if (r->layers[i].nstate)
+                                STRATA_TRY(strata_comm_broadcast(rt->comm, dev, r->layers[i].state,
+                                                                 r->layers[i].nstate, STRATA_F32,
+                                                                 0));
+                return STRATA_OK;
+        case STRATA__JOB_REPLICATE:
+                if (dev != 0)
+                        copy_state(r, &rt->replicas[0]);
+                return STRATA_OK;
+        case STRATA__JOB_WARMUP:
+                rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, o, 4);
+                return STRATA_OK;
+        case STRATA__JOB_COLL:
+                return on_coll(rt, dev);
+        case STRATA__JOB_EVENT:
+                if (dev == rt->inj_dev && rt->event == rt->inj_event)
+                        return strata__fail(rt->inj_status, "device %d: injected failure in %s",
+                                            dev, strata_event_name(rt->event));
+                return on_event(rt, r, dev);
+        }
+        return strata__fail(STRATA_EINVAL, "unknown job %d", (int)rt->job);
+}
+
+int strata__multi_setup(struct strata_runtime *rt)
+{
+        if (rt->cfg.accelerator == STRATA_ACCEL_CPU && strata__blas_reserve(rt->nreplicas) != 0)
+                return strata__fail(STRATA_ESYS, "OpenBLAS could not map %d GEMM buffers",
+                                    rt->nreplicas);
+        return strata__multi_run(rt, STRATA__JOB_WARMUP);
+}
+
+int strata__multi_event(struct strata_runtime *rt, int event)
+{
+        int idle = event == STRATA_EV_BATCH_START || event == STRATA_EV_BATCH_END ||
+                   (event == STRATA_EV_OPTIMIZER_STEP && rt->cfg.strategy == STRATA_STRATEGY_DP);
+
+        rt->event = event;
+        /* An event without work on the other devices is not posted to them (one sync point
+         * less per step), unless a test injects a failure there. */
+        if (idle && rt->inj_dev < 0) {
+                rt->job = STRATA__JOB_EVENT;
+                return device_fn(0, rt);
+        }
+        return strata__multi_run(rt, STRATA__JOB_EVENT);
+}
+
+int strata__multi_run(struct strata_runtime *rt, enum strata__job job)
+{
+        rt->job = job;
+        return strata_workers_run(rt->workers, device_fn, rt);
+}
