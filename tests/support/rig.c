@@ -1,5 +1,6 @@
 /* The shared small-model rig. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "tests/support/rig.h"
@@ -34,12 +35,30 @@ void rig_init(struct rig *r, int bn)
 
 void rig_train(struct rig *r, int steps, float *out, size_t n)
 {
+        rig_train_cfg(r, &r->cfg, steps, out, n);
+}
+
+double rig_rel_diff(const float *a, const float *b, size_t n)
+{
+        double worst = 0.0;
+
+        for (size_t i = 0; i < n; i++) {
+                double d = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
+
+                worst = d > worst ? d : worst;
+        }
+        return worst;
+}
+
+void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, float *out,
+                   size_t n)
+{
         struct strata_runtime *rt;
         struct strata_batch b;
         const float *p;
         size_t np;
 
-        cr_assert_eq(strata_init(&rt, &r->cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_init(&rt, cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
         strata_loader_reset(&r->loader, r->idx, 256);
         for (int s = 0; s < steps; s++) {

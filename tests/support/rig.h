@@ -23,4 +23,11 @@ void rig_init(struct rig *r, int bn);
 /** Train @p steps steps on a fresh runtime; copies the final parameters into @p out. */
 void rig_train(struct rig *r, int steps, float *out, size_t n);
 
+
+/** Train @p steps on a configuration (strategy/devices already set); copy parameters out. */
+void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, float *out,
+                   size_t n);
+/** Largest |a - b| / (1 + |b|). */
+double rig_rel_diff(const float *a, const float *b, size_t n);
+
 #endif

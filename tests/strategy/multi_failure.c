@@ -1,0 +1,71 @@
+/*
+ * An error injected on any device in any phase of a training step comes back from the call,
+ * the runtime is in ERROR (refusing further steps), every worker was released (the call
+ * returned), and teardown succeeds.
+ */
+#include <criterion/criterion.h>
+
+#include "tests/support/rig.h"
+
+static const int phases[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
+                              STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
+                              STRATA_EV_BATCH_END };
+
+static void each(enum strata_strategy_kind kind, int n)
+{
+        for (int dev = 0; dev < n; dev++)
+                for (size_t p = 0; p < sizeof(phases) / sizeof(phases[0]); p++) {
+                        struct strata_runtime *rt;
+                        struct strata_batch b;
+                        struct strata_config c;
+                        struct rig r;
+
+                        rig_init(&r, 1);
+                        c = r.cfg;
+                        c.strategy = kind;
+                        c.devices = n;
+                        c.sync_bn = kind == STRATA_STRATEGY_DDP;
+                        c.timeout_s = 5.0;
+                        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                        cr_assert_eq(strata_connect(rt), STRATA_OK);
+                        strata_loader_reset(&r.loader, r.idx, 256);
+                        cr_assert(strata_loader_next(&r.loader, &b));
+                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
+                        cr_assert_eq(strata_inject_failure(rt, dev, phases[p], STRATA_EINJECTED),
+                                     STRATA_OK);
+                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINJECTED,
+                                     "device %d phase %s", dev, strata_event_name(phases[p]));
+                        cr_assert_eq(strata_state(rt), STRATA_STATE_ERROR);
+                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EBADSTATE);
+                        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                }
+}
+
+Test(multi_failure, ddp_every_device_every_phase, .timeout = 120)
+{
+        each(STRATA_STRATEGY_DDP, 3);
+}
+
+Test(multi_failure, dp_every_device_every_phase, .timeout = 120)
+{
+        each(STRATA_STRATEGY_DP, 3);
+}
+
+Test(multi_failure, single_every_phase)
+{
+        each(STRATA_STRATEGY_SINGLE, 1);
+}
+
+Test(multi_failure, inject_bad_arguments)
+{
+        struct strata_runtime *rt;
+        struct rig r;
+
+        rig_init(&r, 0);
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK);
+        cr_assert_eq(strata_inject_failure(rt, 1, STRATA_EV_BACKWARD, STRATA_EINJECTED),
+                     STRATA_EINVAL);
+        cr_assert_eq(strata_inject_failure(rt, 0, 99, STRATA_EINJECTED), STRATA_EINVAL);
+        cr_assert_eq(strata_inject_failure(rt, 0, STRATA_EV_BACKWARD, 3), STRATA_EINVAL);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
