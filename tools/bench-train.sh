@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Strata vs PyTorch (one thread each) training the Fashion-MNIST MLP 784-256-128-10, SGD
-# lr 0.05 momentum 0.9, run back to back and alternated, REPS times per configuration.
-# Prints median training samples/s of each and the ratio Strata/PyTorch.
+# Strata vs PyTorch training the Fashion-MNIST MLP 784-256-128-10 (SGD lr 0.05 momentum 0.9),
+# run back to back and alternated, REPS times per row; medians of training samples/s.
+#  - single device (one thread each) at batch 128 and 32, against torch_mlp_fmnist.py 1
+#  - ddp and dp on 2 devices at global batch 128, against PyTorch DDP over Gloo (2 processes)
+#  - per-step runtime overhead of ddp on 2 devices with a model that does almost nothing
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,33 +14,63 @@ train=$build/bin/strata-train
 py=/usr/bin/python3
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { echo "$1 / $2" | bc -l; }
 
-strata_sps() { # batch -> training samples/s of one epoch
-        "$train" --epochs 1 --batch "$1" --json | grep '"epoch":1,' |
-                sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
+strata_sps() { # args... -> training samples/s of one epoch
+        "$train" --epochs 1 --json "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
 }
-torch_sps() {
-        "$py" "$anchors/torch_mlp_fmnist.py" 1 1 "$1" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
+torch_sps() { # nprocs batch
+        "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
 
-run_set() { # label
-        printf '%-34s %6s %14s %14s %7s\n' "$1" batch strata_sps torch_sps ratio
+single_set() {
+        printf '%-36s %6s %12s %12s %7s\n' "$1" batch strata torch ratio
         for b in 128 32; do
                 s=() t=()
                 for _ in $(seq "$reps"); do
-                        s+=("$(strata_sps "$b")")
-                        t+=("$(torch_sps "$b")")
+                        s+=("$(strata_sps --strategy single --batch "$b")")
+                        t+=("$(torch_sps 1 "$b")")
                 done
-                ms=$(printf '%s\n' "${s[@]}" | median)
-                mt=$(printf '%s\n' "${t[@]}" | median)
-                printf '%-34s %6d %14.0f %14.0f %7.2f\n' "" "$b" "$ms" "$mt" \
-                        "$(echo "$ms / $mt" | bc -l)"
+                ms=$(printf '%s\n' "${s[@]}" | median); mt=$(printf '%s\n' "${t[@]}" | median)
+                printf '%-36s %6d %12.0f %12.0f %7.2f\n' "" "$b" "$ms" "$mt" "$(ratio "$ms" "$mt")"
         done
 }
 
+multi_set() {
+        local s=() p=() d=() t=() ms mp md mt
+        for _ in $(seq "$reps"); do
+                s+=("$(strata_sps --strategy single)")
+                d+=("$(strata_sps --strategy ddp --devices 2)")
+                p+=("$(strata_sps --strategy dp --devices 2)")
+                t+=("$(torch_sps 2 128)")
+        done
+        ms=$(printf '%s\n' "${s[@]}" | median); md=$(printf '%s\n' "${d[@]}" | median)
+        mp=$(printf '%s\n' "${p[@]}" | median); mt=$(printf '%s\n' "${t[@]}" | median)
+        printf '%-36s %12s %12s\n' "2 devices, global batch 128" samples/s "vs single"
+        printf '%-36s %12.0f %12s\n' "  Strata single (1 device)" "$ms" "1.00"
+        printf '%-36s %12.0f %12.2f   vs PyTorch DDP: %.2f\n' "  Strata ddp" "$md" "$(ratio "$md" "$ms")" "$(ratio "$md" "$mt")"
+        printf '%-36s %12.0f %12.2f\n' "  Strata dp" "$mp" "$(ratio "$mp" "$ms")"
+        printf '%-36s %12.0f\n' "  PyTorch DDP (Gloo, 2 processes)" "$mt"
+}
+
+overhead() { # median step time of a model that does (almost) nothing
+        local o=()
+        for _ in $(seq "$reps"); do
+                o+=("$("$train" --synthetic 20000 --model 4-2 --batch 2 --epochs 1 --json --raw-pixels \
+                        --strategy ddp --devices 2 | tail -1 | sed 's/.*"step_us_median":\([0-9.]*\).*/\1/')")
+        done
+        printf 'ddp runtime overhead per step, 2 devices, model 4-2 batch 2: %s us (median of %d)\n' \
+                "$(printf '%s\n' "${o[@]}" | median)" "$reps"
+}
+
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-train: PyTorch missing (make bench-deps)"; exit 1; }
-echo "single device, one thread each; median of $reps alternated runs; training time only"
-run_set "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto} (as set)"
+echo "median of $reps alternated runs; training time only; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto}"
+single_set "single device, one thread each"
+multi_set
+overhead
 if grep -q avx512f /proc/cpuinfo && [ "${OPENBLAS_CORETYPE:-}" != SkylakeX ]; then
-        OPENBLAS_CORETYPE=SkylakeX run_set "OPENBLAS_CORETYPE=SkylakeX (both)"
+        echo "--- again with OPENBLAS_CORETYPE=SkylakeX (AVX-512 kernels) for both"
+        export OPENBLAS_CORETYPE=SkylakeX
+        single_set "single device, one thread each"
+        multi_set
 fi
