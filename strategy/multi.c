@@ -4,6 +4,7 @@
  * The coordinator (the caller's thread, which is also device 0) posts one job per event; each
  * device does its share on its pinned thread.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -67,6 +68,15 @@ int strata__multi_start(struct strata_runtime *rt)
         STRATA_TRY(strata_arena_init(&pool, rt->pool_mem, rt->pool_bytes, NULL));
         STRATA_TRY(strata_arena_init(&comm, rt->comm_mem, rt->comm_bytes, NULL));
         STRATA_TRY(strata_workers_start(&rt->workers, &pool, &wc));
+        /* Each device's memory goes to the NUMA node of the core its worker is pinned to. */
+        for (int d = 0; d < rt->nreplicas; d++) {
+                const struct strata_placement *pl = strata_workers_placement(rt->workers, d);
+                const char *why = NULL;
+
+                STRATA_TRY(strata_arena_bind_numa(&rt->replicas[d].arena, pl->numa_node, &why));
+                if (rt->cfg.verbose && d == 0 && why)
+                        fprintf(stderr, "strata: device memory not bound: %s\n", why);
+        }
         return strata_comm_init(&rt->comm, &comm, rt->workers);
 }
 
