@@ -8,42 +8,19 @@
 #include "strata/status.h"
 #include "strategy/internal.h"
 
-static int ddp_run(void *obj, int state, int event, void *arg)
+static int ddp_setup(struct strata_runtime *rt)
 {
-        struct strata_runtime *rt = obj;
-        int rc;
-
-        (void)state;
-        (void)arg;
-        switch (event) {
-        case STRATA_EV_SETUP_ENVIRONMENT:
-                return strata__multi_start(rt);
-        case STRATA_EV_CONNECT:
-                return strata__multi_run(rt, STRATA__JOB_INIT);
-        case STRATA_EV_SETUP:
-                strata__multi_buckets(rt);
-                return strata__multi_setup(rt);
-        case STRATA_EV_BATCH_START:
-        case STRATA_EV_VALIDATION_STEP:
-        case STRATA_EV_TEST_STEP:
-        case STRATA_EV_PREDICT_STEP:
-                strata__multi_split(rt, rt->args.batch);
-                break;
-        default:
-                break;
-        }
-        rc = strata__multi_event(rt, event);
-        if (rc == STRATA_OK && (event == STRATA_EV_BATCH_END ||
-                                event == STRATA_EV_VALIDATION_STEP || event == STRATA_EV_TEST_STEP))
-                strata__multi_metrics(rt, rt->args.metrics);
-        return rc;
+        strata__multi_buckets(rt);
+        return STRATA_OK;
 }
 
-static int ddp_teardown(void *obj, int state)
+static const struct strata__multi_hooks ddp_hooks = { .setup = ddp_setup };
+
+static int ddp_run(void *obj, int state, int event, void *arg)
 {
         (void)state;
-        strata__multi_stop(obj);
-        return STRATA_OK;
+        (void)arg;
+        return strata__multi_lifecycle(obj, event, &ddp_hooks);
 }
 
 #define S { NULL, ddp_run, NULL }
@@ -53,7 +30,7 @@ static const struct strata_sm_state ddp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_IN_BATCH] = S,      [STRATA_STATE_FORWARD_DONE] = S,
         [STRATA_STATE_BACKWARD_DONE] = S, [STRATA_STATE_STEPPED] = S,
         [STRATA_STATE_ERROR] = S,
-        [STRATA_STATE_TORNDOWN] = { ddp_teardown, NULL, NULL },
+        [STRATA_STATE_TORNDOWN] = { strata__multi_teardown, NULL, NULL },
 };
 
 const struct strata__strategy strata__ddp = {

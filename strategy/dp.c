@@ -8,48 +8,19 @@
 #include "strata/status.h"
 #include "strategy/internal.h"
 
-static int replicate(struct strata_runtime *rt)
+static int dp_replicate(struct strata_runtime *rt)
 {
         STRATA_TRY(strata__multi_run(rt, STRATA__JOB_REPLICATE));
         return strata__multi_callbacks(rt);
 }
 
+static const struct strata__multi_hooks dp_hooks = { .before_batch = dp_replicate };
+
 static int dp_run(void *obj, int state, int event, void *arg)
 {
-        struct strata_runtime *rt = obj;
-        int rc;
-
         (void)state;
         (void)arg;
-        switch (event) {
-        case STRATA_EV_SETUP_ENVIRONMENT:
-                return strata__multi_start(rt);
-        case STRATA_EV_CONNECT:
-                return strata__multi_run(rt, STRATA__JOB_INIT);
-        case STRATA_EV_SETUP:
-                return strata__multi_setup(rt);
-        case STRATA_EV_BATCH_START:
-        case STRATA_EV_VALIDATION_STEP:
-        case STRATA_EV_TEST_STEP:
-        case STRATA_EV_PREDICT_STEP:
-                strata__multi_split(rt, rt->args.batch);
-                STRATA_TRY(replicate(rt));
-                break;
-        default:
-                break;
-        }
-        rc = strata__multi_event(rt, event);
-        if (rc == STRATA_OK && (event == STRATA_EV_BATCH_END ||
-                                event == STRATA_EV_VALIDATION_STEP || event == STRATA_EV_TEST_STEP))
-                strata__multi_metrics(rt, rt->args.metrics);
-        return rc;
-}
-
-static int dp_teardown(void *obj, int state)
-{
-        (void)state;
-        strata__multi_stop(obj);
-        return STRATA_OK;
+        return strata__multi_lifecycle(obj, event, &dp_hooks);
 }
 
 #define S { NULL, dp_run, NULL }
@@ -59,7 +30,7 @@ static const struct strata_sm_state dp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_IN_BATCH] = S,      [STRATA_STATE_FORWARD_DONE] = S,
         [STRATA_STATE_BACKWARD_DONE] = S, [STRATA_STATE_STEPPED] = S,
         [STRATA_STATE_ERROR] = S,
-        [STRATA_STATE_TORNDOWN] = { dp_teardown, NULL, NULL },
+        [STRATA_STATE_TORNDOWN] = { strata__multi_teardown, NULL, NULL },
 };
 
 const struct strata__strategy strata__dp = {

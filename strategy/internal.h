@@ -66,6 +66,18 @@ struct strata_runtime {
 
 /* strategy/multi.c: the plumbing dp and ddp share. */
 
+/** What a multi-device strategy adds to the shared event handling (NULL = nothing). */
+struct strata__multi_hooks {
+        int (*setup)(struct strata_runtime *rt);        /* at setup, before the warm-up */
+        int (*before_batch)(struct strata_runtime *rt); /* after the split, before the event */
+};
+
+/** The shared run action: one lifecycle event on every device, with a strategy's hooks. */
+int strata__multi_lifecycle(struct strata_runtime *rt, int event,
+                            const struct strata__multi_hooks *h);
+/** The shared entry action of TORNDOWN: stop the workers. */
+int strata__multi_teardown(void *obj, int state);
+
 /** Lay out what a multi-device run needs beyond the replicas (plan and real alike). */
 int strata__multi_layout(const struct strata_config *c, struct strata_arena *a,
                          struct strata_runtime *rt);

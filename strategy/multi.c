@@ -314,6 +314,45 @@ static int device_fn(int dev, void *arg)
         return strata__fail(STRATA_EINVAL, "unknown job %d", (int)rt->job);
 }
 
+int strata__multi_lifecycle(struct strata_runtime *rt, int event,
+                            const struct strata__multi_hooks *h)
+{
+        int rc;
+
+        switch (event) {
+        case STRATA_EV_SETUP_ENVIRONMENT:
+                return strata__multi_start(rt);
+        case STRATA_EV_CONNECT:
+                return strata__multi_run(rt, STRATA__JOB_INIT);
+        case STRATA_EV_SETUP:
+                if (h->setup)
+                        STRATA_TRY(h->setup(rt));
+                return strata__multi_setup(rt);
+        case STRATA_EV_BATCH_START:
+        case STRATA_EV_VALIDATION_STEP:
+        case STRATA_EV_TEST_STEP:
+        case STRATA_EV_PREDICT_STEP:
+                strata__multi_split(rt, rt->args.batch);
+                if (h->before_batch)
+                        STRATA_TRY(h->before_batch(rt));
+                break;
+        default:
+                break;
+        }
+        rc = strata__multi_event(rt, event);
+        if (rc == STRATA_OK && (event == STRATA_EV_BATCH_END ||
+                                event == STRATA_EV_VALIDATION_STEP || event == STRATA_EV_TEST_STEP))
+                strata__multi_metrics(rt, rt->args.metrics);
+        return rc;
+}
+
+int strata__multi_teardown(void *obj, int state)
+{
+        (void)state;
+        strata__multi_stop(obj);
+        return STRATA_OK;
+}
+
 int strata__multi_setup(struct strata_runtime *rt)
 {
         if (rt->cfg.accelerator == STRATA_ACCEL_CPU && strata__blas_reserve(rt->nreplicas) != 0)

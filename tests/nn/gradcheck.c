@@ -61,40 +61,37 @@ static double objective(struct rig *r)
         return s;
 }
 
+/* Central differences of the objective in each of v[0..n) against the analytic gradient. */
+static void against_numeric(struct rig *r, float *v, const float *analytic, size_t n,
+                            const char *what)
+{
+        float h = 1e-2f;
+
+        for (size_t i = 0; i < n; i++) {
+                float keep = v[i];
+                double up, down, num;
+
+                v[i] = keep + h;
+                up = objective(r);
+                v[i] = keep - h;
+                down = objective(r);
+                v[i] = keep;
+                num = (up - down) / (2.0 * h);
+                cr_assert(fabs(num - analytic[i]) <= 2e-2 * (1.0 + fabs(num)),
+                          "%s %s[%zu]: analytic %g, numeric %g", r->desc.ops->name, what, i,
+                          analytic[i], num);
+        }
+}
+
 static void check(const struct strata_module_ops *ops, int out)
 {
         struct rig r;
-        float h = 1e-2f;
 
         rig_init(&r, ops, out);
         objective(&r);
         ops->backward(&r.l, &r.c, r.x, r.y, r.w, r.dx, ROWS);
-        for (int i = 0; i < ROWS * IN; i++) {
-                float keep = r.x[i];
-                double up, down, num;
-
-                r.x[i] = keep + h;
-                up = objective(&r);
-                r.x[i] = keep - h;
-                down = objective(&r);
-                r.x[i] = keep;
-                num = (up - down) / (2.0 * h);
-                cr_assert(fabs(num - r.dx[i]) <= 2e-2 * (1.0 + fabs(num)),
-                          "%s dx[%d]: analytic %g, numeric %g", ops->name, i, r.dx[i], num);
-        }
-        for (size_t i = 0; i < r.l.nparam; i++) {
-                float keep = r.param[i];
-                double up, down, num;
-
-                r.param[i] = keep + h;
-                up = objective(&r);
-                r.param[i] = keep - h;
-                down = objective(&r);
-                r.param[i] = keep;
-                num = (up - down) / (2.0 * h);
-                cr_assert(fabs(num - r.grad[i]) <= 2e-2 * (1.0 + fabs(num)),
-                          "%s dparam[%zu]: analytic %g, numeric %g", ops->name, i, r.grad[i], num);
-        }
+        against_numeric(&r, r.x, r.dx, ROWS * IN, "dx");
+        against_numeric(&r, r.param, r.grad, r.l.nparam, "dparam");
 }
 
 Test(gradcheck, linear, .init = setup)
