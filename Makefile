@@ -58,13 +58,21 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train check-heap
+.PHONY: FORCE all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
 tools: $(TOOLS)
 
-$(BUILD)/obj/%.o: %.c
+# A change of compiler or flags rebuilds every object (the stamp changes only then).
+FLAGS_STAMP := $(BUILD)/.flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS)' | cmp -s - $@ || \
+	        echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 

@@ -56,7 +56,7 @@ int strata_arena_init(struct strata_arena *a, void *mem, size_t size,
         const struct strata_arena_opts *o = opts ? opts : &defaults;
         enum strata_mem_origin origin = o->origin ? o->origin : STRATA_ORIGIN_CALLER;
         uintptr_t start, aligned;
-        size_t align;
+        size_t align = 0;
 
         if (!a || !mem)
                 return strata__fail(STRATA_EINVAL, "arena init: %s is NULL",
@@ -88,7 +88,7 @@ int strata_arena_init_plan(struct strata_arena *a, const struct strata_arena_opt
 {
         static const struct strata_arena_opts defaults = STRATA_ARENA_OPTS_INIT;
         const struct strata_arena_opts *o = opts ? opts : &defaults;
-        size_t align;
+        size_t align = 0;
 
         if (!a)
                 return strata__fail(STRATA_EINVAL, "plan arena is NULL");
@@ -103,8 +103,8 @@ int strata_arena_map(struct strata_arena *a, size_t size, const struct strata_ar
 {
         static const struct strata_arena_opts defaults = STRATA_ARENA_OPTS_INIT;
         const struct strata_arena_opts *o = opts ? opts : &defaults;
-        size_t align, len, lead;
-        unsigned char *p;
+        size_t align = 0, len, lead;
+        unsigned char *p = NULL;
 
         if (!a)
                 return strata__fail(STRATA_EINVAL, "arena map: arena is NULL");
@@ -172,7 +172,7 @@ static int bump(struct strata_arena *a, size_t size, size_t align, unsigned char
 
 int strata_arena_alloc(struct strata_arena *a, size_t size, size_t align, void **out)
 {
-        unsigned char *p;
+        unsigned char *p = NULL;
 
         if (!a || !out)
                 return strata__fail(STRATA_EINVAL, "arena alloc: %s is NULL",
@@ -188,8 +188,8 @@ int strata_arena_carve(struct strata_arena *parent, struct strata_arena *child, 
                        const struct strata_arena_opts *opts)
 {
         struct strata_arena_opts o;
-        unsigned char *p;
-        size_t align;
+        unsigned char *p = NULL;
+        size_t align = 0;
 
         if (!parent || !child)
                 return strata__fail(STRATA_EINVAL, "arena carve: %s is NULL",
