@@ -45,6 +45,7 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a, struct st
         c->n = strata_workers_count(w);
         c->inject_rank = -1;
         c->timeout_s = strata__workers_timeout(w);
+        c->yield_after = strata__workers_oversubscribed(w) ? 16 : 2048;
         (void)strata__reduce_isa();
         *out = c;
         return STRATA_OK;
@@ -186,8 +187,8 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, unsigned seq)
                 while ((int)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0) {
                         if (strata__workers_aborted(c->w))
                                 return STRATA_EABORTED;
-                        if (++spins > 2048)
-                                sched_yield(); /* oversubscribed: let the peer run */
+                        if (++spins > c->yield_after)
+                                sched_yield(); /* the peer may be waiting for this core */
                         else
                                 strata__pause();
                         if (spins % 1024 == 0) {

@@ -30,6 +30,7 @@ struct strata_comm {
         int n;
         int inject_rank, inject_point, inject_status;
         double timeout_s;
+        unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         struct strata__comm_slot slot[STRATA__COMM_MAX];
         struct strata__comm_flags flag[STRATA__COMM_MAX];
 };

@@ -55,6 +55,7 @@ struct strata_workers {
         strata_work_fn fn;
         void *arg;
         int n;
+        int spins;        /* spin iterations before sleeping: short when oversubscribed */
         int caller0;
         int bind;
         double timeout_s;
@@ -87,12 +88,16 @@ static double now_s(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Wait until l->v != old, or *abort is set, or the deadline passes (returns ETIMEDOUT). */
-static int wait_change(struct line *l, unsigned old, atomic_int *abort, double deadline)
+/*
+ * Wait until l->v != old, or *abort is set, or the deadline passes (returns ETIMEDOUT).
+ * @p spins: how long to spin before sleeping (short when devices share cores).
+ */
+static int wait_change(struct line *l, unsigned old, atomic_int *abort, double deadline,
+                       int spins)
 {
         static const struct timespec slice = { 0, SLICE_NS };
 
-        for (int i = 0; i < SPINS; i++) {
+        for (int i = 0; i < spins; i++) {
                 if (atomic_load_explicit(&l->v, memory_order_acquire) != old)
                         return STRATA_OK;
                 if (abort && atomic_load_explicit(abort, memory_order_relaxed))
@@ -141,7 +146,7 @@ int strata_workers_barrier(struct strata_workers *w, int device)
                 wake_all(&w->gen);
                 return STRATA_OK;
         }
-        rc = wait_change(&w->gen, g, &w->abort, now_s() + w->timeout_s);
+        rc = wait_change(&w->gen, g, &w->abort, now_s() + w->timeout_s, w->spins);
         if (rc == STRATA_ETIMEDOUT)
                 return strata_workers_fail(
                         w, device,
@@ -173,7 +178,7 @@ static void *worker_main(void *p)
         for (;;) {
                 int rc;
 
-                (void)wait_change(&w->cmd, seen, NULL, 0.0);
+                (void)wait_change(&w->cmd, seen, NULL, 0.0, w->spins);
                 seen = atomic_load_explicit(&w->cmd.v, memory_order_acquire);
                 if (atomic_load(&w->stop))
                         break;
@@ -246,6 +251,10 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
                 memcpy(w->pl, c->placement, sizeof(w->pl[0]) * (size_t)w->n);
         else
                 STRATA_TRY(strata_topology_place(w->n, w->pl));
+        w->spins = SPINS;
+        for (int d = 0; d < w->n; d++)
+                if (w->pl[d].shared)
+                        w->spins = 64; /* a spinning waiter would steal its peer's core */
         if (hwloc_topology_init(&w->topo) != 0 || hwloc_topology_load(w->topo) != 0)
                 return strata__fail(STRATA_ESYS, "hwloc: topology load failed");
         if (w->bind && w->caller0) {
@@ -310,7 +319,8 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
 
                 while ((cur = atomic_load_explicit(&w->done.v, memory_order_acquire)) - d0 <
                        expect) {
-                        if (wait_change(&w->done, cur, NULL, deadline) == STRATA_ETIMEDOUT) {
+                        if (wait_change(&w->done, cur, NULL, deadline, w->spins) ==
+                            STRATA_ETIMEDOUT) {
                                 atomic_store(&w->broken, 1);
                                 strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
                                 return strata__fail(STRATA_ETIMEDOUT,
@@ -331,6 +341,11 @@ int strata__workers_aborted(struct strata_workers *w)
 double strata__workers_timeout(const struct strata_workers *w)
 {
         return w->timeout_s;
+}
+
+int strata__workers_oversubscribed(const struct strata_workers *w)
+{
+        return w->spins < SPINS;
 }
 
 int strata_workers_count(const struct strata_workers *w)

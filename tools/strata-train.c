@@ -368,10 +368,16 @@ int main(int argc, char **argv)
                                 strata_placement_describe(&pl[d], line, sizeof(line));
                                 fprintf(stderr, "strata: %s\n", line);
                         }
-                        if (pl[o.devices - 1].shared)
-                                fprintf(stderr, "strata: warning: %d devices on %d cores: "
-                                                "oversubscribed\n", o.devices, topo.cores);
                 }
+        }
+        {
+                struct strata_topology topo;
+
+                if (o.devices > 1 && strata_topology_read(&topo) == STRATA_OK &&
+                    o.devices > topo.cores)
+                        fprintf(stderr, "strata-train: warning: %d devices on %d cores: "
+                                        "oversubscribed, expect it to be slow\n",
+                                o.devices, topo.cores);
         }
         if (strata_init(&rt, &cfg) || strata_connect(rt))
                 return bad("%s%s", strata_last_error(), "");
