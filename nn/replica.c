@@ -32,7 +32,6 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
         memset(r, 0, sizeof(*r));
         r->dev = dev;
         r->nlayers = m->nmodules;
-        r->rows_max = rows;
         STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_layer) * (size_t)m->nmodules, 0, &p));
         r->layers = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)m->nmodules, 0, &p));
@@ -54,7 +53,6 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
                 in = s[i].out;
                 width = in > width ? in : width;
         }
-        r->width_max = width;
         r->nparam = nparam;
         r->nopt = (size_t)strata_optim_state_per_param(o) * nparam;
         STRATA_TRY(alloc_f(a, nparam, &r->params));

@@ -13,8 +13,6 @@
 struct strata__replica {
         int dev;
         int nlayers;
-        int rows_max;              /* rows of activations planned */
-        int width_max;             /* widest activation */
         struct strata_layer *layers;
         float **y;                 /* output of each layer */
         size_t *poff;              /* offset of each layer's parameters in the flat vector */

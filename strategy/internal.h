@@ -40,7 +40,6 @@ struct strata_runtime {
         struct strata_arena root;
         struct strata__replica *replicas;
         int nreplicas;
-        int rows_per_device;
         uint64_t step;                 /* training steps taken */
         struct strata_plan_info plan;
         struct strata__step_args args;

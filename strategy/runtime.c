@@ -102,7 +102,6 @@ static int layout(const struct strata_config *c, struct strata_arena *a,
                 memset(rt, 0, sizeof(*rt));
                 rt->replicas = reps;
                 rt->nreplicas = c->devices;
-                rt->rows_per_device = rows;
                 rt->inj_dev = -1;
         }
         if (c->strategy != STRATA_STRATEGY_SINGLE)
