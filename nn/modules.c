@@ -170,6 +170,7 @@ static int bn_sum(struct strata_layer *l, const struct strata_step_ctx *c, float
 static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
+        const struct strata_device_ops *d = c->dev;
         int f = l->in, n_all = c->sync ? c->rows_global : rows;
         float eps = l->desc->eps > 0.0f ? l->desc->eps : 1e-5f;
         float mom = l->desc->decay > 0.0f ? l->desc->decay : 0.1f;
@@ -179,56 +180,22 @@ static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, 
         int rc;
 
         if (!c->train || n_all < 2) {
-                for (int i = 0; i < rows; i++)
-                        for (int j = 0; j < f; j++) {
-                                float s = 1.0f / sqrtf(l->state[f + j] + eps);
-                                size_t k = (size_t)i * f + j;
-
-                                y[k] = (x[k] - l->state[j]) * s * g[j] + b[j];
-                        }
+                d->bn_eval(x, l->state, g, b, eps, y, rows, f);
                 return;
         }
-        for (int j = 0; j < f; j++) {
-                double s = 0.0;
-
-                for (int i = 0; i < rows; i++)
-                        s += x[(size_t)i * f + j];
-                tmp[j] = (float)s;
-        }
+        d->col_stats(x, rows, f, NULL, tmp);
         if ((rc = bn_sum(l, c, tmp, (size_t)f)) != STRATA_OK) {
                 l->failed = rc;
                 return;
         }
-        for (int j = 0; j < f; j++) {
-                double s = 0.0;
-
-                mean[j] = tmp[j] / (float)n_all;
-                for (int i = 0; i < rows; i++) {
-                        double d = (double)x[(size_t)i * f + j] - mean[j];
-
-                        s += d * d;
-                }
-                tmp[j] = (float)s;
-        }
+        d->div(mean, tmp, (float)n_all, (size_t)f);
+        d->col_stats(x, rows, f, mean, tmp);
         if ((rc = bn_sum(l, c, tmp, (size_t)f)) != STRATA_OK) {
                 l->failed = rc;
                 return;
         }
-        for (int j = 0; j < f; j++) {
-                float var = tmp[j] / (float)n_all;
-
-                l->state[j] = (1.0f - mom) * l->state[j] + mom * mean[j];
-                l->state[f + j] = (1.0f - mom) * l->state[f + j] +
-                                  mom * var * (float)n_all / (float)(n_all - 1);
-                invstd[j] = 1.0f / sqrtf(var + eps);
-        }
-        for (int i = 0; i < rows; i++)
-                for (int j = 0; j < f; j++) {
-                        size_t k = (size_t)i * f + j;
-
-                        xhat[k] = (x[k] - mean[j]) * invstd[j];
-                        y[k] = xhat[k] * g[j] + b[j];
-                }
+        d->bn_moments(tmp, mean, l->state, invstd, f, n_all, mom, eps);
+        d->bn_normalize(x, mean, invstd, g, b, xhat, y, rows, f);
 }
 
 static void bn_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
@@ -237,38 +204,18 @@ static void bn_backward(struct strata_layer *l, const struct strata_step_ctx *c,
         int f = l->in, n_all = c->sync ? c->rows_global : rows, rc;
         const float *invstd = l->aux + f, *xhat = l->aux + 4 * (size_t)f;
         float *sums = l->aux + 2 * (size_t)f; /* [sum dy | sum dy*xhat], 2F */
-        float *dg = l->grad, *db = l->grad + f;
 
         (void)x;
         (void)y;
-        for (int j = 0; j < f; j++) {
-                double sdy = 0.0, sdyx = 0.0;
-
-                for (int i = 0; i < rows; i++) {
-                        sdy += dy[(size_t)i * f + j];
-                        sdyx += (double)dy[(size_t)i * f + j] * xhat[(size_t)i * f + j];
-                }
-                sums[j] = (float)sdy;
-                sums[f + j] = (float)sdyx;
-                /* Parameter gradients are this device's share: the strategy reduces them. */
-                db[j] = (l->grad_fresh ? 0.0f : db[j]) + sums[j];
-                dg[j] = (l->grad_fresh ? 0.0f : dg[j]) + sums[f + j];
-        }
+        /* Parameter gradients are this device's share: the strategy reduces them. */
+        c->dev->bn_grad_sums(dy, xhat, sums, l->grad, l->grad + f, rows, f, l->grad_fresh);
         if (!dx)
                 return;
         if ((rc = bn_sum(l, c, sums, 2 * (size_t)f)) != STRATA_OK) {
                 l->failed = rc;
                 return;
         }
-        for (int j = 0; j < f; j++) {
-                float k0 = l->param[j] * invstd[j] / (float)n_all;
-
-                for (int i = 0; i < rows; i++) {
-                        size_t k = (size_t)i * f + j;
-
-                        dx[k] = k0 * ((float)n_all * dy[k] - sums[j] - xhat[k] * sums[f + j]);
-                }
-        }
+        c->dev->bn_dx(dy, xhat, sums, l->param, invstd, dx, rows, f, n_all);
 }
 
 const struct strata_module_ops strata_batchnorm1d = {

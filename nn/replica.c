@@ -18,12 +18,13 @@ static int alloc_f(struct strata_arena *a, size_t n, float **out)
         return STRATA_OK;
 }
 
-int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
+int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev)
 {
         struct strata_module_shape s[256];
-        size_t nparam = 0, off = 0;
+        struct strata_arena *a = mem->host, *d = mem->dev;
+        size_t nparam = 0, nstate = 0, off = 0;
         int in = m->in_features, width = in;
         void *p;
 
@@ -31,6 +32,7 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
                 return strata__fail(STRATA_EINVAL, "model has %d modules (1..256)", m->nmodules);
         memset(r, 0, sizeof(*r));
         r->dev = dev;
+        r->drv = mem->drv;
         r->nlayers = m->nmodules;
         STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_layer) * (size_t)m->nmodules, 0, &p));
         r->layers = p;
@@ -50,14 +52,16 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
                         return strata__fail(STRATA_EINVAL, "module %d declares width %d", i,
                                             s[i].out);
                 nparam += s[i].params;
+                nstate += s[i].state;
                 in = s[i].out;
                 width = in > width ? in : width;
         }
         r->nparam = nparam;
+        r->nstate = nstate;
         r->nopt = (size_t)strata_optim_state_per_param(o) * nparam;
-        STRATA_TRY(alloc_f(a, nparam, &r->params));
-        STRATA_TRY(alloc_f(a, nparam, &r->grads));
-        STRATA_TRY(alloc_f(a, r->nopt, &r->opt_state));
+        STRATA_TRY(alloc_f(d, nparam, &r->params));
+        STRATA_TRY(alloc_f(d, nparam, &r->grads));
+        STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));
         in = m->in_features;
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = &r->layers[i];
@@ -74,33 +78,80 @@ int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
                         l->grad = r->grads ? r->grads + off : NULL;
                 }
                 off += s[i].params;
-                STRATA_TRY(alloc_f(a, (size_t)rows * s[i].out, r->layers ? &r->y[i] : &(float *){ 0 }));
-                STRATA_TRY(alloc_f(a, s[i].state, r->layers ? &l->state : &(float *){ 0 }));
-                STRATA_TRY(alloc_f(a, s[i].aux_fixed + (size_t)rows * s[i].aux_per_row,
+                STRATA_TRY(alloc_f(d, (size_t)rows * s[i].out, r->layers ? &r->y[i] : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(d, s[i].state, r->layers ? &l->state : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(d, s[i].aux_fixed + (size_t)rows * s[i].aux_per_row,
                                    r->layers ? &l->aux : &(float *){ 0 }));
                 in = s[i].out;
         }
-        STRATA_TRY(alloc_f(a, (size_t)rows * width, &r->dbuf[0]));
-        STRATA_TRY(alloc_f(a, (size_t)rows * width, &r->dbuf[1]));
-        STRATA_TRY(alloc_f(a, (size_t)rows * m->in_features, &r->x_stage));
-        STRATA_TRY(strata_arena_alloc(a, sizeof(int32_t) * (size_t)rows, 0, &p));
+        STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[0]));
+        STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[1]));
+        STRATA_TRY(alloc_f(d, (size_t)rows * m->in_features, &r->x_stage));
+        STRATA_TRY(strata_arena_alloc(d, sizeof(int32_t) * (size_t)rows, 0, &p));
         r->y_stage = p;
-        return STRATA_OK;
+        if (mem->drv->host_visible) {
+                r->x_host = r->x_stage;
+                r->y_host = r->y_stage;
+                return STRATA_OK;
+        }
+        STRATA_TRY(alloc_f(mem->pinned, (size_t)rows * m->in_features, &r->x_host));
+        STRATA_TRY(strata_arena_alloc(mem->pinned, sizeof(int32_t) * (size_t)rows, 0, &p));
+        r->y_host = p;
+        /* Host image: parameters + state at init, then any one of the vectors read back. */
+        return alloc_f(mem->pinned, nparam + nstate > r->nopt ? nparam + nstate : r->nopt,
+                       &r->p_host);
+}
+
+/* Device memory the host cannot touch: initialise a host image, then copy it over. */
+static void init_through_host(struct strata__replica *r, uint64_t seed)
+{
+        float *state = r->p_host + r->nparam;
+
+        for (int i = 0; i < r->nlayers; i++) {
+                struct strata_layer *l = &r->layers[i];
+                float *dp = l->param, *ds = l->state;
+
+                l->param = r->p_host + r->poff[i];
+                l->state = state;
+                if (l->desc->ops->init)
+                        l->desc->ops->init(l, seed);
+                if (l->nstate)
+                        r->drv->to_device(ds, state, l->nstate * sizeof(float));
+                state += l->nstate;
+                l->param = dp;
+                l->state = ds;
+        }
+        r->drv->to_device(r->params, r->p_host, r->nparam * sizeof(float));
 }
 
 void strata__replica_init(struct strata__replica *r, uint64_t seed)
 {
-        for (int i = 0; i < r->nlayers; i++) {
-                struct strata_layer *l = &r->layers[i];
-
-                if (l->desc->ops->init)
-                        l->desc->ops->init(l, seed);
-                l->grad_fresh = 1;
+        if (r->drv->host_visible) {
+                for (int i = 0; i < r->nlayers; i++)
+                        if (r->layers[i].desc->ops->init)
+                                r->layers[i].desc->ops->init(&r->layers[i], seed);
+        } else {
+                init_through_host(r, seed);
         }
-        memset(r->grads, 0, r->nparam * sizeof(float));
+        for (int i = 0; i < r->nlayers; i++)
+                r->layers[i].grad_fresh = 1;
+        r->drv->fill(r->grads, 0.0f, r->nparam);
         if (r->nopt)
-                memset(r->opt_state, 0, r->nopt * sizeof(float));
+                r->drv->fill(r->opt_state, 0.0f, r->nopt);
         r->opt_t = 0;
+}
+
+void strata__replica_upload(struct strata__replica *r, int rows, int with_labels)
+{
+        int in = r->layers[0].in;
+
+        if (!r->drv->host_visible) {
+                r->drv->to_device(r->x_stage, r->x_host, sizeof(float) * (size_t)rows * in);
+                if (with_labels)
+                        r->drv->to_device(r->y_stage, r->y_host, sizeof(int32_t) * (size_t)rows);
+        }
+        r->x = r->x_stage;
+        r->labels = r->y_stage;
 }
 
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c)
@@ -153,22 +204,15 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
 {
         if (max_norm > 0.0f) {
-                double ss = 0.0;
-                float scale;
-
-                for (size_t i = 0; i < r->nparam; i++)
-                        ss += (double)r->grads[i] * r->grads[i];
+                double ss = r->drv->sumsq(r->grads, r->nparam);
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
-                scale = (float)(max_norm / (sqrt(ss) + 1e-6));
+                float scale = (float)(max_norm / (sqrt(ss) + 1e-6));
+
                 if (scale < 1.0f)
-                        for (size_t i = 0; i < r->nparam; i++)
-                                r->grads[i] *= scale;
+                        r->drv->scale(r->grads, scale, r->nparam);
         }
         if (max_value > 0.0f)
-                for (size_t i = 0; i < r->nparam; i++)
-                        r->grads[i] = r->grads[i] > max_value    ? max_value
-                                      : r->grads[i] < -max_value ? -max_value
-                                                                 : r->grads[i];
+                r->drv->clamp(r->grads, max_value, r->nparam);
 }
 
 size_t strata__replica_param_offset(const struct strata__replica *r, int i)
@@ -179,7 +223,7 @@ size_t strata__replica_param_offset(const struct strata__replica *r, int i)
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
 {
         r->opt_t++;
-        strata_optim_update(o, r->opt_t, r->params, r->grads, r->opt_state, r->nparam);
+        r->drv->optim(o, r->opt_t, r->params, r->grads, r->opt_state, r->nparam);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
 }

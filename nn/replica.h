@@ -12,6 +12,7 @@
 
 struct strata__replica {
         int dev;
+        const struct strata_device_ops *drv;
         int nlayers;
         struct strata_layer *layers;
         float **y;                 /* output of each layer */
@@ -19,8 +20,12 @@ struct strata__replica {
         float *params, *grads, *opt_state;
         size_t nparam, nopt;
         float *dbuf[2];            /* ping-pong activation gradients */
-        float *x_stage;            /* batch_to_device staging */
+        float *x_stage;            /* batch_to_device: the batch in device memory */
         int32_t *y_stage;
+        float *x_host;             /* host staging of the same (== x_stage when host-visible) */
+        int32_t *y_host;
+        float *p_host;             /* !host_visible: host image of parameters then state */
+        size_t nstate;             /* floats of running state over all layers */
         const float *x;            /* current input (staging or caller's, read-only) */
         const int32_t *labels;
         int rows;                  /* rows of the current batch */
@@ -31,13 +36,27 @@ struct strata__replica {
         struct strata_arena arena;
 };
 
-/** Carve a replica for @p model from @p a (a planning arena only counts). */
-int strata__replica_layout(struct strata__replica *r, struct strata_arena *a,
+/** Where a replica's memory comes from (planning arenas only count). */
+struct strata__replica_mem {
+        struct strata_arena *host;   /* descriptors (host memory) */
+        struct strata_arena *dev;    /* tensors: parameters, gradients, activations, state */
+        struct strata_arena *pinned; /* host staging for transfers (unused when host-visible) */
+        const struct strata_device_ops *drv;
+};
+
+/**
+ * Carve a replica for @p model. With a host-visible driver the three arenas may be one; the
+ * staging then aliases the device buffers and costs nothing.
+ */
+int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
                            int rows_max, int dev);
 
 /** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
+
+/** Bring the current batch's rows (x_host, y_host) to the device: x = x_stage. */
+void strata__replica_upload(struct strata__replica *r, int rows, int with_labels);
 
 /** Forward through every module (logits in r->y[last]); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);

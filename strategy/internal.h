@@ -44,6 +44,8 @@ struct strata_runtime {
         struct strata_plan_info plan;
         struct strata__step_args args;
         int region_mapped;             /* root maps its own region: unmap at teardown */
+        void *dev_mem[STRATA__MAX_DEVICES];  /* driver reservations (not host-visible) */
+        void *pin_mem[STRATA__MAX_DEVICES];
         /* multi-device strategies */
         struct strata_workers *workers;
         struct strata_comm *comm;

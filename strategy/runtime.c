@@ -49,6 +49,11 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                                     c->devices);
         STRATA_TRY(strata_optim_check(&c->optim));
         STRATA_TRY(strata_device_driver(c->accelerator, dev));
+        if (!(*dev)->host_visible && c->strategy != STRATA_STRATEGY_SINGLE)
+                return strata__fail(STRATA_ENOTSUP,
+                                    "strategy %s on %s: multi-device strategies need the %s comm "
+                                    "driver, which this version does not have; use single",
+                                    (*st)->name, (*dev)->name, (*dev)->name);
         last = &c->model->modules[c->model->nmodules - 1];
         if (c->classes < 2 || (last->ops == &strata_linear && last->out != c->classes))
                 return strata__fail(STRATA_EINVAL, "classes %d: need >= 2 and equal to the last "
@@ -71,20 +76,47 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         return STRATA_OK;
 }
 
-/* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
-static int layout(const struct strata_config *c, struct strata_arena *a,
-                  struct strata_runtime **out, size_t *per_device, size_t *params)
+/* Device memory and pinned staging of each device, reserved from the driver before layout. */
+struct regions {
+        void *dev[STRATA__MAX_DEVICES], *pin[STRATA__MAX_DEVICES];
+        size_t dev_bytes, pin_bytes;
+};
+
+static int region_arena(void *mem, size_t bytes, const char *name, struct strata_arena *out)
 {
-        struct strata_arena plan, child;
+        struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+
+        o.name = name;
+        o.kind = STRATA_MEM_DEVICE;
+        if (!mem)
+                return strata_arena_init_plan(out, &o);
+        return strata_arena_init(out, mem, bytes, &o);
+}
+
+/* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
+static int layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                  struct strata_arena *a, const struct regions *rg, struct strata_runtime **out,
+                  struct strata_plan_info *pi)
+{
+        struct strata_arena plan, pdev, ppin, child, dev, pin;
+        struct strata__replica_mem mem = { &plan, &plan, &plan, drv };
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
-        int rows = (c->batch + c->devices - 1) / c->devices;
+        int rows = (c->batch + c->devices - 1) / c->devices, hv = drv->host_visible;
         void *p;
 
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
-        STRATA_TRY(strata__replica_layout(&tmp, &plan, c->model, &c->optim, rows, 0));
-        *per_device = strata_arena_used(&plan);
-        *params = tmp.nparam;
+        STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
+        STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
+        if (!hv) {
+                mem.dev = &pdev;
+                mem.pinned = &ppin;
+        }
+        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0));
+        pi->per_device = strata_arena_used(&plan);
+        pi->device_bytes = hv ? 0 : strata_arena_used(&pdev);
+        pi->pinned_bytes = hv ? 0 : strata_arena_used(&ppin);
+        pi->params = tmp.nparam;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
         rt = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->devices, 0, &p));
@@ -94,8 +126,17 @@ static int layout(const struct strata_config *c, struct strata_arena *a,
                 struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
 
                 o.name = "device";
-                STRATA_TRY(strata_arena_carve(a, &child, *per_device, &o));
-                STRATA_TRY(strata__replica_layout(r, &child, c->model, &c->optim, rows, d));
+                STRATA_TRY(strata_arena_carve(a, &child, pi->per_device, &o));
+                mem = (struct strata__replica_mem){ &child, &child, &child, drv };
+                if (!hv) {
+                        STRATA_TRY(region_arena(rt ? rg->dev[d] : NULL, rt ? rg->dev_bytes : 0,
+                                                "device memory", &dev));
+                        STRATA_TRY(region_arena(rt ? rg->pin[d] : NULL, rt ? rg->pin_bytes : 0,
+                                                "pinned staging", &pin));
+                        mem.dev = &dev;
+                        mem.pinned = &pin;
+                }
+                STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d));
                 r->arena = child;
         }
         if (rt) {
@@ -103,6 +144,10 @@ static int layout(const struct strata_config *c, struct strata_arena *a,
                 rt->replicas = reps;
                 rt->nreplicas = c->devices;
                 rt->inj_dev = -1;
+                for (int d = 0; d < c->devices && !hv; d++) {
+                        rt->dev_mem[d] = rg->dev[d];
+                        rt->pin_mem[d] = rg->pin[d];
+                }
         }
         if (c->strategy != STRATA_STRATEGY_SINGLE)
                 STRATA_TRY(strata__multi_layout(c, a, rt));
@@ -114,22 +159,52 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
 {
         const struct strata__strategy *st;
         const struct strata_device_ops *dev;
+        struct strata_plan_info pi = { 0 };
         struct strata_runtime *rt;
         struct strata_arena a;
-        size_t per, params;
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "plan: out is NULL");
         STRATA_TRY(check_config(cfg, &st, &dev));
         STRATA_TRY(strata_arena_init_plan(&a, NULL));
-        STRATA_TRY(layout(cfg, &a, &rt, &per, &params));
-        *out = (struct strata_plan_info){
-                .bytes = strata_arena_used(&a),
-                .align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
-                                                                   : REGION_ALIGN,
-                .params = params,
-                .per_device = per,
-        };
+        STRATA_TRY(layout(cfg, dev, &a, NULL, &rt, &pi));
+        pi.bytes = strata_arena_used(&a);
+        pi.align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
+                                                             : REGION_ALIGN;
+        if (pi.device_bytes)
+                pi.device_bytes += dev->device_overhead;
+        *out = pi;
+        return STRATA_OK;
+}
+
+/* Give back the driver's reservations of devices [0, n). */
+static void unreserve(const struct strata_device_ops *dev, struct regions *rg, int n)
+{
+        for (int d = 0; d < n && dev->unreserve; d++)
+                dev->unreserve(d, rg->dev[d], rg->pin[d]);
+}
+
+/* Reserve each device's memory and staging from the driver, all or nothing. */
+static int reserve(const struct strata_config *c, const struct strata_device_ops *dev,
+                   const struct strata_plan_info *pl, struct regions *rg)
+{
+        memset(rg, 0, sizeof(*rg));
+        if (dev->host_visible)
+                return STRATA_OK;
+        if (!dev->reserve)
+                return strata__fail(STRATA_ENOTSUP, "driver %s cannot reserve device memory",
+                                    dev->name);
+        rg->dev_bytes = pl->device_bytes - dev->device_overhead;
+        rg->pin_bytes = pl->pinned_bytes;
+        for (int d = 0; d < c->devices; d++) {
+                int rc = dev->reserve(d, pl->device_bytes, rg->pin_bytes, &rg->dev[d],
+                                      &rg->pin[d]);
+
+                if (rc != STRATA_OK) {
+                        unreserve(dev, rg, d);
+                        return rc;
+                }
+        }
         return STRATA_OK;
 }
 
@@ -165,10 +240,10 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 {
         const struct strata__strategy *st;
         const struct strata_device_ops *dev;
-        struct strata_plan_info pl;
+        struct strata_plan_info pl, pi = { 0 };
         struct strata_runtime *rt = NULL;
         struct strata_arena root;
-        size_t per, params;
+        struct regions rg;
         int rc;
 
         if (!out)
@@ -176,7 +251,8 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         STRATA_TRY(check_config(cfg, &st, &dev));
         STRATA_TRY(strata_plan(cfg, &pl));
         STRATA_TRY(open_region(cfg, &pl, &root));
-        STRATA_TRY_GOTO(rc, layout(cfg, &root, &rt, &per, &params), fail);
+        STRATA_TRY_GOTO(rc, reserve(cfg, dev, &pl, &rg), fail_region);
+        STRATA_TRY_GOTO(rc, layout(cfg, dev, &root, &rg, &rt, &pi), fail);
         rt->cfg = *cfg;
         rt->dev = dev;
         rt->strategy = st;
@@ -186,15 +262,22 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         STRATA_TRY_GOTO(rc, strata_lifecycle_table(&rt->table, st->states), fail);
         STRATA_TRY_GOTO(rc, strata_sm_init(&rt->sm, &rt->table, rt), fail);
         STRATA_TRY_GOTO(rc, strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP_ENVIRONMENT, NULL), fail);
-        if (cfg->verbose)
+        if (cfg->verbose) {
                 fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
                                 "(%zu per device)\n",
-                        st->name, cfg->devices, dev->name, params, pl.bytes, per);
+                        st->name, cfg->devices, dev->name, pi.params, pl.bytes, pl.per_device);
+                if (pl.device_bytes)
+                        fprintf(stderr, "strata: per device %zu bytes of device memory (%zu for "
+                                        "the driver), %zu pinned staging\n",
+                                pl.device_bytes, dev->device_overhead, pl.pinned_bytes);
+        }
         *out = rt;
         return STRATA_OK;
 fail:
         if (rt && rt->sm.table)
                 (void)strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
+        unreserve(dev, &rg, cfg->devices);
+fail_region:
         if (!cfg->memory)
                 (void)strata_arena_release(&root);
         return rc;
@@ -305,6 +388,11 @@ int strata_teardown(struct strata_runtime *rt)
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
         if (rc != STRATA_OK)
                 return rc;
+        for (int d = 0; d < rt->nreplicas && rt->dev->unreserve; d++)
+                if (rt->dev_mem[d] || rt->pin_mem[d]) {
+                        rt->dev->unreserve(d, rt->dev_mem[d], rt->pin_mem[d]);
+                        rt->dev_mem[d] = rt->pin_mem[d] = NULL;
+                }
         root = rt->root;
         mapped = rt->region_mapped;
         if (mapped)
@@ -332,12 +420,24 @@ static int connected(const struct strata_runtime *rt, int dev)
         return STRATA_OK;
 }
 
+/* A host pointer to n floats of device memory: itself, or a copy in the pinned staging. */
+static const float *host_view(const struct strata_runtime *rt, int dev, const float *src,
+                              size_t n)
+{
+        const struct strata__replica *r = &rt->replicas[dev];
+
+        if (rt->dev->host_visible || !n)
+                return src;
+        rt->dev->to_host(r->p_host, src, n * sizeof(float));
+        return r->p_host;
+}
+
 int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n)
 {
         STRATA_TRY(connected(rt, dev));
         if (!p || !n)
                 return strata__fail(STRATA_EINVAL, "parameters: NULL output");
-        *p = rt->replicas[dev].params;
+        *p = host_view(rt, dev, rt->replicas[dev].params, rt->replicas[dev].nparam);
         *n = rt->replicas[dev].nparam;
         return STRATA_OK;
 }
@@ -348,7 +448,7 @@ int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float
         STRATA_TRY(connected(rt, dev));
         if (!state || !n || !step)
                 return strata__fail(STRATA_EINVAL, "optimizer state: NULL output");
-        *state = rt->replicas[dev].opt_state;
+        *state = host_view(rt, dev, rt->replicas[dev].opt_state, rt->replicas[dev].nopt);
         *n = rt->replicas[dev].nopt;
         *step = rt->replicas[dev].opt_t;
         return STRATA_OK;

@@ -13,26 +13,41 @@ static void warm_up(struct strata_runtime *rt, struct strata__replica *r)
 {
         float a[16] = { 0 }, c[16];
 
-        /* The first GEMM may set up BLAS internals: do it now, before the arenas seal. */
-        rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
+        /* The first GEMM may set up BLAS internals: do it now, before the arenas seal. Drivers
+         * with their own memory warm up when they reserve it. */
+        if (rt->dev->host_visible)
+                rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
         (void)r;
 }
 
 static void load_batch(struct strata_runtime *rt, struct strata__replica *r,
-                       const struct strata_batch *b)
+                       const struct strata_batch *b, int with_labels)
 {
-        (void)rt;
-        /* Host memory: float rows are read in place; indexed rows are gathered to staging. */
-        if (b->x) {
-                r->x = b->x;
-        } else {
-                strata__gather_rows(b->images, b->index, b->rows, b->dim, b->scale, b->shift,
-                                    r->x_stage);
-                r->x = r->x_stage;
-        }
-        r->labels = b->y;
+        size_t xb = sizeof(float) * (size_t)b->rows * b->dim;
+
         r->rows = b->rows;
         r->row0 = 0;
+        if (rt->dev->host_visible) {
+                /* Host memory: float rows are read in place; indexed rows are gathered. */
+                if (b->x) {
+                        r->x = b->x;
+                } else {
+                        strata__gather_rows(b->images, b->index, b->rows, b->dim, b->scale,
+                                            b->shift, r->x_stage);
+                        r->x = r->x_stage;
+                }
+                r->labels = b->y;
+                return;
+        }
+        /* Device memory: indexed rows are gathered into pinned staging, then copied over. */
+        if (b->x)
+                memcpy(r->x_host, b->x, xb);
+        else
+                strata__gather_rows(b->images, b->index, b->rows, b->dim, b->scale, b->shift,
+                                    r->x_host);
+        if (with_labels)
+                memcpy(r->y_host, b->y, sizeof(int32_t) * (size_t)b->rows);
+        strata__replica_upload(r, b->rows, with_labels);
 }
 
 static void report(struct strata__replica *r, struct strata_metrics *m)
@@ -56,7 +71,7 @@ static int single_run(void *obj, int state, int event, void *arg)
                                     strata_event_name(event));
         switch (event) {
         case STRATA_EV_SETUP_ENVIRONMENT:
-                return STRATA_OK;
+                return rt->dev->bind ? rt->dev->bind(0) : STRATA_OK;
         case STRATA_EV_CONNECT:
                 strata__replica_init(r, rt->cfg.seed);
                 return STRATA_OK;
@@ -64,7 +79,7 @@ static int single_run(void *obj, int state, int event, void *arg)
                 warm_up(rt, r);
                 return STRATA_OK;
         case STRATA_EV_BATCH_START:
-                load_batch(rt, r, a->batch);
+                load_batch(rt, r, a->batch, 1);
                 return STRATA_OK;
         case STRATA_EV_TRAINING_STEP:
                 c = strata__ctx(rt, 1, r->rows);
@@ -84,12 +99,16 @@ static int single_run(void *obj, int state, int event, void *arg)
         case STRATA_EV_VALIDATION_STEP:
         case STRATA_EV_TEST_STEP:
         case STRATA_EV_PREDICT_STEP:
-                load_batch(rt, r, a->batch);
+                load_batch(rt, r, a->batch, event != STRATA_EV_PREDICT_STEP);
                 c = strata__ctx(rt, 0, r->rows);
                 STRATA_TRY(strata__replica_forward(r, &c));
                 if (event == STRATA_EV_PREDICT_STEP) {
-                        memcpy(a->logits, r->y[r->nlayers - 1],
-                               sizeof(float) * (size_t)r->rows * r->layers[r->nlayers - 1].out);
+                        size_t n = sizeof(float) * (size_t)r->rows * r->layers[r->nlayers - 1].out;
+
+                        if (rt->dev->host_visible)
+                                memcpy(a->logits, r->y[r->nlayers - 1], n);
+                        else
+                                rt->dev->to_host(a->logits, r->y[r->nlayers - 1], n);
                         return STRATA_OK;
                 }
                 strata__replica_loss(r, &c, 0);

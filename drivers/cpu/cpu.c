@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "strata/device.h"
+#include "strata/nn.h"
 #include "kernel/philox.h"
 #include "arch/simd.h"
 #include "drivers/drivers.h"
@@ -119,6 +120,129 @@ STRATA_SIMD static void cpu_mul(const float *a, const float *b, float *dst, size
                 dst[i] = a[i] * b[i];
 }
 
+/* ---- BatchNorm: per-feature loops over rows, sums in double ---- */
+
+static void cpu_col_stats(const float *x, int rows, int cols, const float *center, float *out)
+{
+        for (int j = 0; j < cols; j++) {
+                double s = 0.0;
+
+                if (center)
+                        for (int i = 0; i < rows; i++) {
+                                double d = (double)x[(size_t)i * cols + j] - center[j];
+
+                                s += d * d;
+                        }
+                else
+                        for (int i = 0; i < rows; i++)
+                                s += x[(size_t)i * cols + j];
+                out[j] = (float)s;
+        }
+}
+
+static void cpu_div(float *dst, const float *src, float d, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dst[i] = src[i] / d;
+}
+
+static void cpu_bn_moments(const float *sq, const float *mean, float *running, float *invstd,
+                           int f, int n, float mom, float eps)
+{
+        for (int j = 0; j < f; j++) {
+                float var = sq[j] / (float)n;
+
+                running[j] = (1.0f - mom) * running[j] + mom * mean[j];
+                running[f + j] = (1.0f - mom) * running[f + j] +
+                                 mom * var * (float)n / (float)(n - 1);
+                invstd[j] = 1.0f / sqrtf(var + eps);
+        }
+}
+
+static void cpu_bn_normalize(const float *x, const float *mean, const float *invstd,
+                             const float *g, const float *b, float *xhat, float *y, int rows,
+                             int f)
+{
+        for (int i = 0; i < rows; i++)
+                for (int j = 0; j < f; j++) {
+                        size_t k = (size_t)i * f + j;
+
+                        xhat[k] = (x[k] - mean[j]) * invstd[j];
+                        y[k] = xhat[k] * g[j] + b[j];
+                }
+}
+
+static void cpu_bn_eval(const float *x, const float *running, const float *g, const float *b,
+                        float eps, float *y, int rows, int f)
+{
+        for (int i = 0; i < rows; i++)
+                for (int j = 0; j < f; j++) {
+                        float s = 1.0f / sqrtf(running[f + j] + eps);
+                        size_t k = (size_t)i * f + j;
+
+                        y[k] = (x[k] - running[j]) * s * g[j] + b[j];
+                }
+}
+
+static void cpu_bn_grad_sums(const float *dy, const float *xhat, float *sums, float *dg,
+                             float *db, int rows, int f, int fresh)
+{
+        for (int j = 0; j < f; j++) {
+                double sdy = 0.0, sdyx = 0.0;
+
+                for (int i = 0; i < rows; i++) {
+                        sdy += dy[(size_t)i * f + j];
+                        sdyx += (double)dy[(size_t)i * f + j] * xhat[(size_t)i * f + j];
+                }
+                sums[j] = (float)sdy;
+                sums[f + j] = (float)sdyx;
+                db[j] = (fresh ? 0.0f : db[j]) + sums[j];
+                dg[j] = (fresh ? 0.0f : dg[j]) + sums[f + j];
+        }
+}
+
+static void cpu_bn_dx(const float *dy, const float *xhat, const float *sums, const float *g,
+                      const float *invstd, float *dx, int rows, int f, int n)
+{
+        for (int j = 0; j < f; j++) {
+                float k0 = g[j] * invstd[j] / (float)n;
+
+                for (int i = 0; i < rows; i++) {
+                        size_t k = (size_t)i * f + j;
+
+                        dx[k] = k0 * ((float)n * dy[k] - sums[j] - xhat[k] * sums[f + j]);
+                }
+        }
+}
+
+/* ---- optimizer and clipping ---- */
+
+static void cpu_optim(const void *o, uint64_t t, float *p, float *g, float *state, size_t n)
+{
+        strata_optim_update(o, t, p, g, state, n);
+}
+
+static double cpu_sumsq(const float *x, size_t n)
+{
+        double ss = 0.0;
+
+        for (size_t i = 0; i < n; i++)
+                ss += (double)x[i] * x[i];
+        return ss;
+}
+
+STRATA_SIMD static void cpu_scale(float *x, float s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                x[i] *= s;
+}
+
+STRATA_SIMD static void cpu_clamp(float *x, float v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                x[i] = x[i] > v ? v : x[i] < -v ? -v : x[i];
+}
+
 const struct strata_device_ops strata__cpu_driver = {
         .name = "cpu",
         .probe = cpu_probe,
@@ -132,4 +256,16 @@ const struct strata_device_ops strata__cpu_driver = {
         .copy = cpu_copy,
         .fill = cpu_fill,
         .mul = cpu_mul,
+        .col_stats = cpu_col_stats,
+        .div = cpu_div,
+        .bn_moments = cpu_bn_moments,
+        .bn_normalize = cpu_bn_normalize,
+        .bn_eval = cpu_bn_eval,
+        .bn_grad_sums = cpu_bn_grad_sums,
+        .bn_dx = cpu_bn_dx,
+        .optim = cpu_optim,
+        .sumsq = cpu_sumsq,
+        .scale = cpu_scale,
+        .clamp = cpu_clamp,
+        .host_visible = 1,
 };

@@ -54,6 +54,73 @@ struct strata_device_ops {
         void (*fill)(float *dst, float value, size_t n);
         /** dst = a * b elementwise. */
         void (*mul)(const float *a, const float *b, float *dst, size_t n);
+
+        /* ---- BatchNorm, optimizer and clipping: the math the modules used to do in place ---- */
+
+        /**
+         * out[j] = sum over rows of x[i][j] (center NULL) or of (x[i][j] - center[j])^2,
+         * accumulated in double.
+         */
+        void (*col_stats)(const float *x, int rows, int cols, const float *center, float *out);
+        /** dst[i] = src[i] / d (division, not multiplication by 1/d: bitwise as on the host). */
+        void (*div)(float *dst, const float *src, float d, size_t n);
+        /**
+         * From the summed squared deviations @p sq of @p n rows: update the running statistics
+         * running = [mean | var] with momentum @p mom (unbiased variance) and write
+         * invstd = 1 / sqrt(var + eps).
+         */
+        void (*bn_moments)(const float *sq, const float *mean, float *running, float *invstd,
+                           int f, int n, float mom, float eps);
+        /** xhat = (x - mean) * invstd; y = xhat * g + b (training mode). */
+        void (*bn_normalize)(const float *x, const float *mean, const float *invstd,
+                             const float *g, const float *b, float *xhat, float *y, int rows,
+                             int f);
+        /** y = (x - running mean) / sqrt(running var + eps) * g + b (evaluation mode). */
+        void (*bn_eval)(const float *x, const float *running, const float *g, const float *b,
+                        float eps, float *y, int rows, int f);
+        /**
+         * sums = [sum dy | sum dy * xhat] over rows; db (+)= the first half and dg (+)= the
+         * second, overwriting when @p fresh.
+         */
+        void (*bn_grad_sums)(const float *dy, const float *xhat, float *sums, float *dg,
+                             float *db, int rows, int f, int fresh);
+        /** dx = g * invstd / n * (n * dy - sum dy - xhat * sum dy*xhat), n rows in the batch. */
+        void (*bn_dx)(const float *dy, const float *xhat, const float *sums, const float *g,
+                      const float *invstd, float *dx, int rows, int f, int n);
+        /**
+         * One optimizer update of n parameters at step t (see strata_optim_update()); @p optim
+         * points to a struct strata_optim.
+         */
+        void (*optim)(const void *optim, uint64_t t, float *p, float *g, float *state, size_t n);
+        /** Sum of squares of n floats, in double (waits for the device). */
+        double (*sumsq)(const float *x, size_t n);
+        /** x *= s. */
+        void (*scale)(float *x, float s, size_t n);
+        /** x = min(max(x, -v), v). */
+        void (*clamp)(float *x, float v, size_t n);
+
+        /* ---- Memory: drivers whose memory the host cannot address ---- */
+
+        /** Non-zero when the host reads and writes the device's memory directly (CPU). */
+        int host_visible;
+        /** Device bytes the driver itself takes per device beside the plan (BLAS workspace). */
+        size_t device_overhead;
+        /**
+         * Optional: reserve @p dev_bytes of device memory and @p host_bytes of pinned host
+         * memory for device @p ordinal, once, at init. NULL: the runtime's region serves.
+         */
+        int (*reserve)(int ordinal, size_t dev_bytes, size_t host_bytes, void **dev,
+                       void **host);
+        /** Optional: give back what reserve() took (teardown). */
+        void (*unreserve)(int ordinal, void *dev, void *host);
+        /** Optional: make @p ordinal the calling thread's device (its worker, before work). */
+        int (*bind)(int ordinal);
+        /** Copy @p bytes host -> device (NULL when host_visible). */
+        void (*to_device)(void *dst, const void *src, size_t bytes);
+        /** Copy @p bytes device -> host and wait for it (NULL when host_visible). */
+        void (*to_host)(void *dst, const void *src, size_t bytes);
+        /** Optional: wait for the device's queued work; returns a status (errors surface). */
+        int (*sync)(void);
 };
 
 /**

@@ -64,6 +64,8 @@ struct strata_plan_info {
         size_t align;       /**< alignment the region start must have for @c bytes to be exact */
         size_t params;      /**< trainable parameters of the model */
         size_t per_device;  /**< bytes of each device's sub-arena */
+        size_t device_bytes; /**< per device, in device memory (0 when the host's serves) */
+        size_t pinned_bytes; /**< per device, pinned host staging (0 when not needed) */
 };
 
 /** Metrics of one step, already reduced across devices. */
@@ -176,6 +178,9 @@ int strata_state(const struct strata_runtime *rt);
 
 /**
  * @brief Device @p dev's flat parameter vector (read-only view), for checkpoints and tests.
+ *
+ * On a device whose memory the host cannot address (CUDA) the view is a copy in the device's
+ * pinned staging, valid until the next call that reads or steps that device.
  * @retval STRATA_OK, STRATA_EINVAL (NULL or dev out of range), STRATA_EBADSTATE (not connected).
  */
 int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n);
