@@ -16,8 +16,8 @@ BLAS_INC := /usr/include/x86_64-linux-gnu/openblas-serial
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O3 -g
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
-LIBS     := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(CUDA_CFLAGS) $(SANFLAGS) $(EXTRA_CFLAGS)
+LIBS      = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl $(CUDA_LIBS)
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)
@@ -29,16 +29,23 @@ OPT      := -O1 -g
 endif
 
 LIB_DIRS := arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
-LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
+# CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) joins the library, which
+# then links cuBLAS and the CUDA runtime. Without a GPU at run time the driver's probe says so.
 CUDA_SRCS := $(wildcard drivers/cuda/*.cu)
 ifeq ($(CUDA),1)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o)
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
-NVFLAGS   := -O2 -Xcompiler -fPIC -Iinclude -I. -gencode arch=compute_90,code=sm_90 \
-             -gencode arch=compute_90,code=compute_90
+CUDA_LIB  := $(CUDA_HOME)/lib64
+LIB_DIRS  += drivers/cuda
+CUDA_CFLAGS := -DSTRATA_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
+NVFLAGS   := -O3 -std=c++17 -Xcompiler -fPIC,-fno-exceptions,-fno-rtti -Iinclude -I. -MMD -MP \
+             -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 endif
+
+LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 TOOL_SRCS := $(wildcard tools/strata-*.c)
 TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
@@ -68,8 +75,8 @@ tools: $(TOOLS)
 FLAGS_STAMP := $(BUILD)/.flags
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS)' | cmp -s - $@ || \
-	        echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS)' > $@
+	@echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA_CFLAGS)' | cmp -s - $@ || \
+	        echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA_CFLAGS)' > $@
 FORCE:
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -79,7 +86,7 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 # The TSan start-up shim must not itself be instrumented: it runs before TSan is ready.
 $(BUILD)/obj/tests/support/tsan_criterion_shim.o: SANFLAGS := $(if $(filter tsan,$(SAN)),-D__SANITIZE_THREAD__,)
 
-$(BUILD)/obj/%.o: %.cu
+$(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -155,7 +162,7 @@ install: lib
 	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STRATA_VERSION_STRING "\(.*\)"/\1/p' include/strata/version.h)|' \
-	    -e 's|@BLAS_DIR@|$(BLAS_DIR)|g' strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+	    -e 's|@BLAS_DIR@|$(BLAS_DIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \
@@ -164,4 +171,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-tsan
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d)

@@ -8,7 +8,7 @@
 
 static const struct strata_device_ops *const registry[STRATA_ACCEL_COUNT] = {
         [STRATA_ACCEL_CPU] = &strata__cpu_driver,
-        [STRATA_ACCEL_CUDA] = NULL, /* built only with CUDA: not in this library */
+        [STRATA_ACCEL_CUDA] = STRATA__CUDA_DRIVER,
 };
 
 static int complete(const struct strata_device_ops *d)

@@ -8,11 +8,18 @@
 
 #include <stdint.h>
 
+/* The same generator on the host and in CUDA kernels, so both draw the same streams. */
+#ifdef __CUDACC__
+#define STRATA__HD __host__ __device__
+#else
+#define STRATA__HD
+#endif
+
 struct strata__philox4 {
         uint32_t v[4];
 };
 
-static inline struct strata__philox4 strata__philox(uint64_t key, uint64_t ctr_hi,
+STRATA__HD static inline struct strata__philox4 strata__philox(uint64_t key, uint64_t ctr_hi,
                                                     uint64_t ctr_lo)
 {
         uint32_t c0 = (uint32_t)ctr_lo, c1 = (uint32_t)(ctr_lo >> 32);
@@ -39,13 +46,13 @@ static inline struct strata__philox4 strata__philox(uint64_t key, uint64_t ctr_h
 }
 
 /** Uniform float in [0, 1) from 24 random bits. */
-static inline float strata__u01(uint32_t x)
+STRATA__HD static inline float strata__u01(uint32_t x)
 {
         return (float)(x >> 8) * (1.0f / 16777216.0f);
 }
 
 /** The i-th uniform in [0, 1) of stream (key, stream). */
-static inline float strata__uniform_at(uint64_t key, uint64_t stream, uint64_t i)
+STRATA__HD static inline float strata__uniform_at(uint64_t key, uint64_t stream, uint64_t i)
 {
         struct strata__philox4 r = strata__philox(key, stream, i >> 2);
 

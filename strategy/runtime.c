@@ -197,7 +197,8 @@ static int reserve(const struct strata_config *c, const struct strata_device_ops
         rg->dev_bytes = pl->device_bytes - dev->device_overhead;
         rg->pin_bytes = pl->pinned_bytes;
         for (int d = 0; d < c->devices; d++) {
-                int rc = dev->reserve(d, pl->device_bytes, rg->pin_bytes, &rg->dev[d],
+                int rc = dev->reserve(d, pl->device_bytes, rg->pin_bytes,
+                                      c->allow_tf32 ? STRATA_DEV_TF32 : 0u, &rg->dev[d],
                                       &rg->pin[d]);
 
                 if (rc != STRATA_OK) {

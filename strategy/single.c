@@ -94,6 +94,9 @@ static int single_run(void *obj, int state, int event, void *arg)
                 strata__replica_step(r, &rt->cfg.optim);
                 return STRATA_OK;
         case STRATA_EV_BATCH_END:
+                /* A device that queues work reports its errors here, once per step. */
+                if (rt->dev->sync)
+                        STRATA_TRY(rt->dev->sync());
                 report(r, a->metrics);
                 return STRATA_OK;
         case STRATA_EV_VALIDATION_STEP:
@@ -109,9 +112,11 @@ static int single_run(void *obj, int state, int event, void *arg)
                                 memcpy(a->logits, r->y[r->nlayers - 1], n);
                         else
                                 rt->dev->to_host(a->logits, r->y[r->nlayers - 1], n);
-                        return STRATA_OK;
+                        return rt->dev->sync ? rt->dev->sync() : STRATA_OK;
                 }
                 strata__replica_loss(r, &c, 0);
+                if (rt->dev->sync)
+                        STRATA_TRY(rt->dev->sync());
                 report(r, a->metrics);
                 return STRATA_OK;
         }

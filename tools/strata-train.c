@@ -35,6 +35,8 @@ struct opts {
         float clip_norm, clip_value;
         int strategy_set, devices_set;
         long synthetic;
+        enum strata_accelerator accel;
+        int tf32;
 };
 
 static void usage(FILE *f)
@@ -53,6 +55,8 @@ static void usage(FILE *f)
                 "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
                 "                      training set's mean and std)\n"
                 "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core)\n"
+                "  --accelerator cpu|cuda (default cpu; cuda runs the single strategy)\n"
+                "  --tf32              CUDA GEMMs may use TF32 tensor cores\n"
                 "  --sync-bn           BatchNorm statistics over all devices\n"
                 "  --accumulate K      optimizer step every K batches (no_sync before)\n"
                 "  --clip-norm X       clip gradients to global norm X\n"
@@ -113,6 +117,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "verbose", 0, 0, 'v' },   { "raw-pixels", 0, 0, 'r' },
                 { "sync-bn", 0, 0, 'Y' },   { "accumulate", 1, 0, 'A' },
                 { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
+                { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -145,6 +150,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'C': if (parse_float("clip-norm", optarg, 1e-12, 1e12, &o->clip_norm)) return 2; break;
                 case 'V': if (parse_float("clip-value", optarg, 1e-12, 1e12, &o->clip_value)) return 2; break;
                 case 'h': usage(stdout); exit(0);
+                case 'T': o->tf32 = 1; break;
+                case 'a':
+                        if (!strcmp(optarg, "cpu")) o->accel = STRATA_ACCEL_CPU;
+                        else if (!strcmp(optarg, "cuda")) o->accel = STRATA_ACCEL_CUDA;
+                        else return bad("--accelerator: '%s' is not cpu or cuda%s", optarg, "");
+                        break;
                 case 'o':
                         if (!strcmp(optarg, "sgd")) o->optim = STRATA_OPTIM_SGD;
                         else if (!strcmp(optarg, "adamw")) o->optim = STRATA_OPTIM_ADAMW;
@@ -163,6 +174,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         if (optind < argc)
                 return bad("unexpected argument '%s'%s", argv[optind], "");
+        if (o->accel == STRATA_ACCEL_CUDA && !o->strategy_set)
+                o->strategy = STRATA_STRATEGY_SINGLE; /* the strategy CUDA runs today */
         if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE) {
                 struct strata_topology t;
 
@@ -330,6 +343,8 @@ int main(int argc, char **argv)
         cfg.classes = widths[nw - 1];
         cfg.devices = o.devices;
         cfg.strategy = o.strategy;
+        cfg.accelerator = o.accel;
+        cfg.allow_tf32 = o.tf32;
         cfg.seed = o.seed;
         cfg.verbose = o.verbose;
         cfg.optim.kind = o.optim;

@@ -10,6 +10,7 @@
 #include "strata/nn.h"
 #include "kernel/philox.h"
 #include "arch/simd.h"
+#include "drivers/formulas.h"
 #include "drivers/drivers.h"
 
 static int cpu_probe(const char **why)
@@ -62,28 +63,9 @@ static double cpu_softmax_xent(const float *logits, const int32_t *labels, int r
         double loss = 0.0;
         int ok = 0;
 
-        for (int i = 0; i < rows; i++) {
-                const float *z = logits + (size_t)i * cols;
-                float mx = z[0], sum = 0.0f;
-                int arg = 0;
-
-                for (int j = 1; j < cols; j++)
-                        if (z[j] > mx) {
-                                mx = z[j];
-                                arg = j;
-                        }
-                for (int j = 0; j < cols; j++)
-                        sum += expf(z[j] - mx);
-                loss += (double)(logf(sum) + mx - z[labels[i]]);
-                ok += arg == labels[i];
-                if (dlogits) {
-                        float *d = dlogits + (size_t)i * cols, inv = scale / sum;
-
-                        for (int j = 0; j < cols; j++)
-                                d[j] = expf(z[j] - mx) * inv;
-                        d[labels[i]] -= scale;
-                }
-        }
+        for (int i = 0; i < rows; i++)
+                loss += strata__softmax_row(logits + (size_t)i * cols, labels[i], cols, scale,
+                                            dlogits ? dlogits + (size_t)i * cols : NULL, &ok);
         if (correct)
                 *correct = ok;
         return loss;
@@ -149,14 +131,8 @@ static void cpu_div(float *dst, const float *src, float d, size_t n)
 static void cpu_bn_moments(const float *sq, const float *mean, float *running, float *invstd,
                            int f, int n, float mom, float eps)
 {
-        for (int j = 0; j < f; j++) {
-                float var = sq[j] / (float)n;
-
-                running[j] = (1.0f - mom) * running[j] + mom * mean[j];
-                running[f + j] = (1.0f - mom) * running[f + j] +
-                                 mom * var * (float)n / (float)(n - 1);
-                invstd[j] = 1.0f / sqrtf(var + eps);
-        }
+        for (int j = 0; j < f; j++)
+                strata__bn_moment(sq, mean, running, invstd, (size_t)j, f, n, mom, eps);
 }
 
 static void cpu_bn_normalize(const float *x, const float *mean, const float *invstd,
@@ -204,15 +180,12 @@ static void cpu_bn_grad_sums(const float *dy, const float *xhat, float *sums, fl
 static void cpu_bn_dx(const float *dy, const float *xhat, const float *sums, const float *g,
                       const float *invstd, float *dx, int rows, int f, int n)
 {
-        for (int j = 0; j < f; j++) {
-                float k0 = g[j] * invstd[j] / (float)n;
-
+        for (int j = 0; j < f; j++)
                 for (int i = 0; i < rows; i++) {
                         size_t k = (size_t)i * f + j;
 
-                        dx[k] = k0 * ((float)n * dy[k] - sums[j] - xhat[k] * sums[f + j]);
+                        dx[k] = strata__bn_dx(dy, xhat, sums, g, invstd, k, (size_t)j, f, n);
                 }
-        }
 }
 
 /* ---- optimizer and clipping ---- */

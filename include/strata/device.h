@@ -18,6 +18,9 @@ enum strata_accelerator {
         STRATA_ACCEL_COUNT
 };
 
+/** reserve() flags. */
+#define STRATA_DEV_TF32 1u /**< GEMMs may use TF32 tensor cores (faster, ~10-bit mantissa) */
+
 /** Operations of a device driver. Matrices are row-major. */
 struct strata_device_ops {
         const char *name;
@@ -109,8 +112,8 @@ struct strata_device_ops {
          * Optional: reserve @p dev_bytes of device memory and @p host_bytes of pinned host
          * memory for device @p ordinal, once, at init. NULL: the runtime's region serves.
          */
-        int (*reserve)(int ordinal, size_t dev_bytes, size_t host_bytes, void **dev,
-                       void **host);
+        int (*reserve)(int ordinal, size_t dev_bytes, size_t host_bytes, unsigned flags,
+                       void **dev, void **host);
         /** Optional: give back what reserve() took (teardown). */
         void (*unreserve)(int ordinal, void *dev, void *host);
         /** Optional: make @p ordinal the calling thread's device (its worker, before work). */

@@ -51,6 +51,7 @@ struct strata_config {
         int replication_callbacks;          /**< dp: call modules' replicate() (see patch) */
         size_t bucket_bytes;                /**< ddp gradient bucket cap (0 = 25 MB) */
         double timeout_s;                   /**< bound on every wait between devices (0 = 300) */
+        int allow_tf32;                     /**< CUDA: GEMMs may use TF32 (default 0: full FP32) */
 };
 
 #define STRATA_CONFIG_INIT                                                                     \

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "strata/strata.h"
+
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
 #define FMNIST "/usr/share/datasets/fashion-mnist"
 
@@ -47,6 +49,17 @@ Test(strata_train_cli, bad_options_exit_2)
         expect_usage_error("--strategy ring", "--strategy");
         expect_usage_error("--dropout 1.5", "--dropout");
         expect_usage_error("--batch 16000000 --model 784-65536-65536-10", "needs");
+        expect_usage_error("--accelerator tpu", "--accelerator");
+}
+
+/* Without a usable GPU, asking for one is a clear error before any work. */
+Test(strata_train_cli, cuda_without_gpu_exit_2)
+{
+        const struct strata_device_ops *d;
+
+        if (strata_device_driver(STRATA_ACCEL_CUDA, &d) == STRATA_OK)
+                cr_skip("a GPU is present here");
+        expect_usage_error("--accelerator cuda --synthetic 256 --epochs 1", "cuda");
 }
 
 Test(strata_train_cli, bad_data_exit_2)

@@ -1,0 +1,457 @@
+/*
+ * The CUDA device driver: GEMM through cuBLAS (workspace from the reserved device memory, TF32
+ * only when the configuration allows it), every other op a kernel from kernels.cu, all on one
+ * compute stream per GPU.
+ *
+ * Memory: reserve() makes the only cudaMalloc and cudaHostAlloc of a run, at init. The runtime
+ * carves parameters, gradients, activations and optimizer state from the device block; the
+ * driver keeps its head (cuBLAS workspace, reduction scratch), so that what the runtime gets
+ * starts 256-byte aligned. Nothing is allocated per step.
+ *
+ * Errors: ops return nothing, so the first CUDA error of a device is kept (sticky) and
+ * returned by sync(), which the strategy calls at the end of every step.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "strata/device.h"
+#include "strata/nn.h"
+#include "strata/status.h"
+#include "kernel/internal.h"
+#include "drivers/drivers.h"
+#include "drivers/cuda/kernels.h"
+
+#define MAX_GPUS 64
+#define WS_BYTES ((size_t)32 << 20) /* cuBLAS workspace: NVIDIA's advice for Hopper */
+#define SCRATCH_BYTES ((size_t)64 << 10)
+#define OVERHEAD (WS_BYTES + SCRATCH_BYTES)
+#define PIN_HEAD ((size_t)4096)
+
+/* One logical device: its stream, cuBLAS handle and scratch. */
+struct gpu {
+        int live;
+        int ordinal;             /* the CUDA device it runs on */
+        void *base, *host_base;  /* the blocks reserve() took */
+        cudaStream_t stream;
+        cublasHandle_t blas;
+        double *partial, *total; /* device scratch for whole-vector reductions */
+        int *partial_n, *count;
+        double *h_total;         /* pinned readback */
+        int *h_count;
+        cudaError_t err;         /* first CUDA error, cudaSuccess when none */
+        int blas_err;            /* first cuBLAS error */
+        const char *err_op;
+};
+
+static struct gpu gpus[MAX_GPUS];
+static _Thread_local int cur; /* the calling thread's logical device (bind) */
+
+static struct gpu *me(void)
+{
+        return &gpus[cur];
+}
+
+/* Keep the first error of the current device; later ones add nothing. */
+static void note(cudaError_t e, const char *op)
+{
+        struct gpu *g = me();
+
+        if (e != cudaSuccess && g->err == cudaSuccess) {
+                g->err = e;
+                g->err_op = op;
+        }
+}
+
+static void launched(const char *op)
+{
+        note(cudaGetLastError(), op);
+}
+
+static void blas_note(cublasStatus_t s, const char *op)
+{
+        struct gpu *g = me();
+
+        if (s != CUBLAS_STATUS_SUCCESS && !g->blas_err) {
+                g->blas_err = (int)s;
+                g->err_op = op;
+        }
+}
+
+static int cuda_probe(const char **why)
+{
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+
+        if (e != cudaSuccess) {
+                if (why)
+                        *why = e == cudaErrorInsufficientDriver
+                                       ? "no NVIDIA driver for this CUDA runtime is loaded (no "
+                                         "GPU here, or its driver is older than the toolkit)"
+                               : e == cudaErrorNoDevice ? "no CUDA-capable GPU is present"
+                                                        : cudaGetErrorString(e);
+                return 0;
+        }
+        if (n <= 0) {
+                if (why)
+                        *why = "no CUDA device is visible";
+                return 0;
+        }
+        if (why)
+                *why = NULL;
+        return 1;
+}
+
+/* ---- memory ---- */
+
+static int fail_cuda(cudaError_t e, int ordinal, const char *what)
+{
+        return strata__fail(e == cudaErrorMemoryAllocation ? STRATA_ENOMEM : STRATA_EDEVICE,
+                            "cuda device %d: %s: %s", ordinal, what, cudaGetErrorString(e));
+}
+
+static void drop(struct gpu *g)
+{
+        void *dev = g->base, *host = g->host_base;
+
+        if (g->blas)
+                cublasDestroy(g->blas);
+        if (g->stream)
+                cudaStreamDestroy(g->stream);
+        if (dev)
+                cudaFree(dev);
+        if (host)
+                cudaFreeHost(host);
+        memset(g, 0, sizeof(*g));
+}
+
+/* The driver's head of the device block: workspace, then scratch. */
+static int setup_blas(struct gpu *g, unsigned char *ws, unsigned flags, int ordinal)
+{
+        cublasStatus_t s;
+
+        if ((s = cublasCreate(&g->blas)) != CUBLAS_STATUS_SUCCESS)
+                return strata__fail(STRATA_EDEVICE, "cuda device %d: cublasCreate failed (%d)",
+                                    ordinal, (int)s);
+        if ((s = cublasSetStream(g->blas, g->stream)) != CUBLAS_STATUS_SUCCESS ||
+            (s = cublasSetWorkspace(g->blas, ws, WS_BYTES)) != CUBLAS_STATUS_SUCCESS ||
+            (s = cublasSetMathMode(g->blas, flags & STRATA_DEV_TF32
+                                                    ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH)) !=
+                    CUBLAS_STATUS_SUCCESS)
+                return strata__fail(STRATA_EDEVICE, "cuda device %d: cuBLAS set-up failed (%d)",
+                                    ordinal, (int)s);
+        return STRATA_OK;
+}
+
+static int cuda_reserve(int dev_id, size_t dev_bytes, size_t host_bytes, unsigned flags,
+                        void **dev, void **host)
+{
+        struct gpu *g;
+        unsigned char *d = NULL, *h = NULL;
+        cudaError_t e;
+        int n = 0, ordinal, rc;
+
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !dev || !host)
+                return strata__fail(STRATA_EINVAL, "cuda reserve: device %d or output invalid",
+                                    dev_id);
+        if (dev_bytes <= OVERHEAD)
+                return strata__fail(STRATA_EINVAL, "cuda reserve: %zu bytes leave no room beside "
+                                                   "the driver's %zu", dev_bytes, OVERHEAD);
+        if ((e = cudaGetDeviceCount(&n)) != cudaSuccess || n <= 0)
+                return strata__fail(STRATA_ENODEV, "cuda: %s",
+                                    e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+        g = &gpus[dev_id];
+        if (g->live)
+                return strata__fail(STRATA_EBADSTATE, "cuda device %d is already reserved",
+                                    dev_id);
+        ordinal = dev_id % n; /* several logical devices may share one GPU */
+        if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
+                return fail_cuda(e, ordinal, "cudaSetDevice");
+        if ((e = cudaMalloc((void **)&d, dev_bytes)) != cudaSuccess)
+                return fail_cuda(e, ordinal, "cudaMalloc of the device arena");
+        if ((e = cudaHostAlloc((void **)&h, host_bytes + PIN_HEAD, cudaHostAllocDefault)) !=
+            cudaSuccess) {
+                cudaFree(d);
+                return fail_cuda(e, ordinal, "cudaHostAlloc of the staging");
+        }
+        memset(g, 0, sizeof(*g));
+        g->ordinal = ordinal;
+        g->base = d;
+        g->host_base = h;
+        if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+                drop(g);
+                return fail_cuda(e, ordinal, "cudaStreamCreate");
+        }
+        if ((rc = setup_blas(g, d, flags, ordinal)) != STRATA_OK) {
+                drop(g);
+                return rc;
+        }
+        g->partial = (double *)(d + WS_BYTES);
+        g->partial_n = (int *)(g->partial + STRATA__CUDA_PARTIALS);
+        g->total = (double *)(g->partial_n + STRATA__CUDA_PARTIALS);
+        g->count = (int *)(g->total + 1);
+        g->h_total = (double *)h;
+        g->h_count = (int *)(g->h_total + 1);
+        g->live = 1;
+        *dev = d + OVERHEAD;
+        *host = h + PIN_HEAD;
+        return STRATA_OK;
+}
+
+static void cuda_unreserve(int dev_id, void *dev, void *host)
+{
+        (void)dev;
+        (void)host;
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live)
+                return;
+        cudaSetDevice(gpus[dev_id].ordinal);
+        cudaStreamSynchronize(gpus[dev_id].stream);
+        drop(&gpus[dev_id]);
+}
+
+static int cuda_bind(int dev_id)
+{
+        cudaError_t e;
+
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live)
+                return strata__fail(STRATA_EINVAL, "cuda bind: device %d is not reserved",
+                                    dev_id);
+        if ((e = cudaSetDevice(gpus[dev_id].ordinal)) != cudaSuccess)
+                return fail_cuda(e, gpus[dev_id].ordinal, "cudaSetDevice");
+        cur = dev_id;
+        return STRATA_OK;
+}
+
+static void cuda_to_device(void *dst, const void *src, size_t bytes)
+{
+        note(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, me()->stream), "to_device");
+}
+
+static void cuda_to_host(void *dst, const void *src, size_t bytes)
+{
+        note(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, me()->stream), "to_host");
+        note(cudaStreamSynchronize(me()->stream), "to_host");
+}
+
+static int cuda_sync(void)
+{
+        struct gpu *g = me();
+
+        note(cudaStreamSynchronize(g->stream), "sync");
+        if (g->err != cudaSuccess)
+                return strata__fail(STRATA_EDEVICE, "cuda device %d: %s: %s", g->ordinal,
+                                    g->err_op, cudaGetErrorString(g->err));
+        if (g->blas_err)
+                return strata__fail(STRATA_EDEVICE, "cuda device %d: %s: cuBLAS status %d",
+                                    g->ordinal, g->err_op, g->blas_err);
+        return STRATA_OK;
+}
+
+/* ---- compute ---- */
+
+static void cuda_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+        /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
+        blas_note(cublasSgemm(me()->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+                              &beta, c, ldc),
+                  "gemm");
+}
+
+#define S (me()->stream)
+
+static void cuda_fill_rows(float *y, const float *bias, int rows, int cols)
+{
+        strata__k_fill_rows(S, y, bias, rows, cols);
+        launched("fill_rows");
+}
+
+static void cuda_relu(const float *x, float *y, size_t n)
+{
+        strata__k_relu(S, x, y, n);
+        launched("relu");
+}
+
+static void cuda_relu_backward(const float *y, const float *dy, float *dx, size_t n)
+{
+        strata__k_relu_backward(S, y, dy, dx, n);
+        launched("relu_backward");
+}
+
+static void cuda_col_sums(const float *x, int rows, int cols, float *s, int acc)
+{
+        strata__k_col_sums(S, x, rows, cols, s, acc);
+        launched("col_sums");
+}
+
+static double cuda_softmax_xent(const float *logits, const int32_t *labels, int rows, int cols,
+                                float scale, float *dlogits, int *correct)
+{
+        struct gpu *g = me();
+
+        strata__k_softmax_xent(S, logits, labels, rows, cols, scale, dlogits, g->partial,
+                               g->partial_n, g->total, g->count);
+        launched("softmax_xent");
+        note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double) + sizeof(int),
+                             cudaMemcpyDeviceToHost, g->stream),
+             "softmax_xent readback");
+        note(cudaStreamSynchronize(g->stream), "softmax_xent");
+        if (correct)
+                *correct = *g->h_count;
+        return *g->h_total;
+}
+
+static void cuda_dropout(const float *x, float *y, float *mask, size_t n, float p, uint64_t seed,
+                         uint64_t stream, uint64_t first)
+{
+        strata__k_dropout(S, x, y, mask, n, p, seed, stream, first);
+        launched("dropout");
+}
+
+static void cuda_copy(float *dst, const float *src, size_t n)
+{
+        note(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, S), "copy");
+}
+
+static void cuda_fill(float *dst, float value, size_t n)
+{
+        strata__k_fill(S, dst, value, n);
+        launched("fill");
+}
+
+static void cuda_mul(const float *a, const float *b, float *dst, size_t n)
+{
+        strata__k_mul(S, a, b, dst, n);
+        launched("mul");
+}
+
+static void cuda_col_stats(const float *x, int rows, int cols, const float *center, float *out)
+{
+        strata__k_col_stats(S, x, rows, cols, center, out);
+        launched("col_stats");
+}
+
+static void cuda_div(float *dst, const float *src, float d, size_t n)
+{
+        strata__k_div(S, dst, src, d, n);
+        launched("div");
+}
+
+static void cuda_bn_moments(const float *sq, const float *mean, float *running, float *invstd,
+                            int f, int n, float mom, float eps)
+{
+        strata__k_bn_moments(S, sq, mean, running, invstd, f, n, mom, eps);
+        launched("bn_moments");
+}
+
+static void cuda_bn_normalize(const float *x, const float *mean, const float *invstd,
+                              const float *g, const float *b, float *xhat, float *y, int rows,
+                              int f)
+{
+        strata__k_bn_normalize(S, x, mean, invstd, g, b, xhat, y, rows, f);
+        launched("bn_normalize");
+}
+
+static void cuda_bn_eval(const float *x, const float *running, const float *g, const float *b,
+                         float eps, float *y, int rows, int f)
+{
+        strata__k_bn_eval(S, x, running, g, b, eps, y, rows, f);
+        launched("bn_eval");
+}
+
+static void cuda_bn_grad_sums(const float *dy, const float *xhat, float *sums, float *dg,
+                              float *db, int rows, int f, int fresh)
+{
+        strata__k_bn_grad_sums(S, dy, xhat, sums, dg, db, rows, f, fresh);
+        launched("bn_grad_sums");
+}
+
+static void cuda_bn_dx(const float *dy, const float *xhat, const float *sums, const float *g,
+                       const float *invstd, float *dx, int rows, int f, int n)
+{
+        strata__k_bn_dx(S, dy, xhat, sums, g, invstd, dx, rows, f, n);
+        launched("bn_dx");
+}
+
+/* The scalars of the update are computed here exactly as nn/optim.c computes them. */
+static void cuda_optim(const void *opt, uint64_t t, float *p, float *g, float *state, size_t n)
+{
+        const struct strata_optim *o = opt;
+
+        if (o->kind == STRATA_OPTIM_ADAMW) {
+                float b1 = o->beta1 ? o->beta1 : 0.9f, b2 = o->beta2 ? o->beta2 : 0.999f;
+                float eps = o->eps ? o->eps : 1e-8f, lr = o->lr;
+                float c1 = 1.0f - powf(b1, (float)t), c2 = sqrtf(1.0f - powf(b2, (float)t));
+
+                strata__k_adamw(S, p, g, state, state + n, b1, b2, c2, eps,
+                                1.0f - lr * o->weight_decay, lr / c1, n);
+        } else {
+                strata__k_sgd(S, p, g, state, o->lr, o->weight_decay, o->momentum,
+                              1.0f - o->dampening, t == 1 ? 1.0f : 0.0f,
+                              o->nesterov ? 1.0f : 0.0f, o->momentum != 0.0f, n);
+        }
+        launched("optimizer");
+}
+
+static double cuda_sumsq(const float *x, size_t n)
+{
+        struct gpu *g = me();
+
+        strata__k_sumsq(S, x, n, g->partial, g->total);
+        launched("sumsq");
+        note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double), cudaMemcpyDeviceToHost,
+                             g->stream),
+             "sumsq readback");
+        note(cudaStreamSynchronize(g->stream), "sumsq");
+        return *g->h_total;
+}
+
+static void cuda_scale(float *x, float s, size_t n)
+{
+        strata__k_scale(S, x, s, n);
+        launched("scale");
+}
+
+static void cuda_clamp(float *x, float v, size_t n)
+{
+        strata__k_clamp(S, x, v, n);
+        launched("clamp");
+}
+
+const struct strata_device_ops strata__cuda_driver = {
+        .name = "cuda",
+        .probe = cuda_probe,
+        .gemm = cuda_gemm,
+        .fill_rows = cuda_fill_rows,
+        .relu = cuda_relu,
+        .relu_backward = cuda_relu_backward,
+        .col_sums = cuda_col_sums,
+        .softmax_xent = cuda_softmax_xent,
+        .dropout = cuda_dropout,
+        .copy = cuda_copy,
+        .fill = cuda_fill,
+        .mul = cuda_mul,
+        .col_stats = cuda_col_stats,
+        .div = cuda_div,
+        .bn_moments = cuda_bn_moments,
+        .bn_normalize = cuda_bn_normalize,
+        .bn_eval = cuda_bn_eval,
+        .bn_grad_sums = cuda_bn_grad_sums,
+        .bn_dx = cuda_bn_dx,
+        .optim = cuda_optim,
+        .sumsq = cuda_sumsq,
+        .scale = cuda_scale,
+        .clamp = cuda_clamp,
+        .host_visible = 0,
+        .device_overhead = OVERHEAD,
+        .reserve = cuda_reserve,
+        .unreserve = cuda_unreserve,
+        .bind = cuda_bind,
+        .to_device = cuda_to_device,
+        .to_host = cuda_to_host,
+        .sync = cuda_sync,
+};

@@ -1,0 +1,66 @@
+/*
+ * Per-row, per-feature and per-element formulas shared by the CPU driver's loops and the CUDA
+ * driver's kernels, so that both compute the same expressions (internal).
+ */
+#ifndef STRATA_DRIVERS_FORMULAS_H
+#define STRATA_DRIVERS_FORMULAS_H
+
+#include <stdint.h>
+
+#include <math.h>
+#include <stddef.h>
+
+#include "kernel/philox.h" /* STRATA__HD */
+
+/** Feature j of @p f: running statistics [mean | var] and invstd from the summed squares. */
+STRATA__HD static inline void strata__bn_moment(const float *sq, const float *mean,
+                                                float *running, float *invstd, size_t j, int f,
+                                                int n, float mom, float eps)
+{
+        float var = sq[j] / (float)n;
+
+        running[j] = (1.0f - mom) * running[j] + mom * mean[j];
+        running[f + j] = (1.0f - mom) * running[f + j] + mom * var * (float)n / (float)(n - 1);
+        invstd[j] = 1.0f / sqrtf(var + eps);
+}
+
+/** Element k (feature j) of the input gradient, n rows in the batch. */
+STRATA__HD static inline float strata__bn_dx(const float *dy, const float *xhat,
+                                             const float *sums, const float *g,
+                                             const float *invstd, size_t k, size_t j, int f,
+                                             int n)
+{
+        float k0 = g[j] * invstd[j] / (float)n;
+
+        return k0 * ((float)n * dy[k] - sums[j] - xhat[k] * sums[f + j]);
+}
+
+/**
+ * Softmax cross-entropy of one row of logits @p z with label @p lab: returns the loss, adds 1
+ * to *ok when the argmax is right, writes d = (softmax - onehot) * scale when d is not NULL.
+ */
+STRATA__HD static inline double strata__softmax_row(const float *z, int32_t lab, int cols,
+                                                    float scale, float *d, int *ok)
+{
+        float mx = z[0], sum = 0.0f;
+        int arg = 0;
+
+        for (int j = 1; j < cols; j++)
+                if (z[j] > mx) {
+                        mx = z[j];
+                        arg = j;
+                }
+        for (int j = 0; j < cols; j++)
+                sum += expf(z[j] - mx);
+        *ok += arg == lab;
+        if (d) {
+                float inv = scale / sum;
+
+                for (int j = 0; j < cols; j++)
+                        d[j] = expf(z[j] - mx) * inv;
+                d[lab] -= scale;
+        }
+        return (double)(logf(sum) + mx - z[lab]);
+}
+
+#endif /* STRATA_DRIVERS_FORMULAS_H */

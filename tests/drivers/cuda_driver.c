@@ -1,0 +1,181 @@
+/*
+ * The CUDA accelerator. Without a GPU (or without nvcc at build time) every test that needs
+ * one skips and says why; the tests of what happens without one run everywhere.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tests/support/cudacount.h"
+#include "tests/support/rig.h"
+#include "tools/heapcount.h"
+
+/* The CUDA driver when one is usable here; NULL and the reason otherwise. */
+static const struct strata_device_ops *cuda(const char **why)
+{
+        const struct strata_device_ops *d = NULL;
+
+        if (strata_device_driver(STRATA_ACCEL_CUDA, &d) != STRATA_OK) {
+                *why = strata_last_error();
+                return NULL;
+        }
+        return d;
+}
+
+#define NEED_GPU()                                                                             \
+        do {                                                                                   \
+                const char *why_ = NULL;                                                       \
+                if (!cuda(&why_))                                                              \
+                        cr_skip("no usable CUDA GPU: %s", why_);                               \
+        } while (0)
+
+/* linear-bn-relu-dropout-linear: every op of the driver is on the path. */
+static void rig_cuda_model(struct rig *r)
+{
+        rig_init(r, 1);
+        r->mods[4] = r->mods[3];
+        r->mods[3] = (struct strata_module){ .ops = &strata_dropout, .p = 0.25f };
+        r->model.nmodules = 5;
+}
+
+Test(cuda_driver, lookup_is_complete_or_says_why)
+{
+        const struct strata_device_ops *d = NULL;
+        int rc = strata_device_driver(STRATA_ACCEL_CUDA, &d);
+
+        /* EINVAL here would mean the ops table lacks a mandatory op: never acceptable. */
+        cr_assert(rc == STRATA_OK || rc == STRATA_ENODEV, "rc %d: %s", rc, strata_last_error());
+        if (rc == STRATA_ENODEV) {
+                cr_assert_null(d);
+                cr_assert(strstr(strata_last_error(), "cuda") ||
+                                  strstr(strata_last_error(), "accelerator 1"),
+                          "message does not name the driver: %s", strata_last_error());
+        } else {
+                cr_assert_eq(d->host_visible, 0);
+                cr_assert_gt(d->device_overhead, 0);
+        }
+}
+
+Test(cuda_driver, init_without_gpu_fails_cleanly)
+{
+        const char *why = NULL;
+        struct strata_runtime *rt = (struct strata_runtime *)&why; /* must stay untouched */
+        struct strata_plan_info pl;
+        struct rig r;
+
+        if (cuda(&why))
+                cr_skip("a GPU is present: the no-GPU path cannot be shown here");
+        rig_init(&r, 0);
+        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_ENODEV);
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_ENODEV);
+        cr_assert_eq(rt, (struct strata_runtime *)&why);
+        cr_assert_neq(strata_last_error()[0], '\0');
+}
+
+Test(cuda_driver, plan_counts_device_memory_apart)
+{
+        struct strata_plan_info pl;
+        struct rig r;
+
+        NEED_GPU();
+        rig_cuda_model(&r);
+        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
+        cr_assert_gt(pl.device_bytes, pl.params * 2 * sizeof(float));
+        cr_assert_gt(pl.pinned_bytes, 0);
+        r.cfg.strategy = STRATA_STRATEGY_DDP;
+        r.cfg.devices = 2;
+        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_ENOTSUP);
+}
+
+Test(cuda_driver, matches_cpu_after_20_steps)
+{
+        static float cpu[2048], gpu[2048];
+        struct rig r;
+        const float *p;
+        size_t n;
+        double d;
+
+        NEED_GPU();
+        rig_cuda_model(&r);
+        {
+                struct strata_runtime *rt;
+
+                cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK);
+                cr_assert_eq(strata_connect(rt), STRATA_OK);
+                cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+        cr_assert_leq(n, 2048);
+        rig_train(&r, 20, cpu, n);
+        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        rig_train(&r, 20, gpu, n);
+        d = rig_rel_diff(gpu, cpu, n);
+        cr_assert_leq(d, 1e-4, "CUDA differs from CPU by %g after 20 steps", d);
+}
+
+Test(cuda_driver, reproducible_bitwise)
+{
+        static float a[2048], b[2048];
+        struct strata_runtime *rt;
+        struct rig r;
+        const float *p;
+        size_t n;
+
+        NEED_GPU();
+        rig_cuda_model(&r);
+        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        rig_train(&r, 20, a, n);
+        rig_train(&r, 20, b, n);
+        cr_assert_eq(memcmp(a, b, n * sizeof(float)), 0, "two CUDA runs differ");
+}
+
+Test(cuda_driver, no_allocation_during_steps)
+{
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct strata_metrics m;
+        struct rig r;
+        float logits[RIG_BATCH * RIG_CLASSES];
+        long cuda_calls, heap;
+
+        NEED_GPU();
+        rig_cuda_model(&r);
+        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
+        r.cfg.optim.lr = 1e-3f;
+        r.cfg.clip_norm = 1.0f;
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        cuda_calls = cudacount_calls();
+        strata_heapcount_start();
+        while (strata_loader_next(&r.loader, &b)) {
+                cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK);
+                cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
+        }
+        heap = strata_heapcount_stop();
+        cr_assert_eq(cudacount_calls() - cuda_calls, 0, "CUDA allocation calls during steps");
+        cr_assert(heap <= 0, "%ld host heap calls during CUDA steps", heap);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(cuda_driver, the_counter_sees_reservations)
+{
+        struct strata_runtime *rt;
+        struct rig r;
+        long before;
+
+        NEED_GPU();
+        rig_init(&r, 0);
+        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        before = cudacount_calls();
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_geq(cudacount_calls() - before, 2, "init's cudaMalloc/cudaHostAlloc unseen");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
