@@ -65,7 +65,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train check-heap
+.PHONY: FORCE all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train bench-gpu check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
@@ -151,6 +151,10 @@ run: tools
 
 bench-coll: tools
 	tools/bench-coll.sh
+
+# One GPU: Strata against PyTorch eager and Lightning (both must be installed there).
+bench-gpu: tools
+	tools/bench-gpu.sh $(REPS)
 
 bench-train: tools bench-deps
 	tools/bench-train.sh $(REPS)

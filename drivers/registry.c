@@ -11,6 +11,11 @@ static const struct strata_device_ops *const registry[STRATA_ACCEL_COUNT] = {
         [STRATA_ACCEL_CUDA] = STRATA__CUDA_DRIVER,
 };
 
+static const char *const names[STRATA_ACCEL_COUNT] = {
+        [STRATA_ACCEL_CPU] = "cpu",
+        [STRATA_ACCEL_CUDA] = "cuda",
+};
+
 static int complete(const struct strata_device_ops *d)
 {
         return d->probe && d->gemm && d->fill_rows && d->relu && d->relu_backward &&
@@ -31,8 +36,9 @@ int strata_device_driver(enum strata_accelerator kind, const struct strata_devic
         d = registry[kind];
         if (!d)
                 return strata__fail(STRATA_ENODEV,
-                                    "device driver: accelerator %d is not built into this library",
-                                    (int)kind);
+                                    "device driver %s: not built into this library (it was "
+                                    "built without nvcc, or with CUDA=0)",
+                                    names[kind]);
         if (!complete(d))
                 return strata__fail(STRATA_EINVAL, "device driver %s lacks a mandatory operation",
                                     d->name);

@@ -271,6 +271,12 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
                         fprintf(stderr, "strata: per device %zu bytes of device memory (%zu for "
                                         "the driver), %zu pinned staging\n",
                                 pl.device_bytes, dev->device_overhead, pl.pinned_bytes);
+                for (int d = 0; d < cfg->devices && dev->describe; d++) {
+                        char line[512];
+
+                        dev->describe(d, line, sizeof(line));
+                        fprintf(stderr, "strata: %s\n", line);
+                }
         }
         *out = rt;
         return STRATA_OK;

@@ -16,6 +16,9 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <hwloc.h>
+#include <hwloc/cudart.h>
+#include <stdio.h>
 
 #include "strata/device.h"
 #include "strata/nn.h"
@@ -250,6 +253,36 @@ static int cuda_sync(void)
         return STRATA_OK;
 }
 
+/* The GPU's name and the cores hwloc reports as local to its PCI slot. */
+static void cuda_describe(int dev_id, char *buf, size_t n)
+{
+        struct cudaDeviceProp prop;
+        hwloc_topology_t topo;
+        hwloc_bitmap_t set;
+        char cores[256] = "unknown";
+        int ordinal;
+
+        if (!buf || n == 0)
+                return;
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live) {
+                snprintf(buf, n, "cuda device %d: not reserved", dev_id);
+                return;
+        }
+        ordinal = gpus[dev_id].ordinal;
+        if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess)
+                snprintf(prop.name, sizeof(prop.name), "?");
+        if (hwloc_topology_init(&topo) == 0) {
+                if (hwloc_topology_load(topo) == 0 && (set = hwloc_bitmap_alloc()) != NULL) {
+                        if (hwloc_cudart_get_device_cpuset(topo, ordinal, set) == 0)
+                                hwloc_bitmap_list_snprintf(cores, sizeof(cores), set);
+                        hwloc_bitmap_free(set);
+                }
+                hwloc_topology_destroy(topo);
+        }
+        snprintf(buf, n, "cuda device %d = GPU %d (%s), host cores local to it: %s", dev_id,
+                 ordinal, prop.name, cores);
+}
+
 /* ---- compute ---- */
 
 static void cuda_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -454,4 +487,5 @@ const struct strata_device_ops strata__cuda_driver = {
         .to_device = cuda_to_device,
         .to_host = cuda_to_host,
         .sync = cuda_sync,
+        .describe = cuda_describe,
 };

@@ -124,6 +124,11 @@ struct strata_device_ops {
         void (*to_host)(void *dst, const void *src, size_t bytes);
         /** Optional: wait for the device's queued work; returns a status (errors surface). */
         int (*sync)(void);
+        /**
+         * Optional: one line naming reserved device @p ordinal and the host cores local to it
+         * (hwloc), for `--verbose`; writes at most @p n bytes.
+         */
+        void (*describe)(int ordinal, char *buf, size_t n);
 };
 
 /**
