@@ -16,24 +16,8 @@ static int dp_replicate(struct strata_runtime *rt)
 
 static const struct strata__multi_hooks dp_hooks = { .before_batch = dp_replicate };
 
-static int dp_run(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        (void)arg;
-        return strata__multi_lifecycle(obj, event, &dp_hooks);
-}
-
-#define S { NULL, dp_run, NULL }
-static const struct strata_sm_state dp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = S,       [STRATA_STATE_ENV_READY] = S,
-        [STRATA_STATE_CONNECTED] = S,     [STRATA_STATE_READY] = S,
-        [STRATA_STATE_IN_BATCH] = S,      [STRATA_STATE_FORWARD_DONE] = S,
-        [STRATA_STATE_BACKWARD_DONE] = S, [STRATA_STATE_STEPPED] = S,
-        [STRATA_STATE_ERROR] = S,
-        [STRATA_STATE_TORNDOWN] = { strata__multi_teardown, NULL, NULL },
-};
-
 const struct strata__strategy strata__dp = {
         .name = "dp",
-        .states = dp_states,
+        .states = strata__multi_states,
+        .hooks = &dp_hooks,
 };

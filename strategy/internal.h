@@ -9,10 +9,25 @@
 
 #define STRATA__MAX_DEVICES 64
 
-/** A strategy: its name, its state actions under the shared lifecycle, its device count rule. */
+struct strata_runtime;
+
+/** What a multi-device strategy adds to the shared event handling (NULL = nothing). */
+struct strata__multi_hooks {
+        int (*setup)(struct strata_runtime *rt);        /* at setup, before the warm-up */
+        int (*before_batch)(struct strata_runtime *rt); /* after the split, before the event */
+};
+
+/** A strategy: its name, its state actions under the shared lifecycle, its hooks. */
 struct strata__strategy {
         const char *name;
         const struct strata_sm_state *states; /* STRATA_STATE_COUNT entries */
+        const struct strata__multi_hooks *hooks; /* multi-device strategies */
+};
+
+/** Device memory and pinned staging of each device, reserved from the driver at init. */
+struct strata__regions {
+        void *dev[STRATA__MAX_DEVICES], *pin[STRATA__MAX_DEVICES];
+        size_t dev_bytes, pin_bytes; /* what the runtime carves from each */
 };
 
 /** Arguments of the step events, set by the public calls before dispatching. */
@@ -44,8 +59,7 @@ struct strata_runtime {
         struct strata_plan_info plan;
         struct strata__step_args args;
         int region_mapped;             /* root maps its own region: unmap at teardown */
-        void *dev_mem[STRATA__MAX_DEVICES];  /* driver reservations (not host-visible) */
-        void *pin_mem[STRATA__MAX_DEVICES];
+        struct strata__regions regions; /* driver reservations (not host-visible) */
         /* multi-device strategies */
         struct strata_workers *workers;
         struct strata_comm *comm;
@@ -67,17 +81,11 @@ struct strata_runtime {
 
 /* strategy/multi.c: the plumbing dp and ddp share. */
 
-/** What a multi-device strategy adds to the shared event handling (NULL = nothing). */
-struct strata__multi_hooks {
-        int (*setup)(struct strata_runtime *rt);        /* at setup, before the warm-up */
-        int (*before_batch)(struct strata_runtime *rt); /* after the split, before the event */
-};
-
-/** The shared run action: one lifecycle event on every device, with a strategy's hooks. */
-int strata__multi_lifecycle(struct strata_runtime *rt, int event,
-                            const struct strata__multi_hooks *h);
-/** The shared entry action of TORNDOWN: stop the workers. */
-int strata__multi_teardown(void *obj, int state);
+/**
+ * The state actions dp and ddp share: every state runs one lifecycle event on every device,
+ * with the strategy's hooks; entering TORNDOWN stops the workers.
+ */
+extern const struct strata_sm_state strata__multi_states[];
 
 /** Lay out what a multi-device run needs beyond the replicas (plan and real alike). */
 int strata__multi_layout(const struct strata_config *c, struct strata_arena *a,

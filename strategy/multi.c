@@ -314,11 +314,14 @@ static int device_fn(int dev, void *arg)
         return strata__fail(STRATA_EINVAL, "unknown job %d", (int)rt->job);
 }
 
-int strata__multi_lifecycle(struct strata_runtime *rt, int event,
-                            const struct strata__multi_hooks *h)
+static int multi_action(void *obj, int state, int event, void *arg)
 {
+        struct strata_runtime *rt = obj;
+        const struct strata__multi_hooks *h = rt->strategy->hooks;
         int rc;
 
+        (void)state;
+        (void)arg;
         switch (event) {
         case STRATA_EV_SETUP_ENVIRONMENT:
                 return strata__multi_start(rt);
@@ -346,12 +349,23 @@ int strata__multi_lifecycle(struct strata_runtime *rt, int event,
         return rc;
 }
 
-int strata__multi_teardown(void *obj, int state)
+static int multi_teardown(void *obj, int state)
 {
         (void)state;
         strata__multi_stop(obj);
         return STRATA_OK;
 }
+
+#define S { NULL, multi_action, NULL }
+const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = S,       [STRATA_STATE_ENV_READY] = S,
+        [STRATA_STATE_CONNECTED] = S,     [STRATA_STATE_READY] = S,
+        [STRATA_STATE_IN_BATCH] = S,      [STRATA_STATE_FORWARD_DONE] = S,
+        [STRATA_STATE_BACKWARD_DONE] = S, [STRATA_STATE_STEPPED] = S,
+        [STRATA_STATE_ERROR] = S,
+        [STRATA_STATE_TORNDOWN] = { multi_teardown, NULL, NULL },
+};
+#undef S
 
 int strata__multi_setup(struct strata_runtime *rt)
 {

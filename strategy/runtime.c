@@ -76,12 +76,6 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         return STRATA_OK;
 }
 
-/* Device memory and pinned staging of each device, reserved from the driver before layout. */
-struct regions {
-        void *dev[STRATA__MAX_DEVICES], *pin[STRATA__MAX_DEVICES];
-        size_t dev_bytes, pin_bytes;
-};
-
 static int region_arena(void *mem, size_t bytes, const char *name, struct strata_arena *out)
 {
         struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
@@ -95,7 +89,7 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
 
 /* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
 static int layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                  struct strata_arena *a, const struct regions *rg, struct strata_runtime **out,
+                  struct strata_arena *a, const struct strata__regions *rg, struct strata_runtime **out,
                   struct strata_plan_info *pi)
 {
         struct strata_arena plan, pdev, ppin, child, dev, pin;
@@ -144,10 +138,8 @@ static int layout(const struct strata_config *c, const struct strata_device_ops 
                 rt->replicas = reps;
                 rt->nreplicas = c->devices;
                 rt->inj_dev = -1;
-                for (int d = 0; d < c->devices && !hv; d++) {
-                        rt->dev_mem[d] = rg->dev[d];
-                        rt->pin_mem[d] = rg->pin[d];
-                }
+                if (!hv)
+                        rt->regions = *rg;
         }
         if (c->strategy != STRATA_STRATEGY_SINGLE)
                 STRATA_TRY(strata__multi_layout(c, a, rt));
@@ -178,7 +170,7 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
 }
 
 /* Give back the driver's reservations of devices [0, n). */
-static void unreserve(const struct strata_device_ops *dev, struct regions *rg, int n)
+static void unreserve(const struct strata_device_ops *dev, struct strata__regions *rg, int n)
 {
         for (int d = 0; d < n && dev->unreserve; d++)
                 dev->unreserve(d, rg->dev[d], rg->pin[d]);
@@ -186,7 +178,7 @@ static void unreserve(const struct strata_device_ops *dev, struct regions *rg, i
 
 /* Reserve each device's memory and staging from the driver, all or nothing. */
 static int reserve(const struct strata_config *c, const struct strata_device_ops *dev,
-                   const struct strata_plan_info *pl, struct regions *rg)
+                   const struct strata_plan_info *pl, struct strata__regions *rg)
 {
         memset(rg, 0, sizeof(*rg));
         if (dev->host_visible)
@@ -244,7 +236,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         struct strata_plan_info pl, pi = { 0 };
         struct strata_runtime *rt = NULL;
         struct strata_arena root;
-        struct regions rg;
+        struct strata__regions rg;
         int rc;
 
         if (!out)
@@ -395,11 +387,10 @@ int strata_teardown(struct strata_runtime *rt)
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
         if (rc != STRATA_OK)
                 return rc;
-        for (int d = 0; d < rt->nreplicas && rt->dev->unreserve; d++)
-                if (rt->dev_mem[d] || rt->pin_mem[d]) {
-                        rt->dev->unreserve(d, rt->dev_mem[d], rt->pin_mem[d]);
-                        rt->dev_mem[d] = rt->pin_mem[d] = NULL;
-                }
+        if (!rt->dev->host_visible) {
+                unreserve(rt->dev, &rt->regions, rt->nreplicas);
+                memset(&rt->regions, 0, sizeof(rt->regions));
+        }
         root = rt->root;
         mapped = rt->region_mapped;
         if (mapped)
