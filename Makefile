@@ -5,7 +5,18 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 CC      ?= cc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-CUDA    ?= $(if $(NVCC),1,0)
+# CUDA is built only when the whole toolkit is there: nvcc alone (no cuBLAS) is not enough.
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_LIB  ?= $(patsubst %/,%,$(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib/x86_64-linux-gnu/libcublas.so))))
+# A C program that includes cublas_v2.h and links cuBLAS + cudart must build, or CUDA is off.
+CUDA_KIT  := $(if $(and $(NVCC),$(CUDA_LIB)),$(shell printf '\043include <cublas_v2.h>\nint main(void){cublasHandle_t h; return (int)cublasCreate(&h);}\n' | \
+             $(CC) -x c - -I$(CUDA_HOME)/include -L$(CUDA_LIB) -lcublas -lcudart -o /dev/null 2>/dev/null && echo yes))
+CUDA    ?= $(if $(CUDA_KIT),1,0)
+ifeq ($(MAKELEVEL)$(CUDA),00)
+ifneq ($(NVCC),)
+$(info note: $(NVCC) found but not cuBLAS/cudart (cublas_v2.h, libcublas.so under $(CUDA_HOME)); building without the cuda driver)
+endif
+endif
 V       ?= 0
 JOBS    ?= 2
 Q       := $(if $(filter 1,$(V)),,@)
@@ -35,8 +46,6 @@ LIB_DIRS := arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
 CUDA_SRCS := $(wildcard drivers/cuda/*.cu)
 ifeq ($(CUDA),1)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o)
-CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_LIB  := $(CUDA_HOME)/lib64
 LIB_DIRS  += drivers/cuda
 CUDA_CFLAGS := -DSTRATA_HAVE_CUDA -I$(CUDA_HOME)/include
 CUDA_LIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
