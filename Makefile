@@ -133,8 +133,10 @@ asan:
 	        LSAN_OPTIONS=suppressions=$(CURDIR)/tests/support/lsan.supp
 
 # clang's TSan: with tests/support/tsan_criterion_shim.c, Criterion's runner starts under it.
+# A race report stops the test that raced (halt_on_error), so the suite fails on it.
 tsan:
-	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test
+	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test \
+	        TSAN_OPTIONS=halt_on_error=1
 
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "strata/comm.h"
+#include "strata/device.h"
 #include "strata/status.h"
 #include "arch/arch.h"
 #include "arch/reduce.h"
@@ -26,6 +27,12 @@ int strata_comm_plan(int ranks, size_t *bytes)
 
 int strata_comm_init(struct strata_comm **out, struct strata_arena *a, struct strata_workers *w)
 {
+        return strata_comm_init_device(out, a, w, NULL);
+}
+
+int strata_comm_init_device(struct strata_comm **out, struct strata_arena *a,
+                            struct strata_workers *w, const struct strata_device_ops *dev)
+{
         struct strata_comm *c;
         const char *why = NULL;
         size_t bytes;
@@ -33,6 +40,9 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a, struct st
 
         if (!out || !a || !w)
                 return strata__fail(STRATA_EINVAL, "comm init: NULL argument");
+        if (dev && !dev->host_visible && (!dev->reduce_many || !dev->copy_many))
+                return strata__fail(STRATA_EINVAL, "comm init: driver %s has no reduce_many/"
+                                                   "copy_many for its memory", dev->name);
         STRATA_TRY(strata_comm_plan(strata_workers_count(w), &bytes));
         if (!strata__shm_comm.probe(&why))
                 return strata__fail(STRATA_ENODEV, "comm %s: %s", strata__shm_comm.name,
@@ -46,6 +56,7 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a, struct st
         c->inject_rank = -1;
         c->timeout_s = strata__workers_timeout(w);
         c->yield_after = strata__workers_oversubscribed(w) ? 16 : 2048;
+        c->dev = dev && !dev->host_visible ? dev : NULL;
         (void)strata__reduce_isa();
         *out = c;
         return STRATA_OK;
@@ -97,6 +108,38 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb)
         const char *x = a, *y = b;
 
         return na && nb && x < y + nb && y < x + na;
+}
+
+void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *op,
+                         void *const *dst, int ndst, const void *const *src, int nsrc, size_t lo,
+                         size_t hi, int nt)
+{
+        if (c->dev)
+                c->dev->reduce_many((float *const *)dst, ndst, (const float *const *)src, nsrc,
+                                    lo, hi, op->op == STRATA_OP_MEAN);
+        else
+                strata__reduce_many(op->dtype, op->op, dst, ndst, src, nsrc, lo, hi, nt);
+}
+
+void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
+                       size_t lo, size_t hi, int nt)
+{
+        if (c->dev)
+                c->dev->copy_many(dst, ndst, src, lo, hi);
+        else
+                strata__copy_many(dst, ndst, src, lo, hi, nt);
+}
+
+/* What a device communicator cannot do (its kernels are f32 sum/mean). */
+static int device_check(const struct strata_comm *c, const struct strata_coll *op)
+{
+        if (!c->dev || op->kind == STRATA_COLL_BARRIER || (unsigned)op->kind >= STRATA_COLL_COUNT)
+                return STRATA_OK;
+        if (op->dtype != STRATA_F32 || (op->op != STRATA_OP_SUM && op->op != STRATA_OP_MEAN))
+                return strata__fail(STRATA_ENOTSUP, "comm on %s memory: only f32 sum/mean "
+                                                    "(dtype %d, op %d)", c->dev->name,
+                                    (int)op->dtype, (int)op->op);
+        return STRATA_OK;
 }
 
 /* All argument checks of all collectives, for one rank. */
@@ -220,9 +263,14 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
 
         if (!c || !op || rank < 0 || rank >= (c ? c->n : 0))
                 return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
+        /* Device memory: this rank's inputs are complete once its queued work is. */
+        if (c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
+                return strata_workers_fail(c->w, rank, rc);
         seq = ++c->flag[rank].seq;
         c->slot[rank].op = *op;
         c->slot[rank].status = check(op, rank, c->n);
+        if (c->slot[rank].status == STRATA_OK)
+                c->slot[rank].status = device_check(c, op);
         atomic_store_explicit(&c->slot[rank].ready, seq, memory_order_release);
         STRATA_TRY(injected(c, rank, 0));
         STRATA_TRY(wait_flags(c, rank, 1, seq));
@@ -232,9 +280,12 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
         if (rc == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count)
                 rc = c->ops->run[op->kind](c, rank, op);
         strata__store_fence();
+        if (rc == STRATA_OK && c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
+                return strata_workers_fail(c->w, rank, rc); /* this rank's writes failed */
         if (rc == STRATA_OK)
                 rc = injected(c, rank, 2);
-        if (rc != STRATA_OK && rc != STRATA_EINVAL && rc != STRATA_EOVERFLOW)
+        if (rc != STRATA_OK && rc != STRATA_EINVAL && rc != STRATA_EOVERFLOW &&
+            rc != STRATA_ENOTSUP)
                 return rc; /* a failure: the pool's abort flag releases the others */
         atomic_store_explicit(&c->flag[rank].done, seq, memory_order_release);
         STRATA_TRY(wait_flags(c, rank, 0, seq));

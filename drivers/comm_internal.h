@@ -31,10 +31,18 @@ struct strata_comm {
         int inject_rank, inject_point, inject_status;
         double timeout_s;
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
+        const struct strata_device_ops *dev; /* device memory (not host-visible), or NULL */
         struct strata__comm_slot slot[STRATA__COMM_MAX];
         struct strata__comm_flags flag[STRATA__COMM_MAX];
 };
 
 extern const struct strata_comm_ops strata__shm_comm;
+
+/* The data movement of a collective, on host memory or through the device driver. */
+void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *op,
+                         void *const *dst, int ndst, const void *const *src, int nsrc, size_t lo,
+                         size_t hi, int nt);
+void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
+                       size_t lo, size_t hi, int nt);
 
 #endif /* STRATA_DRIVERS_COMM_INTERNAL_H */

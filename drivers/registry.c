@@ -28,7 +28,6 @@ static int complete(const struct strata_device_ops *d)
 int strata_device_driver(enum strata_accelerator kind, const struct strata_device_ops **out)
 {
         const struct strata_device_ops *d;
-        const char *why = NULL;
 
         if (!out || (unsigned)kind >= STRATA_ACCEL_COUNT)
                 return strata__fail(STRATA_EINVAL, "device driver: unknown accelerator %d",
@@ -39,12 +38,22 @@ int strata_device_driver(enum strata_accelerator kind, const struct strata_devic
                                     "device driver %s: not built into this library (it was "
                                     "built without nvcc, or with CUDA=0)",
                                     names[kind]);
+        STRATA_TRY(strata_device_check(d));
+        *out = d;
+        return STRATA_OK;
+}
+
+int strata_device_check(const struct strata_device_ops *d)
+{
+        const char *why = NULL;
+
+        if (!d)
+                return strata__fail(STRATA_EINVAL, "device driver is NULL");
         if (!complete(d))
                 return strata__fail(STRATA_EINVAL, "device driver %s lacks a mandatory operation",
-                                    d->name);
+                                    d->name ? d->name : "(unnamed)");
         if (!d->probe(&why))
                 return strata__fail(STRATA_ENODEV, "device driver %s: %s", d->name,
                                     why ? why : "probe failed");
-        *out = d;
         return STRATA_OK;
 }

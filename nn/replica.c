@@ -4,6 +4,7 @@
 
 #include "strata/status.h"
 #include "kernel/internal.h"
+#include "nn/gather.h"
 #include "nn/replica.h"
 
 static int alloc_f(struct strata_arena *a, size_t n, float **out)
@@ -141,14 +142,35 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         r->opt_t = 0;
 }
 
-void strata__replica_upload(struct strata__replica *r, int rows, int with_labels)
+void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
+                          int rows, int with_labels)
 {
-        int in = r->layers[0].in;
+        const int32_t *y = with_labels && b->y ? b->y + lo : NULL;
 
-        if (!r->drv->host_visible) {
-                r->drv->to_device(r->x_stage, r->x_host, sizeof(float) * (size_t)rows * in);
-                if (with_labels)
-                        r->drv->to_device(r->y_stage, r->y_host, sizeof(int32_t) * (size_t)rows);
+        r->rows = rows;
+        r->row0 = lo;
+        if (r->drv->host_visible) {
+                /* Host memory: float rows are read in place; indexed rows are gathered. */
+                if (b->x) {
+                        r->x = b->x + (size_t)lo * b->dim;
+                } else {
+                        strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale,
+                                            b->shift, r->x_stage);
+                        r->x = r->x_stage;
+                }
+                r->labels = b->y ? b->y + lo : NULL;
+                return;
+        }
+        /* Device memory: rows are gathered (or copied) into pinned staging, then sent over. */
+        if (b->x)
+                memcpy(r->x_host, b->x + (size_t)lo * b->dim, sizeof(float) * (size_t)rows * b->dim);
+        else
+                strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale, b->shift,
+                                    r->x_host);
+        r->drv->to_device(r->x_stage, r->x_host, sizeof(float) * (size_t)rows * b->dim);
+        if (y) {
+                memcpy(r->y_host, y, sizeof(int32_t) * (size_t)rows);
+                r->drv->to_device(r->y_stage, r->y_host, sizeof(int32_t) * (size_t)rows);
         }
         r->x = r->x_stage;
         r->labels = r->y_stage;

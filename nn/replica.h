@@ -55,8 +55,13 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 /** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
 
-/** Bring the current batch's rows (x_host, y_host) to the device: x = x_stage. */
-void strata__replica_upload(struct strata__replica *r, int rows, int with_labels);
+/**
+ * batch_to_device: rows [lo, lo + rows) of @p b become this replica's input (x, labels).
+ * Host-visible drivers read float rows in place and gather indexed rows into the staging;
+ * others gather into pinned staging and copy to the device (labels only with @p with_labels).
+ */
+void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
+                          int rows, int with_labels);
 
 /** Forward through every module (logits in r->y[last]); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);

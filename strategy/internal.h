@@ -62,8 +62,10 @@ struct strata_runtime {
         struct strata__regions regions; /* driver reservations (not host-visible) */
         /* multi-device strategies */
         struct strata_workers *workers;
-        struct strata_comm *comm;
+        struct strata_comm *comm;      /* host buffers (the Strategy API's collectives) */
+        struct strata_comm *dcomm;     /* replica tensors: comm, or over device memory */
         void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
+        void *dcomm_mem;               /* the device communicator's (not host-visible) */
         size_t pool_bytes, comm_bytes;
         void **layer_ctx;              /* dp: per layer, the context its copies share */
         size_t *bucket_lo, *bucket_hi; /* ddp: gradient buckets, bucket 0 = last layers */
@@ -88,8 +90,8 @@ struct strata_runtime {
 extern const struct strata_sm_state strata__multi_states[];
 
 /** Lay out what a multi-device run needs beyond the replicas (plan and real alike). */
-int strata__multi_layout(const struct strata_config *c, struct strata_arena *a,
-                         struct strata_runtime *rt);
+int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, struct strata_runtime *rt);
 /** setup_environment: start the pinned workers and the communicator. */
 int strata__multi_start(struct strata_runtime *rt);
 /** teardown: stop the workers. */

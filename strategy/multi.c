@@ -9,26 +9,28 @@
 
 #include "strata/status.h"
 #include "kernel/internal.h"
-#include "nn/gather.h"
 #include "drivers/drivers.h"
 #include "strategy/internal.h"
 
-int strata__multi_layout(const struct strata_config *c, struct strata_arena *a,
-                         struct strata_runtime *rt)
+int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, struct strata_runtime *rt)
 {
         struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
         size_t pool, comm;
-        void *p, *q;
+        void *p, *q, *dq = NULL;
 
         wc.devices = c->devices;
         STRATA_TRY(strata_workers_plan(&wc, &pool));
         STRATA_TRY(strata_comm_plan(c->devices, &comm));
         STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
         STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
+        if (!drv->host_visible)
+                STRATA_TRY(strata_arena_alloc(a, comm, 64, &dq));
         if (rt) {
                 rt->pool_mem = p;
                 rt->pool_bytes = pool;
                 rt->comm_mem = q;
+                rt->dcomm_mem = dq;
                 rt->comm_bytes = comm;
         }
         STRATA_TRY(strata_arena_alloc(a, sizeof(void *) * (size_t)c->model->nmodules, 0, &p));
@@ -77,7 +79,12 @@ int strata__multi_start(struct strata_runtime *rt)
                 if (rt->cfg.verbose && d == 0 && why)
                         fprintf(stderr, "strata: device memory not bound: %s\n", why);
         }
-        return strata_comm_init(&rt->comm, &comm, rt->workers);
+        STRATA_TRY(strata_comm_init(&rt->comm, &comm, rt->workers));
+        rt->dcomm = rt->comm;
+        if (!rt->dcomm_mem)
+                return STRATA_OK;
+        STRATA_TRY(strata_arena_init(&comm, rt->dcomm_mem, rt->comm_bytes, NULL));
+        return strata_comm_init_device(&rt->dcomm, &comm, rt->workers, rt->dev);
 }
 
 void strata__multi_stop(struct strata_runtime *rt)
@@ -91,7 +98,7 @@ static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
 {
         struct strata_runtime *rt = c->h;
 
-        return strata_comm_all_reduce(rt->comm, c->rank, buf, buf, n, STRATA_F32, STRATA_OP_SUM);
+        return strata_comm_all_reduce(rt->dcomm, c->rank, buf, buf, n, STRATA_F32, STRATA_OP_SUM);
 }
 
 static int barrier(const struct strata_step_ctx *c)
@@ -111,6 +118,12 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
         c.sync = rt->cfg.sync_bn && train;
         c.all_sum = rt->cfg.strategy == STRATA_STRATEGY_DDP ? all_sum : NULL;
         c.barrier = barrier;
+        if (!rt->dev->host_visible) {
+                /* The dp copies' shared context is host memory: device statistics are summed
+                 * with the device communicator instead, in the same device order. */
+                c.all_sum = all_sum;
+                c.barrier = NULL;
+        }
         c.h = rt;
         return c;
 }
@@ -123,10 +136,7 @@ void strata__multi_split(struct strata_runtime *rt, const struct strata_batch *b
                 struct strata__replica *r = &rt->replicas[d];
                 int lo = (int)((long)b->rows * d / n), hi = (int)((long)b->rows * (d + 1) / n);
 
-                /* Host memory: each device reads float rows of the caller's batch in place;
-                 * indexed batches are gathered by each device into its staging (on_event). */
-                r->x = b->x ? b->x + (size_t)lo * b->dim : r->x_stage;
-                r->labels = b->y ? b->y + lo : NULL;
+                /* Each device loads its own rows when it starts computing on them (on_event). */
                 r->rows = hi - lo;
                 r->row0 = lo;
         }
@@ -196,7 +206,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                 return STRATA_OK; /* no_sync: an accumulation micro-batch */
         for (int k = 0; k < rt->nbuckets; k++)
                 if (rt->bucket_close[k] == layer)
-                        STRATA_TRY(strata_comm_all_reduce(rt->comm, r->dev,
+                        STRATA_TRY(strata_comm_all_reduce(rt->dcomm, r->dev,
                                                           r->grads + rt->bucket_lo[k],
                                                           r->grads + rt->bucket_lo[k],
                                                           rt->bucket_hi[k] - rt->bucket_lo[k],
@@ -204,13 +214,23 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
         return STRATA_OK;
 }
 
-static void copy_state(struct strata__replica *dst, const struct strata__replica *src)
+static void copy_floats(const struct strata_device_ops *dev, float *dst, const float *src,
+                        size_t n)
 {
-        memcpy(dst->params, src->params, src->nparam * sizeof(float));
+        if (dev->host_visible)
+                memcpy(dst, src, n * sizeof(float));
+        else
+                dev->copy(dst, src, n); /* the master's memory, on this device's queue */
+}
+
+static void copy_state(const struct strata_device_ops *dev, struct strata__replica *dst,
+                       const struct strata__replica *src)
+{
+        copy_floats(dev, dst->params, src->params, src->nparam);
         for (int i = 0; i < src->nlayers; i++)
                 if (src->layers[i].nstate)
-                        memcpy(dst->layers[i].state, src->layers[i].state,
-                               src->layers[i].nstate * sizeof(float));
+                        copy_floats(dev, dst->layers[i].state, src->layers[i].state,
+                                    src->layers[i].nstate);
 }
 
 static int on_event(struct strata_runtime *rt, struct strata__replica *r, int dev)
@@ -219,12 +239,11 @@ static int on_event(struct strata_runtime *rt, struct strata__replica *r, int de
         const struct strata_batch *b = rt->args.batch;
         struct strata_step_ctx c;
 
-        /* batch_to_device: each device gathers its own rows when it starts computing on them. */
-        if (!b->x && (rt->event == STRATA_EV_TRAINING_STEP ||
-                      rt->event == STRATA_EV_VALIDATION_STEP || rt->event == STRATA_EV_TEST_STEP ||
-                      rt->event == STRATA_EV_PREDICT_STEP))
-                strata__gather_rows(b->images, b->index + r->row0, r->rows, b->dim, b->scale,
-                                    b->shift, r->x_stage);
+        /* batch_to_device: each device loads its own rows when it starts computing on them. */
+        if (rt->event == STRATA_EV_TRAINING_STEP || rt->event == STRATA_EV_VALIDATION_STEP ||
+            rt->event == STRATA_EV_TEST_STEP || rt->event == STRATA_EV_PREDICT_STEP)
+                strata__replica_load(r, b, r->row0, r->rows,
+                                     rt->event != STRATA_EV_PREDICT_STEP);
         switch (rt->event) {
         case STRATA_EV_TRAINING_STEP:
                 c = strata__multi_ctx(rt, dev, 1);
@@ -235,7 +254,7 @@ static int on_event(struct strata_runtime *rt, struct strata__replica *r, int de
                 c = strata__multi_ctx(rt, dev, 1);
                 STRATA_TRY(strata__replica_backward(r, &c, dp ? NULL : bucket_ready, rt));
                 if (dp && rt->sync_grads) {
-                        STRATA_TRY(strata_comm_reduce(rt->comm, dev, r->grads,
+                        STRATA_TRY(strata_comm_reduce(rt->dcomm, dev, r->grads,
                                                       dev == 0 ? r->grads : NULL, r->nparam,
                                                       STRATA_F32, STRATA_OP_SUM, 0));
                         for (int i = 0; dev != 0 && i < r->nlayers; i++)
@@ -256,8 +275,13 @@ static int on_event(struct strata_runtime *rt, struct strata__replica *r, int de
                 if (rt->event == STRATA_EV_PREDICT_STEP) {
                         int k = r->layers[r->nlayers - 1].out;
 
-                        memcpy(rt->args.logits + (size_t)r->row0 * k, r->y[r->nlayers - 1],
-                               sizeof(float) * (size_t)r->rows * k);
+                        float *out = rt->args.logits + (size_t)r->row0 * k;
+                        size_t bytes = sizeof(float) * (size_t)r->rows * k;
+
+                        if (rt->dev->host_visible)
+                                memcpy(out, r->y[r->nlayers - 1], bytes);
+                        else
+                                rt->dev->to_host(out, r->y[r->nlayers - 1], bytes);
                 } else {
                         strata__replica_loss(r, &c, 0);
                 }
@@ -276,9 +300,8 @@ static int on_coll(struct strata_runtime *rt, int dev)
         return strata_comm_run(rt->comm, dev, &op);
 }
 
-static int device_fn(int dev, void *arg)
+static int device_job(struct strata_runtime *rt, int dev)
 {
-        struct strata_runtime *rt = arg;
         struct strata__replica *r = &rt->replicas[dev];
         float a[16] = { 0 }, o[16];
 
@@ -288,20 +311,23 @@ static int device_fn(int dev, void *arg)
                 if (rt->cfg.strategy == STRATA_STRATEGY_DP)
                         return STRATA_OK;
                 /* ddp: rank 0's parameters and running state become everyone's. */
-                STRATA_TRY(strata_comm_broadcast(rt->comm, dev, r->params, r->nparam, STRATA_F32,
+                STRATA_TRY(strata_comm_broadcast(rt->dcomm, dev, r->params, r->nparam, STRATA_F32,
                                                  0));
                 for (int i = 0; i < r->nlayers; i++)
                         if (r->layers[i].nstate)
-                                STRATA_TRY(strata_comm_broadcast(rt->comm, dev, r->layers[i].state,
+                                STRATA_TRY(strata_comm_broadcast(rt->dcomm, dev, r->layers[i].state,
                                                                  r->layers[i].nstate, STRATA_F32,
                                                                  0));
                 return STRATA_OK;
         case STRATA__JOB_REPLICATE:
                 if (dev != 0)
-                        copy_state(r, &rt->replicas[0]);
+                        copy_state(rt->dev, r, &rt->replicas[0]);
                 return STRATA_OK;
         case STRATA__JOB_WARMUP:
-                rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, o, 4);
+                /* The first GEMM may set up BLAS internals: now, before the arenas seal.
+                 * Drivers with their own memory warm up when they reserve it. */
+                if (rt->dev->host_visible)
+                        rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, o, 4);
                 return STRATA_OK;
         case STRATA__JOB_COLL:
                 return on_coll(rt, dev);
@@ -312,6 +338,31 @@ static int device_fn(int dev, void *arg)
                 return on_event(rt, r, dev);
         }
         return strata__fail(STRATA_EINVAL, "unknown job %d", (int)rt->job);
+}
+
+/*
+ * One job on one device. A device that queues work (not host-visible) runs on its own
+ * device (bind) and drains its queue before reporting: the next job may read what this one
+ * wrote on another device's queue (dp's replicas read the master), and errors surface here.
+ */
+static int device_fn(int dev, void *arg)
+{
+        struct strata_runtime *rt = arg;
+        const struct strata_device_ops *d = rt->dev;
+        int rc;
+
+        if (d->host_visible)
+                return device_job(rt, dev);
+        if (d->bind)
+                STRATA_TRY(d->bind(dev));
+        rc = device_job(rt, dev);
+        if (d->sync) {
+                int s = d->sync();
+
+                if (rc == STRATA_OK)
+                        rc = s;
+        }
+        return rc;
 }
 
 static int multi_action(void *obj, int state, int event, void *arg)

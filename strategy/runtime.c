@@ -48,12 +48,18 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                 return strata__fail(STRATA_EINVAL, "strategy single runs on 1 device, not %d",
                                     c->devices);
         STRATA_TRY(strata_optim_check(&c->optim));
-        STRATA_TRY(strata_device_driver(c->accelerator, dev));
-        if (!(*dev)->host_visible && c->strategy != STRATA_STRATEGY_SINGLE)
+        if (c->driver) {
+                STRATA_TRY(strata_device_check(c->driver));
+                *dev = c->driver;
+        } else {
+                STRATA_TRY(strata_device_driver(c->accelerator, dev));
+        }
+        if (!(*dev)->host_visible && c->strategy != STRATA_STRATEGY_SINGLE &&
+            (!(*dev)->reduce_many || !(*dev)->copy_many))
                 return strata__fail(STRATA_ENOTSUP,
-                                    "strategy %s on %s: multi-device strategies need the %s comm "
-                                    "driver, which this version does not have; use single",
-                                    (*st)->name, (*dev)->name, (*dev)->name);
+                                    "strategy %s on %s: the driver has no collectives over its "
+                                    "memory (reduce_many, copy_many); use single",
+                                    (*st)->name, (*dev)->name);
         last = &c->model->modules[c->model->nmodules - 1];
         if (c->classes < 2 || (last->ops == &strata_linear && last->out != c->classes))
                 return strata__fail(STRATA_EINVAL, "classes %d: need >= 2 and equal to the last "
@@ -142,7 +148,7 @@ static int layout(const struct strata_config *c, const struct strata_device_ops 
                         rt->regions = *rg;
         }
         if (c->strategy != STRATA_STRATEGY_SINGLE)
-                STRATA_TRY(strata__multi_layout(c, a, rt));
+                STRATA_TRY(strata__multi_layout(c, drv, a, rt));
         *out = rt;
         return STRATA_OK;
 }

@@ -6,7 +6,6 @@
 
 #include "strata/status.h"
 #include "kernel/internal.h"
-#include "nn/gather.h"
 #include "strategy/internal.h"
 
 static void warm_up(struct strata_runtime *rt, struct strata__replica *r)
@@ -20,34 +19,9 @@ static void warm_up(struct strata_runtime *rt, struct strata__replica *r)
         (void)r;
 }
 
-static void load_batch(struct strata_runtime *rt, struct strata__replica *r,
-                       const struct strata_batch *b, int with_labels)
+static void load_batch(struct strata__replica *r, const struct strata_batch *b, int with_labels)
 {
-        size_t xb = sizeof(float) * (size_t)b->rows * b->dim;
-
-        r->rows = b->rows;
-        r->row0 = 0;
-        if (rt->dev->host_visible) {
-                /* Host memory: float rows are read in place; indexed rows are gathered. */
-                if (b->x) {
-                        r->x = b->x;
-                } else {
-                        strata__gather_rows(b->images, b->index, b->rows, b->dim, b->scale,
-                                            b->shift, r->x_stage);
-                        r->x = r->x_stage;
-                }
-                r->labels = b->y;
-                return;
-        }
-        /* Device memory: indexed rows are gathered into pinned staging, then copied over. */
-        if (b->x)
-                memcpy(r->x_host, b->x, xb);
-        else
-                strata__gather_rows(b->images, b->index, b->rows, b->dim, b->scale, b->shift,
-                                    r->x_host);
-        if (with_labels)
-                memcpy(r->y_host, b->y, sizeof(int32_t) * (size_t)b->rows);
-        strata__replica_upload(r, b->rows, with_labels);
+        strata__replica_load(r, b, 0, b->rows, with_labels);
 }
 
 static void report(struct strata__replica *r, struct strata_metrics *m)
@@ -79,7 +53,7 @@ static int single_run(void *obj, int state, int event, void *arg)
                 warm_up(rt, r);
                 return STRATA_OK;
         case STRATA_EV_BATCH_START:
-                load_batch(rt, r, a->batch, 1);
+                load_batch(r, a->batch, 1);
                 return STRATA_OK;
         case STRATA_EV_TRAINING_STEP:
                 c = strata__ctx(rt, 1, r->rows);
@@ -102,7 +76,7 @@ static int single_run(void *obj, int state, int event, void *arg)
         case STRATA_EV_VALIDATION_STEP:
         case STRATA_EV_TEST_STEP:
         case STRATA_EV_PREDICT_STEP:
-                load_batch(rt, r, a->batch, event != STRATA_EV_PREDICT_STEP);
+                load_batch(r, a->batch, event != STRATA_EV_PREDICT_STEP);
                 c = strata__ctx(rt, 0, r->rows);
                 STRATA_TRY(strata__replica_forward(r, &c));
                 if (event == STRATA_EV_PREDICT_STEP) {

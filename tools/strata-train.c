@@ -55,7 +55,8 @@ static void usage(FILE *f)
                 "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
                 "                      training set's mean and std)\n"
                 "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core)\n"
-                "  --accelerator cpu|cuda (default cpu; cuda runs the single strategy)\n"
+                "  --accelerator cpu|cuda (default cpu; cuda defaults to single, and dp/ddp run\n"
+                "                 --devices logical devices over the GPUs, device d on GPU d mod count)\n"
                 "  --tf32              CUDA GEMMs may use TF32 tensor cores\n"
                 "  --sync-bn           BatchNorm statistics over all devices\n"
                 "  --accumulate K      optimizer step every K batches (no_sync before)\n"
@@ -175,8 +176,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (optind < argc)
                 return bad("unexpected argument '%s'%s", argv[optind], "");
         if (o->accel == STRATA_ACCEL_CUDA && !o->strategy_set)
-                o->strategy = STRATA_STRATEGY_SINGLE; /* the strategy CUDA runs today */
-        if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE) {
+                o->strategy = STRATA_STRATEGY_SINGLE; /* one GPU: nothing to split */
+        if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE &&
+            o->accel == STRATA_ACCEL_CPU) {
                 struct strata_topology t;
 
                 /* Default: one device per core of the machine. */

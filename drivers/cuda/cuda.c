@@ -173,6 +173,14 @@ static int cuda_reserve(int dev_id, size_t dev_bytes, size_t host_bytes, unsigne
         ordinal = dev_id % n; /* several logical devices may share one GPU */
         if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
                 return fail_cuda(e, ordinal, "cudaSetDevice");
+        /* Collectives read other GPUs' buffers directly: allow it where the hardware can. */
+        for (int p = 0; p < n; p++) {
+                int can = 0;
+
+                if (p != ordinal && cudaDeviceCanAccessPeer(&can, ordinal, p) == cudaSuccess &&
+                    can && cudaDeviceEnablePeerAccess(p, 0) != cudaSuccess)
+                        (void)cudaGetLastError(); /* already enabled: not an error */
+        }
         if ((e = cudaMalloc((void **)&d, dev_bytes)) != cudaSuccess)
                 return fail_cuda(e, ordinal, "cudaMalloc of the device arena");
         if ((e = cudaHostAlloc((void **)&h, host_bytes + PIN_HEAD, cudaHostAllocDefault)) !=
@@ -455,6 +463,28 @@ static void cuda_clamp(float *x, float v, size_t n)
         launched("clamp");
 }
 
+/* The communicator's data movement; the buffers may be other logical devices' (same GPU, or
+ * another GPU through peer access enabled at reserve). */
+static void cuda_reduce_many(float *const *dst, int nd, const float *const *src, int ns,
+                             size_t lo, size_t hi, int mean)
+{
+        if (nd > STRATA__CUDA_MANY || ns > STRATA__CUDA_MANY || ns < 1) {
+                note(cudaErrorInvalidValue, "reduce_many: too many buffers");
+                return;
+        }
+        strata__k_reduce_many(S, dst, nd, src, ns, lo, hi, mean);
+        launched("reduce_many");
+}
+
+static void cuda_copy_many(void *const *dst, int nd, const void *src, size_t lo, size_t hi)
+{
+        for (int d = 0; d < nd && hi > lo; d++)
+                if ((char *)dst[d] != (const char *)src)
+                        note(cudaMemcpyAsync((char *)dst[d] + lo, (const char *)src + lo, hi - lo,
+                                             cudaMemcpyDefault, S),
+                             "copy_many");
+}
+
 const struct strata_device_ops strata__cuda_driver = {
         .name = "cuda",
         .probe = cuda_probe,
@@ -488,4 +518,6 @@ const struct strata_device_ops strata__cuda_driver = {
         .to_host = cuda_to_host,
         .sync = cuda_sync,
         .describe = cuda_describe,
+        .reduce_many = cuda_reduce_many,
+        .copy_many = cuda_copy_many,
 };

@@ -91,6 +91,27 @@ __global__ void k_clamp(float *x, float v, size_t n)
                 x[i] = x[i] > v ? v : x[i] < -v ? -v : x[i];
 }
 
+/* The collectives' reduction: every element summed over the sources in source order. */
+struct many {
+        float *dst[STRATA__CUDA_MANY];
+        const float *src[STRATA__CUDA_MANY];
+};
+
+__global__ void k_reduce_many(struct many m, int nd, int ns, size_t lo, size_t hi, int mean)
+{
+        FOR_EACH(j, hi - lo) {
+                size_t i = lo + j;
+                float acc = m.src[0][i];
+
+                for (int r = 1; r < ns; r++)
+                        acc += m.src[r][i];
+                if (mean)
+                        acc = acc / (float)ns;
+                for (int d = 0; d < nd; d++)
+                        m.dst[d][i] = acc;
+        }
+}
+
 /* ---- column reductions: block (COL_W, COL_H), column = blockIdx.x * COL_W + threadIdx.x ---- */
 
 __global__ void k_col_sums(const float *x, int rows, int cols, float *out, int acc)
@@ -435,6 +456,20 @@ void strata__k_scale(void *s, float *x, float a, size_t n)
 void strata__k_clamp(void *s, float *x, float v, size_t n)
 {
         k_clamp<<<grid_for(n), THREADS, 0, STREAM(s)>>>(x, v, n);
+}
+
+void strata__k_reduce_many(void *s, float *const *dst, int nd, const float *const *src, int ns,
+                           size_t lo, size_t hi, int mean)
+{
+        struct many m;
+
+        for (int d = 0; d < nd; d++)
+                m.dst[d] = dst[d];
+        for (int r = 0; r < ns; r++)
+                m.src[r] = src[r];
+        if (hi > lo)
+                k_reduce_many<<<grid_for(hi - lo), THREADS, 0, STREAM(s)>>>(m, nd, ns, lo, hi,
+                                                                          mean);
 }
 
 } /* extern "C" */

@@ -51,6 +51,11 @@ void strata__k_adamw(void *s, float *p, const float *g, float *m, float *v, floa
 void strata__k_sumsq(void *s, const float *x, size_t n, double *partial, double *total);
 void strata__k_scale(void *s, float *x, float a, size_t n);
 void strata__k_clamp(void *s, float *x, float v, size_t n);
+/* Most buffers one reduce_many launch takes on each side (the communicator's rank limit). */
+#define STRATA__CUDA_MANY 64
+/* dst[d][i] = sum of src[r][i] in source order (/ ns when mean), i in [lo, hi). */
+void strata__k_reduce_many(void *s, float *const *dst, int nd, const float *const *src, int ns,
+                           size_t lo, size_t hi, int mean);
 
 #ifdef __cplusplus
 }

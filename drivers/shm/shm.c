@@ -41,7 +41,7 @@ static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *
                 if (r != op->root)
                         dst[nd++] = c->slot[r].op.recv;
         slice(op->count, es, c->n, rank, &lo, &hi);
-        strata__copy_many(dst, nd, c->slot[op->root].op.recv, lo * es, hi * es,
+        strata__comm_copy(c, dst, nd, c->slot[op->root].op.recv, lo * es, hi * es,
                           op->count * es >= NT_BYTES);
         return STRATA_OK;
 }
@@ -59,7 +59,7 @@ static int reduce_to(struct strata_comm *c, int rank, const struct strata_coll *
                         dst[nd++] = c->slot[r].op.recv;
         }
         slice(op->count, es, c->n, rank, &lo, &hi);
-        strata__reduce_many(op->dtype, op->op, dst, nd, src, c->n, lo, hi,
+        strata__comm_reduce(c, op, dst, nd, src, c->n, lo, hi,
                             op->count * es >= NT_BYTES);
         return STRATA_OK;
 }
@@ -81,7 +81,7 @@ static int all_gather(struct strata_comm *c, int rank, const struct strata_coll 
 
         for (int r = 0; r < c->n; r++)
                 dst[r] = (char *)c->slot[r].op.recv + off;
-        strata__copy_many(dst, c->n, (const char *)op->send, 0, op->count * es,
+        strata__comm_copy(c, dst, c->n, (const char *)op->send, 0, op->count * es,
                           op->count * es * (size_t)c->n >= NT_BYTES);
         return STRATA_OK;
 }
@@ -94,7 +94,7 @@ static int reduce_scatter(struct strata_comm *c, int rank, const struct strata_c
 
         for (int r = 0; r < c->n; r++)
                 src[r] = (const char *)c->slot[r].op.send + off;
-        strata__reduce_many(op->dtype, op->op, dst, 1, src, c->n, 0, op->count,
+        strata__comm_reduce(c, op, dst, 1, src, c->n, 0, op->count,
                             op->count * es * (size_t)c->n >= NT_BYTES);
         return STRATA_OK;
 }
@@ -104,7 +104,7 @@ static int gather(struct strata_comm *c, int rank, const struct strata_coll *op)
         size_t es = strata_dtype_size(op->dtype);
         void *dst[1] = { (char *)c->slot[op->root].op.recv + (size_t)rank * op->count * es };
 
-        strata__copy_many(dst, 1, op->send, 0, op->count * es, 0);
+        strata__comm_copy(c, dst, 1, op->send, 0, op->count * es, 0);
         return STRATA_OK;
 }
 
@@ -113,7 +113,7 @@ static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op
         size_t es = strata_dtype_size(op->dtype);
         void *dst[1] = { op->recv };
 
-        strata__copy_many(dst, 1,
+        strata__comm_copy(c, dst, 1,
                           (const char *)c->slot[op->root].op.send + (size_t)rank * op->count * es,
                           0, op->count * es, 0);
         return STRATA_OK;

@@ -76,6 +76,21 @@ int strata_comm_plan(int ranks, size_t *bytes);
  */
 int strata_comm_init(struct strata_comm **c, struct strata_arena *a, struct strata_workers *w);
 
+struct strata_device_ops;
+
+/**
+ * @brief A communicator whose buffers live in the memory of device driver @p dev (one logical
+ *        device per worker), for drivers the host cannot address. The same protocol as
+ *        strata_comm_init(), but every rank first waits for its device's queued work (so its
+ *        inputs are complete), the data moves with the driver's reduce_many/copy_many, and
+ *        every rank waits for its device again before reporting done. Only f32 with sum or
+ *        mean is supported (STRATA_ENOTSUP otherwise). A host-visible @p dev (or NULL) gives
+ *        a plain host communicator.
+ * @retval STRATA_OK, STRATA_EINVAL (driver lacks reduce_many/copy_many), STRATA_ENOMEM.
+ */
+int strata_comm_init_device(struct strata_comm **c, struct strata_arena *a,
+                            struct strata_workers *w, const struct strata_device_ops *dev);
+
 /**
  * @brief Run one collective for @p rank (the single choke point every collective goes through).
  * @retval STRATA_OK; STRATA_EINVAL (this or another rank passed bad arguments; nothing

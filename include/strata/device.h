@@ -129,6 +129,20 @@ struct strata_device_ops {
          * (hwloc), for `--verbose`; writes at most @p n bytes.
          */
         void (*describe)(int ordinal, char *buf, size_t n);
+
+        /* ---- Collectives over device memory (dp/ddp on a device the host cannot address) ---- */
+
+        /**
+         * Optional: dst[d][i] = sum over s of src[s][i] in source order, for every d < @p ndst
+         * and i in [lo, hi), f32, queued on the calling thread's device. The buffers may
+         * belong to other logical devices of this driver; a destination may be a source.
+         * With @p mean the sum is divided by @p nsrc. Required, with copy_many, for the
+         * multi-device strategies when the driver is not host-visible.
+         */
+        void (*reduce_many)(float *const *dst, int ndst, const float *const *src, int nsrc,
+                            size_t lo, size_t hi, int mean);
+        /** Optional: bytes [lo, hi) of @p src to every dst (device memory), queued. */
+        void (*copy_many)(void *const *dst, int ndst, const void *src, size_t lo, size_t hi);
 };
 
 /**
@@ -139,5 +153,12 @@ struct strata_device_ops {
  *         probe fails: the message gives the reason).
  */
 int strata_device_driver(enum strata_accelerator kind, const struct strata_device_ops **out);
+
+/**
+ * @brief Check an application's own driver as strata_device_driver() checks a built-in one:
+ *        every mandatory operation present, and its probe passes.
+ * @retval STRATA_OK, STRATA_EINVAL (NULL or an operation missing), STRATA_ENODEV (probe).
+ */
+int strata_device_check(const struct strata_device_ops *d);
 
 #endif /* STRATA_DEVICE_H */

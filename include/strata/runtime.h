@@ -52,6 +52,8 @@ struct strata_config {
         size_t bucket_bytes;                /**< ddp gradient bucket cap (0 = 25 MB) */
         double timeout_s;                   /**< bound on every wait between devices (0 = 300) */
         int allow_tf32;                     /**< CUDA: GEMMs may use TF32 (default 0: full FP32) */
+        /** An application's own device driver (NULL: the accelerator's built-in one). */
+        const struct strata_device_ops *driver;
 };
 
 #define STRATA_CONFIG_INIT                                                                     \

@@ -84,7 +84,47 @@ Test(cuda_driver, plan_counts_device_memory_apart)
         cr_assert_gt(pl.pinned_bytes, 0);
         r.cfg.strategy = STRATA_STRATEGY_DDP;
         r.cfg.devices = 2;
-        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_ENOTSUP);
+        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
+        cr_assert_gt(pl.device_bytes, pl.params * 2 * sizeof(float));
+}
+
+/* dp and ddp with several logical devices on the GPU(s) here: as on the CPU, reproducibly. */
+static void multi_matches_cpu(enum strata_strategy_kind kind)
+{
+        static float cpu[2048], gpu[2048], again[2048];
+        struct rig r;
+        size_t n = 16 * RIG_IN + 16 + 2 * 16 + 16 * RIG_CLASSES + RIG_CLASSES;
+
+        NEED_GPU();
+        rig_cuda_model(&r);
+        for (int devices = 2; devices <= 3; devices++) {
+                struct strata_config c = r.cfg;
+                double d;
+
+                c.strategy = kind;
+                c.devices = devices;
+                c.sync_bn = 1;
+                if (kind == STRATA_STRATEGY_DP)
+                        cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
+                rig_train_cfg(&r, &c, 20, cpu, n);
+                c.accelerator = STRATA_ACCEL_CUDA;
+                rig_train_cfg(&r, &c, 20, gpu, n);
+                rig_train_cfg(&r, &c, 20, again, n);
+                d = rig_rel_diff(gpu, cpu, n);
+                cr_assert_leq(d, 1e-4, "%d devices: CUDA differs from CPU by %g", devices, d);
+                cr_assert_eq(memcmp(gpu, again, n * sizeof(float)), 0, "%d devices: runs differ",
+                             devices);
+        }
+}
+
+Test(cuda_driver, ddp_matches_cpu, .timeout = 120)
+{
+        multi_matches_cpu(STRATA_STRATEGY_DDP);
+}
+
+Test(cuda_driver, dp_matches_cpu, .timeout = 120)
+{
+        multi_matches_cpu(STRATA_STRATEGY_DP);
 }
 
 Test(cuda_driver, matches_cpu_after_20_steps)
@@ -133,7 +173,7 @@ Test(cuda_driver, reproducible_bitwise)
         cr_assert_eq(memcmp(a, b, n * sizeof(float)), 0, "two CUDA runs differ");
 }
 
-Test(cuda_driver, no_allocation_during_steps)
+static void no_allocation(enum strata_strategy_kind kind, int devices)
 {
         struct strata_runtime *rt;
         struct strata_batch b;
@@ -145,6 +185,9 @@ Test(cuda_driver, no_allocation_during_steps)
         NEED_GPU();
         rig_cuda_model(&r);
         r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.strategy = kind;
+        r.cfg.devices = devices;
+        r.cfg.sync_bn = devices > 1;
         r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
         r.cfg.optim.lr = 1e-3f;
         r.cfg.clip_norm = 1.0f;
@@ -162,6 +205,16 @@ Test(cuda_driver, no_allocation_during_steps)
         cr_assert_eq(cudacount_calls() - cuda_calls, 0, "CUDA allocation calls during steps");
         cr_assert(heap <= 0, "%ld host heap calls during CUDA steps", heap);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(cuda_driver, no_allocation_during_steps)
+{
+        no_allocation(STRATA_STRATEGY_SINGLE, 1);
+}
+
+Test(cuda_driver, no_allocation_during_ddp_steps, .timeout = 60)
+{
+        no_allocation(STRATA_STRATEGY_DDP, 2);
 }
 
 Test(cuda_driver, the_counter_sees_reservations)
