@@ -4,6 +4,7 @@
  */
 #include <hwloc.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "strata/status.h"
 #include "strata/topology.h"
@@ -54,9 +55,35 @@ static int numa_of(hwloc_topology_t topo, hwloc_obj_t core)
         return (int)n->os_index;
 }
 
+/* The first free core of @p order (k entries) that holds one of the PUs, or -1. */
+static int free_core_near(hwloc_topology_t topo, const int *order, int k,
+                          const unsigned char *used, const int *pus, int npus)
+{
+        for (int i = 0; i < k; i++) {
+                hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)order[i]);
+
+                if (used[order[i]])
+                        continue;
+                if (npus == 0)
+                        return order[i];
+                for (int j = 0; j < npus; j++)
+                        if (pus[j] >= 0 && hwloc_bitmap_isset(core->cpuset, (unsigned)pus[j]))
+                                return order[i];
+        }
+        return -1;
+}
+
 int strata_topology_place(int n, struct strata_placement *out)
 {
+        return strata_topology_place_near(n, NULL, out);
+}
+
+int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
+                               struct strata_placement *out)
+{
         static int order[MAX_CORES];
+        static unsigned char used[MAX_CORES];
+        int pus[256];
         hwloc_topology_t topo;
         int ncores, nnodes, k = 0;
 
@@ -91,9 +118,21 @@ int strata_topology_place(int n, struct strata_placement *out)
                                         order[k++] = c;
                         }
                 }
+        memset(used, 0, sizeof(used));
         for (int d = 0; d < n; d++) {
                 int c = order[d % k];
-                hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)c);
+                hwloc_obj_t core;
+
+                if (local) {
+                        int np = local(d, pus, (int)(sizeof(pus) / sizeof(pus[0])));
+                        int near = np > 0 ? free_core_near(topo, order, k, used, pus, np) : -1;
+
+                        c = near >= 0 ? near : free_core_near(topo, order, k, used, NULL, 0);
+                        if (c < 0)
+                                c = order[d % k]; /* every core taken: oversubscribe */
+                        used[c] = 1;
+                }
+                core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)c);
                 hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(topo, core->cpuset,
                                                                       HWLOC_OBJ_PU, 0);
 

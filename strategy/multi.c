@@ -63,10 +63,16 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
 int strata__multi_start(struct strata_runtime *rt)
 {
         struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata_placement near[STRATA__MAX_DEVICES];
         struct strata_arena pool, comm;
 
         wc.devices = rt->nreplicas;
         wc.timeout_s = rt->cfg.timeout_s;
+        /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
+        if (rt->dev->local_pus) {
+                STRATA_TRY(strata_topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
+                wc.placement = near;
+        }
         STRATA_TRY(strata_arena_init(&pool, rt->pool_mem, rt->pool_bytes, NULL));
         STRATA_TRY(strata_arena_init(&comm, rt->comm_mem, rt->comm_bytes, NULL));
         STRATA_TRY(strata_workers_start(&rt->workers, &pool, &wc));

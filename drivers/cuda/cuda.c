@@ -291,6 +291,29 @@ static void cuda_describe(int dev_id, char *buf, size_t n)
                  ordinal, prop.name, cores);
 }
 
+/* The PUs hwloc reports as local to the GPU's PCIe slot: workers go there first. */
+static int cuda_local_pus(int dev_id, int *pus, int max)
+{
+        hwloc_topology_t topo;
+        hwloc_bitmap_t set;
+        int n = 0;
+
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live || !pus || max <= 0)
+                return 0;
+        if (hwloc_topology_init(&topo) != 0)
+                return 0;
+        if (hwloc_topology_load(topo) == 0 && (set = hwloc_bitmap_alloc()) != NULL) {
+                if (hwloc_cudart_get_device_cpuset(topo, gpus[dev_id].ordinal, set) == 0) {
+                        for (int i = hwloc_bitmap_first(set); i >= 0 && n < max;
+                             i = hwloc_bitmap_next(set, i))
+                                pus[n++] = i;
+                }
+                hwloc_bitmap_free(set);
+        }
+        hwloc_topology_destroy(topo);
+        return n;
+}
+
 /* ---- compute ---- */
 
 static void cuda_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -518,6 +541,7 @@ const struct strata_device_ops strata__cuda_driver = {
         .to_host = cuda_to_host,
         .sync = cuda_sync,
         .describe = cuda_describe,
+        .local_pus = cuda_local_pus,
         .reduce_many = cuda_reduce_many,
         .copy_many = cuda_copy_many,
 };

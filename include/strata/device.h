@@ -129,6 +129,12 @@ struct strata_device_ops {
          * (hwloc), for `--verbose`; writes at most @p n bytes.
          */
         void (*describe)(int ordinal, char *buf, size_t n);
+        /**
+         * Optional: the OS indices of the host PUs close to reserved device @p ordinal (hwloc),
+         * at most @p max of them; returns how many (0: no preference). Workers are placed
+         * on those cores first.
+         */
+        int (*local_pus)(int ordinal, int *pus, int max);
 
         /* ---- Collectives over device memory (dp/ddp on a device the host cannot address) ---- */
 

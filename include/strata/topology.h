@@ -44,6 +44,16 @@ int strata_topology_read(struct strata_topology *t);
 int strata_topology_place(int n, struct strata_placement *out);
 
 /**
+ * @brief strata_topology_place(), but device d goes first to a free core holding one of the
+ *        PUs @p local(d, pus, max) names (a GPU's local cores), then to the free core the
+ *        usual order gives; names the machine does not have are ignored.
+ * @param local  NULL: exactly strata_topology_place().
+ * @retval STRATA_OK, STRATA_EINVAL, STRATA_ESYS.
+ */
+int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
+                               struct strata_placement *out);
+
+/**
  * @brief One line describing a placement ("device 0 -> core 0 (PU 0, NUMA 0)").
  * @return The number of characters snprintf would write.
  */

@@ -2,6 +2,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "tests/support/devsim.h"
 
@@ -73,6 +74,18 @@ static void sim_to_host(void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
+/* Near the machine's last PU (any host will do: it makes the placement path run). */
+static int sim_local_pus(int ordinal, int *pus, int max)
+{
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        (void)ordinal;
+        if (max < 1 || n < 1)
+                return 0;
+        pus[0] = (int)n - 1;
+        return 1;
+}
+
 static int sim_sync(void)
 {
         check_bound();
@@ -122,6 +135,7 @@ static void build(void)
         sim.to_host = sim_to_host;
         sim.sync = sim_sync;
         sim.describe = NULL;
+        sim.local_pus = sim_local_pus;
         sim.reduce_many = sim_reduce_many;
         sim.copy_many = sim_copy_many;
         sim_nc = sim;
