@@ -9,10 +9,10 @@ NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_LIB  ?= $(patsubst %/,%,$(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib/x86_64-linux-gnu/libcublas.so))))
 # A C program that includes cublas_v2.h and links cuBLAS + cudart must build, or CUDA is off.
-CUDA_KIT  := $(if $(and $(NVCC),$(CUDA_LIB)),$(shell printf '\043include <cublas_v2.h>\nint main(void){cublasHandle_t h; return (int)cublasCreate(&h);}\n' | \
+CUDA_KIT  := $(if $(and $(NVCC),$(CUDA_LIB),$(filter-out 0,$(or $(CUDA),1))),$(shell printf '\043include <cublas_v2.h>\nint main(void){cublasHandle_t h; return (int)cublasCreate(&h);}\n' | \
              $(CC) -x c - -I$(CUDA_HOME)/include -L$(CUDA_LIB) -lcublas -lcudart -o /dev/null 2>/dev/null && echo yes))
 CUDA    ?= $(if $(CUDA_KIT),1,0)
-ifeq ($(MAKELEVEL)$(CUDA),00)
+ifeq ($(MAKELEVEL)$(CUDA)$(origin CUDA),00file)
 ifneq ($(NVCC),)
 $(info note: $(NVCC) found but not cuBLAS/cudart (cublas_v2.h, libcublas.so under $(CUDA_HOME)); building without the cuda driver)
 endif

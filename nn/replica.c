@@ -142,6 +142,14 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         r->opt_t = 0;
 }
 
+void strata__replica_warm_up(const struct strata__replica *r)
+{
+        float a[16] = { 0 }, c[16];
+
+        if (r->drv->host_visible)
+                r->drv->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
+}
+
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
                           int rows, int with_labels)
 {

@@ -56,6 +56,12 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
 
 /**
+ * One tiny GEMM on this thread, before the arenas seal: the first GEMM may set up BLAS
+ * internals. Drivers with their own memory warm up when they reserve it.
+ */
+void strata__replica_warm_up(const struct strata__replica *r);
+
+/**
  * batch_to_device: rows [lo, lo + rows) of @p b become this replica's input (x, labels).
  * Host-visible drivers read float rows in place and gather indexed rows into the staging;
  * others gather into pinned staging and copy to the device (labels only with @p with_labels).

@@ -309,7 +309,6 @@ static int on_coll(struct strata_runtime *rt, int dev)
 static int device_job(struct strata_runtime *rt, int dev)
 {
         struct strata__replica *r = &rt->replicas[dev];
-        float a[16] = { 0 }, o[16];
 
         switch (rt->job) {
         case STRATA__JOB_INIT:
@@ -330,10 +329,7 @@ static int device_job(struct strata_runtime *rt, int dev)
                         copy_state(rt->dev, r, &rt->replicas[0]);
                 return STRATA_OK;
         case STRATA__JOB_WARMUP:
-                /* The first GEMM may set up BLAS internals: now, before the arenas seal.
-                 * Drivers with their own memory warm up when they reserve it. */
-                if (rt->dev->host_visible)
-                        rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, o, 4);
+                strata__replica_warm_up(r);
                 return STRATA_OK;
         case STRATA__JOB_COLL:
                 return on_coll(rt, dev);

@@ -8,22 +8,6 @@
 #include "kernel/internal.h"
 #include "strategy/internal.h"
 
-static void warm_up(struct strata_runtime *rt, struct strata__replica *r)
-{
-        float a[16] = { 0 }, c[16];
-
-        /* The first GEMM may set up BLAS internals: do it now, before the arenas seal. Drivers
-         * with their own memory warm up when they reserve it. */
-        if (rt->dev->host_visible)
-                rt->dev->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
-        (void)r;
-}
-
-static void load_batch(struct strata__replica *r, const struct strata_batch *b, int with_labels)
-{
-        strata__replica_load(r, b, 0, b->rows, with_labels);
-}
-
 static void report(struct strata__replica *r, struct strata_metrics *m)
 {
         if (m)
@@ -50,10 +34,10 @@ static int single_run(void *obj, int state, int event, void *arg)
                 strata__replica_init(r, rt->cfg.seed);
                 return STRATA_OK;
         case STRATA_EV_SETUP:
-                warm_up(rt, r);
+                strata__replica_warm_up(r);
                 return STRATA_OK;
         case STRATA_EV_BATCH_START:
-                load_batch(r, a->batch, 1);
+                strata__replica_load(r, a->batch, 0, a->batch->rows, 1);
                 return STRATA_OK;
         case STRATA_EV_TRAINING_STEP:
                 c = strata__ctx(rt, 1, r->rows);
@@ -76,7 +60,8 @@ static int single_run(void *obj, int state, int event, void *arg)
         case STRATA_EV_VALIDATION_STEP:
         case STRATA_EV_TEST_STEP:
         case STRATA_EV_PREDICT_STEP:
-                load_batch(r, a->batch, event != STRATA_EV_PREDICT_STEP);
+                strata__replica_load(r, a->batch, 0, a->batch->rows,
+                                     event != STRATA_EV_PREDICT_STEP);
                 c = strata__ctx(rt, 0, r->rows);
                 STRATA_TRY(strata__replica_forward(r, &c));
                 if (event == STRATA_EV_PREDICT_STEP) {

@@ -28,15 +28,6 @@ static const struct strata_device_ops *cuda(const char **why)
                         cr_skip("no usable CUDA GPU: %s", why_);                               \
         } while (0)
 
-/* linear-bn-relu-dropout-linear: every op of the driver is on the path. */
-static void rig_cuda_model(struct rig *r)
-{
-        rig_init(r, 1);
-        r->mods[4] = r->mods[3];
-        r->mods[3] = (struct strata_module){ .ops = &strata_dropout, .p = 0.25f };
-        r->model.nmodules = 5;
-}
-
 Test(cuda_driver, lookup_is_complete_or_says_why)
 {
         const struct strata_device_ops *d = NULL;
@@ -77,7 +68,7 @@ Test(cuda_driver, plan_counts_device_memory_apart)
         struct rig r;
 
         NEED_GPU();
-        rig_cuda_model(&r);
+        rig_init_full(&r);
         r.cfg.accelerator = STRATA_ACCEL_CUDA;
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
         cr_assert_gt(pl.device_bytes, pl.params * 2 * sizeof(float));
@@ -96,7 +87,7 @@ static void multi_matches_cpu(enum strata_strategy_kind kind)
         size_t n = 16 * RIG_IN + 16 + 2 * 16 + 16 * RIG_CLASSES + RIG_CLASSES;
 
         NEED_GPU();
-        rig_cuda_model(&r);
+        rig_init_full(&r);
         for (int devices = 2; devices <= 3; devices++) {
                 struct strata_config c = r.cfg;
                 double d;
@@ -136,7 +127,7 @@ Test(cuda_driver, matches_cpu_after_20_steps)
         double d;
 
         NEED_GPU();
-        rig_cuda_model(&r);
+        rig_init_full(&r);
         {
                 struct strata_runtime *rt;
 
@@ -162,7 +153,7 @@ Test(cuda_driver, reproducible_bitwise)
         size_t n;
 
         NEED_GPU();
-        rig_cuda_model(&r);
+        rig_init_full(&r);
         r.cfg.accelerator = STRATA_ACCEL_CUDA;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
@@ -183,7 +174,7 @@ static void no_allocation(enum strata_strategy_kind kind, int devices)
         long cuda_calls, heap;
 
         NEED_GPU();
-        rig_cuda_model(&r);
+        rig_init_full(&r);
         r.cfg.accelerator = STRATA_ACCEL_CUDA;
         r.cfg.strategy = kind;
         r.cfg.devices = devices;

@@ -21,15 +21,6 @@ struct outcome {
         size_t n;
 };
 
-/* linear-bn-relu-dropout-linear: every kind of op, BatchNorm statistics synchronised. */
-static void rig_full(struct rig *r)
-{
-        rig_init(r, 1);
-        r->mods[4] = r->mods[3];
-        r->mods[3] = (struct strata_module){ .ops = &strata_dropout, .p = 0.25f };
-        r->model.nmodules = 5;
-}
-
 static void run(struct rig *r, const struct strata_config *cfg, struct outcome *o)
 {
         struct strata_runtime *rt;
@@ -39,15 +30,7 @@ static void run(struct rig *r, const struct strata_config *cfg, struct outcome *
         memset(o, 0, sizeof(*o));
         cr_assert_eq(strata_init(&rt, cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
-        strata_loader_reset(&r->loader, r->idx, 256);
-        for (int s = 0; s < STEPS; s++) {
-                if (!strata_loader_next(&r->loader, &b)) {
-                        strata_loader_reset(&r->loader, r->idx, 256);
-                        cr_assert(strata_loader_next(&r->loader, &b));
-                }
-                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
-                             strata_last_error());
-        }
+        rig_steps(r, rt, STEPS, &b);
         cr_assert_eq(strata_eval_step(rt, &b, &o->eval), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_predict_step(rt, &b, o->logits), STRATA_OK, "%s",
                      strata_last_error());
@@ -62,7 +45,7 @@ static void same_as_host(enum strata_strategy_kind kind)
         static struct outcome host, dev;
         struct rig r;
 
-        rig_full(&r);
+        rig_init_full(&r);
         for (int n = 1; n <= (kind == STRATA_STRATEGY_SINGLE ? 1 : 3); n++) {
                 struct strata_config c = r.cfg;
                 long up = devsim_uploaded();

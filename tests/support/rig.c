@@ -33,6 +33,31 @@ void rig_init(struct rig *r, int bn)
                 r->idx[i] = (i * 37u) % 256u;
 }
 
+void rig_init_full(struct rig *r)
+{
+        rig_init(r, 1);
+        r->mods[4] = r->mods[3];
+        r->mods[3] = (struct strata_module){ .ops = &strata_dropout, .p = 0.25f };
+        r->model.nmodules = 5;
+}
+
+void rig_steps(struct rig *r, struct strata_runtime *rt, int steps, struct strata_batch *last)
+{
+        struct strata_batch b;
+
+        strata_loader_reset(&r->loader, r->idx, 256);
+        for (int s = 0; s < steps; s++) {
+                if (!strata_loader_next(&r->loader, &b)) {
+                        strata_loader_reset(&r->loader, r->idx, 256);
+                        cr_assert(strata_loader_next(&r->loader, &b));
+                }
+                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
+                             strata_last_error());
+        }
+        if (last)
+                *last = b;
+}
+
 void rig_train(struct rig *r, int steps, float *out, size_t n)
 {
         rig_train_cfg(r, &r->cfg, steps, out, n);
@@ -54,21 +79,12 @@ void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, fl
                    size_t n)
 {
         struct strata_runtime *rt;
-        struct strata_batch b;
         const float *p;
         size_t np;
 
         cr_assert_eq(strata_init(&rt, cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
-        strata_loader_reset(&r->loader, r->idx, 256);
-        for (int s = 0; s < steps; s++) {
-                if (!strata_loader_next(&r->loader, &b)) {
-                        strata_loader_reset(&r->loader, r->idx, 256);
-                        strata_loader_next(&r->loader, &b);
-                }
-                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
-                             strata_last_error());
-        }
+        rig_steps(r, rt, steps, NULL);
         cr_assert_eq(strata_parameters(rt, 0, &p, &np), STRATA_OK);
         cr_assert_eq(np, n);
         memcpy(out, p, n * sizeof(float));

@@ -20,6 +20,10 @@ struct rig {
 
 /** Model 20-16(bn?)-relu-4, synthetic data of 256 samples, batch 16, single strategy. */
 void rig_init(struct rig *r, int bn);
+/** The rig with linear-bn-relu-dropout(0.25)-linear: every kind of device op on the path. */
+void rig_init_full(struct rig *r);
+/** Run @p steps training steps on @p rt, cycling through the data; *last gets the last batch. */
+void rig_steps(struct rig *r, struct strata_runtime *rt, int steps, struct strata_batch *last);
 /** Train @p steps steps on a fresh runtime; copies the final parameters into @p out. */
 void rig_train(struct rig *r, int steps, float *out, size_t n);
 
