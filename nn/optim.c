@@ -98,11 +98,23 @@ static void adamw(const struct strata_optim *o, uint64_t t, float *p, const floa
         adamw_loop(p, g, m, v, b1, b2, c2, eps, decay, step, n);
 }
 
+void strata_optim_update_range(const struct strata_optim *o, uint64_t t, float *p, float *g,
+                               float *state, size_t n, size_t lo, size_t hi)
+{
+        /* Every update is elementwise: a range is bitwise the same as those elements of the
+         * whole update, which is what lets dp split the master's step across devices. */
+        if (hi > n)
+                hi = n;
+        if (lo >= hi)
+                return;
+        if (o->kind == STRATA_OPTIM_ADAMW)
+                adamw(o, t, p + lo, g + lo, state + lo, state + n + lo, hi - lo);
+        else
+                sgd(o, t, p + lo, g + lo, state + lo, hi - lo);
+}
+
 void strata_optim_update(const struct strata_optim *o, uint64_t t, float *p, float *g,
                          float *state, size_t n)
 {
-        if (o->kind == STRATA_OPTIM_ADAMW)
-                adamw(o, t, p, g, state, state + n, n);
-        else
-                sgd(o, t, p, g, state, n);
+        strata_optim_update_range(o, t, p, g, state, n, 0, n);
 }

@@ -3,7 +3,9 @@
  * replicates the master's parameters and running state to the other devices, runs every
  * module's replication callback (copy 0 first, when enabled), splits the batch along rows,
  * runs forward and backward on all devices in parallel, reduces the gradients to the master in
- * device order and steps the optimizer there only.
+ * device order and steps the optimizer on the master's state only. Where the driver allows it
+ * (host-visible memory, optim_range), every device's worker updates its own range of the master,
+ * the range it has just reduced: the update is elementwise, so this is bitwise the master's step.
  */
 #include "strata/status.h"
 #include "strategy/internal.h"
@@ -14,7 +16,14 @@ static int dp_replicate(struct strata_runtime *rt)
         return strata__multi_callbacks(rt);
 }
 
-static const struct strata__multi_hooks dp_hooks = { .before_batch = dp_replicate };
+static int dp_setup(struct strata_runtime *rt)
+{
+        rt->split_step = rt->nreplicas > 1 && rt->dev->host_visible && rt->dev->optim_range;
+        return STRATA_OK;
+}
+
+static const struct strata__multi_hooks dp_hooks = { .setup = dp_setup,
+                                                     .before_batch = dp_replicate };
 
 const struct strata__strategy strata__dp = {
         .name = "dp",

@@ -239,6 +239,39 @@ static void copy_state(const struct strata_device_ops *dev, struct strata__repli
                                     src->layers[i].nstate);
 }
 
+/*
+ * dp's optimizer step: the master's. Split, each device updates the range of the master that
+ * matches the slice of the reduce it computed (so the lines are already in its cache), after
+ * the master has clipped by the global norm; otherwise the master's device steps alone.
+ */
+static int dp_step(struct strata_runtime *rt, int dev)
+{
+        struct strata__replica *m = &rt->replicas[0];
+        size_t lo, hi;
+
+        if (!rt->split_step) {
+                if (dev == 0) {
+                        strata__replica_clip(m, rt->cfg.clip_norm, rt->cfg.clip_value);
+                        strata__replica_step(m, &rt->cfg.optim);
+                }
+                return STRATA_OK;
+        }
+        if (rt->cfg.clip_norm > 0.0f) {
+                if (dev == 0)
+                        strata__replica_clip(m, rt->cfg.clip_norm, 0.0f);
+                STRATA_TRY(strata_workers_barrier(rt->workers, dev));
+        }
+        strata__comm_slice(m->nparam, sizeof(float), rt->nreplicas, dev, &lo, &hi);
+        if (rt->cfg.clip_value > 0.0f)
+                m->drv->clamp(m->grads + lo, rt->cfg.clip_value, hi - lo);
+        /* The coordinator counted the step (opt_t) before posting it. */
+        m->drv->optim_range(&rt->cfg.optim, m->opt_t, m->params, m->grads, m->opt_state,
+                            m->nparam, lo, hi);
+        for (int i = 0; dev == 0 && i < m->nlayers; i++)
+                m->layers[i].grad_fresh = 1;
+        return STRATA_OK;
+}
+
 static int on_event(struct strata_runtime *rt, struct strata__replica *r, int dev)
 {
         int dp = rt->cfg.strategy == STRATA_STRATEGY_DP;
@@ -268,8 +301,8 @@ static int on_event(struct strata_runtime *rt, struct strata__replica *r, int de
                 }
                 return STRATA_OK;
         case STRATA_EV_OPTIMIZER_STEP:
-                if (dp && dev != 0)
-                        return STRATA_OK; /* dp steps the master copy only */
+                if (dp)
+                        return dp_step(rt, dev);
                 strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
                 strata__replica_step(r, &rt->cfg.optim);
                 return STRATA_OK;
@@ -430,10 +463,13 @@ int strata__multi_setup(struct strata_runtime *rt)
 
 int strata__multi_event(struct strata_runtime *rt, int event)
 {
+        int dp_step = event == STRATA_EV_OPTIMIZER_STEP && rt->cfg.strategy == STRATA_STRATEGY_DP;
         int idle = event == STRATA_EV_BATCH_START || event == STRATA_EV_BATCH_END ||
-                   (event == STRATA_EV_OPTIMIZER_STEP && rt->cfg.strategy == STRATA_STRATEGY_DP);
+                   (dp_step && !rt->split_step);
 
         rt->event = event;
+        if (dp_step && rt->split_step)
+                rt->replicas[0].opt_t++; /* one step number for every device's range */
         /* An event without work on the other devices is not posted to them (one sync point
          * less per step), unless a test injects a failure there. */
         if (idle && rt->inj_dev < 0) {

@@ -195,6 +195,12 @@ static void cpu_optim(const void *o, uint64_t t, float *p, float *g, float *stat
         strata_optim_update(o, t, p, g, state, n);
 }
 
+static void cpu_optim_range(const void *o, uint64_t t, float *p, float *g, float *state,
+                            size_t n, size_t lo, size_t hi)
+{
+        strata_optim_update_range(o, t, p, g, state, n, lo, hi);
+}
+
 static double cpu_sumsq(const float *x, size_t n)
 {
         double ss = 0.0;
@@ -237,6 +243,7 @@ const struct strata_device_ops strata__cpu_driver = {
         .bn_grad_sums = cpu_bn_grad_sums,
         .bn_dx = cpu_bn_dx,
         .optim = cpu_optim,
+        .optim_range = cpu_optim_range,
         .sumsq = cpu_sumsq,
         .scale = cpu_scale,
         .clamp = cpu_clamp,

@@ -9,6 +9,7 @@
 #include "strata/status.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
+#include "drivers/drivers.h"
 
 #define NT_BYTES ((size_t)32 << 20) /* streaming stores from this size on (past the caches) */
 
@@ -19,8 +20,7 @@ static int shm_probe(const char **why)
         return 1;
 }
 
-/* This rank's slice [lo, hi) of count elements, starting on 64-byte boundaries. */
-static void slice(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi)
+void strata__comm_slice(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi)
 {
         size_t line = 64 / es ? 64 / es : 1;
         size_t a = count * (size_t)rank / (size_t)n, b = count * (size_t)(rank + 1) / (size_t)n;
@@ -40,7 +40,7 @@ static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *
         for (int r = 0; r < c->n; r++)
                 if (r != op->root)
                         dst[nd++] = c->slot[r].op.recv;
-        slice(op->count, es, c->n, rank, &lo, &hi);
+        strata__comm_slice(op->count, es, c->n, rank, &lo, &hi);
         strata__comm_copy(c, dst, nd, c->slot[op->root].op.recv, lo * es, hi * es,
                           op->count * es >= NT_BYTES);
         return STRATA_OK;
@@ -58,7 +58,7 @@ static int reduce_to(struct strata_comm *c, int rank, const struct strata_coll *
                 if (all || r == op->root)
                         dst[nd++] = c->slot[r].op.recv;
         }
-        slice(op->count, es, c->n, rank, &lo, &hi);
+        strata__comm_slice(op->count, es, c->n, rank, &lo, &hi);
         strata__comm_reduce(c, op, dst, nd, src, c->n, lo, hi,
                             op->count * es >= NT_BYTES);
         return STRATA_OK;

@@ -95,6 +95,14 @@ struct strata_device_ops {
          * points to a struct strata_optim.
          */
         void (*optim)(const void *optim, uint64_t t, float *p, float *g, float *state, size_t n);
+        /**
+         * Optional: the update of elements [lo, hi) only (see strata_optim_update_range()),
+         * callable from several devices' threads at once on disjoint ranges. dp splits the
+         * master's step across its devices with it when the memory is host-visible; without
+         * it the master's device steps alone.
+         */
+        void (*optim_range)(const void *optim, uint64_t t, float *p, float *g, float *state,
+                            size_t n, size_t lo, size_t hi);
         /** Sum of squares of n floats, in double (waits for the device). */
         double (*sumsq)(const float *x, size_t n);
         /** x *= s. */

@@ -147,4 +147,15 @@ int strata_optim_check(const struct strata_optim *o);
 void strata_optim_update(const struct strata_optim *o, uint64_t t, float *p, float *g,
                          float *state, size_t n);
 
+/**
+ * @brief The same update restricted to elements [@p lo, @p hi) of an @p n-parameter vector.
+ *
+ * @p p, @p g and @p state describe the whole vector, laid out as for strata_optim_update()
+ * (AdamW: first moments then second moments, n each). Updates are elementwise, so ranges that
+ * cover [0, n) give bitwise the result of one whole update; ranges may run on different
+ * threads at once. @p hi is clamped to @p n; an empty range does nothing.
+ */
+void strata_optim_update_range(const struct strata_optim *o, uint64_t t, float *p, float *g,
+                               float *state, size_t n, size_t lo, size_t hi);
+
 #endif /* STRATA_NN_H */

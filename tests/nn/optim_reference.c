@@ -1,6 +1,7 @@
 /* SGD and AdamW follow PyTorch's update rules, checked against scalar references here. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "strata/strata.h"
 
@@ -113,4 +114,48 @@ Test(optim_reference, bad_hyperparameters)
         o.kind = (enum strata_optim_kind)7;
         cr_assert_eq(strata_optim_check(&o), STRATA_EINVAL);
         cr_assert_eq(strata_optim_check(NULL), STRATA_EINVAL);
+}
+
+/*
+ * Ranges that cover [0, n) update bitwise what one whole update does (dp splits the master's
+ * step with them); an empty range and the part of a range past n change nothing.
+ */
+static void ranges_match_whole(struct strata_optim o)
+{
+        enum { M = 101 };
+        static float p[2][M], g[2][M], st[2][2 * M];
+        const size_t cut[] = { 0, 16, 17, 64, 100, M };
+
+        for (int i = 0; i < M; i++) {
+                p[0][i] = p[1][i] = 0.01f * (float)i - 0.3f;
+                st[0][i] = st[1][i] = st[0][M + i] = st[1][M + i] = 0.0f;
+        }
+        for (uint64_t t = 1; t <= 4; t++) {
+                for (int i = 0; i < M; i++)
+                        g[0][i] = g[1][i] = cosf((float)(t * M + (uint64_t)i));
+                strata_optim_update(&o, t, p[0], g[0], st[0], M);
+                for (size_t k = 0; k + 1 < sizeof(cut) / sizeof(cut[0]); k++)
+                        strata_optim_update_range(&o, t, p[1], g[1], st[1], M, cut[k],
+                                                  cut[k + 1] + (k == 4 ? 50 : 0));
+                strata_optim_update_range(&o, t, p[1], g[1], st[1], M, 40, 40);
+                strata_optim_update_range(&o, t, p[1], g[1], st[1], M, 90, 10);
+                cr_assert_eq(memcmp(p[0], p[1], sizeof(p[0])), 0, "step %d: parameters", (int)t);
+                cr_assert_eq(memcmp(st[0], st[1], sizeof(st[0])), 0, "step %d: state", (int)t);
+        }
+}
+
+Test(optim_reference, ranges_match_whole_update)
+{
+        struct strata_optim o = STRATA_OPTIM_INIT;
+
+        o.lr = 0.1f;
+        o.momentum = 0.9f;
+        o.weight_decay = 0.01f;
+        o.nesterov = 1;
+        ranges_match_whole(o);
+        o = (struct strata_optim)STRATA_OPTIM_INIT;
+        o.kind = STRATA_OPTIM_ADAMW;
+        o.lr = 0.01f;
+        o.weight_decay = 0.1f;
+        ranges_match_whole(o);
 }

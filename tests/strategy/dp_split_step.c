@@ -1,0 +1,86 @@
+/*
+ * dp's optimizer step split across devices (every device updates its range of the master,
+ * through the driver's optim_range) is bitwise the master stepping alone (a driver without
+ * optim_range), with clipping by global norm and by value, for SGD and AdamW, on 1-4 devices;
+ * the split really runs: each step's ranges come from every device and cover the master once.
+ */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "tests/support/rig.h"
+
+/* the rig with BatchNorm: linear, bn (gamma, beta), linear */
+#define NP (RIG_IN * 16 + 16 + 2 * 16 + 16 * RIG_CLASSES + RIG_CLASSES)
+#define STEPS 12
+
+static const struct strata_device_ops *cpu;
+static atomic_size_t covered;  /* elements updated through optim_range */
+static atomic_int calls;
+
+static void counting_range(const void *o, uint64_t t, float *p, float *g, float *state, size_t n,
+                           size_t lo, size_t hi)
+{
+        atomic_fetch_add(&calls, 1);
+        atomic_fetch_add(&covered, hi - lo);
+        cpu->optim_range(o, t, p, g, state, n, lo, hi);
+}
+
+static void run(enum strata_optim_kind kind, int devices)
+{
+        static float split[NP], alone[NP];
+        struct strata_device_ops counting, whole;
+        struct strata_config c;
+        struct rig r;
+
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &cpu), STRATA_OK);
+        cr_assert_not_null(cpu->optim_range, "the CPU driver splits dp's step");
+        counting = *cpu;
+        counting.optim_range = counting_range;
+        whole = *cpu;
+        whole.optim_range = NULL;
+
+        rig_init(&r, 1);
+        c = r.cfg;
+        c.strategy = STRATA_STRATEGY_DP;
+        c.devices = devices;
+        c.optim.kind = kind;
+        c.optim.lr = kind == STRATA_OPTIM_ADAMW ? 0.01f : 0.1f;
+        c.optim.weight_decay = 0.01f;
+        c.optim.nesterov = kind == STRATA_OPTIM_SGD;
+        c.clip_norm = 0.05f;
+        c.clip_value = 0.002f;
+        c.sync_bn = 1;
+        cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
+
+        atomic_store(&calls, 0);
+        atomic_store(&covered, 0);
+        c.driver = &counting;
+        rig_train_cfg(&r, &c, STEPS, split, NP);
+        c.driver = &whole;
+        rig_train_cfg(&r, &c, STEPS, alone, NP);
+        cr_assert_eq(memcmp(split, alone, sizeof(split)), 0,
+                     "%d devices, optimizer %d: split step differs from the master's alone",
+                     devices, (int)kind);
+        if (devices == 1) {
+                cr_assert_eq(atomic_load(&calls), 0, "one device: nothing to split");
+                return;
+        }
+        cr_assert_eq(atomic_load(&calls), devices * STEPS, "every device, every step");
+        cr_assert_gt(atomic_load(&covered), 0);
+        cr_assert_eq(atomic_load(&covered) % STEPS, 0);
+        cr_assert_eq(atomic_load(&covered) / STEPS, (size_t)NP,
+                     "each step covers every master parameter once");
+}
+
+Test(dp_split_step, sgd_bitwise_master_alone, .timeout = 120)
+{
+        for (int n = 1; n <= 4; n++)
+                run(STRATA_OPTIM_SGD, n);
+}
+
+Test(dp_split_step, adamw_bitwise_master_alone, .timeout = 120)
+{
+        for (int n = 1; n <= 4; n++)
+                run(STRATA_OPTIM_ADAMW, n);
+}
