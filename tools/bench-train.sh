@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Strata vs PyTorch training the Fashion-MNIST MLP 784-256-128-10 (SGD lr 0.05 momentum 0.9),
 # run back to back and alternated, REPS times per row; medians of training samples/s.
-#  - single device (one thread each) at batch 128 and 32, against torch_mlp_fmnist.py 1
+#  - single device (one thread each) at batch 128 and 32, against torch_mlp_fmnist.py 1, with
+#    the ceiling a step made of nothing but its GEMMs would reach (strata-bench-gemm)
 #  - ddp and dp on 2 devices at global batch 128, against PyTorch DDP over Gloo (2 processes)
 #  - per-step runtime overhead of ddp on 2 devices with a model that does almost nothing
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
@@ -23,8 +24,14 @@ torch_sps() { # nprocs batch
         "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
 
+gemm_ceiling() { # batch -> samples/s if a step were nothing but its GEMMs at their best times
+        "$build/bin/strata-bench-gemm" --json --batch "$1" | tail -1 |
+                sed 's/.*"samples_per_s_ceiling":\([0-9.]*\).*/\1/'
+}
+
 single_set() {
-        printf '%-36s %6s %12s %12s %7s\n' "$1" batch strata torch ratio
+        printf '%-36s %6s %12s %12s %7s %14s %14s\n' "$1" batch strata torch ratio \
+                gemm_ceiling ceiling/torch
         for b in 128 32; do
                 s=() t=()
                 for _ in $(seq "$reps"); do
@@ -32,7 +39,9 @@ single_set() {
                         t+=("$(torch_sps 1 "$b")")
                 done
                 ms=$(printf '%s\n' "${s[@]}" | median); mt=$(printf '%s\n' "${t[@]}" | median)
-                printf '%-36s %6d %12.0f %12.0f %7.2f\n' "" "$b" "$ms" "$mt" "$(ratio "$ms" "$mt")"
+                mc=$(gemm_ceiling "$b")
+                printf '%-36s %6d %12.0f %12.0f %7.2f %14.0f %14.2f\n' "" "$b" "$ms" "$mt" \
+                        "$(ratio "$ms" "$mt")" "$mc" "$(ratio "$mc" "$mt")"
         done
 }
 
