@@ -117,6 +117,13 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
 /** The registry of strategies, indexed by enum strata_strategy_kind (NULL = not built). */
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind);
 
+/**
+ * setup, CPU only: make OpenBLAS map one buffer slot per device and resolve its allocator now,
+ * so that no GEMM maps memory or looks up a symbol (which allocates) during training. The
+ * first GEMM cannot be relied on for this: small shapes take kernels without buffers.
+ */
+int strata__reserve_blas(const struct strata_runtime *rt);
+
 /** Step context for replica @p r of the runtime. */
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global);
 

@@ -455,9 +455,7 @@ const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT] = {
 
 int strata__multi_setup(struct strata_runtime *rt)
 {
-        if (rt->cfg.accelerator == STRATA_ACCEL_CPU && strata__blas_reserve(rt->nreplicas) != 0)
-                return strata__fail(STRATA_ESYS, "OpenBLAS could not map %d GEMM buffers",
-                                    rt->nreplicas);
+        STRATA_TRY(strata__reserve_blas(rt));
         return strata__multi_run(rt, STRATA__JOB_WARMUP);
 }
 

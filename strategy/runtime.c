@@ -12,6 +12,7 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "kernel/internal.h"
+#include "drivers/drivers.h"
 #include "strategy/internal.h"
 
 #define REGION_ALIGN STRATA_ALIGN_PAGE
@@ -471,6 +472,14 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
         *out = (struct strata_memory_info){ .planned = rt->plan.bytes,
                                             .used = strata_arena_high_water(&rt->root),
                                             .refusals = refused };
+        return STRATA_OK;
+}
+
+int strata__reserve_blas(const struct strata_runtime *rt)
+{
+        if (rt->cfg.accelerator == STRATA_ACCEL_CPU && strata__blas_reserve(rt->nreplicas) != 0)
+                return strata__fail(STRATA_ESYS, "OpenBLAS could not map %d GEMM buffers",
+                                    rt->nreplicas);
         return STRATA_OK;
 }
 

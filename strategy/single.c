@@ -34,6 +34,7 @@ static int single_run(void *obj, int state, int event, void *arg)
                 strata__replica_init(r, rt->cfg.seed);
                 return STRATA_OK;
         case STRATA_EV_SETUP:
+                STRATA_TRY(strata__reserve_blas(rt));
                 strata__replica_warm_up(r);
                 return STRATA_OK;
         case STRATA_EV_BATCH_START:

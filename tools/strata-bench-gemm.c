@@ -95,6 +95,8 @@ int main(int argc, char **argv)
                         *(argv[i][2] == 'b' ? &batch : &reps) = (int)x;
                         i++;
                 } else {
+                        fprintf(stderr, "strata-bench-gemm: unknown option or missing value: %s\n",
+                                argv[i]);
                         usage(stderr);
                         return 2;
                 }
@@ -119,6 +121,11 @@ int main(int argc, char **argv)
                 big = x > big ? x : big;
                 big = y > big ? y : big;
                 big = z > big ? z : big;
+        }
+        if (big > ((size_t)1 << 29)) { /* three such matrices: 6 GiB */
+                fprintf(stderr, "strata-bench-gemm: --model and --batch need matrices of %zu "
+                                "floats; the limit is %zu\n", big, (size_t)1 << 29);
+                return 2;
         }
         a = aligned_alloc(64, (big * sizeof(float) + 63) / 64 * 64);
         b = aligned_alloc(64, (big * sizeof(float) + 63) / 64 * 64);

@@ -3,27 +3,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "strata/strata.h"
+#include "tests/support/cli.h"
 
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
 #define FMNIST "/usr/share/datasets/fashion-mnist"
 
 static int run(const char *args, char *out, size_t n)
 {
-        char cmd[2048];
-        size_t got;
-        FILE *p;
-        int st;
-
-        snprintf(cmd, sizeof(cmd), "%s %s 2>&1", BIN, args);
-        p = popen(cmd, "r");
-        cr_assert_not_null(p);
-        got = fread(out, 1, n - 1, p);
-        out[got] = '\0';
-        st = pclose(p);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return cli_run(BIN, args, out, n);
 }
 
 static void expect_usage_error(const char *args, const char *needle)
@@ -113,4 +102,44 @@ Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
         heap = atol(strstr(final, "\"heap_allocs\":") + 14);
         cr_assert_geq(acc, 0.80, "one epoch of Fashion-MNIST should reach 0.80, got %g", acc);
         cr_assert(heap == 0 || (heap == -1 && STRATA_SAN[0]), "heap allocations: %ld", heap);
+}
+
+/*
+ * No heap call during training whichever OpenBLAS kernels run: the AVX-512 ones take a
+ * buffer-free path for small GEMMs, so the warm-up GEMM alone did not set OpenBLAS up and the
+ * first training GEMM used to look up its allocator (dlsym allocates). Each core type runs in
+ * its own process, since OpenBLAS reads OPENBLAS_CORETYPE when it loads.
+ */
+Test(strata_train_cli, no_heap_with_any_openblas_kernels, .timeout = 120)
+{
+        static const char *types[] = { "Haswell", "SkylakeX" };
+        static char out[1 << 14];
+        FILE *cpu = fopen("/proc/cpuinfo", "r");
+        int avx512 = 0;
+
+        if (cpu) {
+                char line[4096];
+
+                while (!avx512 && fgets(line, sizeof(line), cpu))
+                        avx512 = strstr(line, " avx512f") != NULL;
+                fclose(cpu);
+        }
+        if (STRATA_SAN[0])
+                cr_skip_test("sanitizer builds own malloc: the counter is unavailable");
+        for (int t = 0; t < 1 + avx512; t++)
+                for (int s = 0; s < 2; s++) {
+                        char args[256];
+                        const char *final;
+
+                        snprintf(args, sizeof(args),
+                                 "--synthetic 2048 --raw-pixels --epochs 1 --batch 32 --json "
+                                 "--strategy %s --devices %d",
+                                 s ? "ddp" : "single", s ? 2 : 1);
+                        setenv("OPENBLAS_CORETYPE", types[t], 1);
+                        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s %s: %s", types[t], args,
+                                     out);
+                        final = strstr(out, "\"heap_allocs\":");
+                        cr_assert_not_null(final, "%s", out);
+                        cr_assert_eq(atol(final + 14), 0, "%s %s: %s", types[t], args, out);
+                }
 }
