@@ -16,14 +16,7 @@ static int dp_replicate(struct strata_runtime *rt)
         return strata__multi_callbacks(rt);
 }
 
-static int dp_setup(struct strata_runtime *rt)
-{
-        rt->split_step = rt->nreplicas > 1 && rt->dev->host_visible && rt->dev->optim_range;
-        return STRATA_OK;
-}
-
-static const struct strata__multi_hooks dp_hooks = { .setup = dp_setup,
-                                                     .before_batch = dp_replicate };
+static const struct strata__multi_hooks dp_hooks = { .before_batch = dp_replicate };
 
 const struct strata__strategy strata__dp = {
         .name = "dp",

@@ -73,7 +73,6 @@ struct strata_runtime {
         int nbuckets;
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward reduces gradients (last micro-batch) */
-        int split_step;                /* dp: every device updates its range of the master */
         int event;                     /* the event the device functions handle */
         enum strata__job job;
         struct strata_coll coll;       /* for STRATA__JOB_COLL */

@@ -244,12 +244,18 @@ static void copy_state(const struct strata_device_ops *dev, struct strata__repli
  * matches the slice of the reduce it computed (so the lines are already in its cache), after
  * the master has clipped by the global norm; otherwise the master's device steps alone.
  */
+static int dp_split_step(const struct strata_runtime *rt)
+{
+        return rt->cfg.strategy == STRATA_STRATEGY_DP && rt->nreplicas > 1 &&
+               rt->dev->host_visible && rt->dev->optim_range;
+}
+
 static int dp_step(struct strata_runtime *rt, int dev)
 {
         struct strata__replica *m = &rt->replicas[0];
         size_t lo, hi;
 
-        if (!rt->split_step) {
+        if (!dp_split_step(rt)) {
                 if (dev == 0) {
                         strata__replica_clip(m, rt->cfg.clip_norm, rt->cfg.clip_value);
                         strata__replica_step(m, &rt->cfg.optim);
@@ -461,12 +467,12 @@ int strata__multi_setup(struct strata_runtime *rt)
 
 int strata__multi_event(struct strata_runtime *rt, int event)
 {
-        int dp_step = event == STRATA_EV_OPTIMIZER_STEP && rt->cfg.strategy == STRATA_STRATEGY_DP;
+        int dp_opt = event == STRATA_EV_OPTIMIZER_STEP && rt->cfg.strategy == STRATA_STRATEGY_DP;
         int idle = event == STRATA_EV_BATCH_START || event == STRATA_EV_BATCH_END ||
-                   (dp_step && !rt->split_step);
+                   (dp_opt && !dp_split_step(rt));
 
         rt->event = event;
-        if (dp_step && rt->split_step)
+        if (dp_opt && dp_split_step(rt))
                 rt->replicas[0].opt_t++; /* one step number for every device's range */
         /* An event without work on the other devices is not posted to them (one sync point
          * less per step), unless a test injects a failure there. */

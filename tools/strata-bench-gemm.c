@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "strata/strata.h"
+#include "tools/widths.h"
 
 #define MAX_LAYERS 16
 
@@ -35,25 +36,6 @@ static int cmp_double(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static int parse_model(const char *s, int *w, int *n)
-{
-        char *end;
-
-        for (*n = 0; *n < MAX_LAYERS + 1;) {
-                long v = strtol(s, &end, 10);
-
-                if (end == s || v < 1 || v > 65536)
-                        return -1;
-                w[(*n)++] = (int)v;
-                if (*end == '\0')
-                        return *n >= 2 ? 0 : -1;
-                if (*end != '-')
-                        return -1;
-                s = end + 1;
-        }
-        return -1;
-}
-
 static void usage(FILE *f)
 {
         fprintf(f, "usage: strata-bench-gemm [--model 784-256-128-10] [--batch N] [--reps N] "
@@ -69,7 +51,7 @@ int main(int argc, char **argv)
         float *a, *b, *c;
         double *t, sum_med = 0.0, sum_best = 0.0;
 
-        parse_model("784-256-128-10", w, &nw);
+        nw = strata_tool_parse_widths("784-256-128-10", w, MAX_LAYERS + 1);
         for (int i = 1; i < argc; i++) {
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -79,7 +61,7 @@ int main(int argc, char **argv)
                         usage(stdout);
                         return 0;
                 } else if (v && !strcmp(argv[i], "--model")) {
-                        if (parse_model(v, w, &nw)) {
+                        if ((nw = strata_tool_parse_widths(v, w, MAX_LAYERS + 1)) < 0) {
                                 fprintf(stderr, "strata-bench-gemm: bad --model %s\n", v);
                                 return 2;
                         }

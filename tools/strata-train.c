@@ -14,6 +14,7 @@
 
 #include "strata/strata.h"
 #include "tools/heapcount.h"
+#include "tools/widths.h"
 
 #define MAX_MODULES 64
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
@@ -190,29 +191,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 0;
 }
 
-/* "784-256-128-10" -> widths; returns count or -1. */
-static int parse_model(const char *s, int *w, int max)
-{
-        int n = 0;
-
-        while (*s) {
-                char *end;
-                long v;
-
-                errno = 0;
-                v = strtol(s, &end, 10);
-                if (errno || end == s || v <= 0 || v > (1 << 20) || n == max)
-                        return -1;
-                w[n++] = (int)v;
-                if (*end == '-')
-                        end++;
-                else if (*end)
-                        return -1;
-                s = end;
-        }
-        return n >= 2 ? n : -1;
-}
-
 static double now(void)
 {
         struct timespec t;
@@ -285,7 +263,7 @@ int main(int argc, char **argv)
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &o)))
                 return rc;
-        nw = parse_model(o.model, widths, MAX_MODULES / 4);
+        nw = strata_tool_parse_widths(o.model, widths, MAX_MODULES / 4);
         if (nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10%s", o.model, "");
         /* Data: sizes from the headers first, then one mapping for everything the tool keeps. */

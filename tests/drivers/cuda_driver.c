@@ -89,14 +89,9 @@ static void multi_matches_cpu(enum strata_strategy_kind kind)
         NEED_GPU();
         rig_init_full(&r);
         for (int devices = 2; devices <= 3; devices++) {
-                struct strata_config c = r.cfg;
+                struct strata_config c = rig_cfg(&r, kind, devices, 1);
                 double d;
 
-                c.strategy = kind;
-                c.devices = devices;
-                c.sync_bn = 1;
-                if (kind == STRATA_STRATEGY_DP)
-                        cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
                 rig_train_cfg(&r, &c, 20, cpu, n);
                 c.accelerator = STRATA_ACCEL_CUDA;
                 rig_train_cfg(&r, &c, 20, gpu, n);

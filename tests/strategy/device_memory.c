@@ -47,15 +47,10 @@ static void same_as_host(enum strata_strategy_kind kind)
 
         rig_init_full(&r);
         for (int n = 1; n <= (kind == STRATA_STRATEGY_SINGLE ? 1 : 3); n++) {
-                struct strata_config c = r.cfg;
+                struct strata_config c = rig_cfg(&r, kind, n, 1);
                 long up = devsim_uploaded();
 
-                c.strategy = kind;
-                c.devices = n;
-                c.sync_bn = 1;
                 c.clip_norm = 0.5f;
-                if (kind == STRATA_STRATEGY_DP)
-                        cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
                 run(&r, &c, &host);
                 c.driver = devsim_driver();
                 run(&r, &c, &dev);

@@ -41,17 +41,13 @@ static void run(enum strata_optim_kind kind, int devices)
         whole.optim_range = NULL;
 
         rig_init(&r, 1);
-        c = r.cfg;
-        c.strategy = STRATA_STRATEGY_DP;
-        c.devices = devices;
+        c = rig_cfg(&r, STRATA_STRATEGY_DP, devices, 1);
         c.optim.kind = kind;
         c.optim.lr = kind == STRATA_OPTIM_ADAMW ? 0.01f : 0.1f;
         c.optim.weight_decay = 0.01f;
         c.optim.nesterov = kind == STRATA_OPTIM_SGD;
         c.clip_norm = 0.05f;
         c.clip_value = 0.002f;
-        c.sync_bn = 1;
-        cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
 
         atomic_store(&calls, 0);
         atomic_store(&covered, 0);

@@ -19,11 +19,9 @@ static void compare(enum strata_strategy_kind kind)
         rig_init(&r, 0);
         rig_train(&r, STEPS, ref, NP);
         for (int n = 1; n <= 4; n++) {
-                struct strata_config c = r.cfg;
+                struct strata_config c = rig_cfg(&r, kind, n, 0);
                 double d;
 
-                c.strategy = kind;
-                c.devices = n;
                 rig_train_cfg(&r, &c, STEPS, a, NP);
                 rig_train_cfg(&r, &c, STEPS, b, NP);
                 cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "%d devices: runs differ", n);

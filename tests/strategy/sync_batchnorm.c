@@ -14,14 +14,9 @@ static void check(enum strata_strategy_kind kind, int steps, double tol)
         rig_init(&r, 1);
         rig_train(&r, steps, ref, NP);
         for (int n = 2; n <= 4; n++) {
-                struct strata_config c = r.cfg;
+                struct strata_config c = rig_cfg(&r, kind, n, 1);
                 double d;
 
-                c.strategy = kind;
-                c.devices = n;
-                c.sync_bn = 1;
-                if (kind == STRATA_STRATEGY_DP)
-                        cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
                 rig_train_cfg(&r, &c, steps, a, NP);
                 d = rig_rel_diff(a, ref, NP);
                 cr_assert_leq(d, tol, "%d devices: relative difference %g", n, d);

@@ -63,6 +63,19 @@ void rig_train(struct rig *r, int steps, float *out, size_t n)
         rig_train_cfg(r, &r->cfg, steps, out, n);
 }
 
+struct strata_config rig_cfg(const struct rig *r, enum strata_strategy_kind kind, int devices,
+                             int sync_bn)
+{
+        struct strata_config c = r->cfg;
+
+        c.strategy = kind;
+        c.devices = devices;
+        c.sync_bn = sync_bn;
+        if (sync_bn && kind == STRATA_STRATEGY_DP)
+                cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
+        return c;
+}
+
 double rig_rel_diff(const float *a, const float *b, size_t n)
 {
         double worst = 0.0;

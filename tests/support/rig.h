@@ -31,6 +31,12 @@ void rig_train(struct rig *r, int steps, float *out, size_t n);
 /** Train @p steps on a configuration (strategy/devices already set); copy parameters out. */
 void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, float *out,
                    size_t n);
+/**
+ * The rig's configuration on @p devices devices of strategy @p kind, with SyncBatchNorm when
+ * @p sync_bn (dp then gets the replication callbacks SyncBatchNorm needs).
+ */
+struct strata_config rig_cfg(const struct rig *r, enum strata_strategy_kind kind, int devices,
+                             int sync_bn);
 /** Largest |a - b| / (1 + |b|). */
 double rig_rel_diff(const float *a, const float *b, size_t n);
 
