@@ -20,8 +20,16 @@ ratio() { echo "$1 / $2" | bc -l; }
 strata_sps() { # args... -> training samples/s of one epoch
         "$train" --epochs 1 --json "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
 }
+# The anchor's torch.set_num_threads(1) does not reach the OpenBLAS that PyTorch calls through
+# libblas.so.3 (Debian's pthread build): left alone, its own pool runs each GEMM on every core.
+# "One thread each" therefore pins that pool too; torch_sps_pool shows the figure without it.
 torch_sps() { # nprocs batch
-        "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" |
+                sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
+}
+torch_sps_pool() { # nprocs batch: PyTorch with OpenBLAS's default thread pool (all cores)
+        env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" |
+                sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
 
 gemm_ceiling() { # batch -> samples/s if a step were nothing but its GEMMs at their best times
@@ -30,36 +38,43 @@ gemm_ceiling() { # batch -> samples/s if a step were nothing but its GEMMs at th
 }
 
 single_set() {
-        printf '%-36s %6s %12s %12s %7s %14s %14s\n' "$1" batch strata torch ratio \
-                gemm_ceiling ceiling/torch
+        printf '%-36s %6s %12s %12s %7s %14s %14s %12s %7s\n' "$1" batch strata torch ratio \
+                gemm_ceiling ceiling/torch torch_pool ratio
         for b in 128 32; do
-                s=() t=()
+                s=() t=() q=()
                 for _ in $(seq "$reps"); do
                         s+=("$(strata_sps --strategy single --batch "$b")")
                         t+=("$(torch_sps 1 "$b")")
+                        q+=("$(torch_sps_pool 1 "$b")")
                 done
                 ms=$(printf '%s\n' "${s[@]}" | median); mt=$(printf '%s\n' "${t[@]}" | median)
+                mq=$(printf '%s\n' "${q[@]}" | median)
                 mc=$(gemm_ceiling "$b")
-                printf '%-36s %6d %12.0f %12.0f %7.2f %14.0f %14.2f\n' "" "$b" "$ms" "$mt" \
-                        "$(ratio "$ms" "$mt")" "$mc" "$(ratio "$mc" "$mt")"
+                printf '%-36s %6d %12.0f %12.0f %7.2f %14.0f %14.2f %12.0f %7.2f\n' "" "$b" "$ms" \
+                        "$mt" "$(ratio "$ms" "$mt")" "$mc" "$(ratio "$mc" "$mt")" "$mq" \
+                        "$(ratio "$ms" "$mq")"
         done
 }
 
 multi_set() {
-        local s=() p=() d=() t=() ms mp md mt
+        local s=() p=() d=() t=() q=() ms mp md mt mq
         for _ in $(seq "$reps"); do
                 s+=("$(strata_sps --strategy single)")
                 d+=("$(strata_sps --strategy ddp --devices 2)")
                 p+=("$(strata_sps --strategy dp --devices 2)")
                 t+=("$(torch_sps 2 128)")
+                q+=("$(torch_sps_pool 2 128)")
         done
         ms=$(printf '%s\n' "${s[@]}" | median); md=$(printf '%s\n' "${d[@]}" | median)
         mp=$(printf '%s\n' "${p[@]}" | median); mt=$(printf '%s\n' "${t[@]}" | median)
+        mq=$(printf '%s\n' "${q[@]}" | median)
         printf '%-36s %12s %12s\n' "2 devices, global batch 128" samples/s "vs single"
         printf '%-36s %12.0f %12s\n' "  Strata single (1 device)" "$ms" "1.00"
         printf '%-36s %12.0f %12.2f   vs PyTorch DDP: %.2f\n' "  Strata ddp" "$md" "$(ratio "$md" "$ms")" "$(ratio "$md" "$mt")"
         printf '%-36s %12.0f %12.2f\n' "  Strata dp" "$mp" "$(ratio "$mp" "$ms")"
         printf '%-36s %12.0f\n' "  PyTorch DDP (Gloo, 2 processes)" "$mt"
+        printf '%-36s %12.0f   Strata ddp vs it: %.2f\n' "  PyTorch DDP, BLAS pool per process" "$mq" \
+                "$(ratio "$md" "$mq")"
 }
 
 overhead() { # median step time of a model that does (almost) nothing
@@ -74,6 +89,7 @@ overhead() { # median step time of a model that does (almost) nothing
 
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-train: PyTorch missing (make bench-deps)"; exit 1; }
 echo "median of $reps alternated runs; training time only; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto}"
+echo "PyTorch: OPENBLAS_NUM_THREADS=1 (one thread per process); torch_pool: OpenBLAS's default pool"
 single_set "single device, one thread each"
 multi_set
 overhead
