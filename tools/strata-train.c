@@ -387,8 +387,9 @@ int main(int argc, char **argv)
                 return bad("%s%s", strata_last_error(), "");
         test_idx = p;
         if (!o.raw) {
-                strata_loader_standardize(&loader, &train);
-                strata_loader_standardize(&tloader, &train);
+                strata_loader_standardize(&loader, &train); /* the training set's statistics */
+                tloader.scale = loader.scale;
+                tloader.shift = loader.shift;
         }
         for (uint32_t i = 0; i < test.n; i++)
                 test_idx[i] = i;
