@@ -4,8 +4,10 @@
  * module's replication callback (copy 0 first, when enabled), splits the batch along rows,
  * runs forward and backward on all devices in parallel, reduces the gradients to the master in
  * device order and steps the optimizer on the master's state only. Where the driver allows it
- * (host-visible memory, optim_range), every device's worker updates its own range of the master,
- * the range it has just reduced: the update is elementwise, so this is bitwise the master's step.
+ * (host-visible memory, optim_range), every device's worker computes its own range of the
+ * master's update, the range it has just reduced, into its own replica, and then copies the
+ * others' ranges: the update is elementwise, so this is bitwise the master's step, and the
+ * next replication finds every replica already holding the master's parameters.
  */
 #include "strata/status.h"
 #include "strategy/internal.h"
@@ -13,6 +15,7 @@
 static int dp_replicate(struct strata_runtime *rt)
 {
         STRATA_TRY(strata__multi_run(rt, STRATA__JOB_REPLICATE));
+        rt->replicas_current = 1;
         return strata__multi_callbacks(rt);
 }
 

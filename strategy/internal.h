@@ -73,6 +73,7 @@ struct strata_runtime {
         int nbuckets;
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward reduces gradients (last micro-batch) */
+        int replicas_current;          /* dp: every replica holds the master's parameters */
         int event;                     /* the event the device functions handle */
         enum strata__job job;
         struct strata_coll coll;       /* for STRATA__JOB_COLL */

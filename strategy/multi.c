@@ -230,9 +230,10 @@ static void copy_floats(const struct strata_device_ops *dev, float *dst, const f
 }
 
 static void copy_state(const struct strata_device_ops *dev, struct strata__replica *dst,
-                       const struct strata__replica *src)
+                       const struct strata__replica *src, int params)
 {
-        copy_floats(dev, dst->params, src->params, src->nparam);
+        if (params)
+                copy_floats(dev, dst->params, src->params, src->nparam);
         for (int i = 0; i < src->nlayers; i++)
                 if (src->layers[i].nstate)
                         copy_floats(dev, dst->layers[i].state, src->layers[i].state,
@@ -240,9 +241,14 @@ static void copy_state(const struct strata_device_ops *dev, struct strata__repli
 }
 
 /*
- * dp's optimizer step: the master's. Split, each device updates the range of the master that
- * matches the slice of the reduce it computed (so the lines are already in its cache), after
- * the master has clipped by the global norm; otherwise the master's device steps alone.
+ * dp's optimizer step: the master's. Split, each device computes the range of the master's
+ * update that matches the slice of the reduce it computed (the gradients and the optimizer
+ * state of that range are already in its cache), after the master has clipped by the global
+ * norm; it writes the new parameters into its own replica, which held the master's values,
+ * and once every range is done each device copies the others' ranges into its replica (the
+ * master included). Every replica then holds the master's new parameters, each range crossed
+ * between cores once, and the next replication has no parameters to copy. Elementwise
+ * updates: bitwise the master's step alone. Otherwise the master's device steps alone.
  */
 static int dp_split_step(const struct strata_runtime *rt)
 {
@@ -252,7 +258,7 @@ static int dp_split_step(const struct strata_runtime *rt)
 
 static int dp_step(struct strata_runtime *rt, int dev)
 {
-        struct strata__replica *m = &rt->replicas[0];
+        struct strata__replica *m = &rt->replicas[0], *mine = &rt->replicas[dev];
         size_t lo, hi;
 
         if (!dp_split_step(rt)) {
@@ -271,8 +277,15 @@ static int dp_step(struct strata_runtime *rt, int dev)
         if (rt->cfg.clip_value > 0.0f)
                 m->drv->clamp(m->grads + lo, rt->cfg.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
-        m->drv->optim_range(&rt->cfg.optim, m->opt_t, m->params, m->grads, m->opt_state,
+        m->drv->optim_range(&rt->cfg.optim, m->opt_t, mine->params, m->grads, m->opt_state,
                             m->nparam, lo, hi);
+        STRATA_TRY(strata_workers_barrier(rt->workers, dev));
+        for (int e = 0; e < rt->nreplicas; e++) {
+                if (e == dev)
+                        continue;
+                strata__comm_slice(m->nparam, sizeof(float), rt->nreplicas, e, &lo, &hi);
+                memcpy(mine->params + lo, rt->replicas[e].params + lo, (hi - lo) * sizeof(float));
+        }
         for (int i = 0; dev == 0 && i < m->nlayers; i++)
                 m->layers[i].grad_fresh = 1;
         return STRATA_OK;
@@ -365,7 +378,7 @@ static int device_job(struct strata_runtime *rt, int dev)
                 return STRATA_OK;
         case STRATA__JOB_REPLICATE:
                 if (dev != 0)
-                        copy_state(rt->dev, r, &rt->replicas[0]);
+                        copy_state(rt->dev, r, &rt->replicas[0], !rt->replicas_current);
                 return STRATA_OK;
         case STRATA__JOB_WARMUP:
                 strata__replica_warm_up(r);
@@ -472,15 +485,21 @@ int strata__multi_event(struct strata_runtime *rt, int event)
                    (dp_opt && !dp_split_step(rt));
 
         rt->event = event;
-        if (dp_opt && dp_split_step(rt))
-                rt->replicas[0].opt_t++; /* one step number for every device's range */
+        if (dp_opt) {
+                rt->replicas_current = 0; /* until every device has finished the step */
+                if (dp_split_step(rt))
+                        rt->replicas[0].opt_t++; /* one step number for every device's range */
+        }
         /* An event without work on the other devices is not posted to them (one sync point
          * less per step), unless a test injects a failure there. */
         if (idle && rt->inj_dev < 0) {
                 rt->job = STRATA__JOB_EVENT;
                 return device_fn(0, rt);
         }
-        return strata__multi_run(rt, STRATA__JOB_EVENT);
+        STRATA_TRY(strata__multi_run(rt, STRATA__JOB_EVENT));
+        if (dp_opt && dp_split_step(rt))
+                rt->replicas_current = 1; /* the split step left the master's in every replica */
+        return STRATA_OK;
 }
 
 int strata__multi_run(struct strata_runtime *rt, enum strata__job job)

@@ -2,7 +2,8 @@
  * dp's optimizer step split across devices (every device updates its range of the master,
  * through the driver's optim_range) is bitwise the master stepping alone (a driver without
  * optim_range), with clipping by global norm and by value, for SGD and AdamW, on 1-4 devices;
- * the split really runs: each step's ranges come from every device and cover the master once.
+ * the split really runs: each step's ranges come from every device and cover the master once;
+ * and when the step is over every replica already holds the master's new parameters.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -79,4 +80,34 @@ Test(dp_split_step, adamw_bitwise_master_alone, .timeout = 120)
 {
         for (int n = 1; n <= 4; n++)
                 run(STRATA_OPTIM_ADAMW, n);
+}
+
+/* After a split step each device has written its range into its own replica and copied the
+ * others' ranges: every replica equals the master before any replication, bitwise. */
+Test(dp_split_step, replicas_hold_the_new_master, .timeout = 120)
+{
+        struct strata_runtime *rt;
+        struct strata_config c;
+        const float *m, *p;
+        size_t nm, np;
+        struct rig r;
+
+        rig_init(&r, 1);
+        for (int devices = 2; devices <= 4; devices++) {
+                c = rig_cfg(&r, STRATA_STRATEGY_DP, devices, 1);
+                cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+                for (int step = 1; step <= 3; step++) {
+                        rig_steps(&r, rt, 1, NULL);
+                        cr_assert_eq(strata_parameters(rt, 0, &m, &nm), STRATA_OK);
+                        for (int d = 1; d < devices; d++) {
+                                cr_assert_eq(strata_parameters(rt, d, &p, &np), STRATA_OK);
+                                cr_assert_eq(np, nm);
+                                cr_assert_eq(memcmp(p, m, nm * sizeof(float)), 0,
+                                             "%d devices, step %d: replica %d is not the master",
+                                             devices, step, d);
+                        }
+                }
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
 }
