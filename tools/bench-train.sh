@@ -23,14 +23,15 @@ strata_sps() { # args... -> training samples/s of one epoch
 # The anchor's torch.set_num_threads(1) does not reach the OpenBLAS that PyTorch calls through
 # libblas.so.3 (Debian's pthread build): left alone, its own pool runs each GEMM on every core.
 # "One thread each" therefore pins that pool too; torch_sps_pool shows the figure without it.
-torch_sps() { # nprocs batch
-        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" |
+torch_run() { # env-args... -- nprocs batch
+        local e=()
+        while [ "$1" != -- ]; do e+=("$1"); shift; done
+        shift
+        env "${e[@]}" "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" |
                 sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
-torch_sps_pool() { # nprocs batch: PyTorch with OpenBLAS's default thread pool (all cores)
-        env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" |
-                sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
-}
+torch_sps() { torch_run OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 -- "$@"; }
+torch_sps_pool() { torch_run -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS -- "$@"; }
 
 gemm_ceiling() { # batch -> samples/s if a step were nothing but its GEMMs at their best times
         "$build/bin/strata-bench-gemm" --json --batch "$1" | tail -1 |

@@ -11,7 +11,6 @@
 static void train(struct rig *r, struct strata_config c, int rows, int steps, float *out)
 {
         struct strata_runtime *rt;
-        struct strata_batch b;
         const float *p;
         size_t n;
 
@@ -19,11 +18,7 @@ static void train(struct rig *r, struct strata_config c, int rows, int steps, fl
         cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, rows, 1), STRATA_OK);
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
-        strata_loader_reset(&r->loader, r->idx, 256);
-        for (int s = 0; s < steps; s++) {
-                cr_assert(strata_loader_next(&r->loader, &b));
-                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s", strata_last_error());
-        }
+        rig_steps(r, rt, steps, NULL);
         cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
         memcpy(out, p, n * sizeof(float));
         cr_assert_eq(strata_teardown(rt), STRATA_OK);

@@ -60,7 +60,6 @@ static int run(struct rig *r, int n, int patch, int steps)
 {
         struct strata_config c = r->cfg;
         struct strata_runtime *rt;
-        struct strata_batch b;
 
         r->mods[3] = r->mods[2]; /* linear 4 moves one down */
         r->mods[2] = (struct strata_module){ .ops = &recorder };
@@ -72,11 +71,7 @@ static int run(struct rig *r, int n, int patch, int steps)
         memset(&calls, 0, sizeof(calls));
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
-        strata_loader_reset(&r->loader, r->idx, 256);
-        for (int s = 0; s < steps; s++) {
-                cr_assert(strata_loader_next(&r->loader, &b));
-                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s", strata_last_error());
-        }
+        rig_steps(r, rt, steps, NULL);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         return calls.n;
 }
