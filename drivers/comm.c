@@ -16,12 +16,19 @@
 #include "kernel/internal.h"
 #include "kernel/workers_internal.h"
 
+/* The communicator and its eager mailboxes, one block. */
+static size_t comm_bytes(int ranks)
+{
+        return (sizeof(struct strata_comm) + 63) / 64 * 64 +
+               (size_t)ranks * 2 * STRATA__COMM_EAGER;
+}
+
 int strata_comm_plan(int ranks, size_t *bytes)
 {
         if (ranks < 1 || ranks > STRATA__COMM_MAX || !bytes)
                 return strata__fail(STRATA_EINVAL, "comm plan: %d ranks (1..%d)", ranks,
                                     STRATA__COMM_MAX);
-        *bytes = sizeof(struct strata_comm) + 64;
+        *bytes = comm_bytes(ranks) + 64;
         return STRATA_OK;
 }
 
@@ -47,9 +54,10 @@ int strata_comm_init_device(struct strata_comm **out, struct strata_arena *a,
         if (!strata__shm_comm.probe(&why))
                 return strata__fail(STRATA_ENODEV, "comm %s: %s", strata__shm_comm.name,
                                     why ? why : "probe failed");
-        STRATA_TRY(strata_arena_alloc(a, sizeof(*c), 64, &p));
+        STRATA_TRY(strata_arena_alloc(a, comm_bytes(strata_workers_count(w)), 64, &p));
         c = p;
         memset(c, 0, sizeof(*c));
+        c->mail = (unsigned char *)p + (sizeof(*c) + 63) / 64 * 64;
         c->ops = &strata__shm_comm;
         c->w = w;
         c->n = strata_workers_count(w);
@@ -190,17 +198,17 @@ static int check(const struct strata_coll *op, int rank, int n)
         return STRATA_OK;
 }
 
-static int agree(struct strata_comm *c, int rank)
+static int agree(struct strata_comm *c, int rank, int p)
 {
-        const struct strata_coll *me = &c->slot[rank].op;
+        const struct strata_coll *me = &c->slot[rank][p].op;
 
-        if (c->slot[rank].status != STRATA_OK)
-                return c->slot[rank].status; /* this rank's own message was set by check() */
+        if (c->slot[rank][p].status != STRATA_OK)
+                return c->slot[rank][p].status; /* this rank's own message was set by check() */
         for (int r = 0; r < c->n; r++)
-                if (c->slot[r].status != STRATA_OK)
+                if (c->slot[r][p].status != STRATA_OK)
                         return strata__fail(STRATA_EINVAL, "rank %d passed bad arguments", r);
         for (int r = 0; r < c->n; r++) {
-                const struct strata_coll *o = &c->slot[r].op;
+                const struct strata_coll *o = &c->slot[r][p].op;
 
                 if (o->kind != me->kind || o->count != me->count || o->dtype != me->dtype ||
                     o->op != me->op || o->root != me->root)
@@ -219,15 +227,15 @@ static double now_s(void)
 }
 
 /* Spin until every rank's flag reaches @p seq; bounded by the abort flag and the timeout. */
-static int wait_flags(struct strata_comm *c, int rank, int ready, unsigned seq)
+static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 {
         double deadline = 0.0;
 
         for (int r = 0; r < c->n; r++) {
-                atomic_uint *f = ready ? &c->slot[r].ready : &c->flag[r].done;
+                _Atomic uint64_t *f = ready ? &c->slot[r][seq & 1].ready : &c->flag[r].done;
                 unsigned spins = 0;
 
-                while ((int)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0) {
+                while ((int64_t)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0) {
                         if (strata__workers_aborted(c->w))
                                 return STRATA_EABORTED;
                         if (++spins > c->yield_after)
@@ -249,34 +257,84 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, unsigned seq)
         return STRATA_OK;
 }
 
+/* Collectives that finish in one meeting: no data, or data small enough for the mailboxes. */
+static int eager(const struct strata_comm *c, const struct strata_coll *op)
+{
+        if (op->kind == STRATA_COLL_BARRIER)
+                return 1;
+        return !c->dev && op->kind == STRATA_COLL_ALL_REDUCE &&
+               op->count <= STRATA__COMM_EAGER / strata_dtype_size(op->dtype);
+}
+
+static void *mailbox(const struct strata_comm *c, int rank, int p)
+{
+        return c->mail + ((size_t)rank * 2 + (size_t)p) * STRATA__COMM_EAGER;
+}
+
+/* Every rank reduces all inputs in rank order, the same order as the sliced path. */
+static void eager_all_reduce(struct strata_comm *c, int rank, int p, const struct strata_coll *op)
+{
+        const void *src[STRATA__COMM_MAX];
+        void *dst[1] = { op->recv };
+
+        for (int r = 0; r < c->n; r++)
+                src[r] = r == rank ? op->send : mailbox(c, r, p);
+        strata__comm_reduce(c, op, dst, 1, src, c->n, 0, op->count, 0);
+}
+
 /*
  * Every collective: publish the descriptor with this rank's sequence number (one cache line),
  * wait for every rank's, agree, move this rank's share of the data, fence, publish "done",
  * wait for every rank's "done". Both synchronisations are per-rank flags: each rank writes only
  * its own line. The protocol never depends on a rank's own arguments, so ranks that disagree
  * still meet at the same points and all return the error.
+ *
+ * Eager collectives (barrier, small all_reduce) skip the second meeting: inputs were copied
+ * into mailboxes before the first, so no rank reads a peer's own buffers. Whether a call is
+ * eager is decided after agreement, from arguments every rank then shares. Descriptors and
+ * mailboxes alternate by sequence parity: a rank can start its next collective while peers
+ * still read this one, but not the one after, since that needs every peer at the next meeting.
  */
 int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
-        unsigned seq;
-        int rc;
+        struct strata__comm_flags *me;
+        struct strata__comm_slot *s;
+        unsigned epoch;
+        uint64_t seq;
+        int rc, p, quick;
 
         if (!c || !op || rank < 0 || rank >= (c ? c->n : 0))
                 return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
         /* Device memory: this rank's inputs are complete once its queued work is. */
         if (c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
                 return strata_workers_fail(c->w, rank, rc);
-        seq = ++c->flag[rank].seq;
-        c->slot[rank].op = *op;
-        c->slot[rank].status = check(op, rank, c->n);
-        if (c->slot[rank].status == STRATA_OK)
-                c->slot[rank].status = device_check(c, op);
-        atomic_store_explicit(&c->slot[rank].ready, seq, memory_order_release);
+        me = &c->flag[rank];
+        epoch = strata__workers_epoch(c->w);
+        if (me->epoch != epoch) { /* a failed run: restart above every sequence used so far */
+                me->epoch = epoch;
+                me->seq = (uint64_t)epoch << 40;
+        }
+        seq = ++me->seq;
+        p = (int)(seq & 1);
+        s = &c->slot[rank][p];
+        s->op = *op;
+        s->status = check(op, rank, c->n);
+        if (s->status == STRATA_OK)
+                s->status = device_check(c, op);
+        quick = s->status == STRATA_OK && eager(c, op);
+        if (quick && op->kind != STRATA_COLL_BARRIER && op->count)
+                memcpy(mailbox(c, rank, p), op->send, op->count * strata_dtype_size(op->dtype));
+        atomic_store_explicit(&s->ready, seq, memory_order_release);
         STRATA_TRY(injected(c, rank, 0));
         STRATA_TRY(wait_flags(c, rank, 1, seq));
-        rc = agree(c, rank);
+        rc = agree(c, rank, p);
         if (rc == STRATA_OK)
                 rc = injected(c, rank, 1);
+        if (rc == STRATA_OK && quick) { /* agreement made every rank's call eager */
+                if (op->kind == STRATA_COLL_ALL_REDUCE && op->count)
+                        eager_all_reduce(c, rank, p, op);
+                return injected(c, rank, 2);
+        }
         if (rc == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count)
                 rc = c->ops->run[op->kind](c, rank, op);
         strata__store_fence();
@@ -287,7 +345,7 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
         if (rc != STRATA_OK && rc != STRATA_EINVAL && rc != STRATA_EOVERFLOW &&
             rc != STRATA_ENOTSUP)
                 return rc; /* a failure: the pool's abort flag releases the others */
-        atomic_store_explicit(&c->flag[rank].done, seq, memory_order_release);
+        atomic_store_explicit(&me->done, seq, memory_order_release);
         STRATA_TRY(wait_flags(c, rank, 0, seq));
         return rc;
 }

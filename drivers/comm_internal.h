@@ -3,25 +3,35 @@
 #define STRATA_DRIVERS_COMM_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "strata/comm.h"
 
 #define STRATA__COMM_MAX 64
 
-/* What each rank published for the current collective, one cache line or more each. */
+/*
+ * What a rank published for one collective, on one cache line with its sequence flag so a peer
+ * reads both together. Each rank has two, used by sequence parity: a rank that has left an
+ * eager collective may publish its next one while slower peers still read this one.
+ */
 struct strata__comm_slot {
         _Alignas(64) struct strata_coll op;
         int status;
-        atomic_uint ready; /* sequence published: on the descriptor's line, read together */
+        _Atomic uint64_t ready; /* sequence published */
 };
 
-/* Messages up to this size synchronise with sequence flags instead of the pool barrier. */
-#define STRATA__COMM_SMALL (64 * 1024)
+/*
+ * Eager path: an all_reduce of at most this many bytes per rank (host memory) copies its input
+ * into the rank's mailbox before the one meeting, and every rank then reduces all mailboxes
+ * itself, so nobody reads a peer's own buffer and no second meeting is needed.
+ */
+#define STRATA__COMM_EAGER ((size_t)256)
 
 /* Per rank, on its own cache line: the sequence it has finished. */
 struct strata__comm_flags {
-        _Alignas(64) atomic_uint done;
-        _Alignas(64) unsigned seq; /* collectives this rank has started (private to the rank) */
+        _Alignas(64) _Atomic uint64_t done;
+        _Alignas(64) uint64_t seq; /* collectives this rank has started (private to the rank) */
+        unsigned epoch;            /* the pool's failure epoch that seq counts in */
 };
 
 struct strata_comm {
@@ -32,9 +42,17 @@ struct strata_comm {
         double timeout_s;
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         const struct strata_device_ops *dev; /* device memory (not host-visible), or NULL */
-        struct strata__comm_slot slot[STRATA__COMM_MAX];
+        unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
+        struct strata__comm_slot slot[STRATA__COMM_MAX][2];
         struct strata__comm_flags flag[STRATA__COMM_MAX];
 };
+
+/* What rank @p r published for the collective that @p rank is running now. */
+static inline const struct strata_coll *strata__comm_peer(const struct strata_comm *c, int rank,
+                                                           int r)
+{
+        return &c->slot[r][c->flag[rank].seq & 1].op;
+}
 
 extern const struct strata_comm_ops strata__shm_comm;
 

@@ -52,6 +52,7 @@ struct strata_workers {
         atomic_int first_error;
         atomic_int stop;
         atomic_int broken;
+        atomic_uint epoch; /* runs that failed: a communicator restarts its sequences on change */
         strata_work_fn fn;
         void *arg;
         int n;
@@ -301,6 +302,8 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
                                     "workers: a device timed out earlier; the pool is unusable");
         w->fn = fn;
         w->arg = arg;
+        if (atomic_load(&w->abort) || atomic_load(&w->first_error))
+                atomic_fetch_add(&w->epoch, 1); /* ranks may have left the last run out of step */
         atomic_store(&w->abort, 0);
         atomic_store(&w->first_error, 0);
         atomic_store(&w->arrived, 0);
@@ -336,6 +339,11 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
 int strata__workers_aborted(struct strata_workers *w)
 {
         return atomic_load_explicit(&w->abort, memory_order_relaxed);
+}
+
+unsigned strata__workers_epoch(const struct strata_workers *w)
+{
+        return atomic_load_explicit(&w->epoch, memory_order_relaxed);
 }
 
 double strata__workers_timeout(const struct strata_workers *w)

@@ -7,6 +7,13 @@
 /** Non-zero once a device failed or a wait timed out in the current command. */
 int strata__workers_aborted(struct strata_workers *w);
 
+/**
+ * Runs that ended in failure so far. A failed run can leave ranks at different points of a
+ * collective; a communicator that sees a new epoch restarts its sequence numbers above every
+ * old one. Changes only between runs.
+ */
+unsigned strata__workers_epoch(const struct strata_workers *w);
+
 /** The pool's bound on every wait, in seconds. */
 double strata__workers_timeout(const struct strata_workers *w);
 

@@ -39,10 +39,10 @@ static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *
 
         for (int r = 0; r < c->n; r++)
                 if (r != op->root)
-                        dst[nd++] = c->slot[r].op.recv;
+                        dst[nd++] = strata__comm_peer(c, rank, r)->recv;
         strata__comm_slice(op->count, es, c->n, rank, &lo, &hi);
-        strata__comm_copy(c, dst, nd, c->slot[op->root].op.recv, lo * es, hi * es,
-                          op->count * es >= NT_BYTES);
+        strata__comm_copy(c, dst, nd, strata__comm_peer(c, rank, op->root)->recv, lo * es,
+                          hi * es, op->count * es >= NT_BYTES);
         return STRATA_OK;
 }
 
@@ -54,9 +54,9 @@ static int reduce_to(struct strata_comm *c, int rank, const struct strata_coll *
         int nd = 0;
 
         for (int r = 0; r < c->n; r++) {
-                src[r] = c->slot[r].op.send;
+                src[r] = strata__comm_peer(c, rank, r)->send;
                 if (all || r == op->root)
-                        dst[nd++] = c->slot[r].op.recv;
+                        dst[nd++] = strata__comm_peer(c, rank, r)->recv;
         }
         strata__comm_slice(op->count, es, c->n, rank, &lo, &hi);
         strata__comm_reduce(c, op, dst, nd, src, c->n, lo, hi,
@@ -80,7 +80,7 @@ static int all_gather(struct strata_comm *c, int rank, const struct strata_coll 
         void *dst[STRATA__COMM_MAX];
 
         for (int r = 0; r < c->n; r++)
-                dst[r] = (char *)c->slot[r].op.recv + off;
+                dst[r] = (char *)strata__comm_peer(c, rank, r)->recv + off;
         strata__comm_copy(c, dst, c->n, (const char *)op->send, 0, op->count * es,
                           op->count * es * (size_t)c->n >= NT_BYTES);
         return STRATA_OK;
@@ -93,7 +93,7 @@ static int reduce_scatter(struct strata_comm *c, int rank, const struct strata_c
         void *dst[1] = { op->recv };
 
         for (int r = 0; r < c->n; r++)
-                src[r] = (const char *)c->slot[r].op.send + off;
+                src[r] = (const char *)strata__comm_peer(c, rank, r)->send + off;
         strata__comm_reduce(c, op, dst, 1, src, c->n, 0, op->count,
                             op->count * es * (size_t)c->n >= NT_BYTES);
         return STRATA_OK;
@@ -102,7 +102,8 @@ static int reduce_scatter(struct strata_comm *c, int rank, const struct strata_c
 static int gather(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
         size_t es = strata_dtype_size(op->dtype);
-        void *dst[1] = { (char *)c->slot[op->root].op.recv + (size_t)rank * op->count * es };
+        void *dst[1] = { (char *)strata__comm_peer(c, rank, op->root)->recv +
+                         (size_t)rank * op->count * es };
 
         strata__comm_copy(c, dst, 1, op->send, 0, op->count * es, 0);
         return STRATA_OK;
@@ -114,7 +115,8 @@ static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op
         void *dst[1] = { op->recv };
 
         strata__comm_copy(c, dst, 1,
-                          (const char *)c->slot[op->root].op.send + (size_t)rank * op->count * es,
+                          (const char *)strata__comm_peer(c, rank, op->root)->send +
+                                  (size_t)rank * op->count * es,
                           0, op->count * es, 0);
         return STRATA_OK;
 }

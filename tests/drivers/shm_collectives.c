@@ -237,7 +237,7 @@ static void check_kind(struct pool *p, enum strata_coll_kind kind, size_t count,
 
 static void all_kinds(int n)
 {
-        static const size_t counts[] = { 0, 1, 7, 33, 1001, 40000 };
+        static const size_t counts[] = { 0, 1, 7, 33, 256, 1001, 40000 };
         static const enum strata_coll_kind kinds[] = {
                 STRATA_COLL_ALL_REDUCE, STRATA_COLL_REDUCE,     STRATA_COLL_BROADCAST,
                 STRATA_COLL_ALL_GATHER, STRATA_COLL_REDUCE_SCATTER, STRATA_COLL_GATHER,
@@ -306,5 +306,57 @@ Test(shm_collectives, streaming_stores_large_message, .timeout = 120)
 
                         cr_assert_eq(((float *)j.send[r])[i], want, "rank %d elem %zu", r, i);
                 }
+        pool_stop(&p);
+}
+
+/*
+ * Back-to-back small all_reduces, each with new inputs, interleaved with large ones: ranks that
+ * leave an eager (one-meeting) collective early must not overwrite inputs a slower peer has
+ * not read yet. Every rank checks every result.
+ */
+struct race {
+        struct strata_comm *c;
+        float *buf[3];
+        float *big[3];
+        int bad[3];
+};
+
+#define RACE_SMALL 200
+#define RACE_BIG 5000
+
+static int race_go(int rank, void *arg)
+{
+        struct race *j = arg;
+
+        for (int it = 0; it < 3000; it++) {
+                int big = it % 7 == 6;
+                float *x = big ? j->big[rank] : j->buf[rank];
+                size_t count = big ? RACE_BIG : RACE_SMALL;
+
+                for (size_t i = 0; i < count; i++)
+                        x[i] = (float)(rank * 1000 + it + (int)i);
+                STRATA_TRY(strata_comm_all_reduce(j->c, rank, x, x, count, STRATA_F32,
+                                                  STRATA_OP_SUM));
+                for (size_t i = 0; i < count; i++)
+                        if (x[i] != (float)(3000 + 3 * (it + (int)i)) && !j->bad[rank])
+                                j->bad[rank] = it + 1;
+        }
+        return STRATA_OK;
+}
+
+Test(shm_collectives, back_to_back_small_and_large, .timeout = 60)
+{
+        static struct race j;
+        struct pool p;
+
+        pool_start(&p, 3, 30.0);
+        j.c = p.c;
+        for (int r = 0; r < 3; r++) {
+                j.buf[r] = pool_alloc(&p, RACE_SMALL * sizeof(float));
+                j.big[r] = pool_alloc(&p, RACE_BIG * sizeof(float));
+        }
+        cr_assert_eq(strata_workers_run(p.w, race_go, &j), STRATA_OK, "%s", strata_last_error());
+        for (int r = 0; r < 3; r++)
+                cr_assert_eq(j.bad[r], 0, "rank %d: wrong sum at iteration %d", r, j.bad[r] - 1);
         pool_stop(&p);
 }

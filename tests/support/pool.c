@@ -13,7 +13,7 @@ void pool_start(struct pool *p, int n, double timeout_s)
         p->n = n;
         cr_assert_eq(strata_workers_plan(&wc, &wb), STRATA_OK);
         cr_assert_eq(strata_comm_plan(n, &cb), STRATA_OK);
-        cr_assert_eq(strata_arena_map(&p->arena, wb + cb + STRATA_KIB(64), NULL), STRATA_OK);
+        cr_assert_eq(strata_arena_map(&p->arena, wb + 2 * cb + STRATA_KIB(64), NULL), STRATA_OK);
         cr_assert_eq(strata_arena_map(&p->scratch, STRATA_MIB(320), NULL), STRATA_OK);
         cr_assert_eq(strata_workers_start(&p->w, &p->arena, &wc), STRATA_OK, "%s",
                      strata_last_error());
