@@ -2,18 +2,20 @@
 # Strata's all_reduce (2 devices = 2 pinned threads) and Open MPI's MPI_Allreduce (2 ranks),
 # run back to back, ROUNDS times alternated; prints per size the median busbw of each and the
 # ratio Strata/Open MPI, plus Strata's fraction of the memory-bandwidth bound.
+# MIN_BYTES / MAX_BYTES (default 4096 / 256 MiB) choose the sizes for both programs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$here/build}
 rounds=${ROUNDS:-3}
+sizes=(--min-bytes "${MIN_BYTES:-4096}" --max-bytes "${MAX_BYTES:-268435456}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 [ -x "$build/bin/strata-bench-mpi" ] || { echo "bench-coll: mpicc missing (make deps)"; exit 1; }
 for r in $(seq "$rounds"); do
-        "$build/bin/strata-bench-coll" --json > "$tmp/strata.$r"
+        "$build/bin/strata-bench-coll" --json "${sizes[@]}" > "$tmp/strata.$r"
         mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core \
-                "$build/bin/strata-bench-mpi" --json > "$tmp/mpi.$r"
+                "$build/bin/strata-bench-mpi" --json "${sizes[@]}" > "$tmp/mpi.$r"
 done
 awk -v rounds="$rounds" '
 function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
