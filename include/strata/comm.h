@@ -67,7 +67,10 @@ struct strata_comm_ops {
                                       const struct strata_coll *op);
 };
 
-/** @brief Bytes strata_comm_init() takes from its arena for @p ranks ranks. */
+/**
+ * @brief Bytes strata_comm_init() takes from its arena for @p ranks ranks (the communicator
+ *        and its small-message mailboxes, two of 256 bytes per rank).
+ */
 int strata_comm_plan(int ranks, size_t *bytes);
 
 /**
@@ -99,7 +102,7 @@ int strata_comm_init_device(struct strata_comm **c, struct strata_arena *a,
  */
 int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *op);
 
-/** @brief Barrier. */
+/** @brief Barrier: returns once every rank has entered it (one meeting of per-rank flags). */
 int strata_comm_barrier(struct strata_comm *c, int rank);
 /** @brief Broadcast @p count elements of @p buf from @p root. */
 int strata_comm_broadcast(struct strata_comm *c, int rank, void *buf, size_t count,
@@ -107,7 +110,11 @@ int strata_comm_broadcast(struct strata_comm *c, int rank, void *buf, size_t cou
 /** @brief Reduce into @p recv of @p root (recv may be NULL on other ranks). */
 int strata_comm_reduce(struct strata_comm *c, int rank, const void *send, void *recv,
                        size_t count, enum strata_dtype dt, enum strata_reduce_op op, int root);
-/** @brief All-reduce; send == recv for in place. */
+/**
+ * @brief All-reduce; send == recv for in place. Up to 256 bytes per rank on host memory the
+ *        inputs go through per-rank mailboxes and the call needs one meeting instead of two;
+ *        the result is bitwise the same either way (ranks combined in rank order).
+ */
 int strata_comm_all_reduce(struct strata_comm *c, int rank, const void *send, void *recv,
                            size_t count, enum strata_dtype dt, enum strata_reduce_op op);
 /** @brief All-gather: recv holds count * ranks elements, rank r's at r * count. */
