@@ -16,11 +16,12 @@
 #include "kernel/internal.h"
 #include "kernel/workers_internal.h"
 
-/* The communicator and its eager mailboxes, one block. */
+/* The communicator, rounded to a cache line: its eager mailboxes follow in the same block. */
+#define COMM_HEAD ((sizeof(struct strata_comm) + 63) / 64 * 64)
+
 static size_t comm_bytes(int ranks)
 {
-        return (sizeof(struct strata_comm) + 63) / 64 * 64 +
-               (size_t)ranks * 2 * STRATA__COMM_EAGER;
+        return COMM_HEAD + (size_t)ranks * 2 * STRATA__COMM_EAGER;
 }
 
 int strata_comm_plan(int ranks, size_t *bytes)
@@ -57,7 +58,7 @@ int strata_comm_init_device(struct strata_comm **out, struct strata_arena *a,
         STRATA_TRY(strata_arena_alloc(a, comm_bytes(strata_workers_count(w)), 64, &p));
         c = p;
         memset(c, 0, sizeof(*c));
-        c->mail = (unsigned char *)p + (sizeof(*c) + 63) / 64 * 64;
+        c->mail = (unsigned char *)p + COMM_HEAD;
         c->ops = &strata__shm_comm;
         c->w = w;
         c->n = strata_workers_count(w);
