@@ -4,6 +4,9 @@
  * fraction of the bound that bandwidth puts on the collective (traffic model in README).
  */
 #include <getopt.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +134,63 @@ static double dispatch_us(struct strata_workers *w)
         return t[10000] * 1e6;
 }
 
+#define PINGS 101
+#define PING_BATCH 1000
+
+/* Two flags on their own cache lines, one written by each of devices 0 and 1. */
+static struct {
+        _Alignas(64) _Atomic uint64_t ping;
+        _Alignas(64) _Atomic uint64_t pong;
+        _Alignas(64) double t[PINGS];
+} lines;
+
+/*
+ * Devices 0 and 1 take turns: 0 raises ping, 1 answers with pong. Half a round trip is the
+ * time for one cache line written on one core to be seen on the other: the floor under every
+ * meeting of a collective, since each meeting is one such handoff.
+ */
+/* Spin for the peer's value; yield now and then in case the two devices share a core. */
+static void spin_until(_Atomic uint64_t *f, uint64_t k)
+{
+        for (unsigned spins = 1; atomic_load_explicit(f, memory_order_acquire) != k; spins++)
+                if (spins % 4096 == 0)
+                        sched_yield();
+}
+
+static int ping_pong(int rank, void *arg)
+{
+        double t0 = 0.0;
+
+        (void)arg;
+        for (uint64_t k = 1; k <= (uint64_t)PINGS * PING_BATCH; k++) {
+                if (rank == 0) {
+                        if (k % PING_BATCH == 1)
+                                t0 = now();
+                        atomic_store_explicit(&lines.ping, k, memory_order_release);
+                        spin_until(&lines.pong, k);
+                        if (k % PING_BATCH == 0)
+                                lines.t[k / PING_BATCH - 1] = (now() - t0) / PING_BATCH / 2;
+                } else if (rank == 1) {
+                        spin_until(&lines.ping, k);
+                        atomic_store_explicit(&lines.pong, k, memory_order_release);
+                }
+        }
+        return STRATA_OK;
+}
+
+/* Median over PINGS batches of one-way handoff time, in microseconds (0 on one device). */
+static double handoff_us(struct strata_workers *w, int n)
+{
+        if (n < 2)
+                return 0.0;
+        atomic_store(&lines.ping, 0);
+        atomic_store(&lines.pong, 0);
+        if (strata_workers_run(w, ping_pong, NULL))
+                return 0.0;
+        qsort(lines.t, PINGS, sizeof(double), cmp_double);
+        return lines.t[PINGS / 2] * 1e6;
+}
+
 static const char *names[STRATA_COLL_COUNT] = { "barrier", "broadcast", "reduce", "all_reduce",
                                                 "all_gather", "reduce_scatter", "gather",
                                                 "scatter" };
@@ -147,7 +207,7 @@ int main(int argc, char **argv)
         size_t minb = 4096, maxb = (size_t)256 << 20, wbytes, cbytes, total;
         size_t membw_len = (size_t)64 << 20;
         int json = 0, c;
-        double bw, rt_us;
+        double bw, rt_us, hand_us;
         char line[160];
 
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -212,14 +272,18 @@ int main(int argc, char **argv)
                 bw = 3.0 * (double)membw_len * 4 / b.best / 1e9;
         }
         rt_us = dispatch_us(b.w);
+        hand_us = handoff_us(b.w, b.n);
         if (json) {
-                printf("{\"dispatch_round_trip_us_median\":%.3f,\"devices\":%d,"
-                       "\"membw_GBs\":%.2f}\n", rt_us, b.n, bw);
+                printf("{\"dispatch_round_trip_us_median\":%.3f,\"handoff_us_median\":%.3f,"
+                       "\"devices\":%d,\"membw_GBs\":%.2f}\n", rt_us, hand_us, b.n, bw);
         } else {
                 printf("# strata-bench-coll: %s, %d devices, f32 sum; memory bandwidth (2-input "
                        "sum, %d threads) %.2f GB/s\n", names[b.kind], b.n, b.n, bw);
                 printf("# dispatch round trip (post to %d devices and wait), median of 20000: "
                        "%.2f us\n", b.n, rt_us);
+                if (b.n > 1)
+                        printf("# cache-line handoff between devices 0 and 1 (one way), median "
+                               "of %d x %d ping-pongs: %.3f us\n", PINGS, PING_BATCH, hand_us);
                 for (int d = 0; d < b.n; d++) {
                         strata_placement_describe(strata_workers_placement(b.w, d), line,
                                                   sizeof(line));
