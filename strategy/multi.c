@@ -245,9 +245,10 @@ static void copy_state(const struct strata_device_ops *dev, struct strata__repli
  * update that matches the slice of the reduce it computed (the gradients and the optimizer
  * state of that range are already in its cache), after the master has clipped by the global
  * norm; it writes the new parameters into its own replica, which held the master's values,
- * and once every range is done each device copies the others' ranges into its replica (the
- * master included). Every replica then holds the master's new parameters, each range crossed
- * between cores once, and the next replication has no parameters to copy. Elementwise
+ * and then into every other replica (the master included): stores into a peer's lines drain
+ * in the background, where reading them would stall. After a barrier every replica holds the
+ * master's new parameters, each range crossed between cores once, and the next replication
+ * has no parameters to copy. Elementwise
  * updates: bitwise the master's step alone. Otherwise the master's device steps alone.
  */
 static int dp_split_step(const struct strata_runtime *rt)
@@ -279,13 +280,11 @@ static int dp_step(struct strata_runtime *rt, int dev)
         /* The coordinator counted the step (opt_t) before posting it. */
         m->drv->optim_range(&rt->cfg.optim, m->opt_t, mine->params, m->grads, m->opt_state,
                             m->nparam, lo, hi);
+        for (int e = 0; e < rt->nreplicas; e++)
+                if (e != dev)
+                        memcpy(rt->replicas[e].params + lo, mine->params + lo,
+                               (hi - lo) * sizeof(float));
         STRATA_TRY(strata_workers_barrier(rt->workers, dev));
-        for (int e = 0; e < rt->nreplicas; e++) {
-                if (e == dev)
-                        continue;
-                strata__comm_slice(m->nparam, sizeof(float), rt->nreplicas, e, &lo, &hi);
-                memcpy(mine->params + lo, rt->replicas[e].params + lo, (hi - lo) * sizeof(float));
-        }
         for (int i = 0; dev == 0 && i < m->nlayers; i++)
                 m->layers[i].grad_fresh = 1;
         return STRATA_OK;
