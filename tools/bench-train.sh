@@ -5,6 +5,9 @@
 #    the ceiling a step made of nothing but its GEMMs would reach (strata-bench-gemm)
 #  - ddp and dp on 2 devices at global batch 128, against PyTorch DDP over Gloo (2 processes)
 #  - per-step runtime overhead of ddp on 2 devices with a model that does almost nothing
+#  - at start and end, the one-way cache-line handoff between the two cores: this VM moves
+#    between a state where it takes ~0.06 us and one where it takes ~0.33 us, and the scaling
+#    figures move with it
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,8 +91,16 @@ overhead() { # median step time of a model that does (almost) nothing
                 "$(printf '%s\n' "${o[@]}" | median)" "$reps"
 }
 
+# The VM's state: one-way cache-line handoff between the two devices' cores (strata-bench-coll).
+handoff() {
+        printf 'cache-line handoff between devices 0 and 1 (%s): %s us\n' "$1" \
+                "$("$build/bin/strata-bench-coll" --json --min-bytes 4 --max-bytes 4 |
+                        sed -n 's/.*"handoff_us_median":\([0-9.]*\).*/\1/p')"
+}
+
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-train: PyTorch missing (make bench-deps)"; exit 1; }
 echo "median of $reps alternated runs; training time only; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto}"
+handoff start
 echo "PyTorch: OPENBLAS_NUM_THREADS=1 (one thread per process); torch_pool: OpenBLAS's default pool"
 single_set "single device, one thread each"
 multi_set
@@ -100,3 +111,4 @@ if grep -q avx512f /proc/cpuinfo && [ "${OPENBLAS_CORETYPE:-}" != SkylakeX ]; th
         single_set "single device, one thread each"
         multi_set
 fi
+handoff end
