@@ -144,11 +144,6 @@ static struct {
         _Alignas(64) double t[PINGS];
 } lines;
 
-/*
- * Devices 0 and 1 take turns: 0 raises ping, 1 answers with pong. Half a round trip is the
- * time for one cache line written on one core to be seen on the other: the floor under every
- * meeting of a collective, since each meeting is one such handoff.
- */
 /* Spin for the peer's value; yield now and then in case the two devices share a core. */
 static void spin_until(_Atomic uint64_t *f, uint64_t k)
 {
@@ -157,6 +152,11 @@ static void spin_until(_Atomic uint64_t *f, uint64_t k)
                         sched_yield();
 }
 
+/*
+ * Devices 0 and 1 take turns: 0 raises ping, 1 answers with pong. Half a round trip is the
+ * time for one cache line written on one core to be seen on the other: the floor under every
+ * meeting of a collective, since each meeting is one such handoff.
+ */
 static int ping_pong(int rank, void *arg)
 {
         double t0 = 0.0;
