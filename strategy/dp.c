@@ -5,8 +5,8 @@
  * runs forward and backward on all devices in parallel, reduces the gradients to the master in
  * device order and steps the optimizer on the master's state only. Where the driver allows it
  * (host-visible memory, optim_range), every device's worker computes its own range of the
- * master's update, the range it has just reduced, into its own replica, and then copies the
- * others' ranges: the update is elementwise, so this is bitwise the master's step, and the
+ * master's update, the range it has just reduced, into its own replica and then into every
+ * other replica: the update is elementwise, so this is bitwise the master's step, and the
  * next replication finds every replica already holding the master's parameters.
  */
 #include "strata/status.h"

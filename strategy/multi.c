@@ -248,8 +248,8 @@ static void copy_state(const struct strata_device_ops *dev, struct strata__repli
  * and then into every other replica (the master included): stores into a peer's lines drain
  * in the background, where reading them would stall. After a barrier every replica holds the
  * master's new parameters, each range crossed between cores once, and the next replication
- * has no parameters to copy. Elementwise
- * updates: bitwise the master's step alone. Otherwise the master's device steps alone.
+ * has no parameters to copy. Elementwise updates: bitwise the master's step alone. Otherwise
+ * the master's device steps alone.
  */
 static int dp_split_step(const struct strata_runtime *rt)
 {
@@ -480,13 +480,14 @@ int strata__multi_setup(struct strata_runtime *rt)
 int strata__multi_event(struct strata_runtime *rt, int event)
 {
         int dp_opt = event == STRATA_EV_OPTIMIZER_STEP && rt->cfg.strategy == STRATA_STRATEGY_DP;
+        int split = dp_opt && dp_split_step(rt);
         int idle = event == STRATA_EV_BATCH_START || event == STRATA_EV_BATCH_END ||
-                   (dp_opt && !dp_split_step(rt));
+                   (dp_opt && !split);
 
         rt->event = event;
         if (dp_opt) {
                 rt->replicas_current = 0; /* until every device has finished the step */
-                if (dp_split_step(rt))
+                if (split)
                         rt->replicas[0].opt_t++; /* one step number for every device's range */
         }
         /* An event without work on the other devices is not posted to them (one sync point
@@ -496,7 +497,7 @@ int strata__multi_event(struct strata_runtime *rt, int event)
                 return device_fn(0, rt);
         }
         STRATA_TRY(strata__multi_run(rt, STRATA__JOB_EVENT));
-        if (dp_opt && dp_split_step(rt))
+        if (split)
                 rt->replicas_current = 1; /* the split step left the master's in every replica */
         return STRATA_OK;
 }

@@ -261,11 +261,30 @@ static int cuda_sync(void)
         return STRATA_OK;
 }
 
+/*
+ * The PUs hwloc reports as local to GPU @p ordinal's PCIe slot, or NULL when hwloc cannot tell.
+ * The caller frees the bitmap (hwloc_bitmap_free). Setup and --verbose only.
+ */
+static hwloc_bitmap_t gpu_cpuset(int ordinal)
+{
+        hwloc_topology_t topo;
+        hwloc_bitmap_t set = NULL;
+
+        if (hwloc_topology_init(&topo) != 0)
+                return NULL;
+        if (hwloc_topology_load(topo) == 0 && (set = hwloc_bitmap_alloc()) != NULL &&
+            hwloc_cudart_get_device_cpuset(topo, ordinal, set) != 0) {
+                hwloc_bitmap_free(set);
+                set = NULL;
+        }
+        hwloc_topology_destroy(topo);
+        return set;
+}
+
 /* The GPU's name and the cores hwloc reports as local to its PCI slot. */
 static void cuda_describe(int dev_id, char *buf, size_t n)
 {
         struct cudaDeviceProp prop;
-        hwloc_topology_t topo;
         hwloc_bitmap_t set;
         char cores[256] = "unknown";
         int ordinal;
@@ -279,13 +298,9 @@ static void cuda_describe(int dev_id, char *buf, size_t n)
         ordinal = gpus[dev_id].ordinal;
         if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess)
                 snprintf(prop.name, sizeof(prop.name), "?");
-        if (hwloc_topology_init(&topo) == 0) {
-                if (hwloc_topology_load(topo) == 0 && (set = hwloc_bitmap_alloc()) != NULL) {
-                        if (hwloc_cudart_get_device_cpuset(topo, ordinal, set) == 0)
-                                hwloc_bitmap_list_snprintf(cores, sizeof(cores), set);
-                        hwloc_bitmap_free(set);
-                }
-                hwloc_topology_destroy(topo);
+        if ((set = gpu_cpuset(ordinal)) != NULL) {
+                hwloc_bitmap_list_snprintf(cores, sizeof(cores), set);
+                hwloc_bitmap_free(set);
         }
         snprintf(buf, n, "cuda device %d = GPU %d (%s), host cores local to it: %s", dev_id,
                  ordinal, prop.name, cores);
@@ -294,23 +309,16 @@ static void cuda_describe(int dev_id, char *buf, size_t n)
 /* The PUs hwloc reports as local to the GPU's PCIe slot: workers go there first. */
 static int cuda_local_pus(int dev_id, int *pus, int max)
 {
-        hwloc_topology_t topo;
         hwloc_bitmap_t set;
         int n = 0;
 
         if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live || !pus || max <= 0)
                 return 0;
-        if (hwloc_topology_init(&topo) != 0)
+        if ((set = gpu_cpuset(gpus[dev_id].ordinal)) == NULL)
                 return 0;
-        if (hwloc_topology_load(topo) == 0 && (set = hwloc_bitmap_alloc()) != NULL) {
-                if (hwloc_cudart_get_device_cpuset(topo, gpus[dev_id].ordinal, set) == 0) {
-                        for (int i = hwloc_bitmap_first(set); i >= 0 && n < max;
-                             i = hwloc_bitmap_next(set, i))
-                                pus[n++] = i;
-                }
-                hwloc_bitmap_free(set);
-        }
-        hwloc_topology_destroy(topo);
+        for (int i = hwloc_bitmap_first(set); i >= 0 && n < max; i = hwloc_bitmap_next(set, i))
+                pus[n++] = i;
+        hwloc_bitmap_free(set);
         return n;
 }
 

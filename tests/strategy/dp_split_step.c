@@ -82,8 +82,8 @@ Test(dp_split_step, adamw_bitwise_master_alone, .timeout = 120)
                 run(STRATA_OPTIM_ADAMW, n);
 }
 
-/* After a split step each device has written its range into its own replica and copied the
- * others' ranges: every replica equals the master before any replication, bitwise. */
+/* After a split step each device has written its range into every replica: every replica
+ * equals the master before any replication, bitwise. */
 Test(dp_split_step, replicas_hold_the_new_master, .timeout = 120)
 {
         struct strata_runtime *rt;
