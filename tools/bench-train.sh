@@ -6,8 +6,7 @@
 #  - ddp and dp on 2 devices at global batch 128, against PyTorch DDP over Gloo (2 processes)
 #  - per-step runtime overhead of ddp on 2 devices with a model that does almost nothing
 #  - at start and end, the one-way cache-line handoff between the two cores: this VM moves
-#    between a state where it takes ~0.06 us and one where it takes ~0.33 us, and the scaling
-#    figures move with it
+#    between states (see handoff() below), and the scaling figures move with them
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,10 +91,15 @@ overhead() { # median step time of a model that does (almost) nothing
 }
 
 # The VM's state: one-way cache-line handoff between the two devices' cores (strata-bench-coll).
+# Seen here: ~0.33 us (slow), ~0.06 us (fast), ~0.025 us (the two vCPUs on one physical core's
+# hyperthreads: two devices then train no faster than one).
 handoff() {
-        printf 'cache-line handoff between devices 0 and 1 (%s): %s us\n' "$1" \
-                "$("$build/bin/strata-bench-coll" --json --min-bytes 4 --max-bytes 4 |
-                        sed -n 's/.*"handoff_us_median":\([0-9.]*\).*/\1/p')"
+        local h
+        h=$("$build/bin/strata-bench-coll" --json --min-bytes 4 --max-bytes 4 |
+                sed -n 's/.*"handoff_us_median":\([0-9.]*\).*/\1/p')
+        local state='(h < 0.04 ? "shared physical core" : (h < 0.15 ? "fast state" : "slow state"))'
+        printf 'cache-line handoff between devices 0 and 1 (%s): %s us (%s)\n' "$1" "$h" \
+                "$(awk -v h="$h" "BEGIN { print $state }")"
 }
 
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-train: PyTorch missing (make bench-deps)"; exit 1; }
