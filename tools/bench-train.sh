@@ -5,8 +5,9 @@
 #    the ceiling a step made of nothing but its GEMMs would reach (strata-bench-gemm)
 #  - ddp and dp on 2 devices at global batch 128, against PyTorch DDP over Gloo (2 processes)
 #  - per-step runtime overhead of ddp on 2 devices with a model that does almost nothing
-#  - at start and end, the one-way cache-line handoff between the two cores: this VM moves
-#    between states (see handoff() below), and the scaling figures move with them
+#  - at start and end, and before each 2-device rep, the one-way cache-line handoff between the
+#    two cores: this VM moves between states (see handoff() below), and the scaling figures
+#    move with them
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,8 +61,9 @@ single_set() {
 }
 
 multi_set() {
-        local s=() p=() d=() t=() q=() ms mp md mt mq
+        local s=() p=() d=() t=() q=() h=() ms mp md mt mq
         for _ in $(seq "$reps"); do
+                h+=("$(handoff_us)")
                 s+=("$(strata_sps --strategy single)")
                 d+=("$(strata_sps --strategy ddp --devices 2)")
                 p+=("$(strata_sps --strategy dp --devices 2)")
@@ -71,7 +73,8 @@ multi_set() {
         ms=$(printf '%s\n' "${s[@]}" | median); md=$(printf '%s\n' "${d[@]}" | median)
         mp=$(printf '%s\n' "${p[@]}" | median); mt=$(printf '%s\n' "${t[@]}" | median)
         mq=$(printf '%s\n' "${q[@]}" | median)
-        printf '%-36s %12s %12s\n' "2 devices, global batch 128" samples/s "vs single"
+        printf '%-36s %12s %12s   (handoff before each rep: %s us)\n' \
+                "2 devices, global batch 128" samples/s "vs single" "${h[*]}"
         printf '%-36s %12.0f %12s\n' "  Strata single (1 device)" "$ms" "1.00"
         printf '%-36s %12.0f %12.2f   vs PyTorch DDP: %.2f\n' "  Strata ddp" "$md" "$(ratio "$md" "$ms")" "$(ratio "$md" "$mt")"
         printf '%-36s %12.0f %12.2f\n' "  Strata dp" "$mp" "$(ratio "$mp" "$ms")"
@@ -93,10 +96,13 @@ overhead() { # median step time of a model that does (almost) nothing
 # The VM's state: one-way cache-line handoff between the two devices' cores (strata-bench-coll).
 # Seen here: ~0.33 us (slow), ~0.06 us (fast), ~0.025 us (the two vCPUs on one physical core's
 # hyperthreads: two devices then train no faster than one).
+handoff_us() {
+        "$build/bin/strata-bench-coll" --json --min-bytes 4 --max-bytes 4 |
+                sed -n 's/.*"handoff_us_median":\([0-9.]*\).*/\1/p'
+}
 handoff() {
         local h
-        h=$("$build/bin/strata-bench-coll" --json --min-bytes 4 --max-bytes 4 |
-                sed -n 's/.*"handoff_us_median":\([0-9.]*\).*/\1/p')
+        h=$(handoff_us)
         local state='(h < 0.04 ? "shared physical core" : (h < 0.15 ? "fast state" : "slow state"))'
         printf 'cache-line handoff between devices 0 and 1 (%s): %s us (%s)\n' "$1" "$h" \
                 "$(awk -v h="$h" "BEGIN { print $state }")"
