@@ -39,7 +39,7 @@ SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSTRATA_SANITIZED
 OPT      := -O1 -g
 endif
 
-LIB_DIRS := arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
+LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
 
 # CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) joins the library, which
 # then links cuBLAS and the CUDA runtime. Without a GPU at run time the driver's probe says so.

@@ -13,7 +13,7 @@
 
 #include "strata/arena.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 
 static int is_pow2(size_t x)
 {

@@ -6,7 +6,7 @@
 
 #include "strata/arena.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 
 int strata_arena_bind_numa(struct strata_arena *a, int node, const char **reason)
 {

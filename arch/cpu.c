@@ -1,5 +1,4 @@
 /* CPU feature queries (CPUID through the compiler's builtins). */
-#include "strata/topology.h"
 #include "arch/simd.h"
 
 const char *strata_simd_isa(void)

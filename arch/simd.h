@@ -14,6 +14,10 @@
 #define STRATA_SIMD
 #endif
 
-/* strata_simd_isa() is public: include/strata/topology.h. */
+/**
+ * The instruction set the STRATA_SIMD clones run with here ("avx512", "avx2" or "sse2").
+ * Public through include/strata/topology.h, which re-declares it for applications.
+ */
+const char *strata_simd_isa(void);
 
 #endif /* STRATA_ARCH_SIMD_H */

@@ -13,7 +13,7 @@
 #include "arch/arch.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "kernel/workers_internal.h"
 
 /* The communicator, rounded to a cache line: its eager mailboxes follow in the same block. */
@@ -26,9 +26,9 @@ static size_t comm_bytes(int ranks)
 
 int strata_comm_plan(int ranks, size_t *bytes)
 {
-        if (ranks < 1 || ranks > STRATA__COMM_MAX || !bytes)
+        if (ranks < 1 || ranks > STRATA_MAX_DEVICES || !bytes)
                 return strata__fail(STRATA_EINVAL, "comm plan: %d ranks (1..%d)", ranks,
-                                    STRATA__COMM_MAX);
+                                    STRATA_MAX_DEVICES);
         *bytes = comm_bytes(ranks) + 64;
         return STRATA_OK;
 }
@@ -275,7 +275,7 @@ static void *mailbox(const struct strata_comm *c, int rank, int p)
 /* Every rank reduces all inputs in rank order, the same order as the sliced path. */
 static void eager_all_reduce(struct strata_comm *c, int rank, int p, const struct strata_coll *op)
 {
-        const void *src[STRATA__COMM_MAX];
+        const void *src[STRATA_MAX_DEVICES];
         void *dst[1] = { op->recv };
 
         for (int r = 0; r < c->n; r++)

@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 #include "strata/comm.h"
+#include "base/base.h"
 
-#define STRATA__COMM_MAX 64
 
 /*
  * What a rank published for one collective, on one cache line with its sequence flag so a peer
@@ -43,8 +43,8 @@ struct strata_comm {
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         const struct strata_device_ops *dev; /* device memory (not host-visible), or NULL */
         unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
-        struct strata__comm_slot slot[STRATA__COMM_MAX][2];
-        struct strata__comm_flags flag[STRATA__COMM_MAX];
+        struct strata__comm_slot slot[STRATA_MAX_DEVICES][2];
+        struct strata__comm_flags flag[STRATA_MAX_DEVICES];
 };
 
 /* What rank @p r published for the collective that @p rank is running now. */

@@ -3,7 +3,7 @@
 
 #include "strata/device.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "drivers/drivers.h"
 
 static const struct strata_device_ops *const registry[STRATA_ACCEL_COUNT] = {
@@ -21,7 +21,7 @@ static int complete(const struct strata_device_ops *d)
         return d->probe && d->gemm && d->fill_rows && d->relu && d->relu_backward &&
                d->col_sums && d->softmax_xent && d->copy && d->fill && d->mul && d->dropout &&
                d->col_stats && d->div && d->bn_moments && d->bn_normalize && d->bn_eval &&
-               d->bn_grad_sums && d->bn_dx && d->optim && d->sumsq && d->scale && d->clamp &&
+               d->bn_grad_sums && d->bn_dx && d->update && d->sumsq && d->scale && d->clamp &&
                (d->host_visible || (d->reserve && d->unreserve && d->to_device && d->to_host));
 }
 

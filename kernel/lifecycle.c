@@ -3,7 +3,7 @@
 
 #include "strata/lifecycle.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 
 /* Rows start all-refused and override single entries: that is the point of ROW(). */
 #pragma GCC diagnostic ignored "-Woverride-init"

@@ -3,7 +3,7 @@
 
 #include "strata/sm.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 
 int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *t, void *obj)
 {

@@ -23,10 +23,10 @@
 #include "strata/status.h"
 #include "strata/workers.h"
 #include "arch/arch.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "kernel/workers_internal.h"
 
-#define MAX_DEV 64
+#define MAX_DEV STRATA_MAX_DEVICES
 #define SPINS 20000
 #define SLICE_NS 2000000L /* timed futex waits, so aborts are seen within 2 ms */
 

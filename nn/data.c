@@ -14,7 +14,7 @@
 
 #include "strata/data.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "kernel/philox.h"
 #include "arch/simd.h"
 #include "nn/gather.h"

@@ -4,7 +4,7 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "kernel/philox.h"
 
 /* Stream ids for parameter initialisation, one per (layer, tensor). */

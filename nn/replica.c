@@ -3,8 +3,9 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "nn/gather.h"
+#include "nn/optim.h"
 #include "nn/replica.h"
 
 static int alloc_f(struct strata_arena *a, size_t n, float **out)
@@ -245,6 +246,15 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
                 r->drv->clamp(r->grads, max_value, r->nparam);
 }
 
+void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
+                                float *p, size_t lo, size_t hi)
+{
+        struct strata_update u;
+
+        strata__optim_scalars(o, r->opt_t, &u);
+        r->drv->update_range(&u, p, r->grads, r->opt_state, r->nparam, lo, hi);
+}
+
 size_t strata__replica_param_offset(const struct strata__replica *r, int i)
 {
         return r->poff[i];
@@ -252,8 +262,11 @@ size_t strata__replica_param_offset(const struct strata__replica *r, int i)
 
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
 {
+        struct strata_update u;
+
         r->opt_t++;
-        r->drv->optim(o, r->opt_t, r->params, r->grads, r->opt_state, r->nparam);
+        strata__optim_scalars(o, r->opt_t, &u);
+        r->drv->update(&u, r->params, r->grads, r->opt_state, r->nparam);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
 }

@@ -8,7 +8,7 @@
 
 #include "strata/arena.h"
 #include "strata/nn.h"
-#include "strata/runtime.h"
+#include "strata/data.h"
 
 struct strata__replica {
         int dev;
@@ -90,6 +90,15 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
 
 /** Optimizer update of the flat parameters; marks gradients fresh for the next backward. */
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o);
+
+/**
+ * Elements [lo, hi) of the optimizer update of @p r at its current step count (opt_t, which
+ * the caller advanced), written to @p p (r's parameters or a copy holding the same values),
+ * reading r's gradients and optimizer state. Needs the driver's update_range; disjoint ranges
+ * may run on several threads at once and together give bitwise strata__replica_step().
+ */
+void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
+                                float *p, size_t lo, size_t hi);
 
 /** Offset of layer @p i's parameters in the flat vector. */
 size_t strata__replica_param_offset(const struct strata__replica *r, int i);

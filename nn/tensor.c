@@ -1,7 +1,7 @@
 /* Tensor descriptors. */
 #include "strata/tensor.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 
 size_t strata_dtype_size(enum strata_dtype dtype)
 {

@@ -5,9 +5,9 @@
 #include "strata/lifecycle.h"
 #include "strata/runtime.h"
 #include "strata/workers.h"
+#include "base/base.h"
 #include "nn/replica.h"
 
-#define STRATA__MAX_DEVICES 64
 
 struct strata_runtime;
 
@@ -26,7 +26,7 @@ struct strata__strategy {
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */
 struct strata__regions {
-        void *dev[STRATA__MAX_DEVICES], *pin[STRATA__MAX_DEVICES];
+        void *dev[STRATA_MAX_DEVICES], *pin[STRATA_MAX_DEVICES];
         size_t dev_bytes, pin_bytes; /* what the runtime carves from each */
 };
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "drivers/drivers.h"
 #include "strategy/internal.h"
 
@@ -63,7 +63,7 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
 int strata__multi_start(struct strata_runtime *rt)
 {
         struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
-        struct strata_placement near[STRATA__MAX_DEVICES];
+        struct strata_placement near[STRATA_MAX_DEVICES];
         struct strata_arena pool, comm;
 
         wc.devices = rt->nreplicas;
@@ -254,7 +254,7 @@ static void copy_state(const struct strata_device_ops *dev, struct strata__repli
 static int dp_split_step(const struct strata_runtime *rt)
 {
         return rt->cfg.strategy == STRATA_STRATEGY_DP && rt->nreplicas > 1 &&
-               rt->dev->host_visible && rt->dev->optim_range;
+               rt->dev->host_visible && rt->dev->update_range;
 }
 
 static int dp_step(struct strata_runtime *rt, int dev)
@@ -278,8 +278,7 @@ static int dp_step(struct strata_runtime *rt, int dev)
         if (rt->cfg.clip_value > 0.0f)
                 m->drv->clamp(m->grads + lo, rt->cfg.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
-        m->drv->optim_range(&rt->cfg.optim, m->opt_t, mine->params, m->grads, m->opt_state,
-                            m->nparam, lo, hi);
+        strata__replica_step_range(m, &rt->cfg.optim, mine->params, lo, hi);
         for (int e = 0; e < rt->nreplicas; e++)
                 if (e != dev)
                         memcpy(rt->replicas[e].params + lo, mine->params + lo,

@@ -11,7 +11,7 @@
 #include "strata/lifecycle.h"
 #include "strata/status.h"
 #include "strata/version.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "drivers/drivers.h"
 #include "strategy/internal.h"
 
@@ -36,9 +36,9 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                                     c->model->in_features);
         if (c->batch <= 0 || c->batch > (1 << 24))
                 return strata__fail(STRATA_EINVAL, "batch %d not in [1, 16777216]", c->batch);
-        if (c->devices <= 0 || c->devices > STRATA__MAX_DEVICES)
+        if (c->devices <= 0 || c->devices > STRATA_MAX_DEVICES)
                 return strata__fail(STRATA_EINVAL, "devices %d not in [1, %d]", c->devices,
-                                    STRATA__MAX_DEVICES);
+                                    STRATA_MAX_DEVICES);
         if (c->devices > c->batch)
                 return strata__fail(STRATA_EINVAL, "batch %d smaller than %d devices", c->batch,
                                     c->devices);
@@ -477,10 +477,7 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
 
 int strata__reserve_blas(const struct strata_runtime *rt)
 {
-        if (rt->cfg.accelerator == STRATA_ACCEL_CPU && strata__blas_reserve(rt->nreplicas) != 0)
-                return strata__fail(STRATA_ESYS, "OpenBLAS could not map %d GEMM buffers",
-                                    rt->nreplicas);
-        return STRATA_OK;
+        return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
 }
 
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
@@ -600,8 +597,8 @@ int strata_barrier(struct strata_runtime *rt)
 int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, int all,
                                    int *out)
 {
-        int32_t v[STRATA__MAX_DEVICES];
-        void *bufs[STRATA__MAX_DEVICES];
+        int32_t v[STRATA_MAX_DEVICES];
+        void *bufs[STRATA_MAX_DEVICES];
 
         STRATA_TRY(check_rt(rt));
         if (!flags || !out)

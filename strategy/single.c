@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "strategy/internal.h"
 
 static void report(struct strata__replica *r, struct strata_metrics *m)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "arch/arch.h"
+#include "base/base.h"
 #include "drivers/drivers.h"
 
 typedef void *(*alloc_fn)(int);
@@ -69,11 +70,11 @@ void blas_memory_free(void *buffer)
 
 int strata__blas_reserve(int n)
 {
-        void *held[64];
+        void *held[STRATA_MAX_DEVICES];
         int got = 0;
 
-        if (n > 64)
-                n = 64;
+        if (n > STRATA_MAX_DEVICES)
+                n = STRATA_MAX_DEVICES;
         for (; got < n; got++)
                 if (!(held[got] = blas_memory_alloc(0)))
                         break;

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "strata/device.h"
-#include "strata/nn.h"
+#include "strata/status.h"
 #include "kernel/philox.h"
 #include "arch/simd.h"
+#include "base/base.h"
 #include "drivers/formulas.h"
 #include "drivers/drivers.h"
 
@@ -18,6 +19,14 @@ static int cpu_probe(const char **why)
         if (why)
                 *why = NULL;
         return 1;
+}
+
+static int cpu_prepare(int devices)
+{
+        if (strata__blas_reserve(devices) != 0)
+                return strata__fail(STRATA_ESYS, "OpenBLAS could not map %d GEMM buffers",
+                                    devices);
+        return STRATA_OK;
 }
 
 static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -190,15 +199,64 @@ static void cpu_bn_dx(const float *dy, const float *xhat, const float *sums, con
 
 /* ---- optimizer and clipping ---- */
 
-static void cpu_optim(const void *o, uint64_t t, float *p, float *g, float *state, size_t n)
+/* One branch-free loop per rule, so each vectorises. */
+STRATA_SIMD static void sgd_plain(float *restrict p, const float *restrict g, float lr, float wd,
+                                  size_t n)
 {
-        strata_optim_update(o, t, p, g, state, n);
+        for (size_t i = 0; i < n; i++)
+                p[i] -= lr * (g[i] + wd * p[i]);
 }
 
-static void cpu_optim_range(const void *o, uint64_t t, float *p, float *g, float *state,
-                            size_t n, size_t lo, size_t hi)
+STRATA_SIMD static void sgd_momentum(float *restrict p, const float *restrict g,
+                                     float *restrict buf, float lr, float wd, float mu, float damp,
+                                     float first, float nesterov, size_t n)
 {
-        strata_optim_update_range(o, t, p, g, state, n, lo, hi);
+        /* first = 1 on step 1 (buf := d, as PyTorch), else 0; nesterov is 0 or 1. */
+        for (size_t i = 0; i < n; i++) {
+                float d = g[i] + wd * p[i];
+                float b = first * d + (1.0f - first) * (mu * buf[i] + damp * d);
+
+                buf[i] = b;
+                p[i] -= lr * (nesterov * (d + mu * b) + (1.0f - nesterov) * b);
+        }
+}
+
+STRATA_SIMD static void adamw(float *restrict p, const float *restrict g, float *restrict m,
+                              float *restrict v, float b1, float b2, float c2, float eps,
+                              float decay, float step, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+                v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+                p[i] = p[i] * decay - step * m[i] / (sqrtf(v[i]) / c2 + eps);
+        }
+}
+
+/* Every rule is elementwise: a range is bitwise those elements of the whole update. */
+static void cpu_update_range(const struct strata_update *u, float *p, float *g, float *state,
+                             size_t n, size_t lo, size_t hi)
+{
+        if (hi > n)
+                hi = n;
+        if (lo >= hi)
+                return;
+        switch (u->rule) {
+        case STRATA_UPDATE_ADAMW:
+                adamw(p + lo, g + lo, state + lo, state + n + lo, u->beta1, u->beta2, u->c2,
+                      u->eps, u->decay, u->step, hi - lo);
+                break;
+        case STRATA_UPDATE_SGD_MOMENTUM:
+                sgd_momentum(p + lo, g + lo, state + lo, u->lr, u->weight_decay, u->momentum,
+                             u->damp, u->first, u->nesterov, hi - lo);
+                break;
+        default:
+                sgd_plain(p + lo, g + lo, u->lr, u->weight_decay, hi - lo);
+        }
+}
+
+static void cpu_update(const struct strata_update *u, float *p, float *g, float *state, size_t n)
+{
+        cpu_update_range(u, p, g, state, n, 0, n);
 }
 
 static double cpu_sumsq(const float *x, size_t n)
@@ -242,10 +300,11 @@ const struct strata_device_ops strata__cpu_driver = {
         .bn_eval = cpu_bn_eval,
         .bn_grad_sums = cpu_bn_grad_sums,
         .bn_dx = cpu_bn_dx,
-        .optim = cpu_optim,
-        .optim_range = cpu_optim_range,
+        .update = cpu_update,
+        .update_range = cpu_update_range,
         .sumsq = cpu_sumsq,
         .scale = cpu_scale,
         .clamp = cpu_clamp,
         .host_visible = 1,
+        .prepare = cpu_prepare,
 };

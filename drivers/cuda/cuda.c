@@ -21,13 +21,12 @@
 #include <stdio.h>
 
 #include "strata/device.h"
-#include "strata/nn.h"
 #include "strata/status.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 #include "drivers/drivers.h"
 #include "drivers/cuda/kernels.h"
 
-#define MAX_GPUS 64
+#define MAX_GPUS STRATA_MAX_DEVICES
 #define WS_BYTES ((size_t)32 << 20) /* cuBLAS workspace: NVIDIA's advice for Hopper */
 #define SCRATCH_BYTES ((size_t)64 << 10)
 #define OVERHEAD (WS_BYTES + SCRATCH_BYTES)
@@ -449,23 +448,15 @@ static void cuda_bn_dx(const float *dy, const float *xhat, const float *sums, co
         launched("bn_dx");
 }
 
-/* The scalars of the update are computed here exactly as nn/optim.c computes them. */
-static void cuda_optim(const void *opt, uint64_t t, float *p, float *g, float *state, size_t n)
+/* The scalars come from nn/ (struct strata_update), the same the CPU kernels get. */
+static void cuda_update(const struct strata_update *u, float *p, float *g, float *state, size_t n)
 {
-        const struct strata_optim *o = opt;
-
-        if (o->kind == STRATA_OPTIM_ADAMW) {
-                float b1 = o->beta1 ? o->beta1 : 0.9f, b2 = o->beta2 ? o->beta2 : 0.999f;
-                float eps = o->eps ? o->eps : 1e-8f, lr = o->lr;
-                float c1 = 1.0f - powf(b1, (float)t), c2 = sqrtf(1.0f - powf(b2, (float)t));
-
-                strata__k_adamw(S, p, g, state, state + n, b1, b2, c2, eps,
-                                1.0f - lr * o->weight_decay, lr / c1, n);
-        } else {
-                strata__k_sgd(S, p, g, state, o->lr, o->weight_decay, o->momentum,
-                              1.0f - o->dampening, t == 1 ? 1.0f : 0.0f,
-                              o->nesterov ? 1.0f : 0.0f, o->momentum != 0.0f, n);
-        }
+        if (u->rule == STRATA_UPDATE_ADAMW)
+                strata__k_adamw(S, p, g, state, state + n, u->beta1, u->beta2, u->c2, u->eps,
+                                u->decay, u->step, n);
+        else
+                strata__k_sgd(S, p, g, state, u->lr, u->weight_decay, u->momentum, u->damp,
+                              u->first, u->nesterov, u->rule == STRATA_UPDATE_SGD_MOMENTUM, n);
         launched("optimizer");
 }
 
@@ -536,7 +527,7 @@ const struct strata_device_ops strata__cuda_driver = {
         .bn_eval = cuda_bn_eval,
         .bn_grad_sums = cuda_bn_grad_sums,
         .bn_dx = cuda_bn_dx,
-        .optim = cuda_optim,
+        .update = cuda_update,
         .sumsq = cuda_sumsq,
         .scale = cuda_scale,
         .clamp = cuda_clamp,

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/limits.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,7 +54,7 @@ void strata__k_sumsq(void *s, const float *x, size_t n, double *partial, double 
 void strata__k_scale(void *s, float *x, float a, size_t n);
 void strata__k_clamp(void *s, float *x, float v, size_t n);
 /* Most buffers one reduce_many launch takes on each side (the communicator's rank limit). */
-#define STRATA__CUDA_MANY 64
+#define STRATA__CUDA_MANY STRATA_MAX_DEVICES
 /* dst[d][i] = sum of src[r][i] in source order (/ ns when mean), i in [lo, hi). */
 void strata__k_reduce_many(void *s, float *const *dst, int nd, const float *const *src, int ns,
                            size_t lo, size_t hi, int mean);

@@ -34,7 +34,7 @@ void strata__comm_slice(size_t count, size_t es, int n, int rank, size_t *lo, si
 static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
         size_t es = strata_dtype_size(op->dtype), lo, hi;
-        void *dst[STRATA__COMM_MAX];
+        void *dst[STRATA_MAX_DEVICES];
         int nd = 0;
 
         for (int r = 0; r < c->n; r++)
@@ -49,8 +49,8 @@ static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *
 static int reduce_to(struct strata_comm *c, int rank, const struct strata_coll *op, int all)
 {
         size_t es = strata_dtype_size(op->dtype), lo, hi;
-        const void *src[STRATA__COMM_MAX];
-        void *dst[STRATA__COMM_MAX];
+        const void *src[STRATA_MAX_DEVICES];
+        void *dst[STRATA_MAX_DEVICES];
         int nd = 0;
 
         for (int r = 0; r < c->n; r++) {
@@ -77,7 +77,7 @@ static int all_reduce(struct strata_comm *c, int rank, const struct strata_coll 
 static int all_gather(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
         size_t es = strata_dtype_size(op->dtype), off = (size_t)rank * op->count * es;
-        void *dst[STRATA__COMM_MAX];
+        void *dst[STRATA_MAX_DEVICES];
 
         for (int r = 0; r < c->n; r++)
                 dst[r] = (char *)strata__comm_peer(c, rank, r)->recv + off;
@@ -89,7 +89,7 @@ static int all_gather(struct strata_comm *c, int rank, const struct strata_coll 
 static int reduce_scatter(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
         size_t es = strata_dtype_size(op->dtype), off = (size_t)rank * op->count * es;
-        const void *src[STRATA__COMM_MAX];
+        const void *src[STRATA_MAX_DEVICES];
         void *dst[1] = { op->recv };
 
         for (int r = 0; r < c->n; r++)

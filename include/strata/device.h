@@ -18,6 +18,32 @@ enum strata_accelerator {
         STRATA_ACCEL_COUNT
 };
 
+/** Optimizer update rules a driver implements as kernels (nn/ chooses one per step). */
+enum strata_update_rule {
+        STRATA_UPDATE_SGD = 0,      /**< p -= lr * (g + wd * p) */
+        STRATA_UPDATE_SGD_MOMENTUM, /**< PyTorch SGD with momentum, dampening, Nesterov */
+        STRATA_UPDATE_ADAMW,        /**< AdamW with decoupled weight decay */
+};
+
+/**
+ * The scalars of one optimizer update at one step, computed once by nn/ from the
+ * hyper-parameters and the step number, so that every driver evaluates the same formula.
+ */
+struct strata_update {
+        enum strata_update_rule rule;
+        float lr;           /**< SGD: learning rate */
+        float weight_decay; /**< SGD: L2 term added to the gradient */
+        float momentum;     /**< SGD: mu */
+        float damp;         /**< SGD: 1 - dampening */
+        float first;        /**< SGD: 1 on the first step (buffer := gradient), else 0 */
+        float nesterov;     /**< SGD: 1 or 0 */
+        float beta1, beta2; /**< AdamW moments' decay */
+        float c2;           /**< AdamW: sqrt(1 - beta2^t) */
+        float eps;          /**< AdamW */
+        float decay;        /**< AdamW: 1 - lr * weight_decay */
+        float step;         /**< AdamW: lr / (1 - beta1^t) */
+};
+
 /** reserve() flags. */
 #define STRATA_DEV_TF32 1u /**< GEMMs may use TF32 tensor cores (faster, ~10-bit mantissa) */
 
@@ -91,18 +117,20 @@ struct strata_device_ops {
         void (*bn_dx)(const float *dy, const float *xhat, const float *sums, const float *g,
                       const float *invstd, float *dx, int rows, int f, int n);
         /**
-         * One optimizer update of n parameters at step t (see strata_optim_update()); @p optim
-         * points to a struct strata_optim.
+         * One optimizer update of n parameters in place by the rule and scalars of @p u.
+         * @p state holds the rule's slots one after the other, n floats each (SGD with
+         * momentum: the buffer; AdamW: first then second moments).
          */
-        void (*optim)(const void *optim, uint64_t t, float *p, float *g, float *state, size_t n);
+        void (*update)(const struct strata_update *u, float *p, float *g, float *state,
+                       size_t n);
         /**
-         * Optional: the update of elements [lo, hi) only (see strata_optim_update_range()),
+         * Optional: the update of elements [lo, hi) of the same n-element vectors only,
          * callable from several devices' threads at once on disjoint ranges. dp splits the
          * master's step across its devices with it when the memory is host-visible; without
          * it the master's device steps alone.
          */
-        void (*optim_range)(const void *optim, uint64_t t, float *p, float *g, float *state,
-                            size_t n, size_t lo, size_t hi);
+        void (*update_range)(const struct strata_update *u, float *p, float *g, float *state,
+                             size_t n, size_t lo, size_t hi);
         /** Sum of squares of n floats, in double (waits for the device). */
         double (*sumsq)(const float *x, size_t n);
         /** x *= s. */
@@ -124,6 +152,12 @@ struct strata_device_ops {
                        void **dev, void **host);
         /** Optional: give back what reserve() took (teardown). */
         void (*unreserve)(int ordinal, void *dev, void *host);
+        /**
+         * Optional: before the arenas seal, make the driver's own per-thread resources ready
+         * for @p devices threads computing at once (CPU: one OpenBLAS buffer slot each), so
+         * nothing is mapped or looked up during training.
+         */
+        int (*prepare)(int devices);
         /** Optional: make @p ordinal the calling thread's device (its worker, before work). */
         int (*bind)(int ordinal);
         /** Copy @p bytes host -> device (NULL when host_visible). */

@@ -4,6 +4,7 @@
 
 #include "strata/version.h"
 #include "strata/status.h"
+#include "strata/limits.h"
 #include "strata/arena.h"
 #include "strata/sm.h"
 #include "strata/lifecycle.h"

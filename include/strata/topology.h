@@ -37,7 +37,7 @@ int strata_topology_read(struct strata_topology *t);
  * Cores are taken round-robin over NUMA nodes (node 0's first core, node 1's first core, …),
  * one PU per core. With more devices than cores the list wraps and the extra placements are
  * marked @c shared (the caller warns).
- * @param n    Devices, 1..64.
+ * @param n    Devices, 1..STRATA_MAX_DEVICES.
  * @param out  @p n placements.
  * @retval STRATA_OK, STRATA_EINVAL, STRATA_ESYS.
  */

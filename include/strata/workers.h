@@ -19,7 +19,7 @@ typedef int (*strata_work_fn)(int device, void *arg);
 
 /** Pool configuration; zero fields take the defaults noted. */
 struct strata_workers_config {
-        int devices;                 /**< 1..64 */
+        int devices;                 /**< 1..STRATA_MAX_DEVICES */
         size_t stack_bytes;          /**< per worker thread, default 256 KiB */
         double timeout_s;            /**< every wait's bound, default 300 s */
         int caller_is_device0;       /**< 1: the caller runs device 0 itself (default via INIT) */

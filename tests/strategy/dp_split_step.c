@@ -1,7 +1,7 @@
 /*
  * dp's optimizer step split across devices (every device updates its range of the master,
- * through the driver's optim_range) is bitwise the master stepping alone (a driver without
- * optim_range), with clipping by global norm and by value, for SGD and AdamW, on 1-4 devices;
+ * through the driver's update_range) is bitwise the master stepping alone (a driver without
+ * update_range), with clipping by global norm and by value, for SGD and AdamW, on 1-4 devices;
  * the split really runs: each step's ranges come from every device and cover the master once;
  * and when the step is over every replica already holds the master's new parameters.
  */
@@ -16,15 +16,15 @@
 #define STEPS 12
 
 static const struct strata_device_ops *cpu;
-static atomic_size_t covered;  /* elements updated through optim_range */
+static atomic_size_t covered;  /* elements updated through update_range */
 static atomic_int calls;
 
-static void counting_range(const void *o, uint64_t t, float *p, float *g, float *state, size_t n,
-                           size_t lo, size_t hi)
+static void counting_range(const struct strata_update *u, float *p, float *g, float *state,
+                           size_t n, size_t lo, size_t hi)
 {
         atomic_fetch_add(&calls, 1);
         atomic_fetch_add(&covered, hi - lo);
-        cpu->optim_range(o, t, p, g, state, n, lo, hi);
+        cpu->update_range(u, p, g, state, n, lo, hi);
 }
 
 static void run(enum strata_optim_kind kind, int devices)
@@ -35,11 +35,11 @@ static void run(enum strata_optim_kind kind, int devices)
         struct rig r;
 
         cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &cpu), STRATA_OK);
-        cr_assert_not_null(cpu->optim_range, "the CPU driver splits dp's step");
+        cr_assert_not_null(cpu->update_range, "the CPU driver splits dp's step");
         counting = *cpu;
-        counting.optim_range = counting_range;
+        counting.update_range = counting_range;
         whole = *cpu;
-        whole.optim_range = NULL;
+        whole.update_range = NULL;
 
         rig_init(&r, 1);
         c = rig_cfg(&r, STRATA_STRATEGY_DP, devices, 1);

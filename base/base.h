@@ -1,8 +1,15 @@
-/* Kernel-private helpers shared by every layer of the library (not installed). */
-#ifndef STRATA_KERNEL_INTERNAL_H
-#define STRATA_KERNEL_INTERNAL_H
+/*
+ * The base layer (private, not installed): what every other layer of the library uses and
+ * nothing below it provides. Error capture for strata_last_error(), checked size arithmetic,
+ * alignment, and the compile-time limits. It depends on nothing but libc.
+ */
+#ifndef STRATA_BASE_BASE_H
+#define STRATA_BASE_BASE_H
 
 #include <stddef.h>
+
+#include "strata/limits.h"
+#include "strata/status.h"
 
 /**
  * Record a detailed message for strata_last_error() and return @p status, so that a failure
@@ -24,4 +31,4 @@ static inline int strata__add_size(size_t a, size_t b, size_t *out)
 
 #define STRATA__ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((size_t)(a) - 1))
 
-#endif /* STRATA_KERNEL_INTERNAL_H */
+#endif /* STRATA_BASE_BASE_H */

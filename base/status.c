@@ -4,7 +4,7 @@
 
 #include "strata/status.h"
 #include "strata/version.h"
-#include "kernel/internal.h"
+#include "base/base.h"
 
 static _Thread_local char last_error[512];
 
