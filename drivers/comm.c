@@ -13,8 +13,6 @@
 #include "arch/arch.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
-#include "base/base.h"
-#include "kernel/workers_internal.h"
 
 /* The communicator, rounded to a cache line: its eager mailboxes follow in the same block. */
 #define COMM_HEAD ((sizeof(struct strata_comm) + 63) / 64 * 64)
@@ -24,51 +22,111 @@ static size_t comm_bytes(int ranks)
         return COMM_HEAD + (size_t)ranks * 2 * STRATA__COMM_EAGER;
 }
 
-int strata_comm_plan(int ranks, size_t *bytes)
+int strata_comm_plan(int local_size, size_t *bytes)
 {
-        if (ranks < 1 || ranks > STRATA_MAX_DEVICES || !bytes)
-                return strata__fail(STRATA_EINVAL, "comm plan: %d ranks (1..%d)", ranks,
+        if (local_size < 1 || local_size > STRATA_MAX_DEVICES || !bytes)
+                return strata__fail(STRATA_EINVAL, "comm plan: %d ranks (1..%d)", local_size,
                                     STRATA_MAX_DEVICES);
-        *bytes = comm_bytes(ranks) + 64;
+        *bytes = comm_bytes(local_size) + 64;
         return STRATA_OK;
 }
 
-int strata_comm_init(struct strata_comm **out, struct strata_arena *a, struct strata_workers *w)
+static int check_config(const struct strata_comm_config *cfg)
 {
-        return strata_comm_init_device(out, a, w, NULL);
-}
+        const struct strata_device_ops *dev = cfg->dev;
 
-int strata_comm_init_device(struct strata_comm **out, struct strata_arena *a,
-                            struct strata_workers *w, const struct strata_device_ops *dev)
-{
-        struct strata_comm *c;
-        const char *why = NULL;
-        size_t bytes;
-        void *p;
-
-        if (!out || !a || !w)
-                return strata__fail(STRATA_EINVAL, "comm init: NULL argument");
+        if (cfg->local_size < 1 || cfg->local_size > STRATA_MAX_DEVICES)
+                return strata__fail(STRATA_EINVAL, "comm init: %d local ranks (1..%d)",
+                                    cfg->local_size, STRATA_MAX_DEVICES);
+        if (cfg->rank0 < 0 || cfg->world_size < 1 || cfg->rank0 > cfg->world_size - cfg->local_size)
+                return strata__fail(STRATA_EINVAL, "comm init: local ranks %d..%d outside a world "
+                                                   "of %d", cfg->rank0,
+                                    cfg->rank0 + cfg->local_size - 1, cfg->world_size);
+        if (!cfg->group || !cfg->group->aborted || !cfg->group->fail || !cfg->group->epoch)
+                return strata__fail(STRATA_EINVAL, "comm init: no failure domain (group)");
         if (dev && !dev->host_visible && (!dev->reduce_many || !dev->copy_many))
                 return strata__fail(STRATA_EINVAL, "comm init: driver %s has no reduce_many/"
                                                    "copy_many for its memory", dev->name);
-        STRATA_TRY(strata_comm_plan(strata_workers_count(w), &bytes));
-        if (!strata__shm_comm.probe(&why))
-                return strata__fail(STRATA_ENODEV, "comm %s: %s", strata__shm_comm.name,
-                                    why ? why : "probe failed");
-        STRATA_TRY(strata_arena_alloc(a, comm_bytes(strata_workers_count(w)), 64, &p));
+        return STRATA_OK;
+}
+
+int strata_comm_init(struct strata_comm **out, struct strata_arena *a,
+                     const struct strata_comm_config *cfg)
+{
+        const struct strata__transport *tp;
+        struct strata_comm *c;
+        const char *why = NULL;
+        void *p;
+
+        if (!out || !a || !cfg)
+                return strata__fail(STRATA_EINVAL, "comm init: NULL argument");
+        STRATA_TRY(check_config(cfg));
+        tp = strata__transport_pick(cfg, &why);
+        if (!tp)
+                return strata__fail(STRATA_ENOTSUP, "comm init: no transport for %d local of %d "
+                                                    "ranks: %s", cfg->local_size,
+                                    cfg->world_size, why ? why : "none accepts");
+        STRATA_TRY(strata_arena_alloc(a, comm_bytes(cfg->local_size), 64, &p));
         c = p;
         memset(c, 0, sizeof(*c));
         c->mail = (unsigned char *)p + COMM_HEAD;
-        c->ops = &strata__shm_comm;
-        c->w = w;
-        c->n = strata_workers_count(w);
+        c->tp = tp;
+        c->group = *cfg->group;
+        c->n = cfg->local_size;
+        c->world = cfg->world_size;
+        c->rank0 = cfg->rank0;
         c->inject_rank = -1;
-        c->timeout_s = strata__workers_timeout(w);
-        c->yield_after = strata__workers_oversubscribed(w) ? 16 : 2048;
-        c->dev = dev && !dev->host_visible ? dev : NULL;
+        c->yield_after = c->group.oversubscribed ? 16 : 2048;
+        c->dev = cfg->dev && !cfg->dev->host_visible ? cfg->dev : NULL;
         (void)strata__reduce_isa();
         *out = c;
         return STRATA_OK;
+}
+
+int strata_comm_init_workers(struct strata_comm **out, struct strata_arena *a,
+                             struct strata_workers *w, const struct strata_device_ops *dev)
+{
+        struct strata_comm_config cfg = STRATA_COMM_CONFIG_INIT;
+        struct strata_group g;
+
+        if (!w)
+                return strata__fail(STRATA_EINVAL, "comm init: worker pool is NULL");
+        strata_workers_group(w, &g);
+        cfg.world_size = cfg.local_size = strata_workers_count(w);
+        cfg.group = &g;
+        cfg.dev = dev;
+        return strata_comm_init(out, a, &cfg);
+}
+
+int strata_comm_world_size(const struct strata_comm *c)
+{
+        return c ? c->world : 0;
+}
+
+int strata_comm_local_size(const struct strata_comm *c)
+{
+        return c ? c->n : 0;
+}
+
+int strata_comm_rank(const struct strata_comm *c, int local)
+{
+        return c && local >= 0 && local < c->n ? c->rank0 + local : -1;
+}
+
+const char *strata_comm_transport(const struct strata_comm *c)
+{
+        return c ? c->tp->name : "?";
+}
+
+void strata_comm_slice(const struct strata_comm *c, size_t count, size_t es, int local,
+                       size_t *lo, size_t *hi)
+{
+        if (c->tp->slice) {
+                c->tp->slice(count, es, c->n, local, lo, hi);
+                return;
+        }
+        *lo = 0;
+        *hi = count;
 }
 
 void strata_comm_inject(struct strata_comm *c, int rank, int point, int status)
@@ -83,8 +141,8 @@ void strata_comm_inject(struct strata_comm *c, int rank, int point, int status)
 static int injected(struct strata_comm *c, int rank, int point)
 {
         if (c->inject_rank == rank && c->inject_point == point)
-                return strata_workers_fail(c->w, rank,
-                                           strata__fail(c->inject_status,
+                return c->group.fail(c->group.h, rank,
+                                     strata__fail(c->inject_status,
                                                         "rank %d: injected failure at point %d",
                                                         rank, point));
         return STRATA_OK;
@@ -117,26 +175,6 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb)
         const char *x = a, *y = b;
 
         return na && nb && x < y + nb && y < x + na;
-}
-
-void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *op,
-                         void *const *dst, int ndst, const void *const *src, int nsrc, size_t lo,
-                         size_t hi, int nt)
-{
-        if (c->dev)
-                c->dev->reduce_many((float *const *)dst, ndst, (const float *const *)src, nsrc,
-                                    lo, hi, op->op == STRATA_OP_MEAN);
-        else
-                strata__reduce_many(op->dtype, op->op, dst, ndst, src, nsrc, lo, hi, nt);
-}
-
-void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
-                       size_t lo, size_t hi, int nt)
-{
-        if (c->dev)
-                c->dev->copy_many(dst, ndst, src, lo, hi);
-        else
-                strata__copy_many(dst, ndst, src, lo, hi, nt);
 }
 
 /* What a device communicator cannot do (its kernels are f32 sum/mean). */
@@ -237,7 +275,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                 unsigned spins = 0;
 
                 while ((int64_t)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0) {
-                        if (strata__workers_aborted(c->w))
+                        if (c->group.aborted(c->group.h))
                                 return STRATA_EABORTED;
                         if (++spins > c->yield_after)
                                 sched_yield(); /* the peer may be waiting for this core */
@@ -245,13 +283,13 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                                 strata__pause();
                         if (spins % 1024 == 0) {
                                 if (deadline == 0.0)
-                                        deadline = now_s() + c->timeout_s;
+                                        deadline = now_s() + c->group.timeout_s;
                                 else if (now_s() > deadline)
-                                        return strata_workers_fail(
-                                                c->w, rank,
+                                        return c->group.fail(
+                                                c->group.h, rank,
                                                 strata__fail(STRATA_ETIMEDOUT,
                                                              "rank %d waited %.3g s for rank %d",
-                                                             rank, c->timeout_s, r));
+                                                             rank, c->group.timeout_s, r));
                         }
                 }
         }
@@ -308,9 +346,9 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
                 return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
         /* Device memory: this rank's inputs are complete once its queued work is. */
         if (c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
-                return strata_workers_fail(c->w, rank, rc);
+                return c->group.fail(c->group.h, rank, rc);
         me = &c->flag[rank];
-        epoch = strata__workers_epoch(c->w);
+        epoch = c->group.epoch(c->group.h);
         if (me->epoch != epoch) { /* a failed run: restart above every sequence used so far */
                 me->epoch = epoch;
                 me->seq = (uint64_t)epoch << 40;
@@ -337,10 +375,10 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
                 return injected(c, rank, 2);
         }
         if (rc == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count)
-                rc = c->ops->run[op->kind](c, rank, op);
+                rc = c->tp->run[op->kind](c, rank, op);
         strata__store_fence();
         if (rc == STRATA_OK && c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
-                return strata_workers_fail(c->w, rank, rc); /* this rank's writes failed */
+                return c->group.fail(c->group.h, rank, rc); /* this rank's writes failed */
         if (rc == STRATA_OK)
                 rc = injected(c, rank, 2);
         if (rc != STRATA_OK && rc != STRATA_EINVAL && rc != STRATA_EOVERFLOW &&

@@ -1,4 +1,4 @@
-/* The communicator's shared state (internal to drivers/). */
+/* The communicator's shared state and the transport interface (internal to drivers/). */
 #ifndef STRATA_DRIVERS_COMM_INTERNAL_H
 #define STRATA_DRIVERS_COMM_INTERNAL_H
 
@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 #include "strata/comm.h"
+#include "strata/workers.h"
 #include "base/base.h"
-
 
 /*
  * What a rank published for one collective, on one cache line with its sequence flag so a peer
@@ -31,15 +31,33 @@ struct strata__comm_slot {
 struct strata__comm_flags {
         _Alignas(64) _Atomic uint64_t done;
         _Alignas(64) uint64_t seq; /* collectives this rank has started (private to the rank) */
-        unsigned epoch;            /* the pool's failure epoch that seq counts in */
+        unsigned epoch;            /* the group's failure epoch that seq counts in */
+};
+
+struct strata_comm;
+
+/*
+ * A transport: how the data of an agreed collective moves between the ranks (NCCL's
+ * transports: each an ops table, the first whose probe accepts a configuration is used).
+ * run[kind] moves local rank @p rank's share of the data after every rank has published its
+ * descriptor and all agreed; reductions must combine ranks in global rank order.
+ */
+struct strata__transport {
+        const char *name;
+        /* Non-zero when the transport can serve @p cfg; @p why gets a reason otherwise. */
+        int (*probe)(const struct strata_comm_config *cfg, const char **why);
+        int (*run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
+                                      const struct strata_coll *op);
+        /* The part [lo, hi) of a reduction's result that local rank @p rank computes. */
+        void (*slice)(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi);
 };
 
 struct strata_comm {
-        const struct strata_comm_ops *ops;
-        struct strata_workers *w;
-        int n;
+        const struct strata__transport *tp;
+        struct strata_group group;
+        int n;                /* local ranks */
+        int world, rank0;     /* global view */
         int inject_rank, inject_point, inject_status;
-        double timeout_s;
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         const struct strata_device_ops *dev; /* device memory (not host-visible), or NULL */
         unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
@@ -54,9 +72,12 @@ static inline const struct strata_coll *strata__comm_peer(const struct strata_co
         return &c->slot[r][c->flag[rank].seq & 1].op;
 }
 
-extern const struct strata_comm_ops strata__shm_comm;
+/* drivers/registry.c: the first transport whose probe accepts @p cfg (NULL: *why says why). */
+const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,
+                                                       const char **why);
 
-/* The data movement of a collective, on host memory or through the device driver. */
+/* drivers/comm_move.c: the data movement of a collective, on host memory or through the
+ * device driver. */
 void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *op,
                          void *const *dst, int ndst, const void *const *src, int nsrc, size_t lo,
                          size_t hi, int nt);

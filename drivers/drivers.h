@@ -18,10 +18,4 @@ extern const struct strata_device_ops strata__cuda_driver;
  */
 int strata__blas_reserve(int n);
 
-/*
- * Rank @p rank's slice [lo, hi) of @p count elements of @p es bytes among @p n ranks, starting
- * on 64-byte boundaries: the part of a reduction that rank computes in the shm driver.
- */
-void strata__comm_slice(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi);
-
 #endif /* STRATA_DRIVERS_DRIVERS_H */

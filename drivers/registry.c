@@ -1,9 +1,10 @@
-/* The registry of device drivers: one const table per accelerator kind. */
+/* The registries of device drivers (one const table per accelerator kind) and transports. */
 #include <stddef.h>
 
 #include "strata/device.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "drivers/comm_internal.h"
 #include "drivers/drivers.h"
 
 static const struct strata_device_ops *const registry[STRATA_ACCEL_COUNT] = {
@@ -56,4 +57,20 @@ int strata_device_check(const struct strata_device_ops *d)
                 return strata__fail(STRATA_ENODEV, "device driver %s: %s", d->name,
                                     why ? why : "probe failed");
         return STRATA_OK;
+}
+
+/* The transports, in order of preference: a communicator runs on the first that accepts. */
+extern const struct strata__transport strata__shm_transport;
+
+static const struct strata__transport *const transports[] = {
+        &strata__shm_transport,
+};
+
+const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,
+                                                       const char **why)
+{
+        for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
+                if (transports[i]->probe(cfg, why))
+                        return transports[i];
+        return NULL;
 }

@@ -1,9 +1,20 @@
-/* The table-driven state-machine engine (contract in include/strata/sm.h). */
+/* The table-driven hierarchical state-machine engine (contract in include/strata/sm.h). */
 #include <stddef.h>
 
 #include "strata/sm.h"
 #include "strata/status.h"
 #include "base/base.h"
+
+/* Depth of @p s's chain of parents (itself included), or -1 past STRATA_SM_MAX_DEPTH. */
+static int depth(const struct strata_sm_state *s)
+{
+        int d = 0;
+
+        for (; s; s = s->parent)
+                if (++d > STRATA_SM_MAX_DEPTH)
+                        return -1;
+        return d;
+}
 
 int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *t, void *obj)
 {
@@ -12,6 +23,11 @@ int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *t, void *
         if (t->initial >= t->nstates || t->error >= t->nstates || t->final >= t->nstates ||
             t->exception_event >= t->nevents || t->teardown_event >= t->nevents)
                 return strata__fail(STRATA_EINVAL, "state machine: table indices out of range");
+        for (int s = 0; s < t->nstates; s++)
+                if (depth(&t->states[s]) < 0)
+                        return strata__fail(STRATA_EINVAL,
+                                            "state machine: state %d has more than %d parents "
+                                            "or a loop of parents", s, STRATA_SM_MAX_DEPTH - 1);
         sm->table = t;
         sm->obj = obj;
         sm->state = t->initial;
@@ -28,16 +44,39 @@ static const char *event_name(const struct strata_sm_table *t, int e)
         return t->event_names ? t->event_names[e] : "?";
 }
 
-/* exit(from), entry(to); returns the entry's status (exit cannot fail). */
+static int is_ancestor(const struct strata_sm_state *a, const struct strata_sm_state *s)
+{
+        for (; s; s = s->parent)
+                if (s == a)
+                        return 1;
+        return 0;
+}
+
+/*
+ * exit from the old state up to the nearest shared ancestor, then entry from below it down to
+ * the new state; returns the first failing entry's status (exit cannot fail).
+ */
 static int move(struct strata_sm *sm, int to)
 {
-        const struct strata_sm_state *s = sm->table->states;
-        int from = sm->state;
+        const struct strata_sm_state *from = &sm->table->states[sm->state];
+        const struct strata_sm_state *dest = &sm->table->states[to], *chain[STRATA_SM_MAX_DEPTH];
+        const struct strata_sm_state *s;
+        int n = 0;
 
-        if (s[from].exit)
-                s[from].exit(sm->obj, from);
+        for (s = from; s && !is_ancestor(s, dest); s = s->parent)
+                if (s->exit)
+                        s->exit(sm->obj, sm->state);
+        for (const struct strata_sm_state *d = dest; d && d != s; d = d->parent)
+                chain[n++] = d;
         sm->state = to;
-        return s[to].entry ? s[to].entry(sm->obj, to) : STRATA_OK;
+        while (n-- > 0)
+                if (chain[n]->entry) {
+                        int rc = chain[n]->entry(sm->obj, to);
+
+                        if (rc != STRATA_OK)
+                                return rc;
+                }
+        return STRATA_OK;
 }
 
 /* After a failed action: enter the error state unless already there; keep @p rc. */
@@ -48,10 +87,21 @@ static int fail_to_error(struct strata_sm *sm, int rc)
         return rc;
 }
 
+/* The run actions from the current state up its parents until one handles @p event. */
+static int run(struct strata_sm *sm, int event, void *arg)
+{
+        for (const struct strata_sm_state *s = &sm->table->states[sm->state]; s; s = s->parent) {
+                int rc = s->run ? s->run(sm->obj, sm->state, event, arg) : STRATA_SM_PARENT;
+
+                if (rc != STRATA_SM_PARENT)
+                        return rc;
+        }
+        return STRATA_OK; /* no ancestor has work for this event */
+}
+
 int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg)
 {
         const struct strata_sm_table *t;
-        const struct strata_sm_state *cur;
         int target, rc = STRATA_OK;
 
         if (!sm || !sm->table)
@@ -63,9 +113,8 @@ int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg)
         if (target < 0)
                 return strata__fail(STRATA_EBADSTATE, "event %s not allowed in state %s",
                                     event_name(t, event), state_name(t, sm->state));
-        cur = &t->states[sm->state];
-        if (event != t->exception_event && event != t->teardown_event && cur->run) {
-                rc = cur->run(sm->obj, sm->state, event, arg);
+        if (event != t->exception_event && event != t->teardown_event) {
+                rc = run(sm, event, arg);
                 if (rc != STRATA_OK)
                         return fail_to_error(sm, rc);
         }

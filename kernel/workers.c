@@ -24,7 +24,6 @@
 #include "strata/workers.h"
 #include "arch/arch.h"
 #include "base/base.h"
-#include "kernel/workers_internal.h"
 
 #define MAX_DEV STRATA_MAX_DEVICES
 #define SPINS 20000
@@ -336,24 +335,31 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
         return rc;
 }
 
-int strata__workers_aborted(struct strata_workers *w)
+static int group_aborted(void *h)
 {
+        struct strata_workers *w = h;
+
         return atomic_load_explicit(&w->abort, memory_order_relaxed);
 }
 
-unsigned strata__workers_epoch(const struct strata_workers *w)
+static int group_fail(void *h, int member, int status)
 {
+        return strata_workers_fail(h, member, status);
+}
+
+/* A failed run can leave ranks at different points of a collective: see the epoch field. */
+static unsigned group_epoch(void *h)
+{
+        struct strata_workers *w = h;
+
         return atomic_load_explicit(&w->epoch, memory_order_relaxed);
 }
 
-double strata__workers_timeout(const struct strata_workers *w)
+void strata_workers_group(struct strata_workers *w, struct strata_group *g)
 {
-        return w->timeout_s;
-}
-
-int strata__workers_oversubscribed(const struct strata_workers *w)
-{
-        return w->spins < SPINS;
+        *g = (struct strata_group){ .h = w, .aborted = group_aborted, .fail = group_fail,
+                                    .epoch = group_epoch, .timeout_s = w->timeout_s,
+                                    .oversubscribed = w->spins < SPINS };
 }
 
 int strata_workers_count(const struct strata_workers *w)

@@ -4,20 +4,159 @@
  * buckets (reverse layer order, 25 MB cap) as soon as each bucket's gradients are complete
  * during backward, in bucket order; on accumulation micro-batches nothing is communicated
  * (no_sync). Every device then takes the same optimizer step on identical inputs.
+ *
+ * States: children of the multi-device parents (strategy/multi.c); ddp overrides ENV_READY
+ * (broadcast after init), CONNECTED (plan the buckets) and FORWARD_DONE (bucketed all-reduce).
  */
-#include "strata/status.h"
-#include "strategy/internal.h"
+#include <string.h>
 
-static int ddp_setup(struct strata_runtime *rt)
+#include "strata/status.h"
+#include "strategy/multi.h"
+
+struct ddp {
+        struct strata__multi m; /* first: the parents' state */
+        size_t *bucket_lo, *bucket_hi; /* gradient buckets, bucket 0 = last layers */
+        int *bucket_close;             /* layer whose gradients complete each bucket */
+        int nbuckets;
+};
+
+static struct ddp *ddp_of(const struct strata_runtime *rt)
 {
-        strata__multi_buckets(rt);
+        return rt->priv;
+}
+
+static int ddp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+{
+        return strata__multi_validate(c, drv, "ddp");
+}
+
+static int ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                      struct strata_arena *a, void **priv)
+{
+        size_t layers = (size_t)c->model->nmodules;
+        struct ddp *d;
+        void *p, *q;
+
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*d), 64, &p));
+        d = p;
+        if (d) {
+                memset(d, 0, sizeof(*d));
+                d->m.sum_stats = 1; /* SyncBatchNorm: statistics all-reduced across devices */
+        }
+        STRATA_TRY(strata__multi_layout(c, drv, a, d ? &d->m : NULL));
+        STRATA_TRY(strata_arena_alloc(a, 2 * sizeof(size_t) * layers, 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * layers, 0, &q));
+        if (d) {
+                d->bucket_lo = p;
+                d->bucket_hi = (size_t *)p + layers;
+                d->bucket_close = q;
+        }
+        *priv = d;
         return STRATA_OK;
 }
 
-static const struct strata__multi_hooks ddp_hooks = { .setup = ddp_setup };
+/* rank 0's parameters and running state become everyone's. */
+static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        strata__replica_init(r, rt->cfg.seed);
+        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->params, r->nparam, STRATA_F32, 0));
+        for (int i = 0; i < r->nlayers; i++)
+                if (r->layers[i].nstate)
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->layers[i].state,
+                                                         r->layers[i].nstate, STRATA_F32, 0));
+        return STRATA_OK;
+}
+
+static int ddp_connect(void *obj, int state, int event, void *arg)
+{
+        (void)state, (void)arg;
+        return strata__multi_post(obj, event, init_dev, 0);
+}
+
+/* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
+static int ddp_setup(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+        struct ddp *d = ddp_of(rt);
+        const struct strata__replica *r = &rt->replicas[0];
+        size_t cap = rt->cfg.bucket_bytes ? rt->cfg.bucket_bytes : (size_t)25 << 20;
+        size_t hi = r->nparam, bytes = 0;
+
+        (void)state, (void)event, (void)arg;
+        d->nbuckets = 0;
+        for (int i = r->nlayers - 1; i >= 0; i--) {
+                bytes += r->layers[i].nparam * sizeof(float);
+                if (bytes >= cap || i == 0) {
+                        size_t lo = strata__replica_param_offset(r, i);
+
+                        if (hi > lo) {
+                                d->bucket_lo[d->nbuckets] = lo;
+                                d->bucket_hi[d->nbuckets] = hi;
+                                d->bucket_close[d->nbuckets] = i;
+                                d->nbuckets++;
+                        }
+                        hi = lo;
+                        bytes = 0;
+                }
+        }
+        return STRATA_SM_PARENT;
+}
+
+/* All-reduce every bucket whose last layer's gradients just became ready. */
+static int bucket_ready(void *h, struct strata__replica *r, int layer)
+{
+        struct strata_runtime *rt = h;
+        struct ddp *d = ddp_of(rt);
+
+        if (!rt->sync_grads)
+                return STRATA_OK; /* no_sync: an accumulation micro-batch */
+        for (int k = 0; k < d->nbuckets; k++)
+                if (d->bucket_close[k] == layer)
+                        STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev,
+                                                          r->grads + d->bucket_lo[k],
+                                                          r->grads + d->bucket_lo[k],
+                                                          d->bucket_hi[k] - d->bucket_lo[k],
+                                                          STRATA_F32, STRATA_OP_SUM));
+        return STRATA_OK;
+}
+
+static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        (void)m;
+        return strata__multi_backward(rt, dev, bucket_ready);
+}
+
+static int ddp_backward(void *obj, int state, int event, void *arg)
+{
+        (void)state, (void)arg;
+        return strata__multi_post(obj, event, backward_dev, 0);
+}
+
+#define P(s) .parent = &strata__multi_states[s]
+static const struct strata_sm_state ddp_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_ENV_READY] = { .run = ddp_connect, P(STRATA_STATE_ENV_READY) },
+        [STRATA_STATE_CONNECTED] = { .run = ddp_setup, P(STRATA_STATE_CONNECTED) },
+        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
+        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
+        [STRATA_STATE_FORWARD_DONE] = { .run = ddp_backward, P(STRATA_STATE_FORWARD_DONE) },
+        [STRATA_STATE_BACKWARD_DONE] = { P(STRATA_STATE_BACKWARD_DONE) },
+        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
+        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
+        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+};
+#undef P
 
 const struct strata__strategy strata__ddp = {
         .name = "ddp",
-        .states = strata__multi_states,
-        .hooks = &ddp_hooks,
+        .validate = ddp_validate,
+        .layout = ddp_layout,
+        .states = ddp_states,
+        .collective = strata__multi_collective,
+        .is_global_zero = strata__is_global_zero,
+        .root_device = strata__root_device,
+        .world_size = strata__world_size,
+        .handles_gradient_accumulation = 1,
 };

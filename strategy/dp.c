@@ -4,25 +4,242 @@
  * module's replication callback (copy 0 first, when enabled), splits the batch along rows,
  * runs forward and backward on all devices in parallel, reduces the gradients to the master in
  * device order and steps the optimizer on the master's state only. Where the driver allows it
- * (host-visible memory, optim_range), every device's worker computes its own range of the
+ * (host-visible memory, update_range), every device's worker computes its own range of the
  * master's update, the range it has just reduced, into its own replica and then into every
  * other replica: the update is elementwise, so this is bitwise the master's step, and the
  * next replication finds every replica already holding the master's parameters.
+ *
+ * States: children of the multi-device parents (strategy/multi.c); dp overrides READY
+ * (replicate first), FORWARD_DONE (reduce to the master) and BACKWARD_DONE (the master's step).
  */
-#include "strata/status.h"
-#include "strategy/internal.h"
+#include <string.h>
 
-static int dp_replicate(struct strata_runtime *rt)
+#include "strata/status.h"
+#include "strategy/multi.h"
+
+struct dp {
+        struct strata__multi m;       /* first: the parents' state */
+        void **layer_ctx;             /* per layer, the context its copies share */
+        int replicas_current;         /* every replica holds the master's parameters */
+};
+
+static struct dp *dp_of(const struct strata_runtime *rt)
 {
-        STRATA_TRY(strata__multi_run(rt, STRATA__JOB_REPLICATE));
-        rt->replicas_current = 1;
-        return strata__multi_callbacks(rt);
+        return rt->priv;
 }
 
-static const struct strata__multi_hooks dp_hooks = { .before_batch = dp_replicate };
+static int dp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+{
+        if (c->sync_bn && !c->replication_callbacks)
+                return strata__fail(STRATA_EINVAL,
+                                    "dp with sync_bn needs replication callbacks: call "
+                                    "strata_patch_replication_callback() on the config");
+        return strata__multi_validate(c, drv, "dp");
+}
+
+static int dp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                     struct strata_arena *a, void **priv)
+{
+        struct dp *d;
+        void *p, *q;
+
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*d), 64, &p));
+        d = p;
+        if (d)
+                memset(d, 0, sizeof(*d));
+        STRATA_TRY(strata__multi_layout(c, drv, a, d ? &d->m : NULL));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(void *) * (size_t)c->model->nmodules, 0, &p));
+        if (d)
+                d->layer_ctx = p;
+        for (int i = 0, w = c->model->in_features; i < c->model->nmodules; i++) {
+                const struct strata_module *mod = &c->model->modules[i];
+                struct strata_layer l = { .desc = mod, .index = i, .in = w };
+                struct strata_module_shape s;
+
+                STRATA_TRY(mod->ops->shape(&l, w, &s));
+                q = NULL;
+                if (mod->ops->replicate && s.ctx_per_copy)
+                        STRATA_TRY(strata_arena_alloc(a, s.ctx_per_copy * (size_t)c->devices, 64,
+                                                      &q));
+                if (d)
+                        d->layer_ctx[i] = q;
+                w = s.out;
+        }
+        *priv = d;
+        return STRATA_OK;
+}
+
+static void copy_floats(const struct strata_device_ops *dev, float *dst, const float *src,
+                        size_t n)
+{
+        if (dev->host_visible)
+                memcpy(dst, src, n * sizeof(float));
+        else
+                dev->copy(dst, src, n); /* the master's memory, on this device's queue */
+}
+
+/* Copy the master's running state, and its parameters unless every replica holds them. */
+static int replicate_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        const struct strata__replica *src = &rt->replicas[0];
+        struct strata__replica *dst = &rt->replicas[dev];
+
+        if (dev == 0)
+                return STRATA_OK;
+        if (!((struct dp *)m)->replicas_current)
+                copy_floats(rt->dev, dst->params, src->params, src->nparam);
+        for (int i = 0; i < src->nlayers; i++)
+                if (src->layers[i].nstate)
+                        copy_floats(rt->dev, dst->layers[i].state, src->layers[i].state,
+                                    src->layers[i].nstate);
+        return STRATA_OK;
+}
+
+/* Every module's replication callback: copy 0 first, then the others. */
+static int callbacks(struct strata_runtime *rt)
+{
+        if (!rt->cfg.replication_callbacks)
+                return STRATA_OK;
+        for (int i = 0; i < rt->replicas[0].nlayers; i++) {
+                const struct strata_module_ops *ops = rt->replicas[0].layers[i].desc->ops;
+
+                if (!ops->replicate)
+                        continue;
+                for (int copy = 0; copy < rt->nreplicas; copy++)
+                        STRATA_TRY(ops->replicate(&rt->replicas[copy].layers[i],
+                                                  dp_of(rt)->layer_ctx[i], copy, rt->nreplicas));
+        }
+        return STRATA_OK;
+}
+
+/* READY: replicate before every batch and evaluation, then the parent's work. */
+static int dp_ready(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+
+        (void)state, (void)event, (void)arg;
+        STRATA_TRY(strata__multi_run(rt, replicate_dev));
+        dp_of(rt)->replicas_current = 1;
+        STRATA_TRY(callbacks(rt));
+        return STRATA_SM_PARENT;
+}
+
+/* backward, then the gradients reduced into the master's in device order. */
+static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        STRATA_TRY(strata__multi_backward(rt, dev, NULL));
+        if (!rt->sync_grads)
+                return STRATA_OK;
+        STRATA_TRY(strata_comm_reduce(m->dcomm, dev, r->grads, dev == 0 ? r->grads : NULL,
+                                      r->nparam, STRATA_F32, STRATA_OP_SUM, 0));
+        for (int i = 0; dev != 0 && i < r->nlayers; i++)
+                r->layers[i].grad_fresh = 1; /* consumed by the master */
+        return STRATA_OK;
+}
+
+static int dp_backward(void *obj, int state, int event, void *arg)
+{
+        (void)state, (void)arg;
+        return strata__multi_post(obj, event, backward_dev, 0);
+}
+
+/* The split step needs host-visible memory and range updates; otherwise the master steps. */
+static int split_step(const struct strata_runtime *rt)
+{
+        return rt->nreplicas > 1 && rt->dev->host_visible && rt->dev->update_range;
+}
+
+static int master_step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *master = &rt->replicas[0];
+
+        (void)m;
+        if (dev == 0) {
+                strata__replica_clip(master, rt->cfg.clip_norm, rt->cfg.clip_value);
+                strata__replica_step(master, &rt->cfg.optim);
+        }
+        return STRATA_OK;
+}
+
+/*
+ * The split step: each device computes the range of the master's update that matches the
+ * slice of the reduce it computed (the gradients and the optimizer state of that range are
+ * already in its cache), after the master has clipped by the global norm; it writes the new
+ * parameters into its own replica, which held the master's values, and then into every other
+ * replica (the master included): stores into a peer's lines drain in the background, where
+ * reading them would stall. After a barrier every replica holds the master's new parameters,
+ * each range crossed between cores once, and the next replication has no parameters to copy.
+ */
+static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *master = &rt->replicas[0], *mine = &rt->replicas[dev];
+        size_t lo, hi;
+
+        if (rt->cfg.clip_norm > 0.0f) {
+                if (dev == 0)
+                        strata__replica_clip(master, rt->cfg.clip_norm, 0.0f);
+                STRATA_TRY(strata_workers_barrier(m->workers, dev));
+        }
+        strata_comm_slice(m->dcomm, master->nparam, sizeof(float), dev, &lo, &hi);
+        if (rt->cfg.clip_value > 0.0f)
+                master->drv->clamp(master->grads + lo, rt->cfg.clip_value, hi - lo);
+        /* The coordinator counted the step (opt_t) before posting it. */
+        strata__replica_step_range(master, &rt->cfg.optim, mine->params, lo, hi);
+        for (int e = 0; e < rt->nreplicas; e++)
+                if (e != dev)
+                        memcpy(rt->replicas[e].params + lo, mine->params + lo,
+                               (hi - lo) * sizeof(float));
+        STRATA_TRY(strata_workers_barrier(m->workers, dev));
+        for (int i = 0; dev == 0 && i < master->nlayers; i++)
+                master->layers[i].grad_fresh = 1;
+        return STRATA_OK;
+}
+
+/* optimizer_step: the master's, split across the devices where possible. */
+static int dp_backward_done(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+        struct dp *d = dp_of(rt);
+
+        (void)state, (void)arg;
+        if (event != STRATA_EV_OPTIMIZER_STEP)
+                return STRATA_SM_PARENT;
+        d->replicas_current = 0; /* until every device has finished the step */
+        if (!split_step(rt))
+                return strata__multi_post(rt, event, master_step_dev, 1);
+        rt->replicas[0].opt_t++; /* one step number for every device's range */
+        STRATA_TRY(strata__multi_post(rt, event, split_step_dev, 0));
+        d->replicas_current = 1; /* the split step left the master's in every replica */
+        return STRATA_OK;
+}
+
+#define P(s) .parent = &strata__multi_states[s]
+static const struct strata_sm_state dp_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
+        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
+        [STRATA_STATE_READY] = { .run = dp_ready, P(STRATA_STATE_READY) },
+        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
+        [STRATA_STATE_FORWARD_DONE] = { .run = dp_backward, P(STRATA_STATE_FORWARD_DONE) },
+        [STRATA_STATE_BACKWARD_DONE] = { .run = dp_backward_done,
+                                         P(STRATA_STATE_BACKWARD_DONE) },
+        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
+        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
+        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+};
+#undef P
 
 const struct strata__strategy strata__dp = {
         .name = "dp",
-        .states = strata__multi_states,
-        .hooks = &dp_hooks,
+        .validate = dp_validate,
+        .layout = dp_layout,
+        .states = dp_states,
+        .collective = strata__multi_collective,
+        .is_global_zero = strata__is_global_zero,
+        .root_device = strata__root_device,
+        .world_size = strata__world_size,
+        .handles_gradient_accumulation = 1,
+        .replication_callbacks = 1,
 };

@@ -1,27 +1,46 @@
-/* The runtime object and the strategy interface (internal to strategy/). */
+/*
+ * The runtime object and the strategy interface (internal to strategy/).
+ *
+ * A strategy is one `const struct strata__strategy` in its own file: its checks, the private
+ * state it lays out in the memory plan, its lifecycle state actions (children of shared
+ * parent states where it shares behaviour), its collectives and its properties. Only
+ * strategy/registry.c maps a strategy kind to its table; nothing else branches on the kind.
+ */
 #ifndef STRATA_STRATEGY_INTERNAL_H
 #define STRATA_STRATEGY_INTERNAL_H
 
+#include "strata/comm.h"
 #include "strata/lifecycle.h"
 #include "strata/runtime.h"
-#include "strata/workers.h"
 #include "base/base.h"
 #include "nn/replica.h"
 
-
 struct strata_runtime;
 
-/** What a multi-device strategy adds to the shared event handling (NULL = nothing). */
-struct strata__multi_hooks {
-        int (*setup)(struct strata_runtime *rt);        /* at setup, before the warm-up */
-        int (*before_batch)(struct strata_runtime *rt); /* after the split, before the event */
-};
-
-/** A strategy: its name, its state actions under the shared lifecycle, its hooks. */
+/** A strategy: one constant table (see the file comment). */
 struct strata__strategy {
         const char *name;
-        const struct strata_sm_state *states; /* STRATA_STATE_COUNT entries */
-        const struct strata__multi_hooks *hooks; /* multi-device strategies */
+        /** Checks of the configuration this strategy adds to the common ones. */
+        int (*validate)(const struct strata_config *c, const struct strata_device_ops *drv);
+        /**
+         * Lay out the strategy's private state after the replicas, from arena @p a. The same
+         * code plans (a planning arena: *priv stays NULL) and builds (*priv gets the state).
+         */
+        int (*layout)(const struct strata_config *c, const struct strata_device_ops *drv,
+                      struct strata_arena *a, void **priv);
+        /** Its lifecycle state actions: STRATA_STATE_COUNT entries. */
+        const struct strata_sm_state *states;
+        /**
+         * The Strategy API's collectives (reduce, all_gather, broadcast, barrier, and
+         * reduce_boolean_decision through reduce): @p bufs[d] and @p send[d] are device d's.
+         */
+        int (*collective)(struct strata_runtime *rt, const struct strata_coll *op,
+                          void *const *bufs, const void *const *send);
+        int (*is_global_zero)(const struct strata_runtime *rt); /**< holds global rank 0 */
+        int (*root_device)(const struct strata_runtime *rt);    /**< where the master lives */
+        int (*world_size)(const struct strata_runtime *rt);     /**< devices in the run */
+        int handles_gradient_accumulation; /**< no_sync on accumulation micro-batches */
+        int replication_callbacks;         /**< runs modules' replicate() (jactorch's dp) */
 };
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */
@@ -37,21 +56,13 @@ struct strata__step_args {
         float *logits;
 };
 
-/* What the device functions of the multi-device strategies are asked to do. */
-enum strata__job {
-        STRATA__JOB_EVENT = 0, /* handle rt->event */
-        STRATA__JOB_INIT,      /* connect: root initialises, everyone receives its parameters */
-        STRATA__JOB_REPLICATE, /* dp: copy the master's parameters and state */
-        STRATA__JOB_WARMUP,    /* setup: first GEMM on every device */
-        STRATA__JOB_COLL,      /* a Strategy-level collective (rt->coll) */
-};
-
 struct strata_runtime {
         struct strata_sm sm;
         struct strata_sm_table table;
         struct strata_config cfg;
         const struct strata_device_ops *dev;
         const struct strata__strategy *strategy;
+        void *priv;                    /* the strategy's state, from its layout */
         struct strata_arena root;
         struct strata__replica *replicas;
         int nreplicas;
@@ -60,71 +71,41 @@ struct strata_runtime {
         struct strata__step_args args;
         int region_mapped;             /* root maps its own region: unmap at teardown */
         struct strata__regions regions; /* driver reservations (not host-visible) */
-        /* multi-device strategies */
-        struct strata_workers *workers;
-        struct strata_comm *comm;      /* host buffers (the Strategy API's collectives) */
-        struct strata_comm *dcomm;     /* replica tensors: comm, or over device memory */
-        void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
-        void *dcomm_mem;               /* the device communicator's (not host-visible) */
-        size_t pool_bytes, comm_bytes;
-        void **layer_ctx;              /* dp: per layer, the context its copies share */
-        size_t *bucket_lo, *bucket_hi; /* ddp: gradient buckets, bucket 0 = last layers */
-        int *bucket_close;             /* layer whose gradients complete each bucket */
-        int nbuckets;
         int micro;                     /* micro-batch within the accumulation window */
-        int sync_grads;                /* this backward reduces gradients (last micro-batch) */
-        int replicas_current;          /* dp: every replica holds the master's parameters */
-        int event;                     /* the event the device functions handle */
-        enum strata__job job;
-        struct strata_coll coll;       /* for STRATA__JOB_COLL */
-        void *const *coll_bufs;
-        const void *const *coll_send;
+        int sync_grads;                /* this backward ends the window: reduce gradients */
         int inj_dev, inj_event, inj_status;
 };
 
-/* strategy/multi.c: the plumbing dp and ddp share. */
-
-/**
- * The state actions dp and ddp share: every state runs one lifecycle event on every device,
- * with the strategy's hooks; entering TORNDOWN stops the workers.
- */
-extern const struct strata_sm_state strata__multi_states[];
-
-/** Lay out what a multi-device run needs beyond the replicas (plan and real alike). */
-int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, struct strata_runtime *rt);
-/** setup_environment: start the pinned workers and the communicator. */
-int strata__multi_start(struct strata_runtime *rt);
-/** teardown: stop the workers. */
-void strata__multi_stop(struct strata_runtime *rt);
-/** Run @p job (for events: rt->event) on every device; returns the first error. */
-int strata__multi_run(struct strata_runtime *rt, enum strata__job job);
-/** setup: reserve one GEMM buffer per device, warm every device up. */
-int strata__multi_setup(struct strata_runtime *rt);
-/** Handle lifecycle @p event on every device that has work for it; the first error. */
-int strata__multi_event(struct strata_runtime *rt, int event);
-/** Assign each device its rows of the current batch (sizes differ by at most one). */
-void strata__multi_split(struct strata_runtime *rt, const struct strata_batch *b);
-/** Sum the devices' loss and correct counts in device order into *m. */
-void strata__multi_metrics(struct strata_runtime *rt, struct strata_metrics *m);
-/** ddp: compute the gradient buckets from the layer sizes. */
-void strata__multi_buckets(struct strata_runtime *rt);
-/** dp: run every module's replication callback, copy 0 first, then the others. */
-int strata__multi_callbacks(struct strata_runtime *rt);
-/** Step context of device @p dev. */
-struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train);
+/* strategy/common.c: what every strategy's actions use. */
 
 /** The registry of strategies, indexed by enum strata_strategy_kind (NULL = not built). */
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind);
 
-/**
- * setup, CPU only: make OpenBLAS map one buffer slot per device and resolve its allocator now,
- * so that no GEMM maps memory or looks up a symbol (which allocates) during training. The
- * first GEMM cannot be relied on for this: small shapes take kernels without buffers.
- */
-int strata__reserve_blas(const struct strata_runtime *rt);
-
-/** Step context for replica @p r of the runtime. */
+/** Step context of a device's replica on the runtime's whole batch of @p rows_global rows. */
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global);
+
+/** The failure a test injected for device @p dev in @p event, or STRATA_OK. */
+int strata__injected(const struct strata_runtime *rt, int dev, int event);
+
+/**
+ * setup: let the driver ready its per-thread resources for every device (CPU: one OpenBLAS
+ * buffer slot each), so no GEMM maps memory or looks up a symbol during training.
+ */
+int strata__prepare(const struct strata_runtime *rt);
+
+/** Assign each device its rows of @p b (sizes differ by at most one). */
+void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
+
+/** Sum the devices' loss and correct counts in device order into *m (m may be NULL). */
+void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
+
+/** A collective among the runtime's one device: checks its arguments, copies for all_gather. */
+int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,
+                             void *const *bufs, const void *const *send);
+
+/** Properties every in-process strategy shares: rank 0 is here, root 0, world = devices. */
+int strata__is_global_zero(const struct strata_runtime *rt);
+int strata__root_device(const struct strata_runtime *rt);
+int strata__world_size(const struct strata_runtime *rt);
 
 #endif /* STRATA_STRATEGY_INTERNAL_H */

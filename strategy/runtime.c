@@ -12,7 +12,6 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "base/base.h"
-#include "drivers/drivers.h"
 #include "strategy/internal.h"
 
 #define REGION_ALIGN STRATA_ALIGN_PAGE
@@ -45,9 +44,6 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         *st = strata__strategy_get(c->strategy);
         if (!*st)
                 return strata__fail(STRATA_ENOTSUP, "strategy %d is not available", c->strategy);
-        if (c->strategy == STRATA_STRATEGY_SINGLE && c->devices != 1)
-                return strata__fail(STRATA_EINVAL, "strategy single runs on 1 device, not %d",
-                                    c->devices);
         STRATA_TRY(strata_optim_check(&c->optim));
         if (c->driver) {
                 STRATA_TRY(strata_device_check(c->driver));
@@ -55,12 +51,6 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         } else {
                 STRATA_TRY(strata_device_driver(c->accelerator, dev));
         }
-        if (!(*dev)->host_visible && c->strategy != STRATA_STRATEGY_SINGLE &&
-            (!(*dev)->reduce_many || !(*dev)->copy_many))
-                return strata__fail(STRATA_ENOTSUP,
-                                    "strategy %s on %s: the driver has no collectives over its "
-                                    "memory (reduce_many, copy_many); use single",
-                                    (*st)->name, (*dev)->name);
         last = &c->model->modules[c->model->nmodules - 1];
         if (c->classes < 2 || (last->ops == &strata_linear && last->out != c->classes))
                 return strata__fail(STRATA_EINVAL, "classes %d: need >= 2 and equal to the last "
@@ -74,13 +64,10 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                 return strata__fail(STRATA_EINVAL, "clip_norm %g, clip_value %g and timeout %g "
                                                    "must be >= 0", c->clip_norm, c->clip_value,
                                     c->timeout_s);
-        if (c->strategy == STRATA_STRATEGY_DP && c->sync_bn && !c->replication_callbacks)
-                return strata__fail(STRATA_EINVAL,
-                                    "dp with sync_bn needs replication callbacks: call "
-                                    "strata_patch_replication_callback() on the config");
-        if (c->replication_callbacks && c->strategy != STRATA_STRATEGY_DP)
-                return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp");
-        return STRATA_OK;
+        if (c->replication_callbacks && !(*st)->replication_callbacks)
+                return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
+                                                   "not %s", (*st)->name);
+        return (*st)->validate(c, *dev);
 }
 
 static int region_arena(void *mem, size_t bytes, const char *name, struct strata_arena *out)
@@ -95,8 +82,9 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
 }
 
 /* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
-static int layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                  struct strata_arena *a, const struct strata__regions *rg, struct strata_runtime **out,
+static int layout(const struct strata_config *c, const struct strata__strategy *st,
+                  const struct strata_device_ops *drv, struct strata_arena *a,
+                  const struct strata__regions *rg, struct strata_runtime **out,
                   struct strata_plan_info *pi)
 {
         struct strata_arena plan, pdev, ppin, child, dev, pin;
@@ -148,8 +136,9 @@ static int layout(const struct strata_config *c, const struct strata_device_ops 
                 if (!hv)
                         rt->regions = *rg;
         }
-        if (c->strategy != STRATA_STRATEGY_SINGLE)
-                STRATA_TRY(strata__multi_layout(c, drv, a, rt));
+        STRATA_TRY(st->layout(c, drv, a, &p));
+        if (rt)
+                rt->priv = p;
         *out = rt;
         return STRATA_OK;
 }
@@ -166,7 +155,7 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
                 return strata__fail(STRATA_EINVAL, "plan: out is NULL");
         STRATA_TRY(check_config(cfg, &st, &dev));
         STRATA_TRY(strata_arena_init_plan(&a, NULL));
-        STRATA_TRY(layout(cfg, dev, &a, NULL, &rt, &pi));
+        STRATA_TRY(layout(cfg, st, dev, &a, NULL, &rt, &pi));
         pi.bytes = strata_arena_used(&a);
         pi.align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
                                                              : REGION_ALIGN;
@@ -252,7 +241,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         STRATA_TRY(strata_plan(cfg, &pl));
         STRATA_TRY(open_region(cfg, &pl, &root));
         STRATA_TRY_GOTO(rc, reserve(cfg, dev, &pl, &rg), fail_region);
-        STRATA_TRY_GOTO(rc, layout(cfg, dev, &root, &rg, &rt, &pi), fail);
+        STRATA_TRY_GOTO(rc, layout(cfg, st, dev, &root, &rg, &rt, &pi), fail);
         rt->cfg = *cfg;
         rt->dev = dev;
         rt->strategy = st;
@@ -475,24 +464,11 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
         return STRATA_OK;
 }
 
-int strata__reserve_blas(const struct strata_runtime *rt)
-{
-        return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
-}
-
-struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
-{
-        int k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
-
-        return (struct strata_step_ctx){ .dev = rt->dev, .seed = rt->cfg.seed, .step = rt->step,
-                                         .train = train, .rows_global = rows_global,
-                                         .loss_scale = 1.0f / ((float)rows_global * (float)k),
-                                         .world = 1 };
-}
-
 int strata_patch_replication_callback(struct strata_config *cfg)
 {
-        if (!cfg || cfg->strategy != STRATA_STRATEGY_DP)
+        const struct strata__strategy *st = cfg ? strata__strategy_get(cfg->strategy) : NULL;
+
+        if (!st || !st->replication_callbacks)
                 return strata__fail(STRATA_EINVAL,
                                     "patch_replication_callback: needs a dp configuration");
         cfg->replication_callbacks = 1;
@@ -501,23 +477,22 @@ int strata_patch_replication_callback(struct strata_config *cfg)
 
 int strata_is_global_zero(const struct strata_runtime *rt)
 {
-        return rt != NULL;
+        return rt && rt->strategy ? rt->strategy->is_global_zero(rt) : 0;
 }
 
 int strata_root_device(const struct strata_runtime *rt)
 {
-        (void)rt;
-        return 0;
+        return rt && rt->strategy ? rt->strategy->root_device(rt) : 0;
 }
 
 int strata_handles_gradient_accumulation(const struct strata_runtime *rt)
 {
-        return rt != NULL;
+        return rt && rt->strategy ? rt->strategy->handles_gradient_accumulation : 0;
 }
 
 int strata_world_size(const struct strata_runtime *rt)
 {
-        return rt ? rt->nreplicas : 0;
+        return rt && rt->strategy ? rt->strategy->world_size(rt) : 0;
 }
 
 int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status)
@@ -541,21 +516,7 @@ static int collective(struct strata_runtime *rt, const struct strata_coll *op, v
         STRATA_TRY(need_ready(rt));
         if ((op->count && !bufs) || (op->kind == STRATA_COLL_ALL_GATHER && op->count && !send))
                 return strata__fail(STRATA_EINVAL, "collective: buffer list is NULL");
-        if (rt->nreplicas == 1 || !rt->workers) {
-                size_t es = strata_dtype_size(op->dtype);
-
-                if (!es || (unsigned)op->op >= STRATA_OP_COUNT)
-                        return strata__fail(STRATA_EINVAL, "collective: bad dtype or op");
-                if (op->count && !bufs[0])
-                        return strata__fail(STRATA_EINVAL, "collective: buffer 0 is NULL");
-                if (op->kind == STRATA_COLL_ALL_GATHER && op->count)
-                        memmove(bufs[0], send[0], op->count * es);
-                return STRATA_OK; /* one device: the reduction of one value is itself */
-        }
-        rt->coll = *op;
-        rt->coll_bufs = bufs;
-        rt->coll_send = send;
-        return strata__multi_run(rt, STRATA__JOB_COLL);
+        return rt->strategy->collective(rt, op, bufs, send);
 }
 
 int strata_reduce(struct strata_runtime *rt, void *const *bufs, size_t count,

@@ -244,7 +244,7 @@ int main(int argc, char **argv)
                 goto fail;
         total = wbytes + cbytes + 2 * (size_t)b.n * (maxb + 4096) + 3 * membw_len * 4 + 4096 * 4;
         if (strata_arena_map(&arena, total, NULL) || strata_workers_start(&b.w, &arena, &wc) ||
-            strata_comm_init(&b.comm, &arena, b.w))
+            strata_comm_init_workers(&b.comm, &arena, b.w, NULL))
                 goto fail;
         for (int r = 0; r < b.n; r++) {
                 void *p, *q;

@@ -1,5 +1,5 @@
 /*
- * The `shm` comm driver: devices share one address space, so every rank reads its peers'
+ * The `shm` transport: ranks share one address space, so every rank reads its peers'
  * buffers directly (no staging copy). Reductions are split into one slice per rank, each slice
  * reduced from all ranks in rank order and written straight into every rank's receive buffer.
  * Slices start on cache-line boundaries; large messages use streaming stores.
@@ -9,18 +9,20 @@
 #include "strata/status.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
-#include "drivers/drivers.h"
 
 #define NT_BYTES ((size_t)32 << 20) /* streaming stores from this size on (past the caches) */
 
-static int shm_probe(const char **why)
+/* Every rank must be in this process: peers' buffers are read and written directly. */
+static int shm_probe(const struct strata_comm_config *cfg, const char **why)
 {
+        if (cfg->local_size == cfg->world_size)
+                return 1;
         if (why)
-                *why = NULL;
-        return 1;
+                *why = "shm joins ranks of one process only";
+        return 0;
 }
 
-void strata__comm_slice(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi)
+static void slice(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi)
 {
         size_t line = 64 / es ? 64 / es : 1;
         size_t a = count * (size_t)rank / (size_t)n, b = count * (size_t)(rank + 1) / (size_t)n;
@@ -40,7 +42,7 @@ static int broadcast(struct strata_comm *c, int rank, const struct strata_coll *
         for (int r = 0; r < c->n; r++)
                 if (r != op->root)
                         dst[nd++] = strata__comm_peer(c, rank, r)->recv;
-        strata__comm_slice(op->count, es, c->n, rank, &lo, &hi);
+        slice(op->count, es, c->n, rank, &lo, &hi);
         strata__comm_copy(c, dst, nd, strata__comm_peer(c, rank, op->root)->recv, lo * es,
                           hi * es, op->count * es >= NT_BYTES);
         return STRATA_OK;
@@ -58,7 +60,7 @@ static int reduce_to(struct strata_comm *c, int rank, const struct strata_coll *
                 if (all || r == op->root)
                         dst[nd++] = strata__comm_peer(c, rank, r)->recv;
         }
-        strata__comm_slice(op->count, es, c->n, rank, &lo, &hi);
+        slice(op->count, es, c->n, rank, &lo, &hi);
         strata__comm_reduce(c, op, dst, nd, src, c->n, lo, hi,
                             op->count * es >= NT_BYTES);
         return STRATA_OK;
@@ -121,9 +123,10 @@ static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op
         return STRATA_OK;
 }
 
-const struct strata_comm_ops strata__shm_comm = {
+const struct strata__transport strata__shm_transport = {
         .name = "shm",
         .probe = shm_probe,
+        .slice = slice,
         .run = {
                 [STRATA_COLL_BROADCAST] = broadcast,
                 [STRATA_COLL_REDUCE] = reduce,

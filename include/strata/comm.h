@@ -1,14 +1,18 @@
 /*
- * Collectives among the devices of a worker pool.
+ * Collectives among ranks: a communicator and the one protocol every collective follows.
  *
- * Every device (rank) calls the same collective from its work function with its own buffers
+ * A communicator knows its ranks by number only: the world size, and the ranks this process
+ * serves (local ranks 0..local_size-1, global rank = rank0 + local rank). It does not know
+ * what drives a rank (a pinned worker thread today); it learns of failures through a failure
+ * domain (struct strata_group). Every rank calls the same collective with its own buffers
  * (SPMD, as with MPI or NCCL). Arguments are checked in one place; the ranks then agree on
  * them, so when any rank passes a bad argument every rank returns STRATA_EINVAL and nothing is
- * written. Reductions combine values in rank order for every element: the same inputs give
- * bitwise the same outputs on every run, whatever the timing.
+ * written. Reductions combine values in global rank order for every element: the same inputs
+ * give bitwise the same outputs on every run, however the ranks are spread.
  *
- * A comm driver is a `static const struct strata_comm_ops`; the built-in `shm` driver serves
- * devices that share one address space (threads of one process).
+ * The protocol (checks, agreement, eager small messages, sequence numbers) is separate from
+ * the transport that moves the data, a private `const` ops table chosen at init from the
+ * transports that accept the configuration (today `shm`: ranks that share one address space).
  */
 #ifndef STRATA_COMM_H
 #define STRATA_COMM_H
@@ -18,6 +22,8 @@
 #include "strata/arena.h"
 #include "strata/tensor.h"
 #include "strata/workers.h"
+
+struct strata_device_ops;
 
 /** Reduction operators. Integer mean truncates toward zero. */
 enum strata_reduce_op {
@@ -59,43 +65,70 @@ struct strata_coll {
 
 struct strata_comm;
 
-/** A comm driver: one function per collective kind, called after the common checks. */
-struct strata_comm_ops {
-        const char *name;
-        int (*probe)(const char **why);
-        int (*run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
-                                      const struct strata_coll *op);
+/** What a communicator is made of. Start from STRATA_COMM_CONFIG_INIT. */
+struct strata_comm_config {
+        int world_size;   /**< ranks in the communicator, every process counted */
+        int rank0;        /**< global rank of this process's local rank 0 */
+        int local_size;   /**< ranks this process serves (1..STRATA_MAX_DEVICES) */
+        /** The failure domain of the local ranks (required): aborts, timeouts. */
+        const struct strata_group *group;
+        /**
+         * The memory the buffers live in: NULL or a host-visible driver for host memory;
+         * a driver the host cannot address for its device memory. Then every rank first
+         * waits for its device's queued work (its inputs are complete), the data moves with
+         * the driver's reduce_many/copy_many, every rank waits for its device again before
+         * reporting done, and only f32 sum and mean are supported (STRATA_ENOTSUP otherwise).
+         */
+        const struct strata_device_ops *dev;
 };
 
+#define STRATA_COMM_CONFIG_INIT { 1, 0, 1, NULL, NULL }
+
 /**
- * @brief Bytes strata_comm_init() takes from its arena for @p ranks ranks (the communicator
- *        and its small-message mailboxes, two of 256 bytes per rank).
+ * @brief Bytes strata_comm_init() takes from its arena for @p local_size local ranks (the
+ *        communicator and its small-message mailboxes, two of 256 bytes per rank).
  */
-int strata_comm_plan(int ranks, size_t *bytes);
+int strata_comm_plan(int local_size, size_t *bytes);
 
 /**
- * @brief A communicator over the devices of @p w, using the shared-memory driver.
- * @retval STRATA_OK, STRATA_EINVAL, STRATA_ENOMEM.
+ * @brief A communicator for @p cfg, on the first transport that accepts it.
+ * @retval STRATA_OK; STRATA_EINVAL (a field out of range, no group, a device driver without
+ *         reduce_many/copy_many); STRATA_ENOTSUP (no transport spans the configuration, e.g.
+ *         ranks in several processes); STRATA_ENOMEM (arena).
  */
-int strata_comm_init(struct strata_comm **c, struct strata_arena *a, struct strata_workers *w);
-
-struct strata_device_ops;
+int strata_comm_init(struct strata_comm **c, struct strata_arena *a,
+                     const struct strata_comm_config *cfg);
 
 /**
- * @brief A communicator whose buffers live in the memory of device driver @p dev (one logical
- *        device per worker), for drivers the host cannot address. The same protocol as
- *        strata_comm_init(), but every rank first waits for its device's queued work (so its
- *        inputs are complete), the data moves with the driver's reduce_many/copy_many, and
- *        every rank waits for its device again before reporting done. Only f32 with sum or
- *        mean is supported (STRATA_ENOTSUP otherwise). A host-visible @p dev (or NULL) gives
- *        a plain host communicator.
- * @retval STRATA_OK, STRATA_EINVAL (driver lacks reduce_many/copy_many), STRATA_ENOMEM.
+ * @brief A communicator among the devices of worker pool @p w (one process, rank = device),
+ *        with the pool as its failure domain, over @p dev's memory (NULL: host memory).
  */
-int strata_comm_init_device(struct strata_comm **c, struct strata_arena *a,
-                            struct strata_workers *w, const struct strata_device_ops *dev);
+int strata_comm_init_workers(struct strata_comm **c, struct strata_arena *a,
+                             struct strata_workers *w, const struct strata_device_ops *dev);
+
+/** @brief Ranks in the communicator, every process counted (0 for NULL). */
+int strata_comm_world_size(const struct strata_comm *c);
+
+/** @brief Ranks this process serves (0 for NULL). */
+int strata_comm_local_size(const struct strata_comm *c);
+
+/** @brief Global rank of local rank @p local (-1 when out of range). */
+int strata_comm_rank(const struct strata_comm *c, int local);
+
+/** @brief Name of the transport the communicator runs on ("shm"). */
+const char *strata_comm_transport(const struct strata_comm *c);
 
 /**
- * @brief Run one collective for @p rank (the single choke point every collective goes through).
+ * @brief The elements [*lo, *hi) of a reduction of @p count elements of @p es bytes whose
+ *        result local rank @p local computes (the transport's split; the whole range when it
+ *        does not split), so a caller can go on with data already in that rank's cache.
+ */
+void strata_comm_slice(const struct strata_comm *c, size_t count, size_t es, int local,
+                       size_t *lo, size_t *hi);
+
+/**
+ * @brief Run one collective for local rank @p rank (the single choke point every collective
+ *        goes through). The rank arguments of the calls below are local ranks too.
  * @retval STRATA_OK; STRATA_EINVAL (this or another rank passed bad arguments; nothing
  *         written); STRATA_EOVERFLOW (count * element size overflows); STRATA_EABORTED or
  *         STRATA_ETIMEDOUT when a device failed or a wait timed out.

@@ -13,9 +13,23 @@
  * When a run or entry action fails, the machine moves to the error state (exit, then
  * entry(error)) and the action's status is returned. Exit actions return nothing, so they
  * cannot fail or change the state.
+ *
+ * Parent states (Zephyr's hierarchical SMF): a state may name a parent, a state that holds
+ * behaviour several states share and that need not be in the table (a strategy's states are
+ * often children of a shared multi-device table's states). A run action that returns
+ * STRATA_SM_PARENT hands the event to its parent's run action, and so on up the chain; a
+ * NULL run action passes the event up too; an event no ancestor handles is done. On a state
+ * change, exit actions run from the old state up to, not including, the nearest ancestor the
+ * two states share, then entry actions from below that ancestor down to the new state.
  */
 #ifndef STRATA_SM_H
 #define STRATA_SM_H
+
+/** A run action's answer: not handled here, run the parent state's action. */
+#define STRATA_SM_PARENT 1
+
+/** Longest chain of parents a state may have (checked by strata_sm_init()). */
+#define STRATA_SM_MAX_DEPTH 8
 
 /** Entry action: may fail; a failure moves the machine to its error state. */
 typedef int (*strata_sm_entry_fn)(void *obj, int state);
@@ -29,6 +43,7 @@ struct strata_sm_state {
         strata_sm_entry_fn entry;
         strata_sm_run_fn run;
         strata_sm_exit_fn exit;
+        const struct strata_sm_state *parent; /**< shared behaviour, or NULL */
 };
 
 /** A machine's constant description. */
@@ -56,7 +71,8 @@ struct strata_sm {
 
 /**
  * @brief Start a machine in the table's initial state (no action runs).
- * @retval STRATA_OK, or STRATA_EINVAL for a NULL or inconsistent table.
+ * @retval STRATA_OK, or STRATA_EINVAL for a NULL or inconsistent table (indices out of range,
+ *         a chain of parents longer than STRATA_SM_MAX_DEPTH or looping).
  */
 int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *table, void *obj);
 

@@ -62,6 +62,26 @@ int strata_workers_barrier(struct strata_workers *w, int device);
  */
 int strata_workers_fail(struct strata_workers *w, int device, int status);
 
+/**
+ * A failure domain: how the members of a group of ranks learn that one of them failed, and
+ * report their own failure, without knowing what the members are (threads of a worker pool,
+ * processes). A communicator waits on its group; every wait is bounded by its timeout.
+ */
+struct strata_group {
+        void *h;                                     /**< the provider's object */
+        int (*aborted)(void *h);                     /**< non-zero once a member failed */
+        int (*fail)(void *h, int member, int status); /**< keep the first error, release all */
+        unsigned (*epoch)(void *h); /**< failed runs so far; changes only between runs */
+        double timeout_s;           /**< bound on every wait */
+        int oversubscribed;         /**< members share cores: waiters yield, not spin */
+};
+
+/**
+ * @brief The failure domain of the pool's devices, for a communicator among them: a device's
+ *        failure or timeout aborts the pool's current command, as strata_workers_fail() does.
+ */
+void strata_workers_group(struct strata_workers *w, struct strata_group *g);
+
 /** @brief Number of devices. */
 int strata_workers_count(const struct strata_workers *w);
 

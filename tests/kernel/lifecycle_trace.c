@@ -49,7 +49,7 @@ static void on_exit_(void *obj, int state)
         note(obj, "exit", state, -1);
 }
 
-#define REC { on_entry, on_run, on_exit_ }
+#define REC { on_entry, on_run, on_exit_, NULL }
 static const struct strata_sm_state rec_states[STRATA_STATE_COUNT] = {
         REC, REC, REC, REC, REC, REC, REC, REC, REC, REC,
 };

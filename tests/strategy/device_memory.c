@@ -153,10 +153,10 @@ Test(device_memory, device_comm_is_f32_sum_or_mean, .timeout = 30)
         struct pool p;
 
         pool_start(&p, 2, 5.0);
-        cr_assert_eq(strata_comm_init_device(&c, &p.arena, p.w, devsim_driver_no_comm()),
+        cr_assert_eq(strata_comm_init_workers(&c, &p.arena, p.w, devsim_driver_no_comm()),
                      STRATA_EINVAL);
         cr_assert_null(c);
-        cr_assert_eq(strata_comm_init_device(&c, &p.arena, p.w, devsim_driver()), STRATA_OK,
+        cr_assert_eq(strata_comm_init_workers(&c, &p.arena, p.w, devsim_driver()), STRATA_OK,
                      "%s", strata_last_error());
         j[0].c = c;
         for (int r = 0; r < 2; r++) {

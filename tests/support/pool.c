@@ -17,7 +17,7 @@ void pool_start(struct pool *p, int n, double timeout_s)
         cr_assert_eq(strata_arena_map(&p->scratch, STRATA_MIB(320), NULL), STRATA_OK);
         cr_assert_eq(strata_workers_start(&p->w, &p->arena, &wc), STRATA_OK, "%s",
                      strata_last_error());
-        cr_assert_eq(strata_comm_init(&p->c, &p->arena, p->w), STRATA_OK, "%s",
+        cr_assert_eq(strata_comm_init_workers(&p->c, &p->arena, p->w, NULL), STRATA_OK, "%s",
                      strata_last_error());
 }
 

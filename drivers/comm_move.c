@@ -1,0 +1,28 @@
+/*
+ * How a collective's data moves: on host memory with the SIMD reduce/copy kernels, or on
+ * device memory through the device driver's reduce_many/copy_many. Shared by the protocol's
+ * eager path and the transports.
+ */
+#include "arch/reduce.h"
+#include "drivers/comm_internal.h"
+#include "strata/device.h"
+
+void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *op,
+                         void *const *dst, int ndst, const void *const *src, int nsrc, size_t lo,
+                         size_t hi, int nt)
+{
+        if (c->dev)
+                c->dev->reduce_many((float *const *)dst, ndst, (const float *const *)src, nsrc,
+                                    lo, hi, op->op == STRATA_OP_MEAN);
+        else
+                strata__reduce_many(op->dtype, op->op, dst, ndst, src, nsrc, lo, hi, nt);
+}
+
+void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
+                       size_t lo, size_t hi, int nt)
+{
+        if (c->dev)
+                c->dev->copy_many(dst, ndst, src, lo, hi);
+        else
+                strata__copy_many(dst, ndst, src, lo, hi, nt);
+}

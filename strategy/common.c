@@ -1,0 +1,90 @@
+/* What every strategy's actions use: step contexts, the batch split, metrics, properties. */
+#include <string.h>
+
+#include "strata/status.h"
+#include "strategy/internal.h"
+
+struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
+{
+        int k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
+
+        return (struct strata_step_ctx){ .dev = rt->dev, .seed = rt->cfg.seed, .step = rt->step,
+                                         .train = train, .rows_global = rows_global,
+                                         .loss_scale = 1.0f / ((float)rows_global * (float)k),
+                                         .world = 1 };
+}
+
+int strata__injected(const struct strata_runtime *rt, int dev, int event)
+{
+        if (dev == rt->inj_dev && event == rt->inj_event)
+                return strata__fail(rt->inj_status, "device %d: injected failure in %s", dev,
+                                    strata_event_name(event));
+        return STRATA_OK;
+}
+
+int strata__prepare(const struct strata_runtime *rt)
+{
+        return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
+}
+
+void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
+{
+        int n = rt->nreplicas;
+
+        for (int d = 0; d < n; d++) {
+                struct strata__replica *r = &rt->replicas[d];
+                int lo = (int)((long)b->rows * d / n), hi = (int)((long)b->rows * (d + 1) / n);
+
+                /* Each device loads its own rows when it starts computing on them. */
+                r->rows = hi - lo;
+                r->row0 = lo;
+        }
+}
+
+void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m)
+{
+        double loss = 0.0;
+        int correct = 0, rows = 0;
+
+        for (int d = 0; d < rt->nreplicas; d++) {
+                loss += rt->replicas[d].loss;
+                correct += rt->replicas[d].correct;
+                rows += rt->replicas[d].rows;
+        }
+        if (m)
+                *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct,
+                                              .rows = rows };
+}
+
+int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,
+                             void *const *bufs, const void *const *send)
+{
+        size_t es = strata_dtype_size(op->dtype);
+
+        (void)rt;
+        if (op->kind == STRATA_COLL_BARRIER)
+                return STRATA_OK;
+        if (!es || (unsigned)op->op >= STRATA_OP_COUNT)
+                return strata__fail(STRATA_EINVAL, "collective: bad dtype or op");
+        if (op->count && !bufs[0])
+                return strata__fail(STRATA_EINVAL, "collective: buffer 0 is NULL");
+        if (op->kind == STRATA_COLL_ALL_GATHER && op->count)
+                memmove(bufs[0], send[0], op->count * es);
+        return STRATA_OK; /* one device: the reduction of one value is itself */
+}
+
+int strata__is_global_zero(const struct strata_runtime *rt)
+{
+        return rt != NULL;
+}
+
+int strata__root_device(const struct strata_runtime *rt)
+{
+        (void)rt;
+        return 0;
+}
+
+int strata__world_size(const struct strata_runtime *rt)
+{
+        return rt ? rt->nreplicas : 0;
+}

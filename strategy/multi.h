@@ -1,0 +1,80 @@
+/*
+ * The parent states of the in-process multi-device strategies (dp, ddp) and the state they
+ * share (internal to strategy/). dp.c and ddp.c make their states children of
+ * strata__multi_states[] and override only what differs; every action posts one job, a
+ * function run on every device's pinned thread.
+ */
+#ifndef STRATA_STRATEGY_MULTI_H
+#define STRATA_STRATEGY_MULTI_H
+
+#include "strata/workers.h"
+#include "strategy/internal.h"
+
+struct strata__multi;
+
+/** Work of one device for one job; @p m is the runtime's multi-device state. */
+typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi *m, int dev);
+
+/**
+ * What dp and ddp share; each embeds it as the first member of its own private state, so the
+ * runtime's priv pointer is also a pointer to this.
+ */
+struct strata__multi {
+        struct strata_workers *workers;
+        struct strata_comm *comm;      /* host buffers (the Strategy API's collectives) */
+        struct strata_comm *dcomm;     /* replica tensors: comm, or over device memory */
+        void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
+        void *dcomm_mem;               /* the device communicator's (not host-visible) */
+        size_t pool_bytes, comm_bytes;
+        int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
+        int event;                     /* the lifecycle event of the current job */
+        strata__device_fn job;         /* what every device runs now */
+        struct strata_coll coll;       /* the Strategy API collective being run */
+        void *const *coll_bufs;
+        const void *const *coll_send;
+};
+
+/** The multi-device state of a runtime run by dp or ddp. */
+static inline struct strata__multi *strata__multi(const struct strata_runtime *rt)
+{
+        return rt->priv;
+}
+
+/**
+ * The parent states: setup_environment starts the pinned workers and communicators, connect
+ * initialises every replica, setup readies and warms every device, every step event runs on
+ * every device, batch_end and eval events report metrics, entering TORNDOWN stops the workers.
+ */
+extern const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT];
+
+/** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
+int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, struct strata__multi *m);
+
+/** Checks every multi-device strategy makes: a driver that cannot reduce its memory is refused. */
+int strata__multi_validate(const struct strata_config *c, const struct strata_device_ops *drv,
+                           const char *name);
+
+/**
+ * Run @p fn for lifecycle @p event on every device and return the first error. With @p idle
+ * (no device but 0 has work) it runs on device 0 alone, unless a test injected a failure.
+ */
+int strata__multi_post(struct strata_runtime *rt, int event, strata__device_fn fn, int idle);
+
+/** Run @p fn on every device (no lifecycle event: nothing can be injected). */
+int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn);
+
+/** Step context of device @p dev. */
+struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train);
+
+/**
+ * backward on device @p dev: the replica's backward pass; @p ready is called as each layer's
+ * gradients complete (NULL: nobody communicates during backward).
+ */
+int strata__multi_backward(struct strata_runtime *rt, int dev, strata__grad_ready_fn ready);
+
+/** The Strategy API's collectives on every device's thread (inline on one device). */
+int strata__multi_collective(struct strata_runtime *rt, const struct strata_coll *op,
+                             void *const *bufs, const void *const *send);
+
+#endif /* STRATA_STRATEGY_MULTI_H */
