@@ -28,7 +28,12 @@ static int linear_shape(const struct strata_layer *l, int in, struct strata_modu
         if (strata__mul_size((size_t)in, (size_t)l->desc->out, &w) || w > ((size_t)1 << 40))
                 return strata__fail(STRATA_EOVERFLOW, "linear (module %d): %d x %d too large",
                                     l->index, in, l->desc->out);
-        *s = (struct strata_module_shape){ .out = l->desc->out, .params = w + l->desc->out };
+        *s = (struct strata_module_shape){
+                .out = l->desc->out, .params = w + l->desc->out, .ngroups = 2,
+                .groups = { { "weight", STRATA_F32, w, STRATA_ROLE_WEIGHT, 2,
+                              { (size_t)l->desc->out, (size_t)in } },
+                            { "bias", STRATA_F32, (size_t)l->desc->out, STRATA_ROLE_BIAS, 1,
+                              { (size_t)l->desc->out, 1 } } } };
         return STRATA_OK;
 }
 
@@ -113,13 +118,18 @@ const struct strata_module_ops strata_relu = {
 
 static int bn_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
+        size_t f = (size_t)in;
+
         if (l->desc->eps < 0.0f || l->desc->decay < 0.0f || l->desc->decay > 1.0f)
                 return strata__fail(STRATA_EINVAL, "batchnorm (module %d): eps %g / momentum %g",
                                     l->index, l->desc->eps, l->desc->decay);
-        *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)in,
-                                           .state = 2 * (size_t)in, .aux_fixed = 4 * (size_t)in,
-                                           .aux_per_row = (size_t)in,
-                                           .ctx_per_copy = 2 * (size_t)in * sizeof(float) };
+        *s = (struct strata_module_shape){
+                .out = in, .params = 2 * f, .state = 2 * f, .aux_fixed = 4 * f,
+                .aux_per_row = f, .ctx_per_copy = 2 * f * sizeof(float), .ngroups = 4,
+                .groups = { { "weight", STRATA_F32, f, STRATA_ROLE_WEIGHT, 1, { f, 1 } },
+                            { "bias", STRATA_F32, f, STRATA_ROLE_BIAS, 1, { f, 1 } },
+                            { "running_mean", STRATA_F32, f, STRATA_ROLE_RUNNING, 1, { f, 1 } },
+                            { "running_var", STRATA_F32, f, STRATA_ROLE_RUNNING, 1, { f, 1 } } } };
         return STRATA_OK;
 }
 

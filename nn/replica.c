@@ -1,5 +1,6 @@
 /* Replica layout and the per-device forward/backward/optimizer passes. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -20,11 +21,83 @@ static int alloc_f(struct strata_arena *a, size_t n, float **out)
         return STRATA_OK;
 }
 
+static int bad_name(const char *s)
+{
+        size_t n = 0;
+
+        if (!s || !*s)
+                return 1;
+        for (; s[n]; n++)
+                if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_'))
+                        return 1;
+        return n > 24;
+}
+
+/*
+ * Check module @p i's parameter groups against its sizes, or give it the default ones
+ * ("param" and "state") when it declares none.
+ */
+static int check_groups(struct strata_module_shape *s, int i)
+{
+        size_t trained = 0, running = 0;
+
+        if (s->ngroups == 0) {
+                if (s->params)
+                        s->groups[s->ngroups++] = (struct strata_param_group){
+                                "param", STRATA_F32, s->params, STRATA_ROLE_WEIGHT, 1,
+                                { s->params, 1 } };
+                if (s->state)
+                        s->groups[s->ngroups++] = (struct strata_param_group){
+                                "state", STRATA_F32, s->state, STRATA_ROLE_RUNNING, 1,
+                                { s->state, 1 } };
+                return STRATA_OK;
+        }
+        if (s->ngroups < 0 || s->ngroups > STRATA_MAX_GROUPS)
+                return strata__fail(STRATA_EINVAL, "module %d declares %d parameter groups "
+                                                   "(0..%d)", i, s->ngroups, STRATA_MAX_GROUPS);
+        for (int k = 0; k < s->ngroups; k++) {
+                const struct strata_param_group *g = &s->groups[k];
+
+                if (bad_name(g->name) || g->dtype != STRATA_F32 ||
+                    (unsigned)g->role >= STRATA_ROLE_COUNT || g->ndim < 1 || g->ndim > 2 ||
+                    g->shape[0] * (g->ndim == 2 ? g->shape[1] : 1) != g->count)
+                        return strata__fail(STRATA_EINVAL, "module %d, group %d (%s): name must "
+                                                           "be [a-z0-9_]{1,24}, dtype f32, "
+                                                           "shape matching count %zu", i, k,
+                                            g->name ? g->name : "NULL", g->count);
+                if (g->role == STRATA_ROLE_RUNNING)
+                        running += g->count;
+                else
+                        trained += g->count;
+        }
+        if (trained != s->params || running != s->state)
+                return strata__fail(STRATA_EINVAL, "module %d: groups hold %zu trained and %zu "
+                                                   "running values; it declares %zu and %zu",
+                                    i, trained, running, s->params, s->state);
+        return STRATA_OK;
+}
+
+/* Module @p l's sizes and checked parameter groups for input width @p in. */
+static int shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        const struct strata_module_ops *ops = l->desc->ops;
+
+        if (!ops || !ops->shape || !ops->forward || !ops->backward)
+                return strata__fail(STRATA_EINVAL, "module %d has no complete ops table",
+                                    l->index);
+        memset(s, 0, sizeof(*s));
+        STRATA_TRY(ops->shape(l, in, s));
+        if (s->out <= 0)
+                return strata__fail(STRATA_EINVAL, "module %d declares width %d", l->index,
+                                    s->out);
+        return check_groups(s, l->index);
+}
+
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev)
 {
-        struct strata_module_shape s[256];
+        struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
         size_t nparam = 0, nstate = 0, off = 0;
         int in = m->in_features, width = in;
@@ -45,17 +118,10 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
 
-                if (!m->modules[i].ops || !m->modules[i].ops->shape ||
-                    !m->modules[i].ops->forward || !m->modules[i].ops->backward)
-                        return strata__fail(STRATA_EINVAL, "module %d has no complete ops table",
-                                            i);
-                STRATA_TRY(m->modules[i].ops->shape(&tmp, in, &s[i]));
-                if (s[i].out <= 0)
-                        return strata__fail(STRATA_EINVAL, "module %d declares width %d", i,
-                                            s[i].out);
-                nparam += s[i].params;
-                nstate += s[i].state;
-                in = s[i].out;
+                STRATA_TRY(shape(&tmp, in, &s));
+                nparam += s.params;
+                nstate += s.state;
+                in = s.out;
                 width = in > width ? in : width;
         }
         r->nparam = nparam;
@@ -67,24 +133,28 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         in = m->in_features;
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = &r->layers[i];
+                struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
 
+                STRATA_TRY(shape(&tmp, in, &s)); /* as in the first pass: shapes are pure */
                 if (r->layers) {
                         *l = (struct strata_layer){ .desc = &m->modules[i], .index = i, .in = in,
-                                                    .out = s[i].out, .nparam = s[i].params,
-                                                    .nstate = s[i].state,
-                                                    .naux_fixed = s[i].aux_fixed,
-                                                    .naux_per_row = s[i].aux_per_row,
-                                                    .grad_fresh = 1 };
+                                                    .out = s.out, .nparam = s.params,
+                                                    .nstate = s.state,
+                                                    .naux_fixed = s.aux_fixed,
+                                                    .naux_per_row = s.aux_per_row,
+                                                    .grad_fresh = 1,
+                                                    .ngroups = s.ngroups };
+                        memcpy(l->groups, s.groups, sizeof(l->groups));
                         r->poff[i] = off;
                         l->param = r->params ? r->params + off : NULL;
                         l->grad = r->grads ? r->grads + off : NULL;
                 }
-                off += s[i].params;
-                STRATA_TRY(alloc_f(d, (size_t)rows * s[i].out, r->layers ? &r->y[i] : &(float *){ 0 }));
-                STRATA_TRY(alloc_f(d, s[i].state, r->layers ? &l->state : &(float *){ 0 }));
-                STRATA_TRY(alloc_f(d, s[i].aux_fixed + (size_t)rows * s[i].aux_per_row,
+                off += s.params;
+                STRATA_TRY(alloc_f(d, (size_t)rows * s.out, r->layers ? &r->y[i] : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(d, s.state, r->layers ? &l->state : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(d, s.aux_fixed + (size_t)rows * s.aux_per_row,
                                    r->layers ? &l->aux : &(float *){ 0 }));
-                in = s[i].out;
+                in = s.out;
         }
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[0]));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[1]));
@@ -253,6 +323,58 @@ void strata__replica_step_range(const struct strata__replica *r, const struct st
 
         strata__optim_scalars(o, r->opt_t, &u);
         r->drv->update_range(&u, p, r->grads, r->opt_state, r->nparam, lo, hi);
+}
+
+int strata__replica_nparams(const struct strata__replica *r)
+{
+        int n = 0;
+
+        for (int i = 0; i < r->nlayers; i++)
+                n += r->layers[i].ngroups;
+        return n;
+}
+
+int strata__replica_param(const struct strata__replica *r, int index, struct strata_param *out)
+{
+        size_t poff = 0, soff = 0;
+        int slots = r->nparam ? (int)(r->nopt / r->nparam) : 0;
+
+        for (int i = 0; i < r->nlayers; i++) {
+                const struct strata_layer *l = &r->layers[i];
+                size_t lsoff = 0; /* a layer's running state is its own vector */
+
+                for (int k = 0; k < l->ngroups; k++) {
+                        const struct strata_param_group *g = &l->groups[k];
+                        int running = g->role == STRATA_ROLE_RUNNING;
+
+                        if (index-- == 0) {
+                                memset(out, 0, sizeof(*out));
+                                snprintf(out->name, sizeof(out->name), "layers.%d.%s", i,
+                                         g->name);
+                                out->layer = i;
+                                out->group = *g;
+                                out->offset = running ? soff : poff;
+                                out->shard_hi = g->count;
+                                if (running) {
+                                        out->value = l->state + lsoff;
+                                        return STRATA_OK;
+                                }
+                                out->value = r->params + poff;
+                                out->grad = r->grads + poff;
+                                out->opt_slots = slots;
+                                for (int j = 0; j < slots; j++)
+                                        out->opt_state[j] = r->opt_state + r->nparam * j + poff;
+                                return STRATA_OK;
+                        }
+                        if (running) {
+                                soff += g->count;
+                                lsoff += g->count;
+                        } else {
+                                poff += g->count;
+                        }
+                }
+        }
+        return -1;
 }
 
 size_t strata__replica_param_offset(const struct strata__replica *r, int i)

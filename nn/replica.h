@@ -100,6 +100,15 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
                                 float *p, size_t lo, size_t hi);
 
+/** Parameter and buffer groups over every layer (strata__replica_param()'s index range). */
+int strata__replica_nparams(const struct strata__replica *r);
+
+/**
+ * Group @p index of the replica, layers in order and each layer's groups in declaration
+ * order, with its gradient, optimizer-state slots and offsets; 0, or -1 past the last.
+ */
+int strata__replica_param(const struct strata__replica *r, int index, struct strata_param *out);
+
 /** Offset of layer @p i's parameters in the flat vector. */
 size_t strata__replica_param_offset(const struct strata__replica *r, int i);
 

@@ -448,6 +448,30 @@ int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float
         return STRATA_OK;
 }
 
+int strata_parameter_count(const struct strata_runtime *rt, int *n)
+{
+        STRATA_TRY(connected(rt, 0));
+        if (!n)
+                return strata__fail(STRATA_EINVAL, "parameter count: NULL output");
+        *n = strata__replica_nparams(&rt->replicas[0]);
+        return STRATA_OK;
+}
+
+int strata_parameter(const struct strata_runtime *rt, int dev, int index,
+                     struct strata_param *out)
+{
+        struct strata_param p;
+
+        STRATA_TRY(connected(rt, dev));
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "parameter: NULL output");
+        if (index < 0 || strata__replica_param(&rt->replicas[dev], index, &p) != 0)
+                return strata__fail(STRATA_EINVAL, "parameter %d not in [0, %d)", index,
+                                    strata__replica_nparams(&rt->replicas[dev]));
+        *out = p;
+        return STRATA_OK;
+}
+
 int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *out)
 {
         uint64_t refused;

@@ -14,8 +14,34 @@
 #include <stdint.h>
 
 #include "strata/device.h"
+#include "strata/tensor.h"
 
 struct strata_layer;
+
+/** What a group of a module's values is. */
+enum strata_param_role {
+        STRATA_ROLE_WEIGHT = 0, /**< trained: has a gradient and optimizer state */
+        STRATA_ROLE_BIAS,       /**< trained: has a gradient and optimizer state */
+        STRATA_ROLE_RUNNING,    /**< a running statistic (buffer): not trained, checkpointed */
+        STRATA_ROLE_COUNT
+};
+
+/** Most parameter groups one module declares. */
+#define STRATA_MAX_GROUPS 4
+
+/**
+ * One named group of a module's parameters or buffers, as PyTorch names them ("weight",
+ * "bias", "running_mean"). Trained groups are laid out in declaration order in the module's
+ * slice of the device's flat parameter vector, buffers in its running state.
+ */
+struct strata_param_group {
+        const char *name;        /**< stable, [a-z0-9_]: part of checkpoint names */
+        enum strata_dtype dtype; /**< storage type (STRATA_F32 today) */
+        size_t count;            /**< elements */
+        enum strata_param_role role;
+        int ndim;                /**< 1 or 2: the tensor's shape, as PyTorch's */
+        size_t shape[2];         /**< shape[0] x shape[1] == count (shape[1] = 1 when 1-D) */
+};
 
 /** What a module needs for a given input width (all counts in floats). */
 struct strata_module_shape {
@@ -25,6 +51,13 @@ struct strata_module_shape {
         size_t aux_fixed;   /**< saved values independent of the batch size */
         size_t aux_per_row; /**< saved values per row of the batch */
         size_t ctx_per_copy; /**< bytes per copy of the context its copies share under dp */
+        /**
+         * Its parameters and buffers by name: trained groups must add up to @c params and
+         * buffers to @c state. A module that declares none gets one group "param" (weight)
+         * and one "state" (running) of those sizes.
+         */
+        int ngroups;
+        struct strata_param_group groups[STRATA_MAX_GROUPS];
 };
 
 /** Per-call context handed to forward/backward. */
@@ -99,6 +132,26 @@ struct strata_layer {
         int copy_id;     /**< dp: which copy this is */
         int copies;      /**< dp: how many copies share the context */
         int failed;      /**< a collective inside forward/backward failed: its status */
+        int ngroups;     /**< its parameter groups (from shape, checked) */
+        struct strata_param_group groups[STRATA_MAX_GROUPS];
+};
+
+/**
+ * One parameter or buffer group of one device's copy of the model with everything that
+ * belongs to it, found without knowing the module (strata_parameter()). Pointers are into
+ * the device's memory (host-addressable only when the driver is host-visible).
+ */
+struct strata_param {
+        char name[64];                 /**< "layers.<module index>.<group name>" */
+        int layer;                     /**< module index */
+        struct strata_param_group group; /**< as the module declared it */
+        float *value;                  /**< the values (fp32 training: also the master copy) */
+        float *grad;                   /**< gradient (NULL for buffers) */
+        int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */
+        float *opt_state[2];           /**< each slot's values for this group */
+        float *master;                 /**< fp32 master copy when values are lower precision */
+        size_t offset;                 /**< in the flat parameter (or running-state) vector */
+        size_t shard_lo, shard_hi;     /**< the elements this device owns ([0, count) today) */
 };
 
 /** The built-in modules (PyTorch semantics and default initialisation). */

@@ -195,6 +195,24 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
 int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
                            size_t *n, uint64_t *step);
 
+/**
+ * @brief How many parameter and buffer groups the model has (the index range of
+ *        strata_parameter()).
+ * @retval STRATA_OK, STRATA_EINVAL (NULL), STRATA_EBADSTATE (not connected).
+ */
+int strata_parameter_count(const struct strata_runtime *rt, int *n);
+
+/**
+ * @brief Group @p index of device @p dev's copy of the model: its stable name
+ *        ("layers.0.weight"), declared shape and role, and pointers to its values, gradient
+ *        and optimizer state, without knowing the module. Modules in order, each module's
+ *        groups in the order it declares them; trained groups tile the flat parameter vector.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, @p dev or @p index out of range; *out unchanged);
+ *         STRATA_EBADSTATE (not connected).
+ */
+int strata_parameter(const struct strata_runtime *rt, int dev, int index,
+                     struct strata_param *out);
+
 /** Memory figures of a runtime. */
 struct strata_memory_info {
         size_t planned;      /**< strata_plan() bytes */
