@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A/B of two revisions of Strata on this machine, interleaved: builds revision OLD (default
+# HEAD~1) in a temporary worktree and the current tree in BUILD, then REPS times, alternating
+# which goes first, measures training samples/s of one Fashion-MNIST epoch (single, and ddp on
+# 2 devices; batch 128) and the median time of a 2-device all_reduce at 4 KiB, 1 MiB and
+# 64 MiB. Prints the median of each figure for both and the ratio new/old (time ratios: below
+# 1 is faster). Usage: tools/bench-ab.sh [OLD [REPS]]; env BUILD (default build).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+old_rev=${1:-HEAD~1}
+reps=${2:-5}
+new=${BUILD:-$here/build}
+tmp=$(mktemp -d)
+trap 'git -C "$here" worktree remove --force "$tmp/old" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+
+old_hash=$(git -C "$here" rev-parse --short "$old_rev")
+echo "bench-ab: building old = $old_hash in a worktree, new = working tree ($(git -C "$here" rev-parse --short HEAD)$(git -C "$here" diff --quiet || echo '+changes'))" >&2
+git -C "$here" worktree add --detach "$tmp/old" "$old_rev" >/dev/null 2>&1
+make -C "$tmp/old" -j2 tools CUDA=0 >/dev/null
+make -C "$here" -j2 tools CUDA=0 BUILD="$new" >/dev/null
+old=$tmp/old/build
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+sps() { # build strategy devices -> training samples/s of one epoch
+        "$1/bin/strata-train" --epochs 1 --json --batch 128 --strategy "$2" --devices "$3" |
+                grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
+}
+allreduce_us() { # build bytes -> median time of one all_reduce
+        "$1/bin/strata-bench-coll" --json --min-bytes "$2" --max-bytes "$2" |
+                grep '"op"' | sed 's/.*"time_us":\([0-9.e+-]*\).*/\1/'
+}
+measure() { # build name -> appends "name value" lines to $tmp/<which>
+        echo "single $(sps "$1" single 1)"
+        echo "ddp2 $(sps "$1" ddp 2)"
+        for b in 4096 1048576 67108864; do echo "ar$b $(allreduce_us "$1" "$b")"; done
+}
+for r in $(seq "$reps"); do
+        if [ $((r % 2)) = 1 ]; then
+                measure "$old" >> "$tmp/old.txt"; measure "$new" >> "$tmp/new.txt"
+        else
+                measure "$new" >> "$tmp/new.txt"; measure "$old" >> "$tmp/old.txt"
+        fi
+        echo "bench-ab: rep $r of $reps done" >&2
+done
+printf 'A/B, %d interleaved reps, medians; old %s, new %s\n' "$reps" "$old_hash" \
+        "$(git -C "$here" rev-parse --short HEAD)"
+printf '%-28s %14s %14s %10s\n' figure old new new/old
+for k in single ddp2 ar4096 ar1048576 ar67108864; do
+        o=$(awk -v k=$k '$1 == k {print $2}' "$tmp/old.txt" | median)
+        n=$(awk -v k=$k '$1 == k {print $2}' "$tmp/new.txt" | median)
+        case $k in
+        single) label="single samples/s" ;; ddp2) label="ddp 2 devices samples/s" ;;
+        ar4096) label="all_reduce 4 KiB us" ;; ar1048576) label="all_reduce 1 MiB us" ;;
+        *) label="all_reduce 64 MiB us" ;;
+        esac
+        printf '%-28s %14.2f %14.2f %10.3f\n' "$label" "$o" "$n" "$(echo "$n / $o" | bc -l)"
+done
