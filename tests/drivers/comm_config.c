@@ -85,19 +85,28 @@ static void run_all(struct strata_comm *c, struct job *j, int fail_rank)
 }
 
 static _Alignas(4096) unsigned char mem[1 << 20];
+static struct strata_group group;
 
-Test(comm_config, application_threads_and_group)
+/* A communicator of RANKS ranks in this process over the application's own group. */
+static struct strata_comm *open_comm(double timeout_s)
 {
         struct strata_comm_config cfg = STRATA_COMM_CONFIG_INIT;
-        static struct job j[RANKS];
-        struct strata_group g = start_group(5.0);
         struct strata_comm *c = NULL;
         struct strata_arena a;
 
+        group = start_group(timeout_s);
         cr_assert_eq(strata_arena_init(&a, mem, sizeof(mem), NULL), STRATA_OK);
         cfg.world_size = cfg.local_size = RANKS;
-        cfg.group = &g;
+        cfg.group = &group;
         cr_assert_eq(strata_comm_init(&c, &a, &cfg), STRATA_OK, "%s", strata_last_error());
+        return c;
+}
+
+Test(comm_config, application_threads_and_group)
+{
+        static struct job j[RANKS];
+        struct strata_comm *c = open_comm(5.0);
+
         cr_assert_str_eq(strata_comm_transport(c), "shm");
         cr_assert_eq(strata_comm_world_size(c), RANKS);
         cr_assert_eq(strata_comm_local_size(c), RANKS);
@@ -121,16 +130,9 @@ Test(comm_config, application_threads_and_group)
 /* One rank reports a failure through the group instead of joining: the others return. */
 Test(comm_config, failure_through_the_group_releases_peers, .timeout = 20)
 {
-        struct strata_comm_config cfg = STRATA_COMM_CONFIG_INIT;
         static struct job j[RANKS];
-        struct strata_group g = start_group(30.0);
-        struct strata_comm *c = NULL;
-        struct strata_arena a;
+        struct strata_comm *c = open_comm(30.0);
 
-        cr_assert_eq(strata_arena_init(&a, mem, sizeof(mem), NULL), STRATA_OK);
-        cfg.world_size = cfg.local_size = RANKS;
-        cfg.group = &g;
-        cr_assert_eq(strata_comm_init(&c, &a, &cfg), STRATA_OK, "%s", strata_last_error());
         run_all(c, j, 1);
         cr_assert_eq(j[0].rc, STRATA_EABORTED);
         cr_assert_eq(j[2].rc, STRATA_EABORTED);
