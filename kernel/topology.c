@@ -88,7 +88,8 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
         int ncores, nnodes, k = 0;
 
         if (n <= 0 || n > STRATA_MAX_DEVICES || !out)
-                return strata__fail(STRATA_EINVAL, "placement: %d devices (1..%d)", n, STRATA_MAX_DEVICES);
+                return strata__fail(STRATA_EINVAL, "placement: %d devices (1..%d)", n,
+                                    STRATA_MAX_DEVICES);
         STRATA_TRY(load(&topo));
         ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
         if (ncores <= 0) {

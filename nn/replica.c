@@ -150,7 +150,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                         l->grad = r->grads ? r->grads + off : NULL;
                 }
                 off += s.params;
-                STRATA_TRY(alloc_f(d, (size_t)rows * s.out, r->layers ? &r->y[i] : &(float *){ 0 }));
+                STRATA_TRY(alloc_f(d, (size_t)rows * s.out,
+                                   r->layers ? &r->y[i] : &(float *){ 0 }));
                 STRATA_TRY(alloc_f(d, s.state, r->layers ? &l->state : &(float *){ 0 }));
                 STRATA_TRY(alloc_f(d, s.aux_fixed + (size_t)rows * s.aux_per_row,
                                    r->layers ? &l->aux : &(float *){ 0 }));
