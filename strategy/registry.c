@@ -1,5 +1,8 @@
-/* The strategy registry: one line per strategy. */
+/* The strategy registry: one line per strategy; the only map from a kind or name to a table. */
 #include <stddef.h>
+#include <string.h>
+
+#include "strata/status.h"
 
 #include "strategy/internal.h"
 
@@ -16,4 +19,21 @@ static const struct strata__strategy *const registry[STRATA_STRATEGY_COUNT] = {
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind)
 {
         return (unsigned)kind < STRATA_STRATEGY_COUNT ? registry[kind] : NULL;
+}
+
+int strata_strategy_from_name(const char *name, enum strata_strategy_kind *out)
+{
+        for (int k = 0; name && out && k < STRATA_STRATEGY_COUNT; k++)
+                if (registry[k] && !strcmp(registry[k]->name, name)) {
+                        *out = (enum strata_strategy_kind)k;
+                        return STRATA_OK;
+                }
+        return strata__fail(STRATA_EINVAL, "strategy '%s' unknown", name ? name : "(null)");
+}
+
+const char *strata_strategy_name(enum strata_strategy_kind kind)
+{
+        const struct strata__strategy *st = strata__strategy_get(kind);
+
+        return st ? st->name : "?";
 }

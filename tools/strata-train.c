@@ -164,10 +164,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         else return bad("--optim: '%s' is not sgd or adamw%s", optarg, "");
                         break;
                 case 'S':
-                        if (!strcmp(optarg, "single")) o->strategy = STRATA_STRATEGY_SINGLE;
-                        else if (!strcmp(optarg, "dp")) o->strategy = STRATA_STRATEGY_DP;
-                        else if (!strcmp(optarg, "ddp")) o->strategy = STRATA_STRATEGY_DDP;
-                        else return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
+                        if (strata_strategy_from_name(optarg, &o->strategy))
+                                return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
                         o->strategy_set = 1;
                         break;
                 default:
@@ -400,9 +398,7 @@ int main(int argc, char **argv)
         if (!o.quiet && !o.json)
                 printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
                        "batch %d, %ld steps/epoch\n",
-                       o.strategy == STRATA_STRATEGY_SINGLE ? "single"
-                       : o.strategy == STRATA_STRATEGY_DP   ? "dp"
-                                                            : "ddp",
+                       strata_strategy_name(o.strategy),
                        o.devices,
                        o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
         fflush(stdout);

@@ -29,6 +29,15 @@ enum strata_strategy_kind {
         STRATA_STRATEGY_COUNT
 };
 
+/**
+ * @brief The strategy called @p name ("single", "dp", "ddp"), as the registry knows it.
+ * @retval STRATA_OK, STRATA_EINVAL (NULL or unknown name; *out unchanged).
+ */
+int strata_strategy_from_name(const char *name, enum strata_strategy_kind *out);
+
+/** @brief Name of a strategy kind ("?" when out of range or not built). */
+const char *strata_strategy_name(enum strata_strategy_kind kind);
+
 /** Everything a run is made of. Start from STRATA_CONFIG_INIT. */
 struct strata_config {
         unsigned struct_size;               /**< sizeof(struct strata_config) (ABI check) */
