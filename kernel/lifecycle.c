@@ -9,6 +9,9 @@
 #pragma GCC diagnostic ignored "-Woverride-init"
 
 #define N STRATA_EV_COUNT
+
+/* The tables below hold state indices in signed chars, and the engine's counts are bytes. */
+_Static_assert(STRATA_STATE_COUNT <= 127 && N <= 255, "lifecycle too large for its tables");
 #define R (-1) /* refused */
 
 /* Rows list only what a state adds; exception and teardown are filled in by ROW(). */

@@ -96,6 +96,9 @@ struct many {
         float *dst[STRATA__CUDA_MANY];
         const float *src[STRATA__CUDA_MANY];
 };
+/* Passed by value: one launch takes every device's buffer while they fit a kernel's 4 KiB of
+ * parameters, which bounds STRATA_MAX_DEVICES. */
+static_assert(sizeof(struct many) + 64 <= 4096, "STRATA_MAX_DEVICES too large for reduce_many");
 
 __global__ void k_reduce_many(struct many m, int nd, int ns, size_t lo, size_t hi, int mean)
 {
