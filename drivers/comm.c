@@ -14,6 +14,9 @@
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
 
+/* Every mailbox starts on its own cache line: no two ranks write one line. */
+_Static_assert(STRATA__COMM_EAGER % 64 == 0, "eager mailboxes must be whole cache lines");
+
 /* The communicator, rounded to a cache line: its eager mailboxes follow in the same block. */
 #define COMM_HEAD ((sizeof(struct strata_comm) + 63) / 64 * 64)
 
@@ -265,7 +268,11 @@ static double now_s(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Spin until every rank's flag reaches @p seq; bounded by the abort flag and the timeout. */
+/*
+ * Spin until every rank's flag reaches @p seq; bounded by the failure domain and the timeout.
+ * The domain is asked every 16 spins, not every spin: it is a call through the group's table,
+ * and on every spin it delayed noticing the flag (4 KiB all_reduce 0.76 against 0.67 us).
+ */
 static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 {
         double deadline = 0.0;
@@ -275,9 +282,9 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                 unsigned spins = 0;
 
                 while ((int64_t)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0) {
-                        if (c->group.aborted(c->group.h))
+                        if ((++spins & 15) == 0 && c->group.aborted(c->group.h))
                                 return STRATA_EABORTED;
-                        if (++spins > c->yield_after)
+                        if (spins > c->yield_after)
                                 sched_yield(); /* the peer may be waiting for this core */
                         else
                                 strata__pause();
