@@ -9,6 +9,7 @@
 #ifndef STRATA_STRATEGY_INTERNAL_H
 #define STRATA_STRATEGY_INTERNAL_H
 
+#include "strata/checkpoint.h"
 #include "strata/comm.h"
 #include "strata/lifecycle.h"
 #include "strata/runtime.h"
@@ -74,6 +75,8 @@ struct strata_runtime {
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward ends the window: reduce gradients */
         int inj_dev, inj_event, inj_status;
+        struct strata_ckpt_handle ckpt;            /* the checkpoint being written or read */
+        uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */
 };
 
 /* strategy/common.c: what every strategy's actions use. */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/checkpoint.h"
 #include "strata/comm.h"
 #include "strata/data.h"
 #include "strata/device.h"
@@ -63,6 +64,8 @@ struct strata_config {
         int allow_tf32;                     /**< CUDA: GEMMs may use TF32 (default 0: full FP32) */
         /** An application's own device driver (NULL: the accelerator's built-in one). */
         const struct strata_device_ops *driver;
+        /** Where checkpoints are stored (NULL: POSIX files, strata_checkpoint_file_io()). */
+        const struct strata_checkpoint_io *checkpoint_io;
 };
 
 #define STRATA_CONFIG_INIT                                                                     \
@@ -221,6 +224,31 @@ int strata_parameter_count(const struct strata_runtime *rt, int *n);
  */
 int strata_parameter(const struct strata_runtime *rt, int dev, int index,
                      struct strata_param *out);
+
+/**
+ * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and
+ *        step counts, running statistics of every device, the global step) and @p app_bytes
+ *        (at most STRATA_CKPT_APP_BYTES) of the application's own state, written atomically
+ *        through cfg.checkpoint_io. Between steps, at an optimizer-step boundary.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL or empty path, block too large); STRATA_EBADSTATE
+ *         (not READY, or inside an accumulation window); STRATA_EIO (the message says which
+ *         call failed; the previous file at @p path is intact).
+ */
+int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const void *app,
+                           size_t app_bytes);
+
+/**
+ * @brief load_checkpoint: validate @p path completely (header, every tensor's name, shape and
+ *        checksum, the model, world size and strategy) and only then restore it; the
+ *        application's block goes to @p app (@p app_cap bytes, *app_bytes its length).
+ * @retval STRATA_OK; STRATA_EINVAL (bad argument, another model); STRATA_EFORMAT (not a
+ *         checkpoint, truncated, corrupt, other version); STRATA_ENOTSUP (saved on another
+ *         device count or strategy); STRATA_EBADSTATE. On any of these nothing changed. An
+ *         I/O error after validation (the file changed under the reader) leaves the runtime
+ *         in its error state.
+ */
+int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
+                           size_t app_cap, size_t *app_bytes);
 
 /** Memory figures of a runtime. */
 struct strata_memory_info {

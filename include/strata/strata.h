@@ -16,5 +16,6 @@
 #include "strata/topology.h"
 #include "strata/workers.h"
 #include "strata/comm.h"
+#include "strata/checkpoint.h"
 
 #endif /* STRATA_STRATA_H */

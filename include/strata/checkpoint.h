@@ -1,0 +1,64 @@
+/*
+ * Checkpoints: the CheckpointIO ops table and the file format's constants.
+ *
+ * A checkpoint is written in one pass and becomes visible all at once: the default file
+ * implementation writes a temporary file in the target's directory, fsyncs it, renames it
+ * over the target and fsyncs the directory, so a crash at any moment leaves either the old
+ * complete file or the new complete one. An application can pass its own ops (its HPC code's
+ * I/O layer) with the same contract.
+ *
+ * Format (little-endian): a 128-byte header (magic "STRATACK", format version, byte-order
+ * mark, tensor count, global step, accumulation position, world size, strategy, a model
+ * fingerprint, the library version, a 256-byte application block, the header's CRC-32), one
+ * 128-byte entry per tensor (stable name, dtype, shape, offset, bytes, CRC-32 of the data),
+ * then the tensors' data. Names are those of strata_parameter() (`layers.0.weight`), the
+ * optimizer's slots as `<name>.momentum_buffer`, `<name>.exp_avg`, `<name>.exp_avg_sq`, and
+ * the running statistics of devices other than 0 as `replicas.<d>.<name>`.
+ */
+#ifndef STRATA_CHECKPOINT_H
+#define STRATA_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STRATA_CKPT_VERSION 1        /**< format version written */
+#define STRATA_CKPT_APP_BYTES 256    /**< the application's own block (sampler position, ...) */
+#define STRATA_CKPT_PATH_MAX 4096
+
+/**
+ * Where the default file implementation keeps an open checkpoint (the runtime owns one, so
+ * nothing is allocated). Other implementations may use @c fd and @c user as they like.
+ */
+struct strata_ckpt_handle {
+        int fd;
+        void *user;
+        char path[STRATA_CKPT_PATH_MAX]; /**< the target */
+        char tmp[STRATA_CKPT_PATH_MAX];  /**< what is written until commit */
+};
+
+/** CheckpointIO: how checkpoint bytes reach storage. Every function returns a status. */
+struct strata_checkpoint_io {
+        const char *name;
+        void *ctx; /**< passed to create, open and remove */
+        /** Start writing @p path; nothing at @p path changes before commit. */
+        int (*create)(void *ctx, const char *path, struct strata_ckpt_handle *h);
+        /** Append @p n bytes. */
+        int (*write)(struct strata_ckpt_handle *h, const void *buf, size_t n);
+        /** Make the bytes durable and visible at the path at once; closes @p h. */
+        int (*commit)(struct strata_ckpt_handle *h);
+        /** Give up a checkpoint being written: the path keeps what it had; closes @p h. */
+        void (*abort)(struct strata_ckpt_handle *h);
+        /** Open @p path for reading; *size gets its length. */
+        int (*open)(void *ctx, const char *path, struct strata_ckpt_handle *h, uint64_t *size);
+        /** Read exactly @p n bytes at @p off (STRATA_EFORMAT when the file is shorter). */
+        int (*read_at)(struct strata_ckpt_handle *h, void *buf, size_t n, uint64_t off);
+        /** Close a handle opened for reading. */
+        void (*close)(struct strata_ckpt_handle *h);
+        /** Remove the checkpoint at @p path (keep-last-K rotation). */
+        int (*remove)(void *ctx, const char *path);
+};
+
+/** @brief The default implementation: POSIX files, atomic and durable as described above. */
+const struct strata_checkpoint_io *strata_checkpoint_file_io(void);
+
+#endif /* STRATA_CHECKPOINT_H */

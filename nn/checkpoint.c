@@ -1,0 +1,199 @@
+/*
+ * Checkpoint storage: the default CheckpointIO (POSIX files, written to a temporary file in
+ * the same directory, fsynced, renamed over the target, directory fsynced) and the format's
+ * checksums. What goes into a checkpoint is the runtime's business (strategy/checkpoint.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "strata/status.h"
+#include "base/base.h"
+#include "nn/checkpoint.h"
+
+uint32_t strata__crc32(uint32_t crc, const void *p, size_t n)
+{
+        const unsigned char *b = p;
+
+        while (n) {
+                uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+
+                crc = (uint32_t)crc32(crc, b, k);
+                b += k;
+                n -= k;
+        }
+        return crc;
+}
+
+uint32_t strata__ckpt_header_crc(const struct strata__ckpt_header *h)
+{
+        struct strata__ckpt_header c = *h;
+
+        c.crc = 0;
+        return strata__crc32(0, &c, sizeof(c));
+}
+
+static int sys_fail(const char *what, const char *path)
+{
+        return strata__fail(errno == ENOSPC || errno == EDQUOT ? STRATA_EIO : STRATA_EIO,
+                            "checkpoint: %s '%s': %s", what, path, strerror(errno));
+}
+
+/* The directory part of @p path into @p dir ("." when there is none). */
+static void dir_of(const char *path, char *dir, size_t n)
+{
+        const char *slash = strrchr(path, '/');
+
+        if (!slash)
+                snprintf(dir, n, ".");
+        else if (slash == path)
+                snprintf(dir, n, "/");
+        else
+                snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+static int file_create(void *ctx, const char *path, struct strata_ckpt_handle *h)
+{
+        (void)ctx;
+        if (strlen(path) + 32 >= sizeof(h->tmp))
+                return strata__fail(STRATA_EINVAL, "checkpoint: path too long");
+        snprintf(h->path, sizeof(h->path), "%s", path);
+        snprintf(h->tmp, sizeof(h->tmp), "%s.tmp.%ld", path, (long)getpid());
+        h->fd = open(h->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (h->fd < 0)
+                return sys_fail("cannot create", h->tmp);
+        return STRATA_OK;
+}
+
+static int file_write(struct strata_ckpt_handle *h, const void *buf, size_t n)
+{
+        const char *p = buf;
+
+        while (n) {
+                ssize_t w = write(h->fd, p, n);
+
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return sys_fail("cannot write", h->tmp);
+                p += w;
+                n -= (size_t)w;
+        }
+        return STRATA_OK;
+}
+
+static void file_abort(struct strata_ckpt_handle *h)
+{
+        if (h->fd >= 0)
+                close(h->fd);
+        h->fd = -1;
+        unlink(h->tmp);
+}
+
+static int file_commit(struct strata_ckpt_handle *h)
+{
+        char dir[STRATA_CKPT_PATH_MAX];
+        int d, rc = STRATA_OK;
+
+        if (fsync(h->fd) != 0) {
+                rc = sys_fail("cannot fsync", h->tmp);
+                file_abort(h);
+                return rc;
+        }
+        if (close(h->fd) != 0) {
+                h->fd = -1;
+                rc = sys_fail("cannot close", h->tmp);
+                file_abort(h);
+                return rc;
+        }
+        h->fd = -1;
+        if (rename(h->tmp, h->path) != 0) {
+                rc = sys_fail("cannot rename onto", h->path);
+                unlink(h->tmp);
+                return rc;
+        }
+        dir_of(h->path, dir, sizeof(dir));
+        d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0 || fsync(d) != 0)
+                rc = sys_fail("cannot fsync directory", dir);
+        if (d >= 0)
+                close(d);
+        return rc;
+}
+
+static int file_open(void *ctx, const char *path, struct strata_ckpt_handle *h, uint64_t *size)
+{
+        struct stat st;
+
+        (void)ctx;
+        snprintf(h->path, sizeof(h->path), "%s", path);
+        /* O_NONBLOCK: a FIFO or device given by mistake is refused below, not waited on. */
+        h->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (h->fd < 0)
+                return sys_fail("cannot open", path);
+        if (fstat(h->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+                close(h->fd);
+                h->fd = -1;
+                return strata__fail(STRATA_EFORMAT, "checkpoint: '%s' is not a regular file",
+                                    path);
+        }
+        *size = (uint64_t)st.st_size;
+        return STRATA_OK;
+}
+
+static int file_read_at(struct strata_ckpt_handle *h, void *buf, size_t n, uint64_t off)
+{
+        char *p = buf;
+
+        while (n) {
+                ssize_t r = pread(h->fd, p, n, (off_t)off);
+
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return sys_fail("cannot read", h->path);
+                if (r == 0)
+                        return strata__fail(STRATA_EFORMAT, "checkpoint '%s' is truncated",
+                                            h->path);
+                p += r;
+                n -= (size_t)r;
+                off += (uint64_t)r;
+        }
+        return STRATA_OK;
+}
+
+static void file_close(struct strata_ckpt_handle *h)
+{
+        if (h->fd >= 0)
+                close(h->fd);
+        h->fd = -1;
+}
+
+static int file_remove(void *ctx, const char *path)
+{
+        (void)ctx;
+        if (unlink(path) != 0 && errno != ENOENT)
+                return sys_fail("cannot remove", path);
+        return STRATA_OK;
+}
+
+static const struct strata_checkpoint_io file_io = {
+        .name = "file",
+        .create = file_create,
+        .write = file_write,
+        .commit = file_commit,
+        .abort = file_abort,
+        .open = file_open,
+        .read_at = file_read_at,
+        .close = file_close,
+        .remove = file_remove,
+};
+
+const struct strata_checkpoint_io *strata_checkpoint_file_io(void)
+{
+        return &file_io;
+}

@@ -1,0 +1,409 @@
+/*
+ * save_checkpoint / load_checkpoint: what a bitwise resume needs, through the runtime's
+ * CheckpointIO. The tensors are enumerated from the parameter walk (strata_parameter), so this
+ * file knows no module: device 0's parameter groups and running statistics, each trained
+ * group's optimizer slots, the other devices' running statistics (ddp without SyncBatchNorm
+ * lets them differ), and every device's optimizer step count; the header carries the global
+ * step, the model's fingerprint, the world size and strategy, and the application's block.
+ *
+ * Saves happen between steps at an optimizer-step boundary (not inside an accumulation
+ * window). A load checks the header, every table entry against this runtime's tensors and
+ * every tensor's checksum before it writes any live state.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "strata/status.h"
+#include "strata/version.h"
+#include "nn/checkpoint.h"
+#include "strategy/internal.h"
+
+/* One tensor of the checkpoint, where it lives in this runtime. */
+struct tensor {
+        char name[STRATA__CKPT_NAME];
+        uint32_t dtype, ndim;
+        uint64_t shape[2];
+        void *ptr;          /* device memory of replica dev, or host memory (dev < 0) */
+        size_t bytes;
+        int dev;
+};
+
+static const char *const slot_names[2][2] = {
+        { "momentum_buffer", NULL },  /* SGD */
+        { "exp_avg", "exp_avg_sq" },  /* AdamW */
+};
+
+/* Tensor @p i of the runtime's checkpoint; -1 past the last. */
+static int tensor_at(struct strata_runtime *rt, int i, struct tensor *t)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+        int ngroups = strata__replica_nparams(r0);
+        struct strata_param p;
+
+        memset(t, 0, sizeof(*t));
+        for (int g = 0; g < ngroups; g++) {
+                strata__replica_param(r0, g, &p);
+                if (i-- == 0) {
+                        snprintf(t->name, sizeof(t->name), "%s", p.name);
+                        t->ptr = p.value;
+                        break;
+                }
+                for (int s = 0; s < p.opt_slots; s++)
+                        if (i-- == 0) {
+                                snprintf(t->name, sizeof(t->name), "%.63s.%s", p.name,
+                                         slot_names[p.opt_slots - 1][s]);
+                                t->ptr = p.opt_state[s];
+                                break;
+                        }
+                if (t->ptr)
+                        break;
+        }
+        if (t->ptr) {
+                t->dtype = STRATA_F32;
+                t->ndim = (uint32_t)p.group.ndim;
+                t->shape[0] = p.group.shape[0];
+                t->shape[1] = p.group.ndim == 2 ? p.group.shape[1] : 1;
+                t->bytes = p.group.count * sizeof(float);
+                return STRATA_OK;
+        }
+        for (int d = 1; d < rt->nreplicas; d++)
+                for (int g = 0; g < ngroups; g++) {
+                        strata__replica_param(&rt->replicas[d], g, &p);
+                        if (p.group.role != STRATA_ROLE_RUNNING || i-- != 0)
+                                continue;
+                        snprintf(t->name, sizeof(t->name), "replicas.%d.%.56s", d, p.name);
+                        t->dtype = STRATA_F32;
+                        t->ndim = 1;
+                        t->shape[0] = p.group.count;
+                        t->shape[1] = 1;
+                        t->ptr = p.value;
+                        t->bytes = p.group.count * sizeof(float);
+                        t->dev = d;
+                        return STRATA_OK;
+                }
+        if (i-- == 0) {
+                snprintf(t->name, sizeof(t->name), "optimizer.steps");
+                t->dtype = STRATA_I64;
+                t->ndim = 1;
+                t->shape[0] = (uint64_t)rt->nreplicas;
+                t->shape[1] = 1;
+                t->ptr = rt->ckpt_steps;
+                t->bytes = sizeof(uint64_t) * (size_t)rt->nreplicas;
+                t->dev = -1;
+                return STRATA_OK;
+        }
+        return -1;
+}
+
+static int count_tensors(struct strata_runtime *rt)
+{
+        struct tensor t;
+        int n = 0;
+
+        while (tensor_at(rt, n, &t) == 0)
+                n++;
+        return n;
+}
+
+/* The model's identity: input width, classes, every group's name and shape. */
+static uint64_t fingerprint(const struct strata_runtime *rt)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+        uint64_t h = 0xcbf29ce484222325ull;
+        int dims[2] = { rt->cfg.model->in_features, rt->cfg.classes };
+        struct strata_param p;
+
+        h = strata__crc32((uint32_t)h, dims, sizeof(dims)) ^ (h << 32);
+        for (int g = 0; g < strata__replica_nparams(r0); g++) {
+                strata__replica_param(r0, g, &p);
+                h = h * 0x100000001b3ull ^ strata__crc32(0, p.name, strlen(p.name));
+                h = h * 0x100000001b3ull ^ strata__crc32(0, p.group.shape, sizeof(p.group.shape));
+        }
+        return h;
+}
+
+/* A host view of @p t's bytes (device memory goes through its replica's pinned image). */
+static const void *host_bytes(struct strata_runtime *rt, const struct tensor *t)
+{
+        if (t->dev < 0 || rt->dev->host_visible || !t->bytes)
+                return t->ptr;
+        rt->dev->to_host(rt->replicas[t->dev].p_host, t->ptr, t->bytes);
+        return rt->replicas[t->dev].p_host;
+}
+
+static const struct strata_checkpoint_io *io_of(const struct strata_runtime *rt)
+{
+        return rt->cfg.checkpoint_io ? rt->cfg.checkpoint_io : strata_checkpoint_file_io();
+}
+
+static int between_steps(const struct strata_runtime *rt, const char *what, const char *path)
+{
+        int s = strata_sm_state(&rt->sm);
+
+        if (!path || !*path)
+                return strata__fail(STRATA_EINVAL, "%s: path is NULL or empty", what);
+        if (s != STRATA_STATE_READY)
+                return strata__fail(STRATA_EBADSTATE, "%s: runtime is %s, not READY", what,
+                                    strata_state_name(s));
+        if (rt->micro != 0)
+                return strata__fail(STRATA_EBADSTATE, "%s: inside an accumulation window "
+                                    "(micro-batch %d of %d); checkpoint at an optimizer step",
+                                    what, rt->micro, rt->cfg.accumulate);
+        return STRATA_OK;
+}
+
+#define DATA_ALIGN 64
+
+static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                     struct strata_ckpt_handle *h, const void *app, size_t app_bytes)
+{
+        struct strata__ckpt_header hd = { .magic = STRATA__CKPT_MAGIC };
+        static const unsigned char zero[DATA_ALIGN];
+        int n = count_tensors(rt);
+        uint64_t off;
+        struct tensor t;
+
+        hd.version = STRATA_CKPT_VERSION;
+        hd.byte_order = STRATA__CKPT_BOM;
+        hd.header_bytes = sizeof(hd);
+        hd.entry_bytes = sizeof(struct strata__ckpt_entry);
+        hd.ntensors = (uint32_t)n;
+        hd.world = (uint32_t)rt->nreplicas;
+        hd.strategy = (uint32_t)rt->cfg.strategy;
+        hd.lib_version = STRATA_VERSION_HEX;
+        hd.step = rt->step;
+        hd.fingerprint = fingerprint(rt);
+        hd.app_bytes = (uint32_t)app_bytes;
+        if (app_bytes)
+                memcpy(hd.app, app, app_bytes);
+        hd.crc = strata__ckpt_header_crc(&hd);
+        STRATA_TRY(io->write(h, &hd, sizeof(hd)));
+        off = STRATA__ALIGN_UP(sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry),
+                               DATA_ALIGN);
+        for (int i = 0; i < n; i++) {
+                struct strata__ckpt_entry e = { 0 };
+
+                tensor_at(rt, i, &t);
+                memcpy(e.name, t.name, sizeof(e.name));
+                e.dtype = t.dtype;
+                e.ndim = t.ndim;
+                memcpy(e.shape, t.shape, sizeof(e.shape));
+                e.offset = off;
+                e.bytes = t.bytes;
+                e.crc = strata__crc32(0, host_bytes(rt, &t), t.bytes);
+                STRATA_TRY(io->write(h, &e, sizeof(e)));
+                off = STRATA__ALIGN_UP(off + t.bytes, DATA_ALIGN);
+        }
+        off = sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
+        for (int i = 0; i < n; i++) {
+                size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off;
+
+                tensor_at(rt, i, &t);
+                STRATA_TRY(io->write(h, zero, pad));
+                STRATA_TRY(io->write(h, host_bytes(rt, &t), t.bytes));
+                off += pad + t.bytes;
+        }
+        return STRATA_OK;
+}
+
+int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const void *app,
+                           size_t app_bytes)
+{
+        const struct strata_checkpoint_io *io;
+        struct strata_ckpt_handle *h;
+        int rc;
+
+        if (!rt || !rt->strategy)
+                return strata__fail(STRATA_EINVAL, "save_checkpoint: runtime is NULL");
+        STRATA_TRY(between_steps(rt, "save_checkpoint", path));
+        if (app_bytes > STRATA_CKPT_APP_BYTES || (app_bytes && !app))
+                return strata__fail(STRATA_EINVAL, "save_checkpoint: application block of %zu "
+                                    "bytes (at most %d, non-NULL)", app_bytes,
+                                    STRATA_CKPT_APP_BYTES);
+        for (int d = 0; d < rt->nreplicas; d++)
+                rt->ckpt_steps[d] = rt->replicas[d].opt_t;
+        io = io_of(rt);
+        h = &rt->ckpt;
+        memset(h, 0, sizeof(*h));
+        h->fd = -1;
+        STRATA_TRY(io->create(io->ctx, path, h));
+        rc = write_all(rt, io, h, app, app_bytes);
+        if (rc != STRATA_OK) {
+                io->abort(h);
+                return rc;
+        }
+        return io->commit(h);
+}
+
+/* The header agrees with this runtime; the message names what differs. */
+static int check_header(const struct strata_runtime *rt, const struct strata__ckpt_header *hd,
+                        int n, const char *path)
+{
+        if (memcmp(hd->magic, STRATA__CKPT_MAGIC, sizeof(hd->magic)) != 0)
+                return strata__fail(STRATA_EFORMAT, "'%s' is not a Strata checkpoint", path);
+        if (hd->byte_order != STRATA__CKPT_BOM)
+                return strata__fail(STRATA_EFORMAT, "'%s' was written with another byte order",
+                                    path);
+        if (hd->version != STRATA_CKPT_VERSION || hd->header_bytes != sizeof(*hd) ||
+            hd->entry_bytes != sizeof(struct strata__ckpt_entry))
+                return strata__fail(STRATA_EFORMAT, "'%s': format version %u, this library "
+                                    "reads %d", path, hd->version, STRATA_CKPT_VERSION);
+        if (hd->crc != strata__ckpt_header_crc(hd))
+                return strata__fail(STRATA_EFORMAT, "'%s': header checksum mismatch (corrupt)",
+                                    path);
+        if (hd->fingerprint != fingerprint(rt))
+                return strata__fail(STRATA_EINVAL, "'%s' holds another model (widths, modules "
+                                    "or parameter groups differ)", path);
+        if (hd->world != (uint32_t)rt->nreplicas || hd->strategy != (uint32_t)rt->cfg.strategy)
+                return strata__fail(STRATA_ENOTSUP, "'%s' was saved by %s on %u devices; this "
+                                    "run is %s on %d (resuming elsewhere is not built yet)",
+                                    path, strata_strategy_name(hd->strategy), hd->world,
+                                    rt->strategy->name, rt->nreplicas);
+        if (hd->ntensors != (uint32_t)n || hd->app_bytes > STRATA_CKPT_APP_BYTES)
+                return strata__fail(STRATA_EFORMAT, "'%s': %u tensors, expected %d", path,
+                                    hd->ntensors, n);
+        return STRATA_OK;
+}
+
+/* Entry @p i matches this runtime's tensor @p t and lies inside the file. */
+static int check_entry(const struct strata__ckpt_entry *e, const struct tensor *t,
+                       uint64_t size, uint64_t after, const char *path)
+{
+        if (strncmp(e->name, t->name, sizeof(e->name)) != 0 || e->dtype != t->dtype ||
+            e->ndim != t->ndim || e->shape[0] != t->shape[0] || e->shape[1] != t->shape[1] ||
+            e->bytes != t->bytes)
+                return strata__fail(STRATA_EFORMAT, "'%s': tensor '%.79s' where '%s' of %zu "
+                                    "bytes was expected", path, e->name, t->name, t->bytes);
+        if (e->offset < after || e->offset > size || e->bytes > size - e->offset)
+                return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' lies outside the file "
+                                    "(truncated?)", path, t->name);
+        return STRATA_OK;
+}
+
+/* Pass 1: every table entry and every tensor's checksum; nothing live is touched. */
+static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                    struct strata_ckpt_handle *h, uint64_t size,
+                    struct strata__ckpt_header *hd, const char *path)
+{
+        unsigned char buf[16384];
+        int n = count_tensors(rt);
+        uint64_t after;
+
+        if (size < sizeof(*hd))
+                return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
+                                    (unsigned long long)size);
+        STRATA_TRY(io->read_at(h, hd, sizeof(*hd), 0));
+        STRATA_TRY(check_header(rt, hd, n, path));
+        after = sizeof(*hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
+        for (int i = 0; i < n; i++) {
+                struct strata__ckpt_entry e;
+                struct tensor t;
+                uint32_t crc = 0;
+
+                STRATA_TRY(io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)));
+                tensor_at(rt, i, &t);
+                STRATA_TRY(check_entry(&e, &t, size, after, path));
+                for (uint64_t o = 0; o < e.bytes; o += sizeof(buf)) {
+                        size_t k = e.bytes - o < sizeof(buf) ? (size_t)(e.bytes - o) : sizeof(buf);
+
+                        STRATA_TRY(io->read_at(h, buf, k, e.offset + o));
+                        crc = strata__crc32(crc, buf, k);
+                }
+                if (crc != e.crc)
+                        return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' checksum "
+                                            "mismatch (corrupt)", path, t.name);
+                after = e.offset + e.bytes;
+        }
+        return STRATA_OK;
+}
+
+/* Pass 2: the validated tensors into live state. */
+static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                   struct strata_ckpt_handle *h)
+{
+        struct strata__ckpt_entry e;
+        struct tensor t;
+        int n = count_tensors(rt);
+
+        for (int i = 0; i < n; i++) {
+                STRATA_TRY(io->read_at(h, &e, sizeof(e),
+                                       sizeof(struct strata__ckpt_header) +
+                                               (uint64_t)i * sizeof(e)));
+                tensor_at(rt, i, &t);
+                if (t.dev < 0 || rt->dev->host_visible) {
+                        STRATA_TRY(io->read_at(h, t.ptr, t.bytes, e.offset));
+                        continue;
+                }
+                STRATA_TRY(io->read_at(h, rt->replicas[t.dev].p_host, t.bytes, e.offset));
+                rt->dev->to_device(t.ptr, rt->replicas[t.dev].p_host, t.bytes);
+        }
+        return STRATA_OK;
+}
+
+/* Device 0's parameters are every replica's: ddp and dp keep them equal between steps. */
+static void spread(struct strata_runtime *rt)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+
+        for (int d = 0; d < rt->nreplicas; d++) {
+                struct strata__replica *r = &rt->replicas[d];
+
+                r->opt_t = rt->ckpt_steps[d];
+                for (int i = 0; i < r->nlayers; i++)
+                        r->layers[i].grad_fresh = 1;
+                if (d == 0)
+                        continue;
+                if (rt->dev->host_visible) {
+                        memcpy(r->params, r0->params, r0->nparam * sizeof(float));
+                        memcpy(r->opt_state, r0->opt_state, r0->nopt * sizeof(float));
+                } else {
+                        rt->dev->copy(r->params, r0->params, r0->nparam);
+                        rt->dev->copy(r->opt_state, r0->opt_state, r0->nopt);
+                }
+        }
+}
+
+int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
+                           size_t app_cap, size_t *app_bytes)
+{
+        const struct strata_checkpoint_io *io;
+        struct strata__ckpt_header hd;
+        struct strata_ckpt_handle *h;
+        uint64_t size = 0;
+        int rc;
+
+        if (!rt || !rt->strategy)
+                return strata__fail(STRATA_EINVAL, "load_checkpoint: runtime is NULL");
+        STRATA_TRY(between_steps(rt, "load_checkpoint", path));
+        if (app_cap && !app)
+                return strata__fail(STRATA_EINVAL, "load_checkpoint: application buffer NULL");
+        io = io_of(rt);
+        h = &rt->ckpt;
+        memset(h, 0, sizeof(*h));
+        h->fd = -1;
+        STRATA_TRY(io->open(io->ctx, path, h, &size));
+        rc = validate(rt, io, h, size, &hd, path);
+        if (rc == STRATA_OK && hd.app_bytes > app_cap && app_cap)
+                rc = strata__fail(STRATA_EINVAL, "load_checkpoint: application block is %u "
+                                  "bytes, buffer %zu", hd.app_bytes, app_cap);
+        if (rc != STRATA_OK) {
+                io->close(h);
+                return rc;
+        }
+        rc = restore(rt, io, h);
+        io->close(h);
+        if (rc != STRATA_OK) {
+                /* Live state is partly overwritten: the runtime cannot go on. */
+                (void)strata_sm_dispatch(&rt->sm, STRATA_EV_EXCEPTION, NULL);
+                return rc;
+        }
+        spread(rt);
+        if (rt->dev->sync)
+                STRATA_TRY(rt->dev->sync());
+        rt->step = hd.step;
+        if (app_cap)
+                memcpy(app, hd.app, hd.app_bytes);
+        if (app_bytes)
+                *app_bytes = hd.app_bytes;
+        return STRATA_OK;
+}
