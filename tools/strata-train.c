@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,17 @@ struct opts {
         long synthetic;
         enum strata_accelerator accel;
         int tf32;
+        const char *ckpt_dir;   /* save at every epoch end */
+        int ckpt_keep;          /* checkpoints kept in ckpt_dir */
+        const char *resume;     /* a checkpoint file, or a directory: its latest */
+};
+
+/* What strata-train keeps in a checkpoint's application block. */
+struct app_state {
+        char magic[8];          /* "sttrain" */
+        uint32_t epochs_done;
+        uint32_t batch;
+        uint64_t seed;
 };
 
 static void usage(FILE *f)
@@ -63,6 +75,9 @@ static void usage(FILE *f)
                 "  --accumulate K      optimizer step every K batches (no_sync before)\n"
                 "  --clip-norm X       clip gradients to global norm X\n"
                 "  --clip-value X      clip gradients to [-X, X]\n"
+                "  --ckpt-dir DIR      checkpoint at every epoch end (DIR/epoch-N.ckpt, DIR/latest)\n"
+                "  --ckpt-keep K       checkpoints kept in DIR (default 3)\n"
+                "  --resume PATH       continue from a checkpoint file, or DIR's latest\n"
                 "  --json              one JSON object per epoch and a final one\n"
                 "  --quiet             only the final summary   --verbose  placement, memory\n"
                 "  --help\n");
@@ -120,6 +135,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "sync-bn", 0, 0, 'Y' },   { "accumulate", 1, 0, 'A' },
                 { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
                 { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
+                { "ckpt-dir", 1, 0, 'K' },  { "ckpt-keep", 1, 0, 'k' }, { "resume", 1, 0, 'R' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -127,7 +143,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
         *o = (struct opts){ .data = DEFAULT_DATA, .model = "784-256-128-10", .epochs = 10,
                             .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1,
-                            .strategy = STRATA_STRATEGY_DDP, .accumulate = 1 };
+                            .strategy = STRATA_STRATEGY_DDP, .accumulate = 1,
+                            .ckpt_keep = 3 };
         opterr = 0;
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
                 switch (c) {
@@ -163,6 +180,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         else if (!strcmp(optarg, "adamw")) o->optim = STRATA_OPTIM_ADAMW;
                         else return bad("--optim: '%s' is not sgd or adamw%s", optarg, "");
                         break;
+                case 'K': o->ckpt_dir = optarg; break;
+                case 'R': o->resume = optarg; break;
+                case 'k': if (parse_long("ckpt-keep", optarg, 1, 1000, &v)) return 2; o->ckpt_keep = (int)v; break;
                 case 'S':
                         if (strata_strategy_from_name(optarg, &o->strategy))
                                 return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
@@ -234,6 +254,91 @@ static void progress(int epoch, int epochs, long step, long steps, double loss)
         fprintf(stderr, "] %ld/%ld loss %.4f", step, steps, loss);
 }
 
+/* DIR/latest names the newest checkpoint; written atomically, like the checkpoints. */
+static int write_latest(const char *dir, const char *name)
+{
+        const struct strata_checkpoint_io *io = strata_checkpoint_file_io();
+        static struct strata_ckpt_handle h;
+        char path[STRATA_CKPT_PATH_MAX];
+        int rc;
+
+        snprintf(path, sizeof(path), "%s/latest", dir);
+        STRATA_TRY(io->create(io->ctx, path, &h));
+        rc = io->write(&h, name, strlen(name));
+        if (rc == STRATA_OK)
+                rc = io->write(&h, "\n", 1);
+        if (rc != STRATA_OK) {
+                io->abort(&h);
+                return rc;
+        }
+        return io->commit(&h);
+}
+
+/* Save DIR/epoch-N.ckpt, point DIR/latest at it, remove the one that falls out of the window. */
+static int save_epoch(struct strata_runtime *rt, const struct opts *o, int epochs_done)
+{
+        struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)epochs_done,
+                               .batch = (uint32_t)o->batch, .seed = o->seed };
+        char name[64], path[STRATA_CKPT_PATH_MAX];
+
+        snprintf(name, sizeof(name), "epoch-%d.ckpt", epochs_done);
+        snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
+        STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
+        STRATA_TRY(write_latest(o->ckpt_dir, name));
+        if (epochs_done > o->ckpt_keep) {
+                snprintf(path, sizeof(path), "%s/epoch-%d.ckpt", o->ckpt_dir,
+                         epochs_done - o->ckpt_keep);
+                STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
+        }
+        return STRATA_OK;
+}
+
+/* The checkpoint @p path names: itself, or for a directory the file its `latest` names. */
+static int resolve(const char *path, char *out, size_t n)
+{
+        struct stat st;
+        char latest[STRATA_CKPT_PATH_MAX], name[256] = "";
+        FILE *f;
+
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(out, n, "%s", path);
+                return 0;
+        }
+        snprintf(latest, sizeof(latest), "%s/latest", path);
+        f = fopen(latest, "r");
+        if (!f || !fgets(name, sizeof(name), f) || !name[0] || strchr(name, '/')) {
+                if (f)
+                        fclose(f);
+                return bad("--resume: %s holds no readable 'latest'%s", path, "");
+        }
+        fclose(f);
+        name[strcspn(name, "\n")] = '\0';
+        snprintf(out, n, "%s/%s", path, name);
+        return 0;
+}
+
+/* Load the checkpoint --resume names; *start gets the epochs it had completed. */
+static int resume(struct strata_runtime *rt, const struct opts *o, int *start)
+{
+        char path[STRATA_CKPT_PATH_MAX], num[32];
+        struct app_state a;
+        size_t got = 0;
+
+        if (resolve(o->resume, path, sizeof(path)))
+                return 2;
+        if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got))
+                return bad("--resume: %s%s", strata_last_error(), "");
+        if (got != sizeof(a) || memcmp(a.magic, "sttrain", 8) != 0)
+                return bad("--resume: %s was not written by strata-train%s", path, "");
+        if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
+                return bad("--resume: %s was taken with another --batch or --seed%s", path, "");
+        if ((int)a.epochs_done >= o->epochs)
+                return bad("--resume: %s already holds %s epochs; ask for more with --epochs",
+                           path, (snprintf(num, sizeof(num), "%u", a.epochs_done), num));
+        *start = (int)a.epochs_done;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         struct opts o;
@@ -250,6 +355,7 @@ int main(int argc, char **argv)
         uint32_t *test_idx;
         double *step_times, t_start, t_total, acc = 0.0, train_loss = 0.0;
         long steps_per_epoch, heap;
+        int start_ep = 0;
         int widths[MAX_MODULES], nw, nm = 0, rc, tty;
         size_t data_bytes;
         char p1[4096], p2[4096], p3[4096], p4[4096];
@@ -402,9 +508,17 @@ int main(int argc, char **argv)
                        o.devices,
                        o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
         fflush(stdout);
+        if (o.resume && resume(rt, &o, &start_ep)) {
+                strata_teardown(rt);
+                return 2;
+        }
+        if (o.ckpt_dir && mkdir(o.ckpt_dir, 0755) != 0 && errno != EEXIST)
+                return bad("--ckpt-dir %s: %s", o.ckpt_dir, strerror(errno));
+        if (o.resume && !o.quiet && !o.json)
+                printf("strata-train: resumed after epoch %d\n", start_ep);
         strata_heapcount_start();
         t_start = now();
-        for (int ep = 0; ep < o.epochs; ep++) {
+        for (int ep = start_ep; ep < o.epochs; ep++) {
                 struct strata_batch b;
                 struct strata_metrics m;
                 double t_ep = now(), loss_sum = 0.0, ep_time;
@@ -417,7 +531,7 @@ int main(int argc, char **argv)
 
                         if ((rc = strata_train_step(rt, &b, &m)))
                                 goto fail;
-                        step_times[(size_t)ep * steps_per_epoch + s] = now() - t0;
+                        step_times[(size_t)(ep - start_ep) * steps_per_epoch + s] = now() - t0;
                         loss_sum += m.loss;
                         s++;
                         if (tty && (s % 20 == 0 || s == steps_per_epoch))
@@ -429,6 +543,8 @@ int main(int argc, char **argv)
                         goto fail;
                 if (tty)
                         fprintf(stderr, "\r\033[K");
+                if (o.ckpt_dir && (rc = save_epoch(rt, &o, ep + 1)))
+                        goto fail;
                 if (o.json)
                         printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.4f,"
                                "\"samples_per_s\":%.0f,\"epoch_s\":%.3f}\n",
@@ -441,10 +557,11 @@ int main(int argc, char **argv)
         t_total = now() - t_start;
         heap = strata_heapcount_stop();
         strata_memory(rt, &mem);
-        qsort(step_times, (size_t)steps_per_epoch * o.epochs, sizeof(double), cmp_double);
+        qsort(step_times, (size_t)steps_per_epoch * (o.epochs - start_ep), sizeof(double),
+              cmp_double);
         {
-                double med = step_times[(size_t)steps_per_epoch * o.epochs / 2] * 1e6;
-                double sps = (double)steps_per_epoch * o.epochs * o.batch / t_total;
+                double med = step_times[(size_t)steps_per_epoch * (o.epochs - start_ep) / 2] * 1e6;
+                double sps = (double)steps_per_epoch * (o.epochs - start_ep) * o.batch / t_total;
 
                 if (o.json)
                         printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"

@@ -143,3 +143,44 @@ Test(strata_train_cli, no_heap_with_any_openblas_kernels, .timeout = 120)
                         cr_assert_eq(atol(final + 14), 0, "%s %s: %s", types[t], args, out);
                 }
 }
+
+/* The "epoch 2" JSON line of a run's output (without its timing fields). */
+static void epoch2(const char *out, char *line, size_t n)
+{
+        const char *p = strstr(out, "{\"epoch\":2,");
+        const char *e = p ? strstr(p, ",\"samples_per_s\"") : NULL;
+
+        cr_assert(p && e, "no epoch 2 line in: %s", out);
+        snprintf(line, n, "%.*s", (int)(e - p), p);
+}
+
+/* 2 epochs straight == 1 epoch, checkpoint, resume for the second (dp, SyncBatchNorm). */
+Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
+{
+        static char out[16384];
+        char dir[] = "/tmp/strata-cli-ckpt-XXXXXX", args[512], a[256], b[256];
+        const char *common = "--model 784-64-10 --bn --sync-bn --strategy dp --devices 2 --json";
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(args, sizeof(args), "%s --epochs 2", common);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
+        epoch2(out, a, sizeof(a));
+        snprintf(args, sizeof(args), "%s --epochs 1 --ckpt-dir %s", common, dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
+        cr_assert(strstr(out, "\"heap_allocs\":0"), "saving allocated: %s", out);
+        snprintf(args, sizeof(args), "%s --epochs 2 --resume %s", common, dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_null(strstr(out, "{\"epoch\":1,"), "epoch 1 ran again: %s", out);
+        epoch2(out, b, sizeof(b));
+        cr_assert_str_eq(a, b);
+        /* What cannot be resumed is refused before any training. */
+        snprintf(args, sizeof(args), "--model 784-64-10 --epochs 2 --resume %s", dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert(strstr(out, "another model"), "%s", out);
+        snprintf(args, sizeof(args), "%s --epochs 1 --resume %s", common, dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert(strstr(out, "already holds 1 epochs"), "%s", out);
+        snprintf(args, sizeof(args), "%s --epochs 2 --resume %s/nothing", common, dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
+}
