@@ -140,7 +140,8 @@ tsan:
 
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
-        libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist
+        libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
+        python3-torch
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
@@ -151,7 +152,7 @@ deps:
 	        DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all dependencies present"; fi
 
-# Peers for benchmarks only (PyTorch); the library never needs them.
+# PyTorch is in DEPS for the test that loads a safetensors export; the library never needs it.
 bench-deps: deps
 	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q 'install ok installed' || \
 	        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch; }

@@ -407,3 +407,89 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
                 *app_bytes = hd.app_bytes;
         return STRATA_OK;
 }
+
+/* One safetensors header entry for parameter group @p p at data offset @p off. */
+static int st_entry(char *buf, size_t n, const struct strata_param *p, uint64_t off, int first)
+{
+        if (p->group.ndim == 2)
+                return snprintf(buf, n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu,%zu],"
+                                "\"data_offsets\":[%llu,%llu]}", first ? "" : ",", p->name,
+                                p->group.shape[0], p->group.shape[1], (unsigned long long)off,
+                                (unsigned long long)(off + p->group.count * sizeof(float)));
+        return snprintf(buf, n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu],"
+                        "\"data_offsets\":[%llu,%llu]}", first ? "" : ",", p->name,
+                        p->group.shape[0], (unsigned long long)off,
+                        (unsigned long long)(off + p->group.count * sizeof(float)));
+}
+
+static const char st_meta[] = ",\"__metadata__\":{\"format\":\"pt\",\"producer\":\"strata\"}}";
+
+/* The header (pass @p write = 0 only measures it), padded with spaces to 8 bytes. */
+static int st_header(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                     struct strata_ckpt_handle *h, int write, uint64_t *len)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+        uint64_t off = 0, total = 1;
+        struct strata_param p;
+        char buf[256];
+
+        if (write)
+                STRATA_TRY(io->write(h, "{", 1));
+        for (int g = 0; g < strata__replica_nparams(r0); g++) {
+                int k;
+
+                strata__replica_param(r0, g, &p);
+                k = st_entry(buf, sizeof(buf), &p, off, g == 0);
+                if (k < 0 || (size_t)k >= sizeof(buf))
+                        return strata__fail(STRATA_EOVERFLOW, "safetensors: entry too long");
+                if (write)
+                        STRATA_TRY(io->write(h, buf, (size_t)k));
+                total += (uint64_t)k;
+                off += p.group.count * sizeof(float);
+        }
+        total += sizeof(st_meta) - 1;
+        if (write) {
+                static const char spaces[8] = "       ";
+
+                STRATA_TRY(io->write(h, st_meta, sizeof(st_meta) - 1));
+                STRATA_TRY(io->write(h, spaces, (size_t)(*len - total)));
+        }
+        *len = (total + 7) / 8 * 8;
+        return STRATA_OK;
+}
+
+int strata_export_safetensors(struct strata_runtime *rt, const char *path)
+{
+        const struct strata_checkpoint_io *io;
+        struct strata_ckpt_handle *h;
+        uint64_t len = 0, le;
+        struct strata_param p;
+        int rc;
+
+        if (!rt || !rt->strategy)
+                return strata__fail(STRATA_EINVAL, "export_safetensors: runtime is NULL");
+        STRATA_TRY(between_steps(rt, "export_safetensors", path));
+        STRATA_TRY(st_header(rt, NULL, NULL, 0, &len));
+        io = io_of(rt);
+        h = &rt->ckpt;
+        memset(h, 0, sizeof(*h));
+        h->fd = -1;
+        STRATA_TRY(io->create(io->ctx, path, h));
+        le = len; /* little-endian u64: the byte order checkpoints are written in */
+        rc = io->write(h, &le, sizeof(le));
+        if (rc == STRATA_OK)
+                rc = st_header(rt, io, h, 1, &len);
+        for (int g = 0; rc == STRATA_OK && g < strata__replica_nparams(&rt->replicas[0]); g++) {
+                struct tensor t = { .dev = 0 };
+
+                strata__replica_param(&rt->replicas[0], g, &p);
+                t.ptr = p.value;
+                t.bytes = p.group.count * sizeof(float);
+                rc = io->write(h, host_bytes(rt, &t), t.bytes);
+        }
+        if (rc != STRATA_OK) {
+                io->abort(h);
+                return rc;
+        }
+        return io->commit(h);
+}

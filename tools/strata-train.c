@@ -42,6 +42,7 @@ struct opts {
         const char *ckpt_dir;   /* save at every epoch end */
         int ckpt_keep;          /* checkpoints kept in ckpt_dir */
         const char *resume;     /* a checkpoint file, or a directory: its latest */
+        const char *export_st;  /* safetensors of the final weights */
 };
 
 /* What strata-train keeps in a checkpoint's application block. */
@@ -78,6 +79,7 @@ static void usage(FILE *f)
                 "  --ckpt-dir DIR      checkpoint at every epoch end (DIR/epoch-N.ckpt, DIR/latest)\n"
                 "  --ckpt-keep K       checkpoints kept in DIR (default 3)\n"
                 "  --resume PATH       continue from a checkpoint file, or DIR's latest\n"
+                "  --export-safetensors FILE  the final weights for PyTorch\n"
                 "  --json              one JSON object per epoch and a final one\n"
                 "  --quiet             only the final summary   --verbose  placement, memory\n"
                 "  --help\n");
@@ -136,6 +138,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
                 { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
                 { "ckpt-dir", 1, 0, 'K' },  { "ckpt-keep", 1, 0, 'k' }, { "resume", 1, 0, 'R' },
+                { "export-safetensors", 1, 0, 'E' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -182,6 +185,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         break;
                 case 'K': o->ckpt_dir = optarg; break;
                 case 'R': o->resume = optarg; break;
+                case 'E': o->export_st = optarg; break;
                 case 'k': if (parse_long("ckpt-keep", optarg, 1, 1000, &v)) return 2; o->ckpt_keep = (int)v; break;
                 case 'S':
                         if (strata_strategy_from_name(optarg, &o->strategy))
@@ -556,6 +560,8 @@ int main(int argc, char **argv)
         }
         t_total = now() - t_start;
         heap = strata_heapcount_stop();
+        if (o.export_st && (rc = strata_export_safetensors(rt, o.export_st)))
+                goto fail;
         strata_memory(rt, &mem);
         qsort(step_times, (size_t)steps_per_epoch * (o.epochs - start_ep), sizeof(double),
               cmp_double);

@@ -250,6 +250,16 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
 int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
                            size_t app_cap, size_t *app_bytes);
 
+/**
+ * @brief Device 0's parameters and running statistics as safetensors (u64 header length,
+ *        JSON header, little-endian f32 data), named as a PyTorch module holding the same
+ *        layers in `self.layers = nn.Sequential(...)` names them (`layers.0.weight`); written
+ *        atomically through cfg.checkpoint_io. BatchNorm's num_batches_tracked is not
+ *        exported (load with strict=False).
+ * @retval As strata_save_checkpoint().
+ */
+int strata_export_safetensors(struct strata_runtime *rt, const char *path);
+
 /** Memory figures of a runtime. */
 struct strata_memory_info {
         size_t planned;      /**< strata_plan() bytes */
