@@ -74,7 +74,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train bench-gpu check-heap
+.PHONY: FORCE all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
@@ -167,6 +167,10 @@ bench-coll: tools
 # One GPU: Strata against PyTorch eager and Lightning (both must be installed there).
 bench-gpu: tools
 	tools/bench-gpu.sh $(REPS)
+
+# Checkpoint save/load against torch.save/torch.load and the fsync floors.
+bench-ckpt: tools
+	tools/bench-ckpt.sh $(REPS)
 
 bench-train: tools bench-deps
 	tools/bench-train.sh $(REPS)
