@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct opts {
         int ckpt_keep;          /* checkpoints kept in ckpt_dir */
         const char *resume;     /* a checkpoint file, or a directory: its latest */
         const char *export_st;  /* safetensors of the final weights */
+        long ckpt_every;        /* also checkpoint every N batches (0: epoch ends only) */
 };
 
 /* What strata-train keeps in a checkpoint's application block. */
@@ -51,7 +53,25 @@ struct app_state {
         uint32_t epochs_done;
         uint32_t batch;
         uint64_t seed;
+        uint32_t step_in_epoch; /* batches of the next epoch already trained */
+        uint32_t pad;
+        double loss_sum;        /* their summed loss, for the epoch's train_loss */
 };
+
+/* Where a run stands, for checkpoints and resumes. */
+struct position {
+        int epoch;              /* epochs completed */
+        long step;              /* batches of the next epoch trained */
+        double loss_sum;
+};
+
+/* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+        stop_signal = sig;
+}
 
 static void usage(FILE *f)
 {
@@ -78,7 +98,10 @@ static void usage(FILE *f)
                 "  --clip-value X      clip gradients to [-X, X]\n"
                 "  --ckpt-dir DIR      checkpoint at every epoch end (DIR/epoch-N.ckpt, DIR/latest)\n"
                 "  --ckpt-keep K       checkpoints kept in DIR (default 3)\n"
+                "  --ckpt-every-steps N  also checkpoint every N batches (a multiple of K)\n"
                 "  --resume PATH       continue from a checkpoint file, or DIR's latest\n"
+                "  (SIGTERM or SIGUSR1 checkpoint into --ckpt-dir at the next optimizer step\n"
+                "   and exit 128+signal; SIGINT stops there with a summary)\n"
                 "  --export-safetensors FILE  the final weights for PyTorch\n"
                 "  --json              one JSON object per epoch and a final one\n"
                 "  --quiet             only the final summary   --verbose  placement, memory\n"
@@ -138,7 +161,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },   { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
                 { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
                 { "ckpt-dir", 1, 0, 'K' },  { "ckpt-keep", 1, 0, 'k' }, { "resume", 1, 0, 'R' },
-                { "export-safetensors", 1, 0, 'E' },
+                { "export-safetensors", 1, 0, 'E' }, { "ckpt-every-steps", 1, 0, 'c' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -186,7 +209,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'K': o->ckpt_dir = optarg; break;
                 case 'R': o->resume = optarg; break;
                 case 'E': o->export_st = optarg; break;
-                case 'k': if (parse_long("ckpt-keep", optarg, 1, 1000, &v)) return 2; o->ckpt_keep = (int)v; break;
+                case 'c': if (parse_long("ckpt-every-steps", optarg, 1, 1L << 40, &v)) return 2; o->ckpt_every = v; break;
+                case 'k': if (parse_long("ckpt-keep", optarg, 1, 64, &v)) return 2; o->ckpt_keep = (int)v; break;
                 case 'S':
                         if (strata_strategy_from_name(optarg, &o->strategy))
                                 return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
@@ -278,22 +302,31 @@ static int write_latest(const char *dir, const char *name)
         return io->commit(&h);
 }
 
-/* Save DIR/epoch-N.ckpt, point DIR/latest at it, remove the one that falls out of the window. */
-static int save_epoch(struct strata_runtime *rt, const struct opts *o, int epochs_done)
+/*
+ * Save DIR/epoch-E.ckpt (or DIR/epoch-E-step-S.ckpt inside an epoch), point DIR/latest at it,
+ * and remove the checkpoint that falls out of the last --ckpt-keep.
+ */
+static int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at)
 {
-        struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)epochs_done,
-                               .batch = (uint32_t)o->batch, .seed = o->seed };
-        char name[64], path[STRATA_CKPT_PATH_MAX];
+        static char kept[64][64];
+        static int nkept;
+        struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
+                               .batch = (uint32_t)o->batch, .seed = o->seed,
+                               .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum };
+        char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
 
-        snprintf(name, sizeof(name), "epoch-%d.ckpt", epochs_done);
+        if (nkept >= o->ckpt_keep) {
+                snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
+                STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
+        }
+        if (at.step)
+                snprintf(name, 64, "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
+        else
+                snprintf(name, 64, "epoch-%d.ckpt", at.epoch);
         snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
         STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
         STRATA_TRY(write_latest(o->ckpt_dir, name));
-        if (epochs_done > o->ckpt_keep) {
-                snprintf(path, sizeof(path), "%s/epoch-%d.ckpt", o->ckpt_dir,
-                         epochs_done - o->ckpt_keep);
-                STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
-        }
+        nkept++;
         return STRATA_OK;
 }
 
@@ -321,8 +354,8 @@ static int resolve(const char *path, char *out, size_t n)
         return 0;
 }
 
-/* Load the checkpoint --resume names; *start gets the epochs it had completed. */
-static int resume(struct strata_runtime *rt, const struct opts *o, int *start)
+/* Load the checkpoint --resume names; *at gets where that run stood. */
+static int resume(struct strata_runtime *rt, const struct opts *o, struct position *at)
 {
         char path[STRATA_CKPT_PATH_MAX], num[32];
         struct app_state a;
@@ -339,8 +372,34 @@ static int resume(struct strata_runtime *rt, const struct opts *o, int *start)
         if ((int)a.epochs_done >= o->epochs)
                 return bad("--resume: %s already holds %s epochs; ask for more with --epochs",
                            path, (snprintf(num, sizeof(num), "%u", a.epochs_done), num));
-        *start = (int)a.epochs_done;
+        *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum };
         return 0;
+}
+
+/* A stop signal arrived: checkpoint where the run stands (TERM, USR1), say so, exit. */
+static void catch_stop_signals(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+}
+
+static int stop(struct strata_runtime *rt, const struct opts *o, struct position at)
+{
+        int sig = stop_signal, rc = STRATA_OK;
+
+        if (o->ckpt_dir && sig != SIGINT)
+                rc = save_ckpt(rt, o, at);
+        fprintf(stderr, "strata-train: %s at epoch %d, step %ld%s%s\n", strsignal(sig),
+                at.epoch + 1, at.step, rc ? ": checkpoint failed: " : "",
+                rc ? strata_last_error() : o->ckpt_dir && sig != SIGINT ? "; checkpoint saved"
+                                                                         : "");
+        strata_teardown(rt);
+        return rc ? 1 : 128 + sig;
 }
 
 int main(int argc, char **argv)
@@ -360,6 +419,8 @@ int main(int argc, char **argv)
         double *step_times, t_start, t_total, acc = 0.0, train_loss = 0.0;
         long steps_per_epoch, heap;
         int start_ep = 0;
+        struct position at = { 0, 0, 0.0 };
+        long nsteps = 0;
         int widths[MAX_MODULES], nw, nm = 0, rc, tty;
         size_t data_bytes;
         char p1[4096], p2[4096], p3[4096], p4[4096];
@@ -371,6 +432,7 @@ int main(int argc, char **argv)
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &o)))
                 return rc;
+        catch_stop_signals(); /* acted on at the first step boundary */
         nw = strata_tool_parse_widths(o.model, widths, MAX_MODULES / 4);
         if (nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10%s", o.model, "");
@@ -512,14 +574,23 @@ int main(int argc, char **argv)
                        o.devices,
                        o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
         fflush(stdout);
-        if (o.resume && resume(rt, &o, &start_ep)) {
+        if ((o.ckpt_dir || o.ckpt_every) &&
+            (steps_per_epoch % o.accumulate || o.ckpt_every % o.accumulate || !o.ckpt_dir)) {
+                strata_teardown(rt);
+                return bad("--ckpt-dir/--ckpt-every-steps: checkpoints are taken at optimizer "
+                           "steps: every N and the %s batches of an epoch must be multiples of "
+                           "--accumulate, and --ckpt-every-steps needs --ckpt-dir%s",
+                           (snprintf(p1, 32, "%ld", steps_per_epoch), p1), "");
+        }
+        if (o.resume && resume(rt, &o, &at)) {
                 strata_teardown(rt);
                 return 2;
         }
+        start_ep = at.epoch;
         if (o.ckpt_dir && mkdir(o.ckpt_dir, 0755) != 0 && errno != EEXIST)
                 return bad("--ckpt-dir %s: %s", o.ckpt_dir, strerror(errno));
         if (o.resume && !o.quiet && !o.json)
-                printf("strata-train: resumed after epoch %d\n", start_ep);
+                printf("strata-train: resumed at epoch %d, step %ld\n", at.epoch + 1, at.step);
         strata_heapcount_start();
         t_start = now();
         for (int ep = start_ep; ep < o.epochs; ep++) {
@@ -530,16 +601,26 @@ int main(int argc, char **argv)
 
                 strata_sampler_set_epoch(&sampler, (uint64_t)ep);
                 strata_loader_reset(&loader, sampler.indices, sampler.per_rank);
+                if (ep == at.epoch && at.step) { /* a mid-epoch checkpoint: skip what it did */
+                        for (; s < at.step && strata_loader_next_indexed(&loader, &b); s++)
+                                ;
+                        loss_sum = at.loss_sum;
+                }
                 while (strata_loader_next_indexed(&loader, &b)) {
                         double t0 = now();
 
                         if ((rc = strata_train_step(rt, &b, &m)))
                                 goto fail;
-                        step_times[(size_t)(ep - start_ep) * steps_per_epoch + s] = now() - t0;
+                        step_times[nsteps++] = now() - t0;
                         loss_sum += m.loss;
                         s++;
                         if (tty && (s % 20 == 0 || s == steps_per_epoch))
                                 progress(ep + 1, o.epochs, s, steps_per_epoch, loss_sum / s);
+                        if (o.ckpt_every && s % o.ckpt_every == 0 && s < steps_per_epoch &&
+                            (rc = save_ckpt(rt, &o, (struct position){ ep, s, loss_sum })))
+                                goto fail;
+                        if (stop_signal && s % o.accumulate == 0)
+                                return stop(rt, &o, (struct position){ ep, s, loss_sum });
                 }
                 ep_time = now() - t_ep;
                 train_loss = loss_sum / (double)s;
@@ -547,7 +628,7 @@ int main(int argc, char **argv)
                         goto fail;
                 if (tty)
                         fprintf(stderr, "\r\033[K");
-                if (o.ckpt_dir && (rc = save_epoch(rt, &o, ep + 1)))
+                if (o.ckpt_dir && (rc = save_ckpt(rt, &o, (struct position){ ep + 1, 0, 0.0 })))
                         goto fail;
                 if (o.json)
                         printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.4f,"
@@ -563,11 +644,10 @@ int main(int argc, char **argv)
         if (o.export_st && (rc = strata_export_safetensors(rt, o.export_st)))
                 goto fail;
         strata_memory(rt, &mem);
-        qsort(step_times, (size_t)steps_per_epoch * (o.epochs - start_ep), sizeof(double),
-              cmp_double);
+        qsort(step_times, (size_t)nsteps, sizeof(double), cmp_double);
         {
-                double med = step_times[(size_t)steps_per_epoch * (o.epochs - start_ep) / 2] * 1e6;
-                double sps = (double)steps_per_epoch * (o.epochs - start_ep) * o.batch / t_total;
+                double med = nsteps ? step_times[nsteps / 2] * 1e6 : 0.0;
+                double sps = (double)nsteps * o.batch / t_total;
 
                 if (o.json)
                         printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
