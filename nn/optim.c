@@ -26,6 +26,19 @@ int strata_optim_check(const struct strata_optim *o)
         if (!(o->weight_decay >= 0.0f) || !isfinite(o->weight_decay))
                 return strata__fail(STRATA_EINVAL, "weight decay %g must be >= 0",
                                     o->weight_decay);
+        if ((unsigned)o->schedule >= STRATA_LR_SCHEDULE_COUNT)
+                return strata__fail(STRATA_EINVAL, "learning-rate schedule %d unknown",
+                                    (int)o->schedule);
+        if (o->schedule == STRATA_LR_STEP &&
+            (o->step_size == 0 || !(o->gamma > 0.0f && o->gamma <= 1.0f)))
+                return strata__fail(STRATA_EINVAL, "step schedule: step_size %llu must be > 0 "
+                                                   "and gamma %g in (0, 1]",
+                                    (unsigned long long)o->step_size, o->gamma);
+        if (o->schedule == STRATA_LR_COSINE &&
+            (o->t_max == 0 || !(o->lr_min >= 0.0f && o->lr_min <= o->lr)))
+                return strata__fail(STRATA_EINVAL, "cosine schedule: t_max %llu must be > 0 "
+                                                   "and lr_min %g in [0, lr]",
+                                    (unsigned long long)o->t_max, o->lr_min);
         if (o->kind == STRATA_OPTIM_SGD) {
                 if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
                         return strata__fail(STRATA_EINVAL, "momentum %g not in [0, 1)",
@@ -43,12 +56,37 @@ int strata_optim_check(const struct strata_optim *o)
         return STRATA_OK;
 }
 
+float strata_optim_lr(const struct strata_optim *o, uint64_t t)
+{
+        uint64_t k;
+
+        if (!o)
+                return 0.0f;
+        if (t <= o->warmup)
+                return (float)((double)o->lr * (double)t / (double)o->warmup);
+        k = t - o->warmup - 1; /* schedule steps taken before this one */
+        switch (o->schedule) {
+        case STRATA_LR_STEP:
+                return (float)((double)o->lr * pow((double)o->gamma, (double)(k / o->step_size)));
+        case STRATA_LR_COSINE:
+                if (k >= o->t_max)
+                        return o->lr_min;
+                return (float)((double)o->lr_min + ((double)o->lr - (double)o->lr_min) *
+                                                           (1.0 + cos(M_PI * (double)k /
+                                                                      (double)o->t_max)) / 2.0);
+        default:
+                return o->lr;
+        }
+}
+
 /* The rule and scalars of step @p t: what every driver's update kernel evaluates. */
 void strata__optim_scalars(const struct strata_optim *o, uint64_t t, struct strata_update *u)
 {
+        float lr = strata_optim_lr(o, t);
+
         if (o->kind == STRATA_OPTIM_ADAMW) {
                 float b1 = o->beta1 ? o->beta1 : 0.9f, b2 = o->beta2 ? o->beta2 : 0.999f;
-                float lr = o->lr, c1 = 1.0f - powf(b1, (float)t);
+                float c1 = 1.0f - powf(b1, (float)t);
 
                 *u = (struct strata_update){ .rule = STRATA_UPDATE_ADAMW, .beta1 = b1, .beta2 = b2,
                                              .c2 = sqrtf(1.0f - powf(b2, (float)t)),
@@ -59,7 +97,7 @@ void strata__optim_scalars(const struct strata_optim *o, uint64_t t, struct stra
         }
         *u = (struct strata_update){
                 .rule = o->momentum == 0.0f ? STRATA_UPDATE_SGD : STRATA_UPDATE_SGD_MOMENTUM,
-                .lr = o->lr, .weight_decay = o->weight_decay, .momentum = o->momentum,
+                .lr = lr, .weight_decay = o->weight_decay, .momentum = o->momentum,
                 .damp = 1.0f - o->dampening, .first = t == 1 ? 1.0f : 0.0f,
                 .nesterov = o->nesterov ? 1.0f : 0.0f };
 }

@@ -45,6 +45,8 @@ struct opts {
         const char *resume;     /* a checkpoint file, or a directory: its latest */
         const char *export_st;  /* safetensors of the final weights */
         long ckpt_every;        /* also checkpoint every N batches (0: epoch ends only) */
+        const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
+        long warmup;            /* linear warm-up optimizer steps */
 };
 
 /* What strata-train keeps in a checkpoint's application block. */
@@ -86,6 +88,9 @@ static void usage(FILE *f)
                 "  --lr X              (default 0.05)    --momentum X   (default 0.9)\n"
                 "  --optim sgd|adamw   (default sgd)     --weight-decay X (default 0)\n"
                 "  --seed N            (default 0)\n"
+                "  --lr-schedule S     constant (default), step:N:GAMMA (decay every N optimizer\n"
+                "                      steps), cosine[:MIN] (to MIN over the run)\n"
+                "  --warmup N          linear warm-up over the first N optimizer steps\n"
                 "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
                 "                      training set's mean and std)\n"
                 "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core)\n"
@@ -162,6 +167,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
                 { "ckpt-dir", 1, 0, 'K' },  { "ckpt-keep", 1, 0, 'k' }, { "resume", 1, 0, 'R' },
                 { "export-safetensors", 1, 0, 'E' }, { "ckpt-every-steps", 1, 0, 'c' },
+                { "lr-schedule", 1, 0, 'L' }, { "warmup", 1, 0, 'W' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -209,6 +215,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'K': o->ckpt_dir = optarg; break;
                 case 'R': o->resume = optarg; break;
                 case 'E': o->export_st = optarg; break;
+                case 'L': o->schedule = optarg; break;
+                case 'W': if (parse_long("warmup", optarg, 0, 1L << 40, &v)) return 2; o->warmup = v; break;
                 case 'c': if (parse_long("ckpt-every-steps", optarg, 1, 1L << 40, &v)) return 2; o->ckpt_every = v; break;
                 case 'k': if (parse_long("ckpt-keep", optarg, 1, 64, &v)) return 2; o->ckpt_keep = (int)v; break;
                 case 'S':
@@ -280,6 +288,38 @@ static void progress(int epoch, int epochs, long step, long steps, double loss)
         for (int i = 0; i < width; i++)
                 fputc(i < done ? '=' : (i == done ? '>' : ' '), stderr);
         fprintf(stderr, "] %ld/%ld loss %.4f", step, steps, loss);
+}
+
+/*
+ * --lr-schedule and --warmup into the optimizer; cosine anneals over the run's optimizer
+ * steps after the warm-up. Returns 2 (with a message) on a bad specification.
+ */
+static int set_schedule(const struct opts *o, long steps_per_epoch, struct strata_optim *opt)
+{
+        const char *s = o->schedule ? o->schedule : "constant";
+        long total = steps_per_epoch * o->epochs / o->accumulate;
+        unsigned long long n;
+        char tail;
+        float x;
+
+        opt->warmup = (uint64_t)o->warmup;
+        if (!strcmp(s, "constant"))
+                return 0;
+        if (sscanf(s, "step:%llu:%f%c", &n, &x, &tail) == 2) {
+                opt->schedule = STRATA_LR_STEP;
+                opt->step_size = n;
+                opt->gamma = x;
+        } else if (!strcmp(s, "cosine") || sscanf(s, "cosine:%f%c", &x, &tail) == 1) {
+                opt->schedule = STRATA_LR_COSINE;
+                opt->lr_min = strcmp(s, "cosine") ? x : 0.0f;
+                opt->t_max = total > o->warmup ? (uint64_t)(total - o->warmup) : 1;
+        } else {
+                return bad("--lr-schedule: '%s' is not constant, step:N:GAMMA or cosine[:MIN]%s",
+                           s, "");
+        }
+        if (strata_optim_check(opt))
+                return bad("--lr-schedule: %s%s", strata_last_error(), "");
+        return 0;
 }
 
 /* DIR/latest names the newest checkpoint; written atomically, like the checkpoints. */
@@ -544,12 +584,14 @@ int main(int argc, char **argv)
                                         "oversubscribed, expect it to be slow\n",
                                 o.devices, topo.cores);
         }
-        if (strata_init(&rt, &cfg) || strata_connect(rt))
-                return bad("%s%s", strata_last_error(), "");
         steps_per_epoch = (long)(train.n / (uint32_t)o.batch);
         if (steps_per_epoch == 0)
                 return bad("--batch %s is larger than the %s training samples",
                            (snprintf(p1, 32, "%d", o.batch), p1), (snprintf(p2, 32, "%u", train.n), p2));
+        if (set_schedule(&o, steps_per_epoch, &cfg.optim))
+                return 2;
+        if (strata_init(&rt, &cfg) || strata_connect(rt))
+                return bad("%s%s", strata_last_error(), "");
         if (strata_sampler_init(&sampler, &data, train.n, 1, 0, 1, 0, o.seed) ||
             strata_loader_init(&loader, &data, &train, o.batch, 1) ||
             strata_loader_init(&tloader, &data, &test, o.batch, 0) ||

@@ -166,7 +166,20 @@ enum strata_optim_kind {
         STRATA_OPTIM_ADAMW = 1,
 };
 
-/** Optimizer hyper-parameters (PyTorch semantics). */
+/** Learning-rate schedules, as PyTorch's schedulers stepped once per optimizer step. */
+enum strata_lr_schedule {
+        STRATA_LR_CONSTANT = 0, /**< lr */
+        STRATA_LR_STEP,         /**< StepLR: lr * gamma^floor(k / step_size) */
+        STRATA_LR_COSINE,       /**< CosineAnnealingLR: min + (lr - min)(1 + cos(pi k / T)) / 2 */
+        STRATA_LR_SCHEDULE_COUNT
+};
+
+/**
+ * Optimizer hyper-parameters (PyTorch semantics). The learning rate of optimizer step t
+ * (from 1) is strata_optim_lr(): with warm-up, steps 1..warmup use lr * t / warmup (a linear
+ * warm-up); after it the schedule runs with k = t - warmup - 1 steps done. A schedule's only
+ * state is the step count, so a checkpoint's step counts restore it.
+ */
 struct strata_optim {
         enum strata_optim_kind kind;
         float lr;
@@ -175,10 +188,24 @@ struct strata_optim {
         int nesterov;       /**< SGD */
         float weight_decay; /**< SGD: L2 added to the gradient; AdamW: decoupled */
         float beta1, beta2, eps; /**< AdamW (0 = 0.9, 0.999, 1e-8) */
+        enum strata_lr_schedule schedule; /**< default constant */
+        uint64_t warmup;    /**< linear warm-up steps (0: none) */
+        uint64_t step_size; /**< STEP: steps between decays */
+        float gamma;        /**< STEP: decay factor */
+        uint64_t t_max;     /**< COSINE: steps from lr to lr_min (after warm-up) */
+        float lr_min;       /**< COSINE: final learning rate */
 };
 
-/** Default optimizer: SGD, lr 0.05, momentum 0.9. */
-#define STRATA_OPTIM_INIT { STRATA_OPTIM_SGD, 0.05f, 0.9f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f }
+/** Default optimizer: SGD, lr 0.05, momentum 0.9, constant learning rate. */
+#define STRATA_OPTIM_INIT                                                                      \
+        { STRATA_OPTIM_SGD, 0.05f, 0.9f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f, STRATA_LR_CONSTANT, \
+          0, 0, 0.0f, 0, 0.0f }
+
+/**
+ * @brief The learning rate of optimizer step @p t (from 1) under @p o's schedule and warm-up.
+ *        A constant schedule without warm-up returns o->lr itself, bit for bit.
+ */
+float strata_optim_lr(const struct strata_optim *o, uint64_t t);
 
 /** @brief Floats of optimizer state per parameter (SGD with momentum 1, AdamW 2, else 0). */
 int strata_optim_state_per_param(const struct strata_optim *o);

@@ -161,6 +161,21 @@ Test(checkpoint_resume, dp_sync_bn_dropout, .timeout = 60)
         resume_matches(&r, &c);
 }
 
+/* The schedule's position is the optimizer's step count: warm-up then cosine resume too. */
+Test(checkpoint_resume, ddp_warmup_cosine_schedule, .timeout = 60)
+{
+        struct strata_config c;
+        struct rig r;
+
+        rig_init_full(&r);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 1);
+        c.optim.warmup = 3;
+        c.optim.schedule = STRATA_LR_COSINE;
+        c.optim.t_max = 2 * N;
+        c.optim.lr_min = 0.001f;
+        resume_matches(&r, &c);
+}
+
 /* ddp without SyncBatchNorm: each device's running statistics differ and must all return. */
 Test(checkpoint_resume, ddp_bn_unsynced_adamw, .timeout = 60)
 {

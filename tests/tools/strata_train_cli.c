@@ -37,6 +37,10 @@ Test(strata_train_cli, bad_options_exit_2)
         expect_usage_error("--model 100-10", "input width");
         expect_usage_error("--frobnicate", "unknown");
         expect_usage_error("--strategy ring", "--strategy");
+        expect_usage_error("--lr-schedule linear", "--lr-schedule");
+        expect_usage_error("--lr-schedule step:0:0.5", "step_size");
+        expect_usage_error("--lr-schedule cosine:1", "lr_min");
+        expect_usage_error("--warmup -1", "--warmup");
         expect_usage_error("--dropout 1.5", "--dropout");
         expect_usage_error("--batch 16000000 --model 784-65536-65536-10", "needs");
         expect_usage_error("--accelerator tpu", "--accelerator");
