@@ -33,8 +33,11 @@ static const char *const slot_names[2][2] = {
         { "exp_avg", "exp_avg_sq" },  /* AdamW */
 };
 
-/* Tensor @p i of the runtime's checkpoint; -1 past the last. */
-static int tensor_at(struct strata_runtime *rt, int i, struct tensor *t)
+/*
+ * Tensor @p i of a checkpoint of this model saved on @p world devices; -1 past the last. Its
+ * pointer is where it lives in this runtime, or NULL for a device this runtime lacks.
+ */
+static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor *t)
 {
         const struct strata__replica *r0 = &rt->replicas[0];
         int ngroups = strata__replica_nparams(r0);
@@ -66,9 +69,9 @@ static int tensor_at(struct strata_runtime *rt, int i, struct tensor *t)
                 t->bytes = p.group.count * sizeof(float);
                 return STRATA_OK;
         }
-        for (int d = 1; d < rt->nreplicas; d++)
+        for (int d = 1; d < world; d++)
                 for (int g = 0; g < ngroups; g++) {
-                        strata__replica_param(&rt->replicas[d], g, &p);
+                        strata__replica_param(&rt->replicas[d < rt->nreplicas ? d : 0], g, &p);
                         if (p.group.role != STRATA_ROLE_RUNNING || i-- != 0)
                                 continue;
                         snprintf(t->name, sizeof(t->name), "replicas.%d.%.56s", d, p.name);
@@ -76,7 +79,7 @@ static int tensor_at(struct strata_runtime *rt, int i, struct tensor *t)
                         t->ndim = 1;
                         t->shape[0] = p.group.count;
                         t->shape[1] = 1;
-                        t->ptr = p.value;
+                        t->ptr = d < rt->nreplicas ? p.value : NULL;
                         t->bytes = p.group.count * sizeof(float);
                         t->dev = d;
                         return STRATA_OK;
@@ -85,22 +88,22 @@ static int tensor_at(struct strata_runtime *rt, int i, struct tensor *t)
                 snprintf(t->name, sizeof(t->name), "optimizer.steps");
                 t->dtype = STRATA_I64;
                 t->ndim = 1;
-                t->shape[0] = (uint64_t)rt->nreplicas;
+                t->shape[0] = (uint64_t)world;
                 t->shape[1] = 1;
                 t->ptr = rt->ckpt_steps;
-                t->bytes = sizeof(uint64_t) * (size_t)rt->nreplicas;
+                t->bytes = sizeof(uint64_t) * (size_t)world;
                 t->dev = -1;
                 return STRATA_OK;
         }
         return -1;
 }
 
-static int count_tensors(struct strata_runtime *rt)
+static int count_tensors(struct strata_runtime *rt, int world)
 {
         struct tensor t;
         int n = 0;
 
-        while (tensor_at(rt, n, &t) == 0)
+        while (tensor_at(rt, world, n, &t) == 0)
                 n++;
         return n;
 }
@@ -159,7 +162,7 @@ static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_i
 {
         struct strata__ckpt_header hd = { .magic = STRATA__CKPT_MAGIC };
         static const unsigned char zero[DATA_ALIGN];
-        int n = count_tensors(rt);
+        int n = count_tensors(rt, rt->nreplicas);
         uint64_t off;
         struct tensor t;
 
@@ -183,7 +186,7 @@ static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_i
         for (int i = 0; i < n; i++) {
                 struct strata__ckpt_entry e = { 0 };
 
-                tensor_at(rt, i, &t);
+                tensor_at(rt, rt->nreplicas, i, &t);
                 memcpy(e.name, t.name, sizeof(e.name));
                 e.dtype = t.dtype;
                 e.ndim = t.ndim;
@@ -198,7 +201,7 @@ static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_i
         for (int i = 0; i < n; i++) {
                 size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off;
 
-                tensor_at(rt, i, &t);
+                tensor_at(rt, rt->nreplicas, i, &t);
                 STRATA_TRY(io->write(h, zero, pad));
                 STRATA_TRY(io->write(h, host_bytes(rt, &t), t.bytes));
                 off += pad + t.bytes;
@@ -235,9 +238,9 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
         return io->commit(h);
 }
 
-/* The header agrees with this runtime; the message names what differs. */
-static int check_header(const struct strata_runtime *rt, const struct strata__ckpt_header *hd,
-                        int n, const char *path)
+/* The header agrees with this runtime's model; the message names what differs. */
+static int check_header(struct strata_runtime *rt, const struct strata__ckpt_header *hd,
+                        const char *path)
 {
         if (memcmp(hd->magic, STRATA__CKPT_MAGIC, sizeof(hd->magic)) != 0)
                 return strata__fail(STRATA_EFORMAT, "'%s' is not a Strata checkpoint", path);
@@ -254,14 +257,14 @@ static int check_header(const struct strata_runtime *rt, const struct strata__ck
         if (hd->fingerprint != fingerprint(rt))
                 return strata__fail(STRATA_EINVAL, "'%s' holds another model (widths, modules "
                                     "or parameter groups differ)", path);
-        if (hd->world != (uint32_t)rt->nreplicas || hd->strategy != (uint32_t)rt->cfg.strategy)
-                return strata__fail(STRATA_ENOTSUP, "'%s' was saved by %s on %u devices; this "
-                                    "run is %s on %d (resuming elsewhere is not built yet)",
-                                    path, strata_strategy_name(hd->strategy), hd->world,
-                                    rt->strategy->name, rt->nreplicas);
-        if (hd->ntensors != (uint32_t)n || hd->app_bytes > STRATA_CKPT_APP_BYTES)
+        if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES ||
+            !strata__strategy_get((enum strata_strategy_kind)hd->strategy))
+                return strata__fail(STRATA_EFORMAT, "'%s': world size %u or strategy %u invalid",
+                                    path, hd->world, hd->strategy);
+        if (hd->ntensors != (uint32_t)count_tensors(rt, (int)hd->world) ||
+            hd->app_bytes > STRATA_CKPT_APP_BYTES)
                 return strata__fail(STRATA_EFORMAT, "'%s': %u tensors, expected %d", path,
-                                    hd->ntensors, n);
+                                    hd->ntensors, count_tensors(rt, (int)hd->world));
         return STRATA_OK;
 }
 
@@ -286,14 +289,15 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
                     struct strata__ckpt_header *hd, const char *path)
 {
         unsigned char buf[16384];
-        int n = count_tensors(rt);
         uint64_t after;
+        int n;
 
         if (size < sizeof(*hd))
                 return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
                                     (unsigned long long)size);
         STRATA_TRY(io->read_at(h, hd, sizeof(*hd), 0));
-        STRATA_TRY(check_header(rt, hd, n, path));
+        STRATA_TRY(check_header(rt, hd, path));
+        n = (int)hd->ntensors;
         after = sizeof(*hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
         for (int i = 0; i < n; i++) {
                 struct strata__ckpt_entry e;
@@ -301,7 +305,7 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
                 uint32_t crc = 0;
 
                 STRATA_TRY(io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)));
-                tensor_at(rt, i, &t);
+                tensor_at(rt, (int)hd->world, i, &t);
                 STRATA_TRY(check_entry(&e, &t, size, after, path));
                 for (uint64_t o = 0; o < e.bytes; o += sizeof(buf)) {
                         size_t k = e.bytes - o < sizeof(buf) ? (size_t)(e.bytes - o) : sizeof(buf);
@@ -317,19 +321,21 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
         return STRATA_OK;
 }
 
-/* Pass 2: the validated tensors into live state. */
+/* Pass 2: the validated tensors into live state (those of devices this run lacks skipped). */
 static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
-                   struct strata_ckpt_handle *h)
+                   struct strata_ckpt_handle *h, int world)
 {
         struct strata__ckpt_entry e;
         struct tensor t;
-        int n = count_tensors(rt);
+        int n = count_tensors(rt, world);
 
         for (int i = 0; i < n; i++) {
                 STRATA_TRY(io->read_at(h, &e, sizeof(e),
                                        sizeof(struct strata__ckpt_header) +
                                                (uint64_t)i * sizeof(e)));
-                tensor_at(rt, i, &t);
+                tensor_at(rt, world, i, &t);
+                if (!t.ptr)
+                        continue;
                 if (t.dev < 0 || rt->dev->host_visible) {
                         STRATA_TRY(io->read_at(h, t.ptr, t.bytes, e.offset));
                         continue;
@@ -340,37 +346,49 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
         return STRATA_OK;
 }
 
-/* Device 0's parameters are every replica's: ddp and dp keep them equal between steps. */
-static void spread(struct strata_runtime *rt)
+static void copy_floats(const struct strata_runtime *rt, float *dst, const float *src,
+                        size_t n)
+{
+        if (rt->dev->host_visible)
+                memcpy(dst, src, n * sizeof(float));
+        else
+                rt->dev->copy(dst, src, n);
+}
+
+/*
+ * Device 0's parameters and optimizer state are every replica's: ddp and dp keep them equal
+ * between steps. Resharded (another device count or strategy), every device takes device
+ * 0's step count, and devices the saving run lacked take device 0's running statistics.
+ */
+static void spread(struct strata_runtime *rt, int world, int resharded)
 {
         const struct strata__replica *r0 = &rt->replicas[0];
 
         for (int d = 0; d < rt->nreplicas; d++) {
                 struct strata__replica *r = &rt->replicas[d];
 
-                r->opt_t = rt->ckpt_steps[d];
-                for (int i = 0; i < r->nlayers; i++)
+                r->opt_t = rt->ckpt_steps[resharded ? 0 : d];
+                for (int i = 0; i < r->nlayers; i++) {
                         r->layers[i].grad_fresh = 1;
+                        if (d >= world && r->layers[i].nstate)
+                                copy_floats(rt, r->layers[i].state, r0->layers[i].state,
+                                            r->layers[i].nstate);
+                }
                 if (d == 0)
                         continue;
-                if (rt->dev->host_visible) {
-                        memcpy(r->params, r0->params, r0->nparam * sizeof(float));
-                        memcpy(r->opt_state, r0->opt_state, r0->nopt * sizeof(float));
-                } else {
-                        rt->dev->copy(r->params, r0->params, r0->nparam);
-                        rt->dev->copy(r->opt_state, r0->opt_state, r0->nopt);
-                }
+                copy_floats(rt, r->params, r0->params, r0->nparam);
+                copy_floats(rt, r->opt_state, r0->opt_state, r0->nopt);
         }
 }
 
 int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
-                           size_t app_cap, size_t *app_bytes)
+                           size_t app_cap, size_t *app_bytes, struct strata_ckpt_info *info)
 {
         const struct strata_checkpoint_io *io;
         struct strata__ckpt_header hd;
         struct strata_ckpt_handle *h;
         uint64_t size = 0;
-        int rc;
+        int rc, resharded;
 
         if (!rt || !rt->strategy)
                 return strata__fail(STRATA_EINVAL, "load_checkpoint: runtime is NULL");
@@ -390,14 +408,16 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
                 io->close(h);
                 return rc;
         }
-        rc = restore(rt, io, h);
+        rc = restore(rt, io, h, (int)hd.world);
         io->close(h);
         if (rc != STRATA_OK) {
                 /* Live state is partly overwritten: the runtime cannot go on. */
                 (void)strata_sm_dispatch(&rt->sm, STRATA_EV_EXCEPTION, NULL);
                 return rc;
         }
-        spread(rt);
+        resharded = hd.world != (uint32_t)rt->nreplicas ||
+                    hd.strategy != (uint32_t)rt->cfg.strategy;
+        spread(rt, (int)hd.world, resharded);
         if (rt->dev->sync)
                 STRATA_TRY(rt->dev->sync());
         rt->step = hd.step;
@@ -405,6 +425,10 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
                 memcpy(app, hd.app, hd.app_bytes);
         if (app_bytes)
                 *app_bytes = hd.app_bytes;
+        if (info)
+                *info = (struct strata_ckpt_info){ .step = hd.step, .world = (int)hd.world,
+                                                   .strategy = (int)hd.strategy,
+                                                   .bitwise = !resharded };
         return STRATA_OK;
 }
 

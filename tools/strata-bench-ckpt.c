@@ -80,7 +80,7 @@ int main(int argc, char **argv)
                         goto fail;
                 save[r] = now_s() - t0;
                 t0 = now_s();
-                if (strata_load_checkpoint(rt, path, NULL, 0, NULL))
+                if (strata_load_checkpoint(rt, path, NULL, 0, NULL, NULL))
                         goto fail;
                 load[r] = now_s() - t0;
         }

@@ -398,12 +398,13 @@ static int resolve(const char *path, char *out, size_t n)
 static int resume(struct strata_runtime *rt, const struct opts *o, struct position *at)
 {
         char path[STRATA_CKPT_PATH_MAX], num[32];
+        struct strata_ckpt_info info;
         struct app_state a;
         size_t got = 0;
 
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
-        if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got))
+        if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
                 return bad("--resume: %s%s", strata_last_error(), "");
         if (got != sizeof(a) || memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train%s", path, "");
@@ -413,6 +414,10 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
                 return bad("--resume: %s already holds %s epochs; ask for more with --epochs",
                            path, (snprintf(num, sizeof(num), "%u", a.epochs_done), num));
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum };
+        if (!info.bitwise)
+                fprintf(stderr, "strata-train: %s was saved by %s on %d device(s); training "
+                                "continues from its state on %d, no longer bit for bit\n",
+                        path, strata_strategy_name(info.strategy), info.world, o->devices);
         return 0;
 }
 

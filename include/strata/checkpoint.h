@@ -36,6 +36,16 @@ struct strata_ckpt_handle {
         char tmp[STRATA_CKPT_PATH_MAX];  /**< what is written until commit */
 };
 
+/** What strata_load_checkpoint() found. */
+struct strata_ckpt_info {
+        uint64_t step;  /**< training steps the saving run had taken */
+        int world;      /**< its devices */
+        int strategy;   /**< its strategy (enum strata_strategy_kind) */
+        int bitwise;    /**< 1: same devices and strategy, the run continues bit for bit; 0:
+                             resharded (replicated state continues; running statistics of
+                             devices it lacked come from device 0; not bitwise) */
+};
+
 /** CheckpointIO: how checkpoint bytes reach storage. Every function returns a status. */
 struct strata_checkpoint_io {
         const char *name;

@@ -239,16 +239,17 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
 
 /**
  * @brief load_checkpoint: validate @p path completely (header, every tensor's name, shape and
- *        checksum, the model, world size and strategy) and only then restore it; the
- *        application's block goes to @p app (@p app_cap bytes, *app_bytes its length).
+ *        checksum, the model) and only then restore it; the application's block goes to
+ *        @p app (@p app_cap bytes, *app_bytes its length); @p info (optional) says what was
+ *        loaded. A checkpoint of another device count or replicated strategy (single, dp,
+ *        ddp) loads too: training continues from its replicated state, info->bitwise is 0.
  * @retval STRATA_OK; STRATA_EINVAL (bad argument, another model); STRATA_EFORMAT (not a
- *         checkpoint, truncated, corrupt, other version); STRATA_ENOTSUP (saved on another
- *         device count or strategy); STRATA_EBADSTATE. On any of these nothing changed. An
- *         I/O error after validation (the file changed under the reader) leaves the runtime
- *         in its error state.
+ *         checkpoint, truncated, corrupt, other version); STRATA_EBADSTATE. On any of these
+ *         nothing changed. An I/O error after validation (the file changed under the reader)
+ *         leaves the runtime in its error state.
  */
 int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
-                           size_t app_cap, size_t *app_bytes);
+                           size_t app_cap, size_t *app_bytes, struct strata_ckpt_info *info);
 
 /**
  * @brief Device 0's parameters and running statistics as safetensors (u64 header length,

@@ -93,6 +93,7 @@ static void resume_matches(struct rig *r, const struct strata_config *c)
         const char *path = tmp_path("resume.ckpt");
         struct strata_runtime *rt;
         char app[16] = "epoch 1", back[32];
+        struct strata_ckpt_info info;
         size_t got = 0;
 
         memset(&straight, 0, sizeof(straight));
@@ -107,10 +108,12 @@ static void resume_matches(struct rig *r, const struct strata_config *c)
                      strata_last_error());
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         rt = open_rt(c);
-        cr_assert_eq(strata_load_checkpoint(rt, path, back, sizeof(back), &got), STRATA_OK,
+        cr_assert_eq(strata_load_checkpoint(rt, path, back, sizeof(back), &got, &info), STRATA_OK,
                      "%s", strata_last_error());
         cr_assert_eq(got, sizeof(app));
         cr_assert_str_eq(back, "epoch 1");
+        cr_assert(info.bitwise && info.world == c->devices && info.step == N, "info %d %d",
+                  info.bitwise, info.world);
         train(r, rt, N, 2 * N, &resumed);
         finish(r, rt, &resumed);
 
@@ -240,7 +243,7 @@ static void refused(struct rig *r, struct strata_runtime *rt, const char *path, 
 
         cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
         memcpy(before, p, n * sizeof(float));
-        rc = strata_load_checkpoint(rt, path, NULL, 0, NULL);
+        rc = strata_load_checkpoint(rt, path, NULL, 0, NULL, NULL);
         cr_assert_eq(rc, want, "%s: %d, %s", why, rc, strata_last_error());
         cr_assert_gt(strlen(strata_last_error()), 10, "%s: no message", why);
         cr_assert_eq(memcmp(before, p, n * sizeof(float)), 0, "%s: parameters changed", why);
@@ -293,15 +296,7 @@ Test(checkpoint_resume, bad_files_refused_and_nothing_changes, .timeout = 60)
         refused(&r, rt, fifo, STRATA_EFORMAT, "a FIFO (must not block)");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 
-        /* Another device count, another strategy, another model. */
-        c.devices = 3;
-        other = open_rt(&c);
-        refused(&r, other, good, STRATA_ENOTSUP, "saved on 2 devices");
-        cr_assert_eq(strata_teardown(other), STRATA_OK);
-        c = rig_cfg(&r, STRATA_STRATEGY_DP, 2, 0);
-        other = open_rt(&c);
-        refused(&r, other, good, STRATA_ENOTSUP, "saved by ddp");
-        cr_assert_eq(strata_teardown(other), STRATA_OK);
+        /* Another model is refused; another device count or strategy is resharded. */
         memcpy(mods, r.mods, sizeof(mods));
         mods[0].out = 17;
         m = r.model;
@@ -311,6 +306,68 @@ Test(checkpoint_resume, bad_files_refused_and_nothing_changes, .timeout = 60)
         other = open_rt(&wide);
         refused(&r, other, good, STRATA_EINVAL, "another model");
         cr_assert_eq(strata_teardown(other), STRATA_OK);
+}
+
+/* Loaded into @p c: every device holds the saved parameters, and training goes on. */
+static void resharded(struct rig *r, const struct strata_config *c, const char *path,
+                      const float *saved, size_t n)
+{
+        struct strata_runtime *rt = open_rt(c);
+        struct strata_ckpt_info info;
+        const float *p, *p0;
+        struct result o;
+        size_t m;
+
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(info.bitwise, 0, "a resharded load must say it is not bitwise");
+        cr_assert_eq(info.world, 2);
+        for (int d = 0; d < c->devices; d++) {
+                cr_assert_eq(strata_parameters(rt, d, &p, &m), STRATA_OK);
+                cr_assert_eq(memcmp(p, saved, n * sizeof(float)), 0, "device %d", d);
+        }
+        train(r, rt, 0, 3, &o);
+        cr_assert_eq(strata_parameters(rt, 0, &p0, &m), STRATA_OK);
+        for (int d = 1; d < c->devices; d++) {
+                cr_assert_eq(strata_parameters(rt, d, &p, &m), STRATA_OK);
+                cr_assert_eq(memcmp(p, p0, n * sizeof(float)), 0, "replicas diverged (%d)", d);
+        }
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* A ddp checkpoint of 2 devices continues on 3, on dp, on single (PyTorch's replicated
+ * state: no longer bitwise, and said so). */
+Test(checkpoint_resume, other_device_count_or_strategy_continues, .timeout = 60)
+{
+        static float saved[MAXP];
+        char path[128];
+        struct strata_runtime *rt;
+        struct strata_config c;
+        const float *p;
+        struct result o;
+        struct rig r;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s", tmp_path("reshard.ckpt"));
+        rig_init_full(&r);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.optim.kind = STRATA_OPTIM_ADAMW;
+        c.optim.lr = 1e-2f;
+        rt = open_rt(&c);
+        train(&r, rt, 0, 4, &o);
+        cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK);
+        cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+        memcpy(saved, p, n * sizeof(float));
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        c.devices = 3;
+        resharded(&r, &c, path, saved, n);
+        c = rig_cfg(&r, STRATA_STRATEGY_DP, 2, 0);
+        c.optim.kind = STRATA_OPTIM_ADAMW;
+        c.optim.lr = 1e-2f;
+        resharded(&r, &c, path, saved, n);
+        c.strategy = STRATA_STRATEGY_SINGLE;
+        c.devices = 1;
+        resharded(&r, &c, path, saved, n);
 }
 
 Test(checkpoint_resume, bad_calls, .timeout = 30)
@@ -347,7 +404,7 @@ Test(checkpoint_resume, bad_calls, .timeout = 30)
         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
         cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK, "%s",
                      strata_last_error());
-        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 8, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 8, NULL, NULL), STRATA_EINVAL);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
@@ -382,7 +439,8 @@ Test(checkpoint_resume, killed_while_saving_never_corrupts, .timeout = 120)
                 nanosleep(&d, NULL);
                 kill(pid, SIGKILL);
                 waitpid(pid, &st, 0);
-                cr_assert_eq(strata_load_checkpoint(rt, path, app, sizeof(app), &got), STRATA_OK,
+                cr_assert_eq(strata_load_checkpoint(rt, path, app, sizeof(app), &got, NULL),
+                             STRATA_OK,
                              "after kill %d: %s", k, strata_last_error());
                 loaded++;
         }
