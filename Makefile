@@ -34,6 +34,10 @@ TESTLIBS := -lcriterion
 ifeq ($(SAN),asan)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DSTRATA_SANITIZED
 OPT      := -O1 -g
+else ifeq ($(SAN),fuzz)
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined -DSTRATA_SANITIZED
+OPT      := -O1 -g
 else ifeq ($(SAN),tsan)
 SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSTRATA_SANITIZED
 OPT      := -O1 -g
@@ -74,7 +78,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test asan tsan deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt check-heap
+.PHONY: FORCE all lib tools test asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
@@ -138,6 +142,19 @@ tsan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test \
 	        TSAN_OPTIONS=halt_on_error=1
 
+# libFuzzer on the checkpoint loader, for FUZZ_SECONDS (default 60), from the kept corpus.
+FUZZ_SECONDS ?= 60
+fuzz:
+	+$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz SAN=fuzz CUDA=0 CC=clang fuzz-run
+
+fuzz-run: $(BUILD)/libstrata.a
+	@mkdir -p $(BUILD)/bin $(BUILD)/fuzz-corpus
+	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer,address,undefined tools/fuzz/fuzz-ckpt.c \
+	        $(BUILD)/libstrata.a $(LIBS) -o $(BUILD)/bin/fuzz-ckpt
+	$(Q)cp tools/fuzz/corpus/ckpt/* $(BUILD)/fuzz-corpus/
+	$(Q)$(BUILD)/bin/fuzz-ckpt -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
+	        $(BUILD)/fuzz-corpus 2>&1 | tail -12
+
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
@@ -189,6 +206,6 @@ uninstall:
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d)

@@ -132,7 +132,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));
         in = m->in_features;
         for (int i = 0; i < m->nmodules; i++) {
-                struct strata_layer *l = &r->layers[i];
+                struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
                 struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
 
                 STRATA_TRY(shape(&tmp, in, &s)); /* as in the first pass: shapes are pure */
