@@ -39,8 +39,8 @@ uint32_t strata__ckpt_header_crc(const struct strata__ckpt_header *h)
 
 static int sys_fail(const char *what, const char *path)
 {
-        return strata__fail(errno == ENOSPC || errno == EDQUOT ? STRATA_EIO : STRATA_EIO,
-                            "checkpoint: %s '%s': %s", what, path, strerror(errno));
+        return strata__fail(STRATA_EIO, "checkpoint: %s '%s': %s", what, path,
+                            strerror(errno));
 }
 
 /* The directory part of @p path into @p dir ("." when there is none). */

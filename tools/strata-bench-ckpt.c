@@ -16,21 +16,9 @@
 #include <unistd.h>
 
 #include "strata/strata.h"
+#include "tools/timing.h"
 
-static double now_s(void)
-{
-        struct timespec t;
 
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -74,15 +62,15 @@ int main(int argc, char **argv)
                 return 1;
         }
         for (int r = 0; r < reps; r++) {
-                double t0 = now_s();
+                double t0 = strata_tool_now();
 
                 if (strata_save_checkpoint(rt, path, NULL, 0))
                         goto fail;
-                save[r] = now_s() - t0;
-                t0 = now_s();
+                save[r] = strata_tool_now() - t0;
+                t0 = strata_tool_now();
                 if (strata_load_checkpoint(rt, path, NULL, 0, NULL, NULL))
                         goto fail;
-                load[r] = now_s() - t0;
+                load[r] = strata_tool_now() - t0;
         }
         stat(path, &st);
         {
@@ -91,7 +79,7 @@ int main(int argc, char **argv)
 
                 snprintf(fpath, sizeof(fpath), "%s.floor", path);
                 for (int r = 0; buf && r < reps; r++) {
-                        double t0 = now_s();
+                        double t0 = strata_tool_now();
                         int fd = open(fpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
                         if (fd < 0 || write(fd, buf, (size_t)st.st_size) != st.st_size ||
@@ -99,22 +87,22 @@ int main(int argc, char **argv)
                                 fprintf(stderr, "strata-bench-ckpt: floor write failed\n");
                                 return 1;
                         }
-                        floor_s[r] = now_s() - t0;
+                        floor_s[r] = strata_tool_now() - t0;
                         fd = open(dir, O_RDONLY | O_DIRECTORY);
                         if (rename(fpath, path) != 0 || fd < 0 || fsync(fd) != 0) {
                                 fprintf(stderr, "strata-bench-ckpt: floor rename failed\n");
                                 return 1;
                         }
                         close(fd);
-                        atomic_s[r] = now_s() - t0;
+                        atomic_s[r] = strata_tool_now() - t0;
                 }
                 free(buf);
                 remove(fpath);
         }
-        qsort(floor_s, (size_t)reps, sizeof(double), cmp_double);
-        qsort(atomic_s, (size_t)reps, sizeof(double), cmp_double);
-        qsort(save, (size_t)reps, sizeof(double), cmp_double);
-        qsort(load, (size_t)reps, sizeof(double), cmp_double);
+        qsort(floor_s, (size_t)reps, sizeof(double), strata_tool_cmp_double);
+        qsort(atomic_s, (size_t)reps, sizeof(double), strata_tool_cmp_double);
+        qsort(save, (size_t)reps, sizeof(double), strata_tool_cmp_double);
+        qsort(load, (size_t)reps, sizeof(double), strata_tool_cmp_double);
         if (json)
                 printf("{\"bytes\":%lld,\"save_ms\":%.3f,\"load_ms\":%.3f,\"floor_ms\":%.3f,"
                        "\"atomic_floor_ms\":%.3f}\n", (long long)st.st_size,

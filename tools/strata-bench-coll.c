@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "strata/strata.h"
+#include "tools/timing.h"
 
 struct bench {
         struct strata_workers *w;
@@ -30,13 +31,6 @@ struct bench {
         double best;
 };
 
-static double now(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int one(struct bench *b, int rank)
 {
@@ -69,12 +63,12 @@ static int timed(int rank, void *arg)
         for (int i = 0; i < 3; i++)
                 STRATA_TRY(one(b, rank));
         STRATA_TRY(strata_comm_barrier(b->comm, rank));
-        t0 = now();
+        t0 = strata_tool_now();
         for (int i = 0; i < b->iters; i++)
                 STRATA_TRY(one(b, rank));
         STRATA_TRY(strata_comm_barrier(b->comm, rank));
         if (rank == 0)
-                b->t = (now() - t0) / b->iters;
+                b->t = (strata_tool_now() - t0) / b->iters;
         return STRATA_OK;
 }
 
@@ -93,12 +87,12 @@ static int sum_kernel(int rank, void *arg)
         }
         for (int rep = 0; rep < 5; rep++) {
                 STRATA_TRY(strata_workers_barrier(b->w, rank));
-                t0 = now();
+                t0 = strata_tool_now();
                 for (size_t i = lo; i < hi; i++)
                         b->c[i] = b->a[i] + b->b[i];
                 STRATA_TRY(strata_workers_barrier(b->w, rank));
-                if (rank == 0 && now() - t0 < b->best)
-                        b->best = now() - t0;
+                if (rank == 0 && strata_tool_now() - t0 < b->best)
+                        b->best = strata_tool_now() - t0;
         }
         return STRATA_OK;
 }
@@ -110,12 +104,6 @@ static int nothing(int rank, void *arg)
         return STRATA_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
 
 /* Median of 20000 round trips: post an empty command to every device and wait for all. */
 static double dispatch_us(struct strata_workers *w)
@@ -125,12 +113,12 @@ static double dispatch_us(struct strata_workers *w)
         for (int i = 0; i < 1000; i++)
                 (void)strata_workers_run(w, nothing, NULL);
         for (int i = 0; i < 20000; i++) {
-                double t0 = now();
+                double t0 = strata_tool_now();
 
                 (void)strata_workers_run(w, nothing, NULL);
-                t[i] = now() - t0;
+                t[i] = strata_tool_now() - t0;
         }
-        qsort(t, 20000, sizeof(double), cmp_double);
+        qsort(t, 20000, sizeof(double), strata_tool_cmp_double);
         return t[10000] * 1e6;
 }
 
@@ -165,11 +153,11 @@ static int ping_pong(int rank, void *arg)
         for (uint64_t k = 1; k <= (uint64_t)PINGS * PING_BATCH; k++) {
                 if (rank == 0) {
                         if (k % PING_BATCH == 1)
-                                t0 = now();
+                                t0 = strata_tool_now();
                         atomic_store_explicit(&lines.ping, k, memory_order_release);
                         spin_until(&lines.pong, k);
                         if (k % PING_BATCH == 0)
-                                lines.t[k / PING_BATCH - 1] = (now() - t0) / PING_BATCH / 2;
+                                lines.t[k / PING_BATCH - 1] = (strata_tool_now() - t0) / PING_BATCH / 2;
                 } else if (rank == 1) {
                         spin_until(&lines.ping, k);
                         atomic_store_explicit(&lines.pong, k, memory_order_release);
@@ -187,7 +175,7 @@ static double handoff_us(struct strata_workers *w, int n)
         atomic_store(&lines.pong, 0);
         if (strata_workers_run(w, ping_pong, NULL))
                 return 0.0;
-        qsort(lines.t, PINGS, sizeof(double), cmp_double);
+        qsort(lines.t, PINGS, sizeof(double), strata_tool_cmp_double);
         return lines.t[PINGS / 2] * 1e6;
 }
 

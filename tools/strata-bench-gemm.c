@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "strata/strata.h"
+#include "tools/timing.h"
 #include "tools/widths.h"
 
 #define MAX_LAYERS 16
@@ -29,12 +30,6 @@ static double now_us(void)
         return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
 
 static void usage(FILE *f)
 {
@@ -141,7 +136,7 @@ int main(int argc, char **argv)
                         if (r >= 5)
                                 t[r - 5] = now_us() - t0; /* the first calls warm up */
                 }
-                qsort(t, (size_t)reps, sizeof(double), cmp_double);
+                qsort(t, (size_t)reps, sizeof(double), strata_tool_cmp_double);
                 med = t[reps / 2];
                 sum_med += med;
                 sum_best += t[0];

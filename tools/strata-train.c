@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "strata/strata.h"
+#include "tools/timing.h"
 #include "tools/heapcount.h"
 #include "tools/widths.h"
 
@@ -245,20 +246,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 0;
 }
 
-static double now(void)
-{
-        struct timespec t;
 
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
 
 static int evaluate(struct strata_runtime *rt, struct strata_loader *l, const uint32_t *idx,
                     uint32_t n, double *acc)
@@ -639,11 +627,11 @@ int main(int argc, char **argv)
         if (o.resume && !o.quiet && !o.json)
                 printf("strata-train: resumed at epoch %d, step %ld\n", at.epoch + 1, at.step);
         strata_heapcount_start();
-        t_start = now();
+        t_start = strata_tool_now();
         for (int ep = start_ep; ep < o.epochs; ep++) {
                 struct strata_batch b;
                 struct strata_metrics m;
-                double t_ep = now(), loss_sum = 0.0, ep_time;
+                double t_ep = strata_tool_now(), loss_sum = 0.0, ep_time;
                 long s = 0;
 
                 strata_sampler_set_epoch(&sampler, (uint64_t)ep);
@@ -654,11 +642,11 @@ int main(int argc, char **argv)
                         loss_sum = at.loss_sum;
                 }
                 while (strata_loader_next_indexed(&loader, &b)) {
-                        double t0 = now();
+                        double t0 = strata_tool_now();
 
                         if ((rc = strata_train_step(rt, &b, &m)))
                                 goto fail;
-                        step_times[nsteps++] = now() - t0;
+                        step_times[nsteps++] = strata_tool_now() - t0;
                         loss_sum += m.loss;
                         s++;
                         if (tty && (s % 20 == 0 || s == steps_per_epoch))
@@ -669,7 +657,7 @@ int main(int argc, char **argv)
                         if (stop_signal && s % o.accumulate == 0)
                                 return stop(rt, &o, (struct position){ ep, s, loss_sum });
                 }
-                ep_time = now() - t_ep;
+                ep_time = strata_tool_now() - t_ep;
                 train_loss = loss_sum / (double)s;
                 if ((rc = evaluate(rt, &tloader, test_idx, test.n, &acc)))
                         goto fail;
@@ -686,12 +674,12 @@ int main(int argc, char **argv)
                                ep + 1, train_loss, acc, (double)(s * o.batch) / ep_time, ep_time);
                 fflush(stdout);
         }
-        t_total = now() - t_start;
+        t_total = strata_tool_now() - t_start;
         heap = strata_heapcount_stop();
         if (o.export_st && (rc = strata_export_safetensors(rt, o.export_st)))
                 goto fail;
         strata_memory(rt, &mem);
-        qsort(step_times, (size_t)nsteps, sizeof(double), cmp_double);
+        qsort(step_times, (size_t)nsteps, sizeof(double), strata_tool_cmp_double);
         {
                 double med = nsteps ? step_times[nsteps / 2] * 1e6 : 0.0;
                 double sps = (double)nsteps * o.batch / t_total;
