@@ -10,6 +10,7 @@
 #include "strata/comm.h"
 #include "strata/device.h"
 #include "strata/status.h"
+#include "strata/trace.h"
 #include "arch/arch.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
@@ -268,6 +269,40 @@ static double now_s(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Trace spans: each collective, and the waits inside it. */
+static const struct strata_span span_coll[STRATA_COLL_COUNT] = {
+        [STRATA_COLL_BARRIER] = { "barrier", "comm", "count", 0 },
+        [STRATA_COLL_BROADCAST] = { "broadcast", "comm", "count", 0 },
+        [STRATA_COLL_REDUCE] = { "reduce", "comm", "count", 0 },
+        [STRATA_COLL_ALL_REDUCE] = { "all_reduce", "comm", "count", 0 },
+        [STRATA_COLL_ALL_GATHER] = { "all_gather", "comm", "count", 0 },
+        [STRATA_COLL_REDUCE_SCATTER] = { "reduce_scatter", "comm", "count", 0 },
+        [STRATA_COLL_GATHER] = { "gather", "comm", "count", 0 },
+        [STRATA_COLL_SCATTER] = { "scatter", "comm", "count", 0 },
+};
+static const struct strata_span span_wait = { "wait", "sync", "for_rank", 0 };
+
+static struct strata_track *track(const struct strata_comm *c, int rank)
+{
+        return c->group.tracks ? &c->group.tracks[rank] : NULL;
+}
+
+/* Once per wait that passed the group's stall bound: the ranks not yet at @p seq. */
+static void stall(const struct strata_comm *c, int rank, int ready, uint64_t seq, double waited)
+{
+        int late[STRATA_MAX_DEVICES], n = 0;
+        unsigned kind = (unsigned)c->slot[rank][seq & 1].op.kind;
+        const char *what = kind < STRATA_COLL_COUNT ? span_coll[kind].name : "a collective";
+
+        for (int r = 0; r < c->n; r++) {
+                const _Atomic uint64_t *f = ready ? &c->slot[r][seq & 1].ready : &c->flag[r].done;
+
+                if ((int64_t)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0)
+                        late[n++] = r;
+        }
+        strata_track_stall(c->group.tracks, rank, what, waited, late, n);
+}
+
 /*
  * Spin until every rank's flag reaches @p seq; bounded by the failure domain and the timeout.
  * The domain is asked every 16 spins, not every spin: it is a call through the group's table,
@@ -275,32 +310,53 @@ static double now_s(void)
  */
 static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 {
-        double deadline = 0.0;
+        double deadline = 0.0, start = 0.0;
+        struct strata_track *t = NULL;
+        uint64_t t0 = 0;
+        int first_late = -1, reported = 0, rc = STRATA_OK;
 
-        for (int r = 0; r < c->n; r++) {
+        for (int r = 0; r < c->n && rc == STRATA_OK; r++) {
                 _Atomic uint64_t *f = ready ? &c->slot[r][seq & 1].ready : &c->flag[r].done;
                 unsigned spins = 0;
 
                 while ((int64_t)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0) {
-                        if ((++spins & 15) == 0 && c->group.aborted(c->group.h))
-                                return STRATA_EABORTED;
+                        if (first_late < 0) {
+                                first_late = r;
+                                t = track(c, rank);
+                                t0 = strata_track_begin(t, &span_wait, NULL);
+                        }
+                        if ((++spins & 15) == 0 && c->group.aborted(c->group.h)) {
+                                rc = STRATA_EABORTED;
+                                break;
+                        }
                         if (spins > c->yield_after)
                                 sched_yield(); /* the peer may be waiting for this core */
                         else
                                 strata__pause();
                         if (spins % 1024 == 0) {
-                                if (deadline == 0.0)
-                                        deadline = now_s() + c->group.timeout_s;
-                                else if (now_s() > deadline)
-                                        return c->group.fail(
+                                double now = now_s();
+
+                                if (deadline == 0.0) {
+                                        start = now;
+                                        deadline = now + c->group.timeout_s;
+                                } else if (now > deadline) {
+                                        rc = c->group.fail(
                                                 c->group.h, rank,
                                                 strata__fail(STRATA_ETIMEDOUT,
                                                              "rank %d waited %.3g s for rank %d",
                                                              rank, c->group.timeout_s, r));
+                                        break;
+                                } else if (!reported && c->group.stall_s > 0.0 &&
+                                           c->group.tracks && now - start > c->group.stall_s) {
+                                        reported = 1;
+                                        stall(c, rank, ready, seq, now - start);
+                                }
                         }
                 }
         }
-        return STRATA_OK;
+        if (first_late >= 0)
+                strata_track_end(t, t0, first_late);
+        return rc;
 }
 
 /* Collectives that finish in one meeting: no data, or data small enough for the mailboxes. */
@@ -341,7 +397,7 @@ static void eager_all_reduce(struct strata_comm *c, int rank, int p, const struc
  * mailboxes alternate by sequence parity: a rank can start its next collective while peers
  * still read this one, but not the one after, since that needs every peer at the next meeting.
  */
-int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *op)
+static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
         struct strata__comm_flags *me;
         struct strata__comm_slot *s;
@@ -349,8 +405,6 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
         uint64_t seq;
         int rc, p, quick;
 
-        if (!c || !op || rank < 0 || rank >= (c ? c->n : 0))
-                return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
         /* Device memory: this rank's inputs are complete once its queued work is. */
         if (c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
                 return c->group.fail(c->group.h, rank, rc);
@@ -393,6 +447,23 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
                 return rc; /* a failure: the pool's abort flag releases the others */
         atomic_store_explicit(&me->done, seq, memory_order_release);
         STRATA_TRY(wait_flags(c, rank, 0, seq));
+        return rc;
+}
+
+int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        struct strata_track *t;
+        uint64_t t0;
+        int rc;
+
+        if (!c || !op || rank < 0 || rank >= (c ? c->n : 0))
+                return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
+        if ((unsigned)op->kind >= STRATA_COLL_COUNT)
+                return run(c, rank, op); /* the agreement reports it to every rank */
+        t = track(c, rank);
+        t0 = strata_track_begin(t, &span_coll[op->kind], NULL);
+        rc = run(c, rank, op);
+        strata_track_end(t, t0, (int64_t)op->count);
         return rc;
 }
 

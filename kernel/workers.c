@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "strata/status.h"
+#include "strata/trace.h"
 #include "strata/workers.h"
 #include "arch/arch.h"
 #include "base/base.h"
@@ -59,6 +60,8 @@ struct strata_workers {
         int caller0;
         int bind;
         double timeout_s;
+        double stall_s;   /* report waits longer than this (0: never) */
+        struct strata_track *tracks;
         size_t stack_bytes;
         hwloc_topology_t topo;
         hwloc_cpuset_t caller_saved;
@@ -133,10 +136,52 @@ int strata_workers_fail(struct strata_workers *w, int device, int status)
         return status;
 }
 
+static const struct strata_span span_barrier = { "wait barrier", "sync", NULL, 0 };
+static const struct strata_span span_devices = { "wait devices", "sync", NULL, 0 };
+
+/* The devices other than @p self whose track shows them busy: the ones a waiter waits for. */
+static int busy_devices(const struct strata_workers *w, int self, int *late)
+{
+        int n = 0;
+
+        for (int d = 0; d < w->n; d++)
+                if (d != self && atomic_load_explicit(&w->tracks[d].where, memory_order_relaxed))
+                        late[n++] = d;
+        return n;
+}
+
+/*
+ * wait_change() up to @p deadline, reporting a stall once when the wait passes w->stall_s:
+ * which devices are still busy and where each one is.
+ */
+static int wait_reporting(struct strata_workers *w, struct line *l, unsigned old,
+                          atomic_int *abort, double deadline, int self, const char *what,
+                          int *reported)
+{
+        double start, stall;
+        int rc, late[MAX_DEV];
+
+        if (*reported || w->stall_s <= 0.0 || !w->tracks)
+                return wait_change(l, old, abort, deadline, w->spins);
+        start = now_s();
+        stall = start + w->stall_s;
+        if (stall >= deadline)
+                return wait_change(l, old, abort, deadline, w->spins);
+        rc = wait_change(l, old, abort, stall, w->spins);
+        if (rc != STRATA_ETIMEDOUT)
+                return rc;
+        *reported = 1;
+        strata_track_stall(w->tracks, self, what, now_s() - start, late,
+                           busy_devices(w, self, late));
+        return wait_change(l, old, abort, deadline, w->spins);
+}
+
 int strata_workers_barrier(struct strata_workers *w, int device)
 {
         unsigned g = atomic_load_explicit(&w->gen.v, memory_order_acquire);
-        int rc;
+        struct strata_track *t = w->tracks ? &w->tracks[device] : NULL;
+        uint64_t t0;
+        int rc, reported = 0;
 
         if (atomic_load(&w->abort))
                 return STRATA_EABORTED;
@@ -146,7 +191,10 @@ int strata_workers_barrier(struct strata_workers *w, int device)
                 wake_all(&w->gen);
                 return STRATA_OK;
         }
-        rc = wait_change(&w->gen, g, &w->abort, now_s() + w->timeout_s, w->spins);
+        t0 = strata_track_begin(t, &span_barrier, NULL);
+        rc = wait_reporting(w, &w->gen, g, &w->abort, now_s() + w->timeout_s, device,
+                            "a barrier", &reported);
+        strata_track_end(t, t0, 0);
         if (rc == STRATA_ETIMEDOUT)
                 return strata_workers_fail(
                         w, device,
@@ -242,6 +290,8 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
         w->caller0 = c->caller_is_device0 ? 1 : 0;
         w->bind = c->bind;
         w->timeout_s = c->timeout_s > 0.0 ? c->timeout_s : 300.0;
+        w->stall_s = c->stall_s > 0.0 ? c->stall_s : 0.0;
+        w->tracks = c->tracks;
         stack = STRATA__ALIGN_UP(c->stack_bytes ? c->stack_bytes : STRATA_KIB(256),
                                  STRATA_ALIGN_PAGE);
         w->stack_bytes = stack;
@@ -317,12 +367,19 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
         }
         {
                 double deadline = now_s() + w->timeout_s;
+                struct strata_track *t = w->tracks && w->caller0 ? &w->tracks[0] : NULL;
+                uint64_t t0 = 0;
                 unsigned cur;
+                int reported = 0, waiting = 0;
 
                 while ((cur = atomic_load_explicit(&w->done.v, memory_order_acquire)) - d0 <
                        expect) {
-                        if (wait_change(&w->done, cur, NULL, deadline, w->spins) ==
+                        if (!waiting++)
+                                t0 = strata_track_begin(t, &span_devices, NULL);
+                        if (wait_reporting(w, &w->done, cur, NULL, deadline, 0,
+                                           "waiting for the devices to finish", &reported) ==
                             STRATA_ETIMEDOUT) {
+                                strata_track_end(t, t0, 0);
                                 atomic_store(&w->broken, 1);
                                 strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
                                 return strata__fail(STRATA_ETIMEDOUT,
@@ -330,6 +387,8 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
                                                     w->timeout_s);
                         }
                 }
+                if (waiting)
+                        strata_track_end(t, t0, 0);
         }
         rc = atomic_load(&w->first_error);
         return rc;
@@ -359,7 +418,8 @@ void strata_workers_group(struct strata_workers *w, struct strata_group *g)
 {
         *g = (struct strata_group){ .h = w, .aborted = group_aborted, .fail = group_fail,
                                     .epoch = group_epoch, .timeout_s = w->timeout_s,
-                                    .oversubscribed = w->spins < SPINS };
+                                    .oversubscribed = w->spins < SPINS, .tracks = w->tracks,
+                                    .stall_s = w->stall_s };
 }
 
 int strata_workers_count(const struct strata_workers *w)

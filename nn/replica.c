@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "strata/status.h"
+#include "strata/trace.h"
 #include "base/base.h"
 #include "nn/gather.h"
 #include "nn/optim.h"
@@ -222,8 +223,29 @@ void strata__replica_warm_up(const struct strata__replica *r)
                 r->drv->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
 }
 
+/* What a replica's passes show on its device's trace track. */
+static const struct strata_span span_load = { "load batch", "data", "rows", 0 };
+static const struct strata_span span_fwd = { "forward", "compute", "layer", 0 };
+static const struct strata_span span_loss = { "loss", "compute", "rows", 0 };
+static const struct strata_span span_bwd = { "backward", "compute", "layer", 0 };
+static const struct strata_span span_clip = { "clip gradients", "compute", NULL, 0 };
+static const struct strata_span span_step = { "optimizer step", "compute", "step", 0 };
+
+static void load(struct strata__replica *r, const struct strata_batch *b, int lo, int rows,
+                 int with_labels);
+
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
                           int rows, int with_labels)
+{
+        uint64_t t0 = strata_track_begin(r->track, &span_load, NULL);
+
+        load(r, b, lo, rows, with_labels);
+        strata_track_end(r->track, t0, rows);
+}
+
+/* batch_to_device (see strata__replica_load). */
+static void load(struct strata__replica *r, const struct strata_batch *b, int lo, int rows,
+                 int with_labels)
 {
         const int32_t *y = with_labels && b->y ? b->y + lo : NULL;
 
@@ -263,8 +285,11 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
         for (int i = 0; i < r->nlayers; i++) {
                 struct strata_layer *l = &r->layers[i];
 
+                uint64_t t0 = strata_track_begin(r->track, &span_fwd, l->desc->ops->name);
+
                 l->failed = STRATA_OK;
                 l->desc->ops->forward(l, c, x, r->y[i], r->rows);
+                strata_track_end(r->track, t0, i);
                 if (l->failed != STRATA_OK)
                         return l->failed;
                 x = r->y[i];
@@ -275,10 +300,12 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
 {
         const struct strata_layer *last = &r->layers[r->nlayers - 1];
+        uint64_t t0 = strata_track_begin(r->track, &span_loss, NULL);
 
         r->loss = c->dev->softmax_xent(r->y[r->nlayers - 1], r->labels, r->rows, last->out,
                                        c->loss_scale, grad ? r->dbuf[0] : NULL,
                                        &r->correct);
+        strata_track_end(r->track, t0, r->rows);
 }
 
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
@@ -290,9 +317,11 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 struct strata_layer *l = &r->layers[i];
                 const float *x = i > 0 ? r->y[i - 1] : r->x;
                 float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
+                uint64_t t0 = strata_track_begin(r->track, &span_bwd, l->desc->ops->name);
 
                 l->failed = STRATA_OK;
                 l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
+                strata_track_end(r->track, t0, i);
                 l->grad_fresh = 0;
                 if (l->failed != STRATA_OK)
                         return l->failed;
@@ -305,6 +334,11 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
 {
+        uint64_t t0;
+
+        if (!(max_norm > 0.0f) && !(max_value > 0.0f))
+                return;
+        t0 = strata_track_begin(r->track, &span_clip, NULL);
         if (max_norm > 0.0f) {
                 double ss = r->drv->sumsq(r->grads, r->nparam);
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
@@ -315,6 +349,7 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
         }
         if (max_value > 0.0f)
                 r->drv->clamp(r->grads, max_value, r->nparam);
+        strata_track_end(r->track, t0, 0);
 }
 
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
@@ -386,10 +421,12 @@ size_t strata__replica_param_offset(const struct strata__replica *r, int i)
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
 {
         struct strata_update u;
+        uint64_t t0 = strata_track_begin(r->track, &span_step, NULL);
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
         r->drv->update(&u, r->params, r->grads, r->opt_state, r->nparam);
+        strata_track_end(r->track, t0, (int64_t)r->opt_t);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
 }

@@ -33,6 +33,7 @@ struct strata__replica {
         double loss;               /* summed loss of the current batch */
         int correct;
         uint64_t opt_t;            /* optimizer steps taken */
+        struct strata_track *track; /* this device's track (strata/trace.h), or NULL */
         struct strata_arena arena;
 };
 

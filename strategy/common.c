@@ -88,3 +88,8 @@ int strata__world_size(const struct strata_runtime *rt)
 {
         return rt ? rt->nreplicas : 0;
 }
+
+double strata__stall_s(const struct strata_config *c)
+{
+        return c->stall_s == 0.0 ? 60.0 : c->stall_s < 0.0 ? 0.0 : c->stall_s;
+}

@@ -104,6 +104,8 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
         return STRATA_SM_PARENT;
 }
 
+static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
+
 /* All-reduce every bucket whose last layer's gradients just became ready. */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
@@ -112,13 +114,20 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
         if (!rt->sync_grads)
                 return STRATA_OK; /* no_sync: an accumulation micro-batch */
-        for (int k = 0; k < d->nbuckets; k++)
-                if (d->bucket_close[k] == layer)
-                        STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev,
-                                                          r->grads + d->bucket_lo[k],
-                                                          r->grads + d->bucket_lo[k],
-                                                          d->bucket_hi[k] - d->bucket_lo[k],
-                                                          STRATA_F32, STRATA_OP_SUM));
+        for (int k = 0; k < d->nbuckets; k++) {
+                uint64_t t0;
+                int rc;
+
+                if (d->bucket_close[k] != layer)
+                        continue;
+                t0 = strata_track_begin(r->track, &span_bucket, NULL);
+                rc = strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + d->bucket_lo[k],
+                                            r->grads + d->bucket_lo[k],
+                                            d->bucket_hi[k] - d->bucket_lo[k], STRATA_F32,
+                                            STRATA_OP_SUM);
+                strata_track_end(r->track, t0, k);
+                STRATA_TRY(rc);
+        }
         return STRATA_OK;
 }
 

@@ -174,7 +174,10 @@ static int master_step_dev(struct strata_runtime *rt, struct strata__multi *m, i
  */
 static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
+        static const struct strata_span span_range = { "optimizer step (range)", "compute",
+                                                       "elements", 0 };
         struct strata__replica *master = &rt->replicas[0], *mine = &rt->replicas[dev];
+        uint64_t t0;
         size_t lo, hi;
 
         if (rt->cfg.clip_norm > 0.0f) {
@@ -186,7 +189,9 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
         if (rt->cfg.clip_value > 0.0f)
                 master->drv->clamp(master->grads + lo, rt->cfg.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
+        t0 = strata_track_begin(mine->track, &span_range, NULL);
         strata__replica_step_range(master, &rt->cfg.optim, mine->params, lo, hi);
+        strata_track_end(mine->track, t0, (int64_t)(hi - lo));
         for (int e = 0; e < rt->nreplicas; e++)
                 if (e != dev)
                         memcpy(rt->replicas[e].params + lo, mine->params + lo,

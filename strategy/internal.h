@@ -13,6 +13,7 @@
 #include "strata/comm.h"
 #include "strata/lifecycle.h"
 #include "strata/runtime.h"
+#include "strata/trace.h"
 #include "base/base.h"
 #include "nn/replica.h"
 
@@ -75,6 +76,7 @@ struct strata_runtime {
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward ends the window: reduce gradients */
         int inj_dev, inj_event, inj_status;
+        struct strata_trace *trace;    /* every device's track; a timeline when asked */
         struct strata_ckpt_handle ckpt;            /* the checkpoint being written or read */
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */
 };
@@ -105,6 +107,9 @@ void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
 /** A collective among the runtime's one device: checks its arguments, copies for all_gather. */
 int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,
                              void *const *bufs, const void *const *send);
+
+/** The stall report's bound from the configuration (0 = 60 s, negative = never -> 0). */
+double strata__stall_s(const struct strata_config *c);
 
 /** Properties every in-process strategy shares: rank 0 is here, root 0, world = devices. */
 int strata__is_global_zero(const struct strata_runtime *rt);

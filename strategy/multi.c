@@ -55,6 +55,8 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
 
         wc.devices = rt->nreplicas;
         wc.timeout_s = rt->cfg.timeout_s;
+        wc.tracks = strata_trace_tracks(rt->trace);
+        wc.stall_s = strata__stall_s(&rt->cfg);
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
         if (rt->dev->local_pus) {
                 STRATA_TRY(strata_topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
@@ -141,12 +143,35 @@ static int device_fn(int dev, void *arg)
         return rc;
 }
 
+/* Each device's share of a lifecycle event, as one span on its track. */
+static const struct strata_span span_event[STRATA_EV_COUNT] = {
+        [STRATA_EV_SETUP_ENVIRONMENT] = { "setup_environment", "step", NULL, 0 },
+        [STRATA_EV_CONNECT] = { "connect", "step", NULL, 0 },
+        [STRATA_EV_SETUP] = { "setup", "step", NULL, 0 },
+        [STRATA_EV_BATCH_START] = { "batch_start", "step", NULL, 0 },
+        [STRATA_EV_TRAINING_STEP] = { "training_step", "step", NULL, 0 },
+        [STRATA_EV_BACKWARD] = { "backward_pass", "step", NULL, 0 },
+        [STRATA_EV_OPTIMIZER_STEP] = { "optimizer_step", "step", NULL, 0 },
+        [STRATA_EV_BATCH_END] = { "batch_end", "step", NULL, 0 },
+        [STRATA_EV_VALIDATION_STEP] = { "validation_step", "step", NULL, 0 },
+        [STRATA_EV_TEST_STEP] = { "test_step", "step", NULL, 0 },
+        [STRATA_EV_PREDICT_STEP] = { "predict_step", "step", NULL, 0 },
+        [STRATA_EV_EXCEPTION] = { "exception", "step", NULL, 0 },
+        [STRATA_EV_TEARDOWN] = { "teardown", "step", NULL, 0 },
+};
+
 static int event_fn(int dev, void *arg)
 {
         struct strata_runtime *rt = arg;
+        int event = strata__multi(rt)->event, rc;
+        struct strata_track *t = rt->replicas[dev].track;
+        uint64_t t0;
 
-        STRATA_TRY(strata__injected(rt, dev, strata__multi(rt)->event));
-        return device_fn(dev, arg);
+        STRATA_TRY(strata__injected(rt, dev, event));
+        t0 = strata_track_begin(t, &span_event[event], NULL);
+        rc = device_fn(dev, arg);
+        strata_track_end(t, t0, 0);
+        return rc;
 }
 
 int strata__multi_post(struct strata_runtime *rt, int event, strata__device_fn fn, int idle)

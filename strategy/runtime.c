@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strata/lifecycle.h"
 #include "strata/status.h"
@@ -60,6 +61,8 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         if (c->accumulate < 0 || c->accumulate > 1 << 20)
                 return strata__fail(STRATA_EINVAL, "accumulate %d not in [1, 1048576]",
                                     c->accumulate);
+        if (c->stall_s != c->stall_s)
+                return strata__fail(STRATA_EINVAL, "stall_s is not a number");
         if (!(c->clip_norm >= 0.0f) || !(c->clip_value >= 0.0f) || !(c->timeout_s >= 0.0))
                 return strata__fail(STRATA_EINVAL, "clip_norm %g, clip_value %g and timeout %g "
                                                    "must be >= 0", c->clip_norm, c->clip_value,
@@ -91,6 +94,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
         struct strata__replica_mem mem = { &plan, &plan, &plan, drv };
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
+        struct strata_trace *tr;
         int rows = (c->batch + c->devices - 1) / c->devices, hv = drv->host_visible;
         void *p;
 
@@ -128,8 +132,14 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d));
                 r->arena = child;
         }
+        STRATA_TRY(strata_trace_layout(a, c->devices,
+                                       c->trace_events ? c->trace_events : (size_t)1 << 16,
+                                       c->trace_path, &tr));
         if (rt) {
                 memset(rt, 0, sizeof(*rt));
+                rt->trace = tr;
+                for (int d = 0; d < c->devices; d++)
+                        reps[d].track = strata_trace_track(tr, d);
                 rt->replicas = reps;
                 rt->nreplicas = c->devices;
                 rt->inj_dev = -1;
@@ -250,6 +260,13 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         rt->root = root;
         STRATA_TRY_GOTO(rc, strata_lifecycle_table(&rt->table, st->states), fail);
         STRATA_TRY_GOTO(rc, strata_sm_init(&rt->sm, &rt->table, rt), fail);
+        {
+                char name[64];
+
+                snprintf(name, sizeof(name), "strata %s, rank 0 (pid %ld)", st->name,
+                         (long)getpid());
+                STRATA_TRY_GOTO(rc, strata_trace_open(rt->trace, 0, name), fail);
+        }
         STRATA_TRY_GOTO(rc, strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP_ENVIRONMENT, NULL), fail);
         if (cfg->verbose) {
                 fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
@@ -271,6 +288,8 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 fail:
         if (rt && rt->sm.table)
                 (void)strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
+        if (rt)
+                strata_trace_discard(rt->trace);
         unreserve(dev, &rg, cfg->devices);
 fail_region:
         if (!cfg->memory)
@@ -325,6 +344,28 @@ static int need_ready(const struct strata_runtime *rt)
         return STRATA_OK;
 }
 
+static const struct strata_span span_train = { "train_step", "step", "step", 0 };
+static const struct strata_span span_eval = { "eval_step", "step", "step", 0 };
+static const struct strata_span span_predict = { "predict_step", "step", "step", 0 };
+static const struct strata_span span_loss = { "train_loss", "counter", "loss", 1 };
+static const struct strata_span span_arena = { "arena", "counter", "high_water_bytes", 1 };
+
+/*
+ * Start of a public step: every track is at this step with nothing open; buffers that are
+ * half full are written out first (a write error is reported and stops tracing, not the
+ * run); the step's span opens on device 0's track (*t), which is the caller's.
+ */
+static uint64_t step_begin(struct strata_runtime *rt, const struct strata_span *k,
+                           struct strata_track **t)
+{
+        for (int d = 0; d < rt->nreplicas; d++)
+                strata_track_restart(rt->replicas[d].track, rt->step);
+        if (strata_trace_due(rt->trace) && strata_trace_flush(rt->trace) != STRATA_OK)
+                fprintf(stderr, "strata: %s\n", strata_last_error());
+        *t = rt->replicas[0].track;
+        return strata_track_begin(*t, k, NULL);
+}
+
 /*
  * One micro-batch. With accumulate = k, the first k-1 micro-batches end after backward
  * (BACKWARD_DONE -> batch_end: gradients accumulate locally, nothing is communicated); the
@@ -337,16 +378,25 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                                       STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
                                       STRATA_EV_BATCH_END };
         int k = rt && rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
+        struct strata_metrics own;
+        struct strata_track *t;
+        uint64_t t0;
 
         STRATA_TRY(check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
-        rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
+        t0 = step_begin(rt, &span_train, &t);
+        rt->args = (struct strata__step_args){ .batch = b, .metrics = m ? m : &own };
         rt->sync_grads = rt->micro == k - 1;
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
                 if (events[i] == STRATA_EV_OPTIMIZER_STEP && !rt->sync_grads)
                         continue;
                 STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], NULL));
+        }
+        strata_track_end(t, t0, (int64_t)rt->step);
+        if (t && t->ev) {
+                strata_track_counter(t, &span_loss, rt->args.metrics->loss);
+                strata_track_counter(t, &span_arena, (double)strata_arena_high_water(&rt->root));
         }
         rt->micro = (rt->micro + 1) % k;
         rt->step++;
@@ -356,22 +406,36 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
 int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
                      struct strata_metrics *m)
 {
+        struct strata_track *t;
+        uint64_t t0;
+        int rc;
+
         STRATA_TRY(check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
+        t0 = step_begin(rt, &span_eval, &t);
         rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
-        return strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP, NULL);
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP, NULL);
+        strata_track_end(t, t0, (int64_t)rt->step);
+        return rc;
 }
 
 int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits)
 {
+        struct strata_track *t;
+        uint64_t t0;
+        int rc;
+
         STRATA_TRY(check_rt(rt));
         STRATA_TRY(need_ready(rt));
         if (!logits)
                 return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
         STRATA_TRY(check_batch(rt, b, 0));
+        t0 = step_begin(rt, &span_predict, &t);
         rt->args = (struct strata__step_args){ .batch = b, .logits = logits };
-        return strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP, NULL);
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP, NULL);
+        strata_track_end(t, t0, (int64_t)rt->step);
+        return rc;
 }
 
 int strata_teardown(struct strata_runtime *rt)
@@ -383,14 +447,37 @@ int strata_teardown(struct strata_runtime *rt)
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
         if (rc != STRATA_OK)
                 return rc;
+        rc = strata_trace_close(rt->trace); /* the devices have stopped recording */
         if (!rt->dev->host_visible) {
                 unreserve(rt->dev, &rt->regions, rt->nreplicas);
                 memset(&rt->regions, 0, sizeof(rt->regions));
         }
         root = rt->root;
         mapped = rt->region_mapped;
-        if (mapped)
-                return strata_arena_release(&root); /* rt lived in this region */
+        if (mapped) { /* rt lived in this region */
+                int rel = strata_arena_release(&root);
+
+                return rc != STRATA_OK ? rc : rel;
+        }
+        return rc;
+}
+
+int strata_flush_trace(struct strata_runtime *rt)
+{
+        STRATA_TRY(check_rt(rt));
+        return strata_trace_flush(rt->trace);
+}
+
+int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped)
+{
+        struct strata_trace_stats st;
+
+        STRATA_TRY(check_rt(rt));
+        if (!written || !dropped)
+                return strata__fail(STRATA_EINVAL, "trace counts: NULL output");
+        strata_trace_get_stats(rt->trace, &st);
+        *written = st.events;
+        *dropped = st.dropped;
         return STRATA_OK;
 }
 

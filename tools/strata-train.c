@@ -48,6 +48,22 @@ struct opts {
         long ckpt_every;        /* also checkpoint every N batches (0: epoch ends only) */
         const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
         long warmup;            /* linear warm-up optimizer steps */
+        const char *trace;      /* Chrome trace of every device */
+        long trace_events;      /* trace events buffered per device */
+        double stall_s;         /* report waits longer than this (0: default, <0: never) */
+        double timeout_s;       /* bound on every wait between devices (0: default) */
+        const char *metrics_csv; /* CSVLogger-style metrics */
+        long log_every;         /* a metrics row every N batches */
+};
+
+/* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
+struct csvlog {
+        FILE *f;
+        const char *path;
+        int failed;             /* a write failed: reported once, the exit status says so */
+        long rows_steps;        /* batches in the current logging window */
+        double loss_sum, t0;    /* over the window */
+        char buf[1 << 14];      /* the FILE's buffer: logging never allocates */
 };
 
 /* What strata-train keeps in a checkpoint's application block. */
@@ -109,8 +125,17 @@ static void usage(FILE *f)
                 "  (SIGTERM or SIGUSR1 checkpoint into --ckpt-dir at the next optimizer step\n"
                 "   and exit 128+signal; SIGINT stops there with a summary)\n"
                 "  --export-safetensors FILE  the final weights for PyTorch\n"
+                "  --trace FILE        timeline of every device (Chrome trace JSON: Perfetto,\n"
+                "                      chrome://tracing); --trace-events N buffered per device\n"
+                "  --metrics-csv FILE  step, epoch, train_loss, lr, samples_per_s, test_acc rows\n"
+                "                      (every --log-every N batches, default 50, and each epoch);\n"
+                "                      tools/strata-plot FILE draws them\n"
+                "  --timeout S         bound on every wait between devices (default 300)\n"
+                "  --stall-report S    report a device waiting S seconds at a collective, and\n"
+                "                      where the late devices are (default 60; 0: never)\n"
                 "  --json              one JSON object per epoch and a final one\n"
-                "  --quiet             only the final summary   --verbose  placement, memory\n"
+                "  --quiet             only the final summary (no progress bar, no epoch lines)\n"
+                "  --verbose           placement, memory\n"
                 "  --help\n");
 }
 
@@ -154,6 +179,17 @@ static int parse_float(const char *name, const char *s, double lo, double hi, fl
         return 0;
 }
 
+/* A duration in seconds, in [lo, 1e6]. */
+static int parse_seconds(const char *name, const char *s, double lo, double *out)
+{
+        float v;
+
+        if (parse_float(name, s, lo, 1e6, &v))
+                return 2;
+        *out = v;
+        return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
         static const struct option lo[] = {
@@ -169,6 +205,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "ckpt-dir", 1, 0, 'K' },  { "ckpt-keep", 1, 0, 'k' }, { "resume", 1, 0, 'R' },
                 { "export-safetensors", 1, 0, 'E' }, { "ckpt-every-steps", 1, 0, 'c' },
                 { "lr-schedule", 1, 0, 'L' }, { "warmup", 1, 0, 'W' },
+                { "trace", 1, 0, 't' },     { "trace-events", 1, 0, 'x' },
+                { "stall-report", 1, 0, 'z' }, { "timeout", 1, 0, 'O' },
+                { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -177,7 +216,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         *o = (struct opts){ .data = DEFAULT_DATA, .model = "784-256-128-10", .epochs = 10,
                             .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1,
                             .strategy = STRATA_STRATEGY_DDP, .accumulate = 1,
-                            .ckpt_keep = 3 };
+                            .ckpt_keep = 3, .log_every = 50 };
         opterr = 0;
         while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
                 switch (c) {
@@ -219,6 +258,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'L': o->schedule = optarg; break;
                 case 'W': if (parse_long("warmup", optarg, 0, 1L << 40, &v)) return 2; o->warmup = v; break;
                 case 'c': if (parse_long("ckpt-every-steps", optarg, 1, 1L << 40, &v)) return 2; o->ckpt_every = v; break;
+                case 't': o->trace = optarg; break;
+                case 'x': if (parse_long("trace-events", optarg, 16, 1L << 26, &v)) return 2; o->trace_events = v; break;
+                case 'G': o->metrics_csv = optarg; break;
+                case 'g': if (parse_long("log-every", optarg, 1, 1L << 40, &v)) return 2; o->log_every = v; break;
+                case 'O': if (parse_seconds("timeout", optarg, 0.001, &o->timeout_s)) return 2; break;
+                case 'z':
+                        if (parse_seconds("stall-report", optarg, 0.0, &o->stall_s)) return 2;
+                        if (o->stall_s == 0.0) o->stall_s = -1.0; /* never */
+                        break;
                 case 'k': if (parse_long("ckpt-keep", optarg, 1, 64, &v)) return 2; o->ckpt_keep = (int)v; break;
                 case 'S':
                         if (strata_strategy_from_name(optarg, &o->strategy))
@@ -268,14 +316,69 @@ static int evaluate(struct strata_runtime *rt, struct strata_loader *l, const ui
         return 0;
 }
 
-static void progress(int epoch, int epochs, long step, long steps, double loss)
+/*
+ * The progress bar of a terminal: one line per epoch, rewritten in place (step/steps, mean
+ * loss so far, samples/s, time left in the epoch).
+ */
+static void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
+                     double eta)
 {
-        int width = 30, done = (int)(width * step / (steps ? steps : 1));
+        int width = 24, done = (int)(width * step / (steps ? steps : 1));
+        char bar[32];
 
-        fprintf(stderr, "\repoch %d/%d [", epoch, epochs);
         for (int i = 0; i < width; i++)
-                fputc(i < done ? '=' : (i == done ? '>' : ' '), stderr);
-        fprintf(stderr, "] %ld/%ld loss %.4f", step, steps, loss);
+                bar[i] = i < done ? '=' : (i == done ? '>' : ' ');
+        bar[width] = '\0';
+        printf("\repoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs\033[K", epoch,
+               epochs, bar, step, steps, loss, sps, eta);
+        fflush(stdout);
+}
+
+/* --metrics-csv: a failed write is reported once; the run goes on, the exit status says it. */
+static void csv_check(struct csvlog *l, int rc)
+{
+        if (rc >= 0 || l->failed)
+                return;
+        l->failed = 1;
+        fprintf(stderr, "strata-train: --metrics-csv %s: write failed: %s; metrics logging "
+                        "stopped\n", l->path, strerror(errno));
+}
+
+static void csv_row(struct csvlog *l, long step, int epoch, double loss, double lr, double sps,
+                    double acc)
+{
+        if (!l->f || l->failed)
+                return;
+        if (acc >= 0.0)
+                csv_check(l, fprintf(l->f, "%ld,%d,%.6f,%.6g,%.1f,%.4f\n", step, epoch, loss, lr,
+                                     sps, acc));
+        else
+                csv_check(l, fprintf(l->f, "%ld,%d,%.6f,%.6g,%.1f,\n", step, epoch, loss, lr,
+                                     sps));
+}
+
+static void csv_flush(struct csvlog *l)
+{
+        if (l->f && !l->failed)
+                csv_check(l, fflush(l->f) == 0 && !ferror(l->f) ? 0 : -1);
+}
+
+/* Create or (resuming) append to the log; a new file starts with the header. */
+static int csv_open(struct csvlog *l, const char *path, int append)
+{
+        struct stat st;
+
+        l->path = path;
+        l->f = fopen(path, append ? "a" : "w");
+        if (!l->f)
+                return bad("--metrics-csv %s: %s", path, strerror(errno));
+        setvbuf(l->f, l->buf, _IOFBF, sizeof(l->buf));
+        if (fstat(fileno(l->f), &st) == 0 && st.st_size == 0)
+                csv_check(l, fprintf(l->f, "step,epoch,train_loss,lr,samples_per_s,test_acc\n"));
+        csv_flush(l);
+        if (l->failed)
+                return 2;
+        return 0;
 }
 
 /*
@@ -460,6 +563,7 @@ int main(int argc, char **argv)
         void *p;
 
         static char outbuf[1 << 14];
+        static struct csvlog csv;
 
         /* stdout's buffer is ours, so printing progress never allocates. */
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
@@ -538,6 +642,10 @@ int main(int argc, char **argv)
         cfg.accumulate = o.accumulate;
         cfg.clip_norm = o.clip_norm;
         cfg.clip_value = o.clip_value;
+        cfg.trace_path = o.trace;
+        cfg.trace_events = (size_t)o.trace_events;
+        cfg.stall_s = o.stall_s;
+        cfg.timeout_s = o.timeout_s;
         if (o.strategy == STRATA_STRATEGY_DP && o.sync_bn)
                 strata_patch_replication_callback(&cfg);
         if (strata_plan(&cfg, &plan))
@@ -601,7 +709,7 @@ int main(int argc, char **argv)
         if (strata_arena_alloc(&data, sizeof(double) * (size_t)steps_per_epoch * o.epochs, 0, &p))
                 return bad("%s%s", strata_last_error(), "");
         step_times = p;
-        tty = isatty(2) && !o.quiet && !o.json;
+        tty = isatty(1) && !o.quiet && !o.json;
         if (!o.quiet && !o.json)
                 printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
                        "batch %d, %ld steps/epoch\n",
@@ -626,13 +734,18 @@ int main(int argc, char **argv)
                 return bad("--ckpt-dir %s: %s", o.ckpt_dir, strerror(errno));
         if (o.resume && !o.quiet && !o.json)
                 printf("strata-train: resumed at epoch %d, step %ld\n", at.epoch + 1, at.step);
+        if (o.metrics_csv && strata_is_global_zero(rt) &&
+            csv_open(&csv, o.metrics_csv, o.resume != NULL)) {
+                strata_teardown(rt);
+                return 2;
+        }
         strata_heapcount_start();
         t_start = strata_tool_now();
         for (int ep = start_ep; ep < o.epochs; ep++) {
                 struct strata_batch b;
                 struct strata_metrics m;
-                double t_ep = strata_tool_now(), loss_sum = 0.0, ep_time;
-                long s = 0;
+                double t_ep = strata_tool_now(), loss_sum = 0.0, ep_time, t_bar = 0.0, lr;
+                long s = 0, s0;
 
                 strata_sampler_set_epoch(&sampler, (uint64_t)ep);
                 strata_loader_reset(&loader, sampler.indices, sampler.per_rank);
@@ -641,6 +754,10 @@ int main(int argc, char **argv)
                                 ;
                         loss_sum = at.loss_sum;
                 }
+                s0 = s;
+                csv.t0 = t_ep;
+                csv.rows_steps = 0;
+                csv.loss_sum = 0.0;
                 while (strata_loader_next_indexed(&loader, &b)) {
                         double t0 = strata_tool_now();
 
@@ -649,8 +766,24 @@ int main(int argc, char **argv)
                         step_times[nsteps++] = strata_tool_now() - t0;
                         loss_sum += m.loss;
                         s++;
-                        if (tty && (s % 20 == 0 || s == steps_per_epoch))
-                                progress(ep + 1, o.epochs, s, steps_per_epoch, loss_sum / s);
+                        if (csv.f && (csv.loss_sum += m.loss, ++csv.rows_steps == o.log_every)) {
+                                double now = strata_tool_now();
+                                long g = (long)ep * steps_per_epoch + s;
+
+                                lr = strata_optim_lr(&cfg.optim, (uint64_t)(g / o.accumulate > 0 ? g / o.accumulate : 1));
+                                csv_row(&csv, g, ep + 1, csv.loss_sum / (double)csv.rows_steps, lr,
+                                        (double)(csv.rows_steps * o.batch) / (now - csv.t0), -1.0);
+                                csv.t0 = now;
+                                csv.rows_steps = 0;
+                                csv.loss_sum = 0.0;
+                        }
+                        if (tty && (strata_tool_now() - t_bar > 0.1 || s == steps_per_epoch)) {
+                                double el = strata_tool_now() - t_ep, rate = (double)(s - s0) / el;
+
+                                t_bar = strata_tool_now();
+                                progress(ep + 1, o.epochs, s, steps_per_epoch, loss_sum / s,
+                                         rate * o.batch, (double)(steps_per_epoch - s) / rate);
+                        }
                         if (o.ckpt_every && s % o.ckpt_every == 0 && s < steps_per_epoch &&
                             (rc = save_ckpt(rt, &o, (struct position){ ep, s, loss_sum })))
                                 goto fail;
@@ -662,7 +795,13 @@ int main(int argc, char **argv)
                 if ((rc = evaluate(rt, &tloader, test_idx, test.n, &acc)))
                         goto fail;
                 if (tty)
-                        fprintf(stderr, "\r\033[K");
+                        printf("\r\033[K");
+                if (o.trace && strata_flush_trace(rt))
+                        fprintf(stderr, "strata-train: %s\n", strata_last_error());
+                lr = strata_optim_lr(&cfg.optim, (uint64_t)(((long)(ep + 1) * steps_per_epoch) / o.accumulate));
+                csv_row(&csv, (long)(ep + 1) * steps_per_epoch, ep + 1, train_loss, lr,
+                        (double)((s - s0) * o.batch) / ep_time, acc);
+                csv_flush(&csv);
                 if (o.ckpt_dir && (rc = save_ckpt(rt, &o, (struct position){ ep + 1, 0, 0.0 })))
                         goto fail;
                 if (o.json)
@@ -699,9 +838,16 @@ int main(int argc, char **argv)
                                acc, t_total, med, sps, mem.planned, mem.used,
                                (unsigned long long)mem.refusals, heap);
         }
-        strata_teardown(rt);
+        if (strata_teardown(rt)) {
+                fprintf(stderr, "strata-train: %s\n", strata_last_error());
+                heap = heap > 0 ? heap : 1;
+        }
+        if (csv.f && fclose(csv.f) != 0 && !csv.failed)
+                csv_check(&csv, -1);
         strata_arena_release(&data);
-        return heap > 0 ? 1 : 0;
+        if (o.trace && !o.quiet && !o.json)
+                printf("trace: %s (open it in Perfetto or chrome://tracing)\n", o.trace);
+        return heap > 0 || csv.failed ? 1 : 0;
 fail:
         fprintf(stderr, "strata-train: %s\n", strata_last_error());
         strata_teardown(rt);

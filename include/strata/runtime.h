@@ -66,6 +66,17 @@ struct strata_config {
         const struct strata_device_ops *driver;
         /** Where checkpoints are stored (NULL: POSIX files, strata_checkpoint_file_io()). */
         const struct strata_checkpoint_io *checkpoint_io;
+        /**
+         * Write a timeline of every device (Chrome Trace Event Format JSON, for Perfetto or
+         * chrome://tracing) to this file (NULL: no trace). It is written as `<path>.tmp`
+         * and renamed at teardown, so the file at the path is always complete.
+         */
+        const char *trace_path;
+        /** Trace events buffered per device between flushes (0 = 65536; 40 bytes each). */
+        size_t trace_events;
+        /** Report on stderr a device that waited this long at a collective, with where
+         *  each late device is (0 = 60 s; negative: never). */
+        double stall_s;
 };
 
 #define STRATA_CONFIG_INIT                                                                     \
@@ -135,8 +146,10 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
 int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits);
 
 /**
- * @brief teardown: stop the devices, release a mapped region. Legal once from any state; the
- *        runtime pointer is invalid afterwards.
+ * @brief teardown: stop the devices, complete the trace file, release a mapped region. Legal
+ *        once from any state; the runtime pointer is invalid afterwards.
+ * @retval STRATA_OK; STRATA_EIO when the trace could not be completed (everything else is
+ *         still released).
  */
 int strata_teardown(struct strata_runtime *rt);
 
@@ -181,6 +194,22 @@ int strata_barrier(struct strata_runtime *rt);
 /** @brief *out = all flags true (@p all) or any flag true; flags[d] is device d's. */
 int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, int all,
                                    int *out);
+
+/**
+ * @brief Write the trace's buffered events to its file now (e.g. at an epoch end); between
+ *        steps. Buffers are also flushed when half full (at the start of a step) and at
+ *        teardown. Without a trace it does nothing.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL); STRATA_EIO (the message says why; tracing stops
+ *         and the partial file is removed, training goes on).
+ */
+int strata_flush_trace(struct strata_runtime *rt);
+
+/**
+ * @brief Trace counts so far: events written to the file and events dropped because a
+ *        device's buffer was full (also reported on stderr and in the file).
+ * @retval STRATA_OK, STRATA_EINVAL (NULL argument).
+ */
+int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped);
 
 /**
  * @brief Tests: device @p device fails with @p status when it handles lifecycle @p event

@@ -25,11 +25,16 @@ struct strata_workers_config {
         int caller_is_device0;       /**< 1: the caller runs device 0 itself (default via INIT) */
         int bind;                    /**< pin threads to their cores (default via INIT) */
         const struct strata_placement *placement; /**< NULL: strata_topology_place() */
+        /** One track per device (strata/trace.h): waits are recorded there, and a stall
+         *  report says where each late device is. NULL: none. */
+        struct strata_track *tracks;
+        double stall_s; /**< report a wait longer than this on stderr (0: never) */
 };
 
-#define STRATA_WORKERS_CONFIG_INIT { 1, 0, 0.0, 1, 1, NULL }
+#define STRATA_WORKERS_CONFIG_INIT { 1, 0, 0.0, 1, 1, NULL, NULL, 0.0 }
 
 struct strata_workers;
+struct strata_track;
 
 /** @brief Bytes strata_workers_start() takes from its arena for this configuration. */
 int strata_workers_plan(const struct strata_workers_config *cfg, size_t *bytes);
@@ -74,6 +79,8 @@ struct strata_group {
         unsigned (*epoch)(void *h); /**< failed runs so far; changes only between runs */
         double timeout_s;           /**< bound on every wait */
         int oversubscribed;         /**< members share cores: waiters yield, not spin */
+        struct strata_track *tracks; /**< members' tracks (strata/trace.h), or NULL */
+        double stall_s;             /**< report a wait longer than this (0: never) */
 };
 
 /**

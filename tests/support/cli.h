@@ -10,4 +10,16 @@
  */
 int cli_run(const char *bin, const char *args, char *out, size_t n);
 
+/**
+ * Run `bin args` with stdout on a pseudo-terminal (stderr discarded): what a user at a
+ * terminal sees, escape sequences and carriage returns included.
+ */
+int cli_run_tty(const char *bin, const char *args, char *out, size_t n);
+
+/** A fresh directory /tmp/strata-TAG-XXXXXX in @p dir (@p n bytes); fails the test if not. */
+void cli_mkdtemp(char *dir, size_t n, const char *tag);
+
+/** Remove @p dir and everything in it. */
+void cli_rmtree(const char *dir);
+
 #endif

@@ -1,0 +1,425 @@
+/*
+ * Tracks and the trace writer (contract in include/strata/trace.h).
+ *
+ * Recording is a store into the track's own buffer: no lock, no system call, no allocation.
+ * Writing happens between steps on the caller's thread, with open/write on a file created
+ * as `<path>.tmp` and renamed when complete, through a formatting buffer carved at init.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strata/status.h"
+#include "strata/trace.h"
+#include "base/base.h"
+
+#define OUT_BYTES ((size_t)1 << 16) /* the formatting buffer */
+#define MAX_EVENTS ((size_t)1 << 26)
+
+struct strata_trace {
+        struct strata_track *tracks;
+        int ntracks;
+        char *path, *tmp;   /* the final file and the one being written */
+        char *out;          /* formatting buffer, OUT_BYTES */
+        size_t fill;
+        int fd;             /* -1: not recording or abandoned */
+        int pid;
+        int closed;
+        uint64_t written, bytes, reported_drops;
+};
+
+uint64_t strata_track_now(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t strata_track_begin(struct strata_track *t, const struct strata_span *k,
+                            const char *label)
+{
+        if (!t)
+                return 0;
+        if (t->depth < STRATA_TRACK_DEPTH) {
+                t->open[t->depth] = k;
+                t->open_label[t->depth] = label;
+                atomic_store_explicit(&t->where_label, label, memory_order_relaxed);
+                atomic_store_explicit(&t->where, k, memory_order_release);
+        }
+        t->depth++;
+        return t->ev ? strata_track_now() : 0;
+}
+
+static void record(struct strata_track *t, const struct strata_trace_event *e)
+{
+        if (t->n < t->cap)
+                t->ev[t->n++] = *e;
+        else
+                t->dropped++;
+}
+
+void strata_track_end(struct strata_track *t, uint64_t t0, int64_t arg)
+{
+        int d;
+
+        if (!t || t->depth == 0)
+                return;
+        d = --t->depth;
+        if (d >= STRATA_TRACK_DEPTH)
+                return;
+        if (t->ev) {
+                uint64_t now = strata_track_now();
+                struct strata_trace_event e = { t->open[d], t->open_label[d], t0 - t->origin,
+                                                now - t0, { .arg = arg } };
+
+                record(t, &e);
+        }
+        atomic_store_explicit(&t->where_label, d ? t->open_label[d - 1] : NULL,
+                              memory_order_relaxed);
+        atomic_store_explicit(&t->where, d ? t->open[d - 1] : NULL, memory_order_release);
+}
+
+void strata_track_counter(struct strata_track *t, const struct strata_span *k, double value)
+{
+        if (t && t->ev) {
+                struct strata_trace_event e = { k, NULL, strata_track_now() - t->origin, 0,
+                                                { .value = value } };
+
+                record(t, &e);
+        }
+}
+
+void strata_track_restart(struct strata_track *t, uint64_t step)
+{
+        if (!t)
+                return;
+        t->depth = 0;
+        atomic_store_explicit(&t->where, NULL, memory_order_relaxed);
+        atomic_store_explicit(&t->step, step, memory_order_relaxed);
+}
+
+void strata_track_where(const struct strata_track *t, char *buf, size_t n)
+{
+        const struct strata_span *k = atomic_load_explicit(&t->where, memory_order_acquire);
+        const char *label = atomic_load_explicit(&t->where_label, memory_order_relaxed);
+        unsigned long long step = atomic_load_explicit(&t->step, memory_order_relaxed);
+
+        if (!k)
+                snprintf(buf, n, "step %llu, between phases", step);
+        else
+                snprintf(buf, n, "step %llu, in %s%s%s%s", step, k->name, label ? " (" : "",
+                         label ? label : "", label ? ")" : "");
+}
+
+void strata_track_stall(const struct strata_track *tracks, int self, const char *what,
+                        double waited_s, const int *late, int nlate)
+{
+        char line[1024], where[128];
+        size_t len;
+
+        strata_track_where(&tracks[self], where, sizeof(where));
+        len = (size_t)snprintf(line, sizeof(line),
+                               "strata: stall: device %d has waited %.1f s in %s (%s); "
+                               "not arrived:", self, waited_s, what, where);
+        for (int i = 0; i < nlate && len < sizeof(line); i++) {
+                strata_track_where(&tracks[late[i]], where, sizeof(where));
+                len += (size_t)snprintf(line + len, sizeof(line) - len, "%s device %d (%s)",
+                                        i ? ";" : "", late[i], where);
+        }
+        if (len >= sizeof(line) - 1)
+                len = sizeof(line) - 2;
+        line[len++] = '\n';
+        /* One write: the line is not interleaved with another device's. */
+        (void)!write(2, line, len);
+}
+
+/* ---- the writer ---- */
+
+static int copy_string(struct strata_arena *a, const char *s, const char *suffix, char **out)
+{
+        size_t n = strlen(s) + strlen(suffix) + 1;
+        void *p;
+
+        STRATA_TRY(strata_arena_alloc(a, n, 1, &p));
+        if (p)
+                snprintf(p, n, "%s%s", s, suffix);
+        *out = p;
+        return STRATA_OK;
+}
+
+int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, const char *path,
+                        struct strata_trace **out)
+{
+        struct strata_trace *tr;
+        void *p, *q;
+
+        if (!a || !out || ntracks < 1 || ntracks > 4096)
+                return strata__fail(STRATA_EINVAL, "trace: %d tracks", ntracks);
+        if (path && (events < 16 || events > MAX_EVENTS))
+                return strata__fail(STRATA_EINVAL, "trace: %zu events per device not in "
+                                                   "[16, %zu]", events, MAX_EVENTS);
+        if (path && !*path)
+                return strata__fail(STRATA_EINVAL, "trace: empty path");
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*tr), 64, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_track) * (size_t)ntracks, 64, &q));
+        tr = p;
+        if (tr) {
+                memset(tr, 0, sizeof(*tr));
+                memset(q, 0, sizeof(struct strata_track) * (size_t)ntracks);
+                tr->tracks = q;
+                tr->ntracks = ntracks;
+                tr->fd = -1;
+                for (int d = 0; d < ntracks; d++)
+                        tr->tracks[d].id = d;
+        }
+        if (path) {
+                char *unused;
+
+                STRATA_TRY(copy_string(a, path, "", tr ? &tr->path : &unused));
+                STRATA_TRY(copy_string(a, path, ".tmp", tr ? &tr->tmp : &unused));
+                STRATA_TRY(strata_arena_alloc(a, OUT_BYTES, 64, &p));
+                if (tr)
+                        tr->out = p;
+                for (int d = 0; d < ntracks; d++) {
+                        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_trace_event) * events,
+                                                      64, &p));
+                        if (tr) {
+                                tr->tracks[d].ev = p;
+                                tr->tracks[d].cap = (uint32_t)events;
+                        }
+                }
+        }
+        *out = tr;
+        return STRATA_OK;
+}
+
+struct strata_track *strata_trace_track(struct strata_trace *tr, int dev)
+{
+        return tr && dev >= 0 && dev < tr->ntracks ? &tr->tracks[dev] : NULL;
+}
+
+struct strata_track *strata_trace_tracks(struct strata_trace *tr)
+{
+        return tr ? tr->tracks : NULL;
+}
+
+/* Stop recording after a write error: the buffers are detached, the file removed. */
+static int abandon(struct strata_trace *tr, const char *what, int err)
+{
+        if (tr->fd >= 0) {
+                close(tr->fd);
+                unlink(tr->tmp);
+        }
+        tr->fd = -1;
+        for (int d = 0; d < tr->ntracks; d++)
+                tr->tracks[d].ev = NULL;
+        return strata__fail(STRATA_EIO, "trace %s: %s: %s; tracing stopped", tr->path, what,
+                            strerror(err));
+}
+
+static int drain(struct strata_trace *tr)
+{
+        size_t off = 0;
+
+        while (off < tr->fill) {
+                ssize_t w = write(tr->fd, tr->out + off, tr->fill - off);
+
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return abandon(tr, "write", w < 0 ? errno : ENOSPC);
+                off += (size_t)w;
+        }
+        tr->bytes += tr->fill;
+        tr->fill = 0;
+        return STRATA_OK;
+}
+
+/* Append one formatted piece, draining the buffer first when it might not fit. */
+__attribute__((format(printf, 2, 3))) static int put(struct strata_trace *tr, const char *fmt,
+                                                     ...)
+{
+        va_list ap;
+        int n;
+
+        if (OUT_BYTES - tr->fill < 1024)
+                STRATA_TRY(drain(tr));
+        va_start(ap, fmt);
+        n = vsnprintf(tr->out + tr->fill, OUT_BYTES - tr->fill, fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t)n >= OUT_BYTES - tr->fill)
+                return abandon(tr, "format", EOVERFLOW);
+        tr->fill += (size_t)n;
+        return STRATA_OK;
+}
+
+/* A label as JSON string content: quotes, backslashes and control characters escaped. */
+static void escape(const char *s, char *out, size_t n)
+{
+        size_t j = 0;
+
+        for (; s && *s && j + 7 < n; s++) {
+                unsigned char c = (unsigned char)*s;
+
+                if (c == '"' || c == '\\')
+                        out[j++] = '\\', out[j++] = (char)c;
+                else if (c < 0x20)
+                        j += (size_t)snprintf(out + j, n - j, "\\u%04x", c);
+                else
+                        out[j++] = (char)c;
+        }
+        out[j] = '\0';
+}
+
+int strata_trace_open(struct strata_trace *tr, int pid, const char *process)
+{
+        char name[128];
+        int rc;
+
+        if (!tr || !tr->path)
+                return STRATA_OK;
+        tr->fd = open(tr->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (tr->fd < 0)
+                return strata__fail(STRATA_EIO, "trace: cannot create %s: %s", tr->tmp,
+                                    strerror(errno));
+        tr->pid = pid;
+        escape(process, name, sizeof(name));
+        rc = put(tr, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                     "\"args\":{\"name\":\"%s\"}}", pid, name);
+        for (int d = 0; d < tr->ntracks && rc == STRATA_OK; d++) {
+                uint64_t origin = strata_track_now();
+
+                rc = put(tr, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                             "\"args\":{\"name\":\"device %d\"}}", pid, d, d);
+                if (rc == STRATA_OK)
+                        rc = put(tr, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+                                     "\"tid\":%d,\"args\":{\"sort_index\":%d}}", pid, d, d);
+                tr->tracks[d].origin = d ? tr->tracks[0].origin : origin;
+        }
+        return rc == STRATA_OK ? drain(tr) : rc;
+}
+
+void strata_trace_discard(struct strata_trace *tr)
+{
+        if (!tr || tr->fd < 0)
+                return;
+        close(tr->fd);
+        unlink(tr->tmp);
+        tr->fd = -1;
+        tr->closed = 1;
+}
+
+int strata_trace_due(const struct strata_trace *tr)
+{
+        for (int d = 0; tr && tr->fd >= 0 && d < tr->ntracks; d++)
+                if (tr->tracks[d].n >= tr->tracks[d].cap / 2)
+                        return 1;
+        return 0;
+}
+
+static int put_event(struct strata_trace *tr, int tid, const struct strata_trace_event *e)
+{
+        const struct strata_span *k = e->kind;
+        char label[96];
+
+        escape(e->label, label, sizeof(label));
+        if (k->counter)
+                return put(tr, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"C\",\"pid\":%d,"
+                               "\"tid\":%d,\"ts\":%llu.%03u,\"args\":{\"%s\":%.9g}}",
+                           k->name, k->cat, tr->pid, tid,
+                           (unsigned long long)(e->ts / 1000), (unsigned)(e->ts % 1000),
+                           k->arg ? k->arg : k->name, e->v.value);
+        STRATA_TRY(put(tr, ",\n{\"name\":\"%s%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,"
+                           "\"tid\":%d,\"ts\":%llu.%03u,\"dur\":%llu.%03u",
+                       k->name, *label ? " " : "", label, k->cat, tr->pid, tid,
+                       (unsigned long long)(e->ts / 1000), (unsigned)(e->ts % 1000),
+                       (unsigned long long)(e->dur / 1000), (unsigned)(e->dur % 1000)));
+        if (k->arg)
+                return put(tr, ",\"args\":{\"%s\":%lld}}", k->arg, (long long)e->v.arg);
+        return put(tr, "}");
+}
+
+int strata_trace_flush(struct strata_trace *tr)
+{
+        uint64_t dropped = 0;
+
+        if (!tr || tr->fd < 0)
+                return STRATA_OK;
+        for (int d = 0; d < tr->ntracks; d++) {
+                struct strata_track *t = &tr->tracks[d];
+
+                for (uint32_t i = 0; i < t->n; i++)
+                        STRATA_TRY(put_event(tr, d, &t->ev[i]));
+                tr->written += t->n;
+                t->n = 0;
+                dropped += t->dropped;
+        }
+        STRATA_TRY(drain(tr));
+        if (dropped > tr->reported_drops) {
+                char line[256];
+                int n = snprintf(line, sizeof(line),
+                                 "strata: trace: %llu events dropped so far (buffers of %u "
+                                 "events per device filled between flushes); raise "
+                                 "trace_events (--trace-events)\n",
+                                 (unsigned long long)dropped, (unsigned)tr->tracks[0].cap);
+
+                (void)!write(2, line, (size_t)n);
+                tr->reported_drops = dropped;
+        }
+        return STRATA_OK;
+}
+
+int strata_trace_close(struct strata_trace *tr)
+{
+        uint64_t dropped = 0, end;
+
+        if (!tr || tr->closed || !tr->path)
+                return STRATA_OK;
+        tr->closed = 1;
+        if (tr->fd < 0)
+                return STRATA_OK; /* abandoned earlier: that error was returned then */
+        STRATA_TRY(strata_trace_flush(tr));
+        for (int d = 0; d < tr->ntracks; d++)
+                dropped += tr->tracks[d].dropped;
+        end = strata_track_now() - tr->tracks[0].origin;
+        if (dropped)
+                STRATA_TRY(put(tr, ",\n{\"name\":\"trace events dropped\",\"cat\":\"trace\","
+                                   "\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":0,"
+                                   "\"ts\":%llu.%03u,\"args\":{\"dropped\":%llu}}",
+                               tr->pid, (unsigned long long)(end / 1000),
+                               (unsigned)(end % 1000), (unsigned long long)dropped));
+        STRATA_TRY(put(tr, "\n]\n"));
+        STRATA_TRY(drain(tr));
+        if (fsync(tr->fd) != 0)
+                return abandon(tr, "fsync", errno);
+        if (close(tr->fd) != 0) {
+                tr->fd = -1;
+                unlink(tr->tmp);
+                return strata__fail(STRATA_EIO, "trace %s: close: %s", tr->path, strerror(errno));
+        }
+        tr->fd = -1;
+        if (rename(tr->tmp, tr->path) != 0) {
+                int e = errno;
+
+                unlink(tr->tmp);
+                return strata__fail(STRATA_EIO, "trace: rename %s to %s: %s", tr->tmp, tr->path,
+                                    strerror(e));
+        }
+        return STRATA_OK;
+}
+
+void strata_trace_get_stats(const struct strata_trace *tr, struct strata_trace_stats *out)
+{
+        *out = (struct strata_trace_stats){ 0 };
+        if (!tr)
+                return;
+        out->events = tr->written;
+        out->bytes = tr->bytes;
+        for (int d = 0; d < tr->ntracks; d++)
+                out->dropped += tr->tracks[d].dropped;
+}
