@@ -78,7 +78,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt check-heap
+.PHONY: FORCE all lib tools test asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
@@ -158,7 +158,7 @@ fuzz-run: $(BUILD)/libstrata.a
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch
+        python3-torch gnuplot-nox
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
@@ -174,9 +174,12 @@ bench-deps: deps
 	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q 'install ok installed' || \
 	        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch; }
 
-# The main job: the default model on Fashion-MNIST with the default strategy.
+# The main job: the default model on Fashion-MNIST with the default strategy; its metrics and
+# their curves land in $(BUILD)/run/ (metrics.csv, metrics.png).
 run: tools
-	$(BUILD)/bin/strata-train
+	@mkdir -p $(BUILD)/run
+	$(BUILD)/bin/strata-train --metrics-csv $(BUILD)/run/metrics.csv
+	tools/strata-plot $(BUILD)/run/metrics.csv
 
 bench-coll: tools
 	tools/bench-coll.sh
@@ -189,11 +192,17 @@ bench-gpu: tools
 bench-ckpt: tools
 	tools/bench-ckpt.sh $(REPS)
 
+# What --trace costs, against PyTorch's profiler.
+bench-trace: tools bench-deps
+	tools/bench-trace.sh $(REPS)
+
 bench-train: tools bench-deps
 	tools/bench-train.sh $(REPS)
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig
+install: lib tools
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	        $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/bin/strata-train tools/strata-plot $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
 	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
@@ -203,7 +212,8 @@ install: lib
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \
-	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc $(DESTDIR)$(PREFIX)/bin/strata-train \
+	       $(DESTDIR)$(PREFIX)/bin/strata-plot
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -26,3 +26,7 @@ cc -o "$build/stage-hello" "$build/stage-hello.c" $(pkg-config --cflags --libs s
    -Wl,-rpath,"$prefix/lib"
 out=$("$build/stage-hello")
 [ "$out" = ok ] || { echo "stage-hello printed '$out'"; exit 1; }
+# The tools: the trainer runs from the prefix, the plotter is beside it.
+"$prefix/bin/strata-train" --help | grep -q -- '--metrics-csv' ||
+        { echo "installed strata-train missing or broken"; exit 1; }
+[ -x "$prefix/bin/strata-plot" ] || { echo "strata-plot not installed"; exit 1; }
