@@ -17,6 +17,12 @@
  */
 int strata__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * Set this thread's last error to @p msg verbatim and return @p status: how an error raised on
+ * another thread (a device's worker) reaches the caller's strata_last_error().
+ */
+int strata__set_error(int status, const char *msg);
+
 /** Checked a * b for sizes: 0 and *out set on success, -1 on overflow. */
 static inline int strata__mul_size(size_t a, size_t b, size_t *out)
 {

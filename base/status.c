@@ -51,6 +51,12 @@ int strata__fail(int status, const char *fmt, ...)
         return status;
 }
 
+int strata__set_error(int status, const char *msg)
+{
+        snprintf(last_error, sizeof(last_error), "%s", msg);
+        return status;
+}
+
 unsigned strata_version(void)
 {
         return STRATA_VERSION_HEX;

@@ -437,7 +437,7 @@ int strata_trace_flush(struct strata_trace *tr)
         return STRATA_OK;
 }
 
-int strata_trace_close(struct strata_trace *tr)
+int strata_trace_close(struct strata_trace *tr, int flush)
 {
         uint64_t dropped = 0, end;
 
@@ -446,7 +446,8 @@ int strata_trace_close(struct strata_trace *tr)
         tr->closed = 1;
         if (tr->fd < 0)
                 return STRATA_OK; /* abandoned earlier: that error was returned then */
-        STRATA_TRY(strata_trace_flush(tr));
+        if (flush)
+                STRATA_TRY(strata_trace_flush(tr));
         for (int d = 0; d < tr->ntracks; d++)
                 dropped += tr->tracks[d].dropped;
         end = strata_track_now() - tr->tracks[0].origin;

@@ -53,6 +53,7 @@ struct strata_workers {
         atomic_int stop;
         atomic_int broken;
         atomic_uint epoch; /* runs that failed: a communicator restarts its sequences on change */
+        char error[512];   /* the first error's message, written by the device that failed */
         strata_work_fn fn;
         void *arg;
         int n;
@@ -122,14 +123,36 @@ static int wait_change(struct line *l, unsigned old, atomic_int *abort, double d
         }
 }
 
+/*
+ * The first failure's message, from the failing thread's last error, with the device and
+ * where it was: the caller gets it back from strata_workers_run().
+ */
+static void keep_message(struct strata_workers *w, int device, int status)
+{
+        const char *why = strata_last_error();
+        char where[128] = "";
+
+        if (device >= 0 && w->tracks) {
+                strata_track_where(&w->tracks[device], where + 2, sizeof(where) - 2);
+                memcpy(where, ", ", 2);
+        }
+        if (device < 0)
+                snprintf(w->error, sizeof(w->error), "%s", why);
+        else if (strncmp(why, strata_strerror(status), strlen(strata_strerror(status))) != 0)
+                snprintf(w->error, sizeof(w->error), "device %d%s: %s (no message)", device, where,
+                         strata_strerror(status));
+        else
+                snprintf(w->error, sizeof(w->error), "device %d%s: %s", device, where, why);
+}
+
 int strata_workers_fail(struct strata_workers *w, int device, int status)
 {
         int zero = 0;
 
-        (void)device;
         if (status == STRATA_OK)
                 return status;
-        atomic_compare_exchange_strong(&w->first_error, &zero, status);
+        if (atomic_compare_exchange_strong(&w->first_error, &zero, status))
+                keep_message(w, device, status);
         atomic_store(&w->abort, 1);
         wake_all(&w->gen);
         wake_all(&w->done);
@@ -176,6 +199,25 @@ static int wait_reporting(struct strata_workers *w, struct line *l, unsigned old
         return wait_change(l, old, abort, deadline, w->spins);
 }
 
+/* A command that did not finish: which devices are still in it, and where. */
+static int late_error(struct strata_workers *w)
+{
+        char msg[512], where[128];
+        int late[MAX_DEV], n = w->tracks ? busy_devices(w, 0, late) : 0;
+        size_t len = (size_t)snprintf(msg, sizeof(msg), "workers: ");
+
+        for (int i = 0; i < n && len < sizeof(msg); i++) {
+                strata_track_where(&w->tracks[late[i]], where, sizeof(where));
+                len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%sdevice %d (%s)",
+                                        i ? ", " : "", late[i], where);
+        }
+        if (len < sizeof(msg))
+                snprintf(msg + len, sizeof(msg) - len, "%s did not finish in %.3g s; the pool is "
+                                                      "unusable", n ? "" : "a device",
+                         w->timeout_s);
+        return strata__fail(STRATA_ETIMEDOUT, "%s", msg);
+}
+
 int strata_workers_barrier(struct strata_workers *w, int device)
 {
         unsigned g = atomic_load_explicit(&w->gen.v, memory_order_acquire);
@@ -214,6 +256,16 @@ static void bind_self(struct strata_workers *w, int dev)
                 (void)hwloc_set_cpubind(w->topo, pu->cpuset, HWLOC_CPUBIND_THREAD);
         if (numa_available() >= 0 && numa_max_node() > 0)
                 numa_set_preferred(w->pl[dev].numa_node);
+}
+
+/* The caller's thread gets back the CPU set it had before it became device 0. */
+static void restore_caller(struct strata_workers *w)
+{
+        if (!w->caller_saved)
+                return;
+        (void)hwloc_set_cpubind(w->topo, w->caller_saved, HWLOC_CPUBIND_THREAD);
+        hwloc_bitmap_free(w->caller_saved);
+        w->caller_saved = NULL;
 }
 
 static void *worker_main(void *p)
@@ -260,14 +312,34 @@ int strata_workers_plan(const struct strata_workers_config *c, size_t *bytes)
         return STRATA_OK;
 }
 
-static void stop_threads(struct strata_workers *w)
+/*
+ * Stop and join the workers. After a timeout (the pool is broken) a device may never return:
+ * each join then waits at most until STOP_GRACE_S after the first, and a thread still inside
+ * its work is detached and listed in @p abandoned (NULL: join without bound). Returns how
+ * many were abandoned.
+ */
+#define STOP_GRACE_S 1
+
+static int stop_threads(struct strata_workers *w, int *abandoned)
 {
+        struct timespec until;
+        int n = 0;
+
         atomic_store(&w->stop, 1);
         atomic_fetch_add(&w->cmd.v, 1);
         futex(&w->cmd.v, FUTEX_WAKE, INT_MAX, NULL);
-        for (int d = w->caller0; d < w->caller0 + w->started; d++)
-                pthread_join(w->threads[d], NULL);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += STOP_GRACE_S;
+        for (int d = w->caller0; d < w->caller0 + w->started; d++) {
+                if (!abandoned || !atomic_load(&w->broken)) {
+                        pthread_join(w->threads[d], NULL);
+                } else if (pthread_timedjoin_np(w->threads[d], NULL, &until) != 0) {
+                        pthread_detach(w->threads[d]);
+                        abandoned[n++] = d;
+                }
+        }
         w->started = 0;
+        return n;
 }
 
 int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
@@ -331,7 +403,8 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
                 w->started++;
         }
         if (rc != STRATA_OK) {
-                stop_threads(w);
+                stop_threads(w, NULL);
+                restore_caller(w);
                 hwloc_topology_destroy(w->topo);
                 return rc;
         }
@@ -382,15 +455,15 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
                                 strata_track_end(t, t0, 0);
                                 atomic_store(&w->broken, 1);
                                 strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
-                                return strata__fail(STRATA_ETIMEDOUT,
-                                                    "workers: a device did not finish in %.3g s",
-                                                    w->timeout_s);
+                                return late_error(w);
                         }
                 }
                 if (waiting)
                         strata_track_end(t, t0, 0);
         }
         rc = atomic_load(&w->first_error);
+        if (rc != STRATA_OK)
+                return strata__set_error(rc, w->error); /* on the caller's thread */
         return rc;
 }
 
@@ -435,13 +508,30 @@ const struct strata_placement *strata_workers_placement(const struct strata_work
 
 int strata_workers_stop(struct strata_workers *w)
 {
+        int abandoned[MAX_DEV], n;
+
         if (!w)
                 return strata__fail(STRATA_EINVAL, "workers stop: NULL");
-        stop_threads(w);
-        if (w->caller_saved) {
-                (void)hwloc_set_cpubind(w->topo, w->caller_saved, HWLOC_CPUBIND_THREAD);
-                hwloc_bitmap_free(w->caller_saved);
-                w->caller_saved = NULL;
+        n = stop_threads(w, abandoned);
+        restore_caller(w);
+        if (n) { /* the topology stays: an abandoned thread may still be placed by it */
+                char msg[512], where[128];
+                size_t len = (size_t)snprintf(msg, sizeof(msg), "workers stop: abandoned ");
+
+                for (int i = 0; i < n && len < sizeof(msg); i++) {
+                        where[0] = '\0';
+                        if (w->tracks)
+                                strata_track_where(&w->tracks[abandoned[i]], where,
+                                                   sizeof(where));
+                        len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%sdevice %d%s%s%s",
+                                                i ? ", " : "", abandoned[i], *where ? " (" : "",
+                                                where, *where ? ")" : "");
+                }
+                if (len < sizeof(msg))
+                        snprintf(msg + len, sizeof(msg) - len, ": still inside its work %d s "
+                                 "after teardown began; its thread was detached and the "
+                                 "memory it may touch stays mapped", STOP_GRACE_S);
+                return strata__fail(STRATA_ETIMEDOUT, "%s", msg);
         }
         hwloc_topology_destroy(w->topo);
         return STRATA_OK;

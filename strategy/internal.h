@@ -72,6 +72,8 @@ struct strata_runtime {
         struct strata_plan_info plan;
         struct strata__step_args args;
         int region_mapped;             /* root maps its own region: unmap at teardown */
+        int abandoned;                 /* teardown left a stuck device running: keep memory */
+        char abandoned_why[512];       /* ...and what strata_teardown() then says */
         struct strata__regions regions; /* driver reservations (not host-visible) */
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward ends the window: reduce gradients */

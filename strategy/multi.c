@@ -57,6 +57,7 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
         wc.timeout_s = rt->cfg.timeout_s;
         wc.tracks = strata_trace_tracks(rt->trace);
         wc.stall_s = strata__stall_s(&rt->cfg);
+        wc.bind = rt->cfg.bind == STRATA_BIND_CORES;
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
         if (rt->dev->local_pus) {
                 STRATA_TRY(strata_topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
@@ -70,6 +71,8 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
                 const struct strata_placement *pl = strata_workers_placement(m->workers, d);
                 const char *why = NULL;
 
+                if (!wc.bind)
+                        break; /* no placement asked for: memory stays where it is */
                 STRATA_TRY(strata_arena_bind_numa(&rt->replicas[d].arena, pl->numa_node, &why));
                 if (rt->cfg.verbose && d == 0 && why)
                         fprintf(stderr, "strata: device memory not bound: %s\n", why);
@@ -355,8 +358,13 @@ static int on_torndown(void *obj, int state)
         struct strata__multi *m = strata__multi(obj);
 
         (void)state;
-        if (m->workers)
-                (void)strata_workers_stop(m->workers);
+        if (m->workers && strata_workers_stop(m->workers) == STRATA_ETIMEDOUT) {
+                struct strata_runtime *rt = obj;
+
+                rt->abandoned = 1; /* teardown keeps the region */
+                snprintf(rt->abandoned_why, sizeof(rt->abandoned_why), "%s",
+                         strata_last_error());
+        }
         m->workers = NULL;
         return STRATA_OK;
 }

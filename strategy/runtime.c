@@ -61,6 +61,9 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         if (c->accumulate < 0 || c->accumulate > 1 << 20)
                 return strata__fail(STRATA_EINVAL, "accumulate %d not in [1, 1048576]",
                                     c->accumulate);
+        if ((unsigned)c->bind > STRATA_BIND_NONE)
+                return strata__fail(STRATA_EINVAL, "bind %d is not STRATA_BIND_CORES or "
+                                                   "STRATA_BIND_NONE", (int)c->bind);
         if (c->stall_s != c->stall_s)
                 return strata__fail(STRATA_EINVAL, "stall_s is not a number");
         if (!(c->clip_norm >= 0.0f) || !(c->clip_value >= 0.0f) || !(c->timeout_s >= 0.0))
@@ -447,7 +450,10 @@ int strata_teardown(struct strata_runtime *rt)
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
         if (rc != STRATA_OK)
                 return rc;
-        rc = strata_trace_close(rt->trace); /* the devices have stopped recording */
+        /* The devices have stopped recording, unless one was abandoned. */
+        rc = strata_trace_close(rt->trace, !rt->abandoned);
+        if (rt->abandoned) /* a stuck device may still touch all of it: nothing is released */
+                return strata__set_error(STRATA_ETIMEDOUT, rt->abandoned_why);
         if (!rt->dev->host_visible) {
                 unreserve(rt->dev, &rt->regions, rt->nreplicas);
                 memset(&rt->regions, 0, sizeof(rt->regions));

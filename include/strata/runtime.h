@@ -22,6 +22,12 @@
 #include "strata/device.h"
 #include "strata/nn.h"
 
+/** Pinning of the device threads (cfg.bind). */
+enum strata_bind {
+        STRATA_BIND_CORES = 0, /**< one core each, inside the calling thread's CPU set (default) */
+        STRATA_BIND_NONE,      /**< no thread pinning and no NUMA memory binding */
+};
+
 /** Strategies. */
 enum strata_strategy_kind {
         STRATA_STRATEGY_SINGLE = 0,
@@ -74,6 +80,8 @@ struct strata_config {
         const char *trace_path;
         /** Trace events buffered per device between flushes (0 = 65536; 40 bytes each). */
         size_t trace_events;
+        /** Pin device threads to cores of the caller's CPU set (default) or not at all. */
+        enum strata_bind bind;
         /** Report on stderr a device that waited this long at a collective, with where
          *  each late device is (0 = 60 s; negative: never). */
         double stall_s;
@@ -149,7 +157,10 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
  * @brief teardown: stop the devices, complete the trace file, release a mapped region. Legal
  *        once from any state; the runtime pointer is invalid afterwards.
  * @retval STRATA_OK; STRATA_EIO when the trace could not be completed (everything else is
- *         still released).
+ *         still released); STRATA_ETIMEDOUT when a device that timed out earlier still had
+ *         not returned 1 s into the teardown: its thread is abandoned (the message says which
+ *         device and where it was), and the memory region and device reservations stay
+ *         mapped because it may still use them. Teardown never waits longer than that.
  */
 int strata_teardown(struct strata_runtime *rt);
 

@@ -132,10 +132,11 @@ int strata_trace_due(const struct strata_trace *tr);
 int strata_trace_flush(struct strata_trace *tr);
 
 /**
- * @brief Flush, end the JSON array and rename `<path>.tmp` to @p path: the file at @p path is
- *        always complete. Idempotent.
+ * @brief Flush (unless @p flush is 0: a device may still be writing its buffer), end the JSON
+ *        array and rename `<path>.tmp` to @p path: the file at @p path is always complete.
+ *        Idempotent.
  */
-int strata_trace_close(struct strata_trace *tr);
+int strata_trace_close(struct strata_trace *tr, int flush);
 
 /** @brief Counts so far (zeros without a trace). */
 void strata_trace_get_stats(const struct strata_trace *tr, struct strata_trace_stats *out);

@@ -96,7 +96,13 @@ int strata_workers_count(const struct strata_workers *w);
 const struct strata_placement *strata_workers_placement(const struct strata_workers *w,
                                                         int device);
 
-/** @brief Stop and join every worker; the pool's memory stays in its arena. */
+/**
+ * @brief Stop and join every worker; the pool's memory stays in its arena. After a timeout a
+ *        device that still has not returned 1 s into the stop is detached, not waited for.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL); STRATA_ETIMEDOUT: devices were abandoned (the
+ *         message names them and where they were); the memory they may touch, the pool's
+ *         included, must stay mapped.
+ */
 int strata_workers_stop(struct strata_workers *w);
 
 #endif /* STRATA_WORKERS_H */

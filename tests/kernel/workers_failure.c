@@ -1,7 +1,9 @@
 /* A failing or silent device releases every other one; the first error comes back in time. */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <time.h>
 
+#include "base/base.h"
 #include "tests/support/pool.h"
 
 struct plan {
@@ -69,5 +71,34 @@ Test(workers_failure, missing_device_times_out)
         cr_assert_eq(rc, STRATA_ETIMEDOUT, "got %s", strata_status_name(rc));
         cr_assert_lt(now() - t0, 3.0, "bounded by the 0.3 s timeout");
         cr_assert_geq(now() - t0, 0.25);
+        pool_stop(&p);
+}
+
+static int fail_with_message(int dev, void *arg)
+{
+        int *mode = arg;
+
+        if (dev != 1)
+                return STRATA_OK;
+        if (*mode == 0)
+                return strata__fail(STRATA_EINVAL, "bad thing on device %d", dev);
+        return STRATA_EDEVICE; /* a code without a message */
+}
+
+/* The message of an error raised on a worker thread reaches the caller's thread. */
+Test(workers_failure, worker_error_message_reaches_the_caller)
+{
+        struct pool p;
+        int mode = 0;
+
+        pool_start(&p, 3, 5.0);
+        (void)strata__fail(STRATA_EIO, "stale message of the caller");
+        cr_assert_eq(strata_workers_run(p.w, fail_with_message, &mode), STRATA_EINVAL);
+        cr_assert_str_eq(strata_last_error(),
+                         "device 1: invalid argument: bad thing on device 1");
+        mode = 1;
+        cr_assert_eq(strata_workers_run(p.w, fail_with_message, &mode), STRATA_EDEVICE);
+        cr_assert_not_null(strstr(strata_last_error(), "device 1: device failure (no message)"),
+                           "%s", strata_last_error());
         pool_stop(&p);
 }

@@ -1,9 +1,11 @@
 /*
- * An error injected on any device in any phase of a training step comes back from the call,
- * the runtime is in ERROR (refusing further steps), every worker was released (the call
+ * An error injected on any device in any phase of a training step comes back from the call
+ * with its message (which device, which phase) in the caller's strata_last_error(), the runtime is in ERROR (refusing further steps), every worker was released (the call
  * returned), and teardown succeeds.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "tests/support/rig.h"
 
@@ -19,6 +21,7 @@ static void each(enum strata_strategy_kind kind, int n)
                         struct strata_batch b;
                         struct strata_config c;
                         struct rig r;
+                        char want[128];
 
                         rig_init(&r, 1);
                         c = r.cfg;
@@ -35,6 +38,11 @@ static void each(enum strata_strategy_kind kind, int n)
                                      STRATA_OK);
                         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINJECTED,
                                      "device %d phase %s", dev, strata_event_name(phases[p]));
+                        snprintf(want, sizeof(want), "device %d: injected failure in %s", dev,
+                                 strata_event_name(phases[p]));
+                        cr_assert_not_null(strstr(strata_last_error(), want),
+                                           "the caller's message: '%s', want '%s'",
+                                           strata_last_error(), want);
                         cr_assert_eq(strata_state(rt), STRATA_STATE_ERROR);
                         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EBADSTATE);
                         cr_assert_eq(strata_teardown(rt), STRATA_OK);

@@ -1,0 +1,76 @@
+/*
+ * A device that never returns: the step fails after the timeout naming the device and where
+ * it is stuck, and teardown comes back within its bound, saying what it abandoned, instead of
+ * waiting for the device forever.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/support/rig.h"
+
+static void stuck_forward(struct strata_layer *l, const struct strata_step_ctx *c,
+                          const float *x, float *y, int rows)
+{
+        struct timespec ts = { 30, 0 };
+
+        if (c->rank == 1 && c->train)
+                nanosleep(&ts, NULL); /* longer than the test: the device never comes back */
+        strata_relu.forward(l, c, x, y, rows);
+}
+
+static double now(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+Test(teardown_bounded, stuck_device_is_named_and_abandoned, .timeout = 20)
+{
+        struct strata_module_ops stuck = strata_relu;
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct strata_config c;
+        struct rig r;
+        double t0;
+
+        stuck.name = "stuck";
+        stuck.forward = stuck_forward;
+        rig_init(&r, 0);
+        r.mods[1] = (struct strata_module){ .ops = &stuck };
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.timeout_s = 0.5;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        cr_assert(strata_loader_next(&r.loader, &b));
+        t0 = now();
+        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_ETIMEDOUT);
+        cr_assert_lt(now() - t0, 3.0);
+        cr_assert_not_null(strstr(strata_last_error(), "device 1 (step 0, in forward (stuck))"),
+                           "%s", strata_last_error());
+        t0 = now();
+        cr_assert_eq(strata_teardown(rt), STRATA_ETIMEDOUT);
+        cr_assert_lt(now() - t0, 3.0, "teardown must not wait for the stuck device");
+        cr_assert_not_null(strstr(strata_last_error(), "abandoned device 1"), "%s",
+                           strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "forward (stuck)"), "%s",
+                           strata_last_error());
+}
+
+/* A healthy pool's teardown still joins every thread and releases everything. */
+Test(teardown_bounded, healthy_teardown_releases)
+{
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct rig r;
+
+        rig_init(&r, 0);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        rig_steps(&r, rt, 3, NULL);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK, "%s", strata_last_error());
+}
