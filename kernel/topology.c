@@ -23,9 +23,38 @@ static int load(hwloc_topology_t *topo)
         return STRATA_OK;
 }
 
+/*
+ * The CPUs this thread may run on: its affinity mask, which is what `taskset`, `mpirun
+ * --bind-to` or a batch scheduler set (hwloc's own allowed set only reflects cgroups).
+ */
+static hwloc_bitmap_t allowed_set(hwloc_topology_t topo)
+{
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+
+        if (!set)
+                return NULL;
+        if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0 || hwloc_bitmap_iszero(set))
+                hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
+        hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
+        return set;
+}
+
+/* Cores with at least one PU in @p set. */
+static int cores_in(hwloc_topology_t topo, hwloc_const_bitmap_t set)
+{
+        int n = 0, total = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+
+        for (int c = 0; c < total; c++)
+                if (hwloc_bitmap_intersects(
+                            hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)c)->cpuset, set))
+                        n++;
+        return n;
+}
+
 int strata_topology_read(struct strata_topology *t)
 {
         hwloc_topology_t topo;
+        hwloc_bitmap_t set;
 
         if (!t)
                 return strata__fail(STRATA_EINVAL, "topology: out is NULL");
@@ -36,6 +65,9 @@ int strata_topology_read(struct strata_topology *t)
         t->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
         if (t->numa_nodes < 1)
                 t->numa_nodes = 1;
+        set = allowed_set(topo);
+        t->allowed_cores = set ? cores_in(topo, set) : t->cores;
+        hwloc_bitmap_free(set);
         hwloc_topology_destroy(topo);
         return STRATA_OK;
 }
@@ -53,6 +85,15 @@ static int numa_of(hwloc_topology_t topo, hwloc_obj_t core)
                 return 0;
         }
         return (int)n->os_index;
+}
+
+/* The OS index of the first PU in both @p a and @p b, or -1. */
+static int hwloc_bitmap_first_intersects_pu(hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
+{
+        for (int i = hwloc_bitmap_first(a); i >= 0; i = hwloc_bitmap_next(a, i))
+                if (hwloc_bitmap_isset(b, (unsigned)i))
+                        return i;
+        return -1;
 }
 
 /* The first free core of @p order (k entries) that holds one of the PUs, or -1. */
@@ -83,8 +124,10 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
 {
         static int order[MAX_CORES];
         static unsigned char used[MAX_CORES];
+        static int warned;
         int pus[256];
         hwloc_topology_t topo;
+        hwloc_bitmap_t set;
         int ncores, nnodes, k = 0;
 
         if (n <= 0 || n > STRATA_MAX_DEVICES || !out)
@@ -98,6 +141,12 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
         }
         if (ncores > MAX_CORES)
                 ncores = MAX_CORES;
+        set = allowed_set(topo);
+        if (!set || hwloc_bitmap_iszero(set)) {
+                hwloc_bitmap_free(set);
+                hwloc_topology_destroy(topo);
+                return strata__fail(STRATA_ESYS, "placement: the thread's CPU set is empty");
+        }
         nnodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
         if (nnodes < 1)
                 nnodes = 1;
@@ -115,6 +164,8 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
 
                                 if (nnodes > 1 && nobj && cn != (int)nobj->os_index)
                                         continue;
+                                if (!hwloc_bitmap_intersects(core->cpuset, set))
+                                        continue; /* outside the CPU set we were given */
                                 if (seen++ == round)
                                         order[k++] = c;
                         }
@@ -134,14 +185,19 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
                         used[c] = 1;
                 }
                 core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)c);
-                hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(topo, core->cpuset,
-                                                                      HWLOC_OBJ_PU, 0);
+                int first = hwloc_bitmap_first_intersects_pu(core->cpuset, set);
+                hwloc_obj_t pu = first >= 0 ? hwloc_get_pu_obj_by_os_index(topo, (unsigned)first)
+                                            : NULL;
 
                 out[d] = (struct strata_placement){ .device = d, .core = c,
                                                     .pu = pu ? (int)pu->os_index : c,
                                                     .numa_node = numa_of(topo, core),
                                                     .shared = n > k };
         }
+        if (n > k && !warned++)
+                fprintf(stderr, "strata: warning: %d devices share the %d core(s) of this "
+                                "process's CPU set; they will take turns\n", n, k);
+        hwloc_bitmap_free(set);
         hwloc_topology_destroy(topo);
         return STRATA_OK;
 }

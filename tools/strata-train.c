@@ -54,6 +54,7 @@ struct opts {
         double timeout_s;       /* bound on every wait between devices (0: default) */
         const char *metrics_csv; /* CSVLogger-style metrics */
         long log_every;         /* a metrics row every N batches */
+        enum strata_bind bind;  /* --bind cores|none */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -110,7 +111,8 @@ static void usage(FILE *f)
                 "  --warmup N          linear warm-up over the first N optimizer steps\n"
                 "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
                 "                      training set's mean and std)\n"
-                "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core)\n"
+                "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core of\n"
+                "                      this process's CPU set, e.g. under taskset)\n"
                 "  --accelerator cpu|cuda (default cpu; cuda defaults to single, and dp/ddp run\n"
                 "                 --devices logical devices over the GPUs, device d on GPU d mod count)\n"
                 "  --tf32              CUDA GEMMs may use TF32 tensor cores\n"
@@ -130,6 +132,8 @@ static void usage(FILE *f)
                 "  --metrics-csv FILE  step, epoch, train_loss, lr, samples_per_s, test_acc rows\n"
                 "                      (every --log-every N batches, default 50, and each epoch);\n"
                 "                      tools/strata-plot FILE draws them\n"
+                "  --bind cores|none   pin each device thread to a core of this process's CPU\n"
+                "                      set (default), or leave placement to the OS\n"
                 "  --timeout S         bound on every wait between devices (default 300)\n"
                 "  --stall-report S    report a device waiting S seconds at a collective, and\n"
                 "                      where the late devices are (default 60; 0: never)\n"
@@ -208,6 +212,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "trace", 1, 0, 't' },     { "trace-events", 1, 0, 'x' },
                 { "stall-report", 1, 0, 'z' }, { "timeout", 1, 0, 'O' },
                 { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
+                { "bind", 1, 0, 'P' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -259,6 +264,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'W': if (parse_long("warmup", optarg, 0, 1L << 40, &v)) return 2; o->warmup = v; break;
                 case 'c': if (parse_long("ckpt-every-steps", optarg, 1, 1L << 40, &v)) return 2; o->ckpt_every = v; break;
                 case 't': o->trace = optarg; break;
+                case 'P':
+                        if (!strcmp(optarg, "cores")) o->bind = STRATA_BIND_CORES;
+                        else if (!strcmp(optarg, "none")) o->bind = STRATA_BIND_NONE;
+                        else return bad("--bind: '%s' is not cores or none%s", optarg, "");
+                        break;
                 case 'x': if (parse_long("trace-events", optarg, 16, 1L << 26, &v)) return 2; o->trace_events = v; break;
                 case 'G': o->metrics_csv = optarg; break;
                 case 'g': if (parse_long("log-every", optarg, 1, 1L << 40, &v)) return 2; o->log_every = v; break;
@@ -285,9 +295,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->accel == STRATA_ACCEL_CPU) {
                 struct strata_topology t;
 
-                /* Default: one device per core of the machine. */
-                if (strata_topology_read(&t) == STRATA_OK && t.cores > 0)
-                        o->devices = t.cores < 64 ? t.cores : 64;
+                /* Default: one device per core of the CPU set this process was given. */
+                if (strata_topology_read(&t) == STRATA_OK && t.allowed_cores > 0)
+                        o->devices = t.allowed_cores < 64 ? t.allowed_cores : 64;
         }
         if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
                 return bad("--devices > 1 needs --strategy dp or ddp%s%s", "", "");
@@ -643,6 +653,7 @@ int main(int argc, char **argv)
         cfg.clip_norm = o.clip_norm;
         cfg.clip_value = o.clip_value;
         cfg.trace_path = o.trace;
+        cfg.bind = o.bind;
         cfg.trace_events = (size_t)o.trace_events;
         cfg.stall_s = o.stall_s;
         cfg.timeout_s = o.timeout_s;
@@ -675,15 +686,6 @@ int main(int argc, char **argv)
                                 fprintf(stderr, "strata: %s\n", line);
                         }
                 }
-        }
-        {
-                struct strata_topology topo;
-
-                if (o.devices > 1 && strata_topology_read(&topo) == STRATA_OK &&
-                    o.devices > topo.cores)
-                        fprintf(stderr, "strata-train: warning: %d devices on %d cores: "
-                                        "oversubscribed, expect it to be slow\n",
-                                o.devices, topo.cores);
         }
         steps_per_epoch = (long)(train.n / (uint32_t)o.batch);
         if (steps_per_epoch == 0)

@@ -14,6 +14,7 @@ struct strata_topology {
         int numa_nodes;
         int cores;
         int pus;
+        int allowed_cores; /**< cores with a PU in the calling thread's CPU set (taskset...) */
 };
 
 /** Where one device runs. */
