@@ -10,6 +10,7 @@
 #include "strata/comm.h"
 #include "strata/device.h"
 #include "strata/status.h"
+#include "strata/testing.h"
 #include "strata/trace.h"
 #include "arch/arch.h"
 #include "arch/reduce.h"

@@ -125,6 +125,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
                 width = in > width ? in : width;
         }
+        r->out = in;
         r->nparam = nparam;
         r->nstate = nstate;
         r->nopt = (size_t)strata_optim_state_per_param(o) * nparam;

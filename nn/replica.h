@@ -28,6 +28,7 @@ struct strata__replica {
         size_t nstate;             /* floats of running state over all layers */
         const float *x;            /* current input (staging or caller's, read-only) */
         const int32_t *labels;
+        int out;                   /* width of the model's output (the last module's) */
         int rows;                  /* rows of the current batch */
         int row0;                  /* global index of its first row */
         double loss;               /* summed loss of the current batch */

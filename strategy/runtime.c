@@ -5,12 +5,14 @@
  * it yields strata_plan()'s exact byte count; run against the real region it builds the
  * runtime. Both paths are the same code, so the plan cannot drift from what init does.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "strata/lifecycle.h"
 #include "strata/status.h"
+#include "strata/testing.h"
 #include "strata/version.h"
 #include "base/base.h"
 #include "strategy/internal.h"
@@ -20,8 +22,6 @@
 static int check_config(const struct strata_config *c, const struct strata__strategy **st,
                         const struct strata_device_ops **dev)
 {
-        const struct strata_module *last;
-
         if (!c)
                 return strata__fail(STRATA_EINVAL, "config is NULL");
         if (c->struct_size != sizeof(*c) || c->version / 100 != STRATA_VERSION_HEX / 100)
@@ -52,10 +52,8 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         } else {
                 STRATA_TRY(strata_device_driver(c->accelerator, dev));
         }
-        last = &c->model->modules[c->model->nmodules - 1];
-        if (c->classes < 2 || (last->ops == &strata_linear && last->out != c->classes))
-                return strata__fail(STRATA_EINVAL, "classes %d: need >= 2 and equal to the last "
-                                                   "linear's width", c->classes);
+        if (c->classes < 2)
+                return strata__fail(STRATA_EINVAL, "classes %d: need >= 2", c->classes);
         if (c->memory && c->memory_size == 0)
                 return strata__fail(STRATA_EINVAL, "config.memory given with memory_size 0");
         if (c->accumulate < 0 || c->accumulate > 1 << 20)
@@ -109,6 +107,12 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 mem.pinned = &ppin;
         }
         STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0));
+        if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
+                return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
+                                                   "last module, %s); classes is %d",
+                                    tmp.out,
+                                    c->model->modules[c->model->nmodules - 1].ops->name,
+                                    c->classes);
         pi->per_device = strata_arena_used(&plan);
         pi->device_bytes = hv ? 0 : strata_arena_used(&pdev);
         pi->pinned_bytes = hv ? 0 : strata_arena_used(&ppin);
@@ -154,6 +158,14 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 rt->priv = p;
         *out = rt;
         return STRATA_OK;
+}
+
+void strata_config_init(struct strata_config *cfg)
+{
+        const struct strata_config defaults = STRATA_CONFIG_INIT;
+
+        if (cfg)
+                *cfg = defaults;
 }
 
 int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
@@ -403,6 +415,12 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         }
         rt->micro = (rt->micro + 1) % k;
         rt->step++;
+        if (!isfinite(rt->args.metrics->loss) && !rt->cfg.allow_nonfinite)
+                return strata__fail(STRATA_ENONFINITE,
+                                    "step %llu: the loss is %g; training diverged (lower the "
+                                    "learning rate or clip gradients; allow_nonfinite goes on)",
+                                    (unsigned long long)(rt->step - 1),
+                                    rt->args.metrics->loss);
         return STRATA_OK;
 }
 

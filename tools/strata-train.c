@@ -55,6 +55,7 @@ struct opts {
         const char *metrics_csv; /* CSVLogger-style metrics */
         long log_every;         /* a metrics row every N batches */
         enum strata_bind bind;  /* --bind cores|none */
+        int allow_nonfinite;    /* keep going when the loss is NaN or infinite */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -134,6 +135,8 @@ static void usage(FILE *f)
                 "                      tools/strata-plot FILE draws them\n"
                 "  --bind cores|none   pin each device thread to a core of this process's CPU\n"
                 "                      set (default), or leave placement to the OS\n"
+                "  --allow-nonfinite   keep training when the loss becomes NaN or infinite\n"
+                "                      (default: stop with an error naming the step)\n"
                 "  --timeout S         bound on every wait between devices (default 300)\n"
                 "  --stall-report S    report a device waiting S seconds at a collective, and\n"
                 "                      where the late devices are (default 60; 0: never)\n"
@@ -212,7 +215,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "trace", 1, 0, 't' },     { "trace-events", 1, 0, 'x' },
                 { "stall-report", 1, 0, 'z' }, { "timeout", 1, 0, 'O' },
                 { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
-                { "bind", 1, 0, 'P' },
+                { "bind", 1, 0, 'P' },      { "allow-nonfinite", 0, 0, 'N' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -264,6 +267,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'W': if (parse_long("warmup", optarg, 0, 1L << 40, &v)) return 2; o->warmup = v; break;
                 case 'c': if (parse_long("ckpt-every-steps", optarg, 1, 1L << 40, &v)) return 2; o->ckpt_every = v; break;
                 case 't': o->trace = optarg; break;
+                case 'N': o->allow_nonfinite = 1; break;
                 case 'P':
                         if (!strcmp(optarg, "cores")) o->bind = STRATA_BIND_CORES;
                         else if (!strcmp(optarg, "none")) o->bind = STRATA_BIND_NONE;
@@ -654,6 +658,7 @@ int main(int argc, char **argv)
         cfg.clip_value = o.clip_value;
         cfg.trace_path = o.trace;
         cfg.bind = o.bind;
+        cfg.allow_nonfinite = o.allow_nonfinite;
         cfg.trace_events = (size_t)o.trace_events;
         cfg.stall_s = o.stall_s;
         cfg.timeout_s = o.timeout_s;

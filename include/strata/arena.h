@@ -25,6 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Cache-line alignment: the default for every allocation. */
 #define STRATA_ALIGN_CACHELINE 64u
 /** Page alignment. */
@@ -201,5 +205,9 @@ int strata_arena_numa_node(const struct strata_arena *a);
 enum strata_mem_kind strata_arena_kind(const struct strata_arena *a);
 /** @brief Where the memory came from. */
 enum strata_mem_origin strata_arena_origin(const struct strata_arena *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_ARENA_H */

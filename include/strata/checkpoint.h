@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define STRATA_CKPT_VERSION 1        /**< format version written */
 #define STRATA_CKPT_APP_BYTES 256    /**< the application's own block (sampler position, ...) */
 #define STRATA_CKPT_PATH_MAX 4096
@@ -70,5 +74,9 @@ struct strata_checkpoint_io {
 
 /** @brief The default implementation: POSIX files, atomic and durable as described above. */
 const struct strata_checkpoint_io *strata_checkpoint_file_io(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_CHECKPOINT_H */

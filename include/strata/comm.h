@@ -23,6 +23,10 @@
 #include "strata/tensor.h"
 #include "strata/workers.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct strata_device_ops;
 
 /** Reduction operators. Integer mean truncates toward zero. */
@@ -167,11 +171,8 @@ int strata_comm_scatter(struct strata_comm *c, int rank, const void *send, void 
  */
 int strata_comm_reduce_boolean(struct strata_comm *c, int rank, int flag, int all, int *out);
 
-/**
- * @brief Tests: make @p rank fail with @p status when it reaches step @p point (0-based) of
- *        the next collectives; rank -1 disables. Points: 0 after the arguments are published,
- *        1 after the ranks agreed, 2 after the data moved.
- */
-void strata_comm_inject(struct strata_comm *c, int rank, int point, int status);
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_COMM_H */

@@ -13,6 +13,10 @@
 
 #include "strata/arena.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Header of an IDX file. Only unsigned-byte data (type 0x08) is accepted. */
 struct strata_idx_info {
         int ndims;         /**< 1..4 */
@@ -149,5 +153,9 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b);
  * @return 1 and a filled @p b, 0 at the end of the epoch.
  */
 int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_DATA_H */

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Accelerator kinds. */
 enum strata_accelerator {
         STRATA_ACCEL_CPU = 0,
@@ -208,5 +212,9 @@ int strata_device_driver(enum strata_accelerator kind, const struct strata_devic
  * @retval STRATA_OK, STRATA_EINVAL (NULL or an operation missing), STRATA_ENODEV (probe).
  */
 int strata_device_check(const struct strata_device_ops *d);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_DEVICE_H */

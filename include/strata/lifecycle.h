@@ -15,6 +15,10 @@
 
 #include "strata/sm.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Lifecycle states. */
 enum strata_state {
         STRATA_STATE_CREATED = 0,
@@ -64,5 +68,9 @@ const char *strata_state_name(int state);
 
 /** @brief Name of an event ("training_step"), "?" when out of range. */
 const char *strata_event_name(int event);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_LIFECYCLE_H */

@@ -16,6 +16,10 @@
 #include "strata/device.h"
 #include "strata/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct strata_layer;
 
 /** What a group of a module's values is. */
@@ -237,5 +241,9 @@ void strata_optim_update(const struct strata_optim *o, uint64_t t, float *p, flo
  */
 void strata_optim_update_range(const struct strata_optim *o, uint64_t t, float *p, float *g,
                                float *state, size_t n, size_t lo, size_t hi);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_NN_H */

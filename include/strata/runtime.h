@@ -22,6 +22,10 @@
 #include "strata/device.h"
 #include "strata/nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Pinning of the device threads (cfg.bind). */
 enum strata_bind {
         STRATA_BIND_CORES = 0, /**< one core each, inside the calling thread's CPU set (default) */
@@ -45,7 +49,7 @@ int strata_strategy_from_name(const char *name, enum strata_strategy_kind *out);
 /** @brief Name of a strategy kind ("?" when out of range or not built). */
 const char *strata_strategy_name(enum strata_strategy_kind kind);
 
-/** Everything a run is made of. Start from STRATA_CONFIG_INIT. */
+/** Everything a run is made of. Start from STRATA_CONFIG_INIT or strata_config_init(). */
 struct strata_config {
         unsigned struct_size;               /**< sizeof(struct strata_config) (ABI check) */
         unsigned version;                   /**< STRATA_VERSION_HEX the caller was built with */
@@ -80,6 +84,9 @@ struct strata_config {
         const char *trace_path;
         /** Trace events buffered per device between flushes (0 = 65536; 40 bytes each). */
         size_t trace_events;
+        /** 1: a step whose loss is NaN or infinite returns STRATA_OK (default 0: it returns
+         *  STRATA_ENONFINITE naming the step, so a diverging run stops). */
+        int allow_nonfinite;
         /** Pin device threads to cores of the caller's CPU set (default) or not at all. */
         enum strata_bind bind;
         /** Report on stderr a device that waited this long at a collective, with where
@@ -91,6 +98,12 @@ struct strata_config {
         { .struct_size = sizeof(struct strata_config), .version = STRATA_VERSION_HEX,            \
           .strategy = STRATA_STRATEGY_SINGLE, .accelerator = STRATA_ACCEL_CPU, .devices = 1,    \
           .optim = STRATA_OPTIM_INIT }
+
+/**
+ * @brief Set @p cfg to the defaults of STRATA_CONFIG_INIT: the same thing as a function, for
+ *        C++ (where the macro's designated initialisers warn) and Fortran. NULL is ignored.
+ */
+void strata_config_init(struct strata_config *cfg);
 
 /** Result of strata_plan(). */
 struct strata_plan_info {
@@ -137,7 +150,10 @@ int strata_connect(struct strata_runtime *rt);
  *        optimizer_step, batch_end.
  * @param m Optional metrics of the step.
  * @retval STRATA_OK; STRATA_EINVAL for a bad batch (state unchanged); STRATA_EBADSTATE when
- *         not READY; a device error moves the runtime to its error state.
+ *         not READY; a device error moves the runtime to its error state; STRATA_ENONFINITE
+ *         when the step's loss is NaN or infinite (unless cfg.allow_nonfinite): the step was
+ *         taken, so the parameters may no longer be finite; the runtime stays READY (save
+ *         nothing, restore a checkpoint or stop).
  */
 int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m);
@@ -222,12 +238,6 @@ int strata_flush_trace(struct strata_runtime *rt);
  */
 int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped);
 
-/**
- * @brief Tests: device @p device fails with @p status when it handles lifecycle @p event
- *        (enum strata_event); device -1 disables.
- */
-int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status);
-
 /** @brief Current lifecycle state (enum strata_state). */
 int strata_state(const struct strata_runtime *rt);
 
@@ -310,5 +320,9 @@ struct strata_memory_info {
 
 /** @brief Memory planned, used and refused. */
 int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_RUNTIME_H */

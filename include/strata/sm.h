@@ -25,6 +25,10 @@
 #ifndef STRATA_SM_H
 #define STRATA_SM_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** A run action's answer: not handled here, run the parent state's action. */
 #define STRATA_SM_PARENT 1
 
@@ -87,5 +91,9 @@ int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg);
 
 /** @brief Current state index. */
 int strata_sm_state(const struct strata_sm *sm);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_SM_H */

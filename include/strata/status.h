@@ -6,6 +6,10 @@
 #ifndef STRATA_STATUS_H
 #define STRATA_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(name, value, description): the one list both the enum and strata_strerror() come from. */
 #define STRATA_STATUS_LIST(X)                                                                  \
         X(STRATA_OK, 0, "success")                                                             \
@@ -22,7 +26,8 @@
         X(STRATA_ESYS, -11, "system call failed")                                              \
         X(STRATA_EDEVICE, -12, "device failure")                                               \
         X(STRATA_ENODEV, -13, "no such device")                                                \
-        X(STRATA_EINJECTED, -14, "injected failure (tests)")
+        X(STRATA_EINJECTED, -14, "injected failure (tests)")                                   \
+        X(STRATA_ENONFINITE, -15, "non-finite value")
 
 /** Result of every fallible Strata call. */
 typedef enum strata_status {
@@ -80,5 +85,9 @@ const char *strata_last_error(void);
                 if ((rc) == STRATA_OK)                                                         \
                         (rc) = strata__rc2;                                                    \
         } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_STATUS_H */

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Element types. bf16 and f16 are storage types, accumulated in f32 where reduced. */
 enum strata_dtype {
         STRATA_F32 = 0,
@@ -55,5 +59,9 @@ int64_t strata_tensor_numel(const struct strata_tensor *t);
 
 /** @brief Non-zero when the strides are those of a contiguous row-major layout. */
 int strata_tensor_is_contiguous(const struct strata_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_TENSOR_H */

@@ -8,6 +8,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Counts of the machine's objects. */
 struct strata_topology {
         int packages;
@@ -65,5 +69,9 @@ int strata_placement_describe(const struct strata_placement *p, char *buf, size_
  *        "sse2"), as chosen once by CPUID.
  */
 const char *strata_simd_isa(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_TOPOLOGY_H */

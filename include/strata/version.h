@@ -2,6 +2,10 @@
 #ifndef STRATA_VERSION_H
 #define STRATA_VERSION_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define STRATA_VERSION_MAJOR 0
 #define STRATA_VERSION_MINOR 1
 #define STRATA_VERSION_PATCH 0
@@ -15,5 +19,9 @@
  * @return The linked library's STRATA_VERSION_HEX.
  */
 unsigned strata_version(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_VERSION_H */

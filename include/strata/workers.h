@@ -14,6 +14,10 @@
 #include "strata/arena.h"
 #include "strata/topology.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /** Work run on every device; returns a status. */
 typedef int (*strata_work_fn)(int device, void *arg);
 
@@ -104,5 +108,9 @@ const struct strata_placement *strata_workers_placement(const struct strata_work
  *         included, must stay mapped.
  */
 int strata_workers_stop(struct strata_workers *w);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_WORKERS_H */

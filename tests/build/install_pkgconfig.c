@@ -1,15 +1,31 @@
-/* `make install` gives a library, headers and strata.pc that a program can build against. */
+/*
+ * `make install` gives a library, headers, strata.pc and the tools that a program can build
+ * against; the C++ example builds with pkg-config (shared and --static) and trains.
+ */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-Test(install_pkgconfig, tiny_program_builds_and_runs, .timeout = 240)
+/* Run tests/build/@p script with the source and build directories; 0 when it passed. */
+static int run_script(const char *script)
 {
         char cmd[2048];
 
         if (STRATA_SAN[0] != '\0')
                 cr_skip("install is checked in the plain build, not under " STRATA_SAN);
-        snprintf(cmd, sizeof(cmd), "sh %s/tests/build/install_pkgconfig.sh %s %s",
-                 STRATA_SOURCE_DIR, STRATA_SOURCE_DIR, STRATA_BUILD_DIR);
-        cr_assert_eq(system(cmd), 0, "install + pkg-config build failed (see output)");
+        snprintf(cmd, sizeof(cmd), "sh %s/tests/build/%s %s %s >&2", STRATA_SOURCE_DIR, script,
+                 STRATA_SOURCE_DIR, STRATA_BUILD_DIR);
+        return system(cmd);
+}
+
+Test(install_pkgconfig, tiny_program_builds_and_runs, .timeout = 240)
+{
+        cr_assert_eq(run_script("install_pkgconfig.sh"), 0,
+                     "install + pkg-config build failed (see output)");
+}
+
+Test(install_pkgconfig, cpp_example_builds_shared_and_static_and_trains, .timeout = 240)
+{
+        cr_assert_eq(run_script("examples.sh"), 0,
+                     "the C++ example failed to build or train (see output)");
 }

@@ -4,6 +4,8 @@
  * communicator work again afterwards.
  */
 #include <criterion/criterion.h>
+
+#include "strata/testing.h"
 #include <time.h>
 
 #include "tests/support/pool.h"

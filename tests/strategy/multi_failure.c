@@ -4,6 +4,8 @@
  * returned), and teardown succeeds.
  */
 #include <criterion/criterion.h>
+
+#include "strata/testing.h"
 #include <stdio.h>
 #include <string.h>
 

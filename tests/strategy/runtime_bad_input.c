@@ -1,5 +1,6 @@
 /* Bad configurations, batches and call orders get a status, a message, and change nothing. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -129,4 +130,72 @@ Test(runtime_bad_input, teardown_from_created_state)
         cr_assert_eq(strata_state(rt), STRATA_STATE_ENV_READY);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         cr_assert_eq(strata_teardown(NULL), STRATA_EINVAL);
+}
+
+/*
+ * The output width is the last module's, whatever it is: a model that ends in ReLU after a
+ * 16-wide linear has 16 outputs, so classes 4 is refused (predict would write 16 floats per
+ * row into a rows x 4 buffer); with a 4-wide linear before the ReLU it trains and predicts.
+ */
+Test(runtime_bad_input, output_width_is_the_last_modules_whatever_it_is)
+{
+        struct strata_module mods[3] = { { .ops = &strata_linear, .out = 16 },
+                                         { .ops = &strata_relu } };
+        struct strata_model model = { .in_features = RIG_IN, .nmodules = 2, .modules = mods };
+        float logits[RIG_BATCH * RIG_CLASSES + 1];
+        struct strata_plan_info pl;
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct rig r;
+        struct strata_config c;
+
+        rig_init(&r, 0);
+        c = r.cfg;
+        c.model = &model;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "outputs 16 values per row (its last "
+                                                       "module, relu); classes is 4"),
+                           "%s", strata_last_error());
+        mods[0].out = RIG_CLASSES;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        rig_steps(&r, rt, 2, &b);
+        logits[RIG_BATCH * RIG_CLASSES] = 12345.0f; /* a guard after the rows x classes */
+        cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
+        cr_assert_eq(logits[RIG_BATCH * RIG_CLASSES], 12345.0f, "predict wrote past its rows");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* A diverging run stops at the first non-finite loss, naming the step, unless allowed. */
+Test(runtime_bad_input, nonfinite_loss_stops_the_run_naming_the_step)
+{
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct strata_metrics m;
+        struct strata_config c;
+        struct rig r;
+        int rc = STRATA_OK, steps = 0;
+
+        rig_init(&r, 0);
+        c = r.cfg;
+        c.optim.lr = 1e30f;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        while (rc == STRATA_OK && strata_loader_next(&r.loader, &b)) {
+                rc = strata_train_step(rt, &b, &m);
+                steps++;
+        }
+        cr_assert_eq(rc, STRATA_ENONFINITE, "16 steps at lr 1e30 must diverge");
+        cr_assert_not_null(strstr(strata_last_error(), "step "), "%s", strata_last_error());
+        cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        c.allow_nonfinite = 1;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK);
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        while (strata_loader_next(&r.loader, &b))
+                cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "allowed: goes on");
+        cr_assert(!isfinite(m.loss), "and the loss is still not finite (%g)", m.loss);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }

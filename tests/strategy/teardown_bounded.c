@@ -29,13 +29,16 @@ static double now(void)
 
 Test(teardown_bounded, stuck_device_is_named_and_abandoned, .timeout = 20)
 {
-        struct strata_module_ops stuck = strata_relu;
+        /* Static: the abandoned device still holds pointers to the model, the batch and its
+         * rows after the test returns, so none of them may live on this stack. */
+        static struct strata_module_ops stuck;
+        static struct strata_batch b;
+        static struct strata_config c;
+        static struct rig r;
         struct strata_runtime *rt;
-        struct strata_batch b;
-        struct strata_config c;
-        struct rig r;
         double t0;
 
+        stuck = strata_relu;
         stuck.name = "stuck";
         stuck.forward = stuck_forward;
         rig_init(&r, 0);

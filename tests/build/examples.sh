@@ -1,0 +1,22 @@
+#!/bin/sh
+# The examples as a user builds them: install into a scratch prefix, then compile with
+# pkg-config only — the C++ example against the shared library and, with --static, against
+# the archive — and run both.
+set -eu
+src=$1 build=$2
+prefix=$build/stage-examples
+rm -rf "$prefix"
+env -u MAKEFLAGS -u MFLAGS make -s -C "$src" BUILD="$build" PREFIX="$prefix" install >/dev/null
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+cxx="g++ -std=c++17 -Wall -Wextra -Werror"
+$cxx -o "$build/example-cpp" "$src/examples/cpp/train.cpp" \
+        $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
+"$build/example-cpp"
+static_flags=$(pkg-config --cflags --libs --static strata)
+$cxx -o "$build/example-cpp-static" "$src/examples/cpp/train.cpp" -Wl,-Bstatic -lstrata \
+        -Wl,-Bdynamic $static_flags
+"$build/example-cpp-static"
+# The static program has no libstrata.so to find: it must not depend on one.
+if ldd "$build/example-cpp-static" | grep -q libstrata; then
+        echo "the --static build still needs libstrata.so"; exit 1
+fi
