@@ -78,7 +78,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt bench-trace check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
@@ -107,8 +107,10 @@ $(BUILD)/libstrata.a: $(LIB_OBJS) $(CUDA_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libstrata.so: $(LIB_OBJS) $(CUDA_OBJS)
-	$(Q)$(CC) -shared $(SANFLAGS) -Wl,-soname,libstrata.so.0 -o $@ $^ $(LIBS)
+# Only the public API is exported (strata.map); internal symbols stay inside the library.
+$(BUILD)/libstrata.so: $(LIB_OBJS) $(CUDA_OBJS) strata.map
+	$(Q)$(CC) -shared $(SANFLAGS) -Wl,-soname,libstrata.so.0 -Wl,--version-script=strata.map \
+	        -o $@ $(LIB_OBJS) $(CUDA_OBJS) $(LIBS)
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
@@ -128,7 +130,12 @@ $(TEST_OBJS): EXTRA_CFLAGS += -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
         -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"'
 
 # The suite: Criterion's own summary line closes it. The heap and install checks are tests too.
-test: all $(TEST_BIN)
+# `make test` and `make run` check the system dependencies first (installing what is
+# missing, idempotently), so that each works alone on a fresh clone.
+test: deps
+	+$(Q)$(MAKE) --no-print-directory test-suite
+
+test-suite: all $(TEST_BIN)
 	$(Q)$(TEST_BIN) --jobs $(JOBS) $(TESTARGS)
 
 asan:
@@ -167,7 +174,7 @@ deps:
 	        SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	        $$SUDO apt-get update -qq && \
 	        DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "all dependencies present"; fi
+	fi
 
 # PyTorch is in DEPS for the test that loads a safetensors export; the library never needs it.
 bench-deps: deps
@@ -176,7 +183,10 @@ bench-deps: deps
 
 # The main job: the default model on Fashion-MNIST with the default strategy; its metrics and
 # their curves land in $(BUILD)/run/ (metrics.csv, metrics.png).
-run: tools
+run: deps
+	+$(Q)$(MAKE) --no-print-directory run-main
+
+run-main: tools
 	@mkdir -p $(BUILD)/run
 	$(BUILD)/bin/strata-train --metrics-csv $(BUILD)/run/metrics.csv
 	tools/strata-plot $(BUILD)/run/metrics.csv
