@@ -27,8 +27,8 @@ BLAS_INC := /usr/include/x86_64-linux-gnu/openblas-serial
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O3 -g
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(CUDA_CFLAGS) $(SANFLAGS) $(EXTRA_CFLAGS)
-LIBS      = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl $(CUDA_LIBS)
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
+LIBS      = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)
@@ -45,13 +45,16 @@ endif
 
 LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
 
-# CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) joins the library, which
-# then links cuBLAS and the CUDA runtime. Without a GPU at run time the driver's probe says so.
+# CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) is built as its own shared
+# object, libstrata-cuda.so, which links cuBLAS and the CUDA runtime; the library loads it the
+# first time the CUDA accelerator is asked for, so CPU-only programs never map those libraries.
+# Without a GPU at run time the driver's probe says so.
 CUDA_SRCS := $(wildcard drivers/cuda/*.cu)
+CUDA_C_SRCS := $(wildcard drivers/cuda/*.c)
 ifeq ($(CUDA),1)
-CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o)
-LIB_DIRS  += drivers/cuda
-CUDA_CFLAGS := -DSTRATA_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o) $(CUDA_C_SRCS:%.c=$(BUILD)/obj/%.o)
+CUDA_PLUGIN := $(BUILD)/libstrata-cuda.so
+TEST_CUDA_CFLAGS := -DSTRATA_HAVE_CUDA
 CUDA_LIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
 NVFLAGS   := -O3 -std=c++17 -Xcompiler -fPIC,-fno-exceptions,-fno-rtti -Iinclude -I. -MMD -MP \
              -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -81,15 +84,15 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 .PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
-lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so
+lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN)
 tools: $(TOOLS)
 
 # A change of compiler or flags rebuilds every object (the stamp changes only then).
 FLAGS_STAMP := $(BUILD)/.flags
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA_CFLAGS)' | cmp -s - $@ || \
-	        echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA_CFLAGS)' > $@
+	@echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA) $(CUDA_LIBS)' | cmp -s - $@ || \
+	        echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA) $(CUDA_LIBS)' > $@
 FORCE:
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -103,14 +106,21 @@ $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(BUILD)/libstrata.a: $(LIB_OBJS) $(CUDA_OBJS)
+$(BUILD)/libstrata.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # Only the public API is exported (strata.map); internal symbols stay inside the library.
-$(BUILD)/libstrata.so: $(LIB_OBJS) $(CUDA_OBJS) strata.map
+$(BUILD)/libstrata.so: $(LIB_OBJS) strata.map
 	$(Q)$(CC) -shared $(SANFLAGS) -Wl,-soname,libstrata.so.0 -Wl,--version-script=strata.map \
-	        -o $@ $(LIB_OBJS) $(CUDA_OBJS) $(LIBS)
+	        -o $@ $(LIB_OBJS) $(LIBS)
+
+# The CUDA driver plugin: its objects, cuBLAS and the CUDA runtime; it exports one function
+# (drivers/cuda/plugin.map) and resolves everything else within itself (--no-undefined).
+$(CUDA_C_SRCS:%.c=$(BUILD)/obj/%.o): EXTRA_CFLAGS += -I$(CUDA_HOME)/include -fvisibility=hidden
+$(BUILD)/libstrata-cuda.so: $(CUDA_OBJS) drivers/cuda/plugin.map
+	$(Q)$(CC) -shared $(SANFLAGS) -Wl,--version-script=drivers/cuda/plugin.map \
+	        -Wl,--no-undefined -o $@ $(CUDA_OBJS) $(CUDA_LIBS) -lhwloc -lpthread -lm
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
@@ -121,12 +131,15 @@ $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
 	@mkdir -p $(dir $@)
 	$(Q)$(MPICC) -O3 -o $@ $<
 
-$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
+# -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
+# must be what the CUDA plugin's calls resolve to.
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(CUDA_PLUGIN)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS) $(TESTLIBS) -ldl
+	$(Q)$(CC) $(SANFLAGS) -pthread -rdynamic -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) \
+	        $(BUILD)/libstrata.a $(LIBS) $(TESTLIBS) -ldl
 
 # Tests find the build through these definitions.
-$(TEST_OBJS): EXTRA_CFLAGS += -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
+$(TEST_OBJS): EXTRA_CFLAGS += $(TEST_CUDA_CFLAGS) -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
         -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"'
 
 # The suite: Criterion's own summary line closes it. The heap and install checks are tests too.
@@ -215,13 +228,15 @@ install: lib tools
 	install -m 755 $(BUILD)/bin/strata-train tools/strata-plot $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
+	$(if $(CUDA_PLUGIN),install -m 755 $(CUDA_PLUGIN) $(DESTDIR)$(PREFIX)/lib/)
 	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STRATA_VERSION_STRING "\(.*\)"/\1/p' include/strata/version.h)|' \
-	    -e 's|@BLAS_DIR@|$(BLAS_DIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+	    -e 's|@BLAS_DIR@|$(BLAS_DIR)|g' strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \
+	       $(DESTDIR)$(PREFIX)/lib/libstrata-cuda.so \
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc $(DESTDIR)$(PREFIX)/bin/strata-train \
 	       $(DESTDIR)$(PREFIX)/bin/strata-plot
 

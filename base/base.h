@@ -6,6 +6,7 @@
 #ifndef STRATA_BASE_BASE_H
 #define STRATA_BASE_BASE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "strata/limits.h"
@@ -16,6 +17,9 @@
  * reads `return strata__fail(STRATA_EINVAL, "batch must be > 0, got %d", b);`.
  */
 int strata__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* strata__fail() with a va_list: what a driver loaded as a plugin reports its errors with. */
+int strata__vfail(int status, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /*
  * Set this thread's last error to @p msg verbatim and return @p status: how an error raised on

@@ -37,16 +37,22 @@ const char *strata_last_error(void)
         return last_error;
 }
 
+int strata__vfail(int status, const char *fmt, va_list ap)
+{
+        int n = snprintf(last_error, sizeof(last_error), "%s: ", strata_strerror(status));
+
+        if (n < 0 || (size_t)n >= sizeof(last_error))
+                return status;
+        vsnprintf(last_error + n, sizeof(last_error) - (size_t)n, fmt, ap);
+        return status;
+}
+
 int strata__fail(int status, const char *fmt, ...)
 {
         va_list ap;
-        int n;
 
-        n = snprintf(last_error, sizeof(last_error), "%s: ", strata_strerror(status));
-        if (n < 0 || (size_t)n >= sizeof(last_error))
-                return status;
         va_start(ap, fmt);
-        vsnprintf(last_error + n, sizeof(last_error) - (size_t)n, fmt, ap);
+        status = strata__vfail(status, fmt, ap);
         va_end(ap);
         return status;
 }

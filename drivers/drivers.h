@@ -5,12 +5,8 @@
 #include "strata/device.h"
 
 extern const struct strata_device_ops strata__cpu_driver;
-#ifdef STRATA_HAVE_CUDA
+/* In libstrata-cuda.so (drivers/cuda/), loaded by drivers/registry.c when asked for. */
 extern const struct strata_device_ops strata__cuda_driver;
-#define STRATA__CUDA_DRIVER (&strata__cuda_driver)
-#else
-#define STRATA__CUDA_DRIVER NULL /* built without nvcc */
-#endif
 
 /**
  * Make OpenBLAS map @p n buffer slots now (one per device), so that concurrent GEMMs never map

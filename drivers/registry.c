@@ -1,16 +1,107 @@
-/* The registries of device drivers (one const table per accelerator kind) and transports. */
+/*
+ * The registries of device drivers (one const table per accelerator kind) and transports.
+ * The CPU driver is in the library; the CUDA driver is a plugin (drivers/plugin.h) loaded the
+ * first time it is asked for, so a CPU-only program never maps the CUDA libraries.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "strata/device.h"
 #include "strata/status.h"
 #include "base/base.h"
 #include "drivers/comm_internal.h"
 #include "drivers/drivers.h"
+#include "drivers/plugin.h"
 
-static const struct strata_device_ops *const registry[STRATA_ACCEL_COUNT] = {
+static const struct strata_device_ops *registry[STRATA_ACCEL_COUNT] = {
         [STRATA_ACCEL_CPU] = &strata__cpu_driver,
-        [STRATA_ACCEL_CUDA] = STRATA__CUDA_DRIVER,
 };
+
+/* The CUDA plugin, loaded once: its table, or why it could not be had. */
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static char cuda_why[512];
+
+/*
+ * Where to look for the plugin: $STRATA_CUDA_PLUGIN, then beside the object this code is in
+ * (libstrata.so in lib/, or a program linked with the archive: its bin/../lib and bin/..),
+ * then the dynamic linker's own search.
+ */
+static void *open_plugin(char *tried, size_t n)
+{
+        const char *env = getenv("STRATA_CUDA_PLUGIN");
+        char dir[PATH_MAX], path[PATH_MAX + 64];
+        const char *sub[] = { "", "/../lib", "/.." };
+        Dl_info info;
+        void *h;
+
+        tried[0] = '\0';
+        if (env && *env) {
+                snprintf(tried, n, "%s", env);
+                return dlopen(env, RTLD_NOW | RTLD_GLOBAL);
+        }
+        dir[0] = '\0';
+        if (dladdr((void *)open_plugin, &info) && info.dli_fname && info.dli_fname[0] == '/')
+                snprintf(dir, sizeof(dir), "%s", info.dli_fname);
+        else { /* linked into the program itself: the main program's name is not recorded */
+                ssize_t len = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+
+                dir[len > 0 ? len : 0] = '\0';
+        }
+        if (dir[0]) {
+                char *slash = strrchr(dir, '/');
+
+                if (slash) {
+                        *slash = '\0';
+                        for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+                                size_t len = strlen(tried);
+
+                                snprintf(path, sizeof(path), "%s%s/" STRATA__CUDA_PLUGIN, dir,
+                                         sub[i]);
+                                snprintf(tried + len, n - len, "%s%s", len ? ", " : "", path);
+                                if ((h = dlopen(path, RTLD_NOW | RTLD_GLOBAL)))
+                                        return h;
+                        }
+                }
+        }
+        {
+                size_t len = strlen(tried);
+
+                snprintf(tried + len, n - len, "%s" STRATA__CUDA_PLUGIN " (system paths)",
+                         len ? ", " : "");
+        }
+        return dlopen(STRATA__CUDA_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+}
+
+static void load_cuda(void)
+{
+        static const struct strata__plugin_host host = { STRATA__PLUGIN_ABI, strata__vfail };
+        char tried[1536];
+        strata__plugin_open_fn open_fn;
+        void *h = open_plugin(tried, sizeof(tried));
+        const char *err;
+
+        if (!h) {
+                err = dlerror();
+                snprintf(cuda_why, sizeof(cuda_why), "%s not loaded (%s; tried %.300s): this "
+                         "build has no CUDA driver (built without the CUDA toolkit, or with "
+                         "CUDA=0), or it is not installed beside the library",
+                         STRATA__CUDA_PLUGIN, err ? err : "not found", tried);
+                return;
+        }
+        *(void **)&open_fn = dlsym(h, STRATA__CUDA_PLUGIN_ENTRY);
+        registry[STRATA_ACCEL_CUDA] = open_fn ? open_fn(&host) : NULL;
+        if (!registry[STRATA_ACCEL_CUDA]) {
+                snprintf(cuda_why, sizeof(cuda_why), "%s is from another Strata build (no "
+                         "matching " STRATA__CUDA_PLUGIN_ENTRY ")", STRATA__CUDA_PLUGIN);
+                dlclose(h);
+        }
+}
 
 static const char *const names[STRATA_ACCEL_COUNT] = {
         [STRATA_ACCEL_CPU] = "cpu",
@@ -33,12 +124,12 @@ int strata_device_driver(enum strata_accelerator kind, const struct strata_devic
         if (!out || (unsigned)kind >= STRATA_ACCEL_COUNT)
                 return strata__fail(STRATA_EINVAL, "device driver: unknown accelerator %d",
                                     (int)kind);
+        if (kind == STRATA_ACCEL_CUDA)
+                pthread_once(&cuda_once, load_cuda);
         d = registry[kind];
         if (!d)
-                return strata__fail(STRATA_ENODEV,
-                                    "device driver %s: not built into this library (it was "
-                                    "built without nvcc, or with CUDA=0)",
-                                    names[kind]);
+                return strata__fail(STRATA_ENODEV, "device driver %s: %s", names[kind],
+                                    kind == STRATA_ACCEL_CUDA ? cuda_why : "not built");
         STRATA_TRY(strata_device_check(d));
         *out = d;
         return STRATA_OK;

@@ -3,6 +3,8 @@
  * one skips and says why; the tests of what happens without one run everywhere.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/support/cudacount.h"
@@ -216,4 +218,64 @@ Test(cuda_driver, the_counter_sees_reservations)
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_geq(cudacount_calls() - before, 2, "init's cudaMalloc/cudaHostAlloc unseen");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* 1 when /proc/self/maps maps a file whose name contains @p what. */
+static int mapped(const char *what)
+{
+        FILE *f = fopen("/proc/self/maps", "r");
+        char line[1024];
+        int found = 0;
+
+        cr_assert_not_null(f);
+        while (!found && fgets(line, sizeof(line), f))
+                found = strstr(line, what) != NULL;
+        fclose(f);
+        return found;
+}
+
+/* A CPU-only run never maps the CUDA runtime, cuBLAS or the CUDA plugin. */
+Test(cuda_driver, cpu_run_maps_no_cuda_library)
+{
+        struct strata_runtime *rt;
+        struct rig r;
+
+        rig_init(&r, 1);
+        r.cfg.strategy = STRATA_STRATEGY_DDP;
+        r.cfg.devices = 2;
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        rig_steps(&r, rt, 3, NULL);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert(!mapped("libcudart"), "a CPU run mapped libcudart");
+        cr_assert(!mapped("libcublas"), "a CPU run mapped libcublas");
+        cr_assert(!mapped("libstrata-cuda"), "a CPU run loaded the CUDA plugin");
+}
+
+/* Asking for CUDA loads the plugin built beside the library, and only then. */
+Test(cuda_driver, asking_for_cuda_loads_the_plugin)
+{
+        const struct strata_device_ops *d;
+        FILE *f = fopen(STRATA_BUILD_DIR "/libstrata-cuda.so", "r");
+
+        if (!f)
+                cr_skip("this build has no CUDA plugin (no CUDA toolkit, or CUDA=0)");
+        fclose(f);
+        cr_assert(!mapped("libstrata-cuda"));
+        (void)strata_device_driver(STRATA_ACCEL_CUDA, &d); /* ENODEV without a GPU */
+        cr_assert(mapped("libstrata-cuda.so"), "the plugin was not loaded");
+        cr_assert(mapped("libcudart"), "the plugin brings the CUDA runtime");
+}
+
+/* A plugin that cannot be loaded is ENODEV with a message saying what was tried. */
+Test(cuda_driver, missing_plugin_says_what_was_tried)
+{
+        const struct strata_device_ops *d = NULL;
+
+        setenv("STRATA_CUDA_PLUGIN", "/nonexistent/libstrata-cuda.so", 1);
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CUDA, &d), STRATA_ENODEV);
+        cr_assert_null(d);
+        cr_assert_not_null(strstr(strata_last_error(), "/nonexistent/libstrata-cuda.so"), "%s",
+                           strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "not loaded"), "%s", strata_last_error());
 }
