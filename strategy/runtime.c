@@ -6,6 +6,7 @@
  * runtime. Both paths are the same code, so the plan cannot drift from what init does.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -359,6 +360,32 @@ static int need_ready(const struct strata_runtime *rt)
         return STRATA_OK;
 }
 
+/* strata_request_stop(): one flag for the process, set from signal handlers. */
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free (signal handlers)");
+
+void strata_request_stop(void)
+{
+        atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
+}
+
+int strata_stop_requested(void)
+{
+        return atomic_load_explicit(&stop_flag, memory_order_relaxed);
+}
+
+void strata_clear_stop(void)
+{
+        atomic_store_explicit(&stop_flag, 0, memory_order_relaxed);
+}
+
+static int stopped(void)
+{
+        return strata__fail(STRATA_ESTOPPED, "stop requested (strata_request_stop): nothing "
+                                             "was run; the runtime is ready to save or tear "
+                                             "down");
+}
+
 static const struct strata_span span_train = { "train_step", "step", "step", 0 };
 static const struct strata_span span_eval = { "eval_step", "step", "step", 0 };
 static const struct strata_span span_predict = { "predict_step", "step", "step", 0 };
@@ -400,6 +427,8 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
+        if (rt->micro == 0 && strata_stop_requested())
+                return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
         rt->args = (struct strata__step_args){ .batch = b, .metrics = m ? m : &own };
         rt->sync_grads = rt->micro == k - 1;
@@ -434,6 +463,8 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
+        if (strata_stop_requested())
+                return stopped();
         t0 = step_begin(rt, &span_eval, &t);
         rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP, NULL);
@@ -452,6 +483,8 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
         if (!logits)
                 return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
         STRATA_TRY(check_batch(rt, b, 0));
+        if (strata_stop_requested())
+                return stopped();
         t0 = step_begin(rt, &span_predict, &t);
         rt->args = (struct strata__step_args){ .batch = b, .logits = logits };
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP, NULL);

@@ -223,6 +223,22 @@ int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, 
                                    int *out);
 
 /**
+ * @brief Ask every runtime of this process to stop at its next step boundary. Async-signal-safe
+ *        (one lock-free atomic store): call it from a SIGINT/SIGTERM handler. From then on
+ *        strata_train_step() returns STRATA_ESTOPPED at the start of the next optimizer step
+ *        (a pending accumulation window is completed first) and strata_eval_step() /
+ *        strata_predict_step() at once, doing nothing; the runtime stays READY, so the
+ *        application can save a checkpoint and tear down.
+ */
+void strata_request_stop(void);
+
+/** @brief 1 after strata_request_stop() until strata_clear_stop(). Async-signal-safe. */
+int strata_stop_requested(void);
+
+/** @brief Forget a stop request (steps run again). */
+void strata_clear_stop(void);
+
+/**
  * @brief Write the trace's buffered events to its file now (e.g. at an epoch end); between
  *        steps. Buffers are also flushed when half full (at the start of a step) and at
  *        teardown. Without a trace it does nothing.

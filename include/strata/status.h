@@ -27,7 +27,8 @@ extern "C" {
         X(STRATA_EDEVICE, -12, "device failure")                                               \
         X(STRATA_ENODEV, -13, "no such device")                                                \
         X(STRATA_EINJECTED, -14, "injected failure (tests)")                                   \
-        X(STRATA_ENONFINITE, -15, "non-finite value")
+        X(STRATA_ENONFINITE, -15, "non-finite value")                                          \
+        X(STRATA_ESTOPPED, -16, "stop requested")
 
 /** Result of every fallible Strata call. */
 typedef enum strata_status {
