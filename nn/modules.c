@@ -120,7 +120,8 @@ static int bn_shape(const struct strata_layer *l, int in, struct strata_module_s
 {
         size_t f = (size_t)in;
 
-        if (l->desc->eps < 0.0f || l->desc->decay < 0.0f || l->desc->decay > 1.0f)
+        if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)) ||
+            !(l->desc->decay >= 0.0f && l->desc->decay <= 1.0f))
                 return strata__fail(STRATA_EINVAL, "batchnorm (module %d): eps %g / momentum %g",
                                     l->index, l->desc->eps, l->desc->decay);
         *s = (struct strata_module_shape){

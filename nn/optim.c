@@ -43,13 +43,17 @@ int strata_optim_check(const struct strata_optim *o)
                 if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
                         return strata__fail(STRATA_EINVAL, "momentum %g not in [0, 1)",
                                             o->momentum);
+                if (!(o->dampening >= 0.0f && o->dampening <= 1.0f))
+                        return strata__fail(STRATA_EINVAL, "dampening %g not in [0, 1]",
+                                            o->dampening);
                 if (o->nesterov && (o->momentum == 0.0f || o->dampening != 0.0f))
                         return strata__fail(STRATA_EINVAL,
                                             "nesterov needs momentum > 0 and dampening 0");
         } else {
                 float b1 = o->beta1 ? o->beta1 : 0.9f, b2 = o->beta2 ? o->beta2 : 0.999f;
 
-                if (!(b1 >= 0.0f && b1 < 1.0f) || !(b2 >= 0.0f && b2 < 1.0f) || o->eps < 0.0f)
+                if (!(b1 >= 0.0f && b1 < 1.0f) || !(b2 >= 0.0f && b2 < 1.0f) ||
+                    !(o->eps >= 0.0f && isfinite(o->eps)))
                         return strata__fail(STRATA_EINVAL, "adamw betas (%g, %g) / eps %g", b1,
                                             b2, o->eps);
         }
