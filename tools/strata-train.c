@@ -696,6 +696,19 @@ int main(int argc, char **argv)
         if (steps_per_epoch == 0)
                 return bad("--batch %s is larger than the %s training samples",
                            (snprintf(p1, 32, "%d", o.batch), p1), (snprintf(p2, 32, "%u", train.n), p2));
+        /* What would only fail late: an accumulation window that outlasts an epoch (the
+         * optimizer would step across epoch ends, or never), and a last test batch with fewer
+         * rows than devices (the evaluation after the first epoch would fail). */
+        if (o.accumulate > steps_per_epoch)
+                return bad("--accumulate %s is longer than an epoch's %s batches: use at most "
+                           "that many",
+                           (snprintf(p1, 32, "%d", o.accumulate), p1),
+                           (snprintf(p2, 32, "%ld", steps_per_epoch), p2));
+        if (test.n % (uint32_t)o.batch && test.n % (uint32_t)o.batch < (uint32_t)o.devices)
+                return bad("the last test batch has %s rows, fewer than the %s devices: choose "
+                           "--batch or --devices so that it has at least one row per device",
+                           (snprintf(p1, 32, "%u", test.n % (uint32_t)o.batch), p1),
+                           (snprintf(p2, 32, "%d", o.devices), p2));
         if (set_schedule(&o, steps_per_epoch, &cfg.optim))
                 return 2;
         if (strata_init(&rt, &cfg) || strata_connect(rt))
