@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -68,13 +69,23 @@ static int fill_in(struct reader *r, size_t *got)
 
 static int reader_open(struct reader *r, const char *path)
 {
+        struct stat st;
         size_t got = 0;
 
         memset(r, 0, offsetof(struct reader, in));
         r->path = path;
-        r->fd = open(path, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+        r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (r->fd < 0)
                 return strata__fail(STRATA_EIO, "%s: cannot open: %s", path, strerror(errno));
+        if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode))
+                return strata__fail(STRATA_EINVAL, "%s: not a regular file (%s)", path,
+                                    S_ISDIR(st.st_mode)    ? "a directory"
+                                    : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                    : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                    : S_ISSOCK(st.st_mode) ? "a socket"
+                                                           : "not a file");
+        (void)fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK);
         STRATA_TRY(fill_in(r, &got));
         r->have = got;
         r->gz = got >= 2 && r->in[0] == 0x1f && r->in[1] == 0x8b;
@@ -136,8 +147,22 @@ static int reader_read(struct reader *r, unsigned char *dst, size_t n, size_t *g
                         r->zs.avail_out = (uInt)want;
                         zrc = inflate(&r->zs, Z_NO_FLUSH);
                         done += want - r->zs.avail_out;
-                        if (zrc == Z_STREAM_END)
-                                break;
+                        if (zrc == Z_STREAM_END) {
+                                /* Another gzip member may follow (gzip -t accepts those). */
+                                if (r->zs.avail_in == 0 && !r->eof) {
+                                        size_t k = 0;
+
+                                        STRATA_TRY(fill_in(r, &k));
+                                        r->zs.next_in = r->in;
+                                        r->zs.avail_in = (uInt)k;
+                                }
+                                if (r->zs.avail_in == 0)
+                                        break;
+                                if (inflateReset(&r->zs) != Z_OK)
+                                        return strata__fail(STRATA_EFORMAT, "%s: gzip member "
+                                                            "reset failed", r->path);
+                                continue;
+                        }
                         if (zrc != Z_OK && !(zrc == Z_BUF_ERROR && !r->eof))
                                 return strata__fail(STRATA_EFORMAT, "%s: corrupt gzip data (%s)",
                                                     r->path, r->zs.msg ? r->zs.msg : "zlib error");

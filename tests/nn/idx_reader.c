@@ -1,7 +1,9 @@
 /* IDX files, plain and gzip: valid files load; every malformed one is refused with a reason. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "strata/strata.h"
 #include "tests/support/idxfiles.h"
@@ -128,4 +130,45 @@ Test(idx_reader, dataset_count_mismatch)
         cr_assert_eq(strata_dataset_load(&ds, &a, pi, pl), STRATA_EFORMAT);
         cr_assert_not_null(strstr(strata_last_error(), "5 images but"), "%s", strata_last_error());
         cr_assert_eq(strata_dataset_bytes(pi, pl, &bytes), STRATA_EFORMAT);
+}
+
+/* A file of several gzip members (what `cat a.gz b.gz` or pigz writes) loads whole. */
+Test(idx_reader, multi_member_gzip_loads_whole)
+{
+        const char *dir = test_tmpdir();
+        uint32_t dims[2] = { 50, 20 };
+        size_t n = test_idx(buf, 2, dims, 3, 2);
+        char a[512], b[512], cmd[4096], whole[600];
+        struct strata_idx_info info;
+        const uint8_t *d;
+        static unsigned char copy[4096];
+
+        memcpy(copy, buf, n);
+        snprintf(a, sizeof(a), "%s", test_write(dir, "part1.gz", copy, 300, 1));
+        snprintf(b, sizeof(b), "%s", test_write(dir, "part2.gz", copy + 300, n - 300, 1));
+        snprintf(whole, sizeof(whole), "%s/whole.gz", dir);
+        snprintf(cmd, sizeof(cmd), "cat %s %s > %s && gzip -t %s", a, b, whole, whole);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+        cr_assert_eq(load(whole, &d, &info), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(info.bytes, 1000);
+        cr_assert_eq(memcmp(d, copy + (n - 1000), 1000), 0);
+}
+
+/* A FIFO is refused at once (opening it must not wait for a writer); so is a directory. */
+Test(idx_reader, fifo_and_directory_refused_without_blocking, .timeout = 10)
+{
+        const char *dir = test_tmpdir();
+        struct strata_idx_info info;
+        const uint8_t *d;
+        char fifo[512];
+
+        snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+        cr_assert_eq(mkfifo(fifo, 0600), 0);
+        cr_assert_eq(load(fifo, &d, &info), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "not a regular file (a FIFO)"), "%s",
+                           strata_last_error());
+        cr_assert_eq(load(dir, &d, &info), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "a directory"), "%s", strata_last_error());
+        cr_assert_eq(strata_idx_info("/dev/zero", &info), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "a device"), "%s", strata_last_error());
 }
