@@ -3,6 +3,7 @@
  * Strata strategy, printing progress per epoch and a summary. Exit status 2 on bad input.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -348,6 +349,28 @@ static void progress(int epoch, int epochs, long step, long steps, double loss, 
         fflush(stdout);
 }
 
+/* A number for JSON: non-finite values are null (JSON has no NaN or Infinity). */
+static const char *json_num(double v, const char *fmt, char *buf)
+{
+        if (!isfinite(v))
+                return "null";
+        snprintf(buf, 32, fmt, v);
+        return buf;
+}
+
+/* Flush stdout; on a write error (disk full, closed pipe) say so once. 1 when it failed. */
+static int stdout_failed(void)
+{
+        static int said;
+
+        if (fflush(stdout) == 0 && !ferror(stdout))
+                return 0;
+        if (!said++)
+                fprintf(stderr, "strata-train: writing the results to stdout failed: %s\n",
+                        strerror(errno));
+        return 1;
+}
+
 /* --metrics-csv: a failed write is reported once; the run goes on, the exit status says it. */
 static void csv_check(struct csvlog *l, int rc)
 {
@@ -579,6 +602,13 @@ int main(int argc, char **argv)
         static char outbuf[1 << 14];
         static struct csvlog csv;
 
+        /* A closed stdout: the results would be lost, and the next file opened would take its
+         * descriptor and receive them. */
+        if (fcntl(1, F_GETFD) < 0) {
+                fprintf(stderr, "strata-train: stdout is closed: the results could not be "
+                                "written\n");
+                return 2;
+        }
         /* stdout's buffer is ours, so printing progress never allocates. */
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &o)))
@@ -736,7 +766,10 @@ int main(int argc, char **argv)
                        strata_strategy_name(o.strategy),
                        o.devices,
                        o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
-        fflush(stdout);
+        if (stdout_failed()) {
+                strata_teardown(rt);
+                return 1;
+        }
         if ((o.ckpt_dir || o.ckpt_every) &&
             (steps_per_epoch % o.accumulate || o.ckpt_every % o.accumulate || !o.ckpt_dir)) {
                 strata_teardown(rt);
@@ -825,13 +858,15 @@ int main(int argc, char **argv)
                 if (o.ckpt_dir && (rc = save_ckpt(rt, &o, (struct position){ ep + 1, 0, 0.0 })))
                         goto fail;
                 if (o.json)
-                        printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.4f,"
+                        printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%.4f,"
                                "\"samples_per_s\":%.0f,\"epoch_s\":%.3f}\n",
-                               ep + 1, train_loss, acc, (double)(s * o.batch) / ep_time, ep_time);
+                               ep + 1, json_num(train_loss, "%.6f", p1), acc,
+                               (double)(s * o.batch) / ep_time, ep_time);
                 else if (!o.quiet)
                         printf("epoch %3d  train_loss %.4f  test_acc %.4f  %8.0f samples/s  %.2fs\n",
                                ep + 1, train_loss, acc, (double)(s * o.batch) / ep_time, ep_time);
-                fflush(stdout);
+                if (stdout_failed())
+                        goto out_failed;
         }
         t_total = strata_tool_now() - t_start;
         heap = strata_heapcount_stop();
@@ -845,11 +880,12 @@ int main(int argc, char **argv)
 
                 if (o.json)
                         printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
-                               "\"train_loss\":%.6f,\"test_acc\":%.4f,\"time_s\":%.3f,"
+                               "\"train_loss\":%s,\"test_acc\":%.4f,\"time_s\":%.3f,"
                                "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                                "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                                "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
-                               o.epochs, o.batch, o.devices, train_loss, acc, t_total, sps, med,
+                               o.epochs, o.batch, o.devices, json_num(train_loss, "%.6f", p1),
+                               acc, t_total, sps, med,
                                mem.planned, mem.used, (unsigned long long)mem.refusals, heap);
                 else
                         printf("final: test_acc %.4f  time %.2fs  median step %.1f us  %.0f samples/s\n"
@@ -862,6 +898,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());
                 heap = heap > 0 ? heap : 1;
         }
+        if (stdout_failed())
+                heap = heap > 0 ? heap : 1;
         if (csv.f && fclose(csv.f) != 0 && !csv.failed)
                 csv_check(&csv, -1);
         strata_arena_release(&data);
@@ -870,6 +908,7 @@ int main(int argc, char **argv)
         return heap > 0 || csv.failed ? 1 : 0;
 fail:
         fprintf(stderr, "strata-train: %s\n", strata_last_error());
+out_failed:
         strata_teardown(rt);
         return 1;
 }

@@ -264,3 +264,60 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
                          sizeof(out)), 2, "%s", out);
         cr_assert(strstr(out, "multiples of --accumulate"), "%s", out);
 }
+
+/* Run a shell command line; its stderr (only) into @p out. Returns the exit status. */
+static int run_sh(const char *cmdline, char *out, size_t n)
+{
+        char cmd[2048];
+        FILE *p;
+        size_t got;
+        int st;
+
+        snprintf(cmd, sizeof(cmd), "%s", cmdline);
+        p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        got = fread(out, 1, n - 1, p);
+        out[got] = '\0';
+        st = pclose(p);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Results that cannot be written are an error with a message, not a silent success. */
+Test(strata_train_cli, unwritable_or_closed_stdout_fails)
+{
+        char out[4096];
+
+        cr_assert_eq(run_sh(BIN " --synthetic 2048 --epochs 1 2>&1 >/dev/full", out,
+                            sizeof(out)), 1, "%s", out);
+        cr_assert_not_null(strstr(out, "writing the results to stdout failed"), "%s", out);
+        cr_assert_eq(run_sh(BIN " --synthetic 2048 --epochs 1 2>&1 >&-", out, sizeof(out)), 2,
+                         "%s", out);
+        cr_assert_not_null(strstr(out, "stdout is closed"), "%s", out);
+}
+
+/* A diverging run stops naming the step; allowed to go on, --json stays valid JSON (null). */
+Test(strata_train_cli, nonfinite_loss_stops_and_json_stays_valid)
+{
+        const char *args = "--synthetic 2048 --epochs 2 --lr 1e6 --momentum 0.99 --batch 64 "
+                           "--model 784-32-10";
+        char out[8192], cmd[1024];
+        FILE *f;
+
+        cr_assert_eq(run(args, out, sizeof(out)), 1, "%s", out);
+        cr_assert_not_null(strstr(out, "the loss is"), "%s", out);
+        cr_assert_not_null(strstr(out, "step "), "%s", out);
+        snprintf(cmd, sizeof(cmd), "%s %s --allow-nonfinite --json", BIN, args);
+        f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        {
+                size_t got = fread(out, 1, sizeof(out) - 1, f);
+
+                out[got] = '\0';
+        }
+        cr_assert_eq(pclose(f), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"train_loss\":null"), "%s", out);
+        snprintf(cmd, sizeof(cmd), "%s %s --allow-nonfinite --json | /usr/bin/python3 -c "
+                                   "'import json,sys; [json.loads(l) for l in sys.stdin]'",
+                 BIN, args);
+        cr_assert_eq(system(cmd), 0, "--json printed something that is not JSON");
+}
