@@ -10,11 +10,17 @@
 int cli_run(const char *bin, const char *args, char *out, size_t n)
 {
         char cmd[2048];
+
+        snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
+        return cli_sh(cmd, out, n);
+}
+
+int cli_sh(const char *cmd, char *out, size_t n)
+{
         size_t got;
         FILE *p;
         int st;
 
-        snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
         p = popen(cmd, "r");
         cr_assert_not_null(p);
         got = fread(out, 1, n - 1, p);

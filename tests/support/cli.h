@@ -10,6 +10,9 @@
  */
 int cli_run(const char *bin, const char *args, char *out, size_t n);
 
+/** Run the shell command line @p cmd; what it prints on stdout lands in @p out, as above. */
+int cli_sh(const char *cmd, char *out, size_t n);
+
 /**
  * Run `bin args` with stdout on a pseudo-terminal (stderr discarded): what a user at a
  * terminal sees, escape sequences and carriage returns included.

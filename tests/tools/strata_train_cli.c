@@ -265,32 +265,15 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         cr_assert(strstr(out, "multiples of --accumulate"), "%s", out);
 }
 
-/* Run a shell command line; its stderr (only) into @p out. Returns the exit status. */
-static int run_sh(const char *cmdline, char *out, size_t n)
-{
-        char cmd[2048];
-        FILE *p;
-        size_t got;
-        int st;
-
-        snprintf(cmd, sizeof(cmd), "%s", cmdline);
-        p = popen(cmd, "r");
-        cr_assert_not_null(p);
-        got = fread(out, 1, n - 1, p);
-        out[got] = '\0';
-        st = pclose(p);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Results that cannot be written are an error with a message, not a silent success. */
 Test(strata_train_cli, unwritable_or_closed_stdout_fails)
 {
         char out[4096];
 
-        cr_assert_eq(run_sh(BIN " --synthetic 2048 --epochs 1 2>&1 >/dev/full", out,
+        cr_assert_eq(cli_sh(BIN " --synthetic 2048 --epochs 1 2>&1 >/dev/full", out,
                             sizeof(out)), 1, "%s", out);
         cr_assert_not_null(strstr(out, "writing the results to stdout failed"), "%s", out);
-        cr_assert_eq(run_sh(BIN " --synthetic 2048 --epochs 1 2>&1 >&-", out, sizeof(out)), 2,
+        cr_assert_eq(cli_sh(BIN " --synthetic 2048 --epochs 1 2>&1 >&-", out, sizeof(out)), 2,
                          "%s", out);
         cr_assert_not_null(strstr(out, "stdout is closed"), "%s", out);
 }
