@@ -178,7 +178,7 @@ fuzz-run: $(BUILD)/libstrata.a
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox
+        python3-torch gnuplot-nox gfortran
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
@@ -231,6 +231,7 @@ install: lib tools
 	$(if $(CUDA_PLUGIN),install -m 755 $(CUDA_PLUGIN) $(DESTDIR)$(PREFIX)/lib/)
 	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
+	install -m 644 fortran/strata.f90 $(DESTDIR)$(PREFIX)/include/strata/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STRATA_VERSION_STRING "\(.*\)"/\1/p' include/strata/version.h)|' \
 	    -e 's|@BLAS_DIR@|$(BLAS_DIR)|g' strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 

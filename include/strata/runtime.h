@@ -105,6 +105,24 @@ struct strata_config {
  */
 void strata_config_init(struct strata_config *cfg);
 
+/**
+ * @brief Set the numeric field @p key of @p cfg ("devices", "optim.lr", "timeout_s", ...: the
+ *        struct's field names, nested ones with a dot) to @p value, for callers that cannot
+ *        lay out the struct (Fortran, ctypes, configuration files). Enums take their values.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, no such field, or a value the field cannot hold:
+ *         not integral for an integer, NaN or out of range; *cfg unchanged).
+ */
+int strata_config_set(struct strata_config *cfg, const char *key, double value);
+
+/** @brief cfg->model = @p model (the model must outlive the runtime). */
+int strata_config_set_model(struct strata_config *cfg, const struct strata_model *model);
+
+/** @brief sizeof(struct strata_config): the storage a foreign caller reserves for one. */
+size_t strata_config_bytes(void);
+
+/** @brief The built-in module "linear", "relu", "batchnorm1d" or "dropout" (NULL: no such). */
+const struct strata_module_ops *strata_module_ops_by_name(const char *name);
+
 /** Result of strata_plan(). */
 struct strata_plan_info {
         size_t bytes;       /**< region size needed when the region is aligned to @c align */

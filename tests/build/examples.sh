@@ -1,7 +1,7 @@
 #!/bin/sh
 # The examples as a user builds them: install into a scratch prefix, then compile with
 # pkg-config only — the C++ example against the shared library and, with --static, against
-# the archive — and run both.
+# the archive; the Fortran example with the installed strata.f90 — and run them.
 set -eu
 src=$1 build=$2
 prefix=$build/stage-examples
@@ -20,3 +20,10 @@ $cxx -o "$build/example-cpp-static" "$src/examples/cpp/train.cpp" -Wl,-Bstatic -
 if ldd "$build/example-cpp-static" | grep -q libstrata; then
         echo "the --static build still needs libstrata.so"; exit 1
 fi
+# Fortran: the installed module source, compiled with the program.
+mkdir -p "$build/example-fortran"
+(cd "$build/example-fortran" &&
+        gfortran -std=f2008 -Wall -Wextra -Werror -c "$prefix/include/strata/strata.f90" &&
+        gfortran -std=f2008 -Wall -Wextra -Werror -o train "$src/examples/fortran/train.f90" \
+                strata.o $(pkg-config --libs strata) -Wl,-rpath,"$prefix/lib")
+"$build/example-fortran/train"

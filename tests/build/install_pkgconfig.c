@@ -1,6 +1,7 @@
 /*
  * `make install` gives a library, headers, strata.pc and the tools that a program can build
- * against; the C++ example builds with pkg-config (shared and --static) and trains.
+ * against; the C++ example builds with pkg-config (shared and --static) and the Fortran one
+ * with the installed module, and both train.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -24,8 +25,8 @@ Test(install_pkgconfig, tiny_program_builds_and_runs, .timeout = 240)
                      "install + pkg-config build failed (see output)");
 }
 
-Test(install_pkgconfig, cpp_example_builds_shared_and_static_and_trains, .timeout = 240)
+Test(install_pkgconfig, cpp_and_fortran_examples_build_and_train, .timeout = 240)
 {
         cr_assert_eq(run_script("examples.sh"), 0,
-                     "the C++ example failed to build or train (see output)");
+                     "an example failed to build or train (see output)");
 }
