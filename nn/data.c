@@ -403,11 +403,20 @@ int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
         return STRATA_OK;
 }
 
-void strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count)
+int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count)
 {
+        if (!l || !l->ds || (count && !indices))
+                return strata__fail(STRATA_EINVAL, "loader reset: NULL loader or indices");
         l->indices = indices;
-        l->count = count;
+        l->count = 0;
         l->pos = 0;
+        for (uint32_t i = 0; i < count; i++)
+                if (indices[i] >= l->ds->n)
+                        return strata__fail(STRATA_EINVAL, "loader reset: index %u (entry %u) "
+                                            "is not below the %u samples", indices[i], i,
+                                            l->ds->n);
+        l->count = count;
+        return STRATA_OK;
 }
 
 void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows, int dim,
@@ -464,8 +473,12 @@ void strata_loader_standardize(struct strata_loader *l, const struct strata_data
 
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
 {
-        uint32_t left = l->count - l->pos, rows, dim = l->ds->dim;
+        uint32_t left, rows, dim;
 
+        if (!l || !b || !l->ds)
+                return 0;
+        left = l->count - l->pos;
+        dim = l->ds->dim;
         if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
                 return 0;
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
@@ -482,8 +495,11 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
 
 int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b)
 {
-        uint32_t left = l->count - l->pos, rows;
+        uint32_t left, rows;
 
+        if (!l || !b || !l->ds)
+                return 0;
+        left = l->count - l->pos;
         if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
                 return 0;
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
@@ -491,7 +507,8 @@ int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b)
                 l->y[r] = l->ds->labels[l->indices[l->pos + r]];
         *b = (struct strata_batch){ .y = l->y, .rows = (int)rows, .dim = (int)l->ds->dim,
                                     .images = l->ds->images, .index = l->indices + l->pos,
-                                    .scale = l->scale, .shift = l->shift };
+                                    .nimages = l->ds->n, .scale = l->scale,
+                                    .shift = l->shift };
         l->pos += rows;
         return 1;
 }

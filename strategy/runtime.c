@@ -343,6 +343,11 @@ static int check_batch(const struct strata_runtime *rt, const struct strata_batc
         if (b->dim != rt->cfg.model->in_features)
                 return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
                                     b->dim, rt->cfg.model->in_features);
+        for (int i = 0; !b->x && i < b->rows; i++) /* indexed rows: inside their image set */
+                if (b->index[i] >= b->nimages)
+                        return strata__fail(STRATA_EINVAL, "row %d indexes image %u of %u (set "
+                                                           "nimages to the image count)",
+                                            i, b->index[i], b->nimages);
         for (int i = 0; with_labels && i < b->rows; i++)
                 if (b->y[i] < 0 || b->y[i] >= rt->cfg.classes)
                         return strata__fail(STRATA_EINVAL, "label %d of row %d not in [0, %d)",

@@ -108,6 +108,7 @@ struct strata_batch {
         int dim;
         const uint8_t *images;  /**< u8 rows of dim bytes */
         const uint32_t *index;  /**< rows indices into images */
+        uint32_t nimages;       /**< images in @c images: every index must be below it */
         float scale, shift;     /**< conversion of bytes to features */
 };
 
@@ -138,12 +139,17 @@ int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
  */
 void strata_loader_standardize(struct strata_loader *l, const struct strata_dataset *stats);
 
-/** @brief Start over with a new index list (e.g. a sampler's indices for the next epoch). */
-void strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count);
+/**
+ * @brief Start over with a new index list (e.g. a sampler's indices for the next epoch).
+ * @retval STRATA_OK; STRATA_EINVAL (NULL loader, NULL indices with a count, or an index not
+ *         below the data set's size: the message names it; the loader then has no batch).
+ */
+int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count);
 
 /**
  * @brief Assemble the next batch.
- * @return 1 and a filled @p b when a batch was produced, 0 at the end of the epoch.
+ * @return 1 and a filled @p b when a batch was produced, 0 at the end of the epoch (or for a
+ *         NULL argument).
  */
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b);
 
