@@ -216,8 +216,7 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
         struct strata_ckpt_handle *h;
         int rc;
 
-        if (!rt || !rt->strategy)
-                return strata__fail(STRATA_EINVAL, "save_checkpoint: runtime is NULL");
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(between_steps(rt, "save_checkpoint", path));
         if (app_bytes > STRATA_CKPT_APP_BYTES || (app_bytes && !app))
                 return strata__fail(STRATA_EINVAL, "save_checkpoint: application block of %zu "
@@ -390,8 +389,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         uint64_t size = 0;
         int rc, resharded;
 
-        if (!rt || !rt->strategy)
-                return strata__fail(STRATA_EINVAL, "load_checkpoint: runtime is NULL");
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(between_steps(rt, "load_checkpoint", path));
         if (app_cap && !app)
                 return strata__fail(STRATA_EINVAL, "load_checkpoint: application buffer NULL");
@@ -490,8 +488,7 @@ int strata_export_safetensors(struct strata_runtime *rt, const char *path)
         struct strata_param p;
         int rc;
 
-        if (!rt || !rt->strategy)
-                return strata__fail(STRATA_EINVAL, "export_safetensors: runtime is NULL");
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(between_steps(rt, "export_safetensors", path));
         STRATA_TRY(st_header(rt, NULL, NULL, 0, &len));
         io = io_of(rt);

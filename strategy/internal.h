@@ -83,6 +83,12 @@ struct strata_runtime {
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */
 };
 
+/**
+ * strategy/runtime.c: STRATA_OK when @p rt is a live runtime (initialised, not torn down);
+ * STRATA_EINVAL without dereferencing it otherwise.
+ */
+int strata__check_rt(const struct strata_runtime *rt);
+
 /* strategy/common.c: what every strategy's actions use. */
 
 /** The registry of strategies, indexed by enum strata_strategy_kind (NULL = not built). */

@@ -75,6 +75,44 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         return (*st)->validate(c, *dev);
 }
 
+/*
+ * The live runtimes. Every call checks its runtime here before touching it, so a runtime that
+ * was torn down (its memory unmapped, or the caller's and reused) is refused, not followed.
+ * A runtime made later at the same address passes: pointers carry no generation.
+ */
+#define LIVE_MAX 256
+static _Atomic(struct strata_runtime *) live[LIVE_MAX];
+
+static int live_add(struct strata_runtime *rt)
+{
+        for (int i = 0; i < LIVE_MAX; i++) {
+                struct strata_runtime *none = NULL;
+
+                if (atomic_compare_exchange_strong(&live[i], &none, rt))
+                        return STRATA_OK;
+        }
+        return strata__fail(STRATA_EINVAL, "more than %d runtimes alive in this process",
+                            LIVE_MAX);
+}
+
+static void live_remove(const struct strata_runtime *rt)
+{
+        for (int i = 0; i < LIVE_MAX; i++) {
+                struct strata_runtime *me = (struct strata_runtime *)rt;
+
+                if (atomic_compare_exchange_strong(&live[i], &me, NULL))
+                        return;
+        }
+}
+
+static int live_has(const struct strata_runtime *rt)
+{
+        for (int i = 0; rt && i < LIVE_MAX; i++)
+                if (atomic_load_explicit(&live[i], memory_order_acquire) == rt)
+                        return 1;
+        return 0;
+}
+
 static int region_arena(void *mem, size_t bytes, const char *name, struct strata_arena *out)
 {
         struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
@@ -284,6 +322,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
                 STRATA_TRY_GOTO(rc, strata_trace_open(rt->trace, 0, name), fail);
         }
         STRATA_TRY_GOTO(rc, strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP_ENVIRONMENT, NULL), fail);
+        STRATA_TRY_GOTO(rc, live_add(rt), fail);
         if (cfg->verbose) {
                 fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
                                 "(%zu per device)\n",
@@ -313,16 +352,17 @@ fail_region:
         return rc;
 }
 
-static int check_rt(const struct strata_runtime *rt)
+int strata__check_rt(const struct strata_runtime *rt)
 {
-        if (!rt || !rt->strategy)
-                return strata__fail(STRATA_EINVAL, "runtime is NULL or not initialised");
+        if (!live_has(rt))
+                return strata__fail(STRATA_EINVAL, "runtime %p is not live (NULL, never "
+                                                   "initialised, or torn down)", (const void *)rt);
         return STRATA_OK;
 }
 
 int strata_connect(struct strata_runtime *rt)
 {
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(strata_sm_dispatch(&rt->sm, STRATA_EV_CONNECT, NULL));
         STRATA_TRY(strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP, NULL));
         strata_arena_seal(&rt->root);
@@ -424,12 +464,13 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         static const int events[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
                                       STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
                                       STRATA_EV_BATCH_END };
-        int k = rt && rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
         struct strata_metrics own;
         struct strata_track *t;
         uint64_t t0;
+        int k;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
+        k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
         if (rt->micro == 0 && strata_stop_requested())
@@ -465,7 +506,7 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
         uint64_t t0;
         int rc;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
         if (strata_stop_requested())
@@ -483,7 +524,7 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
         uint64_t t0;
         int rc;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         if (!logits)
                 return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
@@ -502,10 +543,11 @@ int strata_teardown(struct strata_runtime *rt)
         struct strata_arena root;
         int rc, mapped;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
         if (rc != STRATA_OK)
                 return rc;
+        live_remove(rt); /* from here on every call on rt is refused */
         /* The devices have stopped recording, unless one was abandoned. */
         rc = strata_trace_close(rt->trace, !rt->abandoned);
         if (rt->abandoned) /* a stuck device may still touch all of it: nothing is released */
@@ -526,7 +568,7 @@ int strata_teardown(struct strata_runtime *rt)
 
 int strata_flush_trace(struct strata_runtime *rt)
 {
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         return strata_trace_flush(rt->trace);
 }
 
@@ -534,7 +576,7 @@ int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint
 {
         struct strata_trace_stats st;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         if (!written || !dropped)
                 return strata__fail(STRATA_EINVAL, "trace counts: NULL output");
         strata_trace_get_stats(rt->trace, &st);
@@ -545,14 +587,14 @@ int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint
 
 int strata_state(const struct strata_runtime *rt)
 {
-        return rt ? strata_sm_state(&rt->sm) : -1;
+        return live_has(rt) ? strata_sm_state(&rt->sm) : -1;
 }
 
 static int connected(const struct strata_runtime *rt, int dev)
 {
         int s;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         if (dev < 0 || dev >= rt->nreplicas)
                 return strata__fail(STRATA_EINVAL, "device %d not in [0, %d)", dev,
                                     rt->nreplicas);
@@ -625,7 +667,7 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
 {
         uint64_t refused;
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         if (!out)
                 return strata__fail(STRATA_EINVAL, "memory: out is NULL");
         refused = strata_arena_refusals(&rt->root);
@@ -650,27 +692,27 @@ int strata_patch_replication_callback(struct strata_config *cfg)
 
 int strata_is_global_zero(const struct strata_runtime *rt)
 {
-        return rt && rt->strategy ? rt->strategy->is_global_zero(rt) : 0;
+        return live_has(rt) ? rt->strategy->is_global_zero(rt) : 0;
 }
 
 int strata_root_device(const struct strata_runtime *rt)
 {
-        return rt && rt->strategy ? rt->strategy->root_device(rt) : 0;
+        return live_has(rt) ? rt->strategy->root_device(rt) : 0;
 }
 
 int strata_handles_gradient_accumulation(const struct strata_runtime *rt)
 {
-        return rt && rt->strategy ? rt->strategy->handles_gradient_accumulation : 0;
+        return live_has(rt) ? rt->strategy->handles_gradient_accumulation : 0;
 }
 
 int strata_world_size(const struct strata_runtime *rt)
 {
-        return rt && rt->strategy ? rt->strategy->world_size(rt) : 0;
+        return live_has(rt) ? rt->strategy->world_size(rt) : 0;
 }
 
 int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status)
 {
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         if (device < -1 || device >= rt->nreplicas || event < 0 || event >= STRATA_EV_COUNT ||
             status >= 0)
                 return strata__fail(STRATA_EINVAL, "inject: device %d, event %d, status %d",
@@ -685,7 +727,7 @@ int strata_inject_failure(struct strata_runtime *rt, int device, int event, int 
 static int collective(struct strata_runtime *rt, const struct strata_coll *op, void *const *bufs,
                       const void *const *send)
 {
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         if ((op->count && !bufs) || (op->kind == STRATA_COLL_ALL_GATHER && op->count && !send))
                 return strata__fail(STRATA_EINVAL, "collective: buffer list is NULL");
@@ -715,7 +757,8 @@ int strata_broadcast(struct strata_runtime *rt, void *const *bufs, size_t count,
         struct strata_coll c = { .kind = STRATA_COLL_BROADCAST, .count = count, .dtype = dt,
                                  .root = src };
 
-        if (rt && (src < 0 || src >= rt->nreplicas))
+        STRATA_TRY(strata__check_rt(rt));
+        if (src < 0 || src >= rt->nreplicas)
                 return strata__fail(STRATA_EINVAL, "broadcast: source %d not in [0, %d)", src,
                                     rt->nreplicas);
         return collective(rt, &c, bufs, NULL);
@@ -734,7 +777,7 @@ int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, 
         int32_t v[STRATA_MAX_DEVICES];
         void *bufs[STRATA_MAX_DEVICES];
 
-        STRATA_TRY(check_rt(rt));
+        STRATA_TRY(strata__check_rt(rt));
         if (!flags || !out)
                 return strata__fail(STRATA_EINVAL, "reduce_boolean_decision: NULL argument");
         for (int d = 0; d < rt->nreplicas; d++) {

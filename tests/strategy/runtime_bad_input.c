@@ -199,3 +199,46 @@ Test(runtime_bad_input, nonfinite_loss_stops_the_run_naming_the_step)
         cr_assert(!isfinite(m.loss), "and the loss is still not finite (%g)", m.loss);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
+
+/*
+ * Calls on a runtime that was torn down are refused, not followed into freed memory: with the
+ * runtime's own mapping (unmapped at teardown) and with the caller's memory; teardown twice
+ * too. Before, the first case read unmapped memory.
+ */
+Test(runtime_bad_input, calls_after_teardown_are_refused)
+{
+        static _Alignas(4096) unsigned char region[1 << 22];
+        struct strata_plan_info pl;
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct rig r;
+
+        for (int own = 0; own < 2; own++) {
+                struct strata_config c;
+
+                rig_init(&r, 0);
+                c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+                if (!own) {
+                        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK);
+                        cr_assert_leq(pl.bytes, sizeof(region));
+                        c.memory = region;
+                        c.memory_size = sizeof(region);
+                }
+                cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_connect(rt), STRATA_OK);
+                rig_steps(&r, rt, 2, &b);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                cr_assert_eq(strata_teardown(rt), STRATA_EINVAL, "teardown twice");
+                cr_assert_not_null(strstr(strata_last_error(), "not live"), "%s",
+                                   strata_last_error());
+                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINVAL);
+                cr_assert_eq(strata_eval_step(rt, &b, NULL), STRATA_EINVAL);
+                cr_assert_eq(strata_connect(rt), STRATA_EINVAL);
+                cr_assert_eq(strata_save_checkpoint(rt, "/tmp/never.ckpt", NULL, 0),
+                             STRATA_EINVAL);
+                cr_assert_eq(strata_broadcast(rt, NULL, 0, STRATA_F32, 0), STRATA_EINVAL);
+                cr_assert_eq(strata_barrier(rt), STRATA_EINVAL);
+                cr_assert_eq(strata_world_size(rt), 0);
+                cr_assert_eq(strata_state(rt), -1);
+        }
+}
