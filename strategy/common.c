@@ -1,4 +1,5 @@
 /* What every strategy's actions use: step contexts, the batch split, metrics, properties. */
+#include <stdint.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -68,6 +69,9 @@ int strata__local_collective(struct strata_runtime *rt, const struct strata_coll
                 return strata__fail(STRATA_EINVAL, "collective: bad dtype or op");
         if (op->count && !bufs[0])
                 return strata__fail(STRATA_EINVAL, "collective: buffer 0 is NULL");
+        if (op->count > SIZE_MAX / es)
+                return strata__fail(STRATA_EOVERFLOW, "collective: %zu elements of %zu bytes "
+                                                      "overflow", op->count, es);
         if (op->kind == STRATA_COLL_ALL_GATHER && op->count)
                 memmove(bufs[0], send[0], op->count * es);
         return STRATA_OK; /* one device: the reduction of one value is itself */

@@ -172,3 +172,23 @@ Test(idx_reader, fifo_and_directory_refused_without_blocking, .timeout = 10)
         cr_assert_eq(strata_idx_info("/dev/zero", &info), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "a device"), "%s", strata_last_error());
 }
+
+/*
+ * An image of rows x columns whose product does not fit a 32-bit width is refused from the
+ * header alone (the 32-bit product wrapped to a small, wrong width before).
+ */
+Test(idx_reader, image_size_overflow_refused_from_the_header)
+{
+        const char *dir = test_tmpdir();
+        unsigned char img[16] = { 0, 0, 8, 3, 0, 0, 0, 2, 0, 1, 0, 0, 0, 1, 0, 1 };
+        unsigned char lab[12] = { 0, 0, 8, 1, 0, 0, 0, 2, 0, 1 };
+        char a[512];
+        size_t bytes = 7;
+
+        snprintf(a, sizeof(a), "%s", test_write(dir, "img", img, sizeof(img), 0));
+        cr_assert_eq(strata_dataset_bytes(a, test_write(dir, "lab", lab, 10, 0), &bytes),
+                     STRATA_EFORMAT);
+        cr_assert_not_null(strstr(strata_last_error(), "65536 x 65537 pixels are too large"),
+                           "%s", strata_last_error());
+        cr_assert_eq(bytes, 7, "nothing written on failure");
+}

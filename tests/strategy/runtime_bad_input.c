@@ -1,6 +1,7 @@
 /* Bad configurations, batches and call orders get a status, a message, and change nothing. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -241,4 +242,23 @@ Test(runtime_bad_input, calls_after_teardown_are_refused)
                 cr_assert_eq(strata_world_size(rt), 0);
                 cr_assert_eq(strata_state(rt), -1);
         }
+}
+
+/* A collective on one device whose size overflows is refused, not handed to memmove. */
+Test(runtime_bad_input, one_device_collective_size_overflow_refused)
+{
+        struct strata_runtime *rt;
+        struct rig r;
+        float a = 1.0f, b = 0.0f;
+        const void *send[1] = { &a };
+        void *recv[1] = { &b };
+
+        rig_init(&r, 0);
+        cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        cr_assert_eq(strata_all_gather(rt, send, recv, SIZE_MAX / 2, STRATA_F32),
+                     STRATA_EOVERFLOW);
+        cr_assert_eq(strata_all_gather(rt, send, recv, 1, STRATA_F32), STRATA_OK);
+        cr_assert_eq(b, 1.0f);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
