@@ -162,18 +162,25 @@ tsan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test \
 	        TSAN_OPTIONS=halt_on_error=1
 
-# libFuzzer on the checkpoint loader, for FUZZ_SECONDS (default 60), from the kept corpus.
+# libFuzzer on the checkpoint loader and the IDX/gzip reader, FUZZ_SECONDS each (default 60),
+# from the kept corpora (tools/fuzz/corpus/<target>).
 FUZZ_SECONDS ?= 60
 fuzz:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz SAN=fuzz CUDA=0 CC=clang fuzz-run
 
+# Each target gets FUZZ_SECONDS; a finding fails the run (the log's tail is shown either way).
+FUZZ_TARGETS := ckpt idx
 fuzz-run: $(BUILD)/libstrata.a
-	@mkdir -p $(BUILD)/bin $(BUILD)/fuzz-corpus
-	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer,address,undefined tools/fuzz/fuzz-ckpt.c \
-	        $(BUILD)/libstrata.a $(LIBS) -o $(BUILD)/bin/fuzz-ckpt
-	$(Q)cp tools/fuzz/corpus/ckpt/* $(BUILD)/fuzz-corpus/
-	$(Q)$(BUILD)/bin/fuzz-ckpt -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
-	        $(BUILD)/fuzz-corpus 2>&1 | tail -12
+	@mkdir -p $(BUILD)/bin
+	$(Q)for t in $(FUZZ_TARGETS); do \
+	        $(CC) $(CFLAGS_ALL) -fsanitize=fuzzer,address,undefined tools/fuzz/fuzz-$$t.c \
+	                $(BUILD)/libstrata.a $(LIBS) -o $(BUILD)/bin/fuzz-$$t || exit 1; \
+	        mkdir -p $(BUILD)/fuzz-corpus/$$t && cp tools/fuzz/corpus/$$t/* $(BUILD)/fuzz-corpus/$$t/; \
+	        echo "== fuzz-$$t, $(FUZZ_SECONDS) s"; \
+	        $(BUILD)/bin/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	                -print_final_stats=1 $(BUILD)/fuzz-corpus/$$t > $(BUILD)/fuzz-$$t.log 2>&1; \
+	        rc=$$?; tail -12 $(BUILD)/fuzz-$$t.log; [ $$rc = 0 ] || exit $$rc; \
+	done
 
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
