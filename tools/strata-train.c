@@ -657,6 +657,16 @@ int main(int argc, char **argv)
         if (widths[nw - 1] < train.classes)
                 return bad("--model: %s outputs for a dataset with %s classes",
                            (snprintf(p1, 32, "%d", widths[nw - 1]), p1), (snprintf(p2, 32, "%d", train.classes), p2));
+        /* The test split must fit what the training split set up, or the first evaluation
+         * (after a whole epoch of training) would fail. */
+        if (test.dim != train.dim)
+                return bad("the test images have %s features each, the training images %s",
+                           (snprintf(p1, 32, "%u", test.dim), p1),
+                           (snprintf(p2, 32, "%u", train.dim), p2));
+        if (test.classes > widths[nw - 1])
+                return bad("the test labels go up to class %s; the model has %s outputs",
+                           (snprintf(p1, 32, "%d", test.classes - 1), p1),
+                           (snprintf(p2, 32, "%d", widths[nw - 1]), p2));
         /* The model: hidden linear [bn] relu [dropout], then the output linear. */
         for (int i = 1; i < nw; i++) {
                 mods[nm++] = (struct strata_module){ .ops = &strata_linear, .out = widths[i] };

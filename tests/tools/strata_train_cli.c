@@ -86,6 +86,23 @@ Test(strata_train_cli, bad_data_exit_2)
                  "/t10k-labels-idx1-ubyte.gz %s/train-labels-idx1-ubyte.gz", dir, dir);
         cr_assert_eq(system(cmd), 0);
         expect_usage_error(args, "labels");
+        /* A test split that disagrees with the training split: refused before training. The
+         * test images cut to 27 x 28 pixels (the header's rows patched, the payload cut to
+         * match), and test labels up to class 10 with a 10-output model. */
+        snprintf(cmd, sizeof(cmd),
+                 "cp " FMNIST "/*.gz %s/ && gzip -dc " FMNIST "/t10k-images-idx3-ubyte.gz | "
+                 "python3 -c 'import sys; d=sys.stdin.buffer.read(); n=10000; "
+                 "h=d[:8]+bytes([0,0,0,27])+d[12:16]; "
+                 "sys.stdout.buffer.write(h+d[16:16+n*27*28])' | gzip > "
+                 "%s/t10k-images-idx3-ubyte.gz", dir, dir);
+        cr_assert_eq(system(cmd), 0);
+        expect_usage_error(args, "the test images have 756 features each");
+        snprintf(cmd, sizeof(cmd),
+                 "cp " FMNIST "/*.gz %s/ && gzip -dc " FMNIST "/t10k-labels-idx1-ubyte.gz | "
+                 "python3 -c 'import sys; d=bytearray(sys.stdin.buffer.read()); d[8]=10; "
+                 "sys.stdout.buffer.write(d)' | gzip > %s/t10k-labels-idx1-ubyte.gz", dir, dir);
+        cr_assert_eq(system(cmd), 0);
+        expect_usage_error(args, "the test labels go up to class 10");
 }
 
 Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
