@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -349,6 +350,36 @@ static void progress(int epoch, int epochs, long step, long steps, double loss, 
         fflush(stdout);
 }
 
+/*
+ * The memory this process may use: physical memory, the address-space limit (ulimit -v) and
+ * the cgroup's limit (memory.max, v2), whichever is least; @p why says which one it is.
+ */
+static size_t memory_limit(char *why, size_t n)
+{
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        size_t lim = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : SIZE_MAX;
+        struct rlimit rl;
+        FILE *f;
+
+        snprintf(why, n, "the machine has %zu bytes", lim);
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            (size_t)rl.rlim_cur < lim) {
+                lim = (size_t)rl.rlim_cur;
+                snprintf(why, n, "the address-space limit (ulimit -v) is %zu bytes", lim);
+        }
+        f = fopen("/sys/fs/cgroup/memory.max", "r");
+        if (f) {
+                unsigned long long v;
+
+                if (fscanf(f, "%llu", &v) == 1 && (size_t)v < lim) {
+                        lim = (size_t)v;
+                        snprintf(why, n, "the cgroup's memory.max is %zu bytes", lim);
+                }
+                fclose(f);
+        }
+        return lim;
+}
+
 /* A number for JSON: non-finite values are null (JSON has no NaN or Infinity). */
 static const char *json_num(double v, const char *fmt, char *buf)
 {
@@ -596,7 +627,7 @@ int main(int argc, char **argv)
         long nsteps = 0;
         int widths[MAX_MODULES], nw, nm = 0, rc, tty;
         size_t data_bytes;
-        char p1[4096], p2[4096], p3[4096], p4[4096];
+        char p1[4096], p2[4096], p3[4096], p4[4096], why[160];
         void *p;
 
         static char outbuf[1 << 14];
@@ -636,6 +667,9 @@ int main(int argc, char **argv)
         data_bytes += (size_t)70000 * 12 + (size_t)o.batch * (size_t)widths[0] * 8 + 8 * 4096 +
                       (size_t)o.epochs * 70000 * sizeof(double) / (size_t)(o.batch ? o.batch : 1) +
                       (size_t)o.epochs * sizeof(double) * 8;
+        if (data_bytes > memory_limit(why, sizeof(why)))
+                return bad("the data needs %s bytes; %s (fewer --synthetic samples, or a "
+                           "larger limit)", (snprintf(p1, 64, "%zu", data_bytes), p1), why);
         if (strata_arena_map(&data, data_bytes, NULL))
                 return bad("%s%s", strata_last_error(), "");
         if (o.synthetic) {
@@ -706,15 +740,9 @@ int main(int argc, char **argv)
                 strata_patch_replication_callback(&cfg);
         if (strata_plan(&cfg, &plan))
                 return bad("%s%s", strata_last_error(), "");
-        {
-                long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-
-                if (pages > 0 && psz > 0 && plan.bytes > (size_t)pages * (size_t)psz) {
-                        snprintf(p1, 64, "%zu", plan.bytes);
-                        snprintf(p2, 64, "%zu", (size_t)pages * (size_t)psz);
-                        return bad("this configuration needs %s bytes; the machine has %s", p1, p2);
-                }
-        }
+        if (plan.bytes > memory_limit(why, sizeof(why)) - data_bytes)
+                return bad("this configuration needs %s bytes beside the data; %s",
+                           (snprintf(p1, 64, "%zu", plan.bytes), p1), why);
         if (o.verbose) {
                 struct strata_topology topo;
                 struct strata_placement pl[64];

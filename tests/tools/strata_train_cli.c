@@ -321,3 +321,17 @@ Test(strata_train_cli, nonfinite_loss_stops_and_json_stays_valid)
                  BIN, args);
         cr_assert_eq(system(cmd), 0, "--json printed something that is not JSON");
 }
+
+/* Data that would not fit the process's memory limit is refused before it is generated. */
+Test(strata_train_cli, data_beyond_the_memory_limit_refused_before_generation)
+{
+        char out[4096];
+
+        if (STRATA_SAN[0] != '\0')
+                cr_skip("a sanitizer reserves more address space than the limit; plain build");
+        cr_assert_eq(cli_sh("ulimit -v 2000000; " BIN " --synthetic 5000000 --epochs 1 2>&1",
+                            out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "the address-space limit (ulimit -v) is 2048000000"),
+                           "%s", out);
+        cr_assert_null(strstr(out, "epoch "), "nothing may run: %s", out);
+}
