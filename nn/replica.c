@@ -120,15 +120,19 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
 
                 STRATA_TRY(shape(&tmp, in, &s));
-                nparam += s.params;
-                nstate += s.state;
+                if (strata__add_size(nparam, s.params, &nparam) ||
+                    strata__add_size(nstate, s.state, &nstate))
+                        return strata__fail(STRATA_EOVERFLOW, "model: parameters or state of "
+                                            "modules 0..%d overflow a size", i);
                 in = s.out;
                 width = in > width ? in : width;
         }
         r->out = in;
         r->nparam = nparam;
         r->nstate = nstate;
-        r->nopt = (size_t)strata_optim_state_per_param(o) * nparam;
+        if (strata__mul_size((size_t)strata_optim_state_per_param(o), nparam, &r->nopt))
+                return strata__fail(STRATA_EOVERFLOW, "model: optimizer state of %zu "
+                                    "parameters overflows a size", nparam);
         STRATA_TRY(alloc_f(d, nparam, &r->params));
         STRATA_TRY(alloc_f(d, nparam, &r->grads));
         STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));

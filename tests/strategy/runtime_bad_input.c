@@ -262,3 +262,28 @@ Test(runtime_bad_input, one_device_collective_size_overflow_refused)
         cr_assert_eq(b, 1.0f);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
+
+/* A module that declares an enormous parameter count: the plan's sums overflow, and say so. */
+static int huge_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)l;
+        *s = (struct strata_module_shape){ .out = in, .params = SIZE_MAX / 2 + 1 };
+        return STRATA_OK;
+}
+
+Test(runtime_bad_input, plan_sums_that_overflow_are_refused)
+{
+        struct strata_module_ops huge = strata_relu;
+        struct strata_plan_info pl;
+        struct rig r;
+
+        huge.name = "huge";
+        huge.shape = huge_shape;
+        rig_init(&r, 0);
+        r.mods[1] = (struct strata_module){ .ops = &huge }; /* in place of the relu */
+        r.mods[3] = r.mods[2];
+        r.mods[2] = (struct strata_module){ .ops = &huge };
+        r.model.nmodules = 4;
+        cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_EOVERFLOW, "%s", strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "overflow"), "%s", strata_last_error());
+}
