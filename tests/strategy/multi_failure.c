@@ -79,3 +79,51 @@ Test(multi_failure, inject_bad_arguments)
         cr_assert_eq(strata_inject_failure(rt, 0, STRATA_EV_BACKWARD, 3), STRATA_EINVAL);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
+
+/* The events outside a training step: connect, setup, evaluation and prediction. */
+static void each_other_event(enum strata_strategy_kind kind, int n)
+{
+        static const int events[] = { STRATA_EV_CONNECT, STRATA_EV_SETUP,
+                                      STRATA_EV_VALIDATION_STEP, STRATA_EV_PREDICT_STEP };
+
+        for (int dev = 0; dev < n; dev++)
+                for (size_t e = 0; e < sizeof(events) / sizeof(events[0]); e++) {
+                        float logits[RIG_BATCH * RIG_CLASSES];
+                        struct strata_runtime *rt;
+                        struct strata_batch b;
+                        struct strata_config c;
+                        struct rig r;
+                        int rc, ev = events[e];
+
+                        rig_init(&r, 1);
+                        c = r.cfg;
+                        c.strategy = kind;
+                        c.devices = n;
+                        c.timeout_s = 5.0;
+                        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                        cr_assert_eq(strata_inject_failure(rt, dev, ev, STRATA_EINJECTED),
+                                     STRATA_OK);
+                        rc = strata_connect(rt);
+                        if (ev == STRATA_EV_CONNECT || ev == STRATA_EV_SETUP) {
+                                cr_assert_eq(rc, STRATA_EINJECTED, "device %d %s", dev,
+                                             strata_event_name(ev));
+                                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                                continue;
+                        }
+                        cr_assert_eq(rc, STRATA_OK, "%s", strata_last_error());
+                        strata_loader_reset(&r.loader, r.idx, 256);
+                        cr_assert(strata_loader_next(&r.loader, &b));
+                        rc = ev == STRATA_EV_VALIDATION_STEP ? strata_eval_step(rt, &b, NULL)
+                                                             : strata_predict_step(rt, &b, logits);
+                        cr_assert_eq(rc, STRATA_EINJECTED, "device %d %s", dev,
+                                     strata_event_name(ev));
+                        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                }
+}
+
+Test(multi_failure, other_events_every_strategy, .timeout = 120)
+{
+        each_other_event(STRATA_STRATEGY_SINGLE, 1);
+        each_other_event(STRATA_STRATEGY_DP, 2);
+        each_other_event(STRATA_STRATEGY_DDP, 2);
+}
