@@ -592,6 +592,28 @@ static void catch_stop_signals(void)
         sigaction(SIGINT, &sa, NULL);
 }
 
+/* What a stopped run did up to its last step: the summary a completed run prints, without
+ * the test pass it never reached. */
+static void stopped_summary(const struct opts *o, int ep, long s, double loss, double *times,
+                            long nsteps, double elapsed)
+{
+        double med, sps = elapsed > 0.0 ? (double)nsteps * o->batch / elapsed : 0.0;
+        char num[32];
+
+        qsort(times, (size_t)nsteps, sizeof(double), strata_tool_cmp_double);
+        med = nsteps ? times[nsteps / 2] * 1e6 : 0.0;
+        if (o->json)
+                printf("{\"final\":true,\"stopped\":\"%s\",\"epoch\":%d,\"step\":%ld,"
+                       "\"train_loss\":%s,\"time_s\":%.3f,\"samples_per_s\":%.0f,"
+                       "\"step_us_median\":%.1f}\n",
+                       sigabbrev_np(stop_signal), ep + 1, s, json_num(loss, "%.6f", num),
+                       elapsed, sps, med);
+        else if (!o->quiet)
+                printf("stopped: epoch %d step %ld  train_loss %.4f  time %.2fs  median step "
+                       "%.1f us  %.0f samples/s\n", ep + 1, s, loss, elapsed, med, sps);
+        fflush(stdout);
+}
+
 static int stop(struct strata_runtime *rt, const struct opts *o, struct position at)
 {
         int sig = stop_signal, rc = STRATA_OK;
@@ -626,7 +648,7 @@ int main(int argc, char **argv)
         struct position at = { 0, 0, 0.0 };
         long nsteps = 0;
         int widths[MAX_MODULES], nw, nm = 0, rc, tty;
-        size_t data_bytes;
+        size_t data_bytes, samples;
         char p1[4096], p2[4096], p3[4096], p4[4096], why[160];
         void *p;
 
@@ -654,18 +676,24 @@ int main(int argc, char **argv)
         snprintf(p3, sizeof(p3), "%s/t10k-images-idx3-ubyte.gz", o.data);
         snprintf(p4, sizeof(p4), "%s/t10k-labels-idx1-ubyte.gz", o.data);
         if (o.synthetic) {
-                data_bytes = (size_t)(o.synthetic + 10000) * (size_t)(widths[0] + 64) + 4096;
+                samples = (size_t)o.synthetic + 10000;
+                data_bytes = samples * (size_t)(widths[0] + 64) + 4096;
         } else {
+                struct strata_idx_info ia, ib;
                 size_t a, b;
 
                 if (access(o.data, R_OK | X_OK) != 0)
                         return bad("data directory '%s': %s", o.data, strerror(errno));
-                if (strata_dataset_bytes(p1, p2, &a) || strata_dataset_bytes(p3, p4, &b))
+                if (strata_dataset_bytes(p1, p2, &a) || strata_dataset_bytes(p3, p4, &b) ||
+                    strata_idx_info(p2, &ia) || strata_idx_info(p4, &ib))
                         return bad("%s%s", strata_last_error(), "");
                 data_bytes = a + b;
+                samples = (size_t)ia.dims[0] + ib.dims[0];
         }
-        data_bytes += (size_t)70000 * 12 + (size_t)o.batch * (size_t)widths[0] * 8 + 8 * 4096 +
-                      (size_t)o.epochs * 70000 * sizeof(double) / (size_t)(o.batch ? o.batch : 1) +
+        /* Beside the data: index lists (12 bytes a sample), a staging batch, and the step
+         * times of the whole run, all sized from the data set itself (no built-in budget). */
+        data_bytes += samples * 12 + (size_t)o.batch * (size_t)widths[0] * 8 + 8 * 4096 +
+                      (size_t)o.epochs * samples * sizeof(double) / (size_t)(o.batch ? o.batch : 1) +
                       (size_t)o.epochs * sizeof(double) * 8;
         if (data_bytes > memory_limit(why, sizeof(why)))
                 return bad("the data needs %s bytes; %s (fewer --synthetic samples, or a "
@@ -878,8 +906,12 @@ int main(int argc, char **argv)
                         if (o.ckpt_every && s % o.ckpt_every == 0 && s < steps_per_epoch &&
                             (rc = save_ckpt(rt, &o, (struct position){ ep, s, loss_sum })))
                                 goto fail;
-                        if (stop_signal && s % o.accumulate == 0)
+                        if (stop_signal && s % o.accumulate == 0) {
+                                stopped_summary(&o, ep, s, loss_sum / (double)(s ? s : 1),
+                                                step_times, nsteps,
+                                                strata_tool_now() - t_start);
                                 return stop(rt, &o, (struct position){ ep, s, loss_sum });
+                        }
                 }
                 ep_time = strata_tool_now() - t_ep;
                 train_loss = loss_sum / (double)s;

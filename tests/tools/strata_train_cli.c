@@ -335,3 +335,43 @@ Test(strata_train_cli, data_beyond_the_memory_limit_refused_before_generation)
                            "%s", out);
         cr_assert_null(strstr(out, "epoch "), "nothing may run: %s", out);
 }
+
+/*
+ * A data set larger than Fashion-MNIST's 70 000 samples trains: the tool's own buffers are
+ * sized from the data (a fixed 70 000-sample budget made this fail with "memory region too
+ * small"). The training split here is Fashion-MNIST's twice over: 120 000 samples, plain IDX.
+ */
+Test(strata_train_cli, data_set_larger_than_fashion_mnist_trains, .timeout = 120)
+{
+        char dir[64] = "/tmp/strata-big-XXXXXX", cmd[2048], args[256], out[8192];
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(cmd, sizeof(cmd),
+                 "cd %s && cp " FMNIST "/t10k-*.gz . && /usr/bin/python3 -c '"
+                 "import gzip; d=\"" FMNIST "/\"; n=(120000).to_bytes(4, \"big\")\n"
+                 "x=gzip.open(d+\"train-images-idx3-ubyte.gz\").read()\n"
+                 "y=gzip.open(d+\"train-labels-idx1-ubyte.gz\").read()\n"
+                 "open(\"train-images-idx3-ubyte.gz\",\"wb\").write(x[:4]+n+x[8:16]+x[16:]*2)\n"
+                 "open(\"train-labels-idx1-ubyte.gz\",\"wb\").write(y[:4]+n+y[8:]*2)'",
+                 dir);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+        snprintf(args, sizeof(args), "--data %s --epochs 1 --batch 1024 --model 784-16-10 --json",
+                 dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"final\":true"), "%s", out);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        (void)!system(cmd);
+}
+
+/* SIGINT: the current step finishes, the run's summary is printed, the exit status is 130. */
+Test(strata_train_cli, sigint_prints_the_summary_and_exits_130, .timeout = 60)
+{
+        char out[8192];
+
+        cr_assert_eq(cli_sh(BIN " --epochs 40 --synthetic 20000 --json 2>&1 & p=$!; sleep 1; "
+                                "kill -INT $p; wait $p",
+                            out, sizeof(out)), 130, "%s", out);
+        cr_assert_not_null(strstr(out, "{\"final\":true,\"stopped\":\"INT\""), "%s", out);
+        cr_assert_not_null(strstr(out, "\"step_us_median\":"), "%s", out);
+        cr_assert_not_null(strstr(out, "Interrupt at epoch"), "%s", out);
+}
