@@ -43,6 +43,19 @@ int strata_arena_bind_numa(struct strata_arena *a, int node, const char **reason
                         *reason = "machine has a single NUMA node";
                 return STRATA_OK;
         }
+        { /* a node outside the memory nodes this process was given (cpuset.mems) is not used */
+                struct bitmask *allowed = numa_get_mems_allowed();
+                int ok = !allowed || numa_bitmask_isbitset(allowed, (unsigned)node);
+
+                if (allowed)
+                        numa_bitmask_free(allowed);
+                if (!ok) {
+                        if (reason)
+                                *reason = "the core's node is not among this process's memory "
+                                          "nodes: placement left to the kernel";
+                        return STRATA_OK;
+                }
+        }
         /* mbind works on whole pages: bind the pages wholly inside the arena. */
         start = STRATA__ALIGN_UP((uintptr_t)a->base, STRATA_ALIGN_PAGE);
         end = ((uintptr_t)a->base + a->capacity) & ~(uintptr_t)(STRATA_ALIGN_PAGE - 1);

@@ -682,7 +682,7 @@ int main(int argc, char **argv)
                 struct strata_idx_info ia, ib;
                 size_t a, b;
 
-                if (access(o.data, R_OK | X_OK) != 0)
+                if (access(o.data, X_OK) != 0) /* traversable is enough: it need not be listable */
                         return bad("data directory '%s': %s", o.data, strerror(errno));
                 if (strata_dataset_bytes(p1, p2, &a) || strata_dataset_bytes(p3, p4, &b) ||
                     strata_idx_info(p2, &ia) || strata_idx_info(p4, &ib))
