@@ -12,7 +12,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 
-enum kind { INT, ENUM, U64, SIZE, FLOAT, DOUBLE };
+enum kind { INT, U64, SIZE, FLOAT, DOUBLE }; /* enum fields are INT: their values are ints */
 
 struct key {
         const char *name;
@@ -22,7 +22,7 @@ struct key {
 
 #define K(name, kind, field) { name, kind, offsetof(struct strata_config, field) }
 static const struct key keys[] = {
-        K("strategy", ENUM, strategy),          K("accelerator", ENUM, accelerator),
+        K("strategy", INT, strategy),          K("accelerator", INT, accelerator),
         K("devices", INT, devices),             K("batch", INT, batch),
         K("classes", INT, classes),             K("seed", U64, seed),
         K("verbose", INT, verbose),             K("accumulate", INT, accumulate),
@@ -30,14 +30,14 @@ static const struct key keys[] = {
         K("sync_bn", INT, sync_bn),             K("bucket_bytes", SIZE, bucket_bytes),
         K("timeout_s", DOUBLE, timeout_s),      K("allow_tf32", INT, allow_tf32),
         K("trace_events", SIZE, trace_events),  K("allow_nonfinite", INT, allow_nonfinite),
-        K("bind", ENUM, bind),                  K("stall_s", DOUBLE, stall_s),
-        K("optim.kind", ENUM, optim.kind),      K("optim.lr", FLOAT, optim.lr),
+        K("bind", INT, bind),                  K("stall_s", DOUBLE, stall_s),
+        K("optim.kind", INT, optim.kind),      K("optim.lr", FLOAT, optim.lr),
         K("optim.momentum", FLOAT, optim.momentum),
         K("optim.dampening", FLOAT, optim.dampening),
         K("optim.nesterov", INT, optim.nesterov),
         K("optim.weight_decay", FLOAT, optim.weight_decay),
         K("optim.beta1", FLOAT, optim.beta1),   K("optim.beta2", FLOAT, optim.beta2),
-        K("optim.eps", FLOAT, optim.eps),       K("optim.schedule", ENUM, optim.schedule),
+        K("optim.eps", FLOAT, optim.eps),       K("optim.schedule", INT, optim.schedule),
         K("optim.warmup", U64, optim.warmup),   K("optim.step_size", U64, optim.step_size),
         K("optim.gamma", FLOAT, optim.gamma),   K("optim.t_max", U64, optim.t_max),
         K("optim.lr_min", FLOAT, optim.lr_min),
@@ -65,7 +65,6 @@ int strata_config_set(struct strata_config *cfg, const char *key, double value)
         f = (char *)cfg + k->off;
         switch (k->kind) {
         case INT:
-        case ENUM:
                 if (!integral(value, INT32_MIN, INT32_MAX))
                         break;
                 *(int *)f = (int)value;

@@ -600,8 +600,7 @@ static void stopped_summary(const struct opts *o, int ep, long s, double loss, d
         double med, sps = elapsed > 0.0 ? (double)nsteps * o->batch / elapsed : 0.0;
         char num[32];
 
-        qsort(times, (size_t)nsteps, sizeof(double), strata_tool_cmp_double);
-        med = nsteps ? times[nsteps / 2] * 1e6 : 0.0;
+        med = strata_tool_median(times, (size_t)nsteps) * 1e6;
         if (o->json)
                 printf("{\"final\":true,\"stopped\":\"%s\",\"epoch\":%d,\"step\":%ld,"
                        "\"train_loss\":%s,\"time_s\":%.3f,\"samples_per_s\":%.0f,"
@@ -648,7 +647,7 @@ int main(int argc, char **argv)
         struct position at = { 0, 0, 0.0 };
         long nsteps = 0;
         int widths[MAX_MODULES], nw, nm = 0, rc, tty;
-        size_t data_bytes, samples;
+        size_t data_bytes, samples, mem_limit;
         char p1[4096], p2[4096], p3[4096], p4[4096], why[160];
         void *p;
 
@@ -695,7 +694,8 @@ int main(int argc, char **argv)
         data_bytes += samples * 12 + (size_t)o.batch * (size_t)widths[0] * 8 + 8 * 4096 +
                       (size_t)o.epochs * samples * sizeof(double) / (size_t)(o.batch ? o.batch : 1) +
                       (size_t)o.epochs * sizeof(double) * 8;
-        if (data_bytes > memory_limit(why, sizeof(why)))
+        mem_limit = memory_limit(why, sizeof(why));
+        if (data_bytes > mem_limit)
                 return bad("the data needs %s bytes; %s (fewer --synthetic samples, or a "
                            "larger limit)", (snprintf(p1, 64, "%zu", data_bytes), p1), why);
         if (strata_arena_map(&data, data_bytes, NULL))
@@ -768,7 +768,7 @@ int main(int argc, char **argv)
                 strata_patch_replication_callback(&cfg);
         if (strata_plan(&cfg, &plan))
                 return bad("%s%s", strata_last_error(), "");
-        if (plan.bytes > memory_limit(why, sizeof(why)) - data_bytes)
+        if (plan.bytes > mem_limit - data_bytes)
                 return bad("this configuration needs %s bytes beside the data; %s",
                            (snprintf(p1, 64, "%zu", plan.bytes), p1), why);
         if (o.verbose) {
@@ -943,9 +943,8 @@ int main(int argc, char **argv)
         if (o.export_st && (rc = strata_export_safetensors(rt, o.export_st)))
                 goto fail;
         strata_memory(rt, &mem);
-        qsort(step_times, (size_t)nsteps, sizeof(double), strata_tool_cmp_double);
         {
-                double med = nsteps ? step_times[nsteps / 2] * 1e6 : 0.0;
+                double med = strata_tool_median(step_times, (size_t)nsteps) * 1e6;
                 double sps = (double)nsteps * o.batch / t_total;
 
                 if (o.json)
