@@ -43,7 +43,7 @@ SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSTRATA_SANITIZED
 OPT      := -O1 -g
 endif
 
-LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm nn strategy
+LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm drivers/net nn strategy
 
 # CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) is built as its own shared
 # object, libstrata-cuda.so, which links cuBLAS and the CUDA runtime; the library loads it the
@@ -71,6 +71,13 @@ ifeq ($(SAN),)
 TOOLS     += $(BUILD)/bin/strata-bench-mpi
 endif
 endif
+# The MPI link (drivers/mpi) is its own shared object, libstrata-mpi.so, linked with Open MPI
+# (mpicc's flags); the library loads it when the mpi strategy is asked for.
+ifneq ($(MPICC),)
+MPI_PLUGIN := $(BUILD)/libstrata-mpi.so
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile)
+MPI_LIBS   := $(shell $(MPICC) --showme:link)
+endif
 TOOL_COMMON := $(filter-out tools/strata-%.c,$(wildcard tools/*.c))
 TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
 
@@ -84,7 +91,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 .PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
-lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN)
+lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
 tools: $(TOOLS)
 
 # A change of compiler or flags rebuilds every object (the stamp changes only then).
@@ -115,6 +122,12 @@ $(BUILD)/libstrata.so: $(LIB_OBJS) strata.map
 	$(Q)$(CC) -shared $(SANFLAGS) -Wl,-soname,libstrata.so.0 -Wl,--version-script=strata.map \
 	        -o $@ $(LIB_OBJS) $(LIBS)
 
+# The MPI link plugin: one object and Open MPI; it exports one function (drivers/mpi/plugin.map).
+$(BUILD)/obj/drivers/mpi/mpi.o: EXTRA_CFLAGS += $(MPI_CFLAGS) -fvisibility=hidden
+$(BUILD)/libstrata-mpi.so: $(BUILD)/obj/drivers/mpi/mpi.o drivers/mpi/plugin.map
+	$(Q)$(CC) -shared $(SANFLAGS) -Wl,--version-script=drivers/mpi/plugin.map -Wl,--no-undefined \
+	        -o $@ $< $(MPI_LIBS)
+
 # The CUDA driver plugin: its objects, cuBLAS and the CUDA runtime; it exports one function
 # (drivers/cuda/plugin.map) and resolves everything else within itself (--no-undefined).
 $(CUDA_C_SRCS:%.c=$(BUILD)/obj/%.o): EXTRA_CFLAGS += -I$(CUDA_HOME)/include -fvisibility=hidden
@@ -133,7 +146,7 @@ $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
 
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.
-$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(CUDA_PLUGIN)
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(CUDA_PLUGIN) $(MPI_PLUGIN)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(SANFLAGS) -pthread -rdynamic -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) \
 	        $(BUILD)/libstrata.a $(LIBS) $(TESTLIBS) -ldl
@@ -236,6 +249,7 @@ install: lib tools
 	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
 	$(if $(CUDA_PLUGIN),install -m 755 $(CUDA_PLUGIN) $(DESTDIR)$(PREFIX)/lib/)
+	$(if $(MPI_PLUGIN),install -m 755 $(MPI_PLUGIN) $(DESTDIR)$(PREFIX)/lib/)
 	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
 	install -m 644 fortran/strata.f90 $(DESTDIR)$(PREFIX)/include/strata/

@@ -15,6 +15,7 @@
 #include "arch/arch.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
+#include "drivers/net.h"
 
 /* Every mailbox starts on its own cache line: no two ranks write one line. */
 _Static_assert(STRATA__COMM_EAGER % 64 == 0, "eager mailboxes must be whole cache lines");
@@ -27,6 +28,14 @@ static size_t comm_bytes(int ranks)
         return COMM_HEAD + (size_t)ranks * 2 * STRATA__COMM_EAGER;
 }
 
+/* Staging of a communicator spanning processes: its block, then every process's. */
+static size_t stage_bytes(const struct strata_comm_config *cfg)
+{
+        int procs = cfg->world_size / cfg->local_size;
+
+        return cfg->world_size > cfg->local_size ? (size_t)(procs + 1) * STRATA__NET_BLOCK : 0;
+}
+
 int strata_comm_plan(int local_size, size_t *bytes)
 {
         if (local_size < 1 || local_size > STRATA_MAX_DEVICES || !bytes)
@@ -36,10 +45,21 @@ int strata_comm_plan(int local_size, size_t *bytes)
         return STRATA_OK;
 }
 
-static int check_config(const struct strata_comm_config *cfg)
-{
-        const struct strata_device_ops *dev = cfg->dev;
+static int check_sizes(const struct strata_comm_config *cfg);
 
+int strata_comm_plan_config(const struct strata_comm_config *cfg, size_t *bytes)
+{
+        if (!cfg || !bytes)
+                return strata__fail(STRATA_EINVAL, "comm plan: NULL argument");
+        STRATA_TRY(check_sizes(cfg));
+        STRATA_TRY(strata_comm_plan(cfg->local_size, bytes));
+        *bytes += stage_bytes(cfg);
+        return STRATA_OK;
+}
+
+/* The ranks: how many, where this process's start, how processes divide them. */
+static int check_sizes(const struct strata_comm_config *cfg)
+{
         if (cfg->local_size < 1 || cfg->local_size > STRATA_MAX_DEVICES)
                 return strata__fail(STRATA_EINVAL, "comm init: %d local ranks (1..%d)",
                                     cfg->local_size, STRATA_MAX_DEVICES);
@@ -47,6 +67,30 @@ static int check_config(const struct strata_comm_config *cfg)
                 return strata__fail(STRATA_EINVAL, "comm init: local ranks %d..%d outside a world "
                                                    "of %d", cfg->rank0,
                                     cfg->rank0 + cfg->local_size - 1, cfg->world_size);
+        if (cfg->world_size > cfg->local_size &&
+            (cfg->world_size % cfg->local_size || cfg->rank0 % cfg->local_size ||
+             cfg->world_size / cfg->local_size > STRATA__NET_MAX))
+                return strata__fail(STRATA_EINVAL, "comm init: a world of %d ranks in processes "
+                                                   "of %d each (at most %d processes, rank0 a "
+                                                   "multiple)", cfg->world_size, cfg->local_size,
+                                    STRATA__NET_MAX);
+        return STRATA_OK;
+}
+
+static int check_config(const struct strata_comm_config *cfg)
+{
+        const struct strata_device_ops *dev = cfg->dev;
+
+        STRATA_TRY(check_sizes(cfg));
+        if (cfg->net && (cfg->net->size != cfg->world_size / cfg->local_size ||
+                         cfg->net->rank != cfg->rank0 / cfg->local_size))
+                return strata__fail(STRATA_EINVAL, "comm init: the link joins %d processes "
+                                                   "(this one %d), the configuration %d",
+                                    cfg->net->size, cfg->net->rank,
+                                    cfg->world_size / cfg->local_size);
+        if (cfg->net && dev && !dev->host_visible)
+                return strata__fail(STRATA_ENOTSUP, "comm init: %s memory across processes",
+                                    dev->name);
         if (!cfg->group || !cfg->group->aborted || !cfg->group->fail || !cfg->group->epoch)
                 return strata__fail(STRATA_EINVAL, "comm init: no failure domain (group)");
         if (dev && !dev->host_visible && (!dev->reduce_many || !dev->copy_many))
@@ -83,6 +127,11 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a,
         c->inject_rank = -1;
         c->yield_after = c->group.oversubscribed ? 16 : 2048;
         c->dev = cfg->dev && !cfg->dev->host_visible ? cfg->dev : NULL;
+        if (stage_bytes(cfg)) {
+                STRATA_TRY(strata_arena_alloc(a, stage_bytes(cfg), 64, &p));
+                c->stage = p;
+                c->net = cfg->net;
+        }
         (void)strata__reduce_isa();
         *out = c;
         return STRATA_OK;
@@ -195,7 +244,7 @@ static int device_check(const struct strata_comm *c, const struct strata_coll *o
 }
 
 /* All argument checks of all collectives, for one rank. */
-static int check(const struct strata_coll *op, int rank, int n)
+static int check(const struct strata_coll *op, int rank, int world)
 {
         size_t es = strata_dtype_size(op->dtype), ns, nr, bytes;
         int rooted = op->kind == STRATA_COLL_BROADCAST || op->kind == STRATA_COLL_REDUCE ||
@@ -210,12 +259,13 @@ static int check(const struct strata_coll *op, int rank, int n)
                 return strata__fail(STRATA_EINVAL, "dtype %d unknown", (int)op->dtype);
         if ((unsigned)op->op >= STRATA_OP_COUNT)
                 return strata__fail(STRATA_EINVAL, "reduction op %d unknown", (int)op->op);
-        if (rooted && (op->root < 0 || op->root >= n))
-                return strata__fail(STRATA_EINVAL, "root %d not in [0, %d)", op->root, n);
-        if (strata__mul_size(op->count, (size_t)n, &bytes) || strata__mul_size(bytes, es, &bytes))
+        if (rooted && (op->root < 0 || op->root >= world))
+                return strata__fail(STRATA_EINVAL, "root %d not in [0, %d)", op->root, world);
+        if (strata__mul_size(op->count, (size_t)world, &bytes) ||
+            strata__mul_size(bytes, es, &bytes))
                 return strata__fail(STRATA_EOVERFLOW, "count %zu x %d ranks x %zu bytes overflows",
-                                    op->count, n, es);
-        extents(op, n, &ns, &nr);
+                                    op->count, world, es);
+        extents(op, world, &ns, &nr);
         needs_send = op->kind != STRATA_COLL_BROADCAST &&
                      !(op->kind == STRATA_COLL_SCATTER && rank != op->root);
         needs_recv = !((op->kind == STRATA_COLL_REDUCE || op->kind == STRATA_COLL_GATHER) &&
@@ -363,6 +413,8 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 /* Collectives that finish in one meeting: no data, or data small enough for the mailboxes. */
 static int eager(const struct strata_comm *c, const struct strata_coll *op)
 {
+        if (c->tp->join)
+                return 0; /* the other processes are met in every collective */
         if (op->kind == STRATA_COLL_BARRIER)
                 return 1;
         return !c->dev && op->kind == STRATA_COLL_ALL_REDUCE &&
@@ -419,7 +471,7 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
         p = (int)(seq & 1);
         s = &c->slot[rank][p];
         s->op = *op;
-        s->status = check(op, rank, c->n);
+        s->status = check(op, c->rank0 + rank, c->world);
         if (s->status == STRATA_OK)
                 s->status = device_check(c, op);
         quick = s->status == STRATA_OK && eager(c, op);
@@ -436,7 +488,9 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
                         eager_all_reduce(c, rank, p, op);
                 return injected(c, rank, 2);
         }
-        if (rc == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count)
+        if (c->tp->join)
+                rc = c->tp->join(c, rank, op, rc);
+        else if (rc == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count)
                 rc = c->tp->run[op->kind](c, rank, op);
         strata__store_fence();
         if (rc == STRATA_OK && c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)

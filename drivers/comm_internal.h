@@ -48,6 +48,12 @@ struct strata__transport {
         int (*probe)(const struct strata_comm_config *cfg, const char **why);
         int (*run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
                                       const struct strata_coll *op);
+        /*
+         * Transports that join processes (drivers/net): every collective, on every local rank,
+         * after the local agreement whatever its @p status (the other processes must learn of
+         * it); replaces the eager path and run[].
+         */
+        int (*join)(struct strata_comm *c, int rank, const struct strata_coll *op, int status);
         /* The part [lo, hi) of a reduction's result that local rank @p rank computes. */
         void (*slice)(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi);
 };
@@ -61,6 +67,9 @@ struct strata_comm {
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         const struct strata_device_ops *dev; /* device memory (not host-visible), or NULL */
         unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
+        struct strata_net *net;   /* the link to the other processes, or NULL */
+        unsigned char *stage;     /* net: this process's block, then every process's */
+        uint64_t net_seq;         /* net: exchanges so far */
         struct strata__comm_slot slot[STRATA_MAX_DEVICES][2];
         struct strata__comm_flags flag[STRATA_MAX_DEVICES];
 };

@@ -1,6 +1,7 @@
 /*
- * Drivers built as their own shared object (internal): today the CUDA driver,
- * libstrata-cuda.so, so that a CPU-only program never loads the CUDA runtime or cuBLAS.
+ * Drivers built as their own shared object (internal): the CUDA driver, libstrata-cuda.so, so
+ * that a CPU-only program never loads the CUDA runtime or cuBLAS, and the MPI link,
+ * libstrata-mpi.so, so that only a program that runs on MPI loads Open MPI.
  *
  * The library dlopen()s the plugin the first time its accelerator is asked for and calls its
  * one exported function with what the plugin needs from the library (the error reporter, so
@@ -31,6 +32,19 @@ struct strata__plugin_host {
 
 /** The entry point's type: the driver's table, or NULL when @p host does not match. */
 typedef const struct strata_device_ops *(*strata__plugin_open_fn)(
+        const struct strata__plugin_host *host);
+
+/** The MPI link's plugin (drivers/net.h): libstrata-mpi.so, linked with Open MPI. */
+#define STRATA__MPI_PLUGIN "libstrata-mpi.so"
+#define STRATA__MPI_PLUGIN_ENTRY "strata_mpi_plugin_open"
+#define STRATA__NET_PLUGIN_ABI                                                                 \
+        ((unsigned)STRATA_VERSION_HEX * 65536u + (unsigned)sizeof(struct strata__net_ops) +     \
+         (unsigned)sizeof(struct strata_net) * 256u)
+
+struct strata__net_ops;
+
+/** The MPI plugin's entry point: the link's table, or NULL when @p host does not match. */
+typedef const struct strata__net_ops *(*strata__net_plugin_open_fn)(
         const struct strata__plugin_host *host);
 
 #endif /* STRATA_DRIVERS_PLUGIN_H */

@@ -17,6 +17,7 @@
 #include "base/base.h"
 #include "drivers/comm_internal.h"
 #include "drivers/drivers.h"
+#include "drivers/net.h"
 #include "drivers/plugin.h"
 
 static const struct strata_device_ops *registry[STRATA_ACCEL_COUNT] = {
@@ -28,13 +29,13 @@ static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static char cuda_why[512];
 
 /*
- * Where to look for the plugin: $STRATA_CUDA_PLUGIN, then beside the object this code is in
+ * Where to look for plugin @p file: $@p var, then beside the object this code is in
  * (libstrata.so in lib/, or a program linked with the archive: its bin/../lib and bin/..),
  * then the dynamic linker's own search.
  */
-static void *open_plugin(char *tried, size_t n)
+static void *open_plugin(const char *file, const char *var, char *tried, size_t n)
 {
-        const char *env = getenv("STRATA_CUDA_PLUGIN");
+        const char *env = getenv(var);
         char dir[PATH_MAX], path[PATH_MAX + 64];
         const char *sub[] = { "", "/../lib", "/.." };
         Dl_info info;
@@ -61,8 +62,7 @@ static void *open_plugin(char *tried, size_t n)
                         for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
                                 size_t len = strlen(tried);
 
-                                snprintf(path, sizeof(path), "%s%s/" STRATA__CUDA_PLUGIN, dir,
-                                         sub[i]);
+                                snprintf(path, sizeof(path), "%s%s/%s", dir, sub[i], file);
                                 snprintf(tried + len, n - len, "%s%s", len ? ", " : "", path);
                                 if ((h = dlopen(path, RTLD_NOW | RTLD_GLOBAL)))
                                         return h;
@@ -72,31 +72,51 @@ static void *open_plugin(char *tried, size_t n)
         {
                 size_t len = strlen(tried);
 
-                snprintf(tried + len, n - len, "%s" STRATA__CUDA_PLUGIN " (system paths)",
-                         len ? ", " : "");
+                snprintf(tried + len, n - len, "%s%s (system paths)", len ? ", " : "", file);
         }
-        return dlopen(STRATA__CUDA_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+        return dlopen(file, RTLD_NOW | RTLD_GLOBAL);
+}
+
+/*
+ * Open plugin @p file and return its entry point @p entry, or NULL with why in @p why (what
+ * the build lacks is @p missing). The handle stays open when the entry point is found.
+ */
+static void *load_plugin(const char *file, const char *var, const char *entry,
+                         const char *missing, char *why, size_t n, void **handle)
+{
+        char tried[1536];
+        void *h = open_plugin(file, var, tried, sizeof(tried)), *fn;
+        const char *err;
+
+        if (!h) {
+                err = dlerror();
+                snprintf(why, n, "%s not loaded (%s; tried %.300s): %s, or it is not installed "
+                         "beside the library", file, err ? err : "not found", tried, missing);
+                return NULL;
+        }
+        fn = dlsym(h, entry);
+        if (!fn) {
+                snprintf(why, n, "%s is not a Strata plugin (no %s)", file, entry);
+                dlclose(h);
+                return NULL;
+        }
+        *handle = h;
+        return fn;
 }
 
 static void load_cuda(void)
 {
         static const struct strata__plugin_host host = { STRATA__PLUGIN_ABI, strata__vfail };
-        char tried[1536];
         strata__plugin_open_fn open_fn;
-        void *h = open_plugin(tried, sizeof(tried));
-        const char *err;
+        void *h = NULL;
 
-        if (!h) {
-                err = dlerror();
-                snprintf(cuda_why, sizeof(cuda_why), "%s not loaded (%s; tried %.300s): this "
-                         "build has no CUDA driver (built without the CUDA toolkit, or with "
-                         "CUDA=0), or it is not installed beside the library",
-                         STRATA__CUDA_PLUGIN, err ? err : "not found", tried);
-                return;
-        }
-        *(void **)&open_fn = dlsym(h, STRATA__CUDA_PLUGIN_ENTRY);
+        *(void **)&open_fn = load_plugin(STRATA__CUDA_PLUGIN, "STRATA_CUDA_PLUGIN",
+                                         STRATA__CUDA_PLUGIN_ENTRY,
+                                         "this build has no CUDA driver (built without the CUDA "
+                                         "toolkit, or with CUDA=0)", cuda_why, sizeof(cuda_why),
+                                         &h);
         registry[STRATA_ACCEL_CUDA] = open_fn ? open_fn(&host) : NULL;
-        if (!registry[STRATA_ACCEL_CUDA]) {
+        if (open_fn && !registry[STRATA_ACCEL_CUDA]) {
                 snprintf(cuda_why, sizeof(cuda_why), "%s is from another Strata build (no "
                          "matching " STRATA__CUDA_PLUGIN_ENTRY ")", STRATA__CUDA_PLUGIN);
                 dlclose(h);
@@ -150,10 +170,44 @@ int strata_device_check(const struct strata_device_ops *d)
         return STRATA_OK;
 }
 
+/* The MPI link (drivers/net.h), a plugin as well: only programs that run on MPI load it. */
+static pthread_once_t mpi_once = PTHREAD_ONCE_INIT;
+static const struct strata__net_ops *mpi_ops;
+static char mpi_why[512];
+
+static void load_mpi(void)
+{
+        static const struct strata__plugin_host host = { STRATA__NET_PLUGIN_ABI, strata__vfail };
+        strata__net_plugin_open_fn open_fn;
+        void *h = NULL;
+
+        *(void **)&open_fn = load_plugin(STRATA__MPI_PLUGIN, "STRATA_MPI_PLUGIN",
+                                         STRATA__MPI_PLUGIN_ENTRY,
+                                         "this build has no MPI link (built without mpicc)",
+                                         mpi_why, sizeof(mpi_why), &h);
+        mpi_ops = open_fn ? open_fn(&host) : NULL;
+        if (open_fn && !mpi_ops) {
+                snprintf(mpi_why, sizeof(mpi_why), "%s is from another Strata build (no "
+                         "matching " STRATA__MPI_PLUGIN_ENTRY ")", STRATA__MPI_PLUGIN);
+                dlclose(h);
+        }
+}
+
+int strata__net_mpi(const struct strata__net_ops **out)
+{
+        pthread_once(&mpi_once, load_mpi);
+        if (!mpi_ops)
+                return strata__fail(STRATA_ENODEV, "strategy mpi: %s", mpi_why);
+        *out = mpi_ops;
+        return STRATA_OK;
+}
+
 /* The transports, in order of preference: a communicator runs on the first that accepts. */
+extern const struct strata__transport strata__net_transport;
 extern const struct strata__transport strata__shm_transport;
 
 static const struct strata__transport *const transports[] = {
+        &strata__net_transport,
         &strata__shm_transport,
 };
 

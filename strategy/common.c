@@ -30,11 +30,12 @@ int strata__prepare(const struct strata_runtime *rt)
 
 void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
 {
-        int n = rt->nreplicas;
+        int n = rt->world;
 
-        for (int d = 0; d < n; d++) {
+        for (int d = 0; d < rt->nreplicas; d++) {
                 struct strata__replica *r = &rt->replicas[d];
-                int lo = (int)((long)b->rows * d / n), hi = (int)((long)b->rows * (d + 1) / n);
+                long g = rt->rank0 + d; /* the global rank: the layout does not change rows */
+                int lo = (int)(b->rows * g / n), hi = (int)(b->rows * (g + 1) / n);
 
                 /* Each device loads its own rows when it starts computing on them. */
                 r->rows = hi - lo;
@@ -42,19 +43,36 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
         }
 }
 
-void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m)
+void strata__metrics_sum(const double *v, int n, struct strata_metrics *m)
 {
         double loss = 0.0;
         int correct = 0, rows = 0;
 
-        for (int d = 0; d < rt->nreplicas; d++) {
-                loss += rt->replicas[d].loss;
-                correct += rt->replicas[d].correct;
-                rows += rt->replicas[d].rows;
+        for (int d = 0; d < n; d++) {
+                loss += v[3 * d];
+                correct += (int)v[3 * d + 1];
+                rows += (int)v[3 * d + 2];
         }
         if (m)
                 *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct,
                                               .rows = rows };
+}
+
+void strata__metrics_local(const struct strata_runtime *rt, double *v)
+{
+        for (int d = 0; d < rt->nreplicas; d++) {
+                v[3 * d] = rt->replicas[d].loss;
+                v[3 * d + 1] = rt->replicas[d].correct;
+                v[3 * d + 2] = rt->replicas[d].rows;
+        }
+}
+
+void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m)
+{
+        double v[3 * STRATA_MAX_DEVICES];
+
+        strata__metrics_local(rt, v);
+        strata__metrics_sum(v, rt->nreplicas, m);
 }
 
 int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,
@@ -79,7 +97,7 @@ int strata__local_collective(struct strata_runtime *rt, const struct strata_coll
 
 int strata__is_global_zero(const struct strata_runtime *rt)
 {
-        return rt != NULL;
+        return rt != NULL && rt->rank0 == 0;
 }
 
 int strata__root_device(const struct strata_runtime *rt)
@@ -90,7 +108,7 @@ int strata__root_device(const struct strata_runtime *rt)
 
 int strata__world_size(const struct strata_runtime *rt)
 {
-        return rt ? rt->nreplicas : 0;
+        return rt ? rt->world : 0;
 }
 
 double strata__stall_s(const struct strata_config *c)

@@ -31,6 +31,7 @@ static const struct key keys[] = {
         K("timeout_s", DOUBLE, timeout_s),      K("allow_tf32", INT, allow_tf32),
         K("trace_events", SIZE, trace_events),  K("allow_nonfinite", INT, allow_nonfinite),
         K("bind", INT, bind),                  K("stall_s", DOUBLE, stall_s),
+        K("processes", INT, processes),        K("mpi_allreduce", INT, mpi_allreduce),
         K("optim.kind", INT, optim.kind),      K("optim.lr", FLOAT, optim.lr),
         K("optim.momentum", FLOAT, optim.momentum),
         K("optim.dampening", FLOAT, optim.dampening),

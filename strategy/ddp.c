@@ -30,8 +30,8 @@ static int ddp_validate(const struct strata_config *c, const struct strata_devic
         return strata__multi_validate(c, drv, "ddp");
 }
 
-static int ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                      struct strata_arena *a, void **priv)
+int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                       struct strata_arena *a, void **priv)
 {
         size_t layers = (size_t)c->model->nmodules;
         struct ddp *d;
@@ -144,7 +144,7 @@ static int ddp_backward(void *obj, int state, int event, void *arg)
 }
 
 #define P(s) .parent = &strata__multi_states[s]
-static const struct strata_sm_state ddp_states[STRATA_STATE_COUNT] = {
+const struct strata_sm_state strata__ddp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { .run = ddp_connect, P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { .run = ddp_setup, P(STRATA_STATE_CONNECTED) },
@@ -161,8 +161,8 @@ static const struct strata_sm_state ddp_states[STRATA_STATE_COUNT] = {
 const struct strata__strategy strata__ddp = {
         .name = "ddp",
         .validate = ddp_validate,
-        .layout = ddp_layout,
-        .states = ddp_states,
+        .layout = strata__ddp_layout,
+        .states = strata__ddp_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,
         .root_device = strata__root_device,

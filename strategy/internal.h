@@ -41,6 +41,11 @@ struct strata__strategy {
         int (*is_global_zero)(const struct strata_runtime *rt); /**< holds global rank 0 */
         int (*root_device)(const struct strata_runtime *rt);    /**< where the master lives */
         int (*world_size)(const struct strata_runtime *rt);     /**< devices in the run */
+        /**
+         * Strategies over several processes: how many the configuration runs in (the memory
+         * plan splits the batch over processes x devices). NULL: one.
+         */
+        int (*processes)(const struct strata_config *c, int *procs);
         int handles_gradient_accumulation; /**< no_sync on accumulation micro-batches */
         int replication_callbacks;         /**< runs modules' replicate() (jactorch's dp) */
 };
@@ -67,7 +72,8 @@ struct strata_runtime {
         void *priv;                    /* the strategy's state, from its layout */
         struct strata_arena root;
         struct strata__replica *replicas;
-        int nreplicas;
+        int nreplicas;                 /* this process's devices */
+        int world, rank0;              /* devices of every process; global rank of device 0 */
         uint64_t step;                 /* training steps taken */
         struct strata_plan_info plan;
         struct strata__step_args args;
@@ -88,6 +94,12 @@ struct strata_runtime {
  * STRATA_EINVAL without dereferencing it otherwise.
  */
 int strata__check_rt(const struct strata_runtime *rt);
+
+/** Processes a job may have. */
+#define STRATA_MAX_PROCESSES 64
+
+/** strategy/runtime.c: devices of every process of the configuration's job. */
+int strata__world(const struct strata_config *c, int *world);
 
 /* strategy/common.c: what every strategy's actions use. */
 
@@ -111,6 +123,12 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
 
 /** Sum the devices' loss and correct counts in device order into *m (m may be NULL). */
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
+
+/** This process's devices' (loss, correct, rows), three doubles each, into @p v. */
+void strata__metrics_local(const struct strata_runtime *rt, double *v);
+
+/** *m from @p n devices' triples @p v, summed in device order (m may be NULL). */
+void strata__metrics_sum(const double *v, int n, struct strata_metrics *m);
 
 /** A collective among the runtime's one device: checks its arguments, copies for all_gather. */
 int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,

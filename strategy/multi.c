@@ -26,23 +26,86 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
                          struct strata_arena *a, struct strata__multi *m)
 {
         struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
-        size_t pool, comm;
-        void *p, *q, *dq = NULL;
+        struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT, pc = STRATA_COMM_CONFIG_INIT;
+        size_t pool, comm, pcomm = 0;
+        void *p, *q, *dq = NULL, *pq = NULL, *st = NULL;
+        /* c->processes: resolved by the runtime's plan (strata__world) */
+        int world = c->devices * (c->processes > 0 ? c->processes : 1);
 
         wc.devices = c->devices;
+        cc.local_size = c->devices;
+        cc.world_size = world;
+        pc.world_size = world / c->devices;
         STRATA_TRY(strata_workers_plan(&wc, &pool));
-        STRATA_TRY(strata_comm_plan(c->devices, &comm));
+        STRATA_TRY(strata_comm_plan_config(&cc, &comm));
         STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
         STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
         if (!drv->host_visible)
                 STRATA_TRY(strata_arena_alloc(a, comm, 64, &dq));
+        if (world > c->devices) {
+                STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
+                STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
+                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
+        }
         if (m) {
+                m->pcomm_mem = pq;
+                m->pcomm_bytes = pcomm;
+                m->stats = st;
                 m->pool_mem = p;
                 m->pool_bytes = pool;
                 m->comm_mem = q;
                 m->dcomm_mem = dq;
                 m->comm_bytes = comm;
         }
+        return STRATA_OK;
+}
+
+/*
+ * The communicators of a process in a job of several: the devices' one spans every process's
+ * devices (global rank = process x devices + device); the coordinators' one joins device 0 of
+ * each process. Both run over the link, and have the worker pool as failure domain.
+ */
+static int join_comms(struct strata_runtime *rt, struct strata__multi *m,
+                      struct strata_arena *comm)
+{
+        struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
+        struct strata_arena pa;
+        struct strata_group g;
+
+        strata_workers_group(m->workers, &g);
+        cc.group = &g;
+        cc.net = &m->net;
+        cc.local_size = rt->nreplicas;
+        cc.world_size = rt->world;
+        cc.rank0 = rt->rank0;
+        STRATA_TRY(strata_comm_init(&m->comm, comm, &cc));
+        m->dcomm = m->comm;
+        cc.local_size = 1;
+        cc.world_size = m->net.size;
+        cc.rank0 = m->net.rank;
+        STRATA_TRY(strata_arena_init(&pa, m->pcomm_mem, m->pcomm_bytes, NULL));
+        STRATA_TRY(strata_comm_init(&m->pcomm, &pa, &cc));
+        return strata__net_warm_up(m->comm, 8);
+}
+
+/*
+ * Processes of one job on one host, each free to use the same CPU set (spawn, or mpirun
+ * --bind-to none): the k-th takes the cores after the first k processes' devices, instead of
+ * all pinning their devices to the set's first cores. A set too small for that means the
+ * launcher bound each process itself: usual placement (STRATA_ENOTSUP).
+ */
+static int place_beside(const struct strata_runtime *rt, const struct strata__multi *m,
+                        struct strata_placement *out)
+{
+        struct strata_placement all[STRATA_MAX_DEVICES];
+        struct strata_topology t;
+        int first = m->net.local_rank * rt->nreplicas, n = first + rt->nreplicas;
+
+        if (first == 0 || n > STRATA_MAX_DEVICES || strata_topology_read(&t) != STRATA_OK ||
+            t.allowed_cores < n)
+                return STRATA_ENOTSUP;
+        STRATA_TRY(strata_topology_place(n, all));
+        memcpy(out, all + first, sizeof(*out) * (size_t)rt->nreplicas);
         return STRATA_OK;
 }
 
@@ -59,7 +122,9 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
         wc.stall_s = strata__stall_s(&rt->cfg);
         wc.bind = rt->cfg.bind == STRATA_BIND_CORES;
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
-        if (rt->dev->local_pus) {
+        if (m->net.ops && place_beside(rt, m, near) == STRATA_OK) {
+                wc.placement = near;
+        } else if (rt->dev->local_pus) {
                 STRATA_TRY(strata_topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
                 wc.placement = near;
         }
@@ -77,12 +142,37 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
                 if (rt->cfg.verbose && d == 0 && why)
                         fprintf(stderr, "strata: device memory not bound: %s\n", why);
         }
+        if (m->net.ops)
+                return join_comms(rt, m, &comm);
         STRATA_TRY(strata_comm_init_workers(&m->comm, &comm, m->workers, NULL));
         m->dcomm = m->comm;
         if (!m->dcomm_mem)
                 return STRATA_OK;
         STRATA_TRY(strata_arena_init(&comm, m->dcomm_mem, m->comm_bytes, NULL));
         return strata_comm_init_workers(&m->dcomm, &comm, m->workers, rt->dev);
+}
+
+int strata__multi_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
+                       const void *where)
+{
+        struct strata__multi *m = strata__multi(rt);
+        int procs = rt->world / rt->nreplicas;
+
+        m->net = (struct strata_net){ .ops = ops, .step = &rt->step,
+                                      .native = rt->cfg.mpi_allreduce };
+        STRATA_TRY(ops->open(&m->net, where));
+        if (m->net.size != procs) {
+                int size = m->net.size;
+
+                ops->close(&m->net);
+                m->net.ops = NULL;
+                return strata__fail(STRATA_EINVAL, "strategy %s: the job has %d processes; the "
+                                                   "configuration was planned for %d (set "
+                                                   "processes, or launch with as many)",
+                                    rt->strategy->name, size, procs);
+        }
+        rt->rank0 = m->net.rank * rt->nreplicas;
+        return STRATA_OK;
 }
 
 static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
@@ -105,7 +195,7 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
         struct strata_step_ctx c = strata__ctx(rt, train, rt->args.batch->rows);
 
         c.rank = dev;
-        c.world = rt->nreplicas;
+        c.world = rt->world;
         c.row0 = rt->replicas[dev].row0;
         c.sync = rt->cfg.sync_bn && train;
         c.all_sum = m->sum_stats ? all_sum : NULL;
@@ -286,6 +376,23 @@ static int coll_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         return strata_comm_run(m->comm, dev, &op);
 }
 
+/* The step's metrics: this process's devices, or every process's in global device order. */
+static int metrics(struct strata_runtime *rt)
+{
+        struct strata__multi *m = strata__multi(rt);
+        double v[3 * STRATA_MAX_DEVICES];
+
+        if (!m->pcomm) {
+                strata__metrics(rt, rt->args.metrics);
+                return STRATA_OK;
+        }
+        strata__metrics_local(rt, v);
+        STRATA_TRY(strata_comm_all_gather(m->pcomm, 0, v, m->stats, 3 * (size_t)rt->nreplicas,
+                                          STRATA_F64));
+        strata__metrics_sum(m->stats, rt->world, rt->args.metrics);
+        return STRATA_OK;
+}
+
 /* ---- the parent states' actions ---- */
 
 static int on_setup_environment(void *obj, int state, int event, void *arg)
@@ -317,9 +424,7 @@ static int on_ready(void *obj, int state, int event, void *arg)
         if (event == STRATA_EV_BATCH_START)
                 return strata__multi_post(rt, event, idle_dev, 1);
         STRATA_TRY(strata__multi_post(rt, event, eval_dev, 0));
-        if (event != STRATA_EV_PREDICT_STEP)
-                strata__metrics(rt, rt->args.metrics);
-        return STRATA_OK;
+        return event != STRATA_EV_PREDICT_STEP ? metrics(rt) : STRATA_OK;
 }
 
 static int on_training_step(void *obj, int state, int event, void *arg)
@@ -341,8 +446,7 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 
         (void)state, (void)arg;
         STRATA_TRY(strata__multi_post(rt, event, idle_dev, 1));
-        strata__metrics(rt, rt->args.metrics);
-        return STRATA_OK;
+        return metrics(rt);
 }
 
 /* optimizer_step (every device steps its own replica) or batch_end of a micro-batch. */
@@ -366,6 +470,20 @@ static int on_torndown(void *obj, int state)
                          strata_last_error());
         }
         m->workers = NULL;
+        if (m->net.ops)
+                m->net.ops->close(&m->net);
+        m->net.ops = NULL;
+        return STRATA_OK;
+}
+
+/* A failure in a job of several processes ends the job: the others would wait for this one. */
+static int on_error(void *obj, int state)
+{
+        struct strata__multi *m = strata__multi(obj);
+
+        (void)state;
+        if (m->net.ops && m->net.ops->abort)
+                m->net.ops->abort(&m->net, 1, strata_last_error());
         return STRATA_OK;
 }
 
@@ -378,7 +496,7 @@ const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_FORWARD_DONE] = { .run = on_backward },
         [STRATA_STATE_BACKWARD_DONE] = { .run = on_backward_done },
         [STRATA_STATE_STEPPED] = { .run = on_batch_end },
-        [STRATA_STATE_ERROR] = { 0 },
+        [STRATA_STATE_ERROR] = { .entry = on_error },
         [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
 };
 
@@ -387,7 +505,7 @@ int strata__multi_collective(struct strata_runtime *rt, const struct strata_coll
 {
         struct strata__multi *m = strata__multi(rt);
 
-        if (rt->nreplicas == 1 || !m->workers)
+        if (rt->world == 1 || !m->workers)
                 return strata__local_collective(rt, op, bufs, send);
         m->coll = *op;
         m->coll_bufs = bufs;

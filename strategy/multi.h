@@ -8,6 +8,7 @@
 #define STRATA_STRATEGY_MULTI_H
 
 #include "strata/workers.h"
+#include "drivers/net.h"
 #include "strategy/internal.h"
 
 struct strata__multi;
@@ -27,6 +28,13 @@ struct strata__multi {
         void *dcomm_mem;               /* the device communicator's (not host-visible) */
         size_t pool_bytes, comm_bytes;
         int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
+        /* Several processes (mpi, spawn): the link, and a communicator among the processes'
+         * coordinators (device 0 of each) for the step's metrics. */
+        struct strata_net net;
+        struct strata_comm *pcomm;
+        void *pcomm_mem;
+        size_t pcomm_bytes;
+        double *stats;                 /* every device's (loss, correct, rows), global order */
         int event;                     /* the lifecycle event of the current job */
         strata__device_fn job;         /* what every device runs now */
         struct strata_coll coll;       /* the Strategy API collective being run */
@@ -47,9 +55,43 @@ static inline struct strata__multi *strata__multi(const struct strata_runtime *r
  */
 extern const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT];
 
+/** ddp's states (strategy/ddp.c): the parents of the strategies over processes. */
+extern const struct strata_sm_state strata__ddp_states[STRATA_STATE_COUNT];
+
+/**
+ * The states of a strategy over processes: ddp's, with @p created_run joining the processes at
+ * setup_environment before handing up (STRATA_SM_PARENT).
+ */
+#define STRATA__DDP_CHILD(s) [s] = { .parent = &strata__ddp_states[s] }
+#define STRATA__PROCS_STATES(created_run)                                                      \
+        {                                                                                      \
+                [STRATA_STATE_CREATED] = { .run = (created_run),                               \
+                                           .parent = &strata__ddp_states[STRATA_STATE_CREATED] }, \
+                STRATA__DDP_CHILD(STRATA_STATE_ENV_READY),                                     \
+                STRATA__DDP_CHILD(STRATA_STATE_CONNECTED),                                     \
+                STRATA__DDP_CHILD(STRATA_STATE_READY),                                         \
+                STRATA__DDP_CHILD(STRATA_STATE_IN_BATCH),                                      \
+                STRATA__DDP_CHILD(STRATA_STATE_FORWARD_DONE),                                  \
+                STRATA__DDP_CHILD(STRATA_STATE_BACKWARD_DONE),                                 \
+                STRATA__DDP_CHILD(STRATA_STATE_STEPPED),                                       \
+                STRATA__DDP_CHILD(STRATA_STATE_ERROR),                                         \
+                STRATA__DDP_CHILD(STRATA_STATE_TORNDOWN),                                      \
+        }
+
+/** ddp's layout, shared by the strategies over processes. */
+int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                       struct strata_arena *a, void **priv);
+
 /** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, struct strata__multi *m);
+
+/**
+ * setup_environment of a strategy over processes: join them over link @p ops at @p where
+ * (drivers/net.h), check the job against the plan and set the runtime's global ranks.
+ */
+int strata__multi_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
+                       const void *where);
 
 /** Checks every multi-device strategy makes: a driver that cannot reduce its memory is refused. */
 int strata__multi_validate(const struct strata_config *c, const struct strata_device_ops *drv,

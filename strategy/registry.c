@@ -9,11 +9,15 @@
 extern const struct strata__strategy strata__single;
 extern const struct strata__strategy strata__dp;
 extern const struct strata__strategy strata__ddp;
+extern const struct strata__strategy strata__spawn;
+extern const struct strata__strategy strata__mpi;
 
 static const struct strata__strategy *const registry[STRATA_STRATEGY_COUNT] = {
         [STRATA_STRATEGY_SINGLE] = &strata__single,
         [STRATA_STRATEGY_DP] = &strata__dp,
         [STRATA_STRATEGY_DDP] = &strata__ddp,
+        [STRATA_STRATEGY_SPAWN] = &strata__spawn,
+        [STRATA_STRATEGY_MPI] = &strata__mpi,
 };
 
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind)

@@ -20,9 +20,25 @@
 
 #define REGION_ALIGN STRATA_ALIGN_PAGE
 
+int strata__world(const struct strata_config *c, int *world)
+{
+        const struct strata__strategy *st = strata__strategy_get(c->strategy);
+        int procs = 1;
+
+        if (st && st->processes)
+                STRATA_TRY(st->processes(c, &procs));
+        if (procs < 1 || procs > STRATA_MAX_PROCESSES)
+                return strata__fail(STRATA_EINVAL, "%d processes not in [1, %d]", procs,
+                                    STRATA_MAX_PROCESSES);
+        *world = procs * c->devices;
+        return STRATA_OK;
+}
+
 static int check_config(const struct strata_config *c, const struct strata__strategy **st,
                         const struct strata_device_ops **dev)
 {
+        int world;
+
         if (!c)
                 return strata__fail(STRATA_EINVAL, "config is NULL");
         if (c->struct_size != sizeof(*c) || c->version / 100 != STRATA_VERSION_HEX / 100)
@@ -40,12 +56,13 @@ static int check_config(const struct strata_config *c, const struct strata__stra
         if (c->devices <= 0 || c->devices > STRATA_MAX_DEVICES)
                 return strata__fail(STRATA_EINVAL, "devices %d not in [1, %d]", c->devices,
                                     STRATA_MAX_DEVICES);
-        if (c->devices > c->batch)
-                return strata__fail(STRATA_EINVAL, "batch %d smaller than %d devices", c->batch,
-                                    c->devices);
         *st = strata__strategy_get(c->strategy);
         if (!*st)
                 return strata__fail(STRATA_ENOTSUP, "strategy %d is not available", c->strategy);
+        STRATA_TRY(strata__world(c, &world));
+        if (world > c->batch)
+                return strata__fail(STRATA_EINVAL, "batch %d smaller than %d devices", c->batch,
+                                    world);
         STRATA_TRY(strata_optim_check(&c->optim));
         if (c->driver) {
                 STRATA_TRY(strata_device_check(c->driver));
@@ -135,9 +152,11 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
         struct strata_trace *tr;
-        int rows = (c->batch + c->devices - 1) / c->devices, hv = drv->host_visible;
+        int world, rows, hv = drv->host_visible;
         void *p;
 
+        STRATA_TRY(strata__world(c, &world));
+        rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
         STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
         STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
@@ -188,11 +207,17 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                         reps[d].track = strata_trace_track(tr, d);
                 rt->replicas = reps;
                 rt->nreplicas = c->devices;
+                rt->world = world; /* rank0 is set when the processes are joined */
                 rt->inj_dev = -1;
                 if (!hv)
                         rt->regions = *rg;
         }
-        STRATA_TRY(st->layout(c, drv, a, &p));
+        {
+                struct strata_config resolved = *c; /* the job's processes, as planned */
+
+                resolved.processes = world / c->devices;
+                STRATA_TRY(st->layout(&resolved, drv, a, &p));
+        }
         if (rt)
                 rt->priv = p;
         *out = rt;
@@ -377,9 +402,9 @@ static int check_batch(const struct strata_runtime *rt, const struct strata_batc
         if (!b || (!b->x && !(b->images && b->index)) || (with_labels && !b->y))
                 return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
                                     !b ? "pointer" : !b->y && with_labels ? "labels" : "features");
-        if (b->rows < rt->nreplicas || b->rows > rt->cfg.batch)
+        if (b->rows < rt->world || b->rows > rt->cfg.batch)
                 return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed %d..%d", b->rows,
-                                    rt->nreplicas, rt->cfg.batch);
+                                    rt->world, rt->cfg.batch);
         if (b->dim != rt->cfg.model->in_features)
                 return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
                                     b->dim, rt->cfg.model->in_features);

@@ -58,6 +58,7 @@ struct opts {
         long log_every;         /* a metrics row every N batches */
         enum strata_bind bind;  /* --bind cores|none */
         int allow_nonfinite;    /* keep going when the loss is NaN or infinite */
+        int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -114,8 +115,12 @@ static void usage(FILE *f)
                 "  --warmup N          linear warm-up over the first N optimizer steps\n"
                 "  --raw-pixels        features = pixel / 255 (default: standardised with the\n"
                 "                      training set's mean and std)\n"
-                "  --strategy single|dp|ddp (default ddp) --devices N (default: one per core of\n"
-                "                      this process's CPU set, e.g. under taskset)\n"
+                "  --strategy single|dp|ddp|spawn|mpi (default ddp) --devices N (default: one per\n"
+                "                      core of this process's CPU set, e.g. under taskset).\n"
+                "                      spawn: N processes of one device each; mpi: under mpirun\n"
+                "                      or srun, N devices per process (best one process a node)\n"
+                "  --mpi-allreduce     mpi: gradients through MPI_Allreduce (faster; its order is\n"
+                "                      Open MPI's, so results are not bitwise reproducible)\n"
                 "  --accelerator cpu|cuda (default cpu; cuda defaults to single, and dp/ddp run\n"
                 "                 --devices logical devices over the GPUs, device d on GPU d mod count)\n"
                 "  --tf32              CUDA GEMMs may use TF32 tensor cores\n"
@@ -218,6 +223,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "stall-report", 1, 0, 'z' }, { "timeout", 1, 0, 'O' },
                 { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
                 { "bind", 1, 0, 'P' },      { "allow-nonfinite", 0, 0, 'N' },
+                { "mpi-allreduce", 0, 0, 'Q' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -270,6 +276,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'c': if (parse_long("ckpt-every-steps", optarg, 1, 1L << 40, &v)) return 2; o->ckpt_every = v; break;
                 case 't': o->trace = optarg; break;
                 case 'N': o->allow_nonfinite = 1; break;
+                case 'Q': o->mpi_allreduce = 1; break;
                 case 'P':
                         if (!strcmp(optarg, "cores")) o->bind = STRATA_BIND_CORES;
                         else if (!strcmp(optarg, "none")) o->bind = STRATA_BIND_NONE;
@@ -286,7 +293,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 'k': if (parse_long("ckpt-keep", optarg, 1, 64, &v)) return 2; o->ckpt_keep = (int)v; break;
                 case 'S':
                         if (strata_strategy_from_name(optarg, &o->strategy))
-                                return bad("--strategy: '%s' is not single, dp or ddp%s", optarg, "");
+                                return bad("--strategy: '%s' is not single, dp, ddp, spawn or "
+                                           "mpi%s", optarg, "");
                         o->strategy_set = 1;
                         break;
                 default:
@@ -627,7 +635,58 @@ static int stop(struct strata_runtime *rt, const struct opts *o, struct position
         return rc ? 1 : 128 + sig;
 }
 
+/* --strategy spawn: the parent forks the processes, each runs the tool with one device. */
+static int spawned_rank = -1, spawned_size;
+static int train(int argc, char **argv);
+
+struct args {
+        int argc;
+        char **argv;
+};
+
+static int spawn_child(int rank, int size, void *arg)
+{
+        const struct args *a = arg;
+
+        spawned_rank = rank;
+        spawned_size = size;
+        optind = 1;
+        return train(a->argc, a->argv);
+}
+
+static int spawn_parent(int argc, char **argv, const struct opts *o)
+{
+        struct args a = { argc, argv };
+        struct strata_spawn_result res;
+
+        if (strata_spawn(o->devices, spawn_child, &a, o->timeout_s, NULL, 0, &res) == STRATA_OK)
+                return 0;
+        fprintf(stderr, "strata-train: %s\n", strata_last_error());
+        return res.failed_rank >= 0 ? 1 : 2;
+}
+
+/* The trace of a process other than the job's first goes beside it: FILE.<process>. */
+static const char *trace_path(const struct opts *o, char *buf, size_t n)
+{
+        struct strata_launch l = { 0, 1, 0, 1, "none" };
+        int rank = spawned_rank;
+
+        if (!o->trace)
+                return NULL;
+        if (o->strategy == STRATA_STRATEGY_MPI && strata_launch_detect(&l) == STRATA_OK)
+                rank = l.rank;
+        if (rank <= 0)
+                return o->trace;
+        snprintf(buf, n, "%s.%d", o->trace, rank);
+        return buf;
+}
+
 int main(int argc, char **argv)
+{
+        return train(argc, argv);
+}
+
+static int train(int argc, char **argv)
 {
         struct opts o;
         struct strata_module mods[MAX_MODULES];
@@ -648,7 +707,7 @@ int main(int argc, char **argv)
         long nsteps = 0;
         int widths[MAX_MODULES], nw, nm = 0, rc, tty;
         size_t data_bytes, samples, mem_limit;
-        char p1[4096], p2[4096], p3[4096], p4[4096], why[160];
+        char p1[4096], p2[4096], p3[4096], p4[4096], why[160], tpath[4096];
         void *p;
 
         static char outbuf[1 << 14];
@@ -665,6 +724,21 @@ int main(int argc, char **argv)
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &o)))
                 return rc;
+        if (o.strategy == STRATA_STRATEGY_SPAWN && spawned_rank < 0)
+                return spawn_parent(argc, argv, &o);
+        if (spawned_rank >= 0)
+                o.devices = 1; /* each spawned process is one device */
+        if (o.strategy == STRATA_STRATEGY_MPI) {
+                struct strata_launch l;
+
+                if (strata_launch_detect(&l))
+                        return bad("%s%s", strata_last_error(), "");
+                if (l.local_size > 1 && o.devices == 1 && l.local_rank == 0)
+                        fprintf(stderr, "strata-train: %d processes of one device share this "
+                                        "host: one process per node with --devices %d is "
+                                        "faster (its devices share memory)\n",
+                                l.local_size, l.local_size);
+        }
         catch_stop_signals(); /* acted on at the first step boundary */
         nw = strata_tool_parse_widths(o.model, widths, MAX_MODULES / 4);
         if (nw < 0)
@@ -758,7 +832,7 @@ int main(int argc, char **argv)
         cfg.accumulate = o.accumulate;
         cfg.clip_norm = o.clip_norm;
         cfg.clip_value = o.clip_value;
-        cfg.trace_path = o.trace;
+        cfg.trace_path = trace_path(&o, tpath, sizeof(tpath));
         cfg.bind = o.bind;
         cfg.allow_nonfinite = o.allow_nonfinite;
         cfg.trace_events = (size_t)o.trace_events;
@@ -809,6 +883,13 @@ int main(int argc, char **argv)
                 return 2;
         if (strata_init(&rt, &cfg) || strata_connect(rt))
                 return bad("%s%s", strata_last_error(), "");
+        if (!strata_is_global_zero(rt)) { /* one voice per job: global rank 0's */
+                o.quiet = 1;
+                o.json = 0;
+                o.metrics_csv = NULL;
+                o.ckpt_dir = NULL;
+                o.export_st = NULL;
+        }
         if (strata_sampler_init(&sampler, &data, train.n, 1, 0, 1, 0, o.seed) ||
             strata_loader_init(&loader, &data, &train, o.batch, 1) ||
             strata_loader_init(&tloader, &data, &test, o.batch, 0) ||
@@ -830,7 +911,7 @@ int main(int argc, char **argv)
                 printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
                        "batch %d, %ld steps/epoch\n",
                        strata_strategy_name(o.strategy),
-                       o.devices,
+                       strata_world_size(rt),
                        o.model, o.bn ? " +bn" : "", train.n, test.n, o.batch, steps_per_epoch);
         if (stdout_failed()) {
                 strata_teardown(rt);
@@ -943,7 +1024,7 @@ int main(int argc, char **argv)
         if (o.export_st && (rc = strata_export_safetensors(rt, o.export_st)))
                 goto fail;
         strata_memory(rt, &mem);
-        {
+        if (strata_is_global_zero(rt)) {
                 double med = strata_tool_median(step_times, (size_t)nsteps) * 1e6;
                 double sps = (double)nsteps * o.batch / t_total;
 
@@ -953,7 +1034,8 @@ int main(int argc, char **argv)
                                "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                                "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                                "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
-                               o.epochs, o.batch, o.devices, json_num(train_loss, "%.6f", p1),
+                               o.epochs, o.batch, strata_world_size(rt),
+                               json_num(train_loss, "%.6f", p1),
                                acc, t_total, sps, med,
                                mem.planned, mem.used, (unsigned long long)mem.refusals, heap);
                 else

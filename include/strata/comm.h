@@ -28,6 +28,7 @@ extern "C" {
 #endif
 
 struct strata_device_ops;
+struct strata_net;
 
 /** Reduction operators. Integer mean truncates toward zero. */
 enum strata_reduce_op {
@@ -84,15 +85,28 @@ struct strata_comm_config {
          * reporting done, and only f32 sum and mean are supported (STRATA_ENOTSUP otherwise).
          */
         const struct strata_device_ops *dev;
+        /**
+         * The link to the other processes when world_size > local_size (made by the mpi and
+         * spawn strategies; NULL otherwise). Every process must serve the same number of
+         * ranks, and rank0 = process rank x local_size.
+         */
+        struct strata_net *net;
 };
 
-#define STRATA_COMM_CONFIG_INIT { 1, 0, 1, NULL, NULL }
+#define STRATA_COMM_CONFIG_INIT { 1, 0, 1, NULL, NULL, NULL }
 
 /**
  * @brief Bytes strata_comm_init() takes from its arena for @p local_size local ranks (the
  *        communicator and its small-message mailboxes, two of 256 bytes per rank).
  */
 int strata_comm_plan(int local_size, size_t *bytes);
+
+/**
+ * @brief Bytes strata_comm_init() takes from its arena for @p cfg: strata_comm_plan()'s, and
+ *        when the ranks span processes a staging block of 1 MiB + 64 bytes per process and one
+ *        more for this process's own.
+ */
+int strata_comm_plan_config(const struct strata_comm_config *cfg, size_t *bytes);
 
 /**
  * @brief A communicator for @p cfg, on the first transport that accepts it.

@@ -37,6 +37,8 @@ enum strata_strategy_kind {
         STRATA_STRATEGY_SINGLE = 0,
         STRATA_STRATEGY_DP,
         STRATA_STRATEGY_DDP,
+        STRATA_STRATEGY_SPAWN, /**< ddp over the processes strata_spawn() forked */
+        STRATA_STRATEGY_MPI,   /**< ddp over MPI processes, each with its devices */
         STRATA_STRATEGY_COUNT
 };
 
@@ -92,6 +94,16 @@ struct strata_config {
         /** Report on stderr a device that waited this long at a collective, with where
          *  each late device is (0 = 60 s; negative: never). */
         double stall_s;
+        /**
+         * mpi, spawn: the processes of the job (0: from the launcher's environment or
+         * strata_spawn(); checked against the link at init). The memory plan needs it.
+         */
+        int processes;
+        /** mpi: the MPI_Comm * to run on (NULL: MPI_COMM_WORLD). */
+        const void *mpi_comm;
+        /** mpi: gradients through MPI_Allreduce: faster, but its summation order is Open
+         *  MPI's, so results are not bitwise reproducible (default 0: Strata's fixed order). */
+        int mpi_allreduce;
 };
 
 #define STRATA_CONFIG_INIT                                                                     \

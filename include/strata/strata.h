@@ -17,5 +17,6 @@
 #include "strata/workers.h"
 #include "strata/comm.h"
 #include "strata/checkpoint.h"
+#include "strata/process.h"
 
 #endif /* STRATA_STRATA_H */

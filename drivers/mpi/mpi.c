@@ -1,0 +1,251 @@
+/*
+ * The MPI link (drivers/net.h), built as libstrata-mpi.so with Open MPI: the processes of an
+ * MPI communicator exchange blocks with point-to-point messages on a duplicate of it (Strata's
+ * messages never match the application's).
+ *
+ * Threads: only the thread that runs local rank 0 calls MPI, which is the thread that called
+ * strata_init() (a runtime's device 0 runs on its caller). MPI_THREAD_FUNNELED is enough when
+ * that thread initialised MPI; otherwise MPI_THREAD_SERIALIZED is needed. When MPI is not
+ * initialised, open() initialises it (FUNNELED) and close() finalises it.
+ *
+ * Waits poll MPI_Testall against the deadline, so a process that hangs is named, not waited
+ * for forever; abort() is MPI_Abort on the whole job.
+ */
+#include <mpi.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "strata/status.h"
+#include "drivers/net.h"
+#include "drivers/plugin.h"
+
+#define TAG 0x5374 /* "St" */
+
+static int (*host_vfail)(int status, const char *fmt, va_list ap);
+
+static int fail(int status, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        status = host_vfail(status, fmt, ap);
+        va_end(ap);
+        return status;
+}
+
+/* One link per runtime that runs on MPI at a time; no allocation of our own. */
+struct link {
+        int used, finalize;
+        MPI_Comm comm;
+        MPI_Request req[2 * STRATA__NET_MAX];
+        MPI_Status st[2 * STRATA__NET_MAX];
+};
+
+static struct link links[4];
+
+static double now_s(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int mpi_open(struct strata_net *n, const void *where)
+{
+        struct link *l = NULL;
+        int init = 0, fin = 0, provided = 0, main_thread = 0;
+
+        for (size_t i = 0; i < sizeof(links) / sizeof(links[0]) && !l; i++)
+                if (!links[i].used)
+                        l = &links[i];
+        if (!l)
+                return fail(STRATA_ENOMEM, "mpi: more than %zu runtimes on MPI at once",
+                            sizeof(links) / sizeof(links[0]));
+        MPI_Finalized(&fin);
+        if (fin)
+                return fail(STRATA_EINVAL, "mpi: MPI was already finalised");
+        MPI_Initialized(&init);
+        memset(l, 0, sizeof(*l));
+        if (!init) {
+                if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+                        return fail(STRATA_ESYS, "mpi: MPI_Init_thread failed");
+                l->finalize = 1;
+        }
+        MPI_Query_thread(&provided);
+        MPI_Is_thread_main(&main_thread);
+        if (provided < MPI_THREAD_FUNNELED || (!main_thread && provided < MPI_THREAD_SERIALIZED)) {
+                if (l->finalize)
+                        MPI_Finalize();
+                return fail(STRATA_EINVAL, "mpi: thread level %d: Strata calls MPI from the "
+                            "thread that calls strata_init(); initialise MPI with "
+                            "MPI_THREAD_FUNNELED from that thread, or MPI_THREAD_SERIALIZED",
+                            provided);
+        }
+        if (MPI_Comm_dup(where ? *(const MPI_Comm *)where : MPI_COMM_WORLD, &l->comm) !=
+            MPI_SUCCESS) {
+                if (l->finalize)
+                        MPI_Finalize();
+                return fail(STRATA_EINVAL, "mpi: the communicator cannot be duplicated");
+        }
+        MPI_Comm_set_errhandler(l->comm, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(l->comm, &n->rank);
+        MPI_Comm_size(l->comm, &n->size);
+        {
+                MPI_Comm host;
+
+                n->local_rank = 0;
+                if (MPI_Comm_split_type(l->comm, MPI_COMM_TYPE_SHARED, n->rank, MPI_INFO_NULL,
+                                        &host) == MPI_SUCCESS) {
+                        MPI_Comm_rank(host, &n->local_rank);
+                        MPI_Comm_free(&host);
+                }
+        }
+        if (n->size > STRATA__NET_MAX) {
+                MPI_Comm_free(&l->comm);
+                if (l->finalize)
+                        MPI_Finalize();
+                return fail(STRATA_ENOTSUP, "mpi: %d processes (at most %d)", n->size,
+                            STRATA__NET_MAX);
+        }
+        l->used = 1;
+        n->h = l;
+        return STRATA_OK;
+}
+
+static void mpi_close(struct strata_net *n)
+{
+        struct link *l = n->h;
+
+        if (!l)
+                return;
+        MPI_Comm_free(&l->comm);
+        if (l->finalize)
+                MPI_Finalize();
+        l->used = 0;
+        n->h = NULL;
+}
+
+/* Wait for requests [0, nreq) until the deadline; names the processes still missing. */
+static int wait_all(struct strata_net *n, int nreq, const int *peer, double timeout_s,
+                    const char *what)
+{
+        struct link *l = n->h;
+        double deadline = 0.0;
+        unsigned spins = 0;
+        int done = 0;
+
+        for (;;) {
+                if (MPI_Testall(nreq, l->req, &done, l->st) != MPI_SUCCESS)
+                        return fail(STRATA_ESYS, "mpi: %s failed", what);
+                if (done)
+                        return STRATA_OK;
+                if (++spins % 256)
+                        continue;
+                if (deadline == 0.0)
+                        deadline = now_s() + timeout_s;
+                else if (now_s() > deadline) {
+                        char late[256] = "";
+                        size_t len = 0;
+
+                        for (int i = 0; i < nreq && len < sizeof(late) - 16; i++) {
+                                int flag = 0;
+
+                                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0)
+                                        continue;
+                                MPI_Request_get_status(l->req[i], &flag, MPI_STATUS_IGNORE);
+                                if (!flag)
+                                        len += (size_t)snprintf(late + len, sizeof(late) - len,
+                                                                "%s%d", len ? ", " : "", peer[i]);
+                        }
+                        return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at "
+                                    "step %llu; nothing came from process %s (hung or dead)",
+                                    n->rank, timeout_s, what,
+                                    n->step ? (unsigned long long)*n->step : 0ull,
+                                    late[0] ? late : "?");
+                }
+                sched_yield(); /* two processes on two cores: let the peer run */
+        }
+}
+
+static int mpi_exchange(struct strata_net *n, const void *mine, size_t bytes, void *stage,
+                        const void **blocks, size_t *sizes, double timeout_s)
+{
+        struct link *l = n->h;
+        int peer[2 * STRATA__NET_MAX], k = 0;
+
+        for (int p = 0; p < n->size; p++) {
+                if (p == n->rank)
+                        continue;
+                peer[k] = p;
+                MPI_Irecv((char *)stage + (size_t)p * STRATA__NET_BLOCK, (int)STRATA__NET_BLOCK,
+                          MPI_BYTE, p, TAG, l->comm, &l->req[k++]);
+        }
+        for (int p = 0; p < n->size; p++) {
+                if (p == n->rank)
+                        continue;
+                peer[k] = -1; /* a send completes once its peer receives: named by its recv */
+                MPI_Isend(mine, (int)bytes, MPI_BYTE, p, TAG, l->comm, &l->req[k++]);
+        }
+        STRATA_TRY(wait_all(n, k, peer, timeout_s, "an exchange"));
+        for (int i = 0, p = 0; p < n->size; p++) {
+                int got = 0;
+
+                if (p == n->rank) {
+                        blocks[p] = mine;
+                        sizes[p] = bytes;
+                        continue;
+                }
+                MPI_Get_count(&l->st[i++], MPI_BYTE, &got);
+                blocks[p] = (const char *)stage + (size_t)p * STRATA__NET_BLOCK;
+                sizes[p] = (size_t)got;
+        }
+        return STRATA_OK;
+}
+
+static int mpi_all_reduce(struct strata_net *n, void *buf, size_t count, enum strata_dtype dt,
+                          enum strata_reduce_op op, double timeout_s)
+{
+        struct link *l = n->h;
+        MPI_Datatype t = dt == STRATA_F32 ? MPI_FLOAT : dt == STRATA_F64 ? MPI_DOUBLE
+                         : dt == STRATA_I32 ? MPI_INT32_T : MPI_INT64_T;
+        MPI_Op o = op == STRATA_OP_MAX ? MPI_MAX : op == STRATA_OP_MIN ? MPI_MIN : MPI_SUM;
+        int peer[1] = { -1 };
+
+        if (MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, l->comm, &l->req[0]) !=
+            MPI_SUCCESS)
+                return fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
+        return wait_all(n, 1, peer, timeout_s, "MPI_Allreduce");
+}
+
+static void mpi_abort(struct strata_net *n, int code, const char *why)
+{
+        struct link *l = n->h;
+
+        fprintf(stderr, "strata: process %d: %s; ending the job (MPI_Abort)\n", n->rank, why);
+        fflush(stderr);
+        MPI_Abort(l ? l->comm : MPI_COMM_WORLD, code);
+}
+
+static const struct strata__net_ops mpi_ops = {
+        .name = "mpi",
+        .open = mpi_open,
+        .close = mpi_close,
+        .exchange = mpi_exchange,
+        .native_all_reduce = mpi_all_reduce,
+        .abort = mpi_abort,
+};
+
+__attribute__((visibility("default"))) const struct strata__net_ops *
+strata_mpi_plugin_open(const struct strata__plugin_host *host);
+
+const struct strata__net_ops *strata_mpi_plugin_open(const struct strata__plugin_host *host)
+{
+        if (!host || host->abi != STRATA__NET_PLUGIN_ABI || !host->vfail)
+                return NULL;
+        host_vfail = host->vfail;
+        return &mpi_ops;
+}

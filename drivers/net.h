@@ -1,0 +1,100 @@
+/*
+ * Links between processes (internal to drivers/ and strategy/): what a communicator whose ranks
+ * live in several processes uses to join them. One ops table per kind of link, as NCCL's
+ * network plugins: `mpi` (Open MPI point-to-point, drivers/mpi, a plugin: libstrata-mpi.so)
+ * and `spawn` (memory shared by the processes strata_spawn() forked, drivers/shm/procs.c).
+ *
+ * The link offers one primitive, an exchange of blocks: every process contributes one block of
+ * at most STRATA__NET_BLOCK bytes and gets every process's block back, in process order. The
+ * `net` transport (drivers/net/net.c) builds every collective on it, so that reductions combine
+ * the ranks of all processes in global rank order (bitwise the same as one process's).
+ */
+#ifndef STRATA_DRIVERS_NET_H
+#define STRATA_DRIVERS_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/comm.h"
+
+/** Largest block a process contributes to one exchange: a header and up to 1 MiB of data. */
+#define STRATA__NET_HEAD ((size_t)64)
+#define STRATA__NET_DATA ((size_t)1 << 20)
+#define STRATA__NET_BLOCK (STRATA__NET_HEAD + STRATA__NET_DATA)
+
+/** Processes a link joins at most. */
+#define STRATA__NET_MAX 64
+
+struct strata_net;
+
+/** A kind of link. */
+struct strata__net_ops {
+        const char *name;
+        /**
+         * Join the processes of @p where (the link's own meaning: an MPI_Comm * or NULL for
+         * MPI_COMM_WORLD; the shared region of strata_spawn()): sets n->rank, n->size, n->h.
+         */
+        int (*open)(struct strata_net *n, const void *where);
+        /** Leave (the link undoes what open did, MPI_Finalize included if it initialised). */
+        void (*close)(struct strata_net *n);
+        /**
+         * Contribute @p mine (@p bytes <= STRATA__NET_BLOCK) and wait, at most @p timeout_s,
+         * for every process's block: blocks[p] and sizes[p] describe process p's (blocks[rank]
+         * may be @p mine). @p stage holds size x STRATA__NET_BLOCK bytes the link may receive
+         * into. The blocks stay valid until the next exchange. A process that does not arrive
+         * in time is named in the error (STRATA_ETIMEDOUT); one that failed, in STRATA_EABORTED.
+         */
+        int (*exchange)(struct strata_net *n, const void *mine, size_t bytes, void *stage,
+                        const void **blocks, size_t *sizes, double timeout_s);
+        /**
+         * Optional: an in-place sum/max/min of @p count elements across processes by the
+         * library's own algorithm (fast, summation order not fixed). NULL when not offered.
+         */
+        int (*native_all_reduce)(struct strata_net *n, void *buf, size_t count,
+                                 enum strata_dtype dt, enum strata_reduce_op op, double timeout_s);
+        /** End the whole job after a local failure (@p why is printed first); may not return. */
+        void (*abort)(struct strata_net *n, int code, const char *why);
+};
+
+/** A link between processes, as a communicator sees it. */
+struct strata_net {
+        const struct strata__net_ops *ops;
+        void *h;          /* the link's own state */
+        int rank, size;   /* this process and the processes joined */
+        int local_rank;   /* this process among those of the job on its host */
+        int native;       /* reductions through native_all_reduce (not bitwise reproducible) */
+        const uint64_t *step; /* the runtime's step counter, for messages (may be NULL) */
+};
+
+struct strata_comm;
+
+/**
+ * drivers/net/net.c: exchange full blocks @p rounds times on the coordinating thread (local
+ * rank 0's, outside any collective), so that the link's own buffers (Open MPI's free lists)
+ * are grown at set-up and steps allocate nothing.
+ */
+int strata__net_warm_up(struct strata_comm *c, int rounds);
+
+/** drivers/registry.c: the MPI link (loads libstrata-mpi.so the first time). */
+int strata__net_mpi(const struct strata__net_ops **out);
+
+/** drivers/shm/procs.c: the link among the processes of strata_spawn(), over a shared region
+ *  of strata__procs_bytes(size) bytes mapped before the fork. */
+extern const struct strata__net_ops strata__procs_net;
+
+/** What the spawn link's open() takes: the region, this process, the processes. */
+struct strata__procs_where {
+        void *region;
+        int rank, size;
+};
+
+/** Bytes of the region strata__procs_net joins @p size processes over. */
+size_t strata__procs_bytes(int size);
+
+/** The region's abort word: set by whoever sees process @p culprit fail (the first wins). */
+void strata__procs_abort(void *region, int culprit, const char *why);
+
+/** Whether the region was aborted: the culprit (-1: not aborted) and the message. */
+int strata__procs_aborted(void *region, char *why, size_t n);
+
+#endif /* STRATA_DRIVERS_NET_H */

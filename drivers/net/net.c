@@ -1,0 +1,257 @@
+/*
+ * The `net` transport: a communicator whose ranks live in several processes, joined by a link
+ * (drivers/net.h). Inside a process the ranks meet as always (drivers/comm.c); then local rank
+ * 0 alone talks to the other processes, on behalf of all its local ranks, while they wait at
+ * the protocol's second meeting.
+ *
+ * Every collective is a series of exchanges of blocks of at most 1 MiB of data per process:
+ * a reduction's block carries every local rank's slice of the same elements, so once the
+ * exchange is done each process reduces the slices of all ranks of all processes itself, in
+ * global rank order: the summation order of one process's shm transport, whatever the split
+ * into processes (P=1,D=4; P=2,D=2; P=4,D=1 give bitwise the same sums). Each block starts
+ * with a header holding the call's arguments, so processes that disagree, or one whose ranks
+ * passed bad arguments, make every rank return STRATA_EINVAL (the protocol's agreement,
+ * extended across processes).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "strata/status.h"
+#include "arch/reduce.h"
+#include "drivers/comm_internal.h"
+#include "drivers/net.h"
+
+/* The arguments every process must agree on, at the start of each block. */
+struct head {
+        uint64_t seq;   /* exchanges so far: blocks from another call are refused */
+        uint64_t count;
+        int32_t kind, dtype, op, root, status, ranks;
+};
+_Static_assert(sizeof(struct head) <= STRATA__NET_HEAD, "the block header is 64 bytes");
+
+static int net_probe(const struct strata_comm_config *cfg, const char **why)
+{
+        if (cfg->net && cfg->world_size > cfg->local_size)
+                return 1;
+        if (why && cfg->world_size > cfg->local_size)
+                *why = "ranks in several processes need a link (strategy mpi or spawn)";
+        return 0;
+}
+
+/* Elements of each rank in one exchange: the block's data split among the local ranks, whole
+ * cache lines each so slices stay aligned. */
+static size_t per_round(const struct strata_comm *c, size_t es)
+{
+        size_t per = STRATA__NET_DATA / (size_t)c->n / 64 * 64 / es;
+
+        return per ? per : 1;
+}
+
+static int exchange(struct strata_comm *c, const struct head *h, size_t data,
+                    const void **blocks)
+{
+        struct strata_net *net = c->net;
+        size_t sizes[STRATA__NET_MAX];
+        unsigned char *mine = c->stage;
+        int rc;
+
+        memcpy(mine, h, sizeof(*h));
+        rc = net->ops->exchange(net, mine, STRATA__NET_HEAD + data, c->stage + STRATA__NET_BLOCK,
+                                blocks, sizes, c->group.timeout_s);
+        if (rc != STRATA_OK)
+                return rc;
+        for (int p = 0; p < net->size; p++) {
+                struct head o;
+
+                if (sizes[p] < STRATA__NET_HEAD)
+                        return strata__fail(STRATA_EFORMAT, "net: process %d sent %zu bytes", p,
+                                            sizes[p]);
+                memcpy(&o, blocks[p], sizeof(o));
+                if (o.seq != h->seq)
+                        return strata__fail(STRATA_EFORMAT, "net: process %d is at collective "
+                                            "%llu, this one at %llu", p,
+                                            (unsigned long long)o.seq,
+                                            (unsigned long long)h->seq);
+                if (o.status != STRATA_OK && h->status == STRATA_OK)
+                        return strata__fail(STRATA_EINVAL, "process %d passed bad arguments", p);
+                if (h->status != STRATA_OK)
+                        continue;
+                if (o.kind != h->kind || o.count != h->count || o.dtype != h->dtype ||
+                    o.op != h->op || o.root != h->root || o.ranks != h->ranks)
+                        return strata__fail(STRATA_EINVAL, "processes %d and %d disagree on the "
+                                            "collective", net->rank, p);
+        }
+        return h->status;
+}
+
+/* The block of process @p holding rank slot @p r (0..n-1) of this exchange's elements. */
+static const unsigned char *slice_of(const void *block, int r, size_t bytes)
+{
+        return (const unsigned char *)block + STRATA__NET_HEAD + (size_t)r * bytes;
+}
+
+/* Reduction rounds: each round exchanges every rank's slice [lo, hi) and reduces it. */
+static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
+        int n = c->n, P = c->net->size, root_local = op->root - c->rank0;
+        void *dst[STRATA_MAX_DEVICES];
+        const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX];
+        const void *blocks[STRATA__NET_MAX];
+        int nd = 0;
+
+        for (int r = 0; r < n; r++)
+                if (op->kind == STRATA_COLL_ALL_REDUCE || r == root_local)
+                        dst[nd++] = strata__comm_peer(c, 0, r)->recv;
+        for (size_t lo = 0;; lo += per) {
+                size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
+
+                for (int r = 0; r < n; r++)
+                        memcpy(c->stage + STRATA__NET_HEAD + (size_t)r * bytes,
+                               (const unsigned char *)strata__comm_peer(c, 0, r)->send + lo * es,
+                               bytes);
+                STRATA_TRY(exchange(c, h, bytes * (size_t)n, blocks));
+                h->seq = ++c->net_seq;
+                /* Global rank order: process 0's ranks, then process 1's, ... Pointers are
+                 * offset by lo so the kernel indexes every source by element number. */
+                for (int p = 0; p < P; p++)
+                        for (int r = 0; r < n; r++)
+                                src[p * n + r] = slice_of(blocks[p], r, bytes) - lo * es;
+                strata__reduce_many(op->dtype, (int)op->op, dst, nd, src, P * n, lo, hi, 0);
+                if (hi >= op->count)
+                        return STRATA_OK;
+        }
+}
+
+/* Native reductions (MPI_Allreduce): local ranks in order, then the link's own algorithm. */
+static int reduce_native(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = STRATA__NET_DATA / es;
+        const void *src[STRATA_MAX_DEVICES];
+        void *dst[STRATA_MAX_DEVICES];
+        const void *blocks[STRATA__NET_MAX];
+        unsigned char *acc = c->stage + STRATA__NET_HEAD;
+
+        STRATA_TRY(exchange(c, h, 0, blocks)); /* agreement, once per call */
+        h->seq = ++c->net_seq;
+        for (int r = 0; r < c->n; r++) {
+                src[r] = strata__comm_peer(c, 0, r)->send;
+                dst[r] = strata__comm_peer(c, 0, r)->recv;
+        }
+        for (size_t lo = 0; lo < op->count; lo += per) {
+                size_t hi = op->count - lo < per ? op->count : lo + per;
+                void *one[1] = { acc - lo * es };
+
+                strata__reduce_many(op->dtype, (int)op->op, one, 1, src, c->n, lo, hi, 0);
+                STRATA_TRY(c->net->ops->native_all_reduce(c->net, acc, hi - lo, op->dtype, op->op,
+                                                          c->group.timeout_s));
+                strata__copy_many(dst, c->n, acc - lo * es, lo * es, hi * es, 0);
+        }
+        return STRATA_OK;
+}
+
+/* broadcast (the root's process sends) and all_gather / gather (every process sends). */
+static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
+        int n = c->n, P = c->net->size, bcast = op->kind == STRATA_COLL_BROADCAST;
+        int root_proc = op->root / n, root_local = op->root - c->rank0;
+        const void *blocks[STRATA__NET_MAX];
+
+        for (size_t lo = 0;; lo += per) {
+                size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
+                size_t data = bcast ? (c->net->rank == root_proc ? bytes : 0) : bytes * (size_t)n;
+
+                if (bcast && data)
+                        memcpy(c->stage + STRATA__NET_HEAD,
+                               (const unsigned char *)strata__comm_peer(c, 0, root_local)->recv +
+                                       lo * es,
+                               bytes);
+                for (int r = 0; !bcast && r < n; r++)
+                        memcpy(c->stage + STRATA__NET_HEAD + (size_t)r * bytes,
+                               (const unsigned char *)strata__comm_peer(c, 0, r)->send + lo * es,
+                               bytes);
+                STRATA_TRY(exchange(c, h, data, blocks));
+                h->seq = ++c->net_seq;
+                for (int r = 0; r < n; r++) {
+                        unsigned char *recv = strata__comm_peer(c, 0, r)->recv;
+
+                        if (bcast) {
+                                if (c->net->rank != root_proc || r != root_local)
+                                        memcpy(recv + lo * es, slice_of(blocks[root_proc], 0, 0),
+                                               bytes);
+                                continue;
+                        }
+                        if (op->kind == STRATA_COLL_GATHER && c->rank0 + r != op->root)
+                                continue;
+                        for (int p = 0; p < P; p++)
+                                for (int q = 0; q < n; q++)
+                                        memmove(recv + ((size_t)(p * n + q) * op->count + lo) * es,
+                                                slice_of(blocks[p], q, bytes), bytes);
+                }
+                if (hi >= op->count)
+                        return STRATA_OK;
+        }
+}
+
+/*
+ * Every collective of a communicator that spans processes, on every local rank, after the
+ * local agreement (@p status). Local rank 0 does the exchanges for all; the others' buffers are
+ * read and written through the descriptors they published, and they wait at the second meeting.
+ */
+static int net_join(struct strata_comm *c, int rank, const struct strata_coll *op, int status)
+{
+        struct head h = { .seq = 0, .count = op->count, .kind = (int32_t)op->kind,
+                          .dtype = (int32_t)op->dtype, .op = (int32_t)op->op,
+                          .root = (int32_t)op->root, .status = (int32_t)status,
+                          .ranks = (int32_t)c->n };
+        const void *blocks[STRATA__NET_MAX];
+
+        if (status == STRATA_OK && (op->kind == STRATA_COLL_REDUCE_SCATTER ||
+                                    op->kind == STRATA_COLL_SCATTER))
+                return strata__fail(STRATA_ENOTSUP, "%s across processes is not supported",
+                                    op->kind == STRATA_COLL_SCATTER ? "scatter"
+                                                                    : "reduce_scatter");
+        int rc;
+
+        if (rank != 0)
+                return status;
+        h.seq = ++c->net_seq;
+        if (status != STRATA_OK || op->kind == STRATA_COLL_BARRIER || !op->count)
+                rc = exchange(c, &h, 0, blocks);
+        else if (op->kind == STRATA_COLL_ALL_REDUCE && c->net->native &&
+                 c->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
+                 op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
+                rc = reduce_native(c, op, &h);
+        else if (op->kind == STRATA_COLL_ALL_REDUCE || op->kind == STRATA_COLL_REDUCE)
+                rc = reduce_rounds(c, op, &h);
+        else
+                rc = copy_rounds(c, op, &h);
+        if (status != STRATA_OK)
+                return status;
+        if (rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED || rc == STRATA_EFORMAT ||
+            rc == STRATA_ESYS)
+                return c->group.fail(c->group.h, rank, rc); /* releases the local ranks */
+        return rc;
+}
+
+int strata__net_warm_up(struct strata_comm *c, int rounds)
+{
+        const void *blocks[STRATA__NET_MAX];
+        size_t sizes[STRATA__NET_MAX];
+
+        if (!c || !c->net)
+                return STRATA_OK;
+        memset(c->stage, 0, STRATA__NET_BLOCK);
+        for (int i = 0; i < rounds; i++)
+                STRATA_TRY(c->net->ops->exchange(c->net, c->stage, STRATA__NET_BLOCK,
+                                                 c->stage + STRATA__NET_BLOCK, blocks, sizes,
+                                                 c->group.timeout_s));
+        return STRATA_OK;
+}
+
+const struct strata__transport strata__net_transport = {
+        .name = "net",
+        .probe = net_probe,
+        .join = net_join,
+};

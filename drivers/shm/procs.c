@@ -1,0 +1,167 @@
+/*
+ * The `spawn` link (drivers/net.h): the processes strata_spawn() forked share one region,
+ * mapped (anonymous, MAP_SHARED) before the fork, so nothing is named in /dev/shm and nothing
+ * outlives the processes. Each process has two block slots, used by exchange parity, and a
+ * sequence flag; an exchange writes this process's slot, publishes the sequence and waits for
+ * every other process's. A process reuses a slot two exchanges later, when every peer has
+ * published the exchange in between and so finished reading it (the communicator's mailbox
+ * argument, across processes). The parent sets the region's abort word when a child dies.
+ */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "strata/status.h"
+#include "arch/arch.h"
+#include "base/base.h"
+#include "drivers/net.h"
+
+struct ctl {
+        _Alignas(64) _Atomic int aborted; /* 0; 2 while the message is written; then 1 */
+        int culprit;
+        char why[448];
+};
+
+struct proc {
+        _Alignas(64) _Atomic uint64_t ready; /* exchanges this process has published */
+        uint64_t seq;                        /* ...and started (private to it) */
+        size_t size[2];                      /* its block's bytes, by parity */
+};
+
+#define CTL_BYTES ((sizeof(struct ctl) + 63) / 64 * 64)
+#define PROC_BYTES ((sizeof(struct proc) + 63) / 64 * 64)
+
+size_t strata__procs_bytes(int size)
+{
+        return CTL_BYTES + (size_t)size * (PROC_BYTES + 2 * STRATA__NET_BLOCK);
+}
+
+static struct ctl *ctl(void *region)
+{
+        return region;
+}
+
+static struct proc *proc(const struct strata_net *n, int p)
+{
+        return (struct proc *)((char *)n->h + CTL_BYTES + (size_t)p * PROC_BYTES);
+}
+
+static unsigned char *slot(const struct strata_net *n, int p, int parity)
+{
+        return (unsigned char *)n->h + CTL_BYTES + (size_t)n->size * PROC_BYTES +
+               ((size_t)p * 2 + (size_t)parity) * STRATA__NET_BLOCK;
+}
+
+void strata__procs_abort(void *region, int culprit, const char *why)
+{
+        struct ctl *c = ctl(region);
+        int expect = 0;
+
+        if (atomic_compare_exchange_strong(&c->aborted, &expect, 2)) {
+                c->culprit = culprit;
+                snprintf(c->why, sizeof(c->why), "%s", why);
+                atomic_store_explicit(&c->aborted, 1, memory_order_release);
+        }
+}
+
+int strata__procs_aborted(void *region, char *why, size_t n)
+{
+        struct ctl *c = ctl(region);
+
+        if (atomic_load_explicit(&c->aborted, memory_order_acquire) != 1)
+                return -1;
+        if (why && n)
+                snprintf(why, n, "%s", c->why);
+        return c->culprit;
+}
+
+static int procs_open(struct strata_net *n, const void *where)
+{
+        const struct strata__procs_where *w = where;
+
+        if (!w || !w->region || w->size < 1 || w->size > STRATA__NET_MAX || w->rank < 0 ||
+            w->rank >= w->size)
+                return strata__fail(STRATA_EINVAL, "strategy spawn runs in a process that "
+                                                   "strata_spawn() started");
+        n->h = w->region;
+        n->rank = w->rank;
+        n->size = w->size;
+        n->local_rank = w->rank; /* one host */
+        return STRATA_OK;
+}
+
+static void procs_close(struct strata_net *n)
+{
+        n->h = NULL;
+}
+
+static double now_s(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int procs_exchange(struct strata_net *n, const void *mine, size_t bytes, void *stage,
+                          const void **blocks, size_t *sizes, double timeout_s)
+{
+        struct proc *me = proc(n, n->rank);
+        uint64_t seq = ++me->seq;
+        int parity = (int)(seq & 1);
+        double deadline = 0.0;
+
+        (void)stage;
+        memcpy(slot(n, n->rank, parity), mine, bytes);
+        me->size[parity] = bytes;
+        atomic_store_explicit(&me->ready, seq, memory_order_release);
+        for (int p = 0; p < n->size; p++) {
+                struct proc *o = proc(n, p);
+                unsigned spins = 0;
+
+                while (atomic_load_explicit(&o->ready, memory_order_acquire) < seq) {
+                        if (atomic_load_explicit(&ctl(n->h)->aborted, memory_order_acquire) == 1)
+                                return strata__fail(STRATA_EABORTED, "spawn: %s",
+                                                    ctl(n->h)->why);
+                        if (++spins < 1024) {
+                                strata__pause();
+                                continue;
+                        }
+                        sched_yield();
+                        if (spins % 256)
+                                continue;
+                        if (deadline == 0.0) {
+                                deadline = now_s() + timeout_s;
+                        } else if (now_s() > deadline) {
+                                char why[256];
+
+                                snprintf(why, sizeof(why), "process %d waited %.3g s at step "
+                                         "%llu; process %d has not arrived (hung or dead)",
+                                         n->rank, timeout_s,
+                                         n->step ? (unsigned long long)*n->step : 0ull, p);
+                                strata__procs_abort(n->h, p, why);
+                                return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
+                        }
+                }
+                blocks[p] = slot(n, p, parity);
+                sizes[p] = o->size[parity];
+        }
+        return STRATA_OK;
+}
+
+static void procs_abort(struct strata_net *n, int code, const char *why)
+{
+        (void)code;
+        if (n->h)
+                strata__procs_abort(n->h, n->rank, why);
+}
+
+const struct strata__net_ops strata__procs_net = {
+        .name = "spawn",
+        .open = procs_open,
+        .close = procs_close,
+        .exchange = procs_exchange,
+        .abort = procs_abort,
+};

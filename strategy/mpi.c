@@ -1,0 +1,67 @@
+/*
+ * The `mpi` strategy: ddp across the devices of every process of an MPI job. Each process
+ * (best one per node) runs its devices as pinned threads, as ddp does; the processes exchange
+ * through the MPI link (drivers/net.h, libstrata-mpi.so). Global device rank = process rank x
+ * devices + device, so batch rows, dropout streams and BatchNorm statistics follow the global
+ * rank, and reductions combine all devices in global rank order: results are bitwise those of
+ * ddp with as many devices in one process, however they are split into processes (unless
+ * cfg.mpi_allreduce hands gradients to MPI_Allreduce).
+ *
+ * States: children of ddp's. setup_environment first joins the processes (MPI_Init_thread
+ * unless the application did it; cfg.mpi_comm or MPI_COMM_WORLD), then hands up to ddp.
+ * A failure in a step ends the job (MPI_Abort, the multi-device parents' error entry).
+ */
+#include "strata/process.h"
+#include "strata/status.h"
+#include "strategy/multi.h"
+
+/* The plan needs the job's size before MPI exists: the configuration or the launcher's. */
+static int mpi_processes(const struct strata_config *c, int *procs)
+{
+        struct strata_launch l;
+
+        if (c->processes > 0) {
+                *procs = c->processes;
+                return STRATA_OK;
+        }
+        STRATA_TRY(strata_launch_detect(&l));
+        *procs = l.size;
+        return STRATA_OK;
+}
+
+static int mpi_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+{
+        if (!drv->host_visible)
+                return strata__fail(STRATA_ENOTSUP, "strategy mpi on %s: device memory across "
+                                                    "processes is not supported", drv->name);
+        if (c->processes < 0)
+                return strata__fail(STRATA_EINVAL, "processes %d < 0", c->processes);
+        return strata__multi_validate(c, drv, "mpi");
+}
+
+static int mpi_environment(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+        const struct strata__net_ops *ops;
+
+        (void)state, (void)event, (void)arg;
+        STRATA_TRY(strata__net_mpi(&ops));
+        STRATA_TRY(strata__multi_join(rt, ops, rt->cfg.mpi_comm));
+        return STRATA_SM_PARENT;
+}
+
+static const struct strata_sm_state mpi_states[STRATA_STATE_COUNT] =
+        STRATA__PROCS_STATES(mpi_environment);
+
+const struct strata__strategy strata__mpi = {
+        .name = "mpi",
+        .validate = mpi_validate,
+        .layout = strata__ddp_layout,
+        .states = mpi_states,
+        .collective = strata__multi_collective,
+        .is_global_zero = strata__is_global_zero,
+        .root_device = strata__root_device,
+        .world_size = strata__world_size,
+        .processes = mpi_processes,
+        .handles_gradient_accumulation = 1,
+};
