@@ -28,12 +28,13 @@ static size_t comm_bytes(int ranks)
         return COMM_HEAD + (size_t)ranks * 2 * STRATA__COMM_EAGER;
 }
 
-/* Staging of a communicator spanning processes: its block, then every process's. */
+/* Staging of a communicator spanning processes: its block, then every process's, twice. */
 static size_t stage_bytes(const struct strata_comm_config *cfg)
 {
         int procs = cfg->world_size / cfg->local_size;
 
-        return cfg->world_size > cfg->local_size ? (size_t)(procs + 1) * STRATA__NET_BLOCK : 0;
+        return cfg->world_size > cfg->local_size ? (size_t)(2 * procs + 1) * STRATA__NET_BLOCK
+                                                 : 0;
 }
 
 int strata_comm_plan(int local_size, size_t *bytes)

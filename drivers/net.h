@@ -40,8 +40,10 @@ struct strata__net_ops {
         /**
          * Contribute @p mine (@p bytes <= STRATA__NET_BLOCK) and wait, at most @p timeout_s,
          * for every process's block: blocks[p] and sizes[p] describe process p's (blocks[rank]
-         * may be @p mine). @p stage holds size x STRATA__NET_BLOCK bytes the link may receive
-         * into. The blocks stay valid until the next exchange. A process that does not arrive
+         * may be @p mine). @p stage holds 2 x size x STRATA__NET_BLOCK bytes the link may
+         * receive into, the same for every exchange of one communicator (the link may post
+         * the next exchange's receives into one half while this one's blocks are read). The
+         * blocks stay valid until the next exchange. A process that does not arrive
          * in time is named in the error (STRATA_ETIMEDOUT); one that failed, in STRATA_EABORTED.
          */
         int (*exchange)(struct strata_net *n, const void *mine, size_t bytes, void *stage,

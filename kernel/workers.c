@@ -342,6 +342,13 @@ static int stop_threads(struct strata_workers *w, int *abandoned)
         return n;
 }
 
+static _Atomic int running; /* pools started and not stopped (or with abandoned threads) */
+
+int strata_workers_running(void)
+{
+        return atomic_load(&running);
+}
+
 int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
                          const struct strata_workers_config *c)
 {
@@ -408,6 +415,7 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
                 hwloc_topology_destroy(w->topo);
                 return rc;
         }
+        atomic_fetch_add(&running, 1);
         *out = w;
         return STRATA_OK;
 }
@@ -534,5 +542,6 @@ int strata_workers_stop(struct strata_workers *w)
                 return strata__fail(STRATA_ETIMEDOUT, "%s", msg);
         }
         hwloc_topology_destroy(w->topo);
+        atomic_fetch_sub(&running, 1);
         return STRATA_OK;
 }

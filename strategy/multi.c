@@ -85,7 +85,8 @@ static int join_comms(struct strata_runtime *rt, struct strata__multi *m,
         cc.rank0 = m->net.rank;
         STRATA_TRY(strata_arena_init(&pa, m->pcomm_mem, m->pcomm_bytes, NULL));
         STRATA_TRY(strata_comm_init(&m->pcomm, &pa, &cc));
-        return strata__net_warm_up(m->comm, 8);
+        STRATA_TRY(strata__net_warm_up(m->comm, 8));
+        return strata__net_warm_up(m->pcomm, 8);
 }
 
 /*
@@ -142,7 +143,7 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
                 if (rt->cfg.verbose && d == 0 && why)
                         fprintf(stderr, "strata: device memory not bound: %s\n", why);
         }
-        if (m->net.ops)
+        if (m->net.ops && m->net.size > 1)
                 return join_comms(rt, m, &comm);
         STRATA_TRY(strata_comm_init_workers(&m->comm, &comm, m->workers, NULL));
         m->dcomm = m->comm;

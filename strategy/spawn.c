@@ -50,21 +50,6 @@ static double now_s(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Threads of this process, from /proc (fork copies only the calling one). */
-static int threads(void)
-{
-        char line[128];
-        int n = 0;
-        FILE *f = fopen("/proc/self/status", "r");
-
-        while (f && fgets(line, sizeof(line), f))
-                if (sscanf(line, "Threads: %d", &n) == 1)
-                        break;
-        if (f)
-                fclose(f);
-        return n;
-}
-
 static void describe(int st, int rank, char *why, size_t n)
 {
         if (WIFSIGNALED(st))
@@ -93,7 +78,7 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
 {
         pid_t pid[STRATA__NET_MAX], parent = getpid();
         struct strata_spawn_result r = { .failed_rank = -1 };
-        int alive = 0, nth;
+        int alive = 0, live;
         double kill_at = 0.0;
         void *region;
 
@@ -103,10 +88,11 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                                     nprocs, STRATA__NET_MAX);
         if (self.region)
                 return strata__fail(STRATA_EINVAL, "spawn: already in a spawned process");
-        if ((nth = threads()) != 1)
-                return strata__fail(STRATA_EINVAL, "spawn: this process has %d threads; call "
-                                                   "strata_spawn() before any thread starts "
-                                                   "(fork copies only the caller)", nth);
+        if ((live = strata_workers_running()) != 0)
+                return strata__fail(STRATA_EINVAL, "spawn: %d runtime(s) of this process have "
+                                                   "device threads running; call strata_spawn() "
+                                                   "before strata_init() (fork copies only the "
+                                                   "calling thread, not theirs)", live);
         timeout_s = timeout_s > 0.0 ? timeout_s : 300.0;
         region = mmap(NULL, region_bytes(nprocs), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -36,10 +36,25 @@ static int fail(int status, const char *fmt, ...)
         return status;
 }
 
+/*
+ * A channel: the exchanges of one communicator (one staging area), on its own tag. Its
+ * receives for the next exchange are posted as soon as one ends, into the other half of the
+ * staging, so a peer's message always finds its receive: Open MPI then never buffers an
+ * unexpected message (which allocates).
+ */
+#define CHANNELS 4
+
+struct channel {
+        void *stage;
+        int parity, posted;
+        MPI_Request recv[STRATA__NET_MAX];
+};
+
 /* One link per runtime that runs on MPI at a time; no allocation of our own. */
 struct link {
         int used, finalize;
         MPI_Comm comm;
+        struct channel ch[CHANNELS];
         MPI_Request req[2 * STRATA__NET_MAX];
         MPI_Status st[2 * STRATA__NET_MAX];
 };
@@ -122,6 +137,12 @@ static void mpi_close(struct strata_net *n)
 
         if (!l)
                 return;
+        for (int c = 0; c < CHANNELS; c++)
+                for (int p = 0; l->ch[c].posted && p < n->size; p++)
+                        if (l->ch[c].recv[p] != MPI_REQUEST_NULL) {
+                                MPI_Cancel(&l->ch[c].recv[p]);
+                                MPI_Wait(&l->ch[c].recv[p], MPI_STATUS_IGNORE);
+                        }
         MPI_Comm_free(&l->comm);
         if (l->finalize)
                 MPI_Finalize();
@@ -171,24 +192,54 @@ static int wait_all(struct strata_net *n, int nreq, const int *peer, double time
         }
 }
 
+static char *half(const struct strata_net *n, const struct channel *ch, int parity, int p)
+{
+        return (char *)ch->stage + ((size_t)parity * (size_t)n->size + (size_t)p) *
+                                           STRATA__NET_BLOCK;
+}
+
+static void post(struct strata_net *n, struct link *l, struct channel *ch)
+{
+        int tag = TAG + (int)(ch - l->ch);
+
+        for (int p = 0; p < n->size; p++)
+                if (p == n->rank)
+                        ch->recv[p] = MPI_REQUEST_NULL;
+                else
+                        MPI_Irecv(half(n, ch, ch->parity, p), (int)STRATA__NET_BLOCK, MPI_BYTE, p,
+                                  tag, l->comm, &ch->recv[p]);
+        ch->posted = 1;
+}
+
 static int mpi_exchange(struct strata_net *n, const void *mine, size_t bytes, void *stage,
                         const void **blocks, size_t *sizes, double timeout_s)
 {
         struct link *l = n->h;
+        struct channel *ch = NULL;
         int peer[2 * STRATA__NET_MAX], k = 0;
 
+        for (int c = 0; c < CHANNELS && !ch; c++)
+                if (l->ch[c].stage == stage || !l->ch[c].stage) {
+                        ch = &l->ch[c];
+                        ch->stage = stage;
+                }
+        if (!ch)
+                return fail(STRATA_ENOMEM, "mpi: more than %d communicators on one link",
+                            CHANNELS);
+        if (!ch->posted)
+                post(n, l, ch);
         for (int p = 0; p < n->size; p++) {
                 if (p == n->rank)
                         continue;
                 peer[k] = p;
-                MPI_Irecv((char *)stage + (size_t)p * STRATA__NET_BLOCK, (int)STRATA__NET_BLOCK,
-                          MPI_BYTE, p, TAG, l->comm, &l->req[k++]);
+                l->req[k++] = ch->recv[p];
         }
         for (int p = 0; p < n->size; p++) {
                 if (p == n->rank)
                         continue;
                 peer[k] = -1; /* a send completes once its peer receives: named by its recv */
-                MPI_Isend(mine, (int)bytes, MPI_BYTE, p, TAG, l->comm, &l->req[k++]);
+                MPI_Isend(mine, (int)bytes, MPI_BYTE, p, TAG + (int)(ch - l->ch), l->comm,
+                          &l->req[k++]);
         }
         STRATA_TRY(wait_all(n, k, peer, timeout_s, "an exchange"));
         for (int i = 0, p = 0; p < n->size; p++) {
@@ -200,9 +251,11 @@ static int mpi_exchange(struct strata_net *n, const void *mine, size_t bytes, vo
                         continue;
                 }
                 MPI_Get_count(&l->st[i++], MPI_BYTE, &got);
-                blocks[p] = (const char *)stage + (size_t)p * STRATA__NET_BLOCK;
+                blocks[p] = half(n, ch, ch->parity, p);
                 sizes[p] = (size_t)got;
         }
+        ch->parity ^= 1; /* the next exchange lands in the other half, while these are read */
+        post(n, l, ch);
         return STRATA_OK;
 }
 

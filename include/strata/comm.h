@@ -103,8 +103,8 @@ int strata_comm_plan(int local_size, size_t *bytes);
 
 /**
  * @brief Bytes strata_comm_init() takes from its arena for @p cfg: strata_comm_plan()'s, and
- *        when the ranks span processes a staging block of 1 MiB + 64 bytes per process and one
- *        more for this process's own.
+ *        when the ranks span processes two staging blocks of 1 MiB + 64 bytes per process
+ *        (one receives the next exchange while the other is read) and one for its own.
  */
 int strata_comm_plan_config(const struct strata_comm_config *cfg, size_t *bytes);
 

@@ -50,13 +50,14 @@ struct strata_spawn_result {
 /**
  * @brief Fork @p nprocs processes (2..64) that each run fn(rank, nprocs, arg) and exit; runtimes
  *        made in them with strategy STRATA_STRATEGY_SPAWN join each other. Call it before
- *        any thread is started (the process must have one thread). The parent waits: when a
+ *        strata_init() (no runtime may be running: fork copies only the calling thread, so
+ *        the children must not need the parent's other threads either). The parent waits: when a
  *        process exits non-zero or is killed, the others are told (they stop at their next
  *        collective) and killed after @p timeout_s + 1 s (0 = 300 s) if still running. Nothing
  *        is left in /dev/shm or /tmp: the shared region is anonymous memory.
  * @param ret, ret_bytes where rank 0's strata_spawn_return() bytes go (may be NULL, 0).
  * @retval STRATA_OK (every process exited 0); STRATA_EABORTED (one failed: @p res says which
- *         and how); STRATA_EINVAL (bad argument, or more than one thread); STRATA_ESYS.
+ *         and how); STRATA_EINVAL (bad argument, or a runtime running); STRATA_ESYS.
  */
 int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, void *ret,
                  size_t ret_bytes, struct strata_spawn_result *res);

@@ -96,6 +96,12 @@ void strata_workers_group(struct strata_workers *w, struct strata_group *g);
 /** @brief Number of devices. */
 int strata_workers_count(const struct strata_workers *w);
 
+/**
+ * @brief Worker pools of this process whose threads run (started, not yet stopped): what a
+ *        fork would not copy (strata_spawn() refuses while any runs).
+ */
+int strata_workers_running(void);
+
 /** @brief Placement of @p device (NULL when out of range). */
 const struct strata_placement *strata_workers_placement(const struct strata_workers *w,
                                                         int device);
