@@ -68,7 +68,7 @@ TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 MPICC     := $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
 ifeq ($(SAN),)
-TOOLS     += $(BUILD)/bin/strata-bench-mpi
+TOOLS     += $(BUILD)/bin/strata-bench-mpi $(BUILD)/bin/strata-bench-procs
 endif
 endif
 # The MPI link (drivers/mpi) is its own shared object, libstrata-mpi.so, linked with Open MPI
@@ -88,7 +88,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-train bench-gpu bench-ckpt bench-trace check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
@@ -143,6 +143,11 @@ $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
 	@mkdir -p $(dir $@)
 	$(Q)$(MPICC) -O3 -o $@ $<
+
+# Strata across processes against the same MPI_Allreduce, in one program (mpicc + the library).
+$(BUILD)/bin/strata-bench-procs: tools/mpi/strata-bench-procs.c $(BUILD)/libstrata.a $(MPI_PLUGIN)
+	@mkdir -p $(dir $@)
+	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -o $@ $< $(BUILD)/libstrata.a $(LIBS)
 
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.
@@ -226,6 +231,11 @@ run-main: tools
 
 bench-coll: tools
 	tools/bench-coll.sh
+
+# Processes: training (spawn, mpi) against ddp's threads and PyTorch DDP, and all_reduce across
+# processes against Open MPI's MPI_Allreduce.
+bench-procs: tools
+	tools/bench-procs.sh
 
 # One GPU: Strata against PyTorch eager and Lightning (both must be installed there).
 bench-gpu: tools

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -47,7 +48,7 @@ static int fail(int status, const char *fmt, ...)
 struct channel {
         void *stage;
         int parity, posted;
-        MPI_Request recv[STRATA__NET_MAX];
+        MPI_Request recv[2 * STRATA__NET_MAX]; /* per process: its header, its data */
 };
 
 /* One link per runtime that runs on MPI at a time; no allocation of our own. */
@@ -55,8 +56,8 @@ struct link {
         int used, finalize;
         MPI_Comm comm;
         struct channel ch[CHANNELS];
-        MPI_Request req[2 * STRATA__NET_MAX];
-        MPI_Status st[2 * STRATA__NET_MAX];
+        MPI_Request req[4 * STRATA__NET_MAX];
+        MPI_Status st[4 * STRATA__NET_MAX];
 };
 
 static struct link links[4];
@@ -86,6 +87,10 @@ static int mpi_open(struct strata_net *n, const void *where)
         MPI_Initialized(&init);
         memset(l, 0, sizeof(*l));
         if (!init) {
+                /* A 4 KiB collective is one 4 KiB + 64-byte block: past Open MPI's shared-memory
+                 * eager limit (4 KiB) it would take the rendezvous protocol, twice as slow. An
+                 * application that initialises MPI can pass the same (docs/decisions/0011). */
+                setenv("OMPI_MCA_btl_vader_eager_limit", "8192", 0);
                 if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
                         return fail(STRATA_ESYS, "mpi: MPI_Init_thread failed");
                 l->finalize = 1;
@@ -138,7 +143,7 @@ static void mpi_close(struct strata_net *n)
         if (!l)
                 return;
         for (int c = 0; c < CHANNELS; c++)
-                for (int p = 0; l->ch[c].posted && p < n->size; p++)
+                for (int p = 0; l->ch[c].posted && p < 2 * n->size; p++)
                         if (l->ch[c].recv[p] != MPI_REQUEST_NULL) {
                                 MPI_Cancel(&l->ch[c].recv[p]);
                                 MPI_Wait(&l->ch[c].recv[p], MPI_STATUS_IGNORE);
@@ -164,23 +169,26 @@ static int wait_all(struct strata_net *n, int nreq, const int *peer, double time
                         return fail(STRATA_ESYS, "mpi: %s failed", what);
                 if (done)
                         return STRATA_OK;
-                if (++spins % 256)
-                        continue;
+                if (++spins % 4096)
+                        continue; /* spin: a peer on its own core answers within microseconds */
                 if (deadline == 0.0)
                         deadline = now_s() + timeout_s;
                 else if (now_s() > deadline) {
                         char late[256] = "";
                         size_t len = 0;
+                        int last = -1;
 
                         for (int i = 0; i < nreq && len < sizeof(late) - 16; i++) {
                                 int flag = 0;
 
-                                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0)
+                                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0 ||
+                                    peer[i] == last)
                                         continue;
                                 MPI_Request_get_status(l->req[i], &flag, MPI_STATUS_IGNORE);
-                                if (!flag)
+                                if (!flag) /* a process's two messages: named once */
                                         len += (size_t)snprintf(late + len, sizeof(late) - len,
-                                                                "%s%d", len ? ", " : "", peer[i]);
+                                                                "%s%d", len ? ", " : "",
+                                                                last = peer[i]);
                         }
                         return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at "
                                     "step %llu; nothing came from process %s (hung or dead)",
@@ -198,25 +206,39 @@ static char *half(const struct strata_net *n, const struct channel *ch, int pari
                                            STRATA__NET_BLOCK;
 }
 
+/* Tags of a channel's two messages: a header, then the data (in order between two peers). */
+static int tag(const struct link *l, const struct channel *ch, int data)
+{
+        return TAG + 2 * (int)(ch - l->ch) + data;
+}
+
 static void post(struct strata_net *n, struct link *l, struct channel *ch)
 {
-        int tag = TAG + (int)(ch - l->ch);
+        for (int p = 0; p < n->size; p++) {
+                char *b = half(n, ch, ch->parity, p);
 
-        for (int p = 0; p < n->size; p++)
-                if (p == n->rank)
-                        ch->recv[p] = MPI_REQUEST_NULL;
-                else
-                        MPI_Irecv(half(n, ch, ch->parity, p), (int)STRATA__NET_BLOCK, MPI_BYTE, p,
-                                  tag, l->comm, &ch->recv[p]);
+                if (p == n->rank) {
+                        ch->recv[2 * p] = ch->recv[2 * p + 1] = MPI_REQUEST_NULL;
+                        continue;
+                }
+                MPI_Irecv(b, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
+                          &ch->recv[2 * p]);
+                MPI_Irecv(b + STRATA__NET_HEAD, (int)STRATA__NET_DATA, MPI_BYTE, p,
+                          tag(l, ch, 1), l->comm, &ch->recv[2 * p + 1]);
+        }
         ch->posted = 1;
 }
 
-static int mpi_exchange(struct strata_net *n, const void *mine, size_t bytes, void *stage,
-                        const void **blocks, size_t *sizes, double timeout_s)
+/*
+ * Every process sends its header and its data (straight from where they are: no staging copy)
+ * to every other; the receives were posted when the previous exchange ended.
+ */
+static int mpi_exchange(struct strata_net *n, const void *head, const void *data, size_t bytes,
+                        void *stage, const void **blocks, size_t *sizes, double timeout_s)
 {
         struct link *l = n->h;
         struct channel *ch = NULL;
-        int peer[2 * STRATA__NET_MAX], k = 0;
+        int peer[4 * STRATA__NET_MAX], k = 0;
 
         for (int c = 0; c < CHANNELS && !ch; c++)
                 if (l->ch[c].stage == stage || !l->ch[c].stage) {
@@ -232,27 +254,32 @@ static int mpi_exchange(struct strata_net *n, const void *mine, size_t bytes, vo
                 if (p == n->rank)
                         continue;
                 peer[k] = p;
-                l->req[k++] = ch->recv[p];
+                l->req[k++] = ch->recv[2 * p];
+                peer[k] = p;
+                l->req[k++] = ch->recv[2 * p + 1];
         }
         for (int p = 0; p < n->size; p++) {
                 if (p == n->rank)
                         continue;
                 peer[k] = -1; /* a send completes once its peer receives: named by its recv */
-                MPI_Isend(mine, (int)bytes, MPI_BYTE, p, TAG + (int)(ch - l->ch), l->comm,
+                MPI_Isend(head, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
+                          &l->req[k++]);
+                peer[k] = -1;
+                MPI_Isend(bytes ? data : head, (int)bytes, MPI_BYTE, p, tag(l, ch, 1), l->comm,
                           &l->req[k++]);
         }
         STRATA_TRY(wait_all(n, k, peer, timeout_s, "an exchange"));
         for (int i = 0, p = 0; p < n->size; p++) {
                 int got = 0;
 
-                if (p == n->rank) {
-                        blocks[p] = mine;
-                        sizes[p] = bytes;
+                blocks[p] = NULL;
+                sizes[p] = 0;
+                if (p == n->rank)
                         continue;
-                }
-                MPI_Get_count(&l->st[i++], MPI_BYTE, &got);
+                MPI_Get_count(&l->st[i + 1], MPI_BYTE, &got);
+                i += 2;
                 blocks[p] = half(n, ch, ch->parity, p);
-                sizes[p] = (size_t)got;
+                sizes[p] = STRATA__NET_HEAD + (size_t)got;
         }
         ch->parity ^= 1; /* the next exchange lands in the other half, while these are read */
         post(n, l, ch);

@@ -47,25 +47,34 @@ static size_t per_round(const struct strata_comm *c, size_t es)
         return per ? per : 1;
 }
 
-static int exchange(struct strata_comm *c, const struct head *h, size_t data,
-                    const void **blocks)
+/*
+ * One exchange of this call: header @p h and @p bytes of @p mine from this process; data[p]
+ * then points at process p's data (this process's own where it was). Checks every header.
+ */
+static int exchange(struct strata_comm *c, const struct head *h, const void *mine, size_t bytes,
+                    const unsigned char **data)
 {
         struct strata_net *net = c->net;
+        const void *blocks[STRATA__NET_MAX];
         size_t sizes[STRATA__NET_MAX];
-        unsigned char *mine = c->stage;
         int rc;
 
-        memcpy(mine, h, sizeof(*h));
-        rc = net->ops->exchange(net, mine, STRATA__NET_HEAD + data, c->stage + STRATA__NET_BLOCK,
-                                blocks, sizes, c->group.timeout_s);
+        memcpy(c->stage, h, sizeof(*h));
+        rc = net->ops->exchange(net, c->stage, mine, bytes, c->stage + STRATA__NET_BLOCK, blocks,
+                                sizes, c->group.timeout_s);
         if (rc != STRATA_OK)
                 return rc;
         for (int p = 0; p < net->size; p++) {
                 struct head o;
 
+                if (p == net->rank) {
+                        data[p] = mine;
+                        continue;
+                }
                 if (sizes[p] < STRATA__NET_HEAD)
                         return strata__fail(STRATA_EFORMAT, "net: process %d sent %zu bytes", p,
                                             sizes[p]);
+                data[p] = (const unsigned char *)blocks[p] + STRATA__NET_HEAD;
                 memcpy(&o, blocks[p], sizeof(o));
                 if (o.seq != h->seq)
                         return strata__fail(STRATA_EFORMAT, "net: process %d is at collective "
@@ -84,10 +93,23 @@ static int exchange(struct strata_comm *c, const struct head *h, size_t data,
         return h->status;
 }
 
-/* The block of process @p holding rank slot @p r (0..n-1) of this exchange's elements. */
-static const unsigned char *slice_of(const void *block, int r, size_t bytes)
+/*
+ * This process's data for bytes [off, off + bytes) of every local rank's buffer, one after the
+ * other: straight from the buffer when there is one rank, else gathered into the staging block.
+ */
+static const void *local_data(struct strata_comm *c, size_t off, size_t bytes)
 {
-        return (const unsigned char *)block + STRATA__NET_HEAD + (size_t)r * bytes;
+        unsigned char *to = c->stage + STRATA__NET_HEAD;
+
+        for (int r = 0; r < c->n; r++) {
+                const unsigned char *from =
+                        (const unsigned char *)strata__comm_peer(c, 0, r)->send + off;
+
+                if (c->n == 1)
+                        return from;
+                memcpy(to + (size_t)r * bytes, from, bytes);
+        }
+        return to;
 }
 
 /* Reduction rounds: each round exchanges every rank's slice [lo, hi) and reduces it. */
@@ -97,7 +119,7 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
         int n = c->n, P = c->net->size, root_local = op->root - c->rank0;
         void *dst[STRATA_MAX_DEVICES];
         const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX];
-        const void *blocks[STRATA__NET_MAX];
+        const unsigned char *data[STRATA__NET_MAX];
         int nd = 0;
 
         for (int r = 0; r < n; r++)
@@ -106,34 +128,32 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
         for (size_t lo = 0;; lo += per) {
                 size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
 
-                for (int r = 0; r < n; r++)
-                        memcpy(c->stage + STRATA__NET_HEAD + (size_t)r * bytes,
-                               (const unsigned char *)strata__comm_peer(c, 0, r)->send + lo * es,
-                               bytes);
-                STRATA_TRY(exchange(c, h, bytes * (size_t)n, blocks));
+                STRATA_TRY(exchange(c, h, local_data(c, lo * es, bytes), bytes * (size_t)n,
+                                    data));
                 h->seq = ++c->net_seq;
                 /* Global rank order: process 0's ranks, then process 1's, ... Pointers are
                  * offset by lo so the kernel indexes every source by element number. */
                 for (int p = 0; p < P; p++)
                         for (int r = 0; r < n; r++)
-                                src[p * n + r] = slice_of(blocks[p], r, bytes) - lo * es;
+                                src[p * n + r] = data[p] + (size_t)r * bytes - lo * es;
                 strata__reduce_many(op->dtype, (int)op->op, dst, nd, src, P * n, lo, hi, 0);
                 if (hi >= op->count)
                         return STRATA_OK;
         }
 }
 
-/* Native reductions (MPI_Allreduce): local ranks in order, then the link's own algorithm. */
-static int reduce_native(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+/*
+ * Native reductions (MPI_Allreduce): local ranks in order, then the link's own algorithm. The
+ * arguments are agreed within each process only (no exchange of headers: this mode is for
+ * speed); across processes the link's own checks apply.
+ */
+static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
 {
         size_t es = strata_dtype_size(op->dtype), per = STRATA__NET_DATA / es;
         const void *src[STRATA_MAX_DEVICES];
         void *dst[STRATA_MAX_DEVICES];
-        const void *blocks[STRATA__NET_MAX];
         unsigned char *acc = c->stage + STRATA__NET_HEAD;
 
-        STRATA_TRY(exchange(c, h, 0, blocks)); /* agreement, once per call */
-        h->seq = ++c->net_seq;
         for (int r = 0; r < c->n; r++) {
                 src[r] = strata__comm_peer(c, 0, r)->send;
                 dst[r] = strata__comm_peer(c, 0, r)->recv;
@@ -156,30 +176,29 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
         int n = c->n, P = c->net->size, bcast = op->kind == STRATA_COLL_BROADCAST;
         int root_proc = op->root / n, root_local = op->root - c->rank0;
-        const void *blocks[STRATA__NET_MAX];
+        const unsigned char *data[STRATA__NET_MAX];
 
         for (size_t lo = 0;; lo += per) {
                 size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
-                size_t data = bcast ? (c->net->rank == root_proc ? bytes : 0) : bytes * (size_t)n;
+                const void *mine = NULL;
+                size_t len = 0;
 
-                if (bcast && data)
-                        memcpy(c->stage + STRATA__NET_HEAD,
-                               (const unsigned char *)strata__comm_peer(c, 0, root_local)->recv +
-                                       lo * es,
-                               bytes);
-                for (int r = 0; !bcast && r < n; r++)
-                        memcpy(c->stage + STRATA__NET_HEAD + (size_t)r * bytes,
-                               (const unsigned char *)strata__comm_peer(c, 0, r)->send + lo * es,
-                               bytes);
-                STRATA_TRY(exchange(c, h, data, blocks));
+                if (!bcast) {
+                        mine = local_data(c, lo * es, bytes);
+                        len = bytes * (size_t)n;
+                } else if (c->net->rank == root_proc) {
+                        mine = (const unsigned char *)strata__comm_peer(c, 0, root_local)->recv +
+                               lo * es;
+                        len = bytes;
+                }
+                STRATA_TRY(exchange(c, h, mine, len, data));
                 h->seq = ++c->net_seq;
                 for (int r = 0; r < n; r++) {
                         unsigned char *recv = strata__comm_peer(c, 0, r)->recv;
 
                         if (bcast) {
                                 if (c->net->rank != root_proc || r != root_local)
-                                        memcpy(recv + lo * es, slice_of(blocks[root_proc], 0, 0),
-                                               bytes);
+                                        memcpy(recv + lo * es, data[root_proc], bytes);
                                 continue;
                         }
                         if (op->kind == STRATA_COLL_GATHER && c->rank0 + r != op->root)
@@ -187,7 +206,7 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
                         for (int p = 0; p < P; p++)
                                 for (int q = 0; q < n; q++)
                                         memmove(recv + ((size_t)(p * n + q) * op->count + lo) * es,
-                                                slice_of(blocks[p], q, bytes), bytes);
+                                                data[p] + (size_t)q * bytes, bytes);
                 }
                 if (hi >= op->count)
                         return STRATA_OK;
@@ -205,24 +224,23 @@ static int net_join(struct strata_comm *c, int rank, const struct strata_coll *o
                           .dtype = (int32_t)op->dtype, .op = (int32_t)op->op,
                           .root = (int32_t)op->root, .status = (int32_t)status,
                           .ranks = (int32_t)c->n };
-        const void *blocks[STRATA__NET_MAX];
+        const unsigned char *data[STRATA__NET_MAX];
+        int rc;
 
         if (status == STRATA_OK && (op->kind == STRATA_COLL_REDUCE_SCATTER ||
                                     op->kind == STRATA_COLL_SCATTER))
                 return strata__fail(STRATA_ENOTSUP, "%s across processes is not supported",
                                     op->kind == STRATA_COLL_SCATTER ? "scatter"
                                                                     : "reduce_scatter");
-        int rc;
-
         if (rank != 0)
                 return status;
         h.seq = ++c->net_seq;
         if (status != STRATA_OK || op->kind == STRATA_COLL_BARRIER || !op->count)
-                rc = exchange(c, &h, 0, blocks);
+                rc = exchange(c, &h, NULL, 0, data);
         else if (op->kind == STRATA_COLL_ALL_REDUCE && c->net->native &&
                  c->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
                  op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
-                rc = reduce_native(c, op, &h);
+                rc = reduce_native(c, op);
         else if (op->kind == STRATA_COLL_ALL_REDUCE || op->kind == STRATA_COLL_REDUCE)
                 rc = reduce_rounds(c, op, &h);
         else
@@ -244,9 +262,9 @@ int strata__net_warm_up(struct strata_comm *c, int rounds)
                 return STRATA_OK;
         memset(c->stage, 0, STRATA__NET_BLOCK);
         for (int i = 0; i < rounds; i++)
-                STRATA_TRY(c->net->ops->exchange(c->net, c->stage, STRATA__NET_BLOCK,
-                                                 c->stage + STRATA__NET_BLOCK, blocks, sizes,
-                                                 c->group.timeout_s));
+                STRATA_TRY(c->net->ops->exchange(c->net, c->stage, c->stage + STRATA__NET_HEAD,
+                                                 STRATA__NET_DATA, c->stage + STRATA__NET_BLOCK,
+                                                 blocks, sizes, c->group.timeout_s));
         return STRATA_OK;
 }
 

@@ -105,8 +105,8 @@ static double now_s(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int procs_exchange(struct strata_net *n, const void *mine, size_t bytes, void *stage,
-                          const void **blocks, size_t *sizes, double timeout_s)
+static int procs_exchange(struct strata_net *n, const void *head, const void *data, size_t bytes,
+                          void *stage, const void **blocks, size_t *sizes, double timeout_s)
 {
         struct proc *me = proc(n, n->rank);
         uint64_t seq = ++me->seq;
@@ -114,13 +114,17 @@ static int procs_exchange(struct strata_net *n, const void *mine, size_t bytes, 
         double deadline = 0.0;
 
         (void)stage;
-        memcpy(slot(n, n->rank, parity), mine, bytes);
-        me->size[parity] = bytes;
+        memcpy(slot(n, n->rank, parity), head, STRATA__NET_HEAD);
+        if (bytes)
+                memcpy(slot(n, n->rank, parity) + STRATA__NET_HEAD, data, bytes);
+        me->size[parity] = STRATA__NET_HEAD + bytes;
         atomic_store_explicit(&me->ready, seq, memory_order_release);
         for (int p = 0; p < n->size; p++) {
                 struct proc *o = proc(n, p);
                 unsigned spins = 0;
 
+                if (p == n->rank)
+                        continue;
                 while (atomic_load_explicit(&o->ready, memory_order_acquire) < seq) {
                         if (atomic_load_explicit(&ctl(n->h)->aborted, memory_order_acquire) == 1)
                                 return strata__fail(STRATA_EABORTED, "spawn: %s",
