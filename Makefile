@@ -123,10 +123,11 @@ $(BUILD)/libstrata.so: $(LIB_OBJS) strata.map
 	        -o $@ $(LIB_OBJS) $(LIBS)
 
 # The MPI link plugin: one object and Open MPI; it exports one function (drivers/mpi/plugin.map).
+# Under a sanitizer the runtime is the program's (clang's TSan is not linked into a .so).
 $(BUILD)/obj/drivers/mpi/mpi.o: EXTRA_CFLAGS += $(MPI_CFLAGS) -fvisibility=hidden
 $(BUILD)/libstrata-mpi.so: $(BUILD)/obj/drivers/mpi/mpi.o drivers/mpi/plugin.map
-	$(Q)$(CC) -shared $(SANFLAGS) -Wl,--version-script=drivers/mpi/plugin.map -Wl,--no-undefined \
-	        -o $@ $< $(MPI_LIBS)
+	$(Q)$(CC) -shared $(SANFLAGS) -Wl,--version-script=drivers/mpi/plugin.map \
+	        $(if $(SAN),,-Wl,--no-undefined) -o $@ $< $(MPI_LIBS)
 
 # The CUDA driver plugin: its objects, cuBLAS and the CUDA runtime; it exports one function
 # (drivers/cuda/plugin.map) and resolves everything else within itself (--no-undefined).

@@ -38,19 +38,20 @@ struct strata__net_ops {
         /** Leave (the link undoes what open did, MPI_Finalize included if it initialised). */
         void (*close)(struct strata_net *n);
         /**
-         * Contribute a block, @p head (STRATA__NET_HEAD bytes) then @p bytes of @p data
-         * (<= STRATA__NET_DATA; two pieces, so data need not be copied next to its header),
-         * and wait, at most @p timeout_s, for every other process's: blocks[p] holds process
-         * p's header, its data follows at blocks[p] + STRATA__NET_HEAD, sizes[p] counts both
-         * (blocks[rank] is left to the caller). @p stage holds 2 x size x STRATA__NET_BLOCK
-         * bytes the link may receive into, the same for every exchange of one communicator
-         * (the next exchange's receives may be posted into one half while this one's blocks
-         * are read). The blocks stay valid until the next exchange. A process that does not
-         * arrive in time is named in the error (STRATA_ETIMEDOUT); after a failure elsewhere,
-         * STRATA_EABORTED.
+         * Send every other process p a block: @p head (STRATA__NET_HEAD bytes) then
+         * out_bytes[p] bytes of out[p] (<= STRATA__NET_DATA in all; the same pointer for every
+         * p broadcasts, different ones scatter; sent from where they lie), and wait, at most
+         * @p timeout_s, for every other process's block to this one: in_head[p], in[p] and
+         * in_bytes[p] (entries of this process are left alone). @p stage holds 2 x size x
+         * STRATA__NET_BLOCK bytes the link may receive into, the same for every exchange of
+         * one communicator (the next exchange's receives may be posted into one half while
+         * this one's blocks are read). What came in stays valid until the next exchange. A
+         * process that does not arrive in time is named in the error (STRATA_ETIMEDOUT); after
+         * a failure elsewhere, STRATA_EABORTED.
          */
-        int (*exchange)(struct strata_net *n, const void *head, const void *data, size_t bytes,
-                        void *stage, const void **blocks, size_t *sizes, double timeout_s);
+        int (*exchange)(struct strata_net *n, const void *head, const void *const *out,
+                        const size_t *out_bytes, void *stage, const void **in_head,
+                        const void **in, size_t *in_bytes, double timeout_s);
         /**
          * Optional: an in-place sum/max/min of @p count elements across processes by the
          * library's own algorithm (fast, summation order not fixed). NULL when not offered.

@@ -230,11 +230,12 @@ static void post(struct strata_net *n, struct link *l, struct channel *ch)
 }
 
 /*
- * Every process sends its header and its data (straight from where they are: no staging copy)
- * to every other; the receives were posted when the previous exchange ended.
+ * Every process sends its header and its data for each peer (straight from where they lie: no
+ * staging copy); the receives were posted when the previous exchange ended.
  */
-static int mpi_exchange(struct strata_net *n, const void *head, const void *data, size_t bytes,
-                        void *stage, const void **blocks, size_t *sizes, double timeout_s)
+static int mpi_exchange(struct strata_net *n, const void *head, const void *const *out,
+                        const size_t *out_bytes, void *stage, const void **in_head,
+                        const void **in, size_t *in_bytes, double timeout_s)
 {
         struct link *l = n->h;
         struct channel *ch = NULL;
@@ -265,21 +266,20 @@ static int mpi_exchange(struct strata_net *n, const void *head, const void *data
                 MPI_Isend(head, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
                           &l->req[k++]);
                 peer[k] = -1;
-                MPI_Isend(bytes ? data : head, (int)bytes, MPI_BYTE, p, tag(l, ch, 1), l->comm,
-                          &l->req[k++]);
+                MPI_Isend(out_bytes[p] ? out[p] : head, (int)out_bytes[p], MPI_BYTE, p,
+                          tag(l, ch, 1), l->comm, &l->req[k++]);
         }
         STRATA_TRY(wait_all(n, k, peer, timeout_s, "an exchange"));
         for (int i = 0, p = 0; p < n->size; p++) {
                 int got = 0;
 
-                blocks[p] = NULL;
-                sizes[p] = 0;
                 if (p == n->rank)
                         continue;
                 MPI_Get_count(&l->st[i + 1], MPI_BYTE, &got);
                 i += 2;
-                blocks[p] = half(n, ch, ch->parity, p);
-                sizes[p] = STRATA__NET_HEAD + (size_t)got;
+                in_head[p] = half(n, ch, ch->parity, p);
+                in[p] = half(n, ch, ch->parity, p) + STRATA__NET_HEAD;
+                in_bytes[p] = (size_t)got;
         }
         ch->parity ^= 1; /* the next exchange lands in the other half, while these are read */
         post(n, l, ch);

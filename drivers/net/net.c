@@ -48,34 +48,29 @@ static size_t per_round(const struct strata_comm *c, size_t es)
 }
 
 /*
- * One exchange of this call: header @p h and @p bytes of @p mine from this process; data[p]
- * then points at process p's data (this process's own where it was). Checks every header.
+ * One exchange of this call: header @p h, and out[p] (len[p] bytes) to each process p; in[p]
+ * then points at what process p sent this one. Checks every header.
  */
-static int exchange(struct strata_comm *c, const struct head *h, const void *mine, size_t bytes,
-                    const unsigned char **data)
+static int exchange_to(struct strata_comm *c, const struct head *h, const void *const *out,
+                       const size_t *len, const unsigned char **in)
 {
         struct strata_net *net = c->net;
-        const void *blocks[STRATA__NET_MAX];
+        const void *heads[STRATA__NET_MAX], *got[STRATA__NET_MAX];
         size_t sizes[STRATA__NET_MAX];
         int rc;
 
         memcpy(c->stage, h, sizeof(*h));
-        rc = net->ops->exchange(net, c->stage, mine, bytes, c->stage + STRATA__NET_BLOCK, blocks,
+        rc = net->ops->exchange(net, c->stage, out, len, c->stage + STRATA__NET_BLOCK, heads, got,
                                 sizes, c->group.timeout_s);
         if (rc != STRATA_OK)
                 return rc;
         for (int p = 0; p < net->size; p++) {
                 struct head o;
 
-                if (p == net->rank) {
-                        data[p] = mine;
+                if (p == net->rank)
                         continue;
-                }
-                if (sizes[p] < STRATA__NET_HEAD)
-                        return strata__fail(STRATA_EFORMAT, "net: process %d sent %zu bytes", p,
-                                            sizes[p]);
-                data[p] = (const unsigned char *)blocks[p] + STRATA__NET_HEAD;
-                memcpy(&o, blocks[p], sizeof(o));
+                in[p] = got[p];
+                memcpy(&o, heads[p], sizeof(o));
                 if (o.seq != h->seq)
                         return strata__fail(STRATA_EFORMAT, "net: process %d is at collective "
                                             "%llu, this one at %llu", p,
@@ -91,6 +86,21 @@ static int exchange(struct strata_comm *c, const struct head *h, const void *min
                                             "collective", net->rank, p);
         }
         return h->status;
+}
+
+/* The same @p bytes of @p mine to every process; in[rank] is @p mine. */
+static int exchange(struct strata_comm *c, const struct head *h, const void *mine, size_t bytes,
+                    const unsigned char **in)
+{
+        const void *out[STRATA__NET_MAX];
+        size_t len[STRATA__NET_MAX];
+
+        for (int p = 0; p < c->net->size; p++) {
+                out[p] = mine;
+                len[p] = bytes;
+        }
+        in[c->net->rank] = mine;
+        return exchange_to(c, h, out, len, in);
 }
 
 /*
@@ -142,6 +152,82 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
         }
 }
 
+/* All-reduces from this size on are split among the processes (two exchanges, half the bytes). */
+#define SPLIT_MIN ((size_t)64 << 10)
+
+/* Process @p q's part [*a, *b) of elements [lo, hi): cache-line boundaries, as shm's slices. */
+static void part(size_t lo, size_t hi, size_t es, int procs, int q, size_t *a, size_t *b)
+{
+        size_t line = 64 / es ? 64 / es : 1, n = hi - lo;
+        size_t x = lo + n * (size_t)q / (size_t)procs, y = lo + n * (size_t)(q + 1) / (size_t)procs;
+
+        x = (x + line - 1) / line * line;
+        y = q == procs - 1 ? hi : (y + line - 1) / line * line;
+        *a = x < hi ? x : hi;
+        *b = y < hi ? y : hi;
+}
+
+/*
+ * Large all-reduces, per round: every process p owns a part of the elements; each sends every
+ * other process its local ranks' slices of that process's part (a reduce-scatter), reduces its
+ * own part from every rank of every process in global rank order (so the bits are those of the
+ * unsplit path), and sends the result to every process (an all-gather). Each process moves
+ * (P-1)/P of the data each way instead of all of it to every peer.
+ */
+static int split_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
+        int n = c->n, P = c->net->size, me = c->net->rank;
+        void *dst[STRATA_MAX_DEVICES];
+        const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX], *out[STRATA__NET_MAX];
+        const unsigned char *in[STRATA__NET_MAX];
+        size_t len[STRATA__NET_MAX], a[STRATA__NET_MAX], b[STRATA__NET_MAX];
+        unsigned char *pack = c->stage + STRATA__NET_HEAD;
+
+        for (int r = 0; r < n; r++)
+                dst[r] = strata__comm_peer(c, 0, r)->recv;
+        for (size_t lo = 0;; lo += per) {
+                size_t hi = op->count - lo < per ? op->count : lo + per;
+
+                /* Reduce-scatter: process q gets every local rank's slice of its part; with
+                 * several local ranks they are packed part by part, rank by rank. */
+                for (int q = 0; q < P; q++) {
+                        part(lo, hi, es, P, q, &a[q], &b[q]);
+                        len[q] = (b[q] - a[q]) * es * (size_t)n;
+                        if (n == 1) {
+                                out[q] = (const unsigned char *)strata__comm_peer(c, 0, 0)->send +
+                                         a[q] * es;
+                                continue;
+                        }
+                        out[q] = pack + (a[q] - lo) * es * (size_t)n;
+                        for (int r = 0; r < n; r++)
+                                memcpy(pack + ((a[q] - lo) * (size_t)n +
+                                               (size_t)r * (b[q] - a[q])) * es,
+                                       (const unsigned char *)strata__comm_peer(c, 0, r)->send +
+                                               a[q] * es,
+                                       (b[q] - a[q]) * es);
+                }
+                in[me] = out[me];
+                STRATA_TRY(exchange_to(c, h, out, len, in));
+                h->seq = ++c->net_seq;
+                for (int p = 0; p < P; p++)
+                        for (int r = 0; r < n; r++)
+                                src[p * n + r] = in[p] + (size_t)r * (b[me] - a[me]) * es -
+                                                 a[me] * es;
+                strata__reduce_many(op->dtype, (int)op->op, dst, n, src, P * n, a[me], b[me], 0);
+                /* All-gather: this process's part of the result to every other. */
+                STRATA_TRY(exchange(c, h, (const unsigned char *)dst[0] + a[me] * es,
+                                    (b[me] - a[me]) * es, in));
+                h->seq = ++c->net_seq;
+                for (int q = 0; q < P; q++)
+                        for (int r = 0; q != me && r < n; r++)
+                                memcpy((unsigned char *)dst[r] + a[q] * es, in[q],
+                                       (b[q] - a[q]) * es);
+                if (hi >= op->count)
+                        return STRATA_OK;
+        }
+}
+
 /*
  * Native reductions (MPI_Allreduce): local ranks in order, then the link's own algorithm. The
  * arguments are agreed within each process only (no exchange of headers: this mode is for
@@ -154,6 +240,18 @@ static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
         void *dst[STRATA_MAX_DEVICES];
         unsigned char *acc = c->stage + STRATA__NET_HEAD;
 
+        if (c->n == 1) { /* in the rank's own buffer, 1 MiB at a time (faster than at once) */
+                const struct strata_coll *o = strata__comm_peer(c, 0, 0);
+                unsigned char *buf = o->recv;
+
+                if (o->send != o->recv)
+                        memcpy(buf, o->send, op->count * es);
+                for (size_t lo = 0; lo < op->count; lo += per)
+                        STRATA_TRY(c->net->ops->native_all_reduce(
+                                c->net, buf + lo * es, op->count - lo < per ? op->count - lo : per,
+                                op->dtype, op->op, c->group.timeout_s));
+                return STRATA_OK;
+        }
         for (int r = 0; r < c->n; r++) {
                 src[r] = strata__comm_peer(c, 0, r)->send;
                 dst[r] = strata__comm_peer(c, 0, r)->recv;
@@ -241,6 +339,9 @@ static int net_join(struct strata_comm *c, int rank, const struct strata_coll *o
                  c->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
                  op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
                 rc = reduce_native(c, op);
+        else if (op->kind == STRATA_COLL_ALL_REDUCE &&
+                 op->count * strata_dtype_size(op->dtype) >= SPLIT_MIN)
+                rc = split_rounds(c, op, &h);
         else if (op->kind == STRATA_COLL_ALL_REDUCE || op->kind == STRATA_COLL_REDUCE)
                 rc = reduce_rounds(c, op, &h);
         else
@@ -255,16 +356,16 @@ static int net_join(struct strata_comm *c, int rank, const struct strata_coll *o
 
 int strata__net_warm_up(struct strata_comm *c, int rounds)
 {
-        const void *blocks[STRATA__NET_MAX];
-        size_t sizes[STRATA__NET_MAX];
+        const unsigned char *in[STRATA__NET_MAX];
+        struct head h = { .seq = 0 };
 
         if (!c || !c->net)
                 return STRATA_OK;
         memset(c->stage, 0, STRATA__NET_BLOCK);
-        for (int i = 0; i < rounds; i++)
-                STRATA_TRY(c->net->ops->exchange(c->net, c->stage, c->stage + STRATA__NET_HEAD,
-                                                 STRATA__NET_DATA, c->stage + STRATA__NET_BLOCK,
-                                                 blocks, sizes, c->group.timeout_s));
+        for (int i = 0; i < rounds; i++) {
+                h.seq = ++c->net_seq;
+                STRATA_TRY(exchange(c, &h, c->stage + STRATA__NET_HEAD, STRATA__NET_DATA, in));
+        }
         return STRATA_OK;
 }
 

@@ -27,7 +27,8 @@ struct ctl {
 struct proc {
         _Alignas(64) _Atomic uint64_t ready; /* exchanges this process has published */
         uint64_t seq;                        /* ...and started (private to it) */
-        size_t size[2];                      /* its block's bytes, by parity */
+        /* by parity, for each receiver: where its data starts in this block, and its bytes */
+        size_t off[2][STRATA__NET_MAX], len[2][STRATA__NET_MAX];
 };
 
 #define CTL_BYTES ((sizeof(struct ctl) + 63) / 64 * 64)
@@ -105,19 +106,38 @@ static double now_s(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int procs_exchange(struct strata_net *n, const void *head, const void *data, size_t bytes,
-                          void *stage, const void **blocks, size_t *sizes, double timeout_s)
+static int procs_exchange(struct strata_net *n, const void *head, const void *const *out,
+                          const size_t *out_bytes, void *stage, const void **in_head,
+                          const void **in, size_t *in_bytes, double timeout_s)
 {
         struct proc *me = proc(n, n->rank);
         uint64_t seq = ++me->seq;
         int parity = (int)(seq & 1);
+        unsigned char *mine = slot(n, n->rank, parity);
+        size_t used = 0;
         double deadline = 0.0;
 
         (void)stage;
-        memcpy(slot(n, n->rank, parity), head, STRATA__NET_HEAD);
-        if (bytes)
-                memcpy(slot(n, n->rank, parity) + STRATA__NET_HEAD, data, bytes);
-        me->size[parity] = STRATA__NET_HEAD + bytes;
+        memcpy(mine, head, STRATA__NET_HEAD);
+        /* Each receiver's data once: receivers given the same piece share its copy. */
+        for (int p = 0; p < n->size; p++) {
+                int same = -1;
+
+                if (p == n->rank)
+                        continue;
+                for (int q = 0; q < p && same < 0; q++)
+                        if (q != n->rank && out[q] == out[p] && out_bytes[q] == out_bytes[p])
+                                same = q;
+                me->len[parity][p] = out_bytes[p];
+                if (same >= 0) {
+                        me->off[parity][p] = me->off[parity][same];
+                        continue;
+                }
+                me->off[parity][p] = used;
+                if (out_bytes[p])
+                        memcpy(mine + STRATA__NET_HEAD + used, out[p], out_bytes[p]);
+                used += out_bytes[p];
+        }
         atomic_store_explicit(&me->ready, seq, memory_order_release);
         for (int p = 0; p < n->size; p++) {
                 struct proc *o = proc(n, p);
@@ -149,8 +169,9 @@ static int procs_exchange(struct strata_net *n, const void *head, const void *da
                                 return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
                         }
                 }
-                blocks[p] = slot(n, p, parity);
-                sizes[p] = o->size[parity];
+                in_head[p] = slot(n, p, parity);
+                in[p] = slot(n, p, parity) + STRATA__NET_HEAD + o->off[parity][n->rank];
+                in_bytes[p] = o->len[parity][n->rank];
         }
         return STRATA_OK;
 }
