@@ -4,10 +4,11 @@
  * network plugins: `mpi` (Open MPI point-to-point, drivers/mpi, a plugin: libstrata-mpi.so)
  * and `spawn` (memory shared by the processes strata_spawn() forked, drivers/shm/procs.c).
  *
- * The link offers one primitive, an exchange of blocks: every process contributes one block of
- * at most STRATA__NET_BLOCK bytes and gets every process's block back, in process order. The
- * `net` transport (drivers/net/net.c) builds every collective on it, so that reductions combine
- * the ranks of all processes in global rank order (bitwise the same as one process's).
+ * The link offers one primitive, an exchange: every process sends every other a header and up
+ * to 1 MiB of data (the same data to all, or a piece of its own to each) and gets what every
+ * other sent it. The `net` transport (drivers/net/net.c) builds every collective on it, so
+ * that reductions combine the ranks of all processes in global rank order (bitwise the same as
+ * one process's).
  */
 #ifndef STRATA_DRIVERS_NET_H
 #define STRATA_DRIVERS_NET_H

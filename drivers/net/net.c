@@ -4,14 +4,15 @@
  * 0 alone talks to the other processes, on behalf of all its local ranks, while they wait at
  * the protocol's second meeting.
  *
- * Every collective is a series of exchanges of blocks of at most 1 MiB of data per process:
- * a reduction's block carries every local rank's slice of the same elements, so once the
- * exchange is done each process reduces the slices of all ranks of all processes itself, in
- * global rank order: the summation order of one process's shm transport, whatever the split
- * into processes (P=1,D=4; P=2,D=2; P=4,D=1 give bitwise the same sums). Each block starts
- * with a header holding the call's arguments, so processes that disagree, or one whose ranks
- * passed bad arguments, make every rank return STRATA_EINVAL (the protocol's agreement,
- * extended across processes).
+ * Every collective is a series of exchanges of at most 1 MiB of data per process. A small
+ * reduction's exchange carries every local rank's slice of the same elements to every
+ * process, and each then reduces the slices of all ranks of all processes itself; from 64 KiB
+ * each process receives only its part of the elements, reduces it and sends the result back
+ * (split_rounds). Either way every element is combined in global rank order by the kernel of
+ * one process's shm transport, whatever the split into processes (P=1,D=4; P=2,D=2; P=4,D=1
+ * give bitwise the same sums). Each exchange starts with a header holding the call's
+ * arguments, so processes that disagree, or one whose ranks passed bad arguments, make every
+ * rank return STRATA_EINVAL (the protocol's agreement, extended across processes).
  */
 #include <stdint.h>
 #include <string.h>
