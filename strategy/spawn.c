@@ -6,6 +6,7 @@
  * killed is reported by rank, the others are told through the region and killed if they have
  * not stopped a second later. Results equal ddp's with as many devices, bitwise.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,6 +137,8 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                         }
                         continue;
                 }
+                if (w < 0 && errno == EINTR)
+                        continue; /* a signal (the user's ^C reaches the children too) */
                 if (w < 0 && kill_at == 0.0)
                         break; /* no child left to wait for */
                 if (now_s() > kill_at) {
