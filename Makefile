@@ -78,6 +78,11 @@ MPI_PLUGIN := $(BUILD)/libstrata-mpi.so
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile)
 MPI_LIBS   := $(shell $(MPICC) --showme:link)
 endif
+# oneDNN (libdnnl-dev): strata-bench-gemm --bf16 measures its bf16 matmul (issue 21's choice).
+ifneq ($(wildcard /usr/include/oneapi/dnnl/dnnl.h),)
+$(BUILD)/obj/tools/strata-bench-gemm.o: EXTRA_CFLAGS += -DSTRATA_HAVE_DNNL
+$(BUILD)/bin/strata-bench-gemm: TOOL_EXTRA_LIBS := -ldnnl -lgomp
+endif
 TOOL_COMMON := $(filter-out tools/strata-%.c,$(wildcard tools/*.c))
 TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
 
@@ -138,7 +143,7 @@ $(BUILD)/libstrata-cuda.so: $(CUDA_OBJS) drivers/cuda/plugin.map
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS)
+	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS) $(TOOL_EXTRA_LIBS)
 
 # The Open MPI peer of the collectives benchmark: built only where mpicc exists.
 $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
@@ -204,7 +209,7 @@ fuzz-run: $(BUILD)/libstrata.a
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox fonts-liberation gfortran
+        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \

@@ -4,7 +4,11 @@
  * linear module uses. Their sum is the floor under a step on one device: no runtime can train
  * faster with these kernels, so it bounds the speed-up over a peer that calls the same GEMMs.
  *
- *   strata-bench-gemm [--model 784-256-128-10] [--batch 128] [--reps 200] [--json]
+ *   strata-bench-gemm [--model 784-256-128-10] [--batch 128] [--reps 200] [--json] [--bf16]
+ *
+ * --bf16 (built with oneDNN, libdnnl-dev): beside each fp32 GEMM, the same shape as a oneDNN
+ * matmul with bf16 inputs and f32 output on one thread, and the core's bf16 peak measured with
+ * a vdpbf16ps loop: the candidates for the bf16-mixed precision plugin (issue 21).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,102 @@
 #include "strata/strata.h"
 #include "tools/timing.h"
 #include "tools/widths.h"
+
+#ifdef STRATA_HAVE_DNNL
+#include <immintrin.h>
+#include <oneapi/dnnl/dnnl.h>
+
+void omp_set_num_threads(int n); /* libgomp, oneDNN's threading here: one thread */
+
+/* Peak of one core's vdpbf16ps: 16 independent accumulators in registers, 64 FLOP each. */
+#define DP16(X)                                                                                \
+        X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+__attribute__((target("avx512f,avx512bf16"))) static double bf16_peak_gflops(void)
+{
+        __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3f80);
+        const long iters = 20000000;
+        struct timespec t0, t1;
+        float sink = 0.0f;
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i)); /* distinct: no two merge */
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+#define SUM(i) sink += _mm512_reduce_add_ps(a##i);
+        DP16(DECL)
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long it = 0; it < iters; it++) {
+                DP16(STEP)
+                __asm__ volatile("" ::: "memory");
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        DP16(SUM)
+        if (sink == 1.0f)
+                printf(" ");
+        return (double)iters * 16 * 64 /
+               ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec));
+}
+
+/* One shape as a oneDNN matmul: bf16 A (m x k) and B (k x n), transposed by strides, f32 C. */
+static double dnnl_bf16_us(int ta, int tb, int m, int n, int k, int reps, double *t,
+                           const char **impl)
+{
+        static dnnl_engine_t eng;
+        static dnnl_stream_t st;
+        dnnl_memory_desc_t amd, bmd, cmd;
+        dnnl_dims_t ad = { m, k }, as = { ta ? 1 : k, ta ? m : 1 };
+        dnnl_dims_t bd = { k, n }, bs = { tb ? 1 : n, tb ? k : 1 };
+        dnnl_dims_t cd = { m, n }, cs = { n, 1 };
+        dnnl_matmul_desc_t md;
+        dnnl_primitive_desc_t pd;
+        dnnl_primitive_t p;
+        dnnl_memory_t am, bm, cm;
+        uint16_t *a = aligned_alloc(64, ((size_t)m * k * 2 + 63) / 64 * 64);
+        uint16_t *b = aligned_alloc(64, ((size_t)k * n * 2 + 63) / 64 * 64);
+        float *c = aligned_alloc(64, ((size_t)m * n * 4 + 63) / 64 * 64);
+
+        if (!eng && (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
+                     dnnl_stream_create(&st, eng, dnnl_stream_default_flags) != dnnl_success))
+                return -1.0;
+        for (size_t i = 0; i < (size_t)m * k; i++)
+                a[i] = (uint16_t)(0x3c00 + i % 97); /* bf16 values near 0.008 */
+        for (size_t i = 0; i < (size_t)k * n; i++)
+                b[i] = (uint16_t)(0xbc00 + i % 89);
+        dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_bf16, as);
+        dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_bf16, bs);
+        dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs);
+        if (dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL) != dnnl_success ||
+            dnnl_primitive_create(&p, pd) != dnnl_success)
+                return -1.0;
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, impl);
+        dnnl_memory_create(&am, &amd, eng, a);
+        dnnl_memory_create(&bm, &bmd, eng, b);
+        dnnl_memory_create(&cm, &cmd, eng, c);
+        {
+                dnnl_exec_arg_t args[3] = { { DNNL_ARG_SRC, am }, { DNNL_ARG_WEIGHTS, bm },
+                                            { DNNL_ARG_DST, cm } };
+
+                for (int r = 0; r < reps + 5; r++) {
+                        struct timespec t0, t1;
+
+                        clock_gettime(CLOCK_MONOTONIC, &t0);
+                        dnnl_primitive_execute(p, st, 3, args);
+                        dnnl_stream_wait(st);
+                        clock_gettime(CLOCK_MONOTONIC, &t1);
+                        if (r >= 5)
+                                t[r - 5] = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
+                                           (double)(t1.tv_nsec - t0.tv_nsec) * 1e-3;
+                }
+        }
+        qsort(t, (size_t)reps, sizeof(double), strata_tool_cmp_double);
+        dnnl_memory_destroy(am);
+        dnnl_memory_destroy(bm);
+        dnnl_memory_destroy(cm);
+        dnnl_primitive_destroy(p); /* impl's string belongs to pd: copied by the caller first */
+        free(a);
+        free(b);
+        free(c);
+        return t[reps / 2];
+}
+#endif
 
 #define MAX_LAYERS 16
 
@@ -34,12 +134,13 @@ static double now_us(void)
 static void usage(FILE *f)
 {
         fprintf(f, "usage: strata-bench-gemm [--model 784-256-128-10] [--batch N] [--reps N] "
-                   "[--json]\n");
+                   "[--json] [--bf16]\n");
 }
 
 int main(int argc, char **argv)
 {
-        int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0;
+        int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0, bf16 = 0;
+        double sum_bf16 = 0.0;
         struct shape sh[3 * MAX_LAYERS];
         const struct strata_device_ops *d;
         size_t big = 0;
@@ -52,6 +153,14 @@ int main(int argc, char **argv)
 
                 if (!strcmp(argv[i], "--json")) {
                         json = 1;
+                } else if (!strcmp(argv[i], "--bf16")) {
+#ifdef STRATA_HAVE_DNNL
+                        bf16 = 1;
+#else
+                        fprintf(stderr, "strata-bench-gemm: --bf16 needs a build with oneDNN "
+                                        "(libdnnl-dev)\n");
+                        return 2;
+#endif
                 } else if (!strcmp(argv[i], "--help")) {
                         usage(stdout);
                         return 0;
@@ -119,10 +228,11 @@ int main(int argc, char **argv)
         }
         if (!json)
                 printf("GEMMs of one training step, batch %d, %d reps each, OPENBLAS_CORETYPE=%s\n"
-                       "%-8s %5s %6s %6s %6s %10s %10s %8s\n",
+                       "%-8s %5s %6s %6s %6s %10s %10s %8s%s\n",
                        batch, reps, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE")
                                                                 : "auto",
-                       "gemm", "layer", "m", "n", "k", "median_us", "best_us", "GFLOP/s");
+                       "gemm", "layer", "m", "n", "k", "median_us", "best_us", "GFLOP/s",
+                       bf16 ? "  bf16_us bf16_GFLOP/s  x_fp32  oneDNN kernel" : "");
         for (int i = 0; i < ns; i++) {
                 const struct shape *s = &sh[i];
                 int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
@@ -145,8 +255,26 @@ int main(int argc, char **argv)
                                "\"median_us\":%.2f,\"best_us\":%.2f}\n",
                                s->what, s->layer, s->m, s->n, s->k, med, t[0]);
                 else
-                        printf("%-8s %5d %6d %6d %6d %10.1f %10.1f %8.1f\n", s->what, s->layer,
+                        printf("%-8s %5d %6d %6d %6d %10.1f %10.1f %8.1f", s->what, s->layer,
                                s->m, s->n, s->k, med, t[0], flop / med * 1e-3);
+#ifdef STRATA_HAVE_DNNL
+                if (bf16) {
+                        const char *impl = "?";
+                        double bt;
+
+                        omp_set_num_threads(1);
+                        bt = dnnl_bf16_us(s->ta, s->tb, s->m, s->n, s->k, reps, t, &impl);
+                        sum_bf16 += bt;
+                        if (json)
+                                printf("{\"gemm\":\"%s\",\"layer\":%d,\"bf16_median_us\":%.2f,"
+                                       "\"onednn\":\"%s\"}\n", s->what, s->layer, bt, impl);
+                        else
+                                printf(" %8.1f %13.1f %7.2f  %s", bt, flop / bt * 1e-3, med / bt,
+                                       impl);
+                }
+#endif
+                if (!json)
+                        printf("\n");
         }
         if (json)
                 printf("{\"batch\":%d,\"step_gemm_us_median\":%.2f,\"step_gemm_us_best\":%.2f,"
@@ -156,6 +284,19 @@ int main(int argc, char **argv)
                 printf("step floor: %.1f us (medians), %.1f us (best) -> at most %.0f samples/s "
                        "on one device with these kernels\n",
                        sum_med, sum_best, batch / sum_best * 1e6);
+#ifdef STRATA_HAVE_DNNL
+        if (bf16) {
+                double peak = bf16_peak_gflops(), flops = 0.0;
+
+                for (int i = 0; i < ns; i++)
+                        flops += 2.0 * sh[i].m * sh[i].n * sh[i].k;
+                printf("%sbf16 (oneDNN matmul, 1 thread): %.1f us a step, %.2fx fp32's medians; "
+                       "%.1f GFLOP/s = %.0f%% of this core's vdpbf16ps peak (%.1f GFLOP/s)%s\n",
+                       json ? "{\"note\":\"" : "", sum_bf16, sum_med / sum_bf16,
+                       flops / sum_bf16 * 1e-3, 100.0 * flops / sum_bf16 * 1e-3 / peak, peak,
+                       json ? "\"}" : "");
+        }
+#endif
         free(t);
         free(a);
         free(b);
