@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "strata/limits.h"
 #include "strata/status.h"
@@ -28,6 +29,15 @@ int strata__vfail(int status, const char *fmt, va_list ap) __attribute__((format
 int strata__set_error(int status, const char *msg);
 
 /** Checked a * b for sizes: 0 and *out set on success, -1 on overflow. */
+/* Seconds on the monotonic clock: every wait's deadline and bound. */
+static inline double strata__now_s(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static inline int strata__mul_size(size_t a, size_t b, size_t *out)
 {
         return __builtin_mul_overflow(a, b, out) ? -1 : 0;

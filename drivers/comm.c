@@ -313,14 +313,6 @@ static int agree(struct strata_comm *c, int rank, int p)
         return STRATA_OK;
 }
 
-static double now_s(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Trace spans: each collective, and the waits inside it. */
 static const struct strata_span span_coll[STRATA_COLL_COUNT] = {
         [STRATA_COLL_BARRIER] = { "barrier", "comm", "count", 0 },
@@ -386,7 +378,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                         else
                                 strata__pause();
                         if (spins % 1024 == 0) {
-                                double now = now_s();
+                                double now = strata__now_s();
 
                                 if (deadline == 0.0) {
                                         start = now;

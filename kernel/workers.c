@@ -84,14 +84,6 @@ static void wake_all(struct line *l)
                 futex(&l->v, FUTEX_WAKE, INT_MAX, NULL);
 }
 
-static double now_s(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /*
  * Wait until l->v != old, or *abort is set, or the deadline passes (returns ETIMEDOUT).
  * @p spins: how long to spin before sleeping (short when devices share cores).
@@ -118,7 +110,7 @@ static int wait_change(struct line *l, unsigned old, atomic_int *abort, double d
                         return STRATA_OK;
                 if (abort && atomic_load(abort))
                         return STRATA_EABORTED;
-                if (deadline > 0.0 && now_s() > deadline)
+                if (deadline > 0.0 && strata__now_s() > deadline)
                         return STRATA_ETIMEDOUT;
         }
 }
@@ -186,7 +178,7 @@ static int wait_reporting(struct strata_workers *w, struct line *l, unsigned old
 
         if (*reported || w->stall_s <= 0.0 || !w->tracks)
                 return wait_change(l, old, abort, deadline, w->spins);
-        start = now_s();
+        start = strata__now_s();
         stall = start + w->stall_s;
         if (stall >= deadline)
                 return wait_change(l, old, abort, deadline, w->spins);
@@ -194,7 +186,7 @@ static int wait_reporting(struct strata_workers *w, struct line *l, unsigned old
         if (rc != STRATA_ETIMEDOUT)
                 return rc;
         *reported = 1;
-        strata_track_stall(w->tracks, self, what, now_s() - start, late,
+        strata_track_stall(w->tracks, self, what, strata__now_s() - start, late,
                            busy_devices(w, self, late));
         return wait_change(l, old, abort, deadline, w->spins);
 }
@@ -234,7 +226,7 @@ int strata_workers_barrier(struct strata_workers *w, int device)
                 return STRATA_OK;
         }
         t0 = strata_track_begin(t, &span_barrier, NULL);
-        rc = wait_reporting(w, &w->gen, g, &w->abort, now_s() + w->timeout_s, device,
+        rc = wait_reporting(w, &w->gen, g, &w->abort, strata__now_s() + w->timeout_s, device,
                             "a barrier", &reported);
         strata_track_end(t, t0, 0);
         if (rc == STRATA_ETIMEDOUT)
@@ -447,7 +439,7 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
                         strata_workers_fail(w, 0, rc);
         }
         {
-                double deadline = now_s() + w->timeout_s;
+                double deadline = strata__now_s() + w->timeout_s;
                 struct strata_track *t = w->tracks && w->caller0 ? &w->tracks[0] : NULL;
                 uint64_t t0 = 0;
                 unsigned cur;

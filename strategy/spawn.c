@@ -32,23 +32,20 @@ struct result {
 static struct strata__procs_where self;
 static struct result *self_result;
 
-/* The region: the link's part, then rank 0's result. */
+/* The region: the link's part, on whole cache lines, then rank 0's result. */
+static size_t link_bytes(int n)
+{
+        return (strata__procs_bytes(n) + 63) / 64 * 64;
+}
+
 static struct result *result_of(void *region, int n)
 {
-        return (struct result *)((char *)region + (strata__procs_bytes(n) + 63) / 64 * 64);
+        return (struct result *)((char *)region + link_bytes(n));
 }
 
 static size_t region_bytes(int n)
 {
-        return (strata__procs_bytes(n) + 63) / 64 * 64 + sizeof(struct result);
-}
-
-static double now_s(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+        return link_bytes(n) + sizeof(struct result);
 }
 
 static void describe(int st, int rank, char *why, size_t n)
@@ -133,7 +130,7 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                                                            : WEXITSTATUS(st);
                                 describe(st, i, r.why, sizeof(r.why));
                                 strata__procs_abort(region, i, r.why);
-                                kill_at = now_s() + 1.0;
+                                kill_at = strata__now_s() + 1.0;
                         }
                         continue;
                 }
@@ -141,11 +138,11 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                         continue; /* a signal (the user's ^C reaches the children too) */
                 if (w < 0 && kill_at == 0.0)
                         break; /* no child left to wait for */
-                if (now_s() > kill_at) {
+                if (strata__now_s() > kill_at) {
                         for (int i = 0; i < nprocs; i++)
                                 if (pid[i] > 0)
                                         kill(pid[i], SIGKILL);
-                        kill_at = now_s() + timeout_s; /* reap what was killed */
+                        kill_at = strata__now_s() + timeout_s; /* reap what was killed */
                 }
                 usleep(2000);
         }

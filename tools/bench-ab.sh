@@ -20,7 +20,7 @@ make -C "$tmp/old" -j2 tools CUDA=0 >/dev/null
 make -C "$here" -j2 tools CUDA=0 BUILD="$new" >/dev/null
 old=$tmp/old/build
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/bench-lib.sh" # median, ratio
 
 sps() { # build strategy devices -> training samples/s of one epoch
         "$1/bin/strata-train" --epochs 1 --json --batch 128 --strategy "$2" --devices "$3" |

@@ -10,7 +10,7 @@ build=${BUILD:-$here/build}
 rounds=${1:-5}
 dir=${DIR:-/tmp}
 py=/usr/bin/python3
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/bench-lib.sh" # median, ratio
 val() { sed "s/.*\"$1\": *\([0-9.e+-]*\).*/\1/"; }
 s=() l=() ts=() tf=() tl=() dd_ms=() af=()
 for _ in $(seq "$rounds"); do

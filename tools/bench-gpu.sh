@@ -19,7 +19,7 @@ if [ -z "$py" ]; then # the first Python that has torch
 fi
 [ -n "$py" ] || { echo "bench-gpu: no Python with torch found (set PYTHON)" >&2; exit 2; }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/bench-lib.sh" # median (ratio: its own below)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

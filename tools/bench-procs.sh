@@ -15,8 +15,7 @@ train=$build/bin/strata-train
 py=/usr/bin/python3
 mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-ratio() { echo "$1 / $2" | bc -l; }
+. "$(dirname "$0")/bench-lib.sh" # median, ratio
 sps() { # launcher args... -> training samples/s of one epoch (global rank 0's line)
         "$@" --epochs 1 --json 2>/dev/null | grep '"epoch":1,' |
                 sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'

@@ -12,7 +12,7 @@ py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/bench-lib.sh" # median, ratio
 strata() { # strategy devices [--trace FILE] -> end-to-end samples/s of one epoch
         local s=$1 d=$2
         shift 2

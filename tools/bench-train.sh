@@ -17,8 +17,7 @@ reps=${1:-3}
 train=$build/bin/strata-train
 py=/usr/bin/python3
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-ratio() { echo "$1 / $2" | bc -l; }
+. "$(dirname "$0")/bench-lib.sh" # median, ratio
 
 strata_sps() { # args... -> training samples/s of one epoch
         "$train" --epochs 1 --json "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'

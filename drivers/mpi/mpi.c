@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "strata/status.h"
+#include "base/base.h"
 #include "drivers/net.h"
 #include "drivers/plugin.h"
 
@@ -61,14 +62,6 @@ struct link {
 };
 
 static struct link links[4];
-
-static double now_s(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int mpi_open(struct strata_net *n, const void *where)
 {
@@ -172,8 +165,8 @@ static int wait_all(struct strata_net *n, int nreq, const int *peer, double time
                 if (++spins % 4096)
                         continue; /* spin: a peer on its own core answers within microseconds */
                 if (deadline == 0.0)
-                        deadline = now_s() + timeout_s;
-                else if (now_s() > deadline) {
+                        deadline = strata__now_s() + timeout_s;
+                else if (strata__now_s() > deadline) {
                         char late[256] = "";
                         size_t len = 0;
                         int last = -1;

@@ -98,14 +98,6 @@ static void procs_close(struct strata_net *n)
         n->h = NULL;
 }
 
-static double now_s(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int procs_exchange(struct strata_net *n, const void *head, const void *const *out,
                           const size_t *out_bytes, void *stage, const void **in_head,
                           const void **in, size_t *in_bytes, double timeout_s)
@@ -157,8 +149,8 @@ static int procs_exchange(struct strata_net *n, const void *head, const void *co
                         if (spins % 256)
                                 continue;
                         if (deadline == 0.0) {
-                                deadline = now_s() + timeout_s;
-                        } else if (now_s() > deadline) {
+                                deadline = strata__now_s() + timeout_s;
+                        } else if (strata__now_s() > deadline) {
                                 char why[256];
 
                                 snprintf(why, sizeof(why), "process %d waited %.3g s at step "
