@@ -28,7 +28,7 @@ CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
-LIBS      = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl
+LIBS      = -lxsmm -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)
@@ -209,7 +209,7 @@ fuzz-run: $(BUILD)/libstrata.a
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev
+        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \

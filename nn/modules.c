@@ -10,6 +10,21 @@
 /* Stream ids for parameter initialisation, one per (layer, tensor). */
 #define INIT_STREAM(layer, which) (((uint64_t)1 << 62) | ((uint64_t)(layer) << 8) | (which))
 
+void strata_gemm(const struct strata_step_ctx *c, int ta, int tb, int m, int n, int k,
+                 float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                 float *cm, int ldc)
+{
+        size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n;
+        size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
+
+        if (c->compute == STRATA_F32 || !c->lp_scratch || !c->dev->gemm_lp || m < 0 || n < 0 ||
+            k < 0 || mk + kn > c->lp_elems || dim > c->lp_dim)
+                c->dev->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc);
+        else
+                c->dev->gemm_lp(c->compute, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm,
+                                ldc, c->lp_scratch);
+}
+
 static void uniform_fill(float *p, size_t n, float bound, uint64_t seed, uint64_t stream)
 {
         for (size_t i = 0; i < n; i++)
@@ -33,7 +48,8 @@ static int linear_shape(const struct strata_layer *l, int in, struct strata_modu
                 .groups = { { "weight", STRATA_F32, w, STRATA_ROLE_WEIGHT, 2,
                               { (size_t)l->desc->out, (size_t)in } },
                             { "bias", STRATA_F32, (size_t)l->desc->out, STRATA_ROLE_BIAS, 1,
-                              { (size_t)l->desc->out, 1 } } } };
+                              { (size_t)l->desc->out, 1 } } },
+                .lp_fixed = w, .lp_per_row = (size_t)in + (size_t)l->desc->out };
         return STRATA_OK;
 }
 
@@ -52,7 +68,7 @@ static void linear_forward(struct strata_layer *l, const struct strata_step_ctx 
         const float *w = l->param, *b = l->param + (size_t)l->in * l->out;
 
         c->dev->fill_rows(y, b, rows, l->out);
-        c->dev->gemm(0, 1, rows, l->out, l->in, 1.0f, x, l->in, w, l->in, 1.0f, y, l->out);
+        strata_gemm(c, 0, 1, rows, l->out, l->in, 1.0f, x, l->in, w, l->in, 1.0f, y, l->out);
 }
 
 static void linear_backward(struct strata_layer *l, const struct strata_step_ctx *c,
@@ -61,12 +77,12 @@ static void linear_backward(struct strata_layer *l, const struct strata_step_ctx
         float *dw = l->grad, *db = l->grad + (size_t)l->in * l->out;
 
         (void)y;
-        c->dev->gemm(1, 0, l->out, l->in, rows, 1.0f, dy, l->out, x, l->in,
-                     l->grad_fresh ? 0.0f : 1.0f, dw, l->in);
+        strata_gemm(c, 1, 0, l->out, l->in, rows, 1.0f, dy, l->out, x, l->in,
+                    l->grad_fresh ? 0.0f : 1.0f, dw, l->in);
         c->dev->col_sums(dy, rows, l->out, db, !l->grad_fresh);
         if (dx)
-                c->dev->gemm(0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in, 0.0f,
-                             dx, l->in);
+                strata_gemm(c, 0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in,
+                            0.0f, dx, l->in);
 }
 
 const struct strata_module_ops strata_linear = {

@@ -94,13 +94,35 @@ static int shape(const struct strata_layer *l, int in, struct strata_module_shap
         return check_groups(s, l->index);
 }
 
+/* Mixed precision: the GEMM scratch for the largest GEMM any module declares. */
+static int layout_lp(struct strata__replica *r, const struct strata__replica_mem *mem,
+                     size_t elems, size_t dim, enum strata_dtype compute)
+{
+        void *p;
+
+        r->compute = compute;
+        if (compute == STRATA_F32)
+                return STRATA_OK;
+        if (!mem->drv->gemm_lp || !mem->drv->gemm_lp_bytes || !mem->drv->prepare_lp)
+                return strata__fail(STRATA_ENOTSUP, "the %s driver has no mixed-precision GEMM "
+                                    "(gemm_lp): only precision 32 runs on it", mem->drv->name);
+        r->lp_elems = elems;
+        r->lp_dim = dim;
+        if (elems == 0)
+                return STRATA_OK;
+        STRATA_TRY(strata_arena_alloc(mem->dev, mem->drv->gemm_lp_bytes(compute, elems, dim), 64,
+                                      &p));
+        r->lp_scratch = p;
+        return STRATA_OK;
+}
+
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
-                           int rows, int dev)
+                           int rows, int dev, enum strata_dtype compute)
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
-        size_t nparam = 0, nstate = 0, off = 0;
+        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, lp_dim = (size_t)rows;
         int in = m->in_features, width = in;
         void *p;
 
@@ -124,6 +146,15 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                     strata__add_size(nstate, s.state, &nstate))
                         return strata__fail(STRATA_EOVERFLOW, "model: parameters or state of "
                                             "modules 0..%d overflow a size", i);
+                if (s.lp_per_row > ((size_t)1 << 40) / (size_t)(rows > 0 ? rows : 1) ||
+                    s.lp_fixed > ((size_t)1 << 42))
+                        return strata__fail(STRATA_EOVERFLOW, "module %d declares a GEMM of "
+                                            "%zu + %zu per row elements", i, s.lp_fixed,
+                                            s.lp_per_row);
+                if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
+                        lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
+                if ((size_t)(in > s.out ? in : s.out) > lp_dim)
+                        lp_dim = (size_t)(in > s.out ? in : s.out);
                 in = s.out;
                 width = in > width ? in : width;
         }
@@ -163,6 +194,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                    r->layers ? &l->aux : &(float *){ 0 }));
                 in = s.out;
         }
+        STRATA_TRY(layout_lp(r, mem, lp_elems, lp_dim, compute));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[0]));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[1]));
         STRATA_TRY(alloc_f(d, (size_t)rows * m->in_features, &r->x_stage));
@@ -283,8 +315,22 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
         r->labels = r->y_stage;
 }
 
-int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c)
+/* The step context with this replica's GEMM precision and scratch. */
+static struct strata_step_ctx with_lp(const struct strata__replica *r,
+                                      const struct strata_step_ctx *c)
 {
+        struct strata_step_ctx cc = *c;
+
+        cc.compute = r->compute;
+        cc.lp_scratch = r->lp_scratch;
+        cc.lp_elems = r->lp_elems;
+        cc.lp_dim = r->lp_dim;
+        return cc;
+}
+
+int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
+{
+        const struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         const float *x = r->x;
 
         for (int i = 0; i < r->nlayers; i++) {
@@ -313,9 +359,10 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
         strata_track_end(r->track, t0, r->rows);
 }
 
-int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
+int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
                              strata__grad_ready_fn ready, void *h)
 {
+        const struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         int cur = 0;
 
         for (int i = r->nlayers - 1; i >= 0; i--) {
@@ -355,6 +402,21 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
         if (max_value > 0.0f)
                 r->drv->clamp(r->grads, max_value, r->nparam);
         strata_track_end(r->track, t0, 0);
+}
+
+int strata__replica_unscale(struct strata__replica *r, float scale)
+{
+        /* f32 squares cannot overflow a double: a non-finite sum is a non-finite gradient. */
+        if (!isfinite(r->drv->sumsq(r->grads, r->nparam)))
+                return 1;
+        r->drv->scale(r->grads, 1.0f / scale, r->nparam); /* a power of two: exact */
+        return 0;
+}
+
+void strata__replica_skip(struct strata__replica *r)
+{
+        for (int i = 0; i < r->nlayers; i++)
+                r->layers[i].grad_fresh = 1;
 }
 
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,

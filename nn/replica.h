@@ -34,6 +34,9 @@ struct strata__replica {
         double loss;               /* summed loss of the current batch */
         int correct;
         uint64_t opt_t;            /* optimizer steps taken */
+        enum strata_dtype compute; /* GEMM operand type (the precision plugin's) */
+        void *lp_scratch;          /* mixed precision: the GEMM scratch (NULL in fp32) */
+        size_t lp_elems, lp_dim;   /* what it was sized for */
         struct strata_track *track; /* this device's track (strata/trace.h), or NULL */
         struct strata_arena arena;
 };
@@ -48,11 +51,12 @@ struct strata__replica_mem {
 
 /**
  * Carve a replica for @p model. With a host-visible driver the three arenas may be one; the
- * staging then aliases the device buffers and costs nothing.
+ * staging then aliases the device buffers and costs nothing. A @p compute type other than
+ * f32 adds the driver's GEMM scratch for the largest GEMM a module declares.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
-                           int rows_max, int dev);
+                           int rows_max, int dev, enum strata_dtype compute);
 
 /** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
@@ -89,6 +93,15 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 
 /** Clip the gradients (global norm over the flat vector, then value); 0 disables each. */
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value);
+
+/**
+ * Loss scaling: divide the gradients by @p scale unless one is not finite; returns 1 when one
+ * is not (the step must be skipped), else 0.
+ */
+int strata__replica_unscale(struct strata__replica *r, float scale);
+
+/** A skipped optimizer step: parameters and step count unchanged; the next backward overwrites. */
+void strata__replica_skip(struct strata__replica *r);
 
 /** Optimizer update of the flat parameters; marks gradients fresh for the next backward. */
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o);

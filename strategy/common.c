@@ -8,11 +8,32 @@
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
 {
         int k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
+        float scale = 1.0f / ((float)rows_global * (float)k);
 
+        if (rt->prec->update) /* loss scaling: the gradients carry the scaler's scale */
+                scale *= rt->scaler.scale;
         return (struct strata_step_ctx){ .dev = rt->dev, .seed = rt->cfg.seed, .step = rt->step,
                                          .train = train, .rows_global = rows_global,
-                                         .loss_scale = 1.0f / ((float)rows_global * (float)k),
-                                         .world = 1 };
+                                         .loss_scale = scale, .world = 1 };
+}
+
+int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm, int *skip)
+{
+        int inf;
+
+        *skip = 0;
+        if (!rt->prec->update)
+                return STRATA_OK;
+        inf = strata__replica_unscale(&rt->replicas[dev], rt->scaler.scale);
+        /* Every device has read the scale before it arrives here; device 0 then changes it. */
+        if (comm)
+                STRATA_TRY(strata_comm_reduce_boolean(comm, dev, inf, 0, &inf));
+        if (dev == 0)
+                rt->prec->update(&rt->scaler, inf);
+        if (inf)
+                strata__replica_skip(&rt->replicas[dev]);
+        *skip = inf;
+        return STRATA_OK;
 }
 
 int strata__injected(const struct strata_runtime *rt, int dev, int event)
@@ -25,6 +46,8 @@ int strata__injected(const struct strata_runtime *rt, int dev, int event)
 
 int strata__prepare(const struct strata_runtime *rt)
 {
+        if (rt->prec->compute != STRATA_F32)
+                STRATA_TRY(rt->dev->prepare_lp(rt->prec->compute));
         return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
 }
 

@@ -32,6 +32,8 @@ static const struct key keys[] = {
         K("trace_events", SIZE, trace_events),  K("allow_nonfinite", INT, allow_nonfinite),
         K("bind", INT, bind),                  K("stall_s", DOUBLE, stall_s),
         K("processes", INT, processes),        K("mpi_allreduce", INT, mpi_allreduce),
+        K("precision", INT, precision),        K("loss_scale_init", FLOAT, loss_scale_init),
+        K("loss_scale_interval", INT, loss_scale_interval),
         K("optim.kind", INT, optim.kind),      K("optim.lr", FLOAT, optim.lr),
         K("optim.momentum", FLOAT, optim.momentum),
         K("optim.dampening", FLOAT, optim.dampening),

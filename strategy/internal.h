@@ -15,6 +15,7 @@
 #include "strata/runtime.h"
 #include "strata/trace.h"
 #include "base/base.h"
+#include "nn/precision.h"
 #include "nn/replica.h"
 
 struct strata_runtime;
@@ -87,6 +88,8 @@ struct strata_runtime {
         struct strata_trace *trace;    /* every device's track; a timeline when asked */
         struct strata_ckpt_handle ckpt;            /* the checkpoint being written or read */
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */
+        const struct strata__precision *prec;      /* the precision plugin */
+        struct strata_grad_scaler scaler;          /* its loss scale (16-mixed) */
 };
 
 /**
@@ -114,9 +117,18 @@ int strata__injected(const struct strata_runtime *rt, int dev, int event);
 
 /**
  * setup: let the driver ready its per-thread resources for every device (CPU: one OpenBLAS
- * buffer slot each), so no GEMM maps memory or looks up a symbol during training.
+ * buffer slot each) and its mixed-precision kernels, so no GEMM maps memory, compiles or
+ * looks up a symbol during training.
  */
 int strata__prepare(const struct strata_runtime *rt);
+
+/**
+ * Loss scaling, before replica @p dev's optimizer step: unscale its gradients and agree with
+ * every device of @p comm (NULL: this replica decides alone) whether any gradient was not
+ * finite; device 0 then grows or backs off the scale. *skip: the step is skipped (the
+ * replica's parameters and step count stay). Without loss scaling *skip is 0.
+ */
+int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm, int *skip);
 
 /** Assign each device its rows of @p b (sizes differ by at most one). */
 void strata__split(struct strata_runtime *rt, const struct strata_batch *b);

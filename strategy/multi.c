@@ -337,8 +337,12 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = &rt->replicas[dev];
+        int skip;
 
-        (void)m;
+        /* Every device of every process holds the reduced gradients: all agree to skip. */
+        STRATA_TRY(strata__unscale_step(rt, dev, m->dcomm, &skip));
+        if (skip)
+                return STRATA_OK;
         strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
         strata__replica_step(r, &rt->cfg.optim);
         return STRATA_OK;

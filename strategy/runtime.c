@@ -86,6 +86,14 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                 return strata__fail(STRATA_EINVAL, "clip_norm %g, clip_value %g and timeout %g "
                                                    "must be >= 0", c->clip_norm, c->clip_value,
                                     c->timeout_s);
+        if (!strata__precision(c->precision))
+                return strata__fail(STRATA_EINVAL, "precision %d is not 32, bf16-mixed or "
+                                                   "16-mixed", (int)c->precision);
+        if (!(c->loss_scale_init >= 0.0f) || !isfinite(c->loss_scale_init) ||
+            c->loss_scale_interval < 0)
+                return strata__fail(STRATA_EINVAL, "loss_scale_init %g must be finite and >= 0, "
+                                                   "loss_scale_interval %d >= 0",
+                                    c->loss_scale_init, c->loss_scale_interval);
         if (c->replication_callbacks && !(*st)->replication_callbacks)
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
@@ -164,7 +172,8 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 mem.dev = &pdev;
                 mem.pinned = &ppin;
         }
-        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0));
+        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0,
+                                          strata__precision(c->precision)->compute));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -194,7 +203,8 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                         mem.dev = &dev;
                         mem.pinned = &pin;
                 }
-                STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d));
+                STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
+                                                  strata__precision(c->precision)->compute));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->devices,
@@ -209,6 +219,9 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 rt->nreplicas = c->devices;
                 rt->world = world; /* rank0 is set when the processes are joined */
                 rt->inj_dev = -1;
+                rt->prec = strata__precision(c->precision);
+                strata__scaler_init(&rt->scaler, c->loss_scale_init,
+                                    (uint32_t)c->loss_scale_interval);
                 if (!hv)
                         rt->regions = *rg;
         }
@@ -701,6 +714,15 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
         *out = (struct strata_memory_info){ .planned = rt->plan.bytes,
                                             .used = strata_arena_high_water(&rt->root),
                                             .refusals = refused };
+        return STRATA_OK;
+}
+
+int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad_scaler *out)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "grad_scaler_state: out is NULL");
+        *out = rt->scaler;
         return STRATA_OK;
 }
 

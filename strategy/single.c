@@ -154,10 +154,14 @@ static int on_backward_done(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
         struct strata__replica *r = replica(rt);
+        int skip;
 
         if (event != STRATA_EV_OPTIMIZER_STEP)
                 return on_batch_end(obj, state, event, arg);
         STRATA_TRY(strata__injected(rt, 0, event));
+        STRATA_TRY(strata__unscale_step(rt, 0, NULL, &skip));
+        if (skip)
+                return STRATA_OK;
         strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
         strata__replica_step(r, &rt->cfg.optim);
         return STRATA_OK;

@@ -59,6 +59,7 @@ struct opts {
         enum strata_bind bind;  /* --bind cores|none */
         int allow_nonfinite;    /* keep going when the loss is NaN or infinite */
         int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
+        enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -119,6 +120,8 @@ static void usage(FILE *f)
                 "                      core of this process's CPU set, e.g. under taskset).\n"
                 "                      spawn: N processes of one device each; mpi: under mpirun\n"
                 "                      or srun, N devices per process (best one process a node)\n"
+                "  --precision P       32 (default), bf16-mixed or 16-mixed (GEMM operands bf16 or\n"
+                "                      f16, f32 master weights; 16-mixed scales the loss)\n"
                 "  --mpi-allreduce     mpi: gradients through MPI_Allreduce (faster; its order is\n"
                 "                      Open MPI's, so results are not bitwise reproducible)\n"
                 "  --accelerator cpu|cuda (default cpu; cuda defaults to single, and dp/ddp run\n"
@@ -223,7 +226,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "stall-report", 1, 0, 'z' }, { "timeout", 1, 0, 'O' },
                 { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
                 { "bind", 1, 0, 'P' },      { "allow-nonfinite", 0, 0, 'N' },
-                { "mpi-allreduce", 0, 0, 'Q' },
+                { "mpi-allreduce", 0, 0, 'Q' }, { "precision", 1, 0, 'p' },
                 { 0, 0, 0, 0 },
         };
         long v;
@@ -277,6 +280,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 case 't': o->trace = optarg; break;
                 case 'N': o->allow_nonfinite = 1; break;
                 case 'Q': o->mpi_allreduce = 1; break;
+                case 'p':
+                        if (strata_precision_parse(optarg, &o->precision))
+                                return bad("--precision: '%s' is not 32, bf16-mixed or "
+                                           "16-mixed%s", optarg, "");
+                        break;
                 case 'P':
                         if (!strcmp(optarg, "cores")) o->bind = STRATA_BIND_CORES;
                         else if (!strcmp(optarg, "none")) o->bind = STRATA_BIND_NONE;
@@ -868,6 +876,7 @@ static int train(int argc, char **argv)
         cfg.trace_path = trace_path(&o, tpath, sizeof(tpath));
         cfg.bind = o.bind;
         cfg.allow_nonfinite = o.allow_nonfinite;
+        cfg.precision = o.precision;
         cfg.trace_events = (size_t)o.trace_events;
         cfg.stall_s = o.stall_s;
         cfg.timeout_s = o.timeout_s;
@@ -1082,6 +1091,13 @@ static int train(int argc, char **argv)
                                "during training: %ld\n",
                                acc, t_total, med, sps, mem.planned, mem.used,
                                (unsigned long long)mem.refusals, heap);
+        }
+        if (o.precision == STRATA_PRECISION_16_MIXED && strata_is_global_zero(rt) && !o.json) {
+                struct strata_grad_scaler gs;
+
+                if (strata_grad_scaler_state(rt, &gs) == STRATA_OK)
+                        printf("loss scale: %g, %llu optimizer steps skipped\n", gs.scale,
+                               (unsigned long long)gs.skipped);
         }
         /* Under mpi, Open MPI's own allocations are counted too (reported, not failed on). */
         rc = heap > 0 && o.strategy != STRATA_STRATEGY_MPI;

@@ -307,4 +307,7 @@ const struct strata_device_ops strata__cpu_driver = {
         .clamp = cpu_clamp,
         .host_visible = 1,
         .prepare = cpu_prepare,
+        .gemm_lp = strata__cpu_gemm_lp,
+        .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,
+        .prepare_lp = strata__cpu_prepare_lp,
 };

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/tensor.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -195,6 +197,28 @@ struct strata_device_ops {
                             size_t lo, size_t hi, int mean);
         /** Optional: bytes [lo, hi) of @p src to every dst (device memory), queued. */
         void (*copy_many)(void *const *dst, int ndst, const void *src, size_t lo, size_t hi);
+
+        /* ---- Mixed precision (optional: without them only fp32 runs) ---- */
+
+        /**
+         * C = alpha op(A) op(B) + beta C, as gemm(), with the elements of A and B rounded to
+         * @p dt (STRATA_BF16 or STRATA_F16, round to nearest even) and the products summed
+         * in f32. @p scratch (64-byte aligned, gemm_lp_bytes()) receives the rounded
+         * operands. Deterministic: the same call gives the same bits.
+         */
+        void (*gemm_lp)(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc, void *scratch);
+        /**
+         * Scratch bytes gemm_lp() needs for any call whose two operands hold at most
+         * @p elems elements together and whose m, n and k are at most @p dim.
+         */
+        size_t (*gemm_lp_bytes)(enum strata_dtype dt, size_t elems, size_t dim);
+        /**
+         * Ready gemm_lp() for @p dt (JIT kernels) before the arenas seal, so that no call
+         * compiles or allocates; STRATA_ENOTSUP when the device cannot run @p dt.
+         */
+        int (*prepare_lp)(enum strata_dtype dt);
 };
 
 /**

@@ -62,6 +62,12 @@ struct strata_module_shape {
          */
         int ngroups;
         struct strata_param_group groups[STRATA_MAX_GROUPS];
+        /**
+         * Mixed precision: elements of both operands of the module's largest strata_gemm(),
+         * a fixed part plus a part per batch row (Linear: in * out, in + out); the runtime
+         * sizes each device's GEMM scratch from them. 0: the module calls no strata_gemm().
+         */
+        size_t lp_fixed, lp_per_row;
 };
 
 /** Per-call context handed to forward/backward. */
@@ -80,7 +86,23 @@ struct strata_step_ctx {
         /** Barrier across all devices; NULL on one device. */
         int (*barrier)(const struct strata_step_ctx *c);
         void *h;                             /**< the strategy's handle for the two above */
+        /** GEMM operand type: STRATA_F32, or STRATA_BF16 / STRATA_F16 under mixed precision. */
+        enum strata_dtype compute;
+        void *lp_scratch;                    /**< the device's GEMM scratch (mixed precision) */
+        size_t lp_elems, lp_dim;             /**< what the scratch was sized for */
 };
+
+/**
+ * @brief The GEMM a module runs: C = alpha op(A) op(B) + beta C, row-major, op = transpose
+ *        when @p ta / @p tb. In fp32 it is the driver's gemm; under mixed precision
+ *        (c->compute bf16 or f16) A and B are rounded to that type (round to nearest even)
+ *        and the products summed in f32 (the driver's gemm_lp), autocast's rule for
+ *        matrix products. A call larger than the module declared (lp_fixed, lp_per_row)
+ *        runs in fp32.
+ */
+void strata_gemm(const struct strata_step_ctx *c, int ta, int tb, int m, int n, int k,
+                 float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                 float *cm, int ldc);
 
 /** Operations of a module kind. */
 struct strata_module_ops {
@@ -163,6 +185,41 @@ extern const struct strata_module_ops strata_linear;     /**< y = x W^T + b */
 extern const struct strata_module_ops strata_relu;       /**< y = max(x, 0) */
 extern const struct strata_module_ops strata_batchnorm1d; /**< per-feature batch normalisation */
 extern const struct strata_module_ops strata_dropout;    /**< inverted dropout, counter RNG */
+
+/**
+ * Precision plugins, by Lightning's names. Master weights, gradients and optimizer state are
+ * f32 in all three; what changes is the GEMMs' operands (strata_gemm()).
+ */
+enum strata_precision {
+        STRATA_PRECISION_32 = 0,     /**< "32": f32 everywhere (default) */
+        STRATA_PRECISION_BF16_MIXED, /**< "bf16-mixed": GEMM operands bf16, f32 accumulation */
+        STRATA_PRECISION_16_MIXED,   /**< "16-mixed": GEMM operands f16, dynamic loss scaling */
+        STRATA_PRECISION_COUNT
+};
+
+/**
+ * Dynamic loss scaling (16-mixed), PyTorch's GradScaler: the loss gradient is multiplied by
+ * @c scale; before the optimizer step the gradients are divided by it, and when any is not
+ * finite on any device every device skips the step and the scale halves; after @c interval
+ * clean steps in a row it doubles.
+ */
+struct strata_grad_scaler {
+        float scale;       /**< the scale the next backward carries (default 65536) */
+        uint32_t growth;   /**< clean optimizer steps since the scale last changed */
+        uint32_t interval; /**< clean steps before it doubles (default 2000) */
+        uint64_t skipped;  /**< optimizer steps skipped for non-finite gradients */
+};
+
+/**
+ * @brief Lightning's name of @p p ("32", "bf16-mixed", "16-mixed"), or NULL when out of range.
+ */
+const char *strata_precision_name(enum strata_precision p);
+
+/**
+ * @brief The precision called @p name: "32" (also "32-true"), "bf16-mixed", "16-mixed".
+ * @retval STRATA_OK, STRATA_EINVAL (NULL or unknown name; *out unchanged).
+ */
+int strata_precision_parse(const char *name, enum strata_precision *out);
 
 /** Optimizer kinds. */
 enum strata_optim_kind {

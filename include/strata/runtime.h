@@ -104,6 +104,13 @@ struct strata_config {
         /** mpi: gradients through MPI_Allreduce: faster, but its summation order is Open
          *  MPI's, so results are not bitwise reproducible (default 0: Strata's fixed order). */
         int mpi_allreduce;
+        /** The precision plugin (default STRATA_PRECISION_32). Mixed precision needs a driver
+         *  with gemm_lp (the CPU's); fp32 results do not change with this field's addition. */
+        enum strata_precision precision;
+        /** 16-mixed: the initial loss scale (0 = 65536; a power of two keeps unscaling exact). */
+        float loss_scale_init;
+        /** 16-mixed: clean steps before the scale doubles (0 = 2000). */
+        int loss_scale_interval;
 };
 
 #define STRATA_CONFIG_INIT                                                                     \
@@ -366,6 +373,15 @@ struct strata_memory_info {
 
 /** @brief Memory planned, used and refused. */
 int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *out);
+
+/**
+ * @brief The loss scaler's state (16-mixed: the scale the next backward carries, clean steps,
+ *        skipped steps).
+ *
+ * Under 32 and bf16-mixed the loss is not scaled and the state stays at its initial values.
+ * @retval STRATA_OK, STRATA_EINVAL (@p rt not live or @p out NULL).
+ */
+int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad_scaler *out);
 
 #ifdef __cplusplus
 }

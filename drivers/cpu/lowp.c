@@ -1,0 +1,250 @@
+/*
+ * The CPU driver's mixed-precision GEMM: C = alpha op(A) op(B) + beta C with A and B rounded
+ * to bf16 or f16 (round to nearest even) and the products accumulated in f32.
+ *
+ * bf16 runs libxsmm's batch-reduce kernel (vdpbf16ps on AVX512_BF16), JIT-compiled once at
+ * prepare for one block shape, so a call allocates nothing and looks nothing up (decision
+ * 0013: oneDNN's matmul allocates on every execute). In libxsmm's column-major terms the
+ * row-major C[m x n] is C'[n x m] = op(B)' op(A)'; the operands are rounded into the scratch
+ * as panels of fixed blocks (A' in libxsmm's VNNI pairs along k, B' plain), zero-padded to
+ * whole blocks, so one kernel with constant leading dimensions serves every shape. Each
+ * tile of C' is computed into a scratch tile and combined into C with alpha and beta.
+ *
+ * f16: this CPU has no f16 GEMM instructions (no AVX512_FP16), so operands are rounded to
+ * f16 values held in f32 and multiplied by OpenBLAS: f16's numerics (range, rounding,
+ * overflow to infinity that loss scaling handles), f32's speed.
+ */
+#include <cblas.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <libxsmm.h>
+
+#include "strata/status.h"
+#include "arch/half.h"
+#include "arch/simd.h"
+#include "base/base.h"
+#include "drivers/drivers.h"
+
+#define BM 32 /* rows of C' per tile (libxsmm m): columns of C */
+#define BN 64 /* columns of C' per tile (libxsmm n): rows of C */
+#define KB 64 /* k per batch-reduce block (even: VNNI pairs) */
+
+static libxsmm_bsmmfunction_reducebatch_strd kernel;
+
+static size_t round_up(size_t x, size_t b)
+{
+        return (x + b - 1) / b * b;
+}
+
+/* dst[i] = bf16(src[i]) (round to nearest even, NaN kept quiet): branch-free, vectorised. */
+STRATA_SIMD static void to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+
+                memcpy(&u, &src[i], 4);
+                dst[i] = (u & 0x7fffffffu) > 0x7f800000u
+                                 ? (uint16_t)((u >> 16) | 0x40u)
+                                 : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        }
+}
+
+/*
+ * The operands are logical R x K matrices S over p: S(i, kk) = p[i * ld + kk], or, when
+ * transposed (t), p[kk * ld + i]. Each packer converts whole source rows (contiguous runs)
+ * into @p row (scratch of max(R, K) halves) and places them; what lies past R or K is zero.
+ */
+
+/*
+ * A' panels: for each block of BM rows, every pair of k as [BM][2] bf16 (libxsmm's VNNI
+ * layout for A: a panel is [kp / 2][BM][2]).
+ */
+static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, size_t k,
+                      size_t rp, size_t kp, uint16_t *row)
+{
+        uint32_t *d32 = (uint32_t *)(void *)dst; /* one VNNI pair */
+
+        memset(dst, 0, sizeof(uint16_t) * rp * kp);
+        if (!t) { /* rows of S are contiguous: convert one, spread its pairs */
+                for (size_t i = 0; i < r; i++) {
+                        uint32_t *o = d32 + (i / BM) * BM * (kp / 2) + i % BM;
+
+                        to_bf16(row, p + i * (size_t)ld, k);
+                        if (k & 1)
+                                row[k] = 0;
+                        for (size_t k2 = 0; k2 < (k + 1) / 2; k2++)
+                                memcpy(&o[k2 * BM], &row[2 * k2], 4);
+                }
+                return;
+        }
+        for (size_t kk = 0; kk < k; kk++) { /* columns of S are contiguous: interleave two */
+                to_bf16(row, p + kk * (size_t)ld, r);
+                for (size_t i = 0; i < r; i++)
+                        dst[((i / BM) * BM * (kp / 2) + (kk / 2) * BM + i % BM) * 2 + (kk & 1)] =
+                                row[i];
+        }
+}
+
+/* B' panels: for each block of BN rows of S, every k-block as BN runs of KB bf16. */
+static void pack_plain(uint16_t *dst, const float *p, int t, int ld, size_t r, size_t k,
+                       size_t rp, size_t kp, uint16_t *row)
+{
+        memset(dst, 0, sizeof(uint16_t) * rp * kp);
+        if (!t) {
+                for (size_t j = 0; j < r; j++) {
+                        uint16_t *o = dst + (j / BN) * BN * kp + j % BN * KB;
+
+                        to_bf16(row, p + j * (size_t)ld, k);
+                        for (size_t k0 = 0; k0 < k; k0 += KB)
+                                memcpy(o + k0 * BN, row + k0,
+                                       sizeof(uint16_t) * (k - k0 < KB ? k - k0 : KB));
+                }
+                return;
+        }
+        for (size_t kk = 0; kk < k; kk++) {
+                uint16_t *o = dst + (kk / KB) * KB * BN + kk % KB;
+
+                to_bf16(row, p + kk * (size_t)ld, r);
+                for (size_t j = 0; j < r; j++)
+                        o[(j / BN) * BN * kp + j % BN * KB] = row[j];
+        }
+}
+
+/* c[j][i0 + i] = alpha * tile + beta * c for the valid part of one tile. */
+static void combine(float *c, int ldc, const float *tile, size_t i0, size_t j0, size_t ni,
+                    size_t nj, float alpha, float beta)
+{
+        for (size_t j = 0; j < nj; j++) {
+                float *row = c + (j0 + j) * (size_t)ldc + i0;
+                const float *tr = tile + j * BM;
+
+                if (beta == 0.0f)
+                        for (size_t i = 0; i < ni; i++)
+                                row[i] = alpha * tr[i];
+                else
+                        for (size_t i = 0; i < ni; i++)
+                                row[i] = alpha * tr[i] + beta * row[i];
+        }
+}
+
+static void gemm_bf16(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc, void *scratch)
+{
+        size_t mp = round_up((size_t)n, BM), np = round_up((size_t)m, BN);
+        size_t kp = round_up((size_t)k, KB);
+        uint16_t *ap = scratch, *bp = ap + mp * kp;
+        float *tile = (float *)(void *)(bp + np * kp);
+        uint16_t *row = (uint16_t *)(void *)(tile + BM * BN);
+        unsigned long long count = kp / KB;
+
+        /* A' = op(B)' (n x k), B' = op(A)' (k x m): both read as R x K matrices. */
+        pack_vnni(ap, b, !tb, ldb, (size_t)n, (size_t)k, mp, kp, row);
+        pack_plain(bp, a, ta, lda, (size_t)m, (size_t)k, np, kp, row);
+        for (size_t j0 = 0; j0 < np; j0 += BN)
+                for (size_t i0 = 0; i0 < mp; i0 += BM) {
+                        size_t ni = (size_t)n - i0 < BM ? (size_t)n - i0 : BM;
+                        size_t nj = (size_t)m - j0 < BN ? (size_t)m - j0 : BN;
+
+                        if (k == 0)
+                                memset(tile, 0, sizeof(float) * BM * BN);
+                        else
+                                kernel((const libxsmm_bfloat16 *)(ap + i0 * kp),
+                                       (const libxsmm_bfloat16 *)(bp + j0 * kp), tile, &count);
+                        combine(c, ldc, tile, i0, j0, ni, nj, alpha, beta);
+                }
+}
+
+/* dst[i] = src[i] rounded to the nearest f16 value (F16C when the CPU has it). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx,f16c"))) static void round_f16_hw(float *dst, const float *src,
+                                                             size_t n)
+{
+        size_t i = 0;
+
+        for (; i + 8 <= n; i += 8)
+                _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(
+                                                  _mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+        for (; i < n; i++)
+                dst[i] = strata__f16_to_f32(strata__f32_to_f16(src[i]));
+}
+#endif
+
+static void round_f16(float *dst, const float *src, size_t n)
+{
+#if defined(__x86_64__)
+        if (__builtin_cpu_supports("f16c")) {
+                round_f16_hw(dst, src, n);
+                return;
+        }
+#endif
+        for (size_t i = 0; i < n; i++)
+                dst[i] = strata__f16_to_f32(strata__f32_to_f16(src[i]));
+}
+
+/* f16: op(A) and op(B) rounded to f16 values, row-major in the scratch, then OpenBLAS. */
+static void gemm_f16(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc, void *scratch)
+{
+        size_t ar_rows = ta ? (size_t)k : (size_t)m, ar_cols = ta ? (size_t)m : (size_t)k;
+        size_t br_rows = tb ? (size_t)n : (size_t)k, br_cols = tb ? (size_t)k : (size_t)n;
+        float *ar = scratch, *br = ar + ar_rows * ar_cols;
+
+        /* The operands as stored, rounded; OpenBLAS then applies the transposes. */
+        for (size_t i = 0; i < ar_rows; i++)
+                round_f16(ar + i * ar_cols, a + i * (size_t)lda, ar_cols);
+        for (size_t i = 0; i < br_rows; i++)
+                round_f16(br + i * br_cols, b + i * (size_t)ldb, br_cols);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, k, alpha, ar, ar_cols > 0 ? (int)ar_cols : 1, br,
+                    br_cols > 0 ? (int)br_cols : 1, beta, c, ldc);
+}
+
+void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                         int ldc, void *scratch)
+{
+        if (m <= 0 || n <= 0)
+                return;
+        if (dt == STRATA_BF16)
+                gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
+        else
+                gemm_f16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
+}
+
+size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
+{
+        if (dt == STRATA_F16)
+                return elems * sizeof(float);
+        /*
+         * Padded operands: (n + BM)(k + KB) + (m + BN)(k + KB) with m, n, k <= dim and
+         * (m + n) k <= elems, then the tile.
+         */
+        return sizeof(uint16_t) * (elems + (2 * KB + BM + BN) * dim + (BM + BN) * KB) +
+               sizeof(float) * BM * BN + sizeof(uint16_t) * (dim + KB) + 64;
+}
+
+int strata__cpu_prepare_lp(enum strata_dtype dt)
+{
+        libxsmm_blasint lda = BM, ldb = KB, ldc = BM;
+        float alpha = 1.0f, beta = 0.0f;
+        int flags = LIBXSMM_GEMM_FLAG_VNNI_A, prefetch = LIBXSMM_PREFETCH_NONE;
+
+        if (dt == STRATA_F16)
+                return STRATA_OK;
+        if (dt != STRATA_BF16)
+                return strata__fail(STRATA_EINVAL, "cpu: no mixed-precision GEMM for dtype %d",
+                                    (int)dt);
+        if (kernel)
+                return STRATA_OK;
+        libxsmm_init();
+        kernel = libxsmm_bsmmdispatch_reducebatch_strd(BM, BN, KB, (libxsmm_blasint)(KB * BM * 2),
+                                                       (libxsmm_blasint)(KB * BN * 2), &lda,
+                                                       &ldb, &ldc, &alpha, &beta, &flags,
+                                                       &prefetch);
+        if (!kernel)
+                return strata__fail(STRATA_ENOTSUP, "cpu: libxsmm generated no bf16 kernel for "
+                                    "this CPU (%s)", libxsmm_get_target_arch());
+        return STRATA_OK;
+}
