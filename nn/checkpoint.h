@@ -26,7 +26,13 @@ struct strata__ckpt_header {
         uint32_t app_bytes;
         uint32_t crc;
         unsigned char app[STRATA_CKPT_APP_BYTES];
-        unsigned char reserved[192];
+        /* The precision plugin and its loss scaler (zero in files from before them: f32). */
+        uint32_t precision;     /* enum strata_precision of the run that saved */
+        float loss_scale;       /* 0: none recorded */
+        uint32_t scale_growth;  /* clean steps since the scale last changed */
+        uint32_t scale_pad;
+        uint64_t scale_skipped; /* optimizer steps skipped */
+        unsigned char reserved[168];
 };
 
 /* One tensor of the table. */

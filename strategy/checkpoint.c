@@ -11,6 +11,7 @@
  * every tensor's checksum before it writes any live state.
  */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -176,6 +177,10 @@ static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_i
         hd.lib_version = STRATA_VERSION_HEX;
         hd.step = rt->step;
         hd.fingerprint = fingerprint(rt);
+        hd.precision = (uint32_t)rt->cfg.precision;
+        hd.loss_scale = rt->scaler.scale;
+        hd.scale_growth = rt->scaler.growth;
+        hd.scale_skipped = rt->scaler.skipped;
         hd.app_bytes = (uint32_t)app_bytes;
         if (app_bytes)
                 memcpy(hd.app, app, app_bytes);
@@ -419,6 +424,13 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         if (rt->dev->sync)
                 STRATA_TRY(rt->dev->sync());
         rt->step = hd.step;
+        /* The masters are f32 in every precision; the loss scaler goes on where it was. */
+        if (hd.precision == STRATA_PRECISION_16_MIXED && hd.loss_scale > 0.0f &&
+            isfinite(hd.loss_scale)) {
+                rt->scaler.scale = hd.loss_scale;
+                rt->scaler.growth = hd.scale_growth;
+                rt->scaler.skipped = hd.scale_skipped;
+        }
         if (app_cap)
                 memcpy(app, hd.app, hd.app_bytes);
         if (app_bytes)

@@ -25,6 +25,13 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
         if (!rt->prec->update)
                 return STRATA_OK;
         inf = strata__replica_unscale(&rt->replicas[dev], rt->scaler.scale);
+        /* A test's: this device alone saw an overflow (deciding alone, this replica's
+         * gradients hold every device's, as dp's master does). */
+        for (int d = comm ? dev : 0; d < (comm ? dev + 1 : rt->nreplicas); d++)
+                if (rt->inj_inf[d]) {
+                        rt->inj_inf[d] = 0;
+                        inf = 1;
+                }
         /* Every device has read the scale before it arrives here; device 0 then changes it. */
         if (comm)
                 STRATA_TRY(strata_comm_reduce_boolean(comm, dev, inf, 0, &inf));

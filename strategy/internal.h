@@ -85,6 +85,7 @@ struct strata_runtime {
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward ends the window: reduce gradients */
         int inj_dev, inj_event, inj_status;
+        int inj_inf[STRATA_MAX_DEVICES]; /* each device's gradients count as non-finite once */
         struct strata_trace *trace;    /* every device's track; a timeline when asked */
         struct strata_ckpt_handle ckpt;            /* the checkpoint being written or read */
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */

@@ -770,6 +770,16 @@ int strata_inject_failure(struct strata_runtime *rt, int device, int event, int 
         return STRATA_OK;
 }
 
+int strata_inject_nonfinite_grad(struct strata_runtime *rt, int device)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        if (device < 0 || device >= rt->nreplicas)
+                return strata__fail(STRATA_EINVAL, "inject_nonfinite_grad: device %d of %d",
+                                    device, rt->nreplicas);
+        rt->inj_inf[device] = 1;
+        return STRATA_OK;
+}
+
 /* A Strategy-level collective: every device runs it on its thread (or inline on one device). */
 static int collective(struct strata_runtime *rt, const struct strata_coll *op, void *const *bufs,
                       const void *const *send)

@@ -23,6 +23,13 @@ extern "C" {
 int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status);
 
 /**
+ * @brief Device @p device's gradients count as not finite at the next loss-scaled (16-mixed)
+ *        optimizer step, once: every device must then skip the step together.
+ * @retval STRATA_OK, STRATA_EINVAL (not a live runtime, or no such device).
+ */
+int strata_inject_nonfinite_grad(struct strata_runtime *rt, int device);
+
+/**
  * @brief Make @p rank fail with @p status when it reaches step @p point (0-based) of the next
  *        collectives; rank -1 disables. Points: 0 after the arguments are published, 1 after
  *        the ranks agreed, 2 after the data moved.

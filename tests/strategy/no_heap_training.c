@@ -5,7 +5,8 @@
 #include "tools/heapcount.h"
 
 /* Train, evaluate and predict over an epoch with the heap counter on: it must stay at 0. */
-static void no_heap(enum strata_strategy_kind kind, int n, int adamw)
+static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
+                    enum strata_precision precision)
 {
         struct strata_runtime *rt;
         struct strata_batch b;
@@ -22,6 +23,7 @@ static void no_heap(enum strata_strategy_kind kind, int n, int adamw)
         r.cfg.devices = n;
         r.cfg.sync_bn = n > 1;
         r.cfg.replication_callbacks = kind == STRATA_STRATEGY_DP;
+        r.cfg.precision = precision;
         if (adamw) {
                 r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
                 r.cfg.optim.momentum = 0.0f;
@@ -37,19 +39,28 @@ static void no_heap(enum strata_strategy_kind kind, int n, int adamw)
                 cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
         }
         calls = strata_heapcount_stop();
-        cr_assert_eq(calls, 0, "strategy %d: %ld heap calls during training", kind, calls);
+        cr_assert_eq(calls, 0, "strategy %d, precision %s: %ld heap calls during training", kind,
+                     strata_precision_name(precision), calls);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 Test(no_heap_training, dp_and_ddp)
 {
-        no_heap(STRATA_STRATEGY_DDP, 2, 0);
-        no_heap(STRATA_STRATEGY_DP, 3, 0);
+        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_32);
+        no_heap(STRATA_STRATEGY_DP, 3, 0, STRATA_PRECISION_32);
+}
+
+/* libxsmm's kernels are compiled at setup; a call only packs into the planned scratch. */
+Test(no_heap_training, mixed_precision)
+{
+        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED);
+        no_heap(STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED);
+        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED);
 }
 
 Test(no_heap_training, zero_allocations_in_steps)
 {
-        no_heap(STRATA_STRATEGY_SINGLE, 1, 1);
+        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_32);
 }
 
 Test(no_heap_training, the_counter_sees_allocations)

@@ -1,0 +1,442 @@
+/*
+ * Mixed precision: operand rounding (against an independent reference), the driver's
+ * low-precision GEMM, loss-scale growth, backoff and skips agreed across devices, f32 master
+ * weights, the memory plan, run-to-run bits, checkpoints, and bad input.
+ */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strata/testing.h"
+#include "tests/support/rig.h"
+
+/* x rounded to @p bits significant bits, ties to even (nearbyint), exponent >= @p emin. */
+static double round_ref(double x, int bits, int emin, double max)
+{
+        int e;
+        double m, q;
+
+        if (x == 0.0 || !isfinite(x))
+                return x;
+        m = frexp(x, &e);           /* x = m 2^e, 0.5 <= |m| < 1 */
+        if (e - 1 < emin)           /* subnormal: a fixed quantum of 2^(emin - bits + 1) */
+                bits -= emin - (e - 1);
+        q = ldexp(nearbyint(ldexp(m, bits)), e - bits);
+        return fabs(q) > max ? copysign(INFINITY, x) : q;
+}
+
+static double bf16_ref(double x)
+{
+        return round_ref(x, 8, -126, 3.3895313892515355e38);
+}
+
+static double f16_ref(double x)
+{
+        return round_ref(x, 11, -14, 65504.0);
+}
+
+static const struct strata_device_ops *cpu(void)
+{
+        const struct strata_device_ops *d;
+
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &d), STRATA_OK);
+        cr_assert(d->gemm_lp && d->gemm_lp_bytes && d->prepare_lp);
+        return d;
+}
+
+/* The driver's rounding of each x[i], seen through gemm_lp: C (n x 1) = x (n x 1) * [1]. */
+static void driver_round(enum strata_dtype dt, const float *x, float *out, int n)
+{
+        const struct strata_device_ops *d = cpu();
+        float one = 1.0f;
+        size_t bytes = d->gemm_lp_bytes(dt, (size_t)n + 1, (size_t)n);
+        void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+        cr_assert_eq(d->prepare_lp(dt), STRATA_OK, "%s", strata_last_error());
+        d->gemm_lp(dt, 0, 0, n, 1, 1, 1.0f, x, 1, &one, 1, 0.0f, out, 1, scratch);
+        free(scratch);
+}
+
+Test(precision, rounding_is_to_nearest_even)
+{
+        /* bf16: 8 significant bits. Ties at 1 + 2^-8 (to 1) and 1 + 3 * 2^-8 (to 1 + 2^-6). */
+        const float bx[] = { 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f,
+                             -2.5f, 3.1415926f, FLT_MAX, 1e-30f, -0.0f, 65519.0f };
+        const float fx[] = { 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65519.0f,
+                             65520.0f, 0x1p-24f, 0x1p-25f, 3 * 0x1p-25f, 1e-3f, -7.77f };
+        enum { NB = sizeof(bx) / sizeof(bx[0]), NF = sizeof(fx) / sizeof(fx[0]) };
+        float out[16];
+
+        driver_round(STRATA_BF16, bx, out, NB);
+        for (int i = 0; i < NB; i++) {
+                double want = bf16_ref(bx[i]);
+
+                /* vdpbf16ps reads bf16 subnormals as zero: 1e-30 is normal in bf16. */
+                cr_assert(out[i] == (float)want || (isinf(want) && isinf(out[i])),
+                          "bf16(%a) = %a, want %a", bx[i], out[i], want);
+        }
+        cr_assert_eq(out[0], 1.0f);
+        cr_assert_eq(out[1], 1.0f + 0x1p-6f);
+        cr_assert(isinf(out[5]), "FLT_MAX rounds to infinity in bf16");
+        driver_round(STRATA_F16, fx, out, NF);
+        for (int i = 0; i < NF; i++) {
+                double want = f16_ref(fx[i]);
+
+                cr_assert(out[i] == (float)want || (isinf(want) && isinf(out[i])),
+                          "f16(%a) = %a, want %a", fx[i], out[i], want);
+        }
+        cr_assert_eq(out[0], 1.0f);
+        cr_assert(isinf(out[4]), "65520 rounds to infinity in f16");
+        cr_assert_eq(out[5], 0x1p-24f);
+        cr_assert_eq(out[6], 0.0f);
+        cr_assert_eq(out[7], 0x1p-23f);
+}
+
+Test(precision, random_values_round_as_the_reference)
+{
+        enum { N = 4096 };
+        static float x[N], out[N];
+
+        srand(7);
+        for (int i = 0; i < N; i++) /* magnitudes 2^-30 .. 2^30 and every mantissa */
+                x[i] = ldexpf((float)rand() / (float)RAND_MAX + 0.5f, rand() % 61 - 30) *
+                       (i & 1 ? -1.0f : 1.0f);
+        for (int dt = 0; dt < 2; dt++) {
+                driver_round(dt ? STRATA_F16 : STRATA_BF16, x, out, N);
+                for (int i = 0; i < N; i++) {
+                        double want = dt ? f16_ref(x[i]) : bf16_ref(x[i]);
+
+                        cr_assert(out[i] == (float)want || (isinf(want) && isinf(out[i])),
+                                  "%s(%a) = %a, want %a", dt ? "f16" : "bf16", x[i], out[i],
+                                  want);
+                }
+        }
+}
+
+/* C = alpha op(A) op(B) + beta C over rounded operands, in double. */
+static void gemm_ref(double (*rnd)(double), int ta, int tb, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, double *c,
+                     const float *c0, int ldc)
+{
+        for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                        double s = 0.0;
+
+                        for (int l = 0; l < k; l++)
+                                s += rnd(ta ? a[l * lda + i] : a[i * lda + l]) *
+                                     rnd(tb ? b[j * ldb + l] : b[l * ldb + j]);
+                        c[i * ldc + j] = alpha * s + beta * (double)c0[i * ldc + j];
+                }
+}
+
+Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
+{
+        const struct strata_device_ops *d = cpu();
+        const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 } };
+
+        for (int dt = 0; dt < 2; dt++) {
+                enum strata_dtype t = dt ? STRATA_F16 : STRATA_BF16;
+
+                cr_assert_eq(d->prepare_lp(t), STRATA_OK);
+                for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+                        for (int tr = 0; tr < 4; tr++) {
+                                int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                                int ta = tr & 1, tb = tr >> 1, lda = ta ? m : k, ldb = tb ? k : n;
+                                float *a = malloc(sizeof(float) * m * k);
+                                float *b = malloc(sizeof(float) * k * n);
+                                float *c = malloc(sizeof(float) * m * n);
+                                float *c0 = malloc(sizeof(float) * m * n);
+                                double *want = malloc(sizeof(double) * m * n);
+                                size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
+                                size_t bytes = d->gemm_lp_bytes(t, (size_t)m * k + (size_t)k * n,
+                                                                dim);
+                                void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+                                for (int i = 0; i < m * k; i++)
+                                        a[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+                                for (int i = 0; i < k * n; i++)
+                                        b[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+                                for (int i = 0; i < m * n; i++)
+                                        c[i] = c0[i] = (float)rand() / (float)RAND_MAX;
+                                d->gemm_lp(t, ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n,
+                                           scratch);
+                                gemm_ref(dt ? f16_ref : bf16_ref, ta, tb, m, n, k, 0.5f, a, lda,
+                                         b, ldb, 0.25f, want, c0, n);
+                                for (int i = 0; i < m * n; i++) /* f32 sums of k products */
+                                        cr_assert_leq(fabs(c[i] - want[i]),
+                                                      1e-6 * k + 1e-6 * fabs(want[i]),
+                                                      "%s %dx%dx%d ta %d tb %d: [%d] %g vs %g",
+                                                      dt ? "f16" : "bf16", m, n, k, ta, tb, i,
+                                                      c[i], want[i]);
+                                free(a), free(b), free(c), free(c0), free(want), free(scratch);
+                        }
+        }
+}
+
+#define NP (RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES)
+
+static struct strata_runtime *start(struct rig *r, struct strata_config *c)
+{
+        struct strata_runtime *rt;
+
+        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        (void)r;
+        return rt;
+}
+
+static void params(struct strata_runtime *rt, int dev, float *out)
+{
+        const float *p;
+        size_t n;
+
+        cr_assert_eq(strata_parameters(rt, dev, &p, &n), STRATA_OK);
+        cr_assert_eq(n, NP);
+        memcpy(out, p, n * sizeof(float));
+}
+
+static struct strata_grad_scaler scaler(struct strata_runtime *rt)
+{
+        struct strata_grad_scaler s;
+
+        cr_assert_eq(strata_grad_scaler_state(rt, &s), STRATA_OK);
+        return s;
+}
+
+Test(precision, loss_scale_grows_after_clean_steps)
+{
+        struct rig r;
+        struct strata_runtime *rt;
+        struct strata_config c;
+
+        rig_init(&r, 0);
+        c = r.cfg;
+        c.precision = STRATA_PRECISION_16_MIXED;
+        c.loss_scale_init = 1.0f;
+        c.loss_scale_interval = 3;
+        rt = start(&r, &c);
+        cr_assert_eq(scaler(rt).scale, 1.0f);
+        rig_steps(&r, rt, 7, NULL);
+        cr_assert_eq(scaler(rt).scale, 4.0f, "doubles after steps 3 and 6: %g",
+                     scaler(rt).scale);
+        cr_assert_eq(scaler(rt).growth, 1);
+        cr_assert_eq(scaler(rt).skipped, 0);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(precision, overflow_backs_off_and_skips_the_step)
+{
+        static float p0[NP], p1[NP];
+        struct rig r;
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct strata_grad_scaler s;
+
+        rig_init(&r, 0);
+        c = r.cfg;
+        c.precision = STRATA_PRECISION_16_MIXED;
+        c.loss_scale_init = 0x1p40f; /* the loss gradient overflows f16 */
+        rt = start(&r, &c);
+        params(rt, 0, p0);
+        rig_steps(&r, rt, 1, NULL);
+        params(rt, 0, p1);
+        cr_assert_eq(memcmp(p0, p1, sizeof(p0)), 0, "a skipped step changed the parameters");
+        s = scaler(rt);
+        cr_assert_eq(s.scale, 0x1p39f);
+        cr_assert_eq(s.skipped, 1);
+        rig_steps(&r, rt, 40, NULL); /* halves until the gradients fit, then trains */
+        s = scaler(rt);
+        cr_assert(s.skipped > 1 && s.skipped < 41, "skipped %llu", (unsigned long long)s.skipped);
+        cr_assert_eq(s.scale, ldexpf(1.0f, 40 - (int)s.skipped), "scale %g after %llu skips",
+                     s.scale, (unsigned long long)s.skipped);
+        params(rt, 0, p1);
+        cr_assert_neq(memcmp(p0, p1, sizeof(p0)), 0, "the clean steps trained nothing");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* One device alone sees an overflow: every device skips with it (reduce_boolean_decision). */
+Test(precision, every_device_skips_together, .timeout = 60)
+{
+        static float before[2][NP], after[2][NP];
+        struct rig r;
+
+        for (int kind = STRATA_STRATEGY_DP; kind <= STRATA_STRATEGY_DDP; kind++) {
+                struct strata_config c;
+                struct strata_runtime *rt;
+
+                rig_init(&r, 0);
+                c = rig_cfg(&r, (enum strata_strategy_kind)kind, 2, 0);
+                c.precision = STRATA_PRECISION_16_MIXED;
+                rt = start(&r, &c);
+                rig_steps(&r, rt, 2, NULL);
+                params(rt, 0, before[0]);
+                params(rt, 1, before[1]);
+                cr_assert_eq(strata_inject_nonfinite_grad(rt, 1), STRATA_OK);
+                rig_steps(&r, rt, 1, NULL);
+                params(rt, 0, after[0]);
+                params(rt, 1, after[1]);
+                for (int d = 0; d < 2; d++)
+                        cr_assert_eq(memcmp(before[d], after[d], sizeof(after[d])), 0,
+                                     "strategy %d: device %d stepped", kind, d);
+                cr_assert_eq(scaler(rt).skipped, 1, "strategy %d", kind);
+                rig_steps(&r, rt, 2, NULL);
+                params(rt, 0, after[0]);
+                params(rt, 1, after[1]);
+                cr_assert_eq(memcmp(after[0], after[1], sizeof(after[0])), 0,
+                             "strategy %d: replicas diverged", kind);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+}
+
+/* Master weights are f32: updates below bf16's resolution are kept. */
+Test(precision, master_weights_stay_f32)
+{
+        static float p32[NP], pbf[NP];
+        struct rig r;
+        int fine = 0;
+
+        for (int p = 0; p < 2; p++) {
+                struct strata_config c;
+
+                rig_init(&r, 0);
+                c = r.cfg;
+                c.precision = p ? STRATA_PRECISION_BF16_MIXED : STRATA_PRECISION_32;
+                rig_train_cfg(&r, &c, 5, p ? pbf : p32, NP);
+        }
+        for (int i = 0; i < NP; i++) {
+                uint32_t u;
+
+                memcpy(&u, &pbf[i], 4);
+                fine += (u & 0xffffu) != 0; /* not a bf16 value */
+        }
+        cr_assert_gt(fine, NP / 2, "only %d of %d parameters hold more than bf16", fine, NP);
+        cr_assert_leq(rig_rel_diff(pbf, p32, NP), 2e-2, "bf16-mixed strays from f32: %g",
+                      rig_rel_diff(pbf, p32, NP));
+        cr_assert_gt(rig_rel_diff(pbf, p32, NP), 0.0, "bf16-mixed computed in f32");
+}
+
+Test(precision, plan_equals_use_and_runs_repeat_bitwise, .timeout = 60)
+{
+        static float a[NP], b[NP];
+        struct rig r;
+
+        for (int p = 1; p < STRATA_PRECISION_COUNT; p++)
+                for (int kind = 0; kind < 3; kind++) {
+                        struct strata_config c;
+                        struct strata_plan_info plan, plan32;
+                        struct strata_memory_info mem;
+                        struct strata_runtime *rt;
+
+                        rig_init(&r, 0);
+                        c = rig_cfg(&r, (enum strata_strategy_kind)kind, kind ? 2 : 1, 0);
+                        cr_assert_eq(strata_plan(&c, &plan32), STRATA_OK);
+                        c.precision = (enum strata_precision)p;
+                        cr_assert_eq(strata_plan(&c, &plan), STRATA_OK);
+                        cr_assert_gt(plan.bytes, plan32.bytes, "no GEMM scratch planned");
+                        rt = start(&r, &c);
+                        rig_steps(&r, rt, 3, NULL);
+                        cr_assert_eq(strata_memory(rt, &mem), STRATA_OK);
+                        cr_assert_eq(mem.planned, mem.used, "%s: planned %zu, used %zu",
+                                     strata_precision_name(c.precision), mem.planned, mem.used);
+                        cr_assert_eq(mem.refusals, 0);
+                        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                        rig_train_cfg(&r, &c, 4, a, NP);
+                        rig_train_cfg(&r, &c, 4, b, NP);
+                        cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "%s, strategy %d: runs differ",
+                                     strata_precision_name(c.precision), kind);
+                }
+}
+
+Test(precision, checkpoint_carries_the_loss_scale)
+{
+        char dir[] = "/tmp/strata-prec-XXXXXX", path[64];
+        struct rig r;
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct strata_grad_scaler s, back;
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/a.ckpt", dir);
+        rig_init(&r, 0);
+        c = r.cfg;
+        c.precision = STRATA_PRECISION_16_MIXED;
+        c.loss_scale_init = 0x1p40f;
+        c.loss_scale_interval = 4;
+        rt = start(&r, &c);
+        rig_steps(&r, rt, 30, NULL);
+        s = scaler(rt);
+        cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        rt = start(&r, &c);
+        cr_assert_eq(scaler(rt).scale, 0x1p40f);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        back = scaler(rt);
+        cr_assert_eq(back.scale, s.scale);
+        cr_assert_eq(back.growth, s.growth);
+        cr_assert_eq(back.skipped, s.skipped);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        unlink(path);
+        rmdir(dir);
+}
+
+Test(precision, bad_input_is_refused)
+{
+        struct rig r;
+        struct strata_config c;
+        struct strata_plan_info plan;
+        struct strata_device_ops nolp;
+        struct strata_runtime *rt = NULL;
+        enum strata_precision p = STRATA_PRECISION_BF16_MIXED;
+
+        rig_init(&r, 0);
+        c = r.cfg;
+        c.precision = STRATA_PRECISION_COUNT;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "precision"));
+        c.precision = (enum strata_precision)-1;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
+        cr_assert_null(rt);
+        c = r.cfg;
+        c.loss_scale_init = -1.0f;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
+        c.loss_scale_init = NAN;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
+        c.loss_scale_init = INFINITY;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
+        c = r.cfg;
+        c.loss_scale_interval = -2;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
+        /* A driver without a low-precision GEMM runs fp32 only. */
+        nolp = *cpu();
+        nolp.gemm_lp = NULL;
+        c = r.cfg;
+        c.driver = &nolp;
+        c.precision = STRATA_PRECISION_BF16_MIXED;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_ENOTSUP);
+        cr_assert_not_null(strstr(strata_last_error(), "gemm_lp"), "%s", strata_last_error());
+        c.precision = STRATA_PRECISION_32;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_OK);
+        /* Names. */
+        cr_assert_eq(strata_precision_parse("bf16", &p), STRATA_EINVAL);
+        cr_assert_eq(p, STRATA_PRECISION_BF16_MIXED, "a refused name changed *out");
+        cr_assert_eq(strata_precision_parse(NULL, &p), STRATA_EINVAL);
+        cr_assert_eq(strata_precision_parse("16-mixed", NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_precision_parse("16-mixed", &p), STRATA_OK);
+        cr_assert_eq(p, STRATA_PRECISION_16_MIXED);
+        cr_assert_eq(strata_precision_parse("32-true", &p), STRATA_OK);
+        cr_assert_eq(p, STRATA_PRECISION_32);
+        cr_assert_null(strata_precision_name(STRATA_PRECISION_COUNT));
+        cr_assert_str_eq(strata_precision_name(STRATA_PRECISION_BF16_MIXED), "bf16-mixed");
+        cr_assert_eq(strata_grad_scaler_state(NULL, NULL), STRATA_EINVAL);
+        c = r.cfg;
+        rt = start(&r, &c);
+        cr_assert_eq(strata_grad_scaler_state(rt, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_inject_nonfinite_grad(rt, 1), STRATA_EINVAL);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
