@@ -93,7 +93,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-train bench-gpu bench-ckpt bench-trace check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
@@ -242,6 +242,9 @@ bench-coll: tools
 # processes against Open MPI's MPI_Allreduce.
 bench-procs: tools
 	tools/bench-procs.sh
+
+bench-precision: tools
+	tools/bench-precision.sh
 
 # One GPU: Strata against PyTorch eager and Lightning (both must be installed there).
 bench-gpu: tools

@@ -1,4 +1,10 @@
-# Helpers the tools/bench-*.sh scripts share (sourced): the median of numbers on stdin, and
-# a / b to full precision.
+# What the tools/bench-*.sh scripts share (sourced): where things are (env BUILD, default
+# build; ANCHORS, default ../shared/anchors), the median of numbers on stdin, and a / b to
+# full precision.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD:-$here/build}
+anchors=${ANCHORS:-$here/../shared/anchors}
+train=$build/bin/strata-train
+py=/usr/bin/python3
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { echo "$1 / $2" | bc -l; }

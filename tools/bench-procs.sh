@@ -7,15 +7,10 @@
 #    Strata over MPI_Allreduce, and MPI_Allreduce itself, busbw at 4 KiB, 1 MiB, 64 MiB
 # Usage: tools/bench-procs.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$here/build}
-anchors=${ANCHORS:-$here/../shared/anchors}
 reps=${1:-5}
-train=$build/bin/strata-train
-py=/usr/bin/python3
 mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 
-. "$(dirname "$0")/bench-lib.sh" # median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
 sps() { # launcher args... -> training samples/s of one epoch (global rank 0's line)
         "$@" --epochs 1 --json 2>/dev/null | grep '"epoch":1,' |
                 sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'

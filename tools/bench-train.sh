@@ -10,14 +10,9 @@
 #    move with them
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$here/build}
-anchors=${ANCHORS:-$here/../shared/anchors}
 reps=${1:-3}
-train=$build/bin/strata-train
-py=/usr/bin/python3
 
-. "$(dirname "$0")/bench-lib.sh" # median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
 
 strata_sps() { # args... -> training samples/s of one epoch
         "$train" --epochs 1 --json "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'

@@ -6,9 +6,10 @@
  *
  *   strata-bench-gemm [--model 784-256-128-10] [--batch 128] [--reps 200] [--json] [--bf16]
  *
- * --bf16 (built with oneDNN, libdnnl-dev): beside each fp32 GEMM, the same shape as a oneDNN
- * matmul with bf16 inputs and f32 output on one thread, and the core's bf16 peak measured with
- * a vdpbf16ps loop: the candidates for the bf16-mixed precision plugin (issue 21).
+ * --bf16 (built with oneDNN, libdnnl-dev): beside each fp32 GEMM, the same shape through the
+ * driver's gemm_lp (bf16 operands on libxsmm, their packing included: what bf16-mixed runs)
+ * and as a oneDNN matmul with bf16 inputs and f32 output on one thread (measured, not used:
+ * decision 0013), and the core's bf16 peak measured with a vdpbf16ps loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,32 @@ static double now_us(void)
 }
 
 
+/*
+ * Median microseconds of @p reps calls of shape @p s through the driver: gemm (f32) or
+ * gemm_lp (@p dt bf16/f16, with its operand packing); t is left sorted (t[0] the best).
+ */
+static double time_gemm(const struct strata_device_ops *d, const struct shape *s,
+                        enum strata_dtype dt, const float *a, const float *b, float *c,
+                        void *scratch, int reps, double *t)
+{
+        int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
+
+        for (int r = 0; r < reps + 5; r++) {
+                double t0 = now_us();
+
+                if (dt == STRATA_F32)
+                        d->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f, c,
+                                s->n);
+                else
+                        d->gemm_lp(dt, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb,
+                                   0.0f, c, s->n, scratch);
+                if (r >= 5)
+                        t[r - 5] = now_us() - t0; /* the first calls warm up */
+        }
+        qsort(t, (size_t)reps, sizeof(double), strata_tool_cmp_double);
+        return t[reps / 2];
+}
+
 static void usage(FILE *f)
 {
         fprintf(f, "usage: strata-bench-gemm [--model 784-256-128-10] [--batch N] [--reps N] "
@@ -140,7 +167,8 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
         int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0, bf16 = 0;
-        double sum_bf16 = 0.0;
+        double sum_bf16 = 0.0, sum_lp = 0.0;
+        void *scratch = NULL;
         struct shape sh[3 * MAX_LAYERS];
         const struct strata_device_ops *d;
         size_t big = 0;
@@ -221,6 +249,25 @@ int main(int argc, char **argv)
                 fprintf(stderr, "strata-bench-gemm: out of memory\n");
                 return 1;
         }
+        if (bf16) {
+                size_t elems = 0, dim = (size_t)batch;
+
+                for (int i = 0; i < ns; i++) {
+                        size_t e = (size_t)sh[i].m * sh[i].k + (size_t)sh[i].k * sh[i].n;
+
+                        elems = e > elems ? e : elems;
+                        dim = (size_t)sh[i].m > dim ? (size_t)sh[i].m : dim;
+                        dim = (size_t)sh[i].n > dim ? (size_t)sh[i].n : dim;
+                        dim = (size_t)sh[i].k > dim ? (size_t)sh[i].k : dim;
+                }
+                scratch = aligned_alloc(64, (d->gemm_lp_bytes(STRATA_BF16, elems, dim) + 63) /
+                                                    64 * 64);
+                if (!scratch || d->prepare_lp(STRATA_BF16) != STRATA_OK) {
+                        fprintf(stderr, "strata-bench-gemm: bf16: %s\n",
+                                scratch ? strata_last_error() : "out of memory");
+                        return 1;
+                }
+        }
         for (size_t i = 0; i < big; i++) {
                 a[i] = 0.01f * (float)(i % 97) - 0.4f;
                 b[i] = 0.02f * (float)(i % 89) - 0.8f;
@@ -232,22 +279,12 @@ int main(int argc, char **argv)
                        batch, reps, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE")
                                                                 : "auto",
                        "gemm", "layer", "m", "n", "k", "median_us", "best_us", "GFLOP/s",
-                       bf16 ? "  bf16_us bf16_GFLOP/s  x_fp32  oneDNN kernel" : "");
+                       bf16 ? " strata_bf16_us x_fp32 oneDNN_us x_fp32  oneDNN kernel" : "");
         for (int i = 0; i < ns; i++) {
                 const struct shape *s = &sh[i];
-                int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
                 double med, flop = 2.0 * s->m * s->n * s->k;
 
-                for (int r = 0; r < reps + 5; r++) {
-                        double t0 = now_us();
-
-                        d->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                                s->n);
-                        if (r >= 5)
-                                t[r - 5] = now_us() - t0; /* the first calls warm up */
-                }
-                qsort(t, (size_t)reps, sizeof(double), strata_tool_cmp_double);
-                med = t[reps / 2];
+                med = time_gemm(d, s, STRATA_F32, a, b, c, NULL, reps, t);
                 sum_med += med;
                 sum_best += t[0];
                 if (json)
@@ -262,14 +299,18 @@ int main(int argc, char **argv)
                         const char *impl = "?";
                         double bt;
 
+                        double st = time_gemm(d, s, STRATA_BF16, a, b, c, scratch, reps, t);
+
+                        sum_lp += st;
                         omp_set_num_threads(1);
                         bt = dnnl_bf16_us(s->ta, s->tb, s->m, s->n, s->k, reps, t, &impl);
                         sum_bf16 += bt;
                         if (json)
                                 printf("{\"gemm\":\"%s\",\"layer\":%d,\"bf16_median_us\":%.2f,"
-                                       "\"onednn\":\"%s\"}\n", s->what, s->layer, bt, impl);
+                                       "\"strata_bf16_median_us\":%.2f,\"onednn\":\"%s\"}\n",
+                                       s->what, s->layer, bt, st, impl);
                         else
-                                printf(" %8.1f %13.1f %7.2f  %s", bt, flop / bt * 1e-3, med / bt,
+                                printf(" %8.1f %7.2f %8.1f %7.2f  %s", st, med / st, bt, med / bt,
                                        impl);
                 }
 #endif
@@ -290,13 +331,19 @@ int main(int argc, char **argv)
 
                 for (int i = 0; i < ns; i++)
                         flops += 2.0 * sh[i].m * sh[i].n * sh[i].k;
-                printf("%sbf16 (oneDNN matmul, 1 thread): %.1f us a step, %.2fx fp32's medians; "
-                       "%.1f GFLOP/s = %.0f%% of this core's vdpbf16ps peak (%.1f GFLOP/s)%s\n",
-                       json ? "{\"note\":\"" : "", sum_bf16, sum_med / sum_bf16,
-                       flops / sum_bf16 * 1e-3, 100.0 * flops / sum_bf16 * 1e-3 / peak, peak,
+                printf("%sbf16, Strata's gemm_lp (libxsmm, operand packing included): %.1f us a "
+                       "step, %.2fx fp32's medians, %.1f GFLOP/s = %.0f%% of this core's "
+                       "vdpbf16ps peak (%.1f GFLOP/s)%s\n",
+                       json ? "{\"note\":\"" : "", sum_lp, sum_med / sum_lp,
+                       flops / sum_lp * 1e-3, 100.0 * flops / sum_lp * 1e-3 / peak, peak,
                        json ? "\"}" : "");
+                printf("%sbf16, oneDNN matmul (1 thread, not used: it allocates per call): %.1f "
+                       "us a step, %.2fx fp32's medians, %.0f%% of peak%s\n",
+                       json ? "{\"note\":\"" : "", sum_bf16, sum_med / sum_bf16,
+                       100.0 * flops / sum_bf16 * 1e-3 / peak, json ? "\"}" : "");
         }
 #endif
+        free(scratch);
         free(t);
         free(a);
         free(b);

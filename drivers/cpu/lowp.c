@@ -15,6 +15,7 @@
  * overflow to infinity that loss scaling handles), f32's speed.
  */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -225,24 +226,30 @@ size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
                sizeof(float) * BM * BN + sizeof(uint16_t) * (dim + KB) + 64;
 }
 
-int strata__cpu_prepare_lp(enum strata_dtype dt)
+/* libxsmm's one kernel, compiled once per process (runtimes may set up on several threads). */
+static void compile_kernel(void)
 {
         libxsmm_blasint lda = BM, ldb = KB, ldc = BM;
         float alpha = 1.0f, beta = 0.0f;
         int flags = LIBXSMM_GEMM_FLAG_VNNI_A, prefetch = LIBXSMM_PREFETCH_NONE;
+
+        libxsmm_init();
+        kernel = libxsmm_bsmmdispatch_reducebatch_strd(BM, BN, KB, (libxsmm_blasint)(KB * BM * 2),
+                                                       (libxsmm_blasint)(KB * BN * 2), &lda,
+                                                       &ldb, &ldc, &alpha, &beta, &flags,
+                                                       &prefetch);
+}
+
+int strata__cpu_prepare_lp(enum strata_dtype dt)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
 
         if (dt == STRATA_F16)
                 return STRATA_OK;
         if (dt != STRATA_BF16)
                 return strata__fail(STRATA_EINVAL, "cpu: no mixed-precision GEMM for dtype %d",
                                     (int)dt);
-        if (kernel)
-                return STRATA_OK;
-        libxsmm_init();
-        kernel = libxsmm_bsmmdispatch_reducebatch_strd(BM, BN, KB, (libxsmm_blasint)(KB * BM * 2),
-                                                       (libxsmm_blasint)(KB * BN * 2), &lda,
-                                                       &ldb, &ldc, &alpha, &beta, &flags,
-                                                       &prefetch);
+        pthread_once(&once, compile_kernel);
         if (!kernel)
                 return strata__fail(STRATA_ENOTSUP, "cpu: libxsmm generated no bf16 kernel for "
                                     "this CPU (%s)", libxsmm_get_target_arch());

@@ -96,6 +96,25 @@ Test(precision, rounding_is_to_nearest_even)
         cr_assert_eq(out[7], 0x1p-23f);
 }
 
+/*
+ * vdpbf16ps treats subnormal inputs as zero and flushes subnormal results (decision 0013);
+ * f16's subnormals survive (rounding_is_to_nearest_even: 2^-24).
+ */
+Test(precision, bf16_flushes_subnormals)
+{
+        const struct strata_device_ops *d = cpu();
+        const float x[] = { 1e-39f, 2e-38f }, y[2] = { 1e-20f, 1e-20f }, z[2] = { 1e-19f, 1e-19f };
+        float out[2];
+        void *scratch = aligned_alloc(64, 1 << 20);
+
+        driver_round(STRATA_BF16, x, out, 2);
+        cr_assert_eq(out[0], 0.0f, "a subnormal bf16 input counts as 0: %a", out[0]);
+        cr_assert_eq(out[1], (float)bf16_ref(x[1]), "a normal one does not");
+        d->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out, 1, scratch);
+        cr_assert_eq(out[0], 0.0f, "a subnormal product is flushed: %a", out[0]);
+        free(scratch);
+}
+
 Test(precision, random_values_round_as_the_reference)
 {
         enum { N = 4096 };

@@ -44,6 +44,8 @@ Test(strata_train_cli, bad_options_exit_2)
         expect_usage_error("--dropout 1.5", "--dropout");
         expect_usage_error("--batch 16000000 --model 784-65536-65536-10", "needs");
         expect_usage_error("--accelerator tpu", "--accelerator");
+        expect_usage_error("--precision bf16", "--precision");
+        expect_usage_error("--precision", "--precision");
         /* Refused before training instead of failing (or doing nothing) late. */
         expect_usage_error("--synthetic 2048 --batch 64 --accumulate 33", "longer than an epoch's 32 batches");
         expect_usage_error("--synthetic 2048 --batch 96 --strategy ddp --devices 20",
