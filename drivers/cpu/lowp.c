@@ -158,6 +158,7 @@ static void gemm_bf16(int ta, int tb, int m, int n, int k, float alpha, const fl
 
 /* dst[i] = src[i] rounded to the nearest f16 value (F16C when the CPU has it). */
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 __attribute__((target("avx,f16c"))) static void round_f16_hw(float *dst, const float *src,
                                                              size_t n)
@@ -172,10 +173,29 @@ __attribute__((target("avx,f16c"))) static void round_f16_hw(float *dst, const f
 }
 #endif
 
+/* CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
+static int have_f16c(void)
+{
+#if defined(__x86_64__)
+        unsigned a, b, c, d;
+
+        return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+#else
+        return 0;
+#endif
+}
+
+static int use_f16c; /* set once by prepare_lp: CPUID traps to the hypervisor in a VM */
+
+static void detect_f16c(void)
+{
+        use_f16c = have_f16c();
+}
+
 static void round_f16(float *dst, const float *src, size_t n)
 {
 #if defined(__x86_64__)
-        if (__builtin_cpu_supports("f16c")) {
+        if (use_f16c) {
                 round_f16_hw(dst, src, n);
                 return;
         }
@@ -242,10 +262,12 @@ static void compile_kernel(void)
 
 int strata__cpu_prepare_lp(enum strata_dtype dt)
 {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        static pthread_once_t once = PTHREAD_ONCE_INIT, f16_once = PTHREAD_ONCE_INIT;
 
-        if (dt == STRATA_F16)
+        if (dt == STRATA_F16) {
+                pthread_once(&f16_once, detect_f16c);
                 return STRATA_OK;
+        }
         if (dt != STRATA_BF16)
                 return strata__fail(STRATA_EINVAL, "cpu: no mixed-precision GEMM for dtype %d",
                                     (int)dt);

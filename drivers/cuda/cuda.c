@@ -335,6 +335,46 @@ static void cuda_gemm(int ta, int tb, int m, int n, int k, float alpha, const fl
 
 #define S (me()->stream)
 
+/*
+ * Mixed precision: both operands, as stored, rounded into the scratch as bf16 or f16, then
+ * cublasGemmEx with f32 output and f32 compute (TF32 never: the operands are already low
+ * precision). Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in gemm.
+ */
+static void cuda_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                         int ldc, void *scratch)
+{
+        int bf = dt == STRATA_BF16, ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k;
+        int bc = tb ? k : n;
+        cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
+        char *a16 = scratch, *b16 = a16 + ((size_t)ar * ac * 2 + 255) / 256 * 256;
+
+        if (m <= 0 || n <= 0)
+                return;
+        strata__k_round_half(S, a16, a, ar, ac, lda, bf);
+        strata__k_round_half(S, b16, b, br, bc, ldb, bf);
+        launched("round operands");
+        blas_note(cublasGemmEx(me()->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b16, t,
+                               bc > 0 ? bc : 1, a16, t, ac > 0 ? ac : 1, &beta, c, CUDA_R_32F,
+                               ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                  "gemm_lp");
+}
+
+static size_t cuda_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
+{
+        (void)dt, (void)dim;
+        return elems * 2 + 512; /* two 256-byte aligned halves */
+}
+
+static int cuda_prepare_lp(enum strata_dtype dt)
+{
+        if (dt != STRATA_BF16 && dt != STRATA_F16)
+                return strata__fail(STRATA_EINVAL, "cuda: no mixed-precision GEMM for dtype %d",
+                                    (int)dt);
+        return STRATA_OK;
+}
+
 static void cuda_fill_rows(float *y, const float *bias, int rows, int cols)
 {
         strata__k_fill_rows(S, y, bias, rows, cols);
@@ -543,4 +583,7 @@ const struct strata_device_ops strata__cuda_driver = {
         .local_pus = cuda_local_pus,
         .reduce_many = cuda_reduce_many,
         .copy_many = cuda_copy_many,
+        .gemm_lp = cuda_gemm_lp,
+        .gemm_lp_bytes = cuda_gemm_lp_bytes,
+        .prepare_lp = cuda_prepare_lp,
 };

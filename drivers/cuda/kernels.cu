@@ -4,6 +4,8 @@
  * a fixed combine order; whole-vector reductions use a fixed grid of STRATA__CUDA_PARTIALS
  * blocks and a fixed tree. Nothing depends on timing, so every result is reproducible.
  */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "drivers/cuda/kernels.h"
@@ -65,6 +67,18 @@ __global__ void k_fill(float *dst, float v, size_t n)
 {
         FOR_EACH(i, n)
                 dst[i] = v;
+}
+
+__global__ void k_round_half(void *dst, const float *src, int rows, int cols, int ld, int bf16)
+{
+        FOR_EACH(i, (size_t)rows * cols) {
+                float v = src[(i / cols) * (size_t)ld + i % cols];
+
+                if (bf16)
+                        ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(v);
+                else
+                        ((__half *)dst)[i] = __float2half_rn(v);
+        }
 }
 
 __global__ void k_mul(const float *a, const float *b, float *dst, size_t n)
@@ -373,6 +387,13 @@ void strata__k_dropout(void *s, const float *x, float *y, float *mask, size_t n,
 void strata__k_fill(void *s, float *dst, float v, size_t n)
 {
         k_fill<<<grid_for(n), THREADS, 0, STREAM(s)>>>(dst, v, n);
+}
+
+void strata__k_round_half(void *s, void *dst, const float *src, int rows, int cols, int ld,
+                          int bf16)
+{
+        k_round_half<<<grid_for((size_t)rows * cols), THREADS, 0, STREAM(s)>>>(dst, src, rows,
+                                                                             cols, ld, bf16);
 }
 
 void strata__k_mul(void *s, const float *a, const float *b, float *dst, size_t n)

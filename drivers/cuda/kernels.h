@@ -30,6 +30,10 @@ void strata__k_softmax_xent(void *s, const float *logits, const int32_t *labels,
 void strata__k_dropout(void *s, const float *x, float *y, float *mask, size_t n, float p,
                        uint64_t seed, uint64_t stream, uint64_t first);
 void strata__k_fill(void *s, float *dst, float v, size_t n);
+/* dst (rows x cols, contiguous) = src (rows x cols, leading dimension ld) rounded to bf16
+ * (@p bf16) or f16, nearest even: a mixed-precision GEMM's operand. */
+void strata__k_round_half(void *s, void *dst, const float *src, int rows, int cols, int ld,
+                          int bf16);
 void strata__k_mul(void *s, const float *a, const float *b, float *dst, size_t n);
 void strata__k_col_stats(void *s, const float *x, int rows, int cols, const float *center,
                          float *out);

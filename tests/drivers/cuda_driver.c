@@ -161,6 +161,30 @@ Test(cuda_driver, reproducible_bitwise)
         cr_assert_eq(memcmp(a, b, n * sizeof(float)), 0, "two CUDA runs differ");
 }
 
+/* Mixed precision through cublasGemmEx: near the CPU's bf16/f16 runs, repeatable bitwise. */
+Test(cuda_driver, mixed_precision_matches_cpu_and_repeats, .timeout = 60)
+{
+        static float cpu[2048], gpu[2048], again[2048];
+        struct rig r;
+        size_t n = RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES;
+
+        NEED_GPU();
+        for (int p = STRATA_PRECISION_BF16_MIXED; p <= STRATA_PRECISION_16_MIXED; p++) {
+                double d;
+
+                rig_init(&r, 0);
+                r.cfg.precision = (enum strata_precision)p;
+                rig_train(&r, 20, cpu, n);
+                r.cfg.accelerator = STRATA_ACCEL_CUDA;
+                rig_train(&r, 20, gpu, n);
+                rig_train(&r, 20, again, n);
+                d = rig_rel_diff(gpu, cpu, n);
+                cr_assert_leq(d, 1e-2, "%s: CUDA differs from CPU by %g",
+                              strata_precision_name(r.cfg.precision), d);
+                cr_assert_eq(memcmp(gpu, again, n * sizeof(float)), 0, "two CUDA runs differ");
+        }
+}
+
 static void no_allocation(enum strata_strategy_kind kind, int devices)
 {
         struct strata_runtime *rt;
