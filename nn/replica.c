@@ -122,7 +122,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
-        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, lp_dim = (size_t)rows;
+        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0;
         int in = m->in_features, width = in;
         void *p;
 
@@ -153,8 +153,6 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                             s.lp_per_row);
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
-                if ((size_t)(in > s.out ? in : s.out) > lp_dim)
-                        lp_dim = (size_t)(in > s.out ? in : s.out);
                 in = s.out;
                 width = in > width ? in : width;
         }
@@ -194,7 +192,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                    r->layers ? &l->aux : &(float *){ 0 }));
                 in = s.out;
         }
-        STRATA_TRY(layout_lp(r, mem, lp_elems, lp_dim, compute));
+        /* Every GEMM dimension is a layer width or the rows. */
+        STRATA_TRY(layout_lp(r, mem, lp_elems, (size_t)(rows > width ? rows : width), compute));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[0]));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[1]));
         STRATA_TRY(alloc_f(d, (size_t)rows * m->in_features, &r->x_stage));

@@ -161,6 +161,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
         struct strata_runtime *rt;
         struct strata_trace *tr;
         int world, rows, hv = drv->host_visible;
+        enum strata_dtype compute = strata__precision(c->precision)->compute;
         void *p;
 
         STRATA_TRY(strata__world(c, &world));
@@ -172,8 +173,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 mem.dev = &pdev;
                 mem.pinned = &ppin;
         }
-        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0,
-                                          strata__precision(c->precision)->compute));
+        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -204,7 +204,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                         mem.pinned = &pin;
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
-                                                  strata__precision(c->precision)->compute));
+                                                  compute));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->devices,
