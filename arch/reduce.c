@@ -38,10 +38,23 @@ COMBINE(double, combine_f64)
 COMBINE(int32_t, combine_i32)
 COMBINE(int64_t, combine_i64)
 
-STRATA_SIMD static void widen_bf16(float *restrict acc, const uint16_t *restrict s, size_t n)
+STRATA_SIMD void strata__from_bf16(float *restrict dst, const uint16_t *restrict src, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                acc[i] = strata__bf16_to_f32(s[i]);
+                dst[i] = strata__bf16_to_f32(src[i]);
+}
+
+/* Branch-free so that it vectorises; the same values as strata__f32_to_bf16. */
+STRATA_SIMD void strata__to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+
+                memcpy(&u, &src[i], 4);
+                dst[i] = (u & 0x7fffffffu) > 0x7f800000u
+                                 ? (uint16_t)((u >> 16) | 0x40u)
+                                 : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        }
 }
 
 static void widen_f16(float *restrict acc, const uint16_t *restrict s, size_t n)
@@ -150,7 +163,7 @@ static void reduce_half(int bf, int op, void *const *dst, int ndst, const void *
                         const uint16_t *s = (const uint16_t *)src[r] + b;
 
                         if (bf)
-                                widen_bf16(r ? tmp : acc, s, n);
+                                strata__from_bf16(r ? tmp : acc, s, n);
                         else
                                 widen_f16(r ? tmp : acc, s, n);
                         if (r)

@@ -6,6 +6,7 @@
 #define STRATA_ARCH_REDUCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strata/tensor.h"
 
@@ -22,6 +23,16 @@ void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int nds
 
 /** Copy bytes [lo, hi) of src to every dst, non-temporal when @p nt. */
 void strata__copy_many(void *const *dst, int ndst, const void *src, size_t lo, size_t hi, int nt);
+
+/**
+ * dst[i] = bf16(src[i]) for i < n: round to nearest even, NaN kept quiet, overflow to
+ * infinity (strata__f32_to_bf16, vectorised). The mixed-precision GEMMs' operand packing and
+ * ddp's bf16 gradient all-reduce share it.
+ */
+void strata__to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n);
+
+/** dst[i] = src[i] widened exactly from bf16 to f32, for i < n (vectorised). */
+void strata__from_bf16(float *restrict dst, const uint16_t *restrict src, size_t n);
 
 /** Make non-temporal stores visible before a barrier. */
 void strata__store_fence(void);

@@ -118,7 +118,8 @@ static int layout_lp(struct strata__replica *r, const struct strata__replica_mem
 
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
-                           int rows, int dev, enum strata_dtype compute)
+                           int rows, int dev, enum strata_dtype compute,
+                           enum strata_dtype grad_comm)
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
@@ -164,6 +165,10 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                     "parameters overflows a size", nparam);
         STRATA_TRY(alloc_f(d, nparam, &r->params));
         STRATA_TRY(alloc_f(d, nparam, &r->grads));
+        if (grad_comm != STRATA_F32) {
+                STRATA_TRY(strata_arena_alloc(d, nparam * strata_dtype_size(grad_comm), 64, &p));
+                r->grad_stage = p;
+        }
         STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));
         in = m->in_features;
         for (int i = 0; i < m->nmodules; i++) {

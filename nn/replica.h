@@ -37,6 +37,7 @@ struct strata__replica {
         enum strata_dtype compute; /* GEMM operand type (the precision plugin's) */
         void *lp_scratch;          /* mixed precision: the GEMM scratch (NULL in fp32) */
         size_t lp_elems, lp_dim;   /* what it was sized for */
+        void *grad_stage;          /* gradients in the all-reduce's type, when not f32 */
         struct strata_track *track; /* this device's track (strata/trace.h), or NULL */
         struct strata_arena arena;
 };
@@ -52,11 +53,14 @@ struct strata__replica_mem {
 /**
  * Carve a replica for @p model. With a host-visible driver the three arenas may be one; the
  * staging then aliases the device buffers and costs nothing. A @p compute type other than
- * f32 adds the driver's GEMM scratch for the largest GEMM a module declares.
+ * f32 adds the driver's GEMM scratch for the largest GEMM a module declares; a @p grad_comm
+ * type other than f32 adds a copy of the gradients in that type (grad_stage), where a
+ * strategy that all-reduces them in it stages them.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
-                           int rows_max, int dev, enum strata_dtype compute);
+                           int rows_max, int dev, enum strata_dtype compute,
+                           enum strata_dtype grad_comm);
 
 /** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);

@@ -34,6 +34,7 @@ static const struct key keys[] = {
         K("processes", INT, processes),        K("mpi_allreduce", INT, mpi_allreduce),
         K("precision", INT, precision),        K("loss_scale_init", FLOAT, loss_scale_init),
         K("loss_scale_interval", INT, loss_scale_interval),
+        K("grad_allreduce", INT, grad_allreduce),
         K("optim.kind", INT, optim.kind),      K("optim.lr", FLOAT, optim.lr),
         K("optim.momentum", FLOAT, optim.momentum),
         K("optim.dampening", FLOAT, optim.dampening),

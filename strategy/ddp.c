@@ -3,7 +3,8 @@
  * Parameters are broadcast from device 0 at connect; gradients are summed across devices in
  * buckets (reverse layer order, 25 MB cap) as soon as each bucket's gradients are complete
  * during backward, in bucket order; on accumulation micro-batches nothing is communicated
- * (no_sync). Every device then takes the same optimizer step on identical inputs.
+ * (no_sync). Every device then takes the same optimizer step on identical inputs. With
+ * cfg.grad_allreduce bf16 the buckets travel as bf16 (rounded, summed in f32, rounded once).
  *
  * States: children of the multi-device parents (strategy/multi.c); ddp overrides ENV_READY
  * (broadcast after init), CONNECTED (plan the buckets) and FORWARD_DONE (bucketed all-reduce).
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "strata/status.h"
+#include "arch/reduce.h"
 #include "strategy/multi.h"
 
 struct ddp {
@@ -104,6 +106,24 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
         return STRATA_SM_PARENT;
 }
 
+/*
+ * Sum elements [lo, lo + n) of every device's gradients. In bf16 (cfg.grad_allreduce) they
+ * are rounded into the replica's staging, all-reduced there and widened back.
+ */
+static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo, size_t n)
+{
+        uint16_t *s = (uint16_t *)r->grad_stage + lo;
+
+        if (!r->grad_stage)
+                return strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + lo, r->grads + lo,
+                                              n, STRATA_F32, STRATA_OP_SUM);
+        strata__to_bf16(s, r->grads + lo, n);
+        STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev, s, s, n, STRATA_BF16,
+                                          STRATA_OP_SUM));
+        strata__from_bf16(r->grads + lo, s, n);
+        return STRATA_OK;
+}
+
 static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 
 /* All-reduce every bucket whose last layer's gradients just became ready. */
@@ -121,10 +141,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                 if (d->bucket_close[k] != layer)
                         continue;
                 t0 = strata_track_begin(r->track, &span_bucket, NULL);
-                rc = strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + d->bucket_lo[k],
-                                            r->grads + d->bucket_lo[k],
-                                            d->bucket_hi[k] - d->bucket_lo[k], STRATA_F32,
-                                            STRATA_OP_SUM);
+                rc = all_reduce_grads(d, r, d->bucket_lo[k], d->bucket_hi[k] - d->bucket_lo[k]);
                 strata_track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }
@@ -168,4 +185,5 @@ const struct strata__strategy strata__ddp = {
         .root_device = strata__root_device,
         .world_size = strata__world_size,
         .handles_gradient_accumulation = 1,
+        .all_reduces_gradients = 1,
 };

@@ -64,4 +64,5 @@ const struct strata__strategy strata__mpi = {
         .world_size = strata__world_size,
         .processes = mpi_processes,
         .handles_gradient_accumulation = 1,
+        .all_reduces_gradients = 1,
 };

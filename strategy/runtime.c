@@ -94,6 +94,17 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                 return strata__fail(STRATA_EINVAL, "loss_scale_init %g must be finite and >= 0, "
                                                    "loss_scale_interval %d >= 0",
                                     c->loss_scale_init, c->loss_scale_interval);
+        if (c->grad_allreduce != STRATA_F32 && c->grad_allreduce != STRATA_BF16)
+                return strata__fail(STRATA_EINVAL, "grad_allreduce %d is not STRATA_F32 or "
+                                                   "STRATA_BF16", (int)c->grad_allreduce);
+        if (c->grad_allreduce == STRATA_BF16 && !(*st)->all_reduces_gradients)
+                return strata__fail(STRATA_EINVAL, "grad_allreduce bf16 applies where gradients "
+                                                   "are all-reduced (ddp, spawn, mpi), not under "
+                                                   "%s", (*st)->name);
+        if (c->grad_allreduce == STRATA_BF16 && !(*dev)->host_visible)
+                return strata__fail(STRATA_ENOTSUP, "grad_allreduce bf16 rounds gradients in "
+                                                   "host memory; the %s driver's are on the "
+                                                   "device", (*dev)->name);
         if (c->replication_callbacks && !(*st)->replication_callbacks)
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
@@ -173,7 +184,8 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 mem.dev = &pdev;
                 mem.pinned = &ppin;
         }
-        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute));
+        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
+                                          c->grad_allreduce));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -204,7 +216,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                         mem.pinned = &pin;
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
-                                                  compute));
+                                                  compute, c->grad_allreduce));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->devices,

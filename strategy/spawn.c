@@ -224,4 +224,5 @@ const struct strata__strategy strata__spawn = {
         .world_size = strata__world_size,
         .processes = spawn_processes,
         .handles_gradient_accumulation = 1,
+        .all_reduces_gradients = 1,
 };

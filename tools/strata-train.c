@@ -60,6 +60,7 @@ struct opts {
         int allow_nonfinite;    /* keep going when the loss is NaN or infinite */
         int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
         enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
+        enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -122,6 +123,8 @@ static void usage(FILE *f)
                 "                      or srun, N devices per process (best one process a node)\n"
                 "  --precision P       32 (default), bf16-mixed or 16-mixed (GEMM operands bf16 or\n"
                 "                      f16, f32 master weights; 16-mixed scales the loss)\n"
+                "  --grad-allreduce T  ddp, spawn, mpi: gradients all-reduced in 32 (default) or\n"
+                "                      bf16 (half the bytes; rounded before and after the sum)\n"
                 "  --mpi-allreduce     mpi: gradients through MPI_Allreduce (faster; its order is\n"
                 "                      Open MPI's, so results are not bitwise reproducible)\n"
                 "  --accelerator cpu|cuda (default cpu; cuda defaults to single, and dp/ddp run\n"
@@ -227,7 +230,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
                 { "bind", 1, 0, 'P' },      { "allow-nonfinite", 0, 0, 'N' },
                 { "mpi-allreduce", 0, 0, 'Q' }, { "precision", 1, 0, 'p' },
-                { 0, 0, 0, 0 },
+                { "grad-allreduce", 1, 0, 'F' }, { 0, 0, 0, 0 },
         };
         long v;
         int c;
@@ -284,6 +287,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         if (strata_precision_parse(optarg, &o->precision))
                                 return bad("--precision: '%s' is not 32, bf16-mixed or "
                                            "16-mixed%s", optarg, "");
+                        break;
+                case 'F':
+                        if (!strcmp(optarg, "32")) o->grad_allreduce = STRATA_F32;
+                        else if (!strcmp(optarg, "bf16")) o->grad_allreduce = STRATA_BF16;
+                        else return bad("--grad-allreduce: '%s' is not 32 or bf16%s", optarg, "");
                         break;
                 case 'P':
                         if (!strcmp(optarg, "cores")) o->bind = STRATA_BIND_CORES;
@@ -877,6 +885,7 @@ static int train(int argc, char **argv)
         cfg.bind = o.bind;
         cfg.allow_nonfinite = o.allow_nonfinite;
         cfg.precision = o.precision;
+        cfg.grad_allreduce = o.grad_allreduce;
         cfg.trace_events = (size_t)o.trace_events;
         cfg.stall_s = o.stall_s;
         cfg.timeout_s = o.timeout_s;

@@ -23,6 +23,7 @@
 
 #include "strata/status.h"
 #include "arch/half.h"
+#include "arch/reduce.h"
 #include "arch/simd.h"
 #include "base/base.h"
 #include "drivers/drivers.h"
@@ -36,19 +37,6 @@ static libxsmm_bsmmfunction_reducebatch_strd kernel;
 static size_t round_up(size_t x, size_t b)
 {
         return (x + b - 1) / b * b;
-}
-
-/* dst[i] = bf16(src[i]) (round to nearest even, NaN kept quiet): branch-free, vectorised. */
-STRATA_SIMD static void to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n)
-{
-        for (size_t i = 0; i < n; i++) {
-                uint32_t u;
-
-                memcpy(&u, &src[i], 4);
-                dst[i] = (u & 0x7fffffffu) > 0x7f800000u
-                                 ? (uint16_t)((u >> 16) | 0x40u)
-                                 : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-        }
 }
 
 /*
@@ -71,7 +59,7 @@ static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, si
                 for (size_t i = 0; i < r; i++) {
                         uint32_t *o = d32 + (i / BM) * BM * (kp / 2) + i % BM;
 
-                        to_bf16(row, p + i * (size_t)ld, k);
+                        strata__to_bf16(row, p + i * (size_t)ld, k);
                         if (k & 1)
                                 row[k] = 0;
                         for (size_t k2 = 0; k2 < (k + 1) / 2; k2++)
@@ -80,7 +68,7 @@ static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, si
                 return;
         }
         for (size_t kk = 0; kk < k; kk++) { /* columns of S are contiguous: interleave two */
-                to_bf16(row, p + kk * (size_t)ld, r);
+                strata__to_bf16(row, p + kk * (size_t)ld, r);
                 for (size_t i = 0; i < r; i++)
                         dst[((i / BM) * BM * (kp / 2) + (kk / 2) * BM + i % BM) * 2 + (kk & 1)] =
                                 row[i];
@@ -96,7 +84,7 @@ static void pack_plain(uint16_t *dst, const float *p, int t, int ld, size_t r, s
                 for (size_t j = 0; j < r; j++) {
                         uint16_t *o = dst + (j / BN) * BN * kp + j % BN * KB;
 
-                        to_bf16(row, p + j * (size_t)ld, k);
+                        strata__to_bf16(row, p + j * (size_t)ld, k);
                         for (size_t k0 = 0; k0 < k; k0 += KB)
                                 memcpy(o + k0 * BN, row + k0,
                                        sizeof(uint16_t) * (k - k0 < KB ? k - k0 : KB));
@@ -106,7 +94,7 @@ static void pack_plain(uint16_t *dst, const float *p, int t, int ld, size_t r, s
         for (size_t kk = 0; kk < k; kk++) {
                 uint16_t *o = dst + (kk / KB) * KB * BN + kk % KB;
 
-                to_bf16(row, p + kk * (size_t)ld, r);
+                strata__to_bf16(row, p + kk * (size_t)ld, r);
                 for (size_t j = 0; j < r; j++)
                         o[(j / BN) * BN * kp + j % BN * KB] = row[j];
         }

@@ -111,6 +111,14 @@ struct strata_config {
         float loss_scale_init;
         /** 16-mixed: clean steps before the scale doubles (0 = 2000). */
         int loss_scale_interval;
+        /**
+         * ddp, spawn, mpi: the type gradients are all-reduced in. STRATA_F32 (default): exact
+         * f32 sums. STRATA_BF16: half the bytes between devices and processes; each device's
+         * gradients are rounded to bf16, summed in f32 in the same fixed order (runs stay
+         * bitwise reproducible) and the sum rounded to bf16 once, as PyTorch DDP's
+         * bf16_compress_hook. Needs a host-memory driver (the CPU's).
+         */
+        enum strata_dtype grad_allreduce;
 };
 
 #define STRATA_CONFIG_INIT                                                                     \

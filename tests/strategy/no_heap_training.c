@@ -6,7 +6,7 @@
 
 /* Train, evaluate and predict over an epoch with the heap counter on: it must stay at 0. */
 static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
-                    enum strata_precision precision)
+                    enum strata_precision precision, enum strata_dtype grads)
 {
         struct strata_runtime *rt;
         struct strata_batch b;
@@ -24,6 +24,7 @@ static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
         r.cfg.sync_bn = n > 1;
         r.cfg.replication_callbacks = kind == STRATA_STRATEGY_DP;
         r.cfg.precision = precision;
+        r.cfg.grad_allreduce = grads;
         if (adamw) {
                 r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
                 r.cfg.optim.momentum = 0.0f;
@@ -46,21 +47,22 @@ static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
 
 Test(no_heap_training, dp_and_ddp)
 {
-        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_32);
-        no_heap(STRATA_STRATEGY_DP, 3, 0, STRATA_PRECISION_32);
+        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_32, STRATA_F32);
+        no_heap(STRATA_STRATEGY_DP, 3, 0, STRATA_PRECISION_32, STRATA_F32);
 }
 
-/* libxsmm's kernels are compiled at setup; a call only packs into the planned scratch. */
+/* libxsmm's kernels are compiled at setup; a call only packs into the planned scratch. The
+ * bf16 gradient all-reduce stages in the replica's planned buffer. */
 Test(no_heap_training, mixed_precision)
 {
-        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED);
-        no_heap(STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED);
-        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED);
+        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_BF16);
+        no_heap(STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED, STRATA_F32);
+        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
 }
 
 Test(no_heap_training, zero_allocations_in_steps)
 {
-        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_32);
+        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_32, STRATA_F32);
 }
 
 Test(no_heap_training, the_counter_sees_allocations)

@@ -1,0 +1,165 @@
+/*
+ * ddp's bf16 gradient all-reduce (cfg.grad_allreduce). Each device's gradients, computed here
+ * by single-device runtimes on its half of the batch, are rounded to bf16 by an independent
+ * reference (frexp/nearbyint), summed and rounded again; ddp's reduced gradients must be
+ * exactly that, on every device, where the f32 all-reduce gives the exact f32 sum. Also: runs
+ * repeat bitwise, the staging is in the plan (plan = used), and bad input is refused.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tests/support/devsim.h"
+#include "tests/support/rig.h"
+
+#define NP (RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES)
+
+/* x rounded to bf16, nearest even, computed without the library's bit tricks. */
+static float bf16_ref(float x)
+{
+        int e;
+        double m;
+
+        if (x == 0.0f || !isfinite(x))
+                return x;
+        m = frexp(x, &e); /* the rig's gradients are normal numbers: 8 significant bits */
+        return (float)ldexp(nearbyint(ldexp(m, 8)), e - 8);
+}
+
+/* Device @p dev's flat gradient vector after one training step of @p c on @p b. */
+static void one_step_grads(const struct strata_config *c, const struct strata_batch *b,
+                           int dev, float *out)
+{
+        struct strata_runtime *rt;
+        struct strata_param p;
+        const float *v;
+        size_t n;
+
+        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_train_step(rt, b, NULL), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_parameters(rt, dev, &v, &n), STRATA_OK);
+        cr_assert_eq(n, NP);
+        cr_assert_eq(strata_parameter(rt, dev, 0, &p), STRATA_OK);
+        cr_assert_eq(p.offset, 0); /* trained groups tile the flat vector from group 0 */
+        memcpy(out, p.grad, sizeof(float) * NP);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* The rig's first batch, and its halves (the rows each of two ddp devices gets). */
+static void batches(struct rig *r, struct strata_batch *all, struct strata_batch *half)
+{
+        strata_loader_reset(&r->loader, r->idx, 256);
+        cr_assert(strata_loader_next(&r->loader, all));
+        cr_assert_eq(all->rows, RIG_BATCH);
+        for (int h = 0; h < 2; h++) {
+                int lo = h * RIG_BATCH / 2;
+
+                half[h] = *all;
+                half[h].rows = RIG_BATCH / 2;
+                half[h].y = all->y + lo;
+                if (all->x)
+                        half[h].x = all->x + (size_t)lo * (size_t)all->dim;
+                else
+                        half[h].index = all->index + lo;
+        }
+}
+
+Test(grad_allreduce, bf16_sum_of_rounded_gradients_rounded_once, .timeout = 60)
+{
+        static float ga[NP], gb[NP], f32[NP], bf[2][NP];
+        struct strata_batch all, half[2];
+        struct strata_config c;
+        struct rig r;
+        int exact_f32 = 0, differ = 0;
+
+        rig_init(&r, 0);
+        batches(&r, &all, half);
+        c = r.cfg;
+        c.batch = RIG_BATCH / 2;
+        one_step_grads(&c, &half[0], 0, ga);
+        one_step_grads(&c, &half[1], 0, gb);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        one_step_grads(&c, &all, 0, f32);
+        c.grad_allreduce = STRATA_BF16;
+        one_step_grads(&c, &all, 0, bf[0]);
+        one_step_grads(&c, &all, 1, bf[1]);
+        for (int i = 0; i < NP; i++) {
+                /* A device's share of the mean is half its half-batch mean: exact in f32. */
+                float a = ga[i] * 0.5f, b = gb[i] * 0.5f;
+                float want = bf16_ref(bf16_ref(a) + bf16_ref(b));
+
+                cr_assert_eq(f32[i], a + b, "f32 all-reduce, element %d: %a, want %a", i,
+                             (double)f32[i], (double)(a + b));
+                cr_assert_eq(bf[0][i], want, "bf16 all-reduce, element %d: %a, want %a", i,
+                             (double)bf[0][i], (double)want);
+                cr_assert_eq(bf[1][i], bf[0][i], "device 1 differs at element %d", i);
+                exact_f32 += bf16_ref(f32[i]) == f32[i];
+                differ += bf[0][i] != f32[i];
+        }
+        cr_assert_lt(exact_f32, NP / 2, "the f32 sums are mostly bf16 values: a weak test");
+        cr_assert_gt(differ, NP / 2, "bf16 all-reduce changed only %d of %d gradients", differ,
+                     NP);
+}
+
+Test(grad_allreduce, runs_repeat_bitwise_and_plan_is_used, .timeout = 60)
+{
+        static float a[NP], b[NP], f[NP];
+        struct strata_plan_info p32, p16;
+        struct strata_memory_info m;
+        struct strata_runtime *rt;
+        struct rig r;
+        struct strata_config c;
+
+        rig_init(&r, 0);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        rig_train_cfg(&r, &c, 20, f, NP);
+        cr_assert_eq(strata_plan(&c, &p32), STRATA_OK);
+        c.grad_allreduce = STRATA_BF16;
+        rig_train_cfg(&r, &c, 20, a, NP);
+        rig_train_cfg(&r, &c, 20, b, NP);
+        cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "bf16 all-reduce runs differ");
+        cr_assert_neq(memcmp(a, f, sizeof(a)), 0, "bf16 all-reduce trained as f32 does");
+        cr_assert_leq(rig_rel_diff(a, f, NP), 0.05, "bf16 all-reduce drifted from f32");
+        cr_assert_eq(strata_plan(&c, &p16), STRATA_OK);
+        cr_assert_geq(p16.bytes - p32.bytes, 2 * NP * sizeof(uint16_t),
+                      "the plan lacks the bf16 staging of 2 devices");
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        rig_steps(&r, rt, 3, NULL);
+        cr_assert_eq(strata_memory(rt, &m), STRATA_OK);
+        cr_assert_eq(m.used, m.planned, "used %zu, planned %zu", m.used, m.planned);
+        cr_assert_eq(m.planned, p16.bytes);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(grad_allreduce, bad_input_refused, .timeout = 30)
+{
+        struct strata_plan_info p;
+        struct strata_config c;
+        struct rig r;
+
+        rig_init(&r, 0);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.grad_allreduce = STRATA_F16;
+        cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "grad_allreduce"), "%s", strata_last_error());
+        c.grad_allreduce = (enum strata_dtype)-1;
+        cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
+        c.grad_allreduce = STRATA_BF16;
+        c.strategy = STRATA_STRATEGY_DP;
+        cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "not under dp"), "%s", strata_last_error());
+        c.strategy = STRATA_STRATEGY_SINGLE;
+        c.devices = 1;
+        cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
+        c.strategy = STRATA_STRATEGY_DDP;
+        c.devices = 2;
+        c.driver = devsim_driver(); /* gradients in device memory */
+        cr_assert_eq(strata_plan(&c, &p), STRATA_ENOTSUP);
+        cr_assert(strstr(strata_last_error(), "host memory"), "%s", strata_last_error());
+        c.driver = NULL;
+        cr_assert_eq(strata_config_set(&c, "grad_allreduce", STRATA_F32), STRATA_OK);
+        cr_assert_eq(c.grad_allreduce, STRATA_F32);
+        cr_assert_eq(strata_plan(&c, &p), STRATA_OK);
+}
