@@ -93,7 +93,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-train bench-gpu bench-ckpt bench-trace check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
@@ -245,6 +245,11 @@ bench-procs: tools
 
 bench-precision: tools
 	tools/bench-precision.sh
+
+# Gradients all-reduced in f32 or bf16 on 2 devices: speed (ddp, spawn, PyTorch DDP) and
+# accuracy after 10 epochs.
+bench-grad-allreduce: tools
+	tools/bench-grad-allreduce.sh $(REPS)
 
 # One GPU: Strata against PyTorch eager and Lightning (both must be installed there).
 bench-gpu: tools

@@ -169,11 +169,14 @@ static void reduce_half(int bf, int op, void *const *dst, int ndst, const void *
                         if (r)
                                 combine_f32(acc, tmp, n, op == STRATA__MEAN ? 0 : op);
                 }
-                for (size_t i = 0; i < n; i++) {
-                        float v = op == STRATA__MEAN ? acc[i] / (float)nsrc : acc[i];
-
-                        out[i] = bf ? strata__f32_to_bf16(v) : strata__f32_to_f16(v);
-                }
+                if (op == STRATA__MEAN)
+                        for (size_t i = 0; i < n; i++)
+                                acc[i] /= (float)nsrc;
+                if (bf)
+                        strata__to_bf16(out, acc, n);
+                else
+                        for (size_t i = 0; i < n; i++)
+                                out[i] = strata__f32_to_f16(acc[i]);
                 for (int d = 0; d < ndst; d++)
                         store((uint16_t *)dst[d] + b, out, n * 2, nt);
         }

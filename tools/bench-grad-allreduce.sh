@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Gradients all-reduced in f32 or bf16 (--grad-allreduce) on 2 devices, this machine:
+#  - speed: ddp (one process, shared memory) and spawn (two processes) alternated REPS times,
+#    medians of training samples/s (batch / median step, the test pass excluded), on the
+#    default MLP 784-256-128-10 (global batch 128, 0.94 MB of f32 gradients) and on
+#    784-2048-2048-10 (batch 512, 23.3 MB); beside PyTorch DDP over Gloo in f32, 2 processes,
+#    same run. (PyTorch's bf16_compress_hook cannot run here: Gloo refuses bf16 all_reduce.)
+#  - accuracy: ddp 2, Fashion-MNIST, 10 epochs, seed 0, f32 vs bf16 gradients, under
+#    precision 32 and bf16-mixed (deterministic: one run each).
+# Usage: tools/bench-grad-allreduce.sh [REPS] ; env BUILD (default build), ANCHORS.
+set -euo pipefail
+reps=${1:-3}
+
+. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+
+strata_sps() { # strategy model batch samples grad-type -> samples/s of the median step
+        "$train" --strategy "$1" --devices 2 --model "$2" --batch "$3" --synthetic "$4" \
+                --epochs 1 --grad-allreduce "$5" --json 2>/dev/null | grep '"final"' |
+                sed 's/.*"step_us_median":\([0-9.]*\).*/\1/' | awk -v b="$3" '{print b / $1 * 1e6}'
+}
+torch_ddp_sps() { # PyTorch DDP, Gloo, 2 processes, global batch 128, one thread each
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_mlp_fmnist.py" 2 1 128 |
+                sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
+}
+
+speed() { # model batch samples with-torch
+        local d32=() dbf=() s32=() sbf=() t=()
+        for _ in $(seq "$reps"); do
+                d32+=("$(strata_sps ddp "$1" "$2" "$3" 32)")
+                dbf+=("$(strata_sps ddp "$1" "$2" "$3" bf16)")
+                s32+=("$(strata_sps spawn "$1" "$2" "$3" 32)")
+                sbf+=("$(strata_sps spawn "$1" "$2" "$3" bf16)")
+                [ "$4" = 1 ] && t+=("$(torch_ddp_sps)")
+        done
+        local a b c d e=
+        a=$(printf '%s\n' "${d32[@]}" | median); b=$(printf '%s\n' "${dbf[@]}" | median)
+        c=$(printf '%s\n' "${s32[@]}" | median); d=$(printf '%s\n' "${sbf[@]}" | median)
+        echo "MLP $1, global batch $2, 2 devices; median of $reps alternated runs, samples/s"
+        printf '%-10s %12s %12s %10s\n' "" "f32 grads" "bf16 grads" "bf16/f32"
+        printf '%-10s %12.0f %12.0f %10.2f\n' ddp "$a" "$b" "$(ratio "$b" "$a")"
+        printf '%-10s %12.0f %12.0f %10.2f\n' spawn "$c" "$d" "$(ratio "$d" "$c")"
+        if [ "$4" = 1 ]; then
+                e=$(printf '%s\n' "${t[@]}" | median)
+                printf '%-10s %12.0f %12s   (Strata ddp bf16 / PyTorch: %.2f)\n' \
+                        "PyTorch DDP" "$e" "-" "$(ratio "$b" "$e")"
+        fi
+        echo
+}
+speed 784-256-128-10 128 25600 1
+speed 784-2048-2048-10 512 8192 0
+
+echo "ddp 2, Fashion-MNIST, 10 epochs, seed 0: test accuracy"
+printf '%-12s %10s %10s\n' precision "f32 grads" "bf16 grads"
+for p in 32 bf16-mixed; do
+        acc=()
+        for g in 32 bf16; do
+                acc+=("$("$train" --strategy ddp --devices 2 --epochs 10 --precision "$p" \
+                        --grad-allreduce "$g" --json 2>/dev/null | grep '"final"' |
+                        sed 's/.*"test_acc":\([0-9.]*\).*/\1/')")
+        done
+        printf '%-12s %10.4f %10.4f\n' "$p" "${acc[0]}" "${acc[1]}"
+done
