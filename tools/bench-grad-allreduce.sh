@@ -5,9 +5,9 @@
 #    default MLP 784-256-128-10 (global batch 128, 0.94 MB of f32 gradients) and on
 #    784-2048-2048-10 (batch 512, 23.3 MB); beside PyTorch DDP over Gloo in f32, 2 processes,
 #    same run. (PyTorch's bf16_compress_hook cannot run here: Gloo refuses bf16 all_reduce.)
-#  - accuracy: ddp 2, Fashion-MNIST, 10 epochs, seed 0, f32 vs bf16 gradients, under
-#    precision 32 and bf16-mixed (deterministic: one run each).
-# Usage: tools/bench-grad-allreduce.sh [REPS] ; env BUILD (default build), ANCHORS.
+#  - accuracy: ddp 2, Fashion-MNIST, 10 epochs, f32 vs bf16 gradients, under precision 32
+#    and bf16-mixed, seeds 0..SEEDS-1 (deterministic: one run each; the seeds show the spread).
+# Usage: tools/bench-grad-allreduce.sh [REPS] ; env BUILD (default build), ANCHORS, SEEDS (4).
 set -euo pipefail
 reps=${1:-3}
 
@@ -49,14 +49,18 @@ speed() { # model batch samples with-torch
 speed 784-256-128-10 128 25600 1
 speed 784-2048-2048-10 512 8192 0
 
-echo "ddp 2, Fashion-MNIST, 10 epochs, seed 0: test accuracy"
-printf '%-12s %10s %10s\n' precision "f32 grads" "bf16 grads"
+seeds=${SEEDS:-4}
+echo "ddp 2, Fashion-MNIST, 10 epochs: test accuracy for seeds 0..$((seeds - 1)), then the mean"
 for p in 32 bf16-mixed; do
-        acc=()
         for g in 32 bf16; do
-                acc+=("$("$train" --strategy ddp --devices 2 --epochs 10 --precision "$p" \
-                        --grad-allreduce "$g" --json 2>/dev/null | grep '"final"' |
-                        sed 's/.*"test_acc":\([0-9.]*\).*/\1/')")
+                acc=()
+                for seed in $(seq 0 $((seeds - 1))); do
+                        acc+=("$("$train" --strategy ddp --devices 2 --epochs 10 --seed "$seed" \
+                                --precision "$p" --grad-allreduce "$g" --json 2>/dev/null |
+                                grep '"final"' | sed 's/.*"test_acc":\([0-9.]*\).*/\1/')")
+                done
+                printf '%-11s %-11s' "$p" "$g grads"
+                printf ' %.4f' "${acc[@]}"
+                printf '   mean %.4f\n' "$(printf '%s\n' "${acc[@]}" | awk '{s+=$1} END {print s/NR}')"
         done
-        printf '%-12s %10.4f %10.4f\n' "$p" "${acc[0]}" "${acc[1]}"
 done
