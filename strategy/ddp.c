@@ -112,11 +112,12 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
  */
 static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo, size_t n)
 {
-        uint16_t *s = (uint16_t *)r->grad_stage + lo;
+        uint16_t *s;
 
         if (!r->grad_stage)
                 return strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + lo, r->grads + lo,
                                               n, STRATA_F32, STRATA_OP_SUM);
+        s = (uint16_t *)r->grad_stage + lo;
         strata__to_bf16(s, r->grads + lo, n);
         STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev, s, s, n, STRATA_BF16,
                                           STRATA_OP_SUM));
