@@ -15,8 +15,7 @@ reps=${1:-3}
 
 strata_sps() { # strategy model batch samples grad-type -> samples/s of the median step
         "$train" --strategy "$1" --devices 2 --model "$2" --batch "$3" --synthetic "$4" \
-                --epochs 1 --grad-allreduce "$5" --json 2>/dev/null | grep '"final"' |
-                sed 's/.*"step_us_median":\([0-9.]*\).*/\1/' | awk -v b="$3" '{print b / $1 * 1e6}'
+                --epochs 1 --grad-allreduce "$5" --json 2>/dev/null | step_sps "$3"
 }
 torch_ddp_sps() { # PyTorch DDP, Gloo, 2 processes, global batch 128, one thread each
         OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_mlp_fmnist.py" 2 1 128 |
@@ -33,14 +32,14 @@ speed() { # model batch samples with-torch
                 [ "$4" = 1 ] && t+=("$(torch_ddp_sps)")
         done
         local a b c d e=
-        a=$(printf '%s\n' "${d32[@]}" | median); b=$(printf '%s\n' "${dbf[@]}" | median)
-        c=$(printf '%s\n' "${s32[@]}" | median); d=$(printf '%s\n' "${sbf[@]}" | median)
+        a=$(median_of "${d32[@]}"); b=$(median_of "${dbf[@]}")
+        c=$(median_of "${s32[@]}"); d=$(median_of "${sbf[@]}")
         echo "MLP $1, global batch $2, 2 devices; median of $reps alternated runs, samples/s"
         printf '%-10s %12s %12s %10s\n' "" "f32 grads" "bf16 grads" "bf16/f32"
         printf '%-10s %12.0f %12.0f %10.2f\n' ddp "$a" "$b" "$(ratio "$b" "$a")"
         printf '%-10s %12.0f %12.0f %10.2f\n' spawn "$c" "$d" "$(ratio "$d" "$c")"
         if [ "$4" = 1 ]; then
-                e=$(printf '%s\n' "${t[@]}" | median)
+                e=$(median_of "${t[@]}")
                 printf '%-10s %12.0f %12s   (Strata ddp bf16 / PyTorch: %.2f)\n' \
                         "PyTorch DDP" "$e" "-" "$(ratio "$b" "$e")"
         fi

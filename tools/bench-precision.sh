@@ -11,8 +11,7 @@ reps=${1:-3}
 . "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
 strata_sps() { # model batch samples precision -> samples/s of the median training step
         "$train" --strategy single --model "$1" --batch "$2" --synthetic "$3" --epochs 1 \
-                --precision "$4" --json 2>/dev/null | grep '"final"' |
-                sed 's/.*"step_us_median":\([0-9.]*\).*/\1/' | awk -v b="$2" '{print b / $1 * 1e6}'
+                --precision "$4" --json 2>/dev/null | step_sps "$2"
 }
 torch_sps() { # model batch steps fp32|bf16
         OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_autocast_mlp.py" "$@"
@@ -30,9 +29,8 @@ bench() { # model batch samples steps
                 tbf+=("$(torch_sps "$1" "$2" "$4" bf16)")
         done
         local a b c d e
-        a=$(printf '%s\n' "${s32[@]}" | median); b=$(printf '%s\n' "${sbf[@]}" | median)
-        c=$(printf '%s\n' "${s16[@]}" | median); d=$(printf '%s\n' "${t32[@]}" | median)
-        e=$(printf '%s\n' "${tbf[@]}" | median)
+        a=$(median_of "${s32[@]}"); b=$(median_of "${sbf[@]}"); c=$(median_of "${s16[@]}")
+        d=$(median_of "${t32[@]}"); e=$(median_of "${tbf[@]}")
         echo "MLP $1, batch $2, one device, one thread; median of $reps alternated runs"
         printf '%-28s %12s %10s %12s %12s\n' "" samples/s "vs S 32" "vs T fp32" "vs T bf16"
         row "Strata 32" "$a" "$a" "$d" "$e"
