@@ -15,10 +15,11 @@ extern const struct strata_device_ops strata__cuda_driver;
  */
 int strata__blas_reserve(int n);
 
-/* drivers/cpu/lowp.c: the CPU driver's gemm_lp, gemm_lp_bytes and prepare_lp (device.h). */
+/* drivers/cpu/lowp.c: the CPU driver's gemm_lp, gemm_lp_io, gemm_lp_bytes and prepare_lp. */
 void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
                          int ldc, void *scratch);
+void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch);
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim);
 int strata__cpu_prepare_lp(enum strata_dtype dt);
 

@@ -49,7 +49,8 @@ static int linear_shape(const struct strata_layer *l, int in, struct strata_modu
                               { (size_t)l->desc->out, (size_t)in } },
                             { "bias", STRATA_F32, (size_t)l->desc->out, STRATA_ROLE_BIAS, 1,
                               { (size_t)l->desc->out, 1 } } },
-                .lp_fixed = w, .lp_per_row = (size_t)in + (size_t)l->desc->out };
+                .lp_fixed = w, .lp_per_row = (size_t)in + (size_t)l->desc->out,
+                .bf16_io = 1 };
         return STRATA_OK;
 }
 
@@ -62,13 +63,33 @@ static void linear_init(struct strata_layer *l, uint64_t seed)
                      INIT_STREAM(l->index, 1));
 }
 
+/*
+ * bf16-stored activations (the runtime chose them, so gemm_lp_io exists and the scratch fits
+ * the module's declared GEMMs): an f32 y starts from the bias as in fp32; a bf16 y gets the
+ * bias added to the f32 products before its one rounding, so it holds the fp32 path's values
+ * rounded.
+ */
 static void linear_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                            const float *x, float *y, int rows)
 {
         const float *w = l->param, *b = l->param + (size_t)l->in * l->out;
+        int bf16_y = c->y_type == STRATA_BF16;
 
-        c->dev->fill_rows(y, b, rows, l->out);
-        strata_gemm(c, 0, 1, rows, l->out, l->in, 1.0f, x, l->in, w, l->in, 1.0f, y, l->out);
+        if (!bf16_y)
+                c->dev->fill_rows(y, b, rows, l->out);
+        if (c->x_type == STRATA_F32 && !bf16_y) {
+                strata_gemm(c, 0, 1, rows, l->out, l->in, 1.0f, x, l->in, w, l->in, 1.0f, y,
+                            l->out);
+                return;
+        }
+        c->dev->gemm_lp_io(&(struct strata_gemm_io){ .dt = c->compute, .tb = 1, .m = rows,
+                                                     .n = l->out, .k = l->in, .alpha = 1.0f,
+                                                     .beta = bf16_y ? 0.0f : 1.0f, .a = x,
+                                                     .lda = l->in, .at = c->x_type, .b = w,
+                                                     .ldb = l->in, .c = y, .ldc = l->out,
+                                                     .ct = c->y_type,
+                                                     .bias = bf16_y ? b : NULL },
+                           c->lp_scratch);
 }
 
 static void linear_backward(struct strata_layer *l, const struct strata_step_ctx *c,
@@ -77,8 +98,18 @@ static void linear_backward(struct strata_layer *l, const struct strata_step_ctx
         float *dw = l->grad, *db = l->grad + (size_t)l->in * l->out;
 
         (void)y;
-        strata_gemm(c, 1, 0, l->out, l->in, rows, 1.0f, dy, l->out, x, l->in,
-                    l->grad_fresh ? 0.0f : 1.0f, dw, l->in);
+        if (c->x_type == STRATA_F32)
+                strata_gemm(c, 1, 0, l->out, l->in, rows, 1.0f, dy, l->out, x, l->in,
+                            l->grad_fresh ? 0.0f : 1.0f, dw, l->in);
+        else
+                c->dev->gemm_lp_io(&(struct strata_gemm_io){ .dt = c->compute, .ta = 1,
+                                                             .m = l->out, .n = l->in, .k = rows,
+                                                             .alpha = 1.0f,
+                                                             .beta = l->grad_fresh ? 0.0f : 1.0f,
+                                                             .a = dy, .lda = l->out, .b = x,
+                                                             .ldb = l->in, .bt = c->x_type,
+                                                             .c = dw, .ldc = l->in },
+                                   c->lp_scratch);
         c->dev->col_sums(dy, rows, l->out, db, !l->grad_fresh);
         if (dx)
                 strata_gemm(c, 0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in,
@@ -95,30 +126,41 @@ const struct strata_module_ops strata_linear = {
 
 /* ---- ReLU ---- */
 
-static int same_width(const struct strata_layer *l, int in, struct strata_module_shape *s)
+static int relu_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
         (void)l;
-        *s = (struct strata_module_shape){ .out = in };
+        *s = (struct strata_module_shape){ .out = in, .bf16_io = 1 };
         return STRATA_OK;
 }
 
 static void relu_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                          float *y, int rows)
 {
-        c->dev->relu(x, y, (size_t)rows * l->out);
+        size_t n = (size_t)rows * l->out;
+
+        if (c->x_type == STRATA_F32 && c->y_type == STRATA_F32)
+                c->dev->relu(x, y, n);
+        else
+                c->dev->relu_io(x, c->x_type, y, c->y_type, n);
 }
 
 static void relu_backward(struct strata_layer *l, const struct strata_step_ctx *c,
                           const float *x, const float *y, const float *dy, float *dx, int rows)
 {
+        size_t n = (size_t)rows * l->out;
+
         (void)x;
-        if (dx)
-                c->dev->relu_backward(y, dy, dx, (size_t)rows * l->out);
+        if (!dx)
+                return;
+        if (c->y_type == STRATA_BF16)
+                c->dev->relu_backward_bf16((const uint16_t *)(const void *)y, dy, dx, n);
+        else
+                c->dev->relu_backward(y, dy, dx, n);
 }
 
 const struct strata_module_ops strata_relu = {
         .name = "relu",
-        .shape = same_width,
+        .shape = relu_shape,
         .forward = relu_forward,
         .backward = relu_backward,
 };

@@ -116,6 +116,12 @@ static int layout_lp(struct strata__replica *r, const struct strata__replica_mem
         return STRATA_OK;
 }
 
+/* Whether activations between bf16_io modules are stored in bf16 (the driver has the ops). */
+static int bf16_activations(const struct strata_device_ops *d, enum strata_dtype compute)
+{
+        return compute == STRATA_BF16 && d->gemm_lp_io && d->relu_io && d->relu_backward_bf16;
+}
+
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev, enum strata_dtype compute,
@@ -124,7 +130,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
         size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0;
-        int in = m->in_features, width = in;
+        int in = m->in_features, width = in, bf16 = bf16_activations(mem->drv, compute);
+        unsigned char io[256]; /* each module's bf16_io */
         void *p;
 
         if (m->nmodules <= 0 || m->nmodules > 256)
@@ -139,6 +146,9 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         r->y = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(size_t) * (size_t)m->nmodules, 0, &p));
         r->poff = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(enum strata_dtype) * (size_t)m->nmodules, 0,
+                                      &p));
+        r->ytype = p;
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
 
@@ -154,6 +164,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                             s.lp_per_row);
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
+                io[i] = bf16 && s.bf16_io;
                 in = s.out;
                 width = in > width ? in : width;
         }
@@ -174,6 +185,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
                 struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
+                enum strata_dtype yt = i + 1 < m->nmodules && io[i] && io[i + 1] ? STRATA_BF16
+                                                                               : STRATA_F32;
 
                 STRATA_TRY(shape(&tmp, in, &s)); /* as in the first pass: shapes are pure */
                 if (r->layers) {
@@ -186,12 +199,15 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                                     .ngroups = s.ngroups };
                         memcpy(l->groups, s.groups, sizeof(l->groups));
                         r->poff[i] = off;
+                        r->ytype[i] = yt;
                         l->param = r->params ? r->params + off : NULL;
                         l->grad = r->grads ? r->grads + off : NULL;
                 }
                 off += s.params;
-                STRATA_TRY(alloc_f(d, (size_t)rows * s.out,
-                                   r->layers ? &r->y[i] : &(float *){ 0 }));
+                STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out * strata_dtype_size(yt), 0,
+                                              &p));
+                if (r->layers)
+                        r->y[i] = p;
                 STRATA_TRY(alloc_f(d, s.state, r->layers ? &l->state : &(float *){ 0 }));
                 STRATA_TRY(alloc_f(d, s.aux_fixed + (size_t)rows * s.aux_per_row,
                                    r->layers ? &l->aux : &(float *){ 0 }));
@@ -319,7 +335,7 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
         r->labels = r->y_stage;
 }
 
-/* The step context with this replica's GEMM precision and scratch. */
+/* The step context with this replica's GEMM precision and scratch (storage types per call). */
 static struct strata_step_ctx with_lp(const struct strata__replica *r,
                                       const struct strata_step_ctx *c)
 {
@@ -334,7 +350,7 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
 
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
-        const struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
+        struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         const float *x = r->x;
 
         for (int i = 0; i < r->nlayers; i++) {
@@ -342,6 +358,8 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
 
                 uint64_t t0 = strata_track_begin(r->track, &span_fwd, l->desc->ops->name);
 
+                cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
+                cc.y_type = r->ytype[i];
                 l->failed = STRATA_OK;
                 l->desc->ops->forward(l, c, x, r->y[i], r->rows);
                 strata_track_end(r->track, t0, i);
@@ -366,7 +384,7 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
                              strata__grad_ready_fn ready, void *h)
 {
-        const struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
+        struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         int cur = 0;
 
         for (int i = r->nlayers - 1; i >= 0; i--) {
@@ -375,6 +393,8 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
                 uint64_t t0 = strata_track_begin(r->track, &span_bwd, l->desc->ops->name);
 
+                cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
+                cc.y_type = r->ytype[i];
                 l->failed = STRATA_OK;
                 l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
                 strata_track_end(r->track, t0, i);

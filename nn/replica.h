@@ -15,7 +15,8 @@ struct strata__replica {
         const struct strata_device_ops *drv;
         int nlayers;
         struct strata_layer *layers;
-        float **y;                 /* output of each layer */
+        float **y;                 /* output of each layer, stored as ytype says */
+        enum strata_dtype *ytype;  /* f32, or bf16 between two bf16_io modules (bf16-mixed) */
         size_t *poff;              /* offset of each layer's parameters in the flat vector */
         float *params, *grads, *opt_state;
         size_t nparam, nopt;
@@ -55,7 +56,9 @@ struct strata__replica_mem {
  * staging then aliases the device buffers and costs nothing. A @p compute type other than
  * f32 adds the driver's GEMM scratch for the largest GEMM a module declares; a @p grad_comm
  * type other than f32 adds a copy of the gradients in that type (grad_stage), where a
- * strategy that all-reduces them in it stages them.
+ * strategy that all-reduces them in it stages them. Under bf16 compute on a driver with the
+ * bf16 activation operations, each activation between two modules that declare bf16_io is
+ * stored in bf16.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,

@@ -9,6 +9,8 @@
 #include "strata/device.h"
 #include "strata/status.h"
 #include "kernel/philox.h"
+#include "arch/half.h"
+#include "arch/reduce.h"
 #include "arch/simd.h"
 #include "base/base.h"
 #include "drivers/formulas.h"
@@ -52,6 +54,37 @@ STRATA_SIMD static void cpu_relu_backward(const float *y, const float *dy, float
 {
         for (size_t i = 0; i < n; i++)
                 dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* bf16 activations: chunks widened or narrowed through a stack buffer around the f32 ReLU. */
+#define RELU_CHUNK 512
+
+static void cpu_relu_io(const void *x, enum strata_dtype xt, void *y, enum strata_dtype yt,
+                        size_t n)
+{
+        float tmp[RELU_CHUNK];
+
+        if (xt == STRATA_F32 && yt == STRATA_F32) {
+                cpu_relu(x, y, n);
+                return;
+        }
+        for (size_t i = 0; i < n; i += RELU_CHUNK) {
+                size_t c = n - i < RELU_CHUNK ? n - i : RELU_CHUNK;
+                float *f = yt == STRATA_F32 ? (float *)y + i : tmp;
+
+                if (xt == STRATA_BF16)
+                        strata__from_bf16(f, (const uint16_t *)x + i, c);
+                cpu_relu(xt == STRATA_BF16 ? f : (const float *)x + i, f, c);
+                if (yt == STRATA_BF16)
+                        strata__to_bf16((uint16_t *)y + i, f, c);
+        }
+}
+
+STRATA_SIMD static void cpu_relu_backward_bf16(const uint16_t *y, const float *dy, float *dx,
+                                               size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dx[i] = strata__bf16_to_f32(y[i]) > 0.0f ? dy[i] : 0.0f;
 }
 
 STRATA_SIMD static void cpu_col_sums(const float *x, int rows, int cols, float *s, int acc)
@@ -310,4 +343,7 @@ const struct strata_device_ops strata__cpu_driver = {
         .gemm_lp = strata__cpu_gemm_lp,
         .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,
         .prepare_lp = strata__cpu_prepare_lp,
+        .gemm_lp_io = strata__cpu_gemm_lp_io,
+        .relu_io = cpu_relu_io,
+        .relu_backward_bf16 = cpu_relu_backward_bf16,
 };

@@ -9,6 +9,8 @@
  * as panels of fixed blocks (A' in libxsmm's VNNI pairs along k, B' plain), zero-padded to
  * whole blocks, so one kernel with constant leading dimensions serves every shape. Each
  * tile of C' is computed into a scratch tile and combined into C with alpha and beta.
+ * gemm_lp_io reads operands already stored in bf16 as they are and can round C to bf16 (with
+ * a bias added first): bf16-mixed keeps the activations between Linear and ReLU in bf16.
  *
  * f16: this CPU has no f16 GEMM instructions (no AVX512_FP16), so operands are rounded to
  * f16 values held in f32 and multiplied by OpenBLAS: f16's numerics (range, rounding,
@@ -41,16 +43,26 @@ static size_t round_up(size_t x, size_t b)
 
 /*
  * The operands are logical R x K matrices S over p: S(i, kk) = p[i * ld + kk], or, when
- * transposed (t), p[kk * ld + i]. Each packer converts whole source rows (contiguous runs)
- * into @p row (scratch of max(R, K) halves) and places them; what lies past R or K is zero.
+ * transposed (t), p[kk * ld + i], stored as f32 or bf16 (pt). Each packer brings whole source
+ * rows (contiguous runs) into @p row (scratch of max(R, K) halves) as bf16 and places them;
+ * what lies past R or K is zero.
  */
+
+/* Elements [off, off + n) of p, stored as @p pt, into row as bf16: rounded, or copied. */
+static void load_bf16(uint16_t *row, const void *p, enum strata_dtype pt, size_t off, size_t n)
+{
+        if (pt == STRATA_BF16)
+                memcpy(row, (const uint16_t *)p + off, n * sizeof(uint16_t));
+        else
+                strata__to_bf16(row, (const float *)p + off, n);
+}
 
 /*
  * A' panels: for each block of BM rows, every pair of k as [BM][2] bf16 (libxsmm's VNNI
  * layout for A: a panel is [kp / 2][BM][2]).
  */
-static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, size_t k,
-                      size_t rp, size_t kp, uint16_t *row)
+static void pack_vnni(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
+                      size_t r, size_t k, size_t rp, size_t kp, uint16_t *row)
 {
         uint32_t *d32 = (uint32_t *)(void *)dst; /* one VNNI pair */
 
@@ -59,7 +71,7 @@ static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, si
                 for (size_t i = 0; i < r; i++) {
                         uint32_t *o = d32 + (i / BM) * BM * (kp / 2) + i % BM;
 
-                        strata__to_bf16(row, p + i * (size_t)ld, k);
+                        load_bf16(row, p, pt, i * (size_t)ld, k);
                         if (k & 1)
                                 row[k] = 0;
                         for (size_t k2 = 0; k2 < (k + 1) / 2; k2++)
@@ -68,7 +80,7 @@ static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, si
                 return;
         }
         for (size_t kk = 0; kk < k; kk++) { /* columns of S are contiguous: interleave two */
-                strata__to_bf16(row, p + kk * (size_t)ld, r);
+                load_bf16(row, p, pt, kk * (size_t)ld, r);
                 for (size_t i = 0; i < r; i++)
                         dst[((i / BM) * BM * (kp / 2) + (kk / 2) * BM + i % BM) * 2 + (kk & 1)] =
                                 row[i];
@@ -76,15 +88,15 @@ static void pack_vnni(uint16_t *dst, const float *p, int t, int ld, size_t r, si
 }
 
 /* B' panels: for each block of BN rows of S, every k-block as BN runs of KB bf16. */
-static void pack_plain(uint16_t *dst, const float *p, int t, int ld, size_t r, size_t k,
-                       size_t rp, size_t kp, uint16_t *row)
+static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
+                       size_t r, size_t k, size_t rp, size_t kp, uint16_t *row)
 {
         memset(dst, 0, sizeof(uint16_t) * rp * kp);
         if (!t) {
                 for (size_t j = 0; j < r; j++) {
                         uint16_t *o = dst + (j / BN) * BN * kp + j % BN * KB;
 
-                        strata__to_bf16(row, p + j * (size_t)ld, k);
+                        load_bf16(row, p, pt, j * (size_t)ld, k);
                         for (size_t k0 = 0; k0 < k; k0 += KB)
                                 memcpy(o + k0 * BN, row + k0,
                                        sizeof(uint16_t) * (k - k0 < KB ? k - k0 : KB));
@@ -94,20 +106,32 @@ static void pack_plain(uint16_t *dst, const float *p, int t, int ld, size_t r, s
         for (size_t kk = 0; kk < k; kk++) {
                 uint16_t *o = dst + (kk / KB) * KB * BN + kk % KB;
 
-                strata__to_bf16(row, p + kk * (size_t)ld, r);
+                load_bf16(row, p, pt, kk * (size_t)ld, r);
                 for (size_t j = 0; j < r; j++)
                         o[(j / BN) * BN * kp + j % BN * KB] = row[j];
         }
 }
 
-/* c[j][i0 + i] = alpha * tile + beta * c for the valid part of one tile. */
-static void combine(float *c, int ldc, const float *tile, size_t i0, size_t j0, size_t ni,
-                    size_t nj, float alpha, float beta)
+/*
+ * c[j][i0 + i] = alpha * tile + beta * c for the valid part of one tile; a bf16 C gets
+ * alpha * tile + bias, rounded (the tile serves as the f32 row).
+ */
+static void combine(const struct strata_gemm_io *g, float *tile, size_t i0, size_t j0,
+                    size_t ni, size_t nj)
 {
-        for (size_t j = 0; j < nj; j++) {
-                float *row = c + (j0 + j) * (size_t)ldc + i0;
-                const float *tr = tile + j * BM;
+        float alpha = g->alpha, beta = g->beta;
 
+        for (size_t j = 0; j < nj; j++) {
+                size_t at = (j0 + j) * (size_t)g->ldc + i0;
+                float *tr = tile + j * BM, *row;
+
+                if (g->ct == STRATA_BF16) {
+                        for (size_t i = 0; i < ni; i++)
+                                tr[i] = g->bias ? alpha * tr[i] + g->bias[i0 + i] : alpha * tr[i];
+                        strata__to_bf16((uint16_t *)g->c + at, tr, ni);
+                        continue;
+                }
+                row = (float *)g->c + at;
                 if (beta == 0.0f)
                         for (size_t i = 0; i < ni; i++)
                                 row[i] = alpha * tr[i];
@@ -117,9 +141,9 @@ static void combine(float *c, int ldc, const float *tile, size_t i0, size_t j0, 
         }
 }
 
-static void gemm_bf16(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                      const float *b, int ldb, float beta, float *c, int ldc, void *scratch)
+static void gemm_bf16(const struct strata_gemm_io *g, void *scratch)
 {
+        int m = g->m, n = g->n, k = g->k;
         size_t mp = round_up((size_t)n, BM), np = round_up((size_t)m, BN);
         size_t kp = round_up((size_t)k, KB);
         uint16_t *ap = scratch, *bp = ap + mp * kp;
@@ -128,8 +152,8 @@ static void gemm_bf16(int ta, int tb, int m, int n, int k, float alpha, const fl
         unsigned long long count = kp / KB;
 
         /* A' = op(B)' (n x k), B' = op(A)' (k x m): both read as R x K matrices. */
-        pack_vnni(ap, b, !tb, ldb, (size_t)n, (size_t)k, mp, kp, row);
-        pack_plain(bp, a, ta, lda, (size_t)m, (size_t)k, np, kp, row);
+        pack_vnni(ap, g->b, g->bt, !g->tb, g->ldb, (size_t)n, (size_t)k, mp, kp, row);
+        pack_plain(bp, g->a, g->at, g->ta, g->lda, (size_t)m, (size_t)k, np, kp, row);
         for (size_t j0 = 0; j0 < np; j0 += BN)
                 for (size_t i0 = 0; i0 < mp; i0 += BM) {
                         size_t ni = (size_t)n - i0 < BM ? (size_t)n - i0 : BM;
@@ -140,7 +164,7 @@ static void gemm_bf16(int ta, int tb, int m, int n, int k, float alpha, const fl
                         else
                                 kernel((const libxsmm_bfloat16 *)(ap + i0 * kp),
                                        (const libxsmm_bfloat16 *)(bp + j0 * kp), tile, &count);
-                        combine(c, ldc, tile, i0, j0, ni, nj, alpha, beta);
+                        combine(g, tile, i0, j0, ni, nj);
                 }
 }
 
@@ -210,16 +234,28 @@ static void gemm_f16(int ta, int tb, int m, int n, int k, float alpha, const flo
                     br_cols > 0 ? (int)br_cols : 1, beta, c, ldc);
 }
 
+/* bf16 storage comes with bf16 products only (the runtime never asks for f16 storage). */
+void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch)
+{
+        if (g->m <= 0 || g->n <= 0)
+                return;
+        if (g->dt == STRATA_BF16)
+                gemm_bf16(g, scratch);
+        else
+                gemm_f16(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb,
+                         g->beta, g->c, g->ldc, scratch);
+}
+
 void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
                          int ldc, void *scratch)
 {
-        if (m <= 0 || n <= 0)
-                return;
-        if (dt == STRATA_BF16)
-                gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
-        else
-                gemm_f16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
+        strata__cpu_gemm_lp_io(&(struct strata_gemm_io){ .dt = dt, .ta = ta, .tb = tb, .m = m,
+                                                         .n = n, .k = k, .alpha = alpha,
+                                                         .beta = beta, .a = a, .lda = lda,
+                                                         .b = b, .ldb = ldb, .c = c,
+                                                         .ldc = ldc },
+                               scratch);
 }
 
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)

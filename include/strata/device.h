@@ -53,6 +53,26 @@ struct strata_update {
 /** reserve() flags. */
 #define STRATA_DEV_TF32 1u /**< GEMMs may use TF32 tensor cores (faster, ~10-bit mantissa) */
 
+/**
+ * One mixed-precision GEMM whose operands and result may each be stored in f32 or bf16
+ * (gemm_lp_io()): C = alpha op(A) op(B) + beta C, row-major, op = transpose when ta / tb.
+ */
+struct strata_gemm_io {
+        enum strata_dtype dt;    /**< the products' operand type (STRATA_BF16) */
+        int ta, tb, m, n, k;
+        float alpha, beta;       /**< beta must be 0 when C is bf16 */
+        const void *a;           /**< A, stored as @c at */
+        int lda;
+        enum strata_dtype at;    /**< STRATA_F32 (rounded to bf16) or STRATA_BF16 (used as is) */
+        const void *b;           /**< B, stored as @c bt */
+        int ldb;
+        enum strata_dtype bt;
+        void *c;                 /**< C, stored as @c ct */
+        int ldc;
+        enum strata_dtype ct;    /**< STRATA_F32, or STRATA_BF16: the f32 result rounded once */
+        const float *bias;       /**< bf16 C only: one f32 per column added before rounding */
+};
+
 /** Operations of a device driver. Matrices are row-major. */
 struct strata_device_ops {
         const char *name;
@@ -219,6 +239,20 @@ struct strata_device_ops {
          * compiles or allocates; STRATA_ENOTSUP when the device cannot run @p dt.
          */
         int (*prepare_lp)(enum strata_dtype dt);
+
+        /* ---- Activations stored in bf16 (optional: without all three they stay f32) ---- */
+
+        /**
+         * gemm_lp() over operands and a result each stored in f32 or bf16 (struct
+         * strata_gemm_io): a bf16 operand is used as stored, a bf16 C receives
+         * alpha op(A) op(B) + bias rounded once to nearest even. Same scratch as gemm_lp().
+         */
+        void (*gemm_lp_io)(const struct strata_gemm_io *g, void *scratch);
+        /** y = max(x, 0), n elements, x and y each stored in f32 or bf16 (bf16 y: rounded). */
+        void (*relu_io)(const void *x, enum strata_dtype xt, void *y, enum strata_dtype yt,
+                        size_t n);
+        /** dx = dy where y > 0 else 0, with y stored in bf16. */
+        void (*relu_backward_bf16)(const uint16_t *y, const float *dy, float *dx, size_t n);
 };
 
 /**

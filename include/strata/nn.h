@@ -68,6 +68,13 @@ struct strata_module_shape {
          * sizes each device's GEMM scratch from them. 0: the module calls no strata_gemm().
          */
         size_t lp_fixed, lp_per_row;
+        /**
+         * Non-zero: the module reads its input and writes its output stored in bf16 when
+         * the call's context says so (strata_step_ctx x_type, y_type). Under bf16-mixed the
+         * runtime stores an activation in bf16 when the modules on both sides of it set this
+         * (Linear and ReLU do); otherwise, and for the logits, activations are f32.
+         */
+        int bf16_io;
 };
 
 /** Per-call context handed to forward/backward. */
@@ -90,6 +97,12 @@ struct strata_step_ctx {
         enum strata_dtype compute;
         void *lp_scratch;                    /**< the device's GEMM scratch (mixed precision) */
         size_t lp_elems, lp_dim;             /**< what the scratch was sized for */
+        /**
+         * How this call's x and y are stored: STRATA_F32, or STRATA_BF16 (the pointers then
+         * hold uint16_t bf16 values) only for a module that declared bf16_io. Gradients (dy,
+         * dx) are always f32.
+         */
+        enum strata_dtype x_type, y_type;
 };
 
 /**
