@@ -3,15 +3,17 @@
  * <!-- layers:begin --> and <!-- layers:end -->, bottom layer first), and this is proved:
  * every .c, .h and .cu under the table's directories, and every include/strata/ header,
  * includes (quoted includes; <...> ones are not the library's) only headers that the table
- * places, of its own layer or of a layer below; and no objects of the library depend on each
- * other in a cycle (A depends on B when nm shows A referencing a symbol that B defines; objects
- * whose source is gone are not the library's and are skipped). Each violation and each cycle
- * is its own failure. Both checkers are shown to be able to fail: on a fixture tree, on
- * synthetic graphs and on objects compiled here.
+ * places, of its own layer or of a layer below; no object of the library uses a symbol that an
+ * object of a higher layer defines; and no objects depend on each other in a cycle (A depends
+ * on B when nm shows A referencing a symbol that B defines; objects whose source is gone are
+ * not the library's and are skipped). Each violation, upward edge and cycle is its own
+ * failure. The checkers are shown to be able to fail: on a fixture tree, on synthetic graphs
+ * and on objects compiled here.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,8 +474,10 @@ static int by_sym(const void *a, const void *b)
 }
 
 /* One nm over all objects: definitions (T D B R, and G S V W u i) and references (U) give the
- * edges. Returns the number of defined symbols, -1 when nm fails. */
-static int build_graph(const char *obj_root, struct graph *g)
+ * edges. A symbol defined in several objects (a plugin's own copy of a library function)
+ * resolves, with a layer table @p L, to its definitions of the lowest layer only, as the
+ * library's link would. Returns the number of defined symbols, -1 when nm fails. */
+static int build_graph(const struct layers *L, const char *obj_root, struct graph *g)
 {
         static struct sym def[MAX_SYMS], ref[MAX_SYMS];
         static char cmd[MAX_OBJS * 140 + 1024];
@@ -530,10 +534,16 @@ static int build_graph(const char *obj_root, struct graph *g)
         for (int r = 0; r < nr; r++) {
                 struct sym *d = bsearch(&ref[r], def, (size_t)nd, sizeof(def[0]), by_sym);
 
+                int low = INT_MAX;
+
                 while (d && d > def && !by_sym(d - 1, &ref[r]))
                         d--;
+                for (struct sym *e = d; L && e && e < def + nd && !by_sym(e, &ref[r]); e++)
+                        if (layer_of_path(L, g->name[e->obj]) < low)
+                                low = layer_of_path(L, g->name[e->obj]);
                 for (; d && d < def + nd && !by_sym(d, &ref[r]); d++)
-                        if (d->obj != ref[r].obj) {
+                        if (d->obj != ref[r].obj &&
+                            (!L || layer_of_path(L, g->name[d->obj]) == low)) {
                                 g->edge[ref[r].obj][d->obj] = 1;
                                 if (!g->why[ref[r].obj][d->obj])
                                         g->why[ref[r].obj][d->obj] = ref[r].name + 1;
@@ -656,6 +666,29 @@ static int find_cycles(const struct graph *g, struct findings *out)
         return knots;
 }
 
+/* One finding per object that references a symbol defined by an object of a higher layer
+ * (an upward edge, whether or not it closes a cycle). Returns how many. */
+static int find_upward(const struct layers *L, const struct graph *g, struct findings *out)
+{
+        int n = 0;
+
+        for (int v = 0; v < g->n; v++) {
+                int lv = layer_of_path(L, g->name[v]);
+
+                for (int w = 0; w < g->n; w++) {
+                        int lw = layer_of_path(L, g->name[w]), why = g->why[v][w];
+
+                        if (!g->edge[v][w] || lv < 0 || lw <= lv)
+                                continue;
+                        add(out, "upward: %s (%s) uses %s (%s)%s%.100s", g->name[v],
+                            L->name[lv], g->name[w], L->name[lw], why ? " through " : "",
+                            why ? g->pool + why - 1 : "");
+                        n++;
+                }
+        }
+        return n;
+}
+
 /* ---- the library ---- */
 
 Test(layering, no_file_includes_a_higher_layer)
@@ -670,31 +703,49 @@ Test(layering, no_file_includes_a_higher_layer)
         cr_expect_gt(files, 50, "only %d files checked", files);
 }
 
-Test(layering, no_cycle_between_objects)
+/* The library's objects (those of the table's directories) and their dependencies. */
+static void library_graph(struct layers *L, struct graph *g)
 {
-        static struct layers L;
-        static struct graph g;
-        static struct findings out;
         static char dir[MAX_DIRS][64];
         const char *dirs[MAX_DIRS];
         char obj[512];
         int syms, edges = 0;
 
-        cr_assert_eq(read_layers(STRATA_SOURCE_DIR, &L), 0, "docs/architecture.md: %s", L.err);
-        for (int i = 0; i < L.nd; i++) { /* without the slash */
-                snprintf(dir[i], sizeof(dir[i]), "%.*s", (int)strlen(L.dir[i]) - 1, L.dir[i]);
+        cr_assert_eq(read_layers(STRATA_SOURCE_DIR, L), 0, "docs/architecture.md: %s", L->err);
+        for (int i = 0; i < L->nd; i++) { /* without the slash */
+                snprintf(dir[i], sizeof(dir[i]), "%.*s", (int)strlen(L->dir[i]) - 1, L->dir[i]);
                 dirs[i] = dir[i];
         }
         snprintf(obj, sizeof(obj), "%s/obj", STRATA_BUILD_DIR);
-        list_all_objects(STRATA_SOURCE_DIR, obj, dirs, L.nd, &g);
-        cr_assert_gt(g.n, 20, "only %d objects under %s", g.n, obj);
-        syms = build_graph(obj, &g);
+        list_all_objects(STRATA_SOURCE_DIR, obj, dirs, L->nd, g);
+        cr_assert_gt(g->n, 20, "only %d objects under %s", g->n, obj);
+        syms = build_graph(L, obj, g);
         cr_assert_gt(syms, 100, "nm gave %d defined symbols", syms);
-        for (int v = 0; v < g.n; v++)
-                for (int w = 0; w < g.n; w++)
-                        edges += g.edge[v][w];
+        for (int v = 0; v < g->n; v++)
+                for (int w = 0; w < g->n; w++)
+                        edges += g->edge[v][w];
         cr_assert_gt(edges, 40, "only %d dependencies between objects: nm misread?", edges);
+}
+
+Test(layering, no_cycle_between_objects)
+{
+        static struct layers L;
+        static struct graph g;
+        static struct findings out;
+
+        library_graph(&L, &g);
         find_cycles(&g, &out);
+        report(&out);
+}
+
+Test(layering, no_object_uses_a_higher_layer)
+{
+        static struct layers L;
+        static struct graph g;
+        static struct findings out;
+
+        library_graph(&L, &g);
+        find_upward(&L, &g, &out);
         report(&out);
 }
 
@@ -827,6 +878,35 @@ Test(layering, cycle_finder_fails_on_synthetic_graphs)
         cr_expect_str_eq(out.line[0], "cycle: a.o -> b.o -> a.o; tangled with it too: c.o, d.o");
 }
 
+/* The upward-edge finder on a synthetic two-layer graph: only the edge from the lower layer
+ * to the higher one is found, whether or not it closes a cycle; objects outside the table are
+ * not judged. */
+Test(layering, upward_finder_fails_on_synthetic_graphs)
+{
+        static const int edges[][2] = { { 1, 0 }, { 0, 2 }, { 3, 1 }, { 1, 3 } };
+        static struct layers L;
+        static struct graph g;
+        static struct findings out;
+
+        L.n = 2;
+        snprintf(L.name[0], sizeof(L.name[0]), "low");
+        snprintf(L.name[1], sizeof(L.name[1]), "high");
+        L.nd = 2;
+        snprintf(L.dir[0], sizeof(L.dir[0]), "lo/");
+        snprintf(L.dir[1], sizeof(L.dir[1]), "hi/");
+        L.dir_layer[0] = 0;
+        L.dir_layer[1] = 1;
+        graph_of(&g, 4, edges, 4);
+        snprintf(g.name[0], sizeof(g.name[0]), "lo/a.o");
+        snprintf(g.name[1], sizeof(g.name[1]), "hi/b.o");
+        snprintf(g.name[2], sizeof(g.name[2]), "tools/c.o");
+        snprintf(g.name[3], sizeof(g.name[3]), "hi/d.o");
+        cr_expect_eq(find_upward(&L, &g, &out), 0, "false edge: %s", out.line[0]);
+        g.edge[0][3] = 1;
+        cr_expect_eq(find_upward(&L, &g, &out), 1);
+        cr_expect_str_eq(out.line[0], "upward: lo/a.o (low) uses hi/d.o (high)");
+}
+
 /* The cycle finder on objects compiled here, read by nm as the library's are. A stale object
  * (its source removed) that would close a second cycle is not counted. */
 Test(layering, cycle_finder_fails_on_compiled_objects)
@@ -854,7 +934,7 @@ Test(layering, cycle_finder_fails_on_compiled_objects)
         list_all_objects(root, obj, dirs, 1, &g);
         cr_assert_eq(g.n, 3, "%d objects", g.n);
         cr_assert_str_eq(g.name[0], "x/a.o");
-        cr_assert_eq(build_graph(obj, &g), 4, "nm misread");
+        cr_assert_eq(build_graph(NULL, obj, &g), 4, "nm misread");
         cr_expect(g.edge[0][1] && !g.edge[1][0], "a.o -> c.o expected");
         cr_expect_eq(find_cycles(&g, &out), 1);
         cr_expect_str_eq(out.line[0], "cycle: x/a.o -> x/sub/b.o -> x/a.o (through fb, fa)");
