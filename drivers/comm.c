@@ -89,12 +89,12 @@ static int check_config(const struct strata_comm_config *cfg)
                                                    "(this one %d), the configuration %d",
                                     cfg->net->size, cfg->net->rank,
                                     cfg->world_size / cfg->local_size);
-        if (cfg->net && dev && !dev->host_visible)
+        if (cfg->net && dev && dev->reserve)
                 return strata__fail(STRATA_ENOTSUP, "comm init: %s memory across processes",
                                     dev->name);
         if (!cfg->group || !cfg->group->aborted || !cfg->group->fail || !cfg->group->epoch)
                 return strata__fail(STRATA_EINVAL, "comm init: no failure domain (group)");
-        if (dev && !dev->host_visible && (!dev->reduce_many || !dev->copy_many))
+        if (dev && dev->reserve && (!dev->reduce_many || !dev->copy_many))
                 return strata__fail(STRATA_EINVAL, "comm init: driver %s has no reduce_many/"
                                                    "copy_many for its memory", dev->name);
         return STRATA_OK;
@@ -127,7 +127,7 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a,
         c->rank0 = cfg->rank0;
         c->inject_rank = -1;
         c->yield_after = c->group.oversubscribed ? 16 : 2048;
-        c->dev = cfg->dev && !cfg->dev->host_visible ? cfg->dev : NULL;
+        c->dev = cfg->dev && cfg->dev->reserve ? cfg->dev : NULL; /* its own memory */
         if (stage_bytes(cfg)) {
                 STRATA_TRY(strata_arena_alloc(a, stage_bytes(cfg), 64, &p));
                 c->stage = p;

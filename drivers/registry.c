@@ -128,13 +128,20 @@ static const char *const names[STRATA_ACCEL_COUNT] = {
         [STRATA_ACCEL_CUDA] = "cuda",
 };
 
+/* The kernels every module, loss and optimizer of the library needs. */
+static int kernels_complete(const struct strata_kernel_ops *k)
+{
+        return k && k->gemm && k->fill_rows && k->relu && k->relu_backward && k->col_sums &&
+               k->softmax_xent && k->copy && k->fill && k->mul && k->dropout && k->col_stats &&
+               k->div && k->bn_moments && k->bn_normalize && k->bn_eval && k->bn_grad_sums &&
+               k->bn_dx && k->update && k->sumsq && k->scale && k->clamp;
+}
+
+/* Copies and views always; a driver that reserves memory gives it back too. */
 static int complete(const struct strata_device_ops *d)
 {
-        return d->probe && d->gemm && d->fill_rows && d->relu && d->relu_backward &&
-               d->col_sums && d->softmax_xent && d->copy && d->fill && d->mul && d->dropout &&
-               d->col_stats && d->div && d->bn_moments && d->bn_normalize && d->bn_eval &&
-               d->bn_grad_sums && d->bn_dx && d->update && d->sumsq && d->scale && d->clamp &&
-               (d->host_visible || (d->reserve && d->unreserve && d->to_device && d->to_host));
+        return d->probe && d->to_device && d->to_host && d->device_view && d->host_view &&
+               !d->reserve == !d->unreserve && kernels_complete(d->kernels);
 }
 
 int strata_device_driver(enum strata_accelerator kind, const struct strata_device_ops **out)

@@ -23,11 +23,12 @@ module strata
     real(c_float) :: p = 0, eps = 0, decay = 0
   end type
 
-  !> A model: input width and its modules (struct strata_model).
+  !> A model: input width, its modules and its loss (struct strata_model).
   type, bind(C), public :: strata_model
     integer(c_int) :: in_features = 0
     integer(c_int) :: nmodules = 0
     type(c_ptr) :: modules = c_null_ptr
+    type(c_ptr) :: loss = c_null_ptr  !< NULL: softmax cross-entropy
   end type
 
   !> A batch of float rows and labels (struct strata_batch; images/index unused here).

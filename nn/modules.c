@@ -17,11 +17,11 @@ void strata_gemm(const struct strata_step_ctx *c, int ta, int tb, int m, int n, 
         size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n;
         size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
 
-        if (c->compute == STRATA_F32 || !c->lp_scratch || !c->dev->gemm_lp || m < 0 || n < 0 ||
+        if (c->compute == STRATA_F32 || !c->lp_scratch || !c->k->gemm_lp || m < 0 || n < 0 ||
             k < 0 || mk + kn > c->lp_elems || dim > c->lp_dim)
-                c->dev->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc);
+                c->k->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc);
         else
-                c->dev->gemm_lp(c->compute, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm,
+                c->k->gemm_lp(c->compute, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm,
                                 ldc, c->lp_scratch);
 }
 
@@ -76,13 +76,13 @@ static void linear_forward(struct strata_layer *l, const struct strata_step_ctx 
         int bf16_y = c->y_type == STRATA_BF16;
 
         if (!bf16_y)
-                c->dev->fill_rows(y, b, rows, l->out);
+                c->k->fill_rows(y, b, rows, l->out);
         if (c->x_type == STRATA_F32 && !bf16_y) {
                 strata_gemm(c, 0, 1, rows, l->out, l->in, 1.0f, x, l->in, w, l->in, 1.0f, y,
                             l->out);
                 return;
         }
-        c->dev->gemm_lp_io(&(struct strata_gemm_io){ .dt = c->compute, .tb = 1, .m = rows,
+        c->k->gemm_lp_io(&(struct strata_gemm_io){ .dt = c->compute, .tb = 1, .m = rows,
                                                      .n = l->out, .k = l->in, .alpha = 1.0f,
                                                      .beta = bf16_y ? 0.0f : 1.0f, .a = x,
                                                      .lda = l->in, .at = c->x_type, .b = w,
@@ -102,7 +102,7 @@ static void linear_backward(struct strata_layer *l, const struct strata_step_ctx
                 strata_gemm(c, 1, 0, l->out, l->in, rows, 1.0f, dy, l->out, x, l->in,
                             l->grad_fresh ? 0.0f : 1.0f, dw, l->in);
         else
-                c->dev->gemm_lp_io(&(struct strata_gemm_io){ .dt = c->compute, .ta = 1,
+                c->k->gemm_lp_io(&(struct strata_gemm_io){ .dt = c->compute, .ta = 1,
                                                              .m = l->out, .n = l->in, .k = rows,
                                                              .alpha = 1.0f,
                                                              .beta = l->grad_fresh ? 0.0f : 1.0f,
@@ -110,7 +110,7 @@ static void linear_backward(struct strata_layer *l, const struct strata_step_ctx
                                                              .ldb = l->in, .bt = c->x_type,
                                                              .c = dw, .ldc = l->in },
                                    c->lp_scratch);
-        c->dev->col_sums(dy, rows, l->out, db, !l->grad_fresh);
+        c->k->col_sums(dy, rows, l->out, db, !l->grad_fresh);
         if (dx)
                 strata_gemm(c, 0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in,
                             0.0f, dx, l->in);
@@ -139,9 +139,9 @@ static void relu_forward(struct strata_layer *l, const struct strata_step_ctx *c
         size_t n = (size_t)rows * l->out;
 
         if (c->x_type == STRATA_F32 && c->y_type == STRATA_F32)
-                c->dev->relu(x, y, n);
+                c->k->relu(x, y, n);
         else
-                c->dev->relu_io(x, c->x_type, y, c->y_type, n);
+                c->k->relu_io(x, c->x_type, y, c->y_type, n);
 }
 
 static void relu_backward(struct strata_layer *l, const struct strata_step_ctx *c,
@@ -153,9 +153,9 @@ static void relu_backward(struct strata_layer *l, const struct strata_step_ctx *
         if (!dx)
                 return;
         if (c->y_type == STRATA_BF16)
-                c->dev->relu_backward_bf16((const uint16_t *)(const void *)y, dy, dx, n);
+                c->k->relu_backward_bf16((const uint16_t *)(const void *)y, dy, dx, n);
         else
-                c->dev->relu_backward(y, dy, dx, n);
+                c->k->relu_backward(y, dy, dx, n);
 }
 
 const struct strata_module_ops strata_relu = {
@@ -239,7 +239,7 @@ static int bn_sum(struct strata_layer *l, const struct strata_step_ctx *c, float
 static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
-        const struct strata_device_ops *d = c->dev;
+        const struct strata_kernel_ops *d = c->k;
         int f = l->in, n_all = c->sync ? c->rows_global : rows;
         float eps = l->desc->eps > 0.0f ? l->desc->eps : 1e-5f;
         float mom = l->desc->decay > 0.0f ? l->desc->decay : 0.1f;
@@ -277,14 +277,14 @@ static void bn_backward(struct strata_layer *l, const struct strata_step_ctx *c,
         (void)x;
         (void)y;
         /* Parameter gradients are this device's share: the strategy reduces them. */
-        c->dev->bn_grad_sums(dy, xhat, sums, l->grad, l->grad + f, rows, f, l->grad_fresh);
+        c->k->bn_grad_sums(dy, xhat, sums, l->grad, l->grad + f, rows, f, l->grad_fresh);
         if (!dx)
                 return;
         if ((rc = bn_sum(l, c, sums, 2 * (size_t)f)) != STRATA_OK) {
                 l->failed = rc;
                 return;
         }
-        c->dev->bn_dx(dy, xhat, sums, l->param, invstd, dx, rows, f, n_all);
+        c->k->bn_dx(dy, xhat, sums, l->param, invstd, dx, rows, f, n_all);
 }
 
 const struct strata_module_ops strata_batchnorm1d = {
@@ -313,11 +313,11 @@ static void dropout_forward(struct strata_layer *l, const struct strata_step_ctx
         size_t n = (size_t)rows * l->out;
 
         if (!c->train || l->desc->p == 0.0f) {
-                c->dev->copy(y, x, n);
-                c->dev->fill(l->aux, 1.0f, n);
+                c->k->copy(y, x, n);
+                c->k->fill(l->aux, 1.0f, n);
                 return;
         }
-        c->dev->dropout(x, y, l->aux, n, l->desc->p, c->seed,
+        c->k->dropout(x, y, l->aux, n, l->desc->p, c->seed,
                         (c->step << 8) | (uint64_t)l->index, (uint64_t)c->row0 * l->out);
 }
 
@@ -327,7 +327,7 @@ static void dropout_backward(struct strata_layer *l, const struct strata_step_ct
         (void)x;
         (void)y;
         if (dx)
-                c->dev->mul(dy, l->aux, dx, (size_t)rows * l->out);
+                c->k->mul(dy, l->aux, dx, (size_t)rows * l->out);
 }
 
 const struct strata_module_ops strata_dropout = {

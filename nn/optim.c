@@ -116,7 +116,7 @@ void strata_optim_update_range(const struct strata_optim *o, uint64_t t, float *
         if (!o || strata_device_driver(STRATA_ACCEL_CPU, &cpu) != STRATA_OK)
                 return;
         strata__optim_scalars(o, t, &u);
-        cpu->update_range(&u, p, g, state, n, lo, hi);
+        cpu->kernels->update_range(&u, p, g, state, n, lo, hi);
 }
 
 void strata_optim_update(const struct strata_optim *o, uint64_t t, float *p, float *g,

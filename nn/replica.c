@@ -98,20 +98,20 @@ static int shape(const struct strata_layer *l, int in, struct strata_module_shap
 static int layout_lp(struct strata__replica *r, const struct strata__replica_mem *mem,
                      size_t elems, size_t dim, enum strata_dtype compute)
 {
+        const struct strata_kernel_ops *k = mem->drv->kernels;
         void *p;
 
         r->compute = compute;
         if (compute == STRATA_F32)
                 return STRATA_OK;
-        if (!mem->drv->gemm_lp || !mem->drv->gemm_lp_bytes || !mem->drv->prepare_lp)
+        if (!k->gemm_lp || !k->gemm_lp_bytes || !k->prepare_lp)
                 return strata__fail(STRATA_ENOTSUP, "the %s driver has no mixed-precision GEMM "
                                     "(gemm_lp): only precision 32 runs on it", mem->drv->name);
         r->lp_elems = elems;
         r->lp_dim = dim;
         if (elems == 0)
                 return STRATA_OK;
-        STRATA_TRY(strata_arena_alloc(mem->dev, mem->drv->gemm_lp_bytes(compute, elems, dim), 64,
-                                      &p));
+        STRATA_TRY(strata_arena_alloc(mem->dev, k->gemm_lp_bytes(compute, elems, dim), 64, &p));
         r->lp_scratch = p;
         return STRATA_OK;
 }
@@ -119,7 +119,9 @@ static int layout_lp(struct strata__replica *r, const struct strata__replica_mem
 /* Whether activations between bf16_io modules are stored in bf16 (the driver has the ops). */
 static int bf16_activations(const struct strata_device_ops *d, enum strata_dtype compute)
 {
-        return compute == STRATA_BF16 && d->gemm_lp_io && d->relu_io && d->relu_backward_bf16;
+        const struct strata_kernel_ops *k = d->kernels;
+
+        return compute == STRATA_BF16 && k->gemm_lp_io && k->relu_io && k->relu_backward_bf16;
 }
 
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
@@ -136,9 +138,14 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 
         if (m->nmodules <= 0 || m->nmodules > 256)
                 return strata__fail(STRATA_EINVAL, "model has %d modules (1..256)", m->nmodules);
+        if (m->loss && (!m->loss->check || !m->loss->forward))
+                return strata__fail(STRATA_EINVAL, "the model's loss %s lacks check or forward",
+                                    m->loss->name ? m->loss->name : "(unnamed)");
         memset(r, 0, sizeof(*r));
         r->dev = dev;
         r->drv = mem->drv;
+        r->k = mem->drv->kernels;
+        r->loss = strata__loss_of(m);
         r->nlayers = m->nmodules;
         STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_layer) * (size_t)m->nmodules, 0, &p));
         r->layers = p;
@@ -220,7 +227,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(alloc_f(d, (size_t)rows * m->in_features, &r->x_stage));
         STRATA_TRY(strata_arena_alloc(d, sizeof(int32_t) * (size_t)rows, 0, &p));
         r->y_stage = p;
-        if (mem->drv->host_visible) {
+        if (!mem->pinned) { /* the device reads host memory: nothing is staged */
                 r->x_host = r->x_stage;
                 r->y_host = r->y_stage;
                 return STRATA_OK;
@@ -257,7 +264,7 @@ static void init_through_host(struct strata__replica *r, uint64_t seed)
 
 void strata__replica_init(struct strata__replica *r, uint64_t seed)
 {
-        if (r->drv->host_visible) {
+        if (!r->p_host) {
                 for (int i = 0; i < r->nlayers; i++)
                         if (r->layers[i].desc->ops->init)
                                 r->layers[i].desc->ops->init(&r->layers[i], seed);
@@ -266,18 +273,16 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         }
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
-        r->drv->fill(r->grads, 0.0f, r->nparam);
+        r->k->fill(r->grads, 0.0f, r->nparam);
         if (r->nopt)
-                r->drv->fill(r->opt_state, 0.0f, r->nopt);
+                r->k->fill(r->opt_state, 0.0f, r->nopt);
         r->opt_t = 0;
 }
 
 void strata__replica_warm_up(const struct strata__replica *r)
 {
-        float a[16] = { 0 }, c[16];
-
-        if (r->drv->host_visible)
-                r->drv->gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
+        if (r->drv->warm_up)
+                r->drv->warm_up();
 }
 
 /* What a replica's passes show on its device's trace track. */
@@ -300,39 +305,27 @@ void strata__replica_load(struct strata__replica *r, const struct strata_batch *
         strata_track_end(r->track, t0, rows);
 }
 
-/* batch_to_device (see strata__replica_load). */
+/*
+ * batch_to_device (see strata__replica_load): float rows are taken where they lie, indexed
+ * rows are gathered into the host staging; the device's view of them is the rows themselves
+ * where it reads host memory, else a copy into its staging.
+ */
 static void load(struct strata__replica *r, const struct strata_batch *b, int lo, int rows,
                  int with_labels)
 {
         const int32_t *y = with_labels && b->y ? b->y + lo : NULL;
+        size_t bytes = sizeof(float) * (size_t)rows * b->dim;
+        const float *x = r->x_host;
 
         r->rows = rows;
         r->row0 = lo;
-        if (r->drv->host_visible) {
-                /* Host memory: float rows are read in place; indexed rows are gathered. */
-                if (b->x) {
-                        r->x = b->x + (size_t)lo * b->dim;
-                } else {
-                        strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale,
-                                            b->shift, r->x_stage);
-                        r->x = r->x_stage;
-                }
-                r->labels = b->y ? b->y + lo : NULL;
-                return;
-        }
-        /* Device memory: rows are gathered (or copied) into pinned staging, then sent over. */
         if (b->x)
-                memcpy(r->x_host, b->x + (size_t)lo * b->dim, sizeof(float) * (size_t)rows * b->dim);
+                x = b->x + (size_t)lo * b->dim;
         else
                 strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale, b->shift,
                                     r->x_host);
-        r->drv->to_device(r->x_stage, r->x_host, sizeof(float) * (size_t)rows * b->dim);
-        if (y) {
-                memcpy(r->y_host, y, sizeof(int32_t) * (size_t)rows);
-                r->drv->to_device(r->y_stage, r->y_host, sizeof(int32_t) * (size_t)rows);
-        }
-        r->x = r->x_stage;
-        r->labels = r->y_stage;
+        r->x = r->drv->device_view(r->x_stage, x, bytes);
+        r->labels = y ? r->drv->device_view(r->y_stage, y, sizeof(int32_t) * (size_t)rows) : NULL;
 }
 
 /* The step context with this replica's GEMM precision and scratch (storage types per call). */
@@ -375,9 +368,8 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
         const struct strata_layer *last = &r->layers[r->nlayers - 1];
         uint64_t t0 = strata_track_begin(r->track, &span_loss, NULL);
 
-        r->loss = c->dev->softmax_xent(r->y[r->nlayers - 1], r->labels, r->rows, last->out,
-                                       c->loss_scale, grad ? r->dbuf[0] : NULL,
-                                       &r->correct);
+        r->loss_sum = r->loss->forward(c, r->y[r->nlayers - 1], r->labels, r->rows, last->out,
+                                       grad ? r->dbuf[0] : NULL, &r->correct);
         strata_track_end(r->track, t0, r->rows);
 }
 
@@ -416,24 +408,24 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
                 return;
         t0 = strata_track_begin(r->track, &span_clip, NULL);
         if (max_norm > 0.0f) {
-                double ss = r->drv->sumsq(r->grads, r->nparam);
+                double ss = r->k->sumsq(r->grads, r->nparam);
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
                 float scale = (float)(max_norm / (sqrt(ss) + 1e-6));
 
                 if (scale < 1.0f)
-                        r->drv->scale(r->grads, scale, r->nparam);
+                        r->k->scale(r->grads, scale, r->nparam);
         }
         if (max_value > 0.0f)
-                r->drv->clamp(r->grads, max_value, r->nparam);
+                r->k->clamp(r->grads, max_value, r->nparam);
         strata_track_end(r->track, t0, 0);
 }
 
 int strata__replica_unscale(struct strata__replica *r, float scale)
 {
         /* f32 squares cannot overflow a double: a non-finite sum is a non-finite gradient. */
-        if (!isfinite(r->drv->sumsq(r->grads, r->nparam)))
+        if (!isfinite(r->k->sumsq(r->grads, r->nparam)))
                 return 1;
-        r->drv->scale(r->grads, 1.0f / scale, r->nparam); /* a power of two: exact */
+        r->k->scale(r->grads, 1.0f / scale, r->nparam); /* a power of two: exact */
         return 0;
 }
 
@@ -449,7 +441,7 @@ void strata__replica_step_range(const struct strata__replica *r, const struct st
         struct strata_update u;
 
         strata__optim_scalars(o, r->opt_t, &u);
-        r->drv->update_range(&u, p, r->grads, r->opt_state, r->nparam, lo, hi);
+        r->k->update_range(&u, p, r->grads, r->opt_state, r->nparam, lo, hi);
 }
 
 int strata__replica_nparams(const struct strata__replica *r)
@@ -516,7 +508,7 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
-        r->drv->update(&u, r->params, r->grads, r->opt_state, r->nparam);
+        r->k->update(&u, r->params, r->grads, r->opt_state, r->nparam);
         strata_track_end(r->track, t0, (int64_t)r->opt_t);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;

@@ -13,6 +13,8 @@
 struct strata__replica {
         int dev;
         const struct strata_device_ops *drv;
+        const struct strata_kernel_ops *k; /* drv->kernels */
+        const struct strata_loss_ops *loss; /* the model's */
         int nlayers;
         struct strata_layer *layers;
         float **y;                 /* output of each layer, stored as ytype says */
@@ -25,14 +27,14 @@ struct strata__replica {
         int32_t *y_stage;
         float *x_host;             /* host staging of the same (== x_stage when host-visible) */
         int32_t *y_host;
-        float *p_host;             /* !host_visible: host image of parameters then state */
+        float *p_host;             /* staged devices: host image of parameters then state */
         size_t nstate;             /* floats of running state over all layers */
         const float *x;            /* current input (staging or caller's, read-only) */
         const int32_t *labels;
         int out;                   /* width of the model's output (the last module's) */
         int rows;                  /* rows of the current batch */
         int row0;                  /* global index of its first row */
-        double loss;               /* summed loss of the current batch */
+        double loss_sum;           /* summed loss of the current batch */
         int correct;
         uint64_t opt_t;            /* optimizer steps taken */
         enum strata_dtype compute; /* GEMM operand type (the precision plugin's) */
@@ -47,13 +49,14 @@ struct strata__replica {
 struct strata__replica_mem {
         struct strata_arena *host;   /* descriptors (host memory) */
         struct strata_arena *dev;    /* tensors: parameters, gradients, activations, state */
-        struct strata_arena *pinned; /* host staging for transfers (unused when host-visible) */
+        struct strata_arena *pinned; /* host staging for transfers (NULL: none, host memory) */
         const struct strata_device_ops *drv;
 };
 
 /**
- * Carve a replica for @p model. With a host-visible driver the three arenas may be one; the
- * staging then aliases the device buffers and costs nothing. A @p compute type other than
+ * Carve a replica for @p model. For a device that computes in host memory (no pinned arena)
+ * the host and device arenas may be one; the staging then aliases the device buffers and
+ * costs nothing. A @p compute type other than
  * f32 adds the driver's GEMM scratch for the largest GEMM a module declares; a @p grad_comm
  * type other than f32 adds a copy of the gradients in that type (grad_stage), where a
  * strategy that all-reduces them in it stages them. Under bf16 compute on a driver with the
@@ -76,8 +79,8 @@ void strata__replica_warm_up(const struct strata__replica *r);
 
 /**
  * batch_to_device: rows [lo, lo + rows) of @p b become this replica's input (x, labels).
- * Host-visible drivers read float rows in place and gather indexed rows into the staging;
- * others gather into pinned staging and copy to the device (labels only with @p with_labels).
+ * Float rows are read in place and indexed rows gathered into the host staging; the device
+ * reads them there or gets a copy (its device_view); labels only with @p with_labels.
  */
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
                           int rows, int with_labels);
@@ -85,7 +88,10 @@ void strata__replica_load(struct strata__replica *r, const struct strata_batch *
 /** Forward through every module (logits in r->y[last]); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
 
-/** Loss (summed into r->loss) and, when @p grad, dlogits scaled by c->loss_scale. */
+/** The loss of model @p m (softmax cross-entropy when it names none). */
+const struct strata_loss_ops *strata__loss_of(const struct strata_model *m);
+
+/** Loss (summed into r->loss_sum) and, when @p grad, dlogits scaled by c->loss_scale. */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
 /**

@@ -129,10 +129,9 @@ static uint64_t fingerprint(const struct strata_runtime *rt)
 /* A host view of @p t's bytes (device memory goes through its replica's pinned image). */
 static const void *host_bytes(struct strata_runtime *rt, const struct tensor *t)
 {
-        if (t->dev < 0 || rt->dev->host_visible || !t->bytes)
+        if (t->dev < 0 || !t->bytes)
                 return t->ptr;
-        rt->dev->to_host(rt->replicas[t->dev].p_host, t->ptr, t->bytes);
-        return rt->replicas[t->dev].p_host;
+        return rt->dev->host_view(rt->replicas[t->dev].p_host, t->ptr, t->bytes);
 }
 
 static const struct strata_checkpoint_io *io_of(const struct strata_runtime *rt)
@@ -332,6 +331,7 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
         struct strata__ckpt_entry e;
         struct tensor t;
         int n = count_tensors(rt, world);
+        void *dst;
 
         for (int i = 0; i < n; i++) {
                 STRATA_TRY(io->read_at(h, &e, sizeof(e),
@@ -340,23 +340,14 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
                 tensor_at(rt, world, i, &t);
                 if (!t.ptr)
                         continue;
-                if (t.dev < 0 || rt->dev->host_visible) {
-                        STRATA_TRY(io->read_at(h, t.ptr, t.bytes, e.offset));
-                        continue;
-                }
-                STRATA_TRY(io->read_at(h, rt->replicas[t.dev].p_host, t.bytes, e.offset));
-                rt->dev->to_device(t.ptr, rt->replicas[t.dev].p_host, t.bytes);
+                /* device memory is read into its replica's host staging, then copied */
+                dst = t.dev < 0 || !rt->replicas[t.dev].p_host ? t.ptr
+                                                               : rt->replicas[t.dev].p_host;
+                STRATA_TRY(io->read_at(h, dst, t.bytes, e.offset));
+                if (dst != t.ptr)
+                        rt->dev->to_device(t.ptr, dst, t.bytes);
         }
         return STRATA_OK;
-}
-
-static void copy_floats(const struct strata_runtime *rt, float *dst, const float *src,
-                        size_t n)
-{
-        if (rt->dev->host_visible)
-                memcpy(dst, src, n * sizeof(float));
-        else
-                rt->dev->copy(dst, src, n);
 }
 
 /*
@@ -375,13 +366,14 @@ static void spread(struct strata_runtime *rt, int world, int resharded)
                 for (int i = 0; i < r->nlayers; i++) {
                         r->layers[i].grad_fresh = 1;
                         if (d >= world && r->layers[i].nstate)
-                                copy_floats(rt, r->layers[i].state, r0->layers[i].state,
-                                            r->layers[i].nstate);
+                                rt->dev->kernels->copy(r->layers[i].state,
+                                                       r0->layers[i].state,
+                                                       r->layers[i].nstate);
                 }
                 if (d == 0)
                         continue;
-                copy_floats(rt, r->params, r0->params, r0->nparam);
-                copy_floats(rt, r->opt_state, r0->opt_state, r0->nopt);
+                rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
+                rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
         }
 }
 

@@ -12,7 +12,7 @@ struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, i
 
         if (rt->prec->update) /* loss scaling: the gradients carry the scaler's scale */
                 scale *= rt->scaler.scale;
-        return (struct strata_step_ctx){ .dev = rt->dev, .seed = rt->cfg.seed, .step = rt->step,
+        return (struct strata_step_ctx){ .k = rt->dev->kernels, .seed = rt->cfg.seed, .step = rt->step,
                                          .train = train, .rows_global = rows_global,
                                          .loss_scale = scale, .world = 1 };
 }
@@ -54,7 +54,7 @@ int strata__injected(const struct strata_runtime *rt, int dev, int event)
 int strata__prepare(const struct strata_runtime *rt)
 {
         if (rt->prec->compute != STRATA_F32)
-                STRATA_TRY(rt->dev->prepare_lp(rt->prec->compute));
+                STRATA_TRY(rt->dev->kernels->prepare_lp(rt->prec->compute));
         return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
 }
 
@@ -91,7 +91,7 @@ void strata__metrics_sum(const double *v, int n, struct strata_metrics *m)
 void strata__metrics_local(const struct strata_runtime *rt, double *v)
 {
         for (int d = 0; d < rt->nreplicas; d++) {
-                v[3 * d] = rt->replicas[d].loss;
+                v[3 * d] = rt->replicas[d].loss_sum;
                 v[3 * d + 1] = rt->replicas[d].correct;
                 v[3 * d + 2] = rt->replicas[d].rows;
         }

@@ -69,15 +69,6 @@ static int dp_layout(const struct strata_config *c, const struct strata_device_o
         return STRATA_OK;
 }
 
-static void copy_floats(const struct strata_device_ops *dev, float *dst, const float *src,
-                        size_t n)
-{
-        if (dev->host_visible)
-                memcpy(dst, src, n * sizeof(float));
-        else
-                dev->copy(dst, src, n); /* the master's memory, on this device's queue */
-}
-
 /* Copy the master's running state, and its parameters unless every replica holds them. */
 static int replicate_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
@@ -87,11 +78,11 @@ static int replicate_dev(struct strata_runtime *rt, struct strata__multi *m, int
         if (dev == 0)
                 return STRATA_OK;
         if (!((struct dp *)m)->replicas_current)
-                copy_floats(rt->dev, dst->params, src->params, src->nparam);
+                rt->dev->kernels->copy(dst->params, src->params, src->nparam);
         for (int i = 0; i < src->nlayers; i++)
                 if (src->layers[i].nstate)
-                        copy_floats(rt->dev, dst->layers[i].state, src->layers[i].state,
-                                    src->layers[i].nstate);
+                        rt->dev->kernels->copy(dst->layers[i].state, src->layers[i].state,
+                                               src->layers[i].nstate);
         return STRATA_OK;
 }
 
@@ -145,10 +136,10 @@ static int dp_backward(void *obj, int state, int event, void *arg)
         return strata__multi_post(obj, event, backward_dev, 0);
 }
 
-/* The split step needs host-visible memory and range updates; otherwise the master steps. */
+/* The split step needs the driver's range updates; otherwise the master steps alone. */
 static int split_step(const struct strata_runtime *rt)
 {
-        return rt->nreplicas > 1 && rt->dev->host_visible && rt->dev->update_range;
+        return rt->nreplicas > 1 && rt->dev->kernels->update_range;
 }
 
 static int master_step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
@@ -187,7 +178,7 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
         }
         strata_comm_slice(m->dcomm, master->nparam, sizeof(float), dev, &lo, &hi);
         if (rt->cfg.clip_value > 0.0f)
-                master->drv->clamp(master->grads + lo, rt->cfg.clip_value, hi - lo);
+                master->drv->kernels->clamp(master->grads + lo, rt->cfg.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
         t0 = strata_track_begin(mine->track, &span_range, NULL);
         strata__replica_step_range(master, &rt->cfg.optim, mine->params, lo, hi);

@@ -156,4 +156,15 @@ int strata__is_global_zero(const struct strata_runtime *rt);
 int strata__root_device(const struct strata_runtime *rt);
 int strata__world_size(const struct strata_runtime *rt);
 
+/*
+ * Whether @p d's devices compute in memory of their own, reserved at init and reached through
+ * staging and the driver's collectives (reduce_many, copy_many), rather than in host memory
+ * from the runtime's region. Where memory is planned and which communicator carries device
+ * data follow from it; copies go through the driver's copy and view operations either way.
+ */
+static inline int strata__own_memory(const struct strata_device_ops *d)
+{
+        return d->reserve != NULL;
+}
+
 #endif /* STRATA_STRATEGY_INTERNAL_H */

@@ -31,7 +31,7 @@ static int mpi_processes(const struct strata_config *c, int *procs)
 
 static int mpi_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
-        if (!drv->host_visible)
+        if (strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy mpi on %s: device memory across "
                                                     "processes is not supported", drv->name);
         if (c->processes < 0)

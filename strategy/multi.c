@@ -14,7 +14,7 @@ int strata__multi_validate(const struct strata_config *c, const struct strata_de
                            const char *name)
 {
         (void)c;
-        if (!drv->host_visible && (!drv->reduce_many || !drv->copy_many))
+        if (strata__own_memory(drv) && (!drv->reduce_many || !drv->copy_many))
                 return strata__fail(STRATA_ENOTSUP,
                                     "strategy %s on %s: the driver has no collectives over its "
                                     "memory (reduce_many, copy_many); use single",
@@ -40,7 +40,7 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
         STRATA_TRY(strata_comm_plan_config(&cc, &comm));
         STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
         STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
-        if (!drv->host_visible)
+        if (strata__own_memory(drv))
                 STRATA_TRY(strata_arena_alloc(a, comm, 64, &dq));
         if (world > c->devices) {
                 STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
@@ -201,7 +201,7 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
         c.sync = rt->cfg.sync_bn && train;
         c.all_sum = m->sum_stats ? all_sum : NULL;
         c.barrier = barrier;
-        if (!rt->dev->host_visible) {
+        if (strata__own_memory(rt->dev)) {
                 /* The dp copies' shared context is host memory: device statistics are summed
                  * with the device communicator instead, in the same device order. */
                 c.all_sum = all_sum;
@@ -212,8 +212,8 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
 }
 
 /*
- * One job on one device. A device that queues work (not host-visible) runs on its own
- * device (bind) and drains its queue before reporting: the next job may read what this one
+ * One job on one device. A device that queues work runs on its own device (bind) and drains
+ * its queue (sync) before reporting: the next job may read what this one
  * wrote on another device's queue (dp's replicas read the master), and errors surface here.
  */
 static int device_fn(int dev, void *arg)
@@ -223,8 +223,6 @@ static int device_fn(int dev, void *arg)
         const struct strata_device_ops *d = rt->dev;
         int rc;
 
-        if (d->host_visible)
-                return m->job(rt, m, dev);
         if (d->bind)
                 STRATA_TRY(d->bind(dev));
         rc = m->job(rt, m, dev);
@@ -361,10 +359,7 @@ static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
                 float *out = rt->args.logits + (size_t)r->row0 * k;
                 size_t bytes = sizeof(float) * (size_t)r->rows * k;
 
-                if (rt->dev->host_visible)
-                        memcpy(out, r->y[r->nlayers - 1], bytes);
-                else
-                        rt->dev->to_host(out, r->y[r->nlayers - 1], bytes);
+                rt->dev->to_host(out, r->y[r->nlayers - 1], bytes);
         } else {
                 strata__replica_loss(r, &c, 0);
         }

@@ -101,7 +101,7 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                 return strata__fail(STRATA_EINVAL, "grad_allreduce bf16 applies where gradients "
                                                    "are all-reduced (ddp, spawn, mpi), not under "
                                                    "%s", (*st)->name);
-        if (c->grad_allreduce == STRATA_BF16 && !(*dev)->host_visible)
+        if (c->grad_allreduce == STRATA_BF16 && strata__own_memory(*dev))
                 return strata__fail(STRATA_ENOTSUP, "grad_allreduce bf16 rounds gradients in "
                                                    "host memory; the %s driver's are on the "
                                                    "device", (*dev)->name);
@@ -167,11 +167,11 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                   struct strata_plan_info *pi)
 {
         struct strata_arena plan, pdev, ppin, child, dev, pin;
-        struct strata__replica_mem mem = { &plan, &plan, &plan, drv };
+        struct strata__replica_mem mem = { &plan, &plan, NULL, drv };
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
         struct strata_trace *tr;
-        int world, rows, hv = drv->host_visible;
+        int world, rows, hv = !strata__own_memory(drv);
         enum strata_dtype compute = strata__precision(c->precision)->compute;
         void *p;
 
@@ -206,7 +206,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
 
                 o.name = "device";
                 STRATA_TRY(strata_arena_carve(a, &child, pi->per_device, &o));
-                mem = (struct strata__replica_mem){ &child, &child, &child, drv };
+                mem = (struct strata__replica_mem){ &child, &child, NULL, drv };
                 if (!hv) {
                         STRATA_TRY(region_arena(rt ? rg->dev[d] : NULL, rt ? rg->dev_bytes : 0,
                                                 "device memory", &dev));
@@ -291,11 +291,8 @@ static int reserve(const struct strata_config *c, const struct strata_device_ops
                    const struct strata_plan_info *pl, struct strata__regions *rg)
 {
         memset(rg, 0, sizeof(*rg));
-        if (dev->host_visible)
+        if (!strata__own_memory(dev)) /* it computes in host memory from the region */
                 return STRATA_OK;
-        if (!dev->reserve)
-                return strata__fail(STRATA_ENOTSUP, "driver %s cannot reserve device memory",
-                                    dev->name);
         rg->dev_bytes = pl->device_bytes - dev->device_overhead;
         rg->pin_bytes = pl->pinned_bytes;
         for (int d = 0; d < c->devices; d++) {
@@ -438,11 +435,8 @@ static int check_batch(const struct strata_runtime *rt, const struct strata_batc
                         return strata__fail(STRATA_EINVAL, "row %d indexes image %u of %u (set "
                                                            "nimages to the image count)",
                                             i, b->index[i], b->nimages);
-        for (int i = 0; with_labels && i < b->rows; i++)
-                if (b->y[i] < 0 || b->y[i] >= rt->cfg.classes)
-                        return strata__fail(STRATA_EINVAL, "label %d of row %d not in [0, %d)",
-                                            b->y[i], i, rt->cfg.classes);
-        return STRATA_OK;
+        return with_labels ? strata__loss_of(rt->cfg.model)->check(b, rt->cfg.classes)
+                           : STRATA_OK;
 }
 
 static int need_ready(const struct strata_runtime *rt)
@@ -602,7 +596,7 @@ int strata_teardown(struct strata_runtime *rt)
         rc = strata_trace_close(rt->trace, !rt->abandoned);
         if (rt->abandoned) /* a stuck device may still touch all of it: nothing is released */
                 return strata__set_error(STRATA_ETIMEDOUT, rt->abandoned_why);
-        if (!rt->dev->host_visible) {
+        if (strata__own_memory(rt->dev)) {
                 unreserve(rt->dev, &rt->regions, rt->nreplicas);
                 memset(&rt->regions, 0, sizeof(rt->regions));
         }
@@ -659,12 +653,9 @@ static int connected(const struct strata_runtime *rt, int dev)
 static const float *host_view(const struct strata_runtime *rt, int dev, const float *src,
                               size_t n)
 {
-        const struct strata__replica *r = &rt->replicas[dev];
-
-        if (rt->dev->host_visible || !n)
+        if (!n)
                 return src;
-        rt->dev->to_host(r->p_host, src, n * sizeof(float));
-        return r->p_host;
+        return rt->dev->host_view(rt->replicas[dev].p_host, src, n * sizeof(float));
 }
 
 int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n)

@@ -41,7 +41,7 @@ static void report(struct strata_runtime *rt)
         const struct strata__replica *r = replica(rt);
 
         if (rt->args.metrics)
-                *rt->args.metrics = (struct strata_metrics){ .loss = r->loss / r->rows,
+                *rt->args.metrics = (struct strata_metrics){ .loss = r->loss_sum / r->rows,
                                                              .correct = r->correct,
                                                              .rows = r->rows };
 }
@@ -89,10 +89,7 @@ static int evaluate(struct strata_runtime *rt, int event)
         if (predict) {
                 size_t n = sizeof(float) * (size_t)r->rows * r->layers[r->nlayers - 1].out;
 
-                if (rt->dev->host_visible)
-                        memcpy(rt->args.logits, r->y[r->nlayers - 1], n);
-                else
-                        rt->dev->to_host(rt->args.logits, r->y[r->nlayers - 1], n);
+                rt->dev->to_host(rt->args.logits, r->y[r->nlayers - 1], n);
                 return sync(rt);
         }
         strata__replica_loss(r, &c, 0);

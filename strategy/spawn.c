@@ -196,7 +196,7 @@ static int spawn_processes(const struct strata_config *c, int *procs)
 
 static int spawn_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
-        if (!drv->host_visible)
+        if (strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy spawn on %s: device memory "
                                                     "across processes is not supported",
                                     drv->name);

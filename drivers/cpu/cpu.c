@@ -313,9 +313,27 @@ STRATA_SIMD static void cpu_clamp(float *x, float v, size_t n)
                 x[i] = x[i] > v ? v : x[i] < -v ? -v : x[i];
 }
 
-const struct strata_device_ops strata__cpu_driver = {
-        .name = "cpu",
-        .probe = cpu_probe,
+/* The host's memory is the device's: copies are memory copies, views are the memory itself. */
+static void cpu_memcpy(void *dst, const void *src, size_t bytes)
+{
+        memcpy(dst, src, bytes);
+}
+
+static const void *cpu_view(void *stage, const void *src, size_t bytes)
+{
+        (void)stage, (void)bytes;
+        return src;
+}
+
+/* The first GEMM on a thread may set up OpenBLAS's internals for it. */
+static void cpu_warm_up(void)
+{
+        float a[16] = { 0 }, c[16];
+
+        cpu_gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
+}
+
+static const struct strata_kernel_ops cpu_kernels = {
         .gemm = cpu_gemm,
         .fill_rows = cpu_fill_rows,
         .relu = cpu_relu,
@@ -338,12 +356,22 @@ const struct strata_device_ops strata__cpu_driver = {
         .sumsq = cpu_sumsq,
         .scale = cpu_scale,
         .clamp = cpu_clamp,
-        .host_visible = 1,
-        .prepare = cpu_prepare,
         .gemm_lp = strata__cpu_gemm_lp,
         .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,
         .prepare_lp = strata__cpu_prepare_lp,
         .gemm_lp_io = strata__cpu_gemm_lp_io,
         .relu_io = cpu_relu_io,
         .relu_backward_bf16 = cpu_relu_backward_bf16,
+};
+
+const struct strata_device_ops strata__cpu_driver = {
+        .name = "cpu",
+        .probe = cpu_probe,
+        .kernels = &cpu_kernels,
+        .prepare = cpu_prepare,
+        .warm_up = cpu_warm_up,
+        .to_device = cpu_memcpy,
+        .to_host = cpu_memcpy,
+        .device_view = cpu_view,
+        .host_view = cpu_view,
 };

@@ -547,9 +547,20 @@ static void cuda_copy_many(void *const *dst, int nd, const void *src, size_t lo,
                              "copy_many");
 }
 
-const struct strata_device_ops strata__cuda_driver = {
-        .name = "cuda",
-        .probe = cuda_probe,
+/* Host data the device reads, and device data the host reads: always through a copy. */
+static const void *cuda_device_view(void *stage, const void *src, size_t bytes)
+{
+        cuda_to_device(stage, src, bytes);
+        return stage;
+}
+
+static const void *cuda_host_view(void *host, const void *src, size_t bytes)
+{
+        cuda_to_host(host, src, bytes);
+        return host;
+}
+
+static const struct strata_kernel_ops cuda_kernels = {
         .gemm = cuda_gemm,
         .fill_rows = cuda_fill_rows,
         .relu = cuda_relu,
@@ -571,19 +582,26 @@ const struct strata_device_ops strata__cuda_driver = {
         .sumsq = cuda_sumsq,
         .scale = cuda_scale,
         .clamp = cuda_clamp,
-        .host_visible = 0,
+        .gemm_lp = cuda_gemm_lp,
+        .gemm_lp_bytes = cuda_gemm_lp_bytes,
+        .prepare_lp = cuda_prepare_lp,
+};
+
+const struct strata_device_ops strata__cuda_driver = {
+        .name = "cuda",
+        .probe = cuda_probe,
+        .kernels = &cuda_kernels,
         .device_overhead = OVERHEAD,
         .reserve = cuda_reserve,
         .unreserve = cuda_unreserve,
         .bind = cuda_bind,
         .to_device = cuda_to_device,
         .to_host = cuda_to_host,
+        .device_view = cuda_device_view,
+        .host_view = cuda_host_view,
         .sync = cuda_sync,
         .describe = cuda_describe,
         .local_pus = cuda_local_pus,
         .reduce_many = cuda_reduce_many,
         .copy_many = cuda_copy_many,
-        .gemm_lp = cuda_gemm_lp,
-        .gemm_lp_bytes = cuda_gemm_lp_bytes,
-        .prepare_lp = cuda_prepare_lp,
 };

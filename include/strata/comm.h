@@ -78,8 +78,8 @@ struct strata_comm_config {
         /** The failure domain of the local ranks (required): aborts, timeouts. */
         const struct strata_group *group;
         /**
-         * The memory the buffers live in: NULL or a host-visible driver for host memory;
-         * a driver the host cannot address for its device memory. Then every rank first
+         * The memory the buffers live in: NULL or a driver without reserve() for host
+         * memory; a driver that reserves its own device memory for that. Then every rank first
          * waits for its device's queued work (its inputs are complete), the data moves with
          * the driver's reduce_many/copy_many, every rank waits for its device again before
          * reporting done, and only f32 sum and mean are supported (STRATA_ENOTSUP otherwise).

@@ -1,5 +1,7 @@
 /*
- * Device drivers: a `static const` table of operations per kind of device, with a probe.
+ * Device drivers: per kind of device, two `static const` tables: the device (probe, memory,
+ * copies, binding, synchronisation) and its kernels (GEMM, elementwise, module, loss and
+ * optimizer math).
  *
  * Every operation works on memory of the driver's own device. Float math is f32. Operations a
  * driver lacks are NULL, and callers get STRATA_ENOTSUP; the mandatory ones are checked when a
@@ -73,11 +75,13 @@ struct strata_gemm_io {
         const float *bias;       /**< bf16 C only: one f32 per column added before rounding */
 };
 
-/** Operations of a device driver. Matrices are row-major. */
-struct strata_device_ops {
-        const char *name;
-        /** Non-zero when the device can run here; @p why gets a reason otherwise. */
-        int (*probe)(const char **why);
+/**
+ * The kernels of a device: the math that modules, losses and optimizers run on its memory,
+ * apart from device management (struct strata_device_ops). A new module, loss or activation
+ * adds kernels here (optional ones NULL elsewhere) without touching reservation, binding or
+ * copies. Matrices are row-major.
+ */
+struct strata_kernel_ops {
         /** C = alpha * op(A) op(B) + beta * C, op = transpose when ta/tb. */
         void (*gemm)(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc);
@@ -164,60 +168,6 @@ struct strata_device_ops {
         /** x = min(max(x, -v), v). */
         void (*clamp)(float *x, float v, size_t n);
 
-        /* ---- Memory: drivers whose memory the host cannot address ---- */
-
-        /** Non-zero when the host reads and writes the device's memory directly (CPU). */
-        int host_visible;
-        /** Device bytes the driver itself takes per device beside the plan (BLAS workspace). */
-        size_t device_overhead;
-        /**
-         * Optional: reserve @p dev_bytes of device memory and @p host_bytes of pinned host
-         * memory for device @p ordinal, once, at init. NULL: the runtime's region serves.
-         */
-        int (*reserve)(int ordinal, size_t dev_bytes, size_t host_bytes, unsigned flags,
-                       void **dev, void **host);
-        /** Optional: give back what reserve() took (teardown). */
-        void (*unreserve)(int ordinal, void *dev, void *host);
-        /**
-         * Optional: before the arenas seal, make the driver's own per-thread resources ready
-         * for @p devices threads computing at once (CPU: one OpenBLAS buffer slot each), so
-         * nothing is mapped or looked up during training.
-         */
-        int (*prepare)(int devices);
-        /** Optional: make @p ordinal the calling thread's device (its worker, before work). */
-        int (*bind)(int ordinal);
-        /** Copy @p bytes host -> device (NULL when host_visible). */
-        void (*to_device)(void *dst, const void *src, size_t bytes);
-        /** Copy @p bytes device -> host and wait for it (NULL when host_visible). */
-        void (*to_host)(void *dst, const void *src, size_t bytes);
-        /** Optional: wait for the device's queued work; returns a status (errors surface). */
-        int (*sync)(void);
-        /**
-         * Optional: one line naming reserved device @p ordinal and the host cores local to it
-         * (hwloc), for `--verbose`; writes at most @p n bytes.
-         */
-        void (*describe)(int ordinal, char *buf, size_t n);
-        /**
-         * Optional: the OS indices of the host PUs close to reserved device @p ordinal (hwloc),
-         * at most @p max of them; returns how many (0: no preference). Workers are placed
-         * on those cores first.
-         */
-        int (*local_pus)(int ordinal, int *pus, int max);
-
-        /* ---- Collectives over device memory (dp/ddp on a device the host cannot address) ---- */
-
-        /**
-         * Optional: dst[d][i] = sum over s of src[s][i] in source order, for every d < @p ndst
-         * and i in [lo, hi), f32, queued on the calling thread's device. The buffers may
-         * belong to other logical devices of this driver; a destination may be a source.
-         * With @p mean the sum is divided by @p nsrc. Required, with copy_many, for the
-         * multi-device strategies when the driver is not host-visible.
-         */
-        void (*reduce_many)(float *const *dst, int ndst, const float *const *src, int nsrc,
-                            size_t lo, size_t hi, int mean);
-        /** Optional: bytes [lo, hi) of @p src to every dst (device memory), queued. */
-        void (*copy_many)(void *const *dst, int ndst, const void *src, size_t lo, size_t hi);
-
         /* ---- Mixed precision (optional: without them only fp32 runs) ---- */
 
         /**
@@ -253,6 +203,88 @@ struct strata_device_ops {
                         size_t n);
         /** dx = dy where y > 0 else 0, with y stored in bf16. */
         void (*relu_backward_bf16)(const uint16_t *y, const float *dy, float *dx, size_t n);
+};
+
+/**
+ * Operations of a device driver: probe, memory (reservation, copies, views), binding and
+ * synchronisation, collectives over its memory; its kernels in their own table.
+ */
+struct strata_device_ops {
+        const char *name;
+        /** Non-zero when the device can run here; @p why gets a reason otherwise. */
+        int (*probe)(const char **why);
+        /** The device's kernels (mandatory). */
+        const struct strata_kernel_ops *kernels;
+
+        /* ---- Memory ---- */
+
+        /** Device bytes the driver itself takes per device beside the plan (BLAS workspace). */
+        size_t device_overhead;
+        /**
+         * Optional: reserve @p dev_bytes of device memory and @p host_bytes of pinned host
+         * memory for device @p ordinal, once, at init. NULL: the device computes in host
+         * memory carved from the runtime's region (the host addresses it directly, nothing
+         * is staged) — the CPU's case.
+         */
+        int (*reserve)(int ordinal, size_t dev_bytes, size_t host_bytes, unsigned flags,
+                       void **dev, void **host);
+        /** Optional: give back what reserve() took (teardown). */
+        void (*unreserve)(int ordinal, void *dev, void *host);
+        /**
+         * Optional: before the arenas seal, make the driver's own per-thread resources ready
+         * for @p devices threads computing at once (CPU: one OpenBLAS buffer slot each), so
+         * nothing is mapped or looked up during training.
+         */
+        int (*prepare)(int devices);
+        /**
+         * Optional: once on each device's worker thread before the arenas seal (the first
+         * GEMM on a thread may set up BLAS internals).
+         */
+        void (*warm_up)(void);
+        /** Optional: make @p ordinal the calling thread's device (its worker, before work). */
+        int (*bind)(int ordinal);
+        /** Copy @p bytes host -> device (the CPU's: a memory copy). */
+        void (*to_device)(void *dst, const void *src, size_t bytes);
+        /** Copy @p bytes device -> host and wait for it (the CPU's: a memory copy). */
+        void (*to_host)(void *dst, const void *src, size_t bytes);
+        /**
+         * @p bytes of host memory at @p src as the device reads them: @p src itself where the
+         * device addresses host memory, else a copy into the device buffer @p stage.
+         */
+        const void *(*device_view)(void *stage, const void *src, size_t bytes);
+        /**
+         * @p bytes of device memory at @p src as the host reads them (after the device's
+         * queued work): @p src itself where the host addresses it, else a copy into the host
+         * buffer @p host.
+         */
+        const void *(*host_view)(void *host, const void *src, size_t bytes);
+        /** Optional: wait for the device's queued work; returns a status (errors surface). */
+        int (*sync)(void);
+        /**
+         * Optional: one line naming reserved device @p ordinal and the host cores local to it
+         * (hwloc), for `--verbose`; writes at most @p n bytes.
+         */
+        void (*describe)(int ordinal, char *buf, size_t n);
+        /**
+         * Optional: the OS indices of the host PUs close to reserved device @p ordinal (hwloc),
+         * at most @p max of them; returns how many (0: no preference). Workers are placed
+         * on those cores first.
+         */
+        int (*local_pus)(int ordinal, int *pus, int max);
+
+        /* ---- Collectives over device memory (dp/ddp on a device the host cannot address) ---- */
+
+        /**
+         * Optional: dst[d][i] = sum over s of src[s][i] in source order, for every d < @p ndst
+         * and i in [lo, hi), f32, queued on the calling thread's device. The buffers may
+         * belong to other logical devices of this driver; a destination may be a source.
+         * With @p mean the sum is divided by @p nsrc. Required, with copy_many, for the
+         * multi-device strategies on a driver that reserves its own memory.
+         */
+        void (*reduce_many)(float *const *dst, int ndst, const float *const *src, int nsrc,
+                            size_t lo, size_t hi, int mean);
+        /** Optional: bytes [lo, hi) of @p src to every dst (device memory), queued. */
+        void (*copy_many)(void *const *dst, int ndst, const void *src, size_t lo, size_t hi);
 };
 
 /**

@@ -1,6 +1,6 @@
 /*
- * Models: a sequence of modules over 2-D activations [rows, features], with a softmax
- * cross-entropy loss on the last module's output.
+ * Models: a sequence of modules over 2-D activations [rows, features], with a loss on the
+ * last module's output (softmax cross-entropy unless the model names another).
  *
  * A module kind is a `static const struct strata_module_ops`. Its `shape` operation declares,
  * for an input width, the output width and the sizes of its parameters, running state and
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/data.h"
 #include "strata/device.h"
 #include "strata/tensor.h"
 
@@ -79,7 +80,7 @@ struct strata_module_shape {
 
 /** Per-call context handed to forward/backward. */
 struct strata_step_ctx {
-        const struct strata_device_ops *dev; /**< the device's driver */
+        const struct strata_kernel_ops *k;   /**< the device's kernels */
         uint64_t seed;                       /**< run seed */
         uint64_t step;                       /**< global step, for random streams */
         int train;                           /**< training (1) or evaluation (0) mode */
@@ -149,11 +150,38 @@ struct strata_module {
         float decay; /**< BatchNorm: running-average momentum (0 = 0.1) */
 };
 
-/** A model: input width, modules in order (the last one's output are the logits). */
+/**
+ * A loss kind: a `static const` table, as a module kind is. It compares the model's output
+ * with the batch's targets, summed over rows in row order, so the value and gradient do not
+ * depend on how rows are split between devices beyond that order.
+ */
+struct strata_loss_ops {
+        const char *name;
+        /**
+         * Validate @p b's targets on the host before a step, for a model of @p outputs
+         * outputs; STRATA_EINVAL with a message naming the row and value at fault.
+         */
+        int (*check)(const struct strata_batch *b, int outputs);
+        /**
+         * The loss summed over @p rows rows of @p out [rows, outputs] against @p targets
+         * (the batch's targets for these rows, in device memory). When @p dout is not NULL it
+         * receives d(loss)/d(out) multiplied by c->loss_scale; when @p correct is not NULL it
+         * receives the rows predicted right (classification).
+         */
+        double (*forward)(const struct strata_step_ctx *c, const float *out,
+                          const void *targets, int rows, int outputs, float *dout,
+                          int *correct);
+};
+
+/** Softmax cross-entropy over int32 class labels (PyTorch's CrossEntropyLoss, summed). */
+extern const struct strata_loss_ops strata_softmax_cross_entropy;
+
+/** A model: input width, modules in order (the last one's output are the logits), its loss. */
 struct strata_model {
         int in_features;
         int nmodules;
         const struct strata_module *modules;
+        const struct strata_loss_ops *loss; /**< NULL: strata_softmax_cross_entropy */
 };
 
 /** A module instance on one device (filled by the runtime). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "strata/testing.h"
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
 /* x rounded to bf16 (8 significant bits, ties to even) by frexp/nearbyint, as bits. */
@@ -47,8 +48,8 @@ static const struct strata_device_ops *cpu(void)
         const struct strata_device_ops *d;
 
         cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &d), STRATA_OK);
-        cr_assert(d->gemm_lp_io && d->relu_io && d->relu_backward_bf16);
-        cr_assert_eq(d->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
+        cr_assert(d->kernels->gemm_lp_io && d->kernels->relu_io && d->kernels->relu_backward_bf16);
+        cr_assert_eq(d->kernels->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
         return d;
 }
 
@@ -73,7 +74,7 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                         int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
                         int ta = tr & 1, tb = tr >> 1, lda = ta ? m : k, ldb = tb ? k : n;
                         size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
-                        size_t bytes = d->gemm_lp_bytes(STRATA_BF16,
+                        size_t bytes = d->kernels->gemm_lp_bytes(STRATA_BF16,
                                                         (size_t)m * k + (size_t)k * n, dim);
                         void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
                         float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
@@ -94,12 +95,12 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                                 bias[j] = frand();
                         for (int i = 0; i < m; i++)
                                 memcpy(want + (size_t)i * n, bias, sizeof(float) * n);
-                        d->gemm_lp(STRATA_BF16, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, want,
+                        d->kernels->gemm_lp(STRATA_BF16, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, want,
                                    n, scratch);
                         for (int st = 1; st < 4; st++) { /* A, B or both stored in bf16 */
                                 for (int i = 0; i < m; i++)
                                         memcpy(got + (size_t)i * n, bias, sizeof(float) * n);
-                                d->gemm_lp_io(&(struct strata_gemm_io){
+                                d->kernels->gemm_lp_io(&(struct strata_gemm_io){
                                                       .dt = STRATA_BF16, .ta = ta, .tb = tb,
                                                       .m = m, .n = n, .k = k, .alpha = 1.0f,
                                                       .beta = 1.0f, .a = st & 1 ? (void *)ah : a,
@@ -113,7 +114,7 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                                              "%dx%dx%d ta %d tb %d, bf16 operands %d: f32 C "
                                              "differs", m, n, k, ta, tb, st);
                         }
-                        d->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .ta = ta,
+                        d->kernels->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .ta = ta,
                                                                 .tb = tb, .m = m, .n = n, .k = k,
                                                                 .alpha = 1.0f, .a = ah,
                                                                 .lda = lda, .at = STRATA_BF16,
@@ -145,19 +146,19 @@ Test(bf16_activations, relu_over_bf16_storage)
         }
         x[0] = -0.0f;
         xh[0] = 0x8000;
-        d->relu_io(x, STRATA_F32, yh, STRATA_BF16, N); /* f32 in, bf16 out: rounded */
+        d->kernels->relu_io(x, STRATA_F32, yh, STRATA_BF16, N); /* f32 in, bf16 out: rounded */
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yh[i], x[i] > 0.0f ? bf16_bits(x[i]) : 0, "f32->bf16 [%d]", i);
-        d->relu_io(xh, STRATA_BF16, yh, STRATA_BF16, N);
+        d->kernels->relu_io(xh, STRATA_BF16, yh, STRATA_BF16, N);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yh[i], bf16_value(xh[i]) > 0.0f ? xh[i] : 0, "bf16->bf16 [%d]", i);
-        d->relu_io(xh, STRATA_BF16, yf, STRATA_F32, N);
+        d->kernels->relu_io(xh, STRATA_BF16, yf, STRATA_F32, N);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yf[i], fmaxf(bf16_value(xh[i]), 0.0f), "bf16->f32 [%d]", i);
-        d->relu_io(x, STRATA_F32, yf, STRATA_F32, N);
+        d->kernels->relu_io(x, STRATA_F32, yf, STRATA_F32, N);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yf[i], x[i] > 0.0f ? x[i] : 0.0f, "f32->f32 [%d]", i);
-        d->relu_backward_bf16(yh, dy, dx, N); /* yh: the bf16 ReLU output */
+        d->kernels->relu_backward_bf16(yh, dy, dx, N); /* yh: the bf16 ReLU output */
         for (int i = 0; i < N; i++)
                 cr_assert_eq(dx[i], bf16_value(yh[i]) > 0.0f ? dy[i] : 0.0f, "backward [%d]", i);
 }
@@ -335,7 +336,7 @@ Test(bf16_activations, a_driver_without_the_ops_keeps_f32)
         struct rig r;
         struct strata_config c;
         struct strata_plan_info with, without;
-        struct strata_device_ops nobf;
+        struct driver_copy nobf;
         static float a[MAXP], b[MAXP];
         size_t np;
 
@@ -345,9 +346,9 @@ Test(bf16_activations, a_driver_without_the_ops_keeps_f32)
         np = params_of(&c);
         cr_assert_eq(strata_plan(&c, &with), STRATA_OK);
         rig_train_cfg(&r, &c, 8, a, np);
-        nobf = *cpu();
-        nobf.relu_io = NULL;
-        c.driver = &nobf;
+        driver_copy(&nobf, cpu());
+        nobf.k.relu_io = NULL;
+        c.driver = &nobf.dev;
         cr_assert_eq(strata_plan(&c, &without), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(without.per_device - with.per_device, (size_t)RIG_BATCH * 32 * 2);
         rig_train_cfg(&r, &c, 8, b, np);

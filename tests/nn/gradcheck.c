@@ -47,7 +47,7 @@ static void rig_init(struct rig *r, const struct strata_module_ops *ops, int out
                         r->x[i] = r->x[i] < 0.0f ? -0.1f : 0.1f;
                 r->w[i] = cosf(1.3f * (float)i);
         }
-        r->c = (struct strata_step_ctx){ .dev = dev, .seed = 9, .step = 1, .train = 1,
+        r->c = (struct strata_step_ctx){ .k = dev->kernels, .seed = 9, .step = 1, .train = 1,
                                          .rows_global = ROWS };
 }
 
@@ -123,15 +123,15 @@ Test(gradcheck, softmax_cross_entropy, .init = setup)
 
         for (int i = 0; i < 15; i++)
                 z[i] = sinf((float)i);
-        dev->softmax_xent(z, y, 3, 5, 1.0f / 3.0f, d, &correct);
+        dev->kernels->softmax_xent(z, y, 3, 5, 1.0f / 3.0f, d, &correct);
         for (int i = 0; i < 15; i++) {
                 float keep = z[i];
                 double up, down;
 
                 z[i] = keep + h;
-                up = dev->softmax_xent(z, y, 3, 5, 1.0f, NULL, NULL) / 3.0;
+                up = dev->kernels->softmax_xent(z, y, 3, 5, 1.0f, NULL, NULL) / 3.0;
                 z[i] = keep - h;
-                down = dev->softmax_xent(z, y, 3, 5, 1.0f, NULL, NULL) / 3.0;
+                down = dev->kernels->softmax_xent(z, y, 3, 5, 1.0f, NULL, NULL) / 3.0;
                 z[i] = keep;
                 cr_assert(fabs((up - down) / (2 * h) - d[i]) < 1e-3, "dlogit %d", i);
         }

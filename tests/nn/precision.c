@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "strata/testing.h"
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
 /* x rounded to @p bits significant bits, ties to even (nearbyint), exponent >= @p emin. */
@@ -44,7 +45,7 @@ static const struct strata_device_ops *cpu(void)
         const struct strata_device_ops *d;
 
         cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &d), STRATA_OK);
-        cr_assert(d->gemm_lp && d->gemm_lp_bytes && d->prepare_lp);
+        cr_assert(d->kernels->gemm_lp && d->kernels->gemm_lp_bytes && d->kernels->prepare_lp);
         return d;
 }
 
@@ -53,11 +54,11 @@ static void driver_round(enum strata_dtype dt, const float *x, float *out, int n
 {
         const struct strata_device_ops *d = cpu();
         float one = 1.0f;
-        size_t bytes = d->gemm_lp_bytes(dt, (size_t)n + 1, (size_t)n);
+        size_t bytes = d->kernels->gemm_lp_bytes(dt, (size_t)n + 1, (size_t)n);
         void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
 
-        cr_assert_eq(d->prepare_lp(dt), STRATA_OK, "%s", strata_last_error());
-        d->gemm_lp(dt, 0, 0, n, 1, 1, 1.0f, x, 1, &one, 1, 0.0f, out, 1, scratch);
+        cr_assert_eq(d->kernels->prepare_lp(dt), STRATA_OK, "%s", strata_last_error());
+        d->kernels->gemm_lp(dt, 0, 0, n, 1, 1, 1.0f, x, 1, &one, 1, 0.0f, out, 1, scratch);
         free(scratch);
 }
 
@@ -110,7 +111,7 @@ Test(precision, bf16_flushes_subnormals)
         driver_round(STRATA_BF16, x, out, 2);
         cr_assert_eq(out[0], 0.0f, "a subnormal bf16 input counts as 0: %a", out[0]);
         cr_assert_eq(out[1], (float)bf16_ref(x[1]), "a normal one does not");
-        d->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out, 1, scratch);
+        d->kernels->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out, 1, scratch);
         cr_assert_eq(out[0], 0.0f, "a subnormal product is flushed: %a", out[0]);
         free(scratch);
 }
@@ -160,7 +161,7 @@ Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
         for (int dt = 0; dt < 2; dt++) {
                 enum strata_dtype t = dt ? STRATA_F16 : STRATA_BF16;
 
-                cr_assert_eq(d->prepare_lp(t), STRATA_OK);
+                cr_assert_eq(d->kernels->prepare_lp(t), STRATA_OK);
                 for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
                         for (int tr = 0; tr < 4; tr++) {
                                 int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -171,7 +172,7 @@ Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
                                 float *c0 = malloc(sizeof(float) * m * n);
                                 double *want = malloc(sizeof(double) * m * n);
                                 size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
-                                size_t bytes = d->gemm_lp_bytes(t, (size_t)m * k + (size_t)k * n,
+                                size_t bytes = d->kernels->gemm_lp_bytes(t, (size_t)m * k + (size_t)k * n,
                                                                 dim);
                                 void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
 
@@ -181,7 +182,7 @@ Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
                                         b[i] = (float)rand() / (float)RAND_MAX - 0.5f;
                                 for (int i = 0; i < m * n; i++)
                                         c[i] = c0[i] = (float)rand() / (float)RAND_MAX;
-                                d->gemm_lp(t, ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n,
+                                d->kernels->gemm_lp(t, ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n,
                                            scratch);
                                 gemm_ref(dt ? f16_ref : bf16_ref, ta, tb, m, n, k, 0.5f, a, lda,
                                          b, ldb, 0.25f, want, c0, n);
@@ -409,7 +410,7 @@ Test(precision, bad_input_is_refused)
         struct rig r;
         struct strata_config c;
         struct strata_plan_info plan;
-        struct strata_device_ops nolp;
+        struct driver_copy nolp;
         struct strata_runtime *rt = NULL;
         enum strata_precision p = STRATA_PRECISION_BF16_MIXED;
 
@@ -432,10 +433,10 @@ Test(precision, bad_input_is_refused)
         c.loss_scale_interval = -2;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
         /* A driver without a low-precision GEMM runs fp32 only. */
-        nolp = *cpu();
-        nolp.gemm_lp = NULL;
+        driver_copy(&nolp, cpu());
+        nolp.k.gemm_lp = NULL;
         c = r.cfg;
-        c.driver = &nolp;
+        c.driver = &nolp.dev;
         c.precision = STRATA_PRECISION_BF16_MIXED;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_ENOTSUP);
         cr_assert_not_null(strstr(strata_last_error(), "gemm_lp"), "%s", strata_last_error());

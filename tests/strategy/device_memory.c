@@ -105,16 +105,23 @@ Test(device_memory, multi_device_needs_device_collectives)
 Test(device_memory, application_driver_is_checked)
 {
         static struct strata_device_ops broken;
+        static struct driver_copy no_gemm;
         struct strata_runtime *rt = NULL;
         struct rig r;
 
         cr_assert_eq(strata_device_check(NULL), STRATA_EINVAL);
-        broken = *devsim_driver();
-        broken.gemm = NULL;
-        cr_assert_eq(strata_device_check(&broken), STRATA_EINVAL);
+        driver_copy(&no_gemm, devsim_driver());
+        no_gemm.k.gemm = NULL; /* a mandatory kernel */
+        cr_assert_eq(strata_device_check(&no_gemm.dev), STRATA_EINVAL);
         cr_assert(strstr(strata_last_error(), "devsim"), "%s", strata_last_error());
         broken = *devsim_driver();
-        broken.to_host = NULL; /* mandatory once the host cannot address the memory */
+        broken.kernels = NULL;
+        cr_assert_eq(strata_device_check(&broken), STRATA_EINVAL);
+        broken = *devsim_driver();
+        broken.unreserve = NULL; /* what it reserves it must give back */
+        cr_assert_eq(strata_device_check(&broken), STRATA_EINVAL);
+        broken = *devsim_driver();
+        broken.to_host = NULL; /* copies are mandatory for every device */
         cr_assert_eq(strata_device_check(&broken), STRATA_EINVAL);
         rig_init(&r, 0);
         r.cfg.driver = &broken;

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
 /* the rig with BatchNorm: linear, bn (gamma, beta), linear */
@@ -24,22 +25,22 @@ static void counting_range(const struct strata_update *u, float *p, float *g, fl
 {
         atomic_fetch_add(&calls, 1);
         atomic_fetch_add(&covered, hi - lo);
-        cpu->update_range(u, p, g, state, n, lo, hi);
+        cpu->kernels->update_range(u, p, g, state, n, lo, hi);
 }
 
 static void run(enum strata_optim_kind kind, int devices)
 {
         static float split[NP], alone[NP];
-        struct strata_device_ops counting, whole;
+        struct driver_copy counting, whole;
         struct strata_config c;
         struct rig r;
 
         cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &cpu), STRATA_OK);
-        cr_assert_not_null(cpu->update_range, "the CPU driver splits dp's step");
-        counting = *cpu;
-        counting.update_range = counting_range;
-        whole = *cpu;
-        whole.update_range = NULL;
+        cr_assert_not_null(cpu->kernels->update_range, "the CPU driver splits dp's step");
+        driver_copy(&counting, cpu);
+        counting.k.update_range = counting_range;
+        driver_copy(&whole, cpu);
+        whole.k.update_range = NULL;
 
         rig_init(&r, 1);
         c = rig_cfg(&r, STRATA_STRATEGY_DP, devices, 1);
@@ -52,9 +53,9 @@ static void run(enum strata_optim_kind kind, int devices)
 
         atomic_store(&calls, 0);
         atomic_store(&covered, 0);
-        c.driver = &counting;
+        c.driver = &counting.dev;
         rig_train_cfg(&r, &c, STEPS, split, NP);
-        c.driver = &whole;
+        c.driver = &whole.dev;
         rig_train_cfg(&r, &c, STEPS, alone, NP);
         cr_assert_eq(memcmp(split, alone, sizeof(split)), 0,
                      "%d devices, optimizer %d: split step differs from the master's alone",

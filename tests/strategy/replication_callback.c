@@ -24,7 +24,7 @@ static int id_shape(const struct strata_layer *l, int in, struct strata_module_s
 static void id_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
-        c->dev->copy(y, x, (size_t)rows * l->out);
+        c->k->copy(y, x, (size_t)rows * l->out);
 }
 
 static void id_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
@@ -33,7 +33,7 @@ static void id_backward(struct strata_layer *l, const struct strata_step_ctx *c,
         (void)x;
         (void)y;
         if (dx)
-                c->dev->copy(dx, dy, (size_t)rows * l->out);
+                c->k->copy(dx, dy, (size_t)rows * l->out);
 }
 
 static int id_replicate(struct strata_layer *copy, void *ctx, int copy_id, int copies)

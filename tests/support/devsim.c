@@ -9,6 +9,7 @@
 #define MAXDEV 64
 
 static struct strata_device_ops sim, sim_nc;
+static struct strata_kernel_ops sim_kernels;
 static atomic_int ready;
 static size_t dev_len[MAXDEV], host_len[MAXDEV];
 static atomic_long unbound, uploaded;
@@ -74,6 +75,19 @@ static void sim_to_host(void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
+/* As a device whose memory the host cannot address: every view is a copy. */
+static const void *sim_device_view(void *stage, const void *src, size_t bytes)
+{
+        sim_to_device(stage, src, bytes);
+        return stage;
+}
+
+static const void *sim_host_view(void *host, const void *src, size_t bytes)
+{
+        sim_to_host(host, src, bytes);
+        return host;
+}
+
 /* Near the machine's last PU (any host will do: it makes the placement path run). */
 static int sim_local_pus(int ordinal, int *pus, int max)
 {
@@ -125,9 +139,16 @@ static void build(void)
                 return;
         if (strata_device_driver(STRATA_ACCEL_CPU, &cpu) != STRATA_OK)
                 return;
+        /* The CPU's kernels, less the range update another device's thread would run on
+         * the master's memory (as the CUDA driver's). */
+        sim_kernels = *cpu->kernels;
+        sim_kernels.update_range = NULL;
         sim = *cpu;
         sim.name = "devsim";
-        sim.host_visible = 0;
+        sim.kernels = &sim_kernels;
+        sim.warm_up = NULL;
+        sim.device_view = sim_device_view;
+        sim.host_view = sim_host_view;
         sim.reserve = sim_reserve;
         sim.unreserve = sim_unreserve;
         sim.bind = sim_bind;
@@ -142,6 +163,14 @@ static void build(void)
         sim_nc.reduce_many = NULL;
         sim_nc.copy_many = NULL;
         atomic_compare_exchange_strong(&ready, &expect, 1);
+}
+
+struct strata_device_ops *driver_copy(struct driver_copy *c, const struct strata_device_ops *from)
+{
+        c->dev = *from;
+        c->k = *from->kernels;
+        c->dev.kernels = &c->k;
+        return &c->dev;
 }
 
 const struct strata_device_ops *devsim_driver(void)

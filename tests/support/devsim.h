@@ -10,7 +10,7 @@
 
 #include "strata/strata.h"
 
-/** The simulated driver (the CPU ops with host_visible = 0 and device-memory hooks). */
+/** The simulated driver (the CPU's kernels; device memory reserved, staged and copied). */
 const struct strata_device_ops *devsim_driver(void);
 
 /** The same without reduce_many/copy_many: multi-device strategies must refuse it. */
@@ -21,5 +21,14 @@ long devsim_unbound(void);
 
 /** Bytes copied host -> device so far (batches and parameter images). */
 long devsim_uploaded(void);
+
+/** A driver and its own copy of its kernels, to change one of either in a test. */
+struct driver_copy {
+        struct strata_device_ops dev;
+        struct strata_kernel_ops k;
+};
+
+/** Copy @p from into @p c, its kernels included; returns &c->dev. */
+struct strata_device_ops *driver_copy(struct driver_copy *c, const struct strata_device_ops *from);
 
 #endif
