@@ -12,9 +12,10 @@ struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, i
 
         if (rt->prec->update) /* loss scaling: the gradients carry the scaler's scale */
                 scale *= rt->scaler.scale;
-        return (struct strata_step_ctx){ .k = rt->dev->kernels, .seed = rt->cfg.seed, .step = rt->step,
-                                         .train = train, .rows_global = rows_global,
-                                         .loss_scale = scale, .world = 1 };
+        return (struct strata_step_ctx){ .k = rt->dev->kernels, .seed = rt->cfg.seed,
+                                         .step = rt->step, .train = train,
+                                         .rows_global = rows_global, .loss_scale = scale,
+                                         .world = 1 };
 }
 
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm, int *skip)

@@ -146,11 +146,11 @@ static double time_gemm(const struct strata_device_ops *d, const struct shape *s
                 double t0 = now_us();
 
                 if (dt == STRATA_F32)
-                        d->kernels->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                                s->n);
+                        d->kernels->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b,
+                                         ldb, 0.0f, c, s->n);
                 else
-                        d->kernels->gemm_lp(dt, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb,
-                                   0.0f, c, s->n, scratch);
+                        d->kernels->gemm_lp(dt, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda,
+                                            b, ldb, 0.0f, c, s->n, scratch);
                 if (r >= 5)
                         t[r - 5] = now_us() - t0; /* the first calls warm up */
         }
@@ -260,8 +260,9 @@ int main(int argc, char **argv)
                         dim = (size_t)sh[i].n > dim ? (size_t)sh[i].n : dim;
                         dim = (size_t)sh[i].k > dim ? (size_t)sh[i].k : dim;
                 }
-                scratch = aligned_alloc(64, (d->kernels->gemm_lp_bytes(STRATA_BF16, elems, dim) + 63) /
-                                                    64 * 64);
+                size_t bytes = d->kernels->gemm_lp_bytes(STRATA_BF16, elems, dim);
+
+                scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
                 if (!scratch || d->kernels->prepare_lp(STRATA_BF16) != STRATA_OK) {
                         fprintf(stderr, "strata-bench-gemm: bf16: %s\n",
                                 scratch ? strata_last_error() : "out of memory");

@@ -48,7 +48,8 @@ static const struct strata_device_ops *cpu(void)
         const struct strata_device_ops *d;
 
         cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &d), STRATA_OK);
-        cr_assert(d->kernels->gemm_lp_io && d->kernels->relu_io && d->kernels->relu_backward_bf16);
+        cr_assert(d->kernels->gemm_lp_io && d->kernels->relu_io &&
+                  d->kernels->relu_backward_bf16);
         cr_assert_eq(d->kernels->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
         return d;
 }
@@ -65,7 +66,7 @@ static float frand(void)
  */
 Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
 {
-        const struct strata_device_ops *d = cpu();
+        const struct strata_kernel_ops *d = cpu()->kernels;
         const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 } };
 
         srand(3);
@@ -74,7 +75,7 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                         int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
                         int ta = tr & 1, tb = tr >> 1, lda = ta ? m : k, ldb = tb ? k : n;
                         size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
-                        size_t bytes = d->kernels->gemm_lp_bytes(STRATA_BF16,
+                        size_t bytes = d->gemm_lp_bytes(STRATA_BF16,
                                                         (size_t)m * k + (size_t)k * n, dim);
                         void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
                         float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
@@ -95,12 +96,12 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                                 bias[j] = frand();
                         for (int i = 0; i < m; i++)
                                 memcpy(want + (size_t)i * n, bias, sizeof(float) * n);
-                        d->kernels->gemm_lp(STRATA_BF16, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, want,
+                        d->gemm_lp(STRATA_BF16, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, want,
                                    n, scratch);
                         for (int st = 1; st < 4; st++) { /* A, B or both stored in bf16 */
                                 for (int i = 0; i < m; i++)
                                         memcpy(got + (size_t)i * n, bias, sizeof(float) * n);
-                                d->kernels->gemm_lp_io(&(struct strata_gemm_io){
+                                d->gemm_lp_io(&(struct strata_gemm_io){
                                                       .dt = STRATA_BF16, .ta = ta, .tb = tb,
                                                       .m = m, .n = n, .k = k, .alpha = 1.0f,
                                                       .beta = 1.0f, .a = st & 1 ? (void *)ah : a,
@@ -114,7 +115,7 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                                              "%dx%dx%d ta %d tb %d, bf16 operands %d: f32 C "
                                              "differs", m, n, k, ta, tb, st);
                         }
-                        d->kernels->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .ta = ta,
+                        d->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .ta = ta,
                                                                 .tb = tb, .m = m, .n = n, .k = k,
                                                                 .alpha = 1.0f, .a = ah,
                                                                 .lda = lda, .at = STRATA_BF16,
@@ -134,7 +135,7 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
 Test(bf16_activations, relu_over_bf16_storage)
 {
         enum { N = 1500 }; /* several of the driver's chunks and a partial one */
-        const struct strata_device_ops *d = cpu();
+        const struct strata_kernel_ops *d = cpu()->kernels;
         static float x[N], yf[N], dy[N], dx[N];
         static uint16_t xh[N], yh[N];
 
@@ -146,19 +147,19 @@ Test(bf16_activations, relu_over_bf16_storage)
         }
         x[0] = -0.0f;
         xh[0] = 0x8000;
-        d->kernels->relu_io(x, STRATA_F32, yh, STRATA_BF16, N); /* f32 in, bf16 out: rounded */
+        d->relu_io(x, STRATA_F32, yh, STRATA_BF16, N); /* f32 in, bf16 out: rounded */
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yh[i], x[i] > 0.0f ? bf16_bits(x[i]) : 0, "f32->bf16 [%d]", i);
-        d->kernels->relu_io(xh, STRATA_BF16, yh, STRATA_BF16, N);
+        d->relu_io(xh, STRATA_BF16, yh, STRATA_BF16, N);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yh[i], bf16_value(xh[i]) > 0.0f ? xh[i] : 0, "bf16->bf16 [%d]", i);
-        d->kernels->relu_io(xh, STRATA_BF16, yf, STRATA_F32, N);
+        d->relu_io(xh, STRATA_BF16, yf, STRATA_F32, N);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yf[i], fmaxf(bf16_value(xh[i]), 0.0f), "bf16->f32 [%d]", i);
-        d->kernels->relu_io(x, STRATA_F32, yf, STRATA_F32, N);
+        d->relu_io(x, STRATA_F32, yf, STRATA_F32, N);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(yf[i], x[i] > 0.0f ? x[i] : 0.0f, "f32->f32 [%d]", i);
-        d->kernels->relu_backward_bf16(yh, dy, dx, N); /* yh: the bf16 ReLU output */
+        d->relu_backward_bf16(yh, dy, dx, N); /* yh: the bf16 ReLU output */
         for (int i = 0; i < N; i++)
                 cr_assert_eq(dx[i], bf16_value(yh[i]) > 0.0f ? dy[i] : 0.0f, "backward [%d]", i);
 }

@@ -52,13 +52,13 @@ static const struct strata_device_ops *cpu(void)
 /* The driver's rounding of each x[i], seen through gemm_lp: C (n x 1) = x (n x 1) * [1]. */
 static void driver_round(enum strata_dtype dt, const float *x, float *out, int n)
 {
-        const struct strata_device_ops *d = cpu();
+        const struct strata_kernel_ops *d = cpu()->kernels;
         float one = 1.0f;
-        size_t bytes = d->kernels->gemm_lp_bytes(dt, (size_t)n + 1, (size_t)n);
+        size_t bytes = d->gemm_lp_bytes(dt, (size_t)n + 1, (size_t)n);
         void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
 
-        cr_assert_eq(d->kernels->prepare_lp(dt), STRATA_OK, "%s", strata_last_error());
-        d->kernels->gemm_lp(dt, 0, 0, n, 1, 1, 1.0f, x, 1, &one, 1, 0.0f, out, 1, scratch);
+        cr_assert_eq(d->prepare_lp(dt), STRATA_OK, "%s", strata_last_error());
+        d->gemm_lp(dt, 0, 0, n, 1, 1, 1.0f, x, 1, &one, 1, 0.0f, out, 1, scratch);
         free(scratch);
 }
 
@@ -103,7 +103,7 @@ Test(precision, rounding_is_to_nearest_even)
  */
 Test(precision, bf16_flushes_subnormals)
 {
-        const struct strata_device_ops *d = cpu();
+        const struct strata_kernel_ops *d = cpu()->kernels;
         const float x[] = { 1e-39f, 2e-38f }, y[2] = { 1e-20f, 1e-20f }, z[2] = { 1e-19f, 1e-19f };
         float out[2];
         void *scratch = aligned_alloc(64, 1 << 20);
@@ -111,7 +111,7 @@ Test(precision, bf16_flushes_subnormals)
         driver_round(STRATA_BF16, x, out, 2);
         cr_assert_eq(out[0], 0.0f, "a subnormal bf16 input counts as 0: %a", out[0]);
         cr_assert_eq(out[1], (float)bf16_ref(x[1]), "a normal one does not");
-        d->kernels->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out, 1, scratch);
+        d->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out, 1, scratch);
         cr_assert_eq(out[0], 0.0f, "a subnormal product is flushed: %a", out[0]);
         free(scratch);
 }
@@ -155,13 +155,13 @@ static void gemm_ref(double (*rnd)(double), int ta, int tb, int m, int n, int k,
 
 Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
 {
-        const struct strata_device_ops *d = cpu();
+        const struct strata_kernel_ops *d = cpu()->kernels;
         const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 } };
 
         for (int dt = 0; dt < 2; dt++) {
                 enum strata_dtype t = dt ? STRATA_F16 : STRATA_BF16;
 
-                cr_assert_eq(d->kernels->prepare_lp(t), STRATA_OK);
+                cr_assert_eq(d->prepare_lp(t), STRATA_OK);
                 for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
                         for (int tr = 0; tr < 4; tr++) {
                                 int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -172,7 +172,7 @@ Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
                                 float *c0 = malloc(sizeof(float) * m * n);
                                 double *want = malloc(sizeof(double) * m * n);
                                 size_t dim = (size_t)(m > n ? (m > k ? m : k) : (n > k ? n : k));
-                                size_t bytes = d->kernels->gemm_lp_bytes(t, (size_t)m * k + (size_t)k * n,
+                                size_t bytes = d->gemm_lp_bytes(t, (size_t)m * k + (size_t)k * n,
                                                                 dim);
                                 void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
 
@@ -182,7 +182,7 @@ Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
                                         b[i] = (float)rand() / (float)RAND_MAX - 0.5f;
                                 for (int i = 0; i < m * n; i++)
                                         c[i] = c0[i] = (float)rand() / (float)RAND_MAX;
-                                d->kernels->gemm_lp(t, ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n,
+                                d->gemm_lp(t, ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n,
                                            scratch);
                                 gemm_ref(dt ? f16_ref : bf16_ref, ta, tb, m, n, k, 0.5f, a, lda,
                                          b, ldb, 0.25f, want, c0, n);
