@@ -6,7 +6,7 @@
 #include "strata/status.h"
 #include "strata/trace.h"
 #include "base/base.h"
-#include "nn/gather.h"
+#include "data/gather.h"
 #include "nn/optim.h"
 #include "nn/replica.h"
 

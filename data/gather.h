@@ -1,6 +1,6 @@
 /* Converting u8 rows to float features (internal; shared by the loader and batch_to_device). */
-#ifndef STRATA_NN_GATHER_H
-#define STRATA_NN_GATHER_H
+#ifndef STRATA_DATA_GATHER_H
+#define STRATA_DATA_GATHER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -12,4 +12,4 @@ void strata__bytes_to_float(const uint8_t *src, float *dst, float scale, float s
 void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows, int dim,
                          float scale, float shift, float *dst);
 
-#endif /* STRATA_NN_GATHER_H */
+#endif /* STRATA_DATA_GATHER_H */

@@ -1,0 +1,108 @@
+/*
+ * Data sets: IDX image and label files checked against each other and loaded into an arena,
+ * or a synthetic set drawn from Philox (contract in include/strata/data.h).
+ */
+#include <stdint.h>
+
+#include "strata/data.h"
+#include "strata/status.h"
+#include "base/base.h"
+#include "kernel/philox.h"
+
+/*
+ * The two files of a data set agree: 3-D images whose rows x columns fit a model's input
+ * width (an int: 2^31 - 1; their 32-bit product wrapped silently before), 1-D labels, one
+ * label per image.
+ */
+static int dataset_shape(const char *images, const struct strata_idx_info *a,
+                         const char *labels, const struct strata_idx_info *b, uint32_t *dim)
+{
+        uint64_t d;
+
+        if (a->ndims != 3)
+                return strata__fail(STRATA_EFORMAT, "%s: images must be 3-D, got %d-D", images,
+                                    a->ndims);
+        if (b->ndims != 1)
+                return strata__fail(STRATA_EFORMAT, "%s: labels must be 1-D, got %d-D", labels,
+                                    b->ndims);
+        if (a->dims[0] != b->dims[0])
+                return strata__fail(STRATA_EFORMAT, "%s has %u images but %s has %u labels",
+                                    images, a->dims[0], labels, b->dims[0]);
+        d = (uint64_t)a->dims[1] * a->dims[2];
+        if (d > INT32_MAX)
+                return strata__fail(STRATA_EFORMAT, "%s: images of %u x %u pixels are too "
+                                    "large (at most 2^31 - 1 features)", images, a->dims[1],
+                                    a->dims[2]);
+        *dim = (uint32_t)d;
+        return STRATA_OK;
+}
+
+int strata_dataset_bytes(const char *images, const char *labels, size_t *bytes)
+{
+        struct strata_idx_info a, b;
+        uint32_t dim;
+
+        if (!bytes)
+                return strata__fail(STRATA_EINVAL, "dataset bytes: NULL argument");
+        STRATA_TRY(strata_idx_info(images, &a));
+        STRATA_TRY(strata_idx_info(labels, &b));
+        STRATA_TRY(dataset_shape(images, &a, labels, &b, &dim));
+        *bytes = STRATA__ALIGN_UP(a.bytes, 64) + STRATA__ALIGN_UP(b.bytes, 64);
+        return STRATA_OK;
+}
+
+int strata_dataset_load(struct strata_dataset *ds, struct strata_arena *arena,
+                        const char *images, const char *labels)
+{
+        struct strata_idx_info a, b;
+        const uint8_t *x, *y;
+        uint32_t dim;
+        int maxl = 0;
+
+        if (!ds || !arena || !images || !labels)
+                return strata__fail(STRATA_EINVAL, "dataset load: NULL argument");
+        STRATA_TRY(strata_idx_info(images, &a));
+        STRATA_TRY(strata_idx_info(labels, &b));
+        STRATA_TRY(dataset_shape(images, &a, labels, &b, &dim)); /* before any payload */
+        STRATA_TRY(strata_idx_load(images, arena, &a, &x));
+        STRATA_TRY(strata_idx_load(labels, arena, &b, &y));
+        STRATA_TRY(dataset_shape(images, &a, labels, &b, &dim)); /* the files may have changed */
+        for (uint32_t i = 0; i < b.dims[0]; i++)
+                maxl = y[i] > maxl ? y[i] : maxl;
+        *ds = (struct strata_dataset){ .images = x, .labels = y, .n = a.dims[0], .dim = dim,
+                                       .classes = maxl + 1 };
+        return STRATA_OK;
+}
+
+int strata_dataset_synthetic(struct strata_dataset *ds, struct strata_arena *arena, uint32_t n,
+                             uint32_t dim, int classes, uint64_t seed)
+{
+        uint8_t *x, *y;
+        void *p;
+        size_t bytes;
+
+        if (!ds || !arena || n == 0 || dim == 0 || classes < 2 || classes > 256)
+                return strata__fail(STRATA_EINVAL, "synthetic dataset: bad argument");
+        if (strata__mul_size(n, dim, &bytes))
+                return strata__fail(STRATA_EOVERFLOW, "synthetic dataset: size overflows");
+        STRATA_TRY(strata_arena_alloc(arena, bytes, 64, &p));
+        x = p;
+        STRATA_TRY(strata_arena_alloc(arena, n, 64, &p));
+        y = p;
+        for (uint32_t i = 0; i < n; i++) {
+                /* The label picks a band of features that is brighter: learnable, not trivial. */
+                int label = (int)(strata__uniform_at(seed, 1, i) * (float)classes);
+                uint32_t band = dim / (uint32_t)classes;
+
+                y[i] = (uint8_t)label;
+                for (uint32_t k = 0; k < dim; k++) {
+                        float u = strata__uniform_at(seed, 2 + (uint64_t)i, k);
+                        int hot = band && k / band == (uint32_t)label;
+
+                        x[(size_t)i * dim + k] = (uint8_t)(u * (hot ? 255.0f : 160.0f));
+                }
+        }
+        *ds = (struct strata_dataset){ .images = x, .labels = y, .n = n, .dim = dim,
+                                       .classes = classes };
+        return STRATA_OK;
+}

@@ -1,0 +1,142 @@
+/*
+ * The batch loader: u8 rows converted to float features (scaled, or standardised with the
+ * data set's mean and deviation) into buffers carved at init, or handed on as indices for
+ * each device to gather its own rows (contract in include/strata/data.h).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/data.h"
+#include "strata/status.h"
+#include "base/base.h"
+#include "arch/simd.h"
+#include "data/gather.h"
+
+int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
+                       const struct strata_dataset *ds, int batch, int drop_last)
+{
+        void *x, *y;
+        size_t fl;
+
+        if (!l || !arena || !ds || batch <= 0)
+                return strata__fail(STRATA_EINVAL, "loader: bad argument (batch %d)", batch);
+        if (strata__mul_size((size_t)batch, ds->dim, &fl) ||
+            strata__mul_size(fl, sizeof(float), &fl))
+                return strata__fail(STRATA_EOVERFLOW, "loader: batch %d too large", batch);
+        STRATA_TRY(strata_arena_alloc(arena, fl, 0, &x));
+        STRATA_TRY(strata_arena_alloc(arena, (size_t)batch * sizeof(int32_t), 0, &y));
+        *l = (struct strata_loader){ .ds = ds, .batch = batch, .drop_last = drop_last,
+                                     .scale = 1.0f / 255.0f, .x = x, .y = y };
+        return STRATA_OK;
+}
+
+int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count)
+{
+        if (!l || !l->ds || (count && !indices))
+                return strata__fail(STRATA_EINVAL, "loader reset: NULL loader or indices");
+        l->indices = indices;
+        l->count = 0;
+        l->pos = 0;
+        for (uint32_t i = 0; i < count; i++)
+                if (indices[i] >= l->ds->n)
+                        return strata__fail(STRATA_EINVAL, "loader reset: index %u (entry %u) "
+                                            "is not below the %u samples", indices[i], i,
+                                            l->ds->n);
+        l->count = count;
+        return STRATA_OK;
+}
+
+void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows, int dim,
+                         float scale, float shift, float *dst)
+{
+        /* The rows are scattered over the data set: ask for all their lines first, so the
+         * cache misses overlap instead of being taken one row at a time. */
+        for (int r = 0; r < rows; r++)
+                for (int k = 0; k < dim; k += 64)
+                        __builtin_prefetch(images + (size_t)index[r] * (size_t)dim + k, 0, 0);
+        for (int r = 0; r < rows; r++)
+                strata__bytes_to_float(images + (size_t)index[r] * (size_t)dim,
+                                       dst + (size_t)r * (size_t)dim, scale, shift,
+                                       (uint32_t)dim);
+}
+
+STRATA_SIMD void strata__bytes_to_float(const uint8_t *restrict src, float *restrict dst,
+                                        float scale, float shift, uint32_t n)
+{
+        for (uint32_t k = 0; k < n; k++)
+                dst[k] = (float)src[k] * scale + shift;
+}
+
+void strata_loader_standardize(struct strata_loader *l, const struct strata_dataset *stats)
+{
+        /* Pixels are bytes: count them per value (four tables, so that equal neighbours do
+         * not wait on one counter), then the sums are exact integers in double. */
+        uint64_t h[4][256] = { { 0 } };
+        size_t n = (size_t)stats->n * stats->dim, i = 0;
+        const uint8_t *px = stats->images;
+        double s = 0.0, s2 = 0.0, mean, sd;
+
+        for (; i + 4 <= n; i += 4) {
+                h[0][px[i]]++;
+                h[1][px[i + 1]]++;
+                h[2][px[i + 2]]++;
+                h[3][px[i + 3]]++;
+        }
+        for (; i < n; i++)
+                h[0][px[i]]++;
+        for (int v = 0; v < 256; v++) {
+                double c = (double)(h[0][v] + h[1][v] + h[2][v] + h[3][v]);
+
+                s += c * v;
+                s2 += c * v * v;
+        }
+        mean = n ? s / (double)n : 0.0;
+        sd = n ? sqrt(s2 / (double)n - mean * mean) : 0.0;
+        if (!(sd > 0.0))
+                sd = 1.0;
+        l->scale = (float)(1.0 / sd);
+        l->shift = (float)(-mean / sd);
+}
+
+int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
+{
+        uint32_t left, rows, dim;
+
+        if (!l || !b || !l->ds)
+                return 0;
+        left = l->count - l->pos;
+        dim = l->ds->dim;
+        if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
+                return 0;
+        rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
+        for (uint32_t r = 0; r < rows; r++) {
+                uint32_t idx = l->indices[l->pos + r];
+                strata__bytes_to_float(l->ds->images + (size_t)idx * dim,
+                                       l->x + (size_t)r * dim, l->scale, l->shift, dim);
+                l->y[r] = l->ds->labels[idx];
+        }
+        l->pos += rows;
+        *b = (struct strata_batch){ .x = l->x, .y = l->y, .rows = (int)rows, .dim = (int)dim };
+        return 1;
+}
+
+int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b)
+{
+        uint32_t left, rows;
+
+        if (!l || !b || !l->ds)
+                return 0;
+        left = l->count - l->pos;
+        if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
+                return 0;
+        rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
+        for (uint32_t r = 0; r < rows; r++)
+                l->y[r] = l->ds->labels[l->indices[l->pos + r]];
+        *b = (struct strata_batch){ .y = l->y, .rows = (int)rows, .dim = (int)l->ds->dim,
+                                    .images = l->ds->images, .index = l->indices + l->pos,
+                                    .nimages = l->ds->n, .scale = l->scale,
+                                    .shift = l->shift };
+        l->pos += rows;
+        return 1;
+}
