@@ -5,8 +5,9 @@
  *
  * The library dlopen()s the plugin the first time its accelerator is asked for and calls its
  * one exported function with what the plugin needs from the library (the error reporter, so
- * the plugin's messages reach the caller's strata_last_error()). The plugin hands back its
- * const ops table. Library and plugin must come from the same build: the ABI stamp says so.
+ * the plugin's messages reach the caller's strata_last_error(); the bounded wait, so the MPI
+ * link waits as every other wait does). The plugin hands back its const ops table. Library and
+ * plugin must come from the same build: the ABI stamp says so.
  */
 #ifndef STRATA_DRIVERS_PLUGIN_H
 #define STRATA_DRIVERS_PLUGIN_H
@@ -15,6 +16,7 @@
 
 #include "strata/device.h"
 #include "strata/version.h"
+#include "kernel/wait.h"
 
 /* Same version and the same ops table layout, or the plugin refuses to load. */
 #define STRATA__PLUGIN_ABI                                                                     \
@@ -24,6 +26,7 @@
 struct strata__plugin_host {
         unsigned abi; /* STRATA__PLUGIN_ABI of the library */
         int (*vfail)(int status, const char *fmt, va_list ap);
+        int (*wait)(struct strata__wait *w); /* strata__wait(); NULL for the CUDA plugin */
 };
 
 /** The CUDA plugin's file and entry point. */
@@ -39,7 +42,7 @@ typedef const struct strata_device_ops *(*strata__plugin_open_fn)(
 #define STRATA__MPI_PLUGIN_ENTRY "strata_mpi_plugin_open"
 #define STRATA__NET_PLUGIN_ABI                                                                 \
         ((unsigned)STRATA_VERSION_HEX * 65536u + (unsigned)sizeof(struct strata__net_ops) +     \
-         (unsigned)sizeof(struct strata_net) * 256u)
+         (unsigned)sizeof(struct strata_net) * 256u + (unsigned)sizeof(struct strata__wait) * 16u)
 
 struct strata__net_ops;
 

@@ -106,7 +106,7 @@ static void *load_plugin(const char *file, const char *var, const char *entry,
 
 static void load_cuda(void)
 {
-        static const struct strata__plugin_host host = { STRATA__PLUGIN_ABI, strata__vfail };
+        static const struct strata__plugin_host host = { STRATA__PLUGIN_ABI, strata__vfail, NULL };
         strata__plugin_open_fn open_fn;
         void *h = NULL;
 
@@ -184,7 +184,8 @@ static char mpi_why[512];
 
 static void load_mpi(void)
 {
-        static const struct strata__plugin_host host = { STRATA__NET_PLUGIN_ABI, strata__vfail };
+        static const struct strata__plugin_host host = { STRATA__NET_PLUGIN_ABI, strata__vfail,
+                                                         strata__wait };
         strata__net_plugin_open_fn open_fn;
         void *h = NULL;
 

@@ -3,32 +3,26 @@
  *
  * Three futex words, each on its own cache line: `cmd` (bumped per command; workers wait on
  * it), `done` (workers finished with the current command; the coordinator waits on it) and
- * `gen` (barrier generation). Waiters spin with a pause first, then sleep in timed futex waits
- * so that they notice aborts and deadlines even if a wake is missed. Sleepers are counted so
- * that the fast path makes no system call.
+ * `gen` (barrier generation). Every wait on them is kernel/wait.h's: a pause spin, then timed
+ * futex sleeps, so that aborts and deadlines are noticed even if a wake is missed; sleepers
+ * are counted so that the fast path makes no system call.
  */
-#include <errno.h>
 #include <hwloc.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <numa.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "strata/status.h"
 #include "strata/trace.h"
 #include "strata/workers.h"
-#include "arch/arch.h"
 #include "base/base.h"
+#include "kernel/wait.h"
 
 #define MAX_DEV STRATA_MAX_DEVICES
 #define SPINS 20000
-#define SLICE_NS 2000000L /* timed futex waits, so aborts are seen within 2 ms */
 
 struct strata_workers;
 
@@ -38,15 +32,10 @@ struct seat {
         int dev;
 };
 
-struct line {
-        _Alignas(64) atomic_uint v;
-        atomic_int sleepers;
-};
-
 struct strata_workers {
-        struct line cmd;
-        struct line done;
-        struct line gen;
+        _Alignas(64) struct strata__futex cmd;
+        _Alignas(64) struct strata__futex done;
+        _Alignas(64) struct strata__futex gen;
         _Alignas(64) atomic_uint arrived;
         _Alignas(64) atomic_int abort;
         atomic_int first_error;
@@ -72,48 +61,6 @@ struct strata_workers {
         pthread_t threads[MAX_DEV];
         int started;
 };
-
-static long futex(atomic_uint *addr, int op, unsigned val, const struct timespec *ts)
-{
-        return syscall(SYS_futex, (unsigned *)addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
-}
-
-static void wake_all(struct line *l)
-{
-        if (atomic_load_explicit(&l->sleepers, memory_order_seq_cst) > 0)
-                futex(&l->v, FUTEX_WAKE, INT_MAX, NULL);
-}
-
-/*
- * Wait until l->v != old, or *abort is set, or the deadline passes (returns ETIMEDOUT).
- * @p spins: how long to spin before sleeping (short when devices share cores).
- */
-static int wait_change(struct line *l, unsigned old, atomic_int *abort, double deadline,
-                       int spins)
-{
-        static const struct timespec slice = { 0, SLICE_NS };
-
-        for (int i = 0; i < spins; i++) {
-                if (atomic_load_explicit(&l->v, memory_order_acquire) != old)
-                        return STRATA_OK;
-                if (abort && atomic_load_explicit(abort, memory_order_relaxed))
-                        return STRATA_EABORTED;
-                strata__pause();
-        }
-        for (;;) {
-                atomic_fetch_add(&l->sleepers, 1);
-                if (atomic_load_explicit(&l->v, memory_order_seq_cst) == old &&
-                    !(abort && atomic_load(abort)))
-                        futex(&l->v, FUTEX_WAIT, old, &slice);
-                atomic_fetch_sub(&l->sleepers, 1);
-                if (atomic_load_explicit(&l->v, memory_order_acquire) != old)
-                        return STRATA_OK;
-                if (abort && atomic_load(abort))
-                        return STRATA_EABORTED;
-                if (deadline > 0.0 && strata__now_s() > deadline)
-                        return STRATA_ETIMEDOUT;
-        }
-}
 
 /*
  * The first failure's message, from the failing thread's last error, with the device and
@@ -146,8 +93,8 @@ int strata_workers_fail(struct strata_workers *w, int device, int status)
         if (atomic_compare_exchange_strong(&w->first_error, &zero, status))
                 keep_message(w, device, status);
         atomic_store(&w->abort, 1);
-        wake_all(&w->gen);
-        wake_all(&w->done);
+        strata__wake(&w->gen);
+        strata__wake(&w->done);
         return status;
 }
 
@@ -165,30 +112,35 @@ static int busy_devices(const struct strata_workers *w, int self, int *late)
         return n;
 }
 
-/*
- * wait_change() up to @p deadline, reporting a stall once when the wait passes w->stall_s:
- * which devices are still busy and where each one is.
- */
-static int wait_reporting(struct strata_workers *w, struct line *l, unsigned old,
-                          atomic_int *abort, double deadline, int self, const char *what,
-                          int *reported)
-{
-        double start, stall;
-        int rc, late[MAX_DEV];
+/* Who waits, for a stall report: the devices still busy, and where each one is. */
+struct waiter {
+        struct strata_workers *w;
+        int self;
+        const char *what;
+};
 
-        if (*reported || w->stall_s <= 0.0 || !w->tracks)
-                return wait_change(l, old, abort, deadline, w->spins);
-        start = strata__now_s();
-        stall = start + w->stall_s;
-        if (stall >= deadline)
-                return wait_change(l, old, abort, deadline, w->spins);
-        rc = wait_change(l, old, abort, stall, w->spins);
-        if (rc != STRATA_ETIMEDOUT)
-                return rc;
-        *reported = 1;
-        strata_track_stall(w->tracks, self, what, strata__now_s() - start, late,
-                           busy_devices(w, self, late));
-        return wait_change(l, old, abort, deadline, w->spins);
+static void report_stall(void *arg, double waited_s)
+{
+        struct waiter *r = arg;
+        int late[MAX_DEV];
+
+        strata_track_stall(r->w->tracks, r->self, r->what, waited_s, late,
+                           busy_devices(r->w, r->self, late));
+}
+
+/*
+ * A wait of @p r's device for @p l to change from @p old: bounded by the pool's timeout,
+ * released by @p abort (when not NULL), reporting a stall once past w->stall_s.
+ */
+static struct strata__wait pool_wait(struct waiter *r, struct strata__futex *l, unsigned old,
+                                     atomic_int *abort)
+{
+        struct strata_workers *w = r->w;
+
+        return (struct strata__wait){ .word = l, .old = old, .abort = abort,
+                                      .timeout_s = w->timeout_s, .spins = (unsigned)w->spins,
+                                      .stall_s = w->tracks ? w->stall_s : 0.0,
+                                      .stall = report_stall, .stall_arg = r };
 }
 
 /* A command that did not finish: which devices are still in it, and where. */
@@ -214,20 +166,22 @@ int strata_workers_barrier(struct strata_workers *w, int device)
 {
         unsigned g = atomic_load_explicit(&w->gen.v, memory_order_acquire);
         struct strata_track *t = w->tracks ? &w->tracks[device] : NULL;
+        struct waiter me = { w, device, "a barrier" };
+        struct strata__wait wait;
         uint64_t t0;
-        int rc, reported = 0;
+        int rc;
 
         if (atomic_load(&w->abort))
                 return STRATA_EABORTED;
         if (atomic_fetch_add_explicit(&w->arrived, 1, memory_order_acq_rel) + 1 == (unsigned)w->n) {
                 atomic_store_explicit(&w->arrived, 0, memory_order_relaxed);
                 atomic_fetch_add_explicit(&w->gen.v, 1, memory_order_release);
-                wake_all(&w->gen);
+                strata__wake(&w->gen);
                 return STRATA_OK;
         }
         t0 = strata_track_begin(t, &span_barrier, NULL);
-        rc = wait_reporting(w, &w->gen, g, &w->abort, strata__now_s() + w->timeout_s, device,
-                            "a barrier", &reported);
+        wait = pool_wait(&me, &w->gen, g, &w->abort);
+        rc = strata__wait(&wait);
         strata_track_end(t, t0, 0);
         if (rc == STRATA_ETIMEDOUT)
                 return strata_workers_fail(
@@ -268,9 +222,12 @@ static void *worker_main(void *p)
 
         bind_self(w, dev);
         for (;;) {
+                struct strata__wait idle = { .word = &w->cmd, .old = seen,
+                                             .timeout_s = STRATA__WAIT_FOREVER,
+                                             .spins = (unsigned)w->spins };
                 int rc;
 
-                (void)wait_change(&w->cmd, seen, NULL, 0.0, w->spins);
+                (void)strata__wait(&idle);
                 seen = atomic_load_explicit(&w->cmd.v, memory_order_acquire);
                 if (atomic_load(&w->stop))
                         break;
@@ -278,7 +235,7 @@ static void *worker_main(void *p)
                 if (rc != STRATA_OK)
                         strata_workers_fail(w, dev, rc);
                 atomic_fetch_add_explicit(&w->done.v, 1, memory_order_release);
-                wake_all(&w->done);
+                strata__wake(&w->done);
         }
         return NULL;
 }
@@ -319,7 +276,7 @@ static int stop_threads(struct strata_workers *w, int *abandoned)
 
         atomic_store(&w->stop, 1);
         atomic_fetch_add(&w->cmd.v, 1);
-        futex(&w->cmd.v, FUTEX_WAKE, INT_MAX, NULL);
+        strata__wake(&w->cmd);
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += STOP_GRACE_S;
         for (int d = w->caller0; d < w->caller0 + w->started; d++) {
@@ -412,6 +369,34 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
         return STRATA_OK;
 }
 
+/*
+ * The caller's wait for @p expect completions past @p d0: one deadline for the whole wait. A
+ * timeout leaves the pool broken (a device may never return) and names the devices still busy.
+ */
+static int wait_devices(struct strata_workers *w, unsigned d0, unsigned expect)
+{
+        struct strata_track *t = w->tracks && w->caller0 ? &w->tracks[0] : NULL;
+        struct waiter me = { w, 0, "waiting for the devices to finish" };
+        struct strata__wait wait = pool_wait(&me, &w->done, 0, NULL);
+        uint64_t t0 = 0;
+        int waiting = 0;
+
+        while ((wait.old = atomic_load_explicit(&w->done.v, memory_order_acquire)) - d0 <
+               expect) {
+                if (!waiting++)
+                        t0 = strata_track_begin(t, &span_devices, NULL);
+                if (strata__wait(&wait) == STRATA_ETIMEDOUT) {
+                        strata_track_end(t, t0, 0);
+                        atomic_store(&w->broken, 1);
+                        strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
+                        return late_error(w);
+                }
+        }
+        if (waiting)
+                strata_track_end(t, t0, 0);
+        return STRATA_OK;
+}
+
 int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
 {
         unsigned expect, d0;
@@ -432,35 +417,15 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
         expect = (unsigned)(w->n - w->caller0);
         d0 = atomic_load(&w->done.v);
         atomic_fetch_add_explicit(&w->cmd.v, 1, memory_order_release);
-        wake_all(&w->cmd);
+        strata__wake(&w->cmd);
         if (w->caller0) {
                 rc = fn(0, arg);
                 if (rc != STRATA_OK)
                         strata_workers_fail(w, 0, rc);
         }
-        {
-                double deadline = strata__now_s() + w->timeout_s;
-                struct strata_track *t = w->tracks && w->caller0 ? &w->tracks[0] : NULL;
-                uint64_t t0 = 0;
-                unsigned cur;
-                int reported = 0, waiting = 0;
-
-                while ((cur = atomic_load_explicit(&w->done.v, memory_order_acquire)) - d0 <
-                       expect) {
-                        if (!waiting++)
-                                t0 = strata_track_begin(t, &span_devices, NULL);
-                        if (wait_reporting(w, &w->done, cur, NULL, deadline, 0,
-                                           "waiting for the devices to finish", &reported) ==
-                            STRATA_ETIMEDOUT) {
-                                strata_track_end(t, t0, 0);
-                                atomic_store(&w->broken, 1);
-                                strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
-                                return late_error(w);
-                        }
-                }
-                if (waiting)
-                        strata_track_end(t, t0, 0);
-        }
+        rc = wait_devices(w, d0, expect);
+        if (rc != STRATA_OK)
+                return rc;
         rc = atomic_load(&w->first_error);
         if (rc != STRATA_OK)
                 return strata__set_error(rc, w->error); /* on the caller's thread */

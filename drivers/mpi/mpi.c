@@ -8,25 +8,25 @@
  * that thread initialised MPI; otherwise MPI_THREAD_SERIALIZED is needed. When MPI is not
  * initialised, open() initialises it (FUNNELED) and close() finalises it.
  *
- * Waits poll MPI_Testall against the deadline, so a process that hangs is named, not waited
- * for forever; abort() is MPI_Abort on the whole job.
+ * Waits poll MPI_Testall through the library's bounded wait (handed over at open, like the
+ * error reporter), so a process that hangs is named, not waited for forever; abort() is
+ * MPI_Abort on the whole job.
  */
 #include <mpi.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "strata/status.h"
-#include "base/base.h"
 #include "drivers/net.h"
 #include "drivers/plugin.h"
+#include "kernel/wait.h"
 
 #define TAG 0x5374 /* "St" */
 
 static int (*host_vfail)(int status, const char *fmt, va_list ap);
+static int (*host_wait)(struct strata__wait *w);
 
 static int fail(int status, const char *fmt, ...)
 {
@@ -148,49 +148,70 @@ static void mpi_close(struct strata_net *n)
         n->h = NULL;
 }
 
+/* The requests a wait polls, and whether MPI failed on them. */
+struct requests {
+        struct link *l;
+        int nreq, failed;
+};
+
+/*
+ * One look at the requests is a burst of MPI_Testall calls: MPI progresses only inside them and
+ * a peer on its own core answers within microseconds, so the wait yields the core (and reads
+ * the clock) only between bursts. A failure ends the wait too.
+ */
+#define POLLS 4096
+
+static int requests_done(void *arg)
+{
+        struct requests *q = arg;
+        int done = 0;
+
+        for (int i = 0; i < POLLS; i++) {
+                if (MPI_Testall(q->nreq, q->l->req, &done, q->l->st) != MPI_SUCCESS)
+                        q->failed = 1;
+                if (done || q->failed)
+                        return 1;
+        }
+        return 0;
+}
+
+/* The processes that requests [0, nreq) still wait for, each once: "1, 3". */
+static void late_peers(struct link *l, int nreq, const int *peer, char *late, size_t size)
+{
+        size_t len = 0;
+        int last = -1;
+
+        late[0] = '\0';
+        for (int i = 0; i < nreq && len < size - 16; i++) {
+                int flag = 0;
+
+                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0 || peer[i] == last)
+                        continue;
+                MPI_Request_get_status(l->req[i], &flag, MPI_STATUS_IGNORE);
+                if (!flag) /* a process's two messages: named once */
+                        len += (size_t)snprintf(late + len, size - len, "%s%d", len ? ", " : "",
+                                                last = peer[i]);
+        }
+}
+
 /* Wait for requests [0, nreq) until the deadline; names the processes still missing. */
 static int wait_all(struct strata_net *n, int nreq, const int *peer, double timeout_s,
                     const char *what)
 {
-        struct link *l = n->h;
-        double deadline = 0.0;
-        unsigned spins = 0;
-        int done = 0;
+        struct requests q = { n->h, nreq, 0 };
+        struct strata__wait w = { .ready = requests_done, .ready_arg = &q,
+                                  .timeout_s = timeout_s };
+        char late[256];
 
-        for (;;) {
-                if (MPI_Testall(nreq, l->req, &done, l->st) != MPI_SUCCESS)
+        if (host_wait(&w) == STRATA_OK) {
+                if (q.failed)
                         return fail(STRATA_ESYS, "mpi: %s failed", what);
-                if (done)
-                        return STRATA_OK;
-                if (++spins % 4096)
-                        continue; /* spin: a peer on its own core answers within microseconds */
-                if (deadline == 0.0)
-                        deadline = strata__now_s() + timeout_s;
-                else if (strata__now_s() > deadline) {
-                        char late[256] = "";
-                        size_t len = 0;
-                        int last = -1;
-
-                        for (int i = 0; i < nreq && len < sizeof(late) - 16; i++) {
-                                int flag = 0;
-
-                                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0 ||
-                                    peer[i] == last)
-                                        continue;
-                                MPI_Request_get_status(l->req[i], &flag, MPI_STATUS_IGNORE);
-                                if (!flag) /* a process's two messages: named once */
-                                        len += (size_t)snprintf(late + len, sizeof(late) - len,
-                                                                "%s%d", len ? ", " : "",
-                                                                last = peer[i]);
-                        }
-                        return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at "
-                                    "step %llu; nothing came from process %s (hung or dead)",
-                                    n->rank, timeout_s, what,
-                                    n->step ? (unsigned long long)*n->step : 0ull,
-                                    late[0] ? late : "?");
-                }
-                sched_yield(); /* two processes on two cores: let the peer run */
+                return STRATA_OK;
         }
+        late_peers(q.l, nreq, peer, late, sizeof(late));
+        return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at step %llu; nothing "
+                    "came from process %s (hung or dead)", n->rank, timeout_s, what,
+                    n->step ? (unsigned long long)*n->step : 0ull, late[0] ? late : "?");
 }
 
 static char *half(const struct strata_net *n, const struct channel *ch, int parity, int p)
@@ -317,8 +338,9 @@ strata_mpi_plugin_open(const struct strata__plugin_host *host);
 
 const struct strata__net_ops *strata_mpi_plugin_open(const struct strata__plugin_host *host)
 {
-        if (!host || host->abi != STRATA__NET_PLUGIN_ABI || !host->vfail)
+        if (!host || host->abi != STRATA__NET_PLUGIN_ABI || !host->vfail || !host->wait)
                 return NULL;
         host_vfail = host->vfail;
+        host_wait = host->wait;
         return &mpi_ops;
 }

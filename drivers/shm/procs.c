@@ -7,19 +7,18 @@
  * published the exchange in between and so finished reading it (the communicator's mailbox
  * argument, across processes). The parent sets the region's abort word when a child dies.
  */
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "strata/status.h"
-#include "arch/arch.h"
 #include "base/base.h"
 #include "drivers/net.h"
+#include "kernel/wait.h"
 
 struct ctl {
-        _Alignas(64) _Atomic int aborted; /* 0; 2 while the message is written; then 1 */
+        _Alignas(64) _Atomic int aborted; /* set once culprit and why are written */
+        _Atomic int claimed;              /* by the first process that aborts */
         int culprit;
         char why[448];
 };
@@ -60,7 +59,7 @@ void strata__procs_abort(void *region, int culprit, const char *why)
         struct ctl *c = ctl(region);
         int expect = 0;
 
-        if (atomic_compare_exchange_strong(&c->aborted, &expect, 2)) {
+        if (atomic_compare_exchange_strong(&c->claimed, &expect, 1)) {
                 c->culprit = culprit;
                 snprintf(c->why, sizeof(c->why), "%s", why);
                 atomic_store_explicit(&c->aborted, 1, memory_order_release);
@@ -71,7 +70,7 @@ int strata__procs_aborted(void *region, char *why, size_t n)
 {
         struct ctl *c = ctl(region);
 
-        if (atomic_load_explicit(&c->aborted, memory_order_acquire) != 1)
+        if (!atomic_load_explicit(&c->aborted, memory_order_acquire))
                 return -1;
         if (why && n)
                 snprintf(why, n, "%s", c->why);
@@ -98,6 +97,47 @@ static void procs_close(struct strata_net *n)
         n->h = NULL;
 }
 
+/* Process @p p has not arrived in @p timeout_s: the region is aborted naming it. */
+static int late(struct strata_net *n, int p, double timeout_s)
+{
+        char why[256];
+
+        snprintf(why, sizeof(why), "process %d waited %.3g s at step %llu; process %d has not "
+                 "arrived (hung or dead)", n->rank, timeout_s,
+                 n->step ? (unsigned long long)*n->step : 0ull, p);
+        strata__procs_abort(n->h, p, why);
+        return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
+}
+
+/*
+ * Wait for every other process to publish exchange @p seq, and point at its data for this one.
+ * A peer that does not arrive in @p timeout_s is named and the region aborted for all.
+ */
+static int wait_peers(struct strata_net *n, uint64_t seq, int parity, const void **in_head,
+                      const void **in, size_t *in_bytes, double timeout_s)
+{
+        struct strata__wait w = { .target = seq, .abort = &ctl(n->h)->aborted,
+                                  .timeout_s = timeout_s, .spins = 1024, .clock_every = 256 };
+
+        for (int p = 0; p < n->size; p++) {
+                struct proc *o = proc(n, p);
+                int rc;
+
+                if (p == n->rank)
+                        continue;
+                w.counter = &o->ready;
+                rc = strata__wait(&w);
+                if (rc == STRATA_EABORTED)
+                        return strata__fail(STRATA_EABORTED, "spawn: %s", ctl(n->h)->why);
+                if (rc == STRATA_ETIMEDOUT)
+                        return late(n, p, timeout_s);
+                in_head[p] = slot(n, p, parity);
+                in[p] = slot(n, p, parity) + STRATA__NET_HEAD + o->off[parity][n->rank];
+                in_bytes[p] = o->len[parity][n->rank];
+        }
+        return STRATA_OK;
+}
+
 static int procs_exchange(struct strata_net *n, const void *head, const void *const *out,
                           const size_t *out_bytes, void *stage, const void **in_head,
                           const void **in, size_t *in_bytes, double timeout_s)
@@ -107,7 +147,6 @@ static int procs_exchange(struct strata_net *n, const void *head, const void *co
         int parity = (int)(seq & 1);
         unsigned char *mine = slot(n, n->rank, parity);
         size_t used = 0;
-        double deadline = 0.0;
 
         (void)stage;
         memcpy(mine, head, STRATA__NET_HEAD);
@@ -131,41 +170,7 @@ static int procs_exchange(struct strata_net *n, const void *head, const void *co
                 used += out_bytes[p];
         }
         atomic_store_explicit(&me->ready, seq, memory_order_release);
-        for (int p = 0; p < n->size; p++) {
-                struct proc *o = proc(n, p);
-                unsigned spins = 0;
-
-                if (p == n->rank)
-                        continue;
-                while (atomic_load_explicit(&o->ready, memory_order_acquire) < seq) {
-                        if (atomic_load_explicit(&ctl(n->h)->aborted, memory_order_acquire) == 1)
-                                return strata__fail(STRATA_EABORTED, "spawn: %s",
-                                                    ctl(n->h)->why);
-                        if (++spins < 1024) {
-                                strata__pause();
-                                continue;
-                        }
-                        sched_yield();
-                        if (spins % 256)
-                                continue;
-                        if (deadline == 0.0) {
-                                deadline = strata__now_s() + timeout_s;
-                        } else if (strata__now_s() > deadline) {
-                                char why[256];
-
-                                snprintf(why, sizeof(why), "process %d waited %.3g s at step "
-                                         "%llu; process %d has not arrived (hung or dead)",
-                                         n->rank, timeout_s,
-                                         n->step ? (unsigned long long)*n->step : 0ull, p);
-                                strata__procs_abort(n->h, p, why);
-                                return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
-                        }
-                }
-                in_head[p] = slot(n, p, parity);
-                in[p] = slot(n, p, parity) + STRATA__NET_HEAD + o->off[parity][n->rank];
-                in_bytes[p] = o->len[parity][n->rank];
-        }
-        return STRATA_OK;
+        return wait_peers(n, seq, parity, in_head, in, in_bytes, timeout_s);
 }
 
 static void procs_abort(struct strata_net *n, int code, const char *why)

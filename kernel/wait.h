@@ -1,0 +1,66 @@
+/*
+ * The one bounded wait (internal): every blocking wait of the library goes through
+ * strata__wait(). A wait spins with the arch pause for a while, then blocks round after round
+ * (a timed sleep on its futex word, or sched_yield), until its condition holds, its abort flag
+ * is set or its deadline passes; once past its stall bound it calls its stall callback, once.
+ *
+ * The clock is first read when the wait starts to block, so a wait satisfied while spinning
+ * makes no system call. The deadline and the stall bound count from that first reading and are
+ * kept in the struct: a caller that waits for several things in turn (every rank's flag) reuses
+ * one struct and so has one deadline for the whole. The result is a status the caller maps to
+ * its own message: STRATA_OK, STRATA_ETIMEDOUT or STRATA_EABORTED (no message is set).
+ */
+#ifndef STRATA_KERNEL_WAIT_H
+#define STRATA_KERNEL_WAIT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/** A futex word and the count of its sleepers: a waker makes a system call only for them. */
+struct strata__futex {
+        atomic_uint v;
+        atomic_int sleepers;
+};
+
+/** Bound of a wait that has none (strata__wait.timeout_s). */
+#define STRATA__WAIT_FOREVER (-1.0)
+
+/**
+ * What a wait waits for, what ends it early, how it spins. Set exactly one of counter, word and
+ * ready; fields left out are zero (an initialiser), which the state below needs before the
+ * first call.
+ */
+struct strata__wait {
+        const _Atomic uint64_t *counter; /* until *counter reaches target (wrap-safe) */
+        uint64_t target;
+        struct strata__futex *word;      /* until word->v != old; blocks by sleeping on it */
+        unsigned old;
+        int (*ready)(void *arg);         /* until ready(ready_arg) returns non-zero */
+        void *ready_arg;
+        const atomic_int *abort;         /* STRATA_EABORTED once non-zero; read every round */
+        int (*aborted)(void *arg);       /* STRATA_EABORTED once non-zero; asked every 16 */
+        void *aborted_arg;
+        double timeout_s;                /* STRATA_ETIMEDOUT past it; < 0: never */
+        double stall_s;                  /* stall(stall_arg, waited) once past it; 0: never */
+        void (*stall)(void *arg, double waited_s);
+        void *stall_arg;
+        unsigned spins;                  /* rounds with a pause before blocking */
+        unsigned clock_every;            /* blocking rounds per reading of the clock (0: 1) */
+        long slice_ns;                   /* one sleep on the word (0: 2 ms) */
+        /* state, kept across calls */
+        double start;                    /* the first reading of the clock */
+        int started;                     /* ...was taken */
+        int stalled;                     /* the stall callback ran */
+};
+
+/**
+ * @brief Wait as @p w describes. The condition is tested first, so a condition that holds
+ *        wins over an abort or a deadline already past.
+ * @retval STRATA_OK the condition holds; STRATA_ETIMEDOUT; STRATA_EABORTED.
+ */
+int strata__wait(struct strata__wait *w);
+
+/** @brief Wake every thread asleep on @p f, with no system call when none sleeps. */
+void strata__wake(struct strata__futex *f);
+
+#endif /* STRATA_KERNEL_WAIT_H */
