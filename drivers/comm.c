@@ -10,11 +10,12 @@
 #include "strata/comm.h"
 #include "strata/device.h"
 #include "strata/status.h"
-#include "strata/testing.h"
-#include "strata/trace.h"
+#include "base/testing.h"
+#include "kernel/trace.h"
 #include "arch/arch.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
+#include "drivers/comm_workers.h"
 #include "drivers/net.h"
 
 /* Every mailbox starts on its own cache line: no two ranks write one line. */

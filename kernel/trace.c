@@ -1,5 +1,5 @@
 /*
- * Tracks and the trace writer (contract in include/strata/trace.h).
+ * Tracks and the trace writer (contract in kernel/trace.h).
  *
  * Recording is a store into the track's own buffer: no lock, no system call, no allocation.
  * Writing happens between steps on the caller's thread, with open/write on a file created
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "strata/status.h"
-#include "strata/trace.h"
+#include "kernel/trace.h"
 #include "base/base.h"
 
 #define OUT_BYTES ((size_t)1 << 16) /* the formatting buffer */

@@ -11,9 +11,9 @@
 
 #include "strata/checkpoint.h"
 #include "strata/comm.h"
-#include "strata/lifecycle.h"
+#include "kernel/lifecycle.h"
 #include "strata/runtime.h"
-#include "strata/trace.h"
+#include "kernel/trace.h"
 #include "base/base.h"
 #include "nn/precision.h"
 #include "nn/replica.h"

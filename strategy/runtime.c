@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strata/lifecycle.h"
+#include "kernel/lifecycle.h"
 #include "strata/status.h"
-#include "strata/testing.h"
+#include "base/testing.h"
 #include "strata/version.h"
 #include "base/base.h"
 #include "strategy/internal.h"

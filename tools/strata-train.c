@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "strata/strata.h"
+#include "arch/simd.h"
+#include "kernel/topology.h"
 #include "tools/timing.h"
 #include "tools/heapcount.h"
 #include "tools/widths.h"

@@ -21,6 +21,7 @@
 #include "strata/data.h"
 #include "strata/device.h"
 #include "strata/nn.h"
+#include "strata/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -282,22 +283,6 @@ int strata_stop_requested(void);
 
 /** @brief Forget a stop request (steps run again). */
 void strata_clear_stop(void);
-
-/**
- * @brief Write the trace's buffered events to its file now (e.g. at an epoch end); between
- *        steps. Buffers are also flushed when half full (at the start of a step) and at
- *        teardown. Without a trace it does nothing.
- * @retval STRATA_OK; STRATA_EINVAL (NULL); STRATA_EIO (the message says why; tracing stops
- *         and the partial file is removed, training goes on).
- */
-int strata_flush_trace(struct strata_runtime *rt);
-
-/**
- * @brief Trace counts so far: events written to the file and events dropped because a
- *        device's buffer was full (also reported on stderr and in the file).
- * @retval STRATA_OK, STRATA_EINVAL (NULL argument).
- */
-int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped);
 
 /** @brief Current lifecycle state (enum strata_state). */
 int strata_state(const struct strata_runtime *rt);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
 #include "tests/support/rig.h"
 
 /* x rounded to bf16 (8 significant bits, ties to even) by frexp/nearbyint, as bits. */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
 #include "tests/support/rig.h"
 
 /* x rounded to @p bits significant bits, ties to even (nearbyint), exponent >= @p emin. */

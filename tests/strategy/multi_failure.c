@@ -5,7 +5,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
+#include "kernel/lifecycle.h"
 #include <stdio.h>
 #include <string.h>
 
