@@ -1,5 +1,5 @@
 /*
- * The trace an application records (cfg.trace_path): a timeline of every device in Chrome
+ * The trace an application records (cfg.trace.path): a timeline of every device in Chrome
  * Trace Event Format JSON, for Perfetto or chrome://tracing. It is written as `<path>.tmp`
  * between steps and renamed at teardown, so the file at the path is always complete.
  */
