@@ -16,7 +16,7 @@
 
 /**
  * The instruction set the STRATA_SIMD clones run with here ("avx512", "avx2" or "sse2").
- * Public through include/strata/topology.h, which re-declares it for applications.
+ * (strata-train --verbose prints it.)
  */
 const char *strata_simd_isa(void);
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "strata/comm.h"
-#include "strata/workers.h"
+#include "kernel/workers.h"
 #include "base/base.h"
 
 /*

@@ -1,7 +1,7 @@
 /* The lifecycle transition table every strategy runs under (diagram in lifecycle.h). */
 #include <stddef.h>
 
-#include "strata/lifecycle.h"
+#include "kernel/lifecycle.h"
 #include "strata/status.h"
 #include "base/base.h"
 

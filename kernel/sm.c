@@ -1,7 +1,7 @@
-/* The table-driven hierarchical state-machine engine (contract in include/strata/sm.h). */
+/* The table-driven hierarchical state-machine engine (contract in kernel/sm.h). */
 #include <stddef.h>
 
-#include "strata/sm.h"
+#include "kernel/sm.h"
 #include "strata/status.h"
 #include "base/base.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "strata/topology.h"
+#include "kernel/topology.h"
 #include "base/base.h"
 
 #define MAX_CORES 4096

@@ -1,5 +1,5 @@
 /*
- * The trace writer (contract in include/strata/trace.h): it carves the tracks and their event
+ * The trace writer (contract in kernel/trace.h): it carves the tracks and their event
  * buffers (recording is kernel/track.c) and writes the events as Chrome trace JSON.
  *
  * Writing happens between steps on the caller's thread, with open/write on a file created
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "strata/status.h"
-#include "strata/trace.h"
+#include "kernel/trace.h"
 #include "base/base.h"
 
 #define OUT_BYTES ((size_t)1 << 16) /* the formatting buffer */

@@ -1,5 +1,5 @@
 /*
- * Tracks: where each device is and what it recorded (contract in include/strata/trace.h).
+ * Tracks: where each device is and what it recorded (contract in kernel/trace.h).
  *
  * Recording is a store into the track's own buffer: no lock, no system call, no allocation.
  * The position (span and label) is published with release stores, so that a stall report
@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "strata/trace.h"
+#include "kernel/trace.h"
 
 uint64_t strata_track_now(void)
 {

@@ -1,5 +1,5 @@
 /*
- * The worker pool (contract in include/strata/workers.h).
+ * The worker pool (contract in kernel/workers.h).
  *
  * Three futex words, each on its own cache line: `cmd` (bumped per command; workers wait on
  * it), `done` (workers finished with the current command; the coordinator waits on it) and
@@ -16,8 +16,9 @@
 #include <time.h>
 
 #include "strata/status.h"
-#include "strata/trace.h"
-#include "strata/workers.h"
+#include "kernel/trace.h"
+#include "kernel/workers.h"
+#include "arch/arch.h"
 #include "base/base.h"
 #include "kernel/wait.h"
 

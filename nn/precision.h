@@ -1,5 +1,5 @@
 /*
- * Precision plugins (internal): one const table per plugin, chosen by cfg.precision. A plugin
+ * Precision plugins (internal): one const table per plugin, chosen by cfg.precision.kind. A plugin
  * says what the GEMMs' operands are (strata_gemm() reads it through the step context) and
  * whether the loss is scaled; master weights, gradients and optimizer state stay f32.
  */

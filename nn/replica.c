@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "strata/trace.h"
+#include "kernel/trace.h"
 #include "base/base.h"
 #include "data/gather.h"
 #include "nn/optim.h"

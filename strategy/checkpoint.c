@@ -136,7 +136,7 @@ static const void *host_bytes(struct strata_runtime *rt, const struct tensor *t)
 
 static const struct strata_checkpoint_io *io_of(const struct strata_runtime *rt)
 {
-        return rt->cfg.checkpoint_io ? rt->cfg.checkpoint_io : strata_checkpoint_file_io();
+        return rt->cfg.checkpoint.io ? rt->cfg.checkpoint.io : strata_checkpoint_file_io();
 }
 
 static int between_steps(const struct strata_runtime *rt, const char *what, const char *path)
@@ -151,7 +151,7 @@ static int between_steps(const struct strata_runtime *rt, const char *what, cons
         if (rt->micro != 0)
                 return strata__fail(STRATA_EBADSTATE, "%s: inside an accumulation window "
                                     "(micro-batch %d of %d); checkpoint at an optimizer step",
-                                    what, rt->micro, rt->cfg.accumulate);
+                                    what, rt->micro, rt->cfg.train.accumulate);
         return STRATA_OK;
 }
 
@@ -172,11 +172,11 @@ static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_i
         hd.entry_bytes = sizeof(struct strata__ckpt_entry);
         hd.ntensors = (uint32_t)n;
         hd.world = (uint32_t)rt->nreplicas;
-        hd.strategy = (uint32_t)rt->cfg.strategy;
+        hd.strategy = (uint32_t)rt->cfg.strategy.kind;
         hd.lib_version = STRATA_VERSION_HEX;
         hd.step = rt->step;
         hd.fingerprint = fingerprint(rt);
-        hd.precision = (uint32_t)rt->cfg.precision;
+        hd.precision = (uint32_t)rt->cfg.precision.kind;
         hd.loss_scale = rt->scaler.scale;
         hd.scale_growth = rt->scaler.growth;
         hd.scale_skipped = rt->scaler.skipped;
@@ -411,7 +411,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
                 return rc;
         }
         resharded = hd.world != (uint32_t)rt->nreplicas ||
-                    hd.strategy != (uint32_t)rt->cfg.strategy;
+                    hd.strategy != (uint32_t)rt->cfg.strategy.kind;
         spread(rt, (int)hd.world, resharded);
         if (rt->dev->sync)
                 STRATA_TRY(rt->dev->sync());

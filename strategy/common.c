@@ -7,7 +7,7 @@
 
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
 {
-        int k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
+        int k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
         float scale = 1.0f / ((float)rows_global * (float)k);
 
         if (rt->prec->update) /* loss scaling: the gradients carry the scaler's scale */
@@ -144,5 +144,5 @@ int strata__world_size(const struct strata_runtime *rt)
 
 double strata__stall_s(const struct strata_config *c)
 {
-        return c->stall_s == 0.0 ? 60.0 : c->stall_s < 0.0 ? 0.0 : c->stall_s;
+        return c->trace.stall_s == 0.0 ? 60.0 : c->trace.stall_s < 0.0 ? 0.0 : c->trace.stall_s;
 }

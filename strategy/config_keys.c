@@ -12,7 +12,9 @@
 #include "strata/status.h"
 #include "base/base.h"
 
-enum kind { INT, U64, SIZE, FLOAT, DOUBLE }; /* enum fields are INT: their values are ints */
+/* How a value set by name is stored; enum fields are INT (their values are ints). NONE: a field
+ * that is not a number (a pointer, or set by its own call), not settable by name. */
+enum kind { NONE, INT, U64, SIZE, FLOAT, DOUBLE };
 
 struct key {
         const char *name;
@@ -20,33 +22,24 @@ struct key {
         size_t off;
 };
 
-#define K(name, kind, field) { name, kind, offsetof(struct strata_config, field) }
+/* One entry per field of the lists in strata/runtime.h and strata/nn.h: @p path is the field's
+ * sub-struct with its dot (empty for struct strata_config's own fields). */
+#define K(path, type, field, kind, key) { key, kind, offsetof(struct strata_config, path field) },
+#define K_OPTIM(path, type, field, kind, key)                                                      \
+        { "optim." key, kind, offsetof(struct strata_config, path field) },
 static const struct key keys[] = {
-        K("strategy", INT, strategy),          K("accelerator", INT, accelerator),
-        K("devices", INT, devices),             K("batch", INT, batch),
-        K("classes", INT, classes),             K("seed", U64, seed),
-        K("verbose", INT, verbose),             K("accumulate", INT, accumulate),
-        K("clip_norm", FLOAT, clip_norm),       K("clip_value", FLOAT, clip_value),
-        K("sync_bn", INT, sync_bn),             K("bucket_bytes", SIZE, bucket_bytes),
-        K("timeout_s", DOUBLE, timeout_s),      K("allow_tf32", INT, allow_tf32),
-        K("trace_events", SIZE, trace_events),  K("allow_nonfinite", INT, allow_nonfinite),
-        K("bind", INT, bind),                  K("stall_s", DOUBLE, stall_s),
-        K("processes", INT, processes),        K("mpi_allreduce", INT, mpi_allreduce),
-        K("precision", INT, precision),        K("loss_scale_init", FLOAT, loss_scale_init),
-        K("loss_scale_interval", INT, loss_scale_interval),
-        K("grad_allreduce", INT, grad_allreduce),
-        K("optim.kind", INT, optim.kind),      K("optim.lr", FLOAT, optim.lr),
-        K("optim.momentum", FLOAT, optim.momentum),
-        K("optim.dampening", FLOAT, optim.dampening),
-        K("optim.nesterov", INT, optim.nesterov),
-        K("optim.weight_decay", FLOAT, optim.weight_decay),
-        K("optim.beta1", FLOAT, optim.beta1),   K("optim.beta2", FLOAT, optim.beta2),
-        K("optim.eps", FLOAT, optim.eps),       K("optim.schedule", INT, optim.schedule),
-        K("optim.warmup", U64, optim.warmup),   K("optim.step_size", U64, optim.step_size),
-        K("optim.gamma", FLOAT, optim.gamma),   K("optim.t_max", U64, optim.t_max),
-        K("optim.lr_min", FLOAT, optim.lr_min),
+        STRATA_CONFIG_RUN(K, )
+        STRATA_CONFIG_STRATEGY(K, strategy.)
+        STRATA_CONFIG_DEVICE(K, device.)
+        STRATA_OPTIM_FIELDS(K_OPTIM, optim.)
+        STRATA_CONFIG_TRAIN(K, train.)
+        STRATA_CONFIG_PRECISION(K, precision.)
+        STRATA_CONFIG_CHECKPOINT(K, checkpoint.)
+        STRATA_CONFIG_TRACE(K, trace.)
+        STRATA_CONFIG_PROCESS(K, process.)
 };
 #undef K
+#undef K_OPTIM
 
 /* An integer field must get an integral value in its type's range. */
 static int integral(double v, double lo, double hi)
@@ -62,12 +55,14 @@ int strata_config_set(struct strata_config *cfg, const char *key, double value)
         if (!cfg || !key)
                 return strata__fail(STRATA_EINVAL, "config set: NULL argument");
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !k; i++)
-                if (!strcmp(keys[i].name, key))
+                if (keys[i].name && !strcmp(keys[i].name, key))
                         k = &keys[i];
         if (!k)
                 return strata__fail(STRATA_EINVAL, "config set: no field '%s'", key);
         f = (char *)cfg + k->off;
         switch (k->kind) {
+        case NONE:
+                break;
         case INT:
                 if (!integral(value, INT32_MIN, INT32_MAX))
                         break;

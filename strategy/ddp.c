@@ -4,7 +4,8 @@
  * buckets (reverse layer order, 25 MB cap) as soon as each bucket's gradients are complete
  * during backward, in bucket order; on accumulation micro-batches nothing is communicated
  * (no_sync). Every device then takes the same optimizer step on identical inputs. With
- * cfg.grad_allreduce bf16 the buckets travel as bf16 (rounded, summed in f32, rounded once).
+ * cfg.strategy.grad_allreduce bf16 the buckets travel as bf16 (rounded, summed in f32,
+ * rounded once).
  *
  * States: children of the multi-device parents (strategy/multi.c); ddp overrides ENV_READY
  * (broadcast after init), CONNECTED (plan the buckets) and FORWARD_DONE (bucketed all-reduce).
@@ -83,7 +84,8 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
         struct strata_runtime *rt = obj;
         struct ddp *d = ddp_of(rt);
         const struct strata__replica *r = &rt->replicas[0];
-        size_t cap = rt->cfg.bucket_bytes ? rt->cfg.bucket_bytes : (size_t)25 << 20;
+        size_t cap = rt->cfg.strategy.bucket_bytes ? rt->cfg.strategy.bucket_bytes
+                                                   : (size_t)25 << 20;
         size_t hi = r->nparam, bytes = 0;
 
         (void)state, (void)event, (void)arg;
@@ -107,7 +109,7 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
 }
 
 /*
- * Sum elements [lo, lo + n) of every device's gradients. In bf16 (cfg.grad_allreduce) they
+ * Sum elements [lo, lo + n) of every device's gradients. In bf16 (cfg.strategy.grad_allreduce) they
  * are rounded into the replica's staging, all-reduced there and widened back.
  */
 static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo, size_t n)

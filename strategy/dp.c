@@ -30,7 +30,7 @@ static struct dp *dp_of(const struct strata_runtime *rt)
 
 static int dp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
-        if (c->sync_bn && !c->replication_callbacks)
+        if (c->strategy.sync_bn && !c->strategy.replication_callbacks)
                 return strata__fail(STRATA_EINVAL,
                                     "dp with sync_bn needs replication callbacks: call "
                                     "strata_patch_replication_callback() on the config");
@@ -59,8 +59,9 @@ static int dp_layout(const struct strata_config *c, const struct strata_device_o
                 STRATA_TRY(mod->ops->shape(&l, w, &s));
                 q = NULL;
                 if (mod->ops->replicate && s.ctx_per_copy)
-                        STRATA_TRY(strata_arena_alloc(a, s.ctx_per_copy * (size_t)c->devices, 64,
-                                                      &q));
+                        STRATA_TRY(strata_arena_alloc(a, s.ctx_per_copy *
+                                                              (size_t)c->strategy.devices,
+                                                      64, &q));
                 if (d)
                         d->layer_ctx[i] = q;
                 w = s.out;
@@ -89,7 +90,7 @@ static int replicate_dev(struct strata_runtime *rt, struct strata__multi *m, int
 /* Every module's replication callback: copy 0 first, then the others. */
 static int callbacks(struct strata_runtime *rt)
 {
-        if (!rt->cfg.replication_callbacks)
+        if (!rt->cfg.strategy.replication_callbacks)
                 return STRATA_OK;
         for (int i = 0; i < rt->replicas[0].nlayers; i++) {
                 const struct strata_module_ops *ops = rt->replicas[0].layers[i].desc->ops;
@@ -148,7 +149,7 @@ static int master_step_dev(struct strata_runtime *rt, struct strata__multi *m, i
 
         (void)m;
         if (dev == 0) {
-                strata__replica_clip(master, rt->cfg.clip_norm, rt->cfg.clip_value);
+                strata__replica_clip(master, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
                 strata__replica_step(master, &rt->cfg.optim);
         }
         return STRATA_OK;
@@ -171,14 +172,14 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
         uint64_t t0;
         size_t lo, hi;
 
-        if (rt->cfg.clip_norm > 0.0f) {
+        if (rt->cfg.train.clip_norm > 0.0f) {
                 if (dev == 0)
-                        strata__replica_clip(master, rt->cfg.clip_norm, 0.0f);
+                        strata__replica_clip(master, rt->cfg.train.clip_norm, 0.0f);
                 STRATA_TRY(strata_workers_barrier(m->workers, dev));
         }
         strata_comm_slice(m->dcomm, master->nparam, sizeof(float), dev, &lo, &hi);
-        if (rt->cfg.clip_value > 0.0f)
-                master->drv->kernels->clamp(master->grads + lo, rt->cfg.clip_value, hi - lo);
+        if (rt->cfg.train.clip_value > 0.0f)
+                master->k->clamp(master->grads + lo, rt->cfg.train.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
         t0 = strata_track_begin(mine->track, &span_range, NULL);
         strata__replica_step_range(master, &rt->cfg.optim, mine->params, lo, hi);

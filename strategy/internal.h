@@ -11,9 +11,9 @@
 
 #include "strata/checkpoint.h"
 #include "strata/comm.h"
-#include "strata/lifecycle.h"
+#include "kernel/lifecycle.h"
 #include "strata/runtime.h"
-#include "strata/trace.h"
+#include "kernel/trace.h"
 #include "base/base.h"
 #include "nn/precision.h"
 #include "nn/replica.h"
@@ -49,7 +49,7 @@ struct strata__strategy {
         int (*processes)(const struct strata_config *c, int *procs);
         int handles_gradient_accumulation; /**< no_sync on accumulation micro-batches */
         int replication_callbacks;         /**< runs modules' replicate() (jactorch's dp) */
-        int all_reduces_gradients;         /**< cfg.grad_allreduce's type applies */
+        int all_reduces_gradients;         /**< cfg.strategy.grad_allreduce's type applies */
 };
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */

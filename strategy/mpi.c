@@ -5,10 +5,10 @@
  * devices + device, so batch rows, dropout streams and BatchNorm statistics follow the global
  * rank, and reductions combine all devices in global rank order: results are bitwise those of
  * ddp with as many devices in one process, however they are split into processes (unless
- * cfg.mpi_allreduce hands gradients to MPI_Allreduce).
+ * cfg.process.mpi_allreduce hands gradients to MPI_Allreduce).
  *
  * States: children of ddp's. setup_environment first joins the processes (MPI_Init_thread
- * unless the application did it; cfg.mpi_comm or MPI_COMM_WORLD), then hands up to ddp.
+ * unless the application did it; cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up to ddp.
  * A failure in a step ends the job (MPI_Abort, the multi-device parents' error entry).
  */
 #include "strata/process.h"
@@ -20,8 +20,8 @@ static int mpi_processes(const struct strata_config *c, int *procs)
 {
         struct strata_launch l;
 
-        if (c->processes > 0) {
-                *procs = c->processes;
+        if (c->process.count > 0) {
+                *procs = c->process.count;
                 return STRATA_OK;
         }
         STRATA_TRY(strata_launch_detect(&l));
@@ -34,8 +34,8 @@ static int mpi_validate(const struct strata_config *c, const struct strata_devic
         if (strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy mpi on %s: device memory across "
                                                     "processes is not supported", drv->name);
-        if (c->processes < 0)
-                return strata__fail(STRATA_EINVAL, "processes %d < 0", c->processes);
+        if (c->process.count < 0)
+                return strata__fail(STRATA_EINVAL, "processes %d < 0", c->process.count);
         return strata__multi_validate(c, drv, "mpi");
 }
 
@@ -46,7 +46,7 @@ static int mpi_environment(void *obj, int state, int event, void *arg)
 
         (void)state, (void)event, (void)arg;
         STRATA_TRY(strata__net_mpi(&ops));
-        STRATA_TRY(strata__multi_join(rt, ops, rt->cfg.mpi_comm));
+        STRATA_TRY(strata__multi_join(rt, ops, rt->cfg.process.mpi_comm));
         return STRATA_SM_PARENT;
 }
 

@@ -30,19 +30,19 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
         size_t pool, comm, pcomm = 0;
         void *p, *q, *dq = NULL, *pq = NULL, *st = NULL;
         /* c->processes: resolved by the runtime's plan (strata__world) */
-        int world = c->devices * (c->processes > 0 ? c->processes : 1);
+        int world = c->strategy.devices * (c->process.count > 0 ? c->process.count : 1);
 
-        wc.devices = c->devices;
-        cc.local_size = c->devices;
+        wc.devices = c->strategy.devices;
+        cc.local_size = c->strategy.devices;
         cc.world_size = world;
-        pc.world_size = world / c->devices;
+        pc.world_size = world / c->strategy.devices;
         STRATA_TRY(strata_workers_plan(&wc, &pool));
         STRATA_TRY(strata_comm_plan_config(&cc, &comm));
         STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
         STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
         if (strata__own_memory(drv))
                 STRATA_TRY(strata_arena_alloc(a, comm, 64, &dq));
-        if (world > c->devices) {
+        if (world > c->strategy.devices) {
                 STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
                 STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
                 STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
@@ -118,10 +118,10 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
         struct strata_arena pool, comm;
 
         wc.devices = rt->nreplicas;
-        wc.timeout_s = rt->cfg.timeout_s;
+        wc.timeout_s = rt->cfg.device.timeout_s;
         wc.tracks = strata_trace_tracks(rt->trace);
         wc.stall_s = strata__stall_s(&rt->cfg);
-        wc.bind = rt->cfg.bind == STRATA_BIND_CORES;
+        wc.bind = rt->cfg.device.bind == STRATA_BIND_CORES;
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
         if (m->net.ops && place_beside(rt, m, near) == STRATA_OK) {
                 wc.placement = near;
@@ -160,7 +160,7 @@ int strata__multi_join(struct strata_runtime *rt, const struct strata__net_ops *
         int procs = rt->world / rt->nreplicas;
 
         m->net = (struct strata_net){ .ops = ops, .step = &rt->step,
-                                      .native = rt->cfg.mpi_allreduce };
+                                      .native = rt->cfg.process.mpi_allreduce };
         STRATA_TRY(ops->open(&m->net, where));
         if (m->net.size != procs) {
                 int size = m->net.size;
@@ -198,7 +198,7 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
         c.rank = dev;
         c.world = rt->world;
         c.row0 = rt->replicas[dev].row0;
-        c.sync = rt->cfg.sync_bn && train;
+        c.sync = rt->cfg.strategy.sync_bn && train;
         c.all_sum = m->sum_stats ? all_sum : NULL;
         c.barrier = barrier;
         if (strata__own_memory(rt->dev)) {
@@ -341,7 +341,7 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         STRATA_TRY(strata__unscale_step(rt, dev, m->dcomm, &skip));
         if (skip)
                 return STRATA_OK;
-        strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
+        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
         strata__replica_step(r, &rt->cfg.optim);
         return STRATA_OK;
 }

@@ -7,7 +7,8 @@
 #ifndef STRATA_STRATEGY_MULTI_H
 #define STRATA_STRATEGY_MULTI_H
 
-#include "strata/workers.h"
+#include "drivers/comm_workers.h"
+#include "kernel/workers.h"
 #include "drivers/net.h"
 #include "strategy/internal.h"
 

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strata/lifecycle.h"
+#include "kernel/lifecycle.h"
 #include "strata/status.h"
-#include "strata/testing.h"
+#include "base/testing.h"
 #include "strata/version.h"
 #include "base/base.h"
 #include "strategy/internal.h"
@@ -22,7 +22,7 @@
 
 int strata__world(const struct strata_config *c, int *world)
 {
-        const struct strata__strategy *st = strata__strategy_get(c->strategy);
+        const struct strata__strategy *st = strata__strategy_get(c->strategy.kind);
         int procs = 1;
 
         if (st && st->processes)
@@ -30,7 +30,7 @@ int strata__world(const struct strata_config *c, int *world)
         if (procs < 1 || procs > STRATA_MAX_PROCESSES)
                 return strata__fail(STRATA_EINVAL, "%d processes not in [1, %d]", procs,
                                     STRATA_MAX_PROCESSES);
-        *world = procs * c->devices;
+        *world = procs * c->strategy.devices;
         return STRATA_OK;
 }
 
@@ -53,59 +53,61 @@ static int check_config(const struct strata_config *c, const struct strata__stra
                                     c->model->in_features);
         if (c->batch <= 0 || c->batch > (1 << 24))
                 return strata__fail(STRATA_EINVAL, "batch %d not in [1, 16777216]", c->batch);
-        if (c->devices <= 0 || c->devices > STRATA_MAX_DEVICES)
-                return strata__fail(STRATA_EINVAL, "devices %d not in [1, %d]", c->devices,
+        if (c->strategy.devices <= 0 || c->strategy.devices > STRATA_MAX_DEVICES)
+                return strata__fail(STRATA_EINVAL, "devices %d not in [1, %d]", c->strategy.devices,
                                     STRATA_MAX_DEVICES);
-        *st = strata__strategy_get(c->strategy);
+        *st = strata__strategy_get(c->strategy.kind);
         if (!*st)
-                return strata__fail(STRATA_ENOTSUP, "strategy %d is not available", c->strategy);
+                return strata__fail(STRATA_ENOTSUP, "strategy %d is not available",
+                                    c->strategy.kind);
         STRATA_TRY(strata__world(c, &world));
         if (world > c->batch)
                 return strata__fail(STRATA_EINVAL, "batch %d smaller than %d devices", c->batch,
                                     world);
         STRATA_TRY(strata_optim_check(&c->optim));
-        if (c->driver) {
-                STRATA_TRY(strata_device_check(c->driver));
-                *dev = c->driver;
+        if (c->device.driver) {
+                STRATA_TRY(strata_device_check(c->device.driver));
+                *dev = c->device.driver;
         } else {
-                STRATA_TRY(strata_device_driver(c->accelerator, dev));
+                STRATA_TRY(strata_device_driver(c->device.accelerator, dev));
         }
         if (c->classes < 2)
                 return strata__fail(STRATA_EINVAL, "classes %d: need >= 2", c->classes);
         if (c->memory && c->memory_size == 0)
                 return strata__fail(STRATA_EINVAL, "config.memory given with memory_size 0");
-        if (c->accumulate < 0 || c->accumulate > 1 << 20)
+        if (c->train.accumulate < 0 || c->train.accumulate > 1 << 20)
                 return strata__fail(STRATA_EINVAL, "accumulate %d not in [1, 1048576]",
-                                    c->accumulate);
-        if ((unsigned)c->bind > STRATA_BIND_NONE)
+                                    c->train.accumulate);
+        if ((unsigned)c->device.bind > STRATA_BIND_NONE)
                 return strata__fail(STRATA_EINVAL, "bind %d is not STRATA_BIND_CORES or "
-                                                   "STRATA_BIND_NONE", (int)c->bind);
-        if (c->stall_s != c->stall_s)
+                                                   "STRATA_BIND_NONE", (int)c->device.bind);
+        if (c->trace.stall_s != c->trace.stall_s)
                 return strata__fail(STRATA_EINVAL, "stall_s is not a number");
-        if (!(c->clip_norm >= 0.0f) || !(c->clip_value >= 0.0f) || !(c->timeout_s >= 0.0))
+        if (!(c->train.clip_norm >= 0.0f) || !(c->train.clip_value >= 0.0f) ||
+            !(c->device.timeout_s >= 0.0))
                 return strata__fail(STRATA_EINVAL, "clip_norm %g, clip_value %g and timeout %g "
-                                                   "must be >= 0", c->clip_norm, c->clip_value,
-                                    c->timeout_s);
-        if (!strata__precision(c->precision))
+                                                   "must be >= 0", c->train.clip_norm,
+                                    c->train.clip_value, c->device.timeout_s);
+        if (!strata__precision(c->precision.kind))
                 return strata__fail(STRATA_EINVAL, "precision %d is not 32, bf16-mixed or "
-                                                   "16-mixed", (int)c->precision);
-        if (!(c->loss_scale_init >= 0.0f) || !isfinite(c->loss_scale_init) ||
-            c->loss_scale_interval < 0)
+                                                   "16-mixed", (int)c->precision.kind);
+        if (!(c->precision.loss_scale_init >= 0.0f) || !isfinite(c->precision.loss_scale_init) ||
+            c->precision.loss_scale_interval < 0)
                 return strata__fail(STRATA_EINVAL, "loss_scale_init %g must be finite and >= 0, "
                                                    "loss_scale_interval %d >= 0",
-                                    c->loss_scale_init, c->loss_scale_interval);
-        if (c->grad_allreduce != STRATA_F32 && c->grad_allreduce != STRATA_BF16)
+                                    c->precision.loss_scale_init, c->precision.loss_scale_interval);
+        if (c->strategy.grad_allreduce != STRATA_F32 && c->strategy.grad_allreduce != STRATA_BF16)
                 return strata__fail(STRATA_EINVAL, "grad_allreduce %d is not STRATA_F32 or "
-                                                   "STRATA_BF16", (int)c->grad_allreduce);
-        if (c->grad_allreduce == STRATA_BF16 && !(*st)->all_reduces_gradients)
+                                                   "STRATA_BF16", (int)c->strategy.grad_allreduce);
+        if (c->strategy.grad_allreduce == STRATA_BF16 && !(*st)->all_reduces_gradients)
                 return strata__fail(STRATA_EINVAL, "grad_allreduce bf16 applies where gradients "
                                                    "are all-reduced (ddp, spawn, mpi), not under "
                                                    "%s", (*st)->name);
-        if (c->grad_allreduce == STRATA_BF16 && strata__own_memory(*dev))
+        if (c->strategy.grad_allreduce == STRATA_BF16 && strata__own_memory(*dev))
                 return strata__fail(STRATA_ENOTSUP, "grad_allreduce bf16 rounds gradients in "
                                                    "host memory; the %s driver's are on the "
                                                    "device", (*dev)->name);
-        if (c->replication_callbacks && !(*st)->replication_callbacks)
+        if (c->strategy.replication_callbacks && !(*st)->replication_callbacks)
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
         return (*st)->validate(c, *dev);
@@ -172,7 +174,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
         struct strata_runtime *rt;
         struct strata_trace *tr;
         int world, rows, hv = !strata__own_memory(drv);
-        enum strata_dtype compute = strata__precision(c->precision)->compute;
+        enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
         void *p;
 
         STRATA_TRY(strata__world(c, &world));
@@ -185,7 +187,7 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                 mem.pinned = &ppin;
         }
         STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
-                                          c->grad_allreduce));
+                                          c->strategy.grad_allreduce));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -198,9 +200,9 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
         pi->params = tmp.nparam;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
         rt = p;
-        STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->devices, 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->strategy.devices, 0, &p));
         reps = p;
-        for (int d = 0; d < c->devices; d++) {
+        for (int d = 0; d < c->strategy.devices; d++) {
                 struct strata__replica *r = reps ? &reps[d] : &tmp;
                 struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
 
@@ -216,31 +218,31 @@ static int layout(const struct strata_config *c, const struct strata__strategy *
                         mem.pinned = &pin;
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
-                                                  compute, c->grad_allreduce));
+                                                  compute, c->strategy.grad_allreduce));
                 r->arena = child;
         }
-        STRATA_TRY(strata_trace_layout(a, c->devices,
-                                       c->trace_events ? c->trace_events : (size_t)1 << 16,
-                                       c->trace_path, &tr));
+        STRATA_TRY(strata_trace_layout(a, c->strategy.devices,
+                                       c->trace.events ? c->trace.events : (size_t)1 << 16,
+                                       c->trace.path, &tr));
         if (rt) {
                 memset(rt, 0, sizeof(*rt));
                 rt->trace = tr;
-                for (int d = 0; d < c->devices; d++)
+                for (int d = 0; d < c->strategy.devices; d++)
                         reps[d].track = strata_trace_track(tr, d);
                 rt->replicas = reps;
-                rt->nreplicas = c->devices;
+                rt->nreplicas = c->strategy.devices;
                 rt->world = world; /* rank0 is set when the processes are joined */
                 rt->inj_dev = -1;
-                rt->prec = strata__precision(c->precision);
-                strata__scaler_init(&rt->scaler, c->loss_scale_init,
-                                    (uint32_t)c->loss_scale_interval);
+                rt->prec = strata__precision(c->precision.kind);
+                strata__scaler_init(&rt->scaler, c->precision.loss_scale_init,
+                                    (uint32_t)c->precision.loss_scale_interval);
                 if (!hv)
                         rt->regions = *rg;
         }
         {
                 struct strata_config resolved = *c; /* the job's processes, as planned */
 
-                resolved.processes = world / c->devices;
+                resolved.process.count = world / c->strategy.devices;
                 STRATA_TRY(st->layout(&resolved, drv, a, &p));
         }
         if (rt)
@@ -295,9 +297,9 @@ static int reserve(const struct strata_config *c, const struct strata_device_ops
                 return STRATA_OK;
         rg->dev_bytes = pl->device_bytes - dev->device_overhead;
         rg->pin_bytes = pl->pinned_bytes;
-        for (int d = 0; d < c->devices; d++) {
+        for (int d = 0; d < c->strategy.devices; d++) {
                 int rc = dev->reserve(d, pl->device_bytes, rg->pin_bytes,
-                                      c->allow_tf32 ? STRATA_DEV_TF32 : 0u, &rg->dev[d],
+                                      c->precision.allow_tf32 ? STRATA_DEV_TF32 : 0u, &rg->dev[d],
                                       &rg->pin[d]);
 
                 if (rc != STRATA_OK) {
@@ -373,12 +375,13 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         if (cfg->verbose) {
                 fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
                                 "(%zu per device)\n",
-                        st->name, cfg->devices, dev->name, pi.params, pl.bytes, pl.per_device);
+                        st->name, cfg->strategy.devices, dev->name, pi.params, pl.bytes,
+                        pl.per_device);
                 if (pl.device_bytes)
                         fprintf(stderr, "strata: per device %zu bytes of device memory (%zu for "
                                         "the driver), %zu pinned staging\n",
                                 pl.device_bytes, dev->device_overhead, pl.pinned_bytes);
-                for (int d = 0; d < cfg->devices && dev->describe; d++) {
+                for (int d = 0; d < cfg->strategy.devices && dev->describe; d++) {
                         char line[512];
 
                         dev->describe(d, line, sizeof(line));
@@ -392,7 +395,7 @@ fail:
                 (void)strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
         if (rt)
                 strata_trace_discard(rt->trace);
-        unreserve(dev, &rg, cfg->devices);
+        unreserve(dev, &rg, cfg->strategy.devices);
 fail_region:
         if (!cfg->memory)
                 (void)strata_arena_release(&root);
@@ -514,7 +517,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         int k;
 
         STRATA_TRY(strata__check_rt(rt));
-        k = rt->cfg.accumulate > 1 ? rt->cfg.accumulate : 1;
+        k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
         if (rt->micro == 0 && strata_stop_requested())
@@ -534,7 +537,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         }
         rt->micro = (rt->micro + 1) % k;
         rt->step++;
-        if (!isfinite(rt->args.metrics->loss) && !rt->cfg.allow_nonfinite)
+        if (!isfinite(rt->args.metrics->loss) && !rt->cfg.train.allow_nonfinite)
                 return strata__fail(STRATA_ENONFINITE,
                                     "step %llu: the loss is %g; training diverged (lower the "
                                     "learning rate or clip gradients; allow_nonfinite goes on)",
@@ -731,12 +734,12 @@ int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad
 
 int strata_patch_replication_callback(struct strata_config *cfg)
 {
-        const struct strata__strategy *st = cfg ? strata__strategy_get(cfg->strategy) : NULL;
+        const struct strata__strategy *st = cfg ? strata__strategy_get(cfg->strategy.kind) : NULL;
 
         if (!st || !st->replication_callbacks)
                 return strata__fail(STRATA_EINVAL,
                                     "patch_replication_callback: needs a dp configuration");
-        cfg->replication_callbacks = 1;
+        cfg->strategy.replication_callbacks = 1;
         return STRATA_OK;
 }
 

@@ -11,9 +11,9 @@
 static int single_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
         (void)drv;
-        if (c->devices != 1)
+        if (c->strategy.devices != 1)
                 return strata__fail(STRATA_EINVAL, "strategy single runs on 1 device, not %d",
-                                    c->devices);
+                                    c->strategy.devices);
         return STRATA_OK;
 }
 
@@ -159,7 +159,7 @@ static int on_backward_done(void *obj, int state, int event, void *arg)
         STRATA_TRY(strata__unscale_step(rt, 0, NULL, &skip));
         if (skip)
                 return STRATA_OK;
-        strata__replica_clip(r, rt->cfg.clip_norm, rt->cfg.clip_value);
+        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
         strata__replica_step(r, &rt->cfg.optim);
         return STRATA_OK;
 }

@@ -187,9 +187,9 @@ static int spawn_processes(const struct strata_config *c, int *procs)
         if (!self.region)
                 return strata__fail(STRATA_EINVAL, "strategy spawn runs in the processes "
                                                    "strata_spawn() starts");
-        if (c->processes > 0 && c->processes != self.size)
+        if (c->process.count > 0 && c->process.count != self.size)
                 return strata__fail(STRATA_EINVAL, "processes %d, but strata_spawn() started %d",
-                                    c->processes, self.size);
+                                    c->process.count, self.size);
         *procs = self.size;
         return STRATA_OK;
 }

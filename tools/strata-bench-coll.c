@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "strata/strata.h"
+#include "drivers/comm_workers.h"
 #include "tools/timing.h"
 
 struct bench {

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "strata/strata.h"
+#include "arch/simd.h"
+#include "kernel/topology.h"
 #include "tools/timing.h"
 #include "tools/heapcount.h"
 #include "tools/widths.h"
@@ -867,28 +869,28 @@ static int train(int argc, char **argv)
         cfg.model = &model;
         cfg.batch = o.batch;
         cfg.classes = widths[nw - 1];
-        cfg.devices = o.devices;
-        cfg.strategy = o.strategy;
-        cfg.accelerator = o.accel;
-        cfg.allow_tf32 = o.tf32;
+        cfg.strategy.devices = o.devices;
+        cfg.strategy.kind = o.strategy;
+        cfg.device.accelerator = o.accel;
+        cfg.precision.allow_tf32 = o.tf32;
         cfg.seed = o.seed;
         cfg.verbose = o.verbose;
         cfg.optim.kind = o.optim;
         cfg.optim.lr = o.lr;
         cfg.optim.momentum = o.optim == STRATA_OPTIM_SGD ? o.momentum : 0.0f;
         cfg.optim.weight_decay = o.wd;
-        cfg.sync_bn = o.sync_bn;
-        cfg.accumulate = o.accumulate;
-        cfg.clip_norm = o.clip_norm;
-        cfg.clip_value = o.clip_value;
-        cfg.trace_path = trace_path(&o, tpath, sizeof(tpath));
-        cfg.bind = o.bind;
-        cfg.allow_nonfinite = o.allow_nonfinite;
-        cfg.precision = o.precision;
-        cfg.grad_allreduce = o.grad_allreduce;
-        cfg.trace_events = (size_t)o.trace_events;
-        cfg.stall_s = o.stall_s;
-        cfg.timeout_s = o.timeout_s;
+        cfg.strategy.sync_bn = o.sync_bn;
+        cfg.train.accumulate = o.accumulate;
+        cfg.train.clip_norm = o.clip_norm;
+        cfg.train.clip_value = o.clip_value;
+        cfg.trace.path = trace_path(&o, tpath, sizeof(tpath));
+        cfg.device.bind = o.bind;
+        cfg.train.allow_nonfinite = o.allow_nonfinite;
+        cfg.precision.kind = o.precision;
+        cfg.strategy.grad_allreduce = o.grad_allreduce;
+        cfg.trace.events = (size_t)o.trace_events;
+        cfg.trace.stall_s = o.stall_s;
+        cfg.device.timeout_s = o.timeout_s;
         if (o.strategy == STRATA_STRATEGY_DP && o.sync_bn)
                 strata_patch_replication_callback(&cfg);
         if (strata_plan(&cfg, &plan))

@@ -40,8 +40,8 @@ int main()
         cfg.model = &model;
         cfg.batch = 64;
         cfg.classes = 4;
-        cfg.strategy = STRATA_STRATEGY_DDP;
-        cfg.devices = 2;
+        cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        cfg.strategy.devices = 2;
 
         strata_runtime *rt = nullptr;
         if (strata_init(&rt, &cfg) != STRATA_OK || strata_connect(rt) != STRATA_OK) {

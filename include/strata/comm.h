@@ -21,7 +21,7 @@
 
 #include "strata/arena.h"
 #include "strata/tensor.h"
-#include "strata/workers.h"
+#include "strata/group.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,13 +116,6 @@ int strata_comm_plan_config(const struct strata_comm_config *cfg, size_t *bytes)
  */
 int strata_comm_init(struct strata_comm **c, struct strata_arena *a,
                      const struct strata_comm_config *cfg);
-
-/**
- * @brief A communicator among the devices of worker pool @p w (one process, rank = device),
- *        with the pool as its failure domain, over @p dev's memory (NULL: host memory).
- */
-int strata_comm_init_workers(struct strata_comm **c, struct strata_arena *a,
-                             struct strata_workers *w, const struct strata_device_ops *dev);
 
 /** @brief Ranks in the communicator, every process counted (0 for NULL). */
 int strata_comm_world_size(const struct strata_comm *c);

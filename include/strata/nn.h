@@ -282,20 +282,33 @@ enum strata_lr_schedule {
  * warm-up); after it the schedule runs with k = t - warmup - 1 steps done. A schedule's only
  * state is the step count, so a checkpoint's step counts restore it.
  */
+/*
+ * Its fields, listed once as X(path, type, field, kind, key): this list makes the struct and
+ * the names strata_config_set() sets them by ("optim." key; see STRATA_CONFIG_RUN in
+ * strata/runtime.h for what kind and key mean).
+ */
+#define STRATA_OPTIM_FIELDS(X, g)                                                              \
+        X(g, enum strata_optim_kind, kind, INT, "kind")                                        \
+        X(g, float, lr, FLOAT, "lr")                                                           \
+        X(g, float, momentum, FLOAT, "momentum")         /* SGD */                             \
+        X(g, float, dampening, FLOAT, "dampening")       /* SGD */                             \
+        X(g, int, nesterov, INT, "nesterov")             /* SGD */                             \
+        X(g, float, weight_decay, FLOAT, "weight_decay") /* SGD: L2; AdamW: decoupled */       \
+        X(g, float, beta1, FLOAT, "beta1")               /* AdamW (0 = 0.9) */                 \
+        X(g, float, beta2, FLOAT, "beta2")               /* AdamW (0 = 0.999) */               \
+        X(g, float, eps, FLOAT, "eps")                   /* AdamW (0 = 1e-8) */                \
+        X(g, enum strata_lr_schedule, schedule, INT, "schedule") /* default constant */        \
+        X(g, uint64_t, warmup, U64, "warmup")            /* linear warm-up steps (0: none) */  \
+        X(g, uint64_t, step_size, U64, "step_size")      /* STEP: steps between decays */      \
+        X(g, float, gamma, FLOAT, "gamma")               /* STEP: decay factor */              \
+        X(g, uint64_t, t_max, U64, "t_max")              /* COSINE: steps to lr_min */         \
+        X(g, float, lr_min, FLOAT, "lr_min")             /* COSINE: final learning rate */
+
+/** One field of a configuration list: its declaration. */
+#define STRATA_CONFIG_FIELD(g, type, field, kind, key) type field;
+
 struct strata_optim {
-        enum strata_optim_kind kind;
-        float lr;
-        float momentum;     /**< SGD */
-        float dampening;    /**< SGD */
-        int nesterov;       /**< SGD */
-        float weight_decay; /**< SGD: L2 added to the gradient; AdamW: decoupled */
-        float beta1, beta2, eps; /**< AdamW (0 = 0.9, 0.999, 1e-8) */
-        enum strata_lr_schedule schedule; /**< default constant */
-        uint64_t warmup;    /**< linear warm-up steps (0: none) */
-        uint64_t step_size; /**< STEP: steps between decays */
-        float gamma;        /**< STEP: decay factor */
-        uint64_t t_max;     /**< COSINE: steps from lr to lr_min (after warm-up) */
-        float lr_min;       /**< COSINE: final learning rate */
+        STRATA_OPTIM_FIELDS(STRATA_CONFIG_FIELD, )
 };
 
 /** Default optimizer: SGD, lr 0.05, momentum 0.9, constant learning rate. */

@@ -21,12 +21,13 @@
 #include "strata/data.h"
 #include "strata/device.h"
 #include "strata/nn.h"
+#include "strata/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Pinning of the device threads (cfg.bind). */
+/** Pinning of the device threads (cfg.device.bind). */
 enum strata_bind {
         STRATA_BIND_CORES = 0, /**< one core each, inside the calling thread's CPU set (default) */
         STRATA_BIND_NONE,      /**< no thread pinning and no NUMA memory binding */
@@ -51,80 +52,134 @@ int strata_strategy_from_name(const char *name, enum strata_strategy_kind *out);
 /** @brief Name of a strategy kind ("?" when out of range or not built). */
 const char *strata_strategy_name(enum strata_strategy_kind kind);
 
-/** Everything a run is made of. Start from STRATA_CONFIG_INIT or strata_config_init(). */
+/*
+ * The configuration's fields, each listed once, as X(path, type, field, kind, key): these lists
+ * make struct strata_config and its sub-structs below, and the names strata_config_set() sets
+ * fields by (strategy/config_keys.c). @c kind says how a value set by name is converted (INT:
+ * an int or an enum, U64, SIZE, FLOAT, DOUBLE; NONE: not settable by name, @c key NULL); @c key
+ * is that name (the flat names of before the sub-structs, kept). The optimizer's own list is
+ * STRATA_OPTIM_FIELDS (strata/nn.h), its keys prefixed with "optim.".
+ */
+
+/** What is trained, and the memory it runs in: fields of struct strata_config itself. */
+#define STRATA_CONFIG_RUN(X, g)                                                                    \
+        X(g, const struct strata_model *, model, NONE, NULL) /* required */                        \
+        X(g, int, batch, INT, "batch")                  /* largest global batch (required) */      \
+        X(g, int, classes, INT, "classes")              /* width of the logits (checked) */        \
+        X(g, uint64_t, seed, U64, "seed")               /* parameter init and dropout streams */   \
+        X(g, void *, memory, NONE, NULL)                /* region (NULL: mapped at init) */        \
+        X(g, size_t, memory_size, NONE, NULL)           /* its size */                             \
+        X(g, int, verbose, INT, "verbose")              /* placement and memory on stderr */
+
+/** cfg.strategy: which strategy, over how many devices, and its options. */
+#define STRATA_CONFIG_STRATEGY(X, g)                                                               \
+        X(g, enum strata_strategy_kind, kind, INT, "strategy") /* default single */                \
+        X(g, int, devices, INT, "devices")              /* default 1 */                            \
+        X(g, int, sync_bn, INT, "sync_bn")              /* BatchNorm stats over all devices */     \
+        X(g, int, replication_callbacks, NONE, NULL)    /* dp: modules' replicate() */             \
+        X(g, size_t, bucket_bytes, SIZE, "bucket_bytes") /* ddp bucket cap (0 = 25 MB) */          \
+        X(g, enum strata_dtype, grad_allreduce, INT, "grad_allreduce") /* see below */
+
+/** cfg.device: the devices' driver and their threads. */
+#define STRATA_CONFIG_DEVICE(X, g)                                                                 \
+        X(g, enum strata_accelerator, accelerator, INT, "accelerator") /* default CPU */           \
+        X(g, const struct strata_device_ops *, driver, NONE, NULL) /* NULL: the accelerator's */   \
+        X(g, enum strata_bind, bind, INT, "bind")       /* pin threads (default) or not */         \
+        X(g, double, timeout_s, DOUBLE, "timeout_s")    /* bound on every wait (0 = 300 s) */
+
+/** cfg.train: how a training step goes. */
+#define STRATA_CONFIG_TRAIN(X, g)                                                                  \
+        X(g, int, accumulate, INT, "accumulate")        /* micro-batches a step (0 = 1) */         \
+        X(g, float, clip_norm, FLOAT, "clip_norm")      /* clip to this global norm (0 = off) */   \
+        X(g, float, clip_value, FLOAT, "clip_value")    /* clip to [-v, v] (0 = off) */            \
+        X(g, int, allow_nonfinite, INT, "allow_nonfinite") /* see below */
+
+/** cfg.precision: the precision plugin and the GEMMs' arithmetic. */
+#define STRATA_CONFIG_PRECISION(X, g)                                                              \
+        X(g, enum strata_precision, kind, INT, "precision") /* default STRATA_PRECISION_32 */      \
+        X(g, float, loss_scale_init, FLOAT, "loss_scale_init") /* 16-mixed (0 = 65536) */          \
+        X(g, int, loss_scale_interval, INT, "loss_scale_interval") /* 16-mixed (0 = 2000) */       \
+        X(g, int, allow_tf32, INT, "allow_tf32")        /* CUDA: TF32 GEMMs (default 0: FP32) */
+
+/** cfg.checkpoint: where checkpoints are stored. */
+#define STRATA_CONFIG_CHECKPOINT(X, g)                                                             \
+        X(g, const struct strata_checkpoint_io *, io, NONE, NULL) /* NULL: POSIX files */
+
+/** cfg.trace: the timeline and the stall report (strata/trace.h). */
+#define STRATA_CONFIG_TRACE(X, g)                                                                  \
+        X(g, const char *, path, NONE, NULL)            /* see below (NULL: no trace) */           \
+        X(g, size_t, events, SIZE, "trace_events")      /* per device and flush (0 = 65536) */     \
+        X(g, double, stall_s, DOUBLE, "stall_s")        /* see below */
+
+/** cfg.process: the processes of an mpi or spawn job. */
+#define STRATA_CONFIG_PROCESS(X, g)                                                                \
+        X(g, int, count, INT, "processes")              /* see below */                            \
+        X(g, const void *, mpi_comm, NONE, NULL)        /* mpi: the MPI_Comm * (NULL: world) */    \
+        X(g, int, mpi_allreduce, INT, "mpi_allreduce")  /* see below */
+
+/* The sub-structs, one per concern. */
+struct strata_config_strategy {
+        STRATA_CONFIG_STRATEGY(STRATA_CONFIG_FIELD, )
+};
+struct strata_config_device {
+        STRATA_CONFIG_DEVICE(STRATA_CONFIG_FIELD, )
+};
+struct strata_config_train {
+        STRATA_CONFIG_TRAIN(STRATA_CONFIG_FIELD, )
+};
+struct strata_config_precision {
+        STRATA_CONFIG_PRECISION(STRATA_CONFIG_FIELD, )
+};
+struct strata_config_checkpoint {
+        STRATA_CONFIG_CHECKPOINT(STRATA_CONFIG_FIELD, )
+};
+struct strata_config_trace {
+        STRATA_CONFIG_TRACE(STRATA_CONFIG_FIELD, )
+};
+struct strata_config_process {
+        STRATA_CONFIG_PROCESS(STRATA_CONFIG_FIELD, )
+};
+
+/**
+ * Everything a run is made of. Start from STRATA_CONFIG_INIT or strata_config_init().
+ *
+ * What the lists' short notes leave out:
+ * - strategy.grad_allreduce (ddp, spawn, mpi): the type gradients are all-reduced in.
+ *   STRATA_F32 (default): exact f32 sums. STRATA_BF16: half the bytes between devices and
+ *   processes; each device's gradients are rounded to bf16, summed in f32 in the same fixed
+ *   order (runs stay bitwise reproducible) and the sum rounded to bf16 once, as PyTorch DDP's
+ *   bf16_compress_hook. Needs a host-memory driver (the CPU's).
+ * - train.allow_nonfinite: 1: a step whose loss is NaN or infinite returns STRATA_OK (default
+ *   0: it returns STRATA_ENONFINITE naming the step, so a diverging run stops).
+ * - precision.kind: mixed precision needs a driver with gemm_lp (the CPU's).
+ * - trace.path: write a timeline of every device (Chrome Trace Event Format JSON, for Perfetto
+ *   or chrome://tracing) to this file. It is written as `<path>.tmp` and renamed at teardown,
+ *   so the file at the path is always complete. Events are 40 bytes each.
+ * - trace.stall_s: report on stderr a device that waited this long at a collective, with where
+ *   each late device is (0 = 60 s; negative: never).
+ * - process.count (mpi, spawn): the processes of the job (0: from the launcher's environment or
+ *   strata_spawn(); checked against the link at init). The memory plan needs it.
+ * - process.mpi_allreduce: gradients through MPI_Allreduce: faster, but its summation order is
+ *   Open MPI's, so results are not bitwise reproducible (default 0: Strata's fixed order).
+ */
 struct strata_config {
-        unsigned struct_size;               /**< sizeof(struct strata_config) (ABI check) */
-        unsigned version;                   /**< STRATA_VERSION_HEX the caller was built with */
-        enum strata_strategy_kind strategy; /**< default single */
-        enum strata_accelerator accelerator; /**< default CPU */
-        int devices;                        /**< default 1 */
-        void *memory;                       /**< the region; NULL = one mapping made at init */
-        size_t memory_size;                 /**< its size */
-        const struct strata_model *model;   /**< required */
-        struct strata_optim optim;          /**< default SGD lr 0.05 momentum 0.9 */
-        int batch;                          /**< largest global batch, rows (required) */
-        int classes;                        /**< width of the logits (checked against model) */
-        uint64_t seed;                      /**< parameter init and dropout streams */
-        int verbose;                        /**< print placement and memory to stderr */
-        int accumulate;                     /**< micro-batches per optimizer step (0 = 1) */
-        float clip_norm;                    /**< clip gradients to this global norm (0 = off) */
-        float clip_value;                   /**< clip gradients to [-v, v] (0 = off) */
-        int sync_bn;                        /**< BatchNorm statistics over all devices */
-        int replication_callbacks;          /**< dp: call modules' replicate() (see patch) */
-        size_t bucket_bytes;                /**< ddp gradient bucket cap (0 = 25 MB) */
-        double timeout_s;                   /**< bound on every wait between devices (0 = 300) */
-        int allow_tf32;                     /**< CUDA: GEMMs may use TF32 (default 0: full FP32) */
-        /** An application's own device driver (NULL: the accelerator's built-in one). */
-        const struct strata_device_ops *driver;
-        /** Where checkpoints are stored (NULL: POSIX files, strata_checkpoint_file_io()). */
-        const struct strata_checkpoint_io *checkpoint_io;
-        /**
-         * Write a timeline of every device (Chrome Trace Event Format JSON, for Perfetto or
-         * chrome://tracing) to this file (NULL: no trace). It is written as `<path>.tmp`
-         * and renamed at teardown, so the file at the path is always complete.
-         */
-        const char *trace_path;
-        /** Trace events buffered per device between flushes (0 = 65536; 40 bytes each). */
-        size_t trace_events;
-        /** 1: a step whose loss is NaN or infinite returns STRATA_OK (default 0: it returns
-         *  STRATA_ENONFINITE naming the step, so a diverging run stops). */
-        int allow_nonfinite;
-        /** Pin device threads to cores of the caller's CPU set (default) or not at all. */
-        enum strata_bind bind;
-        /** Report on stderr a device that waited this long at a collective, with where
-         *  each late device is (0 = 60 s; negative: never). */
-        double stall_s;
-        /**
-         * mpi, spawn: the processes of the job (0: from the launcher's environment or
-         * strata_spawn(); checked against the link at init). The memory plan needs it.
-         */
-        int processes;
-        /** mpi: the MPI_Comm * to run on (NULL: MPI_COMM_WORLD). */
-        const void *mpi_comm;
-        /** mpi: gradients through MPI_Allreduce: faster, but its summation order is Open
-         *  MPI's, so results are not bitwise reproducible (default 0: Strata's fixed order). */
-        int mpi_allreduce;
-        /** The precision plugin (default STRATA_PRECISION_32). Mixed precision needs a driver
-         *  with gemm_lp (the CPU's); fp32 results do not change with this field's addition. */
-        enum strata_precision precision;
-        /** 16-mixed: the initial loss scale (0 = 65536; a power of two keeps unscaling exact). */
-        float loss_scale_init;
-        /** 16-mixed: clean steps before the scale doubles (0 = 2000). */
-        int loss_scale_interval;
-        /**
-         * ddp, spawn, mpi: the type gradients are all-reduced in. STRATA_F32 (default): exact
-         * f32 sums. STRATA_BF16: half the bytes between devices and processes; each device's
-         * gradients are rounded to bf16, summed in f32 in the same fixed order (runs stay
-         * bitwise reproducible) and the sum rounded to bf16 once, as PyTorch DDP's
-         * bf16_compress_hook. Needs a host-memory driver (the CPU's).
-         */
-        enum strata_dtype grad_allreduce;
+        unsigned struct_size; /**< sizeof(struct strata_config) (ABI check) */
+        unsigned version;     /**< STRATA_VERSION_HEX the caller was built with */
+        STRATA_CONFIG_RUN(STRATA_CONFIG_FIELD, )
+        struct strata_config_strategy strategy;     /**< which strategy, devices, its options */
+        struct strata_config_device device;         /**< accelerator, driver, threads, timeout */
+        struct strata_optim optim;                  /**< default SGD lr 0.05 momentum 0.9 */
+        struct strata_config_train train;           /**< accumulation, clipping, non-finite */
+        struct strata_config_precision precision;   /**< precision plugin, loss scale, TF32 */
+        struct strata_config_checkpoint checkpoint; /**< CheckpointIO */
+        struct strata_config_trace trace;           /**< timeline and stall report */
+        struct strata_config_process process;       /**< mpi and spawn jobs */
 };
 
 #define STRATA_CONFIG_INIT                                                                     \
         { .struct_size = sizeof(struct strata_config), .version = STRATA_VERSION_HEX,            \
-          .strategy = STRATA_STRATEGY_SINGLE, .accelerator = STRATA_ACCEL_CPU, .devices = 1,    \
-          .optim = STRATA_OPTIM_INIT }
+          .strategy = { .kind = STRATA_STRATEGY_SINGLE, .devices = 1 },                         \
+          .device = { .accelerator = STRATA_ACCEL_CPU }, .optim = STRATA_OPTIM_INIT }
 
 /**
  * @brief Set @p cfg to the defaults of STRATA_CONFIG_INIT: the same thing as a function, for
@@ -196,7 +251,7 @@ int strata_connect(struct strata_runtime *rt);
  * @param m Optional metrics of the step.
  * @retval STRATA_OK; STRATA_EINVAL for a bad batch (state unchanged); STRATA_EBADSTATE when
  *         not READY; a device error moves the runtime to its error state; STRATA_ENONFINITE
- *         when the step's loss is NaN or infinite (unless cfg.allow_nonfinite): the step was
+ *         when the step's loss is NaN or infinite (unless cfg.train.allow_nonfinite): the step was
  *         taken, so the parameters may no longer be finite; the runtime stays READY (save
  *         nothing, restore a checkpoint or stop).
  */
@@ -283,22 +338,6 @@ int strata_stop_requested(void);
 /** @brief Forget a stop request (steps run again). */
 void strata_clear_stop(void);
 
-/**
- * @brief Write the trace's buffered events to its file now (e.g. at an epoch end); between
- *        steps. Buffers are also flushed when half full (at the start of a step) and at
- *        teardown. Without a trace it does nothing.
- * @retval STRATA_OK; STRATA_EINVAL (NULL); STRATA_EIO (the message says why; tracing stops
- *         and the partial file is removed, training goes on).
- */
-int strata_flush_trace(struct strata_runtime *rt);
-
-/**
- * @brief Trace counts so far: events written to the file and events dropped because a
- *        device's buffer was full (also reported on stderr and in the file).
- * @retval STRATA_OK, STRATA_EINVAL (NULL argument).
- */
-int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped);
-
 /** @brief Current lifecycle state (enum strata_state). */
 int strata_state(const struct strata_runtime *rt);
 
@@ -340,7 +379,7 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
  * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and
  *        step counts, running statistics of every device, the global step) and @p app_bytes
  *        (at most STRATA_CKPT_APP_BYTES) of the application's own state, written atomically
- *        through cfg.checkpoint_io. Between steps, at an optimizer-step boundary.
+ *        through cfg.checkpoint.io. Between steps, at an optimizer-step boundary.
  * @retval STRATA_OK; STRATA_EINVAL (NULL or empty path, block too large); STRATA_EBADSTATE
  *         (not READY, or inside an accumulation window); STRATA_EIO (the message says which
  *         call failed; the previous file at @p path is intact).
@@ -366,7 +405,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
  * @brief Device 0's parameters and running statistics as safetensors (u64 header length,
  *        JSON header, little-endian f32 data), named as a PyTorch module holding the same
  *        layers in `self.layers = nn.Sequential(...)` names them (`layers.0.weight`); written
- *        atomically through cfg.checkpoint_io. BatchNorm's num_batches_tracked is not
+ *        atomically through cfg.checkpoint.io. BatchNorm's num_batches_tracked is not
  *        exported (load with strict=False).
  * @retval As strata_save_checkpoint().
  */

@@ -1,144 +1,37 @@
 /*
- * Tracks: where each device is, and (when a trace is recorded) what it did when.
- *
- * Every device has one track, written only by the thread that runs the device. A track keeps
- * the device's open spans (what it is doing now, readable by any thread: the stall report
- * names it) and, when recording, a buffer of finished spans and counter samples preallocated
- * in the arena. The trace writer turns the buffers into Chrome Trace Event Format JSON (the
- * format chrome://tracing and Perfetto open) between steps, when no device is running: at the
- * caller's request, when a buffer is half full, and at close. A full buffer drops the newest
- * events and counts them; the count is reported, never silent.
- *
- * Spans nest: a span ends before the span that encloses it, so the events of one track nest
- * properly in the file.
+ * The trace an application records (cfg.trace.path): a timeline of every device in Chrome
+ * Trace Event Format JSON, for Perfetto or chrome://tracing. It is written as `<path>.tmp`
+ * between steps and renamed at teardown, so the file at the path is always complete.
  */
 #ifndef STRATA_TRACE_H
 #define STRATA_TRACE_H
 
-#include <stdatomic.h>
-#include <stddef.h>
 #include <stdint.h>
 
-#include "strata/arena.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-/** A kind of event (static storage): its name, category and the name of its argument. */
-struct strata_span {
-        const char *name; /**< shown on the timeline, e.g. "forward" */
-        const char *cat;  /**< "compute", "data", "comm", "sync", "step", "counter" */
-        const char *arg;  /**< name of the integer argument (NULL: none) */
-        int counter;      /**< 1: a counter sample (value), not a span */
-};
-
-/** One recorded event. */
-struct strata_trace_event {
-        const struct strata_span *kind;
-        const char *label; /**< appended to the name, e.g. a module's name (may be NULL) */
-        uint64_t ts, dur;  /**< ns since the trace's origin */
-        union {
-                int64_t arg;  /**< span argument */
-                double value; /**< counter value */
-        } v;
-};
-
-/** Nesting depth a track follows (deeper spans are counted, not recorded). */
-#define STRATA_TRACK_DEPTH 8
-
-/** One device's track. */
-struct strata_track {
-        _Alignas(64) struct strata_trace_event *ev; /**< buffer (NULL: not recording) */
-        uint32_t cap, n;                         /**< its capacity and fill */
-        uint64_t dropped;                        /**< events lost to a full buffer */
-        uint64_t origin;                         /**< the trace's time origin (ns) */
-        int id;                                  /**< device index (the trace's tid) */
-        int depth;                               /**< open spans */
-        const struct strata_span *open[STRATA_TRACK_DEPTH];
-        const char *open_label[STRATA_TRACK_DEPTH];
-        _Atomic(const struct strata_span *) where; /**< innermost open span, for others */
-        _Atomic(const char *) where_label;
-        _Atomic uint64_t step;                   /**< the step the device works on */
-};
-
-/** @brief Monotonic time in nanoseconds (the clock of every track). */
-uint64_t strata_track_now(void);
+struct strata_runtime;
 
 /**
- * @brief Open span @p k (with @p label, may be NULL) on @p t; NULL @p t does nothing.
- * @return the start time to give strata_track_end() (0 when not recording).
+ * @brief Write the trace's buffered events to its file now (e.g. at an epoch end); between
+ *        steps. Buffers are also flushed when half full (at the start of a step) and at
+ *        teardown. Without a trace it does nothing.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL); STRATA_EIO (the message says why; tracing stops
+ *         and the partial file is removed, training goes on).
  */
-uint64_t strata_track_begin(struct strata_track *t, const struct strata_span *k,
-                            const char *label);
-
-/** @brief Close the innermost open span, recording it with argument @p arg when recording. */
-void strata_track_end(struct strata_track *t, uint64_t t0, int64_t arg);
-
-/** @brief Record a counter sample @p value of @p k (k->counter is 1) when recording. */
-void strata_track_counter(struct strata_track *t, const struct strata_span *k, double value);
-
-/** @brief Set the step @p t works on and forget open spans (a new public call starts). */
-void strata_track_restart(struct strata_track *t, uint64_t step);
-
-/** @brief "step 12, forward (linear)": where the device of @p t is, for reports. */
-void strata_track_where(const struct strata_track *t, char *buf, size_t n);
+int strata_flush_trace(struct strata_runtime *rt);
 
 /**
- * @brief Report a stalled wait on stderr: device @p self has waited @p waited_s seconds in
- *        @p what; @p late lists the devices it waits for, each with where it is.
+ * @brief Trace counts so far: events written to the file and events dropped because a
+ *        device's buffer was full (also reported on stderr and in the file).
+ * @retval STRATA_OK, STRATA_EINVAL (NULL argument).
  */
-void strata_track_stall(const struct strata_track *tracks, int self, const char *what,
-                        double waited_s, const int *late, int nlate);
+int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped);
 
-/** What a trace wrote: see strata_trace_stats(). */
-struct strata_trace_stats {
-        uint64_t events;  /**< events written to the file so far */
-        uint64_t dropped; /**< events lost to full buffers */
-        uint64_t bytes;   /**< bytes written so far */
-};
-
-struct strata_trace;
-
-/**
- * @brief Carve the tracks of @p ntracks devices and, when @p path is not NULL, buffers of
- *        @p events events each and the writer's state. With a planning arena *out stays NULL
- *        and only the bytes are counted (the same code sizes and builds).
- * @retval STRATA_OK, STRATA_EINVAL (ntracks or events out of range), STRATA_ENOMEM.
- */
-int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, const char *path,
-                        struct strata_trace **out);
-
-/** @brief The track of device @p dev (NULL when out of range or @p tr is NULL). */
-struct strata_track *strata_trace_track(struct strata_trace *tr, int dev);
-
-/** @brief The tracks array (one per device), for a failure domain's stall reports. */
-struct strata_track *strata_trace_tracks(struct strata_trace *tr);
-
-/**
- * @brief Start recording: create `<path>.tmp` and write the process and track names
- *        (@p pid: the rank, @p process: its display name). Does nothing without a path.
- * @retval STRATA_OK, STRATA_EIO (the message names the file and the reason).
- */
-int strata_trace_open(struct strata_trace *tr, int pid, const char *process);
-
-/** @brief Stop without a file: close and remove `<path>.tmp` (a failed init keeps nothing). */
-void strata_trace_discard(struct strata_trace *tr);
-
-/** @brief 1 when some buffer is at least half full (time to flush between steps). */
-int strata_trace_due(const struct strata_trace *tr);
-
-/**
- * @brief Write and empty every buffer. Only while no device records. New drops are reported
- *        on stderr once per flush.
- * @retval STRATA_OK, STRATA_EIO (the file is then abandoned; recording stops).
- */
-int strata_trace_flush(struct strata_trace *tr);
-
-/**
- * @brief Flush (unless @p flush is 0: a device may still be writing its buffer), end the JSON
- *        array and rename `<path>.tmp` to @p path: the file at @p path is always complete.
- *        Idempotent.
- */
-int strata_trace_close(struct strata_trace *tr, int flush);
-
-/** @brief Counts so far (zeros without a trace). */
-void strata_trace_get_stats(const struct strata_trace *tr, struct strata_trace_stats *out);
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* STRATA_TRACE_H */

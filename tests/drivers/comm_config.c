@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "drivers/comm_workers.h"
 
 #define RANKS 3
 #define N 1000

@@ -57,7 +57,7 @@ Test(cuda_driver, init_without_gpu_fails_cleanly)
         if (cuda(&why))
                 cr_skip("a GPU is present: the no-GPU path cannot be shown here");
         rig_init(&r, 0);
-        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_ENODEV);
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_ENODEV);
         cr_assert_eq(rt, (struct strata_runtime *)&why);
@@ -71,12 +71,12 @@ Test(cuda_driver, plan_counts_device_memory_apart)
 
         NEED_GPU();
         rig_init_full(&r);
-        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
         cr_assert_gt(pl.device_bytes, pl.params * 2 * sizeof(float));
         cr_assert_gt(pl.pinned_bytes, 0);
-        r.cfg.strategy = STRATA_STRATEGY_DDP;
-        r.cfg.devices = 2;
+        r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        r.cfg.strategy.devices = 2;
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
         cr_assert_gt(pl.device_bytes, pl.params * 2 * sizeof(float));
 }
@@ -95,7 +95,7 @@ static void multi_matches_cpu(enum strata_strategy_kind kind)
                 double d;
 
                 rig_train_cfg(&r, &c, 20, cpu, n);
-                c.accelerator = STRATA_ACCEL_CUDA;
+                c.device.accelerator = STRATA_ACCEL_CUDA;
                 rig_train_cfg(&r, &c, 20, gpu, n);
                 rig_train_cfg(&r, &c, 20, again, n);
                 d = rig_rel_diff(gpu, cpu, n);
@@ -135,7 +135,7 @@ Test(cuda_driver, matches_cpu_after_20_steps)
         }
         cr_assert_leq(n, 2048);
         rig_train(&r, 20, cpu, n);
-        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
         rig_train(&r, 20, gpu, n);
         d = rig_rel_diff(gpu, cpu, n);
         cr_assert_leq(d, 1e-4, "CUDA differs from CPU by %g after 20 steps", d);
@@ -151,7 +151,7 @@ Test(cuda_driver, reproducible_bitwise)
 
         NEED_GPU();
         rig_init_full(&r);
-        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
@@ -173,14 +173,14 @@ Test(cuda_driver, mixed_precision_matches_cpu_and_repeats, .timeout = 60)
                 double d;
 
                 rig_init(&r, 0);
-                r.cfg.precision = (enum strata_precision)p;
+                r.cfg.precision.kind = (enum strata_precision)p;
                 rig_train(&r, 20, cpu, n);
-                r.cfg.accelerator = STRATA_ACCEL_CUDA;
+                r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
                 rig_train(&r, 20, gpu, n);
                 rig_train(&r, 20, again, n);
                 d = rig_rel_diff(gpu, cpu, n);
                 cr_assert_leq(d, 1e-2, "%s: CUDA differs from CPU by %g",
-                              strata_precision_name(r.cfg.precision), d);
+                              strata_precision_name(r.cfg.precision.kind), d);
                 cr_assert_eq(memcmp(gpu, again, n * sizeof(float)), 0, "two CUDA runs differ");
         }
 }
@@ -196,13 +196,13 @@ static void no_allocation(enum strata_strategy_kind kind, int devices)
 
         NEED_GPU();
         rig_init_full(&r);
-        r.cfg.accelerator = STRATA_ACCEL_CUDA;
-        r.cfg.strategy = kind;
-        r.cfg.devices = devices;
-        r.cfg.sync_bn = devices > 1;
+        r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.strategy.kind = kind;
+        r.cfg.strategy.devices = devices;
+        r.cfg.strategy.sync_bn = devices > 1;
         r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
         r.cfg.optim.lr = 1e-3f;
-        r.cfg.clip_norm = 1.0f;
+        r.cfg.train.clip_norm = 1.0f;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         strata_loader_reset(&r.loader, r.idx, 256);
@@ -237,7 +237,7 @@ Test(cuda_driver, the_counter_sees_reservations)
 
         NEED_GPU();
         rig_init(&r, 0);
-        r.cfg.accelerator = STRATA_ACCEL_CUDA;
+        r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
         before = cudacount_calls();
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_geq(cudacount_calls() - before, 2, "init's cudaMalloc/cudaHostAlloc unseen");
@@ -265,8 +265,8 @@ Test(cuda_driver, cpu_run_maps_no_cuda_library)
         struct rig r;
 
         rig_init(&r, 1);
-        r.cfg.strategy = STRATA_STRATEGY_DDP;
-        r.cfg.devices = 2;
+        r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        r.cfg.strategy.devices = 2;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         rig_steps(&r, rt, 3, NULL);

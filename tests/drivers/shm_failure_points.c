@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
 #include <time.h>
 
 #include "tests/support/pool.h"

@@ -105,7 +105,7 @@ static struct strata_runtime *start(struct rig *r, enum strata_bind bind)
         note_threads();
         rig_init(r, 0);
         c = rig_cfg(r, STRATA_STRATEGY_DDP, 2, 0);
-        c.bind = bind;
+        c.device.bind = bind;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         rig_steps(r, rt, 3, NULL);
@@ -175,7 +175,7 @@ Test(cpuset, bad_bind_value_is_refused)
 
         rig_init(&r, 0);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        c.bind = (enum strata_bind)7;
+        c.device.bind = (enum strata_bind)7;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "bind"), "%s", strata_last_error());
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "kernel/lifecycle.h"
 
 struct rec {
         char trace[256];

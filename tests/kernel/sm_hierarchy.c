@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "kernel/sm.h"
 
 /* A three-state machine; C is both its error and its final state. */
 enum { A, B, C, NSTATES };

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "kernel/topology.h"
 
 Test(topology_place, reads_machine)
 {

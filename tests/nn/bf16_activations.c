@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
@@ -293,7 +293,7 @@ Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones, .timeout = 
                                 r.model.nmodules = 5;
                         }
                         c = rig_cfg(&r, (enum strata_strategy_kind)kind, kind ? 2 : 1, 0);
-                        c.precision = STRATA_PRECISION_BF16_MIXED;
+                        c.precision.kind = STRATA_PRECISION_BF16_MIXED;
                         np = params_of(&c);
                         cr_assert_leq(np, MAXP);
                         cr_assert_eq(strata_plan(&c, &p16), STRATA_OK);
@@ -343,13 +343,13 @@ Test(bf16_activations, a_driver_without_the_ops_keeps_f32)
 
         rig_init(&r, 0);
         c = r.cfg;
-        c.precision = STRATA_PRECISION_BF16_MIXED;
+        c.precision.kind = STRATA_PRECISION_BF16_MIXED;
         np = params_of(&c);
         cr_assert_eq(strata_plan(&c, &with), STRATA_OK);
         rig_train_cfg(&r, &c, 8, a, np);
         driver_copy(&nobf, cpu());
         nobf.k.relu_io = NULL;
-        c.driver = &nobf.dev;
+        c.device.driver = &nobf.dev;
         cr_assert_eq(strata_plan(&c, &without), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(without.per_device - with.per_device, (size_t)RIG_BATCH * 32 * 2);
         rig_train_cfg(&r, &c, 8, b, np);

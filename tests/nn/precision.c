@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
@@ -235,9 +235,9 @@ Test(precision, loss_scale_grows_after_clean_steps)
 
         rig_init(&r, 0);
         c = r.cfg;
-        c.precision = STRATA_PRECISION_16_MIXED;
-        c.loss_scale_init = 1.0f;
-        c.loss_scale_interval = 3;
+        c.precision.kind = STRATA_PRECISION_16_MIXED;
+        c.precision.loss_scale_init = 1.0f;
+        c.precision.loss_scale_interval = 3;
         rt = start(&r, &c);
         cr_assert_eq(scaler(rt).scale, 1.0f);
         rig_steps(&r, rt, 7, NULL);
@@ -258,8 +258,8 @@ Test(precision, overflow_backs_off_and_skips_the_step)
 
         rig_init(&r, 0);
         c = r.cfg;
-        c.precision = STRATA_PRECISION_16_MIXED;
-        c.loss_scale_init = 0x1p40f; /* the loss gradient overflows f16 */
+        c.precision.kind = STRATA_PRECISION_16_MIXED;
+        c.precision.loss_scale_init = 0x1p40f; /* the loss gradient overflows f16 */
         rt = start(&r, &c);
         params(rt, 0, p0);
         rig_steps(&r, rt, 1, NULL);
@@ -290,7 +290,7 @@ Test(precision, every_device_skips_together, .timeout = 60)
 
                 rig_init(&r, 0);
                 c = rig_cfg(&r, (enum strata_strategy_kind)kind, 2, 0);
-                c.precision = STRATA_PRECISION_16_MIXED;
+                c.precision.kind = STRATA_PRECISION_16_MIXED;
                 rt = start(&r, &c);
                 rig_steps(&r, rt, 2, NULL);
                 params(rt, 0, before[0]);
@@ -324,7 +324,7 @@ Test(precision, master_weights_stay_f32)
 
                 rig_init(&r, 0);
                 c = r.cfg;
-                c.precision = p ? STRATA_PRECISION_BF16_MIXED : STRATA_PRECISION_32;
+                c.precision.kind = p ? STRATA_PRECISION_BF16_MIXED : STRATA_PRECISION_32;
                 rig_train_cfg(&r, &c, 5, p ? pbf : p32, NP);
         }
         for (int i = 0; i < NP; i++) {
@@ -354,20 +354,21 @@ Test(precision, plan_equals_use_and_runs_repeat_bitwise, .timeout = 60)
                         rig_init(&r, 0);
                         c = rig_cfg(&r, (enum strata_strategy_kind)kind, kind ? 2 : 1, 0);
                         cr_assert_eq(strata_plan(&c, &plan32), STRATA_OK);
-                        c.precision = (enum strata_precision)p;
+                        c.precision.kind = (enum strata_precision)p;
                         cr_assert_eq(strata_plan(&c, &plan), STRATA_OK);
                         cr_assert_gt(plan.bytes, plan32.bytes, "no GEMM scratch planned");
                         rt = start(&r, &c);
                         rig_steps(&r, rt, 3, NULL);
                         cr_assert_eq(strata_memory(rt, &mem), STRATA_OK);
                         cr_assert_eq(mem.planned, mem.used, "%s: planned %zu, used %zu",
-                                     strata_precision_name(c.precision), mem.planned, mem.used);
+                                     strata_precision_name(c.precision.kind), mem.planned,
+                                     mem.used);
                         cr_assert_eq(mem.refusals, 0);
                         cr_assert_eq(strata_teardown(rt), STRATA_OK);
                         rig_train_cfg(&r, &c, 4, a, NP);
                         rig_train_cfg(&r, &c, 4, b, NP);
                         cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "%s, strategy %d: runs differ",
-                                     strata_precision_name(c.precision), kind);
+                                     strata_precision_name(c.precision.kind), kind);
                 }
 }
 
@@ -383,9 +384,9 @@ Test(precision, checkpoint_carries_the_loss_scale)
         snprintf(path, sizeof(path), "%s/a.ckpt", dir);
         rig_init(&r, 0);
         c = r.cfg;
-        c.precision = STRATA_PRECISION_16_MIXED;
-        c.loss_scale_init = 0x1p40f;
-        c.loss_scale_interval = 4;
+        c.precision.kind = STRATA_PRECISION_16_MIXED;
+        c.precision.loss_scale_init = 0x1p40f;
+        c.precision.loss_scale_interval = 4;
         rt = start(&r, &c);
         rig_steps(&r, rt, 30, NULL);
         s = scaler(rt);
@@ -416,31 +417,31 @@ Test(precision, bad_input_is_refused)
 
         rig_init(&r, 0);
         c = r.cfg;
-        c.precision = STRATA_PRECISION_COUNT;
+        c.precision.kind = STRATA_PRECISION_COUNT;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "precision"));
-        c.precision = (enum strata_precision)-1;
+        c.precision.kind = (enum strata_precision)-1;
         cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
         cr_assert_null(rt);
         c = r.cfg;
-        c.loss_scale_init = -1.0f;
+        c.precision.loss_scale_init = -1.0f;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
-        c.loss_scale_init = NAN;
+        c.precision.loss_scale_init = NAN;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
-        c.loss_scale_init = INFINITY;
+        c.precision.loss_scale_init = INFINITY;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
         c = r.cfg;
-        c.loss_scale_interval = -2;
+        c.precision.loss_scale_interval = -2;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_EINVAL);
         /* A driver without a low-precision GEMM runs fp32 only. */
         driver_copy(&nolp, cpu());
         nolp.k.gemm_lp = NULL;
         c = r.cfg;
-        c.driver = &nolp.dev;
-        c.precision = STRATA_PRECISION_BF16_MIXED;
+        c.device.driver = &nolp.dev;
+        c.precision.kind = STRATA_PRECISION_BF16_MIXED;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_ENOTSUP);
         cr_assert_not_null(strstr(strata_last_error(), "gemm_lp"), "%s", strata_last_error());
-        c.precision = STRATA_PRECISION_32;
+        c.precision.kind = STRATA_PRECISION_32;
         cr_assert_eq(strata_plan(&c, &plan), STRATA_OK);
         /* Names. */
         cr_assert_eq(strata_precision_parse("bf16", &p), STRATA_EINVAL);

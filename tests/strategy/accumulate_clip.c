@@ -34,10 +34,10 @@ Test(accumulate_clip, k_micro_batches_equal_one_big_batch, .timeout = 60)
 
                 rig_init(&r, 0);
                 c = r.cfg;
-                c.strategy = (enum strata_strategy_kind)kind;
-                c.devices = kind == STRATA_STRATEGY_SINGLE ? 1 : 2;
+                c.strategy.kind = (enum strata_strategy_kind)kind;
+                c.strategy.devices = kind == STRATA_STRATEGY_SINGLE ? 1 : 2;
                 train(&r, c, 32, 3, big);          /* 3 steps of 32 rows */
-                c.accumulate = 4;
+                c.train.accumulate = 4;
                 train(&r, c, 8, 12, acc);          /* 12 micro-batches of 8, step every 4 */
                 cr_assert_leq(rig_rel_diff(acc, big, NP), 1e-5, "strategy %d: %g", kind,
                               rig_rel_diff(acc, big, NP));
@@ -65,16 +65,16 @@ Test(accumulate_clip, clipping_matches_reference)
         norm = sqrt(norm);
         maxn = (float)(norm / 4.0);
         for (int kind = 0; kind < 3; kind++) {
-                c.strategy = (enum strata_strategy_kind)kind;
-                c.devices = kind == STRATA_STRATEGY_SINGLE ? 1 : 2;
-                c.clip_norm = maxn;
-                c.clip_value = 0.0f;
+                c.strategy.kind = (enum strata_strategy_kind)kind;
+                c.strategy.devices = kind == STRATA_STRATEGY_SINGLE ? 1 : 2;
+                c.train.clip_norm = maxn;
+                c.train.clip_value = 0.0f;
                 train(&r, c, 16, 1, clipped);
                 for (int i = 0; i < NP; i++)
                         want[i] = p0[i] - g[i] * (float)(maxn / (norm + 1e-6));
                 cr_assert_leq(rig_rel_diff(clipped, want, NP), 1e-5, "norm, strategy %d", kind);
-                c.clip_norm = 0.0f;
-                c.clip_value = maxv;
+                c.train.clip_norm = 0.0f;
+                c.train.clip_value = maxv;
                 train(&r, c, 16, 1, clipped);
                 for (int i = 0; i < NP; i++)
                         want[i] = p0[i] - (g[i] > maxv ? maxv : g[i] < -maxv ? -maxv : g[i]);

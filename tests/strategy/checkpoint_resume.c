@@ -112,7 +112,7 @@ static void resume_matches(struct rig *r, const struct strata_config *c)
                      "%s", strata_last_error());
         cr_assert_eq(got, sizeof(app));
         cr_assert_str_eq(back, "epoch 1");
-        cr_assert(info.bitwise && info.world == c->devices && info.step == N, "info %d %d",
+        cr_assert(info.bitwise && info.world == c->strategy.devices && info.step == N, "info %d %d",
                   info.bitwise, info.world);
         train(r, rt, N, 2 * N, &resumed);
         finish(r, rt, &resumed);
@@ -148,8 +148,8 @@ Test(checkpoint_resume, single_adamw_accumulate_clip, .timeout = 60)
         c.optim.kind = STRATA_OPTIM_ADAMW;
         c.optim.lr = 1e-2f;
         c.optim.weight_decay = 0.01f;
-        c.accumulate = 2;
-        c.clip_norm = 0.5f;
+        c.train.accumulate = 2;
+        c.train.clip_norm = 0.5f;
         resume_matches(&r, &c);
 }
 
@@ -160,7 +160,7 @@ Test(checkpoint_resume, dp_sync_bn_dropout, .timeout = 60)
 
         rig_init_full(&r);
         c = rig_cfg(&r, STRATA_STRATEGY_DP, 2, 1);
-        c.clip_value = 0.05f;
+        c.train.clip_value = 0.05f;
         resume_matches(&r, &c);
 }
 
@@ -199,8 +199,8 @@ Test(checkpoint_resume, ddp_sync_bn_accumulate, .timeout = 60)
 
         rig_init_full(&r);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 1);
-        c.accumulate = 3;
-        c.clip_norm = 1.0f;
+        c.train.accumulate = 3;
+        c.train.clip_norm = 1.0f;
         resume_matches(&r, &c);
 }
 
@@ -322,13 +322,13 @@ static void resharded(struct rig *r, const struct strata_config *c, const char *
                      strata_last_error());
         cr_assert_eq(info.bitwise, 0, "a resharded load must say it is not bitwise");
         cr_assert_eq(info.world, 2);
-        for (int d = 0; d < c->devices; d++) {
+        for (int d = 0; d < c->strategy.devices; d++) {
                 cr_assert_eq(strata_parameters(rt, d, &p, &m), STRATA_OK);
                 cr_assert_eq(memcmp(p, saved, n * sizeof(float)), 0, "device %d", d);
         }
         train(r, rt, 0, 3, &o);
         cr_assert_eq(strata_parameters(rt, 0, &p0, &m), STRATA_OK);
-        for (int d = 1; d < c->devices; d++) {
+        for (int d = 1; d < c->strategy.devices; d++) {
                 cr_assert_eq(strata_parameters(rt, d, &p, &m), STRATA_OK);
                 cr_assert_eq(memcmp(p, p0, n * sizeof(float)), 0, "replicas diverged (%d)", d);
         }
@@ -359,14 +359,14 @@ Test(checkpoint_resume, other_device_count_or_strategy_continues, .timeout = 60)
         cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
         memcpy(saved, p, n * sizeof(float));
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
-        c.devices = 3;
+        c.strategy.devices = 3;
         resharded(&r, &c, path, saved, n);
         c = rig_cfg(&r, STRATA_STRATEGY_DP, 2, 0);
         c.optim.kind = STRATA_OPTIM_ADAMW;
         c.optim.lr = 1e-2f;
         resharded(&r, &c, path, saved, n);
-        c.strategy = STRATA_STRATEGY_SINGLE;
-        c.devices = 1;
+        c.strategy.kind = STRATA_STRATEGY_SINGLE;
+        c.strategy.devices = 1;
         resharded(&r, &c, path, saved, n);
 }
 
@@ -381,7 +381,7 @@ Test(checkpoint_resume, bad_calls, .timeout = 30)
 
         rig_init(&r, 0);
         c = r.cfg;
-        c.accumulate = 2;
+        c.train.accumulate = 2;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK);
         cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_EBADSTATE,
                      "before connect");

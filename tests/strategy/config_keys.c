@@ -16,12 +16,12 @@ Test(config_keys, fields_are_set_by_name)
         cr_assert_eq(strata_config_set(&c, "optim.warmup", 100), STRATA_OK);
         cr_assert_eq(strata_config_set(&c, "timeout_s", 2.5), STRATA_OK);
         cr_assert_eq(strata_config_set(&c, "bucket_bytes", 1 << 20), STRATA_OK);
-        cr_assert_eq(c.devices, 3);
-        cr_assert_eq(c.strategy, STRATA_STRATEGY_DDP);
+        cr_assert_eq(c.strategy.devices, 3);
+        cr_assert_eq(c.strategy.kind, STRATA_STRATEGY_DDP);
         cr_assert_eq(c.optim.lr, 0.25f);
         cr_assert_eq(c.optim.warmup, 100);
-        cr_assert_eq(c.timeout_s, 2.5);
-        cr_assert_eq(c.bucket_bytes, (size_t)1 << 20);
+        cr_assert_eq(c.device.timeout_s, 2.5);
+        cr_assert_eq(c.strategy.bucket_bytes, (size_t)1 << 20);
         cr_assert_eq(strata_config_bytes(), sizeof(struct strata_config));
         cr_assert_eq(strata_module_ops_by_name("relu"), &strata_relu);
         cr_assert_null(strata_module_ops_by_name("conv2d"));
@@ -45,4 +45,66 @@ Test(config_keys, bad_keys_and_values_change_nothing)
         cr_assert_eq(strata_config_set(&c, NULL, 2), STRATA_EINVAL);
         cr_assert_eq(strata_config_set_model(NULL, NULL), STRATA_EINVAL);
         cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "a refused set changed the config");
+}
+
+/* The names from before the sub-structs, every one still set by name, each into its field. */
+Test(config_keys, every_key_name_is_kept)
+{
+        static const char *const names[] = {
+                "strategy", "accelerator", "devices", "batch", "classes", "seed", "verbose",
+                "accumulate", "clip_norm", "clip_value", "sync_bn", "bucket_bytes", "timeout_s",
+                "allow_tf32", "trace_events", "allow_nonfinite", "bind", "stall_s", "processes",
+                "mpi_allreduce", "precision", "loss_scale_init", "loss_scale_interval",
+                "grad_allreduce", "optim.kind", "optim.lr", "optim.momentum", "optim.dampening",
+                "optim.nesterov", "optim.weight_decay", "optim.beta1", "optim.beta2", "optim.eps",
+                "optim.schedule", "optim.warmup", "optim.step_size", "optim.gamma", "optim.t_max",
+                "optim.lr_min",
+        };
+        struct strata_config c;
+
+        strata_config_init(&c);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                cr_expect_eq(strata_config_set(&c, names[i], 1), STRATA_OK, "%s: %s", names[i],
+                             strata_last_error());
+        strata_config_init(&c);
+        cr_assert_eq(strata_config_set(&c, "processes", 4), STRATA_OK);
+        cr_assert_eq(strata_config_set(&c, "trace_events", 512), STRATA_OK);
+        cr_assert_eq(strata_config_set(&c, "precision", STRATA_PRECISION_BF16_MIXED), STRATA_OK);
+        cr_assert_eq(strata_config_set(&c, "clip_norm", 0.5), STRATA_OK);
+        cr_assert_eq(strata_config_set(&c, "stall_s", 7), STRATA_OK);
+        cr_assert_eq(strata_config_set(&c, "accelerator", STRATA_ACCEL_CUDA), STRATA_OK);
+        cr_assert_eq(c.process.count, 4);
+        cr_assert_eq(c.trace.events, 512);
+        cr_assert_eq(c.precision.kind, STRATA_PRECISION_BF16_MIXED);
+        cr_assert_eq(c.train.clip_norm, 0.5f);
+        cr_assert_eq(c.trace.stall_s, 7.0);
+        cr_assert_eq(c.device.accelerator, STRATA_ACCEL_CUDA);
+        /* Fields that are not numbers have no name to be set by. */
+        cr_assert_eq(strata_config_set(&c, "model", 1), STRATA_EINVAL);
+        cr_assert_eq(strata_config_set(&c, "trace_path", 1), STRATA_EINVAL);
+        cr_assert_eq(strata_config_set(&c, "replication_callbacks", 1), STRATA_EINVAL);
+}
+
+/* STRATA_CONFIG_INIT and strata_config_init() give the defaults of before the sub-structs. */
+Test(config_keys, defaults_are_kept)
+{
+        struct strata_config m = STRATA_CONFIG_INIT, f;
+
+        strata_config_init(&f);
+        for (int i = 0; i < 2; i++) {
+                const struct strata_config *c = i ? &f : &m;
+
+                cr_assert_eq(c->struct_size, sizeof(struct strata_config));
+                cr_assert_eq(c->version, STRATA_VERSION_HEX);
+                cr_assert_eq(c->strategy.kind, STRATA_STRATEGY_SINGLE);
+                cr_assert_eq(c->strategy.devices, 1);
+                cr_assert_eq(c->device.accelerator, STRATA_ACCEL_CPU);
+                cr_assert_eq(c->optim.kind, STRATA_OPTIM_SGD);
+                cr_assert_eq(c->optim.lr, 0.05f);
+                cr_assert_eq(c->optim.momentum, 0.9f);
+                cr_assert_eq(c->precision.kind, STRATA_PRECISION_32);
+                cr_assert_eq(c->strategy.grad_allreduce, STRATA_F32);
+                cr_assert_null(c->trace.path);
+                cr_assert_eq(c->train.accumulate, 0);
+        }
 }

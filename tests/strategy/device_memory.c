@@ -50,9 +50,9 @@ static void same_as_host(enum strata_strategy_kind kind)
                 struct strata_config c = rig_cfg(&r, kind, n, 1);
                 long up = devsim_uploaded();
 
-                c.clip_norm = 0.5f;
+                c.train.clip_norm = 0.5f;
                 run(&r, &c, &host);
-                c.driver = devsim_driver();
+                c.device.driver = devsim_driver();
                 run(&r, &c, &dev);
                 cr_assert_gt(devsim_uploaded(), up, "%d devices: nothing was staged", n);
                 cr_assert_eq(devsim_unbound(), 0, "device work on a thread with no device bound");
@@ -90,14 +90,14 @@ Test(device_memory, multi_device_needs_device_collectives)
         struct rig r;
 
         rig_init(&r, 0);
-        r.cfg.driver = devsim_driver_no_comm();
+        r.cfg.device.driver = devsim_driver_no_comm();
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "single needs no collectives");
-        r.cfg.strategy = STRATA_STRATEGY_DDP;
-        r.cfg.devices = 2;
+        r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        r.cfg.strategy.devices = 2;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_ENOTSUP);
         cr_assert_null(rt);
         cr_assert(strstr(strata_last_error(), "reduce_many"), "%s", strata_last_error());
-        r.cfg.driver = devsim_driver();
+        r.cfg.device.driver = devsim_driver();
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
         cr_assert_gt(pl.device_bytes, 0);
 }
@@ -124,7 +124,7 @@ Test(device_memory, application_driver_is_checked)
         broken.to_host = NULL; /* copies are mandatory for every device */
         cr_assert_eq(strata_device_check(&broken), STRATA_EINVAL);
         rig_init(&r, 0);
-        r.cfg.driver = &broken;
+        r.cfg.device.driver = &broken;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_EINVAL);
         cr_assert_null(rt);
         cr_assert_eq(strata_device_check(devsim_driver()), STRATA_OK);

@@ -48,14 +48,14 @@ static void run(enum strata_optim_kind kind, int devices)
         c.optim.lr = kind == STRATA_OPTIM_ADAMW ? 0.01f : 0.1f;
         c.optim.weight_decay = 0.01f;
         c.optim.nesterov = kind == STRATA_OPTIM_SGD;
-        c.clip_norm = 0.05f;
-        c.clip_value = 0.002f;
+        c.train.clip_norm = 0.05f;
+        c.train.clip_value = 0.002f;
 
         atomic_store(&calls, 0);
         atomic_store(&covered, 0);
-        c.driver = &counting.dev;
+        c.device.driver = &counting.dev;
         rig_train_cfg(&r, &c, STEPS, split, NP);
-        c.driver = &whole.dev;
+        c.device.driver = &whole.dev;
         rig_train_cfg(&r, &c, STEPS, alone, NP);
         cr_assert_eq(memcmp(split, alone, sizeof(split)), 0,
                      "%d devices, optimizer %d: split step differs from the master's alone",

@@ -1,9 +1,10 @@
 /*
- * ddp's bf16 gradient all-reduce (cfg.grad_allreduce). Each device's gradients, computed here
- * by single-device runtimes on its half of the batch, are rounded to bf16 by an independent
- * reference (frexp/nearbyint), summed and rounded again; ddp's reduced gradients must be
- * exactly that, on every device, where the f32 all-reduce gives the exact f32 sum. Also: runs
- * repeat bitwise, the staging is in the plan (plan = used), and bad input is refused.
+ * ddp's bf16 gradient all-reduce (cfg.strategy.grad_allreduce). Each device's gradients,
+ * computed here by single-device runtimes on its half of the batch, are rounded to bf16 by an
+ * independent reference (frexp/nearbyint), summed and rounded again; ddp's reduced gradients
+ * must be exactly that, on every device, where the f32 all-reduce gives the exact f32 sum.
+ * Also: runs repeat bitwise, the staging is in the plan (plan = used), and bad input is
+ * refused.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -81,7 +82,7 @@ Test(grad_allreduce, bf16_sum_of_rounded_gradients_rounded_once, .timeout = 60)
         one_step_grads(&c, &half[1], 0, gb);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         one_step_grads(&c, &all, 0, f32);
-        c.grad_allreduce = STRATA_BF16;
+        c.strategy.grad_allreduce = STRATA_BF16;
         one_step_grads(&c, &all, 0, bf[0]);
         one_step_grads(&c, &all, 1, bf[1]);
         for (int i = 0; i < NP; i++) {
@@ -115,7 +116,7 @@ Test(grad_allreduce, runs_repeat_bitwise_and_plan_is_used, .timeout = 60)
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         rig_train_cfg(&r, &c, 20, f, NP);
         cr_assert_eq(strata_plan(&c, &p32), STRATA_OK);
-        c.grad_allreduce = STRATA_BF16;
+        c.strategy.grad_allreduce = STRATA_BF16;
         rig_train_cfg(&r, &c, 20, a, NP);
         rig_train_cfg(&r, &c, 20, b, NP);
         cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "bf16 all-reduce runs differ");
@@ -141,25 +142,25 @@ Test(grad_allreduce, bad_input_refused, .timeout = 30)
 
         rig_init(&r, 0);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        c.grad_allreduce = STRATA_F16;
+        c.strategy.grad_allreduce = STRATA_F16;
         cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
         cr_assert(strstr(strata_last_error(), "grad_allreduce"), "%s", strata_last_error());
-        c.grad_allreduce = (enum strata_dtype)-1;
+        c.strategy.grad_allreduce = (enum strata_dtype)-1;
         cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
-        c.grad_allreduce = STRATA_BF16;
-        c.strategy = STRATA_STRATEGY_DP;
+        c.strategy.grad_allreduce = STRATA_BF16;
+        c.strategy.kind = STRATA_STRATEGY_DP;
         cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
         cr_assert(strstr(strata_last_error(), "not under dp"), "%s", strata_last_error());
-        c.strategy = STRATA_STRATEGY_SINGLE;
-        c.devices = 1;
+        c.strategy.kind = STRATA_STRATEGY_SINGLE;
+        c.strategy.devices = 1;
         cr_assert_eq(strata_plan(&c, &p), STRATA_EINVAL);
-        c.strategy = STRATA_STRATEGY_DDP;
-        c.devices = 2;
-        c.driver = devsim_driver(); /* gradients in device memory */
+        c.strategy.kind = STRATA_STRATEGY_DDP;
+        c.strategy.devices = 2;
+        c.device.driver = devsim_driver(); /* gradients in device memory */
         cr_assert_eq(strata_plan(&c, &p), STRATA_ENOTSUP);
         cr_assert(strstr(strata_last_error(), "host memory"), "%s", strata_last_error());
-        c.driver = NULL;
+        c.device.driver = NULL;
         cr_assert_eq(strata_config_set(&c, "grad_allreduce", STRATA_F32), STRATA_OK);
-        cr_assert_eq(c.grad_allreduce, STRATA_F32);
+        cr_assert_eq(c.strategy.grad_allreduce, STRATA_F32);
         cr_assert_eq(strata_plan(&c, &p), STRATA_OK);
 }

@@ -5,7 +5,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "strata/testing.h"
+#include "base/testing.h"
+#include "kernel/lifecycle.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -27,10 +28,10 @@ static void each(enum strata_strategy_kind kind, int n)
 
                         rig_init(&r, 1);
                         c = r.cfg;
-                        c.strategy = kind;
-                        c.devices = n;
-                        c.sync_bn = kind == STRATA_STRATEGY_DDP;
-                        c.timeout_s = 5.0;
+                        c.strategy.kind = kind;
+                        c.strategy.devices = n;
+                        c.strategy.sync_bn = kind == STRATA_STRATEGY_DDP;
+                        c.device.timeout_s = 5.0;
                         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
                         cr_assert_eq(strata_connect(rt), STRATA_OK);
                         strata_loader_reset(&r.loader, r.idx, 256);
@@ -97,9 +98,9 @@ static void each_other_event(enum strata_strategy_kind kind, int n)
 
                         rig_init(&r, 1);
                         c = r.cfg;
-                        c.strategy = kind;
-                        c.devices = n;
-                        c.timeout_s = 5.0;
+                        c.strategy.kind = kind;
+                        c.strategy.devices = n;
+                        c.device.timeout_s = 5.0;
                         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
                         cr_assert_eq(strata_inject_failure(rt, dev, ev, STRATA_EINJECTED),
                                      STRATA_OK);

@@ -19,12 +19,12 @@ static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
         if (strata_heapcount_stop() < 0)
                 cr_skip("the sanitizer owns malloc in this build; counted in the plain build");
         rig_init(&r, 1);
-        r.cfg.strategy = kind;
-        r.cfg.devices = n;
-        r.cfg.sync_bn = n > 1;
-        r.cfg.replication_callbacks = kind == STRATA_STRATEGY_DP;
-        r.cfg.precision = precision;
-        r.cfg.grad_allreduce = grads;
+        r.cfg.strategy.kind = kind;
+        r.cfg.strategy.devices = n;
+        r.cfg.strategy.sync_bn = n > 1;
+        r.cfg.strategy.replication_callbacks = kind == STRATA_STRATEGY_DP;
+        r.cfg.precision.kind = precision;
+        r.cfg.strategy.grad_allreduce = grads;
         if (adamw) {
                 r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
                 r.cfg.optim.momentum = 0.0f;

@@ -64,8 +64,8 @@ static int run(struct rig *r, int n, int patch, int steps)
         r->mods[3] = r->mods[2]; /* linear 4 moves one down */
         r->mods[2] = (struct strata_module){ .ops = &recorder };
         r->model.nmodules = 4;
-        c.strategy = STRATA_STRATEGY_DP;
-        c.devices = n;
+        c.strategy.kind = STRATA_STRATEGY_DP;
+        c.strategy.devices = n;
         if (patch)
                 cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
         memset(&calls, 0, sizeof(calls));

@@ -37,7 +37,7 @@ Test(request_stop, signal_handler_stops_the_next_step_and_nothing_runs)
 
         rig_init(&r, 0);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        c.accumulate = 2;
+        c.train.accumulate = 2;
         signal(SIGUSR2, on_usr2);
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);

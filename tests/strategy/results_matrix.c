@@ -120,13 +120,13 @@ static void config(const struct row *r, struct strata_module *mods, struct strat
         c->batch = BATCH;
         c->classes = 10;
         c->seed = 5;
-        c->strategy = r->strategy;
-        c->devices = r->devices;
-        c->sync_bn = r->sync_bn;
-        c->accumulate = r->accumulate;
-        c->clip_norm = r->clip_norm;
-        c->clip_value = r->clip_value;
-        c->bucket_bytes = r->bucket_bytes;
+        c->strategy.kind = r->strategy;
+        c->strategy.devices = r->devices;
+        c->strategy.sync_bn = r->sync_bn;
+        c->train.accumulate = r->accumulate;
+        c->train.clip_norm = r->clip_norm;
+        c->train.clip_value = r->clip_value;
+        c->strategy.bucket_bytes = r->bucket_bytes;
         if (r->adamw) {
                 c->optim.kind = STRATA_OPTIM_ADAMW;
                 c->optim.lr = 2e-3f;

@@ -28,7 +28,7 @@ Test(runtime_bad_input, config_fields)
         c.classes = 7;
         cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
         c = r.cfg;
-        c.devices = 2;
+        c.strategy.devices = 2;
         cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL, "single runs on one device");
         c = r.cfg;
         c.struct_size = 3;
@@ -37,10 +37,10 @@ Test(runtime_bad_input, config_fields)
         c.optim.lr = -1.0f;
         cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
         c = r.cfg;
-        c.accelerator = STRATA_ACCEL_CUDA;
+        c.device.accelerator = STRATA_ACCEL_CUDA;
         cr_assert_eq(strata_init(&rt, &c), STRATA_ENODEV);
         c = r.cfg;
-        c.strategy = (enum strata_strategy_kind)99;
+        c.strategy.kind = (enum strata_strategy_kind)99;
         cr_assert_eq(strata_init(&rt, &c), STRATA_ENOTSUP);
         cr_assert_eq(rt, (struct strata_runtime *)0x1, "failed init must not write *rt");
 }
@@ -191,7 +191,7 @@ Test(runtime_bad_input, nonfinite_loss_stops_the_run_naming_the_step)
         cr_assert_not_null(strstr(strata_last_error(), "step "), "%s", strata_last_error());
         cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
-        c.allow_nonfinite = 1;
+        c.train.allow_nonfinite = 1;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK);
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         strata_loader_reset(&r.loader, r.idx, 256);

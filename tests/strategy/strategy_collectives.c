@@ -17,8 +17,8 @@ static void surface(enum strata_strategy_kind kind, int n)
 
         rig_init(&r, 0);
         c = r.cfg;
-        c.strategy = kind;
-        c.devices = n;
+        c.strategy.kind = kind;
+        c.strategy.devices = n;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_reduce(rt, NULL, 0, STRATA_F32, STRATA_OP_SUM), STRATA_EBADSTATE);
         cr_assert_eq(strata_connect(rt), STRATA_OK);

@@ -21,8 +21,8 @@ static void check(enum strata_strategy_kind kind, int steps, double tol)
                 d = rig_rel_diff(a, ref, NP);
                 cr_assert_leq(d, tol, "%d devices: relative difference %g", n, d);
                 /* Without synchronisation each device normalises its own rows: not equal. */
-                c.sync_bn = 0;
-                c.replication_callbacks = 0;
+                c.strategy.sync_bn = 0;
+                c.strategy.replication_callbacks = 0;
                 rig_train_cfg(&r, &c, steps, a, NP);
                 cr_assert_gt(rig_rel_diff(a, ref, NP), 1e-4, "%d devices without sync_bn", n);
         }
@@ -49,11 +49,11 @@ Test(sync_batchnorm, dp_needs_the_patch)
         struct rig r;
 
         rig_init(&r, 1);
-        r.cfg.strategy = STRATA_STRATEGY_DP;
-        r.cfg.devices = 2;
-        r.cfg.sync_bn = 1;
+        r.cfg.strategy.kind = STRATA_STRATEGY_DP;
+        r.cfg.strategy.devices = 2;
+        r.cfg.strategy.sync_bn = 1;
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "patch_replication_callback"));
-        r.cfg.strategy = STRATA_STRATEGY_DDP;
+        r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
         cr_assert_eq(strata_patch_replication_callback(&r.cfg), STRATA_EINVAL);
 }

@@ -44,7 +44,7 @@ Test(teardown_bounded, stuck_device_is_named_and_abandoned, .timeout = 20)
         rig_init(&r, 0);
         r.mods[1] = (struct strata_module){ .ops = &stuck };
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        c.timeout_s = 0.5;
+        c.device.timeout_s = 0.5;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         strata_loader_reset(&r.loader, r.idx, 256);

@@ -111,7 +111,7 @@ Test(trace, ddp_timeline_is_valid_nested_and_changes_nothing)
         train(&r, &c, 6, without, 1024);
         snprintf(path, sizeof(path), "%s/run.json", dir);
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        c.trace_path = path;
+        c.trace.path = path;
         train(&r, &c, 6, with, 1024);
         cr_assert(exists(path));
         cr_assert(!exists(tmp), "the temporary file must be renamed");
@@ -134,12 +134,12 @@ Test(trace, single_and_dp_timelines)
         rig_init(&r, 0);
         c = rig_cfg(&r, STRATA_STRATEGY_SINGLE, 1, 0);
         snprintf(path, sizeof(path), "%s/single.json", dir);
-        c.trace_path = path;
+        c.trace.path = path;
         train(&r, &c, 3, p, 1024);
         check_trace(path, 1, "train_step 'forward linear' 'backward relu' 'optimizer step'");
         c = rig_cfg(&r, STRATA_STRATEGY_DP, 3, 0);
         snprintf(path, sizeof(path), "%s/dp.json", dir);
-        c.trace_path = path;
+        c.trace.path = path;
         train(&r, &c, 3, p, 1024);
         check_trace(path, 3, "train_step training_step 'forward linear' 'wait devices'");
         remove_dir();
@@ -160,8 +160,8 @@ Test(trace, buffers_are_planned_exactly)
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         cr_assert_eq(strata_plan(&c, &off), STRATA_OK);
         snprintf(path, sizeof(path), "%s/p.json", dir);
-        c.trace_path = path;
-        c.trace_events = 1000;
+        c.trace.path = path;
+        c.trace.events = 1000;
         cr_assert_eq(strata_plan(&c, &on), STRATA_OK);
         cr_assert_geq(on.bytes - off.bytes, 2 * 1000 * 40, "%zu vs %zu", on.bytes, off.bytes);
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
@@ -185,8 +185,8 @@ Test(trace, overflow_is_reported_never_silent)
         rig_init(&r, 1);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 1);
         snprintf(path, sizeof(path), "%s/small.json", dir);
-        c.trace_path = path;
-        c.trace_events = 16;
+        c.trace.path = path;
+        c.trace.events = 16;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         capture(1, NULL, 0);
@@ -215,19 +215,19 @@ Test(trace, bad_input_is_refused_and_leaves_nothing)
 
         rig_init(&r, 0);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        c.trace_path = "/nonexistent-strata-dir/t.json";
+        c.trace.path = "/nonexistent-strata-dir/t.json";
         cr_assert_eq(strata_init(&rt, &c), STRATA_EIO);
         cr_assert_not_null(strstr(strata_last_error(), "/nonexistent-strata-dir/t.json.tmp"),
                            "%s", strata_last_error());
         cr_assert_eq(rt, (struct strata_runtime *)&r, "a failed init leaves *rt untouched");
-        c.trace_path = "";
+        c.trace.path = "";
         cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
-        c.trace_path = "/tmp/x.json";
-        c.trace_events = 3;
+        c.trace.path = "/tmp/x.json";
+        c.trace.events = 3;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "events"), "%s", strata_last_error());
-        c.trace_events = 0;
-        c.stall_s = 0.0 / 0.0;
+        c.trace.events = 0;
+        c.trace.stall_s = 0.0 / 0.0;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
         cr_assert_eq(strata_flush_trace(NULL), STRATA_EINVAL);
         cr_assert_eq(strata_trace_counts(NULL, &a, &b), STRATA_EINVAL);
@@ -249,7 +249,7 @@ Test(trace, write_error_is_reported_and_leaves_no_partial_file)
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         snprintf(path, sizeof(path), "%s/limited.json", dir);
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        c.trace_path = path;
+        c.trace.path = path;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
@@ -306,8 +306,8 @@ Test(stall, report_names_late_device_and_where_it_is)
 
         make_dir();
         c = sleepy_rig(&r, &sleepy);
-        c.stall_s = 0.2;
-        c.timeout_s = 10.0;
+        c.trace.stall_s = 0.2;
+        c.device.timeout_s = 10.0;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         capture(1, NULL, 0);
@@ -334,13 +334,13 @@ Test(stall, no_report_below_the_bound_or_when_off)
         make_dir();
         for (int off = 0; off < 2; off++) {
                 c = sleepy_rig(&r, &sleepy);
-                c.stall_s = off ? -1.0 : 0.0; /* the default bound (60 s), then never */
+                c.trace.stall_s = off ? -1.0 : 0.0; /* the default bound (60 s), then never */
                 cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
                 cr_assert_eq(strata_connect(rt), STRATA_OK);
                 capture(1, NULL, 0);
                 rig_steps(&r, rt, 2, NULL);
                 capture(0, err, sizeof(err));
-                cr_assert_null(strstr(err, "stall"), "stall_s %g: %s", c.stall_s, err);
+                cr_assert_null(strstr(err, "stall"), "stall_s %g: %s", c.trace.stall_s, err);
                 cr_assert_eq(strata_teardown(rt), STRATA_OK);
         }
         remove_dir();

@@ -3,6 +3,7 @@
 #define STRATA_TESTS_POOL_H
 
 #include "strata/strata.h"
+#include "drivers/comm_workers.h"
 
 struct pool {
         struct strata_arena arena;   /* the pool, its communicator, room for a second one */

@@ -68,9 +68,9 @@ struct strata_config rig_cfg(const struct rig *r, enum strata_strategy_kind kind
 {
         struct strata_config c = r->cfg;
 
-        c.strategy = kind;
-        c.devices = devices;
-        c.sync_bn = sync_bn;
+        c.strategy.kind = kind;
+        c.strategy.devices = devices;
+        c.strategy.sync_bn = sync_bn;
         if (sync_bn && kind == STRATA_STRATEGY_DP)
                 cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
         return c;

@@ -1,8 +1,9 @@
 /*
  * strata-bench-procs: all_reduce across processes (run under mpirun -np N, one device each),
  * nccl-tests style busbw, three ways alternated in one run: Strata's deterministic protocol
- * (strategy mpi), Strata handing the data to MPI_Allreduce (cfg.mpi_allreduce), and Open MPI's
- * MPI_Allreduce called directly on the same buffer (the peer). Medians of REPS alternations.
+ * (strategy mpi), Strata handing the data to MPI_Allreduce (cfg.process.mpi_allreduce), and
+ * Open MPI's MPI_Allreduce called directly on the same buffer (the peer). Medians of REPS
+ * alternations.
  * This program initialises MPI itself (MPI_THREAD_FUNNELED): Strata then uses it as given.
  * Usage: mpirun -np 2 strata-bench-procs [REPS]
  */
@@ -36,11 +37,11 @@ static struct strata_runtime *runtime(int native)
         model[native] = (struct strata_model){ .in_features = 2, .nmodules = 1,
                                                .modules = mods[native] };
         cfg.model = &model[native];
-        cfg.strategy = STRATA_STRATEGY_MPI;
-        cfg.devices = 1;
+        cfg.strategy.kind = STRATA_STRATEGY_MPI;
+        cfg.strategy.devices = 1;
         cfg.batch = 64;
         cfg.classes = 2;
-        cfg.mpi_allreduce = native;
+        cfg.process.mpi_allreduce = native;
         if (strata_init(&rt, &cfg) || strata_connect(rt)) {
                 fprintf(stderr, "strata-bench-procs: %s\n", strata_last_error());
                 MPI_Abort(MPI_COMM_WORLD, 1);

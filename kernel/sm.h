@@ -22,8 +22,8 @@
  * change, exit actions run from the old state up to, not including, the nearest ancestor the
  * two states share, then entry actions from below that ancestor down to the new state.
  */
-#ifndef STRATA_SM_H
-#define STRATA_SM_H
+#ifndef STRATA_KERNEL_SM_H
+#define STRATA_KERNEL_SM_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,4 +96,4 @@ int strata_sm_state(const struct strata_sm *sm);
 }
 #endif
 
-#endif /* STRATA_SM_H */
+#endif /* STRATA_KERNEL_SM_H */

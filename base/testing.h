@@ -3,8 +3,8 @@
  * make a chosen device or rank fail at a chosen point and check that every other one is
  * released and the error comes back.
  */
-#ifndef STRATA_TESTING_H
-#define STRATA_TESTING_H
+#ifndef STRATA_BASE_TESTING_H
+#define STRATA_BASE_TESTING_H
 
 /* Forward declarations only: this header sits in the base layer, usable from every layer
  * that defines an injection point. */
@@ -40,4 +40,4 @@ void strata_comm_inject(struct strata_comm *c, int rank, int point, int status);
 }
 #endif
 
-#endif /* STRATA_TESTING_H */
+#endif /* STRATA_BASE_TESTING_H */

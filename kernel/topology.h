@@ -3,8 +3,8 @@
  * device, spread across NUMA nodes, never two devices on hyperthread siblings while whole
  * cores are free.
  */
-#ifndef STRATA_TOPOLOGY_H
-#define STRATA_TOPOLOGY_H
+#ifndef STRATA_KERNEL_TOPOLOGY_H
+#define STRATA_KERNEL_TOPOLOGY_H
 
 #include <stddef.h>
 
@@ -64,14 +64,8 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
  */
 int strata_placement_describe(const struct strata_placement *p, char *buf, size_t len);
 
-/**
- * @brief The widest vector ISA of this CPU that Strata's kernels use ("avx512", "avx2",
- *        "sse2"), as chosen once by CPUID.
- */
-const char *strata_simd_isa(void);
-
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* STRATA_TOPOLOGY_H */
+#endif /* STRATA_KERNEL_TOPOLOGY_H */

@@ -6,13 +6,14 @@
  * device 0. Every wait is bounded: when a device fails or a wait passes the timeout, every
  * other device is released, the first error is kept and returned.
  */
-#ifndef STRATA_WORKERS_H
-#define STRATA_WORKERS_H
+#ifndef STRATA_KERNEL_WORKERS_H
+#define STRATA_KERNEL_WORKERS_H
 
 #include <stddef.h>
 
 #include "strata/arena.h"
-#include "strata/topology.h"
+#include "strata/group.h"
+#include "kernel/topology.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,7 +30,7 @@ struct strata_workers_config {
         int caller_is_device0;       /**< 1: the caller runs device 0 itself (default via INIT) */
         int bind;                    /**< pin threads to their cores (default via INIT) */
         const struct strata_placement *placement; /**< NULL: strata_topology_place() */
-        /** One track per device (strata/trace.h): waits are recorded there, and a stall
+        /** One track per device (kernel/trace.h): waits are recorded there, and a stall
          *  report says where each late device is. NULL: none. */
         struct strata_track *tracks;
         double stall_s; /**< report a wait longer than this on stderr (0: never) */
@@ -72,22 +73,6 @@ int strata_workers_barrier(struct strata_workers *w, int device);
 int strata_workers_fail(struct strata_workers *w, int device, int status);
 
 /**
- * A failure domain: how the members of a group of ranks learn that one of them failed, and
- * report their own failure, without knowing what the members are (threads of a worker pool,
- * processes). A communicator waits on its group; every wait is bounded by its timeout.
- */
-struct strata_group {
-        void *h;                                     /**< the provider's object */
-        int (*aborted)(void *h);                     /**< non-zero once a member failed */
-        int (*fail)(void *h, int member, int status); /**< keep the first error, release all */
-        unsigned (*epoch)(void *h); /**< failed runs so far; changes only between runs */
-        double timeout_s;           /**< bound on every wait */
-        int oversubscribed;         /**< members share cores: waiters yield, not spin */
-        struct strata_track *tracks; /**< members' tracks (strata/trace.h), or NULL */
-        double stall_s;             /**< report a wait longer than this (0: never) */
-};
-
-/**
  * @brief The failure domain of the pool's devices, for a communicator among them: a device's
  *        failure or timeout aborts the pool's current command, as strata_workers_fail() does.
  */
@@ -119,4 +104,4 @@ int strata_workers_stop(struct strata_workers *w);
 }
 #endif
 
-#endif /* STRATA_WORKERS_H */
+#endif /* STRATA_KERNEL_WORKERS_H */
