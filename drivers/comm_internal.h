@@ -65,7 +65,7 @@ struct strata_comm {
         int world, rank0;     /* global view */
         int inject_rank, inject_point, inject_status;
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
-        const struct strata_device_ops *dev; /* device memory (not host-visible), or NULL */
+        const struct strata_device_ops *dev; /* a driver with memory of its own, or NULL */
         unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
         struct strata_net *net;   /* the link to the other processes, or NULL */
         unsigned char *stage;     /* net: this process's block, then every process's */

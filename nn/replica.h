@@ -25,7 +25,7 @@ struct strata__replica {
         float *dbuf[2];            /* ping-pong activation gradients */
         float *x_stage;            /* batch_to_device: the batch in device memory */
         int32_t *y_stage;
-        float *x_host;             /* host staging of the same (== x_stage when host-visible) */
+        float *x_host;             /* host staging of the same (== x_stage without staging) */
         int32_t *y_host;
         float *p_host;             /* staged devices: host image of parameters then state */
         size_t nstate;             /* floats of running state over all layers */

@@ -4,7 +4,7 @@
  * module's replication callback (copy 0 first, when enabled), splits the batch along rows,
  * runs forward and backward on all devices in parallel, reduces the gradients to the master in
  * device order and steps the optimizer on the master's state only. Where the driver allows it
- * (host-visible memory, update_range), every device's worker computes its own range of the
+ * (its update_range kernel), every device's worker computes its own range of the
  * master's update, the range it has just reduced, into its own replica and then into every
  * other replica: the update is elementwise, so this is bitwise the master's step, and the
  * next replication finds every replica already holding the master's parameters.

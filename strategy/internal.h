@@ -82,7 +82,7 @@ struct strata_runtime {
         int region_mapped;             /* root maps its own region: unmap at teardown */
         int abandoned;                 /* teardown left a stuck device running: keep memory */
         char abandoned_why[512];       /* ...and what strata_teardown() then says */
-        struct strata__regions regions; /* driver reservations (not host-visible) */
+        struct strata__regions regions; /* driver reservations (memory of its own) */
         int micro;                     /* micro-batch within the accumulation window */
         int sync_grads;                /* this backward ends the window: reduce gradients */
         int inj_dev, inj_event, inj_status;

@@ -26,7 +26,7 @@ struct strata__multi {
         struct strata_comm *comm;      /* host buffers (the Strategy API's collectives) */
         struct strata_comm *dcomm;     /* replica tensors: comm, or over device memory */
         void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
-        void *dcomm_mem;               /* the device communicator's (not host-visible) */
+        void *dcomm_mem;               /* the device communicator's (memory of its own) */
         size_t pool_bytes, comm_bytes;
         int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
         /* Several processes (mpi, spawn): the link, and a communicator among the processes'

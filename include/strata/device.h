@@ -156,8 +156,8 @@ struct strata_kernel_ops {
         /**
          * Optional: the update of elements [lo, hi) of the same n-element vectors only,
          * callable from several devices' threads at once on disjoint ranges. dp splits the
-         * master's step across its devices with it when the memory is host-visible; without
-         * it the master's device steps alone.
+         * master's step across its devices with it; without it the master's device steps
+         * alone.
          */
         void (*update_range)(const struct strata_update *u, float *p, float *g, float *state,
                              size_t n, size_t lo, size_t hi);

@@ -206,7 +206,7 @@ struct strata_layer {
 /**
  * One parameter or buffer group of one device's copy of the model with everything that
  * belongs to it, found without knowing the module (strata_parameter()). Pointers are into
- * the device's memory (host-addressable only when the driver is host-visible).
+ * the device's memory (host-addressable only when the driver reserves none of its own).
  */
 struct strata_param {
         char name[64];                 /**< "layers.<module index>.<group name>" */

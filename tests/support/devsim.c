@@ -1,4 +1,4 @@
-/* The simulated not-host-visible device (see devsim.h). */
+/* The simulated device with memory of its own (see devsim.h). */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>

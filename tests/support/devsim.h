@@ -1,5 +1,5 @@
 /*
- * A simulated device whose memory the runtime must treat as not host-visible: the CPU
+ * A simulated device with memory of its own, as a GPU has: the CPU
  * driver's math, but every replica tensor lives in a block reserve() maps apart, batches go
  * through pinned staging and to_device(), results come back with to_host(), and collectives
  * over replica tensors run through reduce_many/copy_many. It lets the CPU suite drive every
