@@ -156,6 +156,31 @@ int strata__is_global_zero(const struct strata_runtime *rt);
 int strata__root_device(const struct strata_runtime *rt);
 int strata__world_size(const struct strata_runtime *rt);
 
+/* ---- one device's work for each step event (strategy/step.c) ---- */
+
+/** batch_to_device: device @p dev loads its rows [row0, row0 + rows) (labels when asked). */
+void strata__dev_load(struct strata_runtime *rt, int dev, int labels);
+
+/** training_step: forward through every module and the loss with its gradient. */
+int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
+
+/** backward: every module, last to first; @p ready is called as each layer completes. */
+int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
+                         strata__grad_ready_fn ready);
+
+/**
+ * optimizer_step: unscale (the skip agreed over @p comm, or decided alone when NULL), clip,
+ * update; a skipped step leaves the parameters as they were.
+ */
+int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm);
+
+/**
+ * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for
+ * predict) the device's rows of the output copied into the caller's logits.
+ */
+int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
+                     int predict);
+
 /*
  * Whether @p d's devices compute in memory of their own, reserved at init and reached through
  * staging and the driver's collectives (reduce_many, copy_many), rather than in host memory

@@ -7,9 +7,10 @@
  * ddp with as many devices in one process, however they are split into processes (unless
  * cfg.process.mpi_allreduce hands gradients to MPI_Allreduce).
  *
- * States: children of ddp's. setup_environment first joins the processes (MPI_Init_thread
+ * States: children of the process layer's (strategy/procs.c), themselves ddp's children.
+ * setup_environment first joins the processes (MPI_Init_thread
  * unless the application did it; cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up to ddp.
- * A failure in a step ends the job (MPI_Abort, the multi-device parents' error entry).
+ * A failure in a step ends the job (MPI_Abort, the process layer's error entry).
  */
 #include "strata/process.h"
 #include "strata/status.h"
@@ -46,7 +47,7 @@ static int mpi_environment(void *obj, int state, int event, void *arg)
 
         (void)state, (void)event, (void)arg;
         STRATA_TRY(strata__net_mpi(&ops));
-        STRATA_TRY(strata__multi_join(rt, ops, rt->cfg.process.mpi_comm));
+        STRATA_TRY(strata__procs_join(rt, ops, rt->cfg.process.mpi_comm));
         return STRATA_SM_PARENT;
 }
 
@@ -56,7 +57,7 @@ static const struct strata_sm_state mpi_states[STRATA_STATE_COUNT] =
 const struct strata__strategy strata__mpi = {
         .name = "mpi",
         .validate = mpi_validate,
-        .layout = strata__ddp_layout,
+        .layout = strata__procs_layout,
         .states = mpi_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,

@@ -1,8 +1,10 @@
 /*
  * The parent states of dp and ddp: what every in-process multi-device strategy does for each
  * lifecycle event. The coordinator (the caller's thread, which is also device 0) posts one job
- * per event; each device does its share on its pinned thread. A child strategy overrides the
- * states whose work differs and hands the rest up (STRATA_SM_PARENT).
+ * per event; each device does its share on its pinned thread, with the per-device work every
+ * strategy runs (strategy/step.c). A child strategy overrides the states whose work differs
+ * and hands the rest up (STRATA_SM_PARENT). A job of several processes adds its placement,
+ * communicators and metrics through peers (strategy/procs.c); nothing here knows processes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,87 +28,28 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
                          struct strata_arena *a, struct strata__multi *m)
 {
         struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
-        struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT, pc = STRATA_COMM_CONFIG_INIT;
-        size_t pool, comm, pcomm = 0;
-        void *p, *q, *dq = NULL, *pq = NULL, *st = NULL;
+        struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
+        size_t pool, comm;
+        void *p, *q, *dq = NULL;
         /* c->processes: resolved by the runtime's plan (strata__world) */
         int world = c->strategy.devices * (c->process.count > 0 ? c->process.count : 1);
 
         wc.devices = c->strategy.devices;
         cc.local_size = c->strategy.devices;
         cc.world_size = world;
-        pc.world_size = world / c->strategy.devices;
         STRATA_TRY(strata_workers_plan(&wc, &pool));
         STRATA_TRY(strata_comm_plan_config(&cc, &comm));
         STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
         STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
         if (strata__own_memory(drv))
                 STRATA_TRY(strata_arena_alloc(a, comm, 64, &dq));
-        if (world > c->strategy.devices) {
-                STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
-                STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
-                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
-        }
         if (m) {
-                m->pcomm_mem = pq;
-                m->pcomm_bytes = pcomm;
-                m->stats = st;
                 m->pool_mem = p;
                 m->pool_bytes = pool;
                 m->comm_mem = q;
                 m->dcomm_mem = dq;
                 m->comm_bytes = comm;
         }
-        return STRATA_OK;
-}
-
-/*
- * The communicators of a process in a job of several: the devices' one spans every process's
- * devices (global rank = process x devices + device); the coordinators' one joins device 0 of
- * each process. Both run over the link, and have the worker pool as failure domain.
- */
-static int join_comms(struct strata_runtime *rt, struct strata__multi *m,
-                      struct strata_arena *comm)
-{
-        struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
-        struct strata_arena pa;
-        struct strata_group g;
-
-        strata_workers_group(m->workers, &g);
-        cc.group = &g;
-        cc.net = &m->net;
-        cc.local_size = rt->nreplicas;
-        cc.world_size = rt->world;
-        cc.rank0 = rt->rank0;
-        STRATA_TRY(strata_comm_init(&m->comm, comm, &cc));
-        m->dcomm = m->comm;
-        cc.local_size = 1;
-        cc.world_size = m->net.size;
-        cc.rank0 = m->net.rank;
-        STRATA_TRY(strata_arena_init(&pa, m->pcomm_mem, m->pcomm_bytes, NULL));
-        STRATA_TRY(strata_comm_init(&m->pcomm, &pa, &cc));
-        STRATA_TRY(strata__net_warm_up(m->comm, 8));
-        return strata__net_warm_up(m->pcomm, 8);
-}
-
-/*
- * Processes of one job on one host, each free to use the same CPU set (spawn, or mpirun
- * --bind-to none): the k-th takes the cores after the first k processes' devices, instead of
- * all pinning their devices to the set's first cores. A set too small for that means the
- * launcher bound each process itself: usual placement (STRATA_ENOTSUP).
- */
-static int place_beside(const struct strata_runtime *rt, const struct strata__multi *m,
-                        struct strata_placement *out)
-{
-        struct strata_placement all[STRATA_MAX_DEVICES];
-        struct strata_topology t;
-        int first = m->net.local_rank * rt->nreplicas, n = first + rt->nreplicas;
-
-        if (first == 0 || n > STRATA_MAX_DEVICES || strata_topology_read(&t) != STRATA_OK ||
-            t.allowed_cores < n)
-                return STRATA_ENOTSUP;
-        STRATA_TRY(strata_topology_place(n, all));
-        memcpy(out, all + first, sizeof(*out) * (size_t)rt->nreplicas);
         return STRATA_OK;
 }
 
@@ -123,7 +66,7 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
         wc.stall_s = strata__stall_s(&rt->cfg);
         wc.bind = rt->cfg.device.bind == STRATA_BIND_CORES;
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
-        if (m->net.ops && place_beside(rt, m, near) == STRATA_OK) {
+        if (m->peers && m->peers->place(rt, near) == STRATA_OK) {
                 wc.placement = near;
         } else if (rt->dev->local_pus) {
                 STRATA_TRY(strata_topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
@@ -143,37 +86,14 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
                 if (rt->cfg.verbose && d == 0 && why)
                         fprintf(stderr, "strata: device memory not bound: %s\n", why);
         }
-        if (m->net.ops && m->net.size > 1)
-                return join_comms(rt, m, &comm);
+        if (m->peers)
+                return m->peers->open(rt, &comm);
         STRATA_TRY(strata_comm_init_workers(&m->comm, &comm, m->workers, NULL));
         m->dcomm = m->comm;
         if (!m->dcomm_mem)
                 return STRATA_OK;
         STRATA_TRY(strata_arena_init(&comm, m->dcomm_mem, m->comm_bytes, NULL));
         return strata_comm_init_workers(&m->dcomm, &comm, m->workers, rt->dev);
-}
-
-int strata__multi_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
-                       const void *where)
-{
-        struct strata__multi *m = strata__multi(rt);
-        int procs = rt->world / rt->nreplicas;
-
-        m->net = (struct strata_net){ .ops = ops, .step = &rt->step,
-                                      .native = rt->cfg.process.mpi_allreduce };
-        STRATA_TRY(ops->open(&m->net, where));
-        if (m->net.size != procs) {
-                int size = m->net.size;
-
-                ops->close(&m->net);
-                m->net.ops = NULL;
-                return strata__fail(STRATA_EINVAL, "strategy %s: the job has %d processes; the "
-                                                   "configuration was planned for %d (set "
-                                                   "processes, or launch with as many)",
-                                    rt->strategy->name, size, procs);
-        }
-        rt->rank0 = m->net.rank * rt->nreplicas;
-        return STRATA_OK;
 }
 
 static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
@@ -301,29 +221,21 @@ static int idle_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         return STRATA_OK; /* batch_start, batch_end: the coordinator does the work */
 }
 
-/* batch_to_device: each device loads its own rows when it starts computing on them. */
-static void load(struct strata_runtime *rt, struct strata__replica *r, int labels)
-{
-        strata__replica_load(r, rt->args.batch, r->row0, r->rows, labels);
-}
-
+/* training_step: each device loads its own rows when it starts computing on them. */
 static int forward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
 
         (void)m;
-        load(rt, r, 1);
-        STRATA_TRY(strata__replica_forward(r, &c));
-        strata__replica_loss(r, &c, 1);
-        return STRATA_OK;
+        strata__dev_load(rt, dev, 1);
+        return strata__dev_forward(rt, dev, &c);
 }
 
 int strata__multi_backward(struct strata_runtime *rt, int dev, strata__grad_ready_fn ready)
 {
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
 
-        return strata__replica_backward(&rt->replicas[dev], &c, ready, rt);
+        return strata__dev_backward(rt, dev, &c, ready);
 }
 
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
@@ -332,38 +244,17 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         return strata__multi_backward(rt, dev, NULL);
 }
 
+/* Every device of every process holds the reduced gradients: all agree to skip. */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
-        int skip;
-
-        /* Every device of every process holds the reduced gradients: all agree to skip. */
-        STRATA_TRY(strata__unscale_step(rt, dev, m->dcomm, &skip));
-        if (skip)
-                return STRATA_OK;
-        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
-        strata__replica_step(r, &rt->cfg.optim);
-        return STRATA_OK;
+        return strata__dev_step(rt, dev, m->dcomm);
 }
 
 static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
-        int predict = m->event == STRATA_EV_PREDICT_STEP;
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 0);
 
-        load(rt, r, !predict);
-        STRATA_TRY(strata__replica_forward(r, &c));
-        if (predict) {
-                int k = r->layers[r->nlayers - 1].out;
-                float *out = rt->args.logits + (size_t)r->row0 * k;
-                size_t bytes = sizeof(float) * (size_t)r->rows * k;
-
-                rt->dev->to_host(out, r->y[r->nlayers - 1], bytes);
-        } else {
-                strata__replica_loss(r, &c, 0);
-        }
-        return STRATA_OK;
+        return strata__dev_eval(rt, dev, &c, m->event == STRATA_EV_PREDICT_STEP);
 }
 
 static int coll_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
@@ -376,20 +267,14 @@ static int coll_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         return strata_comm_run(m->comm, dev, &op);
 }
 
-/* The step's metrics: this process's devices, or every process's in global device order. */
+/* The step's metrics: this process's devices, or the job's (its peers). */
 static int metrics(struct strata_runtime *rt)
 {
         struct strata__multi *m = strata__multi(rt);
-        double v[3 * STRATA_MAX_DEVICES];
 
-        if (!m->pcomm) {
-                strata__metrics(rt, rt->args.metrics);
-                return STRATA_OK;
-        }
-        strata__metrics_local(rt, v);
-        STRATA_TRY(strata_comm_all_gather(m->pcomm, 0, v, m->stats, 3 * (size_t)rt->nreplicas,
-                                          STRATA_F64));
-        strata__metrics_sum(m->stats, rt->world, rt->args.metrics);
+        if (m->peers)
+                return m->peers->metrics(rt, rt->args.metrics);
+        strata__metrics(rt, rt->args.metrics);
         return STRATA_OK;
 }
 
@@ -470,20 +355,6 @@ static int on_torndown(void *obj, int state)
                          strata_last_error());
         }
         m->workers = NULL;
-        if (m->net.ops)
-                m->net.ops->close(&m->net);
-        m->net.ops = NULL;
-        return STRATA_OK;
-}
-
-/* A failure in a job of several processes ends the job: the others would wait for this one. */
-static int on_error(void *obj, int state)
-{
-        struct strata__multi *m = strata__multi(obj);
-
-        (void)state;
-        if (m->net.ops && m->net.ops->abort)
-                m->net.ops->abort(&m->net, 1, strata_last_error());
         return STRATA_OK;
 }
 
@@ -496,7 +367,7 @@ const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_FORWARD_DONE] = { .run = on_backward },
         [STRATA_STATE_BACKWARD_DONE] = { .run = on_backward_done },
         [STRATA_STATE_STEPPED] = { .run = on_batch_end },
-        [STRATA_STATE_ERROR] = { .entry = on_error },
+        [STRATA_STATE_ERROR] = { 0 },
         [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
 };
 

@@ -14,6 +14,19 @@
 
 struct strata__multi;
 
+/**
+ * What a job of several processes adds to the devices of this one (strategy/procs.c): the
+ * multi-device parents call these where a job spans processes, and their own otherwise.
+ */
+struct strata__peers {
+        /** Place this process's workers beside the other processes' (STRATA_ENOTSUP: don't). */
+        int (*place)(const struct strata_runtime *rt, struct strata_placement *out);
+        /** Open the devices' communicators over the link, from arena @p comm. */
+        int (*open)(struct strata_runtime *rt, struct strata_arena *comm);
+        /** The step's metrics over every device of every process, in global device order. */
+        int (*metrics)(struct strata_runtime *rt, struct strata_metrics *out);
+};
+
 /** Work of one device for one job; @p m is the runtime's multi-device state. */
 typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi *m, int dev);
 
@@ -29,13 +42,8 @@ struct strata__multi {
         void *dcomm_mem;               /* the device communicator's (memory of its own) */
         size_t pool_bytes, comm_bytes;
         int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
-        /* Several processes (mpi, spawn): the link, and a communicator among the processes'
-         * coordinators (device 0 of each) for the step's metrics. */
-        struct strata_net net;
-        struct strata_comm *pcomm;
-        void *pcomm_mem;
-        size_t pcomm_bytes;
-        double *stats;                 /* every device's (loss, correct, rows), global order */
+        const struct strata__peers *peers; /* a job of several processes, or NULL */
+        void *peers_state;             /* the process layer's state (strategy/procs.c) */
         int event;                     /* the lifecycle event of the current job */
         strata__device_fn job;         /* what every device runs now */
         struct strata_coll coll;       /* the Strategy API collective being run */
@@ -56,32 +64,44 @@ static inline struct strata__multi *strata__multi(const struct strata_runtime *r
  */
 extern const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT];
 
-/** ddp's states (strategy/ddp.c): the parents of the strategies over processes. */
+/** ddp's states (strategy/ddp.c): the parents of the process layer's. */
 extern const struct strata_sm_state strata__ddp_states[STRATA_STATE_COUNT];
 
 /**
- * The states of a strategy over processes: ddp's, with @p created_run joining the processes at
- * setup_environment before handing up (STRATA_SM_PARENT).
+ * The process layer's states (strategy/procs.c), children of ddp's: ERROR aborts the job
+ * through the link, TORNDOWN closes it. The parents of the strategies over processes.
  */
-#define STRATA__DDP_CHILD(s) [s] = { .parent = &strata__ddp_states[s] }
+extern const struct strata_sm_state strata__procs_states[STRATA_STATE_COUNT];
+
+/**
+ * The states of a strategy over processes: the process layer's, with @p created_run joining
+ * the processes (strata__procs_join()) at setup_environment before handing up
+ * (STRATA_SM_PARENT).
+ */
+#define STRATA__PROCS_CHILD(s) [s] = { .parent = &strata__procs_states[s] }
 #define STRATA__PROCS_STATES(created_run)                                                      \
         {                                                                                      \
-                [STRATA_STATE_CREATED] = { .run = (created_run),                               \
-                                           .parent = &strata__ddp_states[STRATA_STATE_CREATED] }, \
-                STRATA__DDP_CHILD(STRATA_STATE_ENV_READY),                                     \
-                STRATA__DDP_CHILD(STRATA_STATE_CONNECTED),                                     \
-                STRATA__DDP_CHILD(STRATA_STATE_READY),                                         \
-                STRATA__DDP_CHILD(STRATA_STATE_IN_BATCH),                                      \
-                STRATA__DDP_CHILD(STRATA_STATE_FORWARD_DONE),                                  \
-                STRATA__DDP_CHILD(STRATA_STATE_BACKWARD_DONE),                                 \
-                STRATA__DDP_CHILD(STRATA_STATE_STEPPED),                                       \
-                STRATA__DDP_CHILD(STRATA_STATE_ERROR),                                         \
-                STRATA__DDP_CHILD(STRATA_STATE_TORNDOWN),                                      \
+                [STRATA_STATE_CREATED] = {                                                     \
+                        .run = (created_run),                                                  \
+                        .parent = &strata__procs_states[STRATA_STATE_CREATED] },               \
+                STRATA__PROCS_CHILD(STRATA_STATE_ENV_READY),                                   \
+                STRATA__PROCS_CHILD(STRATA_STATE_CONNECTED),                                   \
+                STRATA__PROCS_CHILD(STRATA_STATE_READY),                                       \
+                STRATA__PROCS_CHILD(STRATA_STATE_IN_BATCH),                                    \
+                STRATA__PROCS_CHILD(STRATA_STATE_FORWARD_DONE),                                \
+                STRATA__PROCS_CHILD(STRATA_STATE_BACKWARD_DONE),                               \
+                STRATA__PROCS_CHILD(STRATA_STATE_STEPPED),                                     \
+                STRATA__PROCS_CHILD(STRATA_STATE_ERROR),                                       \
+                STRATA__PROCS_CHILD(STRATA_STATE_TORNDOWN),                                    \
         }
 
-/** ddp's layout, shared by the strategies over processes. */
+/** ddp's layout, the process layer's first part. */
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                        struct strata_arena *a, void **priv);
+
+/** The layout of a strategy over processes: ddp's, then the process layer's state. */
+int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, void **priv);
 
 /** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
@@ -91,8 +111,11 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
  * setup_environment of a strategy over processes: join them over link @p ops at @p where
  * (drivers/net.h), check the job against the plan and set the runtime's global ranks.
  */
-int strata__multi_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
+int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
                        const void *where);
+
+/** In a process strata_spawn() started: its region, rank and size (region NULL elsewhere). */
+const struct strata__procs_where *strata__spawned(void);
 
 /** Checks every multi-device strategy makes: a driver that cannot reduce its memory is refused. */
 int strata__multi_validate(const struct strata_config *c, const struct strata_device_ops *drv,

@@ -1,10 +1,9 @@
 /*
  * The `single` strategy: one device, driven by the caller's thread (device 0 may be the
  * caller's thread, as the design allows). Each lifecycle state's run action handles the
- * events that leave it, on replica 0.
+ * events that leave it, with the per-device work every strategy runs (strategy/step.c) on
+ * device 0, inline.
  */
-#include <string.h>
-
 #include "strata/status.h"
 #include "strategy/internal.h"
 
@@ -25,25 +24,10 @@ static int single_layout(const struct strata_config *c, const struct strata_devi
         return STRATA_OK;
 }
 
-static struct strata__replica *replica(void *obj)
-{
-        return &((struct strata_runtime *)obj)->replicas[0];
-}
-
 /* A device that queues work reports its errors at the end of each step. */
 static int sync(const struct strata_runtime *rt)
 {
         return rt->dev->sync ? rt->dev->sync() : STRATA_OK;
-}
-
-static void report(struct strata_runtime *rt)
-{
-        const struct strata__replica *r = replica(rt);
-
-        if (rt->args.metrics)
-                *rt->args.metrics = (struct strata_metrics){ .loss = r->loss_sum / r->rows,
-                                                             .correct = r->correct,
-                                                             .rows = r->rows };
 }
 
 static int on_setup_environment(void *obj, int state, int event, void *arg)
@@ -61,7 +45,7 @@ static int on_connect(void *obj, int state, int event, void *arg)
 
         (void)state, (void)arg;
         STRATA_TRY(strata__injected(rt, 0, event));
-        strata__replica_init(replica(rt), rt->cfg.seed);
+        strata__replica_init(&rt->replicas[0], rt->cfg.seed);
         return STRATA_OK;
 }
 
@@ -72,67 +56,48 @@ static int on_setup(void *obj, int state, int event, void *arg)
         (void)state, (void)arg;
         STRATA_TRY(strata__injected(rt, 0, event));
         STRATA_TRY(strata__prepare(rt));
-        strata__replica_warm_up(replica(rt));
+        strata__replica_warm_up(&rt->replicas[0]);
         return STRATA_OK;
 }
 
-/* validation, test and predict steps: forward in evaluation mode, then loss or logits. */
-static int evaluate(struct strata_runtime *rt, int event)
-{
-        struct strata__replica *r = replica(rt);
-        int predict = event == STRATA_EV_PREDICT_STEP;
-        struct strata_step_ctx c;
-
-        strata__replica_load(r, rt->args.batch, 0, rt->args.batch->rows, !predict);
-        c = strata__ctx(rt, 0, r->rows);
-        STRATA_TRY(strata__replica_forward(r, &c));
-        if (predict) {
-                size_t n = sizeof(float) * (size_t)r->rows * r->layers[r->nlayers - 1].out;
-
-                rt->dev->to_host(rt->args.logits, r->y[r->nlayers - 1], n);
-                return sync(rt);
-        }
-        strata__replica_loss(r, &c, 0);
-        STRATA_TRY(sync(rt));
-        report(rt);
-        return STRATA_OK;
-}
-
-/* batch_start: batch_to_device; or an evaluation step. */
+/* batch_start: batch_to_device; or an evaluation step, with its metrics. */
 static int on_ready(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
+        struct strata_step_ctx c = strata__ctx(rt, 0, rt->args.batch->rows);
 
         (void)state, (void)arg;
         STRATA_TRY(strata__injected(rt, 0, event));
-        if (event != STRATA_EV_BATCH_START)
-                return evaluate(rt, event);
-        strata__replica_load(replica(rt), rt->args.batch, 0, rt->args.batch->rows, 1);
+        strata__split(rt, rt->args.batch);
+        if (event == STRATA_EV_BATCH_START) {
+                strata__dev_load(rt, 0, 1);
+                return STRATA_OK;
+        }
+        STRATA_TRY(strata__dev_eval(rt, 0, &c, event == STRATA_EV_PREDICT_STEP));
+        STRATA_TRY(sync(rt));
+        if (event != STRATA_EV_PREDICT_STEP)
+                strata__metrics(rt, rt->args.metrics);
         return STRATA_OK;
 }
 
 static int on_training_step(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
-        struct strata__replica *r = replica(rt);
-        struct strata_step_ctx c = strata__ctx(rt, 1, r->rows);
+        struct strata_step_ctx c = strata__ctx(rt, 1, rt->args.batch->rows);
 
         (void)state, (void)arg;
         STRATA_TRY(strata__injected(rt, 0, event));
-        STRATA_TRY(strata__replica_forward(r, &c));
-        strata__replica_loss(r, &c, 1);
-        return STRATA_OK;
+        return strata__dev_forward(rt, 0, &c);
 }
 
 static int on_backward(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
-        struct strata__replica *r = replica(rt);
-        struct strata_step_ctx c = strata__ctx(rt, 1, r->rows);
+        struct strata_step_ctx c = strata__ctx(rt, 1, rt->args.batch->rows);
 
         (void)state, (void)arg;
         STRATA_TRY(strata__injected(rt, 0, event));
-        return strata__replica_backward(r, &c, NULL, NULL);
+        return strata__dev_backward(rt, 0, &c, NULL);
 }
 
 static int on_batch_end(void *obj, int state, int event, void *arg)
@@ -142,26 +107,17 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
         (void)state, (void)arg;
         STRATA_TRY(strata__injected(rt, 0, event));
         STRATA_TRY(sync(rt));
-        report(rt);
+        strata__metrics(rt, rt->args.metrics);
         return STRATA_OK;
 }
 
 /* optimizer_step, or batch_end of an accumulation micro-batch. */
 static int on_backward_done(void *obj, int state, int event, void *arg)
 {
-        struct strata_runtime *rt = obj;
-        struct strata__replica *r = replica(rt);
-        int skip;
-
         if (event != STRATA_EV_OPTIMIZER_STEP)
                 return on_batch_end(obj, state, event, arg);
-        STRATA_TRY(strata__injected(rt, 0, event));
-        STRATA_TRY(strata__unscale_step(rt, 0, NULL, &skip));
-        if (skip)
-                return STRATA_OK;
-        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
-        strata__replica_step(r, &rt->cfg.optim);
-        return STRATA_OK;
+        STRATA_TRY(strata__injected(obj, 0, event));
+        return strata__dev_step(obj, 0, NULL);
 }
 
 static const struct strata_sm_state single_states[STRATA_STATE_COUNT] = {

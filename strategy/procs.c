@@ -1,0 +1,190 @@
+/*
+ * The process layer: what a job of several processes (spawn, mpi) adds to ddp across the
+ * devices of this one. Its parent states sit between ddp's and the strategies over processes:
+ * the child joins the processes over its link at setup_environment (strata__procs_join()),
+ * then ddp's parents start the workers, which this layer places beside the other processes'
+ * on a shared host and whose communicators it opens over the link (every device of every
+ * process, and one among the processes' device 0s for the step's metrics). Entering ERROR
+ * aborts the job through the link; entering TORNDOWN closes it after the workers stop.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "strata/status.h"
+#include "kernel/topology.h"
+#include "strategy/multi.h"
+
+struct strata__procs {
+        struct strata_net net;        /* the link to the other processes */
+        struct strata_comm *pcomm;    /* the processes' coordinators (device 0 of each) */
+        void *pcomm_mem;
+        size_t pcomm_bytes;
+        double *stats;                /* every device's (loss, correct, rows), global order */
+};
+
+static struct strata__procs *procs_of(const struct strata_runtime *rt)
+{
+        return strata__multi(rt)->peers_state;
+}
+
+int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, void **priv)
+{
+        struct strata_comm_config pc = STRATA_COMM_CONFIG_INIT;
+        int devices = c->strategy.devices;
+        /* c->process.count: resolved by the runtime's plan (strata__world) */
+        int world = devices * (c->process.count > 0 ? c->process.count : 1);
+        struct strata__procs *s;
+        void *p, *pq = NULL, *st = NULL;
+        size_t pcomm = 0;
+
+        STRATA_TRY(strata__ddp_layout(c, drv, a, priv));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*s), 64, &p));
+        s = p;
+        if (world > devices) {
+                pc.world_size = world / devices;
+                STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
+                STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
+                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
+        }
+        if (s) {
+                memset(s, 0, sizeof(*s));
+                s->pcomm_mem = pq;
+                s->pcomm_bytes = pcomm;
+                s->stats = st;
+                ((struct strata__multi *)*priv)->peers_state = s;
+        }
+        return STRATA_OK;
+}
+
+/*
+ * Processes of one job on one host, each free to use the same CPU set (spawn, or mpirun
+ * --bind-to none): the k-th takes the cores after the first k processes' devices, instead of
+ * all pinning their devices to the set's first cores. A set too small for that means the
+ * launcher bound each process itself: usual placement (STRATA_ENOTSUP).
+ */
+static int place_beside(const struct strata_runtime *rt, struct strata_placement *out)
+{
+        struct strata_placement all[STRATA_MAX_DEVICES];
+        struct strata_topology t;
+        int first = procs_of(rt)->net.local_rank * rt->nreplicas, n = first + rt->nreplicas;
+
+        if (first == 0 || n > STRATA_MAX_DEVICES || strata_topology_read(&t) != STRATA_OK ||
+            t.allowed_cores < n)
+                return STRATA_ENOTSUP;
+        STRATA_TRY(strata_topology_place(n, all));
+        memcpy(out, all + first, sizeof(*out) * (size_t)rt->nreplicas);
+        return STRATA_OK;
+}
+
+/*
+ * The communicators of a process in a job of several: the devices' one spans every process's
+ * devices (global rank = process x devices + device); the coordinators' one joins device 0 of
+ * each process. Both run over the link, and have the worker pool as failure domain.
+ */
+static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
+{
+        struct strata__multi *m = strata__multi(rt);
+        struct strata__procs *s = procs_of(rt);
+        struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
+        struct strata_arena pa;
+        struct strata_group g;
+
+        strata_workers_group(m->workers, &g);
+        cc.group = &g;
+        cc.net = &s->net;
+        cc.local_size = rt->nreplicas;
+        cc.world_size = rt->world;
+        cc.rank0 = rt->rank0;
+        STRATA_TRY(strata_comm_init(&m->comm, comm, &cc));
+        m->dcomm = m->comm;
+        cc.local_size = 1;
+        cc.world_size = s->net.size;
+        cc.rank0 = s->net.rank;
+        STRATA_TRY(strata_arena_init(&pa, s->pcomm_mem, s->pcomm_bytes, NULL));
+        STRATA_TRY(strata_comm_init(&s->pcomm, &pa, &cc));
+        STRATA_TRY(strata__net_warm_up(m->comm, 8));
+        return strata__net_warm_up(s->pcomm, 8);
+}
+
+/* The step's metrics: every process's devices, gathered and summed in global device order. */
+static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
+{
+        struct strata__procs *s = procs_of(rt);
+        double v[3 * STRATA_MAX_DEVICES];
+
+        strata__metrics_local(rt, v);
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, 3 * (size_t)rt->nreplicas,
+                                          STRATA_F64));
+        strata__metrics_sum(s->stats, rt->world, out);
+        return STRATA_OK;
+}
+
+static const struct strata__peers peers = {
+        .place = place_beside,
+        .open = open_comms,
+        .metrics = metrics,
+};
+
+int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
+                       const void *where)
+{
+        struct strata__procs *s = procs_of(rt);
+        int procs = rt->world / rt->nreplicas;
+
+        s->net = (struct strata_net){ .ops = ops, .step = &rt->step,
+                                      .native = rt->cfg.process.mpi_allreduce };
+        STRATA_TRY(ops->open(&s->net, where));
+        if (s->net.size != procs) {
+                int size = s->net.size;
+
+                ops->close(&s->net);
+                s->net.ops = NULL;
+                return strata__fail(STRATA_EINVAL, "strategy %s: the job has %d processes; the "
+                                                   "configuration was planned for %d (set "
+                                                   "processes, or launch with as many)",
+                                    rt->strategy->name, size, procs);
+        }
+        rt->rank0 = s->net.rank * rt->nreplicas;
+        if (s->net.size > 1) /* one process: ddp's own placement and communicators */
+                strata__multi(rt)->peers = &peers;
+        return STRATA_OK;
+}
+
+/* A failure in a job of several processes ends the job: the others would wait for this one. */
+static int on_error(void *obj, int state)
+{
+        struct strata__procs *s = procs_of(obj);
+
+        (void)state;
+        if (s->net.ops && s->net.ops->abort)
+                s->net.ops->abort(&s->net, 1, strata_last_error());
+        return STRATA_OK;
+}
+
+/* After ddp's parents stopped the workers (their entry runs first): the link closes. */
+static int on_torndown(void *obj, int state)
+{
+        struct strata__procs *s = procs_of(obj);
+
+        (void)state;
+        if (s->net.ops)
+                s->net.ops->close(&s->net);
+        s->net.ops = NULL;
+        return STRATA_OK;
+}
+
+#define P(s) .parent = &strata__ddp_states[s]
+const struct strata_sm_state strata__procs_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
+        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
+        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
+        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
+        [STRATA_STATE_FORWARD_DONE] = { P(STRATA_STATE_FORWARD_DONE) },
+        [STRATA_STATE_BACKWARD_DONE] = { P(STRATA_STATE_BACKWARD_DONE) },
+        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
+        [STRATA_STATE_ERROR] = { .entry = on_error, P(STRATA_STATE_ERROR) },
+        [STRATA_STATE_TORNDOWN] = { .entry = on_torndown, P(STRATA_STATE_TORNDOWN) },
+};
+#undef P

@@ -1,0 +1,60 @@
+/*
+ * The work of one device for each step event, the same code whether the device is the
+ * caller's thread (single) or a pinned worker (dp, ddp and the strategies over processes):
+ * load its rows, forward with the loss, backward, the optimizer step, and the evaluation
+ * steps. What differs between strategies (the step context's collectives, the hook when a
+ * layer's gradients are complete, the communicator the devices agree over) is an argument.
+ */
+#include "strata/status.h"
+#include "strategy/internal.h"
+
+void strata__dev_load(struct strata_runtime *rt, int dev, int labels)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        strata__replica_load(r, rt->args.batch, r->row0, r->rows, labels);
+}
+
+int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        STRATA_TRY(strata__replica_forward(r, c));
+        strata__replica_loss(r, c, 1);
+        return STRATA_OK;
+}
+
+int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
+                         strata__grad_ready_fn ready)
+{
+        return strata__replica_backward(&rt->replicas[dev], c, ready, rt);
+}
+
+int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+        int skip;
+
+        STRATA_TRY(strata__unscale_step(rt, dev, comm, &skip));
+        if (skip)
+                return STRATA_OK;
+        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
+        strata__replica_step(r, &rt->cfg.optim);
+        return STRATA_OK;
+}
+
+int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
+                     int predict)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+        int k = r->layers[r->nlayers - 1].out;
+
+        strata__dev_load(rt, dev, !predict);
+        STRATA_TRY(strata__replica_forward(r, c));
+        if (predict)
+                rt->dev->to_host(rt->args.logits + (size_t)r->row0 * k, r->y[r->nlayers - 1],
+                                 sizeof(float) * (size_t)r->rows * k);
+        else
+                strata__replica_loss(r, c, 0);
+        return STRATA_OK;
+}
