@@ -103,8 +103,41 @@ int strata__check_rt(const struct strata_runtime *rt);
 /** Processes a job may have. */
 #define STRATA_MAX_PROCESSES 64
 
-/** strategy/runtime.c: devices of every process of the configuration's job. */
+/** strategy/config.c: devices of every process of the configuration's job. */
 int strata__world(const struct strata_config *c, int *world);
+
+/**
+ * strategy/config.c: the common checks of @p c, then its strategy's; *st gets the strategy's
+ * table and *dev the device driver (the configured one, or the accelerator's).
+ */
+int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
+                         const struct strata_device_ops **dev);
+
+/* strategy/plan.c: the memory plan, the layout and the memory a runtime is carved from. */
+
+/**
+ * The single layout of a runtime, from arena @p a: with a planning arena *out stays NULL,
+ * nothing is built and @p pi gets the per-device sizes; on the real region (with the driver's
+ * reservations @p rg) *out is the runtime.
+ */
+int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
+                   const struct strata_device_ops *drv, struct strata_arena *a,
+                   const struct strata__regions *rg, struct strata_runtime **out,
+                   struct strata_plan_info *pi);
+
+/** Reserve each device's memory and staging from the driver, all or nothing. */
+int strata__reserve(const struct strata_config *c, const struct strata_device_ops *dev,
+                    const struct strata_plan_info *pl, struct strata__regions *rg);
+
+/** Give back the driver's reservations of devices [0, n). */
+void strata__unreserve(const struct strata_device_ops *dev, struct strata__regions *rg, int n);
+
+/**
+ * Open the runtime's root arena on the configured region (it must hold the plan once aligned)
+ * or on a mapping of the planned size.
+ */
+int strata__open_region(const struct strata_config *c, const struct strata_plan_info *pl,
+                        struct strata_arena *a);
 
 /* strategy/common.c: what every strategy's actions use. */
 

@@ -1,0 +1,245 @@
+/*
+ * The Strategy API's calls on a live runtime: the training, validation and predict steps
+ * (each checks its batch, then dispatches the lifecycle's events), the stop request checked
+ * between steps, and the collectives (reduce, all_gather, broadcast, barrier,
+ * reduce_boolean_decision) built into one descriptor for the strategy. Checkpoints are
+ * strategy/checkpoint.c.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "kernel/lifecycle.h"
+#include "strata/status.h"
+#include "base/base.h"
+#include "strategy/internal.h"
+
+static int check_batch(const struct strata_runtime *rt, const struct strata_batch *b,
+                       int with_labels)
+{
+        if (!b || (!b->x && !(b->images && b->index)) || (with_labels && !b->y))
+                return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
+                                    !b ? "pointer" : !b->y && with_labels ? "labels" : "features");
+        if (b->rows < rt->world || b->rows > rt->cfg.batch)
+                return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed %d..%d", b->rows,
+                                    rt->world, rt->cfg.batch);
+        if (b->dim != rt->cfg.model->in_features)
+                return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
+                                    b->dim, rt->cfg.model->in_features);
+        for (int i = 0; !b->x && i < b->rows; i++) /* indexed rows: inside their image set */
+                if (b->index[i] >= b->nimages)
+                        return strata__fail(STRATA_EINVAL, "row %d indexes image %u of %u (set "
+                                                           "nimages to the image count)",
+                                            i, b->index[i], b->nimages);
+        return with_labels ? strata__loss_of(rt->cfg.model)->check(b, rt->cfg.classes)
+                           : STRATA_OK;
+}
+
+static int need_ready(const struct strata_runtime *rt)
+{
+        int s = strata_sm_state(&rt->sm);
+
+        if (s != STRATA_STATE_READY)
+                return strata__fail(STRATA_EBADSTATE, "runtime is %s, not READY",
+                                    strata_state_name(s));
+        return STRATA_OK;
+}
+
+/* strata_request_stop(): one flag for the process, set from signal handlers. */
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free (signal handlers)");
+
+void strata_request_stop(void)
+{
+        atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
+}
+
+int strata_stop_requested(void)
+{
+        return atomic_load_explicit(&stop_flag, memory_order_relaxed);
+}
+
+void strata_clear_stop(void)
+{
+        atomic_store_explicit(&stop_flag, 0, memory_order_relaxed);
+}
+
+static int stopped(void)
+{
+        return strata__fail(STRATA_ESTOPPED, "stop requested (strata_request_stop): nothing "
+                                             "was run; the runtime is ready to save or tear "
+                                             "down");
+}
+
+static const struct strata_span span_train = { "train_step", "step", "step", 0 };
+static const struct strata_span span_eval = { "eval_step", "step", "step", 0 };
+static const struct strata_span span_predict = { "predict_step", "step", "step", 0 };
+static const struct strata_span span_loss = { "train_loss", "counter", "loss", 1 };
+static const struct strata_span span_arena = { "arena", "counter", "high_water_bytes", 1 };
+
+/*
+ * Start of a public step: every track is at this step with nothing open; buffers that are
+ * half full are written out first (a write error is reported and stops tracing, not the
+ * run); the step's span opens on device 0's track (*t), which is the caller's.
+ */
+static uint64_t step_begin(struct strata_runtime *rt, const struct strata_span *k,
+                           struct strata_track **t)
+{
+        for (int d = 0; d < rt->nreplicas; d++)
+                strata_track_restart(rt->replicas[d].track, rt->step);
+        if (strata_trace_due(rt->trace) && strata_trace_flush(rt->trace) != STRATA_OK)
+                fprintf(stderr, "strata: %s\n", strata_last_error());
+        *t = rt->replicas[0].track;
+        return strata_track_begin(*t, k, NULL);
+}
+
+/*
+ * One micro-batch. With accumulate = k, the first k-1 micro-batches end after backward
+ * (BACKWARD_DONE -> batch_end: gradients accumulate locally, nothing is communicated); the
+ * k-th reduces the gradients and steps the optimizer.
+ */
+int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
+                      struct strata_metrics *m)
+{
+        static const int events[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
+                                      STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
+                                      STRATA_EV_BATCH_END };
+        struct strata_metrics own;
+        struct strata_track *t;
+        uint64_t t0;
+        int k;
+
+        STRATA_TRY(strata__check_rt(rt));
+        k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
+        STRATA_TRY(need_ready(rt));
+        STRATA_TRY(check_batch(rt, b, 1));
+        if (rt->micro == 0 && strata_stop_requested())
+                return stopped(); /* at an optimizer-step boundary only */
+        t0 = step_begin(rt, &span_train, &t);
+        rt->args = (struct strata__step_args){ .batch = b, .metrics = m ? m : &own };
+        rt->sync_grads = rt->micro == k - 1;
+        for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+                if (events[i] == STRATA_EV_OPTIMIZER_STEP && !rt->sync_grads)
+                        continue;
+                STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], NULL));
+        }
+        strata_track_end(t, t0, (int64_t)rt->step);
+        if (t && t->ev) {
+                strata_track_counter(t, &span_loss, rt->args.metrics->loss);
+                strata_track_counter(t, &span_arena, (double)strata_arena_high_water(&rt->root));
+        }
+        rt->micro = (rt->micro + 1) % k;
+        rt->step++;
+        if (!isfinite(rt->args.metrics->loss) && !rt->cfg.train.allow_nonfinite)
+                return strata__fail(STRATA_ENONFINITE,
+                                    "step %llu: the loss is %g; training diverged (lower the "
+                                    "learning rate or clip gradients; allow_nonfinite goes on)",
+                                    (unsigned long long)(rt->step - 1),
+                                    rt->args.metrics->loss);
+        return STRATA_OK;
+}
+
+int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
+                     struct strata_metrics *m)
+{
+        struct strata_track *t;
+        uint64_t t0;
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        STRATA_TRY(check_batch(rt, b, 1));
+        if (strata_stop_requested())
+                return stopped();
+        t0 = step_begin(rt, &span_eval, &t);
+        rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP, NULL);
+        strata_track_end(t, t0, (int64_t)rt->step);
+        return rc;
+}
+
+int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits)
+{
+        struct strata_track *t;
+        uint64_t t0;
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        if (!logits)
+                return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
+        STRATA_TRY(check_batch(rt, b, 0));
+        if (strata_stop_requested())
+                return stopped();
+        t0 = step_begin(rt, &span_predict, &t);
+        rt->args = (struct strata__step_args){ .batch = b, .logits = logits };
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP, NULL);
+        strata_track_end(t, t0, (int64_t)rt->step);
+        return rc;
+}
+
+/* A Strategy-level collective: every device runs it on its thread (or inline on one device). */
+static int collective(struct strata_runtime *rt, const struct strata_coll *op, void *const *bufs,
+                      const void *const *send)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        if ((op->count && !bufs) || (op->kind == STRATA_COLL_ALL_GATHER && op->count && !send))
+                return strata__fail(STRATA_EINVAL, "collective: buffer list is NULL");
+        return rt->strategy->collective(rt, op, bufs, send);
+}
+
+int strata_reduce(struct strata_runtime *rt, void *const *bufs, size_t count,
+                  enum strata_dtype dt, enum strata_reduce_op op)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_ALL_REDUCE, .count = count, .dtype = dt,
+                                 .op = op };
+
+        return collective(rt, &c, bufs, NULL);
+}
+
+int strata_all_gather(struct strata_runtime *rt, const void *const *send, void *const *recv,
+                      size_t count, enum strata_dtype dt)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_ALL_GATHER, .count = count, .dtype = dt };
+
+        return collective(rt, &c, recv, send);
+}
+
+int strata_broadcast(struct strata_runtime *rt, void *const *bufs, size_t count,
+                     enum strata_dtype dt, int src)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_BROADCAST, .count = count, .dtype = dt,
+                                 .root = src };
+
+        STRATA_TRY(strata__check_rt(rt));
+        if (src < 0 || src >= rt->nreplicas)
+                return strata__fail(STRATA_EINVAL, "broadcast: source %d not in [0, %d)", src,
+                                    rt->nreplicas);
+        return collective(rt, &c, bufs, NULL);
+}
+
+int strata_barrier(struct strata_runtime *rt)
+{
+        struct strata_coll c = { .kind = STRATA_COLL_BARRIER };
+
+        return collective(rt, &c, NULL, NULL);
+}
+
+int strata_reduce_boolean_decision(struct strata_runtime *rt, const int *flags, int all,
+                                   int *out)
+{
+        int32_t v[STRATA_MAX_DEVICES];
+        void *bufs[STRATA_MAX_DEVICES];
+
+        STRATA_TRY(strata__check_rt(rt));
+        if (!flags || !out)
+                return strata__fail(STRATA_EINVAL, "reduce_boolean_decision: NULL argument");
+        for (int d = 0; d < rt->nreplicas; d++) {
+                v[d] = flags[d] != 0;
+                bufs[d] = &v[d];
+        }
+        STRATA_TRY(strata_reduce(rt, bufs, 1, STRATA_I32, all ? STRATA_OP_MIN : STRATA_OP_MAX));
+        *out = v[0] != 0;
+        return STRATA_OK;
+}

@@ -1,0 +1,122 @@
+/*
+ * The checks of a configuration before anything is planned or built: the common ones here,
+ * then the strategy's own (its validate). The by-name keys are strategy/config_keys.c.
+ */
+#include <math.h>
+
+#include "strata/status.h"
+#include "strata/version.h"
+#include "base/base.h"
+#include "strategy/internal.h"
+
+int strata__world(const struct strata_config *c, int *world)
+{
+        const struct strata__strategy *st = strata__strategy_get(c->strategy.kind);
+        int procs = 1;
+
+        if (st && st->processes)
+                STRATA_TRY(st->processes(c, &procs));
+        if (procs < 1 || procs > STRATA_MAX_PROCESSES)
+                return strata__fail(STRATA_EINVAL, "%d processes not in [1, %d]", procs,
+                                    STRATA_MAX_PROCESSES);
+        *world = procs * c->strategy.devices;
+        return STRATA_OK;
+}
+
+int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
+                         const struct strata_device_ops **dev)
+{
+        int world;
+
+        if (!c)
+                return strata__fail(STRATA_EINVAL, "config is NULL");
+        if (c->struct_size != sizeof(*c) || c->version / 100 != STRATA_VERSION_HEX / 100)
+                return strata__fail(STRATA_EINVAL,
+                                    "config built for another Strata (size %u, version %u); "
+                                    "start from STRATA_CONFIG_INIT",
+                                    c->struct_size, c->version);
+        if (!c->model || !c->model->modules || c->model->nmodules <= 0)
+                return strata__fail(STRATA_EINVAL, "config.model is missing or empty");
+        if (c->model->in_features <= 0)
+                return strata__fail(STRATA_EINVAL, "model input width %d must be > 0",
+                                    c->model->in_features);
+        if (c->batch <= 0 || c->batch > (1 << 24))
+                return strata__fail(STRATA_EINVAL, "batch %d not in [1, 16777216]", c->batch);
+        if (c->strategy.devices <= 0 || c->strategy.devices > STRATA_MAX_DEVICES)
+                return strata__fail(STRATA_EINVAL, "devices %d not in [1, %d]", c->strategy.devices,
+                                    STRATA_MAX_DEVICES);
+        *st = strata__strategy_get(c->strategy.kind);
+        if (!*st)
+                return strata__fail(STRATA_ENOTSUP, "strategy %d is not available",
+                                    c->strategy.kind);
+        STRATA_TRY(strata__world(c, &world));
+        if (world > c->batch)
+                return strata__fail(STRATA_EINVAL, "batch %d smaller than %d devices", c->batch,
+                                    world);
+        STRATA_TRY(strata_optim_check(&c->optim));
+        if (c->device.driver) {
+                STRATA_TRY(strata_device_check(c->device.driver));
+                *dev = c->device.driver;
+        } else {
+                STRATA_TRY(strata_device_driver(c->device.accelerator, dev));
+        }
+        if (c->classes < 2)
+                return strata__fail(STRATA_EINVAL, "classes %d: need >= 2", c->classes);
+        if (c->memory && c->memory_size == 0)
+                return strata__fail(STRATA_EINVAL, "config.memory given with memory_size 0");
+        if (c->train.accumulate < 0 || c->train.accumulate > 1 << 20)
+                return strata__fail(STRATA_EINVAL, "accumulate %d not in [1, 1048576]",
+                                    c->train.accumulate);
+        if ((unsigned)c->device.bind > STRATA_BIND_NONE)
+                return strata__fail(STRATA_EINVAL, "bind %d is not STRATA_BIND_CORES or "
+                                                   "STRATA_BIND_NONE", (int)c->device.bind);
+        if (c->trace.stall_s != c->trace.stall_s)
+                return strata__fail(STRATA_EINVAL, "stall_s is not a number");
+        if (!(c->train.clip_norm >= 0.0f) || !(c->train.clip_value >= 0.0f) ||
+            !(c->device.timeout_s >= 0.0))
+                return strata__fail(STRATA_EINVAL, "clip_norm %g, clip_value %g and timeout %g "
+                                                   "must be >= 0", c->train.clip_norm,
+                                    c->train.clip_value, c->device.timeout_s);
+        if (!strata__precision(c->precision.kind))
+                return strata__fail(STRATA_EINVAL, "precision %d is not 32, bf16-mixed or "
+                                                   "16-mixed", (int)c->precision.kind);
+        if (!(c->precision.loss_scale_init >= 0.0f) || !isfinite(c->precision.loss_scale_init) ||
+            c->precision.loss_scale_interval < 0)
+                return strata__fail(STRATA_EINVAL, "loss_scale_init %g must be finite and >= 0, "
+                                                   "loss_scale_interval %d >= 0",
+                                    c->precision.loss_scale_init, c->precision.loss_scale_interval);
+        if (c->strategy.grad_allreduce != STRATA_F32 && c->strategy.grad_allreduce != STRATA_BF16)
+                return strata__fail(STRATA_EINVAL, "grad_allreduce %d is not STRATA_F32 or "
+                                                   "STRATA_BF16", (int)c->strategy.grad_allreduce);
+        if (c->strategy.grad_allreduce == STRATA_BF16 && !(*st)->all_reduces_gradients)
+                return strata__fail(STRATA_EINVAL, "grad_allreduce bf16 applies where gradients "
+                                                   "are all-reduced (ddp, spawn, mpi), not under "
+                                                   "%s", (*st)->name);
+        if (c->strategy.grad_allreduce == STRATA_BF16 && strata__own_memory(*dev))
+                return strata__fail(STRATA_ENOTSUP, "grad_allreduce bf16 rounds gradients in "
+                                                   "host memory; the %s driver's are on the "
+                                                   "device", (*dev)->name);
+        if (c->strategy.replication_callbacks && !(*st)->replication_callbacks)
+                return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
+                                                   "not %s", (*st)->name);
+        return (*st)->validate(c, *dev);
+}
+
+void strata_config_init(struct strata_config *cfg)
+{
+        const struct strata_config defaults = STRATA_CONFIG_INIT;
+
+        if (cfg)
+                *cfg = defaults;
+}
+
+int strata_patch_replication_callback(struct strata_config *cfg)
+{
+        const struct strata__strategy *st = cfg ? strata__strategy_get(cfg->strategy.kind) : NULL;
+
+        if (!st || !st->replication_callbacks)
+                return strata__fail(STRATA_EINVAL,
+                                    "patch_replication_callback: needs a dp configuration");
+        cfg->strategy.replication_callbacks = 1;
+        return STRATA_OK;
+}

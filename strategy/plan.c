@@ -1,0 +1,193 @@
+/*
+ * The memory plan and the layout of a runtime, and the memory it is carved from.
+ *
+ * One layout function carves everything a configuration needs. Run against a planning arena
+ * it yields strata_plan()'s exact byte count; run against the real region it builds the
+ * runtime. Both paths are the same code, so the plan cannot drift from what init does.
+ */
+#include <string.h>
+
+#include "strata/status.h"
+#include "base/base.h"
+#include "strategy/internal.h"
+
+#define REGION_ALIGN STRATA_ALIGN_PAGE
+
+static int region_arena(void *mem, size_t bytes, const char *name, struct strata_arena *out)
+{
+        struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+
+        o.name = name;
+        o.kind = STRATA_MEM_DEVICE;
+        if (!mem)
+                return strata_arena_init_plan(out, &o);
+        return strata_arena_init(out, mem, bytes, &o);
+}
+
+/* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
+int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
+                   const struct strata_device_ops *drv, struct strata_arena *a,
+                   const struct strata__regions *rg, struct strata_runtime **out,
+                   struct strata_plan_info *pi)
+{
+        struct strata_arena plan, pdev, ppin, child, dev, pin;
+        struct strata__replica_mem mem = { &plan, &plan, NULL, drv };
+        struct strata__replica tmp, *reps;
+        struct strata_runtime *rt;
+        struct strata_trace *tr;
+        int world, rows, hv = !strata__own_memory(drv);
+        enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
+        void *p;
+
+        STRATA_TRY(strata__world(c, &world));
+        rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
+        STRATA_TRY(strata_arena_init_plan(&plan, NULL));
+        STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
+        STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
+        if (!hv) {
+                mem.dev = &pdev;
+                mem.pinned = &ppin;
+        }
+        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
+                                          c->strategy.grad_allreduce));
+        if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
+                return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
+                                                   "last module, %s); classes is %d",
+                                    tmp.out,
+                                    c->model->modules[c->model->nmodules - 1].ops->name,
+                                    c->classes);
+        pi->per_device = strata_arena_used(&plan);
+        pi->device_bytes = hv ? 0 : strata_arena_used(&pdev);
+        pi->pinned_bytes = hv ? 0 : strata_arena_used(&ppin);
+        pi->params = tmp.nparam;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
+        rt = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->strategy.devices, 0, &p));
+        reps = p;
+        for (int d = 0; d < c->strategy.devices; d++) {
+                struct strata__replica *r = reps ? &reps[d] : &tmp;
+                struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+
+                o.name = "device";
+                STRATA_TRY(strata_arena_carve(a, &child, pi->per_device, &o));
+                mem = (struct strata__replica_mem){ &child, &child, NULL, drv };
+                if (!hv) {
+                        STRATA_TRY(region_arena(rt ? rg->dev[d] : NULL, rt ? rg->dev_bytes : 0,
+                                                "device memory", &dev));
+                        STRATA_TRY(region_arena(rt ? rg->pin[d] : NULL, rt ? rg->pin_bytes : 0,
+                                                "pinned staging", &pin));
+                        mem.dev = &dev;
+                        mem.pinned = &pin;
+                }
+                STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
+                                                  compute, c->strategy.grad_allreduce));
+                r->arena = child;
+        }
+        STRATA_TRY(strata_trace_layout(a, c->strategy.devices,
+                                       c->trace.events ? c->trace.events : (size_t)1 << 16,
+                                       c->trace.path, &tr));
+        if (rt) {
+                memset(rt, 0, sizeof(*rt));
+                rt->trace = tr;
+                for (int d = 0; d < c->strategy.devices; d++)
+                        reps[d].track = strata_trace_track(tr, d);
+                rt->replicas = reps;
+                rt->nreplicas = c->strategy.devices;
+                rt->world = world; /* rank0 is set when the processes are joined */
+                rt->inj_dev = -1;
+                rt->prec = strata__precision(c->precision.kind);
+                strata__scaler_init(&rt->scaler, c->precision.loss_scale_init,
+                                    (uint32_t)c->precision.loss_scale_interval);
+                if (!hv)
+                        rt->regions = *rg;
+        }
+        {
+                struct strata_config resolved = *c; /* the job's processes, as planned */
+
+                resolved.process.count = world / c->strategy.devices;
+                STRATA_TRY(st->layout(&resolved, drv, a, &p));
+        }
+        if (rt)
+                rt->priv = p;
+        *out = rt;
+        return STRATA_OK;
+}
+
+int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
+{
+        const struct strata__strategy *st;
+        const struct strata_device_ops *dev;
+        struct strata_plan_info pi = { 0 };
+        struct strata_runtime *rt;
+        struct strata_arena a;
+
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "plan: out is NULL");
+        STRATA_TRY(strata__check_config(cfg, &st, &dev));
+        STRATA_TRY(strata_arena_init_plan(&a, NULL));
+        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi));
+        pi.bytes = strata_arena_used(&a);
+        pi.align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
+                                                             : REGION_ALIGN;
+        if (pi.device_bytes)
+                pi.device_bytes += dev->device_overhead;
+        *out = pi;
+        return STRATA_OK;
+}
+
+/* Give back the driver's reservations of devices [0, n). */
+void strata__unreserve(const struct strata_device_ops *dev, struct strata__regions *rg, int n)
+{
+        for (int d = 0; d < n && dev->unreserve; d++)
+                dev->unreserve(d, rg->dev[d], rg->pin[d]);
+}
+
+/* Reserve each device's memory and staging from the driver, all or nothing. */
+int strata__reserve(const struct strata_config *c, const struct strata_device_ops *dev,
+                    const struct strata_plan_info *pl, struct strata__regions *rg)
+{
+        memset(rg, 0, sizeof(*rg));
+        if (!strata__own_memory(dev)) /* it computes in host memory from the region */
+                return STRATA_OK;
+        rg->dev_bytes = pl->device_bytes - dev->device_overhead;
+        rg->pin_bytes = pl->pinned_bytes;
+        for (int d = 0; d < c->strategy.devices; d++) {
+                int rc = dev->reserve(d, pl->device_bytes, rg->pin_bytes,
+                                      c->precision.allow_tf32 ? STRATA_DEV_TF32 : 0u, &rg->dev[d],
+                                      &rg->pin[d]);
+
+                if (rc != STRATA_OK) {
+                        strata__unreserve(dev, rg, d);
+                        return rc;
+                }
+        }
+        return STRATA_OK;
+}
+
+int strata__open_region(const struct strata_config *c, const struct strata_plan_info *pl,
+                        struct strata_arena *a)
+{
+        struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+        uintptr_t start, pad;
+
+        o.name = "runtime";
+        if (!c->memory) {
+                o.align = pl->align;
+                STRATA_TRY(strata_arena_map(a, pl->bytes, &o));
+                o.align = 0;
+                a->align = STRATA_ALIGN_CACHELINE;
+                return STRATA_OK;
+        }
+        start = (uintptr_t)c->memory;
+        pad = STRATA__ALIGN_UP(start, pl->align) - start;
+        if (c->memory_size < pad || c->memory_size - pad < pl->bytes)
+                return strata__fail(STRATA_ENOMEM,
+                                    "memory region is %zu bytes; this configuration needs %zu "
+                                    "(%zu + %zu to align the region to %zu)",
+                                    c->memory_size, pl->bytes + (size_t)pad, pl->bytes,
+                                    (size_t)pad, pl->align);
+        o.align = pl->align;
+        STRATA_TRY(strata_arena_init(a, c->memory, c->memory_size, &o));
+        a->align = STRATA_ALIGN_CACHELINE;
+        return STRATA_OK;
+}
