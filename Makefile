@@ -85,6 +85,10 @@ $(BUILD)/bin/strata-bench-gemm: TOOL_EXTRA_LIBS := -ldnnl -lgomp
 endif
 TOOL_COMMON := $(filter-out tools/strata-%.c,$(wildcard tools/*.c))
 TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
+# strata-train's parts (tools/train/, private header train.h): linked into that tool only.
+TRAIN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/train/*.c))
+$(BUILD)/bin/strata-train: $(TRAIN_OBJS)
+$(BUILD)/bin/strata-train: TOOL_EXTRA_OBJS := $(TRAIN_OBJS)
 
 TEST_SRCS := $(sort $(wildcard tests/*/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -143,7 +147,8 @@ $(BUILD)/libstrata-cuda.so: $(CUDA_OBJS) drivers/cuda/plugin.map
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(LIBS) $(TOOL_EXTRA_LIBS)
+	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_EXTRA_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a \
+	        $(LIBS) $(TOOL_EXTRA_LIBS)
 
 # The Open MPI peer of the collectives benchmark: built only where mpicc exists.
 $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
@@ -289,4 +294,5 @@ uninstall:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d) \
+         $(TRAIN_OBJS:.o=.d)

@@ -1,0 +1,192 @@
+/*
+ * strata-train's checkpoints and stop signals: DIR/epoch-N.ckpt at epoch ends (and every N
+ * batches), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
+ * latest; SIGTERM, SIGUSR1 and SIGINT acted on at the next optimizer step, exit 128+signal.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tools/train/train.h"
+
+/* What strata-train keeps in a checkpoint's application block. */
+struct app_state {
+        char magic[8];          /* "sttrain" */
+        uint32_t epochs_done;
+        uint32_t batch;
+        uint64_t seed;
+        uint32_t step_in_epoch; /* batches of the next epoch already trained */
+        uint32_t pad;
+        double loss_sum;        /* their summed loss, for the epoch's train_loss */
+};
+
+/* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+        stop_signal = sig;
+}
+
+/* DIR/latest names the newest checkpoint; written atomically, like the checkpoints. */
+static int write_latest(const char *dir, const char *name)
+{
+        const struct strata_checkpoint_io *io = strata_checkpoint_file_io();
+        static struct strata_ckpt_handle h;
+        char path[STRATA_CKPT_PATH_MAX];
+        int rc;
+
+        snprintf(path, sizeof(path), "%s/latest", dir);
+        STRATA_TRY(io->create(io->ctx, path, &h));
+        rc = io->write(&h, name, strlen(name));
+        if (rc == STRATA_OK)
+                rc = io->write(&h, "\n", 1);
+        if (rc != STRATA_OK) {
+                io->abort(&h);
+                return rc;
+        }
+        return io->commit(&h);
+}
+
+/**
+ * Save DIR/epoch-E.ckpt (or DIR/epoch-E-step-S.ckpt inside an epoch), point DIR/latest at it,
+ * and remove the checkpoint that falls out of the last --ckpt-keep.
+ */
+int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at)
+{
+        static char kept[64][64];
+        static int nkept;
+        struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
+                               .batch = (uint32_t)o->batch, .seed = o->seed,
+                               .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum };
+        char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
+
+        if (nkept >= o->ckpt_keep) {
+                snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
+                STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
+        }
+        if (at.step)
+                snprintf(name, 64, "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
+        else
+                snprintf(name, 64, "epoch-%d.ckpt", at.epoch);
+        snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
+        STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
+        STRATA_TRY(write_latest(o->ckpt_dir, name));
+        nkept++;
+        return STRATA_OK;
+}
+
+/* The checkpoint @p path names: itself, or for a directory the file its `latest` names. */
+static int resolve(const char *path, char *out, size_t n)
+{
+        struct stat st;
+        char latest[STRATA_CKPT_PATH_MAX], name[256] = "";
+        FILE *f;
+
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(out, n, "%s", path);
+                return 0;
+        }
+        snprintf(latest, sizeof(latest), "%s/latest", path);
+        f = fopen(latest, "r");
+        if (!f || !fgets(name, sizeof(name), f) || !name[0] || strchr(name, '/')) {
+                if (f)
+                        fclose(f);
+                return bad("--resume: %s holds no readable 'latest'%s", path, "");
+        }
+        fclose(f);
+        name[strcspn(name, "\n")] = '\0';
+        snprintf(out, n, "%s/%s", path, name);
+        return 0;
+}
+
+/* Load the checkpoint --resume names; *at gets where that run stood. */
+static int resume(struct strata_runtime *rt, const struct opts *o, struct position *at)
+{
+        char path[STRATA_CKPT_PATH_MAX], num[32];
+        struct strata_ckpt_info info;
+        struct app_state a;
+        size_t got = 0;
+
+        if (resolve(o->resume, path, sizeof(path)))
+                return 2;
+        if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
+                return bad("--resume: %s%s", strata_last_error(), "");
+        if (got != sizeof(a) || memcmp(a.magic, "sttrain", 8) != 0)
+                return bad("--resume: %s was not written by strata-train%s", path, "");
+        if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
+                return bad("--resume: %s was taken with another --batch or --seed%s", path, "");
+        if ((int)a.epochs_done >= o->epochs)
+                return bad("--resume: %s already holds %s epochs; ask for more with --epochs",
+                           path, (snprintf(num, sizeof(num), "%u", a.epochs_done), num));
+        *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum };
+        if (!info.bitwise)
+                fprintf(stderr, "strata-train: %s was saved by %s on %d device(s); training "
+                                "continues from its state on %d, no longer bit for bit\n",
+                        path, strata_strategy_name(info.strategy), info.world, o->devices);
+        return 0;
+}
+
+/**
+ * @brief Before the first step: checkpoints only at optimizer steps and into --ckpt-dir,
+ *        --resume's checkpoint loaded (r->at), the directory made. 0, or the exit status.
+ */
+int ckpt_start(struct run *r)
+{
+        const struct opts *o = &r->o;
+        char num[32];
+
+        if ((o->ckpt_dir || o->ckpt_every) && (r->steps_per_epoch % o->accumulate ||
+                                               o->ckpt_every % o->accumulate || !o->ckpt_dir)) {
+                strata_teardown(r->rt);
+                return bad("--ckpt-dir/--ckpt-every-steps: checkpoints are taken at optimizer "
+                           "steps: every N and the %s batches of an epoch must be multiples of "
+                           "--accumulate, and --ckpt-every-steps needs --ckpt-dir%s",
+                           (snprintf(num, 32, "%ld", r->steps_per_epoch), num), "");
+        }
+        if (o->resume && resume(r->rt, o, &r->at)) {
+                strata_teardown(r->rt);
+                return 2;
+        }
+        if (o->ckpt_dir && mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST)
+                return bad("--ckpt-dir %s: %s", o->ckpt_dir, strerror(errno));
+        return 0;
+}
+
+/** @brief SIGTERM, SIGUSR1 and SIGINT only note the signal: the loop acts on it. */
+void catch_stop_signals(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+}
+
+/** @brief The stop signal received (0: none yet). */
+int stop_requested(void)
+{
+        return stop_signal;
+}
+
+/**
+ * @brief A stop signal arrived: checkpoint where the run stands (TERM, USR1), say so, tear
+ *        down; the exit status is 128 + the signal (1 when the checkpoint failed).
+ */
+int stop(struct strata_runtime *rt, const struct opts *o, struct position at)
+{
+        int sig = stop_signal, rc = STRATA_OK;
+
+        if (o->ckpt_dir && sig != SIGINT)
+                rc = save_ckpt(rt, o, at);
+        fprintf(stderr, "strata-train: %s at epoch %d, step %ld%s%s\n", strsignal(sig),
+                at.epoch + 1, at.step, rc ? ": checkpoint failed: " : "",
+                rc ? strata_last_error() : o->ckpt_dir && sig != SIGINT ? "; checkpoint saved"
+                                                                         : "");
+        strata_teardown(rt);
+        return rc ? 1 : 128 + sig;
+}

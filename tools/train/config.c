@@ -1,0 +1,188 @@
+/*
+ * strata-train's runtime: the model and the configuration from the options, the plan checked
+ * against the memory beside the data, the checks that would only fail late, and the runtime
+ * started and connected.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "arch/simd.h"
+#include "kernel/topology.h"
+#include "tools/train/train.h"
+
+/* The model: hidden linear [bn] relu [dropout], then the output linear. */
+static void build_model(struct run *r)
+{
+        struct strata_module *m = r->mods;
+        int nm = 0;
+
+        for (int i = 1; i < r->nw; i++) {
+                m[nm++] = (struct strata_module){ .ops = &strata_linear, .out = r->widths[i] };
+                if (i == r->nw - 1)
+                        break;
+                if (r->o.bn)
+                        m[nm++] = (struct strata_module){ .ops = &strata_batchnorm1d };
+                m[nm++] = (struct strata_module){ .ops = &strata_relu };
+                if (r->o.dropout > 0.0f)
+                        m[nm++] = (struct strata_module){ .ops = &strata_dropout,
+                                                          .p = r->o.dropout };
+        }
+        r->model = (struct strata_model){ .in_features = r->widths[0], .nmodules = nm,
+                                          .modules = m };
+}
+
+/* The runtime's configuration: the options, field by field. */
+static void fill_config(struct run *r)
+{
+        const struct opts *o = &r->o;
+        struct strata_config *cfg = &r->cfg;
+
+        *cfg = (struct strata_config)STRATA_CONFIG_INIT;
+        cfg->model = &r->model;
+        cfg->batch = o->batch;
+        cfg->classes = r->widths[r->nw - 1];
+        cfg->strategy.devices = o->devices;
+        cfg->strategy.kind = o->strategy;
+        cfg->device.accelerator = o->accel;
+        cfg->precision.allow_tf32 = o->tf32;
+        cfg->seed = o->seed;
+        cfg->verbose = o->verbose;
+        cfg->optim.kind = o->optim;
+        cfg->optim.lr = o->lr;
+        cfg->optim.momentum = o->optim == STRATA_OPTIM_SGD ? o->momentum : 0.0f;
+        cfg->optim.weight_decay = o->wd;
+        cfg->strategy.sync_bn = o->sync_bn;
+        cfg->train.accumulate = o->accumulate;
+        cfg->train.clip_norm = o->clip_norm;
+        cfg->train.clip_value = o->clip_value;
+        cfg->trace.path = trace_path(o, r->tpath, sizeof(r->tpath));
+        cfg->device.bind = o->bind;
+        cfg->train.allow_nonfinite = o->allow_nonfinite;
+        cfg->precision.kind = o->precision;
+        cfg->strategy.grad_allreduce = o->grad_allreduce;
+        cfg->trace.events = (size_t)o->trace_events;
+        cfg->trace.stall_s = o->stall_s;
+        cfg->device.timeout_s = o->timeout_s;
+        if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
+                strata_patch_replication_callback(cfg);
+}
+
+/* The runtime's plan must fit beside the data, under the same memory limit. */
+static int check_plan(struct run *r)
+{
+        struct strata_plan_info plan;
+        char num[64];
+
+        if (strata_plan(&r->cfg, &plan))
+                return bad("%s%s", strata_last_error(), "");
+        if (plan.bytes > r->mem_limit - r->data_bytes)
+                return bad("this configuration needs %s bytes beside the data; %s",
+                           (snprintf(num, 64, "%zu", plan.bytes), num), r->why);
+        return 0;
+}
+
+/* --verbose: the machine, and the core each device will run on. */
+static void show_placement(int devices)
+{
+        struct strata_topology topo;
+        struct strata_placement pl[64];
+        char line[128];
+
+        if (strata_topology_read(&topo) != STRATA_OK ||
+            strata_topology_place(devices, pl) != STRATA_OK)
+                return;
+        fprintf(stderr, "strata: machine: %d package(s), %d NUMA node(s), %d core(s), %d "
+                        "PU(s); SIMD %s\n",
+                topo.packages, topo.numa_nodes, topo.cores, topo.pus, strata_simd_isa());
+        for (int d = 0; d < devices; d++) {
+                strata_placement_describe(&pl[d], line, sizeof(line));
+                fprintf(stderr, "strata: %s\n", line);
+        }
+}
+
+/*
+ * Batches per epoch, and what would only fail late: an accumulation window that outlasts an
+ * epoch (the optimizer would step across epoch ends, or never), and a last test batch with
+ * fewer rows than devices (the evaluation after the first epoch would fail).
+ */
+static int check_steps(struct run *r)
+{
+        const struct opts *o = &r->o;
+        uint32_t last = r->test.n % (uint32_t)o->batch;
+        char n1[32], n2[32];
+
+        r->steps_per_epoch = (long)(r->train.n / (uint32_t)o->batch);
+        if (r->steps_per_epoch == 0)
+                return bad("--batch %s is larger than the %s training samples",
+                           (snprintf(n1, 32, "%d", o->batch), n1),
+                           (snprintf(n2, 32, "%u", r->train.n), n2));
+        if (o->accumulate > r->steps_per_epoch)
+                return bad("--accumulate %s is longer than an epoch's %s batches: use at most "
+                           "that many",
+                           (snprintf(n1, 32, "%d", o->accumulate), n1),
+                           (snprintf(n2, 32, "%ld", r->steps_per_epoch), n2));
+        if (last && last < (uint32_t)o->devices)
+                return bad("the last test batch has %s rows, fewer than the %s devices: choose "
+                           "--batch or --devices so that it has at least one row per device",
+                           (snprintf(n1, 32, "%u", last), n1),
+                           (snprintf(n2, 32, "%d", o->devices), n2));
+        return 0;
+}
+
+/*
+ * --lr-schedule and --warmup into the optimizer; cosine anneals over the run's optimizer
+ * steps after the warm-up. Returns 2 (with a message) on a bad specification.
+ */
+static int set_schedule(const struct opts *o, long steps_per_epoch, struct strata_optim *opt)
+{
+        const char *s = o->schedule ? o->schedule : "constant";
+        long total = steps_per_epoch * o->epochs / o->accumulate;
+        unsigned long long n;
+        char tail;
+        float x;
+
+        opt->warmup = (uint64_t)o->warmup;
+        if (!strcmp(s, "constant"))
+                return 0;
+        if (sscanf(s, "step:%llu:%f%c", &n, &x, &tail) == 2) {
+                opt->schedule = STRATA_LR_STEP;
+                opt->step_size = n;
+                opt->gamma = x;
+        } else if (!strcmp(s, "cosine") || sscanf(s, "cosine:%f%c", &x, &tail) == 1) {
+                opt->schedule = STRATA_LR_COSINE;
+                opt->lr_min = strcmp(s, "cosine") ? x : 0.0f;
+                opt->t_max = total > o->warmup ? (uint64_t)(total - o->warmup) : 1;
+        } else {
+                return bad("--lr-schedule: '%s' is not constant, step:N:GAMMA or cosine[:MIN]%s",
+                           s, "");
+        }
+        if (strata_optim_check(opt))
+                return bad("--lr-schedule: %s%s", strata_last_error(), "");
+        return 0;
+}
+
+/**
+ * @brief The model and the configuration from the options, checked (plan, steps, schedule);
+ *        then the runtime started and connected. Only the job's first process keeps a voice.
+ */
+int config_start(struct run *r)
+{
+        build_model(r);
+        fill_config(r);
+        if (check_plan(r))
+                return 2;
+        if (r->o.verbose)
+                show_placement(r->o.devices);
+        if (check_steps(r) || set_schedule(&r->o, r->steps_per_epoch, &r->cfg.optim))
+                return 2;
+        if (strata_init(&r->rt, &r->cfg) || strata_connect(r->rt))
+                return bad("%s%s", strata_last_error(), "");
+        if (!strata_is_global_zero(r->rt)) { /* one voice per job: global rank 0's */
+                r->o.quiet = 1;
+                r->o.json = 0;
+                r->o.metrics_csv = NULL;
+                r->o.ckpt_dir = NULL;
+                r->o.export_st = NULL;
+        }
+        return 0;
+}

@@ -1,0 +1,190 @@
+/*
+ * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples of the same shape, in
+ * one arena sized from the data set itself before anything is read; then the sampler and the
+ * loaders over it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "tools/train/train.h"
+#include "tools/widths.h"
+
+/*
+ * The memory this process may use: physical memory, the address-space limit (ulimit -v) and
+ * the cgroup's limit (memory.max, v2), whichever is least; @p why says which one it is.
+ */
+static size_t memory_limit(char *why, size_t n)
+{
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        size_t lim = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : SIZE_MAX;
+        struct rlimit rl;
+        FILE *f;
+
+        snprintf(why, n, "the machine has %zu bytes", lim);
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            (size_t)rl.rlim_cur < lim) {
+                lim = (size_t)rl.rlim_cur;
+                snprintf(why, n, "the address-space limit (ulimit -v) is %zu bytes", lim);
+        }
+        f = fopen("/sys/fs/cgroup/memory.max", "r");
+        if (f) {
+                unsigned long long v;
+
+                if (fscanf(f, "%llu", &v) == 1 && (size_t)v < lim) {
+                        lim = (size_t)v;
+                        snprintf(why, n, "the cgroup's memory.max is %zu bytes", lim);
+                }
+                fclose(f);
+        }
+        return lim;
+}
+
+/* The IDX files of --data: training images and labels, test images and labels. */
+static void idx_paths(const struct opts *o, char p[4][PATH_BUF])
+{
+        snprintf(p[0], PATH_BUF, "%s/train-images-idx3-ubyte.gz", o->data);
+        snprintf(p[1], PATH_BUF, "%s/train-labels-idx1-ubyte.gz", o->data);
+        snprintf(p[2], PATH_BUF, "%s/t10k-images-idx3-ubyte.gz", o->data);
+        snprintf(p[3], PATH_BUF, "%s/t10k-labels-idx1-ubyte.gz", o->data);
+}
+
+/* The data's bytes and samples, from the IDX headers (nothing read yet) or --synthetic. */
+static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
+{
+        struct strata_idx_info ia, ib;
+        size_t a, b;
+
+        if (r->o.synthetic) {
+                *samples = (size_t)r->o.synthetic + 10000;
+                r->data_bytes = *samples * (size_t)(r->widths[0] + 64) + 4096;
+                return 0;
+        }
+        if (access(r->o.data, X_OK) != 0) /* traversable is enough: it need not be listable */
+                return bad("data directory '%s': %s", r->o.data, strerror(errno));
+        if (strata_dataset_bytes(p[0], p[1], &a) || strata_dataset_bytes(p[2], p[3], &b) ||
+            strata_idx_info(p[1], &ia) || strata_idx_info(p[3], &ib))
+                return bad("%s%s", strata_last_error(), "");
+        r->data_bytes = a + b;
+        *samples = (size_t)ia.dims[0] + ib.dims[0];
+        return 0;
+}
+
+/*
+ * Beside the data: index lists (12 bytes a sample), a staging batch, and the step times of
+ * the whole run, all sized from the data set itself (no built-in budget); then one mapping
+ * for everything the tool keeps, if the memory limit allows it.
+ */
+static int data_map(struct run *r, size_t samples)
+{
+        const struct opts *o = &r->o;
+        char num[64];
+
+        r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
+                         (size_t)o->epochs * samples * sizeof(double) /
+                                 (size_t)(o->batch ? o->batch : 1) +
+                         (size_t)o->epochs * sizeof(double) * 8;
+        r->mem_limit = memory_limit(r->why, sizeof(r->why));
+        if (r->data_bytes > r->mem_limit)
+                return bad("the data needs %s bytes; %s (fewer --synthetic samples, or a "
+                           "larger limit)", (snprintf(num, 64, "%zu", r->data_bytes), num),
+                           r->why);
+        if (strata_arena_map(&r->data, r->data_bytes, NULL))
+                return bad("%s%s", strata_last_error(), "");
+        return 0;
+}
+
+/* Both splits into the arena: generated (seeds seed+1, seed+2) or read from the files. */
+static int data_read(struct run *r, char p[4][PATH_BUF])
+{
+        uint32_t dim = (uint32_t)r->widths[0];
+        int rc, classes = r->widths[r->nw - 1];
+
+        if (r->o.synthetic) {
+                rc = strata_dataset_synthetic(&r->train, &r->data, (uint32_t)r->o.synthetic,
+                                              dim, classes, r->o.seed + 1);
+                if (!rc)
+                        rc = strata_dataset_synthetic(&r->test, &r->data, 10000, dim, classes,
+                                                      r->o.seed + 2);
+        } else {
+                rc = strata_dataset_load(&r->train, &r->data, p[0], p[1]);
+                if (!rc)
+                        rc = strata_dataset_load(&r->test, &r->data, p[2], p[3]);
+        }
+        if (rc)
+                return bad("%s%s", strata_last_error(), "");
+        return 0;
+}
+
+/*
+ * The model must fit the data; and the test split what the training split set up, or the
+ * first evaluation (after a whole epoch of training) would fail.
+ */
+static int data_check(const struct run *r)
+{
+        int in = r->widths[0], out = r->widths[r->nw - 1];
+        char n1[32], n2[32];
+
+        if ((uint32_t)in != r->train.dim)
+                return bad("--model: input width must be the image size (%s), got %s",
+                           (snprintf(n1, 32, "%u", r->train.dim), n1),
+                           (snprintf(n2, 32, "%d", in), n2));
+        if (out < r->train.classes)
+                return bad("--model: %s outputs for a dataset with %s classes",
+                           (snprintf(n1, 32, "%d", out), n1),
+                           (snprintf(n2, 32, "%d", r->train.classes), n2));
+        if (r->test.dim != r->train.dim)
+                return bad("the test images have %s features each, the training images %s",
+                           (snprintf(n1, 32, "%u", r->test.dim), n1),
+                           (snprintf(n2, 32, "%u", r->train.dim), n2));
+        if (r->test.classes > out)
+                return bad("the test labels go up to class %s; the model has %s outputs",
+                           (snprintf(n1, 32, "%d", r->test.classes - 1), n1),
+                           (snprintf(n2, 32, "%d", out), n2));
+        return 0;
+}
+
+/** @brief --model's widths, then the data sized, mapped, read and checked against them. */
+int data_load(struct run *r)
+{
+        char p[4][PATH_BUF];
+        size_t samples = 0;
+
+        r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
+        if (r->nw < 0)
+                return bad("--model: '%s' is not widths like 784-256-128-10%s", r->o.model, "");
+        idx_paths(&r->o, p);
+        if (data_size(r, p, &samples) || data_map(r, samples) || data_read(r, p))
+                return 2;
+        return data_check(r);
+}
+
+/**
+ * @brief The sampler and the loaders (standardised with the training set's statistics unless
+ *        --raw-pixels), the test set's order and the step times, all in the tool's arena.
+ */
+int data_loaders(struct run *r)
+{
+        void *p;
+
+        if (strata_sampler_init(&r->sampler, &r->data, r->train.n, 1, 0, 1, 0, r->o.seed) ||
+            strata_loader_init(&r->loader, &r->data, &r->train, r->o.batch, 1) ||
+            strata_loader_init(&r->tloader, &r->data, &r->test, r->o.batch, 0) ||
+            strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))
+                return bad("%s%s", strata_last_error(), "");
+        r->test_idx = p;
+        if (!r->o.raw) {
+                strata_loader_standardize(&r->loader, &r->train);
+                r->tloader.scale = r->loader.scale;
+                r->tloader.shift = r->loader.shift;
+        }
+        for (uint32_t i = 0; i < r->test.n; i++)
+                r->test_idx[i] = i;
+        if (strata_arena_alloc(&r->data,
+                               sizeof(double) * (size_t)r->steps_per_epoch * r->o.epochs, 0, &p))
+                return bad("%s%s", strata_last_error(), "");
+        r->step_times = p;
+        return 0;
+}

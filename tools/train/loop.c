@@ -1,0 +1,189 @@
+/*
+ * strata-train's loop: epochs of training steps, each epoch closed by a test pass, its line,
+ * its metrics row and its checkpoint; a stop signal honoured at the next optimizer step; the
+ * end of the run (export, summary, teardown, exit status).
+ */
+#include <stdio.h>
+
+#include "tools/heapcount.h"
+#include "tools/timing.h"
+#include "tools/train/train.h"
+
+/* One epoch as it goes. */
+struct epoch {
+        int ep;                 /* from 0 */
+        long s, s0;             /* batches trained; of them, by an earlier run (resumed) */
+        double loss_sum;        /* of those s batches */
+        double t0, t_bar;       /* the epoch's start; the progress bar's last drawing */
+};
+
+/* A step or an evaluation failed: the library's message, the runtime down, exit status 1. */
+static int fail(struct run *r)
+{
+        fprintf(stderr, "strata-train: %s\n", strata_last_error());
+        strata_teardown(r->rt);
+        return 1;
+}
+
+/* The test set in order: the fraction of rows predicted right. */
+static int evaluate(struct strata_runtime *rt, struct strata_loader *l, const uint32_t *idx,
+                    uint32_t n, double *acc)
+{
+        struct strata_batch b;
+        struct strata_metrics m;
+        long correct = 0, rows = 0;
+
+        strata_loader_reset(l, idx, n);
+        while (strata_loader_next_indexed(l, &b)) {
+                int rc = strata_eval_step(rt, &b, &m);
+
+                if (rc)
+                        return rc;
+                correct += m.correct;
+                rows += m.rows;
+        }
+        *acc = rows ? (double)correct / (double)rows : 0.0;
+        return 0;
+}
+
+/* The epoch's order, and for a mid-epoch checkpoint the batches it already trained skipped. */
+static void begin_epoch(struct run *r, struct epoch *e)
+{
+        struct strata_batch b;
+
+        strata_sampler_set_epoch(&r->sampler, (uint64_t)e->ep);
+        strata_loader_reset(&r->loader, r->sampler.indices, r->sampler.per_rank);
+        if (e->ep == r->at.epoch && r->at.step) {
+                for (; e->s < r->at.step && strata_loader_next_indexed(&r->loader, &b); e->s++)
+                        ;
+                e->loss_sum = r->at.loss_sum;
+        }
+        e->s0 = e->s;
+        csv_window(r->csv, e->t0);
+}
+
+/* On a terminal, the progress bar: redrawn every 0.1 s and at the epoch's last batch. */
+static void show_progress(const struct run *r, struct epoch *e)
+{
+        double el, rate;
+
+        if (!r->tty || !(strata_tool_now() - e->t_bar > 0.1 || e->s == r->steps_per_epoch))
+                return;
+        el = strata_tool_now() - e->t0;
+        rate = (double)(e->s - e->s0) / el;
+        e->t_bar = strata_tool_now();
+        progress(e->ep + 1, r->o.epochs, e->s, r->steps_per_epoch, e->loss_sum / e->s,
+                 rate * r->o.batch, (double)(r->steps_per_epoch - e->s) / rate);
+}
+
+/* After a step: a checkpoint every --ckpt-every-steps, and a stop signal acted on. */
+static int after_step(struct run *r, struct epoch *e)
+{
+        struct position here = { e->ep, e->s, e->loss_sum };
+
+        if (r->o.ckpt_every && e->s % r->o.ckpt_every == 0 && e->s < r->steps_per_epoch &&
+            save_ckpt(r->rt, &r->o, here))
+                return fail(r);
+        if (stop_requested() && e->s % r->o.accumulate == 0) {
+                stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
+                                r->step_times, r->nsteps, strata_tool_now() - r->t_start);
+                return stop(r->rt, &r->o, here);
+        }
+        return 0;
+}
+
+/* One training step, timed; its loss logged and shown. */
+static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
+{
+        struct strata_metrics m;
+        double t0 = strata_tool_now();
+
+        fault(r->nsteps);
+        if (strata_train_step(r->rt, b, &m))
+                return fail(r);
+        r->step_times[r->nsteps++] = strata_tool_now() - t0;
+        e->loss_sum += m.loss;
+        e->s++;
+        csv_step(r, e->ep, e->s, m.loss);
+        show_progress(r, e);
+        return after_step(r, e);
+}
+
+/* The epoch's end: the test pass, the trace flushed, its metrics, checkpoint and line. */
+static int end_epoch(struct run *r, struct epoch *e)
+{
+        double ep_time = strata_tool_now() - e->t0;
+
+        r->train_loss = e->loss_sum / (double)e->s;
+        if (evaluate(r->rt, &r->tloader, r->test_idx, r->test.n, &r->acc))
+                return fail(r);
+        if (r->tty)
+                printf("\r\033[K");
+        if (r->o.trace && strata_flush_trace(r->rt))
+                fprintf(stderr, "strata-train: %s\n", strata_last_error());
+        csv_epoch(r, e->ep, e->s - e->s0, ep_time);
+        if (r->o.ckpt_dir && save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0 }))
+                return fail(r);
+        report_epoch(r, e->ep, e->s, ep_time);
+        if (stdout_failed()) {
+                strata_teardown(r->rt);
+                return 1;
+        }
+        return 0;
+}
+
+/* Epoch @p ep: 0, or the exit status once the run has ended (failed or stopped). */
+static int epoch(struct run *r, int ep)
+{
+        struct epoch e = { .ep = ep, .t0 = strata_tool_now() };
+        struct strata_batch b;
+        int rc;
+
+        begin_epoch(r, &e);
+        while (strata_loader_next_indexed(&r->loader, &b)) {
+                if ((rc = step(r, &e, &b)))
+                        return rc;
+        }
+        return end_epoch(r, &e);
+}
+
+/*
+ * The run's end: the weights exported, the summary, the runtime down. Heap allocations
+ * during training fail the run (under mpi, Open MPI's own count too: reported, not failed
+ * on), as does a failed write to stdout or to the metrics log.
+ */
+static int finish(struct run *r)
+{
+        double t_total = strata_tool_now() - r->t_start;
+        long heap = strata_heapcount_stop();
+        int rc, csv_failed;
+
+        if (r->o.export_st && strata_export_safetensors(r->rt, r->o.export_st))
+                return fail(r);
+        report_final(r, t_total, heap);
+        rc = heap > 0 && r->o.strategy != STRATA_STRATEGY_MPI;
+        if (strata_teardown(r->rt)) {
+                fprintf(stderr, "strata-train: %s\n", strata_last_error());
+                rc = 1;
+        }
+        if (stdout_failed())
+                rc = 1;
+        csv_failed = csv_close(r->csv);
+        strata_arena_release(&r->data);
+        report_trace(&r->o);
+        return rc || csv_failed ? 1 : 0;
+}
+
+/** @brief Every epoch from where the run stands, then its end: the exit status. */
+int train_loop(struct run *r)
+{
+        int rc;
+
+        strata_heapcount_start();
+        r->t_start = strata_tool_now();
+        for (int ep = r->at.epoch; ep < r->o.epochs; ep++) {
+                if ((rc = epoch(r, ep)))
+                        return rc;
+        }
+        return finish(r);
+}

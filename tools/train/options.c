@@ -1,0 +1,265 @@
+/*
+ * strata-train's command line: --help, the options parsed and checked into struct opts, and
+ * the one shape of every usage error (exit status 2).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/topology.h"
+#include "tools/train/train.h"
+
+/* A usage error: the message, and exit status 2. */
+int bad(const char *fmt, const char *a, const char *b)
+{
+        fprintf(stderr, "strata-train: ");
+        fprintf(stderr, fmt, a, b);
+        fprintf(stderr, "\n");
+        return 2;
+}
+
+static int parse_long(const char *name, const char *s, long lo, long hi, long *out)
+{
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < lo || v > hi) {
+                fprintf(stderr, "strata-train: --%s: '%s' is not an integer in [%ld, %ld]\n",
+                        name, s, lo, hi);
+                return 2;
+        }
+        *out = v;
+        return 0;
+}
+
+static int parse_float(const char *name, const char *s, double lo, double hi, float *out)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+                fprintf(stderr, "strata-train: --%s: '%s' is not a number in [%g, %g]\n", name, s,
+                        lo, hi);
+                return 2;
+        }
+        *out = (float)v;
+        return 0;
+}
+
+/* A duration in seconds, in [lo, 1e6]. */
+static int parse_seconds(const char *name, const char *s, double lo, double *out)
+{
+        float v;
+
+        if (parse_float(name, s, lo, 1e6, &v))
+                return 2;
+        *out = v;
+        return 0;
+}
+
+/* An integer option that fits an int. */
+static int parse_int(const char *name, const char *s, long lo, long hi, int *out)
+{
+        long v;
+
+        if (parse_long(name, s, lo, hi, &v))
+                return 2;
+        *out = (int)v;
+        return 0;
+}
+
+/* @p s as the first (0) or the second (1) of two words; -1 when it is neither. */
+static int word(const char *s, const char *w0, const char *w1)
+{
+        if (!strcmp(s, w0))
+                return 0;
+        return !strcmp(s, w1) ? 1 : -1;
+}
+
+static const struct option long_opts[] = {
+        { "data", 1, 0, 'd' },      { "model", 1, 0, 'm' },    { "bn", 0, 0, 'B' },
+        { "dropout", 1, 0, 'D' },   { "epochs", 1, 0, 'e' },   { "batch", 1, 0, 'b' },
+        { "lr", 1, 0, 'l' },        { "momentum", 1, 0, 'M' }, { "optim", 1, 0, 'o' },
+        { "weight-decay", 1, 0, 'w' }, { "seed", 1, 0, 's' }, { "strategy", 1, 0, 'S' },
+        { "devices", 1, 0, 'n' },   { "json", 0, 0, 'j' },     { "quiet", 0, 0, 'q' },
+        { "verbose", 0, 0, 'v' },   { "raw-pixels", 0, 0, 'r' },
+        { "sync-bn", 0, 0, 'Y' },   { "accumulate", 1, 0, 'A' },
+        { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },
+        { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
+        { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
+        { "ckpt-dir", 1, 0, 'K' },  { "ckpt-keep", 1, 0, 'k' }, { "resume", 1, 0, 'R' },
+        { "export-safetensors", 1, 0, 'E' }, { "ckpt-every-steps", 1, 0, 'c' },
+        { "lr-schedule", 1, 0, 'L' }, { "warmup", 1, 0, 'W' },
+        { "trace", 1, 0, 't' },     { "trace-events", 1, 0, 'x' },
+        { "stall-report", 1, 0, 'z' }, { "timeout", 1, 0, 'O' },
+        { "metrics-csv", 1, 0, 'G' }, { "log-every", 1, 0, 'g' },
+        { "bind", 1, 0, 'P' },      { "allow-nonfinite", 0, 0, 'N' },
+        { "mpi-allreduce", 0, 0, 'Q' }, { "precision", 1, 0, 'p' },
+        { "grad-allreduce", 1, 0, 'F' }, { 0, 0, 0, 0 },
+};
+
+/* The options that take a number: 0, or 2 after the message. */
+static int number_option(int c, const char *s, struct opts *o)
+{
+        switch (c) {
+        case 'D': return parse_float("dropout", s, 0.0, 0.99, &o->dropout);
+        case 'e': return parse_int("epochs", s, 1, 100000, &o->epochs);
+        case 'b': return parse_int("batch", s, 1, 1 << 24, &o->batch);
+        case 'l': return parse_float("lr", s, 1e-12, 1e6, &o->lr);
+        case 'M': return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
+        case 'w': return parse_float("weight-decay", s, 0.0, 1e6, &o->wd);
+        case 'n': o->devices_set = 1; return parse_int("devices", s, 1, 64, &o->devices);
+        case 'y': return parse_long("synthetic", s, 1, 10000000, &o->synthetic);
+        case 'A': return parse_int("accumulate", s, 1, 4096, &o->accumulate);
+        case 'C': return parse_float("clip-norm", s, 1e-12, 1e12, &o->clip_norm);
+        case 'V': return parse_float("clip-value", s, 1e-12, 1e12, &o->clip_value);
+        case 'W': return parse_long("warmup", s, 0, 1L << 40, &o->warmup);
+        case 'c': return parse_long("ckpt-every-steps", s, 1, 1L << 40, &o->ckpt_every);
+        case 'x': return parse_long("trace-events", s, 16, 1L << 26, &o->trace_events);
+        case 'g': return parse_long("log-every", s, 1, 1L << 40, &o->log_every);
+        case 'O': return parse_seconds("timeout", s, 0.001, &o->timeout_s);
+        case 'k': return parse_int("ckpt-keep", s, 1, 64, &o->ckpt_keep);
+        }
+        return -1;
+}
+
+/* The options that name one of a few choices. */
+static int choice_option(int c, const char *s, struct opts *o)
+{
+        int w;
+
+        switch (c) {
+        case 'a':
+                if ((w = word(s, "cpu", "cuda")) < 0)
+                        return bad("--accelerator: '%s' is not cpu or cuda%s", s, "");
+                o->accel = w ? STRATA_ACCEL_CUDA : STRATA_ACCEL_CPU;
+                return 0;
+        case 'o':
+                if ((w = word(s, "sgd", "adamw")) < 0)
+                        return bad("--optim: '%s' is not sgd or adamw%s", s, "");
+                o->optim = w ? STRATA_OPTIM_ADAMW : STRATA_OPTIM_SGD;
+                return 0;
+        case 'F':
+                if ((w = word(s, "32", "bf16")) < 0)
+                        return bad("--grad-allreduce: '%s' is not 32 or bf16%s", s, "");
+                o->grad_allreduce = w ? STRATA_BF16 : STRATA_F32;
+                return 0;
+        case 'P':
+                if ((w = word(s, "cores", "none")) < 0)
+                        return bad("--bind: '%s' is not cores or none%s", s, "");
+                o->bind = w ? STRATA_BIND_NONE : STRATA_BIND_CORES;
+                return 0;
+        case 'p':
+                if (strata_precision_parse(s, &o->precision))
+                        return bad("--precision: '%s' is not 32, bf16-mixed or 16-mixed%s", s,
+                                   "");
+                return 0;
+        case 'S':
+                if (strata_strategy_from_name(s, &o->strategy))
+                        return bad("--strategy: '%s' is not single, dp, ddp, spawn or mpi%s", s,
+                                   "");
+                o->strategy_set = 1;
+                return 0;
+        }
+        return -1;
+}
+
+/* The flags and the options that take a path or a specification as it is. */
+static int plain_option(int c, const char *s, struct opts *o)
+{
+        switch (c) {
+        case 'B': o->bn = 1; break;
+        case 'j': o->json = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'r': o->raw = 1; break;
+        case 'Y': o->sync_bn = 1; break;
+        case 'T': o->tf32 = 1; break;
+        case 'N': o->allow_nonfinite = 1; break;
+        case 'Q': o->mpi_allreduce = 1; break;
+        case 'd': o->data = s; break;
+        case 'm': o->model = s; break;
+        case 'K': o->ckpt_dir = s; break;
+        case 'R': o->resume = s; break;
+        case 'E': o->export_st = s; break;
+        case 'L': o->schedule = s; break;
+        case 't': o->trace = s; break;
+        case 'G': o->metrics_csv = s; break;
+        default: return -1;
+        }
+        return 0;
+}
+
+/* One option getopt returned: 0, 2 after the message, or --help's exit. */
+static int parse_option(int c, char **argv, struct opts *o)
+{
+        int rc;
+
+        if (c == 'h') {
+                usage(stdout);
+                exit(0);
+        }
+        if (c == 's') {
+                long v;
+
+                if (parse_long("seed", optarg, 0, LONG_MAX, &v))
+                        return 2;
+                o->seed = (uint64_t)v;
+                return 0;
+        }
+        if (c == 'z') {
+                rc = parse_seconds("stall-report", optarg, 0.0, &o->stall_s);
+                if (!rc && o->stall_s == 0.0)
+                        o->stall_s = -1.0; /* never */
+                return rc;
+        }
+        if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
+            (rc = plain_option(c, optarg, o)) >= 0)
+                return rc;
+        return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
+}
+
+/* What depends on several options: the strategy and the number of devices by default. */
+static int check_devices(struct opts *o)
+{
+        if (o->accel == STRATA_ACCEL_CUDA && !o->strategy_set)
+                o->strategy = STRATA_STRATEGY_SINGLE; /* one GPU: nothing to split */
+        if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE &&
+            o->accel == STRATA_ACCEL_CPU) {
+                struct strata_topology t;
+
+                /* Default: one device per core of the CPU set this process was given. */
+                if (strata_topology_read(&t) == STRATA_OK && t.allowed_cores > 0)
+                        o->devices = t.allowed_cores < 64 ? t.allowed_cores : 64;
+        }
+        if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
+                return bad("--devices > 1 needs --strategy dp or ddp%s%s", "", "");
+        return 0;
+}
+
+/** @brief The command line into @p o: 0, or 2 after the message (--help exits 0). */
+int parse_args(int argc, char **argv, struct opts *o)
+{
+        int c;
+
+        *o = (struct opts){ .data = DEFAULT_DATA, .model = "784-256-128-10", .epochs = 10,
+                            .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1,
+                            .strategy = STRATA_STRATEGY_DDP, .accumulate = 1,
+                            .ckpt_keep = 3, .log_every = 50 };
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+                if (parse_option(c, argv, o))
+                        return 2;
+        }
+        if (optind < argc)
+                return bad("unexpected argument '%s'%s", argv[optind], "");
+        return check_devices(o);
+}

@@ -1,0 +1,166 @@
+/*
+ * strata-train's output: the header, the progress bar, one line (or JSON object) per epoch,
+ * the final summary or a stopped run's, and stdout's write errors. Only the job's first
+ * process prints (config_start() silences the others).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/timing.h"
+#include "tools/train/train.h"
+
+/* A number for JSON: non-finite values are null (JSON has no NaN or Infinity). */
+const char *json_num(double v, const char *fmt, char *buf)
+{
+        if (!isfinite(v))
+                return "null";
+        snprintf(buf, 32, fmt, v);
+        return buf;
+}
+
+/* Flush stdout; on a write error (disk full, closed pipe) say so once. 1 when it failed. */
+int stdout_failed(void)
+{
+        static int said;
+
+        if (fflush(stdout) == 0 && !ferror(stdout))
+                return 0;
+        if (!said++)
+                fprintf(stderr, "strata-train: writing the results to stdout failed: %s\n",
+                        strerror(errno));
+        return 1;
+}
+
+/** @brief Whether a progress bar is drawn (a terminal, neither --quiet nor --json); the header. */
+void report_start(struct run *r)
+{
+        const struct opts *o = &r->o;
+
+        r->tty = isatty(1) && !o->quiet && !o->json;
+        if (!o->quiet && !o->json)
+                printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
+                       "batch %d, %ld steps/epoch\n",
+                       strata_strategy_name(o->strategy), strata_world_size(r->rt), o->model,
+                       o->bn ? " +bn" : "", r->train.n, r->test.n, o->batch, r->steps_per_epoch);
+}
+
+/** @brief Where a resumed run starts. */
+void report_resumed(const struct run *r)
+{
+        if (r->o.resume && !r->o.quiet && !r->o.json)
+                printf("strata-train: resumed at epoch %d, step %ld\n", r->at.epoch + 1,
+                       r->at.step);
+}
+
+/**
+ * @brief The progress bar of a terminal: one line per epoch, rewritten in place (step/steps,
+ *        mean loss so far, samples/s, time left in the epoch).
+ */
+void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
+                     double eta)
+{
+        int width = 24, done = (int)(width * step / (steps ? steps : 1));
+        char bar[32];
+
+        for (int i = 0; i < width; i++)
+                bar[i] = i < done ? '=' : (i == done ? '>' : ' ');
+        bar[width] = '\0';
+        printf("\repoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs\033[K", epoch,
+               epochs, bar, step, steps, loss, sps, eta);
+        fflush(stdout);
+}
+
+/** @brief The epoch's line: the progress bar cleared, then text or JSON. */
+void report_epoch(const struct run *r, int ep, long s, double ep_time)
+{
+        char num[32];
+
+        if (r->o.json)
+                printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%.4f,"
+                       "\"samples_per_s\":%.0f,\"epoch_s\":%.3f}\n",
+                       ep + 1, json_num(r->train_loss, "%.6f", num), r->acc,
+                       (double)(s * r->o.batch) / ep_time, ep_time);
+        else if (!r->o.quiet)
+                printf("epoch %3d  train_loss %.4f  test_acc %.4f  %8.0f samples/s  %.2fs\n",
+                       ep + 1, r->train_loss, r->acc, (double)(s * r->o.batch) / ep_time,
+                       ep_time);
+}
+
+/* The job's summary: accuracy, time, the median step, memory planned and used, the heap. */
+static void summary(const struct run *r, const struct strata_memory_info *mem, double t_total,
+                    long heap)
+{
+        double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
+        double sps = (double)r->nsteps * r->o.batch / t_total;
+        char num[32];
+
+        if (r->o.json)
+                printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
+                       "\"train_loss\":%s,\"test_acc\":%.4f,\"time_s\":%.3f,"
+                       "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
+                       "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
+                       "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
+                       r->o.epochs, r->o.batch, strata_world_size(r->rt),
+                       json_num(r->train_loss, "%.6f", num), r->acc, t_total, sps, med,
+                       mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
+        else
+                printf("final: test_acc %.4f  time %.2fs  median step %.1f us  %.0f samples/s\n"
+                       "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "
+                       "during training: %ld\n",
+                       r->acc, t_total, med, sps, mem->planned, mem->used,
+                       (unsigned long long)mem->refusals, heap);
+}
+
+/**
+ * @brief After the last epoch: the summary (the job's first process), another process's heap
+ *        allocations, and 16-mixed's loss scale.
+ */
+void report_final(const struct run *r, double t_total, long heap)
+{
+        struct strata_memory_info mem;
+        struct strata_grad_scaler gs;
+        int first = strata_is_global_zero(r->rt);
+
+        strata_memory(r->rt, &mem);
+        if (!first && heap > 0) /* rank 0 prints its own in the summary */
+                fprintf(stderr, "strata-train: process %d: %ld heap allocations during "
+                                "training%s\n", process_rank(), heap,
+                        r->o.strategy == STRATA_STRATEGY_MPI ? " (Open MPI's)" : "");
+        if (first)
+                summary(r, &mem, t_total, heap);
+        if (r->o.precision == STRATA_PRECISION_16_MIXED && first && !r->o.json &&
+            strata_grad_scaler_state(r->rt, &gs) == STRATA_OK)
+                printf("loss scale: %g, %llu optimizer steps skipped\n", gs.scale,
+                       (unsigned long long)gs.skipped);
+}
+
+/** @brief The last line, once the runtime is down: where the trace is. */
+void report_trace(const struct opts *o)
+{
+        if (o->trace && !o->quiet && !o->json)
+                printf("trace: %s (open it in Perfetto or chrome://tracing)\n", o->trace);
+}
+
+/* What a stopped run did up to its last step: the summary a completed run prints, without
+ * the test pass it never reached. */
+void stopped_summary(const struct opts *o, int ep, long s, double loss, double *times,
+                     long nsteps, double elapsed)
+{
+        double med, sps = elapsed > 0.0 ? (double)nsteps * o->batch / elapsed : 0.0;
+        char num[32];
+
+        med = strata_tool_median(times, (size_t)nsteps) * 1e6;
+        if (o->json)
+                printf("{\"final\":true,\"stopped\":\"%s\",\"epoch\":%d,\"step\":%ld,"
+                       "\"train_loss\":%s,\"time_s\":%.3f,\"samples_per_s\":%.0f,"
+                       "\"step_us_median\":%.1f}\n",
+                       sigabbrev_np(stop_requested()), ep + 1, s, json_num(loss, "%.6f", num),
+                       elapsed, sps, med);
+        else if (!o->quiet)
+                printf("stopped: epoch %d step %ld  train_loss %.4f  time %.2fs  median step "
+                       "%.1f us  %.0f samples/s\n", ep + 1, s, loss, elapsed, med, sps);
+        fflush(stdout);
+}

@@ -1,0 +1,167 @@
+/*
+ * strata-train's private header: the options, the state of one run, and what its parts share.
+ * tools/strata-train.c wires them; each file of tools/train/ holds one concern:
+ *   options.c     the command line parsed and checked (usage.c: the --help text)
+ *   data.c        the data sets in the tool's arena, the sampler and the loaders
+ *   config.c      the model, the runtime's configuration, its plan and its start
+ *   loop.c        epochs, steps, evaluation, the end of the run
+ *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
+ *   metrics.c     the metrics CSV (--metrics-csv)
+ *   checkpoint.c  checkpoints, --resume, stop signals
+ *   process.c     the job's processes: spawn, mpi's launcher, ranks, fault injection
+ * A function returning int returns 0 on success, else the exit status (its message printed).
+ */
+#ifndef STRATA_TOOLS_TRAIN_TRAIN_H
+#define STRATA_TOOLS_TRAIN_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "strata/strata.h"
+
+#define MAX_MODULES 64
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+#define PATH_BUF 4096
+
+/* The command line, parsed and checked. */
+struct opts {
+        const char *data;
+        const char *model;
+        int bn;
+        float dropout;
+        int epochs, batch;
+        float lr, momentum, wd;
+        enum strata_optim_kind optim;
+        uint64_t seed;
+        enum strata_strategy_kind strategy;
+        int devices;
+        int json, quiet, verbose;
+        int raw;
+        int sync_bn, accumulate;
+        float clip_norm, clip_value;
+        int strategy_set, devices_set;
+        long synthetic;
+        enum strata_accelerator accel;
+        int tf32;
+        const char *ckpt_dir;   /* save at every epoch end */
+        int ckpt_keep;          /* checkpoints kept in ckpt_dir */
+        const char *resume;     /* a checkpoint file, or a directory: its latest */
+        const char *export_st;  /* safetensors of the final weights */
+        long ckpt_every;        /* also checkpoint every N batches (0: epoch ends only) */
+        const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
+        long warmup;            /* linear warm-up optimizer steps */
+        const char *trace;      /* Chrome trace of every device */
+        long trace_events;      /* trace events buffered per device */
+        double stall_s;         /* report waits longer than this (0: default, <0: never) */
+        double timeout_s;       /* bound on every wait between devices (0: default) */
+        const char *metrics_csv; /* CSVLogger-style metrics */
+        long log_every;         /* a metrics row every N batches */
+        enum strata_bind bind;  /* --bind cores|none */
+        int allow_nonfinite;    /* keep going when the loss is NaN or infinite */
+        int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
+        enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
+        enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
+};
+
+/* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
+struct csvlog {
+        FILE *f;
+        const char *path;
+        int failed;             /* a write failed: reported once, the exit status says so */
+        long rows_steps;        /* batches in the current logging window */
+        double loss_sum, t0;    /* over the window */
+        char buf[1 << 14];      /* the FILE's buffer: logging never allocates */
+};
+
+/* Where a run stands, for checkpoints and resumes. */
+struct position {
+        int epoch;              /* epochs completed */
+        long step;              /* batches of the next epoch trained */
+        double loss_sum;
+};
+
+/* One run of this process: everything train() sets up, then the loop uses. */
+struct run {
+        struct opts o;
+        int widths[MAX_MODULES], nw;    /* --model */
+        struct strata_module mods[MAX_MODULES];
+        struct strata_model model;
+        struct strata_config cfg;
+        struct strata_runtime *rt;
+        size_t data_bytes;              /* the tool's arena: data, indices, step times */
+        size_t mem_limit;               /* what this process may use... */
+        char why[160];                  /* ...and which limit that is */
+        struct strata_arena data;
+        struct strata_dataset train, test;
+        struct strata_sampler sampler;
+        struct strata_loader loader, tloader;
+        uint32_t *test_idx;             /* the test set in order */
+        double *step_times;             /* of every step of the run, for the median */
+        long nsteps;                    /* steps this run trained */
+        long steps_per_epoch;
+        struct position at;             /* where a resumed run starts */
+        struct csvlog *csv;
+        int tty;                        /* stdout is a terminal: a progress bar */
+        double t_start;                 /* of the training loop */
+        double acc, train_loss;         /* of the last epoch */
+        char tpath[PATH_BUF];           /* this process's trace file */
+};
+
+/* options.c, usage.c */
+void usage(FILE *f);
+int bad(const char *fmt, const char *a, const char *b);
+int parse_args(int argc, char **argv, struct opts *o);
+
+/* data.c */
+int data_load(struct run *r);
+int data_loaders(struct run *r);
+
+/* config.c */
+int config_start(struct run *r);
+
+/* loop.c */
+int train_loop(struct run *r);
+
+/* report.c */
+const char *json_num(double v, const char *fmt, char *buf);
+int stdout_failed(void);
+void report_start(struct run *r);
+void report_resumed(const struct run *r);
+void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
+              double eta);
+void report_epoch(const struct run *r, int ep, long s, double ep_time);
+void report_final(const struct run *r, double t_total, long heap);
+void report_trace(const struct opts *o);
+void stopped_summary(const struct opts *o, int ep, long s, double loss, double *times,
+                     long nsteps, double elapsed);
+
+/* metrics.c */
+int csv_open(struct csvlog *l, const char *path, int append);
+void csv_row(struct csvlog *l, long step, int epoch, double loss, double lr, double sps,
+             double acc);
+void csv_flush(struct csvlog *l);
+void csv_window(struct csvlog *l, double t0);
+void csv_step(const struct run *r, int ep, long s, double loss);
+void csv_epoch(const struct run *r, int ep, long done, double ep_time);
+int csv_close(struct csvlog *l);
+
+/* checkpoint.c */
+int ckpt_start(struct run *r);
+int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
+void catch_stop_signals(void);
+int stop_requested(void);
+int stop(struct strata_runtime *rt, const struct opts *o, struct position at);
+
+/* process.c */
+int spawned(void);
+int spawn_parent(int argc, char **argv, const struct opts *o);
+int job_setup(struct opts *o);
+int process_rank(void);
+void fault(long step);
+const char *trace_path(const struct opts *o, char *buf, size_t n);
+
+/* strata-train.c: the whole run of one process (a spawned process runs it too). */
+int train(int argc, char **argv);
+
+#endif
