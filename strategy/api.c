@@ -104,6 +104,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         static const int events[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
                                       STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
                                       STRATA_EV_BATCH_END };
+        struct strata__step_args a = { .batch = b };
         struct strata_metrics own;
         struct strata_track *t;
         uint64_t t0;
@@ -116,26 +117,26 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         if (rt->micro == 0 && strata_stop_requested())
                 return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
-        rt->args = (struct strata__step_args){ .batch = b, .metrics = m ? m : &own };
-        rt->sync_grads = rt->micro == k - 1;
+        a.metrics = m ? m : &own;
+        a.sync = rt->micro == k - 1;
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
-                if (events[i] == STRATA_EV_OPTIMIZER_STEP && !rt->sync_grads)
+                if (events[i] == STRATA_EV_OPTIMIZER_STEP && !a.sync)
                         continue;
-                STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], NULL));
+                STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], &a));
         }
         strata_track_end(t, t0, (int64_t)rt->step);
         if (t && t->ev) {
-                strata_track_counter(t, &span_loss, rt->args.metrics->loss);
+                strata_track_counter(t, &span_loss, a.metrics->loss);
                 strata_track_counter(t, &span_arena, (double)strata_arena_high_water(&rt->root));
         }
         rt->micro = (rt->micro + 1) % k;
         rt->step++;
-        if (!isfinite(rt->args.metrics->loss) && !rt->cfg.train.allow_nonfinite)
+        if (!isfinite(a.metrics->loss) && !rt->cfg.train.allow_nonfinite)
                 return strata__fail(STRATA_ENONFINITE,
                                     "step %llu: the loss is %g; training diverged (lower the "
                                     "learning rate or clip gradients; allow_nonfinite goes on)",
                                     (unsigned long long)(rt->step - 1),
-                                    rt->args.metrics->loss);
+                                    a.metrics->loss);
         return STRATA_OK;
 }
 
@@ -152,8 +153,8 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
         if (strata_stop_requested())
                 return stopped();
         t0 = step_begin(rt, &span_eval, &t);
-        rt->args = (struct strata__step_args){ .batch = b, .metrics = m };
-        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP, NULL);
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP,
+                                &(struct strata__step_args){ .batch = b, .metrics = m });
         strata_track_end(t, t0, (int64_t)rt->step);
         return rc;
 }
@@ -172,8 +173,8 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
         if (strata_stop_requested())
                 return stopped();
         t0 = step_begin(rt, &span_predict, &t);
-        rt->args = (struct strata__step_args){ .batch = b, .logits = logits };
-        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP, NULL);
+        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP,
+                                &(struct strata__step_args){ .batch = b, .logits = logits });
         strata_track_end(t, t0, (int64_t)rt->step);
         return rc;
 }

@@ -74,8 +74,8 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 
 static int ddp_connect(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
-        return strata__multi_post(obj, event, init_dev, 0);
+        (void)state;
+        return strata__multi_post(obj, event, arg, init_dev, 0);
 }
 
 /* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
@@ -132,11 +132,8 @@ static const struct strata_span span_bucket = { "gradient bucket", "comm", "buck
 /* All-reduce every bucket whose last layer's gradients just became ready. */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
-        struct strata_runtime *rt = h;
-        struct ddp *d = ddp_of(rt);
+        struct ddp *d = ddp_of(h);
 
-        if (!rt->sync_grads)
-                return STRATA_OK; /* no_sync: an accumulation micro-batch */
         for (int k = 0; k < d->nbuckets; k++) {
                 uint64_t t0;
                 int rc;
@@ -151,16 +148,16 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
         return STRATA_OK;
 }
 
+/* An accumulation micro-batch communicates nothing (no_sync). */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        (void)m;
-        return strata__multi_backward(rt, dev, bucket_ready);
+        return strata__multi_backward(rt, dev, m->args->sync ? bucket_ready : NULL);
 }
 
 static int ddp_backward(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
-        return strata__multi_post(obj, event, backward_dev, 0);
+        (void)state;
+        return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
 #define P(s) .parent = &strata__multi_states[s]

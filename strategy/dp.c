@@ -122,7 +122,7 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         struct strata__replica *r = &rt->replicas[dev];
 
         STRATA_TRY(strata__multi_backward(rt, dev, NULL));
-        if (!rt->sync_grads)
+        if (!m->args->sync)
                 return STRATA_OK;
         STRATA_TRY(strata_comm_reduce(m->dcomm, dev, r->grads, dev == 0 ? r->grads : NULL,
                                       r->nparam, STRATA_F32, STRATA_OP_SUM, 0));
@@ -133,8 +133,8 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
 
 static int dp_backward(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
-        return strata__multi_post(obj, event, backward_dev, 0);
+        (void)state;
+        return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
 /* The split step needs the driver's range updates; otherwise the master steps alone. */
@@ -201,7 +201,7 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
         struct dp *d = dp_of(rt);
         int skip;
 
-        (void)state, (void)arg;
+        (void)state;
         if (event != STRATA_EV_OPTIMIZER_STEP)
                 return STRATA_SM_PARENT;
         /* Only the master's gradients were reduced: it decides, on this (device 0's) thread. */
@@ -210,9 +210,9 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
                 return STRATA_OK; /* parameters unchanged: replicas_current still holds */
         d->replicas_current = 0; /* until every device has finished the step */
         if (!split_step(rt))
-                return strata__multi_post(rt, event, master_step_dev, 1);
+                return strata__multi_post(rt, event, arg, master_step_dev, 1);
         rt->replicas[0].opt_t++; /* one step number for every device's range */
-        STRATA_TRY(strata__multi_post(rt, event, split_step_dev, 0));
+        STRATA_TRY(strata__multi_post(rt, event, arg, split_step_dev, 0));
         d->replicas_current = 1; /* the split step left the master's in every replica */
         return STRATA_OK;
 }

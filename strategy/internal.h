@@ -58,11 +58,15 @@ struct strata__regions {
         size_t dev_bytes, pin_bytes; /* what the runtime carves from each */
 };
 
-/** Arguments of the step events, set by the public calls before dispatching. */
+/**
+ * The step events' argument: the public call builds it and dispatches every event of the step
+ * with it (the state machine's event argument); run actions hand it to the devices' work.
+ */
 struct strata__step_args {
         const struct strata_batch *batch;
-        struct strata_metrics *metrics;
-        float *logits;
+        struct strata_metrics *metrics; /**< the step's metrics (training, evaluation) */
+        float *logits;                  /**< predict: the caller's rows x outputs */
+        int sync;                       /**< this backward ends the accumulation window */
 };
 
 struct strata_runtime {
@@ -78,13 +82,11 @@ struct strata_runtime {
         int world, rank0;              /* devices of every process; global rank of device 0 */
         uint64_t step;                 /* training steps taken */
         struct strata_plan_info plan;
-        struct strata__step_args args;
         int region_mapped;             /* root maps its own region: unmap at teardown */
         int abandoned;                 /* teardown left a stuck device running: keep memory */
         char abandoned_why[512];       /* ...and what strata_teardown() then says */
         struct strata__regions regions; /* driver reservations (memory of its own) */
         int micro;                     /* micro-batch within the accumulation window */
-        int sync_grads;                /* this backward ends the window: reduce gradients */
         int inj_dev, inj_event, inj_status;
         int inj_inf[STRATA_MAX_DEVICES]; /* each device's gradients count as non-finite once */
         struct strata_trace *trace;    /* every device's track; a timeline when asked */
@@ -192,7 +194,8 @@ int strata__world_size(const struct strata_runtime *rt);
 /* ---- one device's work for each step event (strategy/step.c) ---- */
 
 /** batch_to_device: device @p dev loads its rows [row0, row0 + rows) (labels when asked). */
-void strata__dev_load(struct strata_runtime *rt, int dev, int labels);
+void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
+                      int labels);
 
 /** training_step: forward through every module and the loss with its gradient. */
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
@@ -211,8 +214,8 @@ int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *com
  * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for
  * predict) the device's rows of the output copied into the caller's logits.
  */
-int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                     int predict);
+int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
+                     const struct strata_step_ctx *c, int predict);
 
 /*
  * Whether @p d's devices compute in memory of their own, reserved at init and reached through

@@ -113,7 +113,7 @@ static int barrier(const struct strata_step_ctx *c)
 struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train)
 {
         struct strata__multi *m = strata__multi(rt);
-        struct strata_step_ctx c = strata__ctx(rt, train, rt->args.batch->rows);
+        struct strata_step_ctx c = strata__ctx(rt, train, m->args->batch->rows);
 
         c.rank = dev;
         c.world = rt->world;
@@ -186,11 +186,13 @@ static int event_fn(int dev, void *arg)
         return rc;
 }
 
-int strata__multi_post(struct strata_runtime *rt, int event, strata__device_fn fn, int idle)
+int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
+                       strata__device_fn fn, int idle)
 {
         struct strata__multi *m = strata__multi(rt);
 
         m->event = event;
+        m->args = arg;
         m->job = fn;
         /* An event without work on the other devices is not posted to them (one sync point
          * less per step), unless a test injects a failure there. */
@@ -227,7 +229,7 @@ static int forward_dev(struct strata_runtime *rt, struct strata__multi *m, int d
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
 
         (void)m;
-        strata__dev_load(rt, dev, 1);
+        strata__dev_load(rt, dev, m->args, 1);
         return strata__dev_forward(rt, dev, &c);
 }
 
@@ -254,7 +256,7 @@ static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 0);
 
-        return strata__dev_eval(rt, dev, &c, m->event == STRATA_EV_PREDICT_STEP);
+        return strata__dev_eval(rt, dev, m->args, &c, m->event == STRATA_EV_PREDICT_STEP);
 }
 
 static int coll_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
@@ -273,8 +275,8 @@ static int metrics(struct strata_runtime *rt)
         struct strata__multi *m = strata__multi(rt);
 
         if (m->peers)
-                return m->peers->metrics(rt, rt->args.metrics);
-        strata__metrics(rt, rt->args.metrics);
+                return m->peers->metrics(rt, m->args->metrics);
+        strata__metrics(rt, m->args->metrics);
         return STRATA_OK;
 }
 
@@ -288,15 +290,15 @@ static int on_setup_environment(void *obj, int state, int event, void *arg)
 
 static int on_connect(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
-        return strata__multi_post(obj, event, init_dev, 0);
+        (void)state;
+        return strata__multi_post(obj, event, arg, init_dev, 0);
 }
 
 static int on_setup(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
+        (void)state;
         STRATA_TRY(strata__prepare(obj));
-        return strata__multi_post(obj, event, warm_dev, 0);
+        return strata__multi_post(obj, event, arg, warm_dev, 0);
 }
 
 /* batch_start (nothing on the devices yet) or an evaluation step, with its metrics. */
@@ -304,24 +306,24 @@ static int on_ready(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
 
-        (void)state, (void)arg;
-        strata__split(rt, rt->args.batch);
+        (void)state;
+        strata__split(rt, ((const struct strata__step_args *)arg)->batch);
         if (event == STRATA_EV_BATCH_START)
-                return strata__multi_post(rt, event, idle_dev, 1);
-        STRATA_TRY(strata__multi_post(rt, event, eval_dev, 0));
+                return strata__multi_post(rt, event, arg, idle_dev, 1);
+        STRATA_TRY(strata__multi_post(rt, event, arg, eval_dev, 0));
         return event != STRATA_EV_PREDICT_STEP ? metrics(rt) : STRATA_OK;
 }
 
 static int on_training_step(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
-        return strata__multi_post(obj, event, forward_dev, 0);
+        (void)state;
+        return strata__multi_post(obj, event, arg, forward_dev, 0);
 }
 
 static int on_backward(void *obj, int state, int event, void *arg)
 {
-        (void)state, (void)arg;
-        return strata__multi_post(obj, event, backward_dev, 0);
+        (void)state;
+        return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
 /* batch_end: the step's metrics, summed over devices in device order. */
@@ -329,8 +331,8 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
 
-        (void)state, (void)arg;
-        STRATA_TRY(strata__multi_post(rt, event, idle_dev, 1));
+        (void)state;
+        STRATA_TRY(strata__multi_post(rt, event, arg, idle_dev, 1));
         return metrics(rt);
 }
 
@@ -338,7 +340,7 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 static int on_backward_done(void *obj, int state, int event, void *arg)
 {
         if (event == STRATA_EV_OPTIMIZER_STEP)
-                return strata__multi_post(obj, event, step_dev, 0);
+                return strata__multi_post(obj, event, arg, step_dev, 0);
         return on_batch_end(obj, state, event, arg);
 }
 

@@ -45,6 +45,7 @@ struct strata__multi {
         const struct strata__peers *peers; /* a job of several processes, or NULL */
         void *peers_state;             /* the process layer's state (strategy/procs.c) */
         int event;                     /* the lifecycle event of the current job */
+        const struct strata__step_args *args; /* its event argument (NULL outside steps) */
         strata__device_fn job;         /* what every device runs now */
         struct strata_coll coll;       /* the Strategy API collective being run */
         void *const *coll_bufs;
@@ -122,10 +123,12 @@ int strata__multi_validate(const struct strata_config *c, const struct strata_de
                            const char *name);
 
 /**
- * Run @p fn for lifecycle @p event on every device and return the first error. With @p idle
- * (no device but 0 has work) it runs on device 0 alone, unless a test injected a failure.
+ * Run @p fn for lifecycle @p event, with the event's argument @p arg (the step's, or NULL), on
+ * every device and return the first error. With @p idle (no device but 0 has work) it runs on
+ * device 0 alone, unless a test injected a failure.
  */
-int strata__multi_post(struct strata_runtime *rt, int event, strata__device_fn fn, int idle);
+int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
+                       strata__device_fn fn, int idle);
 
 /** Run @p fn on every device (no lifecycle event: nothing can be injected). */
 int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn);

@@ -64,28 +64,30 @@ static int on_setup(void *obj, int state, int event, void *arg)
 static int on_ready(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
-        struct strata_step_ctx c = strata__ctx(rt, 0, rt->args.batch->rows);
+        const struct strata__step_args *a = arg;
+        struct strata_step_ctx c = strata__ctx(rt, 0, a->batch->rows);
 
-        (void)state, (void)arg;
+        (void)state;
         STRATA_TRY(strata__injected(rt, 0, event));
-        strata__split(rt, rt->args.batch);
+        strata__split(rt, a->batch);
         if (event == STRATA_EV_BATCH_START) {
-                strata__dev_load(rt, 0, 1);
+                strata__dev_load(rt, 0, a, 1);
                 return STRATA_OK;
         }
-        STRATA_TRY(strata__dev_eval(rt, 0, &c, event == STRATA_EV_PREDICT_STEP));
+        STRATA_TRY(strata__dev_eval(rt, 0, a, &c, event == STRATA_EV_PREDICT_STEP));
         STRATA_TRY(sync(rt));
         if (event != STRATA_EV_PREDICT_STEP)
-                strata__metrics(rt, rt->args.metrics);
+                strata__metrics(rt, a->metrics);
         return STRATA_OK;
 }
 
 static int on_training_step(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
-        struct strata_step_ctx c = strata__ctx(rt, 1, rt->args.batch->rows);
+        const struct strata__step_args *a = arg;
+        struct strata_step_ctx c = strata__ctx(rt, 1, a->batch->rows);
 
-        (void)state, (void)arg;
+        (void)state;
         STRATA_TRY(strata__injected(rt, 0, event));
         return strata__dev_forward(rt, 0, &c);
 }
@@ -93,9 +95,10 @@ static int on_training_step(void *obj, int state, int event, void *arg)
 static int on_backward(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
-        struct strata_step_ctx c = strata__ctx(rt, 1, rt->args.batch->rows);
+        const struct strata__step_args *a = arg;
+        struct strata_step_ctx c = strata__ctx(rt, 1, a->batch->rows);
 
-        (void)state, (void)arg;
+        (void)state;
         STRATA_TRY(strata__injected(rt, 0, event));
         return strata__dev_backward(rt, 0, &c, NULL);
 }
@@ -104,10 +107,12 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
 
-        (void)state, (void)arg;
+        const struct strata__step_args *a = arg;
+
+        (void)state;
         STRATA_TRY(strata__injected(rt, 0, event));
         STRATA_TRY(sync(rt));
-        strata__metrics(rt, rt->args.metrics);
+        strata__metrics(rt, a->metrics);
         return STRATA_OK;
 }
 

@@ -8,11 +8,12 @@
 #include "strata/status.h"
 #include "strategy/internal.h"
 
-void strata__dev_load(struct strata_runtime *rt, int dev, int labels)
+void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
+                      int labels)
 {
         struct strata__replica *r = &rt->replicas[dev];
 
-        strata__replica_load(r, rt->args.batch, r->row0, r->rows, labels);
+        strata__replica_load(r, a->batch, r->row0, r->rows, labels);
 }
 
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c)
@@ -43,16 +44,16 @@ int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *com
         return STRATA_OK;
 }
 
-int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                     int predict)
+int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
+                     const struct strata_step_ctx *c, int predict)
 {
         struct strata__replica *r = &rt->replicas[dev];
         int k = r->layers[r->nlayers - 1].out;
 
-        strata__dev_load(rt, dev, !predict);
+        strata__dev_load(rt, dev, a, !predict);
         STRATA_TRY(strata__replica_forward(r, c));
         if (predict)
-                rt->dev->to_host(rt->args.logits + (size_t)r->row0 * k, r->y[r->nlayers - 1],
+                rt->dev->to_host(a->logits + (size_t)r->row0 * k, r->y[r->nlayers - 1],
                                  sizeof(float) * (size_t)r->rows * k);
         else
                 strata__replica_loss(r, c, 0);
