@@ -28,15 +28,6 @@ static size_t comm_bytes(int ranks)
         return COMM_HEAD + (size_t)ranks * 2 * STRATA__COMM_EAGER;
 }
 
-/* Staging of a communicator spanning processes: its block, then every process's, twice. */
-static size_t stage_bytes(const struct strata_comm_config *cfg)
-{
-        int procs = cfg->world_size / cfg->local_size;
-
-        return cfg->world_size > cfg->local_size ? (size_t)(2 * procs + 1) * STRATA__NET_BLOCK
-                                                 : 0;
-}
-
 int strata_comm_plan(int local_size, size_t *bytes)
 {
         if (local_size < 1 || local_size > STRATA_MAX_DEVICES || !bytes)
@@ -54,7 +45,7 @@ int strata_comm_plan_config(const struct strata_comm_config *cfg, size_t *bytes)
                 return strata__fail(STRATA_EINVAL, "comm plan: NULL argument");
         STRATA_TRY(check_sizes(cfg));
         STRATA_TRY(strata_comm_plan(cfg->local_size, bytes));
-        *bytes += stage_bytes(cfg);
+        *bytes += strata__transport_state_bytes(cfg);
         return STRATA_OK;
 }
 
@@ -83,15 +74,6 @@ static int check_config(const struct strata_comm_config *cfg)
         const struct strata_device_ops *dev = cfg->dev;
 
         STRATA_TRY(check_sizes(cfg));
-        if (cfg->net && (cfg->net->size != cfg->world_size / cfg->local_size ||
-                         cfg->net->rank != cfg->rank0 / cfg->local_size))
-                return strata__fail(STRATA_EINVAL, "comm init: the link joins %d processes "
-                                                   "(this one %d), the configuration %d",
-                                    cfg->net->size, cfg->net->rank,
-                                    cfg->world_size / cfg->local_size);
-        if (cfg->net && dev && dev->reserve)
-                return strata__fail(STRATA_ENOTSUP, "comm init: %s memory across processes",
-                                    dev->name);
         if (!cfg->group || !cfg->group->aborted || !cfg->group->fail || !cfg->group->epoch)
                 return strata__fail(STRATA_EINVAL, "comm init: no failure domain (group)");
         if (dev && dev->reserve && (!dev->reduce_many || !dev->copy_many))
@@ -128,11 +110,12 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a,
         c->inject_rank = -1;
         c->yield_after = c->group.oversubscribed ? 16 : 2048;
         c->dev = cfg->dev && cfg->dev->reserve ? cfg->dev : NULL; /* its own memory */
-        if (stage_bytes(cfg)) {
-                STRATA_TRY(strata_arena_alloc(a, stage_bytes(cfg), 64, &p));
-                c->stage = p;
-                c->net = cfg->net;
+        if (tp->state_bytes && tp->state_bytes(cfg)) {
+                STRATA_TRY(strata_arena_alloc(a, tp->state_bytes(cfg), 64, &p));
+                c->tp_state = p;
         }
+        if (tp->init)
+                STRATA_TRY(tp->init(c, cfg, c->tp_state));
         (void)strata__reduce_isa();
         *out = c;
         return STRATA_OK;
@@ -412,8 +395,8 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 /* Collectives that finish in one meeting: no data, or data small enough for the mailboxes. */
 static int eager(const struct strata_comm *c, const struct strata_coll *op)
 {
-        if (c->tp->join)
-                return 0; /* the other processes are met in every collective */
+        if (!c->tp->eager)
+                return 0; /* e.g. the other processes are met in every collective */
         if (op->kind == STRATA_COLL_BARRIER)
                 return 1;
         return !c->dev && op->kind == STRATA_COLL_ALL_REDUCE &&
@@ -487,10 +470,7 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
                         eager_all_reduce(c, rank, p, op);
                 return injected(c, rank, 2);
         }
-        if (c->tp->join)
-                rc = c->tp->join(c, rank, op, rc);
-        else if (rc == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count)
-                rc = c->tp->run[op->kind](c, rank, op);
+        rc = c->tp->move(c, rank, op, rc);
         strata__store_fence();
         if (rc == STRATA_OK && c->dev && c->dev->sync && (rc = c->dev->sync()) != STRATA_OK)
                 return c->group.fail(c->group.h, rank, rc); /* this rank's writes failed */

@@ -46,14 +46,21 @@ struct strata__transport {
         const char *name;
         /* Non-zero when the transport can serve @p cfg; @p why gets a reason otherwise. */
         int (*probe)(const struct strata_comm_config *cfg, const char **why);
-        int (*run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
-                                      const struct strata_coll *op);
         /*
-         * Transports that join processes (drivers/net): every collective, on every local rank,
-         * after the local agreement whatever its @p status (the other processes must learn of
-         * it); replaces the eager path and run[].
+         * Optional: bytes of the transport's own state for a communicator of @p cfg, planned
+         * whatever transport is picked (0: it would not serve @p cfg); init() gets them.
          */
-        int (*join)(struct strata_comm *c, int rank, const struct strata_coll *op, int status);
+        size_t (*state_bytes)(const struct strata_comm_config *cfg);
+        /* Optional: check @p cfg and set up the state at @p mem (c->tp_state). */
+        int (*init)(struct strata_comm *c, const struct strata_comm_config *cfg, void *mem);
+        /*
+         * Every collective, on every local rank, after the local agreement whatever its
+         * @p status (a transport across processes must tell the others of it): move local
+         * rank @p rank's share of the data; reductions combine ranks in global rank order.
+         */
+        int (*move)(struct strata_comm *c, int rank, const struct strata_coll *op, int status);
+        /* Non-zero: a barrier or small all_reduce may end at the first meeting (mailboxes). */
+        int eager;
         /* The part [lo, hi) of a reduction's result that local rank @p rank computes. */
         void (*slice)(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi);
 };
@@ -67,9 +74,7 @@ struct strata_comm {
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         const struct strata_device_ops *dev; /* a driver with memory of its own, or NULL */
         unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
-        struct strata_net *net;   /* the link to the other processes, or NULL */
-        unsigned char *stage;     /* net: this process's block, then every process's */
-        uint64_t net_seq;         /* net: exchanges so far */
+        void *tp_state;       /* the transport's own state (state_bytes), or NULL */
         struct strata__comm_slot slot[STRATA_MAX_DEVICES][2];
         struct strata__comm_flags flag[STRATA_MAX_DEVICES];
 };
@@ -84,6 +89,9 @@ static inline const struct strata_coll *strata__comm_peer(const struct strata_co
 /* drivers/registry.c: the first transport whose probe accepts @p cfg (NULL: *why says why). */
 const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,
                                                        const char **why);
+
+/* drivers/registry.c: the most state any transport would take for @p cfg (the plan's part). */
+size_t strata__transport_state_bytes(const struct strata_comm_config *cfg);
 
 /* drivers/comm_move.c: the data movement of a collective, on host memory or through the
  * device driver. */

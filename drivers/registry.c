@@ -219,6 +219,18 @@ static const struct strata__transport *const transports[] = {
         &strata__shm_transport,
 };
 
+size_t strata__transport_state_bytes(const struct strata_comm_config *cfg)
+{
+        size_t most = 0;
+
+        for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++) {
+                size_t b = transports[i]->state_bytes ? transports[i]->state_bytes(cfg) : 0;
+
+                most = b > most ? b : most;
+        }
+        return most;
+}
+
 const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,
                                                        const char **why)
 {

@@ -13,14 +13,36 @@
  * give bitwise the same sums). Each exchange starts with a header holding the call's
  * arguments, so processes that disagree, or one whose ranks passed bad arguments, make every
  * rank return STRATA_EINVAL (the protocol's agreement, extended across processes).
+ *
+ * Self-contained behind the transport table: its state (the link, the staging, the exchange
+ * count) lives in memory the communicator plans for it (state_bytes, init), and its move
+ * runs for every collective, so the protocol layer has no mode for processes; it declines
+ * the eager path, since the other processes must be met in every collective.
  */
 #include <stdint.h>
 #include <string.h>
 
+#include "strata/device.h"
 #include "strata/status.h"
 #include "arch/reduce.h"
 #include "drivers/comm_internal.h"
 #include "drivers/net.h"
+
+/*
+ * The transport's own state, in the first cache line of its memory: the link, and the
+ * staging that follows (this process's block, then every process's, twice).
+ */
+struct net_state {
+        struct strata_net *net;
+        unsigned char *stage;
+        uint64_t seq; /* exchanges so far */
+};
+_Static_assert(sizeof(struct net_state) <= 64, "the state is one cache line");
+
+static struct net_state *st(const struct strata_comm *c)
+{
+        return c->tp_state;
+}
 
 /* The arguments every process must agree on, at the start of each block. */
 struct head {
@@ -39,6 +61,33 @@ static int net_probe(const struct strata_comm_config *cfg, const char **why)
         return 0;
 }
 
+/* A communicator spanning processes: the state's line, then the staging. */
+static size_t net_state_bytes(const struct strata_comm_config *cfg)
+{
+        int procs = cfg->world_size / cfg->local_size;
+
+        return cfg->world_size > cfg->local_size
+                       ? 64 + (size_t)(2 * procs + 1) * STRATA__NET_BLOCK
+                       : 0;
+}
+
+static int net_init(struct strata_comm *c, const struct strata_comm_config *cfg, void *mem)
+{
+        struct net_state *s = mem;
+
+        if (cfg->net->size != cfg->world_size / cfg->local_size ||
+            cfg->net->rank != cfg->rank0 / cfg->local_size)
+                return strata__fail(STRATA_EINVAL, "comm init: the link joins %d processes "
+                                                   "(this one %d), the configuration %d",
+                                    cfg->net->size, cfg->net->rank,
+                                    cfg->world_size / cfg->local_size);
+        if (c->dev)
+                return strata__fail(STRATA_ENOTSUP, "comm init: %s memory across processes",
+                                    c->dev->name);
+        *s = (struct net_state){ .net = cfg->net, .stage = (unsigned char *)mem + 64 };
+        return STRATA_OK;
+}
+
 /* Elements of each rank in one exchange: the block's data split among the local ranks, whole
  * cache lines each so slices stay aligned. */
 static size_t per_round(const struct strata_comm *c, size_t es)
@@ -55,13 +104,14 @@ static size_t per_round(const struct strata_comm *c, size_t es)
 static int exchange_to(struct strata_comm *c, const struct head *h, const void *const *out,
                        const size_t *len, const unsigned char **in)
 {
-        struct strata_net *net = c->net;
+        struct strata_net *net = st(c)->net;
+        unsigned char *stage = st(c)->stage;
         const void *heads[STRATA__NET_MAX], *got[STRATA__NET_MAX];
         size_t sizes[STRATA__NET_MAX];
         int rc;
 
-        memcpy(c->stage, h, sizeof(*h));
-        rc = net->ops->exchange(net, c->stage, out, len, c->stage + STRATA__NET_BLOCK, heads, got,
+        memcpy(stage, h, sizeof(*h));
+        rc = net->ops->exchange(net, stage, out, len, stage + STRATA__NET_BLOCK, heads, got,
                                 sizes, c->group.timeout_s);
         if (rc != STRATA_OK)
                 return rc;
@@ -96,11 +146,11 @@ static int exchange(struct strata_comm *c, const struct head *h, const void *min
         const void *out[STRATA__NET_MAX];
         size_t len[STRATA__NET_MAX];
 
-        for (int p = 0; p < c->net->size; p++) {
+        for (int p = 0; p < st(c)->net->size; p++) {
                 out[p] = mine;
                 len[p] = bytes;
         }
-        in[c->net->rank] = mine;
+        in[st(c)->net->rank] = mine;
         return exchange_to(c, h, out, len, in);
 }
 
@@ -110,7 +160,7 @@ static int exchange(struct strata_comm *c, const struct head *h, const void *min
  */
 static const void *local_data(struct strata_comm *c, size_t off, size_t bytes)
 {
-        unsigned char *to = c->stage + STRATA__NET_HEAD;
+        unsigned char *to = st(c)->stage + STRATA__NET_HEAD;
 
         for (int r = 0; r < c->n; r++) {
                 const unsigned char *from =
@@ -127,7 +177,7 @@ static const void *local_data(struct strata_comm *c, size_t off, size_t bytes)
 static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
 {
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
-        int n = c->n, P = c->net->size, root_local = op->root - c->rank0;
+        int n = c->n, P = st(c)->net->size, root_local = op->root - c->rank0;
         void *dst[STRATA_MAX_DEVICES];
         const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX];
         const unsigned char *data[STRATA__NET_MAX];
@@ -141,7 +191,7 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
 
                 STRATA_TRY(exchange(c, h, local_data(c, lo * es, bytes), bytes * (size_t)n,
                                     data));
-                h->seq = ++c->net_seq;
+                h->seq = ++st(c)->seq;
                 /* Global rank order: process 0's ranks, then process 1's, ... Pointers are
                  * offset by lo so the kernel indexes every source by element number. */
                 for (int p = 0; p < P; p++)
@@ -178,12 +228,12 @@ static void part(size_t lo, size_t hi, size_t es, int procs, int q, size_t *a, s
 static int split_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
 {
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
-        int n = c->n, P = c->net->size, me = c->net->rank;
+        int n = c->n, P = st(c)->net->size, me = st(c)->net->rank;
         void *dst[STRATA_MAX_DEVICES];
         const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX], *out[STRATA__NET_MAX];
         const unsigned char *in[STRATA__NET_MAX];
         size_t len[STRATA__NET_MAX], a[STRATA__NET_MAX], b[STRATA__NET_MAX];
-        unsigned char *pack = c->stage + STRATA__NET_HEAD;
+        unsigned char *pack = st(c)->stage + STRATA__NET_HEAD;
 
         for (int r = 0; r < n; r++)
                 dst[r] = strata__comm_peer(c, 0, r)->recv;
@@ -210,7 +260,7 @@ static int split_rounds(struct strata_comm *c, const struct strata_coll *op, str
                 }
                 in[me] = out[me];
                 STRATA_TRY(exchange_to(c, h, out, len, in));
-                h->seq = ++c->net_seq;
+                h->seq = ++st(c)->seq;
                 for (int p = 0; p < P; p++)
                         for (int r = 0; r < n; r++)
                                 src[p * n + r] = in[p] + (size_t)r * (b[me] - a[me]) * es -
@@ -219,7 +269,7 @@ static int split_rounds(struct strata_comm *c, const struct strata_coll *op, str
                 /* All-gather: this process's part of the result to every other. */
                 STRATA_TRY(exchange(c, h, (const unsigned char *)dst[0] + a[me] * es,
                                     (b[me] - a[me]) * es, in));
-                h->seq = ++c->net_seq;
+                h->seq = ++st(c)->seq;
                 for (int q = 0; q < P; q++)
                         for (int r = 0; q != me && r < n; r++)
                                 memcpy((unsigned char *)dst[r] + a[q] * es, in[q],
@@ -239,7 +289,8 @@ static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
         size_t es = strata_dtype_size(op->dtype), per = STRATA__NET_DATA / es;
         const void *src[STRATA_MAX_DEVICES];
         void *dst[STRATA_MAX_DEVICES];
-        unsigned char *acc = c->stage + STRATA__NET_HEAD;
+        struct strata_net *net = st(c)->net;
+        unsigned char *acc = st(c)->stage + STRATA__NET_HEAD;
 
         if (c->n == 1) { /* in the rank's own buffer, 1 MiB at a time (faster than at once) */
                 const struct strata_coll *o = strata__comm_peer(c, 0, 0);
@@ -248,8 +299,8 @@ static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
                 if (o->send != o->recv)
                         memcpy(buf, o->send, op->count * es);
                 for (size_t lo = 0; lo < op->count; lo += per)
-                        STRATA_TRY(c->net->ops->native_all_reduce(
-                                c->net, buf + lo * es, op->count - lo < per ? op->count - lo : per,
+                        STRATA_TRY(net->ops->native_all_reduce(
+                                net, buf + lo * es, op->count - lo < per ? op->count - lo : per,
                                 op->dtype, op->op, c->group.timeout_s));
                 return STRATA_OK;
         }
@@ -262,8 +313,8 @@ static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
                 void *one[1] = { acc - lo * es };
 
                 strata__reduce_many(op->dtype, (int)op->op, one, 1, src, c->n, lo, hi, 0);
-                STRATA_TRY(c->net->ops->native_all_reduce(c->net, acc, hi - lo, op->dtype, op->op,
-                                                          c->group.timeout_s));
+                STRATA_TRY(net->ops->native_all_reduce(net, acc, hi - lo, op->dtype, op->op,
+                                                       c->group.timeout_s));
                 strata__copy_many(dst, c->n, acc - lo * es, lo * es, hi * es, 0);
         }
         return STRATA_OK;
@@ -273,7 +324,7 @@ static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
 static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
 {
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
-        int n = c->n, P = c->net->size, bcast = op->kind == STRATA_COLL_BROADCAST;
+        int n = c->n, P = st(c)->net->size, bcast = op->kind == STRATA_COLL_BROADCAST;
         int root_proc = op->root / n, root_local = op->root - c->rank0;
         const unsigned char *data[STRATA__NET_MAX];
 
@@ -285,18 +336,18 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
                 if (!bcast) {
                         mine = local_data(c, lo * es, bytes);
                         len = bytes * (size_t)n;
-                } else if (c->net->rank == root_proc) {
+                } else if (st(c)->net->rank == root_proc) {
                         mine = (const unsigned char *)strata__comm_peer(c, 0, root_local)->recv +
                                lo * es;
                         len = bytes;
                 }
                 STRATA_TRY(exchange(c, h, mine, len, data));
-                h->seq = ++c->net_seq;
+                h->seq = ++st(c)->seq;
                 for (int r = 0; r < n; r++) {
                         unsigned char *recv = strata__comm_peer(c, 0, r)->recv;
 
                         if (bcast) {
-                                if (c->net->rank != root_proc || r != root_local)
+                                if (st(c)->net->rank != root_proc || r != root_local)
                                         memcpy(recv + lo * es, data[root_proc], bytes);
                                 continue;
                         }
@@ -317,7 +368,7 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
  * local agreement (@p status). Local rank 0 does the exchanges for all; the others' buffers are
  * read and written through the descriptors they published, and they wait at the second meeting.
  */
-static int net_join(struct strata_comm *c, int rank, const struct strata_coll *op, int status)
+static int net_move(struct strata_comm *c, int rank, const struct strata_coll *op, int status)
 {
         struct head h = { .seq = 0, .count = op->count, .kind = (int32_t)op->kind,
                           .dtype = (int32_t)op->dtype, .op = (int32_t)op->op,
@@ -333,11 +384,11 @@ static int net_join(struct strata_comm *c, int rank, const struct strata_coll *o
                                                                     : "reduce_scatter");
         if (rank != 0)
                 return status;
-        h.seq = ++c->net_seq;
+        h.seq = ++st(c)->seq;
         if (status != STRATA_OK || op->kind == STRATA_COLL_BARRIER || !op->count)
                 rc = exchange(c, &h, NULL, 0, data);
-        else if (op->kind == STRATA_COLL_ALL_REDUCE && c->net->native &&
-                 c->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
+        else if (op->kind == STRATA_COLL_ALL_REDUCE && st(c)->net->native &&
+                 st(c)->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
                  op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
                 rc = reduce_native(c, op);
         else if (op->kind == STRATA_COLL_ALL_REDUCE &&
@@ -360,12 +411,12 @@ int strata__net_warm_up(struct strata_comm *c, int rounds)
         const unsigned char *in[STRATA__NET_MAX];
         struct head h = { .seq = 0 };
 
-        if (!c || !c->net)
-                return STRATA_OK;
-        memset(c->stage, 0, STRATA__NET_BLOCK);
+        if (!c || !c->tp_state || c->tp->move != net_move)
+                return STRATA_OK; /* not across processes: nothing to warm */
+        memset(st(c)->stage, 0, STRATA__NET_BLOCK);
         for (int i = 0; i < rounds; i++) {
-                h.seq = ++c->net_seq;
-                STRATA_TRY(exchange(c, &h, c->stage + STRATA__NET_HEAD, STRATA__NET_DATA, in));
+                h.seq = ++st(c)->seq;
+                STRATA_TRY(exchange(c, &h, st(c)->stage + STRATA__NET_HEAD, STRATA__NET_DATA, in));
         }
         return STRATA_OK;
 }
@@ -373,5 +424,7 @@ int strata__net_warm_up(struct strata_comm *c, int rounds)
 const struct strata__transport strata__net_transport = {
         .name = "net",
         .probe = net_probe,
-        .join = net_join,
+        .state_bytes = net_state_bytes,
+        .init = net_init,
+        .move = net_move,
 };

@@ -123,17 +123,30 @@ static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op
         return STRATA_OK;
 }
 
+/* Each kind's data movement: local rank @p rank's share, read from its peers' buffers. */
+static int (*const run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
+                                           const struct strata_coll *op) = {
+        [STRATA_COLL_BROADCAST] = broadcast,
+        [STRATA_COLL_REDUCE] = reduce,
+        [STRATA_COLL_ALL_REDUCE] = all_reduce,
+        [STRATA_COLL_ALL_GATHER] = all_gather,
+        [STRATA_COLL_REDUCE_SCATTER] = reduce_scatter,
+        [STRATA_COLL_GATHER] = gather,
+        [STRATA_COLL_SCATTER] = scatter,
+};
+
+/* An agreed collective with data; nothing else moves anything. */
+static int move(struct strata_comm *c, int rank, const struct strata_coll *op, int status)
+{
+        if (status != STRATA_OK || op->kind == STRATA_COLL_BARRIER || !op->count)
+                return status;
+        return run[op->kind](c, rank, op);
+}
+
 const struct strata__transport strata__shm_transport = {
         .name = "shm",
         .probe = shm_probe,
+        .move = move,
+        .eager = 1,
         .slice = slice,
-        .run = {
-                [STRATA_COLL_BROADCAST] = broadcast,
-                [STRATA_COLL_REDUCE] = reduce,
-                [STRATA_COLL_ALL_REDUCE] = all_reduce,
-                [STRATA_COLL_ALL_GATHER] = all_gather,
-                [STRATA_COLL_REDUCE_SCATTER] = reduce_scatter,
-                [STRATA_COLL_GATHER] = gather,
-                [STRATA_COLL_SCATTER] = scatter,
-        },
 };

@@ -401,8 +401,9 @@ Test(processes, comm_plan_config)
         cr_assert_eq(strata_comm_plan_config(&cc, &one), STRATA_OK);
         cc.world_size = 4;
         cr_assert_eq(strata_comm_plan_config(&cc, &two), STRATA_OK);
-        cr_assert_eq(two - one, (size_t)5 * ((1 << 20) + 64),
-                     "staging: this process's block and two processes' twice (%zu)", two - one);
+        cr_assert_eq(two - one, 64 + (size_t)5 * ((1 << 20) + 64),
+                     "the net transport's state line, then the staging: this process's block "
+                     "and two processes' twice (%zu)", two - one);
         cc.world_size = 5; /* not a multiple of the processes' ranks */
         cr_assert_eq(strata_comm_plan_config(&cc, &two), STRATA_EINVAL);
 }
