@@ -353,15 +353,20 @@ static int arrived(const _Atomic uint64_t *f, uint64_t seq)
  * Wait until every rank's flag reaches @p seq; bounded by the failure domain and the timeout,
  * one deadline for all ranks. The domain is asked every 16 rounds, not every round: it is a
  * call through the group's table, and on every round it delayed noticing the flag (4 KiB
- * all_reduce 0.76 against 0.67 us). The wait is described only once a rank is late.
+ * all_reduce 0.76 against 0.67 us). A late rank is first spun for inline (the usual wait of a
+ * meeting, on the critical path of every collective: through strata__wait() alone the 4 KiB
+ * all_reduce took 0.73 against 0.63 us); the wait is described only when that is not enough.
  */
+#define FIRST_SPINS 64u
+
 static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 {
+        unsigned first = c->yield_after < FIRST_SPINS ? c->yield_after : FIRST_SPINS;
         struct waiter me = { c, rank, ready, seq };
-        struct strata__wait w = { 0 };
+        struct strata__wait w;
         struct strata_track *t = NULL;
         uint64_t t0 = 0;
-        int first_late = -1, rc = STRATA_OK;
+        int first_late = -1, described = 0, rc = STRATA_OK;
 
         for (int r = 0; r < c->n && rc == STRATA_OK; r++) {
                 const _Atomic uint64_t *f = ready ? &c->slot[r][seq & 1].ready : &c->flag[r].done;
@@ -372,12 +377,17 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                         first_late = r;
                         t = track(c, rank);
                         t0 = strata_track_begin(t, &span_wait, NULL);
+                }
+                if (strata__spin_until(f, seq, first))
+                        continue;
+                if (!described) {
                         w = (struct strata__wait){
                                 .target = seq, .aborted = c->group.aborted,
                                 .aborted_arg = c->group.h, .timeout_s = c->group.timeout_s,
                                 .stall_s = c->group.tracks ? c->group.stall_s : 0.0,
                                 .stall = report_stall, .stall_arg = &me,
-                                .spins = c->yield_after, .clock_every = 1024 };
+                                .spins = c->yield_after - first, .clock_every = 1024 };
+                        described = 1;
                 }
                 w.counter = f;
                 rc = strata__wait(&w);

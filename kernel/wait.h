@@ -16,6 +16,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "arch/arch.h"
+
 /** A futex word and the count of its sleepers: a waker makes a system call only for them. */
 struct strata__futex {
         atomic_uint v;
@@ -52,6 +54,24 @@ struct strata__wait {
         int started;                     /* ...was taken */
         int stalled;                     /* the stall callback ran */
 };
+
+/**
+ * @brief The first rounds of a wait on a counter, inline for waits on a critical path (the
+ *        communicator's meetings): up to @p spins rounds of the arch pause until @p counter
+ *        reaches @p target (wrap-safe). No abort, no clock: a caller that gets 0 goes on with
+ *        strata__wait(), which bounds the rest.
+ * @return 1 when the counter reached the target, else 0.
+ */
+static inline int strata__spin_until(const _Atomic uint64_t *counter, uint64_t target,
+                                     unsigned spins)
+{
+        for (unsigned r = 0; r < spins; r++) {
+                if ((int64_t)(atomic_load_explicit(counter, memory_order_acquire) - target) >= 0)
+                        return 1;
+                strata__pause();
+        }
+        return (int64_t)(atomic_load_explicit(counter, memory_order_acquire) - target) >= 0;
+}
 
 /**
  * @brief Wait as @p w describes. The condition is tested first, so a condition that holds
