@@ -140,43 +140,41 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         return STRATA_OK;
 }
 
-int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
-                     struct strata_metrics *m)
+/* An evaluation event on a checked batch: refused after a stop request, one span long. */
+static int evaluate(struct strata_runtime *rt, int event, const struct strata_span *span,
+                    struct strata__step_args *a)
 {
         struct strata_track *t;
         uint64_t t0;
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(need_ready(rt));
-        STRATA_TRY(check_batch(rt, b, 1));
         if (strata_stop_requested())
                 return stopped();
-        t0 = step_begin(rt, &span_eval, &t);
-        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_VALIDATION_STEP,
-                                &(struct strata__step_args){ .batch = b, .metrics = m });
+        t0 = step_begin(rt, span, &t);
+        rc = strata_sm_dispatch(&rt->sm, event, a);
         strata_track_end(t, t0, (int64_t)rt->step);
         return rc;
 }
 
+int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
+                     struct strata_metrics *m)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        STRATA_TRY(check_batch(rt, b, 1));
+        return evaluate(rt, STRATA_EV_VALIDATION_STEP, &span_eval,
+                        &(struct strata__step_args){ .batch = b, .metrics = m });
+}
+
 int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits)
 {
-        struct strata_track *t;
-        uint64_t t0;
-        int rc;
-
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         if (!logits)
                 return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
         STRATA_TRY(check_batch(rt, b, 0));
-        if (strata_stop_requested())
-                return stopped();
-        t0 = step_begin(rt, &span_predict, &t);
-        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_PREDICT_STEP,
-                                &(struct strata__step_args){ .batch = b, .logits = logits });
-        strata_track_end(t, t0, (int64_t)rt->step);
-        return rc;
+        return evaluate(rt, STRATA_EV_PREDICT_STEP, &span_predict,
+                        &(struct strata__step_args){ .batch = b, .logits = logits });
 }
 
 /* A Strategy-level collective: every device runs it on its thread (or inline on one device). */

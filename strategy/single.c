@@ -65,7 +65,7 @@ static int on_ready(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
         const struct strata__step_args *a = arg;
-        struct strata_step_ctx c = strata__ctx(rt, 0, a->batch->rows);
+        struct strata_step_ctx c;
 
         (void)state;
         STRATA_TRY(strata__injected(rt, 0, event));
@@ -74,6 +74,7 @@ static int on_ready(void *obj, int state, int event, void *arg)
                 strata__dev_load(rt, 0, a, 1);
                 return STRATA_OK;
         }
+        c = strata__ctx(rt, 0, a->batch->rows);
         STRATA_TRY(strata__dev_eval(rt, 0, a, &c, event == STRATA_EV_PREDICT_STEP));
         STRATA_TRY(sync(rt));
         if (event != STRATA_EV_PREDICT_STEP)
