@@ -33,6 +33,19 @@ void rig_init(struct rig *r, int bn)
                 r->idx[i] = (i * 37u) % 256u;
 }
 
+void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss)
+{
+        rig_init(r, 0);
+        r->mods[2].out = RIG_OUT;
+        r->model.loss = loss;
+        r->cfg.classes = RIG_OUT;
+        cr_assert_eq(strata_arena_init(&r->data, data_mem, sizeof(data_mem), NULL), STRATA_OK);
+        cr_assert_eq(strata_dataset_synthetic_regression(&r->ds, &r->data, 256, RIG_IN, RIG_OUT,
+                                                         5),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
+}
+
 void rig_init_full(struct rig *r)
 {
         rig_init(r, 1);
