@@ -16,24 +16,10 @@
 
 static void equivalence(enum strata_strategy_kind kind)
 {
-        static float ref[NP], a[NP], b[NP];
         struct rig r;
 
         rig_init_regression(&r, &strata_mse);
-        rig_train(&r, STEPS, ref, NP);
-        for (int n = 1; n <= 3; n++) {
-                struct strata_config c = rig_cfg(&r, kind, n, 0);
-                double d;
-
-                rig_train_cfg(&r, &c, STEPS, a, NP);
-                rig_train_cfg(&r, &c, STEPS, b, NP);
-                cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "%d devices: runs differ", n);
-                d = rig_rel_diff(a, ref, NP);
-                if (n == 1)
-                        cr_assert_eq(memcmp(a, ref, sizeof(a)), 0, "1 device must be bitwise");
-                else
-                        cr_assert_leq(d, 1e-5, "%d devices: relative difference %g", n, d);
-        }
+        rig_equivalence(&r, kind, 3, NP, STEPS);
 }
 
 Test(regression, ddp_matches_single, .timeout = 120)

@@ -116,3 +116,26 @@ void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, fl
         memcpy(out, p, n * sizeof(float));
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
+
+void rig_equivalence(struct rig *r, enum strata_strategy_kind kind, int max_devices, size_t np,
+                     int steps)
+{
+        static float ref[4096], a[4096], b[4096];
+
+        cr_assert_leq(np, 4096);
+        rig_train(r, steps, ref, np);
+        for (int n = 1; n <= max_devices; n++) {
+                struct strata_config c = rig_cfg(r, kind, n, 0);
+                double d;
+
+                rig_train_cfg(r, &c, steps, a, np);
+                rig_train_cfg(r, &c, steps, b, np);
+                cr_assert_eq(memcmp(a, b, np * sizeof(float)), 0, "%d devices: runs differ", n);
+                d = rig_rel_diff(a, ref, np);
+                if (n == 1)
+                        cr_assert_eq(memcmp(a, ref, np * sizeof(float)), 0,
+                                     "1 device must be bitwise single");
+                else
+                        cr_assert_leq(d, 1e-5, "%d devices: relative difference %g", n, d);
+        }
+}

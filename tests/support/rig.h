@@ -43,6 +43,13 @@ void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, fl
  */
 struct strata_config rig_cfg(const struct rig *r, enum strata_strategy_kind kind, int devices,
                              int sync_bn);
+/**
+ * Train @p r's configuration, then @p kind on 1..@p max_devices devices twice each: runs
+ * repeat bitwise, one device is bitwise the single run, more are within 1e-5 of it.
+ * @p np parameters (at most 4096).
+ */
+void rig_equivalence(struct rig *r, enum strata_strategy_kind kind, int max_devices, size_t np,
+                     int steps);
 /** Largest |a - b| / (1 + |b|). */
 double rig_rel_diff(const float *a, const float *b, size_t n);
 
