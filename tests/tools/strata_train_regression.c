@@ -1,5 +1,5 @@
 /*
- * strata-train on float targets: --synthetic-regression with --loss mse|l1|huber|bce... learns
+ * strata-train on float targets: --synthetic-regression with --loss mse, l1 or huber learns
  * (the test MSE falls below the untrained model's), reports MSE/MAE, repeats bitwise under
  * single, ddp and spawn; a loss that does not fit the data exits 2 with one message.
  */
@@ -33,7 +33,8 @@ Test(strata_train_regression, learns_and_repeats_across_strategies, .timeout = 1
         static char out[8192];
         double before, after, ddp, spawn;
 
-        before = final_mse(ARGS "--epochs 1 --lr 1e-9 --strategy single --loss mse", out, sizeof(out));
+        before = final_mse(ARGS "--epochs 1 --lr 1e-9 --strategy single --loss mse", out,
+                           sizeof(out));
         after = final_mse(ARGS "--epochs 4 --strategy single --loss mse", out, sizeof(out));
         cr_assert_lt(after, 0.5 * before, "test MSE %g after training, %g before", after,
                      before);
