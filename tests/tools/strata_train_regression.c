@@ -1,7 +1,8 @@
 /*
  * strata-train on float targets: --synthetic-regression with --loss mse, l1 or huber learns
- * (the test MSE falls below the untrained model's), reports MSE/MAE, repeats bitwise under
- * single, ddp and spawn; a loss that does not fit the data exits 2 with one message.
+ * (the test MSE falls below the untrained model's), reports MSE/MAE, and ddp on 2 devices and
+ * spawn on 2 processes agree bitwise; a loss that does not fit the data exits 2 with one
+ * message.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
