@@ -110,8 +110,10 @@ struct strata_track *strata_trace_tracks(struct strata_trace *tr)
 /* Recording stops after an error: the buffers are detached, the output given up. */
 static void detach(struct strata_trace *tr)
 {
-        if (!tr->why[0])
-                snprintf(tr->why, sizeof(tr->why), "%s", strata_last_error());
+        const char *e = strata_last_error(), *colon = strstr(e, ": ");
+
+        if (!tr->why[0]) /* without the status's name: close names it again */
+                snprintf(tr->why, sizeof(tr->why), "%s", colon ? colon + 2 : e);
         strata__out_abort(&tr->file);
         for (int d = 0; d < tr->ntracks; d++)
                 tr->tracks[d].ev = NULL;
