@@ -124,7 +124,8 @@ static void sweep_one(int dfd, const char *name, const char *base, size_t blen)
         struct stat st;
         long pid;
 
-        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, TMP_TAG, sizeof(TMP_TAG) - 1) != 0)
+        if (strncmp(name, base, blen) != 0 ||
+            strncmp(name + blen, TMP_TAG, sizeof(TMP_TAG) - 1) != 0)
                 return;
         pid = tmp_pid(name + blen + sizeof(TMP_TAG) - 1);
         if (pid <= 0 || pid == (long)getpid() || pid > INT32_MAX)
