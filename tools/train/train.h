@@ -62,6 +62,7 @@ struct opts {
         int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
         enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
         enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
+        const struct strata_module_ops *activation; /* --activation (NULL: none) */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
