@@ -203,7 +203,10 @@ int strata_config_set_model(struct strata_config *cfg, const struct strata_model
 /** @brief sizeof(struct strata_config): the storage a foreign caller reserves for one. */
 size_t strata_config_bytes(void);
 
-/** @brief The built-in module "linear", "relu", "batchnorm1d" or "dropout" (NULL: no such). */
+/**
+ * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
+ *        "gelu", "gelu-tanh", "silu" or "leaky-relu" (NULL: no such).
+ */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
 
 /** Result of strata_plan(). */

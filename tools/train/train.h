@@ -66,6 +66,7 @@ struct opts {
         const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
         float huber_beta;       /* --huber-beta (0: 1.0) */
         long synthetic_regression; /* --synthetic-regression N: float targets */
+        const struct strata_module_ops *activation; /* --activation (NULL: none) */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
