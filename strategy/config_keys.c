@@ -97,6 +97,15 @@ int strata_config_set_model(struct strata_config *cfg, const struct strata_model
         return STRATA_OK;
 }
 
+int strata_config_set_mpi_comm(struct strata_config *cfg, const void *comm, int fortran)
+{
+        if (!cfg)
+                return strata__fail(STRATA_EINVAL, "config set mpi comm: config is NULL");
+        cfg->process.mpi_comm = comm;
+        cfg->process.mpi_comm_fortran = !!fortran;
+        return STRATA_OK;
+}
+
 size_t strata_config_bytes(void)
 {
         return sizeof(struct strata_config);
@@ -107,6 +116,16 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name)
         static const struct strata_module_ops *const all[] = { &strata_linear, &strata_relu,
                                                                &strata_batchnorm1d,
                                                                &strata_dropout };
+
+        for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+                if (!strcmp(all[i]->name, name))
+                        return all[i];
+        return NULL;
+}
+
+const struct strata_loss_ops *strata_loss_ops_by_name(const char *name)
+{
+        static const struct strata_loss_ops *const all[] = { &strata_softmax_cross_entropy };
 
         for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
                 if (!strcmp(all[i]->name, name))
