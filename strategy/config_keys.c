@@ -125,7 +125,10 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name)
 
 const struct strata_loss_ops *strata_loss_ops_by_name(const char *name)
 {
-        static const struct strata_loss_ops *const all[] = { &strata_softmax_cross_entropy };
+        static const struct strata_loss_ops *const all[] = {
+                &strata_softmax_cross_entropy, &strata_mse, &strata_l1, &strata_huber,
+                &strata_bce_with_logits,
+        };
 
         for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
                 if (!strcmp(all[i]->name, name))

@@ -28,6 +28,8 @@ Test(config_keys, fields_are_set_by_name)
         cr_assert_null(strata_module_ops_by_name(NULL));
         cr_assert_eq(strata_loss_ops_by_name("softmax_cross_entropy"),
                      &strata_softmax_cross_entropy);
+        cr_assert_eq(strata_loss_ops_by_name("mse"), &strata_mse);
+        cr_assert_eq(strata_loss_ops_by_name("bce_with_logits"), &strata_bce_with_logits);
         cr_assert_null(strata_loss_ops_by_name("ce"));
         cr_assert_null(strata_loss_ops_by_name(NULL));
 }
