@@ -62,6 +62,9 @@ struct opts {
         int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
         enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
         enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
+        const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
+        float huber_beta;       /* --huber-beta (0: 1.0) */
+        long synthetic_regression; /* --synthetic-regression N: float targets */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -106,6 +109,7 @@ struct run {
         double t_start;                 /* of the training loop */
         double acc, train_loss;         /* of the last epoch */
         char tpath[PATH_BUF];           /* this process's trace file */
+        double mse, mae;                /* float targets: of the last test pass */
 };
 
 /* options.c, usage.c */
