@@ -97,7 +97,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
@@ -267,6 +267,11 @@ bench-ckpt: tools
 # What --trace costs, against PyTorch's profiler.
 bench-trace: tools bench-deps
 	tools/bench-trace.sh $(REPS)
+
+# The in-situ example (C, Fortran; alone and mpirun -np 2) against PyTorch on TorchFort's
+# advection workload (../shared/anchors/torch_insitu.py), with the step's floor.
+bench-insitu: tools bench-deps
+	tools/bench-insitu.sh $(REPS) $(STEPS)
 
 bench-train: tools bench-deps
 	tools/bench-train.sh $(REPS)

@@ -32,8 +32,9 @@ struct strata_net;
 struct strata__net_ops {
         const char *name;
         /**
-         * Join the processes of @p where (the link's own meaning: an MPI_Comm * or NULL for
-         * MPI_COMM_WORLD; the shared region of strata_spawn()): sets n->rank, n->size, n->h.
+         * Join the processes of @p where (the link's own meaning: a struct strata__mpi_where
+         * or NULL for MPI_COMM_WORLD; the shared region of strata_spawn()): sets n->rank,
+         * n->size, n->h.
          */
         int (*open)(struct strata_net *n, const void *where);
         /** Leave (the link undoes what open did, MPI_Finalize included if it initialised). */
@@ -84,6 +85,13 @@ int strata__net_warm_up(struct strata_comm *c, int rounds);
 
 /** drivers/registry.c: the MPI link (loads libstrata-mpi.so the first time). */
 int strata__net_mpi(const struct strata__net_ops **out);
+
+/** What the MPI link's open() takes: the application's communicator (NULL: MPI_COMM_WORLD), a
+ *  C `MPI_Comm *` or, with @c fortran, a Fortran handle (`MPI_Fint *`). */
+struct strata__mpi_where {
+        const void *comm;
+        int fortran;
+};
 
 /** drivers/shm/procs.c: the link among the processes of strata_spawn(), over a shared region
  *  of strata__procs_bytes(size) bytes mapped before the fork. */

@@ -1,20 +1,37 @@
-! Strata from Fortran: an iso_c_binding interface to the main entry points of the C API.
+! Strata from Fortran: an iso_c_binding interface to the C API.
 !
-! Compile this file with your program (gfortran -c strata.f90), link with
+! Compile this file with your program (gfortran -std=f2018 -c strata.f90), link with
 ! `pkg-config --libs strata`. The configuration is opaque storage set by name
-! (strata_config_set: "devices", "optim.lr", ...); the small structs a training loop
-! passes (module, model, batch, metrics) are mirrored as bind(C) types. Every function
-! returns a Strata status (0 = STRATA_OK); strata_error() gives the reason as a string.
-! Data is row-major in C terms: a batch of rows x dim features is a Fortran array
-! x(dim, rows), each column one row.
+! (strata_set: "devices", "optim.lr", ...); the structs a training loop passes (module,
+! model, batch, metrics, checkpoint info) are mirrored as bind(C) types, whose sizes and field
+! offsets tests/build/fortran_layout.sh compares with the C structs'. Every function returns
+! a Strata status (0 = STRATA_OK); strata_error() gives the reason as a string.
+!
+! The application's own arrays go in as they are, never copied: real(real32) or real(real64)
+! inputs x(dim, n) or x(d1, d2, ..., n) (the last dimension is the sample, the others are
+! flattened: the same memory as C's row-major [n][dim]), targets t(outputs, n) of either kind
+! or integer(c_int32_t) labels y(n), through the generic strata_train, strata_evaluate and
+! strata_predict. A rank-1 x is one sample. f64 values are converted to f32 where each device
+! takes its rows.
 module strata
   use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: real32, real64
   implicit none
   private
 
   integer(c_int), parameter, public :: STRATA_OK = 0
+  ! enum strata_strategy_kind
   integer(c_int), parameter, public :: STRATA_STRATEGY_SINGLE = 0, STRATA_STRATEGY_DP = 1, &
-                                       STRATA_STRATEGY_DDP = 2
+                                       STRATA_STRATEGY_DDP = 2, STRATA_STRATEGY_SPAWN = 3, &
+                                       STRATA_STRATEGY_MPI = 4
+  ! enum strata_dtype (the types of a batch's arrays)
+  integer(c_int), parameter, public :: STRATA_F32 = 0, STRATA_F64 = 1, STRATA_I32 = 4
+  ! enum strata_optim_kind and enum strata_lr_schedule ("optim.kind", "optim.schedule")
+  integer(c_int), parameter, public :: STRATA_OPTIM_SGD = 0, STRATA_OPTIM_ADAMW = 1
+  integer(c_int), parameter, public :: STRATA_LR_CONSTANT = 0, STRATA_LR_STEP = 1, &
+                                       STRATA_LR_COSINE = 2
+  ! enum strata_reduction (strata_model%reduction)
+  integer(c_int), parameter, public :: STRATA_REDUCTION_MEAN = 0, STRATA_REDUCTION_SUM = 1
 
   !> One module of a model (struct strata_module).
   type, bind(C), public :: strata_module
@@ -29,38 +46,79 @@ module strata
     integer(c_int) :: in_features = 0
     integer(c_int) :: nmodules = 0
     type(c_ptr) :: modules = c_null_ptr
-    type(c_ptr) :: loss = c_null_ptr  !< NULL: softmax cross-entropy
-    integer(c_int) :: reduction = 0   !< 0 mean, 1 sum
+    type(c_ptr) :: loss = c_null_ptr  !< NULL: softmax cross-entropy (strata_loss_ops)
+    integer(c_int) :: reduction = STRATA_REDUCTION_MEAN
     real(c_float) :: loss_beta = 0    !< Huber's beta (0: 1.0)
   end type
 
-  !> A batch of float rows and labels (struct strata_batch; images/index unused here).
+  !> A batch (struct strata_batch): what strata_train and the others fill from arrays.
   type, bind(C), public :: strata_batch
     type(c_ptr) :: x = c_null_ptr, y = c_null_ptr
     integer(c_int) :: rows = 0, dim = 0
     type(c_ptr) :: images = c_null_ptr, index = c_null_ptr
     integer(c_int32_t) :: nimages = 0
     real(c_float) :: scale = 0, shift = 0
-    integer(c_int) :: xtype = 0       !< 0 f32, 1 f64
-    type(c_ptr) :: t = c_null_ptr     !< float targets (or NULL: labels y)
-    integer(c_int) :: ttype = 0, tdim = 0
+    integer(c_int) :: xtype = STRATA_F32
+    type(c_ptr) :: t = c_null_ptr
+    integer(c_int) :: ttype = STRATA_F32
+    integer(c_int) :: tdim = 0
   end type
 
   !> Metrics of one step (struct strata_metrics).
   type, bind(C), public :: strata_metrics
     real(c_double) :: loss = 0
     integer(c_int) :: correct = 0, rows = 0
-    real(c_double) :: mse = 0, mae = 0
+    real(c_double) :: mse = 0, mae = 0  !< float targets: mean squared and absolute error
   end type
 
-  !> A configuration: storage for one struct strata_config, reserved by strata_config_new.
+  !> What a checkpoint that was loaded held (struct strata_ckpt_info).
+  type, bind(C), public :: strata_ckpt_info
+    integer(c_int64_t) :: step = 0
+    integer(c_int) :: world = 0, strategy = 0, bitwise = 0
+  end type
+
+  !> A configuration: storage for one struct strata_config, reserved by strata_config_new,
+  !> and one slot after it for the MPI communicator's handle (strata_set_strategy).
   type, public :: strata_config
     integer(c_int64_t), allocatable :: store(:)
   end type
 
-  public :: strata_config_new, strata_set, strata_set_model, strata_module_ops
-  public :: strata_init, strata_connect, strata_train_step, strata_eval_step
-  public :: strata_teardown, strata_error
+  !> An array as a batch sees it: address, type, values, samples (its last extent; 1 for a
+  !> rank-1 array, one sample).
+  type :: array_ref
+    type(c_ptr) :: p = c_null_ptr
+    integer(c_int) :: dtype = STRATA_F32
+    integer(c_size_t) :: n = 0, rows = 0
+  end type
+
+  integer, parameter :: TRAIN = 0, EVALUATE = 1
+
+  public :: strata_config_new, strata_set, strata_set_model, strata_set_strategy
+  public :: strata_module_ops, strata_loss_ops
+  public :: strata_init, strata_connect, strata_teardown, strata_is_global_zero
+  public :: strata_train, strata_evaluate, strata_predict
+  public :: strata_train_step, strata_eval_step, strata_predict_step
+  public :: strata_save, strata_load, strata_export_safetensors, strata_error
+
+  !> Set a numeric configuration field by name, from a real or an integer value.
+  interface strata_set
+    module procedure set_real, set_int
+  end interface
+
+  !> One training step on the caller's arrays: strata_train(rt, x, t [, metrics]).
+  interface strata_train
+    module procedure train_ss, train_sd, train_ds, train_dd, train_sl, train_dl
+  end interface
+
+  !> One evaluation step (no gradients): strata_evaluate(rt, x, t [, metrics]).
+  interface strata_evaluate
+    module procedure eval_ss, eval_sd, eval_ds, eval_dd, eval_sl, eval_dl
+  end interface
+
+  !> The model's outputs for x into out(outputs, n), real32 or real64: strata_predict(rt, x, out).
+  interface strata_predict
+    module procedure predict_ss, predict_sd, predict_ds, predict_dd
+  end interface
 
   interface
     function c_config_bytes() bind(C, name="strata_config_bytes") result(n)
@@ -83,7 +141,26 @@ module strata
       type(c_ptr), value :: cfg, model
       integer(c_int) :: rc
     end function
+    function c_config_set_mpi_comm(cfg, comm, fortran) &
+        bind(C, name="strata_config_set_mpi_comm") result(rc)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: cfg, comm
+      integer(c_int), value :: fortran
+      integer(c_int) :: rc
+    end function
+    function c_strategy_from_name(name, kind) bind(C, name="strata_strategy_from_name") &
+        result(rc)
+      import :: c_char, c_int
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), intent(out) :: kind
+      integer(c_int) :: rc
+    end function
     function c_module_ops(name) bind(C, name="strata_module_ops_by_name") result(ops)
+      import :: c_ptr, c_char
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_ptr) :: ops
+    end function
+    function c_loss_ops(name) bind(C, name="strata_loss_ops_by_name") result(ops)
       import :: c_ptr, c_char
       character(kind=c_char), intent(in) :: name(*)
       type(c_ptr) :: ops
@@ -113,6 +190,39 @@ module strata
       type(strata_metrics), intent(out) :: metrics
       integer(c_int) :: rc
     end function
+    function strata_predict_step(rt, batch, out) bind(C, name="strata_predict_step") result(rc)
+      import :: c_ptr, c_int, strata_batch
+      type(c_ptr), value :: rt
+      type(strata_batch), intent(in) :: batch
+      type(c_ptr), value :: out
+      integer(c_int) :: rc
+    end function
+    function c_save(rt, path, app, app_bytes) bind(C, name="strata_save_checkpoint") result(rc)
+      import :: c_ptr, c_char, c_size_t, c_int
+      type(c_ptr), value :: rt, app
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_size_t), value :: app_bytes
+      integer(c_int) :: rc
+    end function
+    function c_load(rt, path, app, app_cap, app_bytes, info) &
+        bind(C, name="strata_load_checkpoint") result(rc)
+      import :: c_ptr, c_char, c_size_t, c_int
+      type(c_ptr), value :: rt, app, app_bytes, info
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_size_t), value :: app_cap
+      integer(c_int) :: rc
+    end function
+    function c_export(rt, path) bind(C, name="strata_export_safetensors") result(rc)
+      import :: c_ptr, c_char, c_int
+      type(c_ptr), value :: rt
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int) :: rc
+    end function
+    function c_is_global_zero(rt) bind(C, name="strata_is_global_zero") result(yes)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: rt
+      integer(c_int) :: yes
+    end function
     function strata_teardown(rt) bind(C, name="strata_teardown") result(rc)
       import :: c_ptr, c_int
       type(c_ptr), value :: rt
@@ -134,17 +244,25 @@ contains
   !> A configuration with the defaults of STRATA_CONFIG_INIT.
   subroutine strata_config_new(cfg)
     type(strata_config), intent(out), target :: cfg
-    allocate(cfg%store((c_config_bytes() + 7) / 8))
+    allocate(cfg%store((c_config_bytes() + 7) / 8 + 1))
+    cfg%store = 0
     call c_config_init(c_loc(cfg%store))
   end subroutine
 
-  !> Set a numeric field by name ("devices", "batch", "optim.lr", ...).
-  function strata_set(cfg, key, value) result(rc)
+  function set_real(cfg, key, value) result(rc)
     type(strata_config), intent(inout), target :: cfg
     character(len=*), intent(in) :: key
     real(c_double), intent(in) :: value
     integer(c_int) :: rc
     rc = c_config_set(c_loc(cfg%store), key // c_null_char, value)
+  end function
+
+  function set_int(cfg, key, value) result(rc)
+    type(strata_config), intent(inout), target :: cfg
+    character(len=*), intent(in) :: key
+    integer, intent(in) :: value
+    integer(c_int) :: rc
+    rc = c_config_set(c_loc(cfg%store), key // c_null_char, real(value, c_double))
   end function
 
   !> The model the runtime trains (it must stay alive, with its modules, until teardown).
@@ -155,12 +273,38 @@ contains
     rc = c_config_set_model(c_loc(cfg%store), c_loc(model))
   end function
 
+  !> The strategy by name ("single", "dp", "ddp", "spawn", "mpi"), its devices per process,
+  !> and for "mpi" the application's communicator: a Fortran handle (`use mpi`'s integer, or
+  !> mpi_f08's comm%MPI_VAL; absent: MPI_COMM_WORLD).
+  function strata_set_strategy(cfg, name, devices, comm) result(rc)
+    type(strata_config), intent(inout), target :: cfg
+    character(len=*), intent(in) :: name
+    integer, intent(in), optional :: devices, comm
+    integer(c_int) :: rc, kind
+    integer :: slot
+    rc = c_strategy_from_name(name // c_null_char, kind)
+    if (rc == STRATA_OK) rc = set_int(cfg, "strategy", int(kind))
+    if (rc == STRATA_OK .and. present(devices)) rc = set_int(cfg, "devices", devices)
+    if (rc /= STRATA_OK .or. .not. present(comm)) return
+    slot = size(cfg%store)
+    cfg%store(slot) = transfer([int(comm, c_int), 0_c_int], 0_c_int64_t) ! MPI_Fint first
+    rc = c_config_set_mpi_comm(c_loc(cfg%store), c_loc(cfg%store(slot)), 1_c_int)
+  end function
+
   !> A built-in module kind: "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
   !> "gelu", "gelu-tanh", "silu", "leaky-relu".
   function strata_module_ops(name) result(ops)
     character(len=*), intent(in) :: name
     type(c_ptr) :: ops
     ops = c_module_ops(name // c_null_char)
+  end function
+
+  !> A built-in loss by its table's name ("softmax_cross_entropy", "mse", ...), for
+  !> strata_model%loss.
+  function strata_loss_ops(name) result(ops)
+    character(len=*), intent(in) :: name
+    type(c_ptr) :: ops
+    ops = c_loss_ops(name // c_null_char)
   end function
 
   !> setup_environment: plan, reserve and start the devices.
@@ -170,6 +314,261 @@ contains
     integer(c_int) :: rc
     rt = c_null_ptr
     rc = c_init(rt, c_loc(cfg%store))
+  end function
+
+  !> .true. in the process that holds global rank 0 (the one that writes checkpoints).
+  logical function strata_is_global_zero(rt)
+    type(c_ptr), intent(in) :: rt
+    strata_is_global_zero = c_is_global_zero(rt) /= 0
+  end function
+
+  !> save_checkpoint: everything a bitwise resume needs, written atomically to path.
+  function strata_save(rt, path) result(rc)
+    type(c_ptr), intent(in) :: rt
+    character(len=*), intent(in) :: path
+    integer(c_int) :: rc
+    rc = c_save(rt, path // c_null_char, c_null_ptr, 0_c_size_t)
+  end function
+
+  !> load_checkpoint: validate path completely, then restore it; info says what it held.
+  function strata_load(rt, path, info) result(rc)
+    type(c_ptr), intent(in) :: rt
+    character(len=*), intent(in) :: path
+    type(strata_ckpt_info), intent(out), optional, target :: info
+    integer(c_int) :: rc
+    type(c_ptr) :: pinfo
+    pinfo = c_null_ptr
+    if (present(info)) pinfo = c_loc(info)
+    rc = c_load(rt, path // c_null_char, c_null_ptr, 0_c_size_t, c_null_ptr, pinfo)
+  end function
+
+  !> Device 0's parameters as safetensors, for PyTorch.
+  function strata_export_safetensors(rt, path) result(rc)
+    type(c_ptr), intent(in) :: rt
+    character(len=*), intent(in) :: path
+    integer(c_int) :: rc
+    rc = c_export(rt, path // c_null_char)
+  end function
+
+  ! ---- arrays as batches ----
+
+  function ref_s(a) result(ref)
+    real(real32), intent(in), target, contiguous :: a(..)
+    type(array_ref) :: ref
+    ref = array_ref(c_loc(a), STRATA_F32, size(a, kind=c_size_t), 1)
+    if (rank(a) >= 2) ref%rows = size(a, rank(a), kind=c_size_t)
+  end function
+
+  function ref_d(a) result(ref)
+    real(real64), intent(in), target, contiguous :: a(..)
+    type(array_ref) :: ref
+    ref = array_ref(c_loc(a), STRATA_F64, size(a, kind=c_size_t), 1)
+    if (rank(a) >= 2) ref%rows = size(a, rank(a), kind=c_size_t)
+  end function
+
+  function ref_l(a) result(ref)
+    integer(c_int32_t), intent(in), target, contiguous :: a(:)
+    type(array_ref) :: ref
+    ref = array_ref(c_loc(a), STRATA_I32, size(a, kind=c_size_t), size(a, kind=c_size_t))
+  end function
+
+  ! The batch of inputs x (and targets t when t%p is set): x's samples are its rows. Targets
+  ! whose sample count differs from x's get width -1, which the library refuses with a message.
+  function batch_of(x, t) result(b)
+    type(array_ref), intent(in) :: x, t
+    type(strata_batch) :: b
+    b%x = x%p
+    b%xtype = x%dtype
+    b%rows = int(x%rows, c_int)
+    b%dim = int(x%n / max(x%rows, 1_c_size_t), c_int)
+    if (t%dtype == STRATA_I32) then
+      b%y = t%p
+      if (t%n /= x%rows) b%rows = -1
+    else if (c_associated(t%p)) then
+      b%t = t%p
+      b%ttype = t%dtype
+      b%tdim = int(t%n / max(x%rows, 1_c_size_t), c_int)
+      if (t%rows /= x%rows .or. mod(t%n, max(x%rows, 1_c_size_t)) /= 0) b%tdim = -1
+    end if
+  end function
+
+  ! A training or evaluation step on x and t; metrics (optional) receive the step's metrics.
+  function step(rt, what, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    integer, intent(in) :: what
+    type(array_ref), intent(in) :: x, t
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    type(strata_metrics) :: m
+    if (what == TRAIN) then
+      rc = strata_train_step(rt, batch_of(x, t), m)
+    else
+      rc = strata_eval_step(rt, batch_of(x, t), m)
+    end if
+    if (present(metrics)) metrics = m
+  end function
+
+  function train_ss(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..), t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, TRAIN, ref_s(x), ref_s(t), metrics)
+  end function
+
+  function train_sd(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..)
+    real(real64), intent(in), target, contiguous :: t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, TRAIN, ref_s(x), ref_d(t), metrics)
+  end function
+
+  function train_ds(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..)
+    real(real32), intent(in), target, contiguous :: t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, TRAIN, ref_d(x), ref_s(t), metrics)
+  end function
+
+  function train_dd(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..), t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, TRAIN, ref_d(x), ref_d(t), metrics)
+  end function
+
+  function train_sl(rt, x, y, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..)
+    integer(c_int32_t), intent(in), target, contiguous :: y(:)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, TRAIN, ref_s(x), ref_l(y), metrics)
+  end function
+
+  function train_dl(rt, x, y, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..)
+    integer(c_int32_t), intent(in), target, contiguous :: y(:)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, TRAIN, ref_d(x), ref_l(y), metrics)
+  end function
+
+  function eval_ss(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..), t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, EVALUATE, ref_s(x), ref_s(t), metrics)
+  end function
+
+  function eval_sd(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..)
+    real(real64), intent(in), target, contiguous :: t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, EVALUATE, ref_s(x), ref_d(t), metrics)
+  end function
+
+  function eval_ds(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..)
+    real(real32), intent(in), target, contiguous :: t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, EVALUATE, ref_d(x), ref_s(t), metrics)
+  end function
+
+  function eval_dd(rt, x, t, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..), t(..)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, EVALUATE, ref_d(x), ref_d(t), metrics)
+  end function
+
+  function eval_sl(rt, x, y, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..)
+    integer(c_int32_t), intent(in), target, contiguous :: y(:)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, EVALUATE, ref_s(x), ref_l(y), metrics)
+  end function
+
+  function eval_dl(rt, x, y, metrics) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..)
+    integer(c_int32_t), intent(in), target, contiguous :: y(:)
+    type(strata_metrics), intent(out), optional :: metrics
+    integer(c_int) :: rc
+    rc = step(rt, EVALUATE, ref_d(x), ref_l(y), metrics)
+  end function
+
+  ! predict_step into f32 storage at out (rows x outputs values).
+  function predict_into(rt, x, out) result(rc)
+    type(c_ptr), intent(in) :: rt, out
+    type(array_ref), intent(in) :: x
+    integer(c_int) :: rc
+    rc = strata_predict_step(rt, batch_of(x, array_ref()), out)
+  end function
+
+  ! Widen n f32 values at the start of a real64 array's storage to real64 in place: from the
+  ! last, so that no f32 value is overwritten before it is read.
+  subroutine widen(p, n)
+    type(c_ptr), intent(in) :: p
+    integer(c_size_t), intent(in) :: n
+    real(c_float), pointer :: f(:)
+    real(c_double), pointer :: d(:)
+    integer(c_size_t) :: i
+    call c_f_pointer(p, f, [n])
+    call c_f_pointer(p, d, [n])
+    do i = n, 1, -1
+      d(i) = real(f(i), c_double)
+    end do
+  end subroutine
+
+  function predict_ss(rt, x, out) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..)
+    real(real32), intent(inout), target, contiguous :: out(..)
+    integer(c_int) :: rc
+    rc = predict_into(rt, ref_s(x), c_loc(out))
+  end function
+
+  function predict_ds(rt, x, out) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..)
+    real(real32), intent(inout), target, contiguous :: out(..)
+    integer(c_int) :: rc
+    rc = predict_into(rt, ref_d(x), c_loc(out))
+  end function
+
+  !> real64 outputs: predicted as f32 into out's own storage, then widened in place (out
+  !> holds exactly rows x outputs values).
+  function predict_sd(rt, x, out) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real32), intent(in), target, contiguous :: x(..)
+    real(real64), intent(inout), target, contiguous :: out(..)
+    integer(c_int) :: rc
+    rc = predict_into(rt, ref_s(x), c_loc(out))
+    if (rc == STRATA_OK) call widen(c_loc(out), size(out, kind=c_size_t))
+  end function
+
+  function predict_dd(rt, x, out) result(rc)
+    type(c_ptr), intent(in) :: rt
+    real(real64), intent(in), target, contiguous :: x(..)
+    real(real64), intent(inout), target, contiguous :: out(..)
+    integer(c_int) :: rc
+    rc = predict_into(rt, ref_d(x), c_loc(out))
+    if (rc == STRATA_OK) call widen(c_loc(out), size(out, kind=c_size_t))
   end function
 
   !> The last error of this thread, as a Fortran string.

@@ -97,6 +97,15 @@ int strata_config_set_model(struct strata_config *cfg, const struct strata_model
         return STRATA_OK;
 }
 
+int strata_config_set_mpi_comm(struct strata_config *cfg, const void *comm, int fortran)
+{
+        if (!cfg)
+                return strata__fail(STRATA_EINVAL, "config set mpi comm: config is NULL");
+        cfg->process.mpi_comm = comm;
+        cfg->process.mpi_comm_fortran = !!fortran;
+        return STRATA_OK;
+}
+
 size_t strata_config_bytes(void)
 {
         return sizeof(struct strata_config);
@@ -108,6 +117,19 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name)
                 &strata_linear,     &strata_relu,      &strata_batchnorm1d, &strata_dropout,
                 &strata_tanh,       &strata_sigmoid,   &strata_gelu,        &strata_gelu_tanh,
                 &strata_silu,       &strata_leaky_relu,
+        };
+
+        for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+                if (!strcmp(all[i]->name, name))
+                        return all[i];
+        return NULL;
+}
+
+const struct strata_loss_ops *strata_loss_ops_by_name(const char *name)
+{
+        static const struct strata_loss_ops *const all[] = {
+                &strata_softmax_cross_entropy, &strata_mse, &strata_l1, &strata_huber,
+                &strata_bce_with_logits,
         };
 
         for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)

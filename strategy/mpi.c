@@ -44,10 +44,12 @@ static int mpi_environment(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
         const struct strata__net_ops *ops;
+        struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
+                                           rt->cfg.process.mpi_comm_fortran };
 
         (void)state, (void)event, (void)arg;
         STRATA_TRY(strata__net_mpi(&ops));
-        STRATA_TRY(strata__procs_join(rt, ops, rt->cfg.process.mpi_comm));
+        STRATA_TRY(strata__procs_join(rt, ops, &where));
         return STRATA_SM_PARENT;
 }
 

@@ -63,6 +63,16 @@ struct link {
 
 static struct link links[4];
 
+/* The application's communicator (docs: struct strata__mpi_where); MPI is initialised. */
+static MPI_Comm app_comm(const struct strata__mpi_where *w)
+{
+        if (!w || !w->comm)
+                return MPI_COMM_WORLD;
+        if (w->fortran)
+                return MPI_Comm_f2c(*(const MPI_Fint *)w->comm);
+        return *(const MPI_Comm *)w->comm;
+}
+
 static int mpi_open(struct strata_net *n, const void *where)
 {
         struct link *l = NULL;
@@ -98,7 +108,7 @@ static int mpi_open(struct strata_net *n, const void *where)
                             "MPI_THREAD_FUNNELED from that thread, or MPI_THREAD_SERIALIZED",
                             provided);
         }
-        if (MPI_Comm_dup(where ? *(const MPI_Comm *)where : MPI_COMM_WORLD, &l->comm) !=
+        if (MPI_Comm_dup(app_comm(where), &l->comm) !=
             MPI_SUCCESS) {
                 if (l->finalize)
                         MPI_Finalize();

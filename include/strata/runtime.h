@@ -115,6 +115,7 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
 #define STRATA_CONFIG_PROCESS(X, g)                                                                \
         X(g, int, count, INT, "processes")              /* see below */                            \
         X(g, const void *, mpi_comm, NONE, NULL)        /* mpi: the MPI_Comm * (NULL: world) */    \
+        X(g, int, mpi_comm_fortran, INT, "mpi_comm_fortran") /* mpi_comm: Fortran's */             \
         X(g, int, mpi_allreduce, INT, "mpi_allreduce")  /* see below */
 
 /* The sub-structs, one per concern. */
@@ -160,6 +161,8 @@ struct strata_config_process {
  *   each late device is (0 = 60 s; negative: never).
  * - process.count (mpi, spawn): the processes of the job (0: from the launcher's environment or
  *   strata_spawn(); checked against the link at init). The memory plan needs it.
+ * - process.mpi_comm_fortran: 1: mpi_comm points to a Fortran communicator handle (MPI_Fint),
+ *   converted with MPI_Comm_f2c() (strata_config_set_mpi_comm()).
  * - process.mpi_allreduce: gradients through MPI_Allreduce: faster, but its summation order is
  *   Open MPI's, so results are not bitwise reproducible (default 0: Strata's fixed order).
  */
@@ -200,6 +203,16 @@ int strata_config_set(struct strata_config *cfg, const char *key, double value);
 /** @brief cfg->model = @p model (the model must outlive the runtime). */
 int strata_config_set_model(struct strata_config *cfg, const struct strata_model *model);
 
+/**
+ * @brief cfg->process.mpi_comm = @p comm: the communicator strategy mpi joins the processes of
+ *        (duplicated at init; @p comm must stay valid until strata_init() returns). @p comm is
+ *        a C `MPI_Comm *` or, with @p fortran non-zero, a Fortran handle (`MPI_Fint *`: the
+ *        integer of `use mpi`, the MPI_VAL of mpi_f08's type(MPI_Comm)) that the MPI link
+ *        converts with MPI_Comm_f2c(). NULL: MPI_COMM_WORLD.
+ * @retval STRATA_OK, STRATA_EINVAL (@p cfg NULL).
+ */
+int strata_config_set_mpi_comm(struct strata_config *cfg, const void *comm, int fortran);
+
 /** @brief sizeof(struct strata_config): the storage a foreign caller reserves for one. */
 size_t strata_config_bytes(void);
 
@@ -208,6 +221,12 @@ size_t strata_config_bytes(void);
  *        "gelu", "gelu-tanh", "silu" or "leaky-relu" (NULL: no such).
  */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
+
+/**
+ * @brief The built-in loss called @p name (its ops table's name: "softmax_cross_entropy",
+ *        "mse", ...), for callers that cannot name the table (Fortran); NULL: no such loss.
+ */
+const struct strata_loss_ops *strata_loss_ops_by_name(const char *name);
 
 /** Result of strata_plan(). */
 struct strata_plan_info {

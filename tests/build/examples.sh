@@ -23,7 +23,7 @@ fi
 # Fortran: the installed module source, compiled with the program.
 mkdir -p "$build/example-fortran"
 (cd "$build/example-fortran" &&
-        gfortran -std=f2008 -Wall -Wextra -Werror -c "$prefix/include/strata/strata.f90" &&
-        gfortran -std=f2008 -Wall -Wextra -Werror -o train "$src/examples/fortran/train.f90" \
+        gfortran -std=f2018 -Wall -Wextra -Werror -c "$prefix/include/strata/strata.f90" &&
+        gfortran -std=f2018 -Wall -Wextra -Werror -o train "$src/examples/fortran/train.f90" \
                 strata.o $(pkg-config --libs strata) -Wl,-rpath,"$prefix/lib")
 "$build/example-fortran/train"

@@ -26,6 +26,33 @@ Test(config_keys, fields_are_set_by_name)
         cr_assert_eq(strata_module_ops_by_name("relu"), &strata_relu);
         cr_assert_null(strata_module_ops_by_name("conv2d"));
         cr_assert_null(strata_module_ops_by_name(NULL));
+        cr_assert_eq(strata_loss_ops_by_name("softmax_cross_entropy"),
+                     &strata_softmax_cross_entropy);
+        cr_assert_eq(strata_loss_ops_by_name("mse"), &strata_mse);
+        cr_assert_eq(strata_loss_ops_by_name("bce_with_logits"), &strata_bce_with_logits);
+        cr_assert_null(strata_loss_ops_by_name("ce"));
+        cr_assert_null(strata_loss_ops_by_name(NULL));
+}
+
+/* A Fortran caller names its MPI communicator by its handle: pointer and kind are both set. */
+Test(config_keys, mpi_comm_is_set_with_its_kind)
+{
+        struct strata_config c;
+        int fortran_handle = 0; /* Open MPI's MPI_COMM_WORLD in Fortran */
+        void *c_handle = NULL;
+
+        strata_config_init(&c);
+        cr_assert_null(c.process.mpi_comm);
+        cr_assert_eq(c.process.mpi_comm_fortran, 0);
+        cr_assert_eq(strata_config_set_mpi_comm(&c, &fortran_handle, 7), STRATA_OK);
+        cr_assert_eq(c.process.mpi_comm, &fortran_handle);
+        cr_assert_eq(c.process.mpi_comm_fortran, 1);
+        cr_assert_eq(strata_config_set_mpi_comm(&c, &c_handle, 0), STRATA_OK);
+        cr_assert_eq(c.process.mpi_comm, &c_handle);
+        cr_assert_eq(c.process.mpi_comm_fortran, 0);
+        cr_assert_eq(strata_config_set(&c, "mpi_comm_fortran", 1), STRATA_OK);
+        cr_assert_eq(c.process.mpi_comm_fortran, 1);
+        cr_assert_eq(strata_config_set_mpi_comm(NULL, NULL, 0), STRATA_EINVAL);
 }
 
 Test(config_keys, bad_keys_and_values_change_nothing)

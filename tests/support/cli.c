@@ -79,3 +79,14 @@ void cli_rmtree(const char *dir)
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         (void)!system(cmd);
 }
+
+int cli_build_script(const char *script)
+{
+        char cmd[2048];
+
+        if (STRATA_SAN[0] != '\0')
+                cr_skip("checked in the plain build, not under " STRATA_SAN);
+        snprintf(cmd, sizeof(cmd), "sh %s/tests/build/%s %s %s >&2", STRATA_SOURCE_DIR, script,
+                 STRATA_SOURCE_DIR, STRATA_BUILD_DIR);
+        return system(cmd);
+}

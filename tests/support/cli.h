@@ -19,6 +19,13 @@ int cli_sh(const char *cmd, char *out, size_t n);
  */
 int cli_run_tty(const char *bin, const char *args, char *out, size_t n);
 
+/**
+ * Run tests/build/@p script with the source and build directories, its output on stderr;
+ * returns its exit status (0: it passed). Skips the test under a sanitizer: what the scripts
+ * build and run is checked in the plain build.
+ */
+int cli_build_script(const char *script);
+
 /** A fresh directory /tmp/strata-TAG-XXXXXX in @p dir (@p n bytes); fails the test if not. */
 void cli_mkdtemp(char *dir, size_t n, const char *tag);
 
