@@ -6,40 +6,21 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "alloc/limit.h"
 #include "tools/train/train.h"
 #include "tools/widths.h"
 
-/*
- * The memory this process may use: physical memory, the address-space limit (ulimit -v) and
- * the cgroup's limit (memory.max, v2), whichever is least; @p why says which one it is.
- */
+/* The memory this process may use (alloc/limit.h, the rule strata_init() applies too); @p why
+ * says which limit it is. */
 static size_t memory_limit(char *why, size_t n)
 {
-        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        size_t lim = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : SIZE_MAX;
-        struct rlimit rl;
-        FILE *f;
+        struct strata__memory_limit lim;
 
-        snprintf(why, n, "the machine has %zu bytes", lim);
-        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-            (size_t)rl.rlim_cur < lim) {
-                lim = (size_t)rl.rlim_cur;
-                snprintf(why, n, "the address-space limit (ulimit -v) is %zu bytes", lim);
-        }
-        f = fopen("/sys/fs/cgroup/memory.max", "r");
-        if (f) {
-                unsigned long long v;
-
-                if (fscanf(f, "%llu", &v) == 1 && (size_t)v < lim) {
-                        lim = (size_t)v;
-                        snprintf(why, n, "the cgroup's memory.max is %zu bytes", lim);
-                }
-                fclose(f);
-        }
-        return lim;
+        strata__memory_limit(NULL, &lim);
+        snprintf(why, n, "%s", lim.why);
+        return lim.bytes;
 }
 
 /* The IDX files of --data: training images and labels, test images and labels. */

@@ -91,7 +91,7 @@ struct run {
         struct strata_runtime *rt;
         size_t data_bytes;              /* the tool's arena: data, indices, step times */
         size_t mem_limit;               /* what this process may use... */
-        char why[160];                  /* ...and which limit that is */
+        char why[224];                  /* ...and which limit that is */
         struct strata_arena data;
         struct strata_dataset train, test;
         struct strata_sampler sampler;
