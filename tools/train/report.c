@@ -89,7 +89,8 @@ void report_epoch(const struct run *r, int ep, long s, double ep_time)
                        ep_time);
 }
 
-/* The job's summary: accuracy, time, the median step, memory planned and used, the heap. */
+/* The job's summary: accuracy, time, the median step, memory planned and used, the heap
+ * (--quiet: only --json's object). */
 static void summary(const struct run *r, const struct strata_memory_info *mem, double t_total,
                     long heap)
 {
@@ -106,7 +107,7 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
                        r->o.epochs, r->o.batch, strata_world_size(r->rt),
                        json_num(r->train_loss, "%.6f", num), r->acc, t_total, sps, med,
                        mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
-        else
+        else if (!r->o.quiet)
                 printf("final: test_acc %.4f  time %.2fs  median step %.1f us  %.0f samples/s\n"
                        "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "
                        "during training: %ld\n",
@@ -131,7 +132,7 @@ void report_final(const struct run *r, double t_total, long heap)
                         r->o.strategy == STRATA_STRATEGY_MPI ? " (Open MPI's)" : "");
         if (first)
                 summary(r, &mem, t_total, heap);
-        if (r->o.precision == STRATA_PRECISION_16_MIXED && first && !r->o.json &&
+        if (r->o.precision == STRATA_PRECISION_16_MIXED && first && !r->o.json && !r->o.quiet &&
             strata_grad_scaler_state(r->rt, &gs) == STRATA_OK)
                 printf("loss scale: %g, %llu optimizer steps skipped\n", gs.scale,
                        (unsigned long long)gs.skipped);

@@ -59,7 +59,8 @@ void usage(FILE *f)
                 "  --stall-report S    report a device waiting S seconds at a collective, and\n"
                 "                      where the late devices are (default 60; 0: never)\n"
                 "  --json              one JSON object per epoch and a final one\n"
-                "  --quiet             only the final summary (no progress bar, no epoch lines)\n"
+                "  --quiet             nothing on stdout but what --json asks for (errors and\n"
+                "                      warnings stay on stderr)\n"
                 "  --verbose           placement, memory\n"
                 "  --help\n");
 }
