@@ -281,9 +281,9 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         epoch_line(out, 1, a, sizeof(a));
         cr_assert_str_eq(a, b, "resumed from a step checkpoint");
-        cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2 --ckpt-dir /tmp", out,
-                         sizeof(out)), 2, "%s", out);
-        cr_assert(strstr(out, "multiples of --accumulate"), "%s", out);
+        cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2", out, sizeof(out)), 2, "%s",
+                     out);
+        cr_assert(strstr(out, "needs --ckpt-dir"), "%s", out);
 }
 
 /* Results that cannot be written are an error with a message, not a silent success. */

@@ -1,6 +1,6 @@
 /*
  * strata-train's checkpoints and stop signals: DIR/epoch-N.ckpt at epoch ends (and every N
- * batches), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
+ * optimizer steps, DIR/epoch-E-step-B.ckpt after batch B of epoch E), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
  * latest; SIGTERM, SIGUSR1 and SIGINT acted on at the next optimizer step, exit 128+signal.
  */
 #include <errno.h>
@@ -130,21 +130,16 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
 }
 
 /**
- * @brief Before the first step: checkpoints only at optimizer steps and into --ckpt-dir,
- *        --resume's checkpoint loaded (r->at), the directory made. 0, or the exit status.
+ * @brief Before the first step: --ckpt-every-steps only with --ckpt-dir, --resume's checkpoint
+ *        loaded (r->at), the directory made. 0, or the exit status.
  */
 int ckpt_start(struct run *r)
 {
         const struct opts *o = &r->o;
-        char num[32];
 
-        if ((o->ckpt_dir || o->ckpt_every) && (r->steps_per_epoch % o->accumulate ||
-                                               o->ckpt_every % o->accumulate || !o->ckpt_dir)) {
+        if (o->ckpt_every && !o->ckpt_dir) {
                 strata_teardown(r->rt);
-                return bad("--ckpt-dir/--ckpt-every-steps: checkpoints are taken at optimizer "
-                           "steps: every N and the %s batches of an epoch must be multiples of "
-                           "--accumulate, and --ckpt-every-steps needs --ckpt-dir%s",
-                           (snprintf(num, 32, "%ld", r->steps_per_epoch), num), "");
+                return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
         }
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);

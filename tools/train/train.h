@@ -48,7 +48,7 @@ struct opts {
         int ckpt_keep;          /* checkpoints kept in ckpt_dir */
         const char *resume;     /* a checkpoint file, or a directory: its latest */
         const char *export_st;  /* safetensors of the final weights */
-        long ckpt_every;        /* also checkpoint every N batches (0: epoch ends only) */
+        long ckpt_every;        /* also every N optimizer steps (0: epoch ends only) */
         const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
         long warmup;            /* linear warm-up optimizer steps */
         const char *trace;      /* Chrome trace of every device */
