@@ -69,3 +69,15 @@ void cli_rmtree(const char *dir)
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         (void)!system(cmd);
 }
+
+void cli_epoch_line(const char *out, int e, char *line, size_t n)
+{
+        char key[32];
+        const char *p, *q;
+
+        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
+        p = strstr(out, key);
+        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
+        cr_assert(p && q, "no epoch %d line in: %s", e, out);
+        snprintf(line, n, "%.*s", (int)(q - p), p);
+}

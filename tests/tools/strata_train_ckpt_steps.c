@@ -17,19 +17,6 @@
 
 static char out[1 << 15];
 
-/* The JSON line of epoch @p e in @p text, without its timing fields. */
-static void epoch_line(const char *text, int e, char *line, size_t n)
-{
-        char key[32];
-        const char *p, *q;
-
-        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
-        p = strstr(text, key);
-        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
-        cr_assert(p && q, "no epoch %d line in: %s", e, text);
-        snprintf(line, n, "%.*s", (int)(q - p), p);
-}
-
 Test(ckpt_steps, every_n_optimizer_steps_across_partial_windows, .timeout = 120)
 {
         char dir[64], cmd[512], a[256], b[256];
@@ -40,7 +27,7 @@ Test(ckpt_steps, every_n_optimizer_steps_across_partial_windows, .timeout = 120)
         snprintf(cmd, sizeof(cmd), BIN " " COMMON "--epochs 2 --ckpt-dir %s --ckpt-keep 64 "
                  "--ckpt-every-steps 4 2>&1 && ls %s | sort | tr '\\n' ' '", dir, dir);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 2, a, sizeof(a));
+        cli_epoch_line(out, 2, a, sizeof(a));
         cr_assert_not_null(strstr(out, "epoch-1-step-12.ckpt epoch-1-step-24.ckpt epoch-1.ckpt "
                                        "epoch-2-step-15.ckpt epoch-2-step-27.ckpt "
                                        "epoch-2-step-3.ckpt epoch-2.ckpt latest"),
@@ -50,7 +37,7 @@ Test(ckpt_steps, every_n_optimizer_steps_across_partial_windows, .timeout = 120)
         snprintf(cmd, sizeof(cmd), BIN " " COMMON "--epochs 2 --resume %s/epoch-2-step-15.ckpt "
                  "2>&1", dir);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 2, b, sizeof(b));
+        cli_epoch_line(out, 2, b, sizeof(b));
         cr_assert_str_eq(a, b);
         cli_rmtree(dir);
 }

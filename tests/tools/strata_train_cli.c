@@ -217,19 +217,6 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
 }
 
-/* The JSON line of epoch @p e in @p out, without its timing fields. */
-static void epoch_line(const char *out, int e, char *line, size_t n)
-{
-        char key[32];
-        const char *p, *q;
-
-        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
-        p = strstr(out, key);
-        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
-        cr_assert(p && q, "no epoch %d line in: %s", e, out);
-        snprintf(line, n, "%.*s", (int)(q - p), p);
-}
-
 /*
  * SIGTERM (a scheduler's warning) checkpoints at the next step boundary and exits 143; the
  * resumed run's next epoch is the one an uninterrupted run gives; a mid-epoch step
@@ -261,10 +248,10 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
                 e++; /* a completed epoch: the next one is compared */
         snprintf(args, sizeof(args), "%s --epochs %d", common, e);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, e, a, sizeof(a));
+        cli_epoch_line(out, e, a, sizeof(a));
         snprintf(args, sizeof(args), "%s --epochs %d --resume %s", common, e, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, e, b, sizeof(b));
+        cli_epoch_line(out, e, b, sizeof(b));
         cr_assert_str_eq(a, b, "after SIGTERM at %s", name);
 
         /* A step checkpoint in the middle of epoch 2 of a fresh directory. */
@@ -276,10 +263,10 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         snprintf(args, sizeof(args), "%s --epochs 1 --resume %s/epoch-1-step-300.ckpt", common,
                  dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 1, b, sizeof(b));
+        cli_epoch_line(out, 1, b, sizeof(b));
         snprintf(args, sizeof(args), "%s --epochs 1", common);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 1, a, sizeof(a));
+        cli_epoch_line(out, 1, a, sizeof(a));
         cr_assert_str_eq(a, b, "resumed from a step checkpoint");
         cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2", out, sizeof(out)), 2, "%s",
                      out);
