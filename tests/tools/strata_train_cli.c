@@ -184,11 +184,22 @@ static void epoch2(const char *out, char *line, size_t n)
         snprintf(line, n, "%.*s", (int)(e - p), p);
 }
 
+/* The final object's train_loss and test_acc fields. */
+static void final_result(const char *out, char *res, size_t n)
+{
+        const char *p = strstr(out, "{\"final\":true");
+        const char *a = p ? strstr(p, "\"train_loss\":") : NULL;
+        const char *e = a ? strstr(a, ",\"time_s\"") : NULL;
+
+        cr_assert(a && e, "no final result in: %s", out);
+        snprintf(res, n, "%.*s", (int)(e - a), a);
+}
+
 /* 2 epochs straight == 1 epoch, checkpoint, resume for the second (dp, SyncBatchNorm). */
 Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
 {
         static char out[16384];
-        char dir[] = "/tmp/strata-cli-ckpt-XXXXXX", args[512], a[256], b[256];
+        char dir[] = "/tmp/strata-cli-ckpt-XXXXXX", args[512], a[256], b[256], result[128];
         const char *common = "--model 784-64-10 --bn --sync-bn --strategy dp --devices 2 --json";
 
         cr_assert_not_null(mkdtemp(dir));
@@ -200,6 +211,7 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         cr_assert(strstr(out, "\"heap_allocs\":0") ||
                   (STRATA_SAN[0] && strstr(out, "\"heap_allocs\":-1")),
                   "saving allocated: %s", out); /* sanitizers own malloc: not counted (-1) */
+        final_result(out, result, sizeof(result));
         snprintf(args, sizeof(args), "%s --epochs 2 --resume %s", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         cr_assert_null(strstr(out, "{\"epoch\":1,"), "epoch 1 ran again: %s", out);
@@ -209,9 +221,12 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         snprintf(args, sizeof(args), "--model 784-64-10 --epochs 2 --resume %s", dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
         cr_assert(strstr(out, "another model"), "%s", out);
+        /* A requeued job that had finished: exit 0 and its result, nothing trained. */
         snprintf(args, sizeof(args), "%s --epochs 1 --resume %s", common, dir);
-        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         cr_assert(strstr(out, "already holds 1 epochs"), "%s", out);
+        cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
+        cr_assert_not_null(strstr(out, result), "%s: %s", result, out);
         snprintf(args, sizeof(args), "%s --epochs 2 --resume %s/nothing", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
         cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);

@@ -4,7 +4,9 @@
  * latest; SIGTERM, SIGUSR1 and SIGINT acted on at the next optimizer step, exit 128+signal.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,7 +22,12 @@ struct app_state {
         uint32_t step_in_epoch; /* batches of the next epoch already trained */
         uint32_t pad;
         double loss_sum;        /* their summed loss, for the epoch's train_loss */
+        double test_acc;        /* of the last epoch evaluated (absent before this field: */
+        double train_loss;      /* ...a run resumed complete reports them unknown) */
 };
+
+/* The block's size before it kept the last evaluation. */
+#define APP_STATE_V1 offsetof(struct app_state, test_acc)
 
 /* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
 static volatile sig_atomic_t stop_signal;
@@ -60,7 +67,8 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
         static int nkept;
         struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
                                .batch = (uint32_t)o->batch, .seed = o->seed,
-                               .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum };
+                               .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum,
+                               .test_acc = at.acc, .train_loss = at.train_loss };
         char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
 
         if (nkept >= o->ckpt_keep) {
@@ -102,27 +110,29 @@ static int resolve(const char *path, char *out, size_t n)
         return 0;
 }
 
-/* Load the checkpoint --resume names; *at gets where that run stood. */
+/* Load the checkpoint --resume names; *at gets where that run stood and its last evaluation. */
 static int resume(struct strata_runtime *rt, const struct opts *o, struct position *at)
 {
-        char path[STRATA_CKPT_PATH_MAX], num[32];
+        char path[STRATA_CKPT_PATH_MAX];
         struct strata_ckpt_info info;
-        struct app_state a;
+        struct app_state a = { .test_acc = NAN, .train_loss = NAN };
         size_t got = 0;
 
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
                 return bad("--resume: %s%s", strata_last_error(), "");
-        if (got != sizeof(a) || memcmp(a.magic, "sttrain", 8) != 0)
+        if ((got != sizeof(a) && got != APP_STATE_V1) || memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train%s", path, "");
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
                 return bad("--resume: %s was taken with another --batch or --seed%s", path, "");
-        if ((int)a.epochs_done >= o->epochs)
-                return bad("--resume: %s already holds %s epochs; ask for more with --epochs",
-                           path, (snprintf(num, sizeof(num), "%u", a.epochs_done), num));
-        *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum };
-        if (!info.bitwise)
+        *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
+                                 a.test_acc, a.train_loss };
+        if ((int)a.epochs_done >= o->epochs) /* a requeued job that had finished */
+                fprintf(stderr, "strata-train: %s already holds %u epochs (--epochs %d): "
+                                "nothing left to train; its result follows\n",
+                        path, a.epochs_done, o->epochs);
+        else if (!info.bitwise)
                 fprintf(stderr, "strata-train: %s was saved by %s on %d device(s); training "
                                 "continues from its state on %d, no longer bit for bit\n",
                         path, strata_strategy_name(info.strategy), info.world, o->devices);
@@ -141,10 +151,13 @@ int ckpt_start(struct run *r)
                 strata_teardown(r->rt);
                 return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
         }
+        r->at.acc = r->at.train_loss = NAN;
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);
                 return 2;
         }
+        r->acc = r->at.acc;
+        r->train_loss = r->at.train_loss;
         if (o->ckpt_dir && mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST)
                 return bad("--ckpt-dir %s: %s", o->ckpt_dir, strerror(errno));
         return 0;

@@ -98,7 +98,7 @@ static long optimizer_steps(const struct run *r, int ep, long s)
  */
 static int after_step(struct run *r, struct epoch *e)
 {
-        struct position here = { e->ep, e->s, e->loss_sum };
+        struct position here = { e->ep, e->s, e->loss_sum, r->acc, r->train_loss };
 
         if (!window_end(r, e->s))
                 return 0;
@@ -145,7 +145,8 @@ static int end_epoch(struct run *r, struct epoch *e)
         if (r->o.trace && strata_flush_trace(r->rt))
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());
         csv_epoch(r, e->ep, e->s - e->s0, ep_time);
-        if (r->o.ckpt_dir && save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0 }))
+        if (r->o.ckpt_dir &&
+            save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0, r->acc, r->train_loss }))
                 return fail(r);
         report_epoch(r, e->ep, e->s, ep_time);
         if (stdout_failed()) {

@@ -50,7 +50,7 @@ void report_start(struct run *r)
 /** @brief Where a resumed run starts. */
 void report_resumed(const struct run *r)
 {
-        if (r->o.resume && !r->o.quiet && !r->o.json)
+        if (r->o.resume && !r->o.quiet && !r->o.json && r->at.epoch < r->o.epochs)
                 printf("strata-train: resumed at epoch %d, step %ld\n", r->at.epoch + 1,
                        r->at.step);
 }
@@ -95,17 +95,18 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
                     long heap)
 {
         double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
-        double sps = (double)r->nsteps * r->o.batch / t_total;
-        char num[32];
+        double sps = t_total > 0.0 ? (double)r->nsteps * r->o.batch / t_total : 0.0;
+        char num[32], acc[32];
 
         if (r->o.json)
                 printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
-                       "\"train_loss\":%s,\"test_acc\":%.4f,\"time_s\":%.3f,"
+                       "\"train_loss\":%s,\"test_acc\":%s,\"time_s\":%.3f,"
                        "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                        "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                        "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
                        r->o.epochs, r->o.batch, strata_world_size(r->rt),
-                       json_num(r->train_loss, "%.6f", num), r->acc, t_total, sps, med,
+                       json_num(r->train_loss, "%.6f", num), json_num(r->acc, "%.4f", acc),
+                       t_total, sps, med,
                        mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
         else if (!r->o.quiet)
                 printf("final: test_acc %.4f  time %.2fs  median step %.1f us  %.0f samples/s\n"

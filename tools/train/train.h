@@ -79,6 +79,7 @@ struct position {
         int epoch;              /* epochs completed */
         long step;              /* batches of the next epoch trained */
         double loss_sum;
+        double acc, train_loss; /* of the last epoch evaluated (NaN: none yet) */
 };
 
 /* One run of this process: everything train() sets up, then the loop uses. */
