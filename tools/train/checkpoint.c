@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/train/train.h"
 
@@ -139,18 +141,55 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
         return 0;
 }
 
+/*
+ * --ckpt-dir, before any training: made when missing (not its parents), a directory, and one
+ * this process can create files in: a probe created exclusively (mkstemp) and removed at
+ * once. A full disk shows only when a save fails (exit 1 then, with the message).
+ */
+static int ckpt_dir_usable(const char *dir)
+{
+        char probe[PATH_BUF], why[160];
+        struct stat st;
+        int fd;
+
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+                snprintf(why, sizeof(why), "cannot be made (%s)%s", strerror(errno),
+                         errno == ENOENT ? "; its parent must exist" : "");
+        else if (stat(dir, &st) != 0)
+                snprintf(why, sizeof(why), "%s", strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+                snprintf(why, sizeof(why), "is not a directory");
+        else if (snprintf(probe, sizeof(probe), "%s/.strata-probe-XXXXXX", dir) >= PATH_BUF ||
+                 (fd = mkstemp(probe)) < 0)
+                snprintf(why, sizeof(why), "no file can be created in it (%s)",
+                         strerror(errno));
+        else {
+                unlink(probe);
+                close(fd);
+                return 0;
+        }
+        return bad("--ckpt-dir %s: %s", dir, why);
+}
+
 /**
- * @brief Before the first step: --ckpt-every-steps only with --ckpt-dir, --resume's checkpoint
- *        loaded (r->at), the directory made. 0, or the exit status.
+ * @brief Before anything is loaded or started: --ckpt-every-steps only with --ckpt-dir, and
+ *        the directory made and usable. 0, or 2 after the message.
+ */
+int ckpt_check(const struct opts *o)
+{
+        if (o->ckpt_every && !o->ckpt_dir)
+                return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
+        return o->ckpt_dir ? ckpt_dir_usable(o->ckpt_dir) : 0;
+}
+
+/**
+ * @brief Before the first step: --resume's checkpoint loaded (r->at) and the last evaluation
+ *        it kept. 0, or the exit status.
  */
 int ckpt_start(struct run *r)
 {
         const struct opts *o = &r->o;
 
-        if (o->ckpt_every && !o->ckpt_dir) {
-                strata_teardown(r->rt);
-                return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
-        }
         r->at.acc = r->at.train_loss = NAN;
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);
@@ -158,8 +197,6 @@ int ckpt_start(struct run *r)
         }
         r->acc = r->at.acc;
         r->train_loss = r->at.train_loss;
-        if (o->ckpt_dir && mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST)
-                return bad("--ckpt-dir %s: %s", o->ckpt_dir, strerror(errno));
         return 0;
 }
 

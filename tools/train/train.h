@@ -148,6 +148,7 @@ void csv_epoch(const struct run *r, int ep, long done, double ep_time);
 int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
+int ckpt_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
 void catch_stop_signals(void);
