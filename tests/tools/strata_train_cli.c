@@ -220,7 +220,16 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         /* What cannot be resumed is refused before any training. */
         snprintf(args, sizeof(args), "--model 784-64-10 --epochs 2 --resume %s", dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
-        cr_assert(strstr(out, "another model"), "%s", out);
+        cr_assert(strstr(out, "another model: BatchNorm"), "%s", out);
+        snprintf(args, sizeof(args), "%s --optim adamw --epochs 2 --resume %s", common, dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert(strstr(out, "sgd with momentum (momentum_buffer) in the checkpoint, adamw"),
+                  "%s", out);
+        snprintf(args, sizeof(args), "--model 784-32-10 --bn --sync-bn --strategy dp --devices 2 "
+                 "--epochs 2 --resume %s", dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert(strstr(out, "layers.0.weight (64 x 784) in the checkpoint, layers.0.weight "
+                              "(32 x 784) in this model"), "%s", out);
         /* A requeued job that had finished: exit 0 and its result, nothing trained. */
         snprintf(args, sizeof(args), "%s --epochs 1 --resume %s", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
