@@ -100,13 +100,17 @@ Test(strata_train_cli, bad_data_exit_2)
                  "sys.stdout.buffer.write(h+d[16:16+n*27*28])' | gzip > "
                  "%s/t10k-images-idx3-ubyte.gz", dir, dir);
         cr_assert_eq(system(cmd), 0);
-        expect_usage_error(args, "the test images have 756 features each");
+        expect_usage_error(args, "the test images (");
+        expect_usage_error(args, "t10k-images-idx3-ubyte.gz) have 756 features each, the "
+                                 "training images (");
+        expect_usage_error(args, "train-images-idx3-ubyte.gz) 784");
         snprintf(cmd, sizeof(cmd),
                  "cp " FMNIST "/*.gz %s/ && gzip -dc " FMNIST "/t10k-labels-idx1-ubyte.gz | "
                  "python3 -c 'import sys; d=bytearray(sys.stdin.buffer.read()); d[8]=10; "
                  "sys.stdout.buffer.write(d)' | gzip > %s/t10k-labels-idx1-ubyte.gz", dir, dir);
         cr_assert_eq(system(cmd), 0);
-        expect_usage_error(args, "the test labels go up to class 10");
+        expect_usage_error(args, "t10k-labels-idx1-ubyte.gz: label 10 at index 0 is outside "
+                                 "the model's 10 outputs");
 }
 
 Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
