@@ -10,6 +10,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "data/gather.h"
+#include "data/idx.h"
 #include "kernel/philox.h"
 
 /*
@@ -50,6 +51,8 @@ int strata_dataset_bytes(const char *images, const char *labels, size_t *bytes)
         STRATA_TRY(strata_idx_info(images, &a));
         STRATA_TRY(strata_idx_info(labels, &b));
         STRATA_TRY(dataset_shape(images, &a, labels, &b, &dim));
+        STRATA_TRY(strata__idx_fits(images, &a));
+        STRATA_TRY(strata__idx_fits(labels, &b));
         *bytes = STRATA__ALIGN_UP(a.bytes, 64) + STRATA__ALIGN_UP(b.bytes, 64);
         return STRATA_OK;
 }
@@ -84,8 +87,15 @@ int strata_dataset_synthetic(struct strata_dataset *ds, struct strata_arena *are
         void *p;
         size_t bytes;
 
-        if (!ds || !arena || n == 0 || dim == 0 || classes < 2 || classes > 256)
-                return strata__fail(STRATA_EINVAL, "synthetic dataset: bad argument");
+        if (!ds || !arena)
+                return strata__fail(STRATA_EINVAL, "synthetic dataset: NULL %s",
+                                    !ds ? "dataset" : "arena");
+        if (n == 0 || dim == 0)
+                return strata__fail(STRATA_EINVAL, "synthetic dataset: %u samples of %u features: "
+                                    "both must be at least 1", n, dim);
+        if (classes < 2 || classes > 256)
+                return strata__fail(STRATA_EINVAL, "synthetic dataset: %d classes; a label is one "
+                                    "byte, so 2..256 classes", classes);
         if (strata__mul_size(n, dim, &bytes))
                 return strata__fail(STRATA_EOVERFLOW, "synthetic dataset: size overflows");
         STRATA_TRY(strata_arena_alloc(arena, bytes, 64, &p));

@@ -15,10 +15,12 @@
 #include "strata/data.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "data/idx.h"
 
 #define CHUNK 16384
 #define ZSCRATCH (64 * 1024) /* inflate state (~7 KiB) + 32 KiB window, with room */
 #define IDX_MAX_BYTES ((size_t)1 << 34)
+#define DEFLATE_MAX_RATIO 1032 /* deflate's largest expansion: 258 bytes from 2 bits */
 
 struct reader {
         const char *path;
@@ -26,6 +28,7 @@ struct reader {
         int gz;
         int zinit;
         int eof;
+        size_t size; /* of the file */
         z_stream zs;
         size_t have, off; /* plain files: bytes buffered and consumed in `in` */
         struct strata_arena scratch;
@@ -81,6 +84,7 @@ static int reader_open(struct reader *r, const char *path)
                                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
                                     : S_ISSOCK(st.st_mode) ? "a socket"
                                                            : "not a file");
+        r->size = (size_t)st.st_size;
         (void)fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK);
         STRATA_TRY(fill_in(r, &got));
         r->have = got;
@@ -159,6 +163,10 @@ static int reader_read(struct reader *r, unsigned char *dst, size_t n, size_t *g
                                                             "reset failed", r->path);
                                 continue;
                         }
+                        if (zrc == Z_BUF_ERROR && r->eof && r->zs.avail_in == 0)
+                                return strata__fail(STRATA_EFORMAT, "%s: truncated: the gzip "
+                                                    "stream is cut after %zu bytes of data",
+                                                    r->path, (size_t)r->zs.total_out);
                         if (zrc != Z_OK && !(zrc == Z_BUF_ERROR && !r->eof))
                                 return strata__fail(STRATA_EFORMAT, "%s: corrupt gzip data (%s)",
                                                     r->path, r->zs.msg ? r->zs.msg : "zlib error");
@@ -170,6 +178,25 @@ static int reader_read(struct reader *r, unsigned char *dst, size_t n, size_t *g
         }
         *got = done;
         return STRATA_OK;
+}
+
+/*
+ * The data the header claims must fit the file: exactly for a plain file, within deflate's
+ * largest expansion for gzip. Checked before anything is sized from the header, so a cut file
+ * is called truncated rather than too large for memory.
+ */
+static int fits_the_file(const struct reader *r, const struct strata_idx_info *info)
+{
+        size_t most = r->size, header = 4 + 4 * (size_t)info->ndims, bytes = info->bytes;
+
+        if (r->gz && strata__mul_size(r->size, DEFLATE_MAX_RATIO, &most))
+                return STRATA_OK;
+        if (bytes <= most - (most < header ? most : header))
+                return STRATA_OK;
+        return strata__fail(STRATA_EFORMAT, "%s: truncated: its header claims %zu bytes of data; "
+                            "the %s file of %zu bytes %s", r->path, bytes,
+                            r->gz ? "gzip" : "plain", r->size,
+                            r->gz ? "cannot hold that many" : "holds fewer");
 }
 
 static int read_header(struct reader *r, struct strata_idx_info *info)
@@ -201,10 +228,15 @@ static int read_header(struct reader *r, struct strata_idx_info *info)
                                 (uint32_t)d[2] << 8 | d[3];
                 if (info->dims[i] == 0)
                         return strata__fail(STRATA_EFORMAT, "%s: dimension %d is 0", r->path, i);
-                if (strata__mul_size(bytes, info->dims[i], &bytes) || bytes > IDX_MAX_BYTES)
+                if (strata__mul_size(bytes, info->dims[i], &bytes))
                         return strata__fail(STRATA_EFORMAT, "%s: payload too large", r->path);
         }
         info->bytes = bytes;
+        if (bytes > IDX_MAX_BYTES) { /* a cut file is called so first */
+                STRATA_TRY(fits_the_file(r, info));
+                return strata__fail(STRATA_EFORMAT, "%s: payload of %zu bytes too large (at most "
+                                    "%zu)", r->path, bytes, IDX_MAX_BYTES);
+        }
         return STRATA_OK;
 }
 
@@ -239,6 +271,7 @@ int strata_idx_load(const char *path, struct strata_arena *arena, struct strata_
                 return strata__fail(STRATA_EINVAL, "idx load: NULL argument");
         STRATA_TRY_GOTO(rc, reader_open(&r, path), out);
         STRATA_TRY_GOTO(rc, read_header(&r, &tmp), out);
+        STRATA_TRY_GOTO(rc, fits_the_file(&r, &tmp), out);
         STRATA_TRY_GOTO(rc, strata_arena_alloc(arena, tmp.bytes, 64, &p), out);
         STRATA_TRY_GOTO(rc, reader_read(&r, p, tmp.bytes, &got), out);
         if (got < tmp.bytes) {
@@ -255,6 +288,37 @@ int strata_idx_load(const char *path, struct strata_arena *arena, struct strata_
         *info = tmp;
         *data = p;
 out:
+        reader_close(&r);
+        return rc;
+}
+
+int strata__idx_check_payload(const char *path)
+{
+        struct strata_idx_info info;
+        unsigned char buf[CHUNK];
+        struct reader r;
+        size_t left = 0, got = 1;
+        int rc;
+
+        STRATA_TRY_GOTO(rc, reader_open(&r, path), out);
+        STRATA_TRY_GOTO(rc, read_header(&r, &info), out);
+        for (left = info.bytes; left && got; left -= got)
+                STRATA_TRY_GOTO(rc, reader_read(&r, buf, left < CHUNK ? left : CHUNK, &got), out);
+        if (left)
+                rc = strata__fail(STRATA_EFORMAT, "%s: truncated: %zu of the %zu bytes of data "
+                                  "its header claims", path, info.bytes - left, info.bytes);
+out:
+        reader_close(&r);
+        return rc;
+}
+
+int strata__idx_fits(const char *path, const struct strata_idx_info *info)
+{
+        struct reader r;
+        int rc = reader_open(&r, path);
+
+        if (rc == STRATA_OK)
+                rc = fits_the_file(&r, info);
         reader_close(&r);
         return rc;
 }

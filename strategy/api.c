@@ -114,7 +114,8 @@ static uint64_t step_begin(struct strata_runtime *rt, const struct strata_span *
 /*
  * One micro-batch. With accumulate = k, the first k-1 micro-batches end after backward
  * (BACKWARD_DONE -> batch_end: gradients accumulate locally, nothing is communicated); the
- * k-th reduces the gradients and steps the optimizer.
+ * k-th reduces the gradients and steps the optimizer, as does a micro-batch that
+ * strata_end_accumulation_window() marked (an epoch's last, partial window).
  */
 int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m)
@@ -136,7 +137,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                 return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
         a.metrics = m ? m : &own;
-        a.sync = rt->micro == k - 1;
+        a.sync = rt->micro == k - 1 || rt->end_window;
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
                 if (events[i] == STRATA_EV_OPTIMIZER_STEP && !a.sync)
                         continue;
@@ -147,7 +148,8 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                 strata_track_counter(t, &span_loss, a.metrics->loss);
                 strata_track_counter(t, &span_arena, (double)strata_arena_high_water(&rt->root));
         }
-        rt->micro = (rt->micro + 1) % k;
+        rt->micro = a.sync ? 0 : rt->micro + 1;
+        rt->end_window = 0;
         rt->step++;
         if (!isfinite(a.metrics->loss) && !rt->cfg.train.allow_nonfinite)
                 return strata__fail(STRATA_ENONFINITE,
@@ -155,6 +157,14 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                                     "learning rate or clip gradients; allow_nonfinite goes on)",
                                     (unsigned long long)(rt->step - 1),
                                     a.metrics->loss);
+        return STRATA_OK;
+}
+
+int strata_end_accumulation_window(struct strata_runtime *rt)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        rt->end_window = 1;
         return STRATA_OK;
 }
 

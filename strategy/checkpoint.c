@@ -241,9 +241,117 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
         return io->commit(h);
 }
 
-/* The header agrees with this runtime's model; the message names what differs. */
-static int check_header(struct strata_runtime *rt, const struct strata__ckpt_header *hd,
-                        const char *path)
+/*
+ * Naming what differs when a checkpoint holds another model or optimizer: the file's tensor
+ * table against this runtime's tensors, entry by entry (read one at a time, nothing kept).
+ */
+
+/* The optimizer state a tensor's name says: 1 momentum_buffer, 2 exp_avg(_sq), 0 none. */
+static int slot_kind(const char *name)
+{
+        const char *dot = strrchr(name, '.');
+
+        if (!dot)
+                return 0;
+        if (!strcmp(dot + 1, "momentum_buffer"))
+                return 1;
+        return !strncmp(dot + 1, "exp_avg", 7) ? 2 : 0;
+}
+
+/* A parameter or buffer group of device 0 (not optimizer state, another device's, steps). */
+static int is_group(const char *name)
+{
+        return !slot_kind(name) && strncmp(name, "replicas.", 9) != 0 &&
+               strcmp(name, "optimizer.steps") != 0;
+}
+
+/* What one side (the file, or this runtime) holds. */
+struct side {
+        int slots;              /* the optimizer's state: slot_kind()'s largest */
+        char bn[64];            /* its first BatchNorm running mean ("": none) */
+        char group[80];         /* its @c k-th group: name and shape ("" past the last) */
+};
+
+static void side_add(struct side *s, const char *name, uint32_t ndim, const uint64_t *shape,
+                     int *k)
+{
+        int kind = slot_kind(name);
+
+        s->slots = kind > s->slots ? kind : s->slots;
+        if (!s->bn[0] && strstr(name, "running_mean"))
+                snprintf(s->bn, sizeof(s->bn), "%.56s", name);
+        if (!is_group(name) || (*k)-- != 0)
+                return;
+        if (ndim == 2)
+                snprintf(s->group, sizeof(s->group), "%.56s (%llu x %llu)", name,
+                         (unsigned long long)shape[0], (unsigned long long)shape[1]);
+        else
+                snprintf(s->group, sizeof(s->group), "%.56s (%llu)", name,
+                         (unsigned long long)shape[0]);
+}
+
+/* Both sides, with group @p k of each; -1 when the file's table cannot be read. */
+static int sides(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                 struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                 uint64_t size, int k, struct side *f, struct side *r)
+{
+        struct strata__ckpt_entry e;
+        struct tensor t;
+        int kf = k, kr = k;
+
+        memset(f, 0, sizeof(*f));
+        memset(r, 0, sizeof(*r));
+        if (size < sizeof(*hd) + (uint64_t)hd->ntensors * sizeof(e))
+                return -1;
+        for (uint32_t i = 0; i < hd->ntensors; i++) {
+                if (io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)))
+                        return -1;
+                e.name[sizeof(e.name) - 1] = '\0';
+                side_add(f, e.name, e.ndim, e.shape, &kf);
+        }
+        for (int i = 0; tensor_at(rt, (int)hd->world, i, &t) == 0; i++)
+                side_add(r, t.name, t.ndim, t.shape, &kr);
+        return 0;
+}
+
+static const char *const optim_said[3] = {
+        "sgd without momentum (no state)", "sgd with momentum (momentum_buffer)",
+        "adamw (exp_avg, exp_avg_sq)",
+};
+
+/* The first difference of model or optimizer, as a status and a message naming it. */
+static int name_difference(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                           struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                           uint64_t size, const char *path)
+{
+        struct side f, r;
+
+        if (sides(rt, io, h, hd, size, 0, &f, &r))
+                return strata__fail(STRATA_EFORMAT, "'%s' is truncated in its tensor table",
+                                    path);
+        if (!f.bn[0] != !r.bn[0])
+                return strata__fail(STRATA_EINVAL, "'%s' holds another model: BatchNorm is %s "
+                                    "in the checkpoint, %s in this model", path,
+                                    f.bn[0] ? f.bn : "absent", r.bn[0] ? r.bn : "absent");
+        for (int k = 0; hd->fingerprint != fingerprint(rt) && (f.group[0] || r.group[0]); k++) {
+                sides(rt, io, h, hd, size, k, &f, &r);
+                if (strcmp(f.group, r.group) != 0)
+                        return strata__fail(STRATA_EINVAL, "'%s' holds another model: parameter "
+                                            "group %d is %s in the checkpoint, %s in this model "
+                                            "(module index and width in its name and shape)",
+                                            path, k, f.group[0] ? f.group : "absent",
+                                            r.group[0] ? r.group : "absent");
+        }
+        if (f.slots != r.slots)
+                return strata__fail(STRATA_EINVAL, "'%s' holds another optimizer's state: %s "
+                                    "in the checkpoint, %s in this run", path,
+                                    optim_said[f.slots], optim_said[r.slots]);
+        return strata__fail(STRATA_EINVAL, "'%s' holds another model (widths, modules or "
+                            "parameter groups differ)", path);
+}
+
+/* The header is a Strata checkpoint's of this format, intact. */
+static int check_header(const struct strata__ckpt_header *hd, const char *path)
 {
         if (memcmp(hd->magic, STRATA__CKPT_MAGIC, sizeof(hd->magic)) != 0)
                 return strata__fail(STRATA_EFORMAT, "'%s' is not a Strata checkpoint", path);
@@ -257,18 +365,25 @@ static int check_header(struct strata_runtime *rt, const struct strata__ckpt_hea
         if (hd->crc != strata__ckpt_header_crc(hd))
                 return strata__fail(STRATA_EFORMAT, "'%s': header checksum mismatch (corrupt)",
                                     path);
-        if (hd->fingerprint != fingerprint(rt))
-                return strata__fail(STRATA_EINVAL, "'%s' holds another model (widths, modules "
-                                    "or parameter groups differ)", path);
         if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES ||
             !strata__strategy_get((enum strata_strategy_kind)hd->strategy))
                 return strata__fail(STRATA_EFORMAT, "'%s': world size %u or strategy %u invalid",
                                     path, hd->world, hd->strategy);
-        if (hd->ntensors != (uint32_t)count_tensors(rt, (int)hd->world) ||
-            hd->app_bytes > STRATA_CKPT_APP_BYTES)
-                return strata__fail(STRATA_EFORMAT, "'%s': %u tensors, expected %d", path,
-                                    hd->ntensors, count_tensors(rt, (int)hd->world));
+        if (hd->app_bytes > STRATA_CKPT_APP_BYTES)
+                return strata__fail(STRATA_EFORMAT, "'%s': application block of %u bytes",
+                                    path, hd->app_bytes);
         return STRATA_OK;
+}
+
+/* The file holds this runtime's model and optimizer (the same fingerprint and tensors). */
+static int same_model(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                      struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                      uint64_t size, const char *path)
+{
+        if (hd->fingerprint == fingerprint(rt) &&
+            hd->ntensors == (uint32_t)count_tensors(rt, (int)hd->world))
+                return STRATA_OK;
+        return name_difference(rt, io, h, hd, size, path);
 }
 
 /* Entry @p i matches this runtime's tensor @p t and lies inside the file. */
@@ -299,7 +414,8 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
                 return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
                                     (unsigned long long)size);
         STRATA_TRY(io->read_at(h, hd, sizeof(*hd), 0));
-        STRATA_TRY(check_header(rt, hd, path));
+        STRATA_TRY(check_header(hd, path));
+        STRATA_TRY(same_model(rt, io, h, hd, size, path));
         n = (int)hd->ntensors;
         after = sizeof(*hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
         for (int i = 0; i < n; i++) {

@@ -87,6 +87,7 @@ struct strata_runtime {
         char abandoned_why[512];       /* ...and what strata_teardown() then says */
         struct strata__regions regions; /* driver reservations (memory of its own) */
         int micro;                     /* micro-batch within the accumulation window */
+        int end_window;                /* the next step ends the window (a partial one) */
         int inj_dev, inj_event, inj_status;
         int inj_inf[STRATA_MAX_DEVICES]; /* each device's gradients count as non-finite once */
         struct strata_trace *trace;    /* every device's track; a timeline when asked */

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "alloc/limit.h"
 #include "strata/status.h"
 #include "base/base.h"
 #include "strategy/internal.h"
@@ -164,6 +165,29 @@ int strata__reserve(const struct strata_config *c, const struct strata_device_op
         return STRATA_OK;
 }
 
+/*
+ * The host memory the library would map (the region, and each device's pinned staging) must
+ * fit what the process can get: refused here, not by the kernel's OOM killer once the pages
+ * are touched (the region is mapped MAP_NORESERVE). A caller's own region is not checked.
+ */
+static int fits_the_process(const struct strata_config *c, const struct strata_plan_info *pl)
+{
+        struct strata__memory_limit lim;
+        size_t pin, need;
+
+        if (strata__mul_size(pl->pinned_bytes, (size_t)c->strategy.devices, &pin) ||
+            strata__add_size(pl->bytes, pin, &need))
+                return strata__fail(STRATA_EOVERFLOW, "init: the plan's host memory overflows");
+        strata__memory_limit(NULL, &lim);
+        if (need <= lim.bytes)
+                return STRATA_OK;
+        return strata__fail(STRATA_ENOMEM, "init: this configuration needs %zu bytes of host "
+                                           "memory; the process can get %zu: %s (a smaller "
+                                           "model or batch, fewer devices, or a region of your "
+                                           "own in cfg.memory)",
+                            need, lim.bytes, lim.why);
+}
+
 int strata__open_region(const struct strata_config *c, const struct strata_plan_info *pl,
                         struct strata_arena *a)
 {
@@ -172,6 +196,7 @@ int strata__open_region(const struct strata_config *c, const struct strata_plan_
 
         o.name = "runtime";
         if (!c->memory) {
+                STRATA_TRY(fits_the_process(c, pl));
                 o.align = pl->align;
                 STRATA_TRY(strata_arena_map(a, pl->bytes, &o));
                 o.align = 0;

@@ -9,14 +9,15 @@
 #include "tools/train/train.h"
 
 /*
- * After the options and the job: the data, the runtime, the loaders; the header; checkpoints
- * and --resume; the metrics log; then the loop. 0, or the exit status.
+ * After the options and the job: --ckpt-dir checked, the data, the runtime, the loaders; the
+ * header; --resume; the metrics log; then the loop. 0, or the exit status.
  */
 static int train_start(struct run *r)
 {
         int rc;
 
-        if ((rc = data_load(r)) || (rc = config_start(r)) || (rc = data_loaders(r)))
+        if ((rc = ckpt_check(&r->o)) || (rc = data_load(r)) || (rc = config_start(r)) ||
+            (rc = data_loaders(r)))
                 return rc;
         report_start(r);
         if (stdout_failed()) {

@@ -288,6 +288,18 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m);
 
 /**
+ * @brief The next strata_train_step() ends the accumulation window wherever it stands: after
+ *        its backward the gradients are reduced and the optimizer steps, and the next
+ *        micro-batch opens a new window. For an epoch whose batch count is not a multiple of
+ *        cfg.train.accumulate, called before its last batch, as PyTorch Lightning steps on an
+ *        epoch's last batch. Each micro-batch's loss is still divided by accumulate (the
+ *        partial window's gradient is the mean over a full window's rows, as in Lightning).
+ *        Without accumulation, or on a window's last micro-batch, it changes nothing.
+ * @retval STRATA_OK; STRATA_EINVAL (not a live runtime); STRATA_EBADSTATE (not READY).
+ */
+int strata_end_accumulation_window(struct strata_runtime *rt);
+
+/**
  * @brief Evaluate a batch (eval-mode modules, no gradients): validation_step.
  */
 int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,

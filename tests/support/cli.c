@@ -4,6 +4,7 @@
 #include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,4 +90,16 @@ int cli_build_script(const char *script)
         snprintf(cmd, sizeof(cmd), "sh %s/tests/build/%s %s %s >&2", STRATA_SOURCE_DIR, script,
                  STRATA_SOURCE_DIR, STRATA_BUILD_DIR);
         return system(cmd);
+}
+
+void cli_epoch_line(const char *out, int e, char *line, size_t n)
+{
+        char key[32];
+        const char *p, *q;
+
+        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
+        p = strstr(out, key);
+        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
+        cr_assert(p && q, "no epoch %d line in: %s", e, out);
+        snprintf(line, n, "%.*s", (int)(q - p), p);
 }

@@ -38,4 +38,7 @@ const char *cli_path(const char *dir, const char *name);
 /** Remove @p dir and everything in it. */
 void cli_rmtree(const char *dir);
 
+/** strata-train --json's line of epoch @p e in @p out, without its timing fields. */
+void cli_epoch_line(const char *out, int e, char *line, size_t n);
+
 #endif

@@ -100,13 +100,17 @@ Test(strata_train_cli, bad_data_exit_2)
                  "sys.stdout.buffer.write(h+d[16:16+n*27*28])' | gzip > "
                  "%s/t10k-images-idx3-ubyte.gz", dir, dir);
         cr_assert_eq(system(cmd), 0);
-        expect_usage_error(args, "the test images have 756 features each");
+        expect_usage_error(args, "the test images (");
+        expect_usage_error(args, "t10k-images-idx3-ubyte.gz) have 756 features each, the "
+                                 "training images (");
+        expect_usage_error(args, "train-images-idx3-ubyte.gz) 784");
         snprintf(cmd, sizeof(cmd),
                  "cp " FMNIST "/*.gz %s/ && gzip -dc " FMNIST "/t10k-labels-idx1-ubyte.gz | "
                  "python3 -c 'import sys; d=bytearray(sys.stdin.buffer.read()); d[8]=10; "
                  "sys.stdout.buffer.write(d)' | gzip > %s/t10k-labels-idx1-ubyte.gz", dir, dir);
         cr_assert_eq(system(cmd), 0);
-        expect_usage_error(args, "the test labels go up to class 10");
+        expect_usage_error(args, "t10k-labels-idx1-ubyte.gz: label 10 at index 0 is outside "
+                                 "the model's 10 outputs");
 }
 
 Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
@@ -228,11 +232,22 @@ static void epoch2(const char *out, char *line, size_t n)
         snprintf(line, n, "%.*s", (int)(e - p), p);
 }
 
+/* The final object's train_loss and test_acc fields. */
+static void final_result(const char *out, char *res, size_t n)
+{
+        const char *p = strstr(out, "{\"final\":true");
+        const char *a = p ? strstr(p, "\"train_loss\":") : NULL;
+        const char *e = a ? strstr(a, ",\"time_s\"") : NULL;
+
+        cr_assert(a && e, "no final result in: %s", out);
+        snprintf(res, n, "%.*s", (int)(e - a), a);
+}
+
 /* 2 epochs straight == 1 epoch, checkpoint, resume for the second (dp, SyncBatchNorm). */
 Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
 {
         static char out[16384];
-        char dir[] = "/tmp/strata-cli-ckpt-XXXXXX", args[512], a[256], b[256];
+        char dir[] = "/tmp/strata-cli-ckpt-XXXXXX", args[512], a[256], b[256], result[128];
         const char *common = "--model 784-64-10 --bn --sync-bn --strategy dp --devices 2 --json";
 
         cr_assert_not_null(mkdtemp(dir));
@@ -244,6 +259,7 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         cr_assert(strstr(out, "\"heap_allocs\":0") ||
                   (STRATA_SAN[0] && strstr(out, "\"heap_allocs\":-1")),
                   "saving allocated: %s", out); /* sanitizers own malloc: not counted (-1) */
+        final_result(out, result, sizeof(result));
         snprintf(args, sizeof(args), "%s --epochs 2 --resume %s", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         cr_assert_null(strstr(out, "{\"epoch\":1,"), "epoch 1 ran again: %s", out);
@@ -252,26 +268,25 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         /* What cannot be resumed is refused before any training. */
         snprintf(args, sizeof(args), "--model 784-64-10 --epochs 2 --resume %s", dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
-        cr_assert(strstr(out, "another model"), "%s", out);
-        snprintf(args, sizeof(args), "%s --epochs 1 --resume %s", common, dir);
+        cr_assert(strstr(out, "another model: BatchNorm"), "%s", out);
+        snprintf(args, sizeof(args), "%s --optim adamw --epochs 2 --resume %s", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert(strstr(out, "sgd with momentum (momentum_buffer) in the checkpoint, adamw"),
+                  "%s", out);
+        snprintf(args, sizeof(args), "--model 784-32-10 --bn --sync-bn --strategy dp --devices 2 "
+                 "--epochs 2 --resume %s", dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+        cr_assert(strstr(out, "layers.0.weight (64 x 784) in the checkpoint, layers.0.weight "
+                              "(32 x 784) in this model"), "%s", out);
+        /* A requeued job that had finished: exit 0 and its result, nothing trained. */
+        snprintf(args, sizeof(args), "%s --epochs 1 --resume %s", common, dir);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         cr_assert(strstr(out, "already holds 1 epochs"), "%s", out);
+        cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
+        cr_assert_not_null(strstr(out, result), "%s: %s", result, out);
         snprintf(args, sizeof(args), "%s --epochs 2 --resume %s/nothing", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
         cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
-}
-
-/* The JSON line of epoch @p e in @p out, without its timing fields. */
-static void epoch_line(const char *out, int e, char *line, size_t n)
-{
-        char key[32];
-        const char *p, *q;
-
-        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
-        p = strstr(out, key);
-        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
-        cr_assert(p && q, "no epoch %d line in: %s", e, out);
-        snprintf(line, n, "%.*s", (int)(q - p), p);
 }
 
 /*
@@ -305,10 +320,10 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
                 e++; /* a completed epoch: the next one is compared */
         snprintf(args, sizeof(args), "%s --epochs %d", common, e);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, e, a, sizeof(a));
+        cli_epoch_line(out, e, a, sizeof(a));
         snprintf(args, sizeof(args), "%s --epochs %d --resume %s", common, e, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, e, b, sizeof(b));
+        cli_epoch_line(out, e, b, sizeof(b));
         cr_assert_str_eq(a, b, "after SIGTERM at %s", name);
 
         /* A step checkpoint in the middle of epoch 2 of a fresh directory. */
@@ -320,14 +335,14 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         snprintf(args, sizeof(args), "%s --epochs 1 --resume %s/epoch-1-step-300.ckpt", common,
                  dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 1, b, sizeof(b));
+        cli_epoch_line(out, 1, b, sizeof(b));
         snprintf(args, sizeof(args), "%s --epochs 1", common);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 1, a, sizeof(a));
+        cli_epoch_line(out, 1, a, sizeof(a));
         cr_assert_str_eq(a, b, "resumed from a step checkpoint");
-        cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2 --ckpt-dir /tmp", out,
-                         sizeof(out)), 2, "%s", out);
-        cr_assert(strstr(out, "multiples of --accumulate"), "%s", out);
+        cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2", out, sizeof(out)), 2, "%s",
+                     out);
+        cr_assert(strstr(out, "needs --ckpt-dir"), "%s", out);
 }
 
 /* Results that cannot be written are an error with a message, not a silent success. */

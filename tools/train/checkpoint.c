@@ -1,13 +1,17 @@
 /*
  * strata-train's checkpoints and stop signals: DIR/epoch-N.ckpt at epoch ends (and every N
- * batches), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
+ * optimizer steps, DIR/epoch-E-step-B.ckpt after batch B of epoch E), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
  * latest; SIGTERM, SIGUSR1 and SIGINT acted on at the next optimizer step, exit 128+signal.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/train/train.h"
 
@@ -20,7 +24,12 @@ struct app_state {
         uint32_t step_in_epoch; /* batches of the next epoch already trained */
         uint32_t pad;
         double loss_sum;        /* their summed loss, for the epoch's train_loss */
+        double test_acc;        /* of the last epoch evaluated (absent before this field: */
+        double train_loss;      /* ...a run resumed complete reports them unknown) */
 };
+
+/* The block's size before it kept the last evaluation. */
+#define APP_STATE_V1 offsetof(struct app_state, test_acc)
 
 /* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
 static volatile sig_atomic_t stop_signal;
@@ -60,7 +69,8 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
         static int nkept;
         struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
                                .batch = (uint32_t)o->batch, .seed = o->seed,
-                               .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum };
+                               .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum,
+                               .test_acc = at.acc, .train_loss = at.train_loss };
         char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
 
         if (nkept >= o->ckpt_keep) {
@@ -102,56 +112,91 @@ static int resolve(const char *path, char *out, size_t n)
         return 0;
 }
 
-/* Load the checkpoint --resume names; *at gets where that run stood. */
+/* Load the checkpoint --resume names; *at gets where that run stood and its last evaluation. */
 static int resume(struct strata_runtime *rt, const struct opts *o, struct position *at)
 {
-        char path[STRATA_CKPT_PATH_MAX], num[32];
+        char path[STRATA_CKPT_PATH_MAX];
         struct strata_ckpt_info info;
-        struct app_state a;
+        struct app_state a = { .test_acc = NAN, .train_loss = NAN };
         size_t got = 0;
 
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
                 return bad("--resume: %s%s", strata_last_error(), "");
-        if (got != sizeof(a) || memcmp(a.magic, "sttrain", 8) != 0)
+        if ((got != sizeof(a) && got != APP_STATE_V1) || memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train%s", path, "");
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
                 return bad("--resume: %s was taken with another --batch or --seed%s", path, "");
-        if ((int)a.epochs_done >= o->epochs)
-                return bad("--resume: %s already holds %s epochs; ask for more with --epochs",
-                           path, (snprintf(num, sizeof(num), "%u", a.epochs_done), num));
-        *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum };
-        if (!info.bitwise)
+        *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
+                                 a.test_acc, a.train_loss };
+        if ((int)a.epochs_done >= o->epochs) /* a requeued job that had finished */
+                fprintf(stderr, "strata-train: %s already holds %u epochs (--epochs %d): "
+                                "nothing left to train; its result follows\n",
+                        path, a.epochs_done, o->epochs);
+        else if (!info.bitwise)
                 fprintf(stderr, "strata-train: %s was saved by %s on %d device(s); training "
                                 "continues from its state on %d, no longer bit for bit\n",
                         path, strata_strategy_name(info.strategy), info.world, o->devices);
         return 0;
 }
 
+/*
+ * --ckpt-dir, before any training: made when missing (not its parents), a directory, and one
+ * this process can create files in: a probe created exclusively (mkstemp) and removed at
+ * once. A full disk shows only when a save fails (exit 1 then, with the message).
+ */
+static int ckpt_dir_usable(const char *dir)
+{
+        char probe[PATH_BUF], why[160];
+        struct stat st;
+        int fd;
+
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+                snprintf(why, sizeof(why), "cannot be made (%s)%s", strerror(errno),
+                         errno == ENOENT ? "; its parent must exist" : "");
+        else if (stat(dir, &st) != 0)
+                snprintf(why, sizeof(why), "%s", strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+                snprintf(why, sizeof(why), "is not a directory");
+        else if (snprintf(probe, sizeof(probe), "%s/.strata-probe-XXXXXX", dir) >= PATH_BUF ||
+                 (fd = mkstemp(probe)) < 0)
+                snprintf(why, sizeof(why), "no file can be created in it (%s)",
+                         strerror(errno));
+        else {
+                unlink(probe);
+                close(fd);
+                return 0;
+        }
+        return bad("--ckpt-dir %s: %s", dir, why);
+}
+
 /**
- * @brief Before the first step: checkpoints only at optimizer steps and into --ckpt-dir,
- *        --resume's checkpoint loaded (r->at), the directory made. 0, or the exit status.
+ * @brief Before anything is loaded or started: --ckpt-every-steps only with --ckpt-dir, and
+ *        the directory made and usable. 0, or 2 after the message.
+ */
+int ckpt_check(const struct opts *o)
+{
+        if (o->ckpt_every && !o->ckpt_dir)
+                return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
+        return o->ckpt_dir ? ckpt_dir_usable(o->ckpt_dir) : 0;
+}
+
+/**
+ * @brief Before the first step: --resume's checkpoint loaded (r->at) and the last evaluation
+ *        it kept. 0, or the exit status.
  */
 int ckpt_start(struct run *r)
 {
         const struct opts *o = &r->o;
-        char num[32];
 
-        if ((o->ckpt_dir || o->ckpt_every) && (r->steps_per_epoch % o->accumulate ||
-                                               o->ckpt_every % o->accumulate || !o->ckpt_dir)) {
-                strata_teardown(r->rt);
-                return bad("--ckpt-dir/--ckpt-every-steps: checkpoints are taken at optimizer "
-                           "steps: every N and the %s batches of an epoch must be multiples of "
-                           "--accumulate, and --ckpt-every-steps needs --ckpt-dir%s",
-                           (snprintf(num, 32, "%ld", r->steps_per_epoch), num), "");
-        }
+        r->at.acc = r->at.train_loss = NAN;
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);
                 return 2;
         }
-        if (o->ckpt_dir && mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST)
-                return bad("--ckpt-dir %s: %s", o->ckpt_dir, strerror(errno));
+        r->acc = r->at.acc;
+        r->train_loss = r->at.train_loss;
         return 0;
 }
 

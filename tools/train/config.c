@@ -65,6 +65,7 @@ static void fill_config(struct run *r)
         cfg->trace.events = (size_t)o->trace_events;
         cfg->trace.stall_s = o->stall_s;
         cfg->device.timeout_s = o->timeout_s;
+        cfg->process.mpi_allreduce = o->mpi_allreduce;
         if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
                 strata_patch_replication_callback(cfg);
 }
@@ -83,13 +84,16 @@ static int check_plan(struct run *r)
         return 0;
 }
 
-/* --verbose: the machine, and the core each device will run on. */
-static void show_placement(int devices)
+/* --verbose: the machine, the core each device will run on, how gradients are summed. */
+static void show_placement(const struct strata_config *cfg, int devices)
 {
         struct strata_topology topo;
         struct strata_placement pl[64];
         char line[128];
 
+        if (cfg->process.mpi_allreduce)
+                fprintf(stderr, "strata: gradients summed by MPI_Allreduce (Open MPI's order, "
+                                "not bitwise reproducible)\n");
         if (strata_topology_read(&topo) != STRATA_OK ||
             strata_topology_place(devices, pl) != STRATA_OK)
                 return;
@@ -133,12 +137,12 @@ static int check_steps(struct run *r)
 
 /*
  * --lr-schedule and --warmup into the optimizer; cosine anneals over the run's optimizer
- * steps after the warm-up. Returns 2 (with a message) on a bad specification.
+ * steps after the warm-up (an epoch's last, partial accumulation window is a step too). Returns 2 (with a message) on a bad specification.
  */
 static int set_schedule(const struct opts *o, long steps_per_epoch, struct strata_optim *opt)
 {
         const char *s = o->schedule ? o->schedule : "constant";
-        long total = steps_per_epoch * o->epochs / o->accumulate;
+        long total = (steps_per_epoch + o->accumulate - 1) / o->accumulate * o->epochs;
         unsigned long long n;
         char tail;
         float x;
@@ -171,10 +175,13 @@ int config_start(struct run *r)
 {
         build_model(r);
         fill_config(r);
+        if (r->o.mpi_allreduce && r->o.strategy != STRATA_STRATEGY_MPI)
+                return bad("--mpi-allreduce: gradients go through MPI only under --strategy "
+                           "mpi%s%s", "", "");
         if (check_plan(r))
                 return 2;
         if (r->o.verbose)
-                show_placement(r->o.devices);
+                show_placement(&r->cfg, r->o.devices);
         if (check_steps(r) || set_schedule(&r->o, r->steps_per_epoch, &r->cfg.optim))
                 return 2;
         if (strata_init(&r->rt, &r->cfg) || strata_connect(r->rt))

@@ -6,42 +6,25 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc/limit.h"
+#include "data/idx.h"
 #include "tools/train/train.h"
 #include "tools/widths.h"
 
 #define REGRESSION_TEST 2000 /* --synthetic-regression's test rows */
 
-/*
- * The memory this process may use: physical memory, the address-space limit (ulimit -v) and
- * the cgroup's limit (memory.max, v2), whichever is least; @p why says which one it is.
- */
+/* The memory this process may use (alloc/limit.h, the rule strata_init() applies too); @p why
+ * says which limit it is. */
 static size_t memory_limit(char *why, size_t n)
 {
-        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        size_t lim = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : SIZE_MAX;
-        struct rlimit rl;
-        FILE *f;
+        struct strata__memory_limit lim;
 
-        snprintf(why, n, "the machine has %zu bytes", lim);
-        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-            (size_t)rl.rlim_cur < lim) {
-                lim = (size_t)rl.rlim_cur;
-                snprintf(why, n, "the address-space limit (ulimit -v) is %zu bytes", lim);
-        }
-        f = fopen("/sys/fs/cgroup/memory.max", "r");
-        if (f) {
-                unsigned long long v;
-
-                if (fscanf(f, "%llu", &v) == 1 && (size_t)v < lim) {
-                        lim = (size_t)v;
-                        snprintf(why, n, "the cgroup's memory.max is %zu bytes", lim);
-                }
-                fclose(f);
-        }
-        return lim;
+        strata__memory_limit(NULL, &lim);
+        snprintf(why, n, "%s", lim.why);
+        return lim.bytes;
 }
 
 /* The IDX files of --data: training images and labels, test images and labels. */
@@ -57,6 +40,8 @@ static void idx_paths(const struct opts *o, char p[4][PATH_BUF])
 static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
 {
         struct strata_idx_info ia, ib;
+        struct stat st;
+        char num[32];
         size_t a, b;
 
         if (r->o.synthetic_regression) { /* inputs, targets, W: 4 bytes each */
@@ -66,11 +51,17 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
                 r->data_bytes = *samples * (in + out) * 4 + in * out * 4 + 3 * 4096;
                 return 0;
         }
+        if (r->o.synthetic && (r->widths[r->nw - 1] < 2 || r->widths[r->nw - 1] > 256))
+                return bad("--synthetic: the model's %s outputs would be its classes; synthetic "
+                           "labels are bytes, so the last width of --model must be in 2..256%s",
+                           (snprintf(num, sizeof(num), "%d", r->widths[r->nw - 1]), num), "");
         if (r->o.synthetic) {
                 *samples = (size_t)r->o.synthetic + 10000;
                 r->data_bytes = *samples * (size_t)(r->widths[0] + 64) + 4096;
                 return 0;
         }
+        if (stat(r->o.data, &st) == 0 && !S_ISDIR(st.st_mode))
+                return bad("--data %s: is not a directory%s", r->o.data, "");
         if (access(r->o.data, X_OK) != 0) /* traversable is enough: it need not be listable */
                 return bad("data directory '%s': %s", r->o.data, strerror(errno));
         if (strata_dataset_bytes(p[0], p[1], &a) || strata_dataset_bytes(p[2], p[3], &b) ||
@@ -84,9 +75,10 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
 /*
  * Beside the data: index lists (12 bytes a sample), a staging batch, and the step times of
  * the whole run, all sized from the data set itself (no built-in budget); then one mapping
- * for everything the tool keeps, if the memory limit allows it.
+ * for everything the tool keeps, if the memory limit allows it. Files whose headers claim
+ * more than the limit are read through first: a cut file is called truncated.
  */
-static int data_map(struct run *r, size_t samples)
+static int data_map(struct run *r, char p[4][PATH_BUF], size_t samples)
 {
         const struct opts *o = &r->o;
         char num[64];
@@ -96,6 +88,9 @@ static int data_map(struct run *r, size_t samples)
                                  (size_t)(o->batch ? o->batch : 1) +
                          (size_t)o->epochs * sizeof(double) * 8;
         r->mem_limit = memory_limit(r->why, sizeof(r->why));
+        for (int i = 0; r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
+                if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */
+                        return bad("%s%s", strata_last_error(), "");
         if (r->data_bytes > r->mem_limit)
                 return bad("the data needs %s bytes; %s (fewer --synthetic samples, or a "
                            "larger limit)", (snprintf(num, 64, "%zu", r->data_bytes), num),
@@ -150,14 +145,30 @@ static int data_read(struct run *r, char p[4][PATH_BUF])
         return 0;
 }
 
+/* The first label of @p ds beyond the model's @p out outputs, named with its index and file. */
+static int label_beyond(const struct strata_dataset *ds, int out, const char *file)
+{
+        char msg[PATH_BUF + 160];
+
+        for (uint32_t i = 0; ds->labels && i < ds->n; i++) {
+                if (ds->labels[i] < out)
+                        continue;
+                snprintf(msg, sizeof(msg), "%s: label %u at index %u is outside the model's %d "
+                         "outputs (classes 0..%d)", file, ds->labels[i], i, out, out - 1);
+                return bad("%s%s", msg, "");
+        }
+        return 0;
+}
+
 /*
  * The model must fit the data; and the test split what the training split set up, or the
- * first evaluation (after a whole epoch of training) would fail.
+ * first evaluation (after a whole epoch of training) would fail. @p p names the files
+ * (synthetic data: "synthetic").
  */
-static int data_check(const struct run *r)
+static int data_check(const struct run *r, char p[4][PATH_BUF])
 {
         int in = r->widths[0], out = r->widths[r->nw - 1];
-        char n1[32], n2[32];
+        char n1[32], n2[32], msg[2200];
 
         if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
                 return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
@@ -171,18 +182,14 @@ static int data_check(const struct run *r)
                 return bad("--model: input width must be the image size (%s), got %s",
                            (snprintf(n1, 32, "%u", r->train.dim), n1),
                            (snprintf(n2, 32, "%d", in), n2));
-        if (out < r->train.classes)
-                return bad("--model: %s outputs for a dataset with %s classes",
-                           (snprintf(n1, 32, "%d", out), n1),
-                           (snprintf(n2, 32, "%d", r->train.classes), n2));
-        if (r->test.dim != r->train.dim)
-                return bad("the test images have %s features each, the training images %s",
-                           (snprintf(n1, 32, "%u", r->test.dim), n1),
-                           (snprintf(n2, 32, "%u", r->train.dim), n2));
-        if (r->test.classes > out)
-                return bad("the test labels go up to class %s; the model has %s outputs",
-                           (snprintf(n1, 32, "%d", r->test.classes - 1), n1),
-                           (snprintf(n2, 32, "%d", out), n2));
+        if (r->test.dim != r->train.dim) {
+                snprintf(msg, sizeof(msg), "the test images (%.1000s) have %u features each, "
+                         "the training images (%.1000s) %u", p[2], r->test.dim, p[0],
+                         r->train.dim);
+                return bad("%s%s", msg, "");
+        }
+        if (label_beyond(&r->train, out, p[1]) || label_beyond(&r->test, out, p[3]))
+                return 2;
         return 0;
 }
 
@@ -196,9 +203,12 @@ int data_load(struct run *r)
         if (r->nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10%s", r->o.model, "");
         idx_paths(&r->o, p);
-        if (data_size(r, p, &samples) || data_map(r, samples) || data_read(r, p))
+        if (data_size(r, p, &samples) || data_map(r, p, samples) || data_read(r, p))
                 return 2;
-        return data_check(r);
+        if (r->o.synthetic)
+                for (int i = 0; i < 4; i++)
+                        snprintf(p[i], PATH_BUF, "synthetic %s", i < 2 ? "training" : "test");
+        return data_check(r, p);
 }
 
 /**

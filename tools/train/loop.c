@@ -85,15 +85,36 @@ static void show_progress(const struct run *r, struct epoch *e)
                  rate * r->o.batch, (double)(r->steps_per_epoch - e->s) / rate);
 }
 
-/* After a step: a checkpoint every --ckpt-every-steps, and a stop signal acted on. */
+/* Whether the epoch's batch @p s (from 1) ended an accumulation window: every --accumulate
+ * batches, and at the epoch's last batch (a partial window steps too, as in Lightning). */
+static int window_end(const struct run *r, long s)
+{
+        return s % r->o.accumulate == 0 || s == r->steps_per_epoch;
+}
+
+/* Optimizer steps of the run once the epoch's batch @p s ended a window. */
+static long optimizer_steps(const struct run *r, int ep, long s)
+{
+        long k = r->o.accumulate;
+
+        return ep * ((r->steps_per_epoch + k - 1) / k) + (s + k - 1) / k;
+}
+
+/*
+ * After a step: a checkpoint every --ckpt-every-steps optimizer steps of the run (Lightning's
+ * every_n_train_steps; the epoch's end has its own), and a stop signal acted on, both at the
+ * end of an accumulation window.
+ */
 static int after_step(struct run *r, struct epoch *e)
 {
-        struct position here = { e->ep, e->s, e->loss_sum };
+        struct position here = { e->ep, e->s, e->loss_sum, r->acc, r->train_loss };
 
-        if (r->o.ckpt_every && e->s % r->o.ckpt_every == 0 && e->s < r->steps_per_epoch &&
-            save_ckpt(r->rt, &r->o, here))
+        if (!window_end(r, e->s))
+                return 0;
+        if (r->o.ckpt_every && optimizer_steps(r, e->ep, e->s) % r->o.ckpt_every == 0 &&
+            e->s < r->steps_per_epoch && save_ckpt(r->rt, &r->o, here))
                 return fail(r);
-        if (stop_requested() && e->s % r->o.accumulate == 0) {
+        if (stop_requested()) {
                 stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
                                 r->step_times, r->nsteps, strata_tool_now() - r->t_start);
                 return stop(r->rt, &r->o, here);
@@ -108,6 +129,8 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
         double t0 = strata_tool_now();
 
         fault(r->nsteps);
+        if (e->s + 1 == r->steps_per_epoch && strata_end_accumulation_window(r->rt))
+                return fail(r); /* the epoch's last batch closes its window */
         if (strata_train_step(r->rt, b, &m))
                 return fail(r);
         r->step_times[r->nsteps++] = strata_tool_now() - t0;
@@ -131,7 +154,8 @@ static int end_epoch(struct run *r, struct epoch *e)
         if (r->o.trace && strata_flush_trace(r->rt))
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());
         csv_epoch(r, e->ep, e->s - e->s0, ep_time);
-        if (r->o.ckpt_dir && save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0 }))
+        if (r->o.ckpt_dir &&
+            save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0, r->acc, r->train_loss }))
                 return fail(r);
         report_epoch(r, e->ep, e->s, ep_time);
         if (stdout_failed()) {

@@ -50,7 +50,7 @@ void report_start(struct run *r)
 /** @brief Where a resumed run starts. */
 void report_resumed(const struct run *r)
 {
-        if (r->o.resume && !r->o.quiet && !r->o.json)
+        if (r->o.resume && !r->o.quiet && !r->o.json && r->at.epoch < r->o.epochs)
                 printf("strata-train: resumed at epoch %d, step %ld\n", r->at.epoch + 1,
                        r->at.step);
 }
@@ -81,8 +81,10 @@ static const char *test_metrics(const struct run *r, char *buf, size_t n)
 {
         char a[32], b[32];
 
-        if (!r->train.t)
-                snprintf(buf, n, r->o.json ? "\"test_acc\":%.4f" : "test_acc %.4f", r->acc);
+        if (!r->train.t && r->o.json)
+                snprintf(buf, n, "\"test_acc\":%s", json_num(r->acc, "%.4f", a));
+        else if (!r->train.t)
+                snprintf(buf, n, "test_acc %.4f", r->acc);
         else if (r->o.json)
                 snprintf(buf, n, "\"test_mse\":%s,\"test_mae\":%s",
                          json_num(r->mse, "%.6g", a), json_num(r->mae, "%.6g", b));
@@ -108,12 +110,13 @@ void report_epoch(const struct run *r, int ep, long s, double ep_time)
                        (double)(s * r->o.batch) / ep_time, ep_time);
 }
 
-/* The job's summary: accuracy, time, the median step, memory planned and used, the heap. */
+/* The job's summary: accuracy, time, the median step, memory planned and used, the heap
+ * (--quiet: only --json's object). */
 static void summary(const struct run *r, const struct strata_memory_info *mem, double t_total,
                     long heap)
 {
         double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
-        double sps = (double)r->nsteps * r->o.batch / t_total;
+        double sps = t_total > 0.0 ? (double)r->nsteps * r->o.batch / t_total : 0.0;
         char num[32], tm[96];
 
         if (r->o.json)
@@ -126,7 +129,7 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
                        json_num(r->train_loss, "%.6f", num), test_metrics(r, tm, sizeof(tm)),
                        t_total, sps, med,
                        mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
-        else
+        else if (!r->o.quiet)
                 printf("final: %s  time %.2fs  median step %.1f us  %.0f samples/s\n"
                        "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "
                        "during training: %ld\n",
@@ -152,7 +155,7 @@ void report_final(const struct run *r, double t_total, long heap)
                         r->o.strategy == STRATA_STRATEGY_MPI ? " (Open MPI's)" : "");
         if (first)
                 summary(r, &mem, t_total, heap);
-        if (r->o.precision == STRATA_PRECISION_16_MIXED && first && !r->o.json &&
+        if (r->o.precision == STRATA_PRECISION_16_MIXED && first && !r->o.json && !r->o.quiet &&
             strata_grad_scaler_state(r->rt, &gs) == STRATA_OK)
                 printf("loss scale: %g, %llu optimizer steps skipped\n", gs.scale,
                        (unsigned long long)gs.skipped);

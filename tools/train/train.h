@@ -49,7 +49,7 @@ struct opts {
         int ckpt_keep;          /* checkpoints kept in ckpt_dir */
         const char *resume;     /* a checkpoint file, or a directory: its latest */
         const char *export_st;  /* safetensors of the final weights */
-        long ckpt_every;        /* also checkpoint every N batches (0: epoch ends only) */
+        long ckpt_every;        /* also every N optimizer steps (0: epoch ends only) */
         const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
         long warmup;            /* linear warm-up optimizer steps */
         const char *trace;      /* Chrome trace of every device */
@@ -87,6 +87,7 @@ struct position {
         int epoch;              /* epochs completed */
         long step;              /* batches of the next epoch trained */
         double loss_sum;
+        double acc, train_loss; /* of the last epoch evaluated (NaN: none yet) */
 };
 
 /* One run of this process: everything train() sets up, then the loop uses. */
@@ -99,7 +100,7 @@ struct run {
         struct strata_runtime *rt;
         size_t data_bytes;              /* the tool's arena: data, indices, step times */
         size_t mem_limit;               /* what this process may use... */
-        char why[160];                  /* ...and which limit that is */
+        char why[224];                  /* ...and which limit that is */
         struct strata_arena data;
         struct strata_dataset train, test;
         struct strata_sampler sampler;
@@ -156,6 +157,7 @@ void csv_epoch(const struct run *r, int ep, long done, double ep_time);
 int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
+int ckpt_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
 void catch_stop_signals(void);
