@@ -72,12 +72,12 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
         return 0;
 }
 
-/*
- * Beside the data: index lists (12 bytes a sample), a staging batch, and the step times of
- * the whole run, all sized from the data set itself (no built-in budget); then one mapping
- * for everything the tool keeps, if the memory limit allows it.
+/**
+ * @brief Beside the data (r->data_bytes): index lists (12 bytes a sample), a staging batch,
+ *        and the step times of the whole run, all sized from the data set itself (no built-in
+ *        budget); then one mapping for everything the tool keeps, if the memory limit allows.
  */
-static int data_map(struct run *r, size_t samples)
+int data_map(struct run *r, size_t samples)
 {
         const struct opts *o = &r->o;
         char num[64];
@@ -152,6 +152,8 @@ int data_load(struct run *r)
         char p[4][PATH_BUF];
         size_t samples = 0;
 
+        if (r->o.inputs)
+                return h5_data_load(r);
         r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
         if (r->nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10%s", r->o.model, "");
