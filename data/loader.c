@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "strata/data.h"
 #include "strata/status.h"
@@ -16,7 +17,7 @@
 int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
                        const struct strata_dataset *ds, int batch, int drop_last)
 {
-        void *x, *y;
+        void *x, *y, *t = NULL;
         size_t fl;
 
         if (!l || !arena || !ds || batch <= 0)
@@ -26,8 +27,13 @@ int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
                 return strata__fail(STRATA_EOVERFLOW, "loader: batch %d too large", batch);
         STRATA_TRY(strata_arena_alloc(arena, fl, 0, &x));
         STRATA_TRY(strata_arena_alloc(arena, (size_t)batch * sizeof(int32_t), 0, &y));
+        if (ds->t && (size_t)ds->tdim > SIZE_MAX / sizeof(float) / (size_t)batch)
+                return strata__fail(STRATA_EOVERFLOW, "loader: batch %d too large", batch);
+        if (ds->t)
+                STRATA_TRY(strata_arena_alloc(arena, (size_t)batch * ds->tdim * sizeof(float), 0,
+                                              &t));
         *l = (struct strata_loader){ .ds = ds, .batch = batch, .drop_last = drop_last,
-                                     .scale = 1.0f / 255.0f, .x = x, .y = y };
+                                     .scale = 1.0f / 255.0f, .x = x, .y = y, .t = t };
         return STRATA_OK;
 }
 
@@ -59,6 +65,27 @@ void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows,
                 strata__bytes_to_float(images + (size_t)index[r] * (size_t)dim,
                                        dst + (size_t)r * (size_t)dim, scale, shift,
                                        (uint32_t)dim);
+}
+
+STRATA_SIMD static void f64_to_float(const double *restrict src, float *restrict dst,
+                                     uint32_t n)
+{
+        for (uint32_t k = 0; k < n; k++)
+                dst[k] = (float)src[k];
+}
+
+void strata__gather_values(const void *src, enum strata_dtype type, const uint32_t *index,
+                           int rows, int dim, float *dst)
+{
+        for (int r = 0; r < rows; r++) {
+                size_t row = index ? index[r] : (size_t)r, at = row * (size_t)dim;
+                float *d = dst + (size_t)r * (size_t)dim;
+
+                if (type == STRATA_F64)
+                        f64_to_float((const double *)src + at, d, (uint32_t)dim);
+                else
+                        memcpy(d, (const float *)src + at, sizeof(float) * (size_t)dim);
+        }
 }
 
 STRATA_SIMD void strata__bytes_to_float(const uint8_t *restrict src, float *restrict dst,
@@ -99,6 +126,33 @@ void strata_loader_standardize(struct strata_loader *l, const struct strata_data
         l->shift = (float)(-mean / sd);
 }
 
+/* Labels of the next @p rows rows into the staging: an arrays set's int32, or image bytes. */
+static const int32_t *next_labels(struct strata_loader *l, uint32_t rows)
+{
+        const uint32_t *idx = l->indices + l->pos;
+
+        if (l->ds->x && !l->ds->y)
+                return NULL;
+        for (uint32_t r = 0; r < rows; r++)
+                l->y[r] = l->ds->y ? l->ds->y[idx[r]] : l->ds->labels[idx[r]];
+        return l->y;
+}
+
+/* An arrays set's next @p rows rows, inputs and targets converted to f32 into the staging. */
+static void next_arrays(struct strata_loader *l, uint32_t rows, struct strata_batch *b)
+{
+        const struct strata_dataset *ds = l->ds;
+        const uint32_t *idx = l->indices + l->pos;
+
+        strata__gather_values(ds->x, ds->xtype, idx, (int)rows, (int)ds->dim, l->x);
+        if (ds->t)
+                strata__gather_values(ds->t, ds->ttype, idx, (int)rows, ds->tdim, l->t);
+        *b = (struct strata_batch){ .x = l->x, .y = next_labels(l, rows), .rows = (int)rows,
+                                    .dim = (int)ds->dim, .t = ds->t ? l->t : NULL,
+                                    .tdim = ds->tdim };
+        l->pos += rows;
+}
+
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
 {
         uint32_t left, rows, dim;
@@ -110,6 +164,10 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
         if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
                 return 0;
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
+        if (l->ds->x) {
+                next_arrays(l, rows, b);
+                return 1;
+        }
         for (uint32_t r = 0; r < rows; r++) {
                 uint32_t idx = l->indices[l->pos + r];
                 strata__bytes_to_float(l->ds->images + (size_t)idx * dim,
@@ -131,12 +189,13 @@ int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b)
         if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
                 return 0;
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
-        for (uint32_t r = 0; r < rows; r++)
-                l->y[r] = l->ds->labels[l->indices[l->pos + r]];
-        *b = (struct strata_batch){ .y = l->y, .rows = (int)rows, .dim = (int)l->ds->dim,
-                                    .images = l->ds->images, .index = l->indices + l->pos,
-                                    .nimages = l->ds->n, .scale = l->scale,
-                                    .shift = l->shift };
+        *b = (struct strata_batch){ .y = next_labels(l, rows), .rows = (int)rows,
+                                    .dim = (int)l->ds->dim, .images = l->ds->images,
+                                    .index = l->indices + l->pos, .nimages = l->ds->n,
+                                    .scale = l->scale, .shift = l->shift,
+                                    .x = (const float *)l->ds->x, .xtype = l->ds->xtype,
+                                    .t = l->ds->t,
+                                    .ttype = l->ds->ttype, .tdim = l->ds->tdim };
         l->pos += rows;
         return 1;
 }

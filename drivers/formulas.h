@@ -63,4 +63,29 @@ STRATA__HD static inline double strata__softmax_row(const float *z, int32_t lab,
         return (double)(logf(sum) + mx - z[lab]);
 }
 
+/**
+ * Elementwise loss @p kind (enum strata_pointwise_loss) of output @p o against target @p t:
+ * returns the loss, writes its derivative in @p o to *g. Huber is SmoothL1 with @p beta > 0;
+ * BCE with logits uses the stable max(o, 0) - o t + log1p(exp(-|o|)).
+ */
+STRATA__HD static inline float strata__ploss(int kind, float beta, float o, float t, float *g)
+{
+        float d = o - t, a = fabsf(d);
+
+        switch (kind) {
+        case 0: /* MSE */
+                *g = 2.0f * d;
+                return d * d;
+        case 1: /* L1 */
+                *g = (float)((d > 0.0f) - (d < 0.0f));
+                return a;
+        case 2: /* smooth L1 */
+                *g = a < beta ? d / beta : (float)((d > 0.0f) - (d < 0.0f));
+                return a < beta ? 0.5f * d * d / beta : a - 0.5f * beta;
+        default: /* BCE with logits: d/do = sigmoid(o) - t */
+                *g = 1.0f / (1.0f + expf(-o)) - t;
+                return fmaxf(o, 0.0f) - o * t + log1pf(expf(-fabsf(o)));
+        }
+}
+
 #endif /* STRATA_DRIVERS_FORMULAS_H */

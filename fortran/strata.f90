@@ -29,6 +29,8 @@ module strata
     integer(c_int) :: nmodules = 0
     type(c_ptr) :: modules = c_null_ptr
     type(c_ptr) :: loss = c_null_ptr  !< NULL: softmax cross-entropy
+    integer(c_int) :: reduction = 0   !< 0 mean, 1 sum
+    real(c_float) :: loss_beta = 0    !< Huber's beta (0: 1.0)
   end type
 
   !> A batch of float rows and labels (struct strata_batch; images/index unused here).
@@ -36,13 +38,18 @@ module strata
     type(c_ptr) :: x = c_null_ptr, y = c_null_ptr
     integer(c_int) :: rows = 0, dim = 0
     type(c_ptr) :: images = c_null_ptr, index = c_null_ptr
+    integer(c_int32_t) :: nimages = 0
     real(c_float) :: scale = 0, shift = 0
+    integer(c_int) :: xtype = 0       !< 0 f32, 1 f64
+    type(c_ptr) :: t = c_null_ptr     !< float targets (or NULL: labels y)
+    integer(c_int) :: ttype = 0, tdim = 0
   end type
 
   !> Metrics of one step (struct strata_metrics).
   type, bind(C), public :: strata_metrics
     real(c_double) :: loss = 0
     integer(c_int) :: correct = 0, rows = 0
+    real(c_double) :: mse = 0, mae = 0
   end type
 
   !> A configuration: storage for one struct strata_config, reserved by strata_config_new.

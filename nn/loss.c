@@ -1,11 +1,16 @@
 /*
  * Losses: each a `static const` table (struct strata_loss_ops) over the driver's kernels.
  * The runtime calls the model's loss after its last module and validates targets with it
- * before a step.
+ * before a step. Label losses read int32 labels; float-target losses (MSE, L1, smooth L1,
+ * BCE with logits) read the batch's f32 targets staged per device and run the driver's
+ * pointwise_loss kernel: each row's sum over its outputs, rows summed in row order.
  */
+#include <math.h>
+
 #include "strata/nn.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "data/gather.h"
 #include "nn/replica.h"
 
 static int xent_check(const struct strata_batch *b, int outputs)
@@ -34,3 +39,123 @@ const struct strata_loss_ops *strata__loss_of(const struct strata_model *m)
 {
         return m->loss ? m->loss : &strata_softmax_cross_entropy;
 }
+
+/* Every value of rows [0, rows) of a batch's @p what (x or t) is finite (and in [0, 1]). */
+static int check_values(const struct strata_batch *b, const char *what, const void *base,
+                        enum strata_dtype type, int width, int unit)
+{
+        for (int i = 0; i < b->rows; i++) {
+                size_t row = strata__batch_row(b, i);
+
+                for (int j = 0; j < width; j++) {
+                        double v = strata__value(base, type, row * (size_t)width + (size_t)j);
+
+                        if (!isfinite(v) || (unit && !(v >= 0.0 && v <= 1.0)))
+                                return strata__fail(STRATA_EINVAL, "%s of row %d, column %d "
+                                                    "is %g%s", what, i, j, v,
+                                                    unit ? " (not in [0, 1])" : "");
+                }
+        }
+        return STRATA_OK;
+}
+
+/*
+ * A float-target batch: targets present, f32 or f64, one per output, finite (in [0, 1] for
+ * BCE), and float inputs finite.
+ */
+static int targets_check(const struct strata_batch *b, int outputs, int unit)
+{
+        if (!b->t)
+                return strata__fail(STRATA_EINVAL, "the loss takes float targets (t, tdim); "
+                                                   "the batch has none");
+        if (b->ttype != STRATA_F32 && b->ttype != STRATA_F64)
+                return strata__fail(STRATA_EINVAL, "targets of type %d: STRATA_F32 or "
+                                                   "STRATA_F64", (int)b->ttype);
+        if (b->tdim != outputs)
+                return strata__fail(STRATA_EINVAL, "targets are %d wide (tdim); the model has "
+                                                   "%d outputs", b->tdim, outputs);
+        STRATA_TRY(check_values(b, "target", b->t, b->ttype, b->tdim, unit));
+        return b->x ? check_values(b, "input", b->x, b->xtype, b->dim, 0) : STRATA_OK;
+}
+
+static int real_check(const struct strata_batch *b, int outputs)
+{
+        return targets_check(b, outputs, 0);
+}
+
+static int unit_check(const struct strata_batch *b, int outputs)
+{
+        return targets_check(b, outputs, 1);
+}
+
+/*
+ * Loss @p kind through the driver's kernel: under mean reduction each row's value and
+ * gradient are divided by the outputs (the runtime divides by the rows), PyTorch's mean over
+ * every element.
+ */
+static double pointwise(enum strata_pointwise_loss kind, const struct strata_step_ctx *c,
+                        const float *out, const void *t, int rows, int outputs, float *dout)
+{
+        int mean = c->reduction == STRATA_REDUCTION_MEAN;
+        float scale = mean ? c->loss_scale / (float)outputs : c->loss_scale;
+        float beta = c->loss_beta > 0.0f ? c->loss_beta : 1.0f;
+        double s = c->k->pointwise_loss(kind, beta, out, t, rows, outputs, scale, dout);
+
+        return mean ? s / outputs : s;
+}
+
+static double mse_forward(const struct strata_step_ctx *c, const float *out, const void *t,
+                          int rows, int outputs, float *dout, int *correct)
+{
+        (void)correct;
+        return pointwise(STRATA_PLOSS_MSE, c, out, t, rows, outputs, dout);
+}
+
+static double l1_forward(const struct strata_step_ctx *c, const float *out, const void *t,
+                         int rows, int outputs, float *dout, int *correct)
+{
+        (void)correct;
+        return pointwise(STRATA_PLOSS_L1, c, out, t, rows, outputs, dout);
+}
+
+static double huber_forward(const struct strata_step_ctx *c, const float *out, const void *t,
+                            int rows, int outputs, float *dout, int *correct)
+{
+        (void)correct;
+        return pointwise(STRATA_PLOSS_HUBER, c, out, t, rows, outputs, dout);
+}
+
+static double bce_forward(const struct strata_step_ctx *c, const float *out, const void *t,
+                          int rows, int outputs, float *dout, int *correct)
+{
+        (void)correct;
+        return pointwise(STRATA_PLOSS_BCE_LOGITS, c, out, t, rows, outputs, dout);
+}
+
+const struct strata_loss_ops strata_mse = {
+        .name = "mse",
+        .check = real_check,
+        .forward = mse_forward,
+        .float_targets = 1,
+};
+
+const struct strata_loss_ops strata_l1 = {
+        .name = "l1",
+        .check = real_check,
+        .forward = l1_forward,
+        .float_targets = 1,
+};
+
+const struct strata_loss_ops strata_huber = {
+        .name = "huber",
+        .check = real_check,
+        .forward = huber_forward,
+        .float_targets = 1,
+};
+
+const struct strata_loss_ops strata_bce_with_logits = {
+        .name = "bce_with_logits",
+        .check = unit_check,
+        .forward = bce_forward,
+        .float_targets = 1,
+};

@@ -131,7 +131,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
-        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0;
+        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, tbytes;
         int in = m->in_features, width = in, bf16 = bf16_activations(mem->drv, compute);
         unsigned char io[256]; /* each module's bf16_io */
         void *p;
@@ -141,6 +141,9 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         if (m->loss && (!m->loss->check || !m->loss->forward))
                 return strata__fail(STRATA_EINVAL, "the model's loss %s lacks check or forward",
                                     m->loss->name ? m->loss->name : "(unnamed)");
+        if (strata__loss_of(m)->float_targets && !mem->drv->kernels->pointwise_loss)
+                return strata__fail(STRATA_ENOTSUP, "the %s driver has no pointwise_loss "
+                                    "kernel: float targets do not run on it", mem->drv->name);
         memset(r, 0, sizeof(*r));
         r->dev = dev;
         r->drv = mem->drv;
@@ -220,21 +223,22 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                    r->layers ? &l->aux : &(float *){ 0 }));
                 in = s.out;
         }
+        /* A row's targets: one int32 label, or one f32 per output. */
+        tbytes = (size_t)rows * (r->loss->float_targets ? sizeof(float) * (size_t)r->out
+                                                        : sizeof(int32_t));
         /* Every GEMM dimension is a layer width or the rows. */
         STRATA_TRY(layout_lp(r, mem, lp_elems, (size_t)(rows > width ? rows : width), compute));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[0]));
         STRATA_TRY(alloc_f(d, (size_t)rows * width, &r->dbuf[1]));
         STRATA_TRY(alloc_f(d, (size_t)rows * m->in_features, &r->x_stage));
-        STRATA_TRY(strata_arena_alloc(d, sizeof(int32_t) * (size_t)rows, 0, &p));
-        r->y_stage = p;
+        STRATA_TRY(strata_arena_alloc(d, tbytes, 0, &r->y_stage));
         if (!mem->pinned) { /* the device reads host memory: nothing is staged */
                 r->x_host = r->x_stage;
                 r->y_host = r->y_stage;
                 return STRATA_OK;
         }
         STRATA_TRY(alloc_f(mem->pinned, (size_t)rows * m->in_features, &r->x_host));
-        STRATA_TRY(strata_arena_alloc(mem->pinned, sizeof(int32_t) * (size_t)rows, 0, &p));
-        r->y_host = p;
+        STRATA_TRY(strata_arena_alloc(mem->pinned, tbytes, 0, &r->y_host));
         /* Host image: parameters + state at init, then any one of the vectors read back. */
         return alloc_f(mem->pinned, nparam + nstate > r->nopt ? nparam + nstate : r->nopt,
                        &r->p_host);
@@ -306,26 +310,64 @@ void strata__replica_load(struct strata__replica *r, const struct strata_batch *
 }
 
 /*
- * batch_to_device (see strata__replica_load): float rows are taken where they lie, indexed
- * rows are gathered into the host staging; the device's view of them is the rows themselves
- * where it reads host memory, else a copy into its staging.
+ * Rows [lo, lo + rows) of @p base (@p width values of @p type a row; indexed through
+ * b->index when the batch has one) converted to f32 into @p host.
+ */
+static void gather(const struct strata_batch *b, const void *base, enum strata_dtype type,
+                   int width, int lo, int rows, float *host)
+{
+        size_t skip = b->index ? 0 : (size_t)lo * (size_t)width;
+
+        strata__gather_values(strata__values_at(base, type, skip), type,
+                              b->index ? b->index + lo : NULL, rows, width, host);
+}
+
+/* This replica's rows of @p b's inputs, as f32 the device reads. */
+static const float *load_x(struct strata__replica *r, const struct strata_batch *b, int lo,
+                           int rows)
+{
+        const float *x = r->x_host;
+
+        if (b->images)
+                strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale, b->shift,
+                                    r->x_host);
+        else if (strata__batch_in_place(b, b->xtype))
+                x = b->x + (size_t)lo * b->dim;
+        else
+                gather(b, b->x, b->xtype, b->dim, lo, rows, r->x_host);
+        return r->drv->device_view(r->x_stage, x, sizeof(float) * (size_t)rows * b->dim);
+}
+
+/* This replica's rows of @p b's float targets, as f32 the device reads. */
+static const void *load_t(struct strata__replica *r, const struct strata_batch *b, int lo,
+                          int rows)
+{
+        const void *t = r->y_host;
+
+        if (strata__batch_in_place(b, b->ttype))
+                t = (const float *)b->t + (size_t)lo * b->tdim;
+        else
+                gather(b, b->t, b->ttype, b->tdim, lo, rows, r->y_host);
+        return r->drv->device_view(r->y_stage, t, sizeof(float) * (size_t)rows * b->tdim);
+}
+
+/*
+ * batch_to_device (see strata__replica_load): f32 rows are taken where they lie, indexed or
+ * f64 rows are gathered and converted into the host staging; the device's view of them is
+ * the rows themselves where it reads host memory, else a copy into its staging.
  */
 static void load(struct strata__replica *r, const struct strata_batch *b, int lo, int rows,
                  int with_labels)
 {
-        const int32_t *y = with_labels && b->y ? b->y + lo : NULL;
-        size_t bytes = sizeof(float) * (size_t)rows * b->dim;
-        const float *x = r->x_host;
-
         r->rows = rows;
         r->row0 = lo;
-        if (b->x)
-                x = b->x + (size_t)lo * b->dim;
-        else
-                strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale, b->shift,
-                                    r->x_host);
-        r->x = r->drv->device_view(r->x_stage, x, bytes);
-        r->labels = y ? r->drv->device_view(r->y_stage, y, sizeof(int32_t) * (size_t)rows) : NULL;
+        r->x = load_x(r, b, lo, rows);
+        r->targets = NULL;
+        if (with_labels && r->loss->float_targets && b->t)
+                r->targets = load_t(r, b, lo, rows);
+        else if (with_labels && b->y)
+                r->targets = r->drv->device_view(r->y_stage, b->y + lo,
+                                                 sizeof(int32_t) * (size_t)rows);
 }
 
 /* The step context with this replica's GEMM precision and scratch (storage types per call). */
@@ -368,8 +410,17 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
         const struct strata_layer *last = &r->layers[r->nlayers - 1];
         uint64_t t0 = strata_track_begin(r->track, &span_loss, NULL);
 
-        r->loss_sum = r->loss->forward(c, r->y[r->nlayers - 1], r->labels, r->rows, last->out,
+        const float *out = r->y[r->nlayers - 1];
+
+        r->loss_sum = r->loss->forward(c, out, r->targets, r->rows, last->out,
                                        grad ? r->dbuf[0] : NULL, &r->correct);
+        if (r->loss->float_targets) {
+                r->correct = 0;
+                r->sse = r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, r->targets, r->rows,
+                                              last->out, 0.0f, NULL);
+                r->sae = r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, r->targets, r->rows,
+                                              last->out, 0.0f, NULL);
+        }
         strata_track_end(r->track, t0, r->rows);
 }
 

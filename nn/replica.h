@@ -24,18 +24,19 @@ struct strata__replica {
         size_t nparam, nopt;
         float *dbuf[2];            /* ping-pong activation gradients */
         float *x_stage;            /* batch_to_device: the batch in device memory */
-        int32_t *y_stage;
+        void *y_stage;             /* its targets: int32 labels, or f32 [rows, out] */
         float *x_host;             /* host staging of the same (== x_stage without staging) */
-        int32_t *y_host;
+        void *y_host;
         float *p_host;             /* staged devices: host image of parameters then state */
         size_t nstate;             /* floats of running state over all layers */
         const float *x;            /* current input (staging or caller's, read-only) */
-        const int32_t *labels;
+        const void *targets;       /* current labels or float targets (device memory) */
         int out;                   /* width of the model's output (the last module's) */
         int rows;                  /* rows of the current batch */
         int row0;                  /* global index of its first row */
         double loss_sum;           /* summed loss of the current batch */
         int correct;
+        double sse, sae;           /* float targets: summed squared and absolute errors */
         uint64_t opt_t;            /* optimizer steps taken */
         enum strata_dtype compute; /* GEMM operand type (the precision plugin's) */
         void *lp_scratch;          /* mixed precision: the GEMM scratch (NULL in fp32) */
@@ -78,9 +79,10 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed);
 void strata__replica_warm_up(const struct strata__replica *r);
 
 /**
- * batch_to_device: rows [lo, lo + rows) of @p b become this replica's input (x, labels).
- * Float rows are read in place and indexed rows gathered into the host staging; the device
- * reads them there or gets a copy (its device_view); labels only with @p with_labels.
+ * batch_to_device: rows [lo, lo + rows) of @p b become this replica's input (x, targets).
+ * f32 rows are read in place, indexed and f64 rows gathered (converted to f32) into the host
+ * staging; the device reads them there or gets a copy (its device_view); targets (labels, or
+ * float targets for a loss that takes them) only with @p with_labels.
  */
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
                           int rows, int with_labels);
@@ -91,7 +93,10 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
 /** The loss of model @p m (softmax cross-entropy when it names none). */
 const struct strata_loss_ops *strata__loss_of(const struct strata_model *m);
 
-/** Loss (summed into r->loss_sum) and, when @p grad, dlogits scaled by c->loss_scale. */
+/**
+ * Loss (summed into r->loss_sum) and, when @p grad, dlogits scaled by c->loss_scale; with
+ * float targets also the summed squared and absolute errors (r->sse, r->sae).
+ */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
 /**

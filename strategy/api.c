@@ -14,25 +14,43 @@
 #include "base/base.h"
 #include "strategy/internal.h"
 
+/* The batch's rows: their indices inside the set they index, and the inputs' type. */
+static int check_rows(const struct strata_batch *b)
+{
+        for (int i = 0; b->index && (b->images || !b->x) && i < b->rows; i++)
+                if (b->index[i] >= b->nimages)
+                        return strata__fail(STRATA_EINVAL, "row %d indexes image %u of %u (set "
+                                                           "nimages to the image count)",
+                                            i, b->index[i], b->nimages);
+        for (int i = 0; b->index && !b->images && b->x && i < b->rows; i++)
+                if (b->index[i] >= b->nimages)
+                        return strata__fail(STRATA_EINVAL, "row %d indexes row %u of %u (set "
+                                                           "nimages to the rows of x and t)",
+                                            i, b->index[i], b->nimages);
+        if (b->x && !b->images && b->xtype != STRATA_F32 && b->xtype != STRATA_F64)
+                return strata__fail(STRATA_EINVAL, "inputs of type %d: STRATA_F32 or "
+                                                   "STRATA_F64", (int)b->xtype);
+        return STRATA_OK;
+}
+
 static int check_batch(const struct strata_runtime *rt, const struct strata_batch *b,
                        int with_labels)
 {
-        if (!b || (!b->x && !(b->images && b->index)) || (with_labels && !b->y))
+        const struct strata_loss_ops *loss = strata__loss_of(rt->cfg.model);
+        int no_targets = with_labels && (loss->float_targets ? !b || !b->t : !b || !b->y);
+
+        if (!b || (!b->x && !(b->images && b->index)) || no_targets)
                 return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
-                                    !b ? "pointer" : !b->y && with_labels ? "labels" : "features");
+                                    !b ? "pointer" : no_targets && loss->float_targets
+                                    ? "float targets (t)" : no_targets ? "labels" : "features");
         if (b->rows < rt->world || b->rows > rt->cfg.batch)
                 return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed %d..%d", b->rows,
                                     rt->world, rt->cfg.batch);
         if (b->dim != rt->cfg.model->in_features)
                 return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
                                     b->dim, rt->cfg.model->in_features);
-        for (int i = 0; !b->x && i < b->rows; i++) /* indexed rows: inside their image set */
-                if (b->index[i] >= b->nimages)
-                        return strata__fail(STRATA_EINVAL, "row %d indexes image %u of %u (set "
-                                                           "nimages to the image count)",
-                                            i, b->index[i], b->nimages);
-        return with_labels ? strata__loss_of(rt->cfg.model)->check(b, rt->cfg.classes)
-                           : STRATA_OK;
+        STRATA_TRY(check_rows(b));
+        return with_labels ? loss->check(b, rt->cfg.classes) : STRATA_OK;
 }
 
 static int need_ready(const struct strata_runtime *rt)

@@ -7,15 +7,19 @@
 
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global)
 {
+        const struct strata_model *m = rt->cfg.model;
         int k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
-        float scale = 1.0f / ((float)rows_global * (float)k);
+        int sum = m->reduction == STRATA_REDUCTION_SUM;
+        /* mean: the gradient of the batch's mean; sum: of its sum (each over the window) */
+        float scale = sum ? 1.0f / (float)k : 1.0f / ((float)rows_global * (float)k);
 
         if (rt->prec->update) /* loss scaling: the gradients carry the scaler's scale */
                 scale *= rt->scaler.scale;
         return (struct strata_step_ctx){ .k = rt->dev->kernels, .seed = rt->cfg.seed,
                                          .step = rt->step, .train = train,
                                          .rows_global = rows_global, .loss_scale = scale,
-                                         .world = 1 };
+                                         .world = 1, .reduction = m->reduction,
+                                         .loss_beta = m->loss_beta };
 }
 
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm, int *skip)
@@ -74,36 +78,59 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
         }
 }
 
-void strata__metrics_sum(const double *v, int n, struct strata_metrics *m)
+int strata__metrics_width(const struct strata_model *m)
 {
-        double loss = 0.0;
-        int correct = 0, rows = 0;
+        return strata__loss_of(m)->float_targets ? 5 : 3;
+}
+
+void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
+                         struct strata_metrics *m)
+{
+        int w = strata__metrics_width(rt->cfg.model), rows = 0, correct = 0;
+        double loss = 0.0, sse = 0.0, sae = 0.0, elems;
 
         for (int d = 0; d < n; d++) {
-                loss += v[3 * d];
-                correct += (int)v[3 * d + 1];
-                rows += (int)v[3 * d + 2];
+                loss += v[w * d];
+                correct += (int)v[w * d + 1];
+                rows += (int)v[w * d + 2];
+                if (w == 5) {
+                        sse += v[w * d + 3];
+                        sae += v[w * d + 4];
+                }
         }
-        if (m)
-                *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct,
-                                              .rows = rows };
+        if (!m)
+                return;
+        elems = (double)rows * rt->cfg.classes;
+        *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct, .rows = rows,
+                                      .mse = w == 5 ? sse / elems : 0.0,
+                                      .mae = w == 5 ? sae / elems : 0.0 };
+        if (rt->cfg.model->reduction == STRATA_REDUCTION_SUM)
+                m->loss = loss;
 }
 
 void strata__metrics_local(const struct strata_runtime *rt, double *v)
 {
+        int w = strata__metrics_width(rt->cfg.model);
+
         for (int d = 0; d < rt->nreplicas; d++) {
-                v[3 * d] = rt->replicas[d].loss_sum;
-                v[3 * d + 1] = rt->replicas[d].correct;
-                v[3 * d + 2] = rt->replicas[d].rows;
+                const struct strata__replica *r = &rt->replicas[d];
+
+                v[w * d] = r->loss_sum;
+                v[w * d + 1] = r->correct;
+                v[w * d + 2] = r->rows;
+                if (w == 5) {
+                        v[w * d + 3] = r->sse;
+                        v[w * d + 4] = r->sae;
+                }
         }
 }
 
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m)
 {
-        double v[3 * STRATA_MAX_DEVICES];
+        double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES];
 
         strata__metrics_local(rt, v);
-        strata__metrics_sum(v, rt->nreplicas, m);
+        strata__metrics_sum(rt, v, rt->nreplicas, m);
 }
 
 int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,

@@ -23,6 +23,23 @@ int strata__world(const struct strata_config *c, int *world)
         return STRATA_OK;
 }
 
+/* The model's loss settings, and the output width it needs (labels: two classes at least). */
+static int check_loss(const struct strata_config *c)
+{
+        const struct strata_model *m = c->model;
+        int least = strata__loss_of(m)->float_targets ? 1 : 2;
+
+        if ((unsigned)m->reduction >= STRATA_REDUCTION_COUNT)
+                return strata__fail(STRATA_EINVAL, "model reduction %d: mean (0) or sum (1)",
+                                    (int)m->reduction);
+        if (!(m->loss_beta >= 0.0f) || !isfinite(m->loss_beta))
+                return strata__fail(STRATA_EINVAL, "model loss_beta %g: finite, >= 0 (0: 1.0)",
+                                    (double)m->loss_beta);
+        if (c->classes < least)
+                return strata__fail(STRATA_EINVAL, "classes %d: need >= %d", c->classes, least);
+        return STRATA_OK;
+}
+
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
                          const struct strata_device_ops **dev)
 {
@@ -60,8 +77,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
         } else {
                 STRATA_TRY(strata_device_driver(c->device.accelerator, dev));
         }
-        if (c->classes < 2)
-                return strata__fail(STRATA_EINVAL, "classes %d: need >= 2", c->classes);
+        STRATA_TRY(check_loss(c));
         if (c->memory && c->memory_size == 0)
                 return strata__fail(STRATA_EINVAL, "config.memory given with memory_size 0");
         if (c->train.accumulate < 0 || c->train.accumulate > 1 << 20)

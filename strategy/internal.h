@@ -173,11 +173,21 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
 /** Sum the devices' loss and correct counts in device order into *m (m may be NULL). */
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
 
-/** This process's devices' (loss, correct, rows), three doubles each, into @p v. */
+/** Most doubles of one device's metrics (strata__metrics_width()). */
+#define STRATA__METRICS_MAX 5
+
+/**
+ * Doubles of one device's metrics for model @p m: (loss, correct, rows), and with float
+ * targets the summed squared and absolute errors after them.
+ */
+int strata__metrics_width(const struct strata_model *m);
+
+/** This process's devices' metrics, strata__metrics_width() doubles each, into @p v. */
 void strata__metrics_local(const struct strata_runtime *rt, double *v);
 
-/** *m from @p n devices' triples @p v, summed in device order (m may be NULL). */
-void strata__metrics_sum(const double *v, int n, struct strata_metrics *m);
+/** *m from @p n devices' metrics @p v, summed in device order (m may be NULL). */
+void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
+                         struct strata_metrics *m);
 
 /** A collective among the runtime's one device: checks its arguments, copies for all_gather. */
 int strata__local_collective(struct strata_runtime *rt, const struct strata_coll *op,

@@ -19,7 +19,7 @@ struct strata__procs {
         struct strata_comm *pcomm;    /* the processes' coordinators (device 0 of each) */
         void *pcomm_mem;
         size_t pcomm_bytes;
-        double *stats;                /* every device's (loss, correct, rows), global order */
+        double *stats;                /* every device's metrics (common.c), global order */
 };
 
 static struct strata__procs *procs_of(const struct strata_runtime *rt)
@@ -34,6 +34,7 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
         int devices = c->strategy.devices;
         /* c->process.count: resolved by the runtime's plan (strata__world) */
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
+        int width = strata__metrics_width(c->model);
         struct strata__procs *s;
         void *p, *pq = NULL, *st = NULL;
         size_t pcomm = 0;
@@ -45,7 +46,8 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 pc.world_size = world / devices;
                 STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
                 STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
-                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
+                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * (size_t)width * world, 64,
+                                              &st));
         }
         if (s) {
                 memset(s, 0, sizeof(*s));
@@ -111,12 +113,12 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
 static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 {
         struct strata__procs *s = procs_of(rt);
-        double v[3 * STRATA_MAX_DEVICES];
+        double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES];
+        size_t n = (size_t)strata__metrics_width(rt->cfg.model) * (size_t)rt->nreplicas;
 
         strata__metrics_local(rt, v);
-        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, 3 * (size_t)rt->nreplicas,
-                                          STRATA_F64));
-        strata__metrics_sum(s->stats, rt->world, out);
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, n, STRATA_F64));
+        strata__metrics_sum(rt, s->stats, rt->world, out);
         return STRATA_OK;
 }
 

@@ -113,6 +113,34 @@ static double cpu_softmax_xent(const float *logits, const int32_t *labels, int r
         return loss;
 }
 
+/*
+ * Pointwise losses: per row, the gradient elementwise and the loss summed in eight fixed
+ * lanes (vectorisable, the same bits on every ISA), the lanes added in order; rows in order.
+ */
+STRATA_SIMD static double cpu_pointwise_loss(enum strata_pointwise_loss kind, float beta,
+                                             const float *out, const float *t, int rows,
+                                             int cols, float scale, float *dout)
+{
+        double loss = 0.0;
+
+        for (int i = 0; i < rows; i++) {
+                const float *o = out + (size_t)i * cols, *y = t + (size_t)i * cols;
+                float *d = dout ? dout + (size_t)i * cols : NULL;
+                double lane[8] = { 0.0 }, row = 0.0;
+                float g;
+
+                for (int j = 0; j < cols; j++) {
+                        lane[j & 7] += strata__ploss((int)kind, beta, o[j], y[j], &g);
+                        if (d)
+                                d[j] = g * scale;
+                }
+                for (int l = 0; l < 8; l++)
+                        row += lane[l];
+                loss += row;
+        }
+        return loss;
+}
+
 static void cpu_dropout(const float *x, float *y, float *mask, size_t n, float p, uint64_t seed,
                         uint64_t stream, uint64_t first)
 {
@@ -362,6 +390,7 @@ static const struct strata_kernel_ops cpu_kernels = {
         .gemm_lp_io = strata__cpu_gemm_lp_io,
         .relu_io = cpu_relu_io,
         .relu_backward_bf16 = cpu_relu_backward_bf16,
+        .pointwise_loss = cpu_pointwise_loss,
 };
 
 const struct strata_device_ops strata__cpu_driver = {

@@ -416,6 +416,21 @@ static double cuda_softmax_xent(const float *logits, const int32_t *labels, int 
         return *g->h_total;
 }
 
+static double cuda_pointwise_loss(enum strata_pointwise_loss kind, float beta, const float *out,
+                                  const float *t, int rows, int cols, float scale, float *dout)
+{
+        struct gpu *g = me();
+
+        strata__k_pointwise_loss(S, (int)kind, beta, out, t, rows, cols, scale, dout,
+                                 g->partial, g->total);
+        launched("pointwise_loss");
+        note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double), cudaMemcpyDeviceToHost,
+                             g->stream),
+             "pointwise_loss readback");
+        note(cudaStreamSynchronize(g->stream), "pointwise_loss");
+        return *g->h_total;
+}
+
 static void cuda_dropout(const float *x, float *y, float *mask, size_t n, float p, uint64_t seed,
                          uint64_t stream, uint64_t first)
 {
@@ -585,6 +600,7 @@ static const struct strata_kernel_ops cuda_kernels = {
         .gemm_lp = cuda_gemm_lp,
         .gemm_lp_bytes = cuda_gemm_lp_bytes,
         .prepare_lp = cuda_prepare_lp,
+        .pointwise_loss = cuda_pointwise_loss,
 };
 
 const struct strata_device_ops strata__cuda_driver = {

@@ -312,6 +312,33 @@ __global__ void k_softmax_rows(const float *logits, const int32_t *labels, int r
         }
 }
 
+/* Pointwise losses: one thread a row (the row's sum in order), rows folded by a fixed tree. */
+__global__ void k_ploss_rows(int kind, float beta, const float *out, const float *t, int rows,
+                             int cols, float scale, float *dout, double *partial)
+{
+        __shared__ double sh[THREADS];
+        double loss = 0.0;
+
+        FOR_EACH(r, (size_t)rows) {
+                double row = 0.0;
+                float g;
+
+                for (int j = 0; j < cols; j++) {
+                        size_t k = r * cols + j;
+
+                        row += strata__ploss(kind, beta, out[k], t[k], &g);
+                        if (dout)
+                                dout[k] = g * scale;
+                }
+                loss += row;
+        }
+        sh[threadIdx.x] = loss;
+        __syncthreads();
+        tree_sum(sh, NULL);
+        if (threadIdx.x == 0)
+                partial[blockIdx.x] = sh[0];
+}
+
 __global__ void k_sumsq_part(const float *x, size_t n, double *partial)
 {
         __shared__ double sh[THREADS];
@@ -376,6 +403,15 @@ void strata__k_softmax_xent(void *s, const float *logits, const int32_t *labels,
         k_softmax_rows<<<STRATA__CUDA_PARTIALS, THREADS, 0, STREAM(s)>>>(
                 logits, labels, rows, cols, scale, dlogits, partial, partial_n);
         k_fold<<<1, STRATA__CUDA_PARTIALS, 0, STREAM(s)>>>(partial, partial_n, total, count);
+}
+
+void strata__k_pointwise_loss(void *s, int kind, float beta, const float *out, const float *t,
+                              int rows, int cols, float scale, float *dout, double *partial,
+                              double *total)
+{
+        k_ploss_rows<<<STRATA__CUDA_PARTIALS, THREADS, 0, STREAM(s)>>>(
+                kind, beta, out, t, rows, cols, scale, dout, partial);
+        k_fold<<<1, STRATA__CUDA_PARTIALS, 0, STREAM(s)>>>(partial, NULL, total, NULL);
 }
 
 void strata__k_dropout(void *s, const float *x, float *y, float *mask, size_t n, float p,

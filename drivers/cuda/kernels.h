@@ -27,6 +27,9 @@ void strata__k_col_sums(void *s, const float *x, int rows, int cols, float *out,
 void strata__k_softmax_xent(void *s, const float *logits, const int32_t *labels, int rows,
                             int cols, float scale, float *dlogits, double *partial,
                             int *partial_n, double *total, int *count);
+void strata__k_pointwise_loss(void *s, int kind, float beta, const float *out, const float *t,
+                              int rows, int cols, float scale, float *dout, double *partial,
+                              double *total);
 void strata__k_dropout(void *s, const float *x, float *y, float *mask, size_t n, float p,
                        uint64_t seed, uint64_t stream, uint64_t first);
 void strata__k_fill(void *s, float *dst, float v, size_t n);

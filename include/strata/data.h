@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "strata/arena.h"
+#include "strata/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,13 +45,23 @@ int strata_idx_info(const char *path, struct strata_idx_info *info);
 int strata_idx_load(const char *path, struct strata_arena *arena, struct strata_idx_info *info,
                     const uint8_t **data);
 
-/** A labelled image set: n samples of dim bytes, labels in [0, classes). */
+/**
+ * A data set: a labelled u8 image set (n samples of dim bytes, labels in [0, classes)), or the
+ * application's own arrays (strata_dataset_arrays(): x with float targets t or int32 labels
+ * y), which are never copied: batches index them and each device converts its rows.
+ */
 struct strata_dataset {
-        const uint8_t *images; /**< n * dim bytes */
-        const uint8_t *labels; /**< n bytes */
+        const uint8_t *images; /**< n * dim bytes (NULL for arrays) */
+        const uint8_t *labels; /**< n bytes (NULL for arrays) */
         uint32_t n;
         uint32_t dim;
-        int classes;
+        int classes;           /**< labels: highest + 1; float targets: 0 */
+        const void *x;         /**< arrays: n * dim values of xtype, row-major, or NULL */
+        enum strata_dtype xtype; /**< STRATA_F32 or STRATA_F64 */
+        const void *t;         /**< arrays: n * tdim float targets of ttype, or NULL */
+        enum strata_dtype ttype; /**< STRATA_F32 or STRATA_F64 */
+        int tdim;              /**< values per target row (0 with labels) */
+        const int32_t *y;      /**< arrays: n int32 labels, or NULL */
 };
 
 /**
@@ -73,6 +84,29 @@ int strata_dataset_load(struct strata_dataset *ds, struct strata_arena *arena,
  */
 int strata_dataset_synthetic(struct strata_dataset *ds, struct strata_arena *arena, uint32_t n,
                              uint32_t dim, int classes, uint64_t seed);
+
+/**
+ * @brief Describe the application's arrays as a data set, without copying them: @p n rows
+ *        of @p dim inputs of @p xtype (STRATA_F32 or STRATA_F64, row-major: a Fortran
+ *        x(dim, n) is the same memory) and targets: @p tdim float values a row of @p ttype
+ *        (STRATA_F32 or STRATA_F64), or with @p ttype STRATA_I32 one int32 label a row
+ *        (@p tdim 1; classes = highest label + 1). Every value is checked once here: a NaN
+ *        or infinity in x or the targets, or a negative label, is refused with a message
+ *        naming the array, row and column. The arrays must outlive the data set.
+ * @retval STRATA_OK, STRATA_EINVAL (NULL, zero sizes, bad types or values; *ds untouched).
+ */
+int strata_dataset_arrays(struct strata_dataset *ds, const void *x, enum strata_dtype xtype,
+                          uint32_t n, uint32_t dim, const void *targets,
+                          enum strata_dtype ttype, int tdim);
+
+/**
+ * @brief A deterministic synthetic regression set in @p arena (for tests and benchmarks):
+ *        n rows of dim f32 inputs uniform in [-1, 1) and tdim f32 targets
+ *        t = tanh(x W) + 0.1 sin(3 x W) for a fixed random W (dim x tdim) from @p seed.
+ * @retval STRATA_OK, STRATA_EINVAL (zero sizes), STRATA_ENOMEM (arena too small).
+ */
+int strata_dataset_synthetic_regression(struct strata_dataset *ds, struct strata_arena *arena,
+                                        uint32_t n, uint32_t dim, int tdim, uint64_t seed);
 
 /** PyTorch DistributedSampler: which sample indices a rank visits in an epoch. */
 struct strata_sampler {
@@ -97,19 +131,32 @@ int strata_sampler_init(struct strata_sampler *s, struct strata_arena *arena, ui
 void strata_sampler_set_epoch(struct strata_sampler *s, uint64_t epoch);
 
 /**
- * A batch: int32 labels and either rows of float features (@c x), or the rows' indices into a
+ * A batch: targets — int32 labels (@c y, classification) or float targets (@c t, tdim values
+ * a row) — and inputs: rows of @c dim values (@c x, f32 or f64), or the rows' indices into a
  * u8 image set (@c images, @c index) that each device gathers and converts itself
  * (feature = byte * scale + shift) when the batch reaches it.
+ *
+ * With @c index and no @c images, @c x and @c t are whole sets of @c nimages rows (an
+ * in-memory data set, strata_loader_next_indexed()) and row r of the batch is row index[r]
+ * of them; @c y still holds the batch's own rows labels. f64 values are converted to f32
+ * where each device takes its rows. A zero-initialised batch with x and y set is today's.
  */
 struct strata_batch {
-        const float *x;         /**< rows * dim floats, or NULL with images/index */
-        const int32_t *y;       /**< rows labels */
+        const float *x;         /**< rows * dim values of xtype, or NULL with images/index */
+        const int32_t *y;       /**< rows labels, or NULL with float targets */
         int rows;
         int dim;
         const uint8_t *images;  /**< u8 rows of dim bytes */
-        const uint32_t *index;  /**< rows indices into images */
-        uint32_t nimages;       /**< images in @c images: every index must be below it */
+        const uint32_t *index;  /**< rows indices into images (or into x and t) */
+        uint32_t nimages;       /**< rows in @c images (or x and t): every index is below it */
         float scale, shift;     /**< conversion of bytes to features */
+        enum strata_dtype xtype; /**< type of x's values: STRATA_F32 (0, the default) or
+                                      STRATA_F64 (converted to f32 where each device takes
+                                      its rows) */
+        const void *t;          /**< float targets: rows * tdim values of ttype, row-major, or
+                                     NULL when the batch carries labels (y) */
+        enum strata_dtype ttype; /**< STRATA_F32 (default) or STRATA_F64 */
+        int tdim;               /**< values per target row: the model's outputs */
 };
 
 /** Assembles batches from a dataset and a list of indices into a staging buffer. */
@@ -124,6 +171,7 @@ struct strata_loader {
         float shift;
         float *x;         /**< staging: batch * dim floats (arena) */
         int32_t *y;       /**< staging labels (arena) */
+        float *t;         /**< staging float targets: batch * tdim (arrays with targets) */
 };
 
 /**
@@ -147,15 +195,17 @@ void strata_loader_standardize(struct strata_loader *l, const struct strata_data
 int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count);
 
 /**
- * @brief Assemble the next batch.
+ * @brief Assemble the next batch (an arrays set: its rows converted to f32 into the staging,
+ *        inputs and targets).
  * @return 1 and a filled @p b when a batch was produced, 0 at the end of the epoch (or for a
  *         NULL argument).
  */
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b);
 
 /**
- * @brief The next batch as indices into the image set: only labels are assembled here; each
- *        device gathers and converts its own rows (parallel batch_to_device).
+ * @brief The next batch as indices into the image set (or an arrays set's x and t): only
+ *        labels are assembled here; each device gathers and converts its own rows (parallel
+ *        batch_to_device).
  * @return 1 and a filled @p b, 0 at the end of the epoch.
  */
 int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b);

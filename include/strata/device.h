@@ -52,6 +52,15 @@ struct strata_update {
         float step;         /**< AdamW: lr / (1 - beta1^t) */
 };
 
+/** Elementwise losses on float targets (pointwise_loss()); formulas as PyTorch's. */
+enum strata_pointwise_loss {
+        STRATA_PLOSS_MSE = 0,    /**< d^2, d = out - t */
+        STRATA_PLOSS_L1,         /**< |d| */
+        STRATA_PLOSS_HUBER,      /**< SmoothL1: 0.5 d^2 / beta when |d| < beta, else |d| - beta/2 */
+        STRATA_PLOSS_BCE_LOGITS, /**< max(x, 0) - x t + log1p(exp(-|x|)), x = out */
+        STRATA_PLOSS_COUNT
+};
+
 /** reserve() flags. */
 #define STRATA_DEV_TF32 1u /**< GEMMs may use TF32 tensor cores (faster, ~10-bit mantissa) */
 
@@ -203,6 +212,16 @@ struct strata_kernel_ops {
                         size_t n);
         /** dx = dy where y > 0 else 0, with y stored in bf16. */
         void (*relu_backward_bf16)(const uint16_t *y, const float *dy, float *dx, size_t n);
+
+        /* ---- Losses on float targets (optional: without it only label losses run) ---- */
+
+        /**
+         * Elementwise loss @p kind of @p out [rows, cols] against targets @p t [rows, cols]
+         * (@p beta: Huber's): returns the sum over rows, in row order, of each row's sum, in
+         * double; writes dout = d(loss)/d(out) * scale when @p dout is not NULL.
+         */
+        double (*pointwise_loss)(enum strata_pointwise_loss kind, float beta, const float *out,
+                                 const float *t, int rows, int cols, float scale, float *dout);
 };
 
 /**

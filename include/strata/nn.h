@@ -78,6 +78,16 @@ struct strata_module_shape {
         int bf16_io;
 };
 
+/**
+ * How a loss reduces over the batch (PyTorch's `reduction`). Mean divides by the rows (label
+ * losses) or by rows * outputs (float-target losses), as PyTorch's defaults do.
+ */
+enum strata_reduction {
+        STRATA_REDUCTION_MEAN = 0, /**< the default */
+        STRATA_REDUCTION_SUM,
+        STRATA_REDUCTION_COUNT
+};
+
 /** Per-call context handed to forward/backward. */
 struct strata_step_ctx {
         const struct strata_kernel_ops *k;   /**< the device's kernels */
@@ -104,6 +114,9 @@ struct strata_step_ctx {
          * dx) are always f32.
          */
         enum strata_dtype x_type, y_type;
+        /** The model's loss settings (strata_model): its reduction and Huber's beta. */
+        enum strata_reduction reduction;
+        float loss_beta;
 };
 
 /**
@@ -153,28 +166,51 @@ struct strata_module {
 /**
  * A loss kind: a `static const` table, as a module kind is. It compares the model's output
  * with the batch's targets, summed over rows in row order, so the value and gradient do not
- * depend on how rows are split between devices beyond that order.
+ * depend on how rows are split between devices beyond that order. The runtime divides the
+ * sum by the batch's rows (mean reduction) and scales the gradient likewise
+ * (c->loss_scale); a loss that averages over a row's outputs too divides each row's value
+ * and gradient by @p outputs itself when c->reduction is STRATA_REDUCTION_MEAN.
  */
 struct strata_loss_ops {
         const char *name;
         /**
-         * Validate @p b's targets on the host before a step, for a model of @p outputs
-         * outputs; STRATA_EINVAL with a message naming the row and value at fault.
+         * Validate @p b's targets (and for float targets its inputs) on the host before a
+         * step, for a model of @p outputs outputs; STRATA_EINVAL with a message naming the
+         * row, column and value at fault.
          */
         int (*check)(const struct strata_batch *b, int outputs);
         /**
          * The loss summed over @p rows rows of @p out [rows, outputs] against @p targets
-         * (the batch's targets for these rows, in device memory). When @p dout is not NULL it
-         * receives d(loss)/d(out) multiplied by c->loss_scale; when @p correct is not NULL it
+         * (the batch's targets for these rows, in device memory: int32 labels, or f32
+         * values [rows, outputs] with float_targets). When @p dout is not NULL it receives
+         * d(loss)/d(out) multiplied by c->loss_scale; when @p correct is not NULL it
          * receives the rows predicted right (classification).
          */
         double (*forward)(const struct strata_step_ctx *c, const float *out,
                           const void *targets, int rows, int outputs, float *dout,
                           int *correct);
+        /**
+         * Non-zero: the loss takes the batch's float targets (t, tdim == outputs), staged
+         * per device as f32; 0: int32 labels (y).
+         */
+        int float_targets;
 };
 
-/** Softmax cross-entropy over int32 class labels (PyTorch's CrossEntropyLoss, summed). */
+/** Softmax cross-entropy over int32 class labels (PyTorch's CrossEntropyLoss). */
 extern const struct strata_loss_ops strata_softmax_cross_entropy;
+/** MSELoss: (out - t)^2. */
+extern const struct strata_loss_ops strata_mse;
+/** L1Loss: |out - t| (gradient sign(out - t), 0 at 0 as PyTorch's). */
+extern const struct strata_loss_ops strata_l1;
+/**
+ * SmoothL1Loss(beta) (model's loss_beta, 0 = 1.0): 0.5 d^2 / beta where |d| < beta, else
+ * |d| - 0.5 beta. PyTorch's HuberLoss(delta) is beta times it at beta = delta.
+ */
+extern const struct strata_loss_ops strata_huber;
+/**
+ * BCEWithLogitsLoss: max(x, 0) - x t + log(1 + exp(-|x|)) on logits x, targets in [0, 1].
+ */
+extern const struct strata_loss_ops strata_bce_with_logits;
 
 /** A model: input width, modules in order (the last one's output are the logits), its loss. */
 struct strata_model {
@@ -182,6 +218,8 @@ struct strata_model {
         int nmodules;
         const struct strata_module *modules;
         const struct strata_loss_ops *loss; /**< NULL: strata_softmax_cross_entropy */
+        enum strata_reduction reduction;    /**< mean (default) or sum over the batch */
+        float loss_beta;                    /**< strata_huber's beta (0: 1.0) */
 };
 
 /** A module instance on one device (filled by the runtime). */

@@ -65,7 +65,7 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
 #define STRATA_CONFIG_RUN(X, g)                                                                    \
         X(g, const struct strata_model *, model, NONE, NULL) /* required */                        \
         X(g, int, batch, INT, "batch")                  /* largest global batch (required) */      \
-        X(g, int, classes, INT, "classes")              /* width of the logits (checked) */        \
+        X(g, int, classes, INT, "classes")              /* the model's outputs (checked) */        \
         X(g, uint64_t, seed, U64, "seed")               /* parameter init and dropout streams */   \
         X(g, void *, memory, NONE, NULL)                /* region (NULL: mapped at init) */        \
         X(g, size_t, memory_size, NONE, NULL)           /* its size */                             \
@@ -217,9 +217,15 @@ struct strata_plan_info {
 
 /** Metrics of one step, already reduced across devices. */
 struct strata_metrics {
-        double loss;   /**< mean loss over the batch */
-        int correct;   /**< correct argmax predictions */
+        double loss;   /**< mean loss over the batch (its sum under STRATA_REDUCTION_SUM) */
+        int correct;   /**< correct argmax predictions (labels) */
         int rows;      /**< rows in the batch */
+        /**
+         * Float targets: mean squared and mean absolute error over rows * outputs, each
+         * device's sums (rows in order) added in global device order like the loss; 0 with
+         * labels.
+         */
+        double mse, mae;
 };
 
 struct strata_runtime;
@@ -265,7 +271,9 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
                      struct strata_metrics *m);
 
 /**
- * @brief Logits for a batch: predict_step. @p logits receives rows * classes floats.
+ * @brief The model's outputs for a batch: predict_step. @p logits receives rows * classes
+ *        f32 values (classes: the model's outputs, logits or regression values); @p b needs
+ *        only x (f32 or f64: xtype) or images/index, rows and dim.
  */
 int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits);
 

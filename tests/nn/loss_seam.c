@@ -30,7 +30,7 @@ static double counted_forward(const struct strata_step_ctx *c, const float *out,
                                                     correct);
 }
 
-static const struct strata_loss_ops counted = { "counted", counted_check, counted_forward };
+static const struct strata_loss_ops counted = { "counted", counted_check, counted_forward, 0 };
 
 /* A loss that is 7 per row with a zero gradient: training must not move the parameters. */
 static double flat_forward(const struct strata_step_ctx *c, const float *out,
@@ -45,7 +45,7 @@ static double flat_forward(const struct strata_step_ctx *c, const float *out,
         return 7.0 * rows;
 }
 
-static const struct strata_loss_ops flat = { "flat", counted_check, flat_forward };
+static const struct strata_loss_ops flat = { "flat", counted_check, flat_forward, 0 };
 
 static size_t nparams(struct rig *r)
 {
@@ -132,7 +132,7 @@ Test(loss_seam, targets_are_checked_by_the_loss)
 
 Test(loss_seam, incomplete_loss_is_refused)
 {
-        static const struct strata_loss_ops no_forward = { "half", counted_check, NULL };
+        static const struct strata_loss_ops no_forward = { "half", counted_check, NULL, 0 };
         struct strata_runtime *rt = NULL;
         struct strata_plan_info pl;
         struct rig r;
