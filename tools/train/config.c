@@ -28,7 +28,7 @@ static void build_model(struct run *r)
                                                           .p = r->o.dropout };
         }
         r->model = (struct strata_model){ .in_features = r->widths[0], .nmodules = nm,
-                                          .modules = m };
+                                          .modules = m, .loss = r->loss };
 }
 
 /* The runtime's configuration: the options, field by field. */

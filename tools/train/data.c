@@ -177,7 +177,7 @@ int data_loaders(struct run *r)
             strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))
                 return bad("%s%s", strata_last_error(), "");
         r->test_idx = p;
-        if (!r->o.raw) {
+        if (!r->o.raw && r->train.images) { /* an arrays set is used as it is */
                 strata_loader_standardize(&r->loader, &r->train);
                 r->tloader.scale = r->loader.scale;
                 r->tloader.shift = r->loader.shift;

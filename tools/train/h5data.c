@@ -83,14 +83,15 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
 }
 
 /*
- * The wiring of an HDF5 set into a data set the sampler and the loaders walk: waits for the
- * library's in-memory arrays (strata_dataset_arrays(), float targets and f64 inputs).
+ * The wiring of an HDF5 set into a data set the sampler and the loaders walk: the library's
+ * in-memory arrays (no copy; f64 converted where each device gathers its rows).
  */
 static int h5_dataset(struct strata_dataset *ds, const struct h5_set *s)
 {
-        (void)ds;
-        return bad("%s: training from HDF5 arrays needs float targets and in-memory data sets, "
-                   "not built yet%s", s->x.file, "");
+        if (strata_dataset_arrays(ds, s->x.data, s->x.type, s->x.n, s->x.width, s->t.data,
+                                  s->t.type, (int)s->t.width))
+                return bad("%s: %s", s->x.file, strata_last_error());
+        return 0;
 }
 
 /** @brief --data FILE.h5: the arrays sized, mapped, read and checked; the model; data sets. */
@@ -102,5 +103,7 @@ int h5_data_load(struct run *r)
         if (h5_size(r, &samples) || data_map(r, samples) || h5_read(r, &train, &eval) ||
             h5_model(r, &train, &eval))
                 return 2;
+        if (train.t.type != STRATA_I32)
+                r->loss = &strata_mse; /* float targets: a regression */
         return h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval) ? 2 : 0;
 }

@@ -93,6 +93,7 @@ struct run {
         int widths[MAX_MODULES], nw;    /* --model */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
+        const struct strata_loss_ops *loss;     /* NULL: softmax CE; HDF5 float targets: MSE */
         struct strata_config cfg;
         struct strata_runtime *rt;
         size_t data_bytes;              /* the tool's arena: data, indices, step times */
