@@ -338,8 +338,9 @@ static int load_array(hid_t f, struct h5_array *a, struct strata_arena *arena)
         hid_t d = H5Dopen2(f, a->name, H5P_DEFAULT), ms = H5Screate_simple(1, &count, NULL);
         void *p = NULL;
         herr_t rc = -1;
+        int room = strata_arena_alloc(arena, a->bytes, ALIGN, &p) == 0;
 
-        if (d >= 0 && ms >= 0 && strata_arena_alloc(arena, a->bytes, ALIGN, &p) == 0) {
+        if (room && d >= 0 && ms >= 0) {
                 rc = H5Dread(d, mt, ms, H5S_ALL, H5P_DEFAULT, p);
         }
         if (ms >= 0) {
@@ -348,7 +349,7 @@ static int load_array(hid_t f, struct h5_array *a, struct strata_arena *arena)
         if (d >= 0) {
                 H5Dclose(d);
         }
-        if (!p) {
+        if (!room) {
                 return fail(a->file, a->name, "%llu bytes do not fit the arena",
                             (unsigned long long)a->bytes);
         }
