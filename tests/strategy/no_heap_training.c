@@ -5,20 +5,34 @@
 #include "tools/heapcount.h"
 
 /* Train, evaluate and predict over an epoch with the heap counter on: it must stay at 0. */
+static void no_heap_rig(struct rig *r, enum strata_strategy_kind kind, int n, int adamw,
+                        enum strata_precision precision, enum strata_dtype grads);
+
 static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
                     enum strata_precision precision, enum strata_dtype grads)
+{
+        struct rig r;
+
+        rig_init(&r, 1);
+        no_heap_rig(&r, kind, n, adamw, precision, grads);
+}
+
+static void no_heap_rig(struct rig *r0, enum strata_strategy_kind kind, int n, int adamw,
+                        enum strata_precision precision, enum strata_dtype grads)
 {
         struct strata_runtime *rt;
         struct strata_batch b;
         struct strata_metrics m;
-        struct rig r;
+        struct rig r = *r0;
         float logits[RIG_BATCH * RIG_CLASSES];
         long calls;
 
         strata_heapcount_start();
         if (strata_heapcount_stop() < 0)
                 cr_skip("the sanitizer owns malloc in this build; counted in the plain build");
-        rig_init(&r, 1);
+        r.model.modules = r.mods;
+        r.cfg.model = &r.model;
+        r.loader.ds = &r.ds;
         r.cfg.strategy.kind = kind;
         r.cfg.strategy.devices = n;
         r.cfg.strategy.sync_bn = n > 1;
@@ -34,7 +48,8 @@ static void no_heap(enum strata_strategy_kind kind, int n, int adamw,
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         strata_loader_reset(&r.loader, r.idx, 256);
         strata_heapcount_start();
-        while (strata_loader_next(&r.loader, &b)) {
+        while (r.ds.xtype == STRATA_F64 ? strata_loader_next_indexed(&r.loader, &b)
+                                        : strata_loader_next(&r.loader, &b)) {
                 cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK);
                 cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK);
                 cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
@@ -58,6 +73,23 @@ Test(no_heap_training, mixed_precision)
         no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_BF16);
         no_heap(STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED, STRATA_F32);
         no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
+}
+
+static double x64[256 * RIG_IN];
+
+/* Float targets: f64 rows of an arrays set converted where each device takes them. */
+Test(no_heap_training, regression)
+{
+        struct rig r;
+
+        rig_init_regression(&r, &strata_mse);
+        no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 1, STRATA_PRECISION_32, STRATA_F32);
+        rig_init_regression(&r, &strata_huber);
+        for (int i = 0; i < 256 * RIG_IN; i++)
+                x64[i] = ((const float *)r.ds.x)[i];
+        cr_assert_eq(strata_dataset_arrays(&r.ds, x64, STRATA_F64, 256, RIG_IN, r.ds.t,
+                                           STRATA_F32, RIG_OUT), STRATA_OK);
+        no_heap_rig(&r, STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED, STRATA_F32);
 }
 
 Test(no_heap_training, zero_allocations_in_steps)

@@ -33,6 +33,19 @@ void rig_init(struct rig *r, int bn)
                 r->idx[i] = (i * 37u) % 256u;
 }
 
+void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss)
+{
+        rig_init(r, 0);
+        r->mods[2].out = RIG_OUT;
+        r->model.loss = loss;
+        r->cfg.classes = RIG_OUT;
+        cr_assert_eq(strata_arena_init(&r->data, data_mem, sizeof(data_mem), NULL), STRATA_OK);
+        cr_assert_eq(strata_dataset_synthetic_regression(&r->ds, &r->data, 256, RIG_IN, RIG_OUT,
+                                                         5),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
+}
+
 void rig_init_full(struct rig *r)
 {
         rig_init(r, 1);
@@ -102,4 +115,27 @@ void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, fl
         cr_assert_eq(np, n);
         memcpy(out, p, n * sizeof(float));
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+void rig_equivalence(struct rig *r, enum strata_strategy_kind kind, int max_devices, size_t np,
+                     int steps)
+{
+        static float ref[4096], a[4096], b[4096];
+
+        cr_assert_leq(np, 4096);
+        rig_train(r, steps, ref, np);
+        for (int n = 1; n <= max_devices; n++) {
+                struct strata_config c = rig_cfg(r, kind, n, 0);
+                double d;
+
+                rig_train_cfg(r, &c, steps, a, np);
+                rig_train_cfg(r, &c, steps, b, np);
+                cr_assert_eq(memcmp(a, b, np * sizeof(float)), 0, "%d devices: runs differ", n);
+                d = rig_rel_diff(a, ref, np);
+                if (n == 1)
+                        cr_assert_eq(memcmp(a, ref, np * sizeof(float)), 0,
+                                     "1 device must be bitwise single");
+                else
+                        cr_assert_leq(d, 1e-5, "%d devices: relative difference %g", n, d);
+        }
 }

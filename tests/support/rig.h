@@ -7,6 +7,7 @@
 #define RIG_IN 20
 #define RIG_CLASSES 4
 #define RIG_BATCH 16
+#define RIG_OUT 3 /* the regression rig's outputs */
 
 struct rig {
         struct strata_module mods[6];
@@ -20,6 +21,11 @@ struct rig {
 
 /** Model 20-16(bn?)-relu-4, synthetic data of 256 samples, batch 16, single strategy. */
 void rig_init(struct rig *r, int bn);
+/**
+ * The regression rig: model 20-16-relu-3 with @p loss on a synthetic float data set of 256
+ * rows (strata_dataset_synthetic_regression), batch 16, single strategy.
+ */
+void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss);
 /** The rig with linear-bn-relu-dropout(0.25)-linear: every kind of device op on the path. */
 void rig_init_full(struct rig *r);
 /** Run @p steps training steps on @p rt, cycling through the data; *last gets the last batch. */
@@ -37,6 +43,13 @@ void rig_train_cfg(struct rig *r, const struct strata_config *cfg, int steps, fl
  */
 struct strata_config rig_cfg(const struct rig *r, enum strata_strategy_kind kind, int devices,
                              int sync_bn);
+/**
+ * Train @p r's configuration, then @p kind on 1..@p max_devices devices twice each: runs
+ * repeat bitwise, one device is bitwise the single run, more are within 1e-5 of it.
+ * @p np parameters (at most 4096).
+ */
+void rig_equivalence(struct rig *r, enum strata_strategy_kind kind, int max_devices, size_t np,
+                     int steps);
 /** Largest |a - b| / (1 + |b|). */
 double rig_rel_diff(const float *a, const float *b, size_t n);
 

@@ -88,8 +88,8 @@ Test(strata_train_h5_cli, model_and_options_exit_2)
         char a[400];
 
         fixture();
-        file_exits_2("--inputs x --targets y --model 5-2", "input width must be the 6 values");
-        file_exits_2("--inputs x --targets y --model 6-3", "3 outputs for targets of 2 values");
+        file_exits_2("--inputs x --targets y --loss mse --model 5-2", "input width must be the 6 values");
+        file_exits_2("--inputs x --targets y --loss mse --model 6-3", "3 outputs for targets of 2 values");
         file_exits_2("--inputs x --targets yi --model 6-2", "2 outputs for labels up to 2");
         file_exits_2("--inputs x --targets y --val-fraction 0.01", "no evaluation sample");
         snprintf(a, sizeof(a), "--inputs x --targets y --val-fraction 0.2 --test-data %s", file);
@@ -97,6 +97,9 @@ Test(strata_train_h5_cli, model_and_options_exit_2)
         file_exits_2("--inputs x", "give both");
         file_exits_2("", "needs --inputs NAME and --targets NAME");
         file_exits_2("--inputs x --targets y --synthetic 100", "--synthetic and --inputs");
+        file_exits_2("--inputs x --targets y", "--loss ce does not fit the data's float targets");
+        file_exits_2("--inputs x --targets yi --loss mse", "--loss mse does not fit the data's "
+                     "labels");
         exits_2("--val-fraction 0.1", "--val-fraction needs an HDF5 --data file");
         exits_2("--test-data f.h5", "--test-data needs an HDF5 --data file");
         cli_rmtree(dir);

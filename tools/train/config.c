@@ -28,7 +28,8 @@ static void build_model(struct run *r)
                                                           .p = r->o.dropout };
         }
         r->model = (struct strata_model){ .in_features = r->widths[0], .nmodules = nm,
-                                          .modules = m, .loss = r->loss };
+                                          .modules = m, .loss = r->o.loss,
+                                          .loss_beta = r->o.huber_beta };
 }
 
 /* The runtime's configuration: the options, field by field. */

@@ -12,6 +12,8 @@
 #include "tools/train/train.h"
 #include "tools/widths.h"
 
+#define REGRESSION_TEST 2000 /* --synthetic-regression's test rows */
+
 /*
  * The memory this process may use: physical memory, the address-space limit (ulimit -v) and
  * the cgroup's limit (memory.max, v2), whichever is least; @p why says which one it is.
@@ -57,6 +59,13 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
         struct strata_idx_info ia, ib;
         size_t a, b;
 
+        if (r->o.synthetic_regression) { /* inputs, targets, W: 4 bytes each */
+                size_t in = (size_t)r->widths[0], out = (size_t)r->widths[r->nw - 1];
+
+                *samples = (size_t)r->o.synthetic_regression + REGRESSION_TEST;
+                r->data_bytes = *samples * (in + out) * 4 + in * out * 4 + 3 * 4096;
+                return 0;
+        }
         if (r->o.synthetic) {
                 *samples = (size_t)r->o.synthetic + 10000;
                 r->data_bytes = *samples * (size_t)(r->widths[0] + 64) + 4096;
@@ -96,12 +105,35 @@ int data_map(struct run *r, size_t samples)
         return 0;
 }
 
+/*
+ * --synthetic-regression: one synthetic set (seed + 1) of N + REGRESSION_TEST rows, so that
+ * both splits share the map W; the test split is its last rows.
+ */
+static int regression_read(struct run *r)
+{
+        uint32_t n = (uint32_t)r->o.synthetic_regression, dim = (uint32_t)r->widths[0];
+        int out = r->widths[r->nw - 1];
+        struct strata_dataset all;
+
+        if (strata_dataset_synthetic_regression(&all, &r->data, n + REGRESSION_TEST, dim, out,
+                                                r->o.seed + 1) ||
+            strata_dataset_arrays(&r->train, all.x, STRATA_F32, n, dim, all.t, STRATA_F32,
+                                  out) ||
+            strata_dataset_arrays(&r->test, (const float *)all.x + (size_t)n * dim, STRATA_F32,
+                                  REGRESSION_TEST, dim,
+                                  (const float *)all.t + (size_t)n * out, STRATA_F32, out))
+                return bad("%s%s", strata_last_error(), "");
+        return 0;
+}
+
 /* Both splits into the arena: generated (seeds seed+1, seed+2) or read from the files. */
 static int data_read(struct run *r, char p[4][PATH_BUF])
 {
         uint32_t dim = (uint32_t)r->widths[0];
         int rc, classes = r->widths[r->nw - 1];
 
+        if (r->o.synthetic_regression)
+                return regression_read(r);
         if (r->o.synthetic) {
                 rc = strata_dataset_synthetic(&r->train, &r->data, (uint32_t)r->o.synthetic,
                                               dim, classes, r->o.seed + 1);
@@ -118,6 +150,16 @@ static int data_read(struct run *r, char p[4][PATH_BUF])
         return 0;
 }
 
+/** @brief --loss must fit the data: a float-target loss for float targets, ce for labels. */
+int loss_fits(const struct run *r)
+{
+        if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
+                return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
+                           "huber or bce; labels: ce)", r->o.loss ? r->o.loss->name : "ce",
+                           r->train.t ? "float targets" : "labels");
+        return 0;
+}
+
 /*
  * The model must fit the data; and the test split what the training split set up, or the
  * first evaluation (after a whole epoch of training) would fail.
@@ -127,6 +169,12 @@ static int data_check(const struct run *r)
         int in = r->widths[0], out = r->widths[r->nw - 1];
         char n1[32], n2[32];
 
+        if (loss_fits(r))
+                return 2;
+        if (r->train.t && r->train.tdim != out)
+                return bad("--model: the targets are %s wide, the model has %s outputs",
+                           (snprintf(n1, 32, "%d", r->train.tdim), n1),
+                           (snprintf(n2, 32, "%d", out), n2));
         if ((uint32_t)in != r->train.dim)
                 return bad("--model: input width must be the image size (%s), got %s",
                            (snprintf(n1, 32, "%u", r->train.dim), n1),

@@ -103,7 +103,7 @@ int h5_data_load(struct run *r)
         if (h5_size(r, &samples) || data_map(r, samples) || h5_read(r, &train, &eval) ||
             h5_model(r, &train, &eval))
                 return 2;
-        if (train.t.type != STRATA_I32)
-                r->loss = &strata_mse; /* float targets: a regression */
-        return h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval) ? 2 : 0;
+        if (h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval))
+                return 2;
+        return loss_fits(r);
 }

@@ -88,6 +88,32 @@ static int word(const char *s, const char *w0, const char *w1)
 /* The HDF5 options' codes: beyond any letter, so they meet no other option's. */
 enum { OPT_INPUTS = 0x4801, OPT_TARGETS, OPT_TEST_DATA, OPT_VAL_FRACTION };
 
+/* The loss options' codes, past every letter. */
+enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
+
+/* --loss NAME: the loss table, NULL for ce; 0, or 2 after the message. */
+static int loss_option(int c, const char *s, struct opts *o)
+{
+        static const struct { const char *name; const struct strata_loss_ops *ops; } t[] = {
+                { "ce", NULL }, { "mse", &strata_mse }, { "l1", &strata_l1 },
+                { "huber", &strata_huber }, { "bce", &strata_bce_with_logits },
+        };
+
+        if (c == OPT_HUBER_BETA)
+                return parse_float("huber-beta", s, 1e-12, 1e6, &o->huber_beta);
+        if (c == OPT_SYNTH_REGRESSION)
+                return parse_long("synthetic-regression", s, 1, 10000000,
+                                  &o->synthetic_regression);
+        if (c != OPT_LOSS)
+                return -1;
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+                if (!strcmp(s, t[i].name)) {
+                        o->loss = t[i].ops;
+                        return 0;
+                }
+        return bad("--loss: '%s' is not ce, mse, l1, huber or bce%s", s, "");
+}
+
 static const struct option long_opts[] = {
         { "data", 1, 0, 'd' },      { "model", 1, 0, 'm' },    { "bn", 0, 0, 'B' },
         { "dropout", 1, 0, 'D' },   { "epochs", 1, 0, 'e' },   { "batch", 1, 0, 'b' },
@@ -110,7 +136,8 @@ static const struct option long_opts[] = {
         { "grad-allreduce", 1, 0, 'F' },
         { "inputs", 1, 0, OPT_INPUTS }, { "targets", 1, 0, OPT_TARGETS },
         { "test-data", 1, 0, OPT_TEST_DATA }, { "val-fraction", 1, 0, OPT_VAL_FRACTION },
-        { 0, 0, 0, 0 },
+        { "loss", 1, 0, OPT_LOSS }, { "huber-beta", 1, 0, OPT_HUBER_BETA },
+        { "synthetic-regression", 1, 0, OPT_SYNTH_REGRESSION }, { 0, 0, 0, 0 },
 };
 
 /* The options that take a number: 0, or 2 after the message. */
@@ -232,7 +259,7 @@ static int check_h5(const struct opts *o)
         if (o->test_data && o->val_fraction > 0.0f)
                 return bad("--test-data and --val-fraction both name the evaluation set: give "
                            "one%s%s", "", "");
-        if (o->inputs && o->synthetic)
+        if (o->inputs && (o->synthetic || o->synthetic_regression))
                 return bad("--synthetic and --inputs: one data set at a time%s%s", "", "");
         if (!o->inputs && stat(o->data, &st) == 0 && S_ISREG(st.st_mode))
                 return bad("--data %s is a file: an HDF5 file needs --inputs NAME and --targets "
@@ -264,7 +291,8 @@ static int parse_option(int c, char **argv, struct opts *o)
                 return rc;
         }
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
-            (rc = plain_option(c, optarg, o)) >= 0 || (rc = h5_option(c, optarg, o)) >= 0)
+            (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
+            (rc = h5_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
 }

@@ -73,20 +73,39 @@ void progress(int epoch, int epochs, long step, long steps, double loss, double 
         fflush(stdout);
 }
 
+/*
+ * The test pass's figures, as text or JSON fields: the accuracy, or with float targets the
+ * mean squared and absolute errors.
+ */
+static const char *test_metrics(const struct run *r, char *buf, size_t n)
+{
+        char a[32], b[32];
+
+        if (!r->train.t)
+                snprintf(buf, n, r->o.json ? "\"test_acc\":%.4f" : "test_acc %.4f", r->acc);
+        else if (r->o.json)
+                snprintf(buf, n, "\"test_mse\":%s,\"test_mae\":%s",
+                         json_num(r->mse, "%.6g", a), json_num(r->mae, "%.6g", b));
+        else
+                snprintf(buf, n, "test_mse %.6g  test_mae %.6g", r->mse, r->mae);
+        return buf;
+}
+
 /** @brief The epoch's line: the progress bar cleared, then text or JSON. */
 void report_epoch(const struct run *r, int ep, long s, double ep_time)
 {
-        char num[32];
+        char num[32], tm[96];
 
         if (r->o.json)
-                printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%.4f,"
+                printf("{\"epoch\":%d,\"train_loss\":%s,%s,"
                        "\"samples_per_s\":%.0f,\"epoch_s\":%.3f}\n",
-                       ep + 1, json_num(r->train_loss, "%.6f", num), r->acc,
-                       (double)(s * r->o.batch) / ep_time, ep_time);
-        else if (!r->o.quiet)
-                printf("epoch %3d  train_loss %.4f  test_acc %.4f  %8.0f samples/s  %.2fs\n",
-                       ep + 1, r->train_loss, r->acc, (double)(s * r->o.batch) / ep_time,
+                       ep + 1, json_num(r->train_loss, "%.6f", num),
+                       test_metrics(r, tm, sizeof(tm)), (double)(s * r->o.batch) / ep_time,
                        ep_time);
+        else if (!r->o.quiet)
+                printf("epoch %3d  train_loss %.4f  %s  %8.0f samples/s  %.2fs\n",
+                       ep + 1, r->train_loss, test_metrics(r, tm, sizeof(tm)),
+                       (double)(s * r->o.batch) / ep_time, ep_time);
 }
 
 /* The job's summary: accuracy, time, the median step, memory planned and used, the heap. */
@@ -95,22 +114,24 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
 {
         double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
         double sps = (double)r->nsteps * r->o.batch / t_total;
-        char num[32];
+        char num[32], tm[96];
 
         if (r->o.json)
                 printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
-                       "\"train_loss\":%s,\"test_acc\":%.4f,\"time_s\":%.3f,"
+                       "\"train_loss\":%s,%s,\"time_s\":%.3f,"
                        "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                        "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                        "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
                        r->o.epochs, r->o.batch, strata_world_size(r->rt),
-                       json_num(r->train_loss, "%.6f", num), r->acc, t_total, sps, med,
+                       json_num(r->train_loss, "%.6f", num), test_metrics(r, tm, sizeof(tm)),
+                       t_total, sps, med,
                        mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
         else
-                printf("final: test_acc %.4f  time %.2fs  median step %.1f us  %.0f samples/s\n"
+                printf("final: %s  time %.2fs  median step %.1f us  %.0f samples/s\n"
                        "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "
                        "during training: %ld\n",
-                       r->acc, t_total, med, sps, mem->planned, mem->used,
+                       test_metrics(r, tm, sizeof(tm)), t_total, med, sps, mem->planned,
+                       mem->used,
                        (unsigned long long)mem->refusals, heap);
 }
 

@@ -63,6 +63,9 @@ struct opts {
         int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
         enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
         enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
+        const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
+        float huber_beta;       /* --huber-beta (0: 1.0) */
+        long synthetic_regression; /* --synthetic-regression N: float targets */
         int model_set;          /* --model given (HDF5 data: else sized from the file) */
         const char *inputs;     /* --inputs, --targets: datasets of the HDF5 file --data */
         const char *targets;
@@ -93,7 +96,6 @@ struct run {
         int widths[MAX_MODULES], nw;    /* --model */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
-        const struct strata_loss_ops *loss;     /* NULL: softmax CE; HDF5 float targets: MSE */
         struct strata_config cfg;
         struct strata_runtime *rt;
         size_t data_bytes;              /* the tool's arena: data, indices, step times */
@@ -113,6 +115,7 @@ struct run {
         double t_start;                 /* of the training loop */
         double acc, train_loss;         /* of the last epoch */
         char tpath[PATH_BUF];           /* this process's trace file */
+        double mse, mae;                /* float targets: of the last test pass */
 };
 
 /* options.c, usage.c */
@@ -124,6 +127,7 @@ int parse_args(int argc, char **argv, struct opts *o);
 int data_load(struct run *r);
 int data_loaders(struct run *r);
 int data_map(struct run *r, size_t samples);
+int loss_fits(const struct run *r);
 
 /* h5data.c: --data FILE.h5 --inputs --targets (the reader is h5.c) */
 int h5_data_load(struct run *r);

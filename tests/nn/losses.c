@@ -1,0 +1,204 @@
+/*
+ * The float-target losses (MSE, L1, smooth L1, BCE with logits): values against an
+ * independent double-precision evaluation of PyTorch's documented formulas, under mean and
+ * sum reduction; gradients against central finite differences; the gradient independent of
+ * how rows are split; targets and inputs checked with a message.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "strata/strata.h"
+
+#define ROWS 7
+#define OUTS 5
+#define N (ROWS * OUTS)
+
+static const struct strata_device_ops *dev;
+static float out[N], tgt[N], unit[N];
+
+static void setup(void)
+{
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &dev), STRATA_OK);
+        for (int i = 0; i < N; i++) {
+                out[i] = 2.5f * sinf(0.9f * (float)i + 0.2f);
+                tgt[i] = 1.5f * cosf(1.7f * (float)i);
+                unit[i] = 0.5f + 0.5f * sinf(2.3f * (float)i); /* BCE targets in [0, 1] */
+        }
+        out[3] = tgt[3]; /* an exact zero difference: L1's gradient is 0 there */
+}
+
+/* PyTorch's element formulas (torch.nn docs), in double. */
+static double ref_elem(const struct strata_loss_ops *l, double beta, double x, double y)
+{
+        double d = x - y;
+
+        if (l == &strata_mse)
+                return d * d;
+        if (l == &strata_l1)
+                return fabs(d);
+        if (l == &strata_huber)
+                return fabs(d) < beta ? 0.5 * d * d / beta : fabs(d) - 0.5 * beta;
+        /* BCEWithLogitsLoss: -[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] */
+        return -(y * log(1.0 / (1.0 + exp(-x))) + (1.0 - y) * log(1.0 / (1.0 + exp(x))));
+}
+
+/* The loss as the runtime reports it: forward's row sum over the rows (mean) or itself. */
+static double reported(const struct strata_loss_ops *l, enum strata_reduction red, float beta,
+                       const float *t, const float *o, float *dout, float scale)
+{
+        struct strata_step_ctx c = { .k = dev->kernels, .rows_global = ROWS,
+                                     .loss_scale = scale, .reduction = red,
+                                     .loss_beta = beta };
+        double s = l->forward(&c, o, t, ROWS, OUTS, dout, NULL);
+
+        return red == STRATA_REDUCTION_MEAN ? s / ROWS : s;
+}
+
+static void values(const struct strata_loss_ops *l, float beta, const float *t)
+{
+        double ref = 0.0, b = beta > 0.0f ? beta : 1.0;
+
+        for (int i = 0; i < N; i++)
+                ref += ref_elem(l, b, out[i], t[i]);
+        for (int red = 0; red < STRATA_REDUCTION_COUNT; red++) {
+                double want = red == STRATA_REDUCTION_MEAN ? ref / N : ref;
+                double got = reported(l, red, beta, t, out, NULL, 1.0f);
+
+                cr_assert(fabs(got - want) <= 1e-6 * (1.0 + fabs(want)),
+                          "%s reduction %d: %.9g, reference %.9g", l->name, red, got, want);
+        }
+}
+
+/* d(reported loss)/d(out) (scale 1/ROWS under mean) against central differences. */
+static void gradients(const struct strata_loss_ops *l, float beta, const float *t)
+{
+        for (int red = 0; red < STRATA_REDUCTION_COUNT; red++) {
+                float scale = red == STRATA_REDUCTION_MEAN ? 1.0f / ROWS : 1.0f, d[N], o[N];
+
+                memcpy(o, out, sizeof(o));
+                reported(l, red, beta, t, o, d, scale);
+                for (int i = 0; i < N; i++) {
+                        float h = 1e-3f, keep = o[i];
+                        double up, down, num;
+
+                        if (i == 3 && l == &strata_l1)
+                                continue; /* the kink: PyTorch's sign(0) = 0 is checked below */
+                        o[i] = keep + h;
+                        up = reported(l, red, beta, t, o, NULL, scale);
+                        o[i] = keep - h;
+                        down = reported(l, red, beta, t, o, NULL, scale);
+                        o[i] = keep;
+                        num = (up - down) / ((double)(keep + h) - (double)(keep - h));
+                        cr_assert(fabs(num - d[i]) <= 2e-3 * (1.0 + fabs(num)),
+                                  "%s red %d element %d: analytic %g, numeric %g", l->name, red,
+                                  i, d[i], num);
+                }
+                if (l == &strata_l1)
+                        cr_assert_eq(d[3], 0.0f, "L1's gradient at a zero difference is 0");
+        }
+}
+
+Test(losses, mse, .init = setup)
+{
+        values(&strata_mse, 0.0f, tgt);
+        gradients(&strata_mse, 0.0f, tgt);
+}
+
+Test(losses, l1, .init = setup)
+{
+        values(&strata_l1, 0.0f, tgt);
+        gradients(&strata_l1, 0.0f, tgt);
+}
+
+Test(losses, huber_default_beta_and_half, .init = setup)
+{
+        values(&strata_huber, 0.0f, tgt); /* beta 0: 1.0 */
+        gradients(&strata_huber, 0.0f, tgt);
+        values(&strata_huber, 0.5f, tgt);
+        gradients(&strata_huber, 0.5f, tgt);
+        values(&strata_huber, 3.0f, tgt);
+}
+
+Test(losses, bce_with_logits, .init = setup)
+{
+        values(&strata_bce_with_logits, 0.0f, unit);
+        gradients(&strata_bce_with_logits, 0.0f, unit);
+}
+
+/* The stable form: logits of +-100 give finite values (a naive log(sigmoid) would not). */
+Test(losses, bce_with_large_logits_is_finite, .init = setup)
+{
+        float o[2] = { 100.0f, -100.0f }, t[2] = { 0.0f, 1.0f }, d[2];
+        struct strata_step_ctx c = { .k = dev->kernels, .loss_scale = 1.0f,
+                                     .reduction = STRATA_REDUCTION_SUM };
+        double s = strata_bce_with_logits.forward(&c, o, t, 2, 1, d, NULL);
+
+        cr_assert(fabs(s - 200.0) < 1e-4, "BCE of +-100 logits against the wrong class: %g", s);
+        cr_assert(fabs(d[0] - 1.0f) < 1e-6f && fabs(d[1] + 1.0f) < 1e-6f);
+}
+
+/*
+ * Rows split in two: bitwise the whole batch's gradient (elementwise), and its sum up to the
+ * order of the double additions (each part's rows in order, then the parts in order).
+ */
+Test(losses, split_rows_sum_bitwise, .init = setup)
+{
+        const struct strata_loss_ops *all[] = { &strata_mse, &strata_l1, &strata_huber,
+                                                &strata_bce_with_logits };
+        struct strata_step_ctx c = { .k = dev->kernels, .loss_scale = 0.125f };
+
+        for (int k = 0; k < 4; k++) {
+                float d1[N], d2[N];
+                double whole = all[k]->forward(&c, out, unit, ROWS, OUTS, d1, NULL);
+                double part = all[k]->forward(&c, out, unit, 3, OUTS, d2, NULL);
+
+                part += all[k]->forward(&c, out + 3 * OUTS, unit + 3 * OUTS, ROWS - 3, OUTS,
+                                        d2 + 3 * OUTS, NULL);
+                cr_assert(fabs(whole - part) <= 1e-12 * fabs(whole), "%s", all[k]->name);
+                cr_assert_eq(memcmp(d1, d2, sizeof(d1)), 0, "%s gradient", all[k]->name);
+        }
+}
+
+static int check(const struct strata_loss_ops *l, const struct strata_batch *b,
+                 const char *needle)
+{
+        int rc = l->check(b, OUTS);
+
+        if (needle)
+                cr_assert(strstr(strata_last_error(), needle), "message '%s' lacks '%s'",
+                          strata_last_error(), needle);
+        return rc;
+}
+
+Test(losses, bad_targets_are_refused_with_a_message, .init = setup)
+{
+        float t[N], x[ROWS * 2] = { 0 };
+        double t64[N];
+        struct strata_batch b = { .x = x, .rows = ROWS, .dim = 2, .t = t, .tdim = OUTS };
+
+        memcpy(t, tgt, sizeof(t));
+        cr_assert_eq(check(&strata_mse, &b, NULL), STRATA_OK);
+        b.tdim = OUTS - 1;
+        cr_assert_eq(check(&strata_mse, &b, "tdim"), STRATA_EINVAL);
+        b.tdim = OUTS;
+        b.t = NULL;
+        cr_assert_eq(check(&strata_l1, &b, "float targets"), STRATA_EINVAL);
+        b.t = t;
+        t[2 * OUTS + 4] = NAN;
+        cr_assert_eq(check(&strata_huber, &b, "row 2, column 4"), STRATA_EINVAL);
+        t[2 * OUTS + 4] = 0.5f;
+        x[5 * 2 + 1] = INFINITY;
+        cr_assert_eq(check(&strata_mse, &b, "input of row 5, column 1"), STRATA_EINVAL);
+        x[5 * 2 + 1] = 0.0f;
+        cr_assert_eq(check(&strata_bce_with_logits, &b, "not in [0, 1]"), STRATA_EINVAL);
+        for (int i = 0; i < N; i++)
+                t64[i] = unit[i];
+        b.t = t64;
+        b.ttype = STRATA_F64;
+        cr_assert_eq(check(&strata_bce_with_logits, &b, NULL), STRATA_OK);
+        t64[N - 1] = -0.25;
+        cr_assert_eq(check(&strata_bce_with_logits, &b, "row 6, column 4"), STRATA_EINVAL);
+        b.ttype = STRATA_I32;
+        cr_assert_eq(check(&strata_mse, &b, "STRATA_F64"), STRATA_EINVAL);
+}
