@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "strata/device.h"
 #include "kernel/philox.h" /* STRATA__HD */
 
 /** Feature j of @p f: running statistics [mean | var] and invstd from the summed squares. */
@@ -85,6 +86,71 @@ STRATA__HD static inline float strata__ploss(int kind, float beta, float o, floa
         default: /* BCE with logits: d/do = sigmoid(o) - t */
                 *g = 1.0f / (1.0f + expf(-o)) - t;
                 return fmaxf(o, 0.0f) - o * t + log1pf(expf(-fabsf(o)));
+        }
+}
+
+/* PyTorch's GELU constants: sqrt(2 / pi), the cubic term, 1 / sqrt(2), 1 / sqrt(2 pi). */
+#define STRATA__GELU_BETA 0.7978845608028654f
+#define STRATA__GELU_KAPPA 0.044715f
+#define STRATA__SQRT1_2 0.7071067811865476f
+#define STRATA__INV_SQRT_2PI 0.3989422804014327f
+
+/** Activation @p k of @p x (enum strata_activation; @p a: LeakyReLU's negative slope). */
+STRATA__HD static inline float strata__act(enum strata_activation k, float a, float x)
+{
+        switch (k) {
+        case STRATA_ACT_TANH:
+                return tanhf(x);
+        case STRATA_ACT_SIGMOID:
+                return 1.0f / (1.0f + expf(-x));
+        case STRATA_ACT_GELU:
+                return 0.5f * x * (1.0f + erff(x * STRATA__SQRT1_2));
+        case STRATA_ACT_GELU_TANH:
+                return 0.5f * x *
+                       (1.0f + tanhf(STRATA__GELU_BETA * (x + STRATA__GELU_KAPPA * x * x * x)));
+        case STRATA_ACT_SILU:
+                return x / (1.0f + expf(-x));
+        case STRATA_ACT_LEAKY_RELU:
+        default:
+                return x > 0.0f ? x : a * x;
+        }
+}
+
+/** GELU's tanh form: d/dx, PyTorch's expression of it. */
+STRATA__HD static inline float strata__gelu_tanh_grad(float x)
+{
+        float x2 = x * x;
+        float t = tanhf(STRATA__GELU_BETA * (x + STRATA__GELU_KAPPA * x2 * x));
+        float inner = STRATA__GELU_BETA * (1.0f + 3.0f * STRATA__GELU_KAPPA * x2);
+
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner;
+}
+
+/**
+ * dy * f'(x) for activation @p k, from its input @p x or its output @p y (Tanh and Sigmoid
+ * read y, the others x), as PyTorch's backward formulas.
+ */
+STRATA__HD static inline float strata__act_grad(enum strata_activation k, float a, float x,
+                                                float y, float dy)
+{
+        float s;
+
+        switch (k) {
+        case STRATA_ACT_TANH:
+                return dy * (1.0f - y * y);
+        case STRATA_ACT_SIGMOID:
+                return dy * (1.0f - y) * y;
+        case STRATA_ACT_GELU:
+                return dy * (0.5f * (1.0f + erff(x * STRATA__SQRT1_2)) +
+                             x * expf(-0.5f * x * x) * STRATA__INV_SQRT_2PI);
+        case STRATA_ACT_GELU_TANH:
+                return dy * strata__gelu_tanh_grad(x);
+        case STRATA_ACT_SILU:
+                s = 1.0f / (1.0f + expf(-x));
+                return dy * s * (1.0f + x * (1.0f - s));
+        case STRATA_ACT_LEAKY_RELU:
+        default:
+                return x > 0.0f ? dy : dy * a;
         }
 }
 

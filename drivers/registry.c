@@ -132,6 +132,7 @@ static const char *const names[STRATA_ACCEL_COUNT] = {
 static int kernels_complete(const struct strata_kernel_ops *k)
 {
         return k && k->gemm && k->fill_rows && k->relu && k->relu_backward && k->col_sums &&
+               k->act && k->act_backward &&
                k->softmax_xent && k->copy && k->fill && k->mul && k->dropout && k->col_stats &&
                k->div && k->bn_moments && k->bn_normalize && k->bn_eval && k->bn_grad_sums &&
                k->bn_dx && k->update && k->sumsq && k->scale && k->clamp;

@@ -21,6 +21,7 @@ module strata
     type(c_ptr) :: ops = c_null_ptr
     integer(c_int) :: out = 0
     real(c_float) :: p = 0, eps = 0, decay = 0
+    real(c_float) :: slope = 0
   end type
 
   !> A model: input width, its modules and its loss (struct strata_model).
@@ -154,7 +155,8 @@ contains
     rc = c_config_set_model(c_loc(cfg%store), c_loc(model))
   end function
 
-  !> A built-in module kind: "linear", "relu", "batchnorm1d", "dropout".
+  !> A built-in module kind: "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
+  !> "gelu", "gelu-tanh", "silu", "leaky-relu".
   function strata_module_ops(name) result(ops)
     character(len=*), intent(in) :: name
     type(c_ptr) :: ops

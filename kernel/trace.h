@@ -112,13 +112,14 @@ struct strata_track *strata_trace_track(struct strata_trace *tr, int dev);
 struct strata_track *strata_trace_tracks(struct strata_trace *tr);
 
 /**
- * @brief Start recording: create `<path>.tmp` and write the process and track names
+ * @brief Start recording: open the output (base/output.h: a temporary file beside the path,
+ *        or a device or FIFO in place) and write the process and track names
  *        (@p pid: the rank, @p process: its display name). Does nothing without a path.
  * @retval STRATA_OK, STRATA_EIO (the message names the file and the reason).
  */
 int strata_trace_open(struct strata_trace *tr, int pid, const char *process);
 
-/** @brief Stop without a file: close and remove `<path>.tmp` (a failed init keeps nothing). */
+/** @brief Stop without a file: close and remove the temporary (a failed init keeps nothing). */
 void strata_trace_discard(struct strata_trace *tr);
 
 /** @brief 1 when some buffer is at least half full (time to flush between steps). */
@@ -133,7 +134,8 @@ int strata_trace_flush(struct strata_trace *tr);
 
 /**
  * @brief Flush (unless @p flush is 0: a device may still be writing its buffer), end the JSON
- *        array and rename `<path>.tmp` to @p path: the file at @p path is always complete.
+ *        array and rename the temporary over @p path (its link's target when it is a
+ *        symlink): the file at @p path is always complete.
  *        Idempotent.
  */
 int strata_trace_close(struct strata_trace *tr, int flush);

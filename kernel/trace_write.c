@@ -2,11 +2,11 @@
  * The trace writer (contract in kernel/trace.h): it carves the tracks and their event
  * buffers (recording is kernel/track.c) and writes the events as Chrome trace JSON.
  *
- * Writing happens between steps on the caller's thread, with open/write on a file created
- * as `<path>.tmp` and renamed when complete, through a formatting buffer carved at init.
+ * Writing happens between steps on the caller's thread, through a formatting buffer carved at
+ * init, into a safe output (base/output.h): a temporary file beside the target renamed over it
+ * when complete (a symlink's target is replaced), or a device or FIFO written in place.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "strata/status.h"
 #include "kernel/trace.h"
 #include "base/base.h"
+#include "base/output.h"
 
 #define OUT_BYTES ((size_t)1 << 16) /* the formatting buffer */
 #define MAX_EVENTS ((size_t)1 << 26)
@@ -22,23 +23,24 @@
 struct strata_trace {
         struct strata_track *tracks;
         int ntracks;
-        char *path, *tmp;   /* the final file and the one being written */
+        char *path;         /* the path asked for */
+        struct strata__out file; /* the output; fd -1: not recording or abandoned */
         char *out;          /* formatting buffer, OUT_BYTES */
         size_t fill;
-        int fd;             /* -1: not recording or abandoned */
         int pid;
         int closed;
+        char why[256];      /* the failure that stopped recording, reported again at close */
         uint64_t written, bytes, reported_drops;
 };
 
-static int copy_string(struct strata_arena *a, const char *s, const char *suffix, char **out)
+static int copy_string(struct strata_arena *a, const char *s, char **out)
 {
-        size_t n = strlen(s) + strlen(suffix) + 1;
+        size_t n = strlen(s) + 1;
         void *p;
 
         STRATA_TRY(strata_arena_alloc(a, n, 1, &p));
         if (p)
-                snprintf(p, n, "%s%s", s, suffix);
+                memcpy(p, s, n);
         *out = p;
         return STRATA_OK;
 }
@@ -64,15 +66,21 @@ int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, cons
                 memset(q, 0, sizeof(struct strata_track) * (size_t)ntracks);
                 tr->tracks = q;
                 tr->ntracks = ntracks;
-                tr->fd = -1;
+                tr->file.fd = -1;
+                tr->file.what = "trace";
                 for (int d = 0; d < ntracks; d++)
                         tr->tracks[d].id = d;
         }
         if (path) {
                 char *unused;
 
-                STRATA_TRY(copy_string(a, path, "", tr ? &tr->path : &unused));
-                STRATA_TRY(copy_string(a, path, ".tmp", tr ? &tr->tmp : &unused));
+                STRATA_TRY(copy_string(a, path, tr ? &tr->path : &unused));
+                STRATA_TRY(strata_arena_alloc(a, 2 * STRATA__OUT_PATH, 1, &p));
+                if (tr) {
+                        tr->file.path = p;
+                        tr->file.tmp = (char *)p + STRATA__OUT_PATH;
+                        tr->file.tmp[0] = '\0';
+                }
                 STRATA_TRY(strata_arena_alloc(a, OUT_BYTES, 64, &p));
                 if (tr)
                         tr->out = p;
@@ -99,33 +107,40 @@ struct strata_track *strata_trace_tracks(struct strata_trace *tr)
         return tr ? tr->tracks : NULL;
 }
 
-/* Stop recording after a write error: the buffers are detached, the file removed. */
-static int abandon(struct strata_trace *tr, const char *what, int err)
+/* Recording stops after an error: the buffers are detached, the output given up. */
+static void detach(struct strata_trace *tr)
 {
-        if (tr->fd >= 0) {
-                close(tr->fd);
-                unlink(tr->tmp);
-        }
-        tr->fd = -1;
+        const char *e = strata_last_error(), *colon = strstr(e, ": ");
+
+        if (!tr->why[0]) /* without the status's name: close names it again */
+                snprintf(tr->why, sizeof(tr->why), "%s", colon ? colon + 2 : e);
+        strata__out_abort(&tr->file);
         for (int d = 0; d < tr->ntracks; d++)
                 tr->tracks[d].ev = NULL;
-        return strata__fail(STRATA_EIO, "trace %s: %s: %s; tracing stopped", tr->path, what,
-                            strerror(err));
+}
+
+static int abandon(struct strata_trace *tr, const char *what, int err)
+{
+        int rc = strata__fail(STRATA_EIO, "trace %s: %s: %s; tracing stopped", tr->path, what,
+                              strerror(err));
+
+        detach(tr);
+        return rc;
+}
+
+/* The output's own failure (its message names the file), recording stopped. */
+static int failed(struct strata_trace *tr, int rc)
+{
+        detach(tr);
+        return rc;
 }
 
 static int drain(struct strata_trace *tr)
 {
-        size_t off = 0;
+        int rc = strata__out_write(&tr->file, tr->out, tr->fill);
 
-        while (off < tr->fill) {
-                ssize_t w = write(tr->fd, tr->out + off, tr->fill - off);
-
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return abandon(tr, "write", w < 0 ? errno : ENOSPC);
-                off += (size_t)w;
-        }
+        if (rc != STRATA_OK)
+                return failed(tr, rc);
         tr->bytes += tr->fill;
         tr->fill = 0;
         return STRATA_OK;
@@ -174,10 +189,7 @@ int strata_trace_open(struct strata_trace *tr, int pid, const char *process)
 
         if (!tr || !tr->path)
                 return STRATA_OK;
-        tr->fd = open(tr->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (tr->fd < 0)
-                return strata__fail(STRATA_EIO, "trace: cannot create %s: %s", tr->tmp,
-                                    strerror(errno));
+        STRATA_TRY(strata__out_open(&tr->file, tr->path));
         tr->pid = pid;
         escape(process, name, sizeof(name));
         rc = put(tr, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
@@ -197,17 +209,15 @@ int strata_trace_open(struct strata_trace *tr, int pid, const char *process)
 
 void strata_trace_discard(struct strata_trace *tr)
 {
-        if (!tr || tr->fd < 0)
+        if (!tr || tr->file.fd < 0)
                 return;
-        close(tr->fd);
-        unlink(tr->tmp);
-        tr->fd = -1;
+        strata__out_abort(&tr->file);
         tr->closed = 1;
 }
 
 int strata_trace_due(const struct strata_trace *tr)
 {
-        for (int d = 0; tr && tr->fd >= 0 && d < tr->ntracks; d++)
+        for (int d = 0; tr && tr->file.fd >= 0 && d < tr->ntracks; d++)
                 if (tr->tracks[d].n >= tr->tracks[d].cap / 2)
                         return 1;
         return 0;
@@ -302,7 +312,7 @@ int strata_trace_flush(struct strata_trace *tr)
 {
         uint64_t dropped = 0;
 
-        if (!tr || tr->fd < 0)
+        if (!tr || tr->file.fd < 0)
                 return STRATA_OK;
         for (int d = 0; d < tr->ntracks; d++) {
                 struct strata_track *t = &tr->tracks[d];
@@ -331,12 +341,13 @@ int strata_trace_flush(struct strata_trace *tr)
 int strata_trace_close(struct strata_trace *tr, int flush)
 {
         uint64_t dropped = 0, end;
+        int rc;
 
         if (!tr || tr->closed || !tr->path)
                 return STRATA_OK;
         tr->closed = 1;
-        if (tr->fd < 0)
-                return STRATA_OK; /* abandoned earlier: that error was returned then */
+        if (tr->file.fd < 0) /* abandoned earlier: the trace is not at its path, say so again */
+                return strata__fail(STRATA_EIO, "trace %s not written: %s", tr->path, tr->why);
         if (flush)
                 STRATA_TRY(strata_trace_flush(tr));
         for (int d = 0; d < tr->ntracks; d++)
@@ -350,22 +361,8 @@ int strata_trace_close(struct strata_trace *tr, int flush)
                                (unsigned)(end % 1000), (unsigned long long)dropped));
         STRATA_TRY(put(tr, "\n]\n"));
         STRATA_TRY(drain(tr));
-        if (fsync(tr->fd) != 0)
-                return abandon(tr, "fsync", errno);
-        if (close(tr->fd) != 0) {
-                tr->fd = -1;
-                unlink(tr->tmp);
-                return strata__fail(STRATA_EIO, "trace %s: close: %s", tr->path, strerror(errno));
-        }
-        tr->fd = -1;
-        if (rename(tr->tmp, tr->path) != 0) {
-                int e = errno;
-
-                unlink(tr->tmp);
-                return strata__fail(STRATA_EIO, "trace: rename %s to %s: %s", tr->tmp, tr->path,
-                                    strerror(e));
-        }
-        return STRATA_OK;
+        rc = strata__out_commit(&tr->file);
+        return rc == STRATA_OK ? STRATA_OK : failed(tr, rc);
 }
 
 void strata_trace_get_stats(const struct strata_trace *tr, struct strata_trace_stats *out)

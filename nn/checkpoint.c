@@ -1,6 +1,7 @@
 /*
- * Checkpoint storage: the default CheckpointIO (POSIX files, written to a temporary file in
- * the same directory, fsynced, renamed over the target, directory fsynced) and the format's
+ * Checkpoint storage: the default CheckpointIO (POSIX files written through the safe output of
+ * base/output.h: a temporary file in the target's directory, fsynced, renamed over the target,
+ * directory fsynced; a symlink's target replaced, a device written in place) and the format's
  * checksums. What goes into a checkpoint is the runtime's business (strategy/checkpoint.c).
  */
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include "strata/status.h"
 #include "base/base.h"
+#include "base/output.h"
 #include "nn/checkpoint.h"
 
 uint32_t strata__crc32(uint32_t crc, const void *p, size_t n)
@@ -43,85 +45,49 @@ static int sys_fail(const char *what, const char *path)
                             strerror(errno));
 }
 
-/* The directory part of @p path into @p dir ("." when there is none). */
-static void dir_of(const char *path, char *dir, size_t n)
-{
-        const char *slash = strrchr(path, '/');
+_Static_assert(STRATA_CKPT_PATH_MAX == STRATA__OUT_PATH, "the handle's paths are the output's");
 
-        if (!slash)
-                snprintf(dir, n, ".");
-        else if (slash == path)
-                snprintf(dir, n, "/");
-        else
-                snprintf(dir, n, "%.*s", (int)(slash - path), path);
+/* The file implementation's writing handle as the safe output it is (base/output.h). */
+static struct strata__out out_of(struct strata_ckpt_handle *h)
+{
+        return (struct strata__out){ .fd = h->fd, .path = h->path, .tmp = h->tmp,
+                                     .what = "checkpoint" };
 }
 
 static int file_create(void *ctx, const char *path, struct strata_ckpt_handle *h)
 {
+        struct strata__out o = out_of(h);
+        int rc;
+
         (void)ctx;
-        if (strlen(path) + 32 >= sizeof(h->tmp))
-                return strata__fail(STRATA_EINVAL, "checkpoint: path too long");
-        snprintf(h->path, sizeof(h->path), "%s", path);
-        snprintf(h->tmp, sizeof(h->tmp), "%s.tmp.%ld", path, (long)getpid());
-        h->fd = open(h->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (h->fd < 0)
-                return sys_fail("cannot create", h->tmp);
-        return STRATA_OK;
+        rc = strata__out_open(&o, path);
+        h->fd = o.fd;
+        return rc;
 }
 
 static int file_write(struct strata_ckpt_handle *h, const void *buf, size_t n)
 {
-        const char *p = buf;
+        struct strata__out o = out_of(h);
+        int rc = strata__out_write(&o, buf, n);
 
-        while (n) {
-                ssize_t w = write(h->fd, p, n);
-
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return sys_fail("cannot write", h->tmp);
-                p += w;
-                n -= (size_t)w;
-        }
-        return STRATA_OK;
+        h->fd = o.fd;
+        return rc;
 }
 
 static void file_abort(struct strata_ckpt_handle *h)
 {
-        if (h->fd >= 0)
-                close(h->fd);
-        h->fd = -1;
-        unlink(h->tmp);
+        struct strata__out o = out_of(h);
+
+        strata__out_abort(&o);
+        h->fd = o.fd;
 }
 
 static int file_commit(struct strata_ckpt_handle *h)
 {
-        char dir[STRATA_CKPT_PATH_MAX];
-        int d, rc = STRATA_OK;
+        struct strata__out o = out_of(h);
+        int rc = strata__out_commit(&o);
 
-        if (fsync(h->fd) != 0) {
-                rc = sys_fail("cannot fsync", h->tmp);
-                file_abort(h);
-                return rc;
-        }
-        if (close(h->fd) != 0) {
-                h->fd = -1;
-                rc = sys_fail("cannot close", h->tmp);
-                file_abort(h);
-                return rc;
-        }
-        h->fd = -1;
-        if (rename(h->tmp, h->path) != 0) {
-                rc = sys_fail("cannot rename onto", h->path);
-                unlink(h->tmp);
-                return rc;
-        }
-        dir_of(h->path, dir, sizeof(dir));
-        d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d < 0 || fsync(d) != 0)
-                rc = sys_fail("cannot fsync directory", dir);
-        if (d >= 0)
-                close(d);
+        h->fd = o.fd;
         return rc;
 }
 

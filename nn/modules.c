@@ -1,4 +1,7 @@
-/* The built-in modules: Linear, ReLU, BatchNorm1d, Dropout (PyTorch semantics). */
+/*
+ * The built-in modules: Linear, ReLU and the other activations, BatchNorm1d, Dropout
+ * (PyTorch semantics).
+ */
 #include <math.h>
 #include <string.h>
 
@@ -164,6 +167,76 @@ const struct strata_module_ops strata_relu = {
         .forward = relu_forward,
         .backward = relu_backward,
 };
+
+/*
+ * ---- Tanh, Sigmoid, GELU (erf and tanh forms), SiLU, LeakyReLU: the driver's act kernels ----
+ *
+ * No aux: the replica keeps every module's input and output until backward, and each kind's
+ * gradient reads one of them (Tanh and Sigmoid the output, the others the input). Storage
+ * stays f32 (no bf16_io): under bf16-mixed the boundaries on both sides of them are f32.
+ */
+
+static int act_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)l;
+        *s = (struct strata_module_shape){ .out = in };
+        return STRATA_OK;
+}
+
+static int leaky_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        if (!isfinite(l->desc->slope))
+                return strata__fail(STRATA_EINVAL, "leaky-relu (module %d): negative slope %g "
+                                    "is not finite", l->index, l->desc->slope);
+        return act_shape(l, in, s);
+}
+
+/* LeakyReLU's negative slope (PyTorch's default 0.01 for 0); the other kinds ignore it. */
+static float act_param(const struct strata_layer *l)
+{
+        return l->desc->slope != 0.0f ? l->desc->slope : 0.01f;
+}
+
+static void act_forward(struct strata_layer *l, const struct strata_step_ctx *c,
+                        enum strata_activation kind, const float *x, float *y, int rows)
+{
+        c->k->act(kind, act_param(l), x, y, (size_t)rows * l->out);
+}
+
+static void act_backward(struct strata_layer *l, const struct strata_step_ctx *c,
+                         enum strata_activation kind, const float *x, const float *y,
+                         const float *dy, float *dx, int rows)
+{
+        if (dx)
+                c->k->act_backward(kind, act_param(l), x, y, dy, dx, (size_t)rows * l->out);
+}
+
+/* One module kind per activation: its forward and backward name the kind for the kernels. */
+#define ACTIVATION(sym, label, kind, shape_fn)                                                 \
+        static void sym##_forward(struct strata_layer *l, const struct strata_step_ctx *c,    \
+                                  const float *x, float *y, int rows)                          \
+        {                                                                                      \
+                act_forward(l, c, kind, x, y, rows);                                           \
+        }                                                                                      \
+        static void sym##_backward(struct strata_layer *l, const struct strata_step_ctx *c,   \
+                                   const float *x, const float *y, const float *dy, float *dx, \
+                                   int rows)                                                   \
+        {                                                                                      \
+                act_backward(l, c, kind, x, y, dy, dx, rows);                                  \
+        }                                                                                      \
+        const struct strata_module_ops strata_##sym = {                                        \
+                .name = label,                                                                 \
+                .shape = shape_fn,                                                             \
+                .forward = sym##_forward,                                                      \
+                .backward = sym##_backward,                                                    \
+        };
+
+ACTIVATION(tanh, "tanh", STRATA_ACT_TANH, act_shape)
+ACTIVATION(sigmoid, "sigmoid", STRATA_ACT_SIGMOID, act_shape)
+ACTIVATION(gelu, "gelu", STRATA_ACT_GELU, act_shape)
+ACTIVATION(gelu_tanh, "gelu-tanh", STRATA_ACT_GELU_TANH, act_shape)
+ACTIVATION(silu, "silu", STRATA_ACT_SILU, act_shape)
+ACTIVATION(leaky_relu, "leaky-relu", STRATA_ACT_LEAKY_RELU, leaky_shape)
 
 /*
  * ---- BatchNorm1d: params gamma[F], beta[F]; state mean[F], var[F]; aux mean, invstd, xhat ----

@@ -104,9 +104,11 @@ size_t strata_config_bytes(void)
 
 const struct strata_module_ops *strata_module_ops_by_name(const char *name)
 {
-        static const struct strata_module_ops *const all[] = { &strata_linear, &strata_relu,
-                                                               &strata_batchnorm1d,
-                                                               &strata_dropout };
+        static const struct strata_module_ops *const all[] = {
+                &strata_linear,     &strata_relu,      &strata_batchnorm1d, &strata_dropout,
+                &strata_tanh,       &strata_sigmoid,   &strata_gelu,        &strata_gelu_tanh,
+                &strata_silu,       &strata_leaky_relu,
+        };
 
         for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
                 if (!strcmp(all[i]->name, name))

@@ -87,6 +87,55 @@ STRATA_SIMD static void cpu_relu_backward_bf16(const uint16_t *y, const float *d
                 dx[i] = strata__bf16_to_f32(y[i]) > 0.0f ? dy[i] : 0.0f;
 }
 
+/*
+ * Activations other than ReLU: one loop per kind with the kind a constant in it (act_n and
+ * act_grad_n are inlined into each case), so every body is a straight formula. LeakyReLU's
+ * loops and the Tanh and Sigmoid backward (from y) vectorise; the rest call libm's tanhf,
+ * expf or erff once per element, scalar, so an element's bits do not depend on its position
+ * in the call (a device's slice of a batch computes the whole batch's values).
+ */
+static inline __attribute__((always_inline)) void act_n(enum strata_activation k, float a,
+                                                        const float *x, float *y, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                y[i] = strata__act(k, a, x[i]);
+}
+
+static inline __attribute__((always_inline)) void act_grad_n(enum strata_activation k, float a,
+                                                             const float *x, const float *y,
+                                                             const float *dy, float *dx,
+                                                             size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dx[i] = strata__act_grad(k, a, x[i], y[i], dy[i]);
+}
+
+STRATA_SIMD static void cpu_act(enum strata_activation k, float a, const float *x, float *y,
+                                size_t n)
+{
+        switch (k) {
+        case STRATA_ACT_TANH: act_n(STRATA_ACT_TANH, a, x, y, n); break;
+        case STRATA_ACT_SIGMOID: act_n(STRATA_ACT_SIGMOID, a, x, y, n); break;
+        case STRATA_ACT_GELU: act_n(STRATA_ACT_GELU, a, x, y, n); break;
+        case STRATA_ACT_GELU_TANH: act_n(STRATA_ACT_GELU_TANH, a, x, y, n); break;
+        case STRATA_ACT_SILU: act_n(STRATA_ACT_SILU, a, x, y, n); break;
+        default: act_n(STRATA_ACT_LEAKY_RELU, a, x, y, n); break;
+        }
+}
+
+STRATA_SIMD static void cpu_act_backward(enum strata_activation k, float a, const float *x,
+                                         const float *y, const float *dy, float *dx, size_t n)
+{
+        switch (k) {
+        case STRATA_ACT_TANH: act_grad_n(STRATA_ACT_TANH, a, x, y, dy, dx, n); break;
+        case STRATA_ACT_SIGMOID: act_grad_n(STRATA_ACT_SIGMOID, a, x, y, dy, dx, n); break;
+        case STRATA_ACT_GELU: act_grad_n(STRATA_ACT_GELU, a, x, y, dy, dx, n); break;
+        case STRATA_ACT_GELU_TANH: act_grad_n(STRATA_ACT_GELU_TANH, a, x, y, dy, dx, n); break;
+        case STRATA_ACT_SILU: act_grad_n(STRATA_ACT_SILU, a, x, y, dy, dx, n); break;
+        default: act_grad_n(STRATA_ACT_LEAKY_RELU, a, x, y, dy, dx, n); break;
+        }
+}
+
 STRATA_SIMD static void cpu_col_sums(const float *x, int rows, int cols, float *s, int acc)
 {
         if (!acc)
@@ -366,6 +415,8 @@ static const struct strata_kernel_ops cpu_kernels = {
         .fill_rows = cpu_fill_rows,
         .relu = cpu_relu,
         .relu_backward = cpu_relu_backward,
+        .act = cpu_act,
+        .act_backward = cpu_act_backward,
         .col_sums = cpu_col_sums,
         .softmax_xent = cpu_softmax_xent,
         .dropout = cpu_dropout,

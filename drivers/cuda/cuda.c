@@ -393,6 +393,19 @@ static void cuda_relu_backward(const float *y, const float *dy, float *dx, size_
         launched("relu_backward");
 }
 
+static void cuda_act(enum strata_activation kind, float a, const float *x, float *y, size_t n)
+{
+        strata__k_act(S, kind, a, x, y, n);
+        launched("act");
+}
+
+static void cuda_act_backward(enum strata_activation kind, float a, const float *x,
+                              const float *y, const float *dy, float *dx, size_t n)
+{
+        strata__k_act_backward(S, kind, a, x, y, dy, dx, n);
+        launched("act_backward");
+}
+
 static void cuda_col_sums(const float *x, int rows, int cols, float *s, int acc)
 {
         strata__k_col_sums(S, x, rows, cols, s, acc);
@@ -580,6 +593,8 @@ static const struct strata_kernel_ops cuda_kernels = {
         .fill_rows = cuda_fill_rows,
         .relu = cuda_relu,
         .relu_backward = cuda_relu_backward,
+        .act = cuda_act,
+        .act_backward = cuda_act_backward,
         .col_sums = cuda_col_sums,
         .softmax_xent = cuda_softmax_xent,
         .dropout = cuda_dropout,

@@ -49,6 +49,19 @@ __global__ void k_relu_backward(const float *y, const float *dy, float *dx, size
                 dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+__global__ void k_act(enum strata_activation kind, float a, const float *x, float *y, size_t n)
+{
+        FOR_EACH(i, n)
+                y[i] = strata__act(kind, a, x[i]);
+}
+
+__global__ void k_act_backward(enum strata_activation kind, float a, const float *x,
+                               const float *y, const float *dy, float *dx, size_t n)
+{
+        FOR_EACH(i, n)
+                dx[i] = strata__act_grad(kind, a, x[i], y[i], dy[i]);
+}
+
 __global__ void k_dropout(const float *x, float *y, float *mask, size_t n, float p,
                           uint64_t seed, uint64_t stream, uint64_t first)
 {
@@ -387,6 +400,18 @@ void strata__k_relu(void *s, const float *x, float *y, size_t n)
 void strata__k_relu_backward(void *s, const float *y, const float *dy, float *dx, size_t n)
 {
         k_relu_backward<<<grid_for(n), THREADS, 0, STREAM(s)>>>(y, dy, dx, n);
+}
+
+void strata__k_act(void *s, enum strata_activation kind, float a, const float *x, float *y,
+                   size_t n)
+{
+        k_act<<<grid_for(n), THREADS, 0, STREAM(s)>>>(kind, a, x, y, n);
+}
+
+void strata__k_act_backward(void *s, enum strata_activation kind, float a, const float *x,
+                            const float *y, const float *dy, float *dx, size_t n)
+{
+        k_act_backward<<<grid_for(n), THREADS, 0, STREAM(s)>>>(kind, a, x, y, dy, dx, n);
 }
 
 void strata__k_col_sums(void *s, const float *x, int rows, int cols, float *out, int acc)

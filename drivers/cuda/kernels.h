@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/device.h"
 #include "strata/limits.h"
 
 #ifdef __cplusplus
@@ -22,6 +23,11 @@ extern "C" {
 void strata__k_fill_rows(void *s, float *y, const float *bias, int rows, int cols);
 void strata__k_relu(void *s, const float *x, float *y, size_t n);
 void strata__k_relu_backward(void *s, const float *y, const float *dy, float *dx, size_t n);
+/* An activation other than ReLU and its backward (enum strata_activation, drivers/formulas.h). */
+void strata__k_act(void *s, enum strata_activation kind, float a, const float *x, float *y,
+                   size_t n);
+void strata__k_act_backward(void *s, enum strata_activation kind, float a, const float *x,
+                            const float *y, const float *dy, float *dx, size_t n);
 void strata__k_col_sums(void *s, const float *x, int rows, int cols, float *out, int acc);
 /* Loss and correct count: partial[0..P) doubles, partial_n[0..P) ints, then total[0], count[0]. */
 void strata__k_softmax_xent(void *s, const float *logits, const int32_t *labels, int rows,

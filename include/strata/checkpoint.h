@@ -4,7 +4,8 @@
  * A checkpoint is written in one pass and becomes visible all at once: the default file
  * implementation writes a temporary file in the target's directory, fsyncs it, renames it
  * over the target and fsyncs the directory, so a crash at any moment leaves either the old
- * complete file or the new complete one. An application can pass its own ops (its HPC code's
+ * complete file or the new complete one (a symlink's target is replaced and the link kept; a
+ * character device or FIFO is written in place, a directory refused). An application can pass its own ops (its HPC code's
  * I/O layer) with the same contract.
  *
  * Format (little-endian): a 128-byte header (magic "STRATACK", format version, byte-order

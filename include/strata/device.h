@@ -26,6 +26,21 @@ enum strata_accelerator {
         STRATA_ACCEL_COUNT
 };
 
+/**
+ * The activations other than ReLU that the act()/act_backward() kernels evaluate, with
+ * PyTorch's formulas (nn.Tanh, nn.Sigmoid, nn.GELU with approximate 'none' and 'tanh',
+ * nn.SiLU, nn.LeakyReLU).
+ */
+enum strata_activation {
+        STRATA_ACT_TANH = 0,   /**< tanh(x) */
+        STRATA_ACT_SIGMOID,    /**< 1 / (1 + exp(-x)) */
+        STRATA_ACT_GELU,       /**< x / 2 (1 + erf(x / sqrt 2)) */
+        STRATA_ACT_GELU_TANH,  /**< x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+        STRATA_ACT_SILU,       /**< x / (1 + exp(-x)) */
+        STRATA_ACT_LEAKY_RELU, /**< x > 0 ? x : slope x */
+        STRATA_ACT_COUNT
+};
+
 /** Optimizer update rules a driver implements as kernels (nn/ chooses one per step). */
 enum strata_update_rule {
         STRATA_UPDATE_SGD = 0,      /**< p -= lr * (g + wd * p) */
@@ -100,6 +115,22 @@ struct strata_kernel_ops {
         void (*relu)(const float *x, float *y, size_t n);
         /** dx = dy where y > 0 else 0 (in place allowed). */
         void (*relu_backward)(const float *y, const float *dy, float *dx, size_t n);
+
+        /* ---- Activations other than ReLU: one pair for every kind ---- */
+
+        /**
+         * y = f(x) for the activation @p kind, n elements (x and y do not overlap); @p param
+         * is LeakyReLU's negative slope, unused by the others.
+         */
+        void (*act)(enum strata_activation kind, float param, const float *x, float *y,
+                    size_t n);
+        /**
+         * dx = dy * f'(x), given the input @p x and the output @p y of act() (each kind reads
+         * the one its formula needs: Tanh and Sigmoid y, the others x).
+         */
+        void (*act_backward)(enum strata_activation kind, float param, const float *x,
+                             const float *y, const float *dy, float *dx, size_t n);
+
         /** s[j] (+)= sum over rows of x[i][j]; accumulate when @p acc. */
         void (*col_sums)(const float *x, int rows, int cols, float *s, int acc);
         /**

@@ -161,6 +161,7 @@ struct strata_module {
         float p;     /**< Dropout: drop probability */
         float eps;   /**< BatchNorm: epsilon (0 = 1e-5) */
         float decay; /**< BatchNorm: running-average momentum (0 = 0.1) */
+        float slope; /**< LeakyReLU: negative slope (0 = 0.01; must be finite) */
 };
 
 /**
@@ -264,6 +265,17 @@ extern const struct strata_module_ops strata_linear;     /**< y = x W^T + b */
 extern const struct strata_module_ops strata_relu;       /**< y = max(x, 0) */
 extern const struct strata_module_ops strata_batchnorm1d; /**< per-feature batch normalisation */
 extern const struct strata_module_ops strata_dropout;    /**< inverted dropout, counter RNG */
+
+/*
+ * Activations beside ReLU, PyTorch's formulas: they keep f32 activations under bf16-mixed and
+ * save nothing of their own (their backward reads the input or output the replica keeps).
+ */
+extern const struct strata_module_ops strata_tanh;       /**< "tanh": tanh(x) */
+extern const struct strata_module_ops strata_sigmoid;    /**< "sigmoid": 1 / (1 + exp(-x)) */
+extern const struct strata_module_ops strata_gelu;       /**< "gelu": x Phi(x), with erf */
+extern const struct strata_module_ops strata_gelu_tanh;  /**< "gelu-tanh": approximate='tanh' */
+extern const struct strata_module_ops strata_silu;       /**< "silu": x sigmoid(x) */
+extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slope below 0 */
 
 /**
  * Precision plugins, by Lightning's names. Master weights, gradients and optimizer state are

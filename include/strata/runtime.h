@@ -153,8 +153,9 @@ struct strata_config_process {
  *   0: it returns STRATA_ENONFINITE naming the step, so a diverging run stops).
  * - precision.kind: mixed precision needs a driver with gemm_lp (the CPU's).
  * - trace.path: write a timeline of every device (Chrome Trace Event Format JSON, for Perfetto
- *   or chrome://tracing) to this file. It is written as `<path>.tmp` and renamed at teardown,
- *   so the file at the path is always complete. Events are 40 bytes each.
+ *   or chrome://tracing) to this file. It is written to a temporary file beside it and renamed
+ *   at teardown, so the file at the path is always complete (a symlink's target is replaced;
+ *   a device or FIFO is written in place). Events are 40 bytes each.
  * - trace.stall_s: report on stderr a device that waited this long at a collective, with where
  *   each late device is (0 = 60 s; negative: never).
  * - process.count (mpi, spawn): the processes of the job (0: from the launcher's environment or
@@ -202,7 +203,10 @@ int strata_config_set_model(struct strata_config *cfg, const struct strata_model
 /** @brief sizeof(struct strata_config): the storage a foreign caller reserves for one. */
 size_t strata_config_bytes(void);
 
-/** @brief The built-in module "linear", "relu", "batchnorm1d" or "dropout" (NULL: no such). */
+/**
+ * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
+ *        "gelu", "gelu-tanh", "silu" or "leaky-relu" (NULL: no such).
+ */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
 
 /** Result of strata_plan(). */

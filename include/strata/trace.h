@@ -1,7 +1,8 @@
 /*
  * The trace an application records (cfg.trace.path): a timeline of every device in Chrome
- * Trace Event Format JSON, for Perfetto or chrome://tracing. It is written as `<path>.tmp`
- * between steps and renamed at teardown, so the file at the path is always complete.
+ * Trace Event Format JSON, for Perfetto or chrome://tracing. It is written to a temporary file
+ * beside the path between steps and renamed over it at teardown, so the file at the path is
+ * always complete (a symlink's target is replaced; a device or FIFO is written in place).
  */
 #ifndef STRATA_TRACE_H
 #define STRATA_TRACE_H

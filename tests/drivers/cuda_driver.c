@@ -161,6 +161,29 @@ Test(cuda_driver, reproducible_bitwise)
         cr_assert_eq(memcmp(a, b, n * sizeof(float)), 0, "two CUDA runs differ");
 }
 
+/* Every activation beside ReLU (the act kernels with the CPU's formulas): near the CPU's. */
+Test(cuda_driver, activations_match_cpu, .timeout = 60)
+{
+        const struct strata_module_ops *acts[] = { &strata_tanh, &strata_sigmoid, &strata_gelu,
+                                                   &strata_gelu_tanh, &strata_silu,
+                                                   &strata_leaky_relu };
+        static float cpu[2048], gpu[2048];
+        size_t n = 16 * RIG_IN + 16 + 16 * RIG_CLASSES + RIG_CLASSES;
+        struct rig r;
+        double d;
+
+        NEED_GPU();
+        for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+                rig_init(&r, 0);
+                r.mods[1] = (struct strata_module){ .ops = acts[i], .slope = -0.2f };
+                rig_train(&r, 20, cpu, n);
+                r.cfg.device.accelerator = STRATA_ACCEL_CUDA;
+                rig_train(&r, 20, gpu, n);
+                d = rig_rel_diff(gpu, cpu, n);
+                cr_assert_leq(d, 1e-4, "%s: CUDA differs from CPU by %g", acts[i]->name, d);
+        }
+}
+
 /* Mixed precision through cublasGemmEx: near the CPU's bf16/f16 runs, repeatable bitwise. */
 Test(cuda_driver, mixed_precision_matches_cpu_and_repeats, .timeout = 60)
 {

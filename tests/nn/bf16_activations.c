@@ -251,8 +251,9 @@ static size_t params_of(const struct strata_config *c)
 }
 
 /*
- * Four models: L-R-L (both boundaries bf16), L-BN-R-L (only R-L), L-R-Dropout-L (only L-R:
- * ReLU writes f32 from bf16), L-R-L-R-L (four). For each, under single, dp and ddp:
+ * Six models: L-R-L (both boundaries bf16), L-BN-R-L (only R-L), L-R-Dropout-L (only L-R:
+ * ReLU writes f32 from bf16), L-R-L-R-L (four), L-L (no activation: one), L-Tanh-L (none:
+ * the other activations keep f32 on both sides). For each, under single, dp and ddp:
  * - each device's plan is smaller by exactly rows x width x 2 bytes per bf16 boundary than
  *   with the flags cleared (the whole region's size may round the difference away), and
  *   planned = used;
@@ -265,10 +266,10 @@ static size_t params_of(const struct strata_config *c)
 Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones, .timeout = 120)
 {
         static float a[MAXP], b[MAXP];
-        /* hidden widths stored in bf16 per model: 16 + 16, 16, 16, 16 + 16 + 8 + 8 */
-        const int saved_width[4] = { 32, 16, 16, 48 };
+        /* hidden widths stored in bf16 per model: 16 + 16, 16, 16, 16 + 16 + 8 + 8, 16, 0 */
+        const int saved_width[6] = { 32, 16, 16, 48, 16, 0 };
 
-        for (int model = 0; model < 4; model++)
+        for (int model = 0; model < 6; model++)
                 for (int kind = 0; kind < 3; kind++) {
                         struct rig r;
                         struct strata_config c, c32;
@@ -291,6 +292,11 @@ Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones, .timeout = 
                                                                     .out = 8 };
                                 r.mods[3] = (struct strata_module){ .ops = &strata_relu };
                                 r.model.nmodules = 5;
+                        } else if (model == 4) {
+                                r.mods[1] = r.mods[2];
+                                r.model.nmodules = 2;
+                        } else if (model == 5) {
+                                r.mods[1] = (struct strata_module){ .ops = &strata_tanh };
                         }
                         c = rig_cfg(&r, (enum strata_strategy_kind)kind, kind ? 2 : 1, 0);
                         c.precision.kind = STRATA_PRECISION_BF16_MIXED;

@@ -136,3 +136,14 @@ Test(gradcheck, softmax_cross_entropy, .init = setup)
                 cr_assert(fabs((up - down) / (2 * h) - d[i]) < 1e-3, "dlogit %d", i);
         }
 }
+
+/* Tanh, Sigmoid, GELU (both forms), SiLU and LeakyReLU (slope 0.01): a failure names it. */
+Test(gradcheck, activations, .init = setup)
+{
+        const struct strata_module_ops *ops[] = { &strata_tanh, &strata_sigmoid, &strata_gelu,
+                                                  &strata_gelu_tanh, &strata_silu,
+                                                  &strata_leaky_relu };
+
+        for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+                check(ops[i], 0);
+}

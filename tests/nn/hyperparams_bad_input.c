@@ -1,7 +1,8 @@
 /*
  * NaN and infinite hyper-parameters are refused with a message, wherever they are: the
  * optimizer's (lr, weight decay, momentum, dampening, AdamW betas and eps) and the modules'
- * (BatchNorm eps and momentum, dropout p). Each was accepted silently by some check before.
+ * (BatchNorm eps and momentum, dropout p, LeakyReLU slope). Each was accepted silently by some
+ * check before.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -74,4 +75,20 @@ Test(hyperparams_bad_input, module_nan_and_inf_refused)
         c = r.cfg;
         cr_assert_eq(strata_plan(&c, &(struct strata_plan_info){ 0 }), STRATA_OK,
                      "the rig itself is valid: %s", strata_last_error());
+}
+
+/* LeakyReLU's slope may be any finite number (negative too, as PyTorch allows); not NaN or inf. */
+Test(hyperparams_bad_input, leaky_relu_slope_nan_and_inf_refused)
+{
+        const float bad[] = { NAN, INFINITY, -INFINITY };
+        struct rig r;
+
+        for (int i = 0; i < 3; i++) {
+                rig_init(&r, 0); /* linear, relu, linear */
+                r.mods[1] = (struct strata_module){ .ops = &strata_leaky_relu, .slope = bad[i] };
+                refused(&r.cfg, "leaky-relu slope", "leaky-relu (module 1): negative slope");
+        }
+        r.mods[1].slope = -0.5f;
+        cr_assert_eq(strata_plan(&r.cfg, &(struct strata_plan_info){ 0 }), STRATA_OK, "%s",
+                     strata_last_error());
 }

@@ -7,6 +7,7 @@
  * checkpoint that does not load.
  */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -408,11 +409,16 @@ Test(checkpoint_resume, bad_calls, .timeout = 30)
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
-/* SIGKILL at random moments of repeated saves: the file at the path always loads. */
+/*
+ * SIGKILL at random moments of repeated saves: the file at the path always loads, and the
+ * temporaries the killed writers left are swept by the next save.
+ */
 Test(checkpoint_resume, killed_while_saving_never_corrupts, .timeout = 120)
 {
         const char *path = tmp_path("killed.ckpt");
+        char pattern[160];
         struct strata_runtime *rt;
+        glob_t g = { 0 };
         int loaded = 0;
         struct result o;
         struct rig r;
@@ -445,6 +451,13 @@ Test(checkpoint_resume, killed_while_saving_never_corrupts, .timeout = 120)
                 loaded++;
         }
         cr_assert_eq(loaded, 25);
+        snprintf(pattern, sizeof(pattern), "%s.tmp.*", path);
+        if (glob(pattern, 0, NULL, &g) == 0)
+                cr_log_info("%zu temporaries of killed writers", g.gl_pathc);
+        globfree(&g);
+        cr_assert_eq(strata_save_checkpoint(rt, path, "0", 1), STRATA_OK);
+        cr_assert_eq(glob(pattern, 0, NULL, &g), GLOB_NOMATCH, "left: %s",
+                     g.gl_pathc ? g.gl_pathv[0] : "");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 

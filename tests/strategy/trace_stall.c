@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,7 +218,7 @@ Test(trace, bad_input_is_refused_and_leaves_nothing)
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         c.trace.path = "/nonexistent-strata-dir/t.json";
         cr_assert_eq(strata_init(&rt, &c), STRATA_EIO);
-        cr_assert_not_null(strstr(strata_last_error(), "/nonexistent-strata-dir/t.json.tmp"),
+        cr_assert_not_null(strstr(strata_last_error(), "/nonexistent-strata-dir/t.json"),
                            "%s", strata_last_error());
         cr_assert_eq(rt, (struct strata_runtime *)&r, "a failed init leaves *rt untouched");
         c.trace.path = "";
@@ -233,7 +234,10 @@ Test(trace, bad_input_is_refused_and_leaves_nothing)
         cr_assert_eq(strata_trace_counts(NULL, &a, &b), STRATA_EINVAL);
 }
 
-/* A write that fails (file size limit) is an error with a message; no partial file stays. */
+/*
+ * A write that fails (file size limit) is an error with a message; no partial file stays, and
+ * teardown says again that the trace was not written.
+ */
 Test(trace, write_error_is_reported_and_leaves_no_partial_file)
 {
         struct rig r;
@@ -259,8 +263,13 @@ Test(trace, write_error_is_reported_and_leaves_no_partial_file)
         cr_assert_not_null(strstr(strata_last_error(), "limited.json"), "%s",
                            strata_last_error());
         rig_steps(&r, rt, 2, NULL); /* training goes on without the trace */
-        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert_eq(strata_teardown(rt), STRATA_EIO);
+        cr_assert_not_null(strstr(strata_last_error(), "limited.json not written"), "%s",
+                           strata_last_error());
         cr_assert(!exists(tmp) && !exists(path), "no partial trace may remain");
+        snprintf(tmp, sizeof(tmp), "rmdir %s", dir);
+        cr_assert_eq(system(tmp), 0, "no temporary file may remain either");
+        mkdir(dir, 0700);
         remove_dir();
 }
 

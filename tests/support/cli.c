@@ -62,6 +62,16 @@ void cli_mkdtemp(char *dir, size_t n, const char *tag)
         cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
 }
 
+const char *cli_path(const char *dir, const char *name)
+{
+        static char p[4][512];
+        static int k;
+
+        k = (k + 1) % 4;
+        cr_assert_lt(snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name), (int)sizeof(p[k]));
+        return p[k];
+}
+
 void cli_rmtree(const char *dir)
 {
         char cmd[512];

@@ -22,6 +22,12 @@ int cli_run_tty(const char *bin, const char *args, char *out, size_t n);
 /** A fresh directory /tmp/strata-TAG-XXXXXX in @p dir (@p n bytes); fails the test if not. */
 void cli_mkdtemp(char *dir, size_t n, const char *tag);
 
+/**
+ * `dir/name` in one of 4 static buffers used in turn (up to 4 such paths in one expression);
+ * fails the test when it does not fit.
+ */
+const char *cli_path(const char *dir, const char *name);
+
 /** Remove @p dir and everything in it. */
 void cli_rmtree(const char *dir);
 

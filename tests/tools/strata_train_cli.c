@@ -134,6 +134,50 @@ Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
         cr_assert(heap == 0 || (heap == -1 && STRATA_SAN[0]), "heap allocations: %ld", heap);
 }
 
+/* The value of @p name in @p out's final JSON line, as printed (the test fails without it). */
+static void final_field(const char *out, const char *name, char *val, size_t n)
+{
+        const char *f = strstr(out, "\"final\":true"), *v;
+        char key[64];
+
+        snprintf(key, sizeof(key), "\"%s\":", name);
+        v = f ? strstr(f, key) : NULL;
+        cr_assert_not_null(v, "no %s in %s", name, out);
+        v += strlen(key);
+        snprintf(val, n, "%.*s", (int)strcspn(v, ",}"), v);
+}
+
+/*
+ * --activation: every choice trains with planned = used and no heap call (none: Linears
+ * only); relu is the default and gives the same figures; an unknown name exits 2.
+ */
+Test(strata_train_cli, activation_choices, .timeout = 180)
+{
+        static const char *names[] = { "relu", "tanh", "sigmoid", "gelu", "gelu-tanh", "silu",
+                                       "leaky-relu", "none" };
+        static char out[1 << 14], def[1 << 14];
+        const char *base = "--synthetic 512 --batch 64 --epochs 1 --strategy single --json";
+        char args[256], a[64], b[64];
+
+        cr_assert_eq(run(base, def, sizeof(def)), 0, "%s", def);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                snprintf(args, sizeof(args), "%s --activation %s", base, names[i]);
+                cr_assert_eq(run(args, out, sizeof(out)), 0, "%s -> %s", args, out);
+                final_field(out, "arena_bytes_planned", a, sizeof(a));
+                final_field(out, "arena_bytes_used", b, sizeof(b));
+                cr_assert_str_eq(a, b, "%s: planned and used differ", names[i]);
+                final_field(out, "heap_allocs", a, sizeof(a));
+                cr_assert(!strcmp(a, "0") || STRATA_SAN[0], "%s: %s heap calls", names[i], a);
+                if (i)
+                        continue;
+                final_field(out, "train_loss", a, sizeof(a));
+                final_field(def, "train_loss", b, sizeof(b));
+                cr_assert_str_eq(a, b, "--activation relu is not the default");
+        }
+        expect_usage_error("--activation swish", "--activation");
+        expect_usage_error("--activation", "--activation");
+}
+
 /*
  * No heap call during training whichever OpenBLAS kernels run: the AVX-512 ones take a
  * buffer-free path for small GEMMs, so the warm-up GEMM alone did not set OpenBLAS up and the

@@ -10,7 +10,7 @@
 #include "kernel/topology.h"
 #include "tools/train/train.h"
 
-/* The model: hidden linear [bn] relu [dropout], then the output linear. */
+/* The model: hidden linear [bn] [activation] [dropout], then the output linear. */
 static void build_model(struct run *r)
 {
         struct strata_module *m = r->mods;
@@ -22,7 +22,8 @@ static void build_model(struct run *r)
                         break;
                 if (r->o.bn)
                         m[nm++] = (struct strata_module){ .ops = &strata_batchnorm1d };
-                m[nm++] = (struct strata_module){ .ops = &strata_relu };
+                if (r->o.activation)
+                        m[nm++] = (struct strata_module){ .ops = r->o.activation };
                 if (r->o.dropout > 0.0f)
                         m[nm++] = (struct strata_module){ .ops = &strata_dropout,
                                                           .p = r->o.dropout };

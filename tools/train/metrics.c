@@ -3,7 +3,7 @@
  * every --log-every batches and one per epoch, through a buffer of its own. A failed write is
  * reported once; the run goes on and its exit status says so.
  */
-#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,48 +14,67 @@
 /* --metrics-csv: a failed write is reported once; the run goes on, the exit status says it. */
 static void csv_check(struct csvlog *l, int rc)
 {
-        if (rc >= 0 || l->failed)
+        if (rc == STRATA_OK || l->failed)
                 return;
         l->failed = 1;
-        fprintf(stderr, "strata-train: --metrics-csv %s: write failed: %s; metrics logging "
-                        "stopped\n", l->path, strerror(errno));
+        fprintf(stderr, "strata-train: --metrics-csv %s: write failed (%s); metrics logging "
+                        "stopped\n", l->path, strata_last_error());
+}
+
+void csv_flush(struct csvlog *l)
+{
+        if (l->on && !l->failed && l->fill)
+                csv_check(l, strata__out_write(&l->out, l->buf, l->fill));
+        l->fill = 0;
+}
+
+/* One row into the buffer, which is written first when the row might not fit. */
+__attribute__((format(printf, 2, 3))) static void csv_put(struct csvlog *l, const char *fmt,
+                                                          ...)
+{
+        va_list ap;
+        int n;
+
+        if (sizeof(l->buf) - l->fill < 256)
+                csv_flush(l);
+        va_start(ap, fmt);
+        n = vsnprintf(l->buf + l->fill, sizeof(l->buf) - l->fill, fmt, ap);
+        va_end(ap);
+        if (n > 0 && (size_t)n < sizeof(l->buf) - l->fill)
+                l->fill += (size_t)n;
 }
 
 void csv_row(struct csvlog *l, long step, int epoch, double loss, double lr, double sps,
                     double acc)
 {
-        if (!l->f || l->failed)
+        if (!l->on || l->failed)
                 return;
         if (acc >= 0.0)
-                csv_check(l, fprintf(l->f, "%ld,%d,%.6f,%.6g,%.1f,%.4f\n", step, epoch, loss, lr,
-                                     sps, acc));
+                csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,%.4f\n", step, epoch, loss, lr, sps, acc);
         else
-                csv_check(l, fprintf(l->f, "%ld,%d,%.6f,%.6g,%.1f,\n", step, epoch, loss, lr,
-                                     sps));
+                csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,\n", step, epoch, loss, lr, sps);
 }
 
-void csv_flush(struct csvlog *l)
-{
-        if (l->f && !l->failed)
-                csv_check(l, fflush(l->f) == 0 && !ferror(l->f) ? 0 : -1);
-}
-
-/* Create or (resuming) append to the log; a new file starts with the header. */
+/*
+ * Create or (resuming) append to the log through the safe output: a new log (or one replacing
+ * a file) appears at its path, header written, at once and then grows in place.
+ */
 int csv_open(struct csvlog *l, const char *path, int append)
 {
         struct stat st;
 
         l->path = path;
-        l->f = fopen(path, append ? "a" : "w");
-        if (!l->f)
-                return bad("--metrics-csv %s: %s", path, strerror(errno));
-        setvbuf(l->f, l->buf, _IOFBF, sizeof(l->buf));
-        if (fstat(fileno(l->f), &st) == 0 && st.st_size == 0)
-                csv_check(l, fprintf(l->f, "step,epoch,train_loss,lr,samples_per_s,test_acc\n"));
+        l->out = (struct strata__out){ .fd = -1, .path = l->opath, .tmp = l->otmp,
+                                       .what = "--metrics-csv" };
+        if ((append ? strata__out_append(&l->out, path) : strata__out_open(&l->out, path)) != 0)
+                return bad("%s", strata_last_error(), NULL);
+        l->on = 1;
+        if (fstat(l->out.fd, &st) == 0 && st.st_size == 0)
+                csv_put(l, "step,epoch,train_loss,lr,samples_per_s,test_acc\n");
         csv_flush(l);
-        if (l->failed)
-                return 2;
-        return 0;
+        if (!l->failed)
+                csv_check(l, strata__out_publish(&l->out));
+        return l->failed ? 2 : 0;
 }
 
 /** @brief A new logging window from @p t0 (each epoch starts one). */
@@ -73,7 +92,7 @@ void csv_step(const struct run *r, int ep, long s, double loss)
         double now, lr;
         long g;
 
-        if (!l->f || (l->loss_sum += loss, ++l->rows_steps != r->o.log_every))
+        if (!l->on || (l->loss_sum += loss, ++l->rows_steps != r->o.log_every))
                 return;
         now = strata_tool_now();
         g = (long)ep * r->steps_per_epoch + s;
@@ -95,10 +114,14 @@ void csv_epoch(const struct run *r, int ep, long done, double ep_time)
         csv_flush(r->csv);
 }
 
-/** @brief Close the log; 1 when any write failed. */
+/** @brief Close the log (its rows made durable); 1 when any write failed. */
 int csv_close(struct csvlog *l)
 {
-        if (l->f && fclose(l->f) != 0 && !l->failed)
-                csv_check(l, -1);
+        csv_flush(l);
+        if (l->on && !l->failed)
+                csv_check(l, strata__out_commit(&l->out));
+        else if (l->on)
+                strata__out_abort(&l->out);
+        l->on = 0;
         return l->failed;
 }

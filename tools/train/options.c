@@ -137,7 +137,9 @@ static const struct option long_opts[] = {
         { "inputs", 1, 0, OPT_INPUTS }, { "targets", 1, 0, OPT_TARGETS },
         { "test-data", 1, 0, OPT_TEST_DATA }, { "val-fraction", 1, 0, OPT_VAL_FRACTION },
         { "loss", 1, 0, OPT_LOSS }, { "huber-beta", 1, 0, OPT_HUBER_BETA },
-        { "synthetic-regression", 1, 0, OPT_SYNTH_REGRESSION }, { 0, 0, 0, 0 },
+        { "synthetic-regression", 1, 0, OPT_SYNTH_REGRESSION },
+        { "activation", 1, 0, 'Z' },
+        { 0, 0, 0, 0 },
 };
 
 /* The options that take a number: 0, or 2 after the message. */
@@ -165,12 +167,32 @@ static int number_option(int c, const char *s, struct opts *o)
         return -1;
 }
 
+/* --activation: the module kind between the Linears, or none (Linears only). */
+static int activation_option(const char *s, struct opts *o)
+{
+        static const char *const names[] = { "relu", "tanh", "sigmoid", "gelu", "gelu-tanh",
+                                             "silu", "leaky-relu" };
+
+        o->activation = NULL;
+        if (!strcmp(s, "none"))
+                return 0;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (!strcmp(s, names[i]))
+                        o->activation = strata_module_ops_by_name(s);
+        if (!o->activation)
+                return bad("--activation: '%s' is not relu, tanh, sigmoid, gelu, gelu-tanh, "
+                           "silu, leaky-relu or none%s", s, "");
+        return 0;
+}
+
 /* The options that name one of a few choices. */
 static int choice_option(int c, const char *s, struct opts *o)
 {
         int w;
 
         switch (c) {
+        case 'Z':
+                return activation_option(s, o);
         case 'a':
                 if ((w = word(s, "cpu", "cuda")) < 0)
                         return bad("--accelerator: '%s' is not cpu or cuda%s", s, "");
@@ -324,6 +346,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                             .batch = 128, .lr = 0.05f, .momentum = 0.9f, .devices = 1,
                             .strategy = STRATA_STRATEGY_DDP, .accumulate = 1,
                             .ckpt_keep = 3, .log_every = 50 };
+        o->activation = &strata_relu;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
                 if (parse_option(c, argv, o))

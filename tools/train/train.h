@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "strata/strata.h"
+#include "base/output.h"
 
 #define MAX_MODULES 64
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
@@ -66,6 +67,7 @@ struct opts {
         const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
         float huber_beta;       /* --huber-beta (0: 1.0) */
         long synthetic_regression; /* --synthetic-regression N: float targets */
+        const struct strata_module_ops *activation; /* --activation (NULL: none) */
         int model_set;          /* --model given (HDF5 data: else sized from the file) */
         const char *inputs;     /* --inputs, --targets: datasets of the HDF5 file --data */
         const char *targets;
@@ -75,12 +77,15 @@ struct opts {
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
 struct csvlog {
-        FILE *f;
+        struct strata__out out; /* the file (base/output.h), open while `on` */
+        int on;
         const char *path;
         int failed;             /* a write failed: reported once, the exit status says so */
         long rows_steps;        /* batches in the current logging window */
         double loss_sum, t0;    /* over the window */
-        char buf[1 << 14];      /* the FILE's buffer: logging never allocates */
+        size_t fill;            /* bytes of rows waiting in buf */
+        char buf[1 << 14];      /* rows wait here: logging never allocates */
+        char opath[STRATA__OUT_PATH], otmp[STRATA__OUT_PATH]; /* the output's paths */
 };
 
 /* Where a run stands, for checkpoints and resumes. */

@@ -26,6 +26,8 @@ void usage(FILE *f)
                 "  --model SPEC        layer widths, e.g. 784-256-128-10 (default)\n"
                 "  --bn                BatchNorm1d after each hidden linear\n"
                 "  --dropout P         dropout after each hidden activation\n"
+                "  --activation A      between the linears: relu (default), tanh, sigmoid, gelu,\n"
+                "                      gelu-tanh, silu, leaky-relu (slope 0.01) or none\n"
                 "  --epochs N          (default 10)      --batch N   global batch (default 128)\n"
                 "  --lr X              (default 0.05)    --momentum X   (default 0.9)\n"
                 "  --optim sgd|adamw   (default sgd)     --weight-decay X (default 0)\n"
