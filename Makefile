@@ -89,6 +89,13 @@ TOOL_COMMON_OBJS := $(TOOL_COMMON:%.c=$(BUILD)/obj/%.o)
 TRAIN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/train/*.c))
 $(BUILD)/bin/strata-train: $(TRAIN_OBJS)
 $(BUILD)/bin/strata-train: TOOL_EXTRA_OBJS := $(TRAIN_OBJS)
+# HDF5 (Debian's libhdf5-dev, serial): strata-train's reader (tools/train/h5.c) and the test
+# binary link it; the library never does (docs/decisions/0021).
+HDF5_CFLAGS := $(or $(shell pkg-config --cflags hdf5 2>/dev/null),-I/usr/include/hdf5/serial)
+HDF5_LIBS   := $(or $(shell pkg-config --libs hdf5 2>/dev/null),-lhdf5_serial)
+H5_OBJ      := $(BUILD)/obj/tools/train/h5.o
+$(H5_OBJ): EXTRA_CFLAGS += $(HDF5_CFLAGS)
+$(BUILD)/bin/strata-train: TOOL_EXTRA_LIBS := $(HDF5_LIBS)
 
 TEST_SRCS := $(sort $(wildcard tests/*/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -162,14 +169,14 @@ $(BUILD)/bin/strata-bench-procs: tools/mpi/strata-bench-procs.c $(BUILD)/libstra
 
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.
-$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a $(CUDA_PLUGIN) $(MPI_PLUGIN)
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(H5_OBJ) $(BUILD)/libstrata.a $(CUDA_PLUGIN) $(MPI_PLUGIN)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(SANFLAGS) -pthread -rdynamic -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) \
-	        $(BUILD)/libstrata.a $(LIBS) $(TESTLIBS) -ldl
+	$(Q)$(CC) $(SANFLAGS) -pthread -rdynamic -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(H5_OBJ) \
+	        $(BUILD)/libstrata.a $(LIBS) $(HDF5_LIBS) $(TESTLIBS) -ldl
 
 # Tests find the build through these definitions.
 $(TEST_OBJS): EXTRA_CFLAGS += $(TEST_CUDA_CFLAGS) -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
-        -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"'
+        -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"' $(HDF5_CFLAGS)
 
 # The suite: Criterion's own summary line closes it. The heap and install checks are tests too.
 # `make test` and `make run` check the system dependencies first (installing what is
@@ -214,7 +221,7 @@ fuzz-run: $(BUILD)/libstrata.a
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev
+        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \

@@ -72,13 +72,14 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
         return 0;
 }
 
-/*
- * Beside the data: index lists (12 bytes a sample), a staging batch, and the step times of
- * the whole run, all sized from the data set itself (no built-in budget); then one mapping
- * for everything the tool keeps, if the memory limit allows it. Files whose headers claim
- * more than the limit are read through first: a cut file is called truncated.
+/**
+ * @brief Beside the data (r->data_bytes): index lists (12 bytes a sample), a staging batch,
+ *        and the step times of the whole run, all sized from the data set itself (no built-in
+ *        budget); then one mapping for everything the tool keeps, if the memory limit allows.
+ *        IDX files (@p p, or NULL) whose headers claim more than the limit are read through
+ *        first: a cut file is called truncated.
  */
-static int data_map(struct run *r, char p[4][PATH_BUF], size_t samples)
+int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
 {
         const struct opts *o = &r->o;
         char num[64];
@@ -86,9 +87,10 @@ static int data_map(struct run *r, char p[4][PATH_BUF], size_t samples)
         r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
                          (size_t)o->epochs * samples * sizeof(double) /
                                  (size_t)(o->batch ? o->batch : 1) +
-                         (size_t)o->epochs * sizeof(double) * 8;
+                         (size_t)o->epochs * sizeof(double) * 8 +
+                         (size_t)o->batch * (size_t)r->widths[r->nw - 1] * 4; /* float targets */
         r->mem_limit = memory_limit(r->why, sizeof(r->why));
-        for (int i = 0; r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
+        for (int i = 0; p && r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
                 if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */
                         return bad("%s%s", strata_last_error(), "");
         if (r->data_bytes > r->mem_limit)
@@ -160,6 +162,16 @@ static int label_beyond(const struct strata_dataset *ds, int out, const char *fi
         return 0;
 }
 
+/** @brief --loss must fit the data: a float-target loss for float targets, ce for labels. */
+int loss_fits(const struct run *r)
+{
+        if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
+                return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
+                           "huber or bce; labels: ce)", r->o.loss ? r->o.loss->name : "ce",
+                           r->train.t ? "float targets" : "labels");
+        return 0;
+}
+
 /*
  * The model must fit the data; and the test split what the training split set up, or the
  * first evaluation (after a whole epoch of training) would fail. @p p names the files
@@ -170,10 +182,8 @@ static int data_check(const struct run *r, char p[4][PATH_BUF])
         int in = r->widths[0], out = r->widths[r->nw - 1];
         char n1[32], n2[32], msg[2200];
 
-        if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
-                return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
-                           "huber or bce; labels: ce)", r->o.loss ? r->o.loss->name : "ce",
-                           r->train.t ? "float targets" : "labels");
+        if (loss_fits(r))
+                return 2;
         if (r->train.t && r->train.tdim != out)
                 return bad("--model: the targets are %s wide, the model has %s outputs",
                            (snprintf(n1, 32, "%d", r->train.tdim), n1),
@@ -199,6 +209,8 @@ int data_load(struct run *r)
         char p[4][PATH_BUF];
         size_t samples = 0;
 
+        if (r->o.inputs)
+                return h5_data_load(r);
         r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
         if (r->nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10%s", r->o.model, "");
@@ -225,7 +237,7 @@ int data_loaders(struct run *r)
             strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))
                 return bad("%s%s", strata_last_error(), "");
         r->test_idx = p;
-        if (!r->o.raw && r->train.images) {
+        if (!r->o.raw && r->train.images) { /* an arrays set is used as it is */
                 strata_loader_standardize(&r->loader, &r->train);
                 r->tloader.scale = r->loader.scale;
                 r->tloader.shift = r->loader.shift;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernel/topology.h"
 #include "tools/train/train.h"
@@ -84,6 +85,9 @@ static int word(const char *s, const char *w0, const char *w1)
         return !strcmp(s, w1) ? 1 : -1;
 }
 
+/* The HDF5 options' codes: beyond any letter, so they meet no other option's. */
+enum { OPT_INPUTS = 0x4801, OPT_TARGETS, OPT_TEST_DATA, OPT_VAL_FRACTION };
+
 /* The loss options' codes, past every letter. */
 enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 
@@ -130,6 +134,8 @@ static const struct option long_opts[] = {
         { "bind", 1, 0, 'P' },      { "allow-nonfinite", 0, 0, 'N' },
         { "mpi-allreduce", 0, 0, 'Q' }, { "precision", 1, 0, 'p' },
         { "grad-allreduce", 1, 0, 'F' },
+        { "inputs", 1, 0, OPT_INPUTS }, { "targets", 1, 0, OPT_TARGETS },
+        { "test-data", 1, 0, OPT_TEST_DATA }, { "val-fraction", 1, 0, OPT_VAL_FRACTION },
         { "loss", 1, 0, OPT_LOSS }, { "huber-beta", 1, 0, OPT_HUBER_BETA },
         { "synthetic-regression", 1, 0, OPT_SYNTH_REGRESSION },
         { "activation", 1, 0, 'Z' },
@@ -236,7 +242,7 @@ static int plain_option(int c, const char *s, struct opts *o)
         case 'N': o->allow_nonfinite = 1; break;
         case 'Q': o->mpi_allreduce = 1; break;
         case 'd': o->data = s; break;
-        case 'm': o->model = s; break;
+        case 'm': o->model = s; o->model_set = 1; break;
         case 'K': o->ckpt_dir = s; break;
         case 'R': o->resume = s; break;
         case 'E': o->export_st = s; break;
@@ -245,6 +251,41 @@ static int plain_option(int c, const char *s, struct opts *o)
         case 'G': o->metrics_csv = s; break;
         default: return -1;
         }
+        return 0;
+}
+
+/* --data FILE.h5's options: the datasets, and what evaluates. */
+static int h5_option(int c, const char *s, struct opts *o)
+{
+        switch (c) {
+        case OPT_INPUTS: o->inputs = s; return 0;
+        case OPT_TARGETS: o->targets = s; return 0;
+        case OPT_TEST_DATA: o->test_data = s; return 0;
+        case OPT_VAL_FRACTION:
+                return parse_float("val-fraction", s, 1e-6, 0.999999, &o->val_fraction);
+        }
+        return -1;
+}
+
+/* The HDF5 options go together: both datasets, at most one evaluation set, no --synthetic. */
+static int check_h5(const struct opts *o)
+{
+        struct stat st;
+
+        if (!o->inputs != !o->targets)
+                return bad("--inputs and --targets name the two datasets of an HDF5 --data "
+                           "file: give both%s%s", "", "");
+        if (!o->inputs && (o->test_data || o->val_fraction > 0.0f))
+                return bad("--%s needs an HDF5 --data file with --inputs and --targets%s",
+                           o->test_data ? "test-data" : "val-fraction", "");
+        if (o->test_data && o->val_fraction > 0.0f)
+                return bad("--test-data and --val-fraction both name the evaluation set: give "
+                           "one%s%s", "", "");
+        if (o->inputs && (o->synthetic || o->synthetic_regression))
+                return bad("--synthetic and --inputs: one data set at a time%s%s", "", "");
+        if (!o->inputs && stat(o->data, &st) == 0 && S_ISREG(st.st_mode))
+                return bad("--data %s is a file: an HDF5 file needs --inputs NAME and --targets "
+                           "NAME%s", o->data, "");
         return 0;
 }
 
@@ -272,7 +313,8 @@ static int parse_option(int c, char **argv, struct opts *o)
                 return rc;
         }
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
-            (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0)
+            (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
+            (rc = h5_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
 }
@@ -312,5 +354,7 @@ int parse_args(int argc, char **argv, struct opts *o)
         }
         if (optind < argc)
                 return bad("unexpected argument '%s'%s", argv[optind], "");
+        if (check_h5(o))
+                return 2;
         return check_devices(o);
 }

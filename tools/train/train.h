@@ -3,6 +3,7 @@
  * tools/strata-train.c wires them; each file of tools/train/ holds one concern:
  *   options.c     the command line parsed and checked (usage.c: the --help text)
  *   data.c        the data sets in the tool's arena, the sampler and the loaders
+ *   h5data.c      the data sets from an HDF5 file (h5.c reads it; only the tool links HDF5)
  *   config.c      the model, the runtime's configuration, its plan and its start
  *   loop.c        epochs, steps, evaluation, the end of the run
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
@@ -67,6 +68,11 @@ struct opts {
         float huber_beta;       /* --huber-beta (0: 1.0) */
         long synthetic_regression; /* --synthetic-regression N: float targets */
         const struct strata_module_ops *activation; /* --activation (NULL: none) */
+        int model_set;          /* --model given (HDF5 data: else sized from the file) */
+        const char *inputs;     /* --inputs, --targets: datasets of the HDF5 file --data */
+        const char *targets;
+        const char *test_data;  /* --test-data: the HDF5 file that evaluates */
+        float val_fraction;     /* --val-fraction: the last fraction of --data evaluates */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -126,6 +132,11 @@ int parse_args(int argc, char **argv, struct opts *o);
 /* data.c */
 int data_load(struct run *r);
 int data_loaders(struct run *r);
+int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples);
+int loss_fits(const struct run *r);
+
+/* h5data.c: --data FILE.h5 --inputs --targets (the reader is h5.c) */
+int h5_data_load(struct run *r);
 
 /* config.c */
 int config_start(struct run *r);
