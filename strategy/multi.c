@@ -246,10 +246,10 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         return strata__multi_backward(rt, dev, NULL);
 }
 
-/* Every device of every process holds the reduced gradients: all agree to skip. */
+/* Every device of every process holds the reduced gradients: all agree whether to skip. */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        return strata__dev_step(rt, dev, m->dcomm);
+        return strata__dev_step(rt, dev, m->dcomm, m->args);
 }
 
 static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
