@@ -106,6 +106,10 @@ struct run {
         double t_start;                 /* of the training loop */
         double acc, train_loss;         /* of the last epoch */
         char tpath[PATH_BUF];           /* this process's trace file */
+        struct {                        /* the loss's growth (loop.c: watch_loss) */
+                double first, smooth;   /* the run's first step; smoothed since */
+                int warned;
+        } grow;
 };
 
 /* options.c, usage.c */
