@@ -57,6 +57,25 @@ STRATA_SIMD void strata__to_bf16(uint16_t *restrict dst, const float *restrict s
         }
 }
 
+/*
+ * An element is NaN or infinite when its exponent bits are all ones: adding one to the
+ * exponent field then carries into bit 31. Integer operations only, so the loop vectorises
+ * without reassociating floating-point sums; one pass, no early exit (a branch per block
+ * would cost more than the few bytes it saves on the rare bad case).
+ */
+STRATA_SIMD int strata__nonfinite(const float *restrict x, size_t n)
+{
+        uint32_t acc = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+
+                memcpy(&u, &x[i], 4);
+                acc |= (u & 0x7f800000u) + 0x00800000u;
+        }
+        return (acc & 0x80000000u) != 0;
+}
+
 static void widen_f16(float *restrict acc, const uint16_t *restrict s, size_t n)
 {
         for (size_t i = 0; i < n; i++)

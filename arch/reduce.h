@@ -34,6 +34,9 @@ void strata__to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n
 /** dst[i] = src[i] widened exactly from bf16 to f32, for i < n (vectorised). */
 void strata__from_bf16(float *restrict dst, const uint16_t *restrict src, size_t n);
 
+/** Non-zero when any of the n floats at @p x is NaN or infinite (one vectorised pass). */
+int strata__nonfinite(const float *restrict x, size_t n);
+
 /** Make non-temporal stores visible before a barrier. */
 void strata__store_fence(void);
 

@@ -480,6 +480,13 @@ int strata__replica_unscale(struct strata__replica *r, float scale)
         return 0;
 }
 
+int strata__replica_nonfinite(const struct strata__replica *r)
+{
+        if (r->k->nonfinite)
+                return r->k->nonfinite(r->grads, r->nparam);
+        return !isfinite(r->k->sumsq(r->grads, r->nparam));
+}
+
 void strata__replica_skip(struct strata__replica *r)
 {
         for (int i = 0; i < r->nlayers; i++)

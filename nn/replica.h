@@ -118,6 +118,9 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
  */
 int strata__replica_unscale(struct strata__replica *r, float scale);
 
+/** Non-zero when one of the gradients is NaN or infinite (the driver's cheapest check). */
+int strata__replica_nonfinite(const struct strata__replica *r);
+
 /** A skipped optimizer step: parameters and step count unchanged; the next backward overwrites. */
 void strata__replica_skip(struct strata__replica *r);
 

@@ -43,9 +43,10 @@ static int check_batch(const struct strata_runtime *rt, const struct strata_batc
                 return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
                                     !b ? "pointer" : no_targets && loss->float_targets
                                     ? "float targets (t)" : no_targets ? "labels" : "features");
-        if (b->rows < rt->world || b->rows > rt->cfg.batch)
-                return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed %d..%d", b->rows,
-                                    rt->world, rt->cfg.batch);
+        /* Fewer rows than devices: the devices past the rows take part with none. */
+        if (b->rows < 1 || b->rows > rt->cfg.batch)
+                return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed 1..%d", b->rows,
+                                    rt->cfg.batch);
         if (b->dim != rt->cfg.model->in_features)
                 return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
                                     b->dim, rt->cfg.model->in_features);
@@ -112,6 +113,32 @@ static uint64_t step_begin(struct strata_runtime *rt, const struct strata_span *
 }
 
 /*
+ * The step just taken (rt->step - 1) as its caller learns it: refused because a gradient was
+ * not finite (@p grads: the devices agreed before any update, so nothing changed), or taken
+ * with a loss that is not finite; STRATA_OK otherwise or with allow_nonfinite.
+ */
+static int nonfinite(const struct strata_runtime *rt, int grads, double loss)
+{
+        unsigned long long s = (unsigned long long)(rt->step - 1);
+
+        if (rt->cfg.train.allow_nonfinite)
+                return STRATA_OK;
+        if (grads)
+                return strata__fail(STRATA_ENONFINITE,
+                                    "step %llu: a gradient is NaN or infinite (the loss is %g); "
+                                    "the step was refused, parameters and optimizer state are "
+                                    "unchanged (check the batch for NaN or infinite values, "
+                                    "lower the learning rate or clip gradients; "
+                                    "allow_nonfinite goes on)", s, loss);
+        if (!isfinite(loss))
+                return strata__fail(STRATA_ENONFINITE,
+                                    "step %llu: the loss is %g; training diverged (lower the "
+                                    "learning rate or clip gradients; allow_nonfinite goes on)",
+                                    s, loss);
+        return STRATA_OK;
+}
+
+/*
  * One micro-batch. With accumulate = k, the first k-1 micro-batches end after backward
  * (BACKWARD_DONE -> batch_end: gradients accumulate locally, nothing is communicated); the
  * k-th reduces the gradients and steps the optimizer, as does a micro-batch that
@@ -127,7 +154,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         struct strata_metrics own;
         struct strata_track *t;
         uint64_t t0;
-        int k;
+        int k, nf = 0;
 
         STRATA_TRY(strata__check_rt(rt));
         k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
@@ -138,6 +165,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         t0 = step_begin(rt, &span_train, &t);
         a.metrics = m ? m : &own;
         a.sync = rt->micro == k - 1 || rt->end_window;
+        a.nonfinite = &nf;
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
                 if (events[i] == STRATA_EV_OPTIMIZER_STEP && !a.sync)
                         continue;
@@ -151,13 +179,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         rt->micro = a.sync ? 0 : rt->micro + 1;
         rt->end_window = 0;
         rt->step++;
-        if (!isfinite(a.metrics->loss) && !rt->cfg.train.allow_nonfinite)
-                return strata__fail(STRATA_ENONFINITE,
-                                    "step %llu: the loss is %g; training diverged (lower the "
-                                    "learning rate or clip gradients; allow_nonfinite goes on)",
-                                    (unsigned long long)(rt->step - 1),
-                                    a.metrics->loss);
-        return STRATA_OK;
+        return nonfinite(rt, nf, a.metrics->loss);
 }
 
 int strata_end_accumulation_window(struct strata_runtime *rt)

@@ -205,7 +205,7 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
         if (event != STRATA_EV_OPTIMIZER_STEP)
                 return STRATA_SM_PARENT;
         /* Only the master's gradients were reduced: it decides, on this (device 0's) thread. */
-        STRATA_TRY(strata__unscale_step(rt, 0, NULL, &skip));
+        STRATA_TRY(strata__unscale_step(rt, 0, NULL, arg, &skip));
         if (skip)
                 return STRATA_OK; /* parameters unchanged: replicas_current still holds */
         d->replicas_current = 0; /* until every device has finished the step */

@@ -67,6 +67,7 @@ struct strata__step_args {
         struct strata_metrics *metrics; /**< the step's metrics (training, evaluation) */
         float *logits;                  /**< predict: the caller's rows x outputs */
         int sync;                       /**< this backward ends the accumulation window */
+        int *nonfinite;                 /**< training: set when a gradient was not finite */
 };
 
 struct strata_runtime {
@@ -161,12 +162,15 @@ int strata__injected(const struct strata_runtime *rt, int dev, int event);
 int strata__prepare(const struct strata_runtime *rt);
 
 /**
- * Loss scaling, before replica @p dev's optimizer step: unscale its gradients and agree with
- * every device of @p comm (NULL: this replica decides alone) whether any gradient was not
- * finite; device 0 then grows or backs off the scale. *skip: the step is skipped (the
- * replica's parameters and step count stay). Without loss scaling *skip is 0.
+ * The found-inf check, before replica @p dev's optimizer step, in every precision: with loss
+ * scaling, unscale its gradients; then agree with every device of @p comm (NULL: this replica
+ * decides alone) whether any gradient was not finite. A loss scaler then grows or backs off
+ * its scale (device 0); without one, unless cfg.train.allow_nonfinite (then nothing is
+ * checked), device 0 sets *a->nonfinite: the step is refused. *skip: the step is skipped (the
+ * replica's parameters, optimizer state and step count stay).
  */
-int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm, int *skip);
+int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                         const struct strata__step_args *a, int *skip);
 
 /** Assign each device its rows of @p b (sizes differ by at most one). */
 void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
@@ -216,10 +220,12 @@ int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata
                          strata__grad_ready_fn ready);
 
 /**
- * optimizer_step: unscale (the skip agreed over @p comm, or decided alone when NULL), clip,
- * update; a skipped step leaves the parameters as they were.
+ * optimizer_step: the found-inf check (unscaling first with loss scaling; the skip agreed over
+ * @p comm, or decided alone when NULL), clip, update; a skipped step leaves the parameters
+ * and the optimizer state as they were.
  */
-int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm);
+int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                     const struct strata__step_args *a);
 
 /**
  * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for

@@ -246,10 +246,13 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         return strata__multi_backward(rt, dev, NULL);
 }
 
-/* Every device of every process holds the reduced gradients: all agree to skip. */
+/*
+ * Every device of every process holds the reduced gradients: all agree whether to skip, over
+ * the host communicator (the flag is host memory, also for a driver with memory of its own).
+ */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        return strata__dev_step(rt, dev, m->dcomm);
+        return strata__dev_step(rt, dev, m->comm, m->args);
 }
 
 static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)

@@ -123,7 +123,7 @@ static int on_backward_done(void *obj, int state, int event, void *arg)
         if (event != STRATA_EV_OPTIMIZER_STEP)
                 return on_batch_end(obj, state, event, arg);
         STRATA_TRY(strata__injected(obj, 0, event));
-        return strata__dev_step(obj, 0, NULL);
+        return strata__dev_step(obj, 0, NULL, arg);
 }
 
 static const struct strata_sm_state single_states[STRATA_STATE_COUNT] = {

@@ -31,12 +31,13 @@ int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata
         return strata__replica_backward(&rt->replicas[dev], c, ready, rt);
 }
 
-int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm)
+int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                     const struct strata__step_args *a)
 {
         struct strata__replica *r = &rt->replicas[dev];
         int skip;
 
-        STRATA_TRY(strata__unscale_step(rt, dev, comm, &skip));
+        STRATA_TRY(strata__unscale_step(rt, dev, comm, a, &skip));
         if (skip)
                 return STRATA_OK;
         strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);

@@ -435,6 +435,7 @@ static const struct strata_kernel_ops cpu_kernels = {
         .sumsq = cpu_sumsq,
         .scale = cpu_scale,
         .clamp = cpu_clamp,
+        .nonfinite = strata__nonfinite,
         .gemm_lp = strata__cpu_gemm_lp,
         .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,
         .prepare_lp = strata__cpu_prepare_lp,

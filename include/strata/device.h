@@ -207,6 +207,12 @@ struct strata_kernel_ops {
         void (*scale)(float *x, float s, size_t n);
         /** x = min(max(x, -v), v). */
         void (*clamp)(float *x, float v, size_t n);
+        /**
+         * Optional: non-zero when any of n floats is NaN or infinite (waits for the device),
+         * in one pass cheaper than sumsq(); the runtime checks every step's gradients with it.
+         * NULL: a non-finite sumsq() says so instead.
+         */
+        int (*nonfinite)(const float *x, size_t n);
 
         /* ---- Mixed precision (optional: without them only fp32 runs) ---- */
 

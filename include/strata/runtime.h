@@ -150,8 +150,10 @@ struct strata_config_process {
  *   processes; each device's gradients are rounded to bf16, summed in f32 in the same fixed
  *   order (runs stay bitwise reproducible) and the sum rounded to bf16 once, as PyTorch DDP's
  *   bf16_compress_hook. Needs a host-memory driver (the CPU's).
- * - train.allow_nonfinite: 1: a step whose loss is NaN or infinite returns STRATA_OK (default
- *   0: it returns STRATA_ENONFINITE naming the step, so a diverging run stops).
+ * - train.allow_nonfinite: 1: gradients are not checked and a step whose loss is NaN or
+ *   infinite returns STRATA_OK (default 0: a NaN or infinite gradient, found and agreed by
+ *   every device before the update, refuses the step, and a non-finite loss ends it, both
+ *   with STRATA_ENONFINITE naming the step, so a diverging run stops).
  * - precision.kind: mixed precision needs a driver with gemm_lp (the CPU's).
  * - trace.path: write a timeline of every device (Chrome Trace Event Format JSON, for Perfetto
  *   or chrome://tracing) to this file. It is written to a temporary file beside it and renamed
@@ -280,9 +282,12 @@ int strata_connect(struct strata_runtime *rt);
  * @param m Optional metrics of the step.
  * @retval STRATA_OK; STRATA_EINVAL for a bad batch (state unchanged); STRATA_EBADSTATE when
  *         not READY; a device error moves the runtime to its error state; STRATA_ENONFINITE
- *         when the step's loss is NaN or infinite (unless cfg.train.allow_nonfinite): the step was
- *         taken, so the parameters may no longer be finite; the runtime stays READY (save
- *         nothing, restore a checkpoint or stop).
+ *         (unless cfg.train.allow_nonfinite) when a gradient is NaN or infinite: nothing was
+ *         applied (parameters, optimizer state and step counts unchanged; 16-mixed skips
+ *         such a step without an error), or when the step's loss is NaN or infinite with
+ *         finite gradients: the step was taken. The runtime stays READY either way; the
+ *         next batch may follow. @p b may have fewer rows than devices: the devices past
+ *         its rows take part with none.
  */
 int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m);

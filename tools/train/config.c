@@ -108,13 +108,12 @@ static void show_placement(const struct strata_config *cfg, int devices)
 
 /*
  * Batches per epoch, and what would only fail late: an accumulation window that outlasts an
- * epoch (the optimizer would step across epoch ends, or never), and a last test batch with
- * fewer rows than devices (the evaluation after the first epoch would fail).
+ * epoch (the optimizer would step across epoch ends, or never). A last test batch of fewer
+ * rows than devices is evaluated: the devices past its rows take part with none.
  */
 static int check_steps(struct run *r)
 {
         const struct opts *o = &r->o;
-        uint32_t last = r->test.n % (uint32_t)o->batch;
         char n1[32], n2[32];
 
         r->steps_per_epoch = (long)(r->train.n / (uint32_t)o->batch);
@@ -127,11 +126,6 @@ static int check_steps(struct run *r)
                            "that many",
                            (snprintf(n1, 32, "%d", o->accumulate), n1),
                            (snprintf(n2, 32, "%ld", r->steps_per_epoch), n2));
-        if (last && last < (uint32_t)o->devices)
-                return bad("the last test batch has %s rows, fewer than the %s devices: choose "
-                           "--batch or --devices so that it has at least one row per device",
-                           (snprintf(n1, 32, "%u", last), n1),
-                           (snprintf(n2, 32, "%d", o->devices), n2));
         return 0;
 }
 

@@ -122,7 +122,47 @@ static int after_step(struct run *r, struct epoch *e)
         return 0;
 }
 
-/* One training step, timed; its loss logged and shown. */
+/*
+ * A run whose loss grows by orders of magnitude while it stays finite (a learning rate far
+ * too high) gets one warning on stderr: when the loss smoothed over steps (an exponential
+ * moving average, weight 0.1 per step, from the run's first step) exceeds both GROWTH times
+ * the loss of the run's first step and the floor FLOOR. The floor keeps a run that starts
+ * near zero loss (resumed, nearly converged) from being warned about a small rise; a
+ * non-finite loss is not this warning's (STRATA_ENONFINITE stops the run first).
+ */
+#define GROWTH 1e3
+#define FLOOR 1e2
+
+static void watch_loss(struct run *r, const struct epoch *e, double loss)
+{
+        double *f = &r->grow.first, *sm = &r->grow.smooth;
+
+        if (r->nsteps == 1)
+                *f = *sm = loss;
+        *sm = 0.9 * *sm + 0.1 * loss;
+        if (r->grow.warned || !(*sm > GROWTH * *f && *sm > FLOOR) ||
+            !strata_is_global_zero(r->rt))
+                return;
+        r->grow.warned = 1;
+        fprintf(stderr, "%sstrata-train: warning: the training loss has grown from %g (the "
+                        "run's first step) to %g (smoothed; epoch %d, batch %ld): training is "
+                        "diverging; lower --lr or clip gradients (--clip-norm)\n",
+                r->tty ? "\n" : "", *f, *sm, e->ep + 1, e->s);
+}
+
+/*
+ * A training step failed: where in the run, the library's message (for a non-finite gradient,
+ * which step; nothing was applied, and no checkpoint is written after it), exit status 1.
+ */
+static int step_failed(struct run *r, const struct epoch *e)
+{
+        fprintf(stderr, "%sstrata-train: epoch %d, batch %ld: %s\n", r->tty ? "\n" : "",
+                e->ep + 1, e->s + 1, strata_last_error());
+        strata_teardown(r->rt);
+        return 1;
+}
+
+/* One training step, timed; its loss logged, watched and shown. */
 static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 {
         struct strata_metrics m;
@@ -132,10 +172,11 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
         if (e->s + 1 == r->steps_per_epoch && strata_end_accumulation_window(r->rt))
                 return fail(r); /* the epoch's last batch closes its window */
         if (strata_train_step(r->rt, b, &m))
-                return fail(r);
+                return step_failed(r, e);
         r->step_times[r->nsteps++] = strata_tool_now() - t0;
         e->loss_sum += m.loss;
         e->s++;
+        watch_loss(r, e, m.loss);
         csv_step(r, e->ep, e->s, m.loss);
         show_progress(r, e);
         return after_step(r, e);

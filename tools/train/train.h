@@ -122,6 +122,10 @@ struct run {
         double acc, train_loss;         /* of the last epoch */
         char tpath[PATH_BUF];           /* this process's trace file */
         double mse, mae;                /* float targets: of the last test pass */
+        struct {                        /* the loss's growth (loop.c: watch_loss) */
+                double first, smooth;   /* the run's first step; smoothed since */
+                int warned;
+        } grow;
 };
 
 /* options.c, usage.c */
