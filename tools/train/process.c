@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "tools/train/train.h"
@@ -81,9 +82,16 @@ int process_rank(void)
 }
 
 /*
- * Tests of a job's faults: STRATA_TRAIN_FAULT=kill:RANK:STEP or hang:RANK:STEP makes process
- * RANK kill itself (SIGKILL) or stop responding before its training step STEP.
+ * Tests of a job's faults: STRATA_TRAIN_FAULT=kill:RANK:STEP, hang:RANK:STEP or stop:RANK:STEP
+ * makes process RANK kill itself (SIGKILL) or stop responding before its training step STEP,
+ * or stop (SIGSTOP: every thread) 2 ms into that step, wherever its devices then are.
  */
+static void stop_self(int sig)
+{
+        (void)sig;
+        raise(SIGSTOP);
+}
+
 void fault(long step)
 {
         static int kind = -1, rank;
@@ -96,12 +104,20 @@ void fault(long step)
                 kind = 0;
                 if (f && sscanf(f, "%7[a-z]:%d:%ld", what, &rank, &at) == 3 &&
                     rank == process_rank())
-                        kind = !strcmp(what, "kill") ? 1 : !strcmp(what, "hang") ? 2 : 0;
+                        kind = !strcmp(what, "kill") ? 1 : !strcmp(what, "hang") ? 2
+                               : !strcmp(what, "stop") ? 3 : 0;
         }
         if (!kind || step != at)
                 return;
         if (kind == 1)
                 raise(SIGKILL);
+        if (kind == 3) {
+                struct itimerval in_2ms = { .it_value = { 0, 2000 } };
+
+                signal(SIGALRM, stop_self);
+                setitimer(ITIMER_REAL, &in_2ms, NULL);
+                return;
+        }
         for (;;)
                 pause();
 }
