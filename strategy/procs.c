@@ -4,7 +4,8 @@
  * the child joins the processes over its link at setup_environment (strata__procs_join()),
  * then ddp's parents start the workers, which this layer places beside the other processes'
  * on a shared host and whose communicators it opens over the link (every device of every
- * process, and one among the processes' device 0s for the step's metrics). Entering ERROR
+ * process, and one among the processes' device 0s for the step's metrics), and refuses
+ * processes configured differently (strategy/fingerprint.h) before the first step. Entering ERROR
  * aborts the job through the link; entering TORNDOWN closes it after the workers stop.
  */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "strata/status.h"
 #include "kernel/topology.h"
+#include "strategy/fingerprint.h"
 #include "strategy/multi.h"
 
 struct strata__procs {
@@ -20,6 +22,7 @@ struct strata__procs {
         void *pcomm_mem;
         size_t pcomm_bytes;
         double *stats;                /* every device's (loss, correct, rows), global order */
+        unsigned char *prints;        /* this process's fingerprint, then every process's */
 };
 
 static struct strata__procs *procs_of(const struct strata_runtime *rt)
@@ -35,7 +38,7 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
         /* c->process.count: resolved by the runtime's plan (strata__world) */
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
         struct strata__procs *s;
-        void *p, *pq = NULL, *st = NULL;
+        void *p, *pq = NULL, *st = NULL, *fp = NULL;
         size_t pcomm = 0;
 
         STRATA_TRY(strata__ddp_layout(c, drv, a, priv));
@@ -46,12 +49,15 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
                 STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
                 STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
+                STRATA_TRY(strata_arena_alloc(a, STRATA__FINGERPRINT_BYTES *
+                                                         (size_t)(pc.world_size + 1), 64, &fp));
         }
         if (s) {
                 memset(s, 0, sizeof(*s));
                 s->pcomm_mem = pq;
                 s->pcomm_bytes = pcomm;
                 s->stats = st;
+                s->prints = fp;
                 ((struct strata__multi *)*priv)->peers_state = s;
         }
         return STRATA_OK;
@@ -75,6 +81,23 @@ static int place_beside(const struct strata_runtime *rt, struct strata_placement
         STRATA_TRY(strata_topology_place(n, all));
         memcpy(out, all + first, sizeof(*out) * (size_t)rt->nreplicas);
         return STRATA_OK;
+}
+
+/*
+ * Before any collective of a step: every process's configuration fingerprint gathered over
+ * the coordinators' communicator and compared, so that processes configured differently are
+ * refused at set-up, each with the same message naming the field and the process.
+ */
+static int agree_config(struct strata_runtime *rt)
+{
+        struct strata__procs *s = procs_of(rt);
+        size_t words = STRATA__FINGERPRINT_BYTES / sizeof(int32_t);
+
+        strata__fingerprint_make(rt, s->prints);
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, s->prints,
+                                          s->prints + STRATA__FINGERPRINT_BYTES, words,
+                                          STRATA_I32));
+        return strata__fingerprint_check(s->prints + STRATA__FINGERPRINT_BYTES, s->net.size);
 }
 
 /*
@@ -103,6 +126,7 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
         cc.rank0 = s->net.rank;
         STRATA_TRY(strata_arena_init(&pa, s->pcomm_mem, s->pcomm_bytes, NULL));
         STRATA_TRY(strata_comm_init(&s->pcomm, &pa, &cc));
+        STRATA_TRY(agree_config(rt));
         STRATA_TRY(strata__net_warm_up(m->comm, 8));
         return strata__net_warm_up(s->pcomm, 8);
 }
