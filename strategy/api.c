@@ -64,6 +64,12 @@ void strata_clear_stop(void)
         atomic_store_explicit(&stop_flag, 0, memory_order_relaxed);
 }
 
+/* A stop request ends the run here: the process's own, or as the job's processes agree. */
+static int stop_due(const struct strata_runtime *rt)
+{
+        return rt->strategy->stop_due ? rt->strategy->stop_due(rt) : strata_stop_requested();
+}
+
 static int stopped(void)
 {
         return strata__fail(STRATA_ESTOPPED, "stop requested (strata_request_stop): nothing "
@@ -114,7 +120,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
-        if (rt->micro == 0 && strata_stop_requested())
+        if (rt->micro == 0 && stop_due(rt))
                 return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
         a.metrics = m ? m : &own;
@@ -148,7 +154,7 @@ static int evaluate(struct strata_runtime *rt, int event, const struct strata_sp
         uint64_t t0;
         int rc;
 
-        if (strata_stop_requested())
+        if (stop_due(rt))
                 return stopped();
         t0 = step_begin(rt, span, &t);
         rc = strata_sm_dispatch(&rt->sm, event, a);

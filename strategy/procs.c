@@ -22,6 +22,7 @@ struct strata__procs {
         void *pcomm_mem;
         size_t pcomm_bytes;
         double *stats;                /* every device's (loss, correct, rows), global order */
+        int stop;                     /* a stop request seen by any process at the last step */
         unsigned char *prints;        /* this process's fingerprint, then every process's */
 };
 
@@ -48,7 +49,9 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 pc.world_size = world / devices;
                 STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
                 STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
-                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * 3 * (size_t)world, 64, &st));
+                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * (size_t)(3 * world +
+                                                                           pc.world_size),
+                                              64, &st));
                 STRATA_TRY(strata_arena_alloc(a, STRATA__FINGERPRINT_BYTES *
                                                          (size_t)(pc.world_size + 1), 64, &fp));
         }
@@ -131,17 +134,38 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
         return strata__net_warm_up(s->pcomm, 8);
 }
 
-/* The step's metrics: every process's devices, gathered and summed in global device order. */
+/*
+ * The step's metrics: every process's devices, gathered and summed in global device order.
+ * Each process's block ends with whether it was asked to stop (strata_request_stop()), so the
+ * stop is agreed on the exchange every step already makes: when any process was, every
+ * process's request is set and each stops at the same step boundary (procs_stop_due()).
+ */
 static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 {
         struct strata__procs *s = procs_of(rt);
-        double v[3 * STRATA_MAX_DEVICES];
+        size_t per = 3 * (size_t)rt->nreplicas;
+        double v[3 * STRATA_MAX_DEVICES + 1];
 
         strata__metrics_local(rt, v);
-        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, 3 * (size_t)rt->nreplicas,
-                                          STRATA_F64));
+        v[per] = strata_stop_requested();
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, per + 1, STRATA_F64));
+        s->stop = 0;
+        for (int p = 0; p < s->net.size; p++) { /* the blocks' stop flags out: triples only */
+                s->stop |= s->stats[(size_t)p * (per + 1) + per] != 0.0;
+                memmove(s->stats + (size_t)p * per, s->stats + (size_t)p * (per + 1),
+                        per * sizeof(double));
+        }
+        if (s->stop)
+                strata_request_stop();
         strata__metrics_sum(s->stats, rt->world, out);
         return STRATA_OK;
+}
+
+int strata__procs_stop_due(const struct strata_runtime *rt)
+{
+        if (!strata__multi(rt)->peers)
+                return strata_stop_requested(); /* one process */
+        return procs_of(rt)->stop && strata_stop_requested();
 }
 
 static const struct strata__peers peers = {

@@ -4,6 +4,7 @@
 #include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,4 +69,34 @@ void cli_rmtree(const char *dir)
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         (void)!system(cmd);
+}
+
+void cli_epoch_line(const char *out, int e, char *line, size_t n)
+{
+        char key[32];
+        const char *p, *q;
+
+        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
+        p = strstr(out, key);
+        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
+        cr_assert(p && q, "no epoch %d line in: %s", e, out);
+        snprintf(line, n, "%.*s", (int)(q - p), p);
+}
+
+int cli_resume_epoch(const char *dir, char *name, size_t n)
+{
+        char path[512];
+        long s = 0;
+        int e = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/latest", dir);
+        f = fopen(path, "r");
+        cr_assert_not_null(f, "no latest checkpoint in %s", dir);
+        name[0] = '\0';
+        cr_assert_not_null(fgets(name, (int)n, f));
+        fclose(f);
+        cr_assert(sscanf(name, "epoch-%d-step-%ld", &e, &s) == 2 ||
+                  sscanf(name, "epoch-%d.ckpt", &e) == 1, "latest names %s", name);
+        return s ? e : e + 1; /* a completed epoch: the next one is compared */
 }

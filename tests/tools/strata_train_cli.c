@@ -217,19 +217,6 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
 }
 
-/* The JSON line of epoch @p e in @p out, without its timing fields. */
-static void epoch_line(const char *out, int e, char *line, size_t n)
-{
-        char key[32];
-        const char *p, *q;
-
-        snprintf(key, sizeof(key), "{\"epoch\":%d,", e);
-        p = strstr(out, key);
-        q = p ? strstr(p, ",\"samples_per_s\"") : NULL;
-        cr_assert(p && q, "no epoch %d line in: %s", e, out);
-        snprintf(line, n, "%.*s", (int)(q - p), p);
-}
-
 /*
  * SIGTERM (a scheduler's warning) checkpoints at the next step boundary and exits 143; the
  * resumed run's next epoch is the one an uninterrupted run gives; a mid-epoch step
@@ -241,30 +228,20 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         char dir[] = "/tmp/strata-cli-sig-XXXXXX", cmd[1024], args[512], a[256], b[256];
         const char *common = "--model 784-64-10 --dropout 0.1 --strategy ddp --devices 2 --json";
         char name[128] = "";
-        int e = 0, rc;
-        long s = 0;
-        FILE *f;
+        int e, rc;
 
         cr_assert_not_null(mkdtemp(dir));
         snprintf(cmd, sizeof(cmd), "%s %s --epochs 40 --ckpt-dir %s >/dev/null 2>&1 & p=$!; "
                  "sleep 1.5; kill -TERM $p; wait $p", BIN, common, dir);
         rc = system(cmd);
         cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 143, "exit status %d", rc);
-        snprintf(cmd, sizeof(cmd), "%s/latest", dir);
-        f = fopen(cmd, "r");
-        cr_assert_not_null(f, "no latest checkpoint after SIGTERM");
-        cr_assert_not_null(fgets(name, sizeof(name), f));
-        fclose(f);
-        cr_assert(sscanf(name, "epoch-%d-step-%ld", &e, &s) == 2 ||
-                  sscanf(name, "epoch-%d.ckpt", &e) == 1, "latest names %s", name);
-        if (!s)
-                e++; /* a completed epoch: the next one is compared */
+        e = cli_resume_epoch(dir, name, sizeof(name));
         snprintf(args, sizeof(args), "%s --epochs %d", common, e);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, e, a, sizeof(a));
+        cli_epoch_line(out, e, a, sizeof(a));
         snprintf(args, sizeof(args), "%s --epochs %d --resume %s", common, e, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, e, b, sizeof(b));
+        cli_epoch_line(out, e, b, sizeof(b));
         cr_assert_str_eq(a, b, "after SIGTERM at %s", name);
 
         /* A step checkpoint in the middle of epoch 2 of a fresh directory. */
@@ -276,10 +253,10 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         snprintf(args, sizeof(args), "%s --epochs 1 --resume %s/epoch-1-step-300.ckpt", common,
                  dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 1, b, sizeof(b));
+        cli_epoch_line(out, 1, b, sizeof(b));
         snprintf(args, sizeof(args), "%s --epochs 1", common);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        epoch_line(out, 1, a, sizeof(a));
+        cli_epoch_line(out, 1, a, sizeof(a));
         cr_assert_str_eq(a, b, "resumed from a step checkpoint");
         cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2 --ckpt-dir /tmp", out,
                          sizeof(out)), 2, "%s", out);

@@ -76,7 +76,7 @@ static void show_progress(const struct run *r, struct epoch *e)
                  rate * r->o.batch, (double)(r->steps_per_epoch - e->s) / rate);
 }
 
-/* After a step: a checkpoint every --ckpt-every-steps, and a stop signal acted on. */
+/* After a step: a checkpoint every --ckpt-every-steps. */
 static int after_step(struct run *r, struct epoch *e)
 {
         struct position here = { e->ep, e->s, e->loss_sum };
@@ -84,12 +84,19 @@ static int after_step(struct run *r, struct epoch *e)
         if (r->o.ckpt_every && e->s % r->o.ckpt_every == 0 && e->s < r->steps_per_epoch &&
             save_ckpt(r->rt, &r->o, here))
                 return fail(r);
-        if (stop_requested() && e->s % r->o.accumulate == 0) {
-                stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
-                                r->step_times, r->nsteps, strata_tool_now() - r->t_start);
-                return stop(r->rt, &r->o, here);
-        }
         return 0;
+}
+
+/*
+ * A stop signal, refused by the library at the next optimizer-step boundary (STRATA_ESTOPPED,
+ * at the same step in every process of a job): the summary, then stop() where the run stands.
+ */
+static int stopped(struct run *r, struct epoch *e)
+{
+        stop_agree(r->rt);
+        stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
+                        r->step_times, r->nsteps, strata_tool_now() - r->t_start);
+        return stop(r->rt, &r->o, (struct position){ e->ep, e->s, e->loss_sum });
 }
 
 /* One training step, timed; its loss logged and shown. */
@@ -97,10 +104,11 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 {
         struct strata_metrics m;
         double t0 = strata_tool_now();
+        int rc;
 
         fault(r->nsteps);
-        if (strata_train_step(r->rt, b, &m))
-                return fail(r);
+        if ((rc = strata_train_step(r->rt, b, &m)))
+                return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
         r->step_times[r->nsteps++] = strata_tool_now() - t0;
         e->loss_sum += m.loss;
         e->s++;
@@ -113,10 +121,11 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 static int end_epoch(struct run *r, struct epoch *e)
 {
         double ep_time = strata_tool_now() - e->t0;
+        int rc;
 
         r->train_loss = e->loss_sum / (double)e->s;
-        if (evaluate(r->rt, &r->tloader, r->test_idx, r->test.n, &r->acc))
-                return fail(r);
+        if ((rc = evaluate(r->rt, &r->tloader, r->test_idx, r->test.n, &r->acc)))
+                return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
         if (r->tty)
                 printf("\r\033[K");
         if (r->o.trace && strata_flush_trace(r->rt))
