@@ -6,7 +6,6 @@
  * strategy/checkpoint.c.
  */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 
 #include "kernel/lifecycle.h"
@@ -43,25 +42,6 @@ static int need_ready(const struct strata_runtime *rt)
                 return strata__fail(STRATA_EBADSTATE, "runtime is %s, not READY",
                                     strata_state_name(s));
         return STRATA_OK;
-}
-
-/* strata_request_stop(): one flag for the process, set from signal handlers. */
-static atomic_int stop_flag;
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free (signal handlers)");
-
-void strata_request_stop(void)
-{
-        atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
-}
-
-int strata_stop_requested(void)
-{
-        return atomic_load_explicit(&stop_flag, memory_order_relaxed);
-}
-
-void strata_clear_stop(void)
-{
-        atomic_store_explicit(&stop_flag, 0, memory_order_relaxed);
 }
 
 /* A stop request ends the run here: the process's own, or as the job's processes agree. */
