@@ -363,6 +363,8 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 {
         unsigned first = c->yield_after < FIRST_SPINS ? c->yield_after : FIRST_SPINS;
         struct waiter me = { c, rank, ready, seq };
+        /* Behind a move that waits for other processes, local waits outlast the link's. */
+        double bound = c->group.timeout_s * (!ready && c->tp->remote && rank ? 2.0 : 1.0);
         struct strata__wait w;
         struct strata_track *t = NULL;
         uint64_t t0 = 0;
@@ -383,7 +385,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                 if (!described) {
                         w = (struct strata__wait){
                                 .target = seq, .aborted = c->group.aborted,
-                                .aborted_arg = c->group.h, .timeout_s = c->group.timeout_s,
+                                .aborted_arg = c->group.h, .timeout_s = bound,
                                 .stall_s = c->group.tracks ? c->group.stall_s : 0.0,
                                 .stall = report_stall, .stall_arg = &me,
                                 .spins = c->yield_after - first, .clock_every = 1024 };
@@ -395,7 +397,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                         rc = c->group.fail(c->group.h, rank,
                                            strata__fail(STRATA_ETIMEDOUT,
                                                         "rank %d waited %.3g s for rank %d",
-                                                        rank, c->group.timeout_s, r));
+                                                        rank, bound, r));
         }
         if (first_late >= 0)
                 strata_track_end(t, t0, first_late);

@@ -61,6 +61,12 @@ struct strata__transport {
         int (*move)(struct strata_comm *c, int rank, const struct strata_coll *op, int status);
         /* Non-zero: a barrier or small all_reduce may end at the first meeting (mailboxes). */
         int eager;
+        /*
+         * Non-zero: local rank 0's move waits for other processes, bounded by the timeout; the
+         * other local ranks then wait twice the timeout at the second meeting, so that the
+         * error reported names the process that did not arrive, not local rank 0.
+         */
+        int remote;
         /* The part [lo, hi) of a reduction's result that local rank @p rank computes. */
         void (*slice)(size_t count, size_t es, int n, int rank, size_t *lo, size_t *hi);
 };

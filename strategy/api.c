@@ -6,7 +6,6 @@
  * strategy/checkpoint.c.
  */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 
 #include "kernel/lifecycle.h"
@@ -64,23 +63,10 @@ static int need_ready(const struct strata_runtime *rt)
         return STRATA_OK;
 }
 
-/* strata_request_stop(): one flag for the process, set from signal handlers. */
-static atomic_int stop_flag;
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free (signal handlers)");
-
-void strata_request_stop(void)
+/* A stop request ends the run here: the process's own, or as the job's processes agree. */
+static int stop_due(const struct strata_runtime *rt)
 {
-        atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
-}
-
-int strata_stop_requested(void)
-{
-        return atomic_load_explicit(&stop_flag, memory_order_relaxed);
-}
-
-void strata_clear_stop(void)
-{
-        atomic_store_explicit(&stop_flag, 0, memory_order_relaxed);
+        return rt->strategy->stop_due ? rt->strategy->stop_due(rt) : strata_stop_requested();
 }
 
 static int stopped(void)
@@ -160,7 +146,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
-        if (rt->micro == 0 && strata_stop_requested())
+        if (rt->micro == 0 && stop_due(rt))
                 return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
         a.metrics = m ? m : &own;
@@ -198,7 +184,7 @@ static int evaluate(struct strata_runtime *rt, int event, const struct strata_sp
         uint64_t t0;
         int rc;
 
-        if (strata_stop_requested())
+        if (stop_due(rt))
                 return stopped();
         t0 = step_begin(rt, span, &t);
         rc = strata_sm_dispatch(&rt->sm, event, a);

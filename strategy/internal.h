@@ -47,6 +47,11 @@ struct strata__strategy {
          * plan splits the batch over processes x devices). NULL: one.
          */
         int (*processes)(const struct strata_config *c, int *procs);
+        /**
+         * Whether a stop request (strata_request_stop()) ends the run at this step boundary,
+         * as every process agrees. NULL: this process's request, at once.
+         */
+        int (*stop_due)(const struct strata_runtime *rt);
         int handles_gradient_accumulation; /**< no_sync on accumulation micro-batches */
         int replication_callbacks;         /**< runs modules' replicate() (jactorch's dp) */
         int all_reduces_gradients;         /**< cfg.strategy.grad_allreduce's type applies */

@@ -66,6 +66,7 @@ const struct strata__strategy strata__mpi = {
         .root_device = strata__root_device,
         .world_size = strata__world_size,
         .processes = mpi_processes,
+        .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .all_reduces_gradients = 1,
 };

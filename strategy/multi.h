@@ -115,6 +115,13 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
 int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
                        const void *where);
 
+/**
+ * A strategy over processes' stop_due: a stop request counts once every process has seen it,
+ * at the last step's exchange (the step's metrics), so all stop at the same step boundary;
+ * strata_clear_stop() on every process forgets it.
+ */
+int strata__procs_stop_due(const struct strata_runtime *rt);
+
 /** In a process strata_spawn() started: its region, rank and size (region NULL elsewhere). */
 const struct strata__procs_where *strata__spawned(void);
 

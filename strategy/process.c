@@ -3,7 +3,9 @@
  * torchrun) says about this process, and strata_spawn(), which forks the processes of a spawn
  * job before any thread exists, over one anonymous shared region mapped before the fork. The
  * parent watches: a process that exits non-zero or is killed is reported by rank, the others
- * are told through the region and killed if they have not stopped a second later.
+ * are told through the region and killed if they have not stopped a second later. While it
+ * watches, the stop signals the parent receives (SIGINT, SIGTERM, SIGUSR1, SIGUSR2) are
+ * forwarded to every process, as mpirun does, so a job stops as a single process would.
  */
 #include <errno.h>
 #include <signal.h>
@@ -114,10 +116,69 @@ static void describe(int st, int rank, char *why, size_t n)
                 snprintf(why, n, "rank %d exited with status %d", rank, WEXITSTATUS(st));
 }
 
-static void child(int rank, int n, strata_spawn_fn fn, void *arg, void *region, pid_t parent)
+/* ---- the stop signals, forwarded ---- */
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGUSR1, SIGUSR2 };
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+static volatile sig_atomic_t pending[NFORWARDED]; /* received, not yet forwarded */
+
+static void note(int sig)
+{
+        for (size_t i = 0; i < NFORWARDED; i++)
+                if (forwarded[i] == sig)
+                        pending[i] = 1;
+}
+
+/* The stop signals' set: blocked while the processes are forked, so each starts as called. */
+static sigset_t forwarded_set(void)
+{
+        sigset_t set;
+
+        sigemptyset(&set);
+        for (size_t i = 0; i < NFORWARDED; i++)
+                sigaddset(&set, forwarded[i]);
+        return set;
+}
+
+/* In the parent, after the forks: note the stop signals (@p old keeps the caller's actions). */
+static void catch_forwarded(struct sigaction *old)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = note; /* no SA_RESTART: a wait is interrupted */
+        for (size_t i = 0; i < NFORWARDED; i++) {
+                pending[i] = 0;
+                sigaction(forwarded[i], &sa, &old[i]);
+        }
+}
+
+static void restore_forwarded(const struct sigaction *old)
+{
+        for (size_t i = 0; i < NFORWARDED; i++)
+                sigaction(forwarded[i], &old[i], NULL);
+}
+
+/* Every signal noted since the last call, to every process still running. */
+static void forward(const pid_t *pid, int n)
+{
+        for (size_t i = 0; i < NFORWARDED; i++) {
+                if (!pending[i])
+                        continue;
+                pending[i] = 0;
+                for (int k = 0; k < n; k++)
+                        if (pid[k] > 0)
+                                kill(pid[k], forwarded[i]);
+        }
+}
+
+static void child(int rank, int n, strata_spawn_fn fn, void *arg, void *region, pid_t parent,
+                  const sigset_t *mask)
 {
         int rc;
 
+        sigprocmask(SIG_SETMASK, mask, NULL); /* the caller's mask: the stop signals arrive */
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphans if the parent dies */
         if (getppid() != parent)
                 _exit(128 + SIGKILL);
@@ -133,6 +194,8 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
 {
         pid_t pid[STRATA__NET_MAX], parent = getpid();
         struct strata_spawn_result r = { .failed_rank = -1 };
+        struct sigaction old_actions[NFORWARDED];
+        sigset_t stops = forwarded_set(), mask;
         int alive = 0, live;
         double kill_at = 0.0;
         void *region;
@@ -155,11 +218,13 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                 return strata__fail(STRATA_ESYS, "spawn: cannot map %zu shared bytes",
                                     region_bytes(nprocs));
         fflush(NULL); /* nothing buffered is written twice */
+        sigprocmask(SIG_BLOCK, &stops, &mask);
         for (int i = 0; i < nprocs; i++) {
                 pid[i] = fork();
                 if (pid[i] == 0)
-                        child(i, nprocs, fn, arg, region, parent);
+                        child(i, nprocs, fn, arg, region, parent, &mask);
                 if (pid[i] < 0) {
+                        sigprocmask(SIG_SETMASK, &mask, NULL);
                         strata__procs_abort(region, -1, "spawn: fork failed");
                         for (int k = 0; k < i; k++)
                                 kill(pid[k], SIGKILL);
@@ -170,9 +235,14 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                 }
                 alive++;
         }
+        catch_forwarded(old_actions);
+        sigprocmask(SIG_SETMASK, &mask, NULL);
         while (alive) {
                 int st;
-                pid_t w = waitpid(-1, &st, kill_at > 0.0 ? WNOHANG : 0);
+                pid_t w;
+
+                forward(pid, nprocs);
+                w = waitpid(-1, &st, WNOHANG);
 
                 if (w > 0) {
                         for (int i = 0; i < nprocs; i++) {
@@ -192,17 +262,18 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                         continue;
                 }
                 if (w < 0 && errno == EINTR)
-                        continue; /* a signal (the user's ^C reaches the children too) */
-                if (w < 0 && kill_at == 0.0)
+                        continue; /* a signal: forwarded at the top */
+                if (w < 0)
                         break; /* no child left to wait for */
-                if (strata__now_s() > kill_at) {
+                if (kill_at > 0.0 && strata__now_s() > kill_at) {
                         for (int i = 0; i < nprocs; i++)
                                 if (pid[i] > 0)
                                         kill(pid[i], SIGKILL);
                         kill_at = strata__now_s() + timeout_s; /* reap what was killed */
                 }
-                usleep(2000);
+                usleep(kill_at > 0.0 ? 2000 : 10000); /* a signal cuts it short */
         }
+        restore_forwarded(old_actions);
         {
                 /* A process that saw another hang names it: that is the culprit to report. */
                 char why[256];

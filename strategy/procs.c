@@ -4,7 +4,8 @@
  * the child joins the processes over its link at setup_environment (strata__procs_join()),
  * then ddp's parents start the workers, which this layer places beside the other processes'
  * on a shared host and whose communicators it opens over the link (every device of every
- * process, and one among the processes' device 0s for the step's metrics). Entering ERROR
+ * process, and one among the processes' device 0s for the step's metrics), and refuses
+ * processes configured differently (strategy/fingerprint.h) before the first step. Entering ERROR
  * aborts the job through the link; entering TORNDOWN closes it after the workers stop.
  */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "strata/status.h"
 #include "kernel/topology.h"
+#include "strategy/fingerprint.h"
 #include "strategy/multi.h"
 
 struct strata__procs {
@@ -20,6 +22,8 @@ struct strata__procs {
         void *pcomm_mem;
         size_t pcomm_bytes;
         double *stats;                /* every device's metrics (common.c), global order */
+        int stop;                     /* a stop request seen by any process at the last step */
+        unsigned char *prints;        /* this process's fingerprint, then every process's */
 };
 
 static struct strata__procs *procs_of(const struct strata_runtime *rt)
@@ -36,7 +40,7 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
         int width = strata__metrics_width(c->model);
         struct strata__procs *s;
-        void *p, *pq = NULL, *st = NULL;
+        void *p, *pq = NULL, *st = NULL, *fp = NULL;
         size_t pcomm = 0;
 
         STRATA_TRY(strata__ddp_layout(c, drv, a, priv));
@@ -46,14 +50,18 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 pc.world_size = world / devices;
                 STRATA_TRY(strata_comm_plan_config(&pc, &pcomm));
                 STRATA_TRY(strata_arena_alloc(a, pcomm, 64, &pq));
-                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * (size_t)width * world, 64,
-                                              &st));
+                STRATA_TRY(strata_arena_alloc(a, sizeof(double) * ((size_t)width * world +
+                                                                   (size_t)pc.world_size),
+                                              64, &st));
+                STRATA_TRY(strata_arena_alloc(a, STRATA__FINGERPRINT_BYTES *
+                                                         (size_t)(pc.world_size + 1), 64, &fp));
         }
         if (s) {
                 memset(s, 0, sizeof(*s));
                 s->pcomm_mem = pq;
                 s->pcomm_bytes = pcomm;
                 s->stats = st;
+                s->prints = fp;
                 ((struct strata__multi *)*priv)->peers_state = s;
         }
         return STRATA_OK;
@@ -77,6 +85,23 @@ static int place_beside(const struct strata_runtime *rt, struct strata_placement
         STRATA_TRY(strata_topology_place(n, all));
         memcpy(out, all + first, sizeof(*out) * (size_t)rt->nreplicas);
         return STRATA_OK;
+}
+
+/*
+ * Before any collective of a step: every process's configuration fingerprint gathered over
+ * the coordinators' communicator and compared, so that processes configured differently are
+ * refused at set-up, each with the same message naming the field and the process.
+ */
+static int agree_config(struct strata_runtime *rt)
+{
+        struct strata__procs *s = procs_of(rt);
+        size_t words = STRATA__FINGERPRINT_BYTES / sizeof(int32_t);
+
+        strata__fingerprint_make(rt, s->prints);
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, s->prints,
+                                          s->prints + STRATA__FINGERPRINT_BYTES, words,
+                                          STRATA_I32));
+        return strata__fingerprint_check(s->prints + STRATA__FINGERPRINT_BYTES, s->net.size);
 }
 
 /*
@@ -105,21 +130,43 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
         cc.rank0 = s->net.rank;
         STRATA_TRY(strata_arena_init(&pa, s->pcomm_mem, s->pcomm_bytes, NULL));
         STRATA_TRY(strata_comm_init(&s->pcomm, &pa, &cc));
+        STRATA_TRY(agree_config(rt));
         STRATA_TRY(strata__net_warm_up(m->comm, 8));
         return strata__net_warm_up(s->pcomm, 8);
 }
 
-/* The step's metrics: every process's devices, gathered and summed in global device order. */
+/*
+ * The step's metrics: every process's devices, gathered and summed in global device order.
+ * Each process's block ends with whether it was asked to stop (strata_request_stop()), so the
+ * stop is agreed on the exchange every step already makes: when any process was, every
+ * process's request is set and each stops at the same step boundary (procs_stop_due()).
+ */
 static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 {
         struct strata__procs *s = procs_of(rt);
-        double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES];
-        size_t n = (size_t)strata__metrics_width(rt->cfg.model) * (size_t)rt->nreplicas;
+        size_t per = (size_t)strata__metrics_width(rt->cfg.model) * (size_t)rt->nreplicas;
+        double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES + 1];
 
         strata__metrics_local(rt, v);
-        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, n, STRATA_F64));
+        v[per] = strata_stop_requested();
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, per + 1, STRATA_F64));
+        s->stop = 0;
+        for (int p = 0; p < s->net.size; p++) { /* the blocks' stop flags out: metrics only */
+                s->stop |= s->stats[(size_t)p * (per + 1) + per] != 0.0;
+                memmove(s->stats + (size_t)p * per, s->stats + (size_t)p * (per + 1),
+                        per * sizeof(double));
+        }
+        if (s->stop)
+                strata_request_stop();
         strata__metrics_sum(rt, s->stats, rt->world, out);
         return STRATA_OK;
+}
+
+int strata__procs_stop_due(const struct strata_runtime *rt)
+{
+        if (!strata__multi(rt)->peers)
+                return strata_stop_requested(); /* one process */
+        return procs_of(rt)->stop && strata_stop_requested();
 }
 
 static const struct strata__peers peers = {

@@ -185,22 +185,28 @@ static int requests_done(void *arg)
         return 0;
 }
 
-/* The processes that requests [0, nreq) still wait for, each once: "1, 3". */
+/*
+ * The processes that requests [0, nreq) still wait for, each once: "1, 3". A receive not
+ * complete names its sender; a send not complete its receiver (a stopped process receives
+ * nothing, while what it sent before it stopped may all have arrived).
+ */
 static void late_peers(struct link *l, int nreq, const int *peer, char *late, size_t size)
 {
+        uint64_t named = 0;
         size_t len = 0;
-        int last = -1;
 
         late[0] = '\0';
         for (int i = 0; i < nreq && len < size - 16; i++) {
                 int flag = 0;
 
-                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0 || peer[i] == last)
+                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0 || named >> peer[i] & 1)
                         continue;
                 MPI_Request_get_status(l->req[i], &flag, MPI_STATUS_IGNORE);
-                if (!flag) /* a process's two messages: named once */
-                        len += (size_t)snprintf(late + len, size - len, "%s%d", len ? ", " : "",
-                                                last = peer[i]);
+                if (flag)
+                        continue;
+                named |= (uint64_t)1 << peer[i];
+                len += (size_t)snprintf(late + len, size - len, "%s%d", len ? ", " : "",
+                                        peer[i]);
         }
 }
 
@@ -286,10 +292,10 @@ static int mpi_exchange(struct strata_net *n, const void *head, const void *cons
         for (int p = 0; p < n->size; p++) {
                 if (p == n->rank)
                         continue;
-                peer[k] = -1; /* a send completes once its peer receives: named by its recv */
+                peer[k] = p;
                 MPI_Isend(head, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
                           &l->req[k++]);
-                peer[k] = -1;
+                peer[k] = p;
                 MPI_Isend(out_bytes[p] ? out[p] : head, (int)out_bytes[p], MPI_BYTE, p,
                           tag(l, ch, 1), l->comm, &l->req[k++]);
         }

@@ -427,4 +427,5 @@ const struct strata__transport strata__net_transport = {
         .state_bytes = net_state_bytes,
         .init = net_init,
         .move = net_move,
+        .remote = 1,
 };

@@ -54,7 +54,10 @@ struct strata_spawn_result {
  *        the children must not need the parent's other threads either). The parent waits: when a
  *        process exits non-zero or is killed, the others are told (they stop at their next
  *        collective) and killed after @p timeout_s + 1 s (0 = 300 s) if still running. Nothing
- *        is left in /dev/shm or /tmp: the shared region is anonymous memory.
+ *        is left in /dev/shm or /tmp: the shared region is anonymous memory. While it waits,
+ *        SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 sent to the caller are forwarded to every
+ *        process (as mpirun does; the caller's own actions for them are restored on return),
+ *        so a job whose processes call strata_request_stop() on them stops as one process would.
  * @param ret, ret_bytes where rank 0's strata_spawn_return() bytes go (may be NULL, 0).
  * @retval STRATA_OK (every process exited 0); STRATA_EABORTED (one failed: @p res says which
  *         and how); STRATA_EINVAL (bad argument, or a runtime running); STRATA_ESYS.

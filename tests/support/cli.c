@@ -103,3 +103,21 @@ void cli_epoch_line(const char *out, int e, char *line, size_t n)
         cr_assert(p && q, "no epoch %d line in: %s", e, out);
         snprintf(line, n, "%.*s", (int)(q - p), p);
 }
+
+int cli_resume_epoch(const char *dir, char *name, size_t n)
+{
+        char path[512];
+        long s = 0;
+        int e = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/latest", dir);
+        f = fopen(path, "r");
+        cr_assert_not_null(f, "no latest checkpoint in %s", dir);
+        name[0] = '\0';
+        cr_assert_not_null(fgets(name, (int)n, f));
+        fclose(f);
+        cr_assert(sscanf(name, "epoch-%d-step-%ld", &e, &s) == 2 ||
+                  sscanf(name, "epoch-%d.ckpt", &e) == 1, "latest names %s", name);
+        return s ? e : e + 1; /* a completed epoch: the next one is compared */
+}

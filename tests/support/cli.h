@@ -41,4 +41,11 @@ void cli_rmtree(const char *dir);
 /** strata-train --json's line of epoch @p e in @p out, without its timing fields. */
 void cli_epoch_line(const char *out, int e, char *line, size_t n);
 
+/**
+ * After a stop that checkpointed into @p dir: the epoch a resumed run is compared on (the one
+ * DIR/latest's checkpoint is inside, or the next after a completed epoch); @p name gets the
+ * checkpoint's name. Fails the test without a readable DIR/latest.
+ */
+int cli_resume_epoch(const char *dir, char *name, size_t n);
+
 #endif

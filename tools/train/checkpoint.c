@@ -37,6 +37,7 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
         stop_signal = sig;
+        strata_request_stop(); /* the job's processes agree on the step (strata_train_step) */
 }
 
 /* DIR/latest names the newest checkpoint; written atomically, like the checkpoints. */
@@ -210,6 +211,23 @@ void catch_stop_signals(void)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGUSR1, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
+}
+
+/**
+ * @brief At a stop the library agreed on: every process of the job takes the signal one of
+ *        them received (the largest number), so all save, say and exit alike.
+ */
+void stop_agree(struct strata_runtime *rt)
+{
+        int v[STRATA_MAX_DEVICES];
+        void *bufs[STRATA_MAX_DEVICES];
+
+        for (int d = 0; d < STRATA_MAX_DEVICES; d++) {
+                v[d] = stop_signal;
+                bufs[d] = &v[d];
+        }
+        if (strata_reduce(rt, bufs, 1, STRATA_I32, STRATA_OP_MAX) == STRATA_OK && v[0] > 0)
+                stop_signal = v[0];
 }
 
 /** @brief The stop signal received (0: none yet). */

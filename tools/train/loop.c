@@ -114,11 +114,6 @@ static int after_step(struct run *r, struct epoch *e)
         if (r->o.ckpt_every && optimizer_steps(r, e->ep, e->s) % r->o.ckpt_every == 0 &&
             e->s < r->steps_per_epoch && save_ckpt(r->rt, &r->o, here))
                 return fail(r);
-        if (stop_requested()) {
-                stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
-                                r->step_times, r->nsteps, strata_tool_now() - r->t_start);
-                return stop(r->rt, &r->o, here);
-        }
         return 0;
 }
 
@@ -162,17 +157,31 @@ static int step_failed(struct run *r, const struct epoch *e)
         return 1;
 }
 
+/*
+ * A stop signal, refused by the library at the next optimizer-step boundary (STRATA_ESTOPPED,
+ * at the same step in every process of a job): the summary, then stop() where the run stands.
+ */
+static int stopped(struct run *r, struct epoch *e)
+{
+        stop_agree(r->rt);
+        stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
+                        r->step_times, r->nsteps, strata_tool_now() - r->t_start);
+        return stop(r->rt, &r->o, (struct position){ e->ep, e->s, e->loss_sum, r->acc,
+                                                    r->train_loss });
+}
+
 /* One training step, timed; its loss logged, watched and shown. */
 static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 {
         struct strata_metrics m;
         double t0 = strata_tool_now();
+        int rc;
 
         fault(r->nsteps);
         if (e->s + 1 == r->steps_per_epoch && strata_end_accumulation_window(r->rt))
                 return fail(r); /* the epoch's last batch closes its window */
-        if (strata_train_step(r->rt, b, &m))
-                return step_failed(r, e);
+        if ((rc = strata_train_step(r->rt, b, &m)))
+                return rc == STRATA_ESTOPPED ? stopped(r, e) : step_failed(r, e);
         r->step_times[r->nsteps++] = strata_tool_now() - t0;
         e->loss_sum += m.loss;
         e->s++;
@@ -186,10 +195,11 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 static int end_epoch(struct run *r, struct epoch *e)
 {
         double ep_time = strata_tool_now() - e->t0;
+        int rc;
 
         r->train_loss = e->loss_sum / (double)e->s;
-        if (evaluate(r, &r->tloader, r->test_idx, r->test.n, &r->acc))
-                return fail(r);
+        if ((rc = evaluate(r, &r->tloader, r->test_idx, r->test.n, &r->acc)))
+                return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
         if (r->tty)
                 printf("\r\033[K");
         if (r->o.trace && strata_flush_trace(r->rt))

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "tools/train/train.h"
@@ -20,14 +21,30 @@ struct args {
         char **argv;
 };
 
+/* 128 + a stop signal: the run stopped as asked (checkpoint.c's stop()). */
+static int stop_status(int rc)
+{
+        return rc == 128 + SIGINT || rc == 128 + SIGTERM || rc == 128 + SIGUSR1;
+}
+
+/*
+ * A spawned process: its run. A run stopped by a signal (every process at the same step)
+ * exits 0, so the parent does not abort the others while they save, and rank 0 hands the
+ * parent its exit status instead.
+ */
 static int spawn_child(int rank, int size, void *arg)
 {
         const struct args *a = arg;
+        int rc;
 
         (void)size;
         spawned_rank = rank;
         optind = 1;
-        return train(a->argc, a->argv);
+        rc = train(a->argc, a->argv);
+        if (!stop_status(rc))
+                return rc;
+        strata_spawn_return(&rc, sizeof(rc));
+        return 0;
 }
 
 /** @brief 1 in a process --strategy spawn started. */
@@ -36,15 +53,23 @@ int spawned(void)
         return spawned_rank >= 0;
 }
 
-/** @brief --strategy spawn's parent: o->devices processes; the job's exit status. */
+/**
+ * @brief --strategy spawn's parent: o->devices processes; the job's exit status, that of a
+ *        single process: 128 + the signal when a stop signal (forwarded by strata_spawn() when
+ *        the parent gets it) stopped the job.
+ */
 int spawn_parent(int argc, char **argv, const struct opts *o)
 {
         struct args a = { argc, argv };
         struct strata_spawn_result res;
+        int status = 0;
 
-        if (strata_spawn(o->devices, spawn_child, &a, o->timeout_s, NULL, 0, &res) == STRATA_OK)
-                return 0;
+        if (strata_spawn(o->devices, spawn_child, &a, o->timeout_s, &status, sizeof(status),
+                         &res) == STRATA_OK)
+                return res.bytes == sizeof(status) ? status : 0;
         fprintf(stderr, "strata-train: %s\n", strata_last_error());
+        if (res.failed_rank >= 0 && stop_status(res.status))
+                return res.status; /* killed by the signal before it could stop */
         return res.failed_rank >= 0 ? 1 : 2;
 }
 
@@ -81,9 +106,16 @@ int process_rank(void)
 }
 
 /*
- * Tests of a job's faults: STRATA_TRAIN_FAULT=kill:RANK:STEP or hang:RANK:STEP makes process
- * RANK kill itself (SIGKILL) or stop responding before its training step STEP.
+ * Tests of a job's faults: STRATA_TRAIN_FAULT=kill:RANK:STEP, hang:RANK:STEP or stop:RANK:STEP
+ * makes process RANK kill itself (SIGKILL) or stop responding before its training step STEP,
+ * or stop (SIGSTOP: every thread) 2 ms into that step, wherever its devices then are.
  */
+static void stop_self(int sig)
+{
+        (void)sig;
+        raise(SIGSTOP);
+}
+
 void fault(long step)
 {
         static int kind = -1, rank;
@@ -96,12 +128,20 @@ void fault(long step)
                 kind = 0;
                 if (f && sscanf(f, "%7[a-z]:%d:%ld", what, &rank, &at) == 3 &&
                     rank == process_rank())
-                        kind = !strcmp(what, "kill") ? 1 : !strcmp(what, "hang") ? 2 : 0;
+                        kind = !strcmp(what, "kill") ? 1 : !strcmp(what, "hang") ? 2
+                               : !strcmp(what, "stop") ? 3 : 0;
         }
         if (!kind || step != at)
                 return;
         if (kind == 1)
                 raise(SIGKILL);
+        if (kind == 3) {
+                struct itimerval in_2ms = { .it_value = { 0, 2000 } };
+
+                signal(SIGALRM, stop_self);
+                setitimer(ITIMER_REAL, &in_2ms, NULL);
+                return;
+        }
         for (;;)
                 pause();
 }

@@ -177,6 +177,7 @@ int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
 void catch_stop_signals(void);
 int stop_requested(void);
+void stop_agree(struct strata_runtime *rt);
 int stop(struct strata_runtime *rt, const struct opts *o, struct position at);
 
 /* process.c */

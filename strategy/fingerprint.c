@@ -1,0 +1,141 @@
+/*
+ * The configuration fingerprint (strategy/fingerprint.h): made from a runtime, compared field
+ * by field through one table of the fields' names, so a difference is reported with its name
+ * and both values, and a new field is one member and one line.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "strata/status.h"
+#include "strata/version.h"
+#include "strategy/fingerprint.h"
+
+#define F(field, name) { name, offsetof(struct strata__fingerprint, field),                     \
+                         sizeof(((struct strata__fingerprint *)0)->field) }
+
+static const struct field {
+        const char *name;
+        size_t off, size;
+} fields[] = {
+        F(version, "library version"),
+        F(strategy, "strategy"),
+        F(devices, "devices per process"),
+        F(widths, "model widths"),
+        F(modules, "modules"),
+        F(loss, "loss"),
+        F(parameters, "parameters"),
+        F(batch, "batch"),
+        F(precision, "precision"),
+        F(bucket, "bucket bytes"),
+        F(grad_type, "gradient all-reduce type"),
+        F(mpi_allreduce, "MPI_Allreduce for gradients"),
+        F(sync_bn, "SyncBatchNorm"),
+        F(optimizer, "optimizer"),
+        F(accumulate, "accumulate"),
+};
+#undef F
+
+/*
+ * A text field being written: what does not fit is replaced by a hash of the whole text at
+ * the field's end, so two long texts that differ past the cut still differ.
+ */
+struct text {
+        char *s;
+        size_t size, len;
+        uint32_t hash; /* FNV-1a of every character appended */
+        int cut;
+};
+
+static void add(struct text *t, const char *p)
+{
+        for (; *p; p++) {
+                t->hash = (t->hash ^ (unsigned char)*p) * 16777619u;
+                if (!t->cut && t->len + 10 < t->size)
+                        t->s[t->len++] = *p;
+                else
+                        t->cut = 1;
+        }
+        t->s[t->len] = '\0';
+        if (t->cut)
+                snprintf(t->s + t->len, 10, "#%08x", (unsigned)t->hash);
+}
+
+/* @p word after @p sep (none before the first word). */
+static void append(struct text *t, const char *sep, const char *word)
+{
+        if (t->len)
+                add(t, sep);
+        add(t, word);
+}
+
+static void widths_and_modules(const struct strata_model *m, char *widths, size_t wn,
+                               char *modules, size_t mn)
+{
+        struct text w = { widths, wn, 0, 2166136261u, 0 };
+        struct text k = { modules, mn, 0, 2166136261u, 0 };
+        char num[16];
+
+        snprintf(num, sizeof(num), "%d", m->in_features);
+        append(&w, "-", num);
+        for (int i = 0; i < m->nmodules; i++) {
+                const struct strata_module *mod = &m->modules[i];
+
+                append(&k, " ", mod->ops && mod->ops->name ? mod->ops->name : "?");
+                if (mod->out <= 0)
+                        continue; /* keeps its input's width */
+                snprintf(num, sizeof(num), "%d", mod->out);
+                append(&w, "-", num);
+        }
+}
+
+#define PUT(fp, field, ...) snprintf((fp)->field, sizeof((fp)->field), __VA_ARGS__)
+
+void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
+{
+        const struct strata_config *c = &rt->cfg;
+        struct strata__fingerprint *fp = out;
+
+        memset(out, 0, STRATA__FINGERPRINT_BYTES);
+        PUT(fp, version, "%s", STRATA_VERSION_STRING);
+        PUT(fp, strategy, "%s", rt->strategy->name);
+        PUT(fp, devices, "%d", rt->nreplicas);
+        widths_and_modules(c->model, fp->widths, sizeof(fp->widths), fp->modules,
+                           sizeof(fp->modules));
+        PUT(fp, loss, "%s", strata__loss_of(c->model)->name);
+        PUT(fp, parameters, "%zu", rt->replicas[0].nparam);
+        PUT(fp, batch, "%d", c->batch);
+        PUT(fp, precision, "%s", strata_precision_name(c->precision.kind));
+        PUT(fp, bucket, "%zu", c->strategy.bucket_bytes ? c->strategy.bucket_bytes
+                                                        : (size_t)25 << 20);
+        PUT(fp, grad_type, "%s", c->strategy.grad_allreduce == STRATA_BF16 ? "bf16" : "32");
+        PUT(fp, mpi_allreduce, "%s", c->process.mpi_allreduce ? "on" : "off");
+        PUT(fp, sync_bn, "%s", c->strategy.sync_bn ? "on" : "off");
+        PUT(fp, optimizer, "%s", c->optim.kind == STRATA_OPTIM_ADAMW ? "adamw" : "sgd");
+        PUT(fp, accumulate, "%d", c->train.accumulate > 1 ? c->train.accumulate : 1);
+}
+
+#undef PUT
+
+int strata__fingerprint_check(const void *all, int n)
+{
+        const char *zero = all;
+
+        for (int p = 1; p < n; p++) {
+                const char *fp = zero + (size_t)p * STRATA__FINGERPRINT_BYTES;
+
+                for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+                        const struct field *f = &fields[i];
+
+                        if (!strncmp(fp + f->off, zero + f->off, f->size))
+                                continue;
+                        return strata__fail(STRATA_EINVAL, "the processes are configured "
+                                            "differently: process %d has %s %.*s, process 0 "
+                                            "%.*s (every process must run the same model, "
+                                            "strategy and options)", p, f->name,
+                                            (int)f->size, fp + f->off, (int)f->size,
+                                            zero + f->off);
+                }
+        }
+        return STRATA_OK;
+}

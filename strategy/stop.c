@@ -1,0 +1,26 @@
+/*
+ * The stop request (strata_request_stop()): one flag for the process, set from signal
+ * handlers, read between steps (strategy/api.c) and, in a job of several processes, carried
+ * to the others on the step's exchange (strategy/procs.c). Alone in its file, below both.
+ */
+#include <stdatomic.h>
+
+#include "strata/runtime.h"
+
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free (signal handlers)");
+
+void strata_request_stop(void)
+{
+        atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
+}
+
+int strata_stop_requested(void)
+{
+        return atomic_load_explicit(&stop_flag, memory_order_relaxed);
+}
+
+void strata_clear_stop(void)
+{
+        atomic_store_explicit(&stop_flag, 0, memory_order_relaxed);
+}

@@ -1,0 +1,127 @@
+/*
+ * Processes of one job configured differently are refused at set-up (strata_init), each with
+ * the same message naming the field, both values and the process, and nothing hangs: through
+ * the API (spawn: another model, precision, device count or optimizer on rank 1) and through
+ * strata-train under mpirun (two programs, two models).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/support/cli.h"
+#include "tests/support/rig.h"
+
+#define BIN STRATA_BUILD_DIR "/bin/strata-train"
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
+               "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+
+static double now_s(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static struct rig rig; /* set up by the parent: the children inherit it */
+static struct strata_module narrow[3];
+static struct strata_model narrow_model;
+
+enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER };
+
+/* Rank 1's configuration differs from rank 0's by @p what. */
+static struct strata_config cfg_of(int rank, enum change what)
+{
+        struct strata_config c = rig_cfg(&rig, STRATA_STRATEGY_SPAWN, 2, 0);
+
+        c.device.timeout_s = 5.0;
+        if (rank == 0)
+                return c;
+        if (what == WIDTHS)
+                c.model = &narrow_model;
+        if (what == PRECISION)
+                c.precision.kind = STRATA_PRECISION_BF16_MIXED;
+        if (what == DEVICES)
+                c.strategy.devices = 1;
+        if (what == OPTIMIZER)
+                c.optim.kind = STRATA_OPTIM_ADAMW;
+        return c;
+}
+
+/* Exit 0 when strata_init() refused with STRATA_EINVAL; rank 0 returns the message. */
+static int refused_child(int rank, int size, void *arg)
+{
+        struct strata_config c = cfg_of(rank, *(const enum change *)arg);
+        struct strata_runtime *rt = NULL;
+        const char *why;
+        int rc;
+
+        (void)size;
+        rc = strata_init(&rt, &c);
+        if (rc == STRATA_OK) {
+                strata_teardown(rt);
+                return 2;
+        }
+        why = strata_last_error();
+        strata_spawn_return(why, strlen(why) + 1);
+        return rc == STRATA_EINVAL ? 0 : 3;
+}
+
+static void refused(enum change what, const char *expect)
+{
+        static char why[1024];
+        struct strata_spawn_result res;
+        double t0 = now_s();
+        int rc;
+
+        memset(why, 0, sizeof(why));
+        rc = strata_spawn(2, refused_child, &what, 10.0, why, sizeof(why) - 1, &res);
+        cr_assert_eq(rc, STRATA_OK, "%s (rank %d: %s)", strata_last_error(), res.failed_rank,
+                     res.why);
+        cr_assert(strstr(why, expect), "expected '%s' in: %s", expect, why);
+        cr_assert_lt(now_s() - t0, 10.0, "the refusal took %.1f s", now_s() - t0);
+}
+
+Test(process_fingerprint, spawn_refused_at_init, .timeout = 120)
+{
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        rig_init(&rig, 0);
+        narrow[0] = rig.mods[0];
+        narrow[0].out = 8;
+        narrow[1] = rig.mods[1];
+        narrow[2] = rig.mods[2];
+        narrow_model = rig.model;
+        narrow_model.modules = narrow;
+        narrow_model.nmodules = 3;
+        cr_assert_eq(rig.model.nmodules, 3, "the rig is linear-relu-linear");
+        refused(WIDTHS, "process 1 has model widths 20-8-4, process 0 20-16-4");
+        refused(PRECISION, "process 1 has precision bf16-mixed, process 0 32");
+        refused(DEVICES, "process 1 has devices per process 1, process 0 2");
+        refused(OPTIMIZER, "process 1 has optimizer adamw, process 0 sgd");
+}
+
+Test(process_fingerprint, mpi_models_differ, .timeout = 120)
+{
+        static char out[1 << 16];
+        const char *a = " --strategy mpi --devices 1 --synthetic 2000 --epochs 1 --quiet "
+                        "--timeout 10";
+        char cmd[1024];
+        double t0 = now_s();
+        int rc;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (Open MPI's abort path, see processes.c)");
+        if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
+            cli_sh("command -v mpirun", out, sizeof(out)) != 0)
+                cr_skip_test("mpirun or libstrata-mpi.so missing");
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s --model 784-64-10 : -np 1 %s%s --model "
+                 "784-128-10 2>&1", BIN, a, BIN, a);
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_neq(rc, 0, "different models, exit 0:\n%s", out);
+        cr_assert(strstr(out, "process 1 has model widths 784-128-10, process 0 784-64-10"),
+                  "%s", out);
+        cr_assert_lt(now_s() - t0, 60.0, "took %.1f s", now_s() - t0);
+}
