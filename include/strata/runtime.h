@@ -46,7 +46,8 @@ enum strata_strategy_kind {
 };
 
 /**
- * @brief The strategy called @p name ("single", "dp", "ddp"), as the registry knows it.
+ * @brief The strategy called @p name ("single", "dp", "ddp", "zero1", ...), as the registry
+ *        knows it.
  * @retval STRATA_OK, STRATA_EINVAL (NULL or unknown name; *out unchanged).
  */
 int strata_strategy_from_name(const char *name, enum strata_strategy_kind *out);
@@ -366,7 +367,8 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
 
 /**
  * @brief The optimizer state of device @p dev: @p n floats (momentum, or AdamW m then v) and
- *        the step counter.
+ *        the step counter. Under zero1 and zero2 the state of the device's shard (each slot
+ *        strata_plan_info.shard_params floats).
  */
 int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
                            size_t *n, uint64_t *step);
