@@ -124,14 +124,36 @@ static int bf16_activations(const struct strata_device_ops *d, enum strata_dtype
         return compute == STRATA_BF16 && k->gemm_lp_io && k->relu_io && k->relu_backward_bf16;
 }
 
+size_t strata__replica_shard_len(size_t nparam, int shards)
+{
+        size_t line = 64 / sizeof(float);
+
+        if (shards <= 1)
+                return nparam;
+        return ((nparam + (size_t)shards - 1) / (size_t)shards + line - 1) / line * line;
+}
+
+/* The shard sizes, and the optimizer state of one shard (all of it unsharded). */
+static int layout_shards(struct strata__replica *r, const struct strata_optim *o, int shards,
+                         size_t *npad)
+{
+        r->nshards = shards > 1 ? shards : 1;
+        r->shard_len = strata__replica_shard_len(r->nparam, r->nshards);
+        if (strata__mul_size(r->shard_len, (size_t)r->nshards, npad) ||
+            strata__mul_size((size_t)strata_optim_state_per_param(o), r->shard_len, &r->nopt))
+                return strata__fail(STRATA_EOVERFLOW, "model: optimizer state of %zu "
+                                    "parameters overflows a size", r->nparam);
+        return STRATA_OK;
+}
+
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm)
+                           enum strata_dtype grad_comm, int shards)
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
-        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, tbytes;
+        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, tbytes, npad;
         int in = m->in_features, width = in, bf16 = bf16_activations(mem->drv, compute);
         unsigned char io[256]; /* each module's bf16_io */
         void *p;
@@ -181,13 +203,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         r->out = in;
         r->nparam = nparam;
         r->nstate = nstate;
-        if (strata__mul_size((size_t)strata_optim_state_per_param(o), nparam, &r->nopt))
-                return strata__fail(STRATA_EOVERFLOW, "model: optimizer state of %zu "
-                                    "parameters overflows a size", nparam);
-        STRATA_TRY(alloc_f(d, nparam, &r->params));
-        STRATA_TRY(alloc_f(d, nparam, &r->grads));
+        STRATA_TRY(layout_shards(r, o, shards, &npad));
+        STRATA_TRY(alloc_f(d, npad, &r->params));
+        STRATA_TRY(alloc_f(d, npad, &r->grads));
         if (grad_comm != STRATA_F32) {
-                STRATA_TRY(strata_arena_alloc(d, nparam * strata_dtype_size(grad_comm), 64, &p));
+                STRATA_TRY(strata_arena_alloc(d, npad * strata_dtype_size(grad_comm), 64, &p));
                 r->grad_stage = p;
         }
         STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));
@@ -277,7 +297,10 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         }
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
-        r->k->fill(r->grads, 0.0f, r->nparam);
+        r->k->fill(r->grads, 0.0f, r->shard_len * (size_t)r->nshards);
+        if (r->shard_len * (size_t)r->nshards > r->nparam) /* whole shards: zero padding */
+                r->k->fill(r->params + r->nparam, 0.0f,
+                           r->shard_len * (size_t)r->nshards - r->nparam);
         if (r->nopt)
                 r->k->fill(r->opt_state, 0.0f, r->nopt);
         r->opt_t = 0;
@@ -511,10 +534,46 @@ int strata__replica_nparams(const struct strata__replica *r)
         return n;
 }
 
+void strata__replica_set_shard(struct strata__replica *r, int rank)
+{
+        if (r->nshards > 1)
+                r->shard_lo = (size_t)rank * r->shard_len;
+}
+
+/*
+ * The elements [*lo, *hi) of the group of @p count at @p poff that lie in the replica's shard,
+ * and where their optimizer state starts (of slot 0; slot j is shard_len further each).
+ */
+static size_t group_shard(const struct strata__replica *r, size_t poff, size_t count,
+                          size_t *lo, size_t *hi)
+{
+        size_t s0 = r->shard_lo, s1 = r->shard_lo + r->shard_len;
+
+        *lo = s0 > poff ? s0 - poff : 0;
+        *hi = s1 > poff ? s1 - poff : 0;
+        *lo = *lo < count ? *lo : count;
+        *hi = *hi < count ? *hi : count;
+        *hi = *hi > *lo ? *hi : *lo;
+        return poff + *lo - s0;
+}
+
+/* Group @p g's trained values at @p poff, with its shard and optimizer slots, into @p out. */
+static void trained_group(const struct strata__replica *r, const struct strata_param_group *g,
+                          size_t poff, struct strata_param *out)
+{
+        size_t at = group_shard(r, poff, g->count, &out->shard_lo, &out->shard_hi);
+        int slots = r->shard_len ? (int)(r->nopt / r->shard_len) : 0;
+
+        out->value = r->params + poff;
+        out->grad = r->grads + poff;
+        out->opt_slots = slots;
+        for (int j = 0; j < slots && out->shard_hi > out->shard_lo; j++)
+                out->opt_state[j] = r->opt_state + r->shard_len * (size_t)j + at;
+}
+
 int strata__replica_param(const struct strata__replica *r, int index, struct strata_param *out)
 {
         size_t poff = 0, soff = 0;
-        int slots = r->nparam ? (int)(r->nopt / r->nparam) : 0;
 
         for (int i = 0; i < r->nlayers; i++) {
                 const struct strata_layer *l = &r->layers[i];
@@ -536,11 +595,7 @@ int strata__replica_param(const struct strata__replica *r, int index, struct str
                                         out->value = l->state + lsoff;
                                         return STRATA_OK;
                                 }
-                                out->value = r->params + poff;
-                                out->grad = r->grads + poff;
-                                out->opt_slots = slots;
-                                for (int j = 0; j < slots; j++)
-                                        out->opt_state[j] = r->opt_state + r->nparam * j + poff;
+                                trained_group(r, g, poff, out);
                                 return STRATA_OK;
                         }
                         if (running) {
@@ -566,7 +621,9 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
-        r->k->update(&u, r->params, r->grads, r->opt_state, r->nparam);
+        /* unsharded: shard_lo 0, shard_len nparam; sharded: padding updates zeros to zeros */
+        r->k->update(&u, r->params + r->shard_lo, r->grads + r->shard_lo, r->opt_state,
+                     r->shard_len);
         strata_track_end(r->track, t0, (int64_t)r->opt_t);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;

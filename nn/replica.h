@@ -22,6 +22,14 @@ struct strata__replica {
         size_t *poff;              /* offset of each layer's parameters in the flat vector */
         float *params, *grads, *opt_state;
         size_t nparam, nopt;
+        /*
+         * Sharding (zero1, zero2): nshards devices each own shard_len elements of the flat
+         * vector, from shard_lo (the last shard clipped at nparam); params and grads hold
+         * nshards * shard_len floats (zero padding), opt_state slots of shard_len each.
+         * Unsharded: nshards 1, shard_lo 0, shard_len nparam.
+         */
+        size_t shard_lo, shard_len;
+        int nshards;
         float *dbuf[2];            /* ping-pong activation gradients */
         float *x_stage;            /* batch_to_device: the batch in device memory */
         void *y_stage;             /* its targets: int32 labels, or f32 [rows, out] */
@@ -55,6 +63,13 @@ struct strata__replica_mem {
 };
 
 /**
+ * Elements each of @p shards devices owns of @p nparam: a 64-byte multiple (the
+ * communicator's slice granularity; no two shards share a cache line), at least
+ * nparam / shards; nparam itself when @p shards is 1.
+ */
+size_t strata__replica_shard_len(size_t nparam, int shards);
+
+/**
  * Carve a replica for @p model. For a device that computes in host memory (no pinned arena)
  * the host and device arenas may be one; the staging then aliases the device buffers and
  * costs nothing. A @p compute type other than
@@ -62,12 +77,16 @@ struct strata__replica_mem {
  * type other than f32 adds a copy of the gradients in that type (grad_stage), where a
  * strategy that all-reduces them in it stages them. Under bf16 compute on a driver with the
  * bf16 activation operations, each activation between two modules that declare bf16_io is
- * stored in bf16.
+ * stored in bf16. With @p shards > 1 the optimizer state holds one shard
+ * (strata__replica_shard_len()) and the parameters and gradients are padded to whole shards.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
                            int rows_max, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm);
+                           enum strata_dtype grad_comm, int shards);
+
+/** Sharded replicas: this replica owns shard @p rank (its global device rank). */
+void strata__replica_set_shard(struct strata__replica *r, int rank);
 
 /** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
@@ -124,7 +143,10 @@ int strata__replica_nonfinite(const struct strata__replica *r);
 /** A skipped optimizer step: parameters and step count unchanged; the next backward overwrites. */
 void strata__replica_skip(struct strata__replica *r);
 
-/** Optimizer update of the flat parameters; marks gradients fresh for the next backward. */
+/**
+ * Optimizer update of the flat parameters (of the replica's shard only when sharded); marks
+ * gradients fresh for the next backward.
+ */
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o);
 
 /**

@@ -27,6 +27,8 @@ struct tensor {
         void *ptr;          /* device memory of replica dev, or host memory (dev < 0) */
         size_t bytes;
         int dev;
+        int group, slot;    /* an optimizer slot's group; sharded: its owners hold it */
+        int sharded;
 };
 
 static const char *const slot_names[2][2] = {
@@ -57,12 +59,15 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
                                 snprintf(t->name, sizeof(t->name), "%.63s.%s", p.name,
                                          slot_names[p.opt_slots - 1][s]);
                                 t->ptr = p.opt_state[s];
+                                t->group = g;
+                                t->slot = s;
+                                t->sharded = r0->nshards > 1;
                                 break;
                         }
-                if (t->ptr)
+                if (t->ptr || t->sharded)
                         break;
         }
-        if (t->ptr) {
+        if (t->ptr || t->sharded) {
                 t->dtype = STRATA_F32;
                 t->ndim = (uint32_t)p.group.ndim;
                 t->shape[0] = p.group.shape[0];
@@ -134,6 +139,43 @@ static const void *host_bytes(struct strata_runtime *rt, const struct tensor *t)
         return rt->dev->host_view(rt->replicas[t->dev].p_host, t->ptr, t->bytes);
 }
 
+/*
+ * Piece @p k of tensor @p t: where it lives, its bytes, and where they start in the tensor.
+ * A sharded optimizer slot is in pieces, device k's the part of the group in its shard
+ * (devices in order: the shards side by side are the whole tensor, consolidated); any other
+ * tensor is one piece. 1 for a piece (possibly empty), 0 past the last.
+ */
+static int piece(const struct strata_runtime *rt, const struct tensor *t, int k,
+                 struct tensor *out, size_t *at)
+{
+        struct strata_param p;
+
+        *out = *t;
+        *at = 0;
+        if (!t->sharded)
+                return k == 0;
+        if (k >= rt->nreplicas)
+                return 0;
+        strata__replica_param(&rt->replicas[k], t->group, &p);
+        out->ptr = p.opt_state[t->slot];
+        out->bytes = (p.shard_hi - p.shard_lo) * sizeof(float);
+        out->dev = k;
+        *at = p.shard_lo * sizeof(float);
+        return 1;
+}
+
+/* The checksum of tensor @p t's bytes, piece by piece. */
+static uint32_t tensor_crc(struct strata_runtime *rt, const struct tensor *t)
+{
+        struct tensor pc;
+        uint32_t crc = 0;
+        size_t at;
+
+        for (int k = 0; piece(rt, t, k, &pc, &at); k++)
+                crc = strata__crc32(crc, host_bytes(rt, &pc), pc.bytes);
+        return crc;
+}
+
 static const struct strata_checkpoint_io *io_of(const struct strata_runtime *rt)
 {
         return rt->cfg.checkpoint.io ? rt->cfg.checkpoint.io : strata_checkpoint_file_io();
@@ -197,17 +239,20 @@ static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_i
                 memcpy(e.shape, t.shape, sizeof(e.shape));
                 e.offset = off;
                 e.bytes = t.bytes;
-                e.crc = strata__crc32(0, host_bytes(rt, &t), t.bytes);
+                e.crc = tensor_crc(rt, &t);
                 STRATA_TRY(io->write(h, &e, sizeof(e)));
                 off = STRATA__ALIGN_UP(off + t.bytes, DATA_ALIGN);
         }
         off = sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
         for (int i = 0; i < n; i++) {
-                size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off;
+                size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off, at;
+                struct tensor pc;
 
                 tensor_at(rt, rt->nreplicas, i, &t);
                 STRATA_TRY(io->write(h, zero, pad));
-                STRATA_TRY(io->write(h, host_bytes(rt, &t), t.bytes));
+                for (int k = 0; piece(rt, &t, k, &pc, &at); k++)
+                        if (pc.bytes)
+                                STRATA_TRY(io->write(h, host_bytes(rt, &pc), pc.bytes));
                 off += pad + t.bytes;
         }
         return STRATA_OK;
@@ -440,35 +485,48 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
         return STRATA_OK;
 }
 
-/* Pass 2: the validated tensors into live state (those of devices this run lacks skipped). */
+/* Tensor piece @p t from file offset @p off into live state. */
+static int restore_piece(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                         struct strata_ckpt_handle *h, const struct tensor *t, uint64_t off)
+{
+        void *dst;
+
+        if (!t->ptr || !t->bytes)
+                return STRATA_OK;
+        /* device memory is read into its replica's host staging, then copied */
+        dst = t->dev < 0 || !rt->replicas[t->dev].p_host ? t->ptr : rt->replicas[t->dev].p_host;
+        STRATA_TRY(io->read_at(h, dst, t->bytes, off));
+        if (dst != t->ptr)
+                rt->dev->to_device(t->ptr, dst, t->bytes);
+        return STRATA_OK;
+}
+
+/*
+ * Pass 2: the validated tensors into live state (those of devices this run lacks skipped;
+ * a sharded optimizer slot's parts to their owners, whatever the saving run's devices).
+ */
 static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
                    struct strata_ckpt_handle *h, int world)
 {
         struct strata__ckpt_entry e;
-        struct tensor t;
+        struct tensor t, pc;
         int n = count_tensors(rt, world);
-        void *dst;
+        size_t at;
 
         for (int i = 0; i < n; i++) {
                 STRATA_TRY(io->read_at(h, &e, sizeof(e),
                                        sizeof(struct strata__ckpt_header) +
                                                (uint64_t)i * sizeof(e)));
                 tensor_at(rt, world, i, &t);
-                if (!t.ptr)
-                        continue;
-                /* device memory is read into its replica's host staging, then copied */
-                dst = t.dev < 0 || !rt->replicas[t.dev].p_host ? t.ptr
-                                                               : rt->replicas[t.dev].p_host;
-                STRATA_TRY(io->read_at(h, dst, t.bytes, e.offset));
-                if (dst != t.ptr)
-                        rt->dev->to_device(t.ptr, dst, t.bytes);
+                for (int k = 0; piece(rt, &t, k, &pc, &at); k++)
+                        STRATA_TRY(restore_piece(rt, io, h, &pc, e.offset + at));
         }
         return STRATA_OK;
 }
 
 /*
  * Device 0's parameters and optimizer state are every replica's: ddp and dp keep them equal
- * between steps. Resharded (another device count or strategy), every device takes device
+ * between steps (zero1 and zero2: the parameters; each device holds its shard of the state). Resharded (another device count or strategy), every device takes device
  * 0's step count, and devices the saving run lacked take device 0's running statistics.
  */
 static void spread(struct strata_runtime *rt, int world, int resharded)
@@ -489,7 +547,8 @@ static void spread(struct strata_runtime *rt, int world, int resharded)
                 if (d == 0)
                         continue;
                 rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
-                rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
+                if (r->nshards == 1) /* sharded: each device restored its own */
+                        rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
         }
 }
 

@@ -17,10 +17,8 @@
 #include "strategy/multi.h"
 
 struct ddp {
-        struct strata__multi m; /* first: the parents' state */
-        size_t *bucket_lo, *bucket_hi; /* gradient buckets, bucket 0 = last layers */
-        int *bucket_close;             /* layer whose gradients complete each bucket */
-        int nbuckets;
+        struct strata__multi m;    /* first: the parents' state */
+        struct strata__buckets b;  /* gradient buckets, bucket 0 = last layers */
 };
 
 static struct ddp *ddp_of(const struct strata_runtime *rt)
@@ -50,9 +48,9 @@ int strata__ddp_layout(const struct strata_config *c, const struct strata_device
         STRATA_TRY(strata_arena_alloc(a, 2 * sizeof(size_t) * layers, 0, &p));
         STRATA_TRY(strata_arena_alloc(a, sizeof(int) * layers, 0, &q));
         if (d) {
-                d->bucket_lo = p;
-                d->bucket_hi = (size_t *)p + layers;
-                d->bucket_close = q;
+                d->b.lo = p;
+                d->b.hi = (size_t *)p + layers;
+                d->b.close = q;
         }
         *priv = d;
         return STRATA_OK;
@@ -89,17 +87,17 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
         size_t hi = r->nparam, bytes = 0;
 
         (void)state, (void)event, (void)arg;
-        d->nbuckets = 0;
+        d->b.n = 0;
         for (int i = r->nlayers - 1; i >= 0; i--) {
                 bytes += r->layers[i].nparam * sizeof(float);
                 if (bytes >= cap || i == 0) {
                         size_t lo = strata__replica_param_offset(r, i);
 
                         if (hi > lo) {
-                                d->bucket_lo[d->nbuckets] = lo;
-                                d->bucket_hi[d->nbuckets] = hi;
-                                d->bucket_close[d->nbuckets] = i;
-                                d->nbuckets++;
+                                d->b.lo[d->b.n] = lo;
+                                d->b.hi[d->b.n] = hi;
+                                d->b.close[d->b.n] = i;
+                                d->b.n++;
                         }
                         hi = lo;
                         bytes = 0;
@@ -134,14 +132,14 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
         struct ddp *d = ddp_of(h);
 
-        for (int k = 0; k < d->nbuckets; k++) {
+        for (int k = 0; k < d->b.n; k++) {
                 uint64_t t0;
                 int rc;
 
-                if (d->bucket_close[k] != layer)
+                if (d->b.close[k] != layer)
                         continue;
                 t0 = strata_track_begin(r->track, &span_bucket, NULL);
-                rc = all_reduce_grads(d, r, d->bucket_lo[k], d->bucket_hi[k] - d->bucket_lo[k]);
+                rc = all_reduce_grads(d, r, d->b.lo[k], d->b.hi[k] - d->b.lo[k]);
                 strata_track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }
@@ -158,6 +156,11 @@ static int ddp_backward(void *obj, int state, int event, void *arg)
 {
         (void)state;
         return strata__multi_post(obj, event, arg, backward_dev, 0);
+}
+
+const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt)
+{
+        return &ddp_of(rt)->b;
 }
 
 #define P(s) .parent = &strata__multi_states[s]

@@ -55,6 +55,11 @@ struct strata__strategy {
         int handles_gradient_accumulation; /**< no_sync on accumulation micro-batches */
         int replication_callbacks;         /**< runs modules' replicate() (jactorch's dp) */
         int all_reduces_gradients;         /**< cfg.strategy.grad_allreduce's type applies */
+        /**
+         * The optimizer state is sharded over the world's devices (zero1, zero2): the plan
+         * lays out one shard of it per device and pads the flat vectors to whole shards.
+         */
+        int sharded;
 };
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */

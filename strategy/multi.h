@@ -96,6 +96,19 @@ extern const struct strata_sm_state strata__procs_states[STRATA_STATE_COUNT];
                 STRATA__PROCS_CHILD(STRATA_STATE_TORNDOWN),                                    \
         }
 
+/**
+ * ddp's gradient buckets, planned at setup: bucket k is elements [lo[k], hi[k]) of the flat
+ * vector, complete once layer close[k]'s backward is done; bucket 0 holds the last layers.
+ */
+struct strata__buckets {
+        size_t *lo, *hi;
+        int *close;
+        int n;
+};
+
+/** The buckets of a runtime whose state is ddp's (ddp, the process layer, zero1, zero2). */
+const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt);
+
 /** ddp's layout, the process layer's first part. */
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                        struct strata_arena *a, void **priv);

@@ -36,12 +36,13 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
         struct strata_trace *tr;
-        int world, rows, hv = !strata__own_memory(drv);
+        int world, rows, shards, hv = !strata__own_memory(drv);
         enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
         void *p;
 
         STRATA_TRY(strata__world(c, &world));
         rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
+        shards = st->sharded ? world : 1;      /* zero1, zero2: state sharded over the world */
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
         STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
         STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
@@ -50,7 +51,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 mem.pinned = &ppin;
         }
         STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
-                                          c->strategy.grad_allreduce));
+                                          c->strategy.grad_allreduce, shards));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -61,6 +62,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         pi->device_bytes = hv ? 0 : strata_arena_used(&pdev);
         pi->pinned_bytes = hv ? 0 : strata_arena_used(&ppin);
         pi->params = tmp.nparam;
+        pi->optimizer_bytes = tmp.nopt * sizeof(float);
+        pi->shard_params = tmp.shard_len;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
         rt = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->strategy.devices, 0, &p));
@@ -81,7 +84,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                         mem.pinned = &pin;
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
-                                                  compute, c->strategy.grad_allreduce));
+                                                  compute, c->strategy.grad_allreduce, shards));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->strategy.devices,

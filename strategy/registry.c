@@ -11,6 +11,8 @@ extern const struct strata__strategy strata__dp;
 extern const struct strata__strategy strata__ddp;
 extern const struct strata__strategy strata__spawn;
 extern const struct strata__strategy strata__mpi;
+extern const struct strata__strategy strata__zero1;
+extern const struct strata__strategy strata__zero2;
 
 static const struct strata__strategy *const registry[STRATA_STRATEGY_COUNT] = {
         [STRATA_STRATEGY_SINGLE] = &strata__single,
@@ -18,6 +20,8 @@ static const struct strata__strategy *const registry[STRATA_STRATEGY_COUNT] = {
         [STRATA_STRATEGY_DDP] = &strata__ddp,
         [STRATA_STRATEGY_SPAWN] = &strata__spawn,
         [STRATA_STRATEGY_MPI] = &strata__mpi,
+        [STRATA_STRATEGY_ZERO1] = &strata__zero1,
+        [STRATA_STRATEGY_ZERO2] = &strata__zero2,
 };
 
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind)

@@ -254,10 +254,12 @@ struct strata_param {
         float *value;                  /**< the values (fp32 training: also the master copy) */
         float *grad;                   /**< gradient (NULL for buffers) */
         int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */
-        float *opt_state[2];           /**< each slot's values for this group */
+        /** each slot's values for elements [shard_lo, shard_hi) of this group (NULL: none) */
+        float *opt_state[2];
         float *master;                 /**< fp32 master copy when values are lower precision */
         size_t offset;                 /**< in the flat parameter (or running-state) vector */
-        size_t shard_lo, shard_hi;     /**< the elements this device owns ([0, count) today) */
+        /** the elements this device owns: [0, count), or its shard's part (zero1, zero2) */
+        size_t shard_lo, shard_hi;
 };
 
 /** The built-in modules (PyTorch semantics and default initialisation). */

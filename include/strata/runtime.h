@@ -40,11 +40,14 @@ enum strata_strategy_kind {
         STRATA_STRATEGY_DDP,
         STRATA_STRATEGY_SPAWN, /**< ddp over the processes strata_spawn() forked */
         STRATA_STRATEGY_MPI,   /**< ddp over MPI processes, each with its devices */
+        STRATA_STRATEGY_ZERO1, /**< ddp with the optimizer state sharded (ZeRO stage 1) */
+        STRATA_STRATEGY_ZERO2, /**< zero1 with gradients reduce-scattered (ZeRO stage 2) */
         STRATA_STRATEGY_COUNT
 };
 
 /**
- * @brief The strategy called @p name ("single", "dp", "ddp"), as the registry knows it.
+ * @brief The strategy called @p name ("single", "dp", "ddp", "zero1", ...), as the registry
+ *        knows it.
  * @retval STRATA_OK, STRATA_EINVAL (NULL or unknown name; *out unchanged).
  */
 int strata_strategy_from_name(const char *name, enum strata_strategy_kind *out);
@@ -238,6 +241,10 @@ struct strata_plan_info {
         size_t per_device;  /**< bytes of each device's sub-arena */
         size_t device_bytes; /**< per device, in device memory (0 when the host's serves) */
         size_t pinned_bytes; /**< per device, pinned host staging (0 when not needed) */
+        /** per device, the optimizer state in @c per_device (zero1/zero2: one shard's) */
+        size_t optimizer_bytes;
+        /** parameters each device owns: @c params, or one shard's (zero1/zero2, padded) */
+        size_t shard_params;
 };
 
 /** Metrics of one step, already reduced across devices. */
@@ -400,7 +407,8 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
 
 /**
  * @brief The optimizer state of device @p dev: @p n floats (momentum, or AdamW m then v) and
- *        the step counter.
+ *        the step counter. Under zero1 and zero2 the state of the device's shard (each slot
+ *        strata_plan_info.shard_params floats).
  */
 int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
                            size_t *n, uint64_t *step);

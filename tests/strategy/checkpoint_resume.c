@@ -31,15 +31,6 @@ struct result {
         struct strata_metrics eval;
 };
 
-static struct strata_runtime *open_rt(const struct strata_config *c)
-{
-        struct strata_runtime *rt = NULL;
-
-        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
-        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
-        return rt;
-}
-
 /* Train steps [from, to) of the rig's data order; the loader continues where it stood. */
 static void train(struct rig *r, struct strata_runtime *rt, int from, int to, struct result *o)
 {
@@ -99,16 +90,16 @@ static void resume_matches(struct rig *r, const struct strata_config *c)
 
         memset(&straight, 0, sizeof(straight));
         memset(&resumed, 0, sizeof(resumed));
-        rt = open_rt(c);
+        rt = rig_open(c);
         train(r, rt, 0, 2 * N, &straight);
         finish(r, rt, &straight);
 
-        rt = open_rt(c);
+        rt = rig_open(c);
         train(r, rt, 0, N, &resumed);
         cr_assert_eq(strata_save_checkpoint(rt, path, app, sizeof(app)), STRATA_OK, "%s",
                      strata_last_error());
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
-        rt = open_rt(c);
+        rt = rig_open(c);
         cr_assert_eq(strata_load_checkpoint(rt, path, back, sizeof(back), &got, &info), STRATA_OK,
                      "%s", strata_last_error());
         cr_assert_eq(got, sizeof(app));
@@ -268,7 +259,7 @@ Test(checkpoint_resume, bad_files_refused_and_nothing_changes, .timeout = 60)
         snprintf(fifo, sizeof(fifo), "%s", tmp_path("fifo"));
         rig_init_full(&r);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        rt = open_rt(&c);
+        rt = rig_open(&c);
         train(&r, rt, 0, 2, &o);
         cr_assert_eq(strata_save_checkpoint(rt, good, NULL, 0), STRATA_OK, "%s",
                      strata_last_error());
@@ -304,7 +295,7 @@ Test(checkpoint_resume, bad_files_refused_and_nothing_changes, .timeout = 60)
         m.modules = mods;
         wide = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         wide.model = &m;
-        other = open_rt(&wide);
+        other = rig_open(&wide);
         refused(&r, other, good, STRATA_EINVAL, "another model");
         cr_assert_eq(strata_teardown(other), STRATA_OK);
 }
@@ -313,7 +304,7 @@ Test(checkpoint_resume, bad_files_refused_and_nothing_changes, .timeout = 60)
 static void resharded(struct rig *r, const struct strata_config *c, const char *path,
                       const float *saved, size_t n)
 {
-        struct strata_runtime *rt = open_rt(c);
+        struct strata_runtime *rt = rig_open(c);
         struct strata_ckpt_info info;
         const float *p, *p0;
         struct result o;
@@ -354,7 +345,7 @@ Test(checkpoint_resume, other_device_count_or_strategy_continues, .timeout = 60)
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         c.optim.kind = STRATA_OPTIM_ADAMW;
         c.optim.lr = 1e-2f;
-        rt = open_rt(&c);
+        rt = rig_open(&c);
         train(&r, rt, 0, 4, &o);
         cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK);
         cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
@@ -424,7 +415,7 @@ Test(checkpoint_resume, killed_while_saving_never_corrupts, .timeout = 120)
         struct rig r;
 
         rig_init_full(&r);
-        rt = open_rt(&r.cfg);
+        rt = rig_open(&r.cfg);
         train(&r, rt, 0, 1, &o);
         cr_assert_eq(strata_save_checkpoint(rt, path, "0", 1), STRATA_OK);
         srand(7);
@@ -482,7 +473,7 @@ Test(checkpoint_resume, safetensors_loads_in_pytorch, .timeout = 120)
         if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
                 cr_skip_test("python3-torch is not installed (make deps installs it)");
         rig_init_full(&r);
-        rt = open_rt(&r.cfg);
+        rt = rig_open(&r.cfg);
         train(&r, rt, 0, 8, &o);
         cr_assert_eq(strata_export_safetensors(rt, st), STRATA_OK, "%s", strata_last_error());
         strata_loader_reset(&r.loader, r.idx + 64, 64);

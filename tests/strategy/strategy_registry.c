@@ -11,7 +11,7 @@
 
 Test(strategy_registry, names_round_trip)
 {
-        static const char *const names[] = { "single", "dp", "ddp" };
+        static const char *const names[] = { "single", "dp", "ddp", "zero1", "zero2" };
 
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 enum strata_strategy_kind k = STRATA_STRATEGY_COUNT;

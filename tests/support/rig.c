@@ -54,6 +54,15 @@ void rig_init_full(struct rig *r)
         r->model.nmodules = 5;
 }
 
+struct strata_runtime *rig_open(const struct strata_config *c)
+{
+        struct strata_runtime *rt = NULL;
+
+        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        return rt;
+}
+
 void rig_steps(struct rig *r, struct strata_runtime *rt, int steps, struct strata_batch *last)
 {
         struct strata_batch b;

@@ -28,6 +28,8 @@ void rig_init(struct rig *r, int bn);
 void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss);
 /** The rig with linear-bn-relu-dropout(0.25)-linear: every kind of device op on the path. */
 void rig_init_full(struct rig *r);
+/** A runtime of configuration @p c, initialised and connected (asserted). */
+struct strata_runtime *rig_open(const struct strata_config *c);
 /** Run @p steps training steps on @p rt, cycling through the data; *last gets the last batch. */
 void rig_steps(struct rig *r, struct strata_runtime *rt, int steps, struct strata_batch *last);
 /** Train @p steps steps on a fresh runtime; copies the final parameters into @p out. */

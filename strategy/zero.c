@@ -1,0 +1,194 @@
+/*
+ * The sharded strategies `zero1` and `zero2` (ZeRO stages 1 and 2) in one process: ddp whose
+ * optimizer state is sharded. Device g (its global rank) owns shard g of the flat parameter
+ * vector, elements [g * L, (g + 1) * L) with L = strata__replica_shard_len() (at least 1/N of
+ * the parameters, a 64-byte multiple; the vectors are padded with zeros to N * L), and holds
+ * the optimizer state of that shard only (the plan lays out one shard per device).
+ *
+ * zero1: gradients are all-reduced as ddp does (ddp's buckets and backward, ddp's bits on
+ * every device), each device unscales and clips the whole gradient as ddp (the same sum of
+ * squares), updates its shard, and an all-gather copies every shard's new bits to every
+ * device. zero2: each bucket is reduced during backward only to the owners of its parts (one
+ * reduce per owner: a reduce-scatter along the shard boundaries, each element summed in rank
+ * order as ddp's all-reduce sums it), so a device holds ddp's reduced gradient for its shard
+ * only; the rest of its gradient vector keeps its local sums (backward's output and the
+ * accumulation buffer). Clipping by norm needs the whole reduced gradient: zero2 then
+ * all-gathers the reduced shards after backward, and every device sums the squares of the
+ * same bits ddp does. Decision 0026.
+ *
+ * States: zero1's are children of ddp's (setup also assigns the shards; optimizer_step updates
+ * the shard and gathers the parameters); zero2's are children of zero1's (backward reduces
+ * each bucket to its owners).
+ */
+#include "strata/status.h"
+#include "strategy/multi.h"
+
+static int zero1_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+{
+        return strata__multi_validate(c, drv, "zero1");
+}
+
+static int zero2_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+{
+        return strata__multi_validate(c, drv, "zero2");
+}
+
+/* Every device's copy of @p v (its whole shards) from the shards' owners. */
+static int gather_shards(struct strata__multi *m, const struct strata__replica *r, float *v)
+{
+        if (r->nshards == 1)
+                return STRATA_OK;
+        return strata_comm_all_gather(m->dcomm, r->dev, v + r->shard_lo, v, r->shard_len,
+                                      STRATA_F32);
+}
+
+/* setup: each device owns the shard of its global rank; then ddp's buckets and warm-up. */
+static int zero_setup(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+
+        (void)state, (void)event, (void)arg;
+        for (int d = 0; d < rt->nreplicas; d++)
+                strata__replica_set_shard(&rt->replicas[d], rt->rank0 + d);
+        return STRATA_SM_PARENT;
+}
+
+/*
+ * optimizer_step: unscale and clip as ddp (the skip agreed by every device), update this
+ * device's shard, then every shard's parameters to every device.
+ */
+static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        STRATA_TRY(strata__dev_step(rt, dev, m->comm, m->args));
+        return gather_shards(m, r, r->params);
+}
+
+/* optimizer_step, or batch_end of an accumulation micro-batch (the parents'). */
+static int zero_backward_done(void *obj, int state, int event, void *arg)
+{
+        (void)state;
+        if (event != STRATA_EV_OPTIMIZER_STEP)
+                return STRATA_SM_PARENT;
+        return strata__multi_post(obj, event, arg, step_dev, 0);
+}
+
+/*
+ * zero2: elements [lo, hi) of every device's gradients summed into the owners' alone, one
+ * reduce per shard the range meets, in shard order.
+ */
+static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r, size_t lo,
+                            size_t hi)
+{
+        size_t len = r->shard_len;
+
+        for (size_t g = lo / len; g < (size_t)r->nshards && g * len < hi; g++) {
+                size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
+
+                STRATA_TRY(strata_comm_reduce(comm, r->dev, r->grads + a, r->grads + a, b - a,
+                                              STRATA_F32, STRATA_OP_SUM, (int)g));
+        }
+        return STRATA_OK;
+}
+
+static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
+
+/* zero2: reduce every bucket whose last layer's gradients just became ready. */
+static int bucket_ready(void *h, struct strata__replica *r, int layer)
+{
+        struct strata_runtime *rt = h;
+        const struct strata__buckets *b = strata__ddp_buckets(rt);
+
+        for (int k = 0; k < b->n; k++) {
+                uint64_t t0;
+                int rc;
+
+                if (b->close[k] != layer)
+                        continue;
+                t0 = strata_track_begin(r->track, &span_bucket, NULL);
+                rc = reduce_to_owners(strata__multi(rt)->dcomm, r, b->lo[k], b->hi[k]);
+                strata_track_end(r->track, t0, k);
+                STRATA_TRY(rc);
+        }
+        return STRATA_OK;
+}
+
+/*
+ * zero2's backward: nothing communicated on accumulation micro-batches (no_sync); at the
+ * window's end each bucket goes to its owners, and clipping by norm gathers the shards.
+ */
+static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        if (!m->args->sync)
+                return strata__multi_backward(rt, dev, NULL);
+        STRATA_TRY(strata__multi_backward(rt, dev, bucket_ready));
+        if (rt->cfg.train.clip_norm > 0.0f)
+                return gather_shards(m, &rt->replicas[dev], rt->replicas[dev].grads);
+        return STRATA_OK;
+}
+
+static int zero2_backward(void *obj, int state, int event, void *arg)
+{
+        (void)state;
+        return strata__multi_post(obj, event, arg, backward_dev, 0);
+}
+
+#define P(s) .parent = &strata__ddp_states[s]
+static const struct strata_sm_state zero1_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
+        [STRATA_STATE_CONNECTED] = { .run = zero_setup, P(STRATA_STATE_CONNECTED) },
+        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
+        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
+        [STRATA_STATE_FORWARD_DONE] = { P(STRATA_STATE_FORWARD_DONE) },
+        [STRATA_STATE_BACKWARD_DONE] = { .run = zero_backward_done,
+                                         P(STRATA_STATE_BACKWARD_DONE) },
+        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
+        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
+        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+};
+#undef P
+
+#define P(s) .parent = &zero1_states[s]
+static const struct strata_sm_state zero2_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
+        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
+        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
+        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
+        [STRATA_STATE_FORWARD_DONE] = { .run = zero2_backward, P(STRATA_STATE_FORWARD_DONE) },
+        [STRATA_STATE_BACKWARD_DONE] = { P(STRATA_STATE_BACKWARD_DONE) },
+        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
+        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
+        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+};
+#undef P
+
+const struct strata__strategy strata__zero1 = {
+        .name = "zero1",
+        .validate = zero1_validate,
+        .layout = strata__ddp_layout,
+        .states = zero1_states,
+        .collective = strata__multi_collective,
+        .is_global_zero = strata__is_global_zero,
+        .root_device = strata__root_device,
+        .world_size = strata__world_size,
+        .handles_gradient_accumulation = 1,
+        .all_reduces_gradients = 1,
+        .sharded = 1,
+};
+
+/* Its buckets are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
+const struct strata__strategy strata__zero2 = {
+        .name = "zero2",
+        .validate = zero2_validate,
+        .layout = strata__ddp_layout,
+        .states = zero2_states,
+        .collective = strata__multi_collective,
+        .is_global_zero = strata__is_global_zero,
+        .root_device = strata__root_device,
+        .world_size = strata__world_size,
+        .handles_gradient_accumulation = 1,
+        .sharded = 1,
+};

@@ -1,0 +1,228 @@
+/*
+ * zero1 and zero2 are ddp, bit for bit: the results matrix's configurations (SGD with
+ * momentum and Nesterov, AdamW, BatchNorm with and without SyncBatchNorm, dropout,
+ * accumulation, clipping by norm and by value, two buckets) and mixed precision (bf16-mixed;
+ * 16-mixed with the loss scaler's skips, natural and injected) train under ddp, zero1 and
+ * zero2 on 1 to 4 devices (threads may share cores) and must give the same step losses, the
+ * same evaluation, the same parameters on every device, and the same optimizer state (the
+ * devices' shards side by side, read through the parameter walk, each element owned once).
+ * Every device's arena is used exactly as planned.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "strata/strata.h"
+#include "base/testing.h"
+#include "strategy/internal.h"
+#include "tests/support/rig.h"
+
+#define STEPS 8
+#define NP_MAX 2048
+
+enum model_kind { PLAIN, BN, FULL };
+
+struct conf {
+        const char *name;
+        enum model_kind model;
+        int sync_bn, adamw, nesterov, accumulate;
+        float clip_norm, clip_value;
+        size_t bucket_bytes;
+        enum strata_precision precision;
+        float loss_scale_init;
+        int inject; /* a device's gradients count as non-finite at step 3 */
+        enum strata_dtype grad_comm;
+};
+
+static const struct conf confs[] = {
+        { "plain", PLAIN, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "bn", BN, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "bn-sync", BN, 1, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "full-dropout", FULL, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "adamw", PLAIN, 0, 1, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "nesterov", PLAIN, 0, 0, 1, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "accumulate2", PLAIN, 0, 0, 0, 2, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "clipnorm", PLAIN, 0, 0, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "clipvalue", PLAIN, 0, 0, 0, 0, 0.0f, 0.01f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "bn-sync-buckets", BN, 1, 0, 0, 0, 0.0f, 0.0f, 256, 0, 0.0f, 0, STRATA_F32 },
+        { "adamw-acc3-clipnorm-buckets", FULL, 0, 1, 0, 3, 0.05f, 0.0f, 512, 0, 0.0f, 0,
+          STRATA_F32 },
+        { "bf16-mixed-adamw", BN, 1, 1, 0, 0, 0.5f, 0.0f, 0,
+          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32 },
+        { "16-mixed-overflow", PLAIN, 0, 0, 0, 0, 0.0f, 0.0f, 0,
+          STRATA_PRECISION_16_MIXED, 0x1p40f, 0, STRATA_F32 },
+        { "16-mixed-injected-clip", FULL, 0, 1, 0, 2, 0.5f, 0.02f, 512,
+          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32 },
+        { "grad-allreduce-bf16", PLAIN, 0, 1, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_BF16 },
+};
+
+struct result {
+        double loss[STEPS], eval_loss;
+        int eval_correct;
+        float params[4][NP_MAX];
+        float opt[2 * NP_MAX];
+        uint64_t opt_t;
+        size_t np;
+};
+
+static void configure(struct rig *r, const struct conf *k, enum strata_strategy_kind kind,
+                      int devices, struct strata_config *c)
+{
+        if (k->model == FULL)
+                rig_init_full(r);
+        else
+                rig_init(r, k->model == BN);
+        r->mods[0].out = 48; /* shards that cut through the first layer's weights */
+        *c = rig_cfg(r, kind, devices, k->sync_bn);
+        c->device.bind = STRATA_BIND_NONE; /* more devices than this machine's cores */
+        c->train.accumulate = k->accumulate;
+        c->train.clip_norm = k->clip_norm;
+        c->train.clip_value = k->clip_value;
+        c->strategy.bucket_bytes = k->bucket_bytes;
+        c->strategy.grad_allreduce = kind == STRATA_STRATEGY_ZERO2 ? STRATA_F32 : k->grad_comm;
+        c->precision.kind = k->precision;
+        if (k->loss_scale_init > 0.0f)
+                c->precision.loss_scale_init = k->loss_scale_init;
+        if (k->adamw) {
+                c->optim.kind = STRATA_OPTIM_ADAMW;
+                c->optim.lr = 2e-3f;
+                c->optim.weight_decay = 0.01f;
+        }
+        if (k->nesterov) {
+                c->optim.nesterov = 1;
+                c->optim.weight_decay = 1e-3f;
+        }
+}
+
+/* The optimizer state of every trained group, from the devices that own each element. */
+static void consolidate(struct strata_runtime *rt, int devices, struct result *out)
+{
+        static unsigned char owned[NP_MAX];
+        struct strata_param p;
+        int n;
+
+        memset(owned, 0, sizeof(owned));
+        cr_assert_eq(strata_parameter_count(rt, &n), STRATA_OK);
+        for (int d = 0; d < devices; d++)
+                for (int g = 0; g < n; g++) {
+                        cr_assert_eq(strata_parameter(rt, d, g, &p), STRATA_OK);
+                        if (!p.grad)
+                                continue;
+                        cr_assert_leq(p.shard_lo, p.shard_hi);
+                        for (size_t i = p.shard_lo; i < p.shard_hi; i++)
+                                owned[p.offset + i]++;
+                        for (int j = 0; j < p.opt_slots && p.shard_hi > p.shard_lo; j++)
+                                memcpy(out->opt + out->np * (size_t)j + p.offset + p.shard_lo,
+                                       p.opt_state[j], (p.shard_hi - p.shard_lo) * sizeof(float));
+                }
+        for (size_t i = 0; i < out->np; i++)
+                cr_assert_eq(owned[i], 1, "element %zu owned by %d devices", i, owned[i]);
+}
+
+/* Each device's arena is used to the byte as planned, and the region as a whole. */
+static void check_plan(struct strata_runtime *rt, const struct strata_config *c)
+{
+        struct strata_plan_info pl;
+        struct strata_memory_info mi;
+
+        cr_assert_eq(strata_plan(c, &pl), STRATA_OK);
+        for (int d = 0; d < rt->nreplicas; d++)
+                cr_assert_eq(strata_arena_used(&rt->replicas[d].arena), pl.per_device,
+                             "device %d used %zu bytes, planned %zu", d,
+                             strata_arena_used(&rt->replicas[d].arena), pl.per_device);
+        cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
+        cr_assert_eq(mi.used, mi.planned);
+        cr_assert_eq(mi.refusals, 0);
+}
+
+static void run(const struct conf *k, enum strata_strategy_kind kind, int devices,
+                struct result *out)
+{
+        struct strata_runtime *rt;
+        struct strata_metrics m;
+        struct strata_batch b;
+        struct strata_config c;
+        struct rig r;
+        const float *p;
+        int micro = k->accumulate > 1 ? k->accumulate : 1;
+
+        configure(&r, k, kind, devices, &c);
+        rt = rig_open(&c);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        for (int s = 0; s < STEPS; s++) {
+                if (k->inject && s == 3 * micro - 1)
+                        cr_assert_eq(strata_inject_nonfinite_grad(rt, devices - 1), STRATA_OK);
+                cr_assert(strata_loader_next(&r.loader, &b));
+                cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s: %s", k->name,
+                             strata_last_error());
+                out->loss[s] = m.loss;
+        }
+        cr_assert(strata_loader_next(&r.loader, &b));
+        cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
+        out->eval_loss = m.loss;
+        out->eval_correct = m.correct;
+        for (int d = 0; d < devices; d++) {
+                cr_assert_eq(strata_parameters(rt, d, &p, &out->np), STRATA_OK);
+                cr_assert_leq(out->np, NP_MAX);
+                memcpy(out->params[d], p, out->np * sizeof(float));
+        }
+        out->opt_t = rt->replicas[0].opt_t;
+        consolidate(rt, kind == STRATA_STRATEGY_DDP ? 1 : devices, out);
+        check_plan(rt, &c);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+static void same(const struct conf *k, const char *what, int devices, const struct result *a,
+                 const struct result *b)
+{
+        cr_assert_eq(a->np, b->np);
+        cr_assert_eq(memcmp(a->loss, b->loss, sizeof(a->loss)), 0, "%s, %s, %d devices: step "
+                     "losses differ from ddp's", k->name, what, devices);
+        cr_assert_eq(memcmp(&a->eval_loss, &b->eval_loss, sizeof(double)), 0,
+                     "%s, %s, %d devices: evaluation loss", k->name, what, devices);
+        cr_assert_eq(a->eval_correct, b->eval_correct);
+        for (int d = 0; d < devices; d++)
+                cr_assert_eq(memcmp(a->params[d], b->params[0], a->np * sizeof(float)), 0,
+                             "%s, %s, %d devices: device %d's parameters differ from ddp's",
+                             k->name, what, devices, d);
+        cr_assert_eq(memcmp(a->opt, b->opt, sizeof(a->opt)), 0, "%s, %s, %d devices: "
+                     "optimizer state differs from ddp's", k->name, what, devices);
+        cr_assert_eq(a->opt_t, b->opt_t);
+}
+
+static void matrix(int devices)
+{
+        static struct result ddp, z;
+
+        for (size_t i = 0; i < sizeof(confs) / sizeof(confs[0]); i++) {
+                memset(&ddp, 0, sizeof(ddp));
+                run(&confs[i], STRATA_STRATEGY_DDP, devices, &ddp);
+                memset(&z, 0, sizeof(z));
+                run(&confs[i], STRATA_STRATEGY_ZERO1, devices, &z);
+                same(&confs[i], "zero1", devices, &z, &ddp);
+                if (confs[i].grad_comm != STRATA_F32)
+                        continue; /* zero2 reduces its buckets in f32 */
+                memset(&z, 0, sizeof(z));
+                run(&confs[i], STRATA_STRATEGY_ZERO2, devices, &z);
+                same(&confs[i], "zero2", devices, &z, &ddp);
+        }
+}
+
+Test(zero_bitwise, one_device, .timeout = 120)
+{
+        matrix(1);
+}
+
+Test(zero_bitwise, two_devices, .timeout = 120)
+{
+        matrix(2);
+}
+
+Test(zero_bitwise, three_devices, .timeout = 120)
+{
+        matrix(3);
+}
+
+Test(zero_bitwise, four_devices, .timeout = 120)
+{
+        matrix(4);
+}

@@ -1,0 +1,207 @@
+/*
+ * Checkpoints of the sharded strategies: zero1 and zero2 write ddp's consolidated format (the
+ * devices' optimizer shards side by side: every tensor byte equal to ddp's file after the same
+ * steps); resuming at the same device count continues bit for bit (losses, every device's
+ * parameters and optimizer shard); a zero2 checkpoint loads into ddp and into zero1 on another
+ * device count and says it is resharded.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nn/checkpoint.h"
+#include "tests/support/rig.h"
+
+#define N 4
+#define MAXP 2048
+
+struct result {
+        double loss[2 * N];
+        float params[4][MAXP];
+        float opt[4][2 * MAXP];
+        size_t np, nopt;
+        uint64_t t;
+};
+
+static struct strata_config config(struct rig *r, enum strata_strategy_kind kind, int devices)
+{
+        struct strata_config c;
+
+        rig_init_full(r);
+        r->mods[0].out = 40;
+        c = rig_cfg(r, kind, devices, 0);
+        c.device.bind = STRATA_BIND_NONE;
+        c.optim.kind = STRATA_OPTIM_ADAMW;
+        c.optim.lr = 2e-3f;
+        c.train.accumulate = 2;
+        c.train.clip_norm = 0.5f;
+        return c;
+}
+
+/* Micro-batches [from, to) of the rig's data order. */
+static void train(struct rig *r, struct strata_runtime *rt, int from, int to, struct result *o)
+{
+        struct strata_metrics m;
+        struct strata_batch b;
+
+        strata_loader_reset(&r->loader, r->idx, 256);
+        for (int s = 0; s < to; s++) {
+                cr_assert(strata_loader_next(&r->loader, &b));
+                if (s < from)
+                        continue;
+                cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s",
+                             strata_last_error());
+                o->loss[s] = m.loss;
+        }
+}
+
+/* Every device's parameters and optimizer state (its shard), then teardown. */
+static void finish(struct strata_runtime *rt, int devices, struct result *o)
+{
+        const float *p;
+
+        for (int d = 0; d < devices; d++) {
+                cr_assert_eq(strata_parameters(rt, d, &p, &o->np), STRATA_OK);
+                memcpy(o->params[d], p, o->np * sizeof(float));
+                cr_assert_eq(strata_optimizer_state(rt, d, &p, &o->nopt, &o->t), STRATA_OK);
+                cr_assert_leq(o->nopt, 2 * MAXP);
+                memcpy(o->opt[d], p, o->nopt * sizeof(float));
+        }
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+static const char *path_of(const char *name)
+{
+        static char dir[64], path[2][128];
+        static int k;
+        char *p = path[k++ & 1];
+
+        if (!dir[0]) {
+                strcpy(dir, "/tmp/strata-zero-XXXXXX");
+                cr_assert_not_null(mkdtemp(dir));
+        }
+        snprintf(p, 128, "%s/%s", dir, name);
+        return p;
+}
+
+/* Train N micro-batches under @p c and save to @p path. */
+static void save_after(struct rig *r, const struct strata_config *c, const char *path)
+{
+        struct strata_runtime *rt = rig_open(c);
+        static struct result scratch;
+
+        train(r, rt, 0, N, &scratch);
+        cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+static void resume_bitwise(enum strata_strategy_kind kind, int devices)
+{
+        static struct result straight, resumed;
+        const char *path = path_of("zero.ckpt");
+        struct strata_ckpt_info info;
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct rig r;
+
+        c = config(&r, kind, devices);
+        memset(&straight, 0, sizeof(straight));
+        memset(&resumed, 0, sizeof(resumed));
+        rt = rig_open(&c);
+        train(&r, rt, 0, 2 * N, &straight);
+        finish(rt, devices, &straight);
+        save_after(&r, &c, path);
+        rt = rig_open(&c);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert(info.bitwise);
+        train(&r, rt, N, 2 * N, &resumed);
+        finish(rt, devices, &resumed);
+        cr_assert_eq(memcmp(straight.loss + N, resumed.loss + N, N * sizeof(double)), 0,
+                     "%s: losses after the resume differ", strata_strategy_name(kind));
+        cr_assert_eq(memcmp(straight.params, resumed.params, sizeof(straight.params)), 0);
+        cr_assert_eq(memcmp(straight.opt, resumed.opt, sizeof(straight.opt)), 0,
+                     "%s: optimizer shards differ after the resume", strata_strategy_name(kind));
+        cr_assert_eq(straight.t, resumed.t);
+}
+
+Test(zero_checkpoint, zero1_resumes_bitwise, .timeout = 60)
+{
+        resume_bitwise(STRATA_STRATEGY_ZERO1, 3);
+}
+
+Test(zero_checkpoint, zero2_resumes_bitwise, .timeout = 60)
+{
+        resume_bitwise(STRATA_STRATEGY_ZERO2, 4);
+}
+
+static long slurp(const char *path, unsigned char *buf, size_t cap)
+{
+        FILE *f = fopen(path, "rb");
+        long n;
+
+        cr_assert_not_null(f, "%s", path);
+        n = (long)fread(buf, 1, cap, f);
+        fclose(f);
+        return n;
+}
+
+Test(zero_checkpoint, consolidated_as_ddp, .timeout = 60)
+{
+        static unsigned char a[1 << 16], b[1 << 16];
+        const char *pz = path_of("zero2.ckpt"), *pd = path_of("ddp.ckpt");
+        struct strata_config c;
+        struct rig r;
+        long na, nb;
+
+        c = config(&r, STRATA_STRATEGY_ZERO2, 3);
+        save_after(&r, &c, pz);
+        c = config(&r, STRATA_STRATEGY_DDP, 3);
+        save_after(&r, &c, pd);
+        na = slurp(pz, a, sizeof(a));
+        nb = slurp(pd, b, sizeof(b));
+        cr_assert_eq(na, nb);
+        cr_assert_lt(na, (long)sizeof(a));
+        /* the header names the strategy; the table and every tensor are ddp's bytes */
+        cr_assert_eq(memcmp(a + sizeof(struct strata__ckpt_header),
+                            b + sizeof(struct strata__ckpt_header),
+                            (size_t)na - sizeof(struct strata__ckpt_header)), 0);
+}
+
+/* A zero2 checkpoint continues under ddp (same devices: ddp's steps) and zero1 on 2. */
+Test(zero_checkpoint, loads_into_other_strategies, .timeout = 60)
+{
+        static struct result viaz, viad;
+        const char *path = path_of("zero2.ckpt");
+        struct strata_ckpt_info info;
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct rig r;
+
+        c = config(&r, STRATA_STRATEGY_ZERO2, 3);
+        save_after(&r, &c, path);
+        rt = rig_open(&c);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, &info), STRATA_OK);
+        train(&r, rt, N, 2 * N, &viaz);
+        finish(rt, 3, &viaz);
+        c = config(&r, STRATA_STRATEGY_DDP, 3);
+        rt = rig_open(&c);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(info.bitwise, 0, "another strategy: resharded");
+        train(&r, rt, N, 2 * N, &viad);
+        finish(rt, 3, &viad);
+        cr_assert_eq(memcmp(viaz.params, viad.params, sizeof(viaz.params)), 0,
+                     "ddp from a zero2 checkpoint continues as zero2 would");
+        c = config(&r, STRATA_STRATEGY_ZERO1, 2);
+        rt = rig_open(&c);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(info.bitwise, 0);
+        cr_assert_eq(info.world, 3);
+        train(&r, rt, N, N + 2, &viad);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
