@@ -31,9 +31,23 @@ static int cpu_prepare(int devices)
         return STRATA_OK;
 }
 
+/*
+ * OpenBLAS's sgemm packs the whole of B even for one row of A (batch-1 inference: a
+ * 1024 x 1024 Linear took 372 us in sgemm against 56 us in sgemv here), so one row goes
+ * through sgemv: c = alpha op(B)^T op(a)^T + beta c.
+ */
 static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
+        if (m == 1) {
+                if (tb) /* B is n x k */
+                        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, alpha, b, ldb, a,
+                                    ta ? lda : 1, beta, c, 1);
+                else    /* B is k x n */
+                        cblas_sgemv(CblasRowMajor, CblasTrans, k, n, alpha, b, ldb, a,
+                                    ta ? lda : 1, beta, c, 1);
+                return;
+        }
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

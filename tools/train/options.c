@@ -284,8 +284,8 @@ static int check_h5(const struct opts *o)
         if (o->inputs && (o->synthetic || o->synthetic_regression))
                 return bad("--synthetic and --inputs: one data set at a time%s%s", "", "");
         if (!o->inputs && stat(o->data, &st) == 0 && S_ISREG(st.st_mode))
-                return bad("--data %s is a file: an HDF5 file needs --inputs NAME and --targets "
-                           "NAME%s", o->data, "");
+                return bad("--data %s: is not a directory (of IDX files); an HDF5 file needs "
+                           "--inputs NAME and --targets NAME%s", o->data, "");
         return 0;
 }
 
