@@ -1,7 +1,8 @@
 /*
  * strata-bench-coll: nccl-tests style table for Strata's shared-memory collectives, with the
  * machine's memory bandwidth (2-input sum) measured in the same run and, per row, the
- * fraction of the bound that bandwidth puts on the collective (traffic model in README).
+ * fraction of the bound that bandwidth puts on the collective (traffic model in
+ * docs/benchmarks.md, "Workers and collectives").
  */
 #include <getopt.h>
 #include <sched.h>
