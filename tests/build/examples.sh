@@ -1,7 +1,8 @@
 #!/bin/sh
 # The examples as a user builds them: install into a scratch prefix, then compile with
-# pkg-config only — the C++ example against the shared library and, with --static, against
-# the archive; the Fortran example with the installed strata.f90 — and run them.
+# pkg-config only — the C++ examples (classification; regression on f64 arrays with batch-1
+# inference) against the shared library and, with --static, against the archive; the Fortran
+# example with the installed strata.f90 — and run them.
 set -eu
 src=$1 build=$2
 prefix=$build/stage-examples
@@ -12,6 +13,10 @@ cxx="g++ -std=c++17 -Wall -Wextra -Werror"
 $cxx -o "$build/example-cpp" "$src/examples/cpp/train.cpp" \
         $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
 "$build/example-cpp"
+# Regression on the application's f64 arrays, then batch-1 inference into its array.
+$cxx -o "$build/example-cpp-regress" "$src/examples/cpp/regress.cpp" \
+        $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
+"$build/example-cpp-regress"
 static_flags=$(pkg-config --cflags --libs --static strata)
 $cxx -o "$build/example-cpp-static" "$src/examples/cpp/train.cpp" -Wl,-Bstatic -lstrata \
         -Wl,-Bdynamic $static_flags
