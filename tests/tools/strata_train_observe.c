@@ -4,6 +4,7 @@
  * nothing with --quiet).
  */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,42 @@ Test(strata_plot, draws_a_png_and_refuses_bad_input)
         fputs("step,epoch,train_loss,lr,samples_per_s,test_acc\n1,x,0.5,0.1,10,\n", f);
         fclose(f);
         cr_assert_eq(cli_run(PLOT, bad, out, sizeof(out)), 2, "%s", out);
+        remove_dir();
+}
+
+/*
+ * OUT is replaced as every output file: a symlink's target replaced (the link kept), a device
+ * or FIFO refused and left as it was, no temporary file left behind.
+ */
+Test(strata_plot, output_links_followed_devices_refused)
+{
+        char args[512], csv[96], link[96], target[96], cmd[512];
+        struct stat st;
+
+        make_dir();
+        snprintf(csv, sizeof(csv), "%s/m.csv", dir);
+        snprintf(link, sizeof(link), "%s/link.png", dir);
+        snprintf(target, sizeof(target), "%s/target.png", dir);
+        snprintf(args, sizeof(args), RUN "--metrics-csv %s --log-every 8 --quiet", csv);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_eq(symlink("target.png", link), 0);
+        snprintf(args, sizeof(args), "%s %s", csv, link);
+        cr_assert_eq(cli_run(PLOT, args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_eq(lstat(link, &st), 0);
+        cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
+        cr_assert_eq(stat(target, &st), 0);
+        cr_assert(S_ISREG(st.st_mode) && st.st_size > 8, "the link's target was not written");
+        snprintf(args, sizeof(args), "%s /dev/null", csv);
+        cr_assert_eq(cli_run(PLOT, args, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "not a regular file"), "%s", out);
+        cr_assert_eq(stat("/dev/null", &st), 0);
+        cr_assert(S_ISCHR(st.st_mode), "/dev/null is no longer a device");
+        snprintf(cmd, sizeof(cmd), "mkfifo %s/fifo.png", dir);
+        cr_assert_eq(system(cmd), 0);
+        snprintf(args, sizeof(args), "%s %s/fifo.png", csv, dir);
+        cr_assert_eq(cli_run(PLOT, args, out, sizeof(out)), 2, "%s", out);
+        snprintf(cmd, sizeof(cmd), "test -p %s/fifo.png && ! ls -A %s | grep -q tmp", dir, dir);
+        cr_assert_eq(system(cmd), 0, "the FIFO was replaced or a temporary file was left");
         remove_dir();
 }
 
