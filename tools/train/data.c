@@ -88,7 +88,8 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
                          (size_t)o->epochs * samples * sizeof(double) /
                                  (size_t)(o->batch ? o->batch : 1) +
                          (size_t)o->epochs * sizeof(double) * 8 +
-                         (size_t)o->batch * (size_t)r->widths[r->nw - 1] * 4; /* float targets */
+                         /* float targets' staging (the model's outputs, when known) */
+                         (size_t)o->batch * (size_t)(r->nw > 0 ? r->widths[r->nw - 1] : 0) * 4;
         r->mem_limit = memory_limit(r->why, sizeof(r->why));
         for (int i = 0; p && r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
                 if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */
