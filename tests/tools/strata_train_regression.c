@@ -67,3 +67,17 @@ Test(strata_train_regression, a_loss_that_does_not_fit_exits_2)
                              out, sizeof(out)), 1);
         cr_assert(strstr(out, "not in [0, 1]"), "%s", out);
 }
+
+/*
+ * Outputs as wide as the inputs (a field to a field, the in-situ shape): the tool's data
+ * mapping holds the float-target staging batch too (it once ran out of room for it).
+ */
+Test(strata_train_regression, wide_outputs_fit_the_data_mapping, .timeout = 120)
+{
+        char out[1 << 14];
+
+        cr_assert_eq(cli_run(BIN, "--synthetic-regression 256 --model 256-256 --activation none "
+                                  "--loss mse --batch 64 --epochs 1 --quiet --json",
+                             out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"test_mse\":"), "%s", out);
+}
