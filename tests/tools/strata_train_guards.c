@@ -55,12 +55,21 @@ Test(strata_train_guards, growing_loss_warns_once, .timeout = 120)
         cr_assert_eq(count(out, warning), 0, "a run that learns is not warned: %s", out);
 }
 
-/* The command: 10000 test rows in batches of 99 leave a last batch of 1 row. */
+/*
+ * 10000 test rows in batches of 99 leave a last batch of 1 row for 3 devices: on a small model
+ * everywhere, and as the issue's command (Fashion-MNIST, the default model) in the plain
+ * build, whose epoch a sanitizer makes too slow for the suite.
+ */
 Test(strata_train_guards, any_batch_on_any_device_count, .timeout = 300)
 {
-        cr_assert_eq(cli_run(BIN, "--strategy dp --devices 3 --batch 99 --epochs 1", out,
-                             sizeof(out)), 0, "%s", out);
+        cr_assert_eq(cli_run(BIN, "--synthetic 990 --model 784-32-10 --strategy dp --devices 3 "
+                                  "--batch 99 --epochs 1", out, sizeof(out)), 0, "%s", out);
         cr_assert_not_null(strstr(out, "test_acc"), "%s", out);
-        cr_assert_eq(cli_run(BIN, "--synthetic 2048 --batch 96 --strategy ddp --devices 20 "
-                                  "--epochs 1", out, sizeof(out)), 0, "%s", out);
+        if (!STRATA_SAN[0]) {
+                cr_assert_eq(cli_run(BIN, "--strategy dp --devices 3 --batch 99 --epochs 1", out,
+                                     sizeof(out)), 0, "%s", out);
+                cr_assert_not_null(strstr(out, "test_acc"), "%s", out);
+        }
+        cr_assert_eq(cli_run(BIN, "--synthetic 2048 --model 784-16-10 --batch 96 --strategy ddp "
+                                  "--devices 20 --epochs 1", out, sizeof(out)), 0, "%s", out);
 }
