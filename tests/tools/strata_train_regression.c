@@ -29,7 +29,7 @@ static double final_mse(const char *args, char *out, size_t n)
         return mse;
 }
 
-Test(strata_train_regression, learns_and_repeats_across_strategies, .timeout = 120)
+Test(strata_train_regression, learns_and_repeats_across_strategies, .timeout = 300)
 {
         static char out[8192];
         double before, after, ddp, spawn;
