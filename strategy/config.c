@@ -106,8 +106,8 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                                                    "STRATA_BF16", (int)c->strategy.grad_allreduce);
         if (c->strategy.grad_allreduce == STRATA_BF16 && !(*st)->all_reduces_gradients)
                 return strata__fail(STRATA_EINVAL, "grad_allreduce bf16 applies where gradients "
-                                                   "are all-reduced (ddp, spawn, mpi), not under "
-                                                   "%s", (*st)->name);
+                                                   "are all-reduced (ddp, zero1, spawn, mpi), not "
+                                                   "under %s", (*st)->name);
         if (c->strategy.grad_allreduce == STRATA_BF16 && strata__own_memory(*dev))
                 return strata__fail(STRATA_ENOTSUP, "grad_allreduce bf16 rounds gradients in "
                                                    "host memory; the %s driver's are on the "
