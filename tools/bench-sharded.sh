@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make bench-sharded: the sharded strategies (issue 33, decision 0026), from one run:
-#  - speed: Fashion-MNIST (pixel / 255), global batch 128, EPOCHS epochs, training samples/s of
-#    each epoch (the test pass excluded), on the default MLP 784-256-128-10 and the wide
-#    784-2048-2048-10, SGD (lr 0.05, momentum 0.9) and AdamW (lr 1e-3, weight decay 0.01):
-#    single (1 device) and each of STRATEGIES on 2 devices, beside single and ddp with ratios
+#  - speed: Fashion-MNIST (pixel / 255), global batch 128, EPOCHS epochs, training samples/s
+#    (the samples over the epochs' time, the test passes excluded, as the peer's), on the
+#    default MLP 784-256-128-10 and the wide 784-2048-2048-10, SGD (lr 0.05, momentum 0.9)
+#    and AdamW (lr 1e-3, weight decay 0.01): single (1 device) and each of STRATEGIES on 2
+#    devices, beside single and ddp with ratios
 #  - against PyTorch's ZeroRedundancyOptimizer over DDP with Gloo, 2 processes of one thread
 #    (../shared/anchors/torch_mlp_fmnist.py, mode zero), same models, batch, optimizers and
 #    data: steps/s of each sharded strategy beside it, with the ratio
@@ -63,10 +64,11 @@ done
 sharded=()
 for s in "${usable[@]}"; do [ "$s" = ddp ] || sharded+=("$s"); done
 
-strata_sps() { # strategy devices model optim -> median over the epochs of training samples/s
+strata_sps() { # strategy devices model optim -> training samples / training time, all epochs
         "$train" --epochs "$epochs" --json --quiet --raw-pixels --batch "$batch" --strategy "$1" \
                 --devices "$2" --model "$3" $(optim_args "$4") | grep '"epoch":' |
-                sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/' | median
+                sed 's/.*"samples_per_s":\([0-9.]*\),"epoch_s":\([0-9.]*\).*/\1 \2/' |
+                awk '{ n += $1 * $2; t += $2 } END { if (t > 0) printf "%.0f\n", n / t }'
 }
 torch_sps() { # model optim -> samples/s of PyTorch DDP + ZeroRedundancyOptimizer, 2 processes
         "$py" "$anchors/torch_mlp_fmnist.py" 2 "$epochs" "$batch" "$2" zero "$1" |
@@ -142,7 +144,7 @@ speed() {
                 echo "bench-sharded: rep $r of $reps done" >&2
         done
         printf '%s\n' "speed: Fashion-MNIST (pixel / 255), global batch $batch, $epochs epoch(s);" \
-                "  median of $reps alternated runs; training samples/s of each epoch (test pass" \
+                "  median of $reps alternated runs; training samples/s (the test passes" \
                 "  excluded). One thread per device: Strata one pinned worker per device, its" \
                 "  BLAS single-threaded; PyTorch torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1" \
                 "  and OMP_NUM_THREADS=1 in each process"
