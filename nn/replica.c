@@ -133,6 +133,41 @@ size_t strata__replica_shard_len(size_t nparam, int shards)
         return ((nparam + (size_t)shards - 1) / (size_t)shards + line - 1) / line * line;
 }
 
+/* The parameters and gradients of every element, padded to @p npad (whole shards). */
+static int layout_vectors(struct strata__replica *r, struct strata_arena *d, size_t npad)
+{
+        STRATA_TRY(alloc_f(d, npad, &r->params));
+        return alloc_f(d, npad, &r->grads);
+}
+
+/*
+ * fsdp: one shard of the parameters and of the reduced gradients, the layer buffer of @p lmax
+ * floats, and @p lgrad floats where the layers' gradients go.
+ */
+static int layout_own(struct strata__replica *r, struct strata_arena *d, size_t lmax,
+                      size_t lgrad)
+{
+        r->own_params = 1;
+        r->lbuf_len = lmax;
+        r->lgrad_len = lgrad;
+        STRATA_TRY(alloc_f(d, r->shard_len, &r->params));
+        STRATA_TRY(alloc_f(d, r->shard_len, &r->grads));
+        STRATA_TRY(alloc_f(d, lmax, &r->lbuf));
+        return alloc_f(d, lgrad, &r->lgrad);
+}
+
+/* Where layer @p l at offset @p off of the flat vector reads its parameters, writes gradients. */
+static void layer_vectors(struct strata__replica *r, struct strata_layer *l, size_t off)
+{
+        if (!r->own_params) {
+                l->param = r->params ? r->params + off : NULL;
+                l->grad = r->grads ? r->grads + off : NULL;
+                return;
+        }
+        l->param = r->lbuf;
+        l->grad = r->lgrad_len > r->lbuf_len ? r->lgrad + off : r->lgrad;
+}
+
 /* The shard sizes, and the optimizer state of one shard (all of it unsharded). */
 static int layout_shards(struct strata__replica *r, const struct strata_optim *o, int shards,
                          size_t *npad)
@@ -149,11 +184,11 @@ static int layout_shards(struct strata__replica *r, const struct strata_optim *o
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm, int shards)
+                           enum strata_dtype grad_comm, int shards, unsigned how)
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
-        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, tbytes, npad;
+        size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, tbytes, npad, lmax = 0;
         int in = m->in_features, width = in, bf16 = bf16_activations(mem->drv, compute);
         unsigned char io[256]; /* each module's bf16_io */
         void *p;
@@ -197,6 +232,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
                 io[i] = bf16 && s.bf16_io;
+                lmax = s.params > lmax ? s.params : lmax;
                 in = s.out;
                 width = in > width ? in : width;
         }
@@ -204,8 +240,10 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         r->nparam = nparam;
         r->nstate = nstate;
         STRATA_TRY(layout_shards(r, o, shards, &npad));
-        STRATA_TRY(alloc_f(d, npad, &r->params));
-        STRATA_TRY(alloc_f(d, npad, &r->grads));
+        if (how & STRATA__SHARD_PARAMS)
+                STRATA_TRY(layout_own(r, d, lmax, how & STRATA__SHARD_WHOLE_GRADS ? npad : lmax));
+        else
+                STRATA_TRY(layout_vectors(r, d, npad));
         if (grad_comm != STRATA_F32) {
                 STRATA_TRY(strata_arena_alloc(d, npad * strata_dtype_size(grad_comm), 64, &p));
                 r->grad_stage = p;
@@ -230,8 +268,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                         memcpy(l->groups, s.groups, sizeof(l->groups));
                         r->poff[i] = off;
                         r->ytype[i] = yt;
-                        l->param = r->params ? r->params + off : NULL;
-                        l->grad = r->grads ? r->grads + off : NULL;
+                        layer_vectors(r, l, off);
                 }
                 off += s.params;
                 STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out * strata_dtype_size(yt), 0,
@@ -288,7 +325,12 @@ static void init_through_host(struct strata__replica *r, uint64_t seed)
 
 void strata__replica_init(struct strata__replica *r, uint64_t seed)
 {
-        if (!r->p_host) {
+        size_t n = r->own_params ? r->shard_len : r->shard_len * (size_t)r->nshards;
+
+        r->held = -1;
+        if (r->own_params) {
+                r->k->fill(r->params, 0.0f, n); /* the strategy keeps each layer's part */
+        } else if (!r->p_host) {
                 for (int i = 0; i < r->nlayers; i++)
                         if (r->layers[i].desc->ops->init)
                                 r->layers[i].desc->ops->init(&r->layers[i], seed);
@@ -297,10 +339,9 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         }
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
-        r->k->fill(r->grads, 0.0f, r->shard_len * (size_t)r->nshards);
-        if (r->shard_len * (size_t)r->nshards > r->nparam) /* whole shards: zero padding */
-                r->k->fill(r->params + r->nparam, 0.0f,
-                           r->shard_len * (size_t)r->nshards - r->nparam);
+        r->k->fill(r->grads, 0.0f, n);
+        if (!r->own_params && n > r->nparam) /* whole shards: zero padding */
+                r->k->fill(r->params + r->nparam, 0.0f, n - r->nparam);
         if (r->nopt)
                 r->k->fill(r->opt_state, 0.0f, r->nopt);
         r->opt_t = 0;
@@ -406,15 +447,29 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
         return cc;
 }
 
+/* own_params: layer @p i's parameters gathered into the layer buffer unless it holds them. */
+static int fetch(struct strata__replica *r, int i)
+{
+        if (!r->fetch || !r->layers[i].nparam || r->held == i)
+                return STRATA_OK;
+        r->held = -1;
+        STRATA_TRY(r->fetch(r->fetch_h, r, i));
+        r->held = i;
+        return STRATA_OK;
+}
+
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         const float *x = r->x;
 
+        r->held = -1; /* a step or a load may have changed the shards since */
         for (int i = 0; i < r->nlayers; i++) {
                 struct strata_layer *l = &r->layers[i];
+                uint64_t t0;
 
-                uint64_t t0 = strata_track_begin(r->track, &span_fwd, l->desc->ops->name);
+                STRATA_TRY(fetch(r, i));
+                t0 = strata_track_begin(r->track, &span_fwd, l->desc->ops->name);
 
                 cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
                 cc.y_type = r->ytype[i];
@@ -457,7 +512,10 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 struct strata_layer *l = &r->layers[i];
                 const float *x = i > 0 ? r->y[i - 1] : r->x;
                 float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
-                uint64_t t0 = strata_track_begin(r->track, &span_bwd, l->desc->ops->name);
+                uint64_t t0;
+
+                STRATA_TRY(fetch(r, i)); /* the forward's last layer is still there */
+                t0 = strata_track_begin(r->track, &span_bwd, l->desc->ops->name);
 
                 cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
                 cc.y_type = r->ytype[i];
@@ -474,6 +532,12 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
         return STRATA_OK;
 }
 
+/* The reduced gradients the replica holds: every element's, or with own_params its shard's. */
+static size_t grads_held(const struct strata__replica *r)
+{
+        return r->own_params ? r->shard_len : r->nparam;
+}
+
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
 {
         uint64_t t0;
@@ -482,32 +546,32 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
                 return;
         t0 = strata_track_begin(r->track, &span_clip, NULL);
         if (max_norm > 0.0f) {
-                double ss = r->k->sumsq(r->grads, r->nparam);
+                double ss = r->k->sumsq(r->own_params ? r->lgrad : r->grads, r->nparam);
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
                 float scale = (float)(max_norm / (sqrt(ss) + 1e-6));
 
                 if (scale < 1.0f)
-                        r->k->scale(r->grads, scale, r->nparam);
+                        r->k->scale(r->grads, scale, grads_held(r));
         }
         if (max_value > 0.0f)
-                r->k->clamp(r->grads, max_value, r->nparam);
+                r->k->clamp(r->grads, max_value, grads_held(r));
         strata_track_end(r->track, t0, 0);
 }
 
 int strata__replica_unscale(struct strata__replica *r, float scale)
 {
         /* f32 squares cannot overflow a double: a non-finite sum is a non-finite gradient. */
-        if (!isfinite(r->k->sumsq(r->grads, r->nparam)))
+        if (!isfinite(r->k->sumsq(r->grads, grads_held(r))))
                 return 1;
-        r->k->scale(r->grads, 1.0f / scale, r->nparam); /* a power of two: exact */
+        r->k->scale(r->grads, 1.0f / scale, grads_held(r)); /* a power of two: exact */
         return 0;
 }
 
 int strata__replica_nonfinite(const struct strata__replica *r)
 {
         if (r->k->nonfinite)
-                return r->k->nonfinite(r->grads, r->nparam);
-        return !isfinite(r->k->sumsq(r->grads, r->nparam));
+                return r->k->nonfinite(r->grads, grads_held(r));
+        return !isfinite(r->k->sumsq(r->grads, grads_held(r)));
 }
 
 void strata__replica_skip(struct strata__replica *r)
@@ -563,9 +627,11 @@ static void trained_group(const struct strata__replica *r, const struct strata_p
 {
         size_t at = group_shard(r, poff, g->count, &out->shard_lo, &out->shard_hi);
         int slots = r->shard_len ? (int)(r->nopt / r->shard_len) : 0;
+        /* own_params: the shard's part, as the optimizer state */
+        size_t v = !r->own_params ? poff : out->shard_hi > out->shard_lo ? at : 0;
 
-        out->value = r->params + poff;
-        out->grad = r->grads + poff;
+        out->value = r->params + v;
+        out->grad = r->grads + v;
         out->opt_slots = slots;
         for (int j = 0; j < slots && out->shard_hi > out->shard_lo; j++)
                 out->opt_state[j] = r->opt_state + r->shard_len * (size_t)j + at;
@@ -614,16 +680,36 @@ size_t strata__replica_param_offset(const struct strata__replica *r, int i)
         return r->poff[i];
 }
 
+size_t strata__replica_owned(const struct strata__replica *r)
+{
+        if (!r->own_params)
+                return r->nparam;
+        if (r->shard_lo >= r->nparam)
+                return 0;
+        return r->nparam - r->shard_lo < r->shard_len ? r->nparam - r->shard_lo : r->shard_len;
+}
+
+void strata__replica_keep(struct strata__replica *r, int i)
+{
+        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam;
+        size_t a = lo > r->shard_lo ? lo : r->shard_lo;
+        size_t b = hi < r->shard_lo + r->shard_len ? hi : r->shard_lo + r->shard_len;
+
+        if (b > a)
+                r->k->copy(r->params + (a - r->shard_lo), r->lbuf + (a - lo), b - a);
+}
+
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
 {
         struct strata_update u;
         uint64_t t0 = strata_track_begin(r->track, &span_step, NULL);
+        size_t at = r->own_params ? 0 : r->shard_lo;
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
-        /* unsharded: shard_lo 0, shard_len nparam; sharded: padding updates zeros to zeros */
-        r->k->update(&u, r->params + r->shard_lo, r->grads + r->shard_lo, r->opt_state,
-                     r->shard_len);
+        /* unsharded: shard_lo 0, shard_len nparam; sharded: padding updates zeros to zeros;
+         * own_params: the vectors are the shard */
+        r->k->update(&u, r->params + at, r->grads + at, r->opt_state, r->shard_len);
         strata_track_end(r->track, t0, (int64_t)r->opt_t);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;

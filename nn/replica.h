@@ -10,6 +10,14 @@
 #include "strata/nn.h"
 #include "strata/data.h"
 
+struct strata__replica;
+
+/**
+ * Called after layer @p layer's gradients are complete during backward (layers run last to
+ * first), or before a layer computes (fsdp's gather); a non-OK status stops the pass.
+ */
+typedef int (*strata__grad_ready_fn)(void *h, struct strata__replica *r, int layer);
+
 struct strata__replica {
         int dev;
         const struct strata_device_ops *drv;
@@ -30,6 +38,19 @@ struct strata__replica {
          */
         size_t shard_lo, shard_len;
         int nshards;
+        /*
+         * fsdp (own_params): params and grads hold the shard alone (shard_len floats: the
+         * parameters and the reduced gradients). Every layer computes from lbuf (lbuf_len
+         * floats, the largest layer), where fetch(fetch_h) gathers its parameters before its
+         * forward and its backward (held: the layer lbuf holds, -1 none); layers' gradients go
+         * to lgrad: one layer's, or a whole local vector at each layer's offset (lgrad_len
+         * nshards * shard_len) where micro-batches accumulate or clipping gathers every shard.
+         */
+        int own_params, held;
+        float *lbuf, *lgrad;
+        size_t lbuf_len, lgrad_len;
+        strata__grad_ready_fn fetch;
+        void *fetch_h;
         float *dbuf[2];            /* ping-pong activation gradients */
         float *x_stage;            /* batch_to_device: the batch in device memory */
         void *y_stage;             /* its targets: int32 labels, or f32 [rows, out] */
@@ -69,6 +90,10 @@ struct strata__replica_mem {
  */
 size_t strata__replica_shard_len(size_t nparam, int shards);
 
+/** What strata__replica_layout() shards besides the optimizer state (its @p how). */
+#define STRATA__SHARD_PARAMS 1u /* fsdp: the parameters and reduced gradients too */
+#define STRATA__SHARD_WHOLE_GRADS 2u /* with them: layers' gradients in a whole local vector */
+
 /**
  * Carve a replica for @p model. For a device that computes in host memory (no pinned arena)
  * the host and device arenas may be one; the staging then aliases the device buffers and
@@ -78,17 +103,23 @@ size_t strata__replica_shard_len(size_t nparam, int shards);
  * strategy that all-reduces them in it stages them. Under bf16 compute on a driver with the
  * bf16 activation operations, each activation between two modules that declare bf16_io is
  * stored in bf16. With @p shards > 1 the optimizer state holds one shard
- * (strata__replica_shard_len()) and the parameters and gradients are padded to whole shards.
+ * (strata__replica_shard_len()) and the parameters and gradients are padded to whole shards;
+ * with STRATA__SHARD_PARAMS in @p how they hold one shard, and the layers compute from a
+ * layer buffer (own_params).
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
                            int rows_max, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm, int shards);
+                           enum strata_dtype grad_comm, int shards, unsigned how);
 
 /** Sharded replicas: this replica owns shard @p rank (its global device rank). */
 void strata__replica_set_shard(struct strata__replica *r, int rank);
 
-/** Initialise parameters and state deterministically from @p seed; zero optimizer state. */
+/**
+ * Initialise parameters and state deterministically from @p seed; zero optimizer state. With
+ * own_params only zeros: the strategy initialises each layer into the layer buffer and keeps
+ * its shard's part (strata__replica_keep()).
+ */
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
 
 /**
@@ -118,17 +149,15 @@ const struct strata_loss_ops *strata__loss_of(const struct strata_model *m);
  */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
-/**
- * Called after layer @p layer's gradients are complete during backward (layers run last to
- * first); a non-OK status stops the backward pass.
- */
-typedef int (*strata__grad_ready_fn)(void *h, struct strata__replica *r, int layer);
-
 /** Backward through every module from the loss gradient. */
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
                              strata__grad_ready_fn ready, void *h);
 
-/** Clip the gradients (global norm over the flat vector, then value); 0 disables each. */
+/**
+ * Clip the gradients (global norm over the flat vector, then value); 0 disables each. With
+ * own_params the norm is lgrad's, where the strategy gathered every shard's gradients, and
+ * the shard is clipped.
+ */
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value);
 
 /**
@@ -166,6 +195,12 @@ int strata__replica_nparams(const struct strata__replica *r);
  * order, with its gradient, optimizer-state slots and offsets; 0, or -1 past the last.
  */
 int strata__replica_param(const struct strata__replica *r, int index, struct strata_param *out);
+
+/** Elements of the flat vector r->params holds: all, or with own_params its shard's. */
+size_t strata__replica_owned(const struct strata__replica *r);
+
+/** own_params: the shard's part of layer @p i's parameters, from the layer buffer. */
+void strata__replica_keep(struct strata__replica *r, int i);
 
 /** Offset of layer @p i's parameters in the flat vector. */
 size_t strata__replica_param_offset(const struct strata__replica *r, int i);

@@ -27,7 +27,8 @@ struct tensor {
         void *ptr;          /* device memory of replica dev, or host memory (dev < 0) */
         size_t bytes;
         int dev;
-        int group, slot;    /* an optimizer slot's group; sharded: its owners hold it */
+        int group, slot;    /* its group, the optimizer slot (-1: the values); sharded: its
+                             * owners hold it */
         int sharded;
 };
 
@@ -52,6 +53,9 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
                 if (i-- == 0) {
                         snprintf(t->name, sizeof(t->name), "%s", p.name);
                         t->ptr = p.value;
+                        t->group = g;
+                        t->slot = -1;
+                        t->sharded = r0->own_params && p.grad; /* fsdp: trained values */
                         break;
                 }
                 for (int s = 0; s < p.opt_slots; s++)
@@ -157,7 +161,7 @@ static int piece(const struct strata_runtime *rt, const struct tensor *t, int k,
         if (k >= rt->nreplicas)
                 return 0;
         strata__replica_param(&rt->replicas[k], t->group, &p);
-        out->ptr = p.opt_state[t->slot];
+        out->ptr = t->slot < 0 ? p.value : p.opt_state[t->slot];
         out->bytes = (p.shard_hi - p.shard_lo) * sizeof(float);
         out->dev = k;
         *at = p.shard_lo * sizeof(float);
@@ -544,7 +548,7 @@ static void spread(struct strata_runtime *rt, int world, int resharded)
                                                        r0->layers[i].state,
                                                        r->layers[i].nstate);
                 }
-                if (d == 0)
+                if (d == 0 || r->own_params) /* fsdp: each device restored its shard */
                         continue;
                 rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
                 if (r->nshards == 1) /* sharded: each device restored its own */
@@ -680,12 +684,16 @@ int strata_export_safetensors(struct strata_runtime *rt, const char *path)
         if (rc == STRATA_OK)
                 rc = st_header(rt, io, h, 1, &len);
         for (int g = 0; rc == STRATA_OK && g < strata__replica_nparams(&rt->replicas[0]); g++) {
-                struct tensor t = { .dev = 0 };
+                struct tensor t = { .dev = 0, .group = g, .slot = -1 }, pc;
+                size_t at;
 
                 strata__replica_param(&rt->replicas[0], g, &p);
                 t.ptr = p.value;
                 t.bytes = p.group.count * sizeof(float);
-                rc = io->write(h, host_bytes(rt, &t), t.bytes);
+                t.sharded = rt->replicas[0].own_params && p.grad; /* fsdp: from the owners */
+                for (int k = 0; rc == STRATA_OK && piece(rt, &t, k, &pc, &at); k++)
+                        if (pc.bytes)
+                                rc = io->write(h, host_bytes(rt, &pc), pc.bytes);
         }
         if (rc != STRATA_OK) {
                 io->abort(h);

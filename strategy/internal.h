@@ -60,6 +60,8 @@ struct strata__strategy {
          * lays out one shard of it per device and pads the flat vectors to whole shards.
          */
         int sharded;
+        /** The parameters and reduced gradients are sharded too (fsdp): one shard each. */
+        int shards_params;
 };
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */

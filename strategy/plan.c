@@ -25,6 +25,20 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
         return strata_arena_init(out, mem, bytes, &o);
 }
 
+/*
+ * What a replica shards besides the optimizer state: under fsdp the parameters and reduced
+ * gradients, and layers' gradients go to a whole local vector where micro-batches accumulate
+ * there or clipping by norm gathers every shard's reduced gradients into it.
+ */
+static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st)
+{
+        if (!st->shards_params)
+                return 0;
+        if (c->train.accumulate > 1 || c->train.clip_norm > 0.0f)
+                return STRATA__SHARD_PARAMS | STRATA__SHARD_WHOLE_GRADS;
+        return STRATA__SHARD_PARAMS;
+}
+
 /* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
@@ -42,7 +56,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
 
         STRATA_TRY(strata__world(c, &world));
         rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
-        shards = st->sharded ? world : 1;      /* zero1, zero2: state sharded over the world */
+        shards = st->sharded ? world : 1; /* zero1, zero2, fsdp: state sharded over the world */
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
         STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
         STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
@@ -51,7 +65,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 mem.pinned = &ppin;
         }
         STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
-                                          c->strategy.grad_allreduce, shards));
+                                          c->strategy.grad_allreduce, shards, shard_how(c, st)));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -64,6 +78,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         pi->params = tmp.nparam;
         pi->optimizer_bytes = tmp.nopt * sizeof(float);
         pi->shard_params = tmp.shard_len;
+        pi->layer_bytes = (tmp.lbuf_len + tmp.lgrad_len) * sizeof(float);
         STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
         rt = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->strategy.devices, 0, &p));
@@ -84,7 +99,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                         mem.pinned = &pin;
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
-                                                  compute, c->strategy.grad_allreduce, shards));
+                                                  compute, c->strategy.grad_allreduce, shards,
+                                                  shard_how(c, st)));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->strategy.devices,

@@ -13,6 +13,7 @@ extern const struct strata__strategy strata__spawn;
 extern const struct strata__strategy strata__mpi;
 extern const struct strata__strategy strata__zero1;
 extern const struct strata__strategy strata__zero2;
+extern const struct strata__strategy strata__fsdp;
 
 static const struct strata__strategy *const registry[STRATA_STRATEGY_COUNT] = {
         [STRATA_STRATEGY_SINGLE] = &strata__single,
@@ -22,6 +23,7 @@ static const struct strata__strategy *const registry[STRATA_STRATEGY_COUNT] = {
         [STRATA_STRATEGY_MPI] = &strata__mpi,
         [STRATA_STRATEGY_ZERO1] = &strata__zero1,
         [STRATA_STRATEGY_ZERO2] = &strata__zero2,
+        [STRATA_STRATEGY_FSDP] = &strata__fsdp,
 };
 
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind)

@@ -217,8 +217,8 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
         STRATA_TRY(connected(rt, dev));
         if (!p || !n)
                 return strata__fail(STRATA_EINVAL, "parameters: NULL output");
-        *p = host_view(rt, dev, rt->replicas[dev].params, rt->replicas[dev].nparam);
-        *n = rt->replicas[dev].nparam;
+        *n = strata__replica_owned(&rt->replicas[dev]); /* fsdp: the device's shard */
+        *p = host_view(rt, dev, rt->replicas[dev].params, *n);
         return STRATA_OK;
 }
 

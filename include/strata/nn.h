@@ -251,14 +251,18 @@ struct strata_param {
         char name[64];                 /**< "layers.<module index>.<group name>" */
         int layer;                     /**< module index */
         struct strata_param_group group; /**< as the module declared it */
-        float *value;                  /**< the values (fp32 training: also the master copy) */
-        float *grad;                   /**< gradient (NULL for buffers) */
+        /**
+         * the values (fp32 training: also the master copy); under fsdp, where a device holds
+         * only its shard, the values of elements [shard_lo, shard_hi), as opt_state
+         */
+        float *value;
+        float *grad;                   /**< gradient (NULL for buffers); fsdp: as value */
         int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */
         /** each slot's values for elements [shard_lo, shard_hi) of this group (NULL: none) */
         float *opt_state[2];
         float *master;                 /**< fp32 master copy when values are lower precision */
         size_t offset;                 /**< in the flat parameter (or running-state) vector */
-        /** the elements this device owns: [0, count), or its shard's part (zero1, zero2) */
+        /** the elements this device owns: [0, count), or its shard's part (zero1, zero2, fsdp) */
         size_t shard_lo, shard_hi;
 };
 

@@ -42,6 +42,7 @@ enum strata_strategy_kind {
         STRATA_STRATEGY_MPI,   /**< ddp over MPI processes, each with its devices */
         STRATA_STRATEGY_ZERO1, /**< ddp with the optimizer state sharded (ZeRO stage 1) */
         STRATA_STRATEGY_ZERO2, /**< zero1 with gradients reduce-scattered (ZeRO stage 2) */
+        STRATA_STRATEGY_FSDP,  /**< zero2 with the parameters sharded too (ZeRO stage 3) */
         STRATA_STRATEGY_COUNT
 };
 
@@ -245,6 +246,11 @@ struct strata_plan_info {
         size_t optimizer_bytes;
         /** parameters each device owns: @c params, or one shard's (zero1/zero2, padded) */
         size_t shard_params;
+        /**
+         * fsdp: per device, the buffers a gathered layer lives in (its parameters, and its
+         * gradients or a whole local gradient vector), in @c per_device; 0 otherwise
+         */
+        size_t layer_bytes;
 };
 
 /** Metrics of one step, already reduced across devices. */
@@ -400,14 +406,16 @@ int strata_state(const struct strata_runtime *rt);
  * @brief Device @p dev's flat parameter vector (read-only view), for checkpoints and tests.
  *
  * On a device whose memory the host cannot address (CUDA) the view is a copy in the device's
- * pinned staging, valid until the next call that reads or steps that device.
+ * pinned staging, valid until the next call that reads or steps that device. Under fsdp a
+ * device holds only its shard: elements [g * L, g * L + n) of the flat vector, g its global
+ * rank and L strata_plan_info.shard_params (n less than L for the last shards, 0 past the end).
  * @retval STRATA_OK, STRATA_EINVAL (NULL or dev out of range), STRATA_EBADSTATE (not connected).
  */
 int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n);
 
 /**
  * @brief The optimizer state of device @p dev: @p n floats (momentum, or AdamW m then v) and
- *        the step counter. Under zero1 and zero2 the state of the device's shard (each slot
+ *        the step counter. Under zero1, zero2 and fsdp the state of the device's shard (each slot
  *        strata_plan_info.shard_params floats).
  */
 int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,

@@ -92,6 +92,13 @@ Test(no_heap_training, regression)
         no_heap_rig(&r, STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED, STRATA_F32);
 }
 
+/* fsdp: layers gathered into and reduced from the planned layer buffers. */
+Test(no_heap_training, fsdp)
+{
+        no_heap(STRATA_STRATEGY_FSDP, 3, 1, STRATA_PRECISION_32, STRATA_F32);
+        no_heap(STRATA_STRATEGY_FSDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
+}
+
 Test(no_heap_training, zero_allocations_in_steps)
 {
         no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_32, STRATA_F32);

@@ -1,12 +1,13 @@
 /*
- * zero1 and zero2 are ddp, bit for bit: the results matrix's configurations (SGD with
+ * zero1, zero2 and fsdp are ddp, bit for bit: the results matrix's configurations (SGD with
  * momentum and Nesterov, AdamW, BatchNorm with and without SyncBatchNorm, dropout,
  * accumulation, clipping by norm and by value, two buckets) and mixed precision (bf16-mixed;
- * 16-mixed with the loss scaler's skips, natural and injected) train under ddp, zero1 and
- * zero2 on 1 to 4 devices (threads may share cores) and must give the same step losses, the
- * same evaluation, the same parameters on every device, and the same optimizer state (the
- * devices' shards side by side, read through the parameter walk, each element owned once).
- * Every device's arena is used exactly as planned.
+ * 16-mixed with the loss scaler's skips, natural and injected) train under ddp, zero1, zero2
+ * and fsdp on 1 to 4 devices (threads may share cores) and must give the same step losses,
+ * the same evaluation, the same parameters on every device (fsdp: the devices' parameter
+ * shards side by side), and the same optimizer state (the devices' shards side by side, read
+ * through the parameter walk, each element owned once). Every device's arena is used exactly
+ * as planned.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -78,7 +79,9 @@ static void configure(struct rig *r, const struct conf *k, enum strata_strategy_
         c->train.clip_norm = k->clip_norm;
         c->train.clip_value = k->clip_value;
         c->strategy.bucket_bytes = k->bucket_bytes;
-        c->strategy.grad_allreduce = kind == STRATA_STRATEGY_ZERO2 ? STRATA_F32 : k->grad_comm;
+        c->strategy.grad_allreduce = kind == STRATA_STRATEGY_ZERO2 || kind == STRATA_STRATEGY_FSDP
+                                             ? STRATA_F32
+                                             : k->grad_comm;
         c->precision.kind = k->precision;
         if (k->loss_scale_init > 0.0f)
                 c->precision.loss_scale_init = k->loss_scale_init;
@@ -93,8 +96,11 @@ static void configure(struct rig *r, const struct conf *k, enum strata_strategy_
         }
 }
 
-/* The optimizer state of every trained group, from the devices that own each element. */
-static void consolidate(struct strata_runtime *rt, int devices, struct result *out)
+/*
+ * The optimizer state of every trained group, from the devices that own each element; with
+ * @p values (fsdp) the parameters too, as every device's.
+ */
+static void consolidate(struct strata_runtime *rt, int devices, int values, struct result *out)
 {
         static unsigned char owned[NP_MAX];
         struct strata_param p;
@@ -113,6 +119,9 @@ static void consolidate(struct strata_runtime *rt, int devices, struct result *o
                         for (int j = 0; j < p.opt_slots && p.shard_hi > p.shard_lo; j++)
                                 memcpy(out->opt + out->np * (size_t)j + p.offset + p.shard_lo,
                                        p.opt_state[j], (p.shard_hi - p.shard_lo) * sizeof(float));
+                        for (int e = 0; values && e < devices; e++)
+                                memcpy(out->params[e] + p.offset + p.shard_lo, p.value,
+                                       (p.shard_hi - p.shard_lo) * sizeof(float));
                 }
         for (size_t i = 0; i < out->np; i++)
                 cr_assert_eq(owned[i], 1, "element %zu owned by %d devices", i, owned[i]);
@@ -143,7 +152,8 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
         struct strata_config c;
         struct rig r;
         const float *p;
-        int micro = k->accumulate > 1 ? k->accumulate : 1;
+        int micro = k->accumulate > 1 ? k->accumulate : 1, fsdp = kind == STRATA_STRATEGY_FSDP;
+        size_t n = 0;
 
         configure(&r, k, kind, devices, &c);
         rt = rig_open(&c);
@@ -161,12 +171,14 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
         out->eval_loss = m.loss;
         out->eval_correct = m.correct;
         for (int d = 0; d < devices; d++) {
-                cr_assert_eq(strata_parameters(rt, d, &p, &out->np), STRATA_OK);
+                cr_assert_eq(strata_parameters(rt, d, &p, &n), STRATA_OK);
+                out->np = fsdp ? rt->replicas[0].nparam : n; /* fsdp: the shard */
                 cr_assert_leq(out->np, NP_MAX);
-                memcpy(out->params[d], p, out->np * sizeof(float));
+                cr_assert_leq(n, out->np);
+                memcpy(out->params[d], p, n * sizeof(float));
         }
         out->opt_t = rt->replicas[0].opt_t;
-        consolidate(rt, kind == STRATA_STRATEGY_DDP ? 1 : devices, out);
+        consolidate(rt, kind == STRATA_STRATEGY_DDP ? 1 : devices, fsdp, out);
         check_plan(rt, &c);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
@@ -204,6 +216,9 @@ static void matrix(int devices)
                 memset(&z, 0, sizeof(z));
                 run(&confs[i], STRATA_STRATEGY_ZERO2, devices, &z);
                 same(&confs[i], "zero2", devices, &z, &ddp);
+                memset(&z, 0, sizeof(z));
+                run(&confs[i], STRATA_STRATEGY_FSDP, devices, &z);
+                same(&confs[i], "fsdp", devices, &z, &ddp);
         }
 }
 

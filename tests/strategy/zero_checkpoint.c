@@ -1,9 +1,10 @@
 /*
- * Checkpoints of the sharded strategies: zero1 and zero2 write ddp's consolidated format (the
- * devices' optimizer shards side by side: every tensor byte equal to ddp's file after the same
- * steps); resuming at the same device count continues bit for bit (losses, every device's
- * parameters and optimizer shard); a zero2 checkpoint loads into ddp and into zero1 on another
- * device count and says it is resharded.
+ * Checkpoints of the sharded strategies: zero1, zero2 and fsdp write ddp's consolidated format
+ * (the devices' optimizer shards, and fsdp's parameter shards, side by side: every tensor byte
+ * equal to ddp's file after the same steps); resuming at the same device count continues bit
+ * for bit (losses, every device's parameters and optimizer shard); a zero2 checkpoint loads
+ * into ddp and into zero1 on another device count and says it is resharded, an fsdp checkpoint
+ * into ddp, and a ddp one into fsdp on another device count.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -149,15 +150,22 @@ static long slurp(const char *path, unsigned char *buf, size_t cap)
         return n;
 }
 
-Test(zero_checkpoint, consolidated_as_ddp, .timeout = 60)
+Test(zero_checkpoint, fsdp_resumes_bitwise, .timeout = 60)
+{
+        resume_bitwise(STRATA_STRATEGY_FSDP, 4);
+        resume_bitwise(STRATA_STRATEGY_FSDP, 1);
+}
+
+/* A sharded strategy's file is ddp's after the same steps, but for the strategy's name. */
+static void consolidated_as_ddp(enum strata_strategy_kind kind)
 {
         static unsigned char a[1 << 16], b[1 << 16];
-        const char *pz = path_of("zero2.ckpt"), *pd = path_of("ddp.ckpt");
+        const char *pz = path_of("zero.ckpt"), *pd = path_of("ddp.ckpt");
         struct strata_config c;
         struct rig r;
         long na, nb;
 
-        c = config(&r, STRATA_STRATEGY_ZERO2, 3);
+        c = config(&r, kind, 3);
         save_after(&r, &c, pz);
         c = config(&r, STRATA_STRATEGY_DDP, 3);
         save_after(&r, &c, pd);
@@ -168,7 +176,14 @@ Test(zero_checkpoint, consolidated_as_ddp, .timeout = 60)
         /* the header names the strategy; the table and every tensor are ddp's bytes */
         cr_assert_eq(memcmp(a + sizeof(struct strata__ckpt_header),
                             b + sizeof(struct strata__ckpt_header),
-                            (size_t)na - sizeof(struct strata__ckpt_header)), 0);
+                            (size_t)na - sizeof(struct strata__ckpt_header)), 0,
+                     "%s", strata_strategy_name(kind));
+}
+
+Test(zero_checkpoint, consolidated_as_ddp, .timeout = 60)
+{
+        consolidated_as_ddp(STRATA_STRATEGY_ZERO2);
+        consolidated_as_ddp(STRATA_STRATEGY_FSDP);
 }
 
 /* A zero2 checkpoint continues under ddp (same devices: ddp's steps) and zero1 on 2. */
@@ -204,4 +219,55 @@ Test(zero_checkpoint, loads_into_other_strategies, .timeout = 60)
         cr_assert_eq(info.world, 3);
         train(&r, rt, N, N + 2, &viad);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/*
+ * @p path loaded into a fresh @p kind on @p devices (said: another world, or resharded), which
+ * trains micro-batches [N, 2N) into @p o; the runtime stays open.
+ */
+static struct strata_runtime *continue_from(struct rig *r, const char *path,
+                                            enum strata_strategy_kind kind, int devices,
+                                            int world, struct result *o)
+{
+        struct strata_config c = config(r, kind, devices);
+        struct strata_runtime *rt = rig_open(&c);
+        struct strata_ckpt_info info;
+
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(info.world, world);
+        cr_assert_eq(info.bitwise, 0, "%s: another strategy or world", strata_strategy_name(kind));
+        train(r, rt, N, 2 * N, o);
+        return rt;
+}
+
+/*
+ * An fsdp checkpoint continues under ddp as fsdp would (the same losses: fsdp is ddp, bit for
+ * bit), and a ddp checkpoint continues under fsdp on another device count as ddp does there,
+ * each device taking its shard of the consolidated parameters.
+ */
+Test(zero_checkpoint, fsdp_loads_into_ddp_and_back, .timeout = 60)
+{
+        static struct result straight, viad, viaf;
+        static struct rig r0;
+        const char *path = path_of("fsdp.ckpt");
+        struct strata_runtime *rt;
+        struct strata_config c = config(&r0, STRATA_STRATEGY_FSDP, 3);
+
+        memset(&straight, 0, sizeof(straight));
+        rt = rig_open(&c);
+        train(&r0, rt, 0, 2 * N, &straight);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        save_after(&r0, &c, path);
+        rt = continue_from(&r0, path, STRATA_STRATEGY_DDP, 3, 3, &viad);
+        cr_assert_eq(memcmp(straight.loss + N, viad.loss + N, N * sizeof(double)), 0,
+                     "ddp from an fsdp checkpoint continues as fsdp does");
+        cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert_eq(strata_teardown(continue_from(&r0, path, STRATA_STRATEGY_DDP, 2, 3, &viad)),
+                     STRATA_OK);
+        cr_assert_eq(strata_teardown(continue_from(&r0, path, STRATA_STRATEGY_FSDP, 2, 3, &viaf)),
+                     STRATA_OK);
+        cr_assert_eq(memcmp(viaf.loss + N, viad.loss + N, N * sizeof(double)), 0,
+                     "fsdp on 2 devices from a ddp checkpoint of 3 continues as ddp on 2");
 }

@@ -9,28 +9,15 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "tests/support/rig.h"
 
 #define PSI 235146u /* 784*256 + 256 + 256*128 + 128 + 128*10 + 10 */
 
 static struct strata_plan_info plan(enum strata_strategy_kind kind, int devices)
 {
-        static struct strata_module mods[5];
-        static struct strata_model m;
-        struct strata_config c = STRATA_CONFIG_INIT;
+        struct strata_config c = rig_default_mlp(kind, devices);
         struct strata_plan_info pl;
 
-        mods[0] = (struct strata_module){ .ops = &strata_linear, .out = 256 };
-        mods[1] = (struct strata_module){ .ops = &strata_relu };
-        mods[2] = (struct strata_module){ .ops = &strata_linear, .out = 128 };
-        mods[3] = (struct strata_module){ .ops = &strata_relu };
-        mods[4] = (struct strata_module){ .ops = &strata_linear, .out = 10 };
-        m = (struct strata_model){ .in_features = 784, .nmodules = 5, .modules = mods };
-        c.model = &m;
-        c.batch = 128;
-        c.classes = 10;
-        c.optim.kind = STRATA_OPTIM_ADAMW;
-        c.strategy.kind = kind;
-        c.strategy.devices = devices;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
         return pl;
 }

@@ -98,6 +98,27 @@ struct strata_config rig_cfg(const struct rig *r, enum strata_strategy_kind kind
         return c;
 }
 
+struct strata_config rig_default_mlp(enum strata_strategy_kind kind, int devices)
+{
+        static struct strata_module mods[5];
+        static struct strata_model m;
+        struct strata_config c = STRATA_CONFIG_INIT;
+
+        mods[0] = (struct strata_module){ .ops = &strata_linear, .out = 256 };
+        mods[1] = (struct strata_module){ .ops = &strata_relu };
+        mods[2] = (struct strata_module){ .ops = &strata_linear, .out = 128 };
+        mods[3] = (struct strata_module){ .ops = &strata_relu };
+        mods[4] = (struct strata_module){ .ops = &strata_linear, .out = 10 };
+        m = (struct strata_model){ .in_features = 784, .nmodules = 5, .modules = mods };
+        c.model = &m;
+        c.batch = 128;
+        c.classes = 10;
+        c.optim.kind = STRATA_OPTIM_ADAMW;
+        c.strategy.kind = kind;
+        c.strategy.devices = devices;
+        return c;
+}
+
 double rig_rel_diff(const float *a, const float *b, size_t n)
 {
         double worst = 0.0;

@@ -55,4 +55,10 @@ void rig_equivalence(struct rig *r, enum strata_strategy_kind kind, int max_devi
 /** Largest |a - b| / (1 + |b|). */
 double rig_rel_diff(const float *a, const float *b, size_t n);
 
+/**
+ * strata-train's default model (784-256-128-10, ReLUs between) with AdamW, batch 128, under
+ * @p kind on @p devices: for plans only (no data).
+ */
+struct strata_config rig_default_mlp(enum strata_strategy_kind kind, int devices);
+
 #endif

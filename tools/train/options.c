@@ -221,7 +221,7 @@ static int choice_option(int c, const char *s, struct opts *o)
         case 'S':
                 if (strata_strategy_from_name(s, &o->strategy))
                         return bad("--strategy: '%s' is not single, dp, ddp, zero1, zero2, "
-                                   "spawn or mpi%s", s, "");
+                                   "fsdp, spawn or mpi%s", s, "");
                 o->strategy_set = 1;
                 return 0;
         }
@@ -333,7 +333,8 @@ static int check_devices(struct opts *o)
                         o->devices = t.allowed_cores < 64 ? t.allowed_cores : 64;
         }
         if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
-                return bad("--devices > 1 needs --strategy dp, ddp, zero1 or zero2%s%s", "", "");
+                return bad("--devices > 1 needs --strategy dp, ddp, zero1, zero2 or fsdp%s%s",
+                           "", "");
         return 0;
 }
 

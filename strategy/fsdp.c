@@ -1,0 +1,210 @@
+/*
+ * The `fsdp` strategy (ZeRO stage 3, the seed's model_sharded_context) in one process: zero2
+ * whose parameters are sharded too. Device g (its global rank) owns elements [g * L, (g + 1) * L)
+ * of the flat parameter vector, L = strata__replica_shard_len() as under zero1 and zero2, and
+ * holds that shard alone of the parameters, of the reduced gradients and of the optimizer
+ * state (the replica's own_params layout).
+ *
+ * Every layer computes from one planned layer buffer. Before its forward, and again before its
+ * backward, its parameters are gathered there from their owners: one broadcast per shard the
+ * layer meets, rooted at that shard's owner, in shard order (the forward's last layer is still
+ * there for the backward). After its backward its gradients are reduced to the owners of its
+ * parts, one reduce per shard in shard order: each element summed in rank order as ddp's
+ * all-reduce sums it, so the owner holds ddp's bits. Gradients are written to a layer-sized
+ * buffer, or to a whole local vector where accumulation micro-batches sum there (no_sync) or
+ * clipping by norm gathers every reduced shard to take ddp's sum of squares. The update is
+ * elementwise on the shard. Every device issues the same collectives in the same order.
+ * Decision 0028.
+ *
+ * States: children of ddp's; connect initialises each layer into the layer buffer, device 0's
+ * broadcast as ddp does, and keeps the shard's part; backward reduces each layer to its owners;
+ * optimizer_step unscales, clips and updates the shard.
+ */
+#include "strata/status.h"
+#include "strategy/multi.h"
+
+static int fsdp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+{
+        STRATA_TRY(strata__multi_validate(c, drv, "fsdp"));
+        if (strata__own_memory(drv))
+                return strata__fail(STRATA_ENOTSUP, "strategy fsdp on %s: layers are gathered "
+                                    "in host memory in this version; use zero2 or ddp",
+                                    drv->name);
+        return STRATA_OK;
+}
+
+/* What one shard's part of a layer does: elements [a, b) of the flat vector, in shard g. */
+typedef int (*part_fn)(struct strata_comm *comm, struct strata__replica *r, int layer, int g,
+                       size_t a, size_t b);
+
+/* @p fn on every shard layer @p i meets, in shard order; a layer without parameters has none. */
+static int each_part(struct strata_runtime *rt, struct strata__replica *r, int i, part_fn fn)
+{
+        struct strata_comm *comm = strata__multi(rt)->dcomm;
+        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = r->shard_len;
+
+        if (lo == hi)
+                return STRATA_OK;
+        for (size_t g = lo / len; g * len < hi; g++) {
+                size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
+
+                STRATA_TRY(fn(comm, r, i, (int)g, a, b));
+        }
+        return STRATA_OK;
+}
+
+/* The owner copies its part into the layer buffer, then broadcasts it to every device. */
+static int gather_part(struct strata_comm *comm, struct strata__replica *r, int layer, int g,
+                       size_t a, size_t b)
+{
+        float *dst = r->lbuf + (a - r->poff[layer]);
+
+        if (r->shard_lo == (size_t)g * r->shard_len)
+                r->k->copy(dst, r->params + (a - r->shard_lo), b - a);
+        return strata_comm_broadcast(comm, r->dev, dst, b - a, STRATA_F32, g);
+}
+
+/* Every device's gradients of the part summed into its owner's reduced shard. */
+static int reduce_part(struct strata_comm *comm, struct strata__replica *r, int layer, int g,
+                       size_t a, size_t b)
+{
+        const float *src = r->layers[layer].grad + (a - r->poff[layer]);
+        int mine = r->shard_lo == (size_t)g * r->shard_len;
+
+        return strata_comm_reduce(comm, r->dev, src, mine ? r->grads + (a - r->shard_lo) : NULL,
+                                  b - a, STRATA_F32, STRATA_OP_SUM, g);
+}
+
+static const struct strata_span span_gather = { "gather layer", "comm", "layer", 0 };
+static const struct strata_span span_reduce = { "reduce layer", "comm", "layer", 0 };
+
+/* @p fn over layer @p i's parts, as one span on the device's track. */
+static int traced(void *h, struct strata__replica *r, int i, const struct strata_span *span,
+                  part_fn fn)
+{
+        uint64_t t0 = strata_track_begin(r->track, span, NULL);
+        int rc = each_part(h, r, i, fn);
+
+        strata_track_end(r->track, t0, i);
+        return rc;
+}
+
+/* The replica's fetch: layer @p i's parameters into the layer buffer before it computes. */
+static int gather_layer(void *h, struct strata__replica *r, int i)
+{
+        return traced(h, r, i, &span_gather, gather_part);
+}
+
+/* After layer @p i's backward at the window's end: its gradients to their owners. */
+static int reduce_layer(void *h, struct strata__replica *r, int i)
+{
+        return traced(h, r, i, &span_reduce, reduce_part);
+}
+
+/*
+ * connect: zeros, then layer by layer the initial values into the layer buffer, device 0's
+ * broadcast (as ddp broadcasts its replica) and the shard's part kept; running state as ddp.
+ */
+static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        strata__replica_set_shard(r, rt->rank0 + dev);
+        r->fetch = gather_layer;
+        r->fetch_h = rt;
+        strata__replica_init(r, rt->cfg.seed);
+        for (int i = 0; i < r->nlayers; i++) {
+                struct strata_layer *l = &r->layers[i];
+
+                if (l->desc->ops->init)
+                        l->desc->ops->init(l, rt->cfg.seed);
+                if (l->nparam) {
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->lbuf, l->nparam,
+                                                         STRATA_F32, 0));
+                        strata__replica_keep(r, i);
+                }
+                if (l->nstate)
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, l->state, l->nstate,
+                                                         STRATA_F32, 0));
+        }
+        return STRATA_OK;
+}
+
+static int fsdp_connect(void *obj, int state, int event, void *arg)
+{
+        (void)state;
+        return strata__multi_post(obj, event, arg, init_dev, 0);
+}
+
+/* An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer. */
+static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        return strata__multi_backward(rt, dev, m->args->sync ? reduce_layer : NULL);
+}
+
+static int fsdp_backward(void *obj, int state, int event, void *arg)
+{
+        (void)state;
+        return strata__multi_post(obj, event, arg, backward_dev, 0);
+}
+
+/*
+ * optimizer_step: unscale the shard and agree on a skip (every non-finite reduced value is in
+ * some owner's shard, so the devices' OR is ddp's decision); clipping by norm gathers every
+ * unscaled shard into the whole local vector for ddp's sum of squares; update the shard.
+ */
+static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+        int skip;
+
+        STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
+        if (skip)
+                return STRATA_OK;
+        if (rt->cfg.train.clip_norm > 0.0f)
+                STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, r->grads, r->lgrad, r->shard_len,
+                                                  STRATA_F32));
+        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
+        strata__replica_step(r, &rt->cfg.optim);
+        return STRATA_OK;
+}
+
+/* optimizer_step, or batch_end of an accumulation micro-batch (the parents'). */
+static int fsdp_backward_done(void *obj, int state, int event, void *arg)
+{
+        (void)state;
+        if (event != STRATA_EV_OPTIMIZER_STEP)
+                return STRATA_SM_PARENT;
+        return strata__multi_post(obj, event, arg, step_dev, 0);
+}
+
+#define P(s) .parent = &strata__ddp_states[s]
+static const struct strata_sm_state fsdp_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_ENV_READY] = { .run = fsdp_connect, P(STRATA_STATE_ENV_READY) },
+        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
+        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
+        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
+        [STRATA_STATE_FORWARD_DONE] = { .run = fsdp_backward, P(STRATA_STATE_FORWARD_DONE) },
+        [STRATA_STATE_BACKWARD_DONE] = { .run = fsdp_backward_done,
+                                         P(STRATA_STATE_BACKWARD_DONE) },
+        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
+        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
+        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+};
+#undef P
+
+/* Its gradients are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
+const struct strata__strategy strata__fsdp = {
+        .name = "fsdp",
+        .validate = fsdp_validate,
+        .layout = strata__ddp_layout,
+        .states = fsdp_states,
+        .collective = strata__multi_collective,
+        .is_global_zero = strata__is_global_zero,
+        .root_device = strata__root_device,
+        .world_size = strata__world_size,
+        .handles_gradient_accumulation = 1,
+        .sharded = 1,
+        .shards_params = 1,
+};
