@@ -129,6 +129,30 @@ int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *
                        const void *where);
 
 /**
+ * The processes of a job strata_spawn() started (this process is one of them): their count,
+ * which cfg.process.count, when set, must equal.
+ */
+int strata__procs_spawned(const struct strata_config *c, int *procs);
+
+/** The processes of an MPI job: cfg.process.count, or the launcher's (1 without one). */
+int strata__procs_launched(const struct strata_config *c, int *procs);
+
+/**
+ * The processes of the job this process belongs to, whatever started it: strata_spawn()'s
+ * when it started this process, else the configuration's or the launcher's (1 alone).
+ */
+int strata__procs_job(const struct strata_config *c, int *procs);
+
+/** setup_environment over the MPI link (cfg.process.mpi_comm, or MPI_COMM_WORLD). */
+int strata__procs_join_mpi(struct strata_runtime *rt);
+
+/**
+ * setup_environment of a strategy over the job this process belongs to (strata__procs_job()):
+ * nothing alone, the spawn link in a process strata_spawn() started, the MPI link otherwise.
+ */
+int strata__procs_join_job(struct strata_runtime *rt);
+
+/**
  * A strategy over processes' stop_due: a stop request counts once every process has seen it,
  * at the last step's exchange (the step's metrics), so all stop at the same step boundary;
  * strata_clear_stop() on every process forgets it.

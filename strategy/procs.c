@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "strata/process.h"
 #include "strata/status.h"
 #include "kernel/topology.h"
 #include "strategy/fingerprint.h"
@@ -198,6 +199,58 @@ int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *
         if (s->net.size > 1) /* one process: ddp's own placement and communicators */
                 strata__multi(rt)->peers = &peers;
         return STRATA_OK;
+}
+
+int strata__procs_spawned(const struct strata_config *c, int *procs)
+{
+        const struct strata__procs_where *w = strata__spawned();
+
+        if (c->process.count > 0 && c->process.count != w->size)
+                return strata__fail(STRATA_EINVAL, "processes %d, but strata_spawn() started %d",
+                                    c->process.count, w->size);
+        *procs = w->size;
+        return STRATA_OK;
+}
+
+int strata__procs_launched(const struct strata_config *c, int *procs)
+{
+        struct strata_launch l;
+
+        if (c->process.count < 0)
+                return strata__fail(STRATA_EINVAL, "processes %d < 0", c->process.count);
+        if (c->process.count > 0) {
+                *procs = c->process.count;
+                return STRATA_OK;
+        }
+        STRATA_TRY(strata_launch_detect(&l));
+        *procs = l.size;
+        return STRATA_OK;
+}
+
+int strata__procs_job(const struct strata_config *c, int *procs)
+{
+        if (strata__spawned()->region)
+                return strata__procs_spawned(c, procs);
+        return strata__procs_launched(c, procs);
+}
+
+int strata__procs_join_mpi(struct strata_runtime *rt)
+{
+        const struct strata__net_ops *ops;
+        struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
+                                           rt->cfg.process.mpi_comm_fortran };
+
+        STRATA_TRY(strata__net_mpi(&ops));
+        return strata__procs_join(rt, ops, &where);
+}
+
+int strata__procs_join_job(struct strata_runtime *rt)
+{
+        if (rt->world == rt->nreplicas)
+                return STRATA_OK; /* one process: ddp's own placement and communicators */
+        if (strata__spawned()->region)
+                return strata__procs_join(rt, &strata__procs_net, strata__spawned());
+        return strata__procs_join_mpi(rt);
 }
 
 /* A failure in a job of several processes ends the job: the others would wait for this one. */
