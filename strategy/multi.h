@@ -106,6 +106,17 @@ struct strata__buckets {
         int n;
 };
 
+/** ddp's bucket cap: cfg.strategy.bucket_bytes, 25 MB when 0. */
+size_t strata__ddp_bucket_cap(const struct strata_config *c);
+
+/**
+ * ddp's bucket rule for replica @p r and cap @p cap, bucket by bucket in bucket order (the
+ * last layers first): fn(arg, lo, hi, close) for elements [lo, hi), complete after layer
+ * close's backward. The buckets ddp plans at setup and the schedule every process agrees on.
+ */
+void strata__ddp_bucket_walk(const struct strata__replica *r, size_t cap,
+                             void (*fn)(void *arg, size_t lo, size_t hi, int close), void *arg);
+
 /** The buckets of a runtime whose state is ddp's (ddp, the process layer, zero1, zero2). */
 const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt);
 

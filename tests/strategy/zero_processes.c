@@ -5,7 +5,8 @@
  * and by value, bf16-mixed and 16-mixed with an injected skip. Every process's step losses and
  * evaluation, every device's parameters and every shard of the optimizer state (each element
  * owned by one device of one process) equal ddp's; every device's arena is used as planned,
- * and no process allocates during its steps.
+ * and no process allocates during its steps. Across processes a driver with memory of its own
+ * is refused with the reason.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "strata/strata.h"
 #include "base/testing.h"
 #include "strategy/internal.h"
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -280,4 +282,29 @@ Test(zero_processes, two_processes_of_two, .timeout = 120)
 Test(zero_processes, four_processes_of_one, .timeout = 120)
 {
         layout(4);
+}
+
+/*
+ * Bad input: across processes the link moves host buffers, so a driver with memory of its own
+ * is refused at plan time with the reason (in one process it runs); a negative process count
+ * is refused too.
+ */
+Test(zero_processes, refused_with_a_reason)
+{
+        struct strata_plan_info pl;
+        struct strata_config c;
+
+        rig_init(&rig, 0);
+        c = rig_cfg(&rig, STRATA_STRATEGY_ZERO2, 2, 0);
+        c.device.driver = devsim_driver();
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "one process: %s", strata_last_error());
+        c.process.count = 2;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_ENOTSUP);
+        cr_assert(strstr(strata_last_error(), "strategy zero2 across 2 processes on devsim: "
+                                              "device memory across processes is not "
+                                              "supported"), "%s", strata_last_error());
+        c.device.driver = NULL;
+        c.process.count = -1;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "processes -1 < 0"), "%s", strata_last_error());
 }
