@@ -140,6 +140,17 @@ int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *
                        const void *where);
 
 /**
+ * @p bytes held by process @p from (at @p src there; ignored elsewhere) to process 0, through
+ * a planned buffer of 64 KiB at a time: take(arg, p, n) runs on process 0 for each part, in
+ * order. Every process of a sharded job calls it with the same @p from and @p bytes.
+ */
+int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
+                          void (*take)(void *arg, const void *p, size_t n), void *arg);
+
+/** Every process of the job gets process 0's *status (a collective of the job). */
+int strata__procs_agree(struct strata_runtime *rt, int *status);
+
+/**
  * The processes of a job strata_spawn() started (this process is one of them): their count,
  * which cfg.process.count, when set, must equal.
  */

@@ -25,7 +25,11 @@ struct strata__procs {
         double *stats;                /* every device's metrics (common.c), global order */
         int stop;                     /* a stop request seen by any process at the last step */
         unsigned char *prints;        /* this process's fingerprint, then every process's */
+        unsigned char *chunk;         /* sharded checkpoints: a piece on its way to process 0 */
 };
+
+/* Bytes of a checkpoint piece that cross from its process to process 0 in one broadcast. */
+#define CHUNK_BYTES ((size_t)64 << 10)
 
 static struct strata__procs *procs_of(const struct strata_runtime *rt)
 {
@@ -41,7 +45,7 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
         int width = strata__metrics_width(c->model);
         struct strata__procs *s;
-        void *p, *pq = NULL, *st = NULL, *fp = NULL;
+        void *p, *pq = NULL, *st = NULL, *fp = NULL, *ck = NULL;
         size_t pcomm = 0;
 
         STRATA_TRY(strata__ddp_layout(c, drv, a, priv));
@@ -56,6 +60,8 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                                               64, &st));
                 STRATA_TRY(strata_arena_alloc(a, STRATA__FINGERPRINT_BYTES *
                                                          (size_t)(pc.world_size + 1), 64, &fp));
+                if (strata__strategy_get(c->strategy.kind)->sharded)
+                        STRATA_TRY(strata_arena_alloc(a, CHUNK_BYTES, 64, &ck));
         }
         if (s) {
                 memset(s, 0, sizeof(*s));
@@ -63,6 +69,7 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 s->pcomm_bytes = pcomm;
                 s->stats = st;
                 s->prints = fp;
+                s->chunk = ck;
                 ((struct strata__multi *)*priv)->peers_state = s;
         }
         return STRATA_OK;
@@ -198,6 +205,38 @@ int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *
         rt->rank0 = s->net.rank * rt->nreplicas;
         if (s->net.size > 1) /* one process: ddp's own placement and communicators */
                 strata__multi(rt)->peers = &peers;
+        return STRATA_OK;
+}
+
+int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
+                          void (*take)(void *arg, const void *p, size_t n), void *arg)
+{
+        struct strata__procs *s = procs_of(rt);
+        int me = s->net.rank;
+
+        if (from == 0) {
+                if (me == 0)
+                        take(arg, src, bytes);
+                return STRATA_OK;
+        }
+        for (size_t off = 0; off < bytes; off += CHUNK_BYTES) {
+                size_t n = bytes - off < CHUNK_BYTES ? bytes - off : CHUNK_BYTES;
+                void *buf = me == from ? (unsigned char *)src + off : s->chunk;
+
+                STRATA_TRY(strata_comm_broadcast(s->pcomm, 0, buf, n, STRATA_U8, from));
+                if (me == 0)
+                        take(arg, buf, n);
+        }
+        return STRATA_OK;
+}
+
+int strata__procs_agree(struct strata_runtime *rt, int *status)
+{
+        struct strata__procs *s = procs_of(rt);
+        int32_t v = *status;
+
+        STRATA_TRY(strata_comm_broadcast(s->pcomm, 0, &v, 1, STRATA_I32, 0));
+        *status = v;
         return STRATA_OK;
 }
 
