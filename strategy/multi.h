@@ -128,6 +128,14 @@ int strata__ddp_layout(const struct strata_config *c, const struct strata_device
 int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, void **priv);
 
+/**
+ * The layout of a sharded strategy over processes: the process layer's, and a buffer for the
+ * checkpoint pieces that cross to process 0 (strata__procs_to_zero()).
+ */
+int strata__procs_layout_sharded(const struct strata_config *c,
+                                 const struct strata_device_ops *drv, struct strata_arena *a,
+                                 void **priv);
+
 /** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, struct strata__multi *m);

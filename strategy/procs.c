@@ -36,8 +36,9 @@ static struct strata__procs *procs_of(const struct strata_runtime *rt)
         return strata__multi(rt)->peers_state;
 }
 
-int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, void **priv)
+/* The layout of a strategy over processes; @p chunk bytes for checkpoint pieces (sharded). */
+static int layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                  struct strata_arena *a, void **priv, size_t chunk)
 {
         struct strata_comm_config pc = STRATA_COMM_CONFIG_INIT;
         int devices = c->strategy.devices;
@@ -60,8 +61,8 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                                               64, &st));
                 STRATA_TRY(strata_arena_alloc(a, STRATA__FINGERPRINT_BYTES *
                                                          (size_t)(pc.world_size + 1), 64, &fp));
-                if (strata__strategy_get(c->strategy.kind)->sharded)
-                        STRATA_TRY(strata_arena_alloc(a, CHUNK_BYTES, 64, &ck));
+                if (chunk)
+                        STRATA_TRY(strata_arena_alloc(a, chunk, 64, &ck));
         }
         if (s) {
                 memset(s, 0, sizeof(*s));
@@ -73,6 +74,19 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 ((struct strata__multi *)*priv)->peers_state = s;
         }
         return STRATA_OK;
+}
+
+int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, void **priv)
+{
+        return layout(c, drv, a, priv, 0);
+}
+
+int strata__procs_layout_sharded(const struct strata_config *c,
+                                 const struct strata_device_ops *drv, struct strata_arena *a,
+                                 void **priv)
+{
+        return layout(c, drv, a, priv, CHUNK_BYTES);
 }
 
 /*

@@ -29,14 +29,13 @@
 static int zero_validate(const struct strata_config *c, const struct strata_device_ops *drv,
                          const char *name)
 {
-        int world;
+        int procs;
 
-        STRATA_TRY(strata__world(c, &world));
-        if (world > c->strategy.devices && strata__own_memory(drv))
+        STRATA_TRY(strata__procs_job(c, &procs));
+        if (procs > 1 && strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy %s across %d processes on %s: "
                                                     "device memory across processes is not "
-                                                    "supported", name,
-                                    world / c->strategy.devices, drv->name);
+                                                    "supported", name, procs, drv->name);
         return strata__multi_validate(c, drv, name);
 }
 
@@ -193,7 +192,7 @@ static const struct strata_sm_state zero2_states[STRATA_STATE_COUNT] = {
 const struct strata__strategy strata__zero1 = {
         .name = "zero1",
         .validate = zero1_validate,
-        .layout = strata__procs_layout,
+        .layout = strata__procs_layout_sharded,
         .states = zero1_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,
@@ -210,7 +209,7 @@ const struct strata__strategy strata__zero1 = {
 const struct strata__strategy strata__zero2 = {
         .name = "zero2",
         .validate = zero2_validate,
-        .layout = strata__procs_layout,
+        .layout = strata__procs_layout_sharded,
         .states = zero2_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,
