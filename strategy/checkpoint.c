@@ -7,7 +7,11 @@
  * step, the model's fingerprint, the world size and strategy, and the application's block.
  *
  * Saves happen between steps at an optimizer-step boundary (not inside an accumulation
- * window). A load checks the header, every table entry against this runtime's tensors and
+ * window). A job whose optimizer state is sharded over several processes (zero1, zero2) saves
+ * together: every process calls it, each sends the pieces it holds (its shards, its devices'
+ * running statistics and step counts) to process 0 through the process layer's planned buffer,
+ * and process 0 alone writes the consolidated file, every device of the job in global order;
+ * every process loads its own pieces from that file. A load checks the header, every table entry against this runtime's tensors and
  * every tensor's checksum before it writes any live state.
  */
 #include <stdio.h>
@@ -17,7 +21,7 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "nn/checkpoint.h"
-#include "strategy/internal.h"
+#include "strategy/multi.h"
 
 /* One tensor of the checkpoint, where it lives in this runtime. */
 struct tensor {
@@ -27,10 +31,32 @@ struct tensor {
         void *ptr;          /* device memory of replica dev, or host memory (dev < 0) */
         size_t bytes;
         int dev;
+        int owner;          /* the global device that holds it (its process sends it) */
         int group, slot;    /* its group, the optimizer slot (-1: the values); sharded: its
                              * owners hold it */
         int sharded;
+        int per_device;     /* one piece per device of shape[0] (the step counts) */
 };
+
+/* A save of every process of a job whose optimizer state is sharded over them (see above). */
+static int across(const struct strata_runtime *rt)
+{
+        return rt->strategy->sharded && rt->world > rt->nreplicas;
+}
+
+/* The devices a checkpoint of this runtime holds: the job's when it saves across processes. */
+static int ckpt_world(const struct strata_runtime *rt)
+{
+        return across(rt) ? rt->world : rt->nreplicas;
+}
+
+/* This process's replica of global device @p d, or -1 when another process holds it. */
+static int local(const struct strata_runtime *rt, int d)
+{
+        int l = d - (across(rt) ? rt->rank0 : 0);
+
+        return l >= 0 && l < rt->nreplicas ? l : -1;
+}
 
 static const char *const slot_names[2][2] = {
         { "momentum_buffer", NULL },  /* SGD */
@@ -81,7 +107,9 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
         }
         for (int d = 1; d < world; d++)
                 for (int g = 0; g < ngroups; g++) {
-                        strata__replica_param(&rt->replicas[d < rt->nreplicas ? d : 0], g, &p);
+                        int l = local(rt, d);
+
+                        strata__replica_param(&rt->replicas[l >= 0 ? l : 0], g, &p);
                         if (p.group.role != STRATA_ROLE_RUNNING || i-- != 0)
                                 continue;
                         snprintf(t->name, sizeof(t->name), "replicas.%d.%.56s", d, p.name);
@@ -89,9 +117,10 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
                         t->ndim = 1;
                         t->shape[0] = p.group.count;
                         t->shape[1] = 1;
-                        t->ptr = d < rt->nreplicas ? p.value : NULL;
+                        t->ptr = l >= 0 ? p.value : NULL;
                         t->bytes = p.group.count * sizeof(float);
-                        t->dev = d;
+                        t->dev = l;
+                        t->owner = d;
                         return STRATA_OK;
                 }
         if (i-- == 0) {
@@ -100,9 +129,9 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
                 t->ndim = 1;
                 t->shape[0] = (uint64_t)world;
                 t->shape[1] = 1;
-                t->ptr = rt->ckpt_steps;
                 t->bytes = sizeof(uint64_t) * (size_t)world;
                 t->dev = -1;
+                t->per_device = 1;
                 return STRATA_OK;
         }
         return -1;
@@ -143,41 +172,96 @@ static const void *host_bytes(struct strata_runtime *rt, const struct tensor *t)
         return rt->dev->host_view(rt->replicas[t->dev].p_host, t->ptr, t->bytes);
 }
 
+/* Elements [*lo, *hi) of group @p p that shard @p k holds (empty: *lo == *hi). */
+static void shard_part(const struct strata__replica *r, const struct strata_param *p, int k,
+                       size_t *lo, size_t *hi)
+{
+        size_t a = (size_t)k * r->shard_len, b = a + r->shard_len;
+
+        *lo = a > p->offset ? a - p->offset : 0;
+        *hi = b > p->offset ? b - p->offset : 0;
+        *hi = *hi < p->group.count ? *hi : p->group.count;
+        *lo = *lo < *hi ? *lo : *hi;
+}
+
 /*
- * Piece @p k of tensor @p t: where it lives, its bytes, and where they start in the tensor.
- * A sharded optimizer slot is in pieces, device k's the part of the group in its shard
- * (devices in order: the shards side by side are the whole tensor, consolidated); any other
- * tensor is one piece. 1 for a piece (possibly empty), 0 past the last.
+ * Piece @p k of tensor @p t: where it lives (ptr NULL: in another process, owner's), its
+ * bytes, and where they start in the tensor. A sharded optimizer slot is in pieces, device
+ * k's the part of the group in its shard (devices in order: the shards side by side are the
+ * whole tensor, consolidated); the step counts one per device; any other tensor is one piece.
+ * 1 for a piece (possibly empty), 0 past the last.
  */
-static int piece(const struct strata_runtime *rt, const struct tensor *t, int k,
+static int piece(struct strata_runtime *rt, const struct tensor *t, int k,
                  struct tensor *out, size_t *at)
 {
+        const struct strata__replica *r0 = &rt->replicas[0];
+        int l = local(rt, k);
         struct strata_param p;
+        size_t lo, hi;
 
         *out = *t;
         *at = 0;
+        if (t->per_device) {
+                out->ptr = l >= 0 ? &rt->ckpt_steps[l] : NULL;
+                out->bytes = sizeof(uint64_t);
+                out->owner = k;
+                *at = (size_t)k * sizeof(uint64_t);
+                return (uint64_t)k < t->shape[0];
+        }
         if (!t->sharded)
                 return k == 0;
-        if (k >= rt->nreplicas)
+        if (k >= r0->nshards)
                 return 0;
-        strata__replica_param(&rt->replicas[k], t->group, &p);
-        out->ptr = t->slot < 0 ? p.value : p.opt_state[t->slot];
-        out->bytes = (p.shard_hi - p.shard_lo) * sizeof(float);
-        out->dev = k;
-        *at = p.shard_lo * sizeof(float);
+        strata__replica_param(&rt->replicas[l >= 0 ? l : 0], t->group, &p);
+        shard_part(r0, &p, k, &lo, &hi);
+        out->ptr = l < 0 ? NULL : t->slot < 0 ? p.value : p.opt_state[t->slot];
+        out->bytes = (hi - lo) * sizeof(float);
+        out->dev = l;
+        out->owner = k;
+        *at = lo * sizeof(float);
         return 1;
 }
 
-/* The checksum of tensor @p t's bytes, piece by piece. */
-static uint32_t tensor_crc(struct strata_runtime *rt, const struct tensor *t)
+/*
+ * Where a save's bytes go on the writing process: a checksum, and the file when @c io is set.
+ * The first write error is kept and later writes are skipped, so a save across processes
+ * still takes part in every transfer and all end together.
+ */
+struct sink {
+        const struct strata_checkpoint_io *io;
+        struct strata_ckpt_handle *h;
+        uint32_t crc;
+        int rc;
+};
+
+static void take(void *arg, const void *p, size_t n)
+{
+        struct sink *s = arg;
+
+        s->crc = strata__crc32(s->crc, p, n);
+        if (s->io && s->rc == STRATA_OK && n)
+                s->rc = s->io->write(s->h, p, n);
+}
+
+/*
+ * Tensor @p t's bytes in order, piece by piece, into @p s. Across processes every process
+ * takes part (each piece comes from its owner's process) and only process 0's sink is fed.
+ */
+static int stream(struct strata_runtime *rt, const struct tensor *t, struct sink *s)
 {
         struct tensor pc;
-        uint32_t crc = 0;
         size_t at;
 
-        for (int k = 0; piece(rt, t, k, &pc, &at); k++)
-                crc = strata__crc32(crc, host_bytes(rt, &pc), pc.bytes);
-        return crc;
+        for (int k = 0; piece(rt, t, k, &pc, &at); k++) {
+                if (!pc.bytes)
+                        continue;
+                if (!across(rt))
+                        take(s, host_bytes(rt, &pc), pc.bytes);
+                else
+                        STRATA_TRY(strata__procs_to_zero(rt, pc.owner / rt->nreplicas,
+                                                         pc.ptr, pc.bytes, take, s));
+        }
+        return STRATA_OK;
 }
 
 static const struct strata_checkpoint_io *io_of(const struct strata_runtime *rt)
@@ -203,72 +287,112 @@ static int between_steps(const struct strata_runtime *rt, const char *what, cons
 
 #define DATA_ALIGN 64
 
-static int write_all(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
-                     struct strata_ckpt_handle *h, const void *app, size_t app_bytes)
+static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *hd, int n,
+                        const void *app, size_t app_bytes)
+{
+        hd->version = STRATA_CKPT_VERSION;
+        hd->byte_order = STRATA__CKPT_BOM;
+        hd->header_bytes = sizeof(*hd);
+        hd->entry_bytes = sizeof(struct strata__ckpt_entry);
+        hd->ntensors = (uint32_t)n;
+        hd->world = (uint32_t)ckpt_world(rt);
+        hd->strategy = (uint32_t)rt->cfg.strategy.kind;
+        hd->lib_version = STRATA_VERSION_HEX;
+        hd->step = rt->step;
+        hd->fingerprint = fingerprint(rt);
+        hd->precision = (uint32_t)rt->cfg.precision.kind;
+        hd->loss_scale = rt->scaler.scale;
+        hd->scale_growth = rt->scaler.growth;
+        hd->scale_skipped = rt->scaler.skipped;
+        hd->app_bytes = (uint32_t)app_bytes;
+        if (app_bytes)
+                memcpy(hd->app, app, app_bytes);
+        hd->crc = strata__ckpt_header_crc(hd);
+}
+
+/*
+ * The header, the table (each tensor's checksum streamed first) and the data into @p s (on a
+ * process other than 0 of a save across processes: nothing, but every transfer).
+ */
+static int write_all(struct strata_runtime *rt, struct sink *s, const void *app,
+                     size_t app_bytes)
 {
         struct strata__ckpt_header hd = { .magic = STRATA__CKPT_MAGIC };
         static const unsigned char zero[DATA_ALIGN];
-        int n = count_tensors(rt, rt->nreplicas);
+        int n = count_tensors(rt, ckpt_world(rt));
+        struct sink sum = { 0 };
         uint64_t off;
         struct tensor t;
 
-        hd.version = STRATA_CKPT_VERSION;
-        hd.byte_order = STRATA__CKPT_BOM;
-        hd.header_bytes = sizeof(hd);
-        hd.entry_bytes = sizeof(struct strata__ckpt_entry);
-        hd.ntensors = (uint32_t)n;
-        hd.world = (uint32_t)rt->nreplicas;
-        hd.strategy = (uint32_t)rt->cfg.strategy.kind;
-        hd.lib_version = STRATA_VERSION_HEX;
-        hd.step = rt->step;
-        hd.fingerprint = fingerprint(rt);
-        hd.precision = (uint32_t)rt->cfg.precision.kind;
-        hd.loss_scale = rt->scaler.scale;
-        hd.scale_growth = rt->scaler.growth;
-        hd.scale_skipped = rt->scaler.skipped;
-        hd.app_bytes = (uint32_t)app_bytes;
-        if (app_bytes)
-                memcpy(hd.app, app, app_bytes);
-        hd.crc = strata__ckpt_header_crc(&hd);
-        STRATA_TRY(io->write(h, &hd, sizeof(hd)));
+        fill_header(rt, &hd, n, app, app_bytes);
+        take(s, &hd, sizeof(hd));
         off = STRATA__ALIGN_UP(sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry),
                                DATA_ALIGN);
         for (int i = 0; i < n; i++) {
                 struct strata__ckpt_entry e = { 0 };
 
-                tensor_at(rt, rt->nreplicas, i, &t);
+                tensor_at(rt, ckpt_world(rt), i, &t);
                 memcpy(e.name, t.name, sizeof(e.name));
                 e.dtype = t.dtype;
                 e.ndim = t.ndim;
                 memcpy(e.shape, t.shape, sizeof(e.shape));
                 e.offset = off;
                 e.bytes = t.bytes;
-                e.crc = tensor_crc(rt, &t);
-                STRATA_TRY(io->write(h, &e, sizeof(e)));
+                sum.crc = 0;
+                STRATA_TRY(stream(rt, &t, &sum));
+                e.crc = sum.crc;
+                take(s, &e, sizeof(e));
                 off = STRATA__ALIGN_UP(off + t.bytes, DATA_ALIGN);
         }
         off = sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
         for (int i = 0; i < n; i++) {
-                size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off, at;
-                struct tensor pc;
+                size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off;
 
-                tensor_at(rt, rt->nreplicas, i, &t);
-                STRATA_TRY(io->write(h, zero, pad));
-                for (int k = 0; piece(rt, &t, k, &pc, &at); k++)
-                        if (pc.bytes)
-                                STRATA_TRY(io->write(h, host_bytes(rt, &pc), pc.bytes));
+                tensor_at(rt, ckpt_world(rt), i, &t);
+                take(s, zero, pad);
+                STRATA_TRY(stream(rt, &t, s));
                 off += pad + t.bytes;
         }
         return STRATA_OK;
 }
 
+/*
+ * Write @p path on this process (process 0 of a save across processes; the others only send
+ * their pieces), commit or abort it, and agree on the outcome with every process.
+ */
+static int save(struct strata_runtime *rt, const char *path, const void *app, size_t app_bytes)
+{
+        const struct strata_checkpoint_io *io = io_of(rt);
+        struct sink s = { .h = &rt->ckpt };
+        int writer = !across(rt) || rt->rank0 == 0, rc;
+
+        memset(s.h, 0, sizeof(*s.h));
+        s.h->fd = -1;
+        if (writer) {
+                s.rc = io->create(io->ctx, path, s.h);
+                if (s.rc != STRATA_OK && !across(rt))
+                        return s.rc;
+                s.io = s.rc == STRATA_OK ? io : NULL;
+        }
+        rc = write_all(rt, &s, app, app_bytes);
+        if (rc == STRATA_OK)
+                rc = s.rc;
+        if (s.io && rc != STRATA_OK)
+                io->abort(s.h);
+        else if (s.io)
+                rc = io->commit(s.h);
+        if (!across(rt) || rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED)
+                return rc; /* a transfer failed: the job is failing already */
+        STRATA_TRY(strata__procs_agree(rt, &rc));
+        if (rc != STRATA_OK && !writer)
+                return strata__fail(rc, "save_checkpoint: process 0 could not write '%s' (%s)",
+                                    path, strata_status_name(rc));
+        return rc;
+}
+
 int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const void *app,
                            size_t app_bytes)
 {
-        const struct strata_checkpoint_io *io;
-        struct strata_ckpt_handle *h;
-        int rc;
-
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(between_steps(rt, "save_checkpoint", path));
         if (app_bytes > STRATA_CKPT_APP_BYTES || (app_bytes && !app))
@@ -277,17 +401,7 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
                                     STRATA_CKPT_APP_BYTES);
         for (int d = 0; d < rt->nreplicas; d++)
                 rt->ckpt_steps[d] = rt->replicas[d].opt_t;
-        io = io_of(rt);
-        h = &rt->ckpt;
-        memset(h, 0, sizeof(*h));
-        h->fd = -1;
-        STRATA_TRY(io->create(io->ctx, path, h));
-        rc = write_all(rt, io, h, app, app_bytes);
-        if (rc != STRATA_OK) {
-                io->abort(h);
-                return rc;
-        }
-        return io->commit(h);
+        return save(rt, path, app, app_bytes);
 }
 
 /*
@@ -414,7 +528,7 @@ static int check_header(const struct strata__ckpt_header *hd, const char *path)
         if (hd->crc != strata__ckpt_header_crc(hd))
                 return strata__fail(STRATA_EFORMAT, "'%s': header checksum mismatch (corrupt)",
                                     path);
-        if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES ||
+        if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES * STRATA_MAX_PROCESSES ||
             !strata__strategy_get((enum strata_strategy_kind)hd->strategy))
                 return strata__fail(STRATA_EFORMAT, "'%s': world size %u or strategy %u invalid",
                                     path, hd->world, hd->strategy);
@@ -506,11 +620,12 @@ static int restore_piece(struct strata_runtime *rt, const struct strata_checkpoi
 }
 
 /*
- * Pass 2: the validated tensors into live state (those of devices this run lacks skipped;
- * a sharded optimizer slot's parts to their owners, whatever the saving run's devices).
+ * Pass 2: the validated tensors into live state (those of devices this process lacks
+ * skipped; a sharded optimizer slot's parts to their owners, whatever the saving run's
+ * devices); *steps0 gets the saving run's device 0's step count.
  */
 static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
-                   struct strata_ckpt_handle *h, int world)
+                   struct strata_ckpt_handle *h, int world, uint64_t *steps0)
 {
         struct strata__ckpt_entry e;
         struct tensor t, pc;
@@ -524,6 +639,8 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
                 tensor_at(rt, world, i, &t);
                 for (int k = 0; piece(rt, &t, k, &pc, &at); k++)
                         STRATA_TRY(restore_piece(rt, io, h, &pc, e.offset + at));
+                if (t.per_device)
+                        STRATA_TRY(io->read_at(h, steps0, sizeof(*steps0), e.offset));
         }
         return STRATA_OK;
 }
@@ -533,17 +650,18 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
  * between steps (zero1 and zero2: the parameters; each device holds its shard of the state). Resharded (another device count or strategy), every device takes device
  * 0's step count, and devices the saving run lacked take device 0's running statistics.
  */
-static void spread(struct strata_runtime *rt, int world, int resharded)
+static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t steps0)
 {
         const struct strata__replica *r0 = &rt->replicas[0];
+        int first = across(rt) ? rt->rank0 : 0; /* the global rank of replica 0 */
 
         for (int d = 0; d < rt->nreplicas; d++) {
                 struct strata__replica *r = &rt->replicas[d];
 
-                r->opt_t = rt->ckpt_steps[resharded ? 0 : d];
+                r->opt_t = resharded ? steps0 : rt->ckpt_steps[d];
                 for (int i = 0; i < r->nlayers; i++) {
                         r->layers[i].grad_fresh = 1;
-                        if (d >= world && r->layers[i].nstate)
+                        if (first + d >= world && r->layers[i].nstate)
                                 rt->dev->kernels->copy(r->layers[i].state,
                                                        r0->layers[i].state,
                                                        r->layers[i].nstate);
@@ -562,7 +680,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         const struct strata_checkpoint_io *io;
         struct strata__ckpt_header hd;
         struct strata_ckpt_handle *h;
-        uint64_t size = 0;
+        uint64_t size = 0, steps0 = 0;
         int rc, resharded;
 
         STRATA_TRY(strata__check_rt(rt));
@@ -582,16 +700,16 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
                 io->close(h);
                 return rc;
         }
-        rc = restore(rt, io, h, (int)hd.world);
+        rc = restore(rt, io, h, (int)hd.world, &steps0);
         io->close(h);
         if (rc != STRATA_OK) {
                 /* Live state is partly overwritten: the runtime cannot go on. */
                 (void)strata_sm_dispatch(&rt->sm, STRATA_EV_EXCEPTION, NULL);
                 return rc;
         }
-        resharded = hd.world != (uint32_t)rt->nreplicas ||
+        resharded = hd.world != (uint32_t)ckpt_world(rt) ||
                     hd.strategy != (uint32_t)rt->cfg.strategy.kind;
-        spread(rt, (int)hd.world, resharded);
+        spread(rt, (int)hd.world, resharded, steps0);
         if (rt->dev->sync)
                 STRATA_TRY(rt->dev->sync());
         rt->step = hd.step;

@@ -76,33 +76,49 @@ static int ddp_connect(void *obj, int state, int event, void *arg)
         return strata__multi_post(obj, event, arg, init_dev, 0);
 }
 
-/* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
-static int ddp_setup(void *obj, int state, int event, void *arg)
+size_t strata__ddp_bucket_cap(const struct strata_config *c)
 {
-        struct strata_runtime *rt = obj;
-        struct ddp *d = ddp_of(rt);
-        const struct strata__replica *r = &rt->replicas[0];
-        size_t cap = rt->cfg.strategy.bucket_bytes ? rt->cfg.strategy.bucket_bytes
-                                                   : (size_t)25 << 20;
+        return c->strategy.bucket_bytes ? c->strategy.bucket_bytes : (size_t)25 << 20;
+}
+
+void strata__ddp_bucket_walk(const struct strata__replica *r, size_t cap,
+                             void (*fn)(void *arg, size_t lo, size_t hi, int close), void *arg)
+{
         size_t hi = r->nparam, bytes = 0;
 
-        (void)state, (void)event, (void)arg;
-        d->b.n = 0;
         for (int i = r->nlayers - 1; i >= 0; i--) {
                 bytes += r->layers[i].nparam * sizeof(float);
                 if (bytes >= cap || i == 0) {
                         size_t lo = strata__replica_param_offset(r, i);
 
-                        if (hi > lo) {
-                                d->b.lo[d->b.n] = lo;
-                                d->b.hi[d->b.n] = hi;
-                                d->b.close[d->b.n] = i;
-                                d->b.n++;
-                        }
+                        if (hi > lo)
+                                fn(arg, lo, hi, i);
                         hi = lo;
                         bytes = 0;
                 }
         }
+}
+
+static void add_bucket(void *arg, size_t lo, size_t hi, int close)
+{
+        struct strata__buckets *b = arg;
+
+        b->lo[b->n] = lo;
+        b->hi[b->n] = hi;
+        b->close[b->n] = close;
+        b->n++;
+}
+
+/* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
+static int ddp_setup(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+        struct ddp *d = ddp_of(rt);
+
+        (void)state, (void)event, (void)arg;
+        d->b.n = 0;
+        strata__ddp_bucket_walk(&rt->replicas[0], strata__ddp_bucket_cap(&rt->cfg), add_bucket,
+                                &d->b);
         return STRATA_SM_PARENT;
 }
 

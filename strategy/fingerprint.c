@@ -10,6 +10,7 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "strategy/fingerprint.h"
+#include "strategy/multi.h"
 
 #define F(field, name) { name, offsetof(struct strata__fingerprint, field),                     \
                          sizeof(((struct strata__fingerprint *)0)->field) }
@@ -33,6 +34,7 @@ static const struct field {
         F(sync_bn, "SyncBatchNorm"),
         F(optimizer, "optimizer"),
         F(accumulate, "accumulate"),
+        F(schedule, "collective schedule"),
 };
 #undef F
 
@@ -89,6 +91,32 @@ static void widths_and_modules(const struct strata_model *m, char *widths, size_
         }
 }
 
+static void add_bucket(void *arg, size_t lo, size_t hi, int close)
+{
+        char num[48];
+
+        (void)close;
+        snprintf(num, sizeof(num), "%zu-%zu", lo, hi);
+        append(arg, " ", num);
+}
+
+/*
+ * The collective schedule: the devices of the job, the shards (count and length) and ddp's
+ * buckets in the order they are reduced. Processes that agree on it issue the same
+ * collectives with the same counts in the same order.
+ */
+static void schedule(const struct strata_runtime *rt, char *out, size_t n)
+{
+        const struct strata__replica *r = &rt->replicas[0];
+        struct text t = { out, n, 0, 2166136261u, 0 };
+        char head[64];
+
+        snprintf(head, sizeof(head), "world %d, %d shards of %zu, buckets", rt->world,
+                 r->nshards, r->shard_len);
+        append(&t, "", head);
+        strata__ddp_bucket_walk(r, strata__ddp_bucket_cap(&rt->cfg), add_bucket, &t);
+}
+
 #define PUT(fp, field, ...) snprintf((fp)->field, sizeof((fp)->field), __VA_ARGS__)
 
 void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
@@ -106,13 +134,13 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, parameters, "%zu", rt->replicas[0].nparam);
         PUT(fp, batch, "%d", c->batch);
         PUT(fp, precision, "%s", strata_precision_name(c->precision.kind));
-        PUT(fp, bucket, "%zu", c->strategy.bucket_bytes ? c->strategy.bucket_bytes
-                                                        : (size_t)25 << 20);
+        PUT(fp, bucket, "%zu", strata__ddp_bucket_cap(c));
         PUT(fp, grad_type, "%s", c->strategy.grad_allreduce == STRATA_BF16 ? "bf16" : "32");
         PUT(fp, mpi_allreduce, "%s", c->process.mpi_allreduce ? "on" : "off");
         PUT(fp, sync_bn, "%s", c->strategy.sync_bn ? "on" : "off");
         PUT(fp, optimizer, "%s", c->optim.kind == STRATA_OPTIM_ADAMW ? "adamw" : "sgd");
         PUT(fp, accumulate, "%d", c->train.accumulate > 1 ? c->train.accumulate : 1);
+        schedule(rt, fp->schedule, sizeof(fp->schedule));
 }
 
 #undef PUT

@@ -3,8 +3,9 @@
  * every process must share for the collectives to match and the replicas to have one shape,
  * as one fixed-size record of named text fields. The process layer gathers every process's at
  * set-up, before the first collective of a step, and refuses a difference naming the field,
- * both values and the process. A strategy whose collective schedule depends on more (the
- * sharded ones: shard ranges, gather order) adds a field and one line of the field table.
+ * both values and the process; the last field is the collective schedule itself (the world,
+ * the shards, the gradient buckets). A strategy whose schedule depends on more adds a field
+ * and one line of the field table.
  */
 #ifndef STRATA_STRATEGY_FINGERPRINT_H
 #define STRATA_STRATEGY_FINGERPRINT_H
@@ -31,6 +32,7 @@ struct strata__fingerprint {
         char sync_bn[8];
         char optimizer[16];
         char accumulate[16];
+        char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk) */
 };
 _Static_assert(sizeof(struct strata__fingerprint) <= STRATA__FINGERPRINT_BYTES,
                "a fingerprint fits its fixed size");

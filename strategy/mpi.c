@@ -12,44 +12,21 @@
  * unless the application did it; cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up to ddp.
  * A failure in a step ends the job (MPI_Abort, the process layer's error entry).
  */
-#include "strata/process.h"
 #include "strata/status.h"
 #include "strategy/multi.h"
-
-/* The plan needs the job's size before MPI exists: the configuration or the launcher's. */
-static int mpi_processes(const struct strata_config *c, int *procs)
-{
-        struct strata_launch l;
-
-        if (c->process.count > 0) {
-                *procs = c->process.count;
-                return STRATA_OK;
-        }
-        STRATA_TRY(strata_launch_detect(&l));
-        *procs = l.size;
-        return STRATA_OK;
-}
 
 static int mpi_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
         if (strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy mpi on %s: device memory across "
                                                     "processes is not supported", drv->name);
-        if (c->process.count < 0)
-                return strata__fail(STRATA_EINVAL, "processes %d < 0", c->process.count);
         return strata__multi_validate(c, drv, "mpi");
 }
 
 static int mpi_environment(void *obj, int state, int event, void *arg)
 {
-        struct strata_runtime *rt = obj;
-        const struct strata__net_ops *ops;
-        struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
-                                           rt->cfg.process.mpi_comm_fortran };
-
         (void)state, (void)event, (void)arg;
-        STRATA_TRY(strata__net_mpi(&ops));
-        STRATA_TRY(strata__procs_join(rt, ops, &where));
+        STRATA_TRY(strata__procs_join_mpi(obj));
         return STRATA_SM_PARENT;
 }
 
@@ -65,7 +42,7 @@ const struct strata__strategy strata__mpi = {
         .is_global_zero = strata__is_global_zero,
         .root_device = strata__root_device,
         .world_size = strata__world_size,
-        .processes = mpi_processes,
+        .processes = strata__procs_launched, /* the plan needs them before MPI */
         .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .all_reduces_gradients = 1,

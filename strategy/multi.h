@@ -106,6 +106,17 @@ struct strata__buckets {
         int n;
 };
 
+/** ddp's bucket cap: cfg.strategy.bucket_bytes, 25 MB when 0. */
+size_t strata__ddp_bucket_cap(const struct strata_config *c);
+
+/**
+ * ddp's bucket rule for replica @p r and cap @p cap, bucket by bucket in bucket order (the
+ * last layers first): fn(arg, lo, hi, close) for elements [lo, hi), complete after layer
+ * close's backward. The buckets ddp plans at setup and the schedule every process agrees on.
+ */
+void strata__ddp_bucket_walk(const struct strata__replica *r, size_t cap,
+                             void (*fn)(void *arg, size_t lo, size_t hi, int close), void *arg);
+
 /** The buckets of a runtime whose state is ddp's (ddp, the process layer, zero1, zero2). */
 const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt);
 
@@ -117,6 +128,14 @@ int strata__ddp_layout(const struct strata_config *c, const struct strata_device
 int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, void **priv);
 
+/**
+ * The layout of a sharded strategy over processes: the process layer's, and a buffer for the
+ * checkpoint pieces that cross to process 0 (strata__procs_to_zero()).
+ */
+int strata__procs_layout_sharded(const struct strata_config *c,
+                                 const struct strata_device_ops *drv, struct strata_arena *a,
+                                 void **priv);
+
 /** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, struct strata__multi *m);
@@ -127,6 +146,41 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
  */
 int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
                        const void *where);
+
+/**
+ * @p bytes held by process @p from (at @p src there; ignored elsewhere) to process 0, through
+ * a planned buffer of 64 KiB at a time: take(arg, p, n) runs on process 0 for each part, in
+ * order. Every process of a sharded job calls it with the same @p from and @p bytes.
+ */
+int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
+                          void (*take)(void *arg, const void *p, size_t n), void *arg);
+
+/** Every process of the job gets process 0's *status (a collective of the job). */
+int strata__procs_agree(struct strata_runtime *rt, int *status);
+
+/**
+ * The processes of a job strata_spawn() started (this process is one of them): their count,
+ * which cfg.process.count, when set, must equal.
+ */
+int strata__procs_spawned(const struct strata_config *c, int *procs);
+
+/** The processes of an MPI job: cfg.process.count, or the launcher's (1 without one). */
+int strata__procs_launched(const struct strata_config *c, int *procs);
+
+/**
+ * The processes of the job this process belongs to, whatever started it: strata_spawn()'s
+ * when it started this process, else the configuration's or the launcher's (1 alone).
+ */
+int strata__procs_job(const struct strata_config *c, int *procs);
+
+/** setup_environment over the MPI link (cfg.process.mpi_comm, or MPI_COMM_WORLD). */
+int strata__procs_join_mpi(struct strata_runtime *rt);
+
+/**
+ * setup_environment of a strategy over the job this process belongs to (strata__procs_job()):
+ * nothing alone, the spawn link in a process strata_spawn() started, the MPI link otherwise.
+ */
+int strata__procs_join_job(struct strata_runtime *rt);
 
 /**
  * A strategy over processes' stop_due: a stop request counts once every process has seen it,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "strata/process.h"
 #include "strata/status.h"
 #include "kernel/topology.h"
 #include "strategy/fingerprint.h"
@@ -24,15 +25,20 @@ struct strata__procs {
         double *stats;                /* every device's metrics (common.c), global order */
         int stop;                     /* a stop request seen by any process at the last step */
         unsigned char *prints;        /* this process's fingerprint, then every process's */
+        unsigned char *chunk;         /* sharded checkpoints: a piece on its way to process 0 */
 };
+
+/* Bytes of a checkpoint piece that cross from its process to process 0 in one broadcast. */
+#define CHUNK_BYTES ((size_t)64 << 10)
 
 static struct strata__procs *procs_of(const struct strata_runtime *rt)
 {
         return strata__multi(rt)->peers_state;
 }
 
-int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, void **priv)
+/* The layout of a strategy over processes; @p chunk bytes for checkpoint pieces (sharded). */
+static int layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                  struct strata_arena *a, void **priv, size_t chunk)
 {
         struct strata_comm_config pc = STRATA_COMM_CONFIG_INIT;
         int devices = c->strategy.devices;
@@ -40,7 +46,7 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
         int width = strata__metrics_width(c->model);
         struct strata__procs *s;
-        void *p, *pq = NULL, *st = NULL, *fp = NULL;
+        void *p, *pq = NULL, *st = NULL, *fp = NULL, *ck = NULL;
         size_t pcomm = 0;
 
         STRATA_TRY(strata__ddp_layout(c, drv, a, priv));
@@ -55,6 +61,8 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                                               64, &st));
                 STRATA_TRY(strata_arena_alloc(a, STRATA__FINGERPRINT_BYTES *
                                                          (size_t)(pc.world_size + 1), 64, &fp));
+                if (chunk)
+                        STRATA_TRY(strata_arena_alloc(a, chunk, 64, &ck));
         }
         if (s) {
                 memset(s, 0, sizeof(*s));
@@ -62,9 +70,23 @@ int strata__procs_layout(const struct strata_config *c, const struct strata_devi
                 s->pcomm_bytes = pcomm;
                 s->stats = st;
                 s->prints = fp;
+                s->chunk = ck;
                 ((struct strata__multi *)*priv)->peers_state = s;
         }
         return STRATA_OK;
+}
+
+int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, void **priv)
+{
+        return layout(c, drv, a, priv, 0);
+}
+
+int strata__procs_layout_sharded(const struct strata_config *c,
+                                 const struct strata_device_ops *drv, struct strata_arena *a,
+                                 void **priv)
+{
+        return layout(c, drv, a, priv, CHUNK_BYTES);
 }
 
 /*
@@ -198,6 +220,90 @@ int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *
         if (s->net.size > 1) /* one process: ddp's own placement and communicators */
                 strata__multi(rt)->peers = &peers;
         return STRATA_OK;
+}
+
+int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
+                          void (*take)(void *arg, const void *p, size_t n), void *arg)
+{
+        struct strata__procs *s = procs_of(rt);
+        int me = s->net.rank;
+
+        if (from == 0) {
+                if (me == 0)
+                        take(arg, src, bytes);
+                return STRATA_OK;
+        }
+        for (size_t off = 0; off < bytes; off += CHUNK_BYTES) {
+                size_t n = bytes - off < CHUNK_BYTES ? bytes - off : CHUNK_BYTES;
+                void *buf = me == from ? (unsigned char *)src + off : s->chunk;
+
+                STRATA_TRY(strata_comm_broadcast(s->pcomm, 0, buf, n, STRATA_U8, from));
+                if (me == 0)
+                        take(arg, buf, n);
+        }
+        return STRATA_OK;
+}
+
+int strata__procs_agree(struct strata_runtime *rt, int *status)
+{
+        struct strata__procs *s = procs_of(rt);
+        int32_t v = *status;
+
+        STRATA_TRY(strata_comm_broadcast(s->pcomm, 0, &v, 1, STRATA_I32, 0));
+        *status = v;
+        return STRATA_OK;
+}
+
+int strata__procs_spawned(const struct strata_config *c, int *procs)
+{
+        const struct strata__procs_where *w = strata__spawned();
+
+        if (c->process.count > 0 && c->process.count != w->size)
+                return strata__fail(STRATA_EINVAL, "processes %d, but strata_spawn() started %d",
+                                    c->process.count, w->size);
+        *procs = w->size;
+        return STRATA_OK;
+}
+
+int strata__procs_launched(const struct strata_config *c, int *procs)
+{
+        struct strata_launch l;
+
+        if (c->process.count < 0)
+                return strata__fail(STRATA_EINVAL, "processes %d < 0", c->process.count);
+        if (c->process.count > 0) {
+                *procs = c->process.count;
+                return STRATA_OK;
+        }
+        STRATA_TRY(strata_launch_detect(&l));
+        *procs = l.size;
+        return STRATA_OK;
+}
+
+int strata__procs_job(const struct strata_config *c, int *procs)
+{
+        if (strata__spawned()->region)
+                return strata__procs_spawned(c, procs);
+        return strata__procs_launched(c, procs);
+}
+
+int strata__procs_join_mpi(struct strata_runtime *rt)
+{
+        const struct strata__net_ops *ops;
+        struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
+                                           rt->cfg.process.mpi_comm_fortran };
+
+        STRATA_TRY(strata__net_mpi(&ops));
+        return strata__procs_join(rt, ops, &where);
+}
+
+int strata__procs_join_job(struct strata_runtime *rt)
+{
+        if (rt->world == rt->nreplicas)
+                return STRATA_OK; /* one process: ddp's own placement and communicators */
+        if (strata__spawned()->region)
+                return strata__procs_join(rt, &strata__procs_net, strata__spawned());
+        return strata__procs_join_mpi(rt);
 }
 
 /* A failure in a job of several processes ends the job: the others would wait for this one. */

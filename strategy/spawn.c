@@ -12,11 +12,7 @@ static int spawn_processes(const struct strata_config *c, int *procs)
         if (!strata__spawned()->region)
                 return strata__fail(STRATA_EINVAL, "strategy spawn runs in the processes "
                                                    "strata_spawn() starts");
-        if (c->process.count > 0 && c->process.count != strata__spawned()->size)
-                return strata__fail(STRATA_EINVAL, "processes %d, but strata_spawn() started %d",
-                                    c->process.count, strata__spawned()->size);
-        *procs = strata__spawned()->size;
-        return STRATA_OK;
+        return strata__procs_spawned(c, procs);
 }
 
 static int spawn_validate(const struct strata_config *c, const struct strata_device_ops *drv)

@@ -1,6 +1,7 @@
 /*
- * The sharded strategies `zero1` and `zero2` (ZeRO stages 1 and 2) in one process: ddp whose
- * optimizer state is sharded. Device g (its global rank) owns shard g of the flat parameter
+ * The sharded strategies `zero1` and `zero2` (ZeRO stages 1 and 2): ddp whose optimizer state
+ * is sharded, over the devices of this process or of every process of its job (strata_spawn()'s,
+ * or an MPI launcher's: strata__procs_job(); decision 0027). Device g (its global rank) owns shard g of the flat parameter
  * vector, elements [g * L, (g + 1) * L) with L = strata__replica_shard_len() (at least 1/N of
  * the parameters, a 64-byte multiple; the vectors are padded with zeros to N * L), and holds
  * the optimizer state of that shard only (the plan lays out one shard per device).
@@ -16,21 +17,44 @@
  * all-gathers the reduced shards after backward, and every device sums the squares of the
  * same bits ddp does. Decision 0026.
  *
- * States: zero1's are children of ddp's (setup also assigns the shards; optimizer_step updates
- * the shard and gathers the parameters); zero2's are children of zero1's (backward reduces
- * each bucket to its owners).
+ * States: zero1's are children of the process layer's (themselves ddp's: setup_environment
+ * first joins the job's other processes, if any; setup also assigns the shards by global rank;
+ * optimizer_step updates the shard and gathers the parameters); zero2's are children of
+ * zero1's (backward reduces each bucket to its owners).
  */
 #include "strata/status.h"
 #include "strategy/multi.h"
 
+/* Checks of both stages: across processes, host memory only (the link moves host buffers). */
+static int zero_validate(const struct strata_config *c, const struct strata_device_ops *drv,
+                         const char *name)
+{
+        int procs;
+
+        STRATA_TRY(strata__procs_job(c, &procs));
+        if (procs > 1 && strata__own_memory(drv))
+                return strata__fail(STRATA_ENOTSUP, "strategy %s across %d processes on %s: "
+                                                    "device memory across processes is not "
+                                                    "supported", name, procs, drv->name);
+        return strata__multi_validate(c, drv, name);
+}
+
 static int zero1_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
-        return strata__multi_validate(c, drv, "zero1");
+        return zero_validate(c, drv, "zero1");
 }
 
 static int zero2_validate(const struct strata_config *c, const struct strata_device_ops *drv)
 {
-        return strata__multi_validate(c, drv, "zero2");
+        return zero_validate(c, drv, "zero2");
+}
+
+/* setup_environment: join the job's other processes, if any (strata__procs_join_job()). */
+static int zero_environment(void *obj, int state, int event, void *arg)
+{
+        (void)state, (void)event, (void)arg;
+        STRATA_TRY(strata__procs_join_job(obj));
+        return STRATA_SM_PARENT;
 }
 
 /* Every device's copy of @p v (its whole shards) from the shards' owners. */
@@ -134,9 +158,9 @@ static int zero2_backward(void *obj, int state, int event, void *arg)
         return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
-#define P(s) .parent = &strata__ddp_states[s]
+#define P(s) .parent = &strata__procs_states[s]
 static const struct strata_sm_state zero1_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_CREATED] = { .run = zero_environment, P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { .run = zero_setup, P(STRATA_STATE_CONNECTED) },
         [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
@@ -168,12 +192,14 @@ static const struct strata_sm_state zero2_states[STRATA_STATE_COUNT] = {
 const struct strata__strategy strata__zero1 = {
         .name = "zero1",
         .validate = zero1_validate,
-        .layout = strata__ddp_layout,
+        .layout = strata__procs_layout_sharded,
         .states = zero1_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,
         .root_device = strata__root_device,
         .world_size = strata__world_size,
+        .processes = strata__procs_job,
+        .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .all_reduces_gradients = 1,
         .sharded = 1,
@@ -183,12 +209,14 @@ const struct strata__strategy strata__zero1 = {
 const struct strata__strategy strata__zero2 = {
         .name = "zero2",
         .validate = zero2_validate,
-        .layout = strata__ddp_layout,
+        .layout = strata__procs_layout_sharded,
         .states = zero2_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,
         .root_device = strata__root_device,
         .world_size = strata__world_size,
+        .processes = strata__procs_job,
+        .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .sharded = 1,
 };

@@ -54,7 +54,7 @@ int train(int argc, char **argv)
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &r.o)))
                 return rc;
-        if (r.o.strategy == STRATA_STRATEGY_SPAWN && !spawned())
+        if ((r.o.strategy == STRATA_STRATEGY_SPAWN || r.o.processes > 1) && !spawned())
                 return spawn_parent(argc, argv, &r.o);
         if ((rc = job_setup(&r.o)))
                 return rc;

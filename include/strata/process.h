@@ -49,7 +49,7 @@ struct strata_spawn_result {
 
 /**
  * @brief Fork @p nprocs processes (2..64) that each run fn(rank, nprocs, arg) and exit; runtimes
- *        made in them with strategy STRATA_STRATEGY_SPAWN join each other. Call it before
+ *        made in them with strategy STRATA_STRATEGY_SPAWN, ZERO1 or ZERO2 join each other. Call it before
  *        strata_init() (no runtime may be running: fork copies only the calling thread, so
  *        the children must not need the parent's other threads either). The parent waits: when a
  *        process exits non-zero or is killed, the others are told (they stop at their next

@@ -443,7 +443,10 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
  * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and
  *        step counts, running statistics of every device, the global step) and @p app_bytes
  *        (at most STRATA_CKPT_APP_BYTES) of the application's own state, written atomically
- *        through cfg.checkpoint.io. Between steps, at an optimizer-step boundary.
+ *        through cfg.checkpoint.io. Between steps, at an optimizer-step boundary. zero1 and
+ *        zero2 across processes: every process calls it (the same path); process 0 writes
+ *        the one consolidated file from the pieces the others send, and all return the same
+ *        status.
  * @retval STRATA_OK; STRATA_EINVAL (NULL or empty path, block too large); STRATA_EBADSTATE
  *         (not READY, or inside an accumulation window); STRATA_EIO (the message says which
  *         call failed; the previous file at @p path is intact).

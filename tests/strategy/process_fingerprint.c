@@ -1,8 +1,10 @@
 /*
  * Processes of one job configured differently are refused at set-up (strata_init), each with
  * the same message naming the field, both values and the process, and nothing hangs: through
- * the API (spawn: another model, precision, device count or optimizer on rank 1) and through
- * strata-train under mpirun (two programs, two models).
+ * the API (spawn: another model, precision, device count or optimizer on rank 1; zero1: the
+ * other stage, buckets, device count, model or precision) and through strata-train under
+ * mpirun (two programs, two models); the collective schedule's field says the world, the
+ * shards and the buckets.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "strategy/fingerprint.h"
 #include "tests/support/cli.h"
 #include "tests/support/rig.h"
 
@@ -29,16 +32,22 @@ static struct rig rig; /* set up by the parent: the children inherit it */
 static struct strata_module narrow[3];
 static struct strata_model narrow_model;
 
-enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER };
+enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER, STAGE, BUCKETS };
+
+static enum strata_strategy_kind base = STRATA_STRATEGY_SPAWN; /* rank 0's strategy */
 
 /* Rank 1's configuration differs from rank 0's by @p what. */
 static struct strata_config cfg_of(int rank, enum change what)
 {
-        struct strata_config c = rig_cfg(&rig, STRATA_STRATEGY_SPAWN, 2, 0);
+        struct strata_config c = rig_cfg(&rig, base, 2, 0);
 
         c.device.timeout_s = 5.0;
         if (rank == 0)
                 return c;
+        if (what == STAGE)
+                c.strategy.kind = STRATA_STRATEGY_ZERO2;
+        if (what == BUCKETS)
+                c.strategy.bucket_bytes = 256;
         if (what == WIDTHS)
                 c.model = &narrow_model;
         if (what == PRECISION)
@@ -84,10 +93,8 @@ static void refused(enum change what, const char *expect)
         cr_assert_lt(now_s() - t0, 10.0, "the refusal took %.1f s", now_s() - t0);
 }
 
-Test(process_fingerprint, spawn_refused_at_init, .timeout = 120)
+static void narrow_rig(void)
 {
-        if (!strcmp(STRATA_SAN, "tsan"))
-                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
         rig_init(&rig, 0);
         narrow[0] = rig.mods[0];
         narrow[0].out = 8;
@@ -97,10 +104,58 @@ Test(process_fingerprint, spawn_refused_at_init, .timeout = 120)
         narrow_model.modules = narrow;
         narrow_model.nmodules = 3;
         cr_assert_eq(rig.model.nmodules, 3, "the rig is linear-relu-linear");
+}
+
+Test(process_fingerprint, spawn_refused_at_init, .timeout = 120)
+{
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        narrow_rig();
         refused(WIDTHS, "process 1 has model widths 20-8-4, process 0 20-16-4");
         refused(PRECISION, "process 1 has precision bf16-mixed, process 0 32");
         refused(DEVICES, "process 1 has devices per process 1, process 0 2");
         refused(OPTIMIZER, "process 1 has optimizer adamw, process 0 sgd");
+}
+
+/* zero1 across two processes: a difference in stage, buckets, devices or model is refused. */
+Test(process_fingerprint, zero_refused_at_init, .timeout = 120)
+{
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        narrow_rig();
+        base = STRATA_STRATEGY_ZERO1;
+        refused(STAGE, "process 1 has strategy zero2, process 0 zero1");
+        refused(BUCKETS, "process 1 has bucket bytes 256, process 0 26214400");
+        refused(DEVICES, "process 1 has devices per process 1, process 0 2");
+        refused(WIDTHS, "process 1 has model widths 20-8-4, process 0 20-16-4");
+        refused(PRECISION, "process 1 has precision bf16-mixed, process 0 32");
+}
+
+/*
+ * The collective schedule's field: the world, the shards and ddp's buckets in the order they
+ * are reduced (here 2 devices of one process; 256-byte buckets split the rig's layers).
+ */
+Test(process_fingerprint, collective_schedule_field)
+{
+        static unsigned char fp[STRATA__FINGERPRINT_BYTES];
+        const struct strata__fingerprint *f = (const void *)fp;
+        struct strata_runtime *rt;
+        struct strata_config c;
+
+        rig_init(&rig, 0);
+        c = rig_cfg(&rig, STRATA_STRATEGY_ZERO1, 2, 0);
+        rt = rig_open(&c);
+        strata__fingerprint_make(rt, fp);
+        cr_assert_str_eq(f->schedule, "world 2, 2 shards of 208, buckets 0-404", "%s",
+                         f->schedule);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        c.strategy.bucket_bytes = 256;
+        c.strategy.kind = STRATA_STRATEGY_DDP;
+        rt = rig_open(&c);
+        strata__fingerprint_make(rt, fp);
+        cr_assert_str_eq(f->schedule, "world 2, 1 shards of 404, buckets 336-404 0-336", "%s",
+                         f->schedule);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 Test(process_fingerprint, mpi_models_differ, .timeout = 120)

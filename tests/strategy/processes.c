@@ -68,14 +68,6 @@ static void train(const char *dir, const char *name, const char *launch, const c
         cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
 }
 
-static void same(const char *dir, const char *a, const char *b)
-{
-        char cmd[512];
-
-        snprintf(cmd, sizeof(cmd), "cmp %s/%s %s/%s", dir, a, dir, b);
-        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
-}
-
 Test(processes, layouts_bitwise_equal_threads, .timeout = 480)
 {
         const char *m = "--model 784-64-10 --bn --sync-bn --dropout 0.1";
@@ -87,36 +79,36 @@ Test(processes, layouts_bitwise_equal_threads, .timeout = 480)
         train(dir, "ddp4", "", args);
         snprintf(args, sizeof(args), "%s --strategy spawn --devices 4", m);
         train(dir, "spawn4", "", args);
-        same(dir, "ddp4", "spawn4");
+        cli_same_files(dir, "ddp4", "spawn4");
         snprintf(args, sizeof(args), "%s --strategy ddp --devices 2", m);
         train(dir, "ddp2", "", args);
         snprintf(args, sizeof(args), "%s --strategy spawn --devices 2", m);
         train(dir, "spawn2", "", args);
-        same(dir, "ddp2", "spawn2");
+        cli_same_files(dir, "ddp2", "spawn2");
         if (have_mpi()) {
                 snprintf(args, sizeof(args), "%s --strategy mpi --devices 2", m);
                 train(dir, "mpi2x2", MPIRUN "-np 2 ", args);
-                same(dir, "ddp4", "mpi2x2");
+                cli_same_files(dir, "ddp4", "mpi2x2");
                 snprintf(args, sizeof(args), "%s --strategy mpi --devices 1", m);
                 train(dir, "mpi4x1", MPIRUN "-np 4 ", args);
-                same(dir, "ddp4", "mpi4x1");
+                cli_same_files(dir, "ddp4", "mpi4x1");
                 train(dir, "mpi2x1", MPIRUN "-np 2 ", args);
-                same(dir, "ddp2", "mpi2x1");
+                cli_same_files(dir, "ddp2", "mpi2x1");
                 snprintf(args, sizeof(args), "%s --strategy mpi --devices 4", m);
                 train(dir, "mpi1x4", MPIRUN "-np 1 ", args);
-                same(dir, "ddp4", "mpi1x4");
+                cli_same_files(dir, "ddp4", "mpi1x4");
                 /* The default MLP's 0.94 MB gradient: large all-reduces take the split path. */
                 train(dir, "big-ddp4", "", "--strategy ddp --devices 4");
                 train(dir, "big-mpi4x1", MPIRUN "-np 4 ", "--strategy mpi --devices 1");
-                same(dir, "big-ddp4", "big-mpi4x1");
+                cli_same_files(dir, "big-ddp4", "big-mpi4x1");
                 train(dir, "big-mpi2x2", MPIRUN "-np 2 ", "--strategy mpi --devices 2");
-                same(dir, "big-ddp4", "big-mpi2x2");
+                cli_same_files(dir, "big-ddp4", "big-mpi2x2");
         } else {
                 cr_log_warn("mpirun or libstrata-mpi.so missing: mpi layouts not run");
         }
         train(dir, "big-ddp3", "", "--strategy ddp --devices 3");
         train(dir, "big-spawn3", "", "--strategy spawn --devices 3");
-        same(dir, "big-ddp3", "big-spawn3");
+        cli_same_files(dir, "big-ddp3", "big-spawn3");
         cli_rmtree(dir);
 }
 

@@ -81,6 +81,15 @@ void cli_rmtree(const char *dir)
         (void)!system(cmd);
 }
 
+void cli_same_files(const char *dir, const char *a, const char *b)
+{
+        static char out[1024];
+        char cmd[1024];
+
+        snprintf(cmd, sizeof(cmd), "cmp %s/%s %s/%s", dir, a, dir, b);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
+}
+
 int cli_build_script(const char *script)
 {
         char cmd[2048];

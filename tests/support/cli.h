@@ -38,6 +38,9 @@ const char *cli_path(const char *dir, const char *name);
 /** Remove @p dir and everything in it. */
 void cli_rmtree(const char *dir);
 
+/** Files dir/@p a and dir/@p b hold the same bytes; fails the test, with cmp's word, if not. */
+void cli_same_files(const char *dir, const char *a, const char *b);
+
 /** strata-train --json's line of epoch @p e in @p out, without its timing fields. */
 void cli_epoch_line(const char *out, int e, char *line, size_t n);
 

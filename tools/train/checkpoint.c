@@ -83,6 +83,8 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
         else
                 snprintf(name, 64, "epoch-%d.ckpt", at.epoch);
         snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
+        if (!strata_is_global_zero(rt)) /* a save of every process: process 0 writes */
+                return strata_save_checkpoint(rt, path, &a, sizeof(a));
         STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
         STRATA_TRY(write_latest(o->ckpt_dir, name));
         nkept++;

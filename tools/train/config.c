@@ -161,6 +161,13 @@ static int set_schedule(const struct opts *o, long steps_per_epoch, struct strat
         return 0;
 }
 
+/* zero1 and zero2 over several processes save together: every process calls the save. */
+static int saves_together(const struct run *r)
+{
+        return (r->o.strategy == STRATA_STRATEGY_ZERO1 || r->o.strategy == STRATA_STRATEGY_ZERO2) &&
+               strata_world_size(r->rt) > r->o.devices;
+}
+
 /**
  * @brief The model and the configuration from the options, checked (plan, steps, schedule);
  *        then the runtime started and connected. Only the job's first process keeps a voice.
@@ -184,7 +191,8 @@ int config_start(struct run *r)
                 r->o.quiet = 1;
                 r->o.json = 0;
                 r->o.metrics_csv = NULL;
-                r->o.ckpt_dir = NULL;
+                if (!saves_together(r))
+                        r->o.ckpt_dir = NULL;
                 r->o.export_st = NULL;
         }
         return 0;

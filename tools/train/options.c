@@ -88,6 +88,9 @@ static int word(const char *s, const char *w0, const char *w1)
 /* The HDF5 options' codes: beyond any letter, so they meet no other option's. */
 enum { OPT_INPUTS = 0x4801, OPT_TARGETS, OPT_TEST_DATA, OPT_VAL_FRACTION };
 
+/* --processes's code: zero1 and zero2 over processes strata-train starts. */
+enum { OPT_PROCESSES = 0x4901 };
+
 /* The loss options' codes, past every letter. */
 enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 
@@ -139,6 +142,7 @@ static const struct option long_opts[] = {
         { "loss", 1, 0, OPT_LOSS }, { "huber-beta", 1, 0, OPT_HUBER_BETA },
         { "synthetic-regression", 1, 0, OPT_SYNTH_REGRESSION },
         { "activation", 1, 0, 'Z' },
+        { "processes", 1, 0, OPT_PROCESSES },
         { 0, 0, 0, 0 },
 };
 
@@ -153,6 +157,7 @@ static int number_option(int c, const char *s, struct opts *o)
         case 'M': return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
         case 'w': return parse_float("weight-decay", s, 0.0, 1e6, &o->wd);
         case 'n': o->devices_set = 1; return parse_int("devices", s, 1, 64, &o->devices);
+        case OPT_PROCESSES: return parse_int("processes", s, 1, 64, &o->processes);
         case 'y': return parse_long("synthetic", s, 1, 10000000, &o->synthetic);
         case 'A': return parse_int("accumulate", s, 1, 4096, &o->accumulate);
         case 'C': return parse_float("clip-norm", s, 1e-12, 1e12, &o->clip_norm);
@@ -335,6 +340,10 @@ static int check_devices(struct opts *o)
         if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
                 return bad("--devices > 1 needs --strategy dp, ddp, zero1, zero2 or fsdp%s%s",
                            "", "");
+        if (o->processes > 1 && o->strategy != STRATA_STRATEGY_ZERO1 &&
+            o->strategy != STRATA_STRATEGY_ZERO2)
+                return bad("--processes N starts zero1 or zero2 over N processes (spawn: "
+                           "--devices N; mpi: the launcher's)%s%s", "", "");
         return 0;
 }
 

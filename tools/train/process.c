@@ -54,7 +54,8 @@ int spawned(void)
 }
 
 /**
- * @brief --strategy spawn's parent: o->devices processes; the job's exit status, that of a
+ * @brief --strategy spawn's parent: o->devices processes (zero1, zero2: --processes); the
+ *        job's exit status, that of a
  *        single process: 128 + the signal when a stop signal (forwarded by strata_spawn() when
  *        the parent gets it) stopped the job.
  */
@@ -64,8 +65,10 @@ int spawn_parent(int argc, char **argv, const struct opts *o)
         struct strata_spawn_result res;
         int status = 0;
 
-        if (strata_spawn(o->devices, spawn_child, &a, o->timeout_s, &status, sizeof(status),
-                         &res) == STRATA_OK)
+        int n = o->processes > 1 ? o->processes : o->devices;
+
+        if (strata_spawn(n, spawn_child, &a, o->timeout_s, &status, sizeof(status), &res) ==
+            STRATA_OK)
                 return res.bytes == sizeof(status) ? status : 0;
         fprintf(stderr, "strata-train: %s\n", strata_last_error());
         if (res.failed_rank >= 0 && stop_status(res.status))
@@ -81,7 +84,7 @@ int job_setup(struct opts *o)
 {
         struct strata_launch l;
 
-        if (spawned())
+        if (spawned() && o->strategy == STRATA_STRATEGY_SPAWN)
                 o->devices = 1; /* each spawned process is one device */
         if (o->strategy != STRATA_STRATEGY_MPI)
                 return 0;

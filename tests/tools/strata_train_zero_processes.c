@@ -1,0 +1,71 @@
+/*
+ * strata-train's zero1 and zero2 across processes: --processes P starts P processes of
+ * --devices N each (spawn), mpirun's processes join by themselves, and both export the weights
+ * of ddp on as many devices in one process, byte for byte; with --ckpt-dir every process saves
+ * together (process 0 writes) and --resume continues as ddp's uninterrupted run. --processes
+ * with another strategy is refused.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/cli.h"
+
+#define BIN STRATA_BUILD_DIR "/bin/strata-train"
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
+               "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+#define ARGS "--model 784-32-10 --bn --dropout 0.1 --optim adamw --lr 0.002 --clip-norm 1 " \
+             "--synthetic 1024 --batch 64 --quiet --seed 515151"
+
+static char out[1 << 16];
+
+/* @p launch strata-train ARGS @p args, its weights exported to dir/name. */
+static void train(const char *dir, const char *name, const char *launch, const char *args)
+{
+        char cmd[1024];
+        int rc;
+
+        snprintf(cmd, sizeof(cmd), "%s%s " ARGS " %s --export-safetensors %s/%s 2>&1", launch,
+                 BIN, args, dir, name);
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
+}
+
+Test(strata_train_zero_processes, layouts_and_resume_equal_ddp, .timeout = 240)
+{
+        char dir[256], args[512];
+
+        cli_mkdtemp(dir, sizeof(dir), "zproc-cli");
+        train(dir, "ddp4", "", "--strategy ddp --devices 4 --epochs 2");
+        train(dir, "zero2-2x2", "", "--strategy zero2 --processes 2 --devices 2 --epochs 2");
+        cli_same_files(dir, "ddp4", "zero2-2x2");
+        train(dir, "zero1-4x1", "", "--strategy zero1 --processes 4 --devices 1 --epochs 2");
+        cli_same_files(dir, "ddp4", "zero1-4x1");
+        snprintf(args, sizeof(args), "--strategy zero2 --processes 2 --devices 2 --epochs 1 "
+                 "--ckpt-dir %s/ck", dir);
+        train(dir, "half", "", args);
+        snprintf(args, sizeof(args), "--strategy zero2 --processes 2 --devices 2 --epochs 2 "
+                 "--resume %s/ck", dir);
+        train(dir, "resumed", "", args);
+        cli_same_files(dir, "ddp4", "resumed");
+        if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
+            cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
+                train(dir, "zero1-mpi2x2", MPIRUN "-np 2 ", "--strategy zero1 --devices 2 "
+                      "--epochs 2");
+                cli_same_files(dir, "ddp4", "zero1-mpi2x2");
+        } else {
+                cr_log_warn("mpirun or libstrata-mpi.so missing: the mpi layout not run");
+        }
+        cli_rmtree(dir);
+}
+
+Test(strata_train_zero_processes, processes_needs_zero)
+{
+        int rc = cli_sh(BIN " --strategy ddp --processes 2 --synthetic 64 2>&1", out,
+                        sizeof(out));
+
+        cr_assert_eq(rc, 2, "%s", out);
+        cr_assert(strstr(out, "--processes N starts zero1 or zero2 over N processes"), "%s",
+                  out);
+}
