@@ -156,9 +156,28 @@ static int layout_own(struct strata__replica *r, struct strata_arena *d, size_t 
         return alloc_f(d, lgrad, &r->lgrad);
 }
 
+/*
+ * zero2 where it is smaller: the whole parameters, one shard of the reduced gradients, and the
+ * largest layer's @p lmax floats where each layer's gradients go before they are reduced.
+ */
+static int layout_grads(struct strata__replica *r, struct strata_arena *d, size_t lmax,
+                        size_t npad)
+{
+        r->own_grads = 1;
+        r->lgrad_len = lmax;
+        STRATA_TRY(alloc_f(d, npad, &r->params));
+        STRATA_TRY(alloc_f(d, r->shard_len, &r->grads));
+        return alloc_f(d, lmax, &r->lgrad);
+}
+
 /* Where layer @p l at offset @p off of the flat vector reads its parameters, writes gradients. */
 static void layer_vectors(struct strata__replica *r, struct strata_layer *l, size_t off)
 {
+        if (r->own_grads) {
+                l->param = r->params + off;
+                l->grad = r->lgrad;
+                return;
+        }
         if (!r->own_params) {
                 l->param = r->params ? r->params + off : NULL;
                 l->grad = r->grads ? r->grads + off : NULL;
@@ -242,6 +261,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(layout_shards(r, o, shards, &npad));
         if (how & STRATA__SHARD_PARAMS)
                 STRATA_TRY(layout_own(r, d, lmax, how & STRATA__SHARD_WHOLE_GRADS ? npad : lmax));
+        else if ((how & STRATA__SHARD_GRADS) && r->nshards > 1 && r->shard_len + lmax < npad)
+                STRATA_TRY(layout_grads(r, d, lmax, npad));
         else
                 STRATA_TRY(layout_vectors(r, d, npad));
         if (grad_comm != STRATA_F32) {
@@ -326,6 +347,7 @@ static void init_through_host(struct strata__replica *r, uint64_t seed)
 void strata__replica_init(struct strata__replica *r, uint64_t seed)
 {
         size_t n = r->own_params ? r->shard_len : r->shard_len * (size_t)r->nshards;
+        size_t ng = r->own_grads ? r->shard_len : n;
 
         r->held = -1;
         if (r->own_params) {
@@ -339,7 +361,7 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         }
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
-        r->k->fill(r->grads, 0.0f, n);
+        r->k->fill(r->grads, 0.0f, ng);
         if (!r->own_params && n > r->nparam) /* whole shards: zero padding */
                 r->k->fill(r->params + r->nparam, 0.0f, n - r->nparam);
         if (r->nopt)
@@ -532,10 +554,11 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
         return STRATA_OK;
 }
 
-/* The reduced gradients the replica holds: every element's, or with own_params its shard's. */
+/* The reduced gradients the replica holds: every element's, or with own_params or own_grads
+ * its shard's. */
 static size_t grads_held(const struct strata__replica *r)
 {
-        return r->own_params ? r->shard_len : r->nparam;
+        return r->own_params || r->own_grads ? r->shard_len : r->nparam;
 }
 
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
@@ -629,9 +652,10 @@ static void trained_group(const struct strata__replica *r, const struct strata_p
         int slots = r->shard_len ? (int)(r->nopt / r->shard_len) : 0;
         /* own_params: the shard's part, as the optimizer state */
         size_t v = !r->own_params ? poff : out->shard_hi > out->shard_lo ? at : 0;
+        size_t gv = !r->own_grads ? v : out->shard_hi > out->shard_lo ? at : 0;
 
         out->value = r->params + v;
-        out->grad = r->grads + v;
+        out->grad = r->grads + gv;
         out->opt_slots = slots;
         for (int j = 0; j < slots && out->shard_hi > out->shard_lo; j++)
                 out->opt_state[j] = r->opt_state + r->shard_len * (size_t)j + at;
@@ -703,13 +727,13 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
 {
         struct strata_update u;
         uint64_t t0 = strata_track_begin(r->track, &span_step, NULL);
-        size_t at = r->own_params ? 0 : r->shard_lo;
+        size_t at = r->own_params ? 0 : r->shard_lo, gat = r->own_grads ? 0 : at;
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
         /* unsharded: shard_lo 0, shard_len nparam; sharded: padding updates zeros to zeros;
-         * own_params: the vectors are the shard */
-        r->k->update(&u, r->params + at, r->grads + at, r->opt_state, r->shard_len);
+         * own_params: the vectors are the shard; own_grads: the gradients are */
+        r->k->update(&u, r->params + at, r->grads + gat, r->opt_state, r->shard_len);
         strata_track_end(r->track, t0, (int64_t)r->opt_t);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;

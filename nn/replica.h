@@ -45,8 +45,11 @@ struct strata__replica {
          * forward and its backward (held: the layer lbuf holds, -1 none); layers' gradients go
          * to lgrad: one layer's, or a whole local vector at each layer's offset (lgrad_len
          * nshards * shard_len) where micro-batches accumulate or clipping gathers every shard.
+         * zero2 (own_grads), where that is smaller than the whole vector: params whole, grads
+         * the reduced shard alone (shard_len floats), layers' gradients to lgrad (the largest
+         * layer's, lgrad_len), reduced to the owners after each layer's backward.
          */
-        int own_params, held;
+        int own_params, own_grads, held;
         float *lbuf, *lgrad;
         size_t lbuf_len, lgrad_len;
         strata__grad_ready_fn fetch;
@@ -93,6 +96,7 @@ size_t strata__replica_shard_len(size_t nparam, int shards);
 /** What strata__replica_layout() shards besides the optimizer state (its @p how). */
 #define STRATA__SHARD_PARAMS 1u /* fsdp: the parameters and reduced gradients too */
 #define STRATA__SHARD_WHOLE_GRADS 2u /* with them: layers' gradients in a whole local vector */
+#define STRATA__SHARD_GRADS 4u /* zero2: the reduced gradients alone, where that is smaller */
 
 /**
  * Carve a replica for @p model. For a device that computes in host memory (no pinned arena)
@@ -105,7 +109,9 @@ size_t strata__replica_shard_len(size_t nparam, int shards);
  * stored in bf16. With @p shards > 1 the optimizer state holds one shard
  * (strata__replica_shard_len()) and the parameters and gradients are padded to whole shards;
  * with STRATA__SHARD_PARAMS in @p how they hold one shard, and the layers compute from a
- * layer buffer (own_params).
+ * layer buffer (own_params); with STRATA__SHARD_GRADS the gradients hold one shard and the
+ * layers write theirs to a buffer of the largest layer (own_grads), when a shard and that
+ * buffer are fewer floats than the whole padded vector.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,

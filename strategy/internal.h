@@ -62,6 +62,12 @@ struct strata__strategy {
         int sharded;
         /** The parameters and reduced gradients are sharded too (fsdp): one shard each. */
         int shards_params;
+        /**
+         * The reduced gradients alone may be sharded (zero2): one shard and a buffer of the
+         * largest layer, when that is smaller than the whole vector, without accumulation or
+         * clipping by norm (which keep the whole vector).
+         */
+        int shards_grads;
 };
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */

@@ -28,10 +28,14 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
 /*
  * What a replica shards besides the optimizer state: under fsdp the parameters and reduced
  * gradients, and layers' gradients go to a whole local vector where micro-batches accumulate
- * there or clipping by norm gathers every shard's reduced gradients into it.
+ * there or clipping by norm gathers every shard's reduced gradients into it; under zero2 the
+ * reduced gradients, where the replica finds it smaller, unless micro-batches accumulate or
+ * clipping by norm needs every reduced gradient.
  */
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st)
 {
+        if (st->shards_grads && c->train.accumulate <= 1 && !(c->train.clip_norm > 0.0f))
+                return STRATA__SHARD_GRADS;
         if (!st->shards_params)
                 return 0;
         if (c->train.accumulate > 1 || c->train.clip_norm > 0.0f)

@@ -99,18 +99,22 @@ static int zero_backward_done(void *obj, int state, int event, void *arg)
 }
 
 /*
- * zero2: elements [lo, hi) of every device's gradients summed into the owners' alone, one
- * reduce per shard the range meets, in shard order.
+ * zero2: elements [lo, hi) of every device's gradients (@p src holds element lo) summed into
+ * the owners' alone, one reduce per shard the range meets, in shard order: in place in the
+ * whole vector, or with own_grads into the owner's shard of reduced gradients.
  */
-static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r, size_t lo,
-                            size_t hi)
+static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
+                            const float *src, size_t lo, size_t hi)
 {
         size_t len = r->shard_len;
 
         for (size_t g = lo / len; g < (size_t)r->nshards && g * len < hi; g++) {
                 size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
+                float *dst = !r->own_grads ? r->grads + a
+                             : r->shard_lo == g * len ? r->grads + (a - r->shard_lo)
+                                                      : NULL;
 
-                STRATA_TRY(strata_comm_reduce(comm, r->dev, r->grads + a, r->grads + a, b - a,
+                STRATA_TRY(strata_comm_reduce(comm, r->dev, src + (a - lo), dst, b - a,
                                               STRATA_F32, STRATA_OP_SUM, (int)g));
         }
         return STRATA_OK;
@@ -118,12 +122,25 @@ static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
 
 static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 
-/* zero2: reduce every bucket whose last layer's gradients just became ready. */
+/*
+ * zero2: reduce every bucket whose last layer's gradients just became ready; with own_grads
+ * the layer's own gradients, before the next layer's backward writes the same buffer.
+ */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
         struct strata_runtime *rt = h;
         const struct strata__buckets *b = strata__ddp_buckets(rt);
+        struct strata_comm *comm = strata__multi(rt)->dcomm;
 
+        if (r->own_grads) {
+                uint64_t t0 = strata_track_begin(r->track, &span_bucket, NULL);
+                size_t lo = strata__replica_param_offset(r, layer);
+                int rc = reduce_to_owners(comm, r, r->layers[layer].grad, lo,
+                                          lo + r->layers[layer].nparam);
+
+                strata_track_end(r->track, t0, layer);
+                return rc;
+        }
         for (int k = 0; k < b->n; k++) {
                 uint64_t t0;
                 int rc;
@@ -131,7 +148,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                 if (b->close[k] != layer)
                         continue;
                 t0 = strata_track_begin(r->track, &span_bucket, NULL);
-                rc = reduce_to_owners(strata__multi(rt)->dcomm, r, b->lo[k], b->hi[k]);
+                rc = reduce_to_owners(comm, r, r->grads + b->lo[k], b->lo[k], b->hi[k]);
                 strata_track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }
@@ -140,7 +157,8 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
 /*
  * zero2's backward: nothing communicated on accumulation micro-batches (no_sync); at the
- * window's end each bucket goes to its owners, and clipping by norm gathers the shards.
+ * window's end each bucket (or, with own_grads, each layer) goes to its owners, and clipping
+ * by norm gathers the shards.
  */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
@@ -219,4 +237,5 @@ const struct strata__strategy strata__zero2 = {
         .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .sharded = 1,
+        .shards_grads = 1,
 };

@@ -20,7 +20,9 @@
 #define STEPS 8
 #define NP_MAX 2048
 
-enum model_kind { PLAIN, BN, FULL };
+/* DEEP*: four linear layers of similar size, where zero2 shards its reduced gradients (the
+ * largest layer and one shard are fewer floats than the whole vector from 2 devices). */
+enum model_kind { PLAIN, BN, FULL, DEEP, DEEP_BN, DEEP_DROPOUT };
 
 struct conf {
         const char *name;
@@ -54,6 +56,12 @@ static const struct conf confs[] = {
         { "16-mixed-injected-clip", FULL, 0, 1, 0, 2, 0.5f, 0.02f, 512,
           STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32 },
         { "grad-allreduce-bf16", PLAIN, 0, 1, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_BF16 },
+        { "deep", DEEP, 0, 0, 1, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "deep-bn-sync-adamw", DEEP_BN, 1, 1, 0, 0, 0.0f, 0.02f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "deep-dropout-bf16-mixed", DEEP_DROPOUT, 0, 1, 0, 0, 0.0f, 0.0f, 0,
+          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32 },
+        { "deep-16-mixed-injected", DEEP, 0, 1, 0, 0, 0.0f, 0.02f, 0,
+          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32 },
 };
 
 struct result {
@@ -65,14 +73,35 @@ struct result {
         size_t np;
 };
 
+/* 20-16-(relu | bn | bn, dropout)-16-relu-16-4: layers of 336, 272, 272 and 68 parameters. */
+static void deep(struct rig *r, enum model_kind kind)
+{
+        static const struct strata_module_ops *second[] = { [DEEP] = &strata_relu,
+                                                            [DEEP_BN] = &strata_batchnorm1d,
+                                                            [DEEP_DROPOUT] = &strata_dropout };
+
+        rig_init(r, 0);
+        r->mods[0] = (struct strata_module){ .ops = &strata_linear, .out = 16 };
+        r->mods[1] = (struct strata_module){ .ops = second[kind],
+                                             .p = kind == DEEP_DROPOUT ? 0.25f : 0.0f };
+        r->mods[2] = (struct strata_module){ .ops = &strata_linear, .out = 16 };
+        r->mods[3] = (struct strata_module){ .ops = &strata_relu };
+        r->mods[4] = (struct strata_module){ .ops = &strata_linear, .out = 16 };
+        r->mods[5] = (struct strata_module){ .ops = &strata_linear, .out = RIG_CLASSES };
+        r->model.nmodules = 6;
+}
+
 static void configure(struct rig *r, const struct conf *k, enum strata_strategy_kind kind,
                       int devices, struct strata_config *c)
 {
-        if (k->model == FULL)
+        if (k->model >= DEEP)
+                deep(r, k->model);
+        else if (k->model == FULL)
                 rig_init_full(r);
         else
                 rig_init(r, k->model == BN);
-        r->mods[0].out = 48; /* shards that cut through the first layer's weights */
+        if (k->model < DEEP)
+                r->mods[0].out = 48; /* shards that cut through the first layer's weights */
         *c = rig_cfg(r, kind, devices, k->sync_bn);
         c->device.bind = STRATA_BIND_NONE; /* more devices than this machine's cores */
         c->train.accumulate = k->accumulate;
@@ -157,6 +186,10 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
 
         configure(&r, k, kind, devices, &c);
         rt = rig_open(&c);
+        /* zero2 shards its reduced gradients exactly where they take fewer floats */
+        if (kind == STRATA_STRATEGY_ZERO2)
+                cr_assert_eq(rt->replicas[0].own_grads, k->model >= DEEP && devices > 1, "%s",
+                             k->name);
         strata_loader_reset(&r.loader, r.idx, 256);
         for (int s = 0; s < STEPS; s++) {
                 if (k->inject && s == 3 * micro - 1)

@@ -88,3 +88,66 @@ Test(zero_plan, zero2_refuses_bf16_all_reduce)
         cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "zero1 all-reduces as ddp: %s",
                      strata_last_error());
 }
+
+/*
+ * zero2 shards its reduced gradients where one shard and a buffer of the largest layer are
+ * fewer floats than the whole vector: a model of layers of similar size, 256-256-256-256-10
+ * (3 * 65792 + 2570 = 199946 parameters, the largest layer 65792), with AdamW. Then the
+ * device's model states are ZeRO-2's 4Ψ + (4Ψ + 8Ψ)/N plus that layer buffer, and the plan
+ * says so to the byte; with accumulation or clipping by norm, which need the whole vector,
+ * and for the default model, where the first layer holds 85% of the parameters, zero2 plans
+ * as zero1.
+ */
+#define DEEP_PSI 199946u
+#define DEEP_LMAX 65792u
+
+static struct strata_plan_info deep_plan(enum strata_strategy_kind kind, int devices,
+                                         int accumulate, float clip_norm)
+{
+        struct strata_module mods[7];
+        struct strata_model m = { .in_features = 256, .nmodules = 7, .modules = mods };
+        struct strata_config c = rig_default_mlp(kind, devices);
+        struct strata_plan_info pl;
+
+        for (int i = 0; i < 7; i++)
+                mods[i] = (struct strata_module){ .ops = i % 2 ? &strata_relu : &strata_linear,
+                                                  .out = i == 6 ? 10 : 256 };
+        c.model = &m;
+        c.train.accumulate = accumulate;
+        c.train.clip_norm = clip_norm;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
+        return pl;
+}
+
+Test(zero_plan, zero2_shards_gradients_where_smaller)
+{
+        for (int n = 2; n <= 4; n++) {
+                struct strata_plan_info z1 = deep_plan(STRATA_STRATEGY_ZERO1, n, 1, 0.0f);
+                struct strata_plan_info z2 = deep_plan(STRATA_STRATEGY_ZERO2, n, 1, 0.0f);
+                size_t len = z2.shard_params, npad = len * (size_t)n;
+                /* ZeRO-2's model states, in this layout's padded terms */
+                size_t states = line_up(4 * npad) + line_up(4 * len) + line_up(8 * len);
+
+                cr_assert_eq(z2.params, DEEP_PSI);
+                cr_assert_eq(z1.layer_bytes, 0u);
+                cr_assert_eq(z2.layer_bytes, 4u * DEEP_LMAX, "the largest layer's gradients");
+                /* the whole gradient vector becomes one shard and the layer buffer */
+                cr_assert_eq(z1.per_device - z2.per_device,
+                             line_up(4 * npad) - line_up(4 * len) - line_up(4 * DEEP_LMAX),
+                             "%d devices: zero2 %zu, zero1 %zu", n, z2.per_device,
+                             z1.per_device);
+                cr_assert_eq(z1.per_device - (line_up(4 * npad) * 2 + line_up(8 * len)),
+                             z2.per_device - states - line_up(4 * DEEP_LMAX),
+                             "the rest (activations, staging) is zero1's");
+                /* accumulation and clipping by norm keep the whole vector */
+                cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, n, 2, 0.0f).per_device,
+                             deep_plan(STRATA_STRATEGY_ZERO1, n, 2, 0.0f).per_device);
+                cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, n, 1, 1.0f).per_device,
+                             deep_plan(STRATA_STRATEGY_ZERO1, n, 1, 1.0f).per_device);
+        }
+        /* one device: no shards; the default model: the layer buffer would cost more */
+        cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, 1, 1, 0.0f).per_device,
+                     deep_plan(STRATA_STRATEGY_ZERO1, 1, 1, 0.0f).per_device);
+        cr_assert_eq(plan(STRATA_STRATEGY_ZERO2, 4).per_device,
+                     plan(STRATA_STRATEGY_ZERO1, 4).per_device);
+}
