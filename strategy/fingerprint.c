@@ -33,6 +33,7 @@ static const struct field {
         F(sync_bn, "SyncBatchNorm"),
         F(optimizer, "optimizer"),
         F(accumulate, "accumulate"),
+        F(invariant, "invariant mode"),
 };
 #undef F
 
@@ -113,6 +114,10 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, sync_bn, "%s", c->strategy.sync_bn ? "on" : "off");
         PUT(fp, optimizer, "%s", c->optim.kind == STRATA_OPTIM_ADAMW ? "adamw" : "sgd");
         PUT(fp, accumulate, "%d", c->train.accumulate > 1 ? c->train.accumulate : 1);
+        if (strata__chunks(c))
+                PUT(fp, invariant, "%d chunks", strata__chunks(c));
+        else
+                PUT(fp, invariant, "%s", "off");
 }
 
 #undef PUT

@@ -31,6 +31,7 @@ struct strata__fingerprint {
         char sync_bn[8];
         char optimizer[16];
         char accumulate[16];
+        char invariant[16];   /* invariant mode: its chunks, or "off" */
 };
 _Static_assert(sizeof(struct strata__fingerprint) <= STRATA__FINGERPRINT_BYTES,
                "a fingerprint fits its fixed size");
