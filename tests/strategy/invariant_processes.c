@@ -40,14 +40,6 @@ static void train(const char *dir, const char *name, const char *launch, const c
         cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
 }
 
-static void same(const char *dir, const char *a, const char *b)
-{
-        char cmd[512];
-
-        snprintf(cmd, sizeof(cmd), "cmp %s/%s %s/%s", dir, a, dir, b);
-        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
-}
-
 Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
 {
         char dir[256];
@@ -56,15 +48,15 @@ Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
         cli_mkdtemp(dir, sizeof(dir), "invprocs");
         train(dir, "one", "", "--epochs 1 --strategy single --devices 1");
         train(dir, "ddp1x4", "", "--epochs 1 --strategy ddp --devices 4");
-        same(dir, "one", "ddp1x4");
+        cli_assert_same_files(dir, "one", "ddp1x4");
         train(dir, "spawn4x1", "", "--epochs 1 --strategy spawn --devices 4");
-        same(dir, "one", "spawn4x1");
+        cli_assert_same_files(dir, "one", "spawn4x1");
         train(dir, "spawn2x1", "", "--epochs 1 --strategy spawn --devices 2");
-        same(dir, "one", "spawn2x1");
+        cli_assert_same_files(dir, "one", "spawn2x1");
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
             cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
                 train(dir, "mpi2x2", MPIRUN "-np 2 ", "--epochs 1 --strategy mpi --devices 2");
-                same(dir, "one", "mpi2x2");
+                cli_assert_same_files(dir, "one", "mpi2x2");
         } else {
                 cr_log_warn("mpirun or libstrata-mpi.so missing: the 2x2 layout not run");
         }
@@ -84,6 +76,6 @@ Test(invariant_processes, resume_at_another_device_count, .timeout = 480)
         snprintf(args, sizeof(args), "--epochs 2 --strategy ddp --devices 2 --resume %s/ck",
                  dir);
         train(dir, "resumed", "", args);
-        same(dir, "straight", "resumed");
+        cli_assert_same_files(dir, "straight", "resumed");
         cli_rmtree(dir);
 }
