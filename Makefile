@@ -106,7 +106,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
@@ -290,6 +290,9 @@ bench-train: tools bench-deps
 # their per-device plan at 1, 2 and 4 devices beside the ZeRO formulas. EPOCHS per run (1).
 bench-sharded: tools bench-deps
 	tools/bench-sharded.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+
+bench-invariant: tools
+	tools/bench-invariant.sh $(or $(REPS),3) $(or $(EPOCHS),1)
 
 install: lib tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig \

@@ -212,11 +212,57 @@ STRATA_SIMD static void sum2_f32(float *d0, float *d1, const float *a, const flo
         }
 }
 
+/*
+ * The pairwise tree over the sources, a block at a time: a stack of partial sums, each the
+ * tree of 2^k consecutive sources; a new source is pushed, then equal-sized neighbours are
+ * added (left + right) while they exist, and what remains is added from the right at the end.
+ * For 2^k sources that is the balanced tree; otherwise its largest power of two first.
+ */
+#define TREE_BLOCK 256
+#define TREE_DEPTH 14 /* log2 of the most ranks (64 processes x 64 devices), plus one */
+#define REDUCE_TREE(T, COMB)                                                                   \
+        do {                                                                                   \
+                _Alignas(64) T st[TREE_DEPTH][TREE_BLOCK];                                     \
+                int size[TREE_DEPTH];                                                          \
+                for (size_t b = lo; b < hi; b += TREE_BLOCK) {                                 \
+                        size_t n = hi - b < TREE_BLOCK ? hi - b : TREE_BLOCK;                  \
+                        int top = 0;                                                           \
+                        for (int r = 0; r < nsrc; r++) {                                       \
+                                memcpy(st[top], (const T *)src[r] + b, n * sizeof(T));         \
+                                size[top++] = 1;                                               \
+                                while (top > 1 && size[top - 1] == size[top - 2]) {            \
+                                        COMB(st[top - 2], st[top - 1], n, 0);                  \
+                                        size[top - 2] *= 2;                                    \
+                                        top--;                                                 \
+                                }                                                              \
+                        }                                                                      \
+                        for (; top > 1; top--)                                                 \
+                                COMB(st[top - 2], st[top - 1], n, 0);                          \
+                        for (int d = 0; d < ndst; d++)                                         \
+                                store((T *)dst[d] + b, st[0], n * sizeof(T), nt);              \
+                }                                                                              \
+        } while (0)
+
+static void reduce_tree(enum strata_dtype dt, void *const *dst, int ndst,
+                        const void *const *src, int nsrc, size_t lo, size_t hi, int nt)
+{
+        if (dt == STRATA_F64)
+                REDUCE_TREE(double, combine_f64);
+        else
+                REDUCE_TREE(float, combine_f32);
+}
+
 void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
                          const void *const *src, int nsrc, size_t lo, size_t hi, int nt)
 {
         if (hi <= lo)
                 return;
+        if (op == STRATA__SUM_TREE && nsrc > 2 && (dt == STRATA_F32 || dt == STRATA_F64)) {
+                reduce_tree(dt, dst, ndst, src, nsrc, lo, hi, nt);
+                return;
+        }
+        if (op == STRATA__SUM_TREE) /* two sources, or integers: the sum in order is the tree */
+                op = STRATA__SUM;
         if (dt == STRATA_F32 && op == STRATA__SUM && nsrc == 2 && ndst <= 2 && !nt) {
                 /* Each element is read from both sources before it is written: aliasing holds. */
                 sum2_f32((float *)dst[0] + lo, (float *)dst[ndst - 1] + lo,

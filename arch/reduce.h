@@ -11,12 +11,15 @@
 #include "strata/tensor.h"
 
 /** Reduction operators (the public enum strata_reduce_op has the same values). */
-enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN };
+enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN, STRATA__SUM_TREE };
 
 /**
  * dst[d][i] = op(src[0][i], …, src[nsrc-1][i]) for every d < ndst and i in [lo, hi).
  * A destination may be one of the sources (same index): every source element is read before
  * it is written. bf16/f16 are accumulated in f32. Non-temporal stores when @p nt.
+ * STRATA__SUM_TREE (f32, f64; integers as STRATA__SUM, which is exact) adds the sources
+ * pairwise over their indices: ((s0 + s1) + (s2 + s3)) for four, and for a count not a power
+ * of two the tree of the largest power of two first plus the tree of the rest.
  */
 void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
                          const void *const *src, int nsrc, size_t lo, size_t hi, int nt);

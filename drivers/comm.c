@@ -243,6 +243,10 @@ static int check(const struct strata_coll *op, int rank, int world)
                 return strata__fail(STRATA_EINVAL, "dtype %d unknown", (int)op->dtype);
         if ((unsigned)op->op >= STRATA_OP_COUNT)
                 return strata__fail(STRATA_EINVAL, "reduction op %d unknown", (int)op->op);
+        if (op->op == STRATA_OP_SUM_TREE &&
+            (op->dtype == STRATA_BF16 || op->dtype == STRATA_F16))
+                return strata__fail(STRATA_EINVAL, "the pairwise-tree sum takes f32, f64 or "
+                                                   "integers, not dtype %d", (int)op->dtype);
         if (rooted && (op->root < 0 || op->root >= world))
                 return strata__fail(STRATA_EINVAL, "root %d not in [0, %d)", op->root, world);
         if (strata__mul_size(op->count, (size_t)world, &bytes) ||

@@ -32,7 +32,8 @@ struct strata__ckpt_header {
         uint32_t scale_growth;  /* clean steps since the scale last changed */
         uint32_t scale_pad;
         uint64_t scale_skipped; /* optimizer steps skipped */
-        unsigned char reserved[168];
+        uint32_t chunks;        /* invariant mode: chunks a batch was cut into (0: not) */
+        unsigned char reserved[164];
 };
 
 /* One tensor of the table. */

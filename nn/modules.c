@@ -9,6 +9,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "kernel/philox.h"
+#include "nn/replica.h"
 
 /* Stream ids for parameter initialisation, one per (layer, tensor). */
 #define INIT_STREAM(layer, which) (((uint64_t)1 << 62) | ((uint64_t)(layer) << 8) | (which))
@@ -258,6 +259,7 @@ static int bn_shape(const struct strata_layer *l, int in, struct strata_module_s
         *s = (struct strata_module_shape){
                 .out = in, .params = 2 * f, .state = 2 * f, .aux_fixed = 4 * f,
                 .aux_per_row = f, .ctx_per_copy = 2 * f * sizeof(float), .ngroups = 4,
+                .batch_stats = 1,
                 .groups = { { "weight", STRATA_F32, f, STRATA_ROLE_WEIGHT, 1, { f, 1 } },
                             { "bias", STRATA_F32, f, STRATA_ROLE_BIAS, 1, { f, 1 } },
                             { "running_mean", STRATA_F32, f, STRATA_ROLE_RUNNING, 1, { f, 1 } },
@@ -309,6 +311,103 @@ static int bn_sum(struct strata_layer *l, const struct strata_step_ctx *c, float
         return c->all_sum ? c->all_sum(c, buf, n) : STRATA_OK;
 }
 
+/*
+ * Invariant mode (c->chunks): every sum over rows is taken per chunk and combined by the
+ * chunks' tree, then across devices by the pairwise tree (all_sum); statistics are always the
+ * global batch's. Rows are normalised a chunk at a time, as other modules run.
+ */
+struct bn_chunk {
+        struct strata_layer *l;
+        const struct strata_kernel_ops *d;
+        const float *x, *center, *dy, *xhat;
+};
+
+static void bn_stats_leaf(void *arg, int lo, int rows, float *out)
+{
+        const struct bn_chunk *b = arg;
+
+        b->d->col_stats(b->x + (size_t)lo * b->l->in, rows, b->l->in, b->center, out);
+}
+
+static void bn_sums_leaf(void *arg, int lo, int rows, float *out)
+{
+        const struct bn_chunk *b = arg;
+        size_t at = (size_t)lo * b->l->in;
+
+        /* the parameter gradients written here are replaced by the tree's sums */
+        b->d->bn_grad_sums(b->dy + at, b->xhat + at, out, b->l->grad, b->l->grad + b->l->in,
+                           rows, b->l->in, 1);
+}
+
+/* The tree's sum of @p leaf over the chunks into @p dst (n floats), then across devices. */
+static int bn_tree(struct strata_layer *l, const struct strata_step_ctx *c,
+                   strata__chunk_fn leaf, struct bn_chunk *b, float *dst, size_t n)
+{
+        float *s;
+
+        strata__chunks_sum(c, n, leaf, b, &s);
+        c->k->copy(dst, s, n);
+        return bn_sum(l, c, dst, n);
+}
+
+static void bn_forward_chunks(struct strata_layer *l, const struct strata_step_ctx *c,
+                              const float *x, float *y, int eval)
+{
+        const struct strata_chunks *ch = c->chunks;
+        const struct strata_kernel_ops *d = c->k;
+        struct bn_chunk b = { l, d, x, NULL, NULL, NULL };
+        int f = l->in, n_all = c->rows_global;
+        float eps = l->desc->eps > 0.0f ? l->desc->eps : 1e-5f;
+        float mom = l->desc->decay > 0.0f ? l->desc->decay : 0.1f;
+        float *mean = l->aux, *invstd = l->aux + f, *tmp = l->aux + 2 * (size_t)f;
+        float *xhat = l->aux + 4 * (size_t)f;
+        const float *g = l->param, *bias = l->param + f;
+
+        if (!eval) {
+                if ((l->failed = bn_tree(l, c, bn_stats_leaf, &b, tmp, (size_t)f)) != STRATA_OK)
+                        return;
+                d->div(mean, tmp, (float)n_all, (size_t)f);
+                b.center = mean;
+                if ((l->failed = bn_tree(l, c, bn_stats_leaf, &b, tmp, (size_t)f)) != STRATA_OK)
+                        return;
+                d->bn_moments(tmp, mean, l->state, invstd, f, n_all, mom, eps);
+        }
+        for (int j = 0; j < ch->n; j++) {
+                size_t at = (size_t)ch->lo[j] * f;
+                int rows = ch->lo[j + 1] - ch->lo[j];
+
+                if (eval)
+                        d->bn_eval(x + at, l->state, g, bias, eps, y + at, rows, f);
+                else
+                        d->bn_normalize(x + at, mean, invstd, g, bias, xhat + at, y + at, rows,
+                                        f);
+        }
+}
+
+static void bn_backward_chunks(struct strata_layer *l, const struct strata_step_ctx *c,
+                               const float *dy, float *dx)
+{
+        const struct strata_chunks *ch = c->chunks;
+        int f = l->in;
+        const float *invstd = l->aux + f, *xhat = l->aux + 4 * (size_t)f;
+        float *sums = l->aux + 2 * (size_t)f, *s;
+        struct bn_chunk b = { l, c->k, NULL, NULL, dy, xhat };
+
+        /* This device's parameter gradients (the strategy sums them): [sum dy xhat | sum dy] */
+        strata__chunks_sum(c, 2 * (size_t)f, bn_sums_leaf, &b, &s);
+        c->k->copy(sums, s, 2 * (size_t)f);
+        c->k->copy(l->grad, sums + f, (size_t)f);
+        c->k->copy(l->grad + f, sums, (size_t)f);
+        if (!dx || (l->failed = bn_sum(l, c, sums, 2 * (size_t)f)) != STRATA_OK)
+                return;
+        for (int j = 0; j < ch->n; j++) {
+                size_t at = (size_t)ch->lo[j] * f;
+
+                c->k->bn_dx(dy + at, xhat + at, sums, l->param, invstd, dx + at,
+                            ch->lo[j + 1] - ch->lo[j], f, c->rows_global);
+        }
+}
+
 static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
@@ -321,6 +420,10 @@ static void bn_forward(struct strata_layer *l, const struct strata_step_ctx *c, 
         const float *g = l->param, *b = l->param + f;
         int rc;
 
+        if (c->chunks) {
+                bn_forward_chunks(l, c, x, y, !c->train || c->rows_global < 2);
+                return;
+        }
         if (!c->train || n_all < 2) {
                 d->bn_eval(x, l->state, g, b, eps, y, rows, f);
                 return;
@@ -349,6 +452,10 @@ static void bn_backward(struct strata_layer *l, const struct strata_step_ctx *c,
 
         (void)x;
         (void)y;
+        if (c->chunks) {
+                bn_backward_chunks(l, c, dy, dx);
+                return;
+        }
         /* Parameter gradients are this device's share: the strategy reduces them. */
         c->k->bn_grad_sums(dy, xhat, sums, l->grad, l->grad + f, rows, f, l->grad_fresh);
         if (!dx)

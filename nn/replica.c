@@ -187,6 +187,37 @@ static void layer_vectors(struct strata__replica *r, struct strata_layer *l, siz
         l->grad = r->lgrad_len > r->lbuf_len ? r->lgrad + off : r->lgrad;
 }
 
+/*
+ * Invariant mode: the pairwise tree over @p chunks chunks needs log2(chunks) + 1 partial sums
+ * at once, and a batch_stats module's gradients one slot more; a slot holds the largest layer.
+ */
+static int layout_chunks(struct strata__replica *r, struct strata_arena *a,
+                         struct strata_arena *d, int chunks, size_t lmax)
+{
+        int levels = 1;
+        size_t n;
+        void *p;
+
+        if (chunks <= 0)
+                return STRATA_OK;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * ((size_t)chunks + 1), 0, &p));
+        r->chunks.lo = p;
+        STRATA_TRY(strata_arena_alloc(a, (size_t)r->nlayers, 0, &p));
+        r->batch_stats = p;
+        while ((1 << (levels - 1)) < chunks)
+                levels++;
+        r->chunks.n = chunks;
+        r->chunks.levels = levels;
+        r->chunks.slot = lmax;
+        if (strata__mul_size(lmax, (size_t)levels + 1, &n))
+                return strata__fail(STRATA_EOVERFLOW, "invariant mode: %d slots of %zu floats "
+                                    "overflow", levels + 1, lmax);
+        STRATA_TRY(alloc_f(d, n, &r->chunks.tree));
+        if (r->chunks.tree)
+                r->chunks.out = r->chunks.tree + (size_t)levels * lmax;
+        return STRATA_OK;
+}
+
 /* The shard sizes, and the optimizer state of one shard (all of it unsharded). */
 static int layout_shards(struct strata__replica *r, const struct strata_optim *o, int shards,
                          size_t *npad)
@@ -203,7 +234,7 @@ static int layout_shards(struct strata__replica *r, const struct strata_optim *o
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm, int shards, unsigned how)
+                           enum strata_dtype grad_comm, int shards, unsigned how, int chunks)
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;
@@ -251,6 +282,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
                 io[i] = bf16 && s.bf16_io;
+                if (chunks && !s.batch_stats && s.aux_fixed)
+                        return strata__fail(STRATA_ENOTSUP, "invariant mode: module %d (%s) "
+                                            "keeps aux_fixed values but declares no "
+                                            "batch_stats: it cannot run once per chunk", i,
+                                            m->modules[i].ops->name);
                 lmax = s.params > lmax ? s.params : lmax;
                 in = s.out;
                 width = in > width ? in : width;
@@ -270,6 +306,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 r->grad_stage = p;
         }
         STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));
+        STRATA_TRY(layout_chunks(r, a, d, chunks, lmax));
         in = m->in_features;
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
@@ -289,6 +326,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                         memcpy(l->groups, s.groups, sizeof(l->groups));
                         r->poff[i] = off;
                         r->ytype[i] = yt;
+                        if (r->batch_stats)
+                                r->batch_stats[i] = s.batch_stats != 0;
                         layer_vectors(r, l, off);
                 }
                 off += s.params;
@@ -466,6 +505,7 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
         cc.lp_scratch = r->lp_scratch;
         cc.lp_elems = r->lp_elems;
         cc.lp_dim = r->lp_dim;
+        cc.chunks = r->chunks.n ? &r->chunks : NULL;
         return cc;
 }
 
@@ -496,7 +536,10 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                 cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
                 cc.y_type = r->ytype[i];
                 l->failed = STRATA_OK;
-                l->desc->ops->forward(l, c, x, r->y[i], r->rows);
+                if (cc.chunks && !r->batch_stats[i])
+                        strata__chunks_forward(r, l, c, x, r->y[i]);
+                else
+                        l->desc->ops->forward(l, c, x, r->y[i], r->rows);
                 strata_track_end(r->track, t0, i);
                 if (l->failed != STRATA_OK)
                         return l->failed;
@@ -512,6 +555,11 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
 
         const float *out = r->y[r->nlayers - 1];
 
+        if (r->chunks.n) {
+                strata__chunks_loss(r, c, grad);
+                strata_track_end(r->track, t0, r->rows);
+                return;
+        }
         r->loss_sum = r->loss->forward(c, out, r->targets, r->rows, last->out,
                                        grad ? r->dbuf[0] : NULL, &r->correct);
         if (r->loss->float_targets) {
@@ -542,7 +590,10 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
                 cc.y_type = r->ytype[i];
                 l->failed = STRATA_OK;
-                l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
+                if (cc.chunks)
+                        l->failed = strata__chunks_backward(r, l, c, x, r->dbuf[cur], dx);
+                else
+                        l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
                 strata_track_end(r->track, t0, i);
                 l->grad_fresh = 0;
                 if (l->failed != STRATA_OK)

@@ -12,6 +12,45 @@
 
 struct strata__replica;
 
+/** Invariant mode: chunks a global batch is cut into, by default and at most. */
+#define STRATA__CHUNKS_DEFAULT 8
+#define STRATA__CHUNKS_MAX 256
+
+/**
+ * Invariant mode: the canonical chunks of one device's rows. The global batch of B rows is
+ * cut into C chunks, chunk c holding rows [c B / C, (c + 1) B / C); device g of D holds chunks
+ * [g C / D, (g + 1) C / D), n = C / D of them, a power of two. Every GEMM and every sum over
+ * rows is computed per chunk (the same shapes on any device count), and per-chunk sums are
+ * combined by the pairwise tree over the chunks (strata__chunks_sum()), whose top the devices
+ * complete with STRATA_OP_SUM_TREE.
+ */
+struct strata_chunks {
+        int n;                          /* chunks of the device's rows; 0: normal mode */
+        int *lo;                        /* n + 1: chunk j is the device's rows [lo[j], lo[j + 1]) */
+        int row0;                       /* global index of the device's first row */
+        float *tree;                    /* levels slots of @c slot floats: partial sums */
+        float *out;                     /* one more slot: a batch_stats module's gradients */
+        size_t slot;                    /* floats of a slot (the largest layer's parameters) */
+        int levels;                     /* log2(n) + 1 */
+};
+
+/** A chunk's share of a sum: @p n floats into @p out for the device's rows [lo, lo + rows). */
+typedef void (*strata__chunk_fn)(void *arg, int lo, int rows, float *out);
+
+/**
+ * Invariant mode: the pairwise tree over the device's chunks (c->chunks) of what @p leaf
+ * writes for each (@p n floats, at most a slot); *sum points at the result, in the tree's
+ * scratch until the next call. Not summed across devices (c->all_sum does that).
+ */
+void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
+                        void *arg, float **sum);
+
+/**
+ * Invariant mode: the chunks of replica @p r (global rank @p g of @p world devices) for a
+ * batch of @p rows rows cut into @p chunks; r->rows and r->row0 then hold its share.
+ */
+void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world);
+
 /**
  * Called after layer @p layer's gradients are complete during backward (layers run last to
  * first), or before a layer computes (fsdp's gather); a non-OK status stops the pass.
@@ -76,6 +115,8 @@ struct strata__replica {
         void *grad_stage;          /* gradients in the all-reduce's type, when not f32 */
         struct strata_track *track; /* this device's track (kernel/trace.h), or NULL */
         struct strata_arena arena;
+        struct strata_chunks chunks; /* invariant mode (chunks.n > 0) */
+        unsigned char *batch_stats;  /* invariant mode: each layer's shape.batch_stats */
 };
 
 /** Where a replica's memory comes from (planning arenas only count). */
@@ -111,12 +152,14 @@ size_t strata__replica_shard_len(size_t nparam, int shards);
  * with STRATA__SHARD_PARAMS in @p how they hold one shard, and the layers compute from a
  * layer buffer (own_params); with STRATA__SHARD_GRADS the gradients hold one shard and the
  * layers write theirs to a buffer of the largest layer (own_grads), when a shard and that
- * buffer are fewer floats than the whole padded vector.
+ * buffer are fewer floats than the whole padded vector. @p chunks > 0 (invariant mode: the
+ * device's chunks) adds the pairwise tree's scratch, log2(chunks) + 2 slots of the largest
+ * layer's parameters.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
                            int rows_max, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm, int shards, unsigned how);
+                           enum strata_dtype grad_comm, int shards, unsigned how, int chunks);
 
 /** Sharded replicas: this replica owns shard @p rank (its global device rank). */
 void strata__replica_set_shard(struct strata__replica *r, int rank);
@@ -154,6 +197,20 @@ const struct strata_loss_ops *strata__loss_of(const struct strata_model *m);
  * float targets also the summed squared and absolute errors (r->sse, r->sae).
  */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
+
+/*
+ * Invariant mode (nn/chunks.c), for one layer @p l of @p r: forward once per chunk (a module
+ * whose rows are independent); backward once per chunk, or once for a batch_stats module,
+ * the gradients combined by the chunks' tree, summed across devices (c->all_sum) and folded
+ * into the window's (returns a collective's failure or the module's); the loss, its metrics
+ * and its gradient per chunk, sums combined by the tree.
+ */
+void strata__chunks_forward(struct strata__replica *r, struct strata_layer *l,
+                            const struct strata_step_ctx *c, const void *x, void *y);
+int strata__chunks_backward(struct strata__replica *r, struct strata_layer *l,
+                            const struct strata_step_ctx *c, const void *x, const float *dy,
+                            float *dx);
+void strata__chunks_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
 /** Backward through every module from the loss gradient. */
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,

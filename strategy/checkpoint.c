@@ -297,6 +297,7 @@ static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *h
         hd->ntensors = (uint32_t)n;
         hd->world = (uint32_t)ckpt_world(rt);
         hd->strategy = (uint32_t)rt->cfg.strategy.kind;
+        hd->chunks = (uint32_t)strata__chunks(&rt->cfg);
         hd->lib_version = STRATA_VERSION_HEX;
         hd->step = rt->step;
         hd->fingerprint = fingerprint(rt);
@@ -674,6 +675,17 @@ static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t
         }
 }
 
+/*
+ * Whether the run goes on bit for bit: on the saving run's devices and strategy, or in
+ * invariant mode with the same chunks on any (every replica then holds the same state), and
+ * never across a change of mode.
+ */
+static int bitwise(const struct strata_runtime *rt, const struct strata__ckpt_header *hd,
+                   int resharded)
+{
+        return hd->chunks == (uint32_t)strata__chunks(&rt->cfg) && (!resharded || hd->chunks);
+}
+
 int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
                            size_t app_cap, size_t *app_bytes, struct strata_ckpt_info *info)
 {
@@ -727,7 +739,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         if (info)
                 *info = (struct strata_ckpt_info){ .step = hd.step, .world = (int)hd.world,
                                                    .strategy = (int)hd.strategy,
-                                                   .bitwise = !resharded };
+                                                   .bitwise = bitwise(rt, &hd, resharded) };
         return STRATA_OK;
 }
 

@@ -67,10 +67,23 @@ int strata__prepare(const struct strata_runtime *rt)
         return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
 }
 
+int strata__chunks(const struct strata_config *c)
+{
+        if (!c->strategy.invariant)
+                return 0;
+        return c->strategy.chunks ? c->strategy.chunks : STRATA__CHUNKS_DEFAULT;
+}
+
 void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
 {
         int n = rt->world;
 
+        if (strata__chunks(&rt->cfg)) { /* the same rows, cut into the batch's chunks */
+                for (int d = 0; d < rt->nreplicas; d++)
+                        strata__replica_chunks(&rt->replicas[d], b->rows,
+                                               strata__chunks(&rt->cfg), rt->rank0 + d, n);
+                return;
+        }
         for (int d = 0; d < rt->nreplicas; d++) {
                 struct strata__replica *r = &rt->replicas[d];
                 long g = rt->rank0 + d; /* the global rank: the layout does not change rows */
@@ -87,6 +100,21 @@ int strata__metrics_width(const struct strata_model *m)
         return strata__loss_of(m)->float_targets ? 5 : 3;
 }
 
+/*
+ * Invariant mode: the devices' value @p k (of @p w each) summed by the pairwise tree over
+ * devices [lo, lo + n), the top of the tree the chunks' sums started.
+ */
+static double tree_sum(const double *v, int w, int k, int lo, int n)
+{
+        int half = 1;
+
+        if (n == 1)
+                return v[w * lo + k];
+        while (half * 2 < n)
+                half *= 2;
+        return tree_sum(v, w, k, lo, half) + tree_sum(v, w, k, lo + half, n - half);
+}
+
 void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
                          struct strata_metrics *m)
 {
@@ -101,6 +129,11 @@ void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n
                         sse += v[w * d + 3];
                         sae += v[w * d + 4];
                 }
+        }
+        if (rt->cfg.strategy.invariant && n > 0) {
+                loss = tree_sum(v, w, 0, 0, n);
+                sse = w == 5 ? tree_sum(v, w, 3, 0, n) : 0.0;
+                sae = w == 5 ? tree_sum(v, w, 4, 0, n) : 0.0;
         }
         if (!m)
                 return;

@@ -3,6 +3,7 @@
  * then the strategy's own (its validate). The by-name keys are strategy/config_keys.c.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "strata/status.h"
 #include "strata/version.h"
@@ -37,6 +38,65 @@ static int check_loss(const struct strata_config *c)
                                     (double)m->loss_beta);
         if (c->classes < least)
                 return strata__fail(STRATA_EINVAL, "classes %d: need >= %d", c->classes, least);
+        return STRATA_OK;
+}
+
+/* The device counts a tree over @p chunks leaves covers, "1, 2, 4 or 8", into @p buf. */
+static const char *tree_counts(int chunks, char *buf, size_t n)
+{
+        size_t at = 0;
+
+        buf[0] = '\0';
+        for (int d = 1; d <= chunks && at < n; d *= 2)
+                at += (size_t)snprintf(buf + at, n - at, "%s%d",
+                                       d == 1 ? "" : d == chunks ? " or " : ", ", d);
+        return buf;
+}
+
+/* A BatchNorm without synchronised statistics normalises each device's rows on their own. */
+static int unsynced_bn(const struct strata_config *c)
+{
+        for (int i = 0; i < c->model->nmodules; i++)
+                if (c->model->modules[i].ops == &strata_batchnorm1d && !c->strategy.sync_bn)
+                        return 1;
+        return 0;
+}
+
+/* Invariant mode: what it needs of the strategy, the device count, the driver, the options. */
+static int check_invariant(const struct strata_config *c, const struct strata__strategy *st,
+                           const struct strata_device_ops *dev, int world)
+{
+        int chunks = c->strategy.chunks ? c->strategy.chunks : STRATA__CHUNKS_DEFAULT;
+        char counts[128];
+
+        if (c->strategy.chunks < 0 || c->strategy.chunks > STRATA__CHUNKS_MAX ||
+            (chunks & (chunks - 1)))
+                return strata__fail(STRATA_EINVAL, "chunks %d: a power of two in [1, %d] "
+                                    "(0: %d)", c->strategy.chunks, STRATA__CHUNKS_MAX,
+                                    STRATA__CHUNKS_DEFAULT);
+        if (c->strategy.invariant != 0 && c->strategy.invariant != 1)
+                return strata__fail(STRATA_EINVAL, "invariant %d: 0 or 1", c->strategy.invariant);
+        if (!c->strategy.invariant)
+                return STRATA_OK;
+        if (!st->invariant)
+                return strata__fail(STRATA_ENOTSUP, "invariant mode runs under single, ddp, "
+                                    "spawn and mpi, not %s", st->name);
+        if (chunks % world)
+                return strata__fail(STRATA_EINVAL, "invariant mode needs a device count "
+                                    "dividing the chunk count %d along its tree: %s; this job "
+                                    "has %d", chunks, tree_counts(chunks, counts,
+                                                                  sizeof(counts)), world);
+        if (strata__own_memory(dev))
+                return strata__fail(STRATA_ENOTSUP, "invariant mode combines chunks in host "
+                                    "memory; the %s driver's gradients are on the device",
+                                    dev->name);
+        if (c->strategy.grad_allreduce != STRATA_F32 || c->process.mpi_allreduce)
+                return strata__fail(STRATA_EINVAL, "invariant mode sums gradients in f32 with "
+                                    "its own tree: not with grad_allreduce bf16 or "
+                                    "mpi_allreduce");
+        if (unsynced_bn(c))
+                return strata__fail(STRATA_EINVAL, "invariant mode needs synchronised "
+                                    "BatchNorm (sync_bn): statistics over the global batch");
         return STRATA_OK;
 }
 
@@ -115,6 +175,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
         if (c->strategy.replication_callbacks && !(*st)->replication_callbacks)
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
+        STRATA_TRY(check_invariant(c, *st, *dev, world));
         return (*st)->validate(c, *dev);
 }
 

@@ -162,10 +162,15 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
         return STRATA_OK;
 }
 
-/* An accumulation micro-batch communicates nothing (no_sync). */
+/*
+ * An accumulation micro-batch communicates nothing (no_sync). In invariant mode the replica
+ * sums every layer across devices itself, every micro-batch (nn/chunks.c): no bucket.
+ */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        return strata__multi_backward(rt, dev, m->args->sync ? bucket_ready : NULL);
+        int buckets = m->args->sync && !rt->cfg.strategy.invariant;
+
+        return strata__multi_backward(rt, dev, buckets ? bucket_ready : NULL);
 }
 
 static int ddp_backward(void *obj, int state, int event, void *arg)
@@ -204,5 +209,6 @@ const struct strata__strategy strata__ddp = {
         .root_device = strata__root_device,
         .world_size = strata__world_size,
         .handles_gradient_accumulation = 1,
+        .invariant = 1,
         .all_reduces_gradients = 1,
 };

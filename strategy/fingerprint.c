@@ -35,6 +35,7 @@ static const struct field {
         F(optimizer, "optimizer"),
         F(accumulate, "accumulate"),
         F(schedule, "collective schedule"),
+        F(invariant, "invariant mode"),
 };
 #undef F
 
@@ -141,6 +142,10 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, optimizer, "%s", c->optim.kind == STRATA_OPTIM_ADAMW ? "adamw" : "sgd");
         PUT(fp, accumulate, "%d", c->train.accumulate > 1 ? c->train.accumulate : 1);
         schedule(rt, fp->schedule, sizeof(fp->schedule));
+        if (strata__chunks(c))
+                PUT(fp, invariant, "%d chunks", strata__chunks(c));
+        else
+                PUT(fp, invariant, "%s", "off");
 }
 
 #undef PUT

@@ -33,6 +33,7 @@ struct strata__fingerprint {
         char optimizer[16];
         char accumulate[16];
         char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk) */
+        char invariant[16];   /* invariant mode: its chunks, or "off" */
 };
 _Static_assert(sizeof(struct strata__fingerprint) <= STRATA__FINGERPRINT_BYTES,
                "a fingerprint fits its fixed size");

@@ -68,6 +68,12 @@ struct strata__strategy {
          * clipping by norm (which keep the whole vector).
          */
         int shards_grads;
+        /**
+         * Runs invariant mode (cfg.strategy.invariant): each device's gradients are its
+         * replica's chunk tree, summed across devices with the pairwise tree every
+         * micro-batch (single, ddp and the strategies over processes).
+         */
+        int invariant;
 };
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */
@@ -190,7 +196,13 @@ int strata__prepare(const struct strata_runtime *rt);
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                          const struct strata__step_args *a, int *skip);
 
-/** Assign each device its rows of @p b (sizes differ by at most one). */
+/** Invariant mode: the chunks a batch is cut into (0: normal mode). */
+int strata__chunks(const struct strata_config *c);
+
+/**
+ * Assign each device its rows of @p b (sizes differ by at most one); in invariant mode the
+ * same rows, as whole chunks of the batch.
+ */
 void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
 
 /** Sum the devices' loss and correct counts in device order into *m (m may be NULL). */

@@ -46,4 +46,5 @@ const struct strata__strategy strata__mpi = {
         .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .all_reduces_gradients = 1,
+        .invariant = 1,
 };

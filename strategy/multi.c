@@ -103,6 +103,15 @@ static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
         return strata_comm_all_reduce(m->dcomm, c->rank, buf, buf, n, STRATA_F32, STRATA_OP_SUM);
 }
 
+/* Invariant mode: the pairwise tree over devices, the top of the chunks' tree. */
+static int tree_sum(const struct strata_step_ctx *c, float *buf, size_t n)
+{
+        struct strata__multi *m = c->h;
+
+        return strata_comm_all_reduce(m->dcomm, c->rank, buf, buf, n, STRATA_F32,
+                                      STRATA_OP_SUM_TREE);
+}
+
 static int barrier(const struct strata_step_ctx *c)
 {
         struct strata__multi *m = c->h;
@@ -127,6 +136,8 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
                 c.all_sum = all_sum;
                 c.barrier = NULL;
         }
+        if (rt->cfg.strategy.invariant)
+                c.all_sum = tree_sum;
         c.h = m;
         return c;
 }

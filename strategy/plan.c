@@ -69,7 +69,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 mem.pinned = &ppin;
         }
         STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
-                                          c->strategy.grad_allreduce, shards, shard_how(c, st)));
+                                          c->strategy.grad_allreduce, shards, shard_how(c, st),
+                                          strata__chunks(c) / world));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -104,7 +105,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
                                                   compute, c->strategy.grad_allreduce, shards,
-                                                  shard_how(c, st)));
+                                                  shard_how(c, st), strata__chunks(c) / world));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->strategy.devices,

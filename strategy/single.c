@@ -149,4 +149,5 @@ const struct strata__strategy strata__single = {
         .root_device = strata__root_device,
         .world_size = strata__world_size,
         .handles_gradient_accumulation = 1,
+        .invariant = 1,
 };

@@ -47,4 +47,5 @@ const struct strata__strategy strata__spawn = {
         .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .all_reduces_gradients = 1,
+        .invariant = 1,
 };

@@ -389,6 +389,7 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
                 rc = exchange(c, &h, NULL, 0, data);
         else if (op->kind == STRATA_COLL_ALL_REDUCE && st(c)->net->native &&
                  st(c)->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
+                 op->op != STRATA_OP_SUM_TREE &&
                  op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
                 rc = reduce_native(c, op);
         else if (op->kind == STRATA_COLL_ALL_REDUCE &&

@@ -46,7 +46,8 @@ struct strata_ckpt_info {
         uint64_t step;  /**< training steps the saving run had taken */
         int world;      /**< its devices */
         int strategy;   /**< its strategy (enum strata_strategy_kind) */
-        int bitwise;    /**< 1: same devices and strategy, the run continues bit for bit; 0:
+        int bitwise;    /**< 1: same devices and strategy, or invariant mode with the same
+                             chunks on any devices: the run continues bit for bit; 0:
                              resharded (replicated state continues; running statistics of
                              devices it lacked come from device 0; not bitwise) */
 };

@@ -30,12 +30,19 @@ extern "C" {
 struct strata_device_ops;
 struct strata_net;
 
-/** Reduction operators. Integer mean truncates toward zero. */
+/**
+ * Reduction operators. Integer mean truncates toward zero. STRATA_OP_SUM adds the ranks in
+ * rank order ((r0 + r1) + r2 ...); STRATA_OP_SUM_TREE adds them pairwise over rank indices,
+ * ((r0 + r1) + (r2 + r3)) for four (for a count not a power of two: the largest power of two
+ * first, the rest as its own tree), so a sum over 2^k ranks is the top of one balanced tree
+ * (invariant mode); f32, f64 and integers only.
+ */
 enum strata_reduce_op {
         STRATA_OP_SUM = 0,
         STRATA_OP_MEAN,
         STRATA_OP_MAX,
         STRATA_OP_MIN,
+        STRATA_OP_SUM_TREE,
         STRATA_OP_COUNT
 };
 

@@ -22,6 +22,7 @@ extern "C" {
 #endif
 
 struct strata_layer;
+struct strata_chunks; /* invariant mode's canonical chunks of a device's rows (opaque) */
 
 /** What a group of a module's values is. */
 enum strata_param_role {
@@ -76,6 +77,13 @@ struct strata_module_shape {
          * (Linear and ReLU do); otherwise, and for the logits, activations are f32.
          */
         int bf16_io;
+        /**
+         * Non-zero: its rows are not independent (statistics over the batch, as BatchNorm's).
+         * In invariant mode (strata_config strategy.invariant) such a module is called once
+         * over a device's rows and combines its per-chunk sums itself (c->chunks); a module
+         * with 0 is called once per chunk, and may then keep no aux_fixed values.
+         */
+        int batch_stats;
 };
 
 /**
@@ -99,7 +107,10 @@ struct strata_step_ctx {
         int rank, world;                     /**< this device and the device count */
         int row0;                            /**< global index of this device's first row */
         int sync;                            /**< synchronise statistics across devices */
-        /** Sum @p n floats in place across all devices (device order); NULL on one device. */
+        /**
+         * Sum @p n floats in place across all devices (device order; in invariant mode the
+         * pairwise tree over devices); NULL on one device.
+         */
         int (*all_sum)(const struct strata_step_ctx *c, float *buf, size_t n);
         /** Barrier across all devices; NULL on one device. */
         int (*barrier)(const struct strata_step_ctx *c);
@@ -117,6 +128,11 @@ struct strata_step_ctx {
         /** The model's loss settings (strata_model): its reduction and Huber's beta. */
         enum strata_reduction reduction;
         float loss_beta;
+        /**
+         * Invariant mode: the canonical chunks of this call's rows (the built-in batch_stats
+         * modules read them); NULL otherwise. row0 is then the first row of the call.
+         */
+        const struct strata_chunks *chunks;
 };
 
 /**

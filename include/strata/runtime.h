@@ -82,7 +82,9 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, int, sync_bn, INT, "sync_bn")              /* BatchNorm stats over all devices */     \
         X(g, int, replication_callbacks, NONE, NULL)    /* dp: modules' replicate() */             \
         X(g, size_t, bucket_bytes, SIZE, "bucket_bytes") /* ddp bucket cap (0 = 25 MB) */          \
-        X(g, enum strata_dtype, grad_allreduce, INT, "grad_allreduce") /* see below */
+        X(g, enum strata_dtype, grad_allreduce, INT, "grad_allreduce") /* see below */      \
+        X(g, int, invariant, INT, "invariant")          /* see below */                            \
+        X(g, int, chunks, INT, "chunks")                /* invariant: chunks a batch (0 = 8) */
 
 /** cfg.device: the devices' driver and their threads. */
 #define STRATA_CONFIG_DEVICE(X, g)                                                                 \
@@ -154,6 +156,14 @@ struct strata_config_process {
  *   processes; each device's gradients are rounded to bf16, summed in f32 in the same fixed
  *   order (runs stay bitwise reproducible) and the sum rounded to bf16 once, as PyTorch DDP's
  *   bf16_compress_hook. Needs a host-memory driver (the CPU's).
+ * - strategy.invariant: 1: every parameter bit and every loss depend only on the data, the
+ *   model, the seed and the global batch, not on the device count or the processes. The
+ *   batch is cut into strategy.chunks fixed chunks (a power of two, 1..256; 0 = 8), each
+ *   computed with the same kernel shapes wherever it runs, and chunks are combined in one
+ *   balanced pairwise tree (inside a device, then across devices: STRATA_OP_SUM_TREE). Runs
+ *   under single, ddp, spawn and mpi on a device count (every process's) that divides the
+ *   chunk count (1, 2, 4, 8 for 8 chunks), in host memory, with synchronised BatchNorm;
+ *   anything else is refused with the reason. Checkpoints then resume bitwise on any of them.
  * - train.allow_nonfinite: 1: gradients are not checked and a step whose loss is NaN or
  *   infinite returns STRATA_OK (default 0: a NaN or infinite gradient, found and agreed by
  *   every device before the update, refuses the step, and a non-finite loss ends it, both

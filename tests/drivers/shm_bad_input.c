@@ -74,6 +74,10 @@ static void all_cases(size_t count)
         b.dtype = STRATA_F32;
         b.op = (enum strata_reduce_op)9;
         expect_refused(&p, b, STRATA_EINVAL, count); /* unknown op */
+        b.op = STRATA_OP_SUM_TREE;
+        b.dtype = STRATA_BF16;
+        expect_refused(&p, b, STRATA_EINVAL, count); /* the tree takes no halves */
+        b.dtype = STRATA_F32;
         b.op = STRATA_OP_SUM;
         b.count = SIZE_MAX / 2;
         expect_refused(&p, b, STRATA_EOVERFLOW, count); /* count overflow */

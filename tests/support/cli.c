@@ -73,6 +73,14 @@ const char *cli_path(const char *dir, const char *name)
         return p[k];
 }
 
+void cli_assert_same_files(const char *dir, const char *a, const char *b)
+{
+        char cmd[512], out[1024];
+
+        snprintf(cmd, sizeof(cmd), "cmp '%s/%s' '%s/%s'", dir, a, dir, b);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
+}
+
 void cli_rmtree(const char *dir)
 {
         char cmd[512];

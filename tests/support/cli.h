@@ -35,6 +35,9 @@ void cli_mkdtemp(char *dir, size_t n, const char *tag);
  */
 const char *cli_path(const char *dir, const char *name);
 
+/** Assert that files dir/@p a and dir/@p b hold the same bytes (cmp's word otherwise). */
+void cli_assert_same_files(const char *dir, const char *a, const char *b);
+
 /** Remove @p dir and everything in it. */
 void cli_rmtree(const char *dir);
 

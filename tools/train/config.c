@@ -66,6 +66,8 @@ static void fill_config(struct run *r)
         cfg->trace.stall_s = o->stall_s;
         cfg->device.timeout_s = o->timeout_s;
         cfg->process.mpi_allreduce = o->mpi_allreduce;
+        cfg->strategy.invariant = o->invariant;
+        cfg->strategy.chunks = o->chunks;
         if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
                 strata_patch_replication_callback(cfg);
 }

@@ -94,6 +94,21 @@ enum { OPT_PROCESSES = 0x4901 };
 /* The loss options' codes, past every letter. */
 enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 
+/* Invariant mode's codes, past every letter and the others'. */
+enum { OPT_INVARIANT = 0x4901, OPT_CHUNKS };
+
+/* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
+static int invariant_option(int c, const char *s, struct opts *o)
+{
+        if (c == OPT_INVARIANT) {
+                o->invariant = 1;
+                return 0;
+        }
+        if (c == OPT_CHUNKS)
+                return parse_int("chunks", s, 1, 256, &o->chunks);
+        return -1;
+}
+
 /* --loss NAME: the loss table, NULL for ce; 0, or 2 after the message. */
 static int loss_option(int c, const char *s, struct opts *o)
 {
@@ -143,6 +158,7 @@ static const struct option long_opts[] = {
         { "synthetic-regression", 1, 0, OPT_SYNTH_REGRESSION },
         { "activation", 1, 0, 'Z' },
         { "processes", 1, 0, OPT_PROCESSES },
+        { "invariant", 0, 0, OPT_INVARIANT }, { "chunks", 1, 0, OPT_CHUNKS },
         { 0, 0, 0, 0 },
 };
 
@@ -319,7 +335,7 @@ static int parse_option(int c, char **argv, struct opts *o)
         }
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
-            (rc = h5_option(c, optarg, o)) >= 0)
+            (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
 }

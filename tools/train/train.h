@@ -65,6 +65,8 @@ struct opts {
         int mpi_allreduce;      /* mpi: MPI_Allreduce for gradients */
         enum strata_precision precision; /* --precision 32|bf16-mixed|16-mixed */
         enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
+        int invariant;          /* --invariant: the same bits on any device count */
+        int chunks;             /* --chunks C: invariant mode's chunks (0: the library's 8) */
         const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
         float huber_beta;       /* --huber-beta (0: 1.0) */
         long synthetic_regression; /* --synthetic-regression N: float targets */

@@ -1,0 +1,81 @@
+/*
+ * Invariant mode across processes and through strata-train: one device, 1x4 (ddp), 4x1 and
+ * 2x1 (spawn) and 2x2 (mpi, where Open MPI is installed) processes x devices train the same
+ * weights to the bit; a run checkpointed on 4 devices and resumed on 2 ends where the
+ * uninterrupted single run does.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "tests/support/cli.h"
+
+#define BIN STRATA_BUILD_DIR "/bin/strata-train"
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
+               "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+#define JOB "--synthetic 1024 --quiet --seed 424243 --invariant --model 784-48-10 --bn " \
+            "--sync-bn --dropout 0.1 --bind none"
+
+static char out[1 << 16];
+
+/* One job of processes at a time (the lock tests/strategy/processes.c takes). */
+static void serial(void)
+{
+        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+}
+
+static void train(const char *dir, const char *name, const char *launch, const char *args)
+{
+        char cmd[1024];
+        int rc;
+
+        snprintf(cmd, sizeof(cmd), "%s%s " JOB " %s --export-safetensors %s/%s 2>&1", launch,
+                 BIN, args, dir, name);
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
+}
+
+Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
+{
+        char dir[256];
+
+        serial();
+        cli_mkdtemp(dir, sizeof(dir), "invprocs");
+        train(dir, "one", "", "--epochs 1 --strategy single --devices 1");
+        train(dir, "ddp1x4", "", "--epochs 1 --strategy ddp --devices 4");
+        cli_assert_same_files(dir, "one", "ddp1x4");
+        train(dir, "spawn4x1", "", "--epochs 1 --strategy spawn --devices 4");
+        cli_assert_same_files(dir, "one", "spawn4x1");
+        train(dir, "spawn2x1", "", "--epochs 1 --strategy spawn --devices 2");
+        cli_assert_same_files(dir, "one", "spawn2x1");
+        if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
+            cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
+                train(dir, "mpi2x2", MPIRUN "-np 2 ", "--epochs 1 --strategy mpi --devices 2");
+                cli_assert_same_files(dir, "one", "mpi2x2");
+        } else {
+                cr_log_warn("mpirun or libstrata-mpi.so missing: the 2x2 layout not run");
+        }
+        cli_rmtree(dir);
+}
+
+Test(invariant_processes, resume_at_another_device_count, .timeout = 480)
+{
+        char dir[256], args[512];
+
+        serial();
+        cli_mkdtemp(dir, sizeof(dir), "invresume");
+        train(dir, "straight", "", "--epochs 2 --strategy single --devices 1");
+        snprintf(args, sizeof(args), "--epochs 1 --strategy ddp --devices 4 --ckpt-dir %s/ck",
+                 dir);
+        train(dir, "first", "", args);
+        snprintf(args, sizeof(args), "--epochs 2 --strategy ddp --devices 2 --resume %s/ck",
+                 dir);
+        train(dir, "resumed", "", args);
+        cli_assert_same_files(dir, "straight", "resumed");
+        cli_rmtree(dir);
+}
