@@ -95,7 +95,7 @@ enum { OPT_PROCESSES = 0x4901 };
 enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 
 /* Invariant mode's codes, past every letter and the others'. */
-enum { OPT_INVARIANT = 0x4901, OPT_CHUNKS };
+enum { OPT_INVARIANT = 0x4a01, OPT_CHUNKS };
 
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
