@@ -12,7 +12,8 @@
  * one process's shm transport, whatever the split into processes (P=1,D=4; P=2,D=2; P=4,D=1
  * give bitwise the same sums). Each exchange starts with a header holding the call's
  * arguments, so processes that disagree, or one whose ranks passed bad arguments, make every
- * rank return STRATA_EINVAL (the protocol's agreement, extended across processes).
+ * rank return STRATA_EINVAL (the protocol's agreement, extended across processes: the local
+ * ranks that waited learn local rank 0's result after the second meeting, net_settle()).
  *
  * Self-contained behind the transport table: its state (the link, the staging, the exchange
  * count) lives in memory the communicator plans for it (state_bytes, init), and its move
@@ -36,6 +37,7 @@ struct net_state {
         struct strata_net *net;
         unsigned char *stage;
         uint64_t seq; /* exchanges so far */
+        int result[2]; /* local rank 0's move, by the collective's parity, for the others */
 };
 _Static_assert(sizeof(struct net_state) <= 64, "the state is one cache line");
 
@@ -403,7 +405,22 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
         if (rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED || rc == STRATA_EFORMAT ||
             rc == STRATA_ESYS)
                 return c->group.fail(c->group.h, rank, rc); /* releases the local ranks */
+        st(c)->result[c->flag[0].seq & 1] = rc; /* read after the second meeting */
         return rc;
+}
+
+/*
+ * The other local ranks left net_move() before local rank 0 met the other processes: after
+ * the second meeting they return what it found (another process's refusal) too.
+ */
+static int net_settle(struct strata_comm *c, int rank, int rc)
+{
+        int moved = st(c)->result[c->flag[rank].seq & 1];
+
+        if (rank == 0 || rc != STRATA_OK || moved == STRATA_OK)
+                return rc;
+        return strata__fail(moved, "rank %d: another process refused the collective (%s)",
+                            c->rank0 + rank, strata_strerror(moved));
 }
 
 int strata__net_warm_up(struct strata_comm *c, int rounds)
@@ -427,5 +444,6 @@ const struct strata__transport strata__net_transport = {
         .state_bytes = net_state_bytes,
         .init = net_init,
         .move = net_move,
+        .settle = net_settle,
         .remote = 1,
 };
