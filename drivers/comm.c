@@ -497,7 +497,7 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
                 return rc; /* a failure: the pool's abort flag releases the others */
         atomic_store_explicit(&me->done, seq, memory_order_release);
         STRATA_TRY(wait_flags(c, rank, 0, seq));
-        return rc;
+        return c->tp->settle ? c->tp->settle(c, rank, rc) : rc;
 }
 
 int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *op)

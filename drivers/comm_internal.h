@@ -59,6 +59,12 @@ struct strata__transport {
          * rank @p rank's share of the data; reductions combine ranks in global rank order.
          */
         int (*move)(struct strata_comm *c, int rank, const struct strata_coll *op, int status);
+        /*
+         * Optional: what local rank @p rank returns after the second meeting, given its own
+         * @p rc; a transport whose move ran on one local rank for all (across processes) tells
+         * the others there how it ended, e.g. that another process refused the arguments.
+         */
+        int (*settle)(struct strata_comm *c, int rank, int rc);
         /* Non-zero: a barrier or small all_reduce may end at the first meeting (mailboxes). */
         int eager;
         /*

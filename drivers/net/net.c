@@ -8,11 +8,15 @@
  * reduction's exchange carries every local rank's slice of the same elements to every
  * process, and each then reduces the slices of all ranks of all processes itself; from 64 KiB
  * each process receives only its part of the elements, reduces it and sends the result back
- * (split_rounds). Either way every element is combined in global rank order by the kernel of
- * one process's shm transport, whatever the split into processes (P=1,D=4; P=2,D=2; P=4,D=1
- * give bitwise the same sums). Each exchange starts with a header holding the call's
- * arguments, so processes that disagree, or one whose ranks passed bad arguments, make every
- * rank return STRATA_EINVAL (the protocol's agreement, extended across processes).
+ * (split_rounds). A reduce_scatter's exchanges carry to each process only the blocks its ranks
+ * receive, from every rank of every other process (n x n x count elements from each), and it
+ * reduces them itself; a scatter's carry from the root's process to each other only its ranks'
+ * blocks. Every element is combined in global rank order by the kernel of one process's shm
+ * transport, whatever the split into processes (P=1,D=4; P=2,D=2; P=4,D=1 give bitwise the
+ * same sums). Each exchange starts with a header holding the call's arguments, so processes
+ * that disagree, or one whose ranks passed bad arguments, make every rank return
+ * STRATA_EINVAL (the protocol's agreement, extended across processes: the local ranks that
+ * waited learn local rank 0's result after the second meeting, net_settle()).
  *
  * Self-contained behind the transport table: its state (the link, the staging, the exchange
  * count) lives in memory the communicator plans for it (state_bytes, init), and its move
@@ -36,6 +40,7 @@ struct net_state {
         struct strata_net *net;
         unsigned char *stage;
         uint64_t seq; /* exchanges so far */
+        int result[2]; /* local rank 0's move, by the collective's parity, for the others */
 };
 _Static_assert(sizeof(struct net_state) <= 64, "the state is one cache line");
 
@@ -88,13 +93,19 @@ static int net_init(struct strata_comm *c, const struct strata_comm_config *cfg,
         return STRATA_OK;
 }
 
-/* Elements of each rank in one exchange: the block's data split among the local ranks, whole
- * cache lines each so slices stay aligned. */
-static size_t per_round(const struct strata_comm *c, size_t es)
+/* Elements of each of @p ways pieces of one exchange's data, whole cache lines each so slices
+ * stay aligned. */
+static size_t per_share(size_t es, size_t ways)
 {
-        size_t per = STRATA__NET_DATA / (size_t)c->n / 64 * 64 / es;
+        size_t per = STRATA__NET_DATA / ways / 64 * 64 / es;
 
         return per ? per : 1;
+}
+
+/* Elements of each rank in one exchange: the block's data split among the local ranks. */
+static size_t per_round(const struct strata_comm *c, size_t es)
+{
+        return per_share(es, (size_t)c->n);
 }
 
 /*
@@ -364,6 +375,157 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
 }
 
 /*
+ * reduce_scatter and scatter deal in regions: process q's ranks receive the blocks of global
+ * ranks q * n .. q * n + n - 1, elements [q * n * count, (q + 1) * n * count) of every send
+ * buffer. A round carries elements [lo, hi) of a region; local rank @p r's block of them is
+ * [*a, *b) (empty when *a == *b).
+ */
+static void block_part(size_t lo, size_t hi, size_t count, int r, size_t *a, size_t *b)
+{
+        size_t x = count * (size_t)r, y = x + count;
+
+        *a = x > lo ? x : lo;
+        *b = y < hi ? y : hi;
+        if (*a > *b)
+                *a = *b;
+}
+
+/*
+ * What this process sends in a reduce_scatter round: to every other process q, each local
+ * rank's elements [lo, hi) of q's region; with several local ranks they are packed process by
+ * process, rank by rank.
+ */
+static void rs_pack(struct strata_comm *c, const struct strata_coll *op, size_t lo, size_t hi,
+                    const void **out, size_t *len)
+{
+        size_t es = strata_dtype_size(op->dtype), region = op->count * (size_t)c->n;
+        size_t bytes = (hi - lo) * es;
+        int n = c->n, me = st(c)->net->rank;
+        unsigned char *pack = st(c)->stage + STRATA__NET_HEAD;
+
+        for (int q = 0, j = 0; q < st(c)->net->size; q++) {
+                size_t from = ((size_t)q * region + lo) * es;
+
+                out[q] = NULL;
+                len[q] = q == me ? 0 : bytes * (size_t)n;
+                if (q == me)
+                        continue;
+                if (n == 1) {
+                        out[q] = (const unsigned char *)strata__comm_peer(c, 0, 0)->send + from;
+                        continue;
+                }
+                out[q] = pack + (size_t)j * len[q];
+                for (int r = 0; r < n; r++)
+                        memcpy(pack + ((size_t)j * (size_t)n + (size_t)r) * bytes,
+                               (const unsigned char *)strata__comm_peer(c, 0, r)->send + from,
+                               bytes);
+                j++;
+        }
+}
+
+/*
+ * Local rank @p r's part of a reduce_scatter round: its elements of [lo, hi) reduced from every
+ * rank of every process in global rank order (this process's straight from the send buffers),
+ * so the bits are those of one process's reduce_scatter.
+ */
+static void rs_reduce(struct strata_comm *c, const struct strata_coll *op,
+                      const unsigned char *const *in, size_t lo, size_t hi, int r)
+{
+        size_t es = strata_dtype_size(op->dtype), region = op->count * (size_t)c->n, a, b;
+        int n = c->n, P = st(c)->net->size, me = st(c)->net->rank;
+        const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX];
+        void *dst[1];
+
+        block_part(lo, hi, op->count, r, &a, &b);
+        if (a == b)
+                return;
+        dst[0] = (unsigned char *)strata__comm_peer(c, 0, r)->recv +
+                 (a - op->count * (size_t)r) * es;
+        for (int p = 0; p < P; p++)
+                for (int s = 0; s < n; s++)
+                        src[p * n + s] = p == me
+                                ? (const unsigned char *)strata__comm_peer(c, 0, s)->send +
+                                          ((size_t)me * region + a) * es
+                                : in[p] + ((size_t)s * (hi - lo) + a - lo) * es;
+        strata__reduce_many(op->dtype, (int)op->op, dst, 1, src, P * n, 0, b - a, 0);
+}
+
+/*
+ * reduce_scatter: each round, every process sends every other its local ranks' elements of
+ * that process's region, and reduces its own region's round from what came in. In all, each
+ * process sends each other n x n x count elements (its n ranks' copies of the other's n
+ * blocks) and receives as many: only the blocks its ranks receive, never the whole buffers.
+ */
+static int rs_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        int P = st(c)->net->size;
+        size_t region = op->count * (size_t)c->n;
+        size_t per = per_share(strata_dtype_size(op->dtype), (size_t)(P - 1) * (size_t)c->n);
+        const void *out[STRATA__NET_MAX];
+        const unsigned char *in[STRATA__NET_MAX];
+        size_t len[STRATA__NET_MAX];
+
+        for (size_t lo = 0;; lo += per) {
+                size_t hi = region - lo < per ? region : lo + per;
+
+                rs_pack(c, op, lo, hi, out, len);
+                STRATA_TRY(exchange_to(c, h, out, len, in));
+                h->seq = ++st(c)->seq;
+                for (int r = 0; r < c->n; r++)
+                        rs_reduce(c, op, in, lo, hi, r);
+                if (hi >= region)
+                        return STRATA_OK;
+        }
+}
+
+/* Elements [lo, hi) of this process's region, from @p from, into its local ranks' blocks. */
+static void spread(struct strata_comm *c, const struct strata_coll *op, const unsigned char *from,
+                   size_t lo, size_t hi)
+{
+        size_t es = strata_dtype_size(op->dtype), a, b;
+
+        for (int r = 0; r < c->n; r++) {
+                block_part(lo, hi, op->count, r, &a, &b);
+                if (a < b)
+                        memcpy((unsigned char *)strata__comm_peer(c, 0, r)->recv +
+                                       (a - op->count * (size_t)r) * es,
+                               from + (a - lo) * es, (b - a) * es);
+        }
+}
+
+/*
+ * scatter: each round, the root's process sends every other process elements [lo, hi) of that
+ * process's region of the root's buffer (n x count elements to each in all, what its ranks
+ * receive); the others send nothing. The root's own process copies its region locally.
+ */
+static int scatter_rounds(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), region = op->count * (size_t)c->n;
+        int P = st(c)->net->size, me = st(c)->net->rank, root_proc = op->root / c->n;
+        size_t per = per_share(es, (size_t)(P - 1));
+        const unsigned char *send =
+                me == root_proc ? strata__comm_peer(c, 0, op->root - c->rank0)->send : NULL;
+        const void *out[STRATA__NET_MAX];
+        const unsigned char *in[STRATA__NET_MAX];
+        size_t len[STRATA__NET_MAX];
+
+        for (size_t lo = 0;; lo += per) {
+                size_t hi = region - lo < per ? region : lo + per;
+
+                for (int q = 0; q < P; q++) {
+                        out[q] = send ? send + ((size_t)q * region + lo) * es : NULL;
+                        len[q] = send && q != me ? (hi - lo) * es : 0;
+                }
+                STRATA_TRY(exchange_to(c, h, out, len, in));
+                h->seq = ++st(c)->seq;
+                spread(c, op, send ? send + ((size_t)me * region + lo) * es : in[root_proc], lo,
+                       hi);
+                if (hi >= region)
+                        return STRATA_OK;
+        }
+}
+
+/*
  * Every collective of a communicator that spans processes, on every local rank, after the
  * local agreement (@p status). Local rank 0 does the exchanges for all; the others' buffers are
  * read and written through the descriptors they published, and they wait at the second meeting.
@@ -377,11 +539,6 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
         const unsigned char *data[STRATA__NET_MAX];
         int rc;
 
-        if (status == STRATA_OK && (op->kind == STRATA_COLL_REDUCE_SCATTER ||
-                                    op->kind == STRATA_COLL_SCATTER))
-                return strata__fail(STRATA_ENOTSUP, "%s across processes is not supported",
-                                    op->kind == STRATA_COLL_SCATTER ? "scatter"
-                                                                    : "reduce_scatter");
         if (rank != 0)
                 return status;
         h.seq = ++st(c)->seq;
@@ -397,6 +554,10 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
                 rc = split_rounds(c, op, &h);
         else if (op->kind == STRATA_COLL_ALL_REDUCE || op->kind == STRATA_COLL_REDUCE)
                 rc = reduce_rounds(c, op, &h);
+        else if (op->kind == STRATA_COLL_REDUCE_SCATTER)
+                rc = rs_rounds(c, op, &h);
+        else if (op->kind == STRATA_COLL_SCATTER)
+                rc = scatter_rounds(c, op, &h);
         else
                 rc = copy_rounds(c, op, &h);
         if (status != STRATA_OK)
@@ -404,7 +565,22 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
         if (rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED || rc == STRATA_EFORMAT ||
             rc == STRATA_ESYS)
                 return c->group.fail(c->group.h, rank, rc); /* releases the local ranks */
+        st(c)->result[c->flag[0].seq & 1] = rc; /* read after the second meeting */
         return rc;
+}
+
+/*
+ * The other local ranks left net_move() before local rank 0 met the other processes: after
+ * the second meeting they return what it found (another process's refusal) too.
+ */
+static int net_settle(struct strata_comm *c, int rank, int rc)
+{
+        int moved = st(c)->result[c->flag[rank].seq & 1];
+
+        if (rank == 0 || rc != STRATA_OK || moved == STRATA_OK)
+                return rc;
+        return strata__fail(moved, "rank %d: another process refused the collective (%s)",
+                            c->rank0 + rank, strata_strerror(moved));
 }
 
 int strata__net_warm_up(struct strata_comm *c, int rounds)
@@ -428,5 +604,6 @@ const struct strata__transport strata__net_transport = {
         .state_bytes = net_state_bytes,
         .init = net_init,
         .move = net_move,
+        .settle = net_settle,
         .remote = 1,
 };
