@@ -108,7 +108,7 @@ static int collect(struct strata_runtime *rt, int shards, struct result *out)
                         size_t lo, len;
 
                         STRATA_TRY(strata_parameter(rt, d, g, &p));
-                        if (!p.grad)
+                        if (!p.grad || p.shard_hi == p.shard_lo) /* not in this shard */
                                 continue;
                         lo = p.offset + p.shard_lo;
                         len = (p.shard_hi - p.shard_lo) * sizeof(float);

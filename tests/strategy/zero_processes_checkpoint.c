@@ -97,7 +97,7 @@ static int params_out(struct strata_runtime *rt, int d, int global)
         STRATA_TRY(strata_parameter_count(rt, &n));
         for (int g = 0; g < n && out->np <= NP_MAX; g++) {
                 STRATA_TRY(strata_parameter(rt, d, g, &p));
-                for (int e = 0; p.grad && e < WORLD; e++)
+                for (int e = 0; p.grad && p.shard_hi > p.shard_lo && e < WORLD; e++)
                         memcpy(out->params[e] + p.offset + p.shard_lo, p.value,
                                (p.shard_hi - p.shard_lo) * sizeof(float));
         }
