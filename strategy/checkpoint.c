@@ -7,12 +7,14 @@
  * step, the model's fingerprint, the world size and strategy, and the application's block.
  *
  * Saves happen between steps at an optimizer-step boundary (not inside an accumulation
- * window). A job whose optimizer state is sharded over several processes (zero1, zero2) saves
- * together: every process calls it, each sends the pieces it holds (its shards, its devices'
- * running statistics and step counts) to process 0 through the process layer's planned buffer,
- * and process 0 alone writes the consolidated file, every device of the job in global order;
- * every process loads its own pieces from that file. A load checks the header, every table entry against this runtime's tensors and
- * every tensor's checksum before it writes any live state.
+ * window). A job whose optimizer state is sharded over several processes (zero1, zero2, fsdp)
+ * saves together: every process calls it, each sends the pieces it holds (its shards, fsdp's
+ * trained values among them, its devices' running statistics and step counts) to process 0
+ * through the process layer's planned buffer, and process 0 alone writes the consolidated
+ * file, every device of the job in global order; every process loads its own pieces from that
+ * file. fsdp's export across processes is written so too. A load checks the header, every
+ * table entry against this runtime's tensors and every tensor's checksum before it writes any
+ * live state.
  */
 #include <stdio.h>
 #include <math.h>
@@ -357,11 +359,26 @@ static int write_all(struct strata_runtime *rt, struct sink *s, const void *app,
         return STRATA_OK;
 }
 
+/* A file's bytes in order into a sink: the checkpoint's (its application block) or the export's. */
+struct content {
+        int (*fill)(struct strata_runtime *rt, struct sink *s, const struct content *c);
+        const char *what;       /* the API call, for messages */
+        const void *app;
+        size_t app_bytes;
+};
+
+static int checkpoint_fill(struct strata_runtime *rt, struct sink *s, const struct content *c)
+{
+        return write_all(rt, s, c->app, c->app_bytes);
+}
+
 /*
- * Write @p path on this process (process 0 of a save across processes; the others only send
- * their pieces), commit or abort it, and agree on the outcome with every process.
+ * Write @p path on this process (process 0 of a job that saves across processes; the others
+ * only send their pieces), commit or abort it; @p together: every process of the job calls
+ * this, and all agree on the outcome.
  */
-static int save(struct strata_runtime *rt, const char *path, const void *app, size_t app_bytes)
+static int written(struct strata_runtime *rt, const char *path, const struct content *c,
+                   int together)
 {
         const struct strata_checkpoint_io *io = io_of(rt);
         struct sink s = { .h = &rt->ckpt };
@@ -371,22 +388,22 @@ static int save(struct strata_runtime *rt, const char *path, const void *app, si
         s.h->fd = -1;
         if (writer) {
                 s.rc = io->create(io->ctx, path, s.h);
-                if (s.rc != STRATA_OK && !across(rt))
+                if (s.rc != STRATA_OK && !together)
                         return s.rc;
                 s.io = s.rc == STRATA_OK ? io : NULL;
         }
-        rc = write_all(rt, &s, app, app_bytes);
+        rc = c->fill(rt, &s, c);
         if (rc == STRATA_OK)
                 rc = s.rc;
         if (s.io && rc != STRATA_OK)
                 io->abort(s.h);
         else if (s.io)
                 rc = io->commit(s.h);
-        if (!across(rt) || rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED)
+        if (!together || rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED)
                 return rc; /* a transfer failed: the job is failing already */
         STRATA_TRY(strata__procs_agree(rt, &rc));
         if (rc != STRATA_OK && !writer)
-                return strata__fail(rc, "save_checkpoint: process 0 could not write '%s' (%s)",
+                return strata__fail(rc, "%s: process 0 could not write '%s' (%s)", c->what,
                                     path, strata_status_name(rc));
         return rc;
 }
@@ -402,7 +419,9 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
                                     STRATA_CKPT_APP_BYTES);
         for (int d = 0; d < rt->nreplicas; d++)
                 rt->ckpt_steps[d] = rt->replicas[d].opt_t;
-        return save(rt, path, app, app_bytes);
+        return written(rt, path,
+                       &(struct content){ checkpoint_fill, "save_checkpoint", app, app_bytes },
+                       across(rt));
 }
 
 /*
@@ -759,17 +778,16 @@ static int st_entry(char *buf, size_t n, const struct strata_param *p, uint64_t 
 
 static const char st_meta[] = ",\"__metadata__\":{\"format\":\"pt\",\"producer\":\"strata\"}}";
 
-/* The header (pass @p write = 0 only measures it), padded with spaces to 8 bytes. */
-static int st_header(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
-                     struct strata_ckpt_handle *h, int write, uint64_t *len)
+/* The header into @p s (NULL: only measured into *len), padded with spaces to 8 bytes. */
+static int st_header(struct strata_runtime *rt, struct sink *s, uint64_t *len)
 {
         const struct strata__replica *r0 = &rt->replicas[0];
         uint64_t off = 0, total = 1;
         struct strata_param p;
         char buf[256];
 
-        if (write)
-                STRATA_TRY(io->write(h, "{", 1));
+        if (s)
+                take(s, "{", 1);
         for (int g = 0; g < strata__replica_nparams(r0); g++) {
                 int k;
 
@@ -777,57 +795,53 @@ static int st_header(struct strata_runtime *rt, const struct strata_checkpoint_i
                 k = st_entry(buf, sizeof(buf), &p, off, g == 0);
                 if (k < 0 || (size_t)k >= sizeof(buf))
                         return strata__fail(STRATA_EOVERFLOW, "safetensors: entry too long");
-                if (write)
-                        STRATA_TRY(io->write(h, buf, (size_t)k));
+                if (s)
+                        take(s, buf, (size_t)k);
                 total += (uint64_t)k;
                 off += p.group.count * sizeof(float);
         }
         total += sizeof(st_meta) - 1;
-        if (write) {
+        if (s) {
                 static const char spaces[8] = "       ";
 
-                STRATA_TRY(io->write(h, st_meta, sizeof(st_meta) - 1));
-                STRATA_TRY(io->write(h, spaces, (size_t)(*len - total)));
+                take(s, st_meta, sizeof(st_meta) - 1);
+                take(s, spaces, (size_t)(*len - total));
         }
         *len = (total + 7) / 8 * 8;
         return STRATA_OK;
 }
 
-int strata_export_safetensors(struct strata_runtime *rt, const char *path)
+/*
+ * The safetensors file into @p s: the header's length, the header, every group's values (fsdp's
+ * trained values from their owners, piece by piece, across processes through process 0).
+ */
+static int st_fill(struct strata_runtime *rt, struct sink *s, const struct content *c)
 {
-        const struct strata_checkpoint_io *io;
-        struct strata_ckpt_handle *h;
         uint64_t len = 0, le;
         struct strata_param p;
-        int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(between_steps(rt, "export_safetensors", path));
-        STRATA_TRY(st_header(rt, NULL, NULL, 0, &len));
-        io = io_of(rt);
-        h = &rt->ckpt;
-        memset(h, 0, sizeof(*h));
-        h->fd = -1;
-        STRATA_TRY(io->create(io->ctx, path, h));
+        (void)c;
+        STRATA_TRY(st_header(rt, NULL, &len));
         le = len; /* little-endian u64: the byte order checkpoints are written in */
-        rc = io->write(h, &le, sizeof(le));
-        if (rc == STRATA_OK)
-                rc = st_header(rt, io, h, 1, &len);
-        for (int g = 0; rc == STRATA_OK && g < strata__replica_nparams(&rt->replicas[0]); g++) {
-                struct tensor t = { .dev = 0, .group = g, .slot = -1 }, pc;
-                size_t at;
+        take(s, &le, sizeof(le));
+        STRATA_TRY(st_header(rt, s, &len));
+        for (int g = 0; g < strata__replica_nparams(&rt->replicas[0]); g++) {
+                struct tensor t = { .dev = 0, .group = g, .slot = -1 };
 
                 strata__replica_param(&rt->replicas[0], g, &p);
                 t.ptr = p.value;
                 t.bytes = p.group.count * sizeof(float);
                 t.sharded = rt->replicas[0].own_params && p.grad; /* fsdp: from the owners */
-                for (int k = 0; rc == STRATA_OK && piece(rt, &t, k, &pc, &at); k++)
-                        if (pc.bytes)
-                                rc = io->write(h, host_bytes(rt, &pc), pc.bytes);
+                STRATA_TRY(stream(rt, &t, s));
         }
-        if (rc != STRATA_OK) {
-                io->abort(h);
-                return rc;
-        }
-        return io->commit(h);
+        return STRATA_OK;
+}
+
+int strata_export_safetensors(struct strata_runtime *rt, const char *path)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(between_steps(rt, "export_safetensors", path));
+        /* across processes fsdp's values are in every process: all call it, process 0 writes */
+        return written(rt, path, &(struct content){ st_fill, "export_safetensors", NULL, 0 },
+                       across(rt) && rt->replicas[0].own_params);
 }

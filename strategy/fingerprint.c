@@ -101,10 +101,19 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
         append(arg, " ", num);
 }
 
+/* fsdp's unit of gathering and reducing: each layer with parameters, in forward order. */
+static void add_layers(const struct strata__replica *r, struct text *t)
+{
+        for (int i = 0; i < r->nlayers; i++)
+                if (r->layers[i].nparam)
+                        add_bucket(t, r->poff[i], r->poff[i] + r->layers[i].nparam, i);
+}
+
 /*
- * The collective schedule: the devices of the job, the shards (count and length) and ddp's
- * buckets in the order they are reduced. Processes that agree on it issue the same
- * collectives with the same counts in the same order.
+ * The collective schedule: the devices of the job, the shards (count and length), then ddp's
+ * buckets in the order they are reduced, or under fsdp the layers gathered before they compute
+ * and reduced after their backward. Processes that agree on it issue the same collectives
+ * with the same counts in the same order.
  */
 static void schedule(const struct strata_runtime *rt, char *out, size_t n)
 {
@@ -112,10 +121,13 @@ static void schedule(const struct strata_runtime *rt, char *out, size_t n)
         struct text t = { out, n, 0, 2166136261u, 0 };
         char head[64];
 
-        snprintf(head, sizeof(head), "world %d, %d shards of %zu, buckets", rt->world,
-                 r->nshards, r->shard_len);
+        snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world, r->nshards,
+                 r->shard_len, rt->strategy->shards_params ? "layers" : "buckets");
         append(&t, "", head);
-        strata__ddp_bucket_walk(r, strata__ddp_bucket_cap(&rt->cfg), add_bucket, &t);
+        if (rt->strategy->shards_params)
+                add_layers(r, &t);
+        else
+                strata__ddp_bucket_walk(r, strata__ddp_bucket_cap(&rt->cfg), add_bucket, &t);
 }
 
 #define PUT(fp, field, ...) snprintf((fp)->field, sizeof((fp)->field), __VA_ARGS__)

@@ -4,8 +4,8 @@
  * as one fixed-size record of named text fields. The process layer gathers every process's at
  * set-up, before the first collective of a step, and refuses a difference naming the field,
  * both values and the process; the last field is the collective schedule itself (the world,
- * the shards, the gradient buckets). A strategy whose schedule depends on more adds a field
- * and one line of the field table.
+ * the shards, the gradient buckets or fsdp's layers). A strategy whose schedule depends on
+ * more adds a field and one line of the field table.
  */
 #ifndef STRATA_STRATEGY_FINGERPRINT_H
 #define STRATA_STRATEGY_FINGERPRINT_H
@@ -32,7 +32,8 @@ struct strata__fingerprint {
         char sync_bn[8];
         char optimizer[16];
         char accumulate[16];
-        char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk) */
+        char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk),
+                               * or fsdp's layers */
         char invariant[16];   /* invariant mode: its chunks, or "off" */
 };
 _Static_assert(sizeof(struct strata__fingerprint) <= STRATA__FINGERPRINT_BYTES,

@@ -1,6 +1,8 @@
 /*
- * The `fsdp` strategy (ZeRO stage 3, the seed's model_sharded_context) in one process: zero2
- * whose parameters are sharded too. Device g (its global rank) owns elements [g * L, (g + 1) * L)
+ * The `fsdp` strategy (ZeRO stage 3, the seed's model_sharded_context): zero2 whose parameters
+ * are sharded too, over the devices of this process or of every process of its job
+ * (strata__procs_job(), as zero1's and zero2's; decision 0027). Device g (its global rank)
+ * owns elements [g * L, (g + 1) * L)
  * of the flat parameter vector, L = strata__replica_shard_len() as under zero1 and zero2, and
  * holds that shard alone of the parameters, of the reduced gradients and of the optimizer
  * state (the replica's own_params layout).
@@ -16,9 +18,10 @@
  * elementwise on the shard. Every device issues the same collectives in the same order.
  * Decision 0028.
  *
- * States: children of ddp's; connect initialises each layer into the layer buffer, device 0's
- * broadcast as ddp does, and keeps the shard's part; backward reduces each layer to its owners;
- * optimizer_step unscales, clips and updates the shard.
+ * States: children of the process layer's (themselves ddp's): setup_environment first joins
+ * the job's other processes, if any; connect initialises each layer into the layer buffer,
+ * global device 0's broadcast as ddp does, and keeps the shard's part; backward reduces each
+ * layer to its owners; optimizer_step unscales, clips and updates the shard.
  */
 #include "strata/status.h"
 #include "strategy/multi.h"
@@ -178,9 +181,9 @@ static int fsdp_backward_done(void *obj, int state, int event, void *arg)
         return strata__multi_post(obj, event, arg, step_dev, 0);
 }
 
-#define P(s) .parent = &strata__ddp_states[s]
+#define P(s) .parent = &strata__procs_states[s]
 static const struct strata_sm_state fsdp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_CREATED] = { .run = strata__procs_job_created, P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { .run = fsdp_connect, P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
         [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
@@ -198,12 +201,14 @@ static const struct strata_sm_state fsdp_states[STRATA_STATE_COUNT] = {
 const struct strata__strategy strata__fsdp = {
         .name = "fsdp",
         .validate = fsdp_validate,
-        .layout = strata__ddp_layout,
+        .layout = strata__procs_layout_sharded,
         .states = fsdp_states,
         .collective = strata__multi_collective,
         .is_global_zero = strata__is_global_zero,
         .root_device = strata__root_device,
         .world_size = strata__world_size,
+        .processes = strata__procs_job,
+        .stop_due = strata__procs_stop_due,
         .handles_gradient_accumulation = 1,
         .sharded = 1,
         .shards_params = 1,

@@ -183,6 +183,12 @@ int strata__procs_join_mpi(struct strata_runtime *rt);
 int strata__procs_join_job(struct strata_runtime *rt);
 
 /**
+ * The CREATED state's run action of a strategy over its job (zero1, fsdp): at
+ * setup_environment, strata__procs_join_job(), then the parents' (STRATA_SM_PARENT).
+ */
+int strata__procs_job_created(void *obj, int state, int event, void *arg);
+
+/**
  * A strategy over processes' stop_due: a stop request counts once every process has seen it,
  * at the last step's exchange (the step's metrics), so all stop at the same step boundary;
  * strata_clear_stop() on every process forgets it.

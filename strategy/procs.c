@@ -306,6 +306,13 @@ int strata__procs_join_job(struct strata_runtime *rt)
         return strata__procs_join_mpi(rt);
 }
 
+int strata__procs_job_created(void *obj, int state, int event, void *arg)
+{
+        (void)state, (void)event, (void)arg;
+        STRATA_TRY(strata__procs_join_job(obj));
+        return STRATA_SM_PARENT;
+}
+
 /* A failure in a job of several processes ends the job: the others would wait for this one. */
 static int on_error(void *obj, int state)
 {

@@ -49,14 +49,6 @@ static int zero2_validate(const struct strata_config *c, const struct strata_dev
         return zero_validate(c, drv, "zero2");
 }
 
-/* setup_environment: join the job's other processes, if any (strata__procs_join_job()). */
-static int zero_environment(void *obj, int state, int event, void *arg)
-{
-        (void)state, (void)event, (void)arg;
-        STRATA_TRY(strata__procs_join_job(obj));
-        return STRATA_SM_PARENT;
-}
-
 /* Every device's copy of @p v (its whole shards) from the shards' owners. */
 static int gather_shards(struct strata__multi *m, const struct strata__replica *r, float *v)
 {
@@ -178,7 +170,8 @@ static int zero2_backward(void *obj, int state, int event, void *arg)
 
 #define P(s) .parent = &strata__procs_states[s]
 static const struct strata_sm_state zero1_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { .run = zero_environment, P(STRATA_STATE_CREATED) },
+        [STRATA_STATE_CREATED] = { .run = strata__procs_job_created,
+                                   P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { .run = zero_setup, P(STRATA_STATE_CONNECTED) },
         [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },

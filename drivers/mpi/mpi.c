@@ -39,17 +39,19 @@ static int fail(int status, const char *fmt, ...)
 }
 
 /*
- * A channel: the exchanges of one communicator (one staging area), on its own tag. Its
- * receives for the next exchange are posted as soon as one ends, into the other half of the
- * staging, so a peer's message always finds its receive: Open MPI then never buffers an
- * unexpected message (which allocates).
+ * A channel: the exchanges of one communicator (one staging area), on its own tag. When an
+ * exchange starts, the receives of the next one are posted into the other half of the
+ * staging (the previous exchange's, read by then): a peer that completes this exchange first
+ * may send the next one's messages while this process still waits, and they must find their
+ * receives, or Open MPI buffers them as unexpected messages (which allocates). A peer is never
+ * further ahead: it cannot complete the next exchange without this process's messages.
  */
 #define CHANNELS 4
 
 struct channel {
         void *stage;
         int parity, posted;
-        MPI_Request recv[2 * STRATA__NET_MAX]; /* per process: its header, its data */
+        MPI_Request recv[2][2 * STRATA__NET_MAX]; /* per half, per process: header, data */
 };
 
 /* One link per runtime that runs on MPI at a time; no allocation of our own. */
@@ -146,11 +148,14 @@ static void mpi_close(struct strata_net *n)
         if (!l)
                 return;
         for (int c = 0; c < CHANNELS; c++)
-                for (int p = 0; l->ch[c].posted && p < 2 * n->size; p++)
-                        if (l->ch[c].recv[p] != MPI_REQUEST_NULL) {
-                                MPI_Cancel(&l->ch[c].recv[p]);
-                                MPI_Wait(&l->ch[c].recv[p], MPI_STATUS_IGNORE);
+                for (int p = 0; l->ch[c].posted && p < 4 * n->size; p++) {
+                        MPI_Request *r = &l->ch[c].recv[p / (2 * n->size)][p % (2 * n->size)];
+
+                        if (*r != MPI_REQUEST_NULL) {
+                                MPI_Cancel(r);
+                                MPI_Wait(r, MPI_STATUS_IGNORE);
                         }
+                }
         MPI_Comm_free(&l->comm);
         if (l->finalize)
                 MPI_Finalize();
@@ -242,26 +247,29 @@ static int tag(const struct link *l, const struct channel *ch, int data)
         return TAG + 2 * (int)(ch - l->ch) + data;
 }
 
-static void post(struct strata_net *n, struct link *l, struct channel *ch)
+/* The receives of an exchange into half @p parity of the staging. */
+static void post(struct strata_net *n, struct link *l, struct channel *ch, int parity)
 {
+        MPI_Request *recv = ch->recv[parity];
+
         for (int p = 0; p < n->size; p++) {
-                char *b = half(n, ch, ch->parity, p);
+                char *b = half(n, ch, parity, p);
 
                 if (p == n->rank) {
-                        ch->recv[2 * p] = ch->recv[2 * p + 1] = MPI_REQUEST_NULL;
+                        recv[2 * p] = recv[2 * p + 1] = MPI_REQUEST_NULL;
                         continue;
                 }
                 MPI_Irecv(b, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
-                          &ch->recv[2 * p]);
+                          &recv[2 * p]);
                 MPI_Irecv(b + STRATA__NET_HEAD, (int)STRATA__NET_DATA, MPI_BYTE, p,
-                          tag(l, ch, 1), l->comm, &ch->recv[2 * p + 1]);
+                          tag(l, ch, 1), l->comm, &recv[2 * p + 1]);
         }
-        ch->posted = 1;
 }
 
 /*
  * Every process sends its header and its data for each peer (straight from where they lie: no
- * staging copy); the receives were posted when the previous exchange ended.
+ * staging copy); this exchange's receives were posted when the previous one started, and the
+ * next one's are posted now.
  */
 static int mpi_exchange(struct strata_net *n, const void *head, const void *const *out,
                         const size_t *out_bytes, void *stage, const void **in_head,
@@ -280,14 +288,16 @@ static int mpi_exchange(struct strata_net *n, const void *head, const void *cons
                 return fail(STRATA_ENOMEM, "mpi: more than %d communicators on one link",
                             CHANNELS);
         if (!ch->posted)
-                post(n, l, ch);
+                post(n, l, ch, ch->parity);
+        ch->posted = 1;
+        post(n, l, ch, ch->parity ^ 1);
         for (int p = 0; p < n->size; p++) {
                 if (p == n->rank)
                         continue;
                 peer[k] = p;
-                l->req[k++] = ch->recv[2 * p];
+                l->req[k++] = ch->recv[ch->parity][2 * p];
                 peer[k] = p;
-                l->req[k++] = ch->recv[2 * p + 1];
+                l->req[k++] = ch->recv[ch->parity][2 * p + 1];
         }
         for (int p = 0; p < n->size; p++) {
                 if (p == n->rank)
@@ -310,9 +320,9 @@ static int mpi_exchange(struct strata_net *n, const void *head, const void *cons
                 in_head[p] = half(n, ch, ch->parity, p);
                 in[p] = half(n, ch, ch->parity, p) + STRATA__NET_HEAD;
                 in_bytes[p] = (size_t)got;
+                ch->recv[ch->parity][2 * p] = ch->recv[ch->parity][2 * p + 1] = MPI_REQUEST_NULL;
         }
         ch->parity ^= 1; /* the next exchange lands in the other half, while these are read */
-        post(n, l, ch);
         return STRATA_OK;
 }
 

@@ -208,7 +208,9 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
                 for (int p = 0; p < P; p++)
                         for (int r = 0; r < n; r++)
                                 src[p * n + r] = data[p] + (size_t)r * bytes - lo * es;
-                strata__reduce_many(op->dtype, (int)op->op, dst, nd, src, P * n, lo, hi, 0);
+                if (nd) /* a reduce whose root is in another process: nothing to write here */
+                        strata__reduce_many(op->dtype, (int)op->op, dst, nd, src, P * n, lo,
+                                            hi, 0);
                 if (hi >= op->count)
                         return STRATA_OK;
         }

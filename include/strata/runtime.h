@@ -453,10 +453,10 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
  * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and
  *        step counts, running statistics of every device, the global step) and @p app_bytes
  *        (at most STRATA_CKPT_APP_BYTES) of the application's own state, written atomically
- *        through cfg.checkpoint.io. Between steps, at an optimizer-step boundary. zero1 and
- *        zero2 across processes: every process calls it (the same path); process 0 writes
- *        the one consolidated file from the pieces the others send, and all return the same
- *        status.
+ *        through cfg.checkpoint.io. Between steps, at an optimizer-step boundary. zero1,
+ *        zero2 and fsdp across processes: every process calls it (the same path); process 0
+ *        writes the one consolidated file from the pieces the others send, and all return the
+ *        same status.
  * @retval STRATA_OK; STRATA_EINVAL (NULL or empty path, block too large); STRATA_EBADSTATE
  *         (not READY, or inside an accumulation window); STRATA_EIO (the message says which
  *         call failed; the previous file at @p path is intact).
@@ -483,7 +483,10 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
  *        JSON header, little-endian f32 data), named as a PyTorch module holding the same
  *        layers in `self.layers = nn.Sequential(...)` names them (`layers.0.weight`); written
  *        atomically through cfg.checkpoint.io. BatchNorm's num_batches_tracked is not
- *        exported (load with strict=False).
+ *        exported (load with strict=False). Across the processes of zero1, zero2 or fsdp,
+ *        process 0 writes: under fsdp, whose parameters are sharded, every process calls it
+ *        (the same path) and all return the same status; the other processes' calls write
+ *        nothing under zero1 and zero2.
  * @retval As strata_save_checkpoint().
  */
 int strata_export_safetensors(struct strata_runtime *rt, const char *path);

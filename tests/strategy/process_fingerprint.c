@@ -2,9 +2,9 @@
  * Processes of one job configured differently are refused at set-up (strata_init), each with
  * the same message naming the field, both values and the process, and nothing hangs: through
  * the API (spawn: another model, precision, device count or optimizer on rank 1; zero1: the
- * other stage, buckets, device count, model or precision) and through strata-train under
- * mpirun (two programs, two models); the collective schedule's field says the world, the
- * shards and the buckets.
+ * other stage, buckets, device count, model or precision; fsdp: zero2 on rank 1) and through
+ * strata-train under mpirun (two programs, two models); the collective schedule's field says
+ * the world, the shards and the buckets, or fsdp's layers.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -131,31 +131,45 @@ Test(process_fingerprint, zero_refused_at_init, .timeout = 120)
         refused(PRECISION, "process 1 has precision bf16-mixed, process 0 32");
 }
 
-/*
- * The collective schedule's field: the world, the shards and ddp's buckets in the order they
- * are reduced (here 2 devices of one process; 256-byte buckets split the rig's layers).
- */
-Test(process_fingerprint, collective_schedule_field)
+/* fsdp across two processes, zero2 on the second: refused at init, the strategy named. */
+Test(process_fingerprint, fsdp_and_zero2_refused_at_init, .timeout = 60)
+{
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        rig_init(&rig, 0);
+        base = STRATA_STRATEGY_FSDP;
+        refused(STAGE, "process 1 has strategy zero2, process 0 fsdp");
+}
+
+/* The collective schedule's field of a runtime of configuration @p c is @p expect. */
+static void schedule_is(const struct strata_config *c, const char *expect)
 {
         static unsigned char fp[STRATA__FINGERPRINT_BYTES];
         const struct strata__fingerprint *f = (const void *)fp;
-        struct strata_runtime *rt;
+        struct strata_runtime *rt = rig_open(c);
+
+        strata__fingerprint_make(rt, fp);
+        cr_assert_str_eq(f->schedule, expect, "%s", f->schedule);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/*
+ * The collective schedule's field: the world, the shards and ddp's buckets in the order they
+ * are reduced (here 2 devices of one process; 256-byte buckets split the rig's layers); under
+ * fsdp the layers it gathers and reduces, in forward order.
+ */
+Test(process_fingerprint, collective_schedule_field)
+{
         struct strata_config c;
 
         rig_init(&rig, 0);
         c = rig_cfg(&rig, STRATA_STRATEGY_ZERO1, 2, 0);
-        rt = rig_open(&c);
-        strata__fingerprint_make(rt, fp);
-        cr_assert_str_eq(f->schedule, "world 2, 2 shards of 208, buckets 0-404", "%s",
-                         f->schedule);
-        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        schedule_is(&c, "world 2, 2 shards of 208, buckets 0-404");
         c.strategy.bucket_bytes = 256;
         c.strategy.kind = STRATA_STRATEGY_DDP;
-        rt = rig_open(&c);
-        strata__fingerprint_make(rt, fp);
-        cr_assert_str_eq(f->schedule, "world 2, 1 shards of 404, buckets 336-404 0-336", "%s",
-                         f->schedule);
-        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        schedule_is(&c, "world 2, 1 shards of 404, buckets 336-404 0-336");
+        c.strategy.kind = STRATA_STRATEGY_FSDP;
+        schedule_is(&c, "world 2, 2 shards of 208, layers 0-336 336-404");
 }
 
 Test(process_fingerprint, mpi_models_differ, .timeout = 120)

@@ -1,12 +1,12 @@
 /*
- * zero1 and zero2 across processes are ddp with as many devices in one process, bit for bit:
- * 4 devices as 1 process x 4, 2 x 2 and 4 x 1 (strata_spawn()), on SGD with momentum and
+ * zero1, zero2 and fsdp across processes are ddp with as many devices in one process, bit for
+ * bit: 4 devices as 1 process x 4, 2 x 2 and 4 x 1 (strata_spawn()), on SGD with momentum and
  * Nesterov, AdamW, BatchNorm with and without SyncBatchNorm, accumulation, clipping by norm
  * and by value, bf16-mixed and 16-mixed with an injected skip. Every process's step losses and
- * evaluation, every device's parameters and every shard of the optimizer state (each element
- * owned by one device of one process) equal ddp's; every device's arena is used as planned,
- * and no process allocates during its steps. Across processes a driver with memory of its own
- * is refused with the reason.
+ * evaluation, every device's parameters (fsdp: the devices' shards side by side, each element
+ * owned by one device of one process) and every shard of the optimizer state equal ddp's;
+ * every device's arena is used as planned, and no process allocates during its steps. Across
+ * processes a driver with memory of its own is refused with the reason.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -84,9 +84,14 @@ static void configure(const struct conf *k, enum strata_strategy_kind kind, int 
         }
 }
 
-/* This process's devices' parameters and shards of the optimizer state into @p out. */
+/*
+ * This process's devices' parameters and shards of the optimizer state into @p out; fsdp's
+ * devices hold a shard of the parameters too, which goes to every device's copy (the job's
+ * processes fill the whole vectors together).
+ */
 static int collect(struct strata_runtime *rt, int shards, struct result *out)
 {
+        int fsdp = rt->replicas[0].own_params;
         struct strata_param p;
         const float *v;
         int n;
@@ -94,16 +99,25 @@ static int collect(struct strata_runtime *rt, int shards, struct result *out)
         STRATA_TRY(strata_parameter_count(rt, &n));
         for (int d = 0; d < rt->nreplicas; d++) {
                 STRATA_TRY(strata_parameters(rt, d, &v, &out->np));
+                out->np = fsdp ? rt->replicas[0].nparam : out->np; /* fsdp: v is the shard */
                 if (out->np > NP_MAX)
                         return STRATA_EOVERFLOW;
-                memcpy(out->params[rt->rank0 + d], v, out->np * sizeof(float));
+                if (!fsdp)
+                        memcpy(out->params[rt->rank0 + d], v, out->np * sizeof(float));
                 for (int g = 0; g < n && d < shards; g++) {
+                        size_t lo, len;
+
                         STRATA_TRY(strata_parameter(rt, d, g, &p));
-                        for (size_t i = p.grad ? p.shard_lo : 0; p.grad && i < p.shard_hi; i++)
+                        if (!p.grad || p.shard_hi == p.shard_lo) /* not in this shard */
+                                continue;
+                        lo = p.offset + p.shard_lo;
+                        len = (p.shard_hi - p.shard_lo) * sizeof(float);
+                        for (size_t i = p.shard_lo; i < p.shard_hi; i++)
                                 out->owned[p.offset + i]++;
-                        for (int j = 0; p.grad && j < p.opt_slots; j++)
-                                memcpy(out->opt + out->np * (size_t)j + p.offset + p.shard_lo,
-                                       p.opt_state[j], (p.shard_hi - p.shard_lo) * sizeof(float));
+                        for (int j = 0; j < p.opt_slots; j++)
+                                memcpy(out->opt + out->np * (size_t)j + lo, p.opt_state[j], len);
+                        for (int e = 0; fsdp && e < WORLD; e++)
+                                memcpy(out->params[e] + lo, p.value, len);
                 }
         }
         return STRATA_OK;
@@ -219,7 +233,7 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int procs,
 }
 
 static void same(const struct conf *k, const char *what, const struct result *a,
-                 const struct result *ddp)
+                 const struct result *ddp, int world)
 {
         cr_assert_eq(a->np, ddp->np);
         cr_assert_eq(memcmp(a->loss, ddp->loss, sizeof(a->loss)), 0, "%s, %s: step losses "
@@ -227,7 +241,7 @@ static void same(const struct conf *k, const char *what, const struct result *a,
         cr_assert_eq(memcmp(&a->eval_loss, &ddp->eval_loss, sizeof(double)), 0,
                      "%s, %s: evaluation loss", k->name, what);
         cr_assert_eq(a->eval_correct, ddp->eval_correct);
-        for (int d = 0; d < WORLD; d++)
+        for (int d = 0; d < world; d++)
                 cr_assert_eq(memcmp(a->params[d], ddp->params[0], a->np * sizeof(float)), 0,
                              "%s, %s: device %d's parameters differ from ddp's", k->name, what,
                              d);
@@ -237,13 +251,20 @@ static void same(const struct conf *k, const char *what, const struct result *a,
         cr_assert_eq(memcmp(a->opt, ddp->opt, sizeof(a->opt)), 0, "%s, %s: optimizer state "
                      "differs from ddp's", k->name, what);
         cr_assert_eq(a->opt_t, ddp->opt_t);
-        for (int p = 0; p < WORLD; p++)
+        for (int p = 0; p < world; p++)
                 cr_assert_leq(a->heap_calls[p], 0, "%s, %s: process %d: %ld heap calls during "
                               "steps", k->name, what, p, a->heap_calls[p]);
 }
 
-/* Every configuration under ddp on 4 devices, then zero1 and zero2 as @p procs x 4/procs. */
-static void layout(int procs)
+static const enum strata_strategy_kind sharded[] = { STRATA_STRATEGY_ZERO1,
+                                                     STRATA_STRATEGY_ZERO2,
+                                                     STRATA_STRATEGY_FSDP };
+
+/*
+ * Every configuration under ddp on @p world devices, then zero1, zero2 and fsdp as @p procs
+ * processes of world / procs devices.
+ */
+static void layout(int procs, int world)
 {
         static struct result ddp;
         char what[64];
@@ -254,16 +275,13 @@ static void layout(int procs)
                       -1, 0);
         cr_assert_neq(shared, MAP_FAILED);
         for (size_t i = 0; i < sizeof(confs) / sizeof(confs[0]); i++) {
-                run(&confs[i], STRATA_STRATEGY_DDP, 1, WORLD);
+                run(&confs[i], STRATA_STRATEGY_DDP, 1, world);
                 ddp = *shared;
-                for (int z = 0; z < 2; z++) {
-                        enum strata_strategy_kind kind = z ? STRATA_STRATEGY_ZERO2
-                                                           : STRATA_STRATEGY_ZERO1;
-
-                        snprintf(what, sizeof(what), "zero%d, %d x %d", z + 1, procs,
-                                 WORLD / procs);
-                        run(&confs[i], kind, procs, WORLD / procs);
-                        same(&confs[i], what, shared, &ddp);
+                for (size_t z = 0; z < sizeof(sharded) / sizeof(sharded[0]); z++) {
+                        snprintf(what, sizeof(what), "%s, %d x %d",
+                                 strata_strategy_name(sharded[z]), procs, world / procs);
+                        run(&confs[i], sharded[z], procs, world / procs);
+                        same(&confs[i], what, shared, &ddp, world);
                 }
         }
         munmap(shared, sizeof(*shared));
@@ -271,17 +289,23 @@ static void layout(int procs)
 
 Test(zero_processes, one_process_of_four, .timeout = 120)
 {
-        layout(1);
+        layout(1, WORLD);
 }
 
 Test(zero_processes, two_processes_of_two, .timeout = 120)
 {
-        layout(2);
+        layout(2, WORLD);
 }
 
 Test(zero_processes, four_processes_of_one, .timeout = 120)
 {
-        layout(4);
+        layout(4, WORLD);
+}
+
+/* Two processes of one device: a reduce rooted in the other process writes nothing here. */
+Test(zero_processes, two_processes_of_one, .timeout = 120)
+{
+        layout(2, 2);
 }
 
 /*

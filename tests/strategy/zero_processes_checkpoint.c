@@ -1,11 +1,11 @@
 /*
- * Checkpoints of zero2 across processes (strata_spawn(): 2 processes of 2 devices): every
- * process calls save, process 0 writes one consolidated file whose bytes after the header are
- * those of ddp's on 4 devices in one process (each shard, each device's running statistics
- * and step count from the process that holds it); resuming continues bit for bit as ddp
- * continues, at the same layout and at another one with as many devices (4 processes of 1);
- * on another device count it loads resharded and says so. A save process 0 cannot write fails
- * on every process, with the reason, in bounded time.
+ * Checkpoints of zero2 and fsdp across processes (strata_spawn(): 2 processes of 2 devices):
+ * every process calls save, process 0 writes one consolidated file whose bytes after the
+ * header are those of ddp's on 4 devices in one process (each shard, fsdp's trained values
+ * among them, each device's running statistics and step count from the process that holds
+ * it); resuming continues bit for bit as ddp continues, at the same layout and at another one
+ * with as many devices (4 processes of 1); on another device count it loads resharded and says
+ * so. A save process 0 cannot write fails on every process, with the reason, in bounded time.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "nn/checkpoint.h"
+#include "strategy/internal.h"
 #include "tests/support/cli.h"
 #include "tests/support/rig.h"
 
@@ -76,13 +77,39 @@ static int steps(struct strata_runtime *rt, const struct job *j, int rank)
         return STRATA_OK;
 }
 
+/*
+ * Device @p d's parameters into its copy in *out; fsdp's device holds its shard alone, which
+ * goes to every device's copy (the job's processes fill the whole vectors together).
+ */
+static int params_out(struct strata_runtime *rt, int d, int global)
+{
+        struct strata_param p;
+        const float *v;
+        int n;
+
+        STRATA_TRY(strata_parameters(rt, d, &v, &out->np));
+        if (!rt->replicas[d].own_params) {
+                if (out->np <= NP_MAX)
+                        memcpy(out->params[global], v, out->np * sizeof(float));
+                return STRATA_OK;
+        }
+        out->np = rt->replicas[d].nparam;
+        STRATA_TRY(strata_parameter_count(rt, &n));
+        for (int g = 0; g < n && out->np <= NP_MAX; g++) {
+                STRATA_TRY(strata_parameter(rt, d, g, &p));
+                for (int e = 0; p.grad && p.shard_hi > p.shard_lo && e < WORLD; e++)
+                        memcpy(out->params[e] + p.offset + p.shard_lo, p.value,
+                               (p.shard_hi - p.shard_lo) * sizeof(float));
+        }
+        return STRATA_OK;
+}
+
 /* This process's part of job @p j; its parameters and statuses go to *out. */
 static int part(const struct job *j, int rank)
 {
         struct strata_config c = config(j);
         struct strata_runtime *rt = NULL;
         struct strata_ckpt_info info;
-        const float *p;
         int rc;
 
         rc = strata_init(&rt, &c);
@@ -98,11 +125,8 @@ static int part(const struct job *j, int rank)
                 out->status[rank] = strata_save_checkpoint(rt, j->save, NULL, 0);
                 snprintf(out->why[rank], sizeof(out->why[rank]), "%s", strata_last_error());
         }
-        for (int d = 0; rc == STRATA_OK && d < c.strategy.devices; d++) {
-                rc = strata_parameters(rt, d, &p, &out->np);
-                if (rc == STRATA_OK && out->np <= NP_MAX)
-                        memcpy(out->params[rank * j->devices + d], p, out->np * sizeof(float));
-        }
+        for (int d = 0; rc == STRATA_OK && d < c.strategy.devices; d++)
+                rc = params_out(rt, d, rank * j->devices + d);
         if (rc != STRATA_OK)
                 snprintf(out->why[rank], sizeof(out->why[rank]), "%s", strata_last_error());
         if (rt)
@@ -169,18 +193,23 @@ static void continues(const struct shared *got, const struct shared *ref, const 
                              "%s: device %d's parameters differ from ddp's", what, d);
 }
 
-Test(zero_processes_checkpoint, consolidated_resumed_resharded, .timeout = 180)
+/*
+ * @p kind over 2 x 2 saves ddp's bytes, resumes bitwise as 2 x 2 and 4 x 1, and loads
+ * resharded into @p other on 2 processes of 1 device.
+ */
+static void consolidated(enum strata_strategy_kind kind, enum strata_strategy_kind other)
 {
         static struct shared ref;
-        char dir[256], ddp_path[320], z_path[320];
+        char dir[256], ddp_path[320], z_path[320], what[64];
         struct job ddp = { STRATA_STRATEGY_DDP, WORLD, 0, HALF, NULL, NULL };
         struct job rest = { STRATA_STRATEGY_DDP, WORLD, HALF, STEPS, NULL, NULL };
-        struct job z = { STRATA_STRATEGY_ZERO2, 2, 0, HALF, NULL, NULL };
+        struct job z = { kind, 2, 0, HALF, NULL, NULL };
+        const char *name = strata_strategy_name(kind);
 
         open_shared();
         cli_mkdtemp(dir, sizeof(dir), "zproc-ckpt");
         snprintf(ddp_path, sizeof(ddp_path), "%s/ddp.ckpt", dir);
-        snprintf(z_path, sizeof(z_path), "%s/zero2.ckpt", dir);
+        snprintf(z_path, sizeof(z_path), "%s/%s.ckpt", dir, name);
         ddp.save = ddp_path;
         run(&ddp, 1);
         rest.load = ddp_path;
@@ -198,19 +227,32 @@ Test(zero_processes_checkpoint, consolidated_resumed_resharded, .timeout = 180)
         cr_assert_eq(memcmp(out->loss, ref.loss, sizeof(double) * HALF), 0);
         same_after_header(z_path, ddp_path);
 
-        z = (struct job){ STRATA_STRATEGY_ZERO2, 2, HALF, STEPS, z_path, NULL };
+        z = (struct job){ kind, 2, HALF, STEPS, z_path, NULL };
         run(&z, 2);
         cr_assert(out->bitwise[0] && out->bitwise[1], "2 x 2 from 2 x 2: resumed bitwise");
-        continues(out, &ref, "zero2 2 x 2 resumed");
+        snprintf(what, sizeof(what), "%s 2 x 2 resumed", name);
+        continues(out, &ref, what);
         z.devices = 1;
         run(&z, 4);
         for (int p = 0; p < 4; p++)
                 cr_assert(out->bitwise[p], "4 x 1 from 2 x 2: as many devices, bitwise");
-        continues(out, &ref, "zero2 4 x 1 resumed");
-        z = (struct job){ STRATA_STRATEGY_ZERO1, 1, HALF, HALF + 1, z_path, NULL };
+        snprintf(what, sizeof(what), "%s 4 x 1 resumed", name);
+        continues(out, &ref, what);
+        z = (struct job){ other, 1, HALF, HALF + 1, z_path, NULL };
         run(&z, 2);
-        cr_assert(!out->bitwise[0] && !out->bitwise[1], "zero1 on 2 devices: resharded");
+        cr_assert(!out->bitwise[0] && !out->bitwise[1], "%s on 2 devices: resharded",
+                  strata_strategy_name(other));
         cli_rmtree(dir);
+}
+
+Test(zero_processes_checkpoint, consolidated_resumed_resharded, .timeout = 180)
+{
+        consolidated(STRATA_STRATEGY_ZERO2, STRATA_STRATEGY_ZERO1);
+}
+
+Test(zero_processes_checkpoint, fsdp_consolidated_resumed_resharded, .timeout = 180)
+{
+        consolidated(STRATA_STRATEGY_FSDP, STRATA_STRATEGY_FSDP);
 }
 
 /* Process 0 cannot create the file: every process returns an error, none hangs. */

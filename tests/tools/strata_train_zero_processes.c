@@ -1,9 +1,10 @@
 /*
- * strata-train's zero1 and zero2 across processes: --processes P starts P processes of
+ * strata-train's zero1, zero2 and fsdp across processes: --processes P starts P processes of
  * --devices N each (spawn), mpirun's processes join by themselves, and both export the weights
- * of ddp on as many devices in one process, byte for byte; with --ckpt-dir every process saves
- * together (process 0 writes) and --resume continues as ddp's uninterrupted run. --processes
- * with another strategy is refused.
+ * of ddp on as many devices in one process, byte for byte (fsdp's export is written by process
+ * 0 from every process's shards); with --ckpt-dir every process saves together (process 0
+ * writes) and --resume continues as ddp's uninterrupted run. --processes with another strategy
+ * is refused.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -32,32 +33,49 @@ static void train(const char *dir, const char *name, const char *launch, const c
         cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
 }
 
-Test(strata_train_zero_processes, layouts_and_resume_equal_ddp, .timeout = 240)
+/*
+ * Strategies against ddp on 4 devices: @p a over 2 x 2 and @p b over 4 x 1 processes x
+ * devices, @p ck stopped after an epoch and resumed from its checkpoint (2 x 2), and @p mpi
+ * over mpirun's 2 processes of 2 devices.
+ */
+static void equal_ddp(const char *a, const char *b, const char *ck, const char *mpi)
 {
         char dir[256], args[512];
 
         cli_mkdtemp(dir, sizeof(dir), "zproc-cli");
         train(dir, "ddp4", "", "--strategy ddp --devices 4 --epochs 2");
-        train(dir, "zero2-2x2", "", "--strategy zero2 --processes 2 --devices 2 --epochs 2");
-        cli_same_files(dir, "ddp4", "zero2-2x2");
-        train(dir, "zero1-4x1", "", "--strategy zero1 --processes 4 --devices 1 --epochs 2");
-        cli_same_files(dir, "ddp4", "zero1-4x1");
-        snprintf(args, sizeof(args), "--strategy zero2 --processes 2 --devices 2 --epochs 1 "
-                 "--ckpt-dir %s/ck", dir);
+        snprintf(args, sizeof(args), "--strategy %s --processes 2 --devices 2 --epochs 2", a);
+        train(dir, "2x2", "", args);
+        cli_same_files(dir, "ddp4", "2x2");
+        snprintf(args, sizeof(args), "--strategy %s --processes 4 --devices 1 --epochs 2", b);
+        train(dir, "4x1", "", args);
+        cli_same_files(dir, "ddp4", "4x1");
+        snprintf(args, sizeof(args), "--strategy %s --processes 2 --devices 2 --epochs 1 "
+                 "--ckpt-dir %s/ck", ck, dir);
         train(dir, "half", "", args);
-        snprintf(args, sizeof(args), "--strategy zero2 --processes 2 --devices 2 --epochs 2 "
-                 "--resume %s/ck", dir);
+        snprintf(args, sizeof(args), "--strategy %s --processes 2 --devices 2 --epochs 2 "
+                 "--resume %s/ck", ck, dir);
         train(dir, "resumed", "", args);
         cli_same_files(dir, "ddp4", "resumed");
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
             cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
-                train(dir, "zero1-mpi2x2", MPIRUN "-np 2 ", "--strategy zero1 --devices 2 "
-                      "--epochs 2");
-                cli_same_files(dir, "ddp4", "zero1-mpi2x2");
+                snprintf(args, sizeof(args), "--strategy %s --devices 2 --epochs 2", mpi);
+                train(dir, "mpi2x2", MPIRUN "-np 2 ", args);
+                cli_same_files(dir, "ddp4", "mpi2x2");
         } else {
                 cr_log_warn("mpirun or libstrata-mpi.so missing: the mpi layout not run");
         }
         cli_rmtree(dir);
+}
+
+Test(strata_train_zero_processes, layouts_and_resume_equal_ddp, .timeout = 240)
+{
+        equal_ddp("zero2", "zero1", "zero2", "zero1");
+}
+
+Test(strata_train_zero_processes, fsdp_layouts_and_resume_equal_ddp, .timeout = 240)
+{
+        equal_ddp("fsdp", "fsdp", "fsdp", "fsdp");
 }
 
 Test(strata_train_zero_processes, processes_needs_zero)
@@ -66,6 +84,6 @@ Test(strata_train_zero_processes, processes_needs_zero)
                         sizeof(out));
 
         cr_assert_eq(rc, 2, "%s", out);
-        cr_assert(strstr(out, "--processes N starts zero1 or zero2 over N processes"), "%s",
-                  out);
+        cr_assert(strstr(out, "--processes N starts zero1, zero2 or fsdp over N processes"),
+                  "%s", out);
 }

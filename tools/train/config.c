@@ -163,10 +163,14 @@ static int set_schedule(const struct opts *o, long steps_per_epoch, struct strat
         return 0;
 }
 
-/* zero1 and zero2 over several processes save together: every process calls the save. */
+/*
+ * zero1, zero2 and fsdp over several processes save together: every process calls the save
+ * (and fsdp's export: its parameters are sharded; zero's other processes write nothing).
+ */
 static int saves_together(const struct run *r)
 {
-        return (r->o.strategy == STRATA_STRATEGY_ZERO1 || r->o.strategy == STRATA_STRATEGY_ZERO2) &&
+        return (r->o.strategy == STRATA_STRATEGY_ZERO1 || r->o.strategy == STRATA_STRATEGY_ZERO2 ||
+                r->o.strategy == STRATA_STRATEGY_FSDP) &&
                strata_world_size(r->rt) > r->o.devices;
 }
 
@@ -193,9 +197,10 @@ int config_start(struct run *r)
                 r->o.quiet = 1;
                 r->o.json = 0;
                 r->o.metrics_csv = NULL;
-                if (!saves_together(r))
+                if (!saves_together(r)) {
                         r->o.ckpt_dir = NULL;
-                r->o.export_st = NULL;
+                        r->o.export_st = NULL;
+                }
         }
         return 0;
 }

@@ -88,7 +88,7 @@ static int word(const char *s, const char *w0, const char *w1)
 /* The HDF5 options' codes: beyond any letter, so they meet no other option's. */
 enum { OPT_INPUTS = 0x4801, OPT_TARGETS, OPT_TEST_DATA, OPT_VAL_FRACTION };
 
-/* --processes's code: zero1 and zero2 over processes strata-train starts. */
+/* --processes's code: zero1, zero2 and fsdp over processes strata-train starts. */
 enum { OPT_PROCESSES = 0x4901 };
 
 /* The loss options' codes, past every letter. */
@@ -357,8 +357,8 @@ static int check_devices(struct opts *o)
                 return bad("--devices > 1 needs --strategy dp, ddp, zero1, zero2 or fsdp%s%s",
                            "", "");
         if (o->processes > 1 && o->strategy != STRATA_STRATEGY_ZERO1 &&
-            o->strategy != STRATA_STRATEGY_ZERO2)
-                return bad("--processes N starts zero1 or zero2 over N processes (spawn: "
+            o->strategy != STRATA_STRATEGY_ZERO2 && o->strategy != STRATA_STRATEGY_FSDP)
+                return bad("--processes N starts zero1, zero2 or fsdp over N processes (spawn: "
                            "--devices N; mpi: the launcher's)%s%s", "", "");
         return 0;
 }

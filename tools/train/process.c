@@ -54,7 +54,7 @@ int spawned(void)
 }
 
 /**
- * @brief --strategy spawn's parent: o->devices processes (zero1, zero2: --processes); the
+ * @brief --strategy spawn's parent: o->devices processes (zero1, zero2, fsdp: --processes); the
  *        job's exit status, that of a
  *        single process: 128 + the signal when a stop signal (forwarded by strata_spawn() when
  *        the parent gets it) stopped the job.

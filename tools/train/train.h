@@ -43,7 +43,7 @@ struct opts {
         int sync_bn, accumulate;
         float clip_norm, clip_value;
         int strategy_set, devices_set;
-        int processes;          /* zero1, zero2: processes strata-train starts (spawn) */
+        int processes;          /* zero1, zero2, fsdp: processes strata-train starts (spawn) */
         long synthetic;
         enum strata_accelerator accel;
         int tf32;
