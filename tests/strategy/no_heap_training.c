@@ -25,6 +25,7 @@ static void no_heap_rig(struct rig *r0, enum strata_strategy_kind kind, int n, i
         struct strata_metrics m;
         struct rig r = *r0;
         float logits[RIG_BATCH * RIG_CLASSES];
+        struct strata_memory_info mi;
         long calls;
 
         strata_heapcount_start();
@@ -57,6 +58,9 @@ static void no_heap_rig(struct rig *r0, enum strata_strategy_kind kind, int n, i
         calls = strata_heapcount_stop();
         cr_assert_eq(calls, 0, "strategy %d, precision %s: %ld heap calls during training", kind,
                      strata_precision_name(precision), calls);
+        cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
+        cr_assert_eq(mi.used, mi.planned, "strategy %d: used %zu bytes, planned %zu", kind,
+                     mi.used, mi.planned);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
@@ -97,6 +101,21 @@ Test(no_heap_training, fsdp)
 {
         no_heap(STRATA_STRATEGY_FSDP, 3, 1, STRATA_PRECISION_32, STRATA_F32);
         no_heap(STRATA_STRATEGY_FSDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
+}
+
+/* Invariant mode: chunk GEMMs, the pairwise tree's slots and the tree all-reduce, planned. */
+Test(no_heap_training, invariant)
+{
+        struct rig r;
+
+        for (int n = 2; n <= 4; n += 2) {
+                rig_init(&r, 1);
+                r.cfg.strategy.invariant = 1;
+                no_heap_rig(&r, STRATA_STRATEGY_DDP, n, n == 4, STRATA_PRECISION_32, STRATA_F32);
+        }
+        rig_init(&r, 1);
+        r.cfg.strategy.invariant = 1;
+        no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
 }
 
 Test(no_heap_training, zero_allocations_in_steps)
