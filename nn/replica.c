@@ -133,41 +133,21 @@ size_t strata__replica_shard_len(size_t nparam, int shards)
         return ((nparam + (size_t)shards - 1) / (size_t)shards + line - 1) / line * line;
 }
 
-/* The parameters and gradients of every element, padded to @p npad (whole shards). */
-static int layout_vectors(struct strata__replica *r, struct strata_arena *d, size_t npad)
-{
-        STRATA_TRY(alloc_f(d, npad, &r->params));
-        return alloc_f(d, npad, &r->grads);
-}
-
 /*
- * fsdp: one shard of the parameters and of the reduced gradients, the layer buffer of @p lmax
- * floats, and @p lgrad floats where the layers' gradients go.
+ * The flat vectors: @p np floats of parameters and @p ng of (reduced) gradients, then, where
+ * a strategy shards them, the layer buffer of @p lbuf floats every layer computes from and
+ * @p lgrad floats where the layers' gradients go (none when 0).
  */
-static int layout_own(struct strata__replica *r, struct strata_arena *d, size_t lmax,
-                      size_t lgrad)
+static int layout_vectors(struct strata__replica *r, struct strata_arena *d, size_t np,
+                          size_t ng, size_t lbuf, size_t lgrad)
 {
-        r->own_params = 1;
-        r->lbuf_len = lmax;
+        r->lbuf_len = lbuf;
         r->lgrad_len = lgrad;
-        STRATA_TRY(alloc_f(d, r->shard_len, &r->params));
-        STRATA_TRY(alloc_f(d, r->shard_len, &r->grads));
-        STRATA_TRY(alloc_f(d, lmax, &r->lbuf));
-        return alloc_f(d, lgrad, &r->lgrad);
-}
-
-/*
- * zero2 where it is smaller: the whole parameters, one shard of the reduced gradients, and the
- * largest layer's @p lmax floats where each layer's gradients go before they are reduced.
- */
-static int layout_grads(struct strata__replica *r, struct strata_arena *d, size_t lmax,
-                        size_t npad)
-{
-        r->own_grads = 1;
-        r->lgrad_len = lmax;
-        STRATA_TRY(alloc_f(d, npad, &r->params));
-        STRATA_TRY(alloc_f(d, r->shard_len, &r->grads));
-        return alloc_f(d, lmax, &r->lgrad);
+        STRATA_TRY(alloc_f(d, np, &r->params));
+        STRATA_TRY(alloc_f(d, ng, &r->grads));
+        if (lbuf)
+                STRATA_TRY(alloc_f(d, lbuf, &r->lbuf));
+        return lgrad ? alloc_f(d, lgrad, &r->lgrad) : STRATA_OK;
 }
 
 /* Where layer @p l at offset @p off of the flat vector reads its parameters, writes gradients. */
@@ -295,12 +275,19 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         r->nparam = nparam;
         r->nstate = nstate;
         STRATA_TRY(layout_shards(r, o, shards, &npad));
-        if (how & STRATA__SHARD_PARAMS)
-                STRATA_TRY(layout_own(r, d, lmax, how & STRATA__SHARD_WHOLE_GRADS ? npad : lmax));
-        else if ((how & STRATA__SHARD_GRADS) && r->nshards > 1 && r->shard_len + lmax < npad)
-                STRATA_TRY(layout_grads(r, d, lmax, npad));
+        /* fsdp: one shard of the parameters and reduced gradients, the layer buffer, and one
+         * layer's gradients (or a whole local vector); zero2 where it is smaller: the whole
+         * parameters, one shard of the reduced gradients, and one layer's gradients */
+        r->own_params = (how & STRATA__SHARD_PARAMS) != 0;
+        r->own_grads = !r->own_params && (how & STRATA__SHARD_GRADS) && r->nshards > 1 &&
+                       r->shard_len + lmax < npad;
+        if (r->own_params)
+                STRATA_TRY(layout_vectors(r, d, r->shard_len, r->shard_len, lmax,
+                                          how & STRATA__SHARD_WHOLE_GRADS ? npad : lmax));
+        else if (r->own_grads)
+                STRATA_TRY(layout_vectors(r, d, npad, r->shard_len, 0, lmax));
         else
-                STRATA_TRY(layout_vectors(r, d, npad));
+                STRATA_TRY(layout_vectors(r, d, npad, npad, 0, 0));
         if (grad_comm != STRATA_F32) {
                 STRATA_TRY(strata_arena_alloc(d, npad * strata_dtype_size(grad_comm), 64, &p));
                 r->grad_stage = p;

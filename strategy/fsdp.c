@@ -36,72 +36,30 @@ static int fsdp_validate(const struct strata_config *c, const struct strata_devi
         return STRATA_OK;
 }
 
-/* What one shard's part of a layer does: elements [a, b) of the flat vector, in shard g. */
-typedef int (*part_fn)(struct strata_comm *comm, struct strata__replica *r, int layer, int g,
-                       size_t a, size_t b);
-
-/* @p fn on every shard layer @p i meets, in shard order; a layer without parameters has none. */
-static int each_part(struct strata_runtime *rt, struct strata__replica *r, int i, part_fn fn)
-{
-        struct strata_comm *comm = strata__multi(rt)->dcomm;
-        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = r->shard_len;
-
-        if (lo == hi)
-                return STRATA_OK;
-        for (size_t g = lo / len; g * len < hi; g++) {
-                size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
-
-                STRATA_TRY(fn(comm, r, i, (int)g, a, b));
-        }
-        return STRATA_OK;
-}
-
-/* The owner copies its part into the layer buffer, then broadcasts it to every device. */
-static int gather_part(struct strata_comm *comm, struct strata__replica *r, int layer, int g,
-                       size_t a, size_t b)
-{
-        float *dst = r->lbuf + (a - r->poff[layer]);
-
-        if (r->shard_lo == (size_t)g * r->shard_len)
-                r->k->copy(dst, r->params + (a - r->shard_lo), b - a);
-        return strata_comm_broadcast(comm, r->dev, dst, b - a, STRATA_F32, g);
-}
-
-/* Every device's gradients of the part summed into its owner's reduced shard. */
-static int reduce_part(struct strata_comm *comm, struct strata__replica *r, int layer, int g,
-                       size_t a, size_t b)
-{
-        const float *src = r->layers[layer].grad + (a - r->poff[layer]);
-        int mine = r->shard_lo == (size_t)g * r->shard_len;
-
-        return strata_comm_reduce(comm, r->dev, src, mine ? r->grads + (a - r->shard_lo) : NULL,
-                                  b - a, STRATA_F32, STRATA_OP_SUM, g);
-}
-
 static const struct strata_span span_gather = { "gather layer", "comm", "layer", 0 };
-static const struct strata_span span_reduce = { "reduce layer", "comm", "layer", 0 };
 
-/* @p fn over layer @p i's parts, as one span on the device's track. */
-static int traced(void *h, struct strata__replica *r, int i, const struct strata_span *span,
-                  part_fn fn)
-{
-        uint64_t t0 = strata_track_begin(r->track, span, NULL);
-        int rc = each_part(h, r, i, fn);
-
-        strata_track_end(r->track, t0, i);
-        return rc;
-}
-
-/* The replica's fetch: layer @p i's parameters into the layer buffer before it computes. */
+/*
+ * The replica's fetch: layer @p i's parameters into the layer buffer before it computes. For
+ * each shard the layer meets, in shard order, the owner copies its part there and broadcasts
+ * it to every device.
+ */
 static int gather_layer(void *h, struct strata__replica *r, int i)
 {
-        return traced(h, r, i, &span_gather, gather_part);
-}
+        struct strata_comm *comm = strata__multi(h)->dcomm;
+        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = r->shard_len;
+        uint64_t t0 = strata_track_begin(r->track, &span_gather, NULL);
+        int rc = STRATA_OK;
 
-/* After layer @p i's backward at the window's end: its gradients to their owners. */
-static int reduce_layer(void *h, struct strata__replica *r, int i)
-{
-        return traced(h, r, i, &span_reduce, reduce_part);
+        for (size_t g = lo / len; rc == STRATA_OK && lo < hi && g * len < hi; g++) {
+                size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
+                float *dst = r->lbuf + (a - lo);
+
+                if (r->shard_lo == g * len)
+                        r->k->copy(dst, r->params + (a - r->shard_lo), b - a);
+                rc = strata_comm_broadcast(comm, r->dev, dst, b - a, STRATA_F32, (int)g);
+        }
+        strata_track_end(r->track, t0, i);
+        return rc;
 }
 
 /*
@@ -142,7 +100,7 @@ static int fsdp_connect(void *obj, int state, int event, void *arg)
 /* An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer. */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        return strata__multi_backward(rt, dev, m->args->sync ? reduce_layer : NULL);
+        return strata__multi_backward(rt, dev, m->args->sync ? strata__reduce_layer : NULL);
 }
 
 static int fsdp_backward(void *obj, int state, int event, void *arg)

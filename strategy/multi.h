@@ -222,6 +222,13 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
  */
 int strata__multi_backward(struct strata_runtime *rt, int dev, strata__grad_ready_fn ready);
 
+/**
+ * The sharded strategies' gradient hook (zero2's own_grads, fsdp): after layer @p layer's
+ * backward, its gradients to the owners of its parts, one reduce per shard in shard order
+ * (ddp's sum in rank order), into each owner's shard of reduced gradients.
+ */
+int strata__reduce_layer(void *h, struct strata__replica *r, int layer);
+
 /** The Strategy API's collectives on every device's thread (inline on one device). */
 int strata__multi_collective(struct strata_runtime *rt, const struct strata_coll *op,
                              void *const *bufs, const void *const *send);

@@ -91,18 +91,20 @@ static int zero_backward_done(void *obj, int state, int event, void *arg)
 }
 
 /*
- * zero2: elements [lo, hi) of every device's gradients (@p src holds element lo) summed into
- * the owners' alone, one reduce per shard the range meets, in shard order: in place in the
- * whole vector, or with own_grads into the owner's shard of reduced gradients.
+ * Elements [lo, hi) of every device's gradients (@p src holds element lo) summed into the
+ * owners' alone, one reduce per shard the range meets, in shard order: in place in the whole
+ * vector, or into the owner's shard of reduced gradients where the replica holds only that
+ * (own_grads, own_params).
  */
 static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
                             const float *src, size_t lo, size_t hi)
 {
         size_t len = r->shard_len;
+        int shard_only = r->own_grads || r->own_params;
 
         for (size_t g = lo / len; g < (size_t)r->nshards && g * len < hi; g++) {
                 size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
-                float *dst = !r->own_grads ? r->grads + a
+                float *dst = !shard_only ? r->grads + a
                              : r->shard_lo == g * len ? r->grads + (a - r->shard_lo)
                                                       : NULL;
 
@@ -113,6 +115,21 @@ static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
 }
 
 static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
+static const struct strata_span span_layer = { "reduce layer", "comm", "layer", 0 };
+
+int strata__reduce_layer(void *h, struct strata__replica *r, int layer)
+{
+        size_t lo = strata__replica_param_offset(r, layer), hi = lo + r->layers[layer].nparam;
+        uint64_t t0;
+        int rc;
+
+        if (lo == hi)
+                return STRATA_OK;
+        t0 = strata_track_begin(r->track, &span_layer, NULL);
+        rc = reduce_to_owners(strata__multi(h)->dcomm, r, r->layers[layer].grad, lo, hi);
+        strata_track_end(r->track, t0, layer);
+        return rc;
+}
 
 /*
  * zero2: reduce every bucket whose last layer's gradients just became ready; with own_grads
@@ -122,17 +139,9 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
         struct strata_runtime *rt = h;
         const struct strata__buckets *b = strata__ddp_buckets(rt);
-        struct strata_comm *comm = strata__multi(rt)->dcomm;
 
-        if (r->own_grads) {
-                uint64_t t0 = strata_track_begin(r->track, &span_bucket, NULL);
-                size_t lo = strata__replica_param_offset(r, layer);
-                int rc = reduce_to_owners(comm, r, r->layers[layer].grad, lo,
-                                          lo + r->layers[layer].nparam);
-
-                strata_track_end(r->track, t0, layer);
-                return rc;
-        }
+        if (r->own_grads)
+                return strata__reduce_layer(h, r, layer);
         for (int k = 0; k < b->n; k++) {
                 uint64_t t0;
                 int rc;
@@ -140,7 +149,8 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                 if (b->close[k] != layer)
                         continue;
                 t0 = strata_track_begin(r->track, &span_bucket, NULL);
-                rc = reduce_to_owners(comm, r, r->grads + b->lo[k], b->lo[k], b->hi[k]);
+                rc = reduce_to_owners(strata__multi(rt)->dcomm, r, r->grads + b->lo[k],
+                                      b->lo[k], b->hi[k]);
                 strata_track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }

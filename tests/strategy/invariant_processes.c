@@ -12,7 +12,6 @@
 
 #include "tests/support/cli.h"
 
-#define BIN STRATA_BUILD_DIR "/bin/strata-train"
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
                "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
 #define JOB "--synthetic 1024 --quiet --seed 424243 --invariant --model 784-48-10 --bn " \
@@ -31,13 +30,10 @@ static void serial(void)
 
 static void train(const char *dir, const char *name, const char *launch, const char *args)
 {
-        char cmd[1024];
-        int rc;
+        char a[1024];
 
-        snprintf(cmd, sizeof(cmd), "%s%s " JOB " %s --export-safetensors %s/%s 2>&1", launch,
-                 BIN, args, dir, name);
-        rc = cli_sh(cmd, out, sizeof(out));
-        cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
+        snprintf(a, sizeof(a), JOB " %s", args);
+        cli_train_export(launch, a, dir, name);
 }
 
 Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
@@ -48,15 +44,15 @@ Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
         cli_mkdtemp(dir, sizeof(dir), "invprocs");
         train(dir, "one", "", "--epochs 1 --strategy single --devices 1");
         train(dir, "ddp1x4", "", "--epochs 1 --strategy ddp --devices 4");
-        cli_assert_same_files(dir, "one", "ddp1x4");
+        cli_same_files(dir, "one", "ddp1x4");
         train(dir, "spawn4x1", "", "--epochs 1 --strategy spawn --devices 4");
-        cli_assert_same_files(dir, "one", "spawn4x1");
+        cli_same_files(dir, "one", "spawn4x1");
         train(dir, "spawn2x1", "", "--epochs 1 --strategy spawn --devices 2");
-        cli_assert_same_files(dir, "one", "spawn2x1");
+        cli_same_files(dir, "one", "spawn2x1");
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
             cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
                 train(dir, "mpi2x2", MPIRUN "-np 2 ", "--epochs 1 --strategy mpi --devices 2");
-                cli_assert_same_files(dir, "one", "mpi2x2");
+                cli_same_files(dir, "one", "mpi2x2");
         } else {
                 cr_log_warn("mpirun or libstrata-mpi.so missing: the 2x2 layout not run");
         }
@@ -76,6 +72,6 @@ Test(invariant_processes, resume_at_another_device_count, .timeout = 480)
         snprintf(args, sizeof(args), "--epochs 2 --strategy ddp --devices 2 --resume %s/ck",
                  dir);
         train(dir, "resumed", "", args);
-        cli_assert_same_files(dir, "straight", "resumed");
+        cli_same_files(dir, "straight", "resumed");
         cli_rmtree(dir);
 }

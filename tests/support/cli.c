@@ -73,14 +73,6 @@ const char *cli_path(const char *dir, const char *name)
         return p[k];
 }
 
-void cli_assert_same_files(const char *dir, const char *a, const char *b)
-{
-        char cmd[512], out[1024];
-
-        snprintf(cmd, sizeof(cmd), "cmp '%s/%s' '%s/%s'", dir, a, dir, b);
-        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
-}
-
 void cli_rmtree(const char *dir)
 {
         char cmd[512];
@@ -94,8 +86,20 @@ void cli_same_files(const char *dir, const char *a, const char *b)
         static char out[1024];
         char cmd[1024];
 
-        snprintf(cmd, sizeof(cmd), "cmp %s/%s %s/%s", dir, a, dir, b);
+        snprintf(cmd, sizeof(cmd), "cmp '%s/%s' '%s/%s'", dir, a, dir, b);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
+}
+
+void cli_train_export(const char *launch, const char *args, const char *dir, const char *name)
+{
+        static char out[1 << 16];
+        char cmd[2048];
+        int rc;
+
+        snprintf(cmd, sizeof(cmd), "%s%s/bin/strata-train %s --export-safetensors %s/%s 2>&1",
+                 launch, STRATA_BUILD_DIR, args, dir, name);
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
 }
 
 int cli_build_script(const char *script)

@@ -35,14 +35,17 @@ void cli_mkdtemp(char *dir, size_t n, const char *tag);
  */
 const char *cli_path(const char *dir, const char *name);
 
-/** Assert that files dir/@p a and dir/@p b hold the same bytes (cmp's word otherwise). */
-void cli_assert_same_files(const char *dir, const char *a, const char *b);
-
 /** Remove @p dir and everything in it. */
 void cli_rmtree(const char *dir);
 
 /** Files dir/@p a and dir/@p b hold the same bytes; fails the test, with cmp's word, if not. */
 void cli_same_files(const char *dir, const char *a, const char *b);
+
+/**
+ * Run `@p launch strata-train @p args --export-safetensors dir/@p name` (@p launch: "" or an
+ * mpirun prefix); fails the test, with the command and its output, unless it exits 0.
+ */
+void cli_train_export(const char *launch, const char *args, const char *dir, const char *name);
 
 /** strata-train --json's line of epoch @p e in @p out, without its timing fields. */
 void cli_epoch_line(const char *out, int e, char *line, size_t n);

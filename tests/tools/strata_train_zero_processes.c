@@ -24,13 +24,10 @@ static char out[1 << 16];
 /* @p launch strata-train ARGS @p args, its weights exported to dir/name. */
 static void train(const char *dir, const char *name, const char *launch, const char *args)
 {
-        char cmd[1024];
-        int rc;
+        char a[1024];
 
-        snprintf(cmd, sizeof(cmd), "%s%s " ARGS " %s --export-safetensors %s/%s 2>&1", launch,
-                 BIN, args, dir, name);
-        rc = cli_sh(cmd, out, sizeof(out));
-        cr_assert_eq(rc, 0, "%s: exit %d\n%s", cmd, rc, out);
+        snprintf(a, sizeof(a), ARGS " %s", args);
+        cli_train_export(launch, a, dir, name);
 }
 
 /*
