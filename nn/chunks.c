@@ -6,6 +6,8 @@
  * whose top the devices complete with the communicator's pairwise-tree sum. The tree's
  * partial sums live in the replica's scratch (log2(chunks) + 1 slots), planned with it.
  */
+#include <string.h>
+
 #include "strata/status.h"
 #include "arch/reduce.h"
 #include "nn/replica.h"
@@ -19,36 +21,175 @@ static void add(float *a, const float *b, size_t n)
         strata__reduce_many(STRATA_F32, STRATA__SUM, dst, 1, src, 2, 0, n, 0);
 }
 
-void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, float **sum)
+/* Device g's chunks [*a, *b) of @p chunks over @p world. */
+static void range(int chunks, int world, int g, int *a, int *b)
 {
-        const struct strata_chunks *ch = c->chunks;
-        int size[32], top = 0;
+        *a = (int)((long)g * chunks / world);
+        *b = (int)((long)(g + 1) * chunks / world);
+}
 
-        for (int j = 0; j < ch->n; j++) {
-                leaf(arg, ch->lo[j], ch->lo[j + 1] - ch->lo[j], ch->tree + (size_t)top * ch->slot);
+/* Block [lo, lo + size) may join its left neighbour of the same size into their parent. */
+static int is_right(int lo, int size)
+{
+        return lo % (2 * size) != 0;
+}
+
+/*
+ * The tree over chunks [c0, c0 + n) as a stack of partial sums: chunk j's leaf is pushed, and
+ * the top two merge while they are siblings. What is left are the range's blocks, in order.
+ * @p depth: most entries at once; returns the blocks.
+ */
+static int stack_walk(int c0, int n, int *depth)
+{
+        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
+
+        *depth = 0;
+        for (int j = 0; j < n; j++) {
+                at[top] = c0 + j;
                 size[top++] = 1;
-                while (top > 1 && size[top - 1] == size[top - 2]) {
-                        add(ch->tree + (size_t)(top - 2) * ch->slot,
-                            ch->tree + (size_t)(top - 1) * ch->slot, n);
+                *depth = top > *depth ? top : *depth;
+                while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
+                                                                               size[top - 2])) {
                         size[top - 2] *= 2;
                         top--;
                 }
         }
-        *sum = ch->tree; /* n is a power of two: one partial sum is left */
+        return top;
+}
+
+void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_plan *p)
+{
+        *p = (struct strata__chunk_plan){ .chunks = chunks, .world = world,
+                                          .gather = (world & (world - 1)) != 0 };
+        for (int g = 0; g < world; g++) {
+                int a, b, depth, nb;
+
+                range(chunks, world, g, &a, &b);
+                nb = stack_walk(a, b - a, &depth);
+                p->per = b - a > p->per ? b - a : p->per;
+                p->levels = depth > p->levels ? depth : p->levels;
+                p->blocks = nb > p->blocks ? nb : p->blocks;
+        }
+        /* chunks [a, b) of a batch of at most B rows: at most ceil(B (b - a) / C) rows */
+        p->rows = (int)(((long)batch * p->per + chunks - 1) / chunks);
+}
+
+void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
+                        void *arg, float **sum)
+{
+        const struct strata_chunks *ch = c->chunks;
+        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
+
+        for (int j = 0; j < ch->n; j++) {
+                leaf(arg, ch->lo[j], ch->lo[j + 1] - ch->lo[j], ch->tree + (size_t)top * n);
+                at[top] = ch->c0 + j;
+                size[top++] = 1;
+                while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
+                                                                               size[top - 2])) {
+                        add(ch->tree + (size_t)(top - 2) * n, ch->tree + (size_t)(top - 1) * n, n);
+                        size[top - 2] *= 2;
+                        top--;
+                }
+        }
+        *sum = ch->tree; /* the device's blocks, one after the other */
+}
+
+/* Which device's range holds chunk @p c. */
+static int owner(int c, int chunks, int world)
+{
+        int g = (int)(((long)c * world) / chunks), a, b;
+
+        for (range(chunks, world, g, &a, &b); c < a; range(chunks, world, --g, &a, &b))
+                ;
+        for (; c >= b; range(chunks, world, ++g, &a, &b))
+                ;
+        return g;
+}
+
+/*
+ * The tree's node [lo, lo + size) from the blocks of every device: the index (device x
+ * blocks + block) of the block holding it, after adding the right half into the left.
+ */
+typedef void (*add_fn)(void *arg, int into, int from);
+
+static int node(int lo, int size, int chunks, int world, int blocks, add_fn fn, void *arg)
+{
+        int g = owner(lo, chunks, world), a, b, k = 0, left, right;
+
+        range(chunks, world, g, &a, &b);
+        if (lo + size <= b) { /* inside one device's range: one of its blocks */
+                for (int at = a; at < lo; k++) { /* the blocks before it */
+                        int s = 1;
+
+                        while (at % (2 * s) == 0 && at + 2 * s <= b)
+                                s *= 2;
+                        at += s;
+                }
+                return g * blocks + k;
+        }
+        left = node(lo, size / 2, chunks, world, blocks, fn, arg);
+        right = node(lo + size / 2, size / 2, chunks, world, blocks, fn, arg);
+        fn(arg, left, right);
+        return left;
+}
+
+struct float_blocks {
+        float *p;
+        size_t n;
+};
+
+static void add_floats(void *arg, int into, int from)
+{
+        struct float_blocks *f = arg;
+
+        add(f->p + (size_t)into * f->n, f->p + (size_t)from * f->n, f->n);
+}
+
+void strata__chunks_combine(const struct strata_chunks *ch, size_t n, float *buf)
+{
+        struct float_blocks f = { ch->gathered, n };
+        int top = node(0, ch->total, ch->total, ch->world, ch->blocks, add_floats, &f);
+
+        memcpy(buf, f.p + (size_t)top * n, n * sizeof(float));
+}
+
+static void add_doubles(void *arg, int into, int from)
+{
+        double *v = arg;
+
+        v[into] += v[from];
+}
+
+double strata__chunks_total(const double *v, int w, int at, int k, int j, int chunks,
+                            int world, int blocks)
+{
+        double tmp[STRATA__BLOCKS_MAX * STRATA__CHUNKS_MAX]; /* the values, added in place */
+
+        if (world > STRATA__CHUNKS_MAX || blocks > STRATA__BLOCKS_MAX)
+                return 0.0; /* refused at init: never that many */
+        for (int g = 0; g < world; g++)
+                for (int b = 0; b < blocks; b++)
+                        tmp[g * blocks + b] = v[g * w + at + b * k + j];
+        return tmp[node(0, chunks, chunks, world, blocks, add_doubles, tmp)];
 }
 
 void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world)
 {
-        int per = chunks / world, c0 = g * per;
-        long lo = (long)rows * c0 / chunks;
+        int a, b, depth;
+        long lo;
 
-        r->chunks.n = per;
+        range(chunks, world, g, &a, &b);
+        lo = (long)rows * a / chunks;
+        r->chunks.n = b - a;
+        r->chunks.c0 = a;
+        r->chunks.total = chunks;
+        r->chunks.world = world;
+        r->chunks.nb = stack_walk(a, b - a, &depth);
         r->chunks.row0 = (int)lo;
-        for (int j = 0; j <= per; j++)
-                r->chunks.lo[j] = (int)((long)rows * (c0 + j) / chunks - lo);
+        for (int j = 0; j <= b - a; j++)
+                r->chunks.lo[j] = (int)((long)rows * (a + j) / chunks - lo);
         r->row0 = (int)lo;
-        r->rows = r->chunks.lo[per];
+        r->rows = r->chunks.lo[b - a];
 }
 
 /* Byte offset of row @p row of a [rows, width] activation stored as @p t. */
@@ -106,11 +247,14 @@ static void bwd_leaf(void *arg, int lo, int rows, float *out)
                                b->dx ? b->dx + (size_t)lo * l->in : NULL, rows);
 }
 
-/* The device's gradient @p sum of layer @p l, summed across devices, into the window's. */
+/*
+ * Layer @p l's gradient @p sum, the device's blocks (summed across devices when @p across;
+ * a batch_stats module's is the global batch's already), into the window's.
+ */
 static int fold(struct strata__replica *r, struct strata_layer *l, const struct strata_step_ctx *c,
-                float *sum, float *grad, int fresh)
+                float *sum, float *grad, int fresh, int across)
 {
-        if (c->all_sum && c->world > 1)
+        if (across && c->all_sum && c->world > 1)
                 STRATA_TRY(c->all_sum(c, sum, l->nparam));
         if (fresh)
                 r->k->copy(grad, sum, l->nparam);
@@ -143,7 +287,7 @@ int strata__chunks_backward(struct strata__replica *r, struct strata_layer *l,
         l->grad_fresh = fresh;
         if (l->failed != STRATA_OK || !l->nparam)
                 return l->failed;
-        return fold(r, l, c, sum, grad, fresh);
+        return fold(r, l, c, sum, grad, fresh, !r->batch_stats[l->index]);
 }
 
 /* The loss of one chunk, with its metrics, in doubles. */
@@ -176,22 +320,35 @@ static void loss_chunk(struct strata__replica *r, const struct strata_step_ctx *
 
 void strata__chunks_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
 {
-        const struct strata_chunks *ch = &r->chunks;
-        struct loss_sums st[32];
-        int size[32], top = 0;
+        struct strata_chunks *ch = &r->chunks;
+        struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 } } };
+        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
 
         for (int j = 0; j < ch->n; j++) {
                 loss_chunk(r, c, grad, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[top]);
+                at[top] = ch->c0 + j;
                 size[top++] = 1;
-                while (top > 1 && size[top - 1] == size[top - 2]) {
+                while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
+                                                                               size[top - 2])) {
                         for (int k = 0; k < 4; k++)
                                 st[top - 2].v[k] += st[top - 1].v[k];
                         size[top - 2] *= 2;
                         top--;
                 }
         }
-        r->loss_sum = st[0].v[0];
-        r->correct = (int)st[0].v[1];
+        r->correct = 0;
+        for (int b = 0; b < top; b++) { /* the blocks, for the tree across devices */
+                ch->loss[b][0] = st[b].v[0];
+                ch->loss[b][1] = st[b].v[2];
+                ch->loss[b][2] = st[b].v[3];
+                r->correct += (int)st[b].v[1];
+        }
+        r->loss_sum = st[0].v[0]; /* the device's own figures: the blocks in order */
         r->sse = st[0].v[2];
         r->sae = st[0].v[3];
+        for (int b = 1; b < top; b++) {
+                r->loss_sum += st[b].v[0];
+                r->sse += st[b].v[2];
+                r->sae += st[b].v[3];
+        }
 }

@@ -313,8 +313,8 @@ static int bn_sum(struct strata_layer *l, const struct strata_step_ctx *c, float
 
 /*
  * Invariant mode (c->chunks): every sum over rows is taken per chunk and combined by the
- * chunks' tree, then across devices by the pairwise tree (all_sum); statistics are always the
- * global batch's. Rows are normalised a chunk at a time, as other modules run.
+ * chunks' tree, completed across devices (all_sum); statistics and parameter gradients are
+ * always the global batch's. Rows are normalised a chunk at a time, as other modules run.
  */
 struct bn_chunk {
         struct strata_layer *l;
@@ -339,15 +339,16 @@ static void bn_sums_leaf(void *arg, int lo, int rows, float *out)
                            rows, b->l->in, 1);
 }
 
-/* The tree's sum of @p leaf over the chunks into @p dst (n floats), then across devices. */
+/* The tree's sum of @p leaf over the chunks, completed across devices, into @p dst. */
 static int bn_tree(struct strata_layer *l, const struct strata_step_ctx *c,
                    strata__chunk_fn leaf, struct bn_chunk *b, float *dst, size_t n)
 {
         float *s;
 
         strata__chunks_sum(c, n, leaf, b, &s);
+        STRATA_TRY(bn_sum(l, c, s, n)); /* the device's blocks in, the total out */
         c->k->copy(dst, s, n);
-        return bn_sum(l, c, dst, n);
+        return STRATA_OK;
 }
 
 static void bn_forward_chunks(struct strata_layer *l, const struct strata_step_ctx *c,
@@ -390,15 +391,15 @@ static void bn_backward_chunks(struct strata_layer *l, const struct strata_step_
         const struct strata_chunks *ch = c->chunks;
         int f = l->in;
         const float *invstd = l->aux + f, *xhat = l->aux + 4 * (size_t)f;
-        float *sums = l->aux + 2 * (size_t)f, *s;
+        float *sums = l->aux + 2 * (size_t)f;
         struct bn_chunk b = { l, c->k, NULL, NULL, dy, xhat };
 
-        /* This device's parameter gradients (the strategy sums them): [sum dy xhat | sum dy] */
-        strata__chunks_sum(c, 2 * (size_t)f, bn_sums_leaf, &b, &s);
-        c->k->copy(sums, s, 2 * (size_t)f);
+        /* [sum dy xhat | sum dy] over the global batch: the parameter gradients, whole */
+        if ((l->failed = bn_tree(l, c, bn_sums_leaf, &b, sums, 2 * (size_t)f)) != STRATA_OK)
+                return;
         c->k->copy(l->grad, sums + f, (size_t)f);
         c->k->copy(l->grad + f, sums, (size_t)f);
-        if (!dx || (l->failed = bn_sum(l, c, sums, 2 * (size_t)f)) != STRATA_OK)
+        if (!dx)
                 return;
         for (int j = 0; j < ch->n; j++) {
                 size_t at = (size_t)ch->lo[j] * f;

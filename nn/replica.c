@@ -168,33 +168,36 @@ static void layer_vectors(struct strata__replica *r, struct strata_layer *l, siz
 }
 
 /*
- * Invariant mode: the pairwise tree over @p chunks chunks needs log2(chunks) + 1 partial sums
- * at once, and a batch_stats module's gradients one slot more; a slot holds the largest layer.
+ * Invariant mode: the pairwise tree keeps at most cp->levels partial sums at once, and a
+ * batch_stats module's gradients one slot more; a slot holds the largest layer. Where blocks
+ * are gathered, every device's cp->blocks slots too.
  */
 static int layout_chunks(struct strata__replica *r, struct strata_arena *a,
-                         struct strata_arena *d, int chunks, size_t lmax)
+                         struct strata_arena *d, const struct strata__chunk_plan *cp,
+                         size_t lmax)
 {
-        int levels = 1;
-        size_t n;
+        size_t n, g = 0;
         void *p;
 
-        if (chunks <= 0)
+        if (!cp)
                 return STRATA_OK;
-        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * ((size_t)chunks + 1), 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * ((size_t)cp->per + 1), 0, &p));
         r->chunks.lo = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)r->nlayers, 0, &p));
         r->batch_stats = p;
-        while ((1 << (levels - 1)) < chunks)
-                levels++;
-        r->chunks.n = chunks;
-        r->chunks.levels = levels;
+        r->chunks.n = cp->per;
+        r->chunks.levels = cp->levels;
+        r->chunks.blocks = cp->blocks;
         r->chunks.slot = lmax;
-        if (strata__mul_size(lmax, (size_t)levels + 1, &n))
+        if (strata__mul_size(lmax, (size_t)cp->levels + 1, &n) ||
+            (cp->gather && strata__mul_size(lmax, (size_t)cp->world * (size_t)cp->blocks, &g)))
                 return strata__fail(STRATA_EOVERFLOW, "invariant mode: %d slots of %zu floats "
-                                    "overflow", levels + 1, lmax);
+                                    "overflow", cp->levels + 1 + cp->world * cp->blocks, lmax);
         STRATA_TRY(alloc_f(d, n, &r->chunks.tree));
         if (r->chunks.tree)
-                r->chunks.out = r->chunks.tree + (size_t)levels * lmax;
+                r->chunks.out = r->chunks.tree + (size_t)cp->levels * lmax;
+        if (cp->gather)
+                STRATA_TRY(alloc_f(d, g, &r->chunks.gathered));
         return STRATA_OK;
 }
 
@@ -214,7 +217,8 @@ static int layout_shards(struct strata__replica *r, const struct strata_optim *o
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *m, const struct strata_optim *o,
                            int rows, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm, int shards, unsigned how, int chunks)
+                           enum strata_dtype grad_comm, int shards, unsigned how,
+                           const struct strata__chunk_plan *chunks)
 {
         struct strata_module_shape s;
         struct strata_arena *a = mem->host, *d = mem->dev;

@@ -16,31 +16,72 @@ struct strata__replica;
 #define STRATA__CHUNKS_DEFAULT 8
 #define STRATA__CHUNKS_MAX 256
 
+/** Invariant mode: most canonical blocks one device's chunks make (2 log2(256)). */
+#define STRATA__BLOCKS_MAX 16
+
 /**
  * Invariant mode: the canonical chunks of one device's rows. The global batch of B rows is
- * cut into C chunks, chunk c holding rows [c B / C, (c + 1) B / C); device g of D holds chunks
- * [g C / D, (g + 1) C / D), n = C / D of them, a power of two. Every GEMM and every sum over
- * rows is computed per chunk (the same shapes on any device count), and per-chunk sums are
- * combined by the pairwise tree over the chunks (strata__chunks_sum()), whose top the devices
- * complete with STRATA_OP_SUM_TREE.
+ * cut into C chunks (a power of two), chunk c holding rows [c B / C, (c + 1) B / C); device g
+ * of D holds chunks [g C / D, (g + 1) C / D). Every GEMM and every sum over rows is computed
+ * per chunk (the same shapes on any device count), and per-chunk sums are combined by the one
+ * balanced pairwise tree over chunk indices 0..C-1 (strata__chunks_sum()). A device's chunks
+ * make the tree's maximal aligned subtrees inside its range, its blocks: one when D is a
+ * power of two, whose tops the devices complete with STRATA_OP_SUM_TREE; otherwise up to
+ * @c blocks, gathered from every device and completed by each (strata__chunks_combine()).
  */
 struct strata_chunks {
         int n;                          /* chunks of the device's rows; 0: normal mode */
         int *lo;                        /* n + 1: chunk j is the device's rows [lo[j], lo[j + 1]) */
         int row0;                       /* global index of the device's first row */
+        int c0;                         /* global index of the device's first chunk */
+        int total;                      /* C: chunks of the global batch */
+        int world;                      /* D: devices sharing them */
+        int nb;                         /* the device's blocks (the tree's subtrees it holds) */
+        int blocks;                     /* most blocks of any device: a gathered share */
         float *tree;                    /* levels slots of @c slot floats: partial sums */
         float *out;                     /* one more slot: a batch_stats module's gradients */
+        float *gathered;                /* D not a power of two: world x blocks slots, else NULL */
         size_t slot;                    /* floats of a slot (the largest layer's parameters) */
-        int levels;                     /* log2(n) + 1 */
+        int levels;                     /* most partial sums pending at once */
+        double loss[STRATA__BLOCKS_MAX][3]; /* each block's loss, squared and absolute errors */
 };
+
+/** Invariant mode: what C chunks over D devices need of each device, for a global batch. */
+struct strata__chunk_plan {
+        int chunks, world;
+        int per;    /* most chunks of one device */
+        int levels; /* most partial sums pending at once on one device */
+        int blocks; /* most blocks of one device */
+        int rows;   /* most rows of one device, for a batch of at most @c batch rows */
+        int gather; /* D is not a power of two: blocks are gathered, not all-reduced */
+};
+
+/** Invariant mode: the plan of @p chunks chunks (a power of two) over @p world devices. */
+void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_plan *p);
+
+/**
+ * Invariant mode: completes the tree across devices for @p buf, the device's blocks (@p n
+ * floats each, one after the other), when ch->gathered holds every device's (ch->blocks
+ * slots of @p n each, in device order): the total into buf[0, n).
+ */
+void strata__chunks_combine(const struct strata_chunks *ch, size_t n, float *buf);
+
+/**
+ * Invariant mode: the tree over the blocks of every device: @p v holds @p w doubles per
+ * device of @p chunks chunks over @p world, blocks of @p k values from @p at; the total of
+ * value @p j.
+ */
+double strata__chunks_total(const double *v, int w, int at, int k, int j, int chunks,
+                            int world, int blocks);
 
 /** A chunk's share of a sum: @p n floats into @p out for the device's rows [lo, lo + rows). */
 typedef void (*strata__chunk_fn)(void *arg, int lo, int rows, float *out);
 
 /**
  * Invariant mode: the pairwise tree over the device's chunks (c->chunks) of what @p leaf
- * writes for each (@p n floats, at most a slot); *sum points at the result, in the tree's
- * scratch until the next call. Not summed across devices (c->all_sum does that).
+ * writes for each (@p n floats, at most a slot); *sum points at the device's blocks (n floats
+ * each, one after the other), in the tree's scratch until the next call. Not summed across
+ * devices: c->all_sum does that, leaving the total in (*sum)[0, n).
  */
 void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
                         void *arg, float **sum);
@@ -152,14 +193,15 @@ size_t strata__replica_shard_len(size_t nparam, int shards);
  * with STRATA__SHARD_PARAMS in @p how they hold one shard, and the layers compute from a
  * layer buffer (own_params); with STRATA__SHARD_GRADS the gradients hold one shard and the
  * layers write theirs to a buffer of the largest layer (own_grads), when a shard and that
- * buffer are fewer floats than the whole padded vector. @p chunks > 0 (invariant mode: the
- * device's chunks) adds the pairwise tree's scratch, log2(chunks) + 2 slots of the largest
- * layer's parameters.
+ * buffer are fewer floats than the whole padded vector. @p chunks (invariant mode, else NULL)
+ * adds the pairwise tree's scratch: levels + 1 slots of the largest layer's parameters, and
+ * world x blocks more where blocks are gathered.
  */
 int strata__replica_layout(struct strata__replica *r, const struct strata__replica_mem *mem,
                            const struct strata_model *model, const struct strata_optim *o,
                            int rows_max, int dev, enum strata_dtype compute,
-                           enum strata_dtype grad_comm, int shards, unsigned how, int chunks);
+                           enum strata_dtype grad_comm, int shards, unsigned how,
+                           const struct strata__chunk_plan *chunks);
 
 /** Sharded replicas: this replica owns shard @p rank (its global device rank). */
 void strata__replica_set_shard(struct strata__replica *r, int rank);

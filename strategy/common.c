@@ -95,32 +95,53 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
         }
 }
 
-int strata__metrics_width(const struct strata_model *m)
+int strata__metrics_width(const struct strata_config *c, int world)
 {
-        return strata__loss_of(m)->float_targets ? 5 : 3;
+        struct strata__chunk_plan p;
+
+        if (!strata__chunks(c))
+                return strata__loss_of(c->model)->float_targets ? 5 : 3;
+        strata__chunks_plan(strata__chunks(c), world, c->batch, &p);
+        return 2 + 3 * p.blocks; /* correct, rows, then each block's loss, sse, sae */
 }
 
-/*
- * Invariant mode: the devices' value @p k (of @p w each) summed by the pairwise tree over
- * devices [lo, lo + n), the top of the tree the chunks' sums started.
- */
-static double tree_sum(const double *v, int w, int k, int lo, int n)
+/* Invariant mode: the sums of @p n devices' blocks, by the chunks' tree. */
+static void metrics_tree(const struct strata_runtime *rt, const double *v, int n,
+                         struct strata_metrics *m)
 {
-        int half = 1;
+        int chunks = strata__chunks(&rt->cfg), w = strata__metrics_width(&rt->cfg, n);
+        int blocks = (w - 2) / 3, rows = 0, correct = 0;
+        double elems, sum[3];
 
-        if (n == 1)
-                return v[w * lo + k];
-        while (half * 2 < n)
-                half *= 2;
-        return tree_sum(v, w, k, lo, half) + tree_sum(v, w, k, lo + half, n - half);
+        for (int d = 0; d < n; d++) {
+                correct += (int)v[w * d];
+                rows += (int)v[w * d + 1];
+        }
+        for (int j = 0; j < 3; j++)
+                sum[j] = strata__chunks_total(v, w, 2, 3, j, chunks, n, blocks);
+        elems = (double)rows * rt->cfg.classes;
+        *m = (struct strata_metrics){ .loss = sum[0] / rows, .correct = correct, .rows = rows };
+        if (strata__loss_of(rt->cfg.model)->float_targets) {
+                m->correct = 0;
+                m->mse = sum[1] / elems;
+                m->mae = sum[2] / elems;
+        }
+        if (rt->cfg.model->reduction == STRATA_REDUCTION_SUM)
+                m->loss = sum[0];
 }
 
 void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
                          struct strata_metrics *m)
 {
-        int w = strata__metrics_width(rt->cfg.model), rows = 0, correct = 0;
+        int w = strata__metrics_width(&rt->cfg, n), rows = 0, correct = 0;
         double loss = 0.0, sse = 0.0, sae = 0.0, elems;
 
+        if (!m)
+                return;
+        if (strata__chunks(&rt->cfg)) {
+                metrics_tree(rt, v, n, m);
+                return;
+        }
         for (int d = 0; d < n; d++) {
                 loss += v[w * d];
                 correct += (int)v[w * d + 1];
@@ -130,13 +151,6 @@ void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n
                         sae += v[w * d + 4];
                 }
         }
-        if (rt->cfg.strategy.invariant && n > 0) {
-                loss = tree_sum(v, w, 0, 0, n);
-                sse = w == 5 ? tree_sum(v, w, 3, 0, n) : 0.0;
-                sae = w == 5 ? tree_sum(v, w, 4, 0, n) : 0.0;
-        }
-        if (!m)
-                return;
         elems = (double)rows * rt->cfg.classes;
         *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct, .rows = rows,
                                       .mse = w == 5 ? sse / elems : 0.0,
@@ -147,17 +161,27 @@ void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n
 
 void strata__metrics_local(const struct strata_runtime *rt, double *v)
 {
-        int w = strata__metrics_width(rt->cfg.model);
+        int w = strata__metrics_width(&rt->cfg, rt->world);
 
         for (int d = 0; d < rt->nreplicas; d++) {
                 const struct strata__replica *r = &rt->replicas[d];
+                double *o = v + (size_t)w * d;
 
-                v[w * d] = r->loss_sum;
-                v[w * d + 1] = r->correct;
-                v[w * d + 2] = r->rows;
+                if (strata__chunks(&rt->cfg)) {
+                        o[0] = r->correct;
+                        o[1] = r->rows;
+                        for (int b = 0; b < (w - 2) / 3; b++)
+                                for (int j = 0; j < 3; j++)
+                                        o[2 + 3 * b + j] = b < r->chunks.nb ?
+                                                           r->chunks.loss[b][j] : 0.0;
+                        continue;
+                }
+                o[0] = r->loss_sum;
+                o[1] = r->correct;
+                o[2] = r->rows;
                 if (w == 5) {
-                        v[w * d + 3] = r->sse;
-                        v[w * d + 4] = r->sae;
+                        o[3] = r->sse;
+                        o[4] = r->sae;
                 }
         }
 }

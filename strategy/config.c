@@ -41,18 +41,6 @@ static int check_loss(const struct strata_config *c)
         return STRATA_OK;
 }
 
-/* The device counts a tree over @p chunks leaves covers, "1, 2, 4 or 8", into @p buf. */
-static const char *tree_counts(int chunks, char *buf, size_t n)
-{
-        size_t at = 0;
-
-        buf[0] = '\0';
-        for (int d = 1; d <= chunks && at < n; d *= 2)
-                at += (size_t)snprintf(buf + at, n - at, "%s%d",
-                                       d == 1 ? "" : d == chunks ? " or " : ", ", d);
-        return buf;
-}
-
 /* A BatchNorm without synchronised statistics normalises each device's rows on their own. */
 static int unsynced_bn(const struct strata_config *c)
 {
@@ -67,7 +55,6 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
                            const struct strata_device_ops *dev, int world)
 {
         int chunks = c->strategy.chunks ? c->strategy.chunks : STRATA__CHUNKS_DEFAULT;
-        char counts[128];
 
         if (c->strategy.chunks < 0 || c->strategy.chunks > STRATA__CHUNKS_MAX ||
             (chunks & (chunks - 1)))
@@ -80,12 +67,11 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
                 return STRATA_OK;
         if (!st->invariant)
                 return strata__fail(STRATA_ENOTSUP, "invariant mode runs under single, ddp, "
-                                    "spawn and mpi, not %s", st->name);
-        if (chunks % world)
-                return strata__fail(STRATA_EINVAL, "invariant mode needs a device count "
-                                    "dividing the chunk count %d along its tree: %s; this job "
-                                    "has %d", chunks, tree_counts(chunks, counts,
-                                                                  sizeof(counts)), world);
+                                    "spawn, mpi, zero1 and zero2, not %s", st->name);
+        if (world > chunks)
+                return strata__fail(STRATA_EINVAL, "invariant mode: %d devices for %d chunks "
+                                    "would leave a device without rows; use at most %d "
+                                    "devices or more chunks (chunks)", world, chunks, chunks);
         if (strata__own_memory(dev))
                 return strata__fail(STRATA_ENOTSUP, "invariant mode combines chunks in host "
                                     "memory; the %s driver's gradients are on the device",

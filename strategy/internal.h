@@ -209,18 +209,20 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
 
 /** Most doubles of one device's metrics (strata__metrics_width()). */
-#define STRATA__METRICS_MAX 5
+#define STRATA__METRICS_MAX (2 + 3 * STRATA__BLOCKS_MAX)
 
 /**
- * Doubles of one device's metrics for model @p m: (loss, correct, rows), and with float
- * targets the summed squared and absolute errors after them.
+ * Doubles of one device's metrics under configuration @p c with @p world devices: (loss,
+ * correct, rows), and with float targets the summed squared and absolute errors after them;
+ * in invariant mode (correct, rows), then (loss, squared, absolute errors) of each of the
+ * most blocks a device holds, for the chunks' tree across devices.
  */
-int strata__metrics_width(const struct strata_model *m);
+int strata__metrics_width(const struct strata_config *c, int world);
 
 /** This process's devices' metrics, strata__metrics_width() doubles each, into @p v. */
 void strata__metrics_local(const struct strata_runtime *rt, double *v);
 
-/** *m from @p n devices' metrics @p v, summed in device order (m may be NULL). */
+/** *m from @p n devices' metrics @p v, summed in device order or by the chunks' tree. */
 void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
                          struct strata_metrics *m);
 

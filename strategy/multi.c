@@ -103,13 +103,23 @@ static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
         return strata_comm_all_reduce(m->dcomm, c->rank, buf, buf, n, STRATA_F32, STRATA_OP_SUM);
 }
 
-/* Invariant mode: the pairwise tree over devices, the top of the chunks' tree. */
+/*
+ * Invariant mode: the top of the chunks' tree across devices. Over a power of two of devices
+ * each holds one subtree and the pairwise tree over devices completes it; otherwise every
+ * device's blocks are gathered and each device completes the tree from them.
+ */
 static int tree_sum(const struct strata_step_ctx *c, float *buf, size_t n)
 {
         struct strata__multi *m = c->h;
+        const struct strata_chunks *ch = c->chunks;
 
-        return strata_comm_all_reduce(m->dcomm, c->rank, buf, buf, n, STRATA_F32,
-                                      STRATA_OP_SUM_TREE);
+        if (!ch || !ch->gathered)
+                return strata_comm_all_reduce(m->dcomm, c->rank, buf, buf, n, STRATA_F32,
+                                              STRATA_OP_SUM_TREE);
+        STRATA_TRY(strata_comm_all_gather(m->dcomm, c->rank, buf, ch->gathered,
+                                          (size_t)ch->blocks * n, STRATA_F32));
+        strata__chunks_combine(ch, n, buf);
+        return STRATA_OK;
 }
 
 static int barrier(const struct strata_step_ctx *c)

@@ -34,7 +34,8 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
  */
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st)
 {
-        if (st->shards_grads && c->train.accumulate <= 1 && !(c->train.clip_norm > 0.0f))
+        if (st->shards_grads && c->train.accumulate <= 1 && !(c->train.clip_norm > 0.0f) &&
+            !c->strategy.invariant) /* invariant: every device gets the whole gradient */
                 return STRATA__SHARD_GRADS;
         if (!st->shards_params)
                 return 0;
@@ -54,12 +55,17 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
         struct strata_trace *tr;
+        struct strata__chunk_plan cp;
         int world, rows, shards, hv = !strata__own_memory(drv);
         enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
         void *p;
 
         STRATA_TRY(strata__world(c, &world));
         rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
+        if (strata__chunks(c)) { /* invariant mode: whole chunks, rounded up */
+                strata__chunks_plan(strata__chunks(c), world, c->batch, &cp);
+                rows = cp.rows;
+        }
         shards = st->sharded ? world : 1; /* zero1, zero2, fsdp: state sharded over the world */
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
         STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
@@ -70,7 +76,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         }
         STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
                                           c->strategy.grad_allreduce, shards, shard_how(c, st),
-                                          strata__chunks(c) / world));
+                                          strata__chunks(c) ? &cp : NULL));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -105,7 +111,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
                                                   compute, c->strategy.grad_allreduce, shards,
-                                                  shard_how(c, st), strata__chunks(c) / world));
+                                                  shard_how(c, st), strata__chunks(c) ? &cp : NULL));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->strategy.devices,

@@ -44,7 +44,7 @@ static int layout(const struct strata_config *c, const struct strata_device_ops 
         int devices = c->strategy.devices;
         /* c->process.count: resolved by the runtime's plan (strata__world) */
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
-        int width = strata__metrics_width(c->model);
+        int width = strata__metrics_width(c, world);
         struct strata__procs *s;
         void *p, *pq = NULL, *st = NULL, *fp = NULL, *ck = NULL;
         size_t pcomm = 0;
@@ -166,7 +166,7 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
 static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 {
         struct strata__procs *s = procs_of(rt);
-        size_t per = (size_t)strata__metrics_width(rt->cfg.model) * (size_t)rt->nreplicas;
+        size_t per = (size_t)strata__metrics_width(&rt->cfg, rt->world) * (size_t)rt->nreplicas;
         double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES + 1];
 
         strata__metrics_local(rt, v);

@@ -15,7 +15,9 @@
  * only; the rest of its gradient vector keeps its local sums (backward's output and the
  * accumulation buffer). Clipping by norm needs the whole reduced gradient: zero2 then
  * all-gathers the reduced shards after backward, and every device sums the squares of the
- * same bits ddp does. Decision 0026.
+ * same bits ddp does. Decision 0026. In invariant mode (decision 0030) both stages take ddp's
+ * invariant backward (the chunks' tree gives every device the whole reduced gradient) and
+ * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
  *
  * States: zero1's are children of the process layer's (themselves ddp's: setup_environment
  * first joins the job's other processes, if any; setup also assigns the shards by global rank;
@@ -172,9 +174,14 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         return STRATA_OK;
 }
 
+/* In invariant mode every device gets the chunks' tree's whole gradient: zero1's backward. */
 static int zero2_backward(void *obj, int state, int event, void *arg)
 {
+        const struct strata_runtime *rt = obj;
+
         (void)state;
+        if (rt->cfg.strategy.invariant)
+                return STRATA_SM_PARENT;
         return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
@@ -224,6 +231,7 @@ const struct strata__strategy strata__zero1 = {
         .handles_gradient_accumulation = 1,
         .all_reduces_gradients = 1,
         .sharded = 1,
+        .invariant = 1,
 };
 
 /* Its buckets are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
@@ -241,4 +249,5 @@ const struct strata__strategy strata__zero2 = {
         .handles_gradient_accumulation = 1,
         .sharded = 1,
         .shards_grads = 1,
+        .invariant = 1,
 };

@@ -80,7 +80,8 @@ struct strata_module_shape {
         /**
          * Non-zero: its rows are not independent (statistics over the batch, as BatchNorm's).
          * In invariant mode (strata_config strategy.invariant) such a module is called once
-         * over a device's rows and combines its per-chunk sums itself (c->chunks); a module
+         * over a device's rows, combines its per-chunk sums itself (c->chunks) and across
+         * devices (c->all_sum): its parameter gradients are the global batch's; a module
          * with 0 is called once per chunk, and may then keep no aux_fixed values.
          */
         int batch_stats;

@@ -1,8 +1,8 @@
 /*
- * Invariant mode across processes and through strata-train: one device, 1x4 (ddp), 4x1 and
- * 2x1 (spawn) and 2x2 (mpi, where Open MPI is installed) processes x devices train the same
- * weights to the bit; a run checkpointed on 4 devices and resumed on 2 ends where the
- * uninterrupted single run does.
+ * Invariant mode across processes and through strata-train: one device, 1x4 and 1x3 (ddp),
+ * 4x1, 3x1 and 2x1 (spawn), 2x3 (zero1), and 2x2 and 3x2 (mpi, where Open MPI is installed)
+ * processes x devices train the same weights to the bit; a run checkpointed on 4 devices, resumed on 2,
+ * then on 3 processes, ends where the uninterrupted single run does.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -36,6 +36,13 @@ static void train(const char *dir, const char *name, const char *launch, const c
         cli_train_export(launch, a, dir, name);
 }
 
+/* A layout's run, the same bits as the one-device run "one". */
+static void as_one(const char *dir, const char *name, const char *launch, const char *args)
+{
+        train(dir, name, launch, args);
+        cli_same_files(dir, "one", name);
+}
+
 Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
 {
         char dir[256];
@@ -43,33 +50,36 @@ Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
         serial();
         cli_mkdtemp(dir, sizeof(dir), "invprocs");
         train(dir, "one", "", "--epochs 1 --strategy single --devices 1");
-        train(dir, "ddp1x4", "", "--epochs 1 --strategy ddp --devices 4");
-        cli_same_files(dir, "one", "ddp1x4");
-        train(dir, "spawn4x1", "", "--epochs 1 --strategy spawn --devices 4");
-        cli_same_files(dir, "one", "spawn4x1");
-        train(dir, "spawn2x1", "", "--epochs 1 --strategy spawn --devices 2");
-        cli_same_files(dir, "one", "spawn2x1");
+        as_one(dir, "ddp1x4", "", "--epochs 1 --strategy ddp --devices 4");
+        as_one(dir, "spawn4x1", "", "--epochs 1 --strategy spawn --devices 4");
+        as_one(dir, "spawn2x1", "", "--epochs 1 --strategy spawn --devices 2");
+        as_one(dir, "ddp1x3", "", "--epochs 1 --strategy ddp --devices 3");
+        as_one(dir, "spawn3x1", "", "--epochs 1 --strategy spawn --devices 3");
+        as_one(dir, "zero2x3", "", "--epochs 1 --strategy zero1 --processes 2 --devices 3");
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
             cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
-                train(dir, "mpi2x2", MPIRUN "-np 2 ", "--epochs 1 --strategy mpi --devices 2");
-                cli_same_files(dir, "one", "mpi2x2");
+                as_one(dir, "mpi2x2", MPIRUN "-np 2 ", "--epochs 1 --strategy mpi --devices 2");
+                as_one(dir, "mpi3x2", MPIRUN "-np 3 ", "--epochs 1 --strategy mpi --devices 2");
         } else {
-                cr_log_warn("mpirun or libstrata-mpi.so missing: the 2x2 layout not run");
+                cr_log_warn("mpirun or libstrata-mpi.so missing: the 2x2 and 3x2 layouts not run");
         }
         cli_rmtree(dir);
 }
 
 Test(invariant_processes, resume_at_another_device_count, .timeout = 480)
 {
-        char dir[256], args[512];
+        char dir[256], args[768];
 
         serial();
         cli_mkdtemp(dir, sizeof(dir), "invresume");
-        train(dir, "straight", "", "--epochs 2 --strategy single --devices 1");
+        train(dir, "straight", "", "--epochs 3 --strategy single --devices 1");
         snprintf(args, sizeof(args), "--epochs 1 --strategy ddp --devices 4 --ckpt-dir %s/ck",
                  dir);
         train(dir, "first", "", args);
-        snprintf(args, sizeof(args), "--epochs 2 --strategy ddp --devices 2 --resume %s/ck",
+        snprintf(args, sizeof(args), "--epochs 2 --strategy ddp --devices 2 --resume %s/ck "
+                 "--ckpt-dir %s/ck", dir, dir);
+        train(dir, "second", "", args);
+        snprintf(args, sizeof(args), "--epochs 3 --strategy spawn --devices 3 --resume %s/ck",
                  dir);
         train(dir, "resumed", "", args);
         cli_same_files(dir, "straight", "resumed");

@@ -103,16 +103,22 @@ Test(no_heap_training, fsdp)
         no_heap(STRATA_STRATEGY_FSDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
 }
 
-/* Invariant mode: chunk GEMMs, the pairwise tree's slots and the tree all-reduce, planned. */
+/*
+ * Invariant mode: chunk GEMMs, the pairwise tree's slots and the tree all-reduce, planned;
+ * on 3 devices the gathered blocks, and zero1's sharded state.
+ */
 Test(no_heap_training, invariant)
 {
         struct rig r;
 
-        for (int n = 2; n <= 4; n += 2) {
+        for (int n = 2; n <= 4; n++) {
                 rig_init(&r, 1);
                 r.cfg.strategy.invariant = 1;
                 no_heap_rig(&r, STRATA_STRATEGY_DDP, n, n == 4, STRATA_PRECISION_32, STRATA_F32);
         }
+        rig_init(&r, 1);
+        r.cfg.strategy.invariant = 1;
+        no_heap_rig(&r, STRATA_STRATEGY_ZERO1, 3, 1, STRATA_PRECISION_32, STRATA_F32);
         rig_init(&r, 1);
         r.cfg.strategy.invariant = 1;
         no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
