@@ -10,6 +10,7 @@
 
 #include "strata/status.h"
 #include "arch/reduce.h"
+#include "kernel/philox.h"
 #include "nn/replica.h"
 
 /* a[i] = a[i] + b[i]: the one addition of the tree, the same one the communicator's makes. */
@@ -75,15 +76,23 @@ void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_
 }
 
 void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, float **sum)
+                        void *arg, int pairs, float **sum)
 {
         const struct strata_chunks *ch = c->chunks;
         int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
 
         for (int j = 0; j < ch->n; j++) {
-                leaf(arg, ch->lo[j], ch->lo[j + 1] - ch->lo[j], ch->tree + (size_t)top * n);
-                at[top] = ch->c0 + j;
-                size[top++] = 1;
+                int rows = ch->lo[j + 1] - ch->lo[j];
+
+                if (pairs && top > 0 && size[top - 1] == 1 && !is_right(at[top - 1], 1)) {
+                        /* the right sibling of the leaf on top: onto it */
+                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)(top - 1) * n, 1);
+                        size[top - 1] = 2;
+                } else {
+                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)top * n, 0);
+                        at[top] = ch->c0 + j;
+                        size[top++] = 1;
+                }
                 while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
                                                                                size[top - 2])) {
                         add(ch->tree + (size_t)(top - 2) * n, ch->tree + (size_t)(top - 1) * n, n);
@@ -92,6 +101,13 @@ void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk
                 }
         }
         *sum = ch->tree; /* the device's blocks, one after the other */
+}
+
+void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *dy, int rows,
+                                 int cols, float *db)
+{
+        c->k->col_sums(dy, rows, cols, c->chunks->spare, 0);
+        add(db, c->chunks->spare, (size_t)cols);
 }
 
 /* Which device's range holds chunk @p c. */
@@ -228,8 +244,11 @@ struct bwd {
         float *aux;
 };
 
-/* Chunk [lo, lo + rows): its input gradient in place, its parameter gradients into @p out. */
-static void bwd_leaf(void *arg, int lo, int rows, float *out)
+/*
+ * Chunk [lo, lo + rows): its input gradient in place, its parameter gradients into @p out
+ * (onto what it holds, with @p onto).
+ */
+static void bwd_leaf(void *arg, int lo, int rows, float *out, int onto)
 {
         struct bwd *b = arg;
         struct strata_layer *l = b->l;
@@ -237,7 +256,7 @@ static void bwd_leaf(void *arg, int lo, int rows, float *out)
         b->c.row0 = b->c.chunks->row0 + lo;
         l->aux = b->aux ? b->aux + (size_t)lo * l->naux_per_row : NULL;
         l->grad = out;
-        l->grad_fresh = 1;
+        l->grad_fresh = !onto;
         if (l->failed != STRATA_OK)
                 return;
         l->desc->ops->backward(l, &b->c, (const float *)((const char *)b->x +
@@ -263,6 +282,57 @@ static int fold(struct strata__replica *r, struct strata_layer *l, const struct 
         return STRATA_OK;
 }
 
+/* Random values in [-1/2, 1/2) into @p p: the probe's rows. */
+static void fill(float *p, size_t n, uint64_t stream)
+{
+        for (size_t i = 0; i < n; i++)
+                p[i] = strata__uniform_at(0x5eed, stream, i) - 0.5f;
+}
+
+/*
+ * Whether a Linear's backward computes a chunk onto its left sibling's sum with the same bits
+ * as computing it apart and adding: its bias sum does by construction
+ * (strata__chunks_add_col_sums), its weight gradient when the GEMM adds its product to C
+ * with one rounding (beta = 1 over one block of k, which the BLAS's blocking decides). Probed
+ * once per layer, on two chunks of random rows of the layer's chunk size, with the tree's
+ * scratch: the rows in slot 0, the two ways into slot 1 and the batch_stats slot.
+ */
+static int probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c)
+{
+        const struct strata_chunks *ch = c->chunks;
+        struct strata_step_ctx cc = *c;
+        size_t in = (size_t)l->in, out = (size_t)l->out, rows = 0;
+        float *x0 = ch->tree, *x1, *dy;
+        float *apart = ch->tree + ch->slot, *onto = ch->out, *grad = l->grad;
+        int fresh = l->grad_fresh, same;
+
+        for (int j = 0; j < ch->n; j++) /* the largest chunk: the most k of one GEMM */
+                rows = (size_t)(ch->lo[j + 1] - ch->lo[j]) > rows ? (size_t)(ch->lo[j + 1] -
+                                                                            ch->lo[j]) : rows;
+        x1 = x0 + rows * in;
+        dy = x1 + rows * in;
+        if (l->desc->ops != &strata_linear || c->x_type != STRATA_F32 || ch->n < 2 || !rows ||
+            rows * (2 * in + out) > ch->slot || ch->levels < 2)
+                return 0;
+        fill(x0, rows * in, 1);
+        fill(x1, rows * in, 2);
+        fill(dy, rows * out, 3);
+        cc.x_type = STRATA_F32;
+        l->grad_fresh = 1;
+        l->grad = apart;
+        l->desc->ops->backward(l, &cc, x0, NULL, dy, NULL, (int)rows);
+        l->grad = onto;
+        l->desc->ops->backward(l, &cc, x1, NULL, dy, NULL, (int)rows);
+        add(apart, onto, l->nparam);
+        l->desc->ops->backward(l, &cc, x0, NULL, dy, NULL, (int)rows);
+        l->grad_fresh = 0;
+        l->desc->ops->backward(l, &cc, x1, NULL, dy, NULL, (int)rows);
+        same = memcmp(apart, onto, l->nparam * sizeof(float)) == 0;
+        l->grad = grad;
+        l->grad_fresh = fresh;
+        return same;
+}
+
 int strata__chunks_backward(struct strata__replica *r, struct strata_layer *l,
                             const struct strata_step_ctx *c, const void *x, const float *dy,
                             float *dx)
@@ -278,9 +348,11 @@ int strata__chunks_backward(struct strata__replica *r, struct strata_layer *l,
         } else if (!l->nparam) {
                 for (int j = 0; j < r->chunks.n; j++)
                         bwd_leaf(&b, r->chunks.lo[j], r->chunks.lo[j + 1] - r->chunks.lo[j],
-                                 NULL);
+                                 NULL, 0);
         } else {
-                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, &sum);
+                if (!r->pairs[l->index])
+                        r->pairs[l->index] = probe_pairs(l, c) ? 1 : -1;
+                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, r->pairs[l->index] > 0, &sum);
         }
         l->aux = b.aux;
         l->grad = grad;

@@ -114,7 +114,10 @@ static void linear_backward(struct strata_layer *l, const struct strata_step_ctx
                                                              .ldb = l->in, .bt = c->x_type,
                                                              .c = dw, .ldc = l->in },
                                    c->lp_scratch);
-        c->k->col_sums(dy, rows, l->out, db, !l->grad_fresh);
+        if (c->chunks && !l->grad_fresh) /* invariant mode: onto a sibling chunk's sum */
+                strata__chunks_add_col_sums(c, dy, rows, l->out, db);
+        else
+                c->k->col_sums(dy, rows, l->out, db, !l->grad_fresh);
         if (dx)
                 strata_gemm(c, 0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in,
                             0.0f, dx, l->in);
@@ -322,18 +325,20 @@ struct bn_chunk {
         const float *x, *center, *dy, *xhat;
 };
 
-static void bn_stats_leaf(void *arg, int lo, int rows, float *out)
+static void bn_stats_leaf(void *arg, int lo, int rows, float *out, int onto)
 {
         const struct bn_chunk *b = arg;
 
+        (void)onto; /* never asked: no pairs */
         b->d->col_stats(b->x + (size_t)lo * b->l->in, rows, b->l->in, b->center, out);
 }
 
-static void bn_sums_leaf(void *arg, int lo, int rows, float *out)
+static void bn_sums_leaf(void *arg, int lo, int rows, float *out, int onto)
 {
         const struct bn_chunk *b = arg;
         size_t at = (size_t)lo * b->l->in;
 
+        (void)onto;
         /* the parameter gradients written here are replaced by the tree's sums */
         b->d->bn_grad_sums(b->dy + at, b->xhat + at, out, b->l->grad, b->l->grad + b->l->in,
                            rows, b->l->in, 1);
@@ -345,7 +350,7 @@ static int bn_tree(struct strata_layer *l, const struct strata_step_ctx *c,
 {
         float *s;
 
-        strata__chunks_sum(c, n, leaf, b, &s);
+        strata__chunks_sum(c, n, leaf, b, 0, &s);
         STRATA_TRY(bn_sum(l, c, s, n)); /* the device's blocks in, the total out */
         c->k->copy(dst, s, n);
         return STRATA_OK;

@@ -170,11 +170,11 @@ static void layer_vectors(struct strata__replica *r, struct strata_layer *l, siz
 /*
  * Invariant mode: the pairwise tree keeps at most cp->levels partial sums at once, and a
  * batch_stats module's gradients one slot more; a slot holds the largest layer. Where blocks
- * are gathered, every device's cp->blocks slots too.
+ * are gathered, every device's cp->blocks slots too; and a row of the widest layer.
  */
 static int layout_chunks(struct strata__replica *r, struct strata_arena *a,
                          struct strata_arena *d, const struct strata__chunk_plan *cp,
-                         size_t lmax)
+                         size_t lmax, int width)
 {
         size_t n, g = 0;
         void *p;
@@ -185,6 +185,11 @@ static int layout_chunks(struct strata__replica *r, struct strata_arena *a,
         r->chunks.lo = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)r->nlayers, 0, &p));
         r->batch_stats = p;
+        STRATA_TRY(strata_arena_alloc(a, (size_t)r->nlayers, 0, &p));
+        r->pairs = p;
+        if (p)
+                memset(p, 0, (size_t)r->nlayers);
+        STRATA_TRY(alloc_f(d, (size_t)width, &r->chunks.spare));
         r->chunks.n = cp->per;
         r->chunks.levels = cp->levels;
         r->chunks.blocks = cp->blocks;
@@ -297,7 +302,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 r->grad_stage = p;
         }
         STRATA_TRY(alloc_f(d, r->nopt, &r->opt_state));
-        STRATA_TRY(layout_chunks(r, a, d, chunks, lmax));
+        STRATA_TRY(layout_chunks(r, a, d, chunks, lmax, width));
         in = m->in_features;
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */

@@ -41,6 +41,7 @@ struct strata_chunks {
         float *tree;                    /* levels slots of @c slot floats: partial sums */
         float *out;                     /* one more slot: a batch_stats module's gradients */
         float *gathered;                /* D not a power of two: world x blocks slots, else NULL */
+        float *spare;                   /* a row of the widest layer: a chunk's column sums */
         size_t slot;                    /* floats of a slot (the largest layer's parameters) */
         int levels;                     /* most partial sums pending at once */
         double loss[STRATA__BLOCKS_MAX][3]; /* each block's loss, squared and absolute errors */
@@ -74,17 +75,29 @@ void strata__chunks_combine(const struct strata_chunks *ch, size_t n, float *buf
 double strata__chunks_total(const double *v, int w, int at, int k, int j, int chunks,
                             int world, int blocks);
 
-/** A chunk's share of a sum: @p n floats into @p out for the device's rows [lo, lo + rows). */
-typedef void (*strata__chunk_fn)(void *arg, int lo, int rows, float *out);
+/**
+ * A chunk's share of a sum: @p n floats into @p out for the device's rows [lo, lo + rows);
+ * with @p onto, added onto what @p out holds with one rounding per element.
+ */
+typedef void (*strata__chunk_fn)(void *arg, int lo, int rows, float *out, int onto);
 
 /**
  * Invariant mode: the pairwise tree over the device's chunks (c->chunks) of what @p leaf
  * writes for each (@p n floats, at most a slot); *sum points at the device's blocks (n floats
  * each, one after the other), in the tree's scratch until the next call. Not summed across
- * devices: c->all_sum does that, leaving the total in (*sum)[0, n).
+ * devices: c->all_sum does that, leaving the total in (*sum)[0, n). With @p pairs, a chunk
+ * that is its left neighbour's sibling is computed onto that one's value (@p leaf's onto),
+ * the same bits as computing it apart and adding, in one pass fewer.
  */
 void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, float **sum);
+                        void *arg, int pairs, float **sum);
+
+/**
+ * Invariant mode, a Linear's chunk computed onto its left sibling's sum: @p db += the column
+ * sums of @p dy (@p rows x @p cols) with one rounding per element, as the tree adds.
+ */
+void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *dy, int rows,
+                                 int cols, float *db);
 
 /**
  * Invariant mode: the chunks of replica @p r (global rank @p g of @p world devices) for a
@@ -158,6 +171,8 @@ struct strata__replica {
         struct strata_arena arena;
         struct strata_chunks chunks; /* invariant mode (chunks.n > 0) */
         unsigned char *batch_stats;  /* invariant mode: each layer's shape.batch_stats */
+        signed char *pairs;          /* invariant mode: 1 a layer adds a chunk onto its left
+                                      * sibling's sum exactly (probed), -1 not, 0 not yet */
 };
 
 /** Where a replica's memory comes from (planning arenas only count). */

@@ -160,10 +160,10 @@ struct strata_config_process {
  *   model, the seed and the global batch, not on the device count or the processes. The
  *   batch is cut into strategy.chunks fixed chunks (a power of two, 1..256; 0 = 8), each
  *   computed with the same kernel shapes wherever it runs, and chunks are combined in one
- *   balanced pairwise tree (inside a device, then across devices: STRATA_OP_SUM_TREE). Runs
- *   under single, ddp, spawn and mpi on a device count (every process's) that divides the
- *   chunk count (1, 2, 4, 8 for 8 chunks), in host memory, with synchronised BatchNorm;
- *   anything else is refused with the reason. Checkpoints then resume bitwise on any of them.
+ *   balanced pairwise tree over chunk indices (inside a device, then across devices). Runs
+ *   under single, ddp, spawn, mpi, zero1 and zero2 on any device count (every process's)
+ *   up to the chunk count, in host memory, with synchronised BatchNorm; anything else is
+ *   refused with the reason. Checkpoints then resume bitwise on any of them.
  * - train.allow_nonfinite: 1: gradients are not checked and a step whose loss is NaN or
  *   infinite returns STRATA_OK (default 0: a NaN or infinite gradient, found and agreed by
  *   every device before the update, refuses the step, and a non-finite loss ends it, both
