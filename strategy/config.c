@@ -67,7 +67,7 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
                 return STRATA_OK;
         if (!st->invariant)
                 return strata__fail(STRATA_ENOTSUP, "invariant mode runs under single, ddp, "
-                                    "spawn, mpi, zero1 and zero2, not %s", st->name);
+                                    "spawn, mpi, zero1, zero2 and fsdp, not %s", st->name);
         if (world > chunks)
                 return strata__fail(STRATA_EINVAL, "invariant mode: %d devices for %d chunks "
                                     "would leave a device without rows; use at most %d "

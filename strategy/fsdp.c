@@ -16,7 +16,8 @@
  * buffer, or to a whole local vector where accumulation micro-batches sum there (no_sync) or
  * clipping by norm gathers every reduced shard to take ddp's sum of squares. The update is
  * elementwise on the shard. Every device issues the same collectives in the same order.
- * Decision 0028.
+ * Decision 0028. In invariant mode (decision 0030) the chunks' tree gives every device each
+ * layer's whole reduced gradient, every micro-batch, and the device keeps its shard's part.
  *
  * States: children of the process layer's (themselves ddp's): setup_environment first joins
  * the job's other processes, if any; connect initialises each layer into the layer buffer,
@@ -97,10 +98,32 @@ static int fsdp_connect(void *obj, int state, int event, void *arg)
         return strata__multi_post(obj, event, arg, init_dev, 0);
 }
 
-/* An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer. */
+/*
+ * Invariant mode: the chunks' tree has left layer @p layer's whole reduced gradient on every
+ * device (decision 0030); the device keeps its shard's part.
+ */
+static int keep_layer(void *h, struct strata__replica *r, int layer)
+{
+        size_t lo = strata__replica_param_offset(r, layer), hi = lo + r->layers[layer].nparam;
+        size_t a = lo > r->shard_lo ? lo : r->shard_lo;
+        size_t b = hi < r->shard_lo + r->shard_len ? hi : r->shard_lo + r->shard_len;
+
+        (void)h;
+        if (a < b)
+                r->k->copy(r->grads + (a - r->shard_lo), r->layers[layer].grad + (a - lo), b - a);
+        return STRATA_OK;
+}
+
+/*
+ * An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer
+ * (in invariant mode the tree has, every micro-batch: the shard's part is kept).
+ */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        return strata__multi_backward(rt, dev, m->args->sync ? strata__reduce_layer : NULL);
+        if (!m->args->sync)
+                return strata__multi_backward(rt, dev, NULL);
+        return strata__multi_backward(rt, dev, rt->cfg.strategy.invariant ? keep_layer
+                                                                          : strata__reduce_layer);
 }
 
 static int fsdp_backward(void *obj, int state, int event, void *arg)
@@ -170,4 +193,5 @@ const struct strata__strategy strata__fsdp = {
         .handles_gradient_accumulation = 1,
         .sharded = 1,
         .shards_params = 1,
+        .invariant = 1,
 };

@@ -111,7 +111,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 }
                 STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
                                                   compute, c->strategy.grad_allreduce, shards,
-                                                  shard_how(c, st), strata__chunks(c) ? &cp : NULL));
+                                                  shard_how(c, st),
+                                                  strata__chunks(c) ? &cp : NULL));
                 r->arena = child;
         }
         STRATA_TRY(strata_trace_layout(a, c->strategy.devices,

@@ -3,8 +3,8 @@
  * (threads oversubscribed on this machine; 3, 5, 6 and 7 hold uneven shares of the 8 chunks)
  * and on the single strategy gives bitwise the same parameters, training losses and
  * evaluation, for SGD with momentum, AdamW, synchronised BatchNorm with dropout,
- * accumulation, clipping by norm and by value, and bf16-mixed, and so do zero1 and zero2 on
- * 3 and 4 devices; a checkpoint written on 4
+ * accumulation, clipping by norm and by value, and bf16-mixed, and so do zero1, zero2 and
+ * fsdp on 3 and 4 devices; a checkpoint written on 4
  * devices resumes on 2, then on 3, then on 8, bitwise the uninterrupted single run; more
  * devices than chunks, and strategies and options it does not run with, are refused with
  * the reason.
@@ -107,19 +107,49 @@ static void steps(struct strata_runtime *rt, int from, int to, struct result *o)
         }
 }
 
-/* The parameters and an evaluation on other rows, then teardown. */
-static void finish(struct strata_runtime *rt, struct result *o)
+/* fsdp's parameters: each device's shard of each group, where it owns one. */
+static void shards(struct strata_runtime *rt, int devices, struct result *o)
+{
+        struct strata_param p;
+        int groups;
+
+        cr_assert_eq(strata_parameter_count(rt, &groups), STRATA_OK);
+        o->n = 0;
+        for (int d = 0; d < devices; d++)
+                for (int g = 0; g < groups; g++) {
+                        cr_assert_eq(strata_parameter(rt, d, g, &p), STRATA_OK);
+                        if (!p.grad || p.shard_hi <= p.shard_lo)
+                                continue;
+                        cr_assert_leq(p.offset + p.shard_hi, MAXP);
+                        memcpy(o->p + p.offset + p.shard_lo, p.value,
+                               (p.shard_hi - p.shard_lo) * sizeof(float));
+                        if (p.offset + p.shard_hi > o->n)
+                                o->n = p.offset + p.shard_hi;
+                }
+}
+
+/* The parameters (fsdp on @p fsdp devices: from their shards), an evaluation, teardown. */
+static void finish_as(struct strata_runtime *rt, int fsdp, struct result *o)
 {
         struct strata_batch b;
         const float *p;
 
-        cr_assert_eq(strata_parameters(rt, 0, &p, &o->n), STRATA_OK);
-        cr_assert_leq(o->n, MAXP);
-        memcpy(o->p, p, o->n * sizeof(float));
+        if (fsdp) {
+                shards(rt, fsdp, o);
+        } else {
+                cr_assert_eq(strata_parameters(rt, 0, &p, &o->n), STRATA_OK);
+                cr_assert_leq(o->n, MAXP);
+                memcpy(o->p, p, o->n * sizeof(float));
+        }
         strata_loader_reset(&loader, order + 256, 64);
         cr_assert(strata_loader_next(&loader, &b));
         cr_assert_eq(strata_eval_step(rt, &b, &o->eval), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+static void finish(struct strata_runtime *rt, struct result *o)
+{
+        finish_as(rt, 0, o);
 }
 
 static struct strata_runtime *open_rt(const struct strata_config *c)
@@ -137,7 +167,7 @@ static void run(const struct strata_config *c, int n, struct result *o)
 
         memset(o, 0, sizeof(*o));
         steps(rt, 0, n, o);
-        finish(rt, o);
+        finish_as(rt, c->strategy.kind == STRATA_STRATEGY_FSDP ? c->strategy.devices : 0, o);
 }
 
 static void same(const struct result *a, const struct result *ref, int n, const char *what)
@@ -179,6 +209,10 @@ static void invariant(const struct setup *s)
                 same(&got, &ref, STEPS, what);
                 snprintf(what, sizeof(what), "zero2 on %d devices", d);
                 c = cfg_of(s, STRATA_STRATEGY_ZERO2, d);
+                run(&c, STEPS, &got);
+                same(&got, &ref, STEPS, what);
+                snprintf(what, sizeof(what), "fsdp on %d devices", d);
+                c = cfg_of(s, STRATA_STRATEGY_FSDP, d);
                 run(&c, STEPS, &got);
                 same(&got, &ref, STEPS, what);
         }
@@ -302,8 +336,6 @@ Test(invariant, refused_where_not_built, .timeout = 60)
         c = cfg_of(&s, STRATA_STRATEGY_DP, 2);
         cr_assert_eq(strata_patch_replication_callback(&c), STRATA_OK);
         refused(&c, STRATA_ENOTSUP, "not dp");
-        c = cfg_of(&s, STRATA_STRATEGY_FSDP, 2);
-        refused(&c, STRATA_ENOTSUP, "not fsdp");
         c = cfg_of(&s, STRATA_STRATEGY_DDP, 2);
         c.strategy.sync_bn = 0;
         refused(&c, STRATA_EINVAL, "synchronised BatchNorm");

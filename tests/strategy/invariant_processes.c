@@ -1,8 +1,8 @@
 /*
  * Invariant mode across processes and through strata-train: one device, 1x4 and 1x3 (ddp),
- * 4x1, 3x1 and 2x1 (spawn), 2x3 (zero1), and 2x2 and 3x2 (mpi, where Open MPI is installed)
- * processes x devices train the same weights to the bit; a run checkpointed on 4 devices, resumed on 2,
- * then on 3 processes, ends where the uninterrupted single run does.
+ * 4x1, 3x1 and 2x1 (spawn), 2x3 (zero1), 3x1 (fsdp), and 2x2 and 3x2 (mpi, where Open MPI
+ * is installed) processes x devices train the same weights to the bit; a run checkpointed on
+ * 4 devices, resumed on 2, then on 3 processes, ends where the uninterrupted single run does.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -56,6 +56,7 @@ Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
         as_one(dir, "ddp1x3", "", "--epochs 1 --strategy ddp --devices 3");
         as_one(dir, "spawn3x1", "", "--epochs 1 --strategy spawn --devices 3");
         as_one(dir, "zero2x3", "", "--epochs 1 --strategy zero1 --processes 2 --devices 3");
+        as_one(dir, "fsdp3x1", "", "--epochs 1 --strategy fsdp --processes 3 --devices 1");
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
             cli_sh("command -v mpirun", out, sizeof(out)) == 0) {
                 as_one(dir, "mpi2x2", MPIRUN "-np 2 ", "--epochs 1 --strategy mpi --devices 2");

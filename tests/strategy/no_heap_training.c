@@ -105,7 +105,7 @@ Test(no_heap_training, fsdp)
 
 /*
  * Invariant mode: chunk GEMMs, the pairwise tree's slots and the tree all-reduce, planned;
- * on 3 devices the gathered blocks, and zero1's sharded state.
+ * on 3 devices the gathered blocks, zero1's sharded state and fsdp's sharded parameters.
  */
 Test(no_heap_training, invariant)
 {
@@ -119,6 +119,9 @@ Test(no_heap_training, invariant)
         rig_init(&r, 1);
         r.cfg.strategy.invariant = 1;
         no_heap_rig(&r, STRATA_STRATEGY_ZERO1, 3, 1, STRATA_PRECISION_32, STRATA_F32);
+        rig_init(&r, 1);
+        r.cfg.strategy.invariant = 1;
+        no_heap_rig(&r, STRATA_STRATEGY_FSDP, 3, 0, STRATA_PRECISION_32, STRATA_F32);
         rig_init(&r, 1);
         r.cfg.strategy.invariant = 1;
         no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
