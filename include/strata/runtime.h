@@ -161,7 +161,7 @@ struct strata_config_process {
  *   batch is cut into strategy.chunks fixed chunks (a power of two, 1..256; 0 = 8), each
  *   computed with the same kernel shapes wherever it runs, and chunks are combined in one
  *   balanced pairwise tree over chunk indices (inside a device, then across devices). Runs
- *   under single, ddp, spawn, mpi, zero1 and zero2 on any device count (every process's)
+ *   under single, ddp, spawn, mpi, zero1, zero2 and fsdp on any device count (every process's)
  *   up to the chunk count, in host memory, with synchronised BatchNorm; anything else is
  *   refused with the reason. Checkpoints then resume bitwise on any of them.
  * - train.allow_nonfinite: 1: gradients are not checked and a step whose loss is NaN or

@@ -56,7 +56,7 @@ void usage(FILE *f)
                 "                      Open MPI's, so results are not bitwise reproducible)\n"
                 "  --invariant         the same bits on any device count: the batch cut into\n"
                 "                      --chunks C fixed chunks (default 8) summed by one tree;\n"
-                "                      single, ddp, spawn, mpi on 1, 2, 4 ... C devices in all\n"
+                "                      every strategy but dp, on 1 to C devices in all\n"
                 "  --accelerator cpu|cuda (default cpu; cuda defaults to single, and dp/ddp run\n"
                 "                 --devices logical devices over the GPUs, device d on GPU d mod count)\n"
                 "  --tf32              CUDA GEMMs may use TF32 tensor cores\n"
