@@ -179,10 +179,11 @@ static void add_doubles(void *arg, int into, int from)
 double strata__chunks_total(const double *v, int w, int at, int k, int j, int chunks,
                             int world, int blocks)
 {
-        double tmp[STRATA__BLOCKS_MAX * STRATA__CHUNKS_MAX]; /* the values, added in place */
+        /* the values, added in place: world x blocks <= world x ceil(C / world) <= 2 C */
+        double tmp[2 * STRATA__CHUNKS_MAX];
 
-        if (world > STRATA__CHUNKS_MAX || blocks > STRATA__BLOCKS_MAX)
-                return 0.0; /* refused at init: never that many */
+        if (world < 1 || blocks < 1 || (long)world * blocks > 2 * STRATA__CHUNKS_MAX)
+                return 0.0; /* never: world <= chunks <= STRATA__CHUNKS_MAX at init */
         for (int g = 0; g < world; g++)
                 for (int b = 0; b < blocks; b++)
                         tmp[g * blocks + b] = v[g * w + at + b * k + j];
@@ -290,12 +291,12 @@ static void fill(float *p, size_t n, uint64_t stream)
 }
 
 /*
- * Whether a Linear's backward computes a chunk onto its left sibling's sum with the same bits
- * as computing it apart and adding: its bias sum does by construction
- * (strata__chunks_add_col_sums), its weight gradient when the GEMM adds its product to C
- * with one rounding (beta = 1 over one block of k, which the BLAS's blocking decides). Probed
- * once per layer, on two chunks of random rows of the layer's chunk size, with the tree's
- * scratch: the rows in slot 0, the two ways into slot 1 and the batch_stats slot.
+ * Whether a Linear's backward (the replica marks them) computes a chunk onto its left
+ * sibling's sum with the same bits as computing it apart and adding: its bias sum does by
+ * construction (strata__chunks_add_col_sums), its weight gradient when the GEMM adds its
+ * product to C with one rounding (beta = 1 over one block of k, which the BLAS's blocking
+ * decides). Probed once per layer, on two chunks of random rows of its largest chunk, in the
+ * tree's scratch: the rows in slot 0, the two ways into slot 1 and the batch_stats slot.
  */
 static int probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c)
 {
@@ -311,7 +312,7 @@ static int probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c)
                                                                             ch->lo[j]) : rows;
         x1 = x0 + rows * in;
         dy = x1 + rows * in;
-        if (l->desc->ops != &strata_linear || c->x_type != STRATA_F32 || ch->n < 2 || !rows ||
+        if (c->x_type != STRATA_F32 || ch->n < 2 || !rows ||
             rows * (2 * in + out) > ch->slot || ch->levels < 2)
                 return 0;
         fill(x0, rows * in, 1);

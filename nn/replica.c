@@ -187,8 +187,6 @@ static int layout_chunks(struct strata__replica *r, struct strata_arena *a,
         r->batch_stats = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)r->nlayers, 0, &p));
         r->pairs = p;
-        if (p)
-                memset(p, 0, (size_t)r->nlayers);
         STRATA_TRY(alloc_f(d, (size_t)width, &r->chunks.spare));
         r->chunks.n = cp->per;
         r->chunks.levels = cp->levels;
@@ -324,6 +322,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                         r->ytype[i] = yt;
                         if (r->batch_stats)
                                 r->batch_stats[i] = s.batch_stats != 0;
+                        if (r->pairs) /* a Linear's chunks may pair: probed at its backward */
+                                r->pairs[i] = m->modules[i].ops == &strata_linear ? 0 : -1;
                         layer_vectors(r, l, off);
                 }
                 off += s.params;

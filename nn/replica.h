@@ -172,7 +172,8 @@ struct strata__replica {
         struct strata_chunks chunks; /* invariant mode (chunks.n > 0) */
         unsigned char *batch_stats;  /* invariant mode: each layer's shape.batch_stats */
         signed char *pairs;          /* invariant mode: 1 a layer adds a chunk onto its left
-                                      * sibling's sum exactly (probed), -1 not, 0 not yet */
+                                      * sibling's sum exactly (probed), -1 not, 0 a Linear
+                                      * not probed yet */
 };
 
 /** Where a replica's memory comes from (planning arenas only count). */
