@@ -2,9 +2,11 @@
  * Invariant mode's passes over one device's canonical chunks (struct strata_chunks,
  * nn/replica.h): a module whose rows are independent runs once per chunk, so every GEMM and
  * every sum over rows has the chunk's shape on any device count; parameter gradients, loss
- * sums and a batch_stats module's sums are combined by one pairwise tree over the chunks,
- * whose top the devices complete with the communicator's pairwise-tree sum. The tree's
- * partial sums live in the replica's scratch (log2(chunks) + 1 slots), planned with it.
+ * sums and a batch_stats module's sums are combined by one pairwise tree over chunk indices.
+ * A device evaluates the subtrees inside its range (its blocks); the devices complete the
+ * tree with the communicator's pairwise-tree sum, or from every device's gathered blocks
+ * (strata__chunks_combine()). The partial sums live in the replica's scratch, planned with it
+ * (strata__chunks_plan()). Decisions 0029 and 0030.
  */
 #include <string.h>
 
