@@ -362,7 +362,7 @@ int strata__chunks_backward(struct strata__replica *r, struct strata_layer *l,
         l->grad_fresh = fresh;
         if (l->failed != STRATA_OK || !l->nparam)
                 return l->failed;
-        return fold(r, l, c, sum, grad, fresh, !r->batch_stats[l->index]);
+        return fold(r, l, c, sum, grad, fresh, !r->batch_stats[l->index] && !r->chunks.defer);
 }
 
 /* The loss of one chunk, with its metrics, in doubles. */

@@ -37,6 +37,8 @@ struct strata_chunks {
         int total;                      /* C: chunks of the global batch */
         int world;                      /* D: devices sharing them */
         int nb;                         /* the device's blocks (the tree's subtrees it holds) */
+        int defer;                      /* set by the strategy: it sums the gradients across
+                                         * devices itself (one block each, no accumulation) */
         int blocks;                     /* most blocks of any device: a gathered share */
         float *tree;                    /* levels slots of @c slot floats: partial sums */
         float *out;                     /* one more slot: a batch_stats module's gradients */

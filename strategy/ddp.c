@@ -130,9 +130,10 @@ static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo,
 {
         uint16_t *s;
 
-        if (!r->grad_stage)
+        if (!r->grad_stage) /* invariant mode: the devices' blocks, the top of the tree */
                 return strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + lo, r->grads + lo,
-                                              n, STRATA_F32, STRATA_OP_SUM);
+                                              n, STRATA_F32, r->chunks.defer ? STRATA_OP_SUM_TREE
+                                                                             : STRATA_OP_SUM);
         s = (uint16_t *)r->grad_stage + lo;
         strata__to_bf16(s, r->grads + lo, n);
         STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev, s, s, n, STRATA_BF16,
@@ -164,12 +165,23 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
 /*
  * An accumulation micro-batch communicates nothing (no_sync). In invariant mode the replica
- * sums every layer across devices itself, every micro-batch (nn/chunks.c): no bucket.
+ * sums every layer across devices itself, every micro-batch (nn/chunks.c), except where each
+ * device holds one block of the chunks' tree (a power of two of devices), a window is one
+ * batch and no module (BatchNorm) completes its own gradients: then the buckets complete the
+ * tree with the pairwise tree over devices, the same bits in fewer collectives.
  */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        int buckets = m->args->sync && !rt->cfg.strategy.invariant;
+        struct strata__replica *r = &rt->replicas[dev];
+        int inv = rt->cfg.strategy.invariant, buckets = m->args->sync && !inv;
 
+        if (inv && m->args->sync && !r->chunks.gathered && rt->world > 1 &&
+            rt->cfg.train.accumulate <= 1) { /* and no module sums its own gradients */
+                buckets = 1;
+                for (int i = 0; i < r->nlayers; i++)
+                        buckets &= !r->batch_stats[i];
+        }
+        r->chunks.defer = inv && buckets;
         return strata__multi_backward(rt, dev, buckets ? bucket_ready : NULL);
 }
 
