@@ -5,7 +5,7 @@
  * blas_memory_alloc() without a lock: two devices calling sgemm at the same moment can take
  * the same slot and overwrite each other's packed panels (seen as runs that differ from one
  * another). OpenBLAS calls blas_memory_alloc/free through its PLT, so Strata interposes both
- * and serialises the call into the original with a spinlock: the slot scan becomes atomic,
+ * and serialises the call into the original with a lock: the slot scan becomes atomic,
  * the GEMMs themselves still run in parallel. strata__blas_reserve() makes OpenBLAS map one
  * slot per device at setup, so no mapping happens during training.
  */
@@ -16,6 +16,7 @@
 #include "arch/arch.h"
 #include "base/base.h"
 #include "drivers/drivers.h"
+#include "kernel/wait.h"
 
 typedef void *(*alloc_fn)(int);
 typedef void (*free_fn)(void *);
@@ -27,10 +28,23 @@ static free_fn real_free;
 void *blas_memory_alloc(int procpos);
 void blas_memory_free(void *buffer);
 
+/* The lock taken, as a wait's condition. */
+static int take(void *arg)
+{
+        (void)arg;
+        return !atomic_flag_test_and_set_explicit(&pool_lock, memory_order_acquire);
+}
+
+/*
+ * A short spin, then the library's one wait, which yields: with more devices than cores a
+ * holder preempted inside the scan must get a core back from the others waiting for it.
+ */
 static void lock(void)
 {
-        while (atomic_flag_test_and_set_explicit(&pool_lock, memory_order_acquire))
-                strata__pause();
+        struct strata__wait w = { .ready = take, .timeout_s = STRATA__WAIT_FOREVER,
+                                  .spins = 64 };
+
+        (void)strata__wait(&w);
 }
 
 static void unlock(void)
