@@ -31,33 +31,49 @@ static void range(int chunks, int world, int g, int *a, int *b)
         *b = (int)((long)(g + 1) * chunks / world);
 }
 
-/* Block [lo, lo + size) may join its left neighbour of the same size into their parent. */
-static int is_right(int lo, int size)
+/*
+ * The tree over a device's chunks as a stack of partial sums, in chunk order: a chunk's leaf
+ * is pushed, and the top two merge while they are siblings (equal size, the left one aligned
+ * to twice it). What is left are the range's blocks, in order.
+ */
+struct stack {
+        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX];
+        int top, depth; /* entries now, and most at once */
+};
+
+static void push(struct stack *s, int chunk)
 {
-        return lo % (2 * size) != 0;
+        s->at[s->top] = chunk;
+        s->size[s->top++] = 1;
+        s->depth = s->top > s->depth ? s->top : s->depth;
 }
 
-/*
- * The tree over chunks [c0, c0 + n) as a stack of partial sums: chunk j's leaf is pushed, and
- * the top two merge while they are siblings. What is left are the range's blocks, in order.
- * @p depth: most entries at once; returns the blocks.
- */
+/* The top two entries are siblings: the caller adds the top into the one below, then pop(). */
+static int siblings(const struct stack *s)
+{
+        int t = s->top;
+
+        return t > 1 && s->size[t - 1] == s->size[t - 2] &&
+               s->at[t - 2] % (2 * s->size[t - 2]) == 0;
+}
+
+/* The top merged into the entry below it, their parent. */
+static void pop(struct stack *s)
+{
+        s->size[s->top - 2] *= 2;
+        s->top--;
+}
+
+/* The blocks of chunks [c0, c0 + n); @p depth: most entries at once. */
 static int stack_walk(int c0, int n, int *depth)
 {
-        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
+        struct stack s = { .top = 0 };
 
-        *depth = 0;
-        for (int j = 0; j < n; j++) {
-                at[top] = c0 + j;
-                size[top++] = 1;
-                *depth = top > *depth ? top : *depth;
-                while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
-                                                                               size[top - 2])) {
-                        size[top - 2] *= 2;
-                        top--;
-                }
-        }
-        return top;
+        for (int j = 0; j < n; j++)
+                for (push(&s, c0 + j); siblings(&s);)
+                        pop(&s);
+        *depth = s.depth;
+        return s.top;
 }
 
 void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_plan *p)
@@ -81,26 +97,22 @@ void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk
                         void *arg, int pairs, float **sum)
 {
         const struct strata_chunks *ch = c->chunks;
-        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
+        struct stack s = { .top = 0 };
 
         for (int j = 0; j < ch->n; j++) {
-                int rows = ch->lo[j + 1] - ch->lo[j];
+                int rows = ch->lo[j + 1] - ch->lo[j], t = s.top;
 
-                if (pairs && top > 0 && size[top - 1] == 1 && !is_right(at[top - 1], 1)) {
+                if (pairs && t > 0 && s.size[t - 1] == 1 && s.at[t - 1] % 2 == 0) {
                         /* the right sibling of the leaf on top: onto it */
-                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)(top - 1) * n, 1);
-                        size[top - 1] = 2;
+                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)(t - 1) * n, 1);
+                        s.size[t - 1] = 2;
                 } else {
-                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)top * n, 0);
-                        at[top] = ch->c0 + j;
-                        size[top++] = 1;
+                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)t * n, 0);
+                        push(&s, ch->c0 + j);
                 }
-                while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
-                                                                               size[top - 2])) {
-                        add(ch->tree + (size_t)(top - 2) * n, ch->tree + (size_t)(top - 1) * n, n);
-                        size[top - 2] *= 2;
-                        top--;
-                }
+                for (; siblings(&s); pop(&s))
+                        add(ch->tree + (size_t)(s.top - 2) * n,
+                            ch->tree + (size_t)(s.top - 1) * n, n);
         }
         *sum = ch->tree; /* the device's blocks, one after the other */
 }
@@ -397,31 +409,21 @@ void strata__chunks_loss(struct strata__replica *r, const struct strata_step_ctx
 {
         struct strata_chunks *ch = &r->chunks;
         struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 } } };
-        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX], top = 0;
+        struct stack s = { .top = 0 };
 
         for (int j = 0; j < ch->n; j++) {
-                loss_chunk(r, c, grad, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[top]);
-                at[top] = ch->c0 + j;
-                size[top++] = 1;
-                while (top > 1 && size[top - 1] == size[top - 2] && !is_right(at[top - 2],
-                                                                               size[top - 2])) {
+                loss_chunk(r, c, grad, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
+                for (push(&s, ch->c0 + j); siblings(&s); pop(&s))
                         for (int k = 0; k < 4; k++)
-                                st[top - 2].v[k] += st[top - 1].v[k];
-                        size[top - 2] *= 2;
-                        top--;
-                }
+                                st[s.top - 2].v[k] += st[s.top - 1].v[k];
         }
         r->correct = 0;
-        for (int b = 0; b < top; b++) { /* the blocks, for the tree across devices */
+        r->loss_sum = r->sse = r->sae = 0.0; /* the device's own figures: the blocks in order */
+        for (int b = 0; b < s.top; b++) { /* the blocks, for the tree across devices */
                 ch->loss[b][0] = st[b].v[0];
                 ch->loss[b][1] = st[b].v[2];
                 ch->loss[b][2] = st[b].v[3];
                 r->correct += (int)st[b].v[1];
-        }
-        r->loss_sum = st[0].v[0]; /* the device's own figures: the blocks in order */
-        r->sse = st[0].v[2];
-        r->sae = st[0].v[3];
-        for (int b = 1; b < top; b++) {
                 r->loss_sum += st[b].v[0];
                 r->sse += st[b].v[2];
                 r->sae += st[b].v[3];

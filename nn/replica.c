@@ -760,14 +760,25 @@ size_t strata__replica_owned(const struct strata__replica *r)
         return r->nparam - r->shard_lo < r->shard_len ? r->nparam - r->shard_lo : r->shard_len;
 }
 
-void strata__replica_keep(struct strata__replica *r, int i)
+/* Layer @p i's elements in this device's shard: from @p layer (the layer's) into @p shard. */
+static void keep(struct strata__replica *r, int i, float *shard, const float *layer)
 {
         size_t lo = r->poff[i], hi = lo + r->layers[i].nparam;
         size_t a = lo > r->shard_lo ? lo : r->shard_lo;
         size_t b = hi < r->shard_lo + r->shard_len ? hi : r->shard_lo + r->shard_len;
 
         if (b > a)
-                r->k->copy(r->params + (a - r->shard_lo), r->lbuf + (a - lo), b - a);
+                r->k->copy(shard + (a - r->shard_lo), layer + (a - lo), b - a);
+}
+
+void strata__replica_keep(struct strata__replica *r, int i)
+{
+        keep(r, i, r->params, r->lbuf);
+}
+
+void strata__replica_keep_grads(struct strata__replica *r, int i)
+{
+        keep(r, i, r->grads, r->layers[i].grad);
 }
 
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)

@@ -37,8 +37,9 @@ struct strata_chunks {
         int total;                      /* C: chunks of the global batch */
         int world;                      /* D: devices sharing them */
         int nb;                         /* the device's blocks (the tree's subtrees it holds) */
-        int defer;                      /* set by the strategy: it sums the gradients across
-                                         * devices itself (one block each, no accumulation) */
+        int defer;                      /* set by the strategy at setup: it sums the gradients
+                                         * across devices itself (one block each, no
+                                         * accumulation) */
         int blocks;                     /* most blocks of any device: a gathered share */
         float *tree;                    /* levels slots of @c slot floats: partial sums */
         float *out;                     /* one more slot: a batch_stats module's gradients */
@@ -324,6 +325,9 @@ size_t strata__replica_owned(const struct strata__replica *r);
 
 /** own_params: the shard's part of layer @p i's parameters, from the layer buffer. */
 void strata__replica_keep(struct strata__replica *r, int i);
+
+/** own_params: the shard's part of layer @p i's gradients (whole, reduced), from its grad. */
+void strata__replica_keep_grads(struct strata__replica *r, int i);
 
 /** Offset of layer @p i's parameters in the flat vector. */
 size_t strata__replica_param_offset(const struct strata__replica *r, int i);

@@ -109,6 +109,23 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
         b->n++;
 }
 
+/*
+ * Invariant mode: where each device holds one block of the chunks' tree (a power of two of
+ * devices), a window is one batch, the gradients are whole (not fsdp) and no module
+ * (BatchNorm) completes its own gradients, the buckets complete the tree with the pairwise tree over devices: the same bits in fewer
+ * collectives than the replica's per layer.
+ */
+static int tree_buckets(const struct strata_runtime *rt, const struct strata__replica *r)
+{
+        if (!rt->cfg.strategy.invariant || r->chunks.gathered || rt->world < 2 ||
+            rt->cfg.train.accumulate > 1 || r->own_params) /* fsdp keeps its shard per layer */
+                return 0;
+        for (int i = 0; i < r->nlayers; i++)
+                if (r->batch_stats[i])
+                        return 0;
+        return 1;
+}
+
 /* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
 static int ddp_setup(void *obj, int state, int event, void *arg)
 {
@@ -119,6 +136,8 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
         d->b.n = 0;
         strata__ddp_bucket_walk(&rt->replicas[0], strata__ddp_bucket_cap(&rt->cfg), add_bucket,
                                 &d->b);
+        for (int dev = 0; dev < rt->nreplicas; dev++)
+                rt->replicas[dev].chunks.defer = tree_buckets(rt, &rt->replicas[dev]);
         return STRATA_SM_PARENT;
 }
 
@@ -165,23 +184,14 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
 /*
  * An accumulation micro-batch communicates nothing (no_sync). In invariant mode the replica
- * sums every layer across devices itself, every micro-batch (nn/chunks.c), except where each
- * device holds one block of the chunks' tree (a power of two of devices), a window is one
- * batch and no module (BatchNorm) completes its own gradients: then the buckets complete the
- * tree with the pairwise tree over devices, the same bits in fewer collectives.
+ * sums every layer across devices itself, every micro-batch (nn/chunks.c), unless the buckets
+ * complete the tree (chunks.defer, tree_buckets()).
  */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
-        int inv = rt->cfg.strategy.invariant, buckets = m->args->sync && !inv;
+        const struct strata__replica *r = &rt->replicas[dev];
+        int buckets = m->args->sync && (!rt->cfg.strategy.invariant || r->chunks.defer);
 
-        if (inv && m->args->sync && !r->chunks.gathered && rt->world > 1 &&
-            rt->cfg.train.accumulate <= 1) { /* and no module sums its own gradients */
-                buckets = 1;
-                for (int i = 0; i < r->nlayers; i++)
-                        buckets &= !r->batch_stats[i];
-        }
-        r->chunks.defer = inv && buckets;
         return strata__multi_backward(rt, dev, buckets ? bucket_ready : NULL);
 }
 

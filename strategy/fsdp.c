@@ -104,13 +104,8 @@ static int fsdp_connect(void *obj, int state, int event, void *arg)
  */
 static int keep_layer(void *h, struct strata__replica *r, int layer)
 {
-        size_t lo = strata__replica_param_offset(r, layer), hi = lo + r->layers[layer].nparam;
-        size_t a = lo > r->shard_lo ? lo : r->shard_lo;
-        size_t b = hi < r->shard_lo + r->shard_len ? hi : r->shard_lo + r->shard_len;
-
         (void)h;
-        if (a < b)
-                r->k->copy(r->grads + (a - r->shard_lo), r->layers[layer].grad + (a - lo), b - a);
+        strata__replica_keep_grads(r, layer);
         return STRATA_OK;
 }
 
