@@ -1,7 +1,7 @@
 /* CPU feature queries (CPUID through the compiler's builtins). */
 #include "arch/simd.h"
 
-const char *strata_simd_isa(void)
+const char *strata__simd_isa(void)
 {
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

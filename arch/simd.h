@@ -18,6 +18,6 @@
  * The instruction set the STRATA_SIMD clones run with here ("avx512", "avx2" or "sse2").
  * (strata-train --verbose prints it.)
  */
-const char *strata_simd_isa(void);
+const char *strata__simd_isa(void);
 
 #endif /* STRATA_ARCH_SIMD_H */

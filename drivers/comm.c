@@ -121,16 +121,16 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a,
         return STRATA_OK;
 }
 
-int strata_comm_init_workers(struct strata_comm **out, struct strata_arena *a,
-                             struct strata_workers *w, const struct strata_device_ops *dev)
+int strata__comm_init_workers(struct strata_comm **out, struct strata_arena *a,
+                             struct strata__workers *w, const struct strata_device_ops *dev)
 {
         struct strata_comm_config cfg = STRATA_COMM_CONFIG_INIT;
         struct strata_group g;
 
         if (!w)
                 return strata__fail(STRATA_EINVAL, "comm init: worker pool is NULL");
-        strata_workers_group(w, &g);
-        cfg.world_size = cfg.local_size = strata_workers_count(w);
+        strata__workers_group(w, &g);
+        cfg.world_size = cfg.local_size = strata__workers_count(w);
         cfg.group = &g;
         cfg.dev = dev;
         return strata_comm_init(out, a, &cfg);
@@ -167,7 +167,7 @@ void strata_comm_slice(const struct strata_comm *c, size_t count, size_t es, int
         *hi = count;
 }
 
-void strata_comm_inject(struct strata_comm *c, int rank, int point, int status)
+void strata__comm_inject(struct strata_comm *c, int rank, int point, int status)
 {
         if (!c)
                 return;
@@ -301,7 +301,7 @@ static int agree(struct strata_comm *c, int rank, int p)
 }
 
 /* Trace spans: each collective, and the waits inside it. */
-static const struct strata_span span_coll[STRATA_COLL_COUNT] = {
+static const struct strata__span span_coll[STRATA_COLL_COUNT] = {
         [STRATA_COLL_BARRIER] = { "barrier", "comm", "count", 0 },
         [STRATA_COLL_BROADCAST] = { "broadcast", "comm", "count", 0 },
         [STRATA_COLL_REDUCE] = { "reduce", "comm", "count", 0 },
@@ -311,11 +311,11 @@ static const struct strata_span span_coll[STRATA_COLL_COUNT] = {
         [STRATA_COLL_GATHER] = { "gather", "comm", "count", 0 },
         [STRATA_COLL_SCATTER] = { "scatter", "comm", "count", 0 },
 };
-static const struct strata_span span_wait = { "wait", "sync", "for_rank", 0 };
+static const struct strata__span span_wait = { "wait", "sync", "for_rank", 0 };
 
-static struct strata_track *track(const struct strata_comm *c, int rank)
+static struct strata__track *track(const struct strata_comm *c, int rank)
 {
-        return c->group.tracks ? &c->group.tracks[rank] : NULL;
+        return c->group.tracks ? (struct strata__track *)c->group.tracks + rank : NULL;
 }
 
 /* Once per wait that passed the group's stall bound: the ranks not yet at @p seq. */
@@ -331,7 +331,7 @@ static void stall(const struct strata_comm *c, int rank, int ready, uint64_t seq
                 if ((int64_t)(atomic_load_explicit(f, memory_order_acquire) - seq) < 0)
                         late[n++] = r;
         }
-        strata_track_stall(c->group.tracks, rank, what, waited, late, n);
+        strata__track_stall(c->group.tracks, rank, what, waited, late, n);
 }
 
 /* Who waits at which meeting, for the stall report. */
@@ -370,7 +370,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
         /* Behind a move that waits for other processes, local waits outlast the link's. */
         double bound = c->group.timeout_s * (!ready && c->tp->remote && rank ? 2.0 : 1.0);
         struct strata__wait w;
-        struct strata_track *t = NULL;
+        struct strata__track *t = NULL;
         uint64_t t0 = 0;
         int first_late = -1, described = 0, rc = STRATA_OK;
 
@@ -382,7 +382,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                 if (first_late < 0) {
                         first_late = r;
                         t = track(c, rank);
-                        t0 = strata_track_begin(t, &span_wait, NULL);
+                        t0 = strata__track_begin(t, &span_wait, NULL);
                 }
                 if (strata__spin_until(f, seq, first))
                         continue;
@@ -404,7 +404,7 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                                                         rank, bound, r));
         }
         if (first_late >= 0)
-                strata_track_end(t, t0, first_late);
+                strata__track_end(t, t0, first_late);
         return rc;
 }
 
@@ -502,7 +502,7 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
 
 int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
-        struct strata_track *t;
+        struct strata__track *t;
         uint64_t t0;
         int rc;
 
@@ -511,9 +511,9 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
         if ((unsigned)op->kind >= STRATA_COLL_COUNT)
                 return run(c, rank, op); /* the agreement reports it to every rank */
         t = track(c, rank);
-        t0 = strata_track_begin(t, &span_coll[op->kind], NULL);
+        t0 = strata__track_begin(t, &span_coll[op->kind], NULL);
         rc = run(c, rank, op);
-        strata_track_end(t, t0, (int64_t)op->count);
+        strata__track_end(t, t0, (int64_t)op->count);
         return rc;
 }
 

@@ -12,7 +12,7 @@
  * @brief A communicator among the devices of worker pool @p w (one process, rank = device),
  *        with the pool as its failure domain, over @p dev's memory (NULL: host memory).
  */
-int strata_comm_init_workers(struct strata_comm **c, struct strata_arena *a,
-                             struct strata_workers *w, const struct strata_device_ops *dev);
+int strata__comm_init_workers(struct strata_comm **c, struct strata_arena *a,
+                             struct strata__workers *w, const struct strata_device_ops *dev);
 
 #endif /* STRATA_DRIVERS_COMM_WORKERS_H */

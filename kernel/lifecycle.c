@@ -8,29 +8,29 @@
 /* Rows start all-refused and override single entries: that is the point of ROW(). */
 #pragma GCC diagnostic ignored "-Woverride-init"
 
-#define N STRATA_EV_COUNT
+#define N STRATA__EV_COUNT
 
 /* The tables below hold state indices in signed chars, and the engine's counts are bytes. */
 _Static_assert(STRATA_STATE_COUNT <= 127 && N <= 255, "lifecycle too large for its tables");
 #define R (-1) /* refused */
 
 /* Rows list only what a state adds; exception and teardown are filled in by ROW(). */
-#define ROW(...) { [0 ... N - 1] = R, [STRATA_EV_EXCEPTION] = STRATA_STATE_ERROR,               \
-                   [STRATA_EV_TEARDOWN] = STRATA_STATE_TORNDOWN, __VA_ARGS__ }
+#define ROW(...) { [0 ... N - 1] = R, [STRATA__EV_EXCEPTION] = STRATA_STATE_ERROR,               \
+                   [STRATA__EV_TEARDOWN] = STRATA_STATE_TORNDOWN, __VA_ARGS__ }
 
 static const signed char next[STRATA_STATE_COUNT][N] = {
-        [STRATA_STATE_CREATED] = ROW([STRATA_EV_SETUP_ENVIRONMENT] = STRATA_STATE_ENV_READY),
-        [STRATA_STATE_ENV_READY] = ROW([STRATA_EV_CONNECT] = STRATA_STATE_CONNECTED),
-        [STRATA_STATE_CONNECTED] = ROW([STRATA_EV_SETUP] = STRATA_STATE_READY),
-        [STRATA_STATE_READY] = ROW([STRATA_EV_BATCH_START] = STRATA_STATE_IN_BATCH,
-                                   [STRATA_EV_VALIDATION_STEP] = STRATA_STATE_READY,
-                                   [STRATA_EV_TEST_STEP] = STRATA_STATE_READY,
-                                   [STRATA_EV_PREDICT_STEP] = STRATA_STATE_READY),
-        [STRATA_STATE_IN_BATCH] = ROW([STRATA_EV_TRAINING_STEP] = STRATA_STATE_FORWARD_DONE),
-        [STRATA_STATE_FORWARD_DONE] = ROW([STRATA_EV_BACKWARD] = STRATA_STATE_BACKWARD_DONE),
-        [STRATA_STATE_BACKWARD_DONE] = ROW([STRATA_EV_OPTIMIZER_STEP] = STRATA_STATE_STEPPED,
-                                           [STRATA_EV_BATCH_END] = STRATA_STATE_READY),
-        [STRATA_STATE_STEPPED] = ROW([STRATA_EV_BATCH_END] = STRATA_STATE_READY),
+        [STRATA_STATE_CREATED] = ROW([STRATA__EV_SETUP_ENVIRONMENT] = STRATA_STATE_ENV_READY),
+        [STRATA_STATE_ENV_READY] = ROW([STRATA__EV_CONNECT] = STRATA_STATE_CONNECTED),
+        [STRATA_STATE_CONNECTED] = ROW([STRATA__EV_SETUP] = STRATA_STATE_READY),
+        [STRATA_STATE_READY] = ROW([STRATA__EV_BATCH_START] = STRATA_STATE_IN_BATCH,
+                                   [STRATA__EV_VALIDATION_STEP] = STRATA_STATE_READY,
+                                   [STRATA__EV_TEST_STEP] = STRATA_STATE_READY,
+                                   [STRATA__EV_PREDICT_STEP] = STRATA_STATE_READY),
+        [STRATA_STATE_IN_BATCH] = ROW([STRATA__EV_TRAINING_STEP] = STRATA_STATE_FORWARD_DONE),
+        [STRATA_STATE_FORWARD_DONE] = ROW([STRATA__EV_BACKWARD] = STRATA_STATE_BACKWARD_DONE),
+        [STRATA_STATE_BACKWARD_DONE] = ROW([STRATA__EV_OPTIMIZER_STEP] = STRATA_STATE_STEPPED,
+                                           [STRATA__EV_BATCH_END] = STRATA_STATE_READY),
+        [STRATA_STATE_STEPPED] = ROW([STRATA__EV_BATCH_END] = STRATA_STATE_READY),
         [STRATA_STATE_ERROR] = ROW(),
         [STRATA_STATE_TORNDOWN] = { [0 ... N - 1] = R },
 };
@@ -47,11 +47,11 @@ static const char *const event_names[N] = {
         "teardown",
 };
 
-int strata_lifecycle_table(struct strata_sm_table *out, const struct strata_sm_state *states)
+int strata__lifecycle_table(struct strata__sm_table *out, const struct strata__sm_state *states)
 {
         if (!out || !states)
                 return strata__fail(STRATA_EINVAL, "lifecycle table: NULL argument");
-        *out = (struct strata_sm_table){
+        *out = (struct strata__sm_table){
                 .states = states,
                 .next = &next[0][0],
                 .state_names = state_names,
@@ -61,13 +61,13 @@ int strata_lifecycle_table(struct strata_sm_table *out, const struct strata_sm_s
                 .initial = STRATA_STATE_CREATED,
                 .error = STRATA_STATE_ERROR,
                 .final = STRATA_STATE_TORNDOWN,
-                .exception_event = STRATA_EV_EXCEPTION,
-                .teardown_event = STRATA_EV_TEARDOWN,
+                .exception_event = STRATA__EV_EXCEPTION,
+                .teardown_event = STRATA__EV_TEARDOWN,
         };
         return STRATA_OK;
 }
 
-int strata_lifecycle_next(int state, int event)
+int strata__lifecycle_next(int state, int event)
 {
         if (state < 0 || state >= STRATA_STATE_COUNT || event < 0 || event >= N)
                 return -1;
@@ -79,7 +79,7 @@ const char *strata_state_name(int state)
         return state >= 0 && state < STRATA_STATE_COUNT ? state_names[state] : "?";
 }
 
-const char *strata_event_name(int event)
+const char *strata__event_name(int event)
 {
         return event >= 0 && event < N ? event_names[event] : "?";
 }

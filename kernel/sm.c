@@ -5,18 +5,18 @@
 #include "strata/status.h"
 #include "base/base.h"
 
-/* Depth of @p s's chain of parents (itself included), or -1 past STRATA_SM_MAX_DEPTH. */
-static int depth(const struct strata_sm_state *s)
+/* Depth of @p s's chain of parents (itself included), or -1 past STRATA__SM_MAX_DEPTH. */
+static int depth(const struct strata__sm_state *s)
 {
         int d = 0;
 
         for (; s; s = s->parent)
-                if (++d > STRATA_SM_MAX_DEPTH)
+                if (++d > STRATA__SM_MAX_DEPTH)
                         return -1;
         return d;
 }
 
-int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *t, void *obj)
+int strata__sm_init(struct strata__sm *sm, const struct strata__sm_table *t, void *obj)
 {
         if (!sm || !t || !t->states || !t->next)
                 return strata__fail(STRATA_EINVAL, "state machine: NULL machine or table");
@@ -27,24 +27,24 @@ int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *t, void *
                 if (depth(&t->states[s]) < 0)
                         return strata__fail(STRATA_EINVAL,
                                             "state machine: state %d has more than %d parents "
-                                            "or a loop of parents", s, STRATA_SM_MAX_DEPTH - 1);
+                                            "or a loop of parents", s, STRATA__SM_MAX_DEPTH - 1);
         sm->table = t;
         sm->obj = obj;
         sm->state = t->initial;
         return STRATA_OK;
 }
 
-static const char *state_name(const struct strata_sm_table *t, int s)
+static const char *state_name(const struct strata__sm_table *t, int s)
 {
         return t->state_names ? t->state_names[s] : "?";
 }
 
-static const char *event_name(const struct strata_sm_table *t, int e)
+static const char *event_name(const struct strata__sm_table *t, int e)
 {
         return t->event_names ? t->event_names[e] : "?";
 }
 
-static int is_ancestor(const struct strata_sm_state *a, const struct strata_sm_state *s)
+static int is_ancestor(const struct strata__sm_state *a, const struct strata__sm_state *s)
 {
         for (; s; s = s->parent)
                 if (s == a)
@@ -56,17 +56,17 @@ static int is_ancestor(const struct strata_sm_state *a, const struct strata_sm_s
  * exit from the old state up to the nearest shared ancestor, then entry from below it down to
  * the new state; returns the first failing entry's status (exit cannot fail).
  */
-static int move(struct strata_sm *sm, int to)
+static int move(struct strata__sm *sm, int to)
 {
-        const struct strata_sm_state *from = &sm->table->states[sm->state];
-        const struct strata_sm_state *dest = &sm->table->states[to], *chain[STRATA_SM_MAX_DEPTH];
-        const struct strata_sm_state *s;
+        const struct strata__sm_state *from = &sm->table->states[sm->state];
+        const struct strata__sm_state *dest = &sm->table->states[to], *chain[STRATA__SM_MAX_DEPTH];
+        const struct strata__sm_state *s;
         int n = 0;
 
         for (s = from; s && !is_ancestor(s, dest); s = s->parent)
                 if (s->exit)
                         s->exit(sm->obj, sm->state);
-        for (const struct strata_sm_state *d = dest; d && d != s; d = d->parent)
+        for (const struct strata__sm_state *d = dest; d && d != s; d = d->parent)
                 chain[n++] = d;
         sm->state = to;
         while (n-- > 0)
@@ -80,7 +80,7 @@ static int move(struct strata_sm *sm, int to)
 }
 
 /* After a failed action: enter the error state unless already there; keep @p rc. */
-static int fail_to_error(struct strata_sm *sm, int rc)
+static int fail_to_error(struct strata__sm *sm, int rc)
 {
         if (sm->state != sm->table->error && sm->state != sm->table->final)
                 (void)move(sm, sm->table->error);
@@ -88,20 +88,20 @@ static int fail_to_error(struct strata_sm *sm, int rc)
 }
 
 /* The run actions from the current state up its parents until one handles @p event. */
-static int run(struct strata_sm *sm, int event, void *arg)
+static int run(struct strata__sm *sm, int event, void *arg)
 {
-        for (const struct strata_sm_state *s = &sm->table->states[sm->state]; s; s = s->parent) {
-                int rc = s->run ? s->run(sm->obj, sm->state, event, arg) : STRATA_SM_PARENT;
+        for (const struct strata__sm_state *s = &sm->table->states[sm->state]; s; s = s->parent) {
+                int rc = s->run ? s->run(sm->obj, sm->state, event, arg) : STRATA__SM_PARENT;
 
-                if (rc != STRATA_SM_PARENT)
+                if (rc != STRATA__SM_PARENT)
                         return rc;
         }
         return STRATA_OK; /* no ancestor has work for this event */
 }
 
-int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg)
+int strata__sm_dispatch(struct strata__sm *sm, int event, void *arg)
 {
-        const struct strata_sm_table *t;
+        const struct strata__sm_table *t;
         int target, rc = STRATA_OK;
 
         if (!sm || !sm->table)
@@ -126,7 +126,7 @@ int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg)
         return STRATA_OK;
 }
 
-int strata_sm_state(const struct strata_sm *sm)
+int strata__sm_state(const struct strata__sm *sm)
 {
         return sm && sm->table ? sm->state : -1;
 }

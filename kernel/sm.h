@@ -17,7 +17,7 @@
  * Parent states (Zephyr's hierarchical SMF): a state may name a parent, a state that holds
  * behaviour several states share and that need not be in the table (a strategy's states are
  * often children of a shared multi-device table's states). A run action that returns
- * STRATA_SM_PARENT hands the event to its parent's run action, and so on up the chain; a
+ * STRATA__SM_PARENT hands the event to its parent's run action, and so on up the chain; a
  * NULL run action passes the event up too; an event no ancestor handles is done. On a state
  * change, exit actions run from the old state up to, not including, the nearest ancestor the
  * two states share, then entry actions from below that ancestor down to the new state.
@@ -30,29 +30,29 @@ extern "C" {
 #endif
 
 /** A run action's answer: not handled here, run the parent state's action. */
-#define STRATA_SM_PARENT 1
+#define STRATA__SM_PARENT 1
 
-/** Longest chain of parents a state may have (checked by strata_sm_init()). */
-#define STRATA_SM_MAX_DEPTH 8
+/** Longest chain of parents a state may have (checked by strata__sm_init()). */
+#define STRATA__SM_MAX_DEPTH 8
 
 /** Entry action: may fail; a failure moves the machine to its error state. */
-typedef int (*strata_sm_entry_fn)(void *obj, int state);
+typedef int (*strata__sm_entry_fn)(void *obj, int state);
 /** Run action: handles @p event in @p state with the caller's argument. */
-typedef int (*strata_sm_run_fn)(void *obj, int state, int event, void *arg);
+typedef int (*strata__sm_run_fn)(void *obj, int state, int event, void *arg);
 /** Exit action: cannot fail and cannot change the state. */
-typedef void (*strata_sm_exit_fn)(void *obj, int state);
+typedef void (*strata__sm_exit_fn)(void *obj, int state);
 
 /** One state: any action may be NULL. */
-struct strata_sm_state {
-        strata_sm_entry_fn entry;
-        strata_sm_run_fn run;
-        strata_sm_exit_fn exit;
-        const struct strata_sm_state *parent; /**< shared behaviour, or NULL */
+struct strata__sm_state {
+        strata__sm_entry_fn entry;
+        strata__sm_run_fn run;
+        strata__sm_exit_fn exit;
+        const struct strata__sm_state *parent; /**< shared behaviour, or NULL */
 };
 
 /** A machine's constant description. */
-struct strata_sm_table {
-        const struct strata_sm_state *states; /**< nstates entries */
+struct strata__sm_table {
+        const struct strata__sm_state *states; /**< nstates entries */
         const signed char *next;              /**< nstates * nevents targets, -1 = refused */
         const char *const *state_names;       /**< for messages */
         const char *const *event_names;       /**< for messages */
@@ -66,9 +66,9 @@ struct strata_sm_table {
 };
 
 /** A running machine: embed it in the object its actions receive. */
-struct strata_sm {
+struct strata__sm {
         /* private */
-        const struct strata_sm_table *table;
+        const struct strata__sm_table *table;
         void *obj;
         int state;
 };
@@ -76,9 +76,9 @@ struct strata_sm {
 /**
  * @brief Start a machine in the table's initial state (no action runs).
  * @retval STRATA_OK, or STRATA_EINVAL for a NULL or inconsistent table (indices out of range,
- *         a chain of parents longer than STRATA_SM_MAX_DEPTH or looping).
+ *         a chain of parents longer than STRATA__SM_MAX_DEPTH or looping).
  */
-int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *table, void *obj);
+int strata__sm_init(struct strata__sm *sm, const struct strata__sm_table *table, void *obj);
 
 /**
  * @brief Deliver one event (see the file comment for the exact order of actions).
@@ -87,10 +87,10 @@ int strata_sm_init(struct strata_sm *sm, const struct strata_sm_table *table, vo
  * @retval STRATA_EINVAL      NULL machine or event out of range; nothing changed.
  * @retval other              the status of the failing action; the machine is in error.
  */
-int strata_sm_dispatch(struct strata_sm *sm, int event, void *arg);
+int strata__sm_dispatch(struct strata__sm *sm, int event, void *arg);
 
 /** @brief Current state index. */
-int strata_sm_state(const struct strata_sm *sm);
+int strata__sm_state(const struct strata__sm *sm);
 
 #ifdef __cplusplus
 }

@@ -51,7 +51,7 @@ static int cores_in(hwloc_topology_t topo, hwloc_const_bitmap_t set)
         return n;
 }
 
-int strata_topology_read(struct strata_topology *t)
+int strata__topology_read(struct strata__topology *t)
 {
         hwloc_topology_t topo;
         hwloc_bitmap_t set;
@@ -114,13 +114,13 @@ static int free_core_near(hwloc_topology_t topo, const int *order, int k,
         return -1;
 }
 
-int strata_topology_place(int n, struct strata_placement *out)
+int strata__topology_place(int n, struct strata__placement *out)
 {
-        return strata_topology_place_near(n, NULL, out);
+        return strata__topology_place_near(n, NULL, out);
 }
 
-int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
-                               struct strata_placement *out)
+int strata__topology_place_near(int n, int (*local)(int dev, int *pus, int max),
+                               struct strata__placement *out)
 {
         static int order[MAX_CORES];
         static unsigned char used[MAX_CORES];
@@ -189,7 +189,7 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
                 hwloc_obj_t pu = first >= 0 ? hwloc_get_pu_obj_by_os_index(topo, (unsigned)first)
                                             : NULL;
 
-                out[d] = (struct strata_placement){ .device = d, .core = c,
+                out[d] = (struct strata__placement){ .device = d, .core = c,
                                                     .pu = pu ? (int)pu->os_index : c,
                                                     .numa_node = numa_of(topo, core),
                                                     .shared = n > k };
@@ -202,7 +202,7 @@ int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
         return STRATA_OK;
 }
 
-int strata_placement_describe(const struct strata_placement *p, char *buf, size_t len)
+int strata__placement_describe(const struct strata__placement *p, char *buf, size_t len)
 {
         if (!p || !buf)
                 return 0;

@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /** Counts of the machine's objects. */
-struct strata_topology {
+struct strata__topology {
         int packages;
         int numa_nodes;
         int cores;
@@ -22,7 +22,7 @@ struct strata_topology {
 };
 
 /** Where one device runs. */
-struct strata_placement {
+struct strata__placement {
         int device;
         int core;        /**< logical core index (hwloc order) */
         int pu;          /**< OS index of the PU the worker is bound to */
@@ -34,7 +34,7 @@ struct strata_placement {
  * @brief Read the machine's topology.
  * @retval STRATA_OK, STRATA_ESYS (hwloc could not load the topology).
  */
-int strata_topology_read(struct strata_topology *t);
+int strata__topology_read(struct strata__topology *t);
 
 /**
  * @brief Choose a core for each of @p n devices.
@@ -46,23 +46,23 @@ int strata_topology_read(struct strata_topology *t);
  * @param out  @p n placements.
  * @retval STRATA_OK, STRATA_EINVAL, STRATA_ESYS.
  */
-int strata_topology_place(int n, struct strata_placement *out);
+int strata__topology_place(int n, struct strata__placement *out);
 
 /**
- * @brief strata_topology_place(), but device d goes first to a free core holding one of the
+ * @brief strata__topology_place(), but device d goes first to a free core holding one of the
  *        PUs @p local(d, pus, max) names (a GPU's local cores), then to the free core the
  *        usual order gives; names the machine does not have are ignored.
- * @param local  NULL: exactly strata_topology_place().
+ * @param local  NULL: exactly strata__topology_place().
  * @retval STRATA_OK, STRATA_EINVAL, STRATA_ESYS.
  */
-int strata_topology_place_near(int n, int (*local)(int dev, int *pus, int max),
-                               struct strata_placement *out);
+int strata__topology_place_near(int n, int (*local)(int dev, int *pus, int max),
+                               struct strata__placement *out);
 
 /**
  * @brief One line describing a placement ("device 0 -> core 0 (PU 0, NUMA 0)").
  * @return The number of characters snprintf would write.
  */
-int strata_placement_describe(const struct strata_placement *p, char *buf, size_t len);
+int strata__placement_describe(const struct strata__placement *p, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -20,8 +20,8 @@
 #define OUT_BYTES ((size_t)1 << 16) /* the formatting buffer */
 #define MAX_EVENTS ((size_t)1 << 26)
 
-struct strata_trace {
-        struct strata_track *tracks;
+struct strata__trace {
+        struct strata__track *tracks;
         int ntracks;
         char *path;         /* the path asked for */
         struct strata__out file; /* the output; fd -1: not recording or abandoned */
@@ -45,10 +45,10 @@ static int copy_string(struct strata_arena *a, const char *s, char **out)
         return STRATA_OK;
 }
 
-int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, const char *path,
-                        struct strata_trace **out)
+int strata__trace_layout(struct strata_arena *a, int ntracks, size_t events, const char *path,
+                        struct strata__trace **out)
 {
-        struct strata_trace *tr;
+        struct strata__trace *tr;
         void *p, *q;
 
         if (!a || !out || ntracks < 1 || ntracks > 4096)
@@ -59,11 +59,11 @@ int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, cons
         if (path && !*path)
                 return strata__fail(STRATA_EINVAL, "trace: empty path");
         STRATA_TRY(strata_arena_alloc(a, sizeof(*tr), 64, &p));
-        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_track) * (size_t)ntracks, 64, &q));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata__track) * (size_t)ntracks, 64, &q));
         tr = p;
         if (tr) {
                 memset(tr, 0, sizeof(*tr));
-                memset(q, 0, sizeof(struct strata_track) * (size_t)ntracks);
+                memset(q, 0, sizeof(struct strata__track) * (size_t)ntracks);
                 tr->tracks = q;
                 tr->ntracks = ntracks;
                 tr->file.fd = -1;
@@ -85,7 +85,7 @@ int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, cons
                 if (tr)
                         tr->out = p;
                 for (int d = 0; d < ntracks; d++) {
-                        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_trace_event) * events,
+                        STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata__trace_event) * events,
                                                       64, &p));
                         if (tr) {
                                 tr->tracks[d].ev = p;
@@ -97,18 +97,18 @@ int strata_trace_layout(struct strata_arena *a, int ntracks, size_t events, cons
         return STRATA_OK;
 }
 
-struct strata_track *strata_trace_track(struct strata_trace *tr, int dev)
+struct strata__track *strata__trace_track(struct strata__trace *tr, int dev)
 {
         return tr && dev >= 0 && dev < tr->ntracks ? &tr->tracks[dev] : NULL;
 }
 
-struct strata_track *strata_trace_tracks(struct strata_trace *tr)
+struct strata__track *strata__trace_tracks(struct strata__trace *tr)
 {
         return tr ? tr->tracks : NULL;
 }
 
 /* Recording stops after an error: the buffers are detached, the output given up. */
-static void detach(struct strata_trace *tr)
+static void detach(struct strata__trace *tr)
 {
         const char *e = strata_last_error(), *colon = strstr(e, ": ");
 
@@ -119,7 +119,7 @@ static void detach(struct strata_trace *tr)
                 tr->tracks[d].ev = NULL;
 }
 
-static int abandon(struct strata_trace *tr, const char *what, int err)
+static int abandon(struct strata__trace *tr, const char *what, int err)
 {
         int rc = strata__fail(STRATA_EIO, "trace %s: %s: %s; tracing stopped", tr->path, what,
                               strerror(err));
@@ -129,13 +129,13 @@ static int abandon(struct strata_trace *tr, const char *what, int err)
 }
 
 /* The output's own failure (its message names the file), recording stopped. */
-static int failed(struct strata_trace *tr, int rc)
+static int failed(struct strata__trace *tr, int rc)
 {
         detach(tr);
         return rc;
 }
 
-static int drain(struct strata_trace *tr)
+static int drain(struct strata__trace *tr)
 {
         int rc = strata__out_write(&tr->file, tr->out, tr->fill);
 
@@ -147,7 +147,7 @@ static int drain(struct strata_trace *tr)
 }
 
 /* Append one formatted piece, draining the buffer first when it might not fit. */
-__attribute__((format(printf, 2, 3))) static int put(struct strata_trace *tr, const char *fmt,
+__attribute__((format(printf, 2, 3))) static int put(struct strata__trace *tr, const char *fmt,
                                                      ...)
 {
         va_list ap;
@@ -182,7 +182,7 @@ static void escape(const char *s, char *out, size_t n)
         out[j] = '\0';
 }
 
-int strata_trace_open(struct strata_trace *tr, int pid, const char *process)
+int strata__trace_open(struct strata__trace *tr, int pid, const char *process)
 {
         char name[128];
         int rc;
@@ -195,7 +195,7 @@ int strata_trace_open(struct strata_trace *tr, int pid, const char *process)
         rc = put(tr, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                      "\"args\":{\"name\":\"%s\"}}", pid, name);
         for (int d = 0; d < tr->ntracks && rc == STRATA_OK; d++) {
-                uint64_t origin = strata_track_now();
+                uint64_t origin = strata__track_now();
 
                 rc = put(tr, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                              "\"args\":{\"name\":\"device %d\"}}", pid, d, d);
@@ -207,7 +207,7 @@ int strata_trace_open(struct strata_trace *tr, int pid, const char *process)
         return rc == STRATA_OK ? drain(tr) : rc;
 }
 
-void strata_trace_discard(struct strata_trace *tr)
+void strata__trace_discard(struct strata__trace *tr)
 {
         if (!tr || tr->file.fd < 0)
                 return;
@@ -215,7 +215,7 @@ void strata_trace_discard(struct strata_trace *tr)
         tr->closed = 1;
 }
 
-int strata_trace_due(const struct strata_trace *tr)
+int strata__trace_due(const struct strata__trace *tr)
 {
         for (int d = 0; tr && tr->file.fd >= 0 && d < tr->ntracks; d++)
                 if (tr->tracks[d].n >= tr->tracks[d].cap / 2)
@@ -258,9 +258,9 @@ static char *put_us(char *p, uint64_t ns)
 }
 
 /* One event; the static names of a span are short (checked), a label is escaped to < 96. */
-static int put_event(struct strata_trace *tr, int tid, const struct strata_trace_event *e)
+static int put_event(struct strata__trace *tr, int tid, const struct strata__trace_event *e)
 {
-        const struct strata_span *k = e->kind;
+        const struct strata__span *k = e->kind;
         char label[96], *p, *start;
 
         if (k->counter)
@@ -308,14 +308,14 @@ static int put_event(struct strata_trace *tr, int tid, const struct strata_trace
         return STRATA_OK;
 }
 
-int strata_trace_flush(struct strata_trace *tr)
+int strata__trace_flush(struct strata__trace *tr)
 {
         uint64_t dropped = 0;
 
         if (!tr || tr->file.fd < 0)
                 return STRATA_OK;
         for (int d = 0; d < tr->ntracks; d++) {
-                struct strata_track *t = &tr->tracks[d];
+                struct strata__track *t = &tr->tracks[d];
 
                 for (uint32_t i = 0; i < t->n; i++)
                         STRATA_TRY(put_event(tr, d, &t->ev[i]));
@@ -338,7 +338,7 @@ int strata_trace_flush(struct strata_trace *tr)
         return STRATA_OK;
 }
 
-int strata_trace_close(struct strata_trace *tr, int flush)
+int strata__trace_close(struct strata__trace *tr, int flush)
 {
         uint64_t dropped = 0, end;
         int rc;
@@ -349,10 +349,10 @@ int strata_trace_close(struct strata_trace *tr, int flush)
         if (tr->file.fd < 0) /* abandoned earlier: the trace is not at its path, say so again */
                 return strata__fail(STRATA_EIO, "trace %s not written: %s", tr->path, tr->why);
         if (flush)
-                STRATA_TRY(strata_trace_flush(tr));
+                STRATA_TRY(strata__trace_flush(tr));
         for (int d = 0; d < tr->ntracks; d++)
                 dropped += tr->tracks[d].dropped;
-        end = strata_track_now() - tr->tracks[0].origin;
+        end = strata__track_now() - tr->tracks[0].origin;
         if (dropped)
                 STRATA_TRY(put(tr, ",\n{\"name\":\"trace events dropped\",\"cat\":\"trace\","
                                    "\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":0,"
@@ -365,9 +365,9 @@ int strata_trace_close(struct strata_trace *tr, int flush)
         return rc == STRATA_OK ? STRATA_OK : failed(tr, rc);
 }
 
-void strata_trace_get_stats(const struct strata_trace *tr, struct strata_trace_stats *out)
+void strata__trace_get_stats(const struct strata__trace *tr, struct strata__trace_stats *out)
 {
-        *out = (struct strata_trace_stats){ 0 };
+        *out = (struct strata__trace_stats){ 0 };
         if (!tr)
                 return;
         out->events = tr->written;

@@ -12,7 +12,7 @@
 
 #include "kernel/trace.h"
 
-uint64_t strata_track_now(void)
+uint64_t strata__track_now(void)
 {
         struct timespec t;
 
@@ -20,22 +20,22 @@ uint64_t strata_track_now(void)
         return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-uint64_t strata_track_begin(struct strata_track *t, const struct strata_span *k,
+uint64_t strata__track_begin(struct strata__track *t, const struct strata__span *k,
                             const char *label)
 {
         if (!t)
                 return 0;
-        if (t->depth < STRATA_TRACK_DEPTH) {
+        if (t->depth < STRATA__TRACK_DEPTH) {
                 t->open[t->depth] = k;
                 t->open_label[t->depth] = label;
                 atomic_store_explicit(&t->where_label, label, memory_order_relaxed);
                 atomic_store_explicit(&t->where, k, memory_order_release);
         }
         t->depth++;
-        return t->ev ? strata_track_now() : 0;
+        return t->ev ? strata__track_now() : 0;
 }
 
-static void record(struct strata_track *t, const struct strata_trace_event *e)
+static void record(struct strata__track *t, const struct strata__trace_event *e)
 {
         if (t->n < t->cap)
                 t->ev[t->n++] = *e;
@@ -43,18 +43,18 @@ static void record(struct strata_track *t, const struct strata_trace_event *e)
                 t->dropped++;
 }
 
-void strata_track_end(struct strata_track *t, uint64_t t0, int64_t arg)
+void strata__track_end(struct strata__track *t, uint64_t t0, int64_t arg)
 {
         int d;
 
         if (!t || t->depth == 0)
                 return;
         d = --t->depth;
-        if (d >= STRATA_TRACK_DEPTH)
+        if (d >= STRATA__TRACK_DEPTH)
                 return;
         if (t->ev) {
-                uint64_t now = strata_track_now();
-                struct strata_trace_event e = { t->open[d], t->open_label[d], t0 - t->origin,
+                uint64_t now = strata__track_now();
+                struct strata__trace_event e = { t->open[d], t->open_label[d], t0 - t->origin,
                                                 now - t0, { .arg = arg } };
 
                 record(t, &e);
@@ -64,17 +64,17 @@ void strata_track_end(struct strata_track *t, uint64_t t0, int64_t arg)
         atomic_store_explicit(&t->where, d ? t->open[d - 1] : NULL, memory_order_release);
 }
 
-void strata_track_counter(struct strata_track *t, const struct strata_span *k, double value)
+void strata__track_counter(struct strata__track *t, const struct strata__span *k, double value)
 {
         if (t && t->ev) {
-                struct strata_trace_event e = { k, NULL, strata_track_now() - t->origin, 0,
+                struct strata__trace_event e = { k, NULL, strata__track_now() - t->origin, 0,
                                                 { .value = value } };
 
                 record(t, &e);
         }
 }
 
-void strata_track_restart(struct strata_track *t, uint64_t step)
+void strata__track_restart(struct strata__track *t, uint64_t step)
 {
         if (!t)
                 return;
@@ -83,9 +83,9 @@ void strata_track_restart(struct strata_track *t, uint64_t step)
         atomic_store_explicit(&t->step, step, memory_order_relaxed);
 }
 
-void strata_track_where(const struct strata_track *t, char *buf, size_t n)
+void strata__track_where(const struct strata__track *t, char *buf, size_t n)
 {
-        const struct strata_span *k = atomic_load_explicit(&t->where, memory_order_acquire);
+        const struct strata__span *k = atomic_load_explicit(&t->where, memory_order_acquire);
         const char *label = atomic_load_explicit(&t->where_label, memory_order_relaxed);
         unsigned long long step = atomic_load_explicit(&t->step, memory_order_relaxed);
 
@@ -96,18 +96,18 @@ void strata_track_where(const struct strata_track *t, char *buf, size_t n)
                          label ? label : "", label ? ")" : "");
 }
 
-void strata_track_stall(const struct strata_track *tracks, int self, const char *what,
+void strata__track_stall(const struct strata__track *tracks, int self, const char *what,
                         double waited_s, const int *late, int nlate)
 {
         char line[1024], where[128];
         size_t len;
 
-        strata_track_where(&tracks[self], where, sizeof(where));
+        strata__track_where(&tracks[self], where, sizeof(where));
         len = (size_t)snprintf(line, sizeof(line),
                                "strata: stall: device %d has waited %.1f s in %s (%s); "
                                "not arrived:", self, waited_s, what, where);
         for (int i = 0; i < nlate && len < sizeof(line); i++) {
-                strata_track_where(&tracks[late[i]], where, sizeof(where));
+                strata__track_where(&tracks[late[i]], where, sizeof(where));
                 len += (size_t)snprintf(line + len, sizeof(line) - len, "%s device %d (%s)",
                                         i ? ";" : "", late[i], where);
         }

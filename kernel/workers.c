@@ -25,15 +25,15 @@
 #define MAX_DEV STRATA_MAX_DEVICES
 #define SPINS 20000
 
-struct strata_workers;
+struct strata__workers;
 
 /* What a worker thread is started with. */
 struct seat {
-        struct strata_workers *w;
+        struct strata__workers *w;
         int dev;
 };
 
-struct strata_workers {
+struct strata__workers {
         _Alignas(64) struct strata__futex cmd;
         _Alignas(64) struct strata__futex done;
         _Alignas(64) struct strata__futex gen;
@@ -44,7 +44,7 @@ struct strata_workers {
         atomic_int broken;
         atomic_uint epoch; /* runs that failed: a communicator restarts its sequences on change */
         char error[512];   /* the first error's message, written by the device that failed */
-        strata_work_fn fn;
+        strata__work_fn fn;
         void *arg;
         int n;
         int spins;        /* spin iterations before sleeping: short when oversubscribed */
@@ -52,11 +52,11 @@ struct strata_workers {
         int bind;
         double timeout_s;
         double stall_s;   /* report waits longer than this (0: never) */
-        struct strata_track *tracks;
+        struct strata__track *tracks;
         size_t stack_bytes;
         hwloc_topology_t topo;
         hwloc_cpuset_t caller_saved;
-        struct strata_placement pl[MAX_DEV];
+        struct strata__placement pl[MAX_DEV];
         struct seat self[MAX_DEV];
         unsigned char *stacks;
         pthread_t threads[MAX_DEV];
@@ -65,15 +65,15 @@ struct strata_workers {
 
 /*
  * The first failure's message, from the failing thread's last error, with the device and
- * where it was: the caller gets it back from strata_workers_run().
+ * where it was: the caller gets it back from strata__workers_run().
  */
-static void keep_message(struct strata_workers *w, int device, int status)
+static void keep_message(struct strata__workers *w, int device, int status)
 {
         const char *why = strata_last_error();
         char where[128] = "";
 
         if (device >= 0 && w->tracks) {
-                strata_track_where(&w->tracks[device], where + 2, sizeof(where) - 2);
+                strata__track_where(&w->tracks[device], where + 2, sizeof(where) - 2);
                 memcpy(where, ", ", 2);
         }
         if (device < 0)
@@ -85,7 +85,7 @@ static void keep_message(struct strata_workers *w, int device, int status)
                 snprintf(w->error, sizeof(w->error), "device %d%s: %s", device, where, why);
 }
 
-int strata_workers_fail(struct strata_workers *w, int device, int status)
+int strata__workers_fail(struct strata__workers *w, int device, int status)
 {
         int zero = 0;
 
@@ -99,11 +99,11 @@ int strata_workers_fail(struct strata_workers *w, int device, int status)
         return status;
 }
 
-static const struct strata_span span_barrier = { "wait barrier", "sync", NULL, 0 };
-static const struct strata_span span_devices = { "wait devices", "sync", NULL, 0 };
+static const struct strata__span span_barrier = { "wait barrier", "sync", NULL, 0 };
+static const struct strata__span span_devices = { "wait devices", "sync", NULL, 0 };
 
 /* The devices other than @p self whose track shows them busy: the ones a waiter waits for. */
-static int busy_devices(const struct strata_workers *w, int self, int *late)
+static int busy_devices(const struct strata__workers *w, int self, int *late)
 {
         int n = 0;
 
@@ -115,7 +115,7 @@ static int busy_devices(const struct strata_workers *w, int self, int *late)
 
 /* Who waits, for a stall report: the devices still busy, and where each one is. */
 struct waiter {
-        struct strata_workers *w;
+        struct strata__workers *w;
         int self;
         const char *what;
 };
@@ -125,7 +125,7 @@ static void report_stall(void *arg, double waited_s)
         struct waiter *r = arg;
         int late[MAX_DEV];
 
-        strata_track_stall(r->w->tracks, r->self, r->what, waited_s, late,
+        strata__track_stall(r->w->tracks, r->self, r->what, waited_s, late,
                            busy_devices(r->w, r->self, late));
 }
 
@@ -136,7 +136,7 @@ static void report_stall(void *arg, double waited_s)
 static struct strata__wait pool_wait(struct waiter *r, struct strata__futex *l, unsigned old,
                                      atomic_int *abort)
 {
-        struct strata_workers *w = r->w;
+        struct strata__workers *w = r->w;
 
         return (struct strata__wait){ .word = l, .old = old, .abort = abort,
                                       .timeout_s = w->timeout_s, .spins = (unsigned)w->spins,
@@ -145,14 +145,14 @@ static struct strata__wait pool_wait(struct waiter *r, struct strata__futex *l, 
 }
 
 /* A command that did not finish: which devices are still in it, and where. */
-static int late_error(struct strata_workers *w)
+static int late_error(struct strata__workers *w)
 {
         char msg[512], where[128];
         int late[MAX_DEV], n = w->tracks ? busy_devices(w, 0, late) : 0;
         size_t len = (size_t)snprintf(msg, sizeof(msg), "workers: ");
 
         for (int i = 0; i < n && len < sizeof(msg); i++) {
-                strata_track_where(&w->tracks[late[i]], where, sizeof(where));
+                strata__track_where(&w->tracks[late[i]], where, sizeof(where));
                 len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%sdevice %d (%s)",
                                         i ? ", " : "", late[i], where);
         }
@@ -163,10 +163,10 @@ static int late_error(struct strata_workers *w)
         return strata__fail(STRATA_ETIMEDOUT, "%s", msg);
 }
 
-int strata_workers_barrier(struct strata_workers *w, int device)
+int strata__workers_barrier(struct strata__workers *w, int device)
 {
         unsigned g = atomic_load_explicit(&w->gen.v, memory_order_acquire);
-        struct strata_track *t = w->tracks ? &w->tracks[device] : NULL;
+        struct strata__track *t = w->tracks ? &w->tracks[device] : NULL;
         struct waiter me = { w, device, "a barrier" };
         struct strata__wait wait;
         uint64_t t0;
@@ -180,19 +180,19 @@ int strata_workers_barrier(struct strata_workers *w, int device)
                 strata__wake(&w->gen);
                 return STRATA_OK;
         }
-        t0 = strata_track_begin(t, &span_barrier, NULL);
+        t0 = strata__track_begin(t, &span_barrier, NULL);
         wait = pool_wait(&me, &w->gen, g, &w->abort);
         rc = strata__wait(&wait);
-        strata_track_end(t, t0, 0);
+        strata__track_end(t, t0, 0);
         if (rc == STRATA_ETIMEDOUT)
-                return strata_workers_fail(
+                return strata__workers_fail(
                         w, device,
                         strata__fail(STRATA_ETIMEDOUT, "device %d: barrier waited %.3g s", device,
                                      w->timeout_s));
         return rc;
 }
 
-static void bind_self(struct strata_workers *w, int dev)
+static void bind_self(struct strata__workers *w, int dev)
 {
         hwloc_obj_t pu;
 
@@ -206,7 +206,7 @@ static void bind_self(struct strata_workers *w, int dev)
 }
 
 /* The caller's thread gets back the CPU set it had before it became device 0. */
-static void restore_caller(struct strata_workers *w)
+static void restore_caller(struct strata__workers *w)
 {
         if (!w->caller_saved)
                 return;
@@ -217,7 +217,7 @@ static void restore_caller(struct strata_workers *w)
 
 static void *worker_main(void *p)
 {
-        struct strata_workers *w = ((struct seat *)p)->w;
+        struct strata__workers *w = ((struct seat *)p)->w;
         int dev = ((struct seat *)p)->dev;
         unsigned seen = 0;
 
@@ -234,14 +234,14 @@ static void *worker_main(void *p)
                         break;
                 rc = w->fn(dev, w->arg);
                 if (rc != STRATA_OK)
-                        strata_workers_fail(w, dev, rc);
+                        strata__workers_fail(w, dev, rc);
                 atomic_fetch_add_explicit(&w->done.v, 1, memory_order_release);
                 strata__wake(&w->done);
         }
         return NULL;
 }
 
-int strata_workers_plan(const struct strata_workers_config *c, size_t *bytes)
+int strata__workers_plan(const struct strata__workers_config *c, size_t *bytes)
 {
         size_t stack, total;
 
@@ -256,7 +256,7 @@ int strata_workers_plan(const struct strata_workers_config *c, size_t *bytes)
                                     stack);
         stack = STRATA__ALIGN_UP(stack, STRATA_ALIGN_PAGE);
         /* The pool object (page-aligned, so it starts the block) then one stack per thread. */
-        total = STRATA__ALIGN_UP(sizeof(struct strata_workers), STRATA_ALIGN_PAGE) +
+        total = STRATA__ALIGN_UP(sizeof(struct strata__workers), STRATA_ALIGN_PAGE) +
                 stack * (size_t)c->devices;
         *bytes = total + STRATA_ALIGN_PAGE; /* room to align the block to a page */
         return STRATA_OK;
@@ -270,7 +270,7 @@ int strata_workers_plan(const struct strata_workers_config *c, size_t *bytes)
  */
 #define STOP_GRACE_S 1
 
-static int stop_threads(struct strata_workers *w, int *abandoned)
+static int stop_threads(struct strata__workers *w, int *abandoned)
 {
         struct timespec until;
         int n = 0;
@@ -294,22 +294,22 @@ static int stop_threads(struct strata_workers *w, int *abandoned)
 
 static _Atomic int running; /* pools started and not stopped (or with abandoned threads) */
 
-int strata_workers_running(void)
+int strata__workers_running(void)
 {
         return atomic_load(&running);
 }
 
-int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
-                         const struct strata_workers_config *c)
+int strata__workers_start(struct strata__workers **out, struct strata_arena *a,
+                         const struct strata__workers_config *c)
 {
-        struct strata_workers *w;
+        struct strata__workers *w;
         size_t bytes, stack;
         void *p;
         int rc = STRATA_OK;
 
         if (!out || !a)
                 return strata__fail(STRATA_EINVAL, "workers start: NULL argument");
-        STRATA_TRY(strata_workers_plan(c, &bytes));
+        STRATA_TRY(strata__workers_plan(c, &bytes));
         if (!(c->timeout_s >= 0.0))
                 return strata__fail(STRATA_EINVAL, "workers: timeout %g s", c->timeout_s);
         STRATA_TRY(strata_arena_alloc(a, bytes - STRATA_ALIGN_PAGE, STRATA_ALIGN_PAGE, &p));
@@ -325,11 +325,11 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
                                  STRATA_ALIGN_PAGE);
         w->stack_bytes = stack;
         w->stacks = (unsigned char *)w +
-                    STRATA__ALIGN_UP(sizeof(struct strata_workers), STRATA_ALIGN_PAGE);
+                    STRATA__ALIGN_UP(sizeof(struct strata__workers), STRATA_ALIGN_PAGE);
         if (c->placement)
                 memcpy(w->pl, c->placement, sizeof(w->pl[0]) * (size_t)w->n);
         else
-                STRATA_TRY(strata_topology_place(w->n, w->pl));
+                STRATA_TRY(strata__topology_place(w->n, w->pl));
         w->spins = SPINS;
         for (int d = 0; d < w->n; d++)
                 if (w->pl[d].shared)
@@ -374,9 +374,9 @@ int strata_workers_start(struct strata_workers **out, struct strata_arena *a,
  * The caller's wait for @p expect completions past @p d0: one deadline for the whole wait. A
  * timeout leaves the pool broken (a device may never return) and names the devices still busy.
  */
-static int wait_devices(struct strata_workers *w, unsigned d0, unsigned expect)
+static int wait_devices(struct strata__workers *w, unsigned d0, unsigned expect)
 {
-        struct strata_track *t = w->tracks && w->caller0 ? &w->tracks[0] : NULL;
+        struct strata__track *t = w->tracks && w->caller0 ? &w->tracks[0] : NULL;
         struct waiter me = { w, 0, "waiting for the devices to finish" };
         struct strata__wait wait = pool_wait(&me, &w->done, 0, NULL);
         uint64_t t0 = 0;
@@ -385,20 +385,20 @@ static int wait_devices(struct strata_workers *w, unsigned d0, unsigned expect)
         while ((wait.old = atomic_load_explicit(&w->done.v, memory_order_acquire)) - d0 <
                expect) {
                 if (!waiting++)
-                        t0 = strata_track_begin(t, &span_devices, NULL);
+                        t0 = strata__track_begin(t, &span_devices, NULL);
                 if (strata__wait(&wait) == STRATA_ETIMEDOUT) {
-                        strata_track_end(t, t0, 0);
+                        strata__track_end(t, t0, 0);
                         atomic_store(&w->broken, 1);
-                        strata_workers_fail(w, -1, STRATA_ETIMEDOUT);
+                        strata__workers_fail(w, -1, STRATA_ETIMEDOUT);
                         return late_error(w);
                 }
         }
         if (waiting)
-                strata_track_end(t, t0, 0);
+                strata__track_end(t, t0, 0);
         return STRATA_OK;
 }
 
-int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
+int strata__workers_run(struct strata__workers *w, strata__work_fn fn, void *arg)
 {
         unsigned expect, d0;
         int rc = STRATA_OK;
@@ -422,7 +422,7 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
         if (w->caller0) {
                 rc = fn(0, arg);
                 if (rc != STRATA_OK)
-                        strata_workers_fail(w, 0, rc);
+                        strata__workers_fail(w, 0, rc);
         }
         rc = wait_devices(w, d0, expect);
         if (rc != STRATA_OK)
@@ -435,25 +435,25 @@ int strata_workers_run(struct strata_workers *w, strata_work_fn fn, void *arg)
 
 static int group_aborted(void *h)
 {
-        struct strata_workers *w = h;
+        struct strata__workers *w = h;
 
         return atomic_load_explicit(&w->abort, memory_order_relaxed);
 }
 
 static int group_fail(void *h, int member, int status)
 {
-        return strata_workers_fail(h, member, status);
+        return strata__workers_fail(h, member, status);
 }
 
 /* A failed run can leave ranks at different points of a collective: see the epoch field. */
 static unsigned group_epoch(void *h)
 {
-        struct strata_workers *w = h;
+        struct strata__workers *w = h;
 
         return atomic_load_explicit(&w->epoch, memory_order_relaxed);
 }
 
-void strata_workers_group(struct strata_workers *w, struct strata_group *g)
+void strata__workers_group(struct strata__workers *w, struct strata_group *g)
 {
         *g = (struct strata_group){ .h = w, .aborted = group_aborted, .fail = group_fail,
                                     .epoch = group_epoch, .timeout_s = w->timeout_s,
@@ -461,18 +461,18 @@ void strata_workers_group(struct strata_workers *w, struct strata_group *g)
                                     .stall_s = w->stall_s };
 }
 
-int strata_workers_count(const struct strata_workers *w)
+int strata__workers_count(const struct strata__workers *w)
 {
         return w ? w->n : 0;
 }
 
-const struct strata_placement *strata_workers_placement(const struct strata_workers *w,
+const struct strata__placement *strata__workers_placement(const struct strata__workers *w,
                                                         int device)
 {
         return w && device >= 0 && device < w->n ? &w->pl[device] : NULL;
 }
 
-int strata_workers_stop(struct strata_workers *w)
+int strata__workers_stop(struct strata__workers *w)
 {
         int abandoned[MAX_DEV], n;
 
@@ -487,7 +487,7 @@ int strata_workers_stop(struct strata_workers *w)
                 for (int i = 0; i < n && len < sizeof(msg); i++) {
                         where[0] = '\0';
                         if (w->tracks)
-                                strata_track_where(&w->tracks[abandoned[i]], where,
+                                strata__track_where(&w->tracks[abandoned[i]], where,
                                                    sizeof(where));
                         len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%sdevice %d%s%s%s",
                                                 i ? ", " : "", abandoned[i], *where ? " (" : "",

@@ -411,12 +411,12 @@ void strata__replica_warm_up(const struct strata__replica *r)
 }
 
 /* What a replica's passes show on its device's trace track. */
-static const struct strata_span span_load = { "load batch", "data", "rows", 0 };
-static const struct strata_span span_fwd = { "forward", "compute", "layer", 0 };
-static const struct strata_span span_loss = { "loss", "compute", "rows", 0 };
-static const struct strata_span span_bwd = { "backward", "compute", "layer", 0 };
-static const struct strata_span span_clip = { "clip gradients", "compute", NULL, 0 };
-static const struct strata_span span_step = { "optimizer step", "compute", "step", 0 };
+static const struct strata__span span_load = { "load batch", "data", "rows", 0 };
+static const struct strata__span span_fwd = { "forward", "compute", "layer", 0 };
+static const struct strata__span span_loss = { "loss", "compute", "rows", 0 };
+static const struct strata__span span_bwd = { "backward", "compute", "layer", 0 };
+static const struct strata__span span_clip = { "clip gradients", "compute", NULL, 0 };
+static const struct strata__span span_step = { "optimizer step", "compute", "step", 0 };
 
 static void load(struct strata__replica *r, const struct strata_batch *b, int lo, int rows,
                  int with_labels);
@@ -424,10 +424,10 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
                           int rows, int with_labels)
 {
-        uint64_t t0 = strata_track_begin(r->track, &span_load, NULL);
+        uint64_t t0 = strata__track_begin(r->track, &span_load, NULL);
 
         load(r, b, lo, rows, with_labels);
-        strata_track_end(r->track, t0, rows);
+        strata__track_end(r->track, t0, rows);
 }
 
 /*
@@ -527,7 +527,7 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                 uint64_t t0;
 
                 STRATA_TRY(fetch(r, i));
-                t0 = strata_track_begin(r->track, &span_fwd, l->desc->ops->name);
+                t0 = strata__track_begin(r->track, &span_fwd, l->desc->ops->name);
 
                 cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
                 cc.y_type = r->ytype[i];
@@ -536,7 +536,7 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                         strata__chunks_forward(r, l, c, x, r->y[i]);
                 else
                         l->desc->ops->forward(l, c, x, r->y[i], r->rows);
-                strata_track_end(r->track, t0, i);
+                strata__track_end(r->track, t0, i);
                 if (l->failed != STRATA_OK)
                         return l->failed;
                 x = r->y[i];
@@ -547,13 +547,13 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
 {
         const struct strata_layer *last = &r->layers[r->nlayers - 1];
-        uint64_t t0 = strata_track_begin(r->track, &span_loss, NULL);
+        uint64_t t0 = strata__track_begin(r->track, &span_loss, NULL);
 
         const float *out = r->y[r->nlayers - 1];
 
         if (r->chunks.n) {
                 strata__chunks_loss(r, c, grad);
-                strata_track_end(r->track, t0, r->rows);
+                strata__track_end(r->track, t0, r->rows);
                 return;
         }
         r->loss_sum = r->loss->forward(c, out, r->targets, r->rows, last->out,
@@ -565,7 +565,7 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
                 r->sae = r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, r->targets, r->rows,
                                               last->out, 0.0f, NULL);
         }
-        strata_track_end(r->track, t0, r->rows);
+        strata__track_end(r->track, t0, r->rows);
 }
 
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
@@ -581,7 +581,7 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 uint64_t t0;
 
                 STRATA_TRY(fetch(r, i)); /* the forward's last layer is still there */
-                t0 = strata_track_begin(r->track, &span_bwd, l->desc->ops->name);
+                t0 = strata__track_begin(r->track, &span_bwd, l->desc->ops->name);
 
                 cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
                 cc.y_type = r->ytype[i];
@@ -590,7 +590,7 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                         l->failed = strata__chunks_backward(r, l, c, x, r->dbuf[cur], dx);
                 else
                         l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
-                strata_track_end(r->track, t0, i);
+                strata__track_end(r->track, t0, i);
                 l->grad_fresh = 0;
                 if (l->failed != STRATA_OK)
                         return l->failed;
@@ -614,7 +614,7 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
 
         if (!(max_norm > 0.0f) && !(max_value > 0.0f))
                 return;
-        t0 = strata_track_begin(r->track, &span_clip, NULL);
+        t0 = strata__track_begin(r->track, &span_clip, NULL);
         if (max_norm > 0.0f) {
                 double ss = r->k->sumsq(r->own_params ? r->lgrad : r->grads, r->nparam);
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
@@ -625,7 +625,7 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
         }
         if (max_value > 0.0f)
                 r->k->clamp(r->grads, max_value, grads_held(r));
-        strata_track_end(r->track, t0, 0);
+        strata__track_end(r->track, t0, 0);
 }
 
 int strata__replica_unscale(struct strata__replica *r, float scale)
@@ -784,7 +784,7 @@ void strata__replica_keep_grads(struct strata__replica *r, int i)
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
 {
         struct strata_update u;
-        uint64_t t0 = strata_track_begin(r->track, &span_step, NULL);
+        uint64_t t0 = strata__track_begin(r->track, &span_step, NULL);
         size_t at = r->own_params ? 0 : r->shard_lo, gat = r->own_grads ? 0 : at;
 
         r->opt_t++;
@@ -792,7 +792,7 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
         /* unsharded: shard_lo 0, shard_len nparam; sharded: padding updates zeros to zeros;
          * own_params: the vectors are the shard; own_grads: the gradients are */
         r->k->update(&u, r->params + at, r->grads + gat, r->opt_state, r->shard_len);
-        strata_track_end(r->track, t0, (int64_t)r->opt_t);
+        strata__track_end(r->track, t0, (int64_t)r->opt_t);
         for (int i = 0; i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1;
 }

@@ -170,7 +170,7 @@ struct strata__replica {
         void *lp_scratch;          /* mixed precision: the GEMM scratch (NULL in fp32) */
         size_t lp_elems, lp_dim;   /* what it was sized for */
         void *grad_stage;          /* gradients in the all-reduce's type, when not f32 */
-        struct strata_track *track; /* this device's track (kernel/trace.h), or NULL */
+        struct strata__track *track; /* this device's track (kernel/trace.h), or NULL */
         struct strata_arena arena;
         struct strata_chunks chunks; /* invariant mode (chunks.n > 0) */
         unsigned char *batch_stats;  /* invariant mode: each layer's shape.batch_stats */

@@ -55,7 +55,7 @@ static int check_batch(const struct strata_runtime *rt, const struct strata_batc
 
 static int need_ready(const struct strata_runtime *rt)
 {
-        int s = strata_sm_state(&rt->sm);
+        int s = strata__sm_state(&rt->sm);
 
         if (s != STRATA_STATE_READY)
                 return strata__fail(STRATA_EBADSTATE, "runtime is %s, not READY",
@@ -76,26 +76,26 @@ static int stopped(void)
                                              "down");
 }
 
-static const struct strata_span span_train = { "train_step", "step", "step", 0 };
-static const struct strata_span span_eval = { "eval_step", "step", "step", 0 };
-static const struct strata_span span_predict = { "predict_step", "step", "step", 0 };
-static const struct strata_span span_loss = { "train_loss", "counter", "loss", 1 };
-static const struct strata_span span_arena = { "arena", "counter", "high_water_bytes", 1 };
+static const struct strata__span span_train = { "train_step", "step", "step", 0 };
+static const struct strata__span span_eval = { "eval_step", "step", "step", 0 };
+static const struct strata__span span_predict = { "predict_step", "step", "step", 0 };
+static const struct strata__span span_loss = { "train_loss", "counter", "loss", 1 };
+static const struct strata__span span_arena = { "arena", "counter", "high_water_bytes", 1 };
 
 /*
  * Start of a public step: every track is at this step with nothing open; buffers that are
  * half full are written out first (a write error is reported and stops tracing, not the
  * run); the step's span opens on device 0's track (*t), which is the caller's.
  */
-static uint64_t step_begin(struct strata_runtime *rt, const struct strata_span *k,
-                           struct strata_track **t)
+static uint64_t step_begin(struct strata_runtime *rt, const struct strata__span *k,
+                           struct strata__track **t)
 {
         for (int d = 0; d < rt->nreplicas; d++)
-                strata_track_restart(rt->replicas[d].track, rt->step);
-        if (strata_trace_due(rt->trace) && strata_trace_flush(rt->trace) != STRATA_OK)
+                strata__track_restart(rt->replicas[d].track, rt->step);
+        if (strata__trace_due(rt->trace) && strata__trace_flush(rt->trace) != STRATA_OK)
                 fprintf(stderr, "strata: %s\n", strata_last_error());
         *t = rt->replicas[0].track;
-        return strata_track_begin(*t, k, NULL);
+        return strata__track_begin(*t, k, NULL);
 }
 
 /*
@@ -133,12 +133,12 @@ static int nonfinite(const struct strata_runtime *rt, int grads, double loss)
 int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m)
 {
-        static const int events[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
-                                      STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
-                                      STRATA_EV_BATCH_END };
+        static const int events[] = { STRATA__EV_BATCH_START, STRATA__EV_TRAINING_STEP,
+                                      STRATA__EV_BACKWARD, STRATA__EV_OPTIMIZER_STEP,
+                                      STRATA__EV_BATCH_END };
         struct strata__step_args a = { .batch = b };
         struct strata_metrics own;
-        struct strata_track *t;
+        struct strata__track *t;
         uint64_t t0;
         int k, nf = 0;
 
@@ -153,14 +153,14 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         a.sync = rt->micro == k - 1 || rt->end_window;
         a.nonfinite = &nf;
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
-                if (events[i] == STRATA_EV_OPTIMIZER_STEP && !a.sync)
+                if (events[i] == STRATA__EV_OPTIMIZER_STEP && !a.sync)
                         continue;
-                STRATA_TRY(strata_sm_dispatch(&rt->sm, events[i], &a));
+                STRATA_TRY(strata__sm_dispatch(&rt->sm, events[i], &a));
         }
-        strata_track_end(t, t0, (int64_t)rt->step);
+        strata__track_end(t, t0, (int64_t)rt->step);
         if (t && t->ev) {
-                strata_track_counter(t, &span_loss, a.metrics->loss);
-                strata_track_counter(t, &span_arena, (double)strata_arena_high_water(&rt->root));
+                strata__track_counter(t, &span_loss, a.metrics->loss);
+                strata__track_counter(t, &span_arena, (double)strata_arena_high_water(&rt->root));
         }
         rt->micro = a.sync ? 0 : rt->micro + 1;
         rt->end_window = 0;
@@ -177,18 +177,18 @@ int strata_end_accumulation_window(struct strata_runtime *rt)
 }
 
 /* An evaluation event on a checked batch: refused after a stop request, one span long. */
-static int evaluate(struct strata_runtime *rt, int event, const struct strata_span *span,
+static int evaluate(struct strata_runtime *rt, int event, const struct strata__span *span,
                     struct strata__step_args *a)
 {
-        struct strata_track *t;
+        struct strata__track *t;
         uint64_t t0;
         int rc;
 
         if (stop_due(rt))
                 return stopped();
         t0 = step_begin(rt, span, &t);
-        rc = strata_sm_dispatch(&rt->sm, event, a);
-        strata_track_end(t, t0, (int64_t)rt->step);
+        rc = strata__sm_dispatch(&rt->sm, event, a);
+        strata__track_end(t, t0, (int64_t)rt->step);
         return rc;
 }
 
@@ -198,7 +198,7 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(check_batch(rt, b, 1));
-        return evaluate(rt, STRATA_EV_VALIDATION_STEP, &span_eval,
+        return evaluate(rt, STRATA__EV_VALIDATION_STEP, &span_eval,
                         &(struct strata__step_args){ .batch = b, .metrics = m });
 }
 
@@ -209,7 +209,7 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
         if (!logits)
                 return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
         STRATA_TRY(check_batch(rt, b, 0));
-        return evaluate(rt, STRATA_EV_PREDICT_STEP, &span_predict,
+        return evaluate(rt, STRATA__EV_PREDICT_STEP, &span_predict,
                         &(struct strata__step_args){ .batch = b, .logits = logits });
 }
 

@@ -273,7 +273,7 @@ static const struct strata_checkpoint_io *io_of(const struct strata_runtime *rt)
 
 static int between_steps(const struct strata_runtime *rt, const char *what, const char *path)
 {
-        int s = strata_sm_state(&rt->sm);
+        int s = strata__sm_state(&rt->sm);
 
         if (!path || !*path)
                 return strata__fail(STRATA_EINVAL, "%s: path is NULL or empty", what);
@@ -735,7 +735,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         io->close(h);
         if (rc != STRATA_OK) {
                 /* Live state is partly overwritten: the runtime cannot go on. */
-                (void)strata_sm_dispatch(&rt->sm, STRATA_EV_EXCEPTION, NULL);
+                (void)strata__sm_dispatch(&rt->sm, STRATA__EV_EXCEPTION, NULL);
                 return rc;
         }
         resharded = hd.world != (uint32_t)ckpt_world(rt) ||

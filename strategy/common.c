@@ -56,7 +56,7 @@ int strata__injected(const struct strata_runtime *rt, int dev, int event)
 {
         if (dev == rt->inj_dev && event == rt->inj_event)
                 return strata__fail(rt->inj_status, "device %d: injected failure in %s", dev,
-                                    strata_event_name(event));
+                                    strata__event_name(event));
         return STRATA_OK;
 }
 

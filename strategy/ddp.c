@@ -138,7 +138,7 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
                                 &d->b);
         for (int dev = 0; dev < rt->nreplicas; dev++)
                 rt->replicas[dev].chunks.defer = tree_buckets(rt, &rt->replicas[dev]);
-        return STRATA_SM_PARENT;
+        return STRATA__SM_PARENT;
 }
 
 /*
@@ -161,7 +161,7 @@ static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo,
         return STRATA_OK;
 }
 
-static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
+static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 
 /* All-reduce every bucket whose last layer's gradients just became ready. */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
@@ -174,9 +174,9 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
                 if (d->b.close[k] != layer)
                         continue;
-                t0 = strata_track_begin(r->track, &span_bucket, NULL);
+                t0 = strata__track_begin(r->track, &span_bucket, NULL);
                 rc = all_reduce_grads(d, r, d->b.lo[k], d->b.hi[k] - d->b.lo[k]);
-                strata_track_end(r->track, t0, k);
+                strata__track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
@@ -207,7 +207,7 @@ const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *r
 }
 
 #define P(s) .parent = &strata__multi_states[s]
-const struct strata_sm_state strata__ddp_states[STRATA_STATE_COUNT] = {
+const struct strata__sm_state strata__ddp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { .run = ddp_connect, P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { .run = ddp_setup, P(STRATA_STATE_CONNECTED) },

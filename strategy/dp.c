@@ -113,7 +113,7 @@ static int dp_ready(void *obj, int state, int event, void *arg)
         STRATA_TRY(strata__multi_run(rt, replicate_dev));
         dp_of(rt)->replicas_current = 1;
         STRATA_TRY(callbacks(rt));
-        return STRATA_SM_PARENT;
+        return STRATA__SM_PARENT;
 }
 
 /* backward, then the gradients reduced into the master's in device order. */
@@ -166,7 +166,7 @@ static int master_step_dev(struct strata_runtime *rt, struct strata__multi *m, i
  */
 static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        static const struct strata_span span_range = { "optimizer step (range)", "compute",
+        static const struct strata__span span_range = { "optimizer step (range)", "compute",
                                                        "elements", 0 };
         struct strata__replica *master = &rt->replicas[0], *mine = &rt->replicas[dev];
         uint64_t t0;
@@ -175,20 +175,20 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
         if (rt->cfg.train.clip_norm > 0.0f) {
                 if (dev == 0)
                         strata__replica_clip(master, rt->cfg.train.clip_norm, 0.0f);
-                STRATA_TRY(strata_workers_barrier(m->workers, dev));
+                STRATA_TRY(strata__workers_barrier(m->workers, dev));
         }
         strata_comm_slice(m->dcomm, master->nparam, sizeof(float), dev, &lo, &hi);
         if (rt->cfg.train.clip_value > 0.0f)
                 master->k->clamp(master->grads + lo, rt->cfg.train.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
-        t0 = strata_track_begin(mine->track, &span_range, NULL);
+        t0 = strata__track_begin(mine->track, &span_range, NULL);
         strata__replica_step_range(master, &rt->cfg.optim, mine->params, lo, hi);
-        strata_track_end(mine->track, t0, (int64_t)(hi - lo));
+        strata__track_end(mine->track, t0, (int64_t)(hi - lo));
         for (int e = 0; e < rt->nreplicas; e++)
                 if (e != dev)
                         memcpy(rt->replicas[e].params + lo, mine->params + lo,
                                (hi - lo) * sizeof(float));
-        STRATA_TRY(strata_workers_barrier(m->workers, dev));
+        STRATA_TRY(strata__workers_barrier(m->workers, dev));
         for (int i = 0; dev == 0 && i < master->nlayers; i++)
                 master->layers[i].grad_fresh = 1;
         return STRATA_OK;
@@ -202,8 +202,8 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
         int skip;
 
         (void)state;
-        if (event != STRATA_EV_OPTIMIZER_STEP)
-                return STRATA_SM_PARENT;
+        if (event != STRATA__EV_OPTIMIZER_STEP)
+                return STRATA__SM_PARENT;
         /* Only the master's gradients were reduced: it decides, on this (device 0's) thread. */
         STRATA_TRY(strata__unscale_step(rt, 0, NULL, arg, &skip));
         if (skip)
@@ -218,7 +218,7 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
 }
 
 #define P(s) .parent = &strata__multi_states[s]
-static const struct strata_sm_state dp_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state dp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },

@@ -37,7 +37,7 @@ static int fsdp_validate(const struct strata_config *c, const struct strata_devi
         return STRATA_OK;
 }
 
-static const struct strata_span span_gather = { "gather layer", "comm", "layer", 0 };
+static const struct strata__span span_gather = { "gather layer", "comm", "layer", 0 };
 
 /*
  * The replica's fetch: layer @p i's parameters into the layer buffer before it computes. For
@@ -48,7 +48,7 @@ static int gather_layer(void *h, struct strata__replica *r, int i)
 {
         struct strata_comm *comm = strata__multi(h)->dcomm;
         size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = r->shard_len;
-        uint64_t t0 = strata_track_begin(r->track, &span_gather, NULL);
+        uint64_t t0 = strata__track_begin(r->track, &span_gather, NULL);
         int rc = STRATA_OK;
 
         for (size_t g = lo / len; rc == STRATA_OK && lo < hi && g * len < hi; g++) {
@@ -59,7 +59,7 @@ static int gather_layer(void *h, struct strata__replica *r, int i)
                         r->k->copy(dst, r->params + (a - r->shard_lo), b - a);
                 rc = strata_comm_broadcast(comm, r->dev, dst, b - a, STRATA_F32, (int)g);
         }
-        strata_track_end(r->track, t0, i);
+        strata__track_end(r->track, t0, i);
         return rc;
 }
 
@@ -152,13 +152,13 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 static int fsdp_backward_done(void *obj, int state, int event, void *arg)
 {
         (void)state;
-        if (event != STRATA_EV_OPTIMIZER_STEP)
-                return STRATA_SM_PARENT;
+        if (event != STRATA__EV_OPTIMIZER_STEP)
+                return STRATA__SM_PARENT;
         return strata__multi_post(obj, event, arg, step_dev, 0);
 }
 
 #define P(s) .parent = &strata__procs_states[s]
-static const struct strata_sm_state fsdp_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state fsdp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { .run = strata__procs_job_created, P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { .run = fsdp_connect, P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },

@@ -32,7 +32,7 @@ struct strata__strategy {
         int (*layout)(const struct strata_config *c, const struct strata_device_ops *drv,
                       struct strata_arena *a, void **priv);
         /** Its lifecycle state actions: STRATA_STATE_COUNT entries. */
-        const struct strata_sm_state *states;
+        const struct strata__sm_state *states;
         /**
          * The Strategy API's collectives (reduce, all_gather, broadcast, barrier, and
          * reduce_boolean_decision through reduce): @p bufs[d] and @p send[d] are device d's.
@@ -95,8 +95,8 @@ struct strata__step_args {
 };
 
 struct strata_runtime {
-        struct strata_sm sm;
-        struct strata_sm_table table;
+        struct strata__sm sm;
+        struct strata__sm_table table;
         struct strata_config cfg;
         const struct strata_device_ops *dev;
         const struct strata__strategy *strategy;
@@ -115,7 +115,7 @@ struct strata_runtime {
         int end_window;                /* the next step ends the window (a partial one) */
         int inj_dev, inj_event, inj_status;
         int inj_inf[STRATA_MAX_DEVICES]; /* each device's gradients count as non-finite once */
-        struct strata_trace *trace;    /* every device's track; a timeline when asked */
+        struct strata__trace *trace;    /* every device's track; a timeline when asked */
         struct strata_ckpt_handle ckpt;            /* the checkpoint being written or read */
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */
         const struct strata__precision *prec;      /* the precision plugin */

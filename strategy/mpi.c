@@ -27,10 +27,10 @@ static int mpi_environment(void *obj, int state, int event, void *arg)
 {
         (void)state, (void)event, (void)arg;
         STRATA_TRY(strata__procs_join_mpi(obj));
-        return STRATA_SM_PARENT;
+        return STRATA__SM_PARENT;
 }
 
-static const struct strata_sm_state mpi_states[STRATA_STATE_COUNT] =
+static const struct strata__sm_state mpi_states[STRATA_STATE_COUNT] =
         STRATA__PROCS_STATES(mpi_environment);
 
 const struct strata__strategy strata__mpi = {

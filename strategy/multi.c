@@ -3,7 +3,7 @@
  * lifecycle event. The coordinator (the caller's thread, which is also device 0) posts one job
  * per event; each device does its share on its pinned thread, with the per-device work every
  * strategy runs (strategy/step.c). A child strategy overrides the states whose work differs
- * and hands the rest up (STRATA_SM_PARENT). A job of several processes adds its placement,
+ * and hands the rest up (STRATA__SM_PARENT). A job of several processes adds its placement,
  * communicators and metrics through peers (strategy/procs.c); nothing here knows processes.
  */
 #include <stdio.h>
@@ -27,7 +27,7 @@ int strata__multi_validate(const struct strata_config *c, const struct strata_de
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, struct strata__multi *m)
 {
-        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
         struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
         size_t pool, comm;
         void *p, *q, *dq = NULL;
@@ -37,7 +37,7 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
         wc.devices = c->strategy.devices;
         cc.local_size = c->strategy.devices;
         cc.world_size = world;
-        STRATA_TRY(strata_workers_plan(&wc, &pool));
+        STRATA_TRY(strata__workers_plan(&wc, &pool));
         STRATA_TRY(strata_comm_plan_config(&cc, &comm));
         STRATA_TRY(strata_arena_alloc(a, pool, STRATA_ALIGN_PAGE, &p));
         STRATA_TRY(strata_arena_alloc(a, comm, 64, &q));
@@ -56,28 +56,28 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
 /* setup_environment: start the pinned workers, bind device memory, open the communicators. */
 static int start(struct strata_runtime *rt, struct strata__multi *m)
 {
-        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
-        struct strata_placement near[STRATA_MAX_DEVICES];
+        struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
+        struct strata__placement near[STRATA_MAX_DEVICES];
         struct strata_arena pool, comm;
 
         wc.devices = rt->nreplicas;
         wc.timeout_s = rt->cfg.device.timeout_s;
-        wc.tracks = strata_trace_tracks(rt->trace);
+        wc.tracks = strata__trace_tracks(rt->trace);
         wc.stall_s = strata__stall_s(&rt->cfg);
         wc.bind = rt->cfg.device.bind == STRATA_BIND_CORES;
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
         if (m->peers && m->peers->place(rt, near) == STRATA_OK) {
                 wc.placement = near;
         } else if (rt->dev->local_pus) {
-                STRATA_TRY(strata_topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
+                STRATA_TRY(strata__topology_place_near(rt->nreplicas, rt->dev->local_pus, near));
                 wc.placement = near;
         }
         STRATA_TRY(strata_arena_init(&pool, m->pool_mem, m->pool_bytes, NULL));
         STRATA_TRY(strata_arena_init(&comm, m->comm_mem, m->comm_bytes, NULL));
-        STRATA_TRY(strata_workers_start(&m->workers, &pool, &wc));
+        STRATA_TRY(strata__workers_start(&m->workers, &pool, &wc));
         /* Each device's memory goes to the NUMA node of the core its worker is pinned to. */
         for (int d = 0; d < rt->nreplicas; d++) {
-                const struct strata_placement *pl = strata_workers_placement(m->workers, d);
+                const struct strata__placement *pl = strata__workers_placement(m->workers, d);
                 const char *why = NULL;
 
                 if (!wc.bind)
@@ -88,12 +88,12 @@ static int start(struct strata_runtime *rt, struct strata__multi *m)
         }
         if (m->peers)
                 return m->peers->open(rt, &comm);
-        STRATA_TRY(strata_comm_init_workers(&m->comm, &comm, m->workers, NULL));
+        STRATA_TRY(strata__comm_init_workers(&m->comm, &comm, m->workers, NULL));
         m->dcomm = m->comm;
         if (!m->dcomm_mem)
                 return STRATA_OK;
         STRATA_TRY(strata_arena_init(&comm, m->dcomm_mem, m->comm_bytes, NULL));
-        return strata_comm_init_workers(&m->dcomm, &comm, m->workers, rt->dev);
+        return strata__comm_init_workers(&m->dcomm, &comm, m->workers, rt->dev);
 }
 
 static int all_sum(const struct strata_step_ctx *c, float *buf, size_t n)
@@ -126,7 +126,7 @@ static int barrier(const struct strata_step_ctx *c)
 {
         struct strata__multi *m = c->h;
 
-        return strata_workers_barrier(m->workers, c->rank);
+        return strata__workers_barrier(m->workers, c->rank);
 }
 
 struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train)
@@ -177,33 +177,33 @@ static int device_fn(int dev, void *arg)
 }
 
 /* Each device's share of a lifecycle event, as one span on its track. */
-static const struct strata_span span_event[STRATA_EV_COUNT] = {
-        [STRATA_EV_SETUP_ENVIRONMENT] = { "setup_environment", "step", NULL, 0 },
-        [STRATA_EV_CONNECT] = { "connect", "step", NULL, 0 },
-        [STRATA_EV_SETUP] = { "setup", "step", NULL, 0 },
-        [STRATA_EV_BATCH_START] = { "batch_start", "step", NULL, 0 },
-        [STRATA_EV_TRAINING_STEP] = { "training_step", "step", NULL, 0 },
-        [STRATA_EV_BACKWARD] = { "backward_pass", "step", NULL, 0 },
-        [STRATA_EV_OPTIMIZER_STEP] = { "optimizer_step", "step", NULL, 0 },
-        [STRATA_EV_BATCH_END] = { "batch_end", "step", NULL, 0 },
-        [STRATA_EV_VALIDATION_STEP] = { "validation_step", "step", NULL, 0 },
-        [STRATA_EV_TEST_STEP] = { "test_step", "step", NULL, 0 },
-        [STRATA_EV_PREDICT_STEP] = { "predict_step", "step", NULL, 0 },
-        [STRATA_EV_EXCEPTION] = { "exception", "step", NULL, 0 },
-        [STRATA_EV_TEARDOWN] = { "teardown", "step", NULL, 0 },
+static const struct strata__span span_event[STRATA__EV_COUNT] = {
+        [STRATA__EV_SETUP_ENVIRONMENT] = { "setup_environment", "step", NULL, 0 },
+        [STRATA__EV_CONNECT] = { "connect", "step", NULL, 0 },
+        [STRATA__EV_SETUP] = { "setup", "step", NULL, 0 },
+        [STRATA__EV_BATCH_START] = { "batch_start", "step", NULL, 0 },
+        [STRATA__EV_TRAINING_STEP] = { "training_step", "step", NULL, 0 },
+        [STRATA__EV_BACKWARD] = { "backward_pass", "step", NULL, 0 },
+        [STRATA__EV_OPTIMIZER_STEP] = { "optimizer_step", "step", NULL, 0 },
+        [STRATA__EV_BATCH_END] = { "batch_end", "step", NULL, 0 },
+        [STRATA__EV_VALIDATION_STEP] = { "validation_step", "step", NULL, 0 },
+        [STRATA__EV_TEST_STEP] = { "test_step", "step", NULL, 0 },
+        [STRATA__EV_PREDICT_STEP] = { "predict_step", "step", NULL, 0 },
+        [STRATA__EV_EXCEPTION] = { "exception", "step", NULL, 0 },
+        [STRATA__EV_TEARDOWN] = { "teardown", "step", NULL, 0 },
 };
 
 static int event_fn(int dev, void *arg)
 {
         struct strata_runtime *rt = arg;
         int event = strata__multi(rt)->event, rc;
-        struct strata_track *t = rt->replicas[dev].track;
+        struct strata__track *t = rt->replicas[dev].track;
         uint64_t t0;
 
         STRATA_TRY(strata__injected(rt, dev, event));
-        t0 = strata_track_begin(t, &span_event[event], NULL);
+        t0 = strata__track_begin(t, &span_event[event], NULL);
         rc = device_fn(dev, arg);
-        strata_track_end(t, t0, 0);
+        strata__track_end(t, t0, 0);
         return rc;
 }
 
@@ -219,7 +219,7 @@ int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
          * less per step), unless a test injects a failure there. */
         if (idle && rt->inj_dev < 0)
                 return event_fn(0, rt);
-        return strata_workers_run(m->workers, event_fn, rt);
+        return strata__workers_run(m->workers, event_fn, rt);
 }
 
 /* ---- the work of one device ---- */
@@ -280,7 +280,7 @@ static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 0);
 
-        return strata__dev_eval(rt, dev, m->args, &c, m->event == STRATA_EV_PREDICT_STEP);
+        return strata__dev_eval(rt, dev, m->args, &c, m->event == STRATA__EV_PREDICT_STEP);
 }
 
 static int coll_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
@@ -332,10 +332,10 @@ static int on_ready(void *obj, int state, int event, void *arg)
 
         (void)state;
         strata__split(rt, ((const struct strata__step_args *)arg)->batch);
-        if (event == STRATA_EV_BATCH_START)
+        if (event == STRATA__EV_BATCH_START)
                 return strata__multi_post(rt, event, arg, idle_dev, 1);
         STRATA_TRY(strata__multi_post(rt, event, arg, eval_dev, 0));
-        return event != STRATA_EV_PREDICT_STEP ? metrics(rt) : STRATA_OK;
+        return event != STRATA__EV_PREDICT_STEP ? metrics(rt) : STRATA_OK;
 }
 
 static int on_training_step(void *obj, int state, int event, void *arg)
@@ -363,7 +363,7 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 /* optimizer_step (every device steps its own replica) or batch_end of a micro-batch. */
 static int on_backward_done(void *obj, int state, int event, void *arg)
 {
-        if (event == STRATA_EV_OPTIMIZER_STEP)
+        if (event == STRATA__EV_OPTIMIZER_STEP)
                 return strata__multi_post(obj, event, arg, step_dev, 0);
         return on_batch_end(obj, state, event, arg);
 }
@@ -373,7 +373,7 @@ static int on_torndown(void *obj, int state)
         struct strata__multi *m = strata__multi(obj);
 
         (void)state;
-        if (m->workers && strata_workers_stop(m->workers) == STRATA_ETIMEDOUT) {
+        if (m->workers && strata__workers_stop(m->workers) == STRATA_ETIMEDOUT) {
                 struct strata_runtime *rt = obj;
 
                 rt->abandoned = 1; /* teardown keeps the region */
@@ -384,7 +384,7 @@ static int on_torndown(void *obj, int state)
         return STRATA_OK;
 }
 
-const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT] = {
+const struct strata__sm_state strata__multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { .run = on_setup_environment },
         [STRATA_STATE_ENV_READY] = { .run = on_connect },
         [STRATA_STATE_CONNECTED] = { .run = on_setup },
@@ -415,5 +415,5 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
         struct strata__multi *m = strata__multi(rt);
 
         m->job = fn;
-        return strata_workers_run(m->workers, device_fn, rt);
+        return strata__workers_run(m->workers, device_fn, rt);
 }

@@ -20,7 +20,7 @@ struct strata__multi;
  */
 struct strata__peers {
         /** Place this process's workers beside the other processes' (STRATA_ENOTSUP: don't). */
-        int (*place)(const struct strata_runtime *rt, struct strata_placement *out);
+        int (*place)(const struct strata_runtime *rt, struct strata__placement *out);
         /** Open the devices' communicators over the link, from arena @p comm. */
         int (*open)(struct strata_runtime *rt, struct strata_arena *comm);
         /** The step's metrics over every device of every process, in global device order. */
@@ -35,7 +35,7 @@ typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi
  * runtime's priv pointer is also a pointer to this.
  */
 struct strata__multi {
-        struct strata_workers *workers;
+        struct strata__workers *workers;
         struct strata_comm *comm;      /* host buffers (the Strategy API's collectives) */
         struct strata_comm *dcomm;     /* replica tensors: comm, or over device memory */
         void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
@@ -63,21 +63,21 @@ static inline struct strata__multi *strata__multi(const struct strata_runtime *r
  * initialises every replica, setup readies and warms every device, every step event runs on
  * every device, batch_end and eval events report metrics, entering TORNDOWN stops the workers.
  */
-extern const struct strata_sm_state strata__multi_states[STRATA_STATE_COUNT];
+extern const struct strata__sm_state strata__multi_states[STRATA_STATE_COUNT];
 
 /** ddp's states (strategy/ddp.c): the parents of the process layer's. */
-extern const struct strata_sm_state strata__ddp_states[STRATA_STATE_COUNT];
+extern const struct strata__sm_state strata__ddp_states[STRATA_STATE_COUNT];
 
 /**
  * The process layer's states (strategy/procs.c), children of ddp's: ERROR aborts the job
  * through the link, TORNDOWN closes it. The parents of the strategies over processes.
  */
-extern const struct strata_sm_state strata__procs_states[STRATA_STATE_COUNT];
+extern const struct strata__sm_state strata__procs_states[STRATA_STATE_COUNT];
 
 /**
  * The states of a strategy over processes: the process layer's, with @p created_run joining
  * the processes (strata__procs_join()) at setup_environment before handing up
- * (STRATA_SM_PARENT).
+ * (STRATA__SM_PARENT).
  */
 #define STRATA__PROCS_CHILD(s) [s] = { .parent = &strata__procs_states[s] }
 #define STRATA__PROCS_STATES(created_run)                                                      \
@@ -184,7 +184,7 @@ int strata__procs_join_job(struct strata_runtime *rt);
 
 /**
  * The CREATED state's run action of a strategy over its job (zero1, fsdp): at
- * setup_environment, strata__procs_join_job(), then the parents' (STRATA_SM_PARENT).
+ * setup_environment, strata__procs_join_job(), then the parents' (STRATA__SM_PARENT).
  */
 int strata__procs_job_created(void *obj, int state, int event, void *arg);
 

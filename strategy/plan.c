@@ -54,7 +54,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         struct strata__replica_mem mem = { &plan, &plan, NULL, drv };
         struct strata__replica tmp, *reps;
         struct strata_runtime *rt;
-        struct strata_trace *tr;
+        struct strata__trace *tr;
         struct strata__chunk_plan cp;
         int world, rows, shards, hv = !strata__own_memory(drv);
         enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
@@ -115,14 +115,14 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                                   strata__chunks(c) ? &cp : NULL));
                 r->arena = child;
         }
-        STRATA_TRY(strata_trace_layout(a, c->strategy.devices,
+        STRATA_TRY(strata__trace_layout(a, c->strategy.devices,
                                        c->trace.events ? c->trace.events : (size_t)1 << 16,
                                        c->trace.path, &tr));
         if (rt) {
                 memset(rt, 0, sizeof(*rt));
                 rt->trace = tr;
                 for (int d = 0; d < c->strategy.devices; d++)
-                        reps[d].track = strata_trace_track(tr, d);
+                        reps[d].track = strata__trace_track(tr, d);
                 rt->replicas = reps;
                 rt->nreplicas = c->strategy.devices;
                 rt->world = world; /* rank0 is set when the processes are joined */

@@ -206,7 +206,7 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                                     nprocs, STRATA__NET_MAX);
         if (self.region)
                 return strata__fail(STRATA_EINVAL, "spawn: already in a spawned process");
-        if ((live = strata_workers_running()) != 0)
+        if ((live = strata__workers_running()) != 0)
                 return strata__fail(STRATA_EINVAL, "spawn: %d runtime(s) of this process have "
                                                    "device threads running; call strata_spawn() "
                                                    "before strata_init() (fork copies only the "

@@ -95,16 +95,16 @@ int strata__procs_layout_sharded(const struct strata_config *c,
  * all pinning their devices to the set's first cores. A set too small for that means the
  * launcher bound each process itself: usual placement (STRATA_ENOTSUP).
  */
-static int place_beside(const struct strata_runtime *rt, struct strata_placement *out)
+static int place_beside(const struct strata_runtime *rt, struct strata__placement *out)
 {
-        struct strata_placement all[STRATA_MAX_DEVICES];
-        struct strata_topology t;
+        struct strata__placement all[STRATA_MAX_DEVICES];
+        struct strata__topology t;
         int first = procs_of(rt)->net.local_rank * rt->nreplicas, n = first + rt->nreplicas;
 
-        if (first == 0 || n > STRATA_MAX_DEVICES || strata_topology_read(&t) != STRATA_OK ||
+        if (first == 0 || n > STRATA_MAX_DEVICES || strata__topology_read(&t) != STRATA_OK ||
             t.allowed_cores < n)
                 return STRATA_ENOTSUP;
-        STRATA_TRY(strata_topology_place(n, all));
+        STRATA_TRY(strata__topology_place(n, all));
         memcpy(out, all + first, sizeof(*out) * (size_t)rt->nreplicas);
         return STRATA_OK;
 }
@@ -139,7 +139,7 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
         struct strata_arena pa;
         struct strata_group g;
 
-        strata_workers_group(m->workers, &g);
+        strata__workers_group(m->workers, &g);
         cc.group = &g;
         cc.net = &s->net;
         cc.local_size = rt->nreplicas;
@@ -310,7 +310,7 @@ int strata__procs_job_created(void *obj, int state, int event, void *arg)
 {
         (void)state, (void)event, (void)arg;
         STRATA_TRY(strata__procs_join_job(obj));
-        return STRATA_SM_PARENT;
+        return STRATA__SM_PARENT;
 }
 
 /* A failure in a job of several processes ends the job: the others would wait for this one. */
@@ -337,7 +337,7 @@ static int on_torndown(void *obj, int state)
 }
 
 #define P(s) .parent = &strata__ddp_states[s]
-const struct strata_sm_state strata__procs_states[STRATA_STATE_COUNT] = {
+const struct strata__sm_state strata__procs_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },

@@ -76,16 +76,16 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         rt->plan = pl;
         rt->region_mapped = !cfg->memory;
         rt->root = root;
-        STRATA_TRY_GOTO(rc, strata_lifecycle_table(&rt->table, st->states), fail);
-        STRATA_TRY_GOTO(rc, strata_sm_init(&rt->sm, &rt->table, rt), fail);
+        STRATA_TRY_GOTO(rc, strata__lifecycle_table(&rt->table, st->states), fail);
+        STRATA_TRY_GOTO(rc, strata__sm_init(&rt->sm, &rt->table, rt), fail);
         {
                 char name[64];
 
                 snprintf(name, sizeof(name), "strata %s, rank 0 (pid %ld)", st->name,
                          (long)getpid());
-                STRATA_TRY_GOTO(rc, strata_trace_open(rt->trace, 0, name), fail);
+                STRATA_TRY_GOTO(rc, strata__trace_open(rt->trace, 0, name), fail);
         }
-        STRATA_TRY_GOTO(rc, strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP_ENVIRONMENT, NULL), fail);
+        STRATA_TRY_GOTO(rc, strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP_ENVIRONMENT, NULL), fail);
         STRATA_TRY_GOTO(rc, live_add(rt), fail);
         if (cfg->verbose) {
                 fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
@@ -107,9 +107,9 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         return STRATA_OK;
 fail:
         if (rt && rt->sm.table)
-                (void)strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
+                (void)strata__sm_dispatch(&rt->sm, STRATA__EV_TEARDOWN, NULL);
         if (rt)
-                strata_trace_discard(rt->trace);
+                strata__trace_discard(rt->trace);
         strata__unreserve(dev, &rg, cfg->strategy.devices);
 fail_region:
         if (!cfg->memory)
@@ -128,8 +128,8 @@ int strata__check_rt(const struct strata_runtime *rt)
 int strata_connect(struct strata_runtime *rt)
 {
         STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(strata_sm_dispatch(&rt->sm, STRATA_EV_CONNECT, NULL));
-        STRATA_TRY(strata_sm_dispatch(&rt->sm, STRATA_EV_SETUP, NULL));
+        STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_CONNECT, NULL));
+        STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP, NULL));
         strata_arena_seal(&rt->root);
         for (int d = 0; d < rt->nreplicas; d++)
                 strata_arena_seal(&rt->replicas[d].arena);
@@ -142,12 +142,12 @@ int strata_teardown(struct strata_runtime *rt)
         int rc, mapped;
 
         STRATA_TRY(strata__check_rt(rt));
-        rc = strata_sm_dispatch(&rt->sm, STRATA_EV_TEARDOWN, NULL);
+        rc = strata__sm_dispatch(&rt->sm, STRATA__EV_TEARDOWN, NULL);
         if (rc != STRATA_OK)
                 return rc;
         live_remove(rt); /* from here on every call on rt is refused */
         /* The devices have stopped recording, unless one was abandoned. */
-        rc = strata_trace_close(rt->trace, !rt->abandoned);
+        rc = strata__trace_close(rt->trace, !rt->abandoned);
         if (rt->abandoned) /* a stuck device may still touch all of it: nothing is released */
                 return strata__set_error(STRATA_ETIMEDOUT, rt->abandoned_why);
         if (strata__own_memory(rt->dev)) {
@@ -167,17 +167,17 @@ int strata_teardown(struct strata_runtime *rt)
 int strata_flush_trace(struct strata_runtime *rt)
 {
         STRATA_TRY(strata__check_rt(rt));
-        return strata_trace_flush(rt->trace);
+        return strata__trace_flush(rt->trace);
 }
 
 int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint64_t *dropped)
 {
-        struct strata_trace_stats st;
+        struct strata__trace_stats st;
 
         STRATA_TRY(strata__check_rt(rt));
         if (!written || !dropped)
                 return strata__fail(STRATA_EINVAL, "trace counts: NULL output");
-        strata_trace_get_stats(rt->trace, &st);
+        strata__trace_get_stats(rt->trace, &st);
         *written = st.events;
         *dropped = st.dropped;
         return STRATA_OK;
@@ -185,7 +185,7 @@ int strata_trace_counts(const struct strata_runtime *rt, uint64_t *written, uint
 
 int strata_state(const struct strata_runtime *rt)
 {
-        return live_has(rt) ? strata_sm_state(&rt->sm) : -1;
+        return live_has(rt) ? strata__sm_state(&rt->sm) : -1;
 }
 
 static int connected(const struct strata_runtime *rt, int dev)
@@ -196,7 +196,7 @@ static int connected(const struct strata_runtime *rt, int dev)
         if (dev < 0 || dev >= rt->nreplicas)
                 return strata__fail(STRATA_EINVAL, "device %d not in [0, %d)", dev,
                                     rt->nreplicas);
-        s = strata_sm_state(&rt->sm);
+        s = strata__sm_state(&rt->sm);
         if (s < STRATA_STATE_READY || s == STRATA_STATE_TORNDOWN)
                 return strata__fail(STRATA_EBADSTATE, "runtime is %s: parameters not ready",
                                     strata_state_name(s));
@@ -303,10 +303,10 @@ int strata_world_size(const struct strata_runtime *rt)
         return live_has(rt) ? rt->strategy->world_size(rt) : 0;
 }
 
-int strata_inject_failure(struct strata_runtime *rt, int device, int event, int status)
+int strata__inject_failure(struct strata_runtime *rt, int device, int event, int status)
 {
         STRATA_TRY(strata__check_rt(rt));
-        if (device < -1 || device >= rt->nreplicas || event < 0 || event >= STRATA_EV_COUNT ||
+        if (device < -1 || device >= rt->nreplicas || event < 0 || event >= STRATA__EV_COUNT ||
             status >= 0)
                 return strata__fail(STRATA_EINVAL, "inject: device %d, event %d, status %d",
                                     device, event, status);
@@ -316,7 +316,7 @@ int strata_inject_failure(struct strata_runtime *rt, int device, int event, int 
         return STRATA_OK;
 }
 
-int strata_inject_nonfinite_grad(struct strata_runtime *rt, int device)
+int strata__inject_nonfinite_grad(struct strata_runtime *rt, int device)
 {
         STRATA_TRY(strata__check_rt(rt));
         if (device < 0 || device >= rt->nreplicas)

@@ -70,14 +70,14 @@ static int on_ready(void *obj, int state, int event, void *arg)
         (void)state;
         STRATA_TRY(strata__injected(rt, 0, event));
         strata__split(rt, a->batch);
-        if (event == STRATA_EV_BATCH_START) {
+        if (event == STRATA__EV_BATCH_START) {
                 strata__dev_load(rt, 0, a, 1);
                 return STRATA_OK;
         }
         c = strata__ctx(rt, 0, a->batch->rows);
-        STRATA_TRY(strata__dev_eval(rt, 0, a, &c, event == STRATA_EV_PREDICT_STEP));
+        STRATA_TRY(strata__dev_eval(rt, 0, a, &c, event == STRATA__EV_PREDICT_STEP));
         STRATA_TRY(sync(rt));
-        if (event != STRATA_EV_PREDICT_STEP)
+        if (event != STRATA__EV_PREDICT_STEP)
                 strata__metrics(rt, a->metrics);
         return STRATA_OK;
 }
@@ -120,13 +120,13 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 /* optimizer_step, or batch_end of an accumulation micro-batch. */
 static int on_backward_done(void *obj, int state, int event, void *arg)
 {
-        if (event != STRATA_EV_OPTIMIZER_STEP)
+        if (event != STRATA__EV_OPTIMIZER_STEP)
                 return on_batch_end(obj, state, event, arg);
         STRATA_TRY(strata__injected(obj, 0, event));
         return strata__dev_step(obj, 0, NULL, arg);
 }
 
-static const struct strata_sm_state single_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state single_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { .run = on_setup_environment },
         [STRATA_STATE_ENV_READY] = { .run = on_connect },
         [STRATA_STATE_CONNECTED] = { .run = on_setup },

@@ -28,10 +28,10 @@ static int spawn_environment(void *obj, int state, int event, void *arg)
 {
         (void)state, (void)event, (void)arg;
         STRATA_TRY(strata__procs_join(obj, &strata__procs_net, strata__spawned()));
-        return STRATA_SM_PARENT;
+        return STRATA__SM_PARENT;
 }
 
-static const struct strata_sm_state spawn_states[STRATA_STATE_COUNT] =
+static const struct strata__sm_state spawn_states[STRATA_STATE_COUNT] =
         STRATA__PROCS_STATES(spawn_environment);
 
 const struct strata__strategy strata__spawn = {

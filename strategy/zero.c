@@ -68,7 +68,7 @@ static int zero_setup(void *obj, int state, int event, void *arg)
         (void)state, (void)event, (void)arg;
         for (int d = 0; d < rt->nreplicas; d++)
                 strata__replica_set_shard(&rt->replicas[d], rt->rank0 + d);
-        return STRATA_SM_PARENT;
+        return STRATA__SM_PARENT;
 }
 
 /*
@@ -87,8 +87,8 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 static int zero_backward_done(void *obj, int state, int event, void *arg)
 {
         (void)state;
-        if (event != STRATA_EV_OPTIMIZER_STEP)
-                return STRATA_SM_PARENT;
+        if (event != STRATA__EV_OPTIMIZER_STEP)
+                return STRATA__SM_PARENT;
         return strata__multi_post(obj, event, arg, step_dev, 0);
 }
 
@@ -116,8 +116,8 @@ static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
         return STRATA_OK;
 }
 
-static const struct strata_span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
-static const struct strata_span span_layer = { "reduce layer", "comm", "layer", 0 };
+static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
+static const struct strata__span span_layer = { "reduce layer", "comm", "layer", 0 };
 
 int strata__reduce_layer(void *h, struct strata__replica *r, int layer)
 {
@@ -127,9 +127,9 @@ int strata__reduce_layer(void *h, struct strata__replica *r, int layer)
 
         if (lo == hi)
                 return STRATA_OK;
-        t0 = strata_track_begin(r->track, &span_layer, NULL);
+        t0 = strata__track_begin(r->track, &span_layer, NULL);
         rc = reduce_to_owners(strata__multi(h)->dcomm, r, r->layers[layer].grad, lo, hi);
-        strata_track_end(r->track, t0, layer);
+        strata__track_end(r->track, t0, layer);
         return rc;
 }
 
@@ -150,10 +150,10 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
                 if (b->close[k] != layer)
                         continue;
-                t0 = strata_track_begin(r->track, &span_bucket, NULL);
+                t0 = strata__track_begin(r->track, &span_bucket, NULL);
                 rc = reduce_to_owners(strata__multi(rt)->dcomm, r, r->grads + b->lo[k],
                                       b->lo[k], b->hi[k]);
-                strata_track_end(r->track, t0, k);
+                strata__track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
@@ -181,12 +181,12 @@ static int zero2_backward(void *obj, int state, int event, void *arg)
 
         (void)state;
         if (rt->cfg.strategy.invariant)
-                return STRATA_SM_PARENT;
+                return STRATA__SM_PARENT;
         return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
 #define P(s) .parent = &strata__procs_states[s]
-static const struct strata_sm_state zero1_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state zero1_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { .run = strata__procs_job_created,
                                    P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
@@ -203,7 +203,7 @@ static const struct strata_sm_state zero1_states[STRATA_STATE_COUNT] = {
 #undef P
 
 #define P(s) .parent = &zero1_states[s]
-static const struct strata_sm_state zero2_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state zero2_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
         [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
         [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },

@@ -18,7 +18,7 @@
 #include "tools/timing.h"
 
 struct bench {
-        struct strata_workers *w;
+        struct strata__workers *w;
         struct strata_comm *comm;
         enum strata_coll_kind kind;
         int n;
@@ -88,11 +88,11 @@ static int sum_kernel(int rank, void *arg)
                 b->c[i] = 0.0f;
         }
         for (int rep = 0; rep < 5; rep++) {
-                STRATA_TRY(strata_workers_barrier(b->w, rank));
+                STRATA_TRY(strata__workers_barrier(b->w, rank));
                 t0 = strata_tool_now();
                 for (size_t i = lo; i < hi; i++)
                         b->c[i] = b->a[i] + b->b[i];
-                STRATA_TRY(strata_workers_barrier(b->w, rank));
+                STRATA_TRY(strata__workers_barrier(b->w, rank));
                 if (rank == 0 && strata_tool_now() - t0 < b->best)
                         b->best = strata_tool_now() - t0;
         }
@@ -108,16 +108,16 @@ static int nothing(int rank, void *arg)
 
 
 /* Median of 20000 round trips: post an empty command to every device and wait for all. */
-static double dispatch_us(struct strata_workers *w)
+static double dispatch_us(struct strata__workers *w)
 {
         static double t[20000];
 
         for (int i = 0; i < 1000; i++)
-                (void)strata_workers_run(w, nothing, NULL);
+                (void)strata__workers_run(w, nothing, NULL);
         for (int i = 0; i < 20000; i++) {
                 double t0 = strata_tool_now();
 
-                (void)strata_workers_run(w, nothing, NULL);
+                (void)strata__workers_run(w, nothing, NULL);
                 t[i] = strata_tool_now() - t0;
         }
         qsort(t, 20000, sizeof(double), strata_tool_cmp_double);
@@ -169,13 +169,13 @@ static int ping_pong(int rank, void *arg)
 }
 
 /* Median over PINGS batches of one-way handoff time, in microseconds (0 on one device). */
-static double handoff_us(struct strata_workers *w, int n)
+static double handoff_us(struct strata__workers *w, int n)
 {
         if (n < 2)
                 return 0.0;
         atomic_store(&lines.ping, 0);
         atomic_store(&lines.pong, 0);
-        if (strata_workers_run(w, ping_pong, NULL))
+        if (strata__workers_run(w, ping_pong, NULL))
                 return 0.0;
         qsort(lines.t, PINGS, sizeof(double), strata_tool_cmp_double);
         return lines.t[PINGS / 2] * 1e6;
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
                                             { "json", 0, 0, 'j' },    { "max-bytes", 1, 0, 'M' },
                                             { "min-bytes", 1, 0, 'm' }, { "help", 0, 0, 'h' },
                                             { 0, 0, 0, 0 } };
-        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
         struct strata_arena arena;
         struct bench b = { .kind = STRATA_COLL_ALL_REDUCE, .n = 2 };
         size_t minb = 4096, maxb = (size_t)256 << 20, wbytes, cbytes, total;
@@ -230,11 +230,11 @@ int main(int argc, char **argv)
                 return 2;
         }
         wc.devices = b.n;
-        if (strata_workers_plan(&wc, &wbytes) || strata_comm_plan(b.n, &cbytes))
+        if (strata__workers_plan(&wc, &wbytes) || strata_comm_plan(b.n, &cbytes))
                 goto fail;
         total = wbytes + cbytes + 2 * (size_t)b.n * (maxb + 4096) + 3 * membw_len * 4 + 4096 * 4;
-        if (strata_arena_map(&arena, total, NULL) || strata_workers_start(&b.w, &arena, &wc) ||
-            strata_comm_init_workers(&b.comm, &arena, b.w, NULL))
+        if (strata_arena_map(&arena, total, NULL) || strata__workers_start(&b.w, &arena, &wc) ||
+            strata__comm_init_workers(&b.comm, &arena, b.w, NULL))
                 goto fail;
         for (int r = 0; r < b.n; r++) {
                 void *p, *q;
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
                 b.c = b.b + membw_len;
                 b.mlen = membw_len;
                 b.best = 1e9;
-                if (strata_workers_run(b.w, sum_kernel, &b))
+                if (strata__workers_run(b.w, sum_kernel, &b))
                         goto fail;
                 bw = 3.0 * (double)membw_len * 4 / b.best / 1e9;
         }
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
                         printf("# cache-line handoff between devices 0 and 1 (one way), median "
                                "of %d x %d ping-pongs: %.3f us\n", PINGS, PING_BATCH, hand_us);
                 for (int d = 0; d < b.n; d++) {
-                        strata_placement_describe(strata_workers_placement(b.w, d), line,
+                        strata__placement_describe(strata__workers_placement(b.w, d), line,
                                                   sizeof(line));
                         printf("# %s\n", line);
                 }
@@ -290,7 +290,7 @@ int main(int argc, char **argv)
                 if (b.kind == STRATA_COLL_ALL_GATHER || b.kind == STRATA_COLL_REDUCE_SCATTER)
                         b.count = bytes / 4 / (size_t)b.n;
                 b.iters = bytes < (1 << 20) ? 2000 : (bytes < (16 << 20) ? 50 : 10);
-                if (strata_workers_run(b.w, timed, &b))
+                if (strata__workers_run(b.w, timed, &b))
                         goto fail;
                 algbw = (double)bytes / b.t / 1e9;
                 switch (b.kind) {
@@ -315,7 +315,7 @@ int main(int argc, char **argv)
                                busbw, bound > 0 ? busbw / bound : 0.0);
                 fflush(stdout);
         }
-        strata_workers_stop(b.w);
+        strata__workers_stop(b.w);
         strata_arena_release(&arena);
         return 0;
 fail:

@@ -10,8 +10,6 @@
 extern "C" {
 #endif
 
-struct strata_track;
-
 /** A failure domain (see the file comment); every field is the provider's. */
 struct strata_group {
         void *h;                                     /**< the provider's object */
@@ -20,8 +18,9 @@ struct strata_group {
         unsigned (*epoch)(void *h); /**< failed runs so far; changes only between runs */
         double timeout_s;           /**< bound on every wait */
         int oversubscribed;         /**< members share cores: waiters yield, not spin */
-        struct strata_track *tracks; /**< members' tracks (the library's own), or NULL */
         double stall_s;             /**< report a wait longer than this (0: never) */
+        /* private: the library's own per-member recording (its worker pool's), or NULL */
+        void *tracks;
 };
 
 #ifdef __cplusplus

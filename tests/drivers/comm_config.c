@@ -184,7 +184,7 @@ Test(comm_config, bad_configurations)
         cr_assert_eq(strata_comm_init(NULL, &a, &base), STRATA_EINVAL);
         cr_assert_eq(strata_comm_init(&c, NULL, &base), STRATA_EINVAL);
         cr_assert_eq(strata_comm_init(&c, &a, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_comm_init_workers(&c, &a, NULL, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__comm_init_workers(&c, &a, NULL, NULL), STRATA_EINVAL);
         cr_assert_eq(strata_comm_world_size(NULL), 0);
         cr_assert_str_eq(strata_comm_transport(NULL), "?");
 }

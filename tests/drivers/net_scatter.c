@@ -148,7 +148,7 @@ static int one(int rank, void *arg)
 }
 
 /* Case @p i on this process's ranks; their received blocks and statuses into *shared. */
-static int run_case(struct strata_comm *c, struct strata_workers *w, struct strata_arena *a,
+static int run_case(struct strata_comm *c, struct strata__workers *w, struct strata_arena *a,
                     int i)
 {
         const struct kase *k = &cases[i];
@@ -164,7 +164,7 @@ static int run_case(struct strata_comm *c, struct strata_workers *w, struct stra
                 fill(k->dt, cl.send[r], k->count * WORLD, strata_comm_rank(c, r));
                 memset(cl.recv[r], 0xA5, nr);
         }
-        if (strata_workers_run(w, one, &cl) != STRATA_OK)
+        if (strata__workers_run(w, one, &cl) != STRATA_OK)
                 return 2;
         for (int r = 0; r < n; r++) {
                 int g = strata_comm_rank(c, r);
@@ -179,10 +179,10 @@ static int run_case(struct strata_comm *c, struct strata_workers *w, struct stra
 /* Every case on this process's @p devices ranks of WORLD (@p net: the link, or NULL). */
 static int run_cases(int devices, int rank0, struct strata_net *net)
 {
-        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
         struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
         struct strata_arena arena, scratch;
-        struct strata_workers *w;
+        struct strata__workers *w;
         struct strata_comm *c;
         struct strata_group g;
         size_t wb, cb;
@@ -192,13 +192,13 @@ static int run_cases(int devices, int rank0, struct strata_net *net)
         wc.timeout_s = 30.0;
         cc = (struct strata_comm_config){ .world_size = WORLD, .rank0 = rank0,
                                           .local_size = devices, .net = net };
-        if (strata_workers_plan(&wc, &wb) || strata_comm_plan_config(&cc, &cb) ||
+        if (strata__workers_plan(&wc, &wb) || strata_comm_plan_config(&cc, &cb) ||
             strata_arena_map(&arena, wb + cb + STRATA_KIB(64), NULL) ||
             strata_arena_map(&scratch, STRATA_MIB(64), NULL))
                 return 10;
-        if (strata_workers_start(&w, &arena, &wc))
+        if (strata__workers_start(&w, &arena, &wc))
                 return 11;
-        strata_workers_group(w, &g);
+        strata__workers_group(w, &g);
         cc.group = &g;
         if (strata_comm_init(&c, &arena, &cc))
                 rc = 12;
@@ -209,7 +209,7 @@ static int run_cases(int devices, int rank0, struct strata_net *net)
         if (rc)
                 snprintf(shared->why, sizeof(shared->why), "rank0 %d: %s", rank0,
                          strata_last_error());
-        if (strata_workers_stop(w))
+        if (strata__workers_stop(w))
                 rc = rc ? rc : 13;
         strata_arena_release(&arena);
         strata_arena_release(&scratch);

@@ -46,7 +46,7 @@ static void expect_refused(struct pool *p, struct strata_coll bad, int want, siz
                                 j.recv[r][i] = -7.0f;
                         }
                 }
-                cr_assert_eq(strata_workers_run(p->w, go, &j), STRATA_OK);
+                cr_assert_eq(strata__workers_run(p->w, go, &j), STRATA_OK);
                 cr_assert_eq(j.rc[bad_rank], want, "bad rank %d got %s", bad_rank,
                              strata_status_name(j.rc[bad_rank]));
                 cr_assert_eq(j.rc[1 - bad_rank], STRATA_EINVAL, "the good rank must refuse too");
@@ -131,7 +131,7 @@ Test(shm_bad_input, overlapping_buffers)
         j.c = p.c;
         for (int r = 0; r < 2; r++)
                 j.send[r] = pool_alloc(&p, 4096);
-        cr_assert_eq(strata_workers_run(p.w, overlap, &j), STRATA_OK);
+        cr_assert_eq(strata__workers_run(p.w, overlap, &j), STRATA_OK);
         pool_stop(&p);
 }
 
@@ -155,7 +155,7 @@ Test(shm_bad_input, reduce_boolean_decision)
 
         pool_start(&p, 2, 10.0);
         j.c = p.c;
-        cr_assert_eq(strata_workers_run(p.w, boolean, &j), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata__workers_run(p.w, boolean, &j), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(j.rc[0], 10, "all=0 any=1 none=0");
         cr_assert_eq(j.rc[1], 10);
         pool_stop(&p);

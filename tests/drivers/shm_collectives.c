@@ -239,7 +239,7 @@ static void check_kind(struct pool *p, enum strata_coll_kind kind, size_t count,
                                         break;
                                 }
                         }
-                        cr_assert_eq(strata_workers_run(p->w, run_one, &j), STRATA_OK,
+                        cr_assert_eq(strata__workers_run(p->w, run_one, &j), STRATA_OK,
                                      "kind %d dt %d op %d count %zu: %s", kind, dt, op, count,
                                      strata_last_error());
                         for (int r = 0; r < n; r++) {
@@ -333,7 +333,7 @@ Test(shm_collectives, streaming_stores_large_message, .timeout = 120)
                 for (size_t i = 0; i < count; i++)
                         x[i] = (float)input(r, i);
         }
-        cr_assert_eq(strata_workers_run(p.w, big_all_reduce, &j), STRATA_OK, "%s",
+        cr_assert_eq(strata__workers_run(p.w, big_all_reduce, &j), STRATA_OK, "%s",
                      strata_last_error());
         for (int r = 0; r < 2; r++)
                 for (size_t i = 0; i < count; i += 4099) {
@@ -390,7 +390,7 @@ Test(shm_collectives, back_to_back_small_and_large, .timeout = 60)
                 j.buf[r] = pool_alloc(&p, RACE_SMALL * sizeof(float));
                 j.big[r] = pool_alloc(&p, RACE_BIG * sizeof(float));
         }
-        cr_assert_eq(strata_workers_run(p.w, race_go, &j), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata__workers_run(p.w, race_go, &j), STRATA_OK, "%s", strata_last_error());
         for (int r = 0; r < 3; r++)
                 cr_assert_eq(j.bad[r], 0, "rank %d: wrong sum at iteration %d", r, j.bad[r] - 1);
         pool_stop(&p);

@@ -54,15 +54,15 @@ static void each_rank_each_point(size_t count)
                         double t0 = now();
                         int rc;
 
-                        strata_comm_inject(p.c, rank, point, STRATA_EINJECTED);
-                        rc = strata_workers_run(p.w, go, &j);
+                        strata__comm_inject(p.c, rank, point, STRATA_EINJECTED);
+                        rc = strata__workers_run(p.w, go, &j);
                         cr_assert_eq(rc, STRATA_EINJECTED, "rank %d point %d: %s", rank, point,
                                      strata_status_name(rc));
                         cr_assert_lt(now() - t0, 2.0, "released long before the 5 s timeout");
-                        strata_comm_inject(p.c, -1, 0, 0);
+                        strata__comm_inject(p.c, -1, 0, 0);
                         for (size_t i = 0; i < count; i++)
                                 j.buf[0][i] = j.buf[1][i] = j.buf[2][i] = 1.0f;
-                        cr_assert_eq(strata_workers_run(p.w, go, &j), STRATA_OK,
+                        cr_assert_eq(strata__workers_run(p.w, go, &j), STRATA_OK,
                                      "after rank %d point %d: %s", rank, point,
                                      strata_last_error());
                         cr_assert_eq(j.buf[2][count - 1], 3.0f);
@@ -101,11 +101,11 @@ static void after_failure_outside(size_t count)
         for (int round = 0; round < 3; round++) {
                 double t0 = now();
 
-                cr_assert_eq(strata_workers_run(p.w, fail_before, &j), STRATA_EINJECTED);
+                cr_assert_eq(strata__workers_run(p.w, fail_before, &j), STRATA_EINJECTED);
                 for (int r = 0; r < 3; r++)
                         for (size_t i = 0; i < count; i++)
                                 j.buf[r][i] = (float)(r + 1);
-                cr_assert_eq(strata_workers_run(p.w, go, &j), STRATA_OK, "round %d: %s", round,
+                cr_assert_eq(strata__workers_run(p.w, go, &j), STRATA_OK, "round %d: %s", round,
                              strata_last_error());
                 cr_assert_lt(now() - t0, 2.0, "no rank waited for a peer's timeout");
                 for (int r = 0; r < 3; r++)

@@ -22,7 +22,7 @@ static void note(struct rec *r, const char *what, int state, int event)
 
         if (event >= 0)
                 snprintf(one, sizeof(one), "%s(%s,%s) ", what, strata_state_name(state),
-                         strata_event_name(event));
+                         strata__event_name(event));
         else
                 snprintf(one, sizeof(one), "%s(%s) ", what, strata_state_name(state));
         strncat(r->trace, one, sizeof(r->trace) - strlen(r->trace) - 1);
@@ -51,7 +51,7 @@ static void on_exit_(void *obj, int state)
 }
 
 #define REC { on_entry, on_run, on_exit_, NULL }
-static const struct strata_sm_state rec_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state rec_states[STRATA_STATE_COUNT] = {
         REC, REC, REC, REC, REC, REC, REC, REC, REC, REC,
 };
 
@@ -59,53 +59,53 @@ static const struct strata_sm_state rec_states[STRATA_STATE_COUNT] = {
 static const struct {
         int state, event, target;
 } legal[] = {
-        { STRATA_STATE_CREATED, STRATA_EV_SETUP_ENVIRONMENT, STRATA_STATE_ENV_READY },
-        { STRATA_STATE_ENV_READY, STRATA_EV_CONNECT, STRATA_STATE_CONNECTED },
-        { STRATA_STATE_CONNECTED, STRATA_EV_SETUP, STRATA_STATE_READY },
-        { STRATA_STATE_READY, STRATA_EV_BATCH_START, STRATA_STATE_IN_BATCH },
-        { STRATA_STATE_READY, STRATA_EV_VALIDATION_STEP, STRATA_STATE_READY },
-        { STRATA_STATE_READY, STRATA_EV_TEST_STEP, STRATA_STATE_READY },
-        { STRATA_STATE_READY, STRATA_EV_PREDICT_STEP, STRATA_STATE_READY },
-        { STRATA_STATE_IN_BATCH, STRATA_EV_TRAINING_STEP, STRATA_STATE_FORWARD_DONE },
-        { STRATA_STATE_FORWARD_DONE, STRATA_EV_BACKWARD, STRATA_STATE_BACKWARD_DONE },
-        { STRATA_STATE_BACKWARD_DONE, STRATA_EV_OPTIMIZER_STEP, STRATA_STATE_STEPPED },
-        { STRATA_STATE_BACKWARD_DONE, STRATA_EV_BATCH_END, STRATA_STATE_READY },
-        { STRATA_STATE_STEPPED, STRATA_EV_BATCH_END, STRATA_STATE_READY },
+        { STRATA_STATE_CREATED, STRATA__EV_SETUP_ENVIRONMENT, STRATA_STATE_ENV_READY },
+        { STRATA_STATE_ENV_READY, STRATA__EV_CONNECT, STRATA_STATE_CONNECTED },
+        { STRATA_STATE_CONNECTED, STRATA__EV_SETUP, STRATA_STATE_READY },
+        { STRATA_STATE_READY, STRATA__EV_BATCH_START, STRATA_STATE_IN_BATCH },
+        { STRATA_STATE_READY, STRATA__EV_VALIDATION_STEP, STRATA_STATE_READY },
+        { STRATA_STATE_READY, STRATA__EV_TEST_STEP, STRATA_STATE_READY },
+        { STRATA_STATE_READY, STRATA__EV_PREDICT_STEP, STRATA_STATE_READY },
+        { STRATA_STATE_IN_BATCH, STRATA__EV_TRAINING_STEP, STRATA_STATE_FORWARD_DONE },
+        { STRATA_STATE_FORWARD_DONE, STRATA__EV_BACKWARD, STRATA_STATE_BACKWARD_DONE },
+        { STRATA_STATE_BACKWARD_DONE, STRATA__EV_OPTIMIZER_STEP, STRATA_STATE_STEPPED },
+        { STRATA_STATE_BACKWARD_DONE, STRATA__EV_BATCH_END, STRATA_STATE_READY },
+        { STRATA_STATE_STEPPED, STRATA__EV_BATCH_END, STRATA_STATE_READY },
 };
 
 /* A path of events from CREATED to each state. */
 static const int paths[STRATA_STATE_COUNT][8] = {
         [STRATA_STATE_CREATED] = { -1 },
-        [STRATA_STATE_ENV_READY] = { STRATA_EV_SETUP_ENVIRONMENT, -1 },
-        [STRATA_STATE_CONNECTED] = { STRATA_EV_SETUP_ENVIRONMENT, STRATA_EV_CONNECT, -1 },
-        [STRATA_STATE_READY] = { STRATA_EV_SETUP_ENVIRONMENT, STRATA_EV_CONNECT, STRATA_EV_SETUP,
+        [STRATA_STATE_ENV_READY] = { STRATA__EV_SETUP_ENVIRONMENT, -1 },
+        [STRATA_STATE_CONNECTED] = { STRATA__EV_SETUP_ENVIRONMENT, STRATA__EV_CONNECT, -1 },
+        [STRATA_STATE_READY] = { STRATA__EV_SETUP_ENVIRONMENT, STRATA__EV_CONNECT, STRATA__EV_SETUP,
                                  -1 },
-        [STRATA_STATE_IN_BATCH] = { STRATA_EV_SETUP_ENVIRONMENT, STRATA_EV_CONNECT,
-                                    STRATA_EV_SETUP, STRATA_EV_BATCH_START, -1 },
-        [STRATA_STATE_FORWARD_DONE] = { STRATA_EV_SETUP_ENVIRONMENT, STRATA_EV_CONNECT,
-                                        STRATA_EV_SETUP, STRATA_EV_BATCH_START,
-                                        STRATA_EV_TRAINING_STEP, -1 },
-        [STRATA_STATE_BACKWARD_DONE] = { STRATA_EV_SETUP_ENVIRONMENT, STRATA_EV_CONNECT,
-                                         STRATA_EV_SETUP, STRATA_EV_BATCH_START,
-                                         STRATA_EV_TRAINING_STEP, STRATA_EV_BACKWARD, -1 },
-        [STRATA_STATE_STEPPED] = { STRATA_EV_SETUP_ENVIRONMENT, STRATA_EV_CONNECT,
-                                   STRATA_EV_SETUP, STRATA_EV_BATCH_START,
-                                   STRATA_EV_TRAINING_STEP, STRATA_EV_BACKWARD,
-                                   STRATA_EV_OPTIMIZER_STEP, -1 },
-        [STRATA_STATE_ERROR] = { STRATA_EV_EXCEPTION, -1 },
-        [STRATA_STATE_TORNDOWN] = { STRATA_EV_TEARDOWN, -1 },
+        [STRATA_STATE_IN_BATCH] = { STRATA__EV_SETUP_ENVIRONMENT, STRATA__EV_CONNECT,
+                                    STRATA__EV_SETUP, STRATA__EV_BATCH_START, -1 },
+        [STRATA_STATE_FORWARD_DONE] = { STRATA__EV_SETUP_ENVIRONMENT, STRATA__EV_CONNECT,
+                                        STRATA__EV_SETUP, STRATA__EV_BATCH_START,
+                                        STRATA__EV_TRAINING_STEP, -1 },
+        [STRATA_STATE_BACKWARD_DONE] = { STRATA__EV_SETUP_ENVIRONMENT, STRATA__EV_CONNECT,
+                                         STRATA__EV_SETUP, STRATA__EV_BATCH_START,
+                                         STRATA__EV_TRAINING_STEP, STRATA__EV_BACKWARD, -1 },
+        [STRATA_STATE_STEPPED] = { STRATA__EV_SETUP_ENVIRONMENT, STRATA__EV_CONNECT,
+                                   STRATA__EV_SETUP, STRATA__EV_BATCH_START,
+                                   STRATA__EV_TRAINING_STEP, STRATA__EV_BACKWARD,
+                                   STRATA__EV_OPTIMIZER_STEP, -1 },
+        [STRATA_STATE_ERROR] = { STRATA__EV_EXCEPTION, -1 },
+        [STRATA_STATE_TORNDOWN] = { STRATA__EV_TEARDOWN, -1 },
 };
 
-static void start_in(struct strata_sm *sm, struct strata_sm_table *t, struct rec *r, int state)
+static void start_in(struct strata__sm *sm, struct strata__sm_table *t, struct rec *r, int state)
 {
         memset(r, 0, sizeof(*r));
         r->fail_run_event = -1;
         r->fail_entry = -1;
-        cr_assert_eq(strata_lifecycle_table(t, rec_states), STRATA_OK);
-        cr_assert_eq(strata_sm_init(sm, t, r), STRATA_OK);
+        cr_assert_eq(strata__lifecycle_table(t, rec_states), STRATA_OK);
+        cr_assert_eq(strata__sm_init(sm, t, r), STRATA_OK);
         for (int i = 0; paths[state][i] >= 0; i++)
-                cr_assert_eq(strata_sm_dispatch(sm, paths[state][i], NULL), STRATA_OK);
-        cr_assert_eq(strata_sm_state(sm), state);
+                cr_assert_eq(strata__sm_dispatch(sm, paths[state][i], NULL), STRATA_OK);
+        cr_assert_eq(strata__sm_state(sm), state);
         r->trace[0] = '\0';
 }
 
@@ -118,8 +118,8 @@ static int expect(int s, int e, char *trace, size_t n)
         trace[0] = '\0';
         if (s == STRATA_STATE_TORNDOWN)
                 return -1;
-        if (e == STRATA_EV_EXCEPTION || e == STRATA_EV_TEARDOWN) {
-                target = e == STRATA_EV_EXCEPTION ? STRATA_STATE_ERROR : STRATA_STATE_TORNDOWN;
+        if (e == STRATA__EV_EXCEPTION || e == STRATA__EV_TEARDOWN) {
+                target = e == STRATA__EV_EXCEPTION ? STRATA_STATE_ERROR : STRATA_STATE_TORNDOWN;
                 if (target != s)
                         snprintf(trace, n, "exit(%s) entry(%s) ", strata_state_name(s),
                                  strata_state_name(target));
@@ -131,7 +131,7 @@ static int expect(int s, int e, char *trace, size_t n)
         if (target < 0)
                 return -1;
         snprintf(names[0], sizeof(names[0]), "run(%s,%s) ", strata_state_name(s),
-                 strata_event_name(e));
+                 strata__event_name(e));
         names[1][0] = '\0';
         if (target != s)
                 snprintf(names[1], sizeof(names[1]), "exit(%s) entry(%s) ",
@@ -145,96 +145,96 @@ Test(lifecycle_trace, every_state_event_pair)
         int checked = 0;
 
         for (int s = 0; s < STRATA_STATE_COUNT; s++) {
-                for (int e = 0; e < STRATA_EV_COUNT; e++) {
-                        struct strata_sm_table t;
-                        struct strata_sm sm;
+                for (int e = 0; e < STRATA__EV_COUNT; e++) {
+                        struct strata__sm_table t;
+                        struct strata__sm sm;
                         struct rec r;
                         char want[256];
                         int target = expect(s, e, want, sizeof(want));
                         int rc;
 
                         start_in(&sm, &t, &r, s);
-                        rc = strata_sm_dispatch(&sm, e, NULL);
+                        rc = strata__sm_dispatch(&sm, e, NULL);
                         if (target < 0) {
                                 cr_assert_eq(rc, STRATA_EBADSTATE, "%s/%s",
-                                             strata_state_name(s), strata_event_name(e));
-                                cr_assert_eq(strata_sm_state(&sm), s, "refused event moved");
+                                             strata_state_name(s), strata__event_name(e));
+                                cr_assert_eq(strata__sm_state(&sm), s, "refused event moved");
                                 cr_assert_str_empty(r.trace, "refused event ran %s", r.trace);
                         } else {
                                 cr_assert_eq(rc, STRATA_OK, "%s/%s", strata_state_name(s),
-                                             strata_event_name(e));
-                                cr_assert_eq(strata_sm_state(&sm), target);
+                                             strata__event_name(e));
+                                cr_assert_eq(strata__sm_state(&sm), target);
                                 cr_assert_str_eq(r.trace, want, "%s/%s",
-                                                 strata_state_name(s), strata_event_name(e));
+                                                 strata_state_name(s), strata__event_name(e));
                         }
-                        cr_assert_eq(strata_lifecycle_next(s, e), target,
+                        cr_assert_eq(strata__lifecycle_next(s, e), target,
                                      "table disagrees with spec at %s/%s",
-                                     strata_state_name(s), strata_event_name(e));
+                                     strata_state_name(s), strata__event_name(e));
                         checked++;
                 }
         }
-        cr_assert_eq(checked, STRATA_STATE_COUNT * STRATA_EV_COUNT);
+        cr_assert_eq(checked, STRATA_STATE_COUNT * STRATA__EV_COUNT);
 }
 
 Test(lifecycle_trace, teardown_only_once)
 {
-        struct strata_sm_table t;
-        struct strata_sm sm;
+        struct strata__sm_table t;
+        struct strata__sm sm;
         struct rec r;
 
         start_in(&sm, &t, &r, STRATA_STATE_ERROR);
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_TEARDOWN, NULL), STRATA_OK);
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_TEARDOWN, NULL), STRATA_EBADSTATE);
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_TEARDOWN, NULL), STRATA_OK);
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_TEARDOWN, NULL), STRATA_EBADSTATE);
         cr_assert_str_eq(r.trace, "exit(ERROR) entry(TORNDOWN) ");
 }
 
 Test(lifecycle_trace, failing_run_moves_to_error)
 {
-        struct strata_sm_table t;
-        struct strata_sm sm;
+        struct strata__sm_table t;
+        struct strata__sm sm;
         struct rec r;
 
         start_in(&sm, &t, &r, STRATA_STATE_IN_BATCH);
-        r.fail_run_event = STRATA_EV_TRAINING_STEP;
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_TRAINING_STEP, NULL), STRATA_EINJECTED);
-        cr_assert_eq(strata_sm_state(&sm), STRATA_STATE_ERROR);
+        r.fail_run_event = STRATA__EV_TRAINING_STEP;
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_TRAINING_STEP, NULL), STRATA_EINJECTED);
+        cr_assert_eq(strata__sm_state(&sm), STRATA_STATE_ERROR);
         cr_assert_str_eq(r.trace,
                          "run(IN_BATCH,training_step) exit(IN_BATCH) entry(ERROR) ");
         r.trace[0] = '\0';
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_BATCH_START, NULL), STRATA_EBADSTATE);
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_TEARDOWN, NULL), STRATA_OK);
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_BATCH_START, NULL), STRATA_EBADSTATE);
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_TEARDOWN, NULL), STRATA_OK);
 }
 
 Test(lifecycle_trace, failing_entry_moves_to_error)
 {
-        struct strata_sm_table t;
-        struct strata_sm sm;
+        struct strata__sm_table t;
+        struct strata__sm sm;
         struct rec r;
 
         start_in(&sm, &t, &r, STRATA_STATE_CONNECTED);
         r.fail_entry = STRATA_STATE_READY;
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_SETUP, NULL), STRATA_EINJECTED);
-        cr_assert_eq(strata_sm_state(&sm), STRATA_STATE_ERROR);
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_SETUP, NULL), STRATA_EINJECTED);
+        cr_assert_eq(strata__sm_state(&sm), STRATA_STATE_ERROR);
         cr_assert_str_eq(r.trace, "run(CONNECTED,setup) exit(CONNECTED) entry(READY) "
                                   "exit(READY) entry(ERROR) ");
 }
 
 Test(lifecycle_trace, bad_arguments)
 {
-        struct strata_sm_table t = { 0 };
-        struct strata_sm sm;
+        struct strata__sm_table t = { 0 };
+        struct strata__sm sm;
         struct rec r;
 
-        cr_assert_eq(strata_sm_init(NULL, &t, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_sm_init(&sm, NULL, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_lifecycle_table(NULL, rec_states), STRATA_EINVAL);
-        cr_assert_eq(strata_lifecycle_table(&t, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__sm_init(NULL, &t, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__sm_init(&sm, NULL, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__lifecycle_table(NULL, rec_states), STRATA_EINVAL);
+        cr_assert_eq(strata__lifecycle_table(&t, NULL), STRATA_EINVAL);
         start_in(&sm, &t, &r, STRATA_STATE_READY);
-        cr_assert_eq(strata_sm_dispatch(&sm, STRATA_EV_COUNT, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_sm_dispatch(&sm, -1, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_sm_dispatch(NULL, 0, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_sm_state(&sm), STRATA_STATE_READY);
+        cr_assert_eq(strata__sm_dispatch(&sm, STRATA__EV_COUNT, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__sm_dispatch(&sm, -1, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__sm_dispatch(NULL, 0, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata__sm_state(&sm), STRATA_STATE_READY);
         cr_assert_str_empty(r.trace);
         cr_assert_str_eq(strata_state_name(99), "?");
-        cr_assert_str_eq(strata_event_name(-3), "?");
+        cr_assert_str_eq(strata__event_name(-3), "?");
 }

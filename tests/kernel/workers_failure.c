@@ -7,7 +7,7 @@
 #include "tests/support/pool.h"
 
 struct plan {
-        struct strata_workers *w;
+        struct strata__workers *w;
         int fail_dev;
         int fail_rc;
         int skip_barrier_dev;
@@ -22,7 +22,7 @@ static int work(int dev, void *arg)
                 return p->fail_rc;
         if (dev == p->skip_barrier_dev)
                 return STRATA_OK;
-        p->after[dev] = strata_workers_barrier(p->w, dev);
+        p->after[dev] = strata__workers_barrier(p->w, dev);
         return p->after[dev] == STRATA_OK ? STRATA_OK : p->after[dev];
 }
 
@@ -45,14 +45,14 @@ Test(workers_failure, each_device_failing_releases_the_others)
 
                 pl = (struct plan){ .w = p.w, .fail_dev = d, .fail_rc = STRATA_EINJECTED,
                                     .skip_barrier_dev = -1 };
-                cr_assert_eq(strata_workers_run(p.w, work, &pl), STRATA_EINJECTED, "device %d", d);
+                cr_assert_eq(strata__workers_run(p.w, work, &pl), STRATA_EINJECTED, "device %d", d);
                 cr_assert_lt(now() - t0, 2.0, "released well before the timeout");
                 for (int o = 0; o < 3; o++)
                         if (o != d)
                                 cr_assert_eq(pl.after[o], STRATA_EABORTED, "device %d", o);
                 /* The pool is reusable after a failed command. */
                 pl = (struct plan){ .w = p.w, .fail_dev = -1, .skip_barrier_dev = -1 };
-                cr_assert_eq(strata_workers_run(p.w, work, &pl), STRATA_OK);
+                cr_assert_eq(strata__workers_run(p.w, work, &pl), STRATA_OK);
         }
         pool_stop(&p);
 }
@@ -67,7 +67,7 @@ Test(workers_failure, missing_device_times_out)
         pool_start(&p, 2, 0.3);
         pl.w = p.w;
         t0 = now();
-        rc = strata_workers_run(p.w, work, &pl);
+        rc = strata__workers_run(p.w, work, &pl);
         cr_assert_eq(rc, STRATA_ETIMEDOUT, "got %s", strata_status_name(rc));
         cr_assert_lt(now() - t0, 3.0, "bounded by the 0.3 s timeout");
         cr_assert_geq(now() - t0, 0.25);
@@ -93,11 +93,11 @@ Test(workers_failure, worker_error_message_reaches_the_caller)
 
         pool_start(&p, 3, 5.0);
         (void)strata__fail(STRATA_EIO, "stale message of the caller");
-        cr_assert_eq(strata_workers_run(p.w, fail_with_message, &mode), STRATA_EINVAL);
+        cr_assert_eq(strata__workers_run(p.w, fail_with_message, &mode), STRATA_EINVAL);
         cr_assert_str_eq(strata_last_error(),
                          "device 1: invalid argument: bad thing on device 1");
         mode = 1;
-        cr_assert_eq(strata_workers_run(p.w, fail_with_message, &mode), STRATA_EDEVICE);
+        cr_assert_eq(strata__workers_run(p.w, fail_with_message, &mode), STRATA_EDEVICE);
         cr_assert_not_null(strstr(strata_last_error(), "device 1: device failure (no message)"),
                            "%s", strata_last_error());
         pool_stop(&p);

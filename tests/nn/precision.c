@@ -295,7 +295,7 @@ Test(precision, every_device_skips_together, .timeout = 60)
                 rig_steps(&r, rt, 2, NULL);
                 params(rt, 0, before[0]);
                 params(rt, 1, before[1]);
-                cr_assert_eq(strata_inject_nonfinite_grad(rt, 1), STRATA_OK);
+                cr_assert_eq(strata__inject_nonfinite_grad(rt, 1), STRATA_OK);
                 rig_steps(&r, rt, 1, NULL);
                 params(rt, 0, after[0]);
                 params(rt, 1, after[1]);
@@ -458,6 +458,6 @@ Test(precision, bad_input_is_refused)
         c = r.cfg;
         rt = start(&r, &c);
         cr_assert_eq(strata_grad_scaler_state(rt, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_inject_nonfinite_grad(rt, 1), STRATA_EINVAL);
+        cr_assert_eq(strata__inject_nonfinite_grad(rt, 1), STRATA_EINVAL);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }

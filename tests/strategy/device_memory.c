@@ -160,10 +160,10 @@ Test(device_memory, device_comm_is_f32_sum_or_mean, .timeout = 30)
         struct pool p;
 
         pool_start(&p, 2, 5.0);
-        cr_assert_eq(strata_comm_init_workers(&c, &p.arena, p.w, devsim_driver_no_comm()),
+        cr_assert_eq(strata__comm_init_workers(&c, &p.arena, p.w, devsim_driver_no_comm()),
                      STRATA_EINVAL);
         cr_assert_null(c);
-        cr_assert_eq(strata_comm_init_workers(&c, &p.arena, p.w, devsim_driver()), STRATA_OK,
+        cr_assert_eq(strata__comm_init_workers(&c, &p.arena, p.w, devsim_driver()), STRATA_OK,
                      "%s", strata_last_error());
         j[0].c = c;
         for (int r = 0; r < 2; r++) {
@@ -174,7 +174,7 @@ Test(device_memory, device_comm_is_f32_sum_or_mean, .timeout = 30)
                 for (int i = 0; i < 10; i++)
                         j[0].ibuf[r][i] = 7;
         }
-        cr_assert_eq(strata_workers_run(p.w, cgo, &j[0]), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata__workers_run(p.w, cgo, &j[0]), STRATA_OK, "%s", strata_last_error());
         for (int r = 0; r < 2; r++)
                 cr_assert_eq(j[0].rc[r][0], STRATA_OK, "rank %d", r);
         for (int r = 0; r < 2; r++)

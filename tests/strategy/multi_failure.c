@@ -12,9 +12,9 @@
 
 #include "tests/support/rig.h"
 
-static const int phases[] = { STRATA_EV_BATCH_START, STRATA_EV_TRAINING_STEP,
-                              STRATA_EV_BACKWARD, STRATA_EV_OPTIMIZER_STEP,
-                              STRATA_EV_BATCH_END };
+static const int phases[] = { STRATA__EV_BATCH_START, STRATA__EV_TRAINING_STEP,
+                              STRATA__EV_BACKWARD, STRATA__EV_OPTIMIZER_STEP,
+                              STRATA__EV_BATCH_END };
 
 static void each(enum strata_strategy_kind kind, int n)
 {
@@ -37,12 +37,12 @@ static void each(enum strata_strategy_kind kind, int n)
                         strata_loader_reset(&r.loader, r.idx, 256);
                         cr_assert(strata_loader_next(&r.loader, &b));
                         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
-                        cr_assert_eq(strata_inject_failure(rt, dev, phases[p], STRATA_EINJECTED),
+                        cr_assert_eq(strata__inject_failure(rt, dev, phases[p], STRATA_EINJECTED),
                                      STRATA_OK);
                         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINJECTED,
-                                     "device %d phase %s", dev, strata_event_name(phases[p]));
+                                     "device %d phase %s", dev, strata__event_name(phases[p]));
                         snprintf(want, sizeof(want), "device %d: injected failure in %s", dev,
-                                 strata_event_name(phases[p]));
+                                 strata__event_name(phases[p]));
                         cr_assert_not_null(strstr(strata_last_error(), want),
                                            "the caller's message: '%s', want '%s'",
                                            strata_last_error(), want);
@@ -74,18 +74,18 @@ Test(multi_failure, inject_bad_arguments)
 
         rig_init(&r, 0);
         cr_assert_eq(strata_init(&rt, &r.cfg), STRATA_OK);
-        cr_assert_eq(strata_inject_failure(rt, 1, STRATA_EV_BACKWARD, STRATA_EINJECTED),
+        cr_assert_eq(strata__inject_failure(rt, 1, STRATA__EV_BACKWARD, STRATA_EINJECTED),
                      STRATA_EINVAL);
-        cr_assert_eq(strata_inject_failure(rt, 0, 99, STRATA_EINJECTED), STRATA_EINVAL);
-        cr_assert_eq(strata_inject_failure(rt, 0, STRATA_EV_BACKWARD, 3), STRATA_EINVAL);
+        cr_assert_eq(strata__inject_failure(rt, 0, 99, STRATA_EINJECTED), STRATA_EINVAL);
+        cr_assert_eq(strata__inject_failure(rt, 0, STRATA__EV_BACKWARD, 3), STRATA_EINVAL);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 /* The events outside a training step: connect, setup, evaluation and prediction. */
 static void each_other_event(enum strata_strategy_kind kind, int n)
 {
-        static const int events[] = { STRATA_EV_CONNECT, STRATA_EV_SETUP,
-                                      STRATA_EV_VALIDATION_STEP, STRATA_EV_PREDICT_STEP };
+        static const int events[] = { STRATA__EV_CONNECT, STRATA__EV_SETUP,
+                                      STRATA__EV_VALIDATION_STEP, STRATA__EV_PREDICT_STEP };
 
         for (int dev = 0; dev < n; dev++)
                 for (size_t e = 0; e < sizeof(events) / sizeof(events[0]); e++) {
@@ -102,22 +102,22 @@ static void each_other_event(enum strata_strategy_kind kind, int n)
                         c.strategy.devices = n;
                         c.device.timeout_s = 5.0;
                         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
-                        cr_assert_eq(strata_inject_failure(rt, dev, ev, STRATA_EINJECTED),
+                        cr_assert_eq(strata__inject_failure(rt, dev, ev, STRATA_EINJECTED),
                                      STRATA_OK);
                         rc = strata_connect(rt);
-                        if (ev == STRATA_EV_CONNECT || ev == STRATA_EV_SETUP) {
+                        if (ev == STRATA__EV_CONNECT || ev == STRATA__EV_SETUP) {
                                 cr_assert_eq(rc, STRATA_EINJECTED, "device %d %s", dev,
-                                             strata_event_name(ev));
+                                             strata__event_name(ev));
                                 cr_assert_eq(strata_teardown(rt), STRATA_OK);
                                 continue;
                         }
                         cr_assert_eq(rc, STRATA_OK, "%s", strata_last_error());
                         strata_loader_reset(&r.loader, r.idx, 256);
                         cr_assert(strata_loader_next(&r.loader, &b));
-                        rc = ev == STRATA_EV_VALIDATION_STEP ? strata_eval_step(rt, &b, NULL)
+                        rc = ev == STRATA__EV_VALIDATION_STEP ? strata_eval_step(rt, &b, NULL)
                                                              : strata_predict_step(rt, &b, logits);
                         cr_assert_eq(rc, STRATA_EINJECTED, "device %d %s", dev,
-                                     strata_event_name(ev));
+                                     strata__event_name(ev));
                         cr_assert_eq(strata_teardown(rt), STRATA_OK);
                 }
 }

@@ -91,7 +91,7 @@ static void refused_then_resumed(const struct strata_config *c, int row, const c
         cr_assert_eq(strata_state(rt), STRATA_STATE_READY, "%s", what);
         batch(&r, 2, x, y, &b); /* the same batch, finite */
         if (n > 1) {
-                cr_assert_eq(strata_inject_nonfinite_grad(rt, 1), STRATA_OK);
+                cr_assert_eq(strata__inject_nonfinite_grad(rt, 1), STRATA_OK);
                 cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_ENONFINITE,
                              "%s: device 1 alone saw it; every device must refuse", what);
         }
@@ -264,7 +264,7 @@ static int spawn_child(int rank, int size, void *arg)
         if (strata_train_step(rt, &b, NULL) != STRATA_ENONFINITE)
                 return 13;
         memcpy(x, spawn_rig.loader.x, sizeof(x)); /* finite again (the loader's staging) */
-        if (rank == 1 && strata_inject_nonfinite_grad(rt, 0))
+        if (rank == 1 && strata__inject_nonfinite_grad(rt, 0))
                 return 14;
         if (strata_train_step(rt, &b, NULL) != STRATA_ENONFINITE)
                 return 15; /* rank 1 alone saw it: both refuse */

@@ -193,7 +193,7 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
         strata_loader_reset(&r.loader, r.idx, 256);
         for (int s = 0; s < STEPS; s++) {
                 if (k->inject && s == 3 * micro - 1)
-                        cr_assert_eq(strata_inject_nonfinite_grad(rt, devices - 1), STRATA_OK);
+                        cr_assert_eq(strata__inject_nonfinite_grad(rt, devices - 1), STRATA_OK);
                 cr_assert(strata_loader_next(&r.loader, &b));
                 cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s: %s", k->name,
                              strata_last_error());

@@ -150,7 +150,7 @@ static int train(struct strata_runtime *rt, const struct conf *k, int last_dev,
         strata_heapcount_start();
         for (int s = 0; s < STEPS; s++) {
                 if (k->inject && s == 3 * micro - 1 && last_dev >= 0)
-                        STRATA_TRY(strata_inject_nonfinite_grad(rt, last_dev));
+                        STRATA_TRY(strata__inject_nonfinite_grad(rt, last_dev));
                 if (!strata_loader_next(&ld, &b))
                         return STRATA_EINVAL;
                 STRATA_TRY(strata_train_step(rt, &b, &m));

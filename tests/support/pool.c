@@ -5,25 +5,25 @@
 
 void pool_start(struct pool *p, int n, double timeout_s)
 {
-        struct strata_workers_config wc = STRATA_WORKERS_CONFIG_INIT;
+        struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
         size_t wb, cb;
 
         wc.devices = n;
         wc.timeout_s = timeout_s;
         p->n = n;
-        cr_assert_eq(strata_workers_plan(&wc, &wb), STRATA_OK);
+        cr_assert_eq(strata__workers_plan(&wc, &wb), STRATA_OK);
         cr_assert_eq(strata_comm_plan(n, &cb), STRATA_OK);
         cr_assert_eq(strata_arena_map(&p->arena, wb + 2 * cb + STRATA_KIB(64), NULL), STRATA_OK);
         cr_assert_eq(strata_arena_map(&p->scratch, STRATA_MIB(320), NULL), STRATA_OK);
-        cr_assert_eq(strata_workers_start(&p->w, &p->arena, &wc), STRATA_OK, "%s",
+        cr_assert_eq(strata__workers_start(&p->w, &p->arena, &wc), STRATA_OK, "%s",
                      strata_last_error());
-        cr_assert_eq(strata_comm_init_workers(&p->c, &p->arena, p->w, NULL), STRATA_OK, "%s",
+        cr_assert_eq(strata__comm_init_workers(&p->c, &p->arena, p->w, NULL), STRATA_OK, "%s",
                      strata_last_error());
 }
 
 void pool_stop(struct pool *p)
 {
-        cr_assert_eq(strata_workers_stop(p->w), STRATA_OK);
+        cr_assert_eq(strata__workers_stop(p->w), STRATA_OK);
         cr_assert_eq(strata_arena_release(&p->arena), STRATA_OK);
         cr_assert_eq(strata_arena_release(&p->scratch), STRATA_OK);
 }

@@ -8,7 +8,7 @@
 struct pool {
         struct strata_arena arena;   /* the pool, its communicator, room for a second one */
         struct strata_arena scratch; /* test buffers: pool_alloc(), pool_reset() */
-        struct strata_workers *w;
+        struct strata__workers *w;
         struct strata_comm *c;
         int n;
 };

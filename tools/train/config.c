@@ -89,21 +89,21 @@ static int check_plan(struct run *r)
 /* --verbose: the machine, the core each device will run on, how gradients are summed. */
 static void show_placement(const struct strata_config *cfg, int devices)
 {
-        struct strata_topology topo;
-        struct strata_placement pl[64];
+        struct strata__topology topo;
+        struct strata__placement pl[64];
         char line[128];
 
         if (cfg->process.mpi_allreduce)
                 fprintf(stderr, "strata: gradients summed by MPI_Allreduce (Open MPI's order, "
                                 "not bitwise reproducible)\n");
-        if (strata_topology_read(&topo) != STRATA_OK ||
-            strata_topology_place(devices, pl) != STRATA_OK)
+        if (strata__topology_read(&topo) != STRATA_OK ||
+            strata__topology_place(devices, pl) != STRATA_OK)
                 return;
         fprintf(stderr, "strata: machine: %d package(s), %d NUMA node(s), %d core(s), %d "
                         "PU(s); SIMD %s\n",
-                topo.packages, topo.numa_nodes, topo.cores, topo.pus, strata_simd_isa());
+                topo.packages, topo.numa_nodes, topo.cores, topo.pus, strata__simd_isa());
         for (int d = 0; d < devices; d++) {
-                strata_placement_describe(&pl[d], line, sizeof(line));
+                strata__placement_describe(&pl[d], line, sizeof(line));
                 fprintf(stderr, "strata: %s\n", line);
         }
 }

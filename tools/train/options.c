@@ -347,10 +347,10 @@ static int check_devices(struct opts *o)
                 o->strategy = STRATA_STRATEGY_SINGLE; /* one GPU: nothing to split */
         if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE &&
             o->accel == STRATA_ACCEL_CPU) {
-                struct strata_topology t;
+                struct strata__topology t;
 
                 /* Default: one device per core of the CPU set this process was given. */
-                if (strata_topology_read(&t) == STRATA_OK && t.allowed_cores > 0)
+                if (strata__topology_read(&t) == STRATA_OK && t.allowed_cores > 0)
                         o->devices = t.allowed_cores < 64 ? t.allowed_cores : 64;
         }
         if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
