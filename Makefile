@@ -65,6 +65,14 @@ endif
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
+# Failure injection (base/faults.h) exists only in the test suite's archive: the sources that
+# hold an injection point are built a second time with STRATA_TESTING, and those objects
+# replace theirs in libstrata-testing.a. libstrata.a and libstrata.so hold none of it.
+FAULT_SRCS := $(shell grep -l 'STRATA__FAULT\|STRATA__INJECTED\|STRATA_TESTING' $(LIB_SRCS))
+TESTING_OBJS := $(filter-out $(FAULT_SRCS:%.c=$(BUILD)/obj/%.o),$(LIB_OBJS)) \
+                $(FAULT_SRCS:%.c=$(BUILD)/obj-testing/%.o)
+TESTING_LIB := $(BUILD)/libstrata-testing.a
+
 TOOL_SRCS := $(wildcard tools/strata-*.c)
 TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 MPICC     := $(shell command -v mpicc 2>/dev/null)
@@ -127,11 +135,19 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 # The TSan start-up shim must not itself be instrumented: it runs before TSan is ready.
 $(BUILD)/obj/tests/support/tsan_criterion_shim.o: SANFLAGS := $(if $(filter tsan,$(SAN)),-D__SANITIZE_THREAD__,)
 
+$(BUILD)/obj-testing/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS_ALL) -DSTRATA_TESTING -c $< -o $@
+
 $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(NVCC) $(NVFLAGS) -c $< -o $@
 
 $(BUILD)/libstrata.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(TESTING_LIB): $(TESTING_OBJS)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -171,13 +187,13 @@ $(BUILD)/bin/strata-bench-procs: tools/mpi/strata-bench-procs.c $(BUILD)/libstra
 
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.
-$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(H5_OBJ) $(BUILD)/libstrata.a $(CUDA_PLUGIN) $(MPI_PLUGIN)
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(H5_OBJ) $(TESTING_LIB) $(CUDA_PLUGIN) $(MPI_PLUGIN)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(SANFLAGS) -pthread -rdynamic -o $@ $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(H5_OBJ) \
-	        $(BUILD)/libstrata.a $(LIBS) $(HDF5_LIBS) $(TESTLIBS) -ldl
+	        $(TESTING_LIB) $(LIBS) $(HDF5_LIBS) $(TESTLIBS) -ldl
 
 # Tests find the build through these definitions.
-$(TEST_OBJS): EXTRA_CFLAGS += $(TEST_CUDA_CFLAGS) -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
+$(TEST_OBJS): EXTRA_CFLAGS += -DSTRATA_TESTING $(TEST_CUDA_CFLAGS) -DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"' \
         -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"' $(HDF5_CFLAGS)
 
 # The suite: Criterion's own summary line closes it. The heap and install checks are tests too.

@@ -8,7 +8,7 @@
 #include "strata/comm.h"
 #include "strata/device.h"
 #include "strata/status.h"
-#include "base/testing.h"
+#include "base/faults.h"
 #include "kernel/trace.h"
 #include "arch/arch.h"
 #include "arch/reduce.h"
@@ -107,7 +107,6 @@ int strata_comm_init(struct strata_comm **out, struct strata_arena *a,
         c->n = cfg->local_size;
         c->world = cfg->world_size;
         c->rank0 = cfg->rank0;
-        c->inject_rank = -1;
         c->yield_after = c->group.oversubscribed ? 16 : 2048;
         c->dev = cfg->dev && cfg->dev->reserve ? cfg->dev : NULL; /* its own memory */
         if (tp->state_bytes && tp->state_bytes(cfg)) {
@@ -167,23 +166,25 @@ void strata_comm_slice(const struct strata_comm *c, size_t count, size_t es, int
         *hi = count;
 }
 
+#ifdef STRATA_TESTING
 void strata__comm_inject(struct strata_comm *c, int rank, int point, int status)
 {
         if (!c)
                 return;
-        c->inject_rank = rank;
-        c->inject_point = point;
-        c->inject_status = status;
+        if (!c->faults)
+                c->faults = strata__faults_take();
+        c->faults->who = rank;
+        c->faults->point = point;
+        c->faults->status = status;
 }
+#endif
 
+/* A test's failure at step @p point of a collective fails the group (nothing in production). */
 static int injected(struct strata_comm *c, int rank, int point)
 {
-        if (c->inject_rank == rank && c->inject_point == point)
-                return c->group.fail(c->group.h, rank,
-                                     strata__fail(c->inject_status,
-                                                        "rank %d: injected failure at point %d",
-                                                        rank, point));
-        return STRATA_OK;
+        int rc = STRATA__FAULT(c->faults, rank, point, "rank", "at point ", NULL);
+
+        return rc == STRATA_OK ? STRATA_OK : c->group.fail(c->group.h, rank, rc);
 }
 
 /* Elements each rank sends and receives for a kind. */

@@ -8,6 +8,7 @@
 #include "strata/comm.h"
 #include "kernel/workers.h"
 #include "base/base.h"
+#include "base/faults.h"
 
 /*
  * What a rank published for one collective, on one cache line with its sequence flag so a peer
@@ -82,7 +83,7 @@ struct strata_comm {
         struct strata_group group;
         int n;                /* local ranks */
         int world, rank0;     /* global view */
-        int inject_rank, inject_point, inject_status;
+        struct strata__faults *faults; /* a test's injected failure (base/faults.h), or NULL */
         unsigned yield_after; /* spins before yielding the core (few when oversubscribed) */
         const struct strata_device_ops *dev; /* a driver with memory of its own, or NULL */
         unsigned char *mail;  /* n ranks x 2 parities x STRATA__COMM_EAGER bytes */
@@ -112,5 +113,14 @@ void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *
                          size_t hi, int nt);
 void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
                        size_t lo, size_t hi, int nt);
+
+#ifdef STRATA_TESTING
+/**
+ * Tests only: make @p rank fail with @p status when it reaches step @p point (0-based) of the
+ * next collectives; rank -1 disables. Points: 0 after the arguments are published, 1 after
+ * the ranks agreed, 2 after the data moved.
+ */
+void strata__comm_inject(struct strata_comm *c, int rank, int point, int status);
+#endif
 
 #endif /* STRATA_DRIVERS_COMM_INTERNAL_H */

@@ -43,7 +43,7 @@ struct tensor {
 /* A save of every process of a job whose optimizer state is sharded over them (see above). */
 static int across(const struct strata_runtime *rt)
 {
-        return rt->strategy->sharded && rt->world > rt->nreplicas;
+        return (strata__caps(rt->strategy) & STRATA__CAP_SHARD_STATE) && rt->world > rt->nreplicas;
 }
 
 /* The devices a checkpoint of this runtime holds: the job's when it saves across processes. */

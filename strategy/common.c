@@ -1,4 +1,4 @@
-/* What every strategy's actions use: step contexts, the batch split, metrics, properties. */
+/* What every strategy's actions use: step contexts, the batch split, metrics. */
 #include <stdint.h>
 #include <string.h>
 
@@ -20,44 +20,6 @@ struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, i
                                          .rows_global = rows_global, .loss_scale = scale,
                                          .world = 1, .reduction = m->reduction,
                                          .loss_beta = m->loss_beta };
-}
-
-int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
-                         const struct strata__step_args *a, int *skip)
-{
-        int scaled = rt->prec->update != NULL, inf;
-
-        *skip = 0;
-        if (!scaled && rt->cfg.train.allow_nonfinite)
-                return STRATA_OK; /* the opt-out: the update takes the gradients as they are */
-        inf = scaled ? strata__replica_unscale(&rt->replicas[dev], rt->scaler.scale)
-                     : strata__replica_nonfinite(&rt->replicas[dev]);
-        /* A test's: this device alone saw an overflow (deciding alone, this replica's
-         * gradients hold every device's, as dp's master does). */
-        for (int d = comm ? dev : 0; d < (comm ? dev + 1 : rt->nreplicas); d++)
-                if (rt->inj_inf[d]) {
-                        rt->inj_inf[d] = 0;
-                        inf = 1;
-                }
-        /* Every device has read the scale before it arrives here; device 0 then changes it. */
-        if (comm)
-                STRATA_TRY(strata_comm_reduce_boolean(comm, dev, inf, 0, &inf));
-        if (scaled && dev == 0)
-                rt->prec->update(&rt->scaler, inf);
-        if (inf)
-                strata__replica_skip(&rt->replicas[dev]);
-        if (inf && !scaled && dev == 0 && a->nonfinite)
-                *a->nonfinite = 1; /* an error for the step; the scaler's skip is not */
-        *skip = inf;
-        return STRATA_OK;
-}
-
-int strata__injected(const struct strata_runtime *rt, int dev, int event)
-{
-        if (dev == rt->inj_dev && event == rt->inj_event)
-                return strata__fail(rt->inj_status, "device %d: injected failure in %s", dev,
-                                    strata__event_name(event));
-        return STRATA_OK;
 }
 
 int strata__prepare(const struct strata_runtime *rt)
@@ -212,22 +174,6 @@ int strata__local_collective(struct strata_runtime *rt, const struct strata_coll
         if (op->kind == STRATA_COLL_ALL_GATHER && op->count)
                 memmove(bufs[0], send[0], op->count * es);
         return STRATA_OK; /* one device: the reduction of one value is itself */
-}
-
-int strata__is_global_zero(const struct strata_runtime *rt)
-{
-        return rt != NULL && rt->rank0 == 0;
-}
-
-int strata__root_device(const struct strata_runtime *rt)
-{
-        (void)rt;
-        return 0;
-}
-
-int strata__world_size(const struct strata_runtime *rt)
-{
-        return rt ? rt->world : 0;
 }
 
 double strata__stall_s(const struct strata_config *c)

@@ -15,8 +15,11 @@ int strata__world(const struct strata_config *c, int *world)
         const struct strata__strategy *st = strata__strategy_get(c->strategy.kind);
         int procs = 1;
 
-        if (st && st->processes)
-                STRATA_TRY(st->processes(c, &procs));
+        int (*processes)(const struct strata_config *, int *) =
+                st ? STRATA__INHERITED(st, processes) : NULL;
+
+        if (processes)
+                STRATA_TRY(processes(c, &procs));
         if (procs < 1 || procs > STRATA_MAX_PROCESSES)
                 return strata__fail(STRATA_EINVAL, "%d processes not in [1, %d]", procs,
                                     STRATA_MAX_PROCESSES);
@@ -65,7 +68,7 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
                 return strata__fail(STRATA_EINVAL, "invariant %d: 0 or 1", c->strategy.invariant);
         if (!c->strategy.invariant)
                 return STRATA_OK;
-        if (!st->invariant)
+        if (!(strata__caps(st) & STRATA__CAP_INVARIANT))
                 return strata__fail(STRATA_ENOTSUP, "invariant mode runs under single, ddp, "
                                     "spawn, mpi, zero1, zero2 and fsdp, not %s", st->name);
         if (world > chunks)
@@ -89,6 +92,8 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
                          const struct strata_device_ops **dev)
 {
+        int (*validate)(const struct strata__strategy *, const struct strata_config *,
+                        const struct strata_device_ops *);
         int world;
 
         if (!c)
@@ -150,7 +155,8 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
         if (c->strategy.grad_allreduce != STRATA_F32 && c->strategy.grad_allreduce != STRATA_BF16)
                 return strata__fail(STRATA_EINVAL, "grad_allreduce %d is not STRATA_F32 or "
                                                    "STRATA_BF16", (int)c->strategy.grad_allreduce);
-        if (c->strategy.grad_allreduce == STRATA_BF16 && !(*st)->all_reduces_gradients)
+        if (c->strategy.grad_allreduce == STRATA_BF16 &&
+            !(strata__caps(*st) & STRATA__CAP_ALL_REDUCE))
                 return strata__fail(STRATA_EINVAL, "grad_allreduce bf16 applies where gradients "
                                                    "are all-reduced (ddp, zero1, spawn, mpi), not "
                                                    "under %s", (*st)->name);
@@ -158,11 +164,12 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                 return strata__fail(STRATA_ENOTSUP, "grad_allreduce bf16 rounds gradients in "
                                                    "host memory; the %s driver's are on the "
                                                    "device", (*dev)->name);
-        if (c->strategy.replication_callbacks && !(*st)->replication_callbacks)
+        if (c->strategy.replication_callbacks && !(strata__caps(*st) & STRATA__CAP_REPLICATE))
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
         STRATA_TRY(check_invariant(c, *st, *dev, world));
-        return (*st)->validate(c, *dev);
+        validate = STRATA__INHERITED(*st, validate);
+        return validate ? validate(*st, c, *dev) : STRATA_OK;
 }
 
 void strata_config_init(struct strata_config *cfg)
@@ -177,7 +184,7 @@ int strata_patch_replication_callback(struct strata_config *cfg)
 {
         const struct strata__strategy *st = cfg ? strata__strategy_get(cfg->strategy.kind) : NULL;
 
-        if (!st || !st->replication_callbacks)
+        if (!st || !(strata__caps(st) & STRATA__CAP_REPLICATE))
                 return strata__fail(STRATA_EINVAL,
                                     "patch_replication_callback: needs a dp configuration");
         cfg->strategy.replication_callbacks = 1;

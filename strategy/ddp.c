@@ -7,8 +7,9 @@
  * cfg.strategy.grad_allreduce bf16 the buckets travel as bf16 (rounded, summed in f32,
  * rounded once).
  *
- * States: children of the multi-device parents (strategy/multi.c); ddp overrides ENV_READY
- * (broadcast after init), CONNECTED (plan the buckets) and FORWARD_DONE (bucketed all-reduce).
+ * Parent: the multi-device parent (strategy/multi.c). ddp overrides CONNECTED (plan the
+ * buckets) and its hooks: connect_dev (broadcast after init) and layer_hook (the bucketed
+ * all-reduce).
  */
 #include <string.h>
 
@@ -24,11 +25,6 @@ struct ddp {
 static struct ddp *ddp_of(const struct strata_runtime *rt)
 {
         return rt->priv;
-}
-
-static int ddp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
-{
-        return strata__multi_validate(c, drv, "ddp");
 }
 
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
@@ -68,12 +64,6 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
                         STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->layers[i].state,
                                                          r->layers[i].nstate, STRATA_F32, 0));
         return STRATA_OK;
-}
-
-static int ddp_connect(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        return strata__multi_post(obj, event, arg, init_dev, 0);
 }
 
 size_t strata__ddp_bucket_cap(const struct strata_config *c)
@@ -187,18 +177,12 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
  * sums every layer across devices itself, every micro-batch (nn/chunks.c), unless the buckets
  * complete the tree (chunks.defer, tree_buckets()).
  */
-static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
+                                        const struct strata__replica *r, int sync)
 {
-        const struct strata__replica *r = &rt->replicas[dev];
-        int buckets = m->args->sync && (!rt->cfg.strategy.invariant || r->chunks.defer);
+        int buckets = sync && (!rt->cfg.strategy.invariant || r->chunks.defer);
 
-        return strata__multi_backward(rt, dev, buckets ? bucket_ready : NULL);
-}
-
-static int ddp_backward(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        return strata__multi_post(obj, event, arg, backward_dev, 0);
+        return buckets ? bucket_ready : NULL;
 }
 
 const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt)
@@ -206,31 +190,17 @@ const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *r
         return &ddp_of(rt)->b;
 }
 
-#define P(s) .parent = &strata__multi_states[s]
-const struct strata__sm_state strata__ddp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
-        [STRATA_STATE_ENV_READY] = { .run = ddp_connect, P(STRATA_STATE_ENV_READY) },
-        [STRATA_STATE_CONNECTED] = { .run = ddp_setup, P(STRATA_STATE_CONNECTED) },
-        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
-        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
-        [STRATA_STATE_FORWARD_DONE] = { .run = ddp_backward, P(STRATA_STATE_FORWARD_DONE) },
-        [STRATA_STATE_BACKWARD_DONE] = { P(STRATA_STATE_BACKWARD_DONE) },
-        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
-        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
-        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+static const struct strata__sm_state ddp_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CONNECTED] = { .run = ddp_setup },
 };
-#undef P
 
 const struct strata__strategy strata__ddp = {
         .name = "ddp",
-        .validate = ddp_validate,
+        .parent = &strata__multi_parent,
+        .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE,
+        .validate = strata__multi_validate,
         .layout = strata__ddp_layout,
-        .states = strata__ddp_states,
-        .collective = strata__multi_collective,
-        .is_global_zero = strata__is_global_zero,
-        .root_device = strata__root_device,
-        .world_size = strata__world_size,
-        .handles_gradient_accumulation = 1,
-        .invariant = 1,
-        .all_reduces_gradients = 1,
+        .states = ddp_states,
+        .connect_dev = init_dev,
+        .layer_hook = layer_hook,
 };

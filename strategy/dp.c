@@ -9,8 +9,8 @@
  * other replica: the update is elementwise, so this is bitwise the master's step, and the
  * next replication finds every replica already holding the master's parameters.
  *
- * States: children of the multi-device parents (strategy/multi.c); dp overrides READY
- * (replicate first), FORWARD_DONE (reduce to the master) and BACKWARD_DONE (the master's step).
+ * Parent: the multi-device parent (strategy/multi.c); dp overrides READY (replicate first)
+ * and BACKWARD_DONE (the master's step), and after backward reduces to the master.
  */
 #include <string.h>
 
@@ -28,13 +28,14 @@ static struct dp *dp_of(const struct strata_runtime *rt)
         return rt->priv;
 }
 
-static int dp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+static int dp_validate(const struct strata__strategy *st, const struct strata_config *c,
+                       const struct strata_device_ops *drv)
 {
         if (c->strategy.sync_bn && !c->strategy.replication_callbacks)
                 return strata__fail(STRATA_EINVAL,
                                     "dp with sync_bn needs replication callbacks: call "
                                     "strata_patch_replication_callback() on the config");
-        return strata__multi_validate(c, drv, "dp");
+        return strata__multi_validate(st, c, drv);
 }
 
 static int dp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
@@ -116,12 +117,11 @@ static int dp_ready(void *obj, int state, int event, void *arg)
         return STRATA__SM_PARENT;
 }
 
-/* backward, then the gradients reduced into the master's in device order. */
-static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+/* After backward: the gradients reduced into the master's in device order. */
+static int reduce_to_master(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = &rt->replicas[dev];
 
-        STRATA_TRY(strata__multi_backward(rt, dev, NULL));
         if (!m->args->sync)
                 return STRATA_OK;
         STRATA_TRY(strata_comm_reduce(m->dcomm, dev, r->grads, dev == 0 ? r->grads : NULL,
@@ -129,12 +129,6 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         for (int i = 0; dev != 0 && i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1; /* consumed by the master */
         return STRATA_OK;
-}
-
-static int dp_backward(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
 /* The split step needs the driver's range updates; otherwise the master steps alone. */
@@ -217,31 +211,17 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
         return STRATA_OK;
 }
 
-#define P(s) .parent = &strata__multi_states[s]
 static const struct strata__sm_state dp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
-        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
-        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
-        [STRATA_STATE_READY] = { .run = dp_ready, P(STRATA_STATE_READY) },
-        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
-        [STRATA_STATE_FORWARD_DONE] = { .run = dp_backward, P(STRATA_STATE_FORWARD_DONE) },
-        [STRATA_STATE_BACKWARD_DONE] = { .run = dp_backward_done,
-                                         P(STRATA_STATE_BACKWARD_DONE) },
-        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
-        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
-        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+        [STRATA_STATE_READY] = { .run = dp_ready },
+        [STRATA_STATE_BACKWARD_DONE] = { .run = dp_backward_done },
 };
-#undef P
 
 const struct strata__strategy strata__dp = {
         .name = "dp",
+        .parent = &strata__multi_parent,
+        .caps = STRATA__CAP_REPLICATE,
         .validate = dp_validate,
         .layout = dp_layout,
         .states = dp_states,
-        .collective = strata__multi_collective,
-        .is_global_zero = strata__is_global_zero,
-        .root_device = strata__root_device,
-        .world_size = strata__world_size,
-        .handles_gradient_accumulation = 1,
-        .replication_callbacks = 1,
+        .after_backward = reduce_to_master,
 };

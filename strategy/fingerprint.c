@@ -122,9 +122,9 @@ static void schedule(const struct strata_runtime *rt, char *out, size_t n)
         char head[64];
 
         snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world, r->nshards,
-                 r->shard_len, rt->strategy->shards_params ? "layers" : "buckets");
+                 r->shard_len, (strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS) ? "layers" : "buckets");
         append(&t, "", head);
-        if (rt->strategy->shards_params)
+        if ((strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS))
                 add_layers(r, &t);
         else
                 strata__ddp_bucket_walk(r, strata__ddp_bucket_cap(&rt->cfg), add_bucket, &t);

@@ -19,17 +19,18 @@
  * Decision 0028. In invariant mode (decision 0030) the chunks' tree gives every device each
  * layer's whole reduced gradient, every micro-batch, and the device keeps its shard's part.
  *
- * States: children of the process layer's (themselves ddp's): setup_environment first joins
- * the job's other processes, if any; connect initialises each layer into the layer buffer,
- * global device 0's broadcast as ddp does, and keeps the shard's part; backward reduces each
- * layer to its owners; optimizer_step unscales, clips and updates the shard.
+ * Parent: zero1 (the job's processes joined at setup_environment, the shards assigned by
+ * global rank); fsdp's hooks: connect initialises each layer into the layer buffer, global
+ * device 0's broadcast as ddp does, and keeps the shard's part; backward reduces each layer to
+ * its owners; optimizer_step unscales, clips and updates the shard.
  */
 #include "strata/status.h"
 #include "strategy/multi.h"
 
-static int fsdp_validate(const struct strata_config *c, const struct strata_device_ops *drv)
+static int fsdp_validate(const struct strata__strategy *st, const struct strata_config *c,
+                         const struct strata_device_ops *drv)
 {
-        STRATA_TRY(strata__multi_validate(c, drv, "fsdp"));
+        STRATA_TRY(strata__multi_validate(st, c, drv));
         if (strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy fsdp on %s: layers are gathered "
                                     "in host memory in this version; use zero2 or ddp",
@@ -92,12 +93,6 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         return STRATA_OK;
 }
 
-static int fsdp_connect(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        return strata__multi_post(obj, event, arg, init_dev, 0);
-}
-
 /*
  * Invariant mode: the chunks' tree has left layer @p layer's whole reduced gradient on every
  * device (decision 0030); the device keeps its shard's part.
@@ -113,18 +108,13 @@ static int keep_layer(void *h, struct strata__replica *r, int layer)
  * An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer
  * (in invariant mode the tree has, every micro-batch: the shard's part is kept).
  */
-static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
+                                        const struct strata__replica *r, int sync)
 {
-        if (!m->args->sync)
-                return strata__multi_backward(rt, dev, NULL);
-        return strata__multi_backward(rt, dev, rt->cfg.strategy.invariant ? keep_layer
-                                                                          : strata__reduce_layer);
-}
-
-static int fsdp_backward(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        return strata__multi_post(obj, event, arg, backward_dev, 0);
+        (void)r;
+        if (!sync)
+                return NULL;
+        return rt->cfg.strategy.invariant ? keep_layer : strata__reduce_layer;
 }
 
 /*
@@ -148,45 +138,14 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         return STRATA_OK;
 }
 
-/* optimizer_step, or batch_end of an accumulation micro-batch (the parents'). */
-static int fsdp_backward_done(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        if (event != STRATA__EV_OPTIMIZER_STEP)
-                return STRATA__SM_PARENT;
-        return strata__multi_post(obj, event, arg, step_dev, 0);
-}
-
-#define P(s) .parent = &strata__procs_states[s]
-static const struct strata__sm_state fsdp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { .run = strata__procs_job_created, P(STRATA_STATE_CREATED) },
-        [STRATA_STATE_ENV_READY] = { .run = fsdp_connect, P(STRATA_STATE_ENV_READY) },
-        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
-        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
-        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
-        [STRATA_STATE_FORWARD_DONE] = { .run = fsdp_backward, P(STRATA_STATE_FORWARD_DONE) },
-        [STRATA_STATE_BACKWARD_DONE] = { .run = fsdp_backward_done,
-                                         P(STRATA_STATE_BACKWARD_DONE) },
-        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
-        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
-        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
-};
-#undef P
-
 /* Its gradients are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
 const struct strata__strategy strata__fsdp = {
         .name = "fsdp",
+        .parent = &strata__zero1,
+        .caps = STRATA__CAP_SHARD_PARAMS,
+        .drops = STRATA__CAP_ALL_REDUCE,
         .validate = fsdp_validate,
-        .layout = strata__procs_layout_sharded,
-        .states = fsdp_states,
-        .collective = strata__multi_collective,
-        .is_global_zero = strata__is_global_zero,
-        .root_device = strata__root_device,
-        .world_size = strata__world_size,
-        .processes = strata__procs_job,
-        .stop_due = strata__procs_stop_due,
-        .handles_gradient_accumulation = 1,
-        .sharded = 1,
-        .shards_params = 1,
-        .invariant = 1,
+        .connect_dev = init_dev,
+        .layer_hook = layer_hook,
+        .step_dev = step_dev,
 };

@@ -15,23 +15,54 @@
 #include "strata/runtime.h"
 #include "kernel/trace.h"
 #include "base/base.h"
+#include "base/faults.h"
 #include "nn/precision.h"
 #include "nn/replica.h"
 
 struct strata_runtime;
+struct strata__multi;
 
-/** A strategy: one constant table (see the file comment). */
+/** Work of one device for one job of the multi-device parents (strategy/multi.h). */
+typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi *m, int dev);
+
+/** What a strategy can do (its caps), for the configuration checks and the plan. */
+#define STRATA__CAP_INVARIANT 1u      /* runs invariant mode (cfg.strategy.invariant) */
+#define STRATA__CAP_ALL_REDUCE 2u     /* all-reduces gradients: grad_allreduce's type applies */
+#define STRATA__CAP_REPLICATE 4u      /* runs modules' replicate() (jactorch's dp) */
+#define STRATA__CAP_SHARD_STATE 8u    /* optimizer state sharded over the world's devices */
+#define STRATA__CAP_SHARD_PARAMS 16u  /* parameters and reduced gradients sharded too (fsdp) */
+/*
+ * The reduced gradients alone may be sharded (zero2): one shard and a buffer of the largest
+ * layer, when that is smaller than the whole vector, without accumulation or clipping by norm.
+ */
+#define STRATA__CAP_SHARD_GRADS 32u
+
+/**
+ * A strategy: one constant table that names its parent and writes only what differs from it.
+ * Every member left NULL (a state action, a hook, an operation) falls through to the parent's,
+ * and so on up (strategy/inherit.c); caps are the parent's, less @c drops, plus @c caps.
+ */
 struct strata__strategy {
-        const char *name;
-        /** Checks of the configuration this strategy adds to the common ones. */
-        int (*validate)(const struct strata_config *c, const struct strata_device_ops *drv);
+        const char *name;                       /**< NULL: a parent only, not a kind */
+        const struct strata__strategy *parent;  /**< what it inherits; NULL at the root */
+        unsigned caps, drops;                   /**< STRATA__CAP_* it adds and removes */
+        /**
+         * Checks of the configuration this strategy adds to the common ones, for strategy
+         * @p st (the kind being configured: an inherited check names it).
+         */
+        int (*validate)(const struct strata__strategy *st, const struct strata_config *c,
+                        const struct strata_device_ops *drv);
         /**
          * Lay out the strategy's private state after the replicas, from arena @p a. The same
          * code plans (a planning arena: *priv stays NULL) and builds (*priv gets the state).
          */
         int (*layout)(const struct strata_config *c, const struct strata_device_ops *drv,
                       struct strata_arena *a, void **priv);
-        /** Its lifecycle state actions: STRATA_STATE_COUNT entries. */
+        /**
+         * Its lifecycle state actions, STRATA_STATE_COUNT entries (or NULL: none): a NULL
+         * action, or a run action that returns STRATA__SM_PARENT, is the parent's. The
+         * states' own parent pointers are unused: the table's parent is the parent.
+         */
         const struct strata__sm_state *states;
         /**
          * The Strategy API's collectives (reduce, all_gather, broadcast, barrier, and
@@ -39,9 +70,6 @@ struct strata__strategy {
          */
         int (*collective)(struct strata_runtime *rt, const struct strata_coll *op,
                           void *const *bufs, const void *const *send);
-        int (*is_global_zero)(const struct strata_runtime *rt); /**< holds global rank 0 */
-        int (*root_device)(const struct strata_runtime *rt);    /**< where the master lives */
-        int (*world_size)(const struct strata_runtime *rt);     /**< devices in the run */
         /**
          * Strategies over several processes: how many the configuration runs in (the memory
          * plan splits the batch over processes x devices). NULL: one.
@@ -52,29 +80,39 @@ struct strata__strategy {
          * as every process agrees. NULL: this process's request, at once.
          */
         int (*stop_due)(const struct strata_runtime *rt);
-        int handles_gradient_accumulation; /**< no_sync on accumulation micro-batches */
-        int replication_callbacks;         /**< runs modules' replicate() (jactorch's dp) */
-        int all_reduces_gradients;         /**< cfg.strategy.grad_allreduce's type applies */
+        /* ---- hooks: one device's share of a step event, run by the multi-device parents ---- */
+        /** connect: initialise the device's replica (and share rank 0's values). */
+        strata__device_fn connect_dev;
         /**
-         * The optimizer state is sharded over the world's devices (zero1, zero2): the plan
-         * lays out one shard of it per device and pads the flat vectors to whole shards.
+         * backward: the hook the replica calls as each layer's gradients complete, for a
+         * backward that ends the accumulation window (@p sync) or not; NULL: none.
          */
-        int sharded;
-        /** The parameters and reduced gradients are sharded too (fsdp): one shard each. */
-        int shards_params;
-        /**
-         * The reduced gradients alone may be sharded (zero2): one shard and a buffer of the
-         * largest layer, when that is smaller than the whole vector, without accumulation or
-         * clipping by norm (which keep the whole vector).
-         */
-        int shards_grads;
-        /**
-         * Runs invariant mode (cfg.strategy.invariant): each device's gradients are its
-         * replica's chunk tree, summed across devices with the pairwise tree every
-         * micro-batch (single, ddp and the strategies over processes).
-         */
-        int invariant;
+        strata__grad_ready_fn (*layer_hook)(const struct strata_runtime *rt,
+                                            const struct strata__replica *r, int sync);
+        /** backward: after the device's pass (NULL: nothing more). */
+        strata__device_fn after_backward;
+        /** optimizer_step: the device's found-inf check, clipping and update. */
+        strata__device_fn step_dev;
 };
+
+/** @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). */
+#define STRATA__INHERITED(st, f)                                                               \
+        ({                                                                                     \
+                const struct strata__strategy *s__ = (st);                                     \
+                while (s__->parent && !s__->f)                                                 \
+                        s__ = s__->parent;                                                     \
+                s__->f;                                                                        \
+        })
+
+/** The caps of strategy @p st: its parent's, less its drops, plus its own. */
+unsigned strata__caps(const struct strata__strategy *st);
+
+/**
+ * The runtime's lifecycle state actions (strategy/inherit.c): each runs the strategy's action
+ * for the state, or its parent's (run: leaf first, until one handles the event; entry: the
+ * root's first; exit: the leaf's first), as the engine runs a state's parents.
+ */
+extern const struct strata__sm_state strata__strategy_states[STRATA_STATE_COUNT];
 
 /** Device memory and pinned staging of each device, reserved from the driver at init. */
 struct strata__regions {
@@ -113,8 +151,7 @@ struct strata_runtime {
         struct strata__regions regions; /* driver reservations (memory of its own) */
         int micro;                     /* micro-batch within the accumulation window */
         int end_window;                /* the next step ends the window (a partial one) */
-        int inj_dev, inj_event, inj_status;
-        int inj_inf[STRATA_MAX_DEVICES]; /* each device's gradients count as non-finite once */
+        struct strata__faults *faults; /* a test's injected failures (base/faults.h), or NULL */
         struct strata__trace *trace;    /* every device's track; a timeline when asked */
         struct strata_ckpt_handle ckpt;            /* the checkpoint being written or read */
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];   /* every device's optimizer steps */
@@ -175,8 +212,9 @@ const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind ki
 /** Step context of a device's replica on the runtime's whole batch of @p rows_global rows. */
 struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, int rows_global);
 
-/** The failure a test injected for device @p dev in @p event, or STRATA_OK. */
-int strata__injected(const struct strata_runtime *rt, int dev, int event);
+/** A test's failure of device @p dev in lifecycle @p event, or STRATA_OK (production: always). */
+#define STRATA__INJECTED(rt, dev, event)                                                       \
+        STRATA__FAULT((rt)->faults, (dev), (event), "device", "in ", strata__event_name)
 
 /**
  * setup: let the driver ready its per-thread resources for every device (CPU: one OpenBLAS
@@ -184,17 +222,6 @@ int strata__injected(const struct strata_runtime *rt, int dev, int event);
  * looks up a symbol during training.
  */
 int strata__prepare(const struct strata_runtime *rt);
-
-/**
- * The found-inf check, before replica @p dev's optimizer step, in every precision: with loss
- * scaling, unscale its gradients; then agree with every device of @p comm (NULL: this replica
- * decides alone) whether any gradient was not finite. A loss scaler then grows or backs off
- * its scale (device 0); without one, unless cfg.train.allow_nonfinite (then nothing is
- * checked), device 0 sets *a->nonfinite: the step is refused. *skip: the step is skipped (the
- * replica's parameters, optimizer state and step count stay).
- */
-int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
-                         const struct strata__step_args *a, int *skip);
 
 /** Invariant mode: the chunks a batch is cut into (0: normal mode). */
 int strata__chunks(const struct strata_config *c);
@@ -233,10 +260,6 @@ int strata__local_collective(struct strata_runtime *rt, const struct strata_coll
 /** The stall report's bound from the configuration (0 = 60 s, negative = never -> 0). */
 double strata__stall_s(const struct strata_config *c);
 
-/** Properties every in-process strategy shares: rank 0 is here, root 0, world = devices. */
-int strata__is_global_zero(const struct strata_runtime *rt);
-int strata__root_device(const struct strata_runtime *rt);
-int strata__world_size(const struct strata_runtime *rt);
 
 /* ---- one device's work for each step event (strategy/step.c) ---- */
 
@@ -260,6 +283,17 @@ int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *com
                      const struct strata__step_args *a);
 
 /**
+ * optimizer_step's found-inf check, before replica @p dev's optimizer step, in every precision: with loss
+ * scaling, unscale its gradients; then agree with every device of @p comm (NULL: this replica
+ * decides alone) whether any gradient was not finite. A loss scaler then grows or backs off
+ * its scale (device 0); without one, unless cfg.train.allow_nonfinite (then nothing is
+ * checked), device 0 sets *a->nonfinite: the step is refused. *skip: the step is skipped (the
+ * replica's parameters, optimizer state and step count stay).
+ */
+int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                         const struct strata__step_args *a, int *skip);
+
+/**
  * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for
  * predict) the device's rows of the output copied into the caller's logits.
  */
@@ -276,5 +310,21 @@ static inline int strata__own_memory(const struct strata_device_ops *d)
 {
         return d->reserve != NULL;
 }
+
+#ifdef STRATA_TESTING
+/**
+ * Tests only: device @p device fails with @p status when it handles lifecycle @p event
+ * (enum strata__event); device -1 disables.
+ * @retval STRATA_OK, STRATA_EINVAL (out of range, or a status that is not an error).
+ */
+int strata__inject_failure(struct strata_runtime *rt, int device, int event, int status);
+
+/**
+ * Tests only: device @p device's gradients count as not finite at its next optimizer step,
+ * once: every device must then skip the step together.
+ * @retval STRATA_OK, STRATA_EINVAL (not a live runtime, or no such device).
+ */
+int strata__inject_nonfinite_grad(struct strata_runtime *rt, int device);
+#endif
 
 #endif /* STRATA_STRATEGY_INTERNAL_H */

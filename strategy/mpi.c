@@ -7,21 +7,13 @@
  * ddp with as many devices in one process, however they are split into processes (unless
  * cfg.process.mpi_allreduce hands gradients to MPI_Allreduce).
  *
- * States: children of the process layer's (strategy/procs.c), themselves ddp's children.
- * setup_environment first joins the processes (MPI_Init_thread
- * unless the application did it; cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up to ddp.
- * A failure in a step ends the job (MPI_Abort, the process layer's error entry).
+ * Parent: the process layer (strategy/procs.c), itself ddp's child. setup_environment first
+ * joins the processes (MPI_Init_thread unless the application did it; cfg.process.mpi_comm or
+ * MPI_COMM_WORLD), then hands up. A failure in a step ends the job (MPI_Abort, the process
+ * layer's error entry).
  */
 #include "strata/status.h"
 #include "strategy/multi.h"
-
-static int mpi_validate(const struct strata_config *c, const struct strata_device_ops *drv)
-{
-        if (strata__own_memory(drv))
-                return strata__fail(STRATA_ENOTSUP, "strategy mpi on %s: device memory across "
-                                                    "processes is not supported", drv->name);
-        return strata__multi_validate(c, drv, "mpi");
-}
 
 static int mpi_environment(void *obj, int state, int event, void *arg)
 {
@@ -31,20 +23,11 @@ static int mpi_environment(void *obj, int state, int event, void *arg)
 }
 
 static const struct strata__sm_state mpi_states[STRATA_STATE_COUNT] =
-        STRATA__PROCS_STATES(mpi_environment);
+        STRATA__JOIN_STATES(mpi_environment);
 
 const struct strata__strategy strata__mpi = {
         .name = "mpi",
-        .validate = mpi_validate,
-        .layout = strata__procs_layout,
+        .parent = &strata__procs,
         .states = mpi_states,
-        .collective = strata__multi_collective,
-        .is_global_zero = strata__is_global_zero,
-        .root_device = strata__root_device,
-        .world_size = strata__world_size,
         .processes = strata__procs_launched, /* the plan needs them before MPI */
-        .stop_due = strata__procs_stop_due,
-        .handles_gradient_accumulation = 1,
-        .all_reduces_gradients = 1,
-        .invariant = 1,
 };

@@ -1,10 +1,12 @@
 /*
- * The parent states of dp and ddp: what every in-process multi-device strategy does for each
- * lifecycle event. The coordinator (the caller's thread, which is also device 0) posts one job
- * per event; each device does its share on its pinned thread, with the per-device work every
- * strategy runs (strategy/step.c). A child strategy overrides the states whose work differs
- * and hands the rest up (STRATA__SM_PARENT). A job of several processes adds its placement,
- * communicators and metrics through peers (strategy/procs.c); nothing here knows processes.
+ * The multi-device parent, the root of every strategy: what a strategy does for each lifecycle
+ * event. The coordinator (the caller's thread, which is also device 0) posts one job per event;
+ * the executor runs each device's share, on its pinned worker or inline on the caller's thread
+ * (single), with the per-device work every strategy runs (strategy/step.c) and the strategy's
+ * hooks where they differ (connect_dev, layer_hook, after_backward, step_dev). A child
+ * strategy overrides the states whose coordination differs and hands the rest up
+ * (STRATA__SM_PARENT). A job of several processes adds its placement, communicators and
+ * metrics through peers (strategy/procs.c); nothing here knows processes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,9 +14,11 @@
 #include "strata/status.h"
 #include "strategy/multi.h"
 
-int strata__multi_validate(const struct strata_config *c, const struct strata_device_ops *drv,
-                           const char *name)
+int strata__multi_validate(const struct strata__strategy *st, const struct strata_config *c,
+                           const struct strata_device_ops *drv)
 {
+        const char *name = st->name;
+
         (void)c;
         if (strata__own_memory(drv) && (!drv->reduce_many || !drv->copy_many))
                 return strata__fail(STRATA_ENOTSUP,
@@ -44,6 +48,7 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
         if (strata__own_memory(drv))
                 STRATA_TRY(strata_arena_alloc(a, comm, 64, &dq));
         if (m) {
+                m->ex = &strata__pool_executor;
                 m->pool_mem = p;
                 m->pool_bytes = pool;
                 m->comm_mem = q;
@@ -54,7 +59,7 @@ int strata__multi_layout(const struct strata_config *c, const struct strata_devi
 }
 
 /* setup_environment: start the pinned workers, bind device memory, open the communicators. */
-static int start(struct strata_runtime *rt, struct strata__multi *m)
+static int pool_start(struct strata_runtime *rt, struct strata__multi *m)
 {
         struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
         struct strata__placement near[STRATA_MAX_DEVICES];
@@ -152,22 +157,30 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
         return c;
 }
 
+/* The events after which the caller reads what the devices computed: a step's end. */
+static int ends_step(int event)
+{
+        return event == STRATA__EV_BATCH_END || event == STRATA__EV_VALIDATION_STEP ||
+               event == STRATA__EV_TEST_STEP || event == STRATA__EV_PREDICT_STEP;
+}
+
 /*
  * One job on one device. A device that queues work runs on its own device (bind) and drains
- * its queue (sync) before reporting: the next job may read what this one
- * wrote on another device's queue (dp's replicas read the master), and errors surface here.
+ * its queue (sync) before reporting: under the pool after every job, since the next one may
+ * read what this one wrote on another device's queue (dp's replicas read the master); inline
+ * (one device, bound at start) where a step ends. Errors surface there.
  */
 static int device_fn(int dev, void *arg)
 {
         struct strata_runtime *rt = arg;
         struct strata__multi *m = strata__multi(rt);
         const struct strata_device_ops *d = rt->dev;
-        int rc;
+        int pool = m->workers != NULL, rc;
 
-        if (d->bind)
+        if (d->bind && pool)
                 STRATA_TRY(d->bind(dev));
         rc = m->job(rt, m, dev);
-        if (d->sync) {
+        if (d->sync && (pool || ends_step(m->event))) {
                 int s = d->sync();
 
                 if (rc == STRATA_OK)
@@ -200,7 +213,7 @@ static int event_fn(int dev, void *arg)
         struct strata__track *t = rt->replicas[dev].track;
         uint64_t t0;
 
-        STRATA_TRY(strata__injected(rt, dev, event));
+        STRATA_TRY(STRATA__INJECTED(rt, dev, event));
         t0 = strata__track_begin(t, &span_event[event], NULL);
         rc = device_fn(dev, arg);
         strata__track_end(t, t0, 0);
@@ -215,18 +228,71 @@ int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
         m->event = event;
         m->args = arg;
         m->job = fn;
+        if (!idle)
+                return m->ex->run(m, event_fn, rt);
         /* An event without work on the other devices is not posted to them (one sync point
-         * less per step), unless a test injects a failure there. */
-        if (idle && rt->inj_dev < 0)
-                return event_fn(0, rt);
-        return strata__workers_run(m->workers, event_fn, rt);
+         * less per step): their injected failures, if a test build has any, are found here. */
+        for (int d = 1; d < rt->nreplicas; d++)
+                STRATA_TRY(STRATA__INJECTED(rt, d, event));
+        return event_fn(0, rt);
 }
+
+/* ---- the executors ---- */
+
+static int pool_run(struct strata__multi *m, int (*fn)(int dev, void *arg), void *arg)
+{
+        return strata__workers_run(m->workers, fn, arg);
+}
+
+static void pool_stop(struct strata_runtime *rt, struct strata__multi *m)
+{
+        if (m->workers && strata__workers_stop(m->workers) == STRATA_ETIMEDOUT) {
+                rt->abandoned = 1; /* teardown keeps the region */
+                snprintf(rt->abandoned_why, sizeof(rt->abandoned_why), "%s",
+                         strata_last_error());
+        }
+        m->workers = NULL;
+}
+
+const struct strata__executor strata__pool_executor = {
+        .start = pool_start,
+        .run = pool_run,
+        .stop = pool_stop,
+};
+
+/* One device on the caller's thread, which it binds to the device and does not pin. */
+static int inline_start(struct strata_runtime *rt, struct strata__multi *m)
+{
+        (void)m;
+        return rt->dev->bind ? rt->dev->bind(0) : STRATA_OK;
+}
+
+static int inline_run(struct strata__multi *m, int (*fn)(int dev, void *arg), void *arg)
+{
+        (void)m;
+        return fn(0, arg);
+}
+
+static void inline_stop(struct strata_runtime *rt, struct strata__multi *m)
+{
+        (void)rt, (void)m;
+}
+
+const struct strata__executor strata__inline_executor = {
+        .start = inline_start,
+        .run = inline_run,
+        .stop = inline_stop,
+};
 
 /* ---- the work of one device ---- */
 
-static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+/* connect: the strategy's hook, or the replica's own initial values. */
+static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        (void)m;
+        strata__device_fn hook = STRATA__INHERITED(rt->strategy, connect_dev);
+
+        if (hook)
+                return hook(rt, m, dev);
         strata__replica_init(&rt->replicas[dev], rt->cfg.seed);
         return STRATA_OK;
 }
@@ -249,30 +315,38 @@ static int forward_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 {
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
 
-        (void)m;
         strata__dev_load(rt, dev, m->args, 1);
         return strata__dev_forward(rt, dev, &c);
 }
 
-int strata__multi_backward(struct strata_runtime *rt, int dev, strata__grad_ready_fn ready)
-{
-        struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
-
-        return strata__dev_backward(rt, dev, &c, ready);
-}
-
+/*
+ * backward: the replica's pass, with the strategy's hook as each layer's gradients complete
+ * (how they are summed across devices), then what the strategy does after the pass.
+ */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        (void)m;
-        return strata__multi_backward(rt, dev, NULL);
+        const struct strata__strategy *st = rt->strategy;
+        struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
+        strata__grad_ready_fn (*hook)(const struct strata_runtime *, const struct strata__replica *,
+                                      int) = STRATA__INHERITED(st, layer_hook);
+        strata__device_fn after = STRATA__INHERITED(st, after_backward);
+        strata__grad_ready_fn ready = hook ? hook(rt, &rt->replicas[dev], m->args->sync) : NULL;
+
+        STRATA_TRY(strata__dev_backward(rt, dev, &c, ready));
+        return after ? after(rt, m, dev) : STRATA_OK;
 }
 
 /*
- * Every device of every process holds the reduced gradients: all agree whether to skip, over
- * the host communicator (the flag is host memory, also for a driver with memory of its own).
+ * optimizer_step: the strategy's hook, or every device of every process, holding the reduced
+ * gradients, agrees whether to skip over the host communicator (the flag is host memory, also
+ * for a driver with memory of its own; inline, none: the one device decides) and steps.
  */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
+        strata__device_fn hook = STRATA__INHERITED(rt->strategy, step_dev);
+
+        if (hook)
+                return hook(rt, m, dev);
         return strata__dev_step(rt, dev, m->comm, m->args);
 }
 
@@ -308,14 +382,16 @@ static int metrics(struct strata_runtime *rt)
 
 static int on_setup_environment(void *obj, int state, int event, void *arg)
 {
+        struct strata__multi *m = strata__multi(obj);
+
         (void)state, (void)event, (void)arg;
-        return start(obj, strata__multi(obj));
+        return m->ex->start(obj, m);
 }
 
 static int on_connect(void *obj, int state, int event, void *arg)
 {
         (void)state;
-        return strata__multi_post(obj, event, arg, init_dev, 0);
+        return strata__multi_post(obj, event, arg, connect_dev, 0);
 }
 
 static int on_setup(void *obj, int state, int event, void *arg)
@@ -373,18 +449,11 @@ static int on_torndown(void *obj, int state)
         struct strata__multi *m = strata__multi(obj);
 
         (void)state;
-        if (m->workers && strata__workers_stop(m->workers) == STRATA_ETIMEDOUT) {
-                struct strata_runtime *rt = obj;
-
-                rt->abandoned = 1; /* teardown keeps the region */
-                snprintf(rt->abandoned_why, sizeof(rt->abandoned_why), "%s",
-                         strata_last_error());
-        }
-        m->workers = NULL;
+        m->ex->stop(obj, m);
         return STRATA_OK;
 }
 
-const struct strata__sm_state strata__multi_states[STRATA_STATE_COUNT] = {
+static const struct strata__sm_state multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CREATED] = { .run = on_setup_environment },
         [STRATA_STATE_ENV_READY] = { .run = on_connect },
         [STRATA_STATE_CONNECTED] = { .run = on_setup },
@@ -393,7 +462,6 @@ const struct strata__sm_state strata__multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_FORWARD_DONE] = { .run = on_backward },
         [STRATA_STATE_BACKWARD_DONE] = { .run = on_backward_done },
         [STRATA_STATE_STEPPED] = { .run = on_batch_end },
-        [STRATA_STATE_ERROR] = { 0 },
         [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
 };
 
@@ -415,5 +483,10 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
         struct strata__multi *m = strata__multi(rt);
 
         m->job = fn;
-        return strata__workers_run(m->workers, device_fn, rt);
+        return m->ex->run(m, device_fn, rt);
 }
+
+const struct strata__strategy strata__multi_parent = {
+        .states = multi_states,
+        .collective = strata__multi_collective,
+};

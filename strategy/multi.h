@@ -1,8 +1,9 @@
 /*
- * The parent states of the in-process multi-device strategies (dp, ddp) and the state they
- * share (internal to strategy/). dp.c and ddp.c make their states children of
- * strata__multi_states[] and override only what differs; every action posts one job, a
- * function run on every device's pinned thread.
+ * The multi-device parent (strategy/multi.c) and the state its children share (internal to
+ * strategy/): the root of every strategy's chain. Its states post one job per event, a
+ * function run for every device by the strategy's executor: the pinned workers (dp, ddp and
+ * their children), or the caller's thread inline (single). Children write only the states and
+ * hooks where they differ.
  */
 #ifndef STRATA_STRATEGY_MULTI_H
 #define STRATA_STRATEGY_MULTI_H
@@ -27,15 +28,29 @@ struct strata__peers {
         int (*metrics)(struct strata_runtime *rt, struct strata_metrics *out);
 };
 
-/** Work of one device for one job; @p m is the runtime's multi-device state. */
-typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi *m, int dev);
+/**
+ * How a job reaches the devices: every device's pinned worker, or the caller's thread alone
+ * (one device, inline). Every run is bounded and returns the first device's error.
+ */
+struct strata__executor {
+        /** setup_environment: what the devices' work needs before the first job. */
+        int (*start)(struct strata_runtime *rt, struct strata__multi *m);
+        /** Run fn(dev, arg) for every device. */
+        int (*run)(struct strata__multi *m, int (*fn)(int dev, void *arg), void *arg);
+        /** Entering TORNDOWN: release what start took. */
+        void (*stop)(struct strata_runtime *rt, struct strata__multi *m);
+};
+
+/** The pinned workers and their communicators, and the caller's thread alone. */
+extern const struct strata__executor strata__pool_executor, strata__inline_executor;
 
 /**
  * What dp and ddp share; each embeds it as the first member of its own private state, so the
  * runtime's priv pointer is also a pointer to this.
  */
 struct strata__multi {
-        struct strata__workers *workers;
+        const struct strata__executor *ex; /* how jobs reach the devices */
+        struct strata__workers *workers; /* the pool executor's (NULL inline) */
         struct strata_comm *comm;      /* host buffers (the Strategy API's collectives) */
         struct strata_comm *dcomm;     /* replica tensors: comm, or over device memory */
         void *pool_mem, *comm_mem;     /* reserved at init, used at setup_environment */
@@ -59,42 +74,30 @@ static inline struct strata__multi *strata__multi(const struct strata_runtime *r
 }
 
 /**
- * The parent states: setup_environment starts the pinned workers and communicators, connect
- * initialises every replica, setup readies and warms every device, every step event runs on
- * every device, batch_end and eval events report metrics, entering TORNDOWN stops the workers.
+ * The multi-device parent, the root of every strategy's chain (not a kind of its own):
+ * setup_environment starts the executor, connect initialises every replica, setup readies and
+ * warms every device, every step event runs the strategy's hooks on every device, batch_end
+ * and eval events report metrics, entering TORNDOWN stops the executor.
  */
-extern const struct strata__sm_state strata__multi_states[STRATA_STATE_COUNT];
+extern const struct strata__strategy strata__multi_parent;
 
-/** ddp's states (strategy/ddp.c): the parents of the process layer's. */
-extern const struct strata__sm_state strata__ddp_states[STRATA_STATE_COUNT];
-
-/**
- * The process layer's states (strategy/procs.c), children of ddp's: ERROR aborts the job
- * through the link, TORNDOWN closes it. The parents of the strategies over processes.
- */
-extern const struct strata__sm_state strata__procs_states[STRATA_STATE_COUNT];
+/** ddp (strategy/ddp.c): the parent of the process layer. */
+extern const struct strata__strategy strata__ddp;
 
 /**
- * The states of a strategy over processes: the process layer's, with @p created_run joining
- * the processes (strata__procs_join()) at setup_environment before handing up
- * (STRATA__SM_PARENT).
+ * The process layer (strategy/procs.c), ddp's child and not a kind of its own: ERROR aborts
+ * the job through the link, TORNDOWN closes it. The parent of the strategies over processes.
  */
-#define STRATA__PROCS_CHILD(s) [s] = { .parent = &strata__procs_states[s] }
-#define STRATA__PROCS_STATES(created_run)                                                      \
-        {                                                                                      \
-                [STRATA_STATE_CREATED] = {                                                     \
-                        .run = (created_run),                                                  \
-                        .parent = &strata__procs_states[STRATA_STATE_CREATED] },               \
-                STRATA__PROCS_CHILD(STRATA_STATE_ENV_READY),                                   \
-                STRATA__PROCS_CHILD(STRATA_STATE_CONNECTED),                                   \
-                STRATA__PROCS_CHILD(STRATA_STATE_READY),                                       \
-                STRATA__PROCS_CHILD(STRATA_STATE_IN_BATCH),                                    \
-                STRATA__PROCS_CHILD(STRATA_STATE_FORWARD_DONE),                                \
-                STRATA__PROCS_CHILD(STRATA_STATE_BACKWARD_DONE),                               \
-                STRATA__PROCS_CHILD(STRATA_STATE_STEPPED),                                     \
-                STRATA__PROCS_CHILD(STRATA_STATE_ERROR),                                       \
-                STRATA__PROCS_CHILD(STRATA_STATE_TORNDOWN),                                    \
-        }
+extern const struct strata__strategy strata__procs;
+
+/** zero1 (strategy/zero.c): the parent of zero2, itself fsdp's. */
+extern const struct strata__strategy strata__zero1, strata__zero2;
+
+/**
+ * The states of a strategy over processes that joins them at setup_environment with
+ * @p created_run (which then hands up: STRATA__SM_PARENT), and inherits every other state.
+ */
+#define STRATA__JOIN_STATES(created_run) { [STRATA_STATE_CREATED] = { .run = (created_run) } }
 
 /**
  * ddp's gradient buckets, planned at setup: bucket k is elements [lo[k], hi[k]) of the flat
@@ -198,14 +201,17 @@ int strata__procs_stop_due(const struct strata_runtime *rt);
 /** In a process strata_spawn() started: its region, rank and size (region NULL elsewhere). */
 const struct strata__procs_where *strata__spawned(void);
 
-/** Checks every multi-device strategy makes: a driver that cannot reduce its memory is refused. */
-int strata__multi_validate(const struct strata_config *c, const struct strata_device_ops *drv,
-                           const char *name);
+/**
+ * The checks of every strategy with several devices (ddp's validate, which its children
+ * inherit): a driver that cannot reduce its memory is refused, naming strategy @p st.
+ */
+int strata__multi_validate(const struct strata__strategy *st, const struct strata_config *c,
+                           const struct strata_device_ops *drv);
 
 /**
  * Run @p fn for lifecycle @p event, with the event's argument @p arg (the step's, or NULL), on
  * every device and return the first error. With @p idle (no device but 0 has work) it runs on
- * device 0 alone, unless a test injected a failure.
+ * device 0 alone.
  */
 int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
                        strata__device_fn fn, int idle);
@@ -215,12 +221,6 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn);
 
 /** Step context of device @p dev. */
 struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train);
-
-/**
- * backward on device @p dev: the replica's backward pass; @p ready is called as each layer's
- * gradients complete (NULL: nobody communicates during backward).
- */
-int strata__multi_backward(struct strata_runtime *rt, int dev, strata__grad_ready_fn ready);
 
 /**
  * The sharded strategies' gradient hook (zero2's own_grads, fsdp): after layer @p layer's

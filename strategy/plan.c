@@ -34,10 +34,10 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
  */
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st)
 {
-        if (st->shards_grads && c->train.accumulate <= 1 && !(c->train.clip_norm > 0.0f) &&
+        if ((strata__caps(st) & STRATA__CAP_SHARD_GRADS) && c->train.accumulate <= 1 && !(c->train.clip_norm > 0.0f) &&
             !c->strategy.invariant) /* invariant: every device gets the whole gradient */
                 return STRATA__SHARD_GRADS;
-        if (!st->shards_params)
+        if (!(strata__caps(st) & STRATA__CAP_SHARD_PARAMS))
                 return 0;
         if (c->train.accumulate > 1 || c->train.clip_norm > 0.0f)
                 return STRATA__SHARD_PARAMS | STRATA__SHARD_WHOLE_GRADS;
@@ -66,7 +66,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 strata__chunks_plan(strata__chunks(c), world, c->batch, &cp);
                 rows = cp.rows;
         }
-        shards = st->sharded ? world : 1; /* zero1, zero2, fsdp: state sharded over the world */
+        shards = strata__caps(st) & STRATA__CAP_SHARD_STATE ? world : 1; /* zero1, zero2, fsdp: state sharded over the world */
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
         STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
         STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
@@ -126,7 +126,6 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 rt->replicas = reps;
                 rt->nreplicas = c->strategy.devices;
                 rt->world = world; /* rank0 is set when the processes are joined */
-                rt->inj_dev = -1;
                 rt->prec = strata__precision(c->precision.kind);
                 strata__scaler_init(&rt->scaler, c->precision.loss_scale_init,
                                     (uint32_t)c->precision.loss_scale_interval);
@@ -137,7 +136,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 struct strata_config resolved = *c; /* the job's processes, as planned */
 
                 resolved.process.count = world / c->strategy.devices;
-                STRATA_TRY(st->layout(&resolved, drv, a, &p));
+                STRATA_TRY(STRATA__INHERITED(st, layout)(&resolved, drv, a, &p));
         }
         if (rt)
                 rt->priv = p;

@@ -336,17 +336,26 @@ static int on_torndown(void *obj, int state)
         return STRATA_OK;
 }
 
-#define P(s) .parent = &strata__ddp_states[s]
-const struct strata__sm_state strata__procs_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
-        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
-        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
-        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
-        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
-        [STRATA_STATE_FORWARD_DONE] = { P(STRATA_STATE_FORWARD_DONE) },
-        [STRATA_STATE_BACKWARD_DONE] = { P(STRATA_STATE_BACKWARD_DONE) },
-        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
-        [STRATA_STATE_ERROR] = { .entry = on_error, P(STRATA_STATE_ERROR) },
-        [STRATA_STATE_TORNDOWN] = { .entry = on_torndown, P(STRATA_STATE_TORNDOWN) },
+/* Across processes the link moves host buffers: a driver with memory of its own is refused. */
+static int procs_validate(const struct strata__strategy *st, const struct strata_config *c,
+                          const struct strata_device_ops *drv)
+{
+        if (strata__own_memory(drv))
+                return strata__fail(STRATA_ENOTSUP, "strategy %s on %s: device memory across "
+                                                    "processes is not supported",
+                                    st->name, drv->name);
+        return strata__multi_validate(st, c, drv);
+}
+
+static const struct strata__sm_state procs_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_ERROR] = { .entry = on_error },
+        [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
 };
-#undef P
+
+const struct strata__strategy strata__procs = {
+        .parent = &strata__ddp,
+        .validate = procs_validate,
+        .layout = strata__procs_layout,
+        .states = procs_states,
+        .stop_due = strata__procs_stop_due,
+};

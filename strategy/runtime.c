@@ -11,7 +11,6 @@
 
 #include "kernel/lifecycle.h"
 #include "strata/status.h"
-#include "base/testing.h"
 #include "base/base.h"
 #include "strategy/internal.h"
 
@@ -76,7 +75,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         rt->plan = pl;
         rt->region_mapped = !cfg->memory;
         rt->root = root;
-        STRATA_TRY_GOTO(rc, strata__lifecycle_table(&rt->table, st->states), fail);
+        STRATA_TRY_GOTO(rc, strata__lifecycle_table(&rt->table, strata__strategy_states), fail);
         STRATA_TRY_GOTO(rc, strata__sm_init(&rt->sm, &rt->table, rt), fail);
         {
                 char name[64];
@@ -285,22 +284,32 @@ int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad
 
 int strata_is_global_zero(const struct strata_runtime *rt)
 {
-        return live_has(rt) ? rt->strategy->is_global_zero(rt) : 0;
+        return live_has(rt) ? rt->rank0 == 0 : 0;
 }
 
 int strata_root_device(const struct strata_runtime *rt)
 {
-        return live_has(rt) ? rt->strategy->root_device(rt) : 0;
+        (void)rt;
+        return 0; /* dp's master, rank 0's device elsewhere: this process's first device */
 }
 
 int strata_handles_gradient_accumulation(const struct strata_runtime *rt)
 {
-        return live_has(rt) ? rt->strategy->handles_gradient_accumulation : 0;
+        return live_has(rt); /* every strategy: no_sync on accumulation micro-batches */
 }
 
 int strata_world_size(const struct strata_runtime *rt)
 {
-        return live_has(rt) ? rt->strategy->world_size(rt) : 0;
+        return live_has(rt) ? rt->world : 0;
+}
+
+#ifdef STRATA_TESTING
+/* The runtime's faults object, taken from the test pool the first time a test arms one. */
+static struct strata__faults *faults(struct strata_runtime *rt)
+{
+        if (!rt->faults)
+                rt->faults = strata__faults_take();
+        return rt->faults;
 }
 
 int strata__inject_failure(struct strata_runtime *rt, int device, int event, int status)
@@ -310,9 +319,9 @@ int strata__inject_failure(struct strata_runtime *rt, int device, int event, int
             status >= 0)
                 return strata__fail(STRATA_EINVAL, "inject: device %d, event %d, status %d",
                                     device, event, status);
-        rt->inj_dev = device;
-        rt->inj_event = event;
-        rt->inj_status = status;
+        faults(rt)->who = device;
+        rt->faults->point = event;
+        rt->faults->status = status;
         return STRATA_OK;
 }
 
@@ -322,6 +331,7 @@ int strata__inject_nonfinite_grad(struct strata_runtime *rt, int device)
         if (device < 0 || device >= rt->nreplicas)
                 return strata__fail(STRATA_EINVAL, "inject_nonfinite_grad: device %d of %d",
                                     device, rt->nreplicas);
-        rt->inj_inf[device] = 1;
+        faults(rt)->nonfinite[device] = 1;
         return STRATA_OK;
 }
+#endif /* STRATA_TESTING */

@@ -31,6 +31,33 @@ int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata
         return strata__replica_backward(&rt->replicas[dev], c, ready, rt);
 }
 
+int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                         const struct strata__step_args *a, int *skip)
+{
+        int scaled = rt->prec->update != NULL, inf;
+
+        *skip = 0;
+        if (!scaled && rt->cfg.train.allow_nonfinite)
+                return STRATA_OK; /* the opt-out: the update takes the gradients as they are */
+        inf = scaled ? strata__replica_unscale(&rt->replicas[dev], rt->scaler.scale)
+                     : strata__replica_nonfinite(&rt->replicas[dev]);
+        /* A test's: this device alone saw an overflow (deciding alone, this replica's
+         * gradients hold every device's, as dp's master does). */
+        for (int d = comm ? dev : 0; d < (comm ? dev + 1 : rt->nreplicas); d++)
+                inf |= STRATA__FAULT_NONFINITE(rt->faults, d);
+        /* Every device has read the scale before it arrives here; device 0 then changes it. */
+        if (comm)
+                STRATA_TRY(strata_comm_reduce_boolean(comm, dev, inf, 0, &inf));
+        if (scaled && dev == 0)
+                rt->prec->update(&rt->scaler, inf);
+        if (inf)
+                strata__replica_skip(&rt->replicas[dev]);
+        if (inf && !scaled && dev == 0 && a->nonfinite)
+                *a->nonfinite = 1; /* an error for the step; the scaler's skip is not */
+        *skip = inf;
+        return STRATA_OK;
+}
+
 int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                      const struct strata__step_args *a)
 {

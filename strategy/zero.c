@@ -19,17 +19,18 @@
  * invariant backward (the chunks' tree gives every device the whole reduced gradient) and
  * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
  *
- * States: zero1's are children of the process layer's (themselves ddp's: setup_environment
- * first joins the job's other processes, if any; setup also assigns the shards by global rank;
- * optimizer_step updates the shard and gathers the parameters); zero2's are children of
- * zero1's (backward reduces each bucket to its owners).
+ * Parents: zero1's is the process layer (itself ddp's child): setup_environment first joins
+ * the job's other processes, if any; setup also assigns the shards by global rank; its step
+ * hook updates the shard and gathers the parameters. zero2's is zero1: its backward hooks
+ * reduce each bucket to its owners (and gather the shards for clipping by norm).
  */
 #include "strata/status.h"
 #include "strategy/multi.h"
 
-/* Checks of both stages: across processes, host memory only (the link moves host buffers). */
-static int zero_validate(const struct strata_config *c, const struct strata_device_ops *drv,
-                         const char *name)
+/* Checks of every sharded stage: across processes, host memory only (the link moves host
+ * buffers). */
+static int zero_validate(const struct strata__strategy *st, const struct strata_config *c,
+                         const struct strata_device_ops *drv)
 {
         int procs;
 
@@ -37,18 +38,8 @@ static int zero_validate(const struct strata_config *c, const struct strata_devi
         if (procs > 1 && strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy %s across %d processes on %s: "
                                                     "device memory across processes is not "
-                                                    "supported", name, procs, drv->name);
-        return strata__multi_validate(c, drv, name);
-}
-
-static int zero1_validate(const struct strata_config *c, const struct strata_device_ops *drv)
-{
-        return zero_validate(c, drv, "zero1");
-}
-
-static int zero2_validate(const struct strata_config *c, const struct strata_device_ops *drv)
-{
-        return zero_validate(c, drv, "zero2");
+                                                    "supported", st->name, procs, drv->name);
+        return strata__multi_validate(st, c, drv);
 }
 
 /* Every device's copy of @p v (its whole shards) from the shards' owners. */
@@ -81,15 +72,6 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 
         STRATA_TRY(strata__dev_step(rt, dev, m->comm, m->args));
         return gather_shards(m, r, r->params);
-}
-
-/* optimizer_step, or batch_end of an accumulation micro-batch (the parents'). */
-static int zero_backward_done(void *obj, int state, int event, void *arg)
-{
-        (void)state;
-        if (event != STRATA__EV_OPTIMIZER_STEP)
-                return STRATA__SM_PARENT;
-        return strata__multi_post(obj, event, arg, step_dev, 0);
 }
 
 /*
@@ -161,93 +143,47 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
 /*
  * zero2's backward: nothing communicated on accumulation micro-batches (no_sync); at the
- * window's end each bucket (or, with own_grads, each layer) goes to its owners, and clipping
- * by norm gathers the shards.
+ * window's end each bucket (or, with own_grads, each layer) goes to its owners. In invariant
+ * mode every device gets the chunks' tree's whole gradient: zero1's (ddp's) hook.
  */
-static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
+                                              const struct strata__replica *r, int sync)
 {
-        if (!m->args->sync)
-                return strata__multi_backward(rt, dev, NULL);
-        STRATA_TRY(strata__multi_backward(rt, dev, bucket_ready));
-        if (rt->cfg.train.clip_norm > 0.0f)
-                return gather_shards(m, &rt->replicas[dev], rt->replicas[dev].grads);
-        return STRATA_OK;
-}
-
-/* In invariant mode every device gets the chunks' tree's whole gradient: zero1's backward. */
-static int zero2_backward(void *obj, int state, int event, void *arg)
-{
-        const struct strata_runtime *rt = obj;
-
-        (void)state;
         if (rt->cfg.strategy.invariant)
-                return STRATA__SM_PARENT;
-        return strata__multi_post(obj, event, arg, backward_dev, 0);
+                return STRATA__INHERITED(&strata__zero1, layer_hook)(rt, r, sync);
+        return sync ? bucket_ready : NULL;
 }
 
-#define P(s) .parent = &strata__procs_states[s]
-static const struct strata__sm_state zero1_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { .run = strata__procs_job_created,
-                                   P(STRATA_STATE_CREATED) },
-        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
-        [STRATA_STATE_CONNECTED] = { .run = zero_setup, P(STRATA_STATE_CONNECTED) },
-        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
-        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
-        [STRATA_STATE_FORWARD_DONE] = { P(STRATA_STATE_FORWARD_DONE) },
-        [STRATA_STATE_BACKWARD_DONE] = { .run = zero_backward_done,
-                                         P(STRATA_STATE_BACKWARD_DONE) },
-        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
-        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
-        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
-};
-#undef P
+/* Clipping by norm needs every reduced shard on every device: ddp's sum of squares. */
+static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        if (rt->cfg.strategy.invariant || !m->args->sync || !(rt->cfg.train.clip_norm > 0.0f))
+                return STRATA_OK;
+        return gather_shards(m, &rt->replicas[dev], rt->replicas[dev].grads);
+}
 
-#define P(s) .parent = &zero1_states[s]
-static const struct strata__sm_state zero2_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { P(STRATA_STATE_CREATED) },
-        [STRATA_STATE_ENV_READY] = { P(STRATA_STATE_ENV_READY) },
-        [STRATA_STATE_CONNECTED] = { P(STRATA_STATE_CONNECTED) },
-        [STRATA_STATE_READY] = { P(STRATA_STATE_READY) },
-        [STRATA_STATE_IN_BATCH] = { P(STRATA_STATE_IN_BATCH) },
-        [STRATA_STATE_FORWARD_DONE] = { .run = zero2_backward, P(STRATA_STATE_FORWARD_DONE) },
-        [STRATA_STATE_BACKWARD_DONE] = { P(STRATA_STATE_BACKWARD_DONE) },
-        [STRATA_STATE_STEPPED] = { P(STRATA_STATE_STEPPED) },
-        [STRATA_STATE_ERROR] = { P(STRATA_STATE_ERROR) },
-        [STRATA_STATE_TORNDOWN] = { P(STRATA_STATE_TORNDOWN) },
+static const struct strata__sm_state zero1_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { .run = strata__procs_job_created },
+        [STRATA_STATE_CONNECTED] = { .run = zero_setup },
 };
-#undef P
 
 const struct strata__strategy strata__zero1 = {
         .name = "zero1",
-        .validate = zero1_validate,
+        .parent = &strata__procs,
+        .caps = STRATA__CAP_SHARD_STATE,
+        .validate = zero_validate,
         .layout = strata__procs_layout_sharded,
         .states = zero1_states,
-        .collective = strata__multi_collective,
-        .is_global_zero = strata__is_global_zero,
-        .root_device = strata__root_device,
-        .world_size = strata__world_size,
         .processes = strata__procs_job,
-        .stop_due = strata__procs_stop_due,
-        .handles_gradient_accumulation = 1,
-        .all_reduces_gradients = 1,
-        .sharded = 1,
-        .invariant = 1,
+        .step_dev = step_dev,
 };
 
 /* Its buckets are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
 const struct strata__strategy strata__zero2 = {
         .name = "zero2",
-        .validate = zero2_validate,
-        .layout = strata__procs_layout_sharded,
-        .states = zero2_states,
-        .collective = strata__multi_collective,
-        .is_global_zero = strata__is_global_zero,
-        .root_device = strata__root_device,
-        .world_size = strata__world_size,
-        .processes = strata__procs_job,
-        .stop_due = strata__procs_stop_due,
-        .handles_gradient_accumulation = 1,
-        .sharded = 1,
-        .shards_grads = 1,
-        .invariant = 1,
+        .parent = &strata__zero1,
+        .caps = STRATA__CAP_SHARD_GRADS,
+        .drops = STRATA__CAP_ALL_REDUCE,
+        .layer_hook = zero2_layer_hook,
+        .after_backward = zero2_after_backward,
 };

@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "base/testing.h"
+#include "drivers/comm_internal.h"
 #include <time.h>
 
 #include "tests/support/pool.h"

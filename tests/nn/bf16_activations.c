@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/testing.h"
+#include "strategy/internal.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 

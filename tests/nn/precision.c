@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/testing.h"
+#include "strategy/internal.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 

@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "base/testing.h"
+#include "strategy/internal.h"
 #include "kernel/lifecycle.h"
 #include <stdio.h>
 #include <string.h>

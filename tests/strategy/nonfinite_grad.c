@@ -14,7 +14,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "base/testing.h"
+#include "strategy/internal.h"
 #include "tests/support/rig.h"
 
 #define NP (RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
-#include "base/testing.h"
+#include "strategy/internal.h"
 #include "strategy/internal.h"
 #include "tests/support/rig.h"
 

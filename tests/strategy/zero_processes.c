@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 
 #include "strata/strata.h"
-#include "base/testing.h"
+#include "strategy/internal.h"
 #include "strategy/internal.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
