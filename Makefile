@@ -45,7 +45,8 @@ SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSTRATA_SANITIZED
 OPT      := -O1 -g
 endif
 
-LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm drivers/net data nn strategy
+LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm drivers/net data nn strategy \
+            strategy/runtime strategy/process
 
 # CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) is built as its own shared
 # object, libstrata-cuda.so, which links cuBLAS and the CUDA runtime; the library loads it the

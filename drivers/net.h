@@ -2,7 +2,7 @@
  * Links between processes (internal to drivers/ and strategy/): what a communicator whose ranks
  * live in several processes uses to join them. One ops table per kind of link, as NCCL's
  * network plugins: `mpi` (Open MPI point-to-point, drivers/mpi, a plugin: libstrata-mpi.so)
- * and `spawn` (memory shared by the processes strata_spawn() forked, drivers/shm/procs.c).
+ * and `spawn` (memory shared by the processes strata_spawn() forked, drivers/shm/spawn_link.c).
  *
  * The link offers one primitive, an exchange: every process sends every other a header and up
  * to 1 MiB of data (the same data to all, or a piece of its own to each) and gets what every
@@ -93,7 +93,7 @@ struct strata__mpi_where {
         int fortran;
 };
 
-/** drivers/shm/procs.c: the link among the processes of strata_spawn(), over a shared region
+/** drivers/shm/spawn_link.c: the link among the processes of strata_spawn(), over a shared region
  *  of strata__procs_bytes(size) bytes mapped before the fork. */
 extern const struct strata__net_ops strata__procs_net;
 

@@ -23,7 +23,7 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "nn/checkpoint.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 /* One tensor of the checkpoint, where it lives in this runtime. */
 struct tensor {

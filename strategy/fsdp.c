@@ -25,7 +25,7 @@
  * its owners; optimizer_step unscales, clips and updates the shard.
  */
 #include "strata/status.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 static int fsdp_validate(const struct strata__strategy *st, const struct strata_config *c,
                          const struct strata_device_ops *drv)

@@ -160,7 +160,7 @@ struct strata_runtime {
 };
 
 /**
- * strategy/runtime.c: STRATA_OK when @p rt is a live runtime (initialised, not torn down);
+ * strategy/runtime/runtime.c: STRATA_OK when @p rt is a live runtime (initialised, not torn down);
  * STRATA_EINVAL without dereferencing it otherwise.
  */
 int strata__check_rt(const struct strata_runtime *rt);
@@ -168,17 +168,17 @@ int strata__check_rt(const struct strata_runtime *rt);
 /** Processes a job may have. */
 #define STRATA_MAX_PROCESSES 64
 
-/** strategy/config.c: devices of every process of the configuration's job. */
+/** strategy/runtime/config.c: devices of every process of the configuration's job. */
 int strata__world(const struct strata_config *c, int *world);
 
 /**
- * strategy/config.c: the common checks of @p c, then its strategy's; *st gets the strategy's
+ * strategy/runtime/config.c: the common checks of @p c, then its strategy's; *st gets the strategy's
  * table and *dev the device driver (the configured one, or the accelerator's).
  */
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
                          const struct strata_device_ops **dev);
 
-/* strategy/plan.c: the memory plan, the layout and the memory a runtime is carved from. */
+/* strategy/runtime/plan.c: the memory plan, the layout and the memory a runtime is carved from. */
 
 /**
  * The single layout of a runtime, from arena @p a: with a planning arena *out stays NULL,

@@ -7,13 +7,13 @@
  * ddp with as many devices in one process, however they are split into processes (unless
  * cfg.process.mpi_allreduce hands gradients to MPI_Allreduce).
  *
- * Parent: the process layer (strategy/procs.c), itself ddp's child. setup_environment first
+ * Parent: the process layer (strategy/process/layer.c), itself ddp's child. setup_environment first
  * joins the processes (MPI_Init_thread unless the application did it; cfg.process.mpi_comm or
  * MPI_COMM_WORLD), then hands up. A failure in a step ends the job (MPI_Abort, the process
  * layer's error entry).
  */
 #include "strata/status.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 static int mpi_environment(void *obj, int state, int event, void *arg)
 {

@@ -6,7 +6,7 @@
  * hooks where they differ (connect_dev, layer_hook, after_backward, step_dev). A child
  * strategy overrides the states whose coordination differs and hands the rest up
  * (STRATA__SM_PARENT). A job of several processes adds its placement, communicators and
- * metrics through peers (strategy/procs.c); nothing here knows processes.
+ * metrics through peers (strategy/process/layer.c); nothing here knows processes.
  */
 #include <stdio.h>
 #include <string.h>

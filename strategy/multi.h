@@ -16,7 +16,7 @@
 struct strata__multi;
 
 /**
- * What a job of several processes adds to the devices of this one (strategy/procs.c): the
+ * What a job of several processes adds to the devices of this one (strategy/process/layer.c): the
  * multi-device parents call these where a job spans processes, and their own otherwise.
  */
 struct strata__peers {
@@ -58,7 +58,7 @@ struct strata__multi {
         size_t pool_bytes, comm_bytes;
         int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
         const struct strata__peers *peers; /* a job of several processes, or NULL */
-        void *peers_state;             /* the process layer's state (strategy/procs.c) */
+        void *peers_state;             /* the process layer's state (strategy/process/layer.c) */
         int event;                     /* the lifecycle event of the current job */
         const struct strata__step_args *args; /* its event argument (NULL outside steps) */
         strata__device_fn job;         /* what every device runs now */
@@ -83,21 +83,6 @@ extern const struct strata__strategy strata__multi_parent;
 
 /** ddp (strategy/ddp.c): the parent of the process layer. */
 extern const struct strata__strategy strata__ddp;
-
-/**
- * The process layer (strategy/procs.c), ddp's child and not a kind of its own: ERROR aborts
- * the job through the link, TORNDOWN closes it. The parent of the strategies over processes.
- */
-extern const struct strata__strategy strata__procs;
-
-/** zero1 (strategy/zero.c): the parent of zero2, itself fsdp's. */
-extern const struct strata__strategy strata__zero1, strata__zero2;
-
-/**
- * The states of a strategy over processes that joins them at setup_environment with
- * @p created_run (which then hands up: STRATA__SM_PARENT), and inherits every other state.
- */
-#define STRATA__JOIN_STATES(created_run) { [STRATA_STATE_CREATED] = { .run = (created_run) } }
 
 /**
  * ddp's gradient buckets, planned at setup: bucket k is elements [lo[k], hi[k]) of the flat
@@ -127,79 +112,6 @@ const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *r
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                        struct strata_arena *a, void **priv);
 
-/** The layout of a strategy over processes: ddp's, then the process layer's state. */
-int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, void **priv);
-
-/**
- * The layout of a sharded strategy over processes: the process layer's, and a buffer for the
- * checkpoint pieces that cross to process 0 (strata__procs_to_zero()).
- */
-int strata__procs_layout_sharded(const struct strata_config *c,
-                                 const struct strata_device_ops *drv, struct strata_arena *a,
-                                 void **priv);
-
-/** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
-int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, struct strata__multi *m);
-
-/**
- * setup_environment of a strategy over processes: join them over link @p ops at @p where
- * (drivers/net.h), check the job against the plan and set the runtime's global ranks.
- */
-int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
-                       const void *where);
-
-/**
- * @p bytes held by process @p from (at @p src there; ignored elsewhere) to process 0, through
- * a planned buffer of 64 KiB at a time: take(arg, p, n) runs on process 0 for each part, in
- * order. Every process of a sharded job calls it with the same @p from and @p bytes.
- */
-int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
-                          void (*take)(void *arg, const void *p, size_t n), void *arg);
-
-/** Every process of the job gets process 0's *status (a collective of the job). */
-int strata__procs_agree(struct strata_runtime *rt, int *status);
-
-/**
- * The processes of a job strata_spawn() started (this process is one of them): their count,
- * which cfg.process.count, when set, must equal.
- */
-int strata__procs_spawned(const struct strata_config *c, int *procs);
-
-/** The processes of an MPI job: cfg.process.count, or the launcher's (1 without one). */
-int strata__procs_launched(const struct strata_config *c, int *procs);
-
-/**
- * The processes of the job this process belongs to, whatever started it: strata_spawn()'s
- * when it started this process, else the configuration's or the launcher's (1 alone).
- */
-int strata__procs_job(const struct strata_config *c, int *procs);
-
-/** setup_environment over the MPI link (cfg.process.mpi_comm, or MPI_COMM_WORLD). */
-int strata__procs_join_mpi(struct strata_runtime *rt);
-
-/**
- * setup_environment of a strategy over the job this process belongs to (strata__procs_job()):
- * nothing alone, the spawn link in a process strata_spawn() started, the MPI link otherwise.
- */
-int strata__procs_join_job(struct strata_runtime *rt);
-
-/**
- * The CREATED state's run action of a strategy over its job (zero1, fsdp): at
- * setup_environment, strata__procs_join_job(), then the parents' (STRATA__SM_PARENT).
- */
-int strata__procs_job_created(void *obj, int state, int event, void *arg);
-
-/**
- * A strategy over processes' stop_due: a stop request counts once every process has seen it,
- * at the last step's exchange (the step's metrics), so all stop at the same step boundary;
- * strata_clear_stop() on every process forgets it.
- */
-int strata__procs_stop_due(const struct strata_runtime *rt);
-
-/** In a process strata_spawn() started: its region, rank and size (region NULL elsewhere). */
-const struct strata__procs_where *strata__spawned(void);
 
 /**
  * The checks of every strategy with several devices (ddp's validate, which its children
@@ -232,5 +144,12 @@ int strata__reduce_layer(void *h, struct strata__replica *r, int layer);
 /** The Strategy API's collectives on every device's thread (inline on one device). */
 int strata__multi_collective(struct strata_runtime *rt, const struct strata_coll *op,
                              void *const *bufs, const void *const *send);
+
+/** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
+int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                         struct strata_arena *a, struct strata__multi *m);
+
+/** zero1 (strategy/zero.c): the parent of zero2, itself fsdp's. */
+extern const struct strata__strategy strata__zero1, strata__zero2;
 
 #endif /* STRATA_STRATEGY_MULTI_H */

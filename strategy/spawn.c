@@ -1,12 +1,12 @@
 /*
  * The `spawn` strategy (Lightning's DDPSpawn): in each process strata_spawn() started
- * (strategy/process.c), a runtime with strategy spawn is ddp across the devices of all of
+ * (strategy/process/launch.c), a runtime with strategy spawn is ddp across the devices of all of
  * them, joined by the shared region mapped before the fork (the spawn link,
- * drivers/shm/procs.c). Results equal ddp's with as many devices, bitwise. Parent: the
- * process layer (strategy/procs.c); spawn adds how it joins and counts its processes.
+ * drivers/shm/spawn_link.c). Results equal ddp's with as many devices, bitwise. Parent: the
+ * process layer (strategy/process/layer.c); spawn adds how it joins and counts its processes.
  */
 #include "strata/status.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 static int spawn_processes(const struct strata_config *c, int *procs)
 {

@@ -25,7 +25,7 @@
  * reduce each bucket to its owners (and gather the shards for clipping by norm).
  */
 #include "strata/status.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 /* Checks of every sharded stage: across processes, host memory only (the link moves host
  * buffers). */

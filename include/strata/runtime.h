@@ -59,7 +59,7 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
 /*
  * The configuration's fields, each listed once, as X(path, type, field, kind, key): these lists
  * make struct strata_config and its sub-structs below, and the names strata_config_set() sets
- * fields by (strategy/config_keys.c). @c kind says how a value set by name is converted (INT:
+ * fields by (strategy/runtime/config_keys.c). @c kind says how a value set by name is converted (INT:
  * an int or an enum, U64, SIZE, FLOAT, DOUBLE; NONE: not settable by name, @c key NULL); @c key
  * is that name (the flat names of before the sub-structs, kept). The optimizer's own list is
  * STRATA_OPTIM_FIELDS (strata/nn.h), its keys prefixed with "optim.".

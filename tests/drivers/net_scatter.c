@@ -17,7 +17,7 @@
 #include "strata/strata.h"
 #include "drivers/comm_workers.h"
 #include "drivers/net.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 #define WORLD 4
 #define MAX_CASES 256

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "strategy/fingerprint.h"
+#include "strategy/process/fingerprint.h"
 #include "tests/support/cli.h"
 #include "tests/support/rig.h"
 

@@ -1,6 +1,6 @@
 /*
  * The checks of a configuration before anything is planned or built: the common ones here,
- * then the strategy's own (its validate). The by-name keys are strategy/config_keys.c.
+ * then the strategy's own (its validate). The by-name keys are strategy/runtime/config_keys.c.
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * The configuration fingerprint (strategy/fingerprint.h): made from a runtime, compared field
+ * The configuration fingerprint (strategy/process/fingerprint.h): made from a runtime, compared field
  * by field through one table of the fields' names, so a difference is reported with its name
  * and both values, and a new field is one member and one line.
  */
@@ -9,7 +9,7 @@
 
 #include "strata/status.h"
 #include "strata/version.h"
-#include "strategy/fingerprint.h"
+#include "strategy/process/fingerprint.h"
 #include "strategy/multi.h"
 
 #define F(field, name) { name, offsetof(struct strata__fingerprint, field),                     \

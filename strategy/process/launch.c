@@ -21,7 +21,7 @@
 #include "strata/process.h"
 #include "strata/status.h"
 #include "base/base.h"
-#include "strategy/multi.h"
+#include "strategy/process/process.h"
 
 /* One launcher's variables: rank, size, local rank, local size (NULL: not given). */
 struct source {

@@ -5,7 +5,7 @@
  * then ddp's parents start the workers, which this layer places beside the other processes'
  * on a shared host and whose communicators it opens over the link (every device of every
  * process, and one among the processes' device 0s for the step's metrics), and refuses
- * processes configured differently (strategy/fingerprint.h) before the first step. Entering ERROR
+ * processes configured differently (strategy/process/fingerprint.h) before the first step. Entering ERROR
  * aborts the job through the link; entering TORNDOWN closes it after the workers stop.
  */
 #include <stdio.h>
@@ -14,8 +14,8 @@
 #include "strata/process.h"
 #include "strata/status.h"
 #include "kernel/topology.h"
-#include "strategy/fingerprint.h"
-#include "strategy/multi.h"
+#include "strategy/process/fingerprint.h"
+#include "strategy/process/process.h"
 
 struct strata__procs {
         struct strata_net net;        /* the link to the other processes */

@@ -1,8 +1,8 @@
 /*
  * The live runtime: init, connect and teardown, the registry of live runtimes every call
  * checks, what a runtime tells about itself (parameters, memory, properties) and the hooks
- * that inject failures for tests. The plan and layout are strategy/plan.c; the Strategy
- * API's steps and collectives are strategy/api.c.
+ * that inject failures for tests. The plan and layout are strategy/runtime/plan.c; the Strategy
+ * API's steps and collectives are strategy/runtime/api.c.
  */
 #include <stdatomic.h>
 #include <stdio.h>
