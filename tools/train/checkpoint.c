@@ -107,7 +107,7 @@ static int resolve(const char *path, char *out, size_t n)
         if (!f || !fgets(name, sizeof(name), f) || !name[0] || strchr(name, '/')) {
                 if (f)
                         fclose(f);
-                return bad("--resume: %s holds no readable 'latest'%s", path, "");
+                return bad("--resume: %s holds no readable 'latest'", path);
         }
         fclose(f);
         name[strcspn(name, "\n")] = '\0';
@@ -126,11 +126,11 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
-                return bad("--resume: %s%s", strata_last_error(), "");
+                return bad("--resume: %s", strata_last_error());
         if ((got != sizeof(a) && got != APP_STATE_V1) || memcmp(a.magic, "sttrain", 8) != 0)
-                return bad("--resume: %s was not written by strata-train%s", path, "");
+                return bad("--resume: %s was not written by strata-train", path);
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
-                return bad("--resume: %s was taken with another --batch or --seed%s", path, "");
+                return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.test_acc, a.train_loss };
         if ((int)a.epochs_done >= o->epochs) /* a requeued job that had finished */
@@ -181,7 +181,7 @@ static int ckpt_dir_usable(const char *dir)
 int ckpt_check(const struct opts *o)
 {
         if (o->ckpt_every && !o->ckpt_dir)
-                return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
+                return bad("--ckpt-every-steps needs --ckpt-dir");
         return o->ckpt_dir ? ckpt_dir_usable(o->ckpt_dir) : 0;
 }
 

@@ -89,7 +89,7 @@ int job_setup(struct opts *o)
         if (o->strategy != STRATA_STRATEGY_MPI)
                 return 0;
         if (strata_launch_detect(&l))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         if (l.local_size > 1 && o->devices == 1 && l.local_rank == 0)
                 fprintf(stderr, "strata-train: %d processes of one device share this host: one "
                                 "process per node with --devices %d is faster (its devices "

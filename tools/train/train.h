@@ -133,7 +133,7 @@ struct run {
 
 /* options.c, usage.c */
 void usage(FILE *f);
-int bad(const char *fmt, const char *a, const char *b);
+int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int parse_args(int argc, char **argv, struct opts *o);
 
 /* data.c */
