@@ -33,6 +33,17 @@ static void build_model(struct run *r)
                                           .loss_beta = r->o.huber_beta };
 }
 
+/* The trace of a process other than the job's first goes beside it: FILE.<rank>. */
+static const char *trace_path(struct run *r)
+{
+        if (!r->o.trace)
+                return NULL;
+        if (r->rank <= 0)
+                return r->o.trace;
+        snprintf(r->tpath, sizeof(r->tpath), "%s.%d", r->o.trace, r->rank);
+        return r->tpath;
+}
+
 /* The runtime's configuration: the options, field by field. */
 static void fill_config(struct run *r)
 {
@@ -57,7 +68,7 @@ static void fill_config(struct run *r)
         cfg->train.accumulate = o->accumulate;
         cfg->train.clip_norm = o->clip_norm;
         cfg->train.clip_value = o->clip_value;
-        cfg->trace.path = trace_path(o, r->tpath, sizeof(r->tpath));
+        cfg->trace.path = trace_path(r);
         cfg->device.bind = o->bind;
         cfg->train.allow_nonfinite = o->allow_nonfinite;
         cfg->precision.kind = o->precision;

@@ -9,7 +9,8 @@
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
- *   process.c     the job's processes: spawn, mpi's launcher, ranks, fault injection
+ *   process.c     how the job's processes start: spawn's parent, mpi's launcher, the rank
+ *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
  * A function returning int returns 0 on success, else the exit status (its message printed).
  */
 #ifndef STRATA_TOOLS_TRAIN_TRAIN_H
@@ -102,6 +103,7 @@ struct position {
 /* One run of this process: everything train() sets up, then the loop uses. */
 struct run {
         struct opts o;
+        int rank;                       /* this process's in its job (job_setup()) */
         int widths[MAX_MODULES], nw;    /* --model */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
@@ -183,15 +185,13 @@ int stop_requested(void);
 void stop_agree(struct strata_runtime *rt);
 int stop(struct strata_runtime *rt, const struct opts *o, struct position at);
 
-/* process.c */
-int spawned(void);
-int spawn_parent(int argc, char **argv, const struct opts *o);
-int job_setup(struct opts *o);
-int process_rank(void);
-void fault(long step);
-const char *trace_path(const struct opts *o, char *buf, size_t n);
+/* process.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
+ * process runs again with its rank. */
+int spawn_parent(int argc, char **argv, const struct opts *o,
+                 int (*entry)(int argc, char **argv, int rank));
+int job_setup(struct run *r);
 
-/* strata-train.c: the whole run of one process (a spawned process runs it too). */
-int train(int argc, char **argv);
+/* fault.c */
+void fault(int rank, long step);
 
 #endif
