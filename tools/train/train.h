@@ -9,7 +9,7 @@
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
- *   process.c     how the job's processes start: spawn's parent, mpi's launcher, the rank
+ *   launch.c      how the job's processes start: spawn's parent, mpi's launcher, the rank
  *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
  * A function returning int returns 0 on success, else the exit status (its message printed).
  */
@@ -185,7 +185,7 @@ int stop_requested(void);
 void stop_agree(struct strata_runtime *rt);
 int stop(struct strata_runtime *rt, const struct opts *o, struct position at);
 
-/* process.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
+/* launch.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
  * process runs again with its rank. */
 int spawn_parent(int argc, char **argv, const struct opts *o,
                  int (*entry)(int argc, char **argv, int rank));
