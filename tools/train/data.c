@@ -1,7 +1,7 @@
 /*
  * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples of the same shape, in
- * one arena sized from the data set itself before anything is read; then the sampler and the
- * loaders over it.
+ * one arena sized from the data set itself before anything is read (arena.c), or an HDF5 file
+ * (h5data.c); then the sampler and the loaders over it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,23 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc/limit.h"
 #include "data/idx.h"
 #include "tools/train/train.h"
 #include "tools/widths.h"
 
 #define REGRESSION_TEST 2000 /* --synthetic-regression's test rows */
-
-/* The memory this process may use (alloc/limit.h, the rule strata_init() applies too); @p why
- * says which limit it is. */
-static size_t memory_limit(char *why, size_t n)
-{
-        struct strata__memory_limit lim;
-
-        strata__memory_limit(NULL, &lim);
-        snprintf(why, n, "%s", lim.why);
-        return lim.bytes;
-}
 
 /* The IDX files of --data: training images and labels, test images and labels. */
 static void idx_paths(const struct opts *o, char p[4][PATH_BUF])
@@ -68,35 +56,6 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
                 return bad("%s", strata_last_error());
         r->data_bytes = a + b;
         *samples = (size_t)ia.dims[0] + ib.dims[0];
-        return 0;
-}
-
-/**
- * @brief Beside the data (r->data_bytes): index lists (12 bytes a sample), a staging batch,
- *        and the step times of the whole run, all sized from the data set itself (no built-in
- *        budget); then one mapping for everything the tool keeps, if the memory limit allows.
- *        IDX files (@p p, or NULL) whose headers claim more than the limit are read through
- *        first: a cut file is called truncated.
- */
-int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
-{
-        const struct opts *o = &r->o;
-
-        r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
-                         (size_t)o->epochs * samples * sizeof(double) /
-                                 (size_t)(o->batch ? o->batch : 1) +
-                         (size_t)o->epochs * sizeof(double) * 8 +
-                         /* float targets' staging (the model's outputs, when known) */
-                         (size_t)o->batch * (size_t)(r->nw > 0 ? r->widths[r->nw - 1] : 0) * 4;
-        r->mem_limit = memory_limit(r->why, sizeof(r->why));
-        for (int i = 0; p && r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
-                if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */
-                        return bad("%s", strata_last_error());
-        if (r->data_bytes > r->mem_limit)
-                return bad("the data needs %zu bytes; %s (fewer --synthetic samples, or a "
-                           "larger limit)", r->data_bytes, r->why);
-        if (strata_arena_map(&r->data, r->data_bytes, NULL))
-                return bad("%s", strata_last_error());
         return 0;
 }
 
@@ -157,8 +116,8 @@ static int label_beyond(const struct strata_dataset *ds, int out, const char *fi
         return 0;
 }
 
-/** @brief --loss must fit the data: a float-target loss for float targets, ce for labels. */
-int loss_fits(const struct run *r)
+/* --loss must fit the data: a float-target loss for float targets, ce for labels. */
+static int loss_fits(const struct run *r)
 {
         if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
                 return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
@@ -199,7 +158,7 @@ int data_load(struct run *r)
         size_t samples = 0;
 
         if (r->o.inputs)
-                return h5_data_load(r);
+                return h5_data_load(r) || loss_fits(r) ? 2 : 0;
         r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
         if (r->nw < 0)
                 return bad("--model: '%s' is not widths like 784-256-128-10", r->o.model);

@@ -90,7 +90,10 @@ static int h5_dataset(struct strata_dataset *ds, const struct h5_set *s)
         return 0;
 }
 
-/** @brief --data FILE.h5: the arrays sized, mapped, read and checked; the model; data sets. */
+/**
+ * @brief --data FILE.h5: the arrays sized, mapped, read and checked; the model; data sets
+ *        (data.c checks --loss against them).
+ */
 int h5_data_load(struct run *r)
 {
         struct h5_set train, eval;
@@ -99,7 +102,5 @@ int h5_data_load(struct run *r)
         if (h5_size(r, &samples) || data_map(r, NULL, samples) || h5_read(r, &train, &eval) ||
             h5_model(r, &train, &eval))
                 return 2;
-        if (h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval))
-                return 2;
-        return loss_fits(r);
+        return h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval) ? 2 : 0;
 }

@@ -4,6 +4,7 @@
  *   options.c     the command line parsed and checked (usage.c: the --help text)
  *   data.c        the data sets in the tool's arena, the sampler and the loaders
  *   h5data.c      the data sets from an HDF5 file (h5.c reads it; only the tool links HDF5)
+ *   arena.c       the tool's one mapping: the data and what the run keeps beside it
  *   config.c      the model, the runtime's configuration, its plan and its start
  *   loop.c        epochs, steps, evaluation, the end of the run
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
@@ -141,8 +142,9 @@ int parse_args(int argc, char **argv, struct opts *o);
 /* data.c */
 int data_load(struct run *r);
 int data_loaders(struct run *r);
+
+/* arena.c */
 int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples);
-int loss_fits(const struct run *r);
 
 /* h5data.c: --data FILE.h5 --inputs --targets (the reader is h5.c) */
 int h5_data_load(struct run *r);
