@@ -1,7 +1,8 @@
 /*
  * strata-train's checkpoints and stop signals: DIR/epoch-N.ckpt at epoch ends (and every N
- * optimizer steps, DIR/epoch-E-step-B.ckpt after batch B of epoch E), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
- * latest; SIGTERM, SIGUSR1 and SIGINT acted on at the next optimizer step, exit 128+signal.
+ * optimizer steps, DIR/epoch-E-step-B.ckpt after batch B of epoch E), DIR/latest, the last
+ * --ckpt-keep kept; --resume from a file or a directory's latest; SIGTERM, SIGUSR1 and SIGINT
+ * acted on at the next optimizer step, exit 128+signal.
  */
 #include <errno.h>
 #include <math.h>

@@ -139,7 +139,8 @@ static int check_steps(struct run *r)
 
 /*
  * --lr-schedule and --warmup into the optimizer; cosine anneals over the run's optimizer
- * steps after the warm-up (an epoch's last, partial accumulation window is a step too). Returns 2 (with a message) on a bad specification.
+ * steps after the warm-up (an epoch's last, partial accumulation window is a step too).
+ * Returns 2 (with a message) on a bad specification.
  */
 static int set_schedule(const struct opts *o, long steps_per_epoch, struct strata_optim *opt)
 {

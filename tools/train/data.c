@@ -35,7 +35,8 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
                 size_t in = (size_t)r->widths[0], out = (size_t)r->widths[r->nw - 1];
 
                 *samples = (size_t)r->o.synthetic_regression + REGRESSION_TEST;
-                r->data_bytes = *samples * (in + out) * 4 + in * out * 4 + 16 * 4096; /* + alignment */
+                /* + alignment */
+                r->data_bytes = *samples * (in + out) * 4 + in * out * 4 + 16 * 4096;
                 return 0;
         }
         if (r->o.synthetic && (r->widths[r->nw - 1] < 2 || r->widths[r->nw - 1] > 256))
