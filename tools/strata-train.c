@@ -35,12 +35,15 @@ static int train_start(struct run *r)
         return train_loop(r);
 }
 
-/** @brief The whole run of one process (a process --strategy spawn starts runs it too). */
-int train(int argc, char **argv)
+/*
+ * The whole run of one process: the tool's, with @p rank -1; a process that --strategy spawn
+ * (or --processes) starts runs it again with its rank.
+ */
+static int train(int argc, char **argv, int rank)
 {
         static char outbuf[1 << 14];
         static struct csvlog csv;
-        struct run r = { .csv = &csv };
+        struct run r = { .csv = &csv, .rank = rank };
         int rc;
 
         /* A closed stdout: the results would be lost, and the next file opened would take its
@@ -54,9 +57,9 @@ int train(int argc, char **argv)
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
         if ((rc = parse_args(argc, argv, &r.o)))
                 return rc;
-        if ((r.o.strategy == STRATA_STRATEGY_SPAWN || r.o.processes > 1) && !spawned())
-                return spawn_parent(argc, argv, &r.o);
-        if ((rc = job_setup(&r.o)))
+        if ((r.o.strategy == STRATA_STRATEGY_SPAWN || r.o.processes > 1) && r.rank < 0)
+                return spawn_parent(argc, argv, &r.o, train);
+        if ((rc = job_setup(&r)))
                 return rc;
         catch_stop_signals(); /* acted on at the first step boundary */
         return train_start(&r);
@@ -64,5 +67,5 @@ int train(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-        return train(argc, argv);
+        return train(argc, argv, -1);
 }

@@ -1,7 +1,8 @@
 /*
  * strata-train's checkpoints and stop signals: DIR/epoch-N.ckpt at epoch ends (and every N
- * optimizer steps, DIR/epoch-E-step-B.ckpt after batch B of epoch E), DIR/latest, the last --ckpt-keep kept; --resume from a file or a directory's
- * latest; SIGTERM, SIGUSR1 and SIGINT acted on at the next optimizer step, exit 128+signal.
+ * optimizer steps, DIR/epoch-E-step-B.ckpt after batch B of epoch E), DIR/latest, the last
+ * --ckpt-keep kept; --resume from a file or a directory's latest; SIGTERM, SIGUSR1 and SIGINT
+ * acted on at the next optimizer step, exit 128+signal.
  */
 #include <errno.h>
 #include <math.h>
@@ -107,7 +108,7 @@ static int resolve(const char *path, char *out, size_t n)
         if (!f || !fgets(name, sizeof(name), f) || !name[0] || strchr(name, '/')) {
                 if (f)
                         fclose(f);
-                return bad("--resume: %s holds no readable 'latest'%s", path, "");
+                return bad("--resume: %s holds no readable 'latest'", path);
         }
         fclose(f);
         name[strcspn(name, "\n")] = '\0';
@@ -126,11 +127,11 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
-                return bad("--resume: %s%s", strata_last_error(), "");
+                return bad("--resume: %s", strata_last_error());
         if ((got != sizeof(a) && got != APP_STATE_V1) || memcmp(a.magic, "sttrain", 8) != 0)
-                return bad("--resume: %s was not written by strata-train%s", path, "");
+                return bad("--resume: %s was not written by strata-train", path);
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
-                return bad("--resume: %s was taken with another --batch or --seed%s", path, "");
+                return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.test_acc, a.train_loss };
         if ((int)a.epochs_done >= o->epochs) /* a requeued job that had finished */
@@ -181,7 +182,7 @@ static int ckpt_dir_usable(const char *dir)
 int ckpt_check(const struct opts *o)
 {
         if (o->ckpt_every && !o->ckpt_dir)
-                return bad("--ckpt-every-steps needs --ckpt-dir%s%s", "", "");
+                return bad("--ckpt-every-steps needs --ckpt-dir");
         return o->ckpt_dir ? ckpt_dir_usable(o->ckpt_dir) : 0;
 }
 

@@ -33,6 +33,17 @@ static void build_model(struct run *r)
                                           .loss_beta = r->o.huber_beta };
 }
 
+/* The trace of a process other than the job's first goes beside it: FILE.<rank>. */
+static const char *trace_path(struct run *r)
+{
+        if (!r->o.trace)
+                return NULL;
+        if (r->rank <= 0)
+                return r->o.trace;
+        snprintf(r->tpath, sizeof(r->tpath), "%s.%d", r->o.trace, r->rank);
+        return r->tpath;
+}
+
 /* The runtime's configuration: the options, field by field. */
 static void fill_config(struct run *r)
 {
@@ -57,7 +68,7 @@ static void fill_config(struct run *r)
         cfg->train.accumulate = o->accumulate;
         cfg->train.clip_norm = o->clip_norm;
         cfg->train.clip_value = o->clip_value;
-        cfg->trace.path = trace_path(o, r->tpath, sizeof(r->tpath));
+        cfg->trace.path = trace_path(r);
         cfg->device.bind = o->bind;
         cfg->train.allow_nonfinite = o->allow_nonfinite;
         cfg->precision.kind = o->precision;
@@ -76,13 +87,12 @@ static void fill_config(struct run *r)
 static int check_plan(struct run *r)
 {
         struct strata_plan_info plan;
-        char num[64];
 
         if (strata_plan(&r->cfg, &plan))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         if (plan.bytes > r->mem_limit - r->data_bytes)
-                return bad("this configuration needs %s bytes beside the data; %s",
-                           (snprintf(num, 64, "%zu", plan.bytes), num), r->why);
+                return bad("this configuration needs %zu bytes beside the data; %s", plan.bytes,
+                           r->why);
         return 0;
 }
 
@@ -116,24 +126,21 @@ static void show_placement(const struct strata_config *cfg, int devices)
 static int check_steps(struct run *r)
 {
         const struct opts *o = &r->o;
-        char n1[32], n2[32];
 
         r->steps_per_epoch = (long)(r->train.n / (uint32_t)o->batch);
         if (r->steps_per_epoch == 0)
-                return bad("--batch %s is larger than the %s training samples",
-                           (snprintf(n1, 32, "%d", o->batch), n1),
-                           (snprintf(n2, 32, "%u", r->train.n), n2));
+                return bad("--batch %d is larger than the %u training samples", o->batch,
+                           r->train.n);
         if (o->accumulate > r->steps_per_epoch)
-                return bad("--accumulate %s is longer than an epoch's %s batches: use at most "
-                           "that many",
-                           (snprintf(n1, 32, "%d", o->accumulate), n1),
-                           (snprintf(n2, 32, "%ld", r->steps_per_epoch), n2));
+                return bad("--accumulate %d is longer than an epoch's %ld batches: use at most "
+                           "that many", o->accumulate, r->steps_per_epoch);
         return 0;
 }
 
 /*
  * --lr-schedule and --warmup into the optimizer; cosine anneals over the run's optimizer
- * steps after the warm-up (an epoch's last, partial accumulation window is a step too). Returns 2 (with a message) on a bad specification.
+ * steps after the warm-up (an epoch's last, partial accumulation window is a step too).
+ * Returns 2 (with a message) on a bad specification.
  */
 static int set_schedule(const struct opts *o, long steps_per_epoch, struct strata_optim *opt)
 {
@@ -155,11 +162,11 @@ static int set_schedule(const struct opts *o, long steps_per_epoch, struct strat
                 opt->lr_min = strcmp(s, "cosine") ? x : 0.0f;
                 opt->t_max = total > o->warmup ? (uint64_t)(total - o->warmup) : 1;
         } else {
-                return bad("--lr-schedule: '%s' is not constant, step:N:GAMMA or cosine[:MIN]%s",
-                           s, "");
+                return bad("--lr-schedule: '%s' is not constant, step:N:GAMMA or cosine[:MIN]",
+                           s);
         }
         if (strata_optim_check(opt))
-                return bad("--lr-schedule: %s%s", strata_last_error(), "");
+                return bad("--lr-schedule: %s", strata_last_error());
         return 0;
 }
 
@@ -184,7 +191,7 @@ int config_start(struct run *r)
         fill_config(r);
         if (r->o.mpi_allreduce && r->o.strategy != STRATA_STRATEGY_MPI)
                 return bad("--mpi-allreduce: gradients go through MPI only under --strategy "
-                           "mpi%s%s", "", "");
+                           "mpi");
         if (check_plan(r))
                 return 2;
         if (r->o.verbose)
@@ -192,7 +199,7 @@ int config_start(struct run *r)
         if (check_steps(r) || set_schedule(&r->o, r->steps_per_epoch, &r->cfg.optim))
                 return 2;
         if (strata_init(&r->rt, &r->cfg) || strata_connect(r->rt))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         if (!strata_is_global_zero(r->rt)) { /* one voice per job: global rank 0's */
                 r->o.quiet = 1;
                 r->o.json = 0;

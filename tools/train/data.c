@@ -1,7 +1,7 @@
 /*
  * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples of the same shape, in
- * one arena sized from the data set itself before anything is read; then the sampler and the
- * loaders over it.
+ * one arena sized from the data set itself before anything is read (arena.c), or an HDF5 file
+ * (h5data.c); then the sampler and the loaders over it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,23 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc/limit.h"
 #include "data/idx.h"
 #include "tools/train/train.h"
 #include "tools/widths.h"
 
 #define REGRESSION_TEST 2000 /* --synthetic-regression's test rows */
-
-/* The memory this process may use (alloc/limit.h, the rule strata_init() applies too); @p why
- * says which limit it is. */
-static size_t memory_limit(char *why, size_t n)
-{
-        struct strata__memory_limit lim;
-
-        strata__memory_limit(NULL, &lim);
-        snprintf(why, n, "%s", lim.why);
-        return lim.bytes;
-}
 
 /* The IDX files of --data: training images and labels, test images and labels. */
 static void idx_paths(const struct opts *o, char p[4][PATH_BUF])
@@ -41,65 +29,34 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
 {
         struct strata_idx_info ia, ib;
         struct stat st;
-        char num[32];
         size_t a, b;
 
         if (r->o.synthetic_regression) { /* inputs, targets, W: 4 bytes each */
                 size_t in = (size_t)r->widths[0], out = (size_t)r->widths[r->nw - 1];
 
                 *samples = (size_t)r->o.synthetic_regression + REGRESSION_TEST;
-                r->data_bytes = *samples * (in + out) * 4 + in * out * 4 + 16 * 4096; /* + alignment */
+                /* + alignment */
+                r->data_bytes = *samples * (in + out) * 4 + in * out * 4 + 16 * 4096;
                 return 0;
         }
         if (r->o.synthetic && (r->widths[r->nw - 1] < 2 || r->widths[r->nw - 1] > 256))
-                return bad("--synthetic: the model's %s outputs would be its classes; synthetic "
-                           "labels are bytes, so the last width of --model must be in 2..256%s",
-                           (snprintf(num, sizeof(num), "%d", r->widths[r->nw - 1]), num), "");
+                return bad("--synthetic: the model's %d outputs would be its classes; synthetic "
+                           "labels are bytes, so the last width of --model must be in 2..256",
+                           r->widths[r->nw - 1]);
         if (r->o.synthetic) {
                 *samples = (size_t)r->o.synthetic + 10000;
                 r->data_bytes = *samples * (size_t)(r->widths[0] + 64) + 4096;
                 return 0;
         }
         if (stat(r->o.data, &st) == 0 && !S_ISDIR(st.st_mode))
-                return bad("--data %s: is not a directory%s", r->o.data, "");
+                return bad("--data %s: is not a directory", r->o.data);
         if (access(r->o.data, X_OK) != 0) /* traversable is enough: it need not be listable */
                 return bad("data directory '%s': %s", r->o.data, strerror(errno));
         if (strata_dataset_bytes(p[0], p[1], &a) || strata_dataset_bytes(p[2], p[3], &b) ||
             strata_idx_info(p[1], &ia) || strata_idx_info(p[3], &ib))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         r->data_bytes = a + b;
         *samples = (size_t)ia.dims[0] + ib.dims[0];
-        return 0;
-}
-
-/**
- * @brief Beside the data (r->data_bytes): index lists (12 bytes a sample), a staging batch,
- *        and the step times of the whole run, all sized from the data set itself (no built-in
- *        budget); then one mapping for everything the tool keeps, if the memory limit allows.
- *        IDX files (@p p, or NULL) whose headers claim more than the limit are read through
- *        first: a cut file is called truncated.
- */
-int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
-{
-        const struct opts *o = &r->o;
-        char num[64];
-
-        r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
-                         (size_t)o->epochs * samples * sizeof(double) /
-                                 (size_t)(o->batch ? o->batch : 1) +
-                         (size_t)o->epochs * sizeof(double) * 8 +
-                         /* float targets' staging (the model's outputs, when known) */
-                         (size_t)o->batch * (size_t)(r->nw > 0 ? r->widths[r->nw - 1] : 0) * 4;
-        r->mem_limit = memory_limit(r->why, sizeof(r->why));
-        for (int i = 0; p && r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
-                if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */
-                        return bad("%s%s", strata_last_error(), "");
-        if (r->data_bytes > r->mem_limit)
-                return bad("the data needs %s bytes; %s (fewer --synthetic samples, or a "
-                           "larger limit)", (snprintf(num, 64, "%zu", r->data_bytes), num),
-                           r->why);
-        if (strata_arena_map(&r->data, r->data_bytes, NULL))
-                return bad("%s%s", strata_last_error(), "");
         return 0;
 }
 
@@ -120,7 +77,7 @@ static int regression_read(struct run *r)
             strata_dataset_arrays(&r->test, (const float *)all.x + (size_t)n * dim, STRATA_F32,
                                   REGRESSION_TEST, dim,
                                   (const float *)all.t + (size_t)n * out, STRATA_F32, out))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         return 0;
 }
 
@@ -144,27 +101,24 @@ static int data_read(struct run *r, char p[4][PATH_BUF])
                         rc = strata_dataset_load(&r->test, &r->data, p[2], p[3]);
         }
         if (rc)
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         return 0;
 }
 
 /* The first label of @p ds beyond the model's @p out outputs, named with its index and file. */
 static int label_beyond(const struct strata_dataset *ds, int out, const char *file)
 {
-        char msg[PATH_BUF + 160];
-
         for (uint32_t i = 0; ds->labels && i < ds->n; i++) {
                 if (ds->labels[i] < out)
                         continue;
-                snprintf(msg, sizeof(msg), "%s: label %u at index %u is outside the model's %d "
-                         "outputs (classes 0..%d)", file, ds->labels[i], i, out, out - 1);
-                return bad("%s%s", msg, "");
+                return bad("%s: label %u at index %u is outside the model's %d outputs (classes "
+                           "0..%d)", file, ds->labels[i], i, out, out - 1);
         }
         return 0;
 }
 
-/** @brief --loss must fit the data: a float-target loss for float targets, ce for labels. */
-int loss_fits(const struct run *r)
+/* --loss must fit the data: a float-target loss for float targets, ce for labels. */
+static int loss_fits(const struct run *r)
 {
         if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
                 return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
@@ -181,24 +135,18 @@ int loss_fits(const struct run *r)
 static int data_check(const struct run *r, char p[4][PATH_BUF])
 {
         int in = r->widths[0], out = r->widths[r->nw - 1];
-        char n1[32], n2[32], msg[2200];
 
         if (loss_fits(r))
                 return 2;
         if (r->train.t && r->train.tdim != out)
-                return bad("--model: the targets are %s wide, the model has %s outputs",
-                           (snprintf(n1, 32, "%d", r->train.tdim), n1),
-                           (snprintf(n2, 32, "%d", out), n2));
+                return bad("--model: the targets are %d wide, the model has %d outputs",
+                           r->train.tdim, out);
         if ((uint32_t)in != r->train.dim)
-                return bad("--model: input width must be the image size (%s), got %s",
-                           (snprintf(n1, 32, "%u", r->train.dim), n1),
-                           (snprintf(n2, 32, "%d", in), n2));
-        if (r->test.dim != r->train.dim) {
-                snprintf(msg, sizeof(msg), "the test images (%.1000s) have %u features each, "
-                         "the training images (%.1000s) %u", p[2], r->test.dim, p[0],
-                         r->train.dim);
-                return bad("%s%s", msg, "");
-        }
+                return bad("--model: input width must be the image size (%u), got %d",
+                           r->train.dim, in);
+        if (r->test.dim != r->train.dim)
+                return bad("the test images (%.1000s) have %u features each, the training "
+                           "images (%.1000s) %u", p[2], r->test.dim, p[0], r->train.dim);
         if (label_beyond(&r->train, out, p[1]) || label_beyond(&r->test, out, p[3]))
                 return 2;
         return 0;
@@ -211,10 +159,10 @@ int data_load(struct run *r)
         size_t samples = 0;
 
         if (r->o.inputs)
-                return h5_data_load(r);
+                return h5_data_load(r) || loss_fits(r) ? 2 : 0;
         r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
         if (r->nw < 0)
-                return bad("--model: '%s' is not widths like 784-256-128-10%s", r->o.model, "");
+                return bad("--model: '%s' is not widths like 784-256-128-10", r->o.model);
         idx_paths(&r->o, p);
         if (data_size(r, p, &samples) || data_map(r, p, samples) || data_read(r, p))
                 return 2;
@@ -236,7 +184,7 @@ int data_loaders(struct run *r)
             strata_loader_init(&r->loader, &r->data, &r->train, r->o.batch, 1) ||
             strata_loader_init(&r->tloader, &r->data, &r->test, r->o.batch, 0) ||
             strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         r->test_idx = p;
         if (!r->o.raw && r->train.images) { /* an arrays set is used as it is */
                 strata_loader_standardize(&r->loader, &r->train);
@@ -247,7 +195,7 @@ int data_loaders(struct run *r)
                 r->test_idx[i] = i;
         if (strata_arena_alloc(&r->data,
                                sizeof(double) * (size_t)r->steps_per_epoch * r->o.epochs, 0, &p))
-                return bad("%s%s", strata_last_error(), "");
+                return bad("%s", strata_last_error());
         r->step_times = p;
         return 0;
 }

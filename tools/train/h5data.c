@@ -22,7 +22,7 @@ static int h5_size(struct run *r, size_t *samples)
         if (h5_query(&file, o->data, o->inputs, o->targets) ||
             (o->test_data && (h5_query(&test_file, o->test_data, o->inputs, o->targets) ||
                               h5_match(&file, &test_file))))
-                return bad("%s%s", h5_error(), "");
+                return bad("%s", h5_error());
         *samples = (size_t)file.x.n + (o->test_data ? test_file.x.n : 0);
         r->data_bytes = h5_bytes(&file) + (o->test_data ? h5_bytes(&test_file) : 0) +
                         (size_t)o->batch * file.t.width * 8; /* float targets' staging */
@@ -36,11 +36,11 @@ static int h5_read(struct run *r, struct h5_set *train, struct h5_set *eval)
         const struct opts *o = &r->o;
 
         if (h5_load(&file, &r->data) || (o->test_data && h5_load(&test_file, &r->data)))
-                return bad("%s%s", h5_error(), "");
+                return bad("%s", h5_error());
         *train = file;
         *eval = o->test_data ? test_file : file;
         if (o->val_fraction > 0.0f && h5_split(&file, o->val_fraction, train, eval))
-                return bad("%s%s", h5_error(), "");
+                return bad("%s", h5_error());
         return 0;
 }
 
@@ -58,7 +58,6 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
 {
         static char spec[64];
         int out = h5_outputs(train, eval), last;
-        char n1[32], n2[32];
 
         if (!r->o.model_set) {
                 snprintf(spec, sizeof(spec), "%u-256-128-%d", train->x.width, out);
@@ -66,19 +65,16 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
         }
         r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
         if (r->nw < 0)
-                return bad("--model: '%s' is not widths like 784-256-128-10%s", r->o.model, "");
+                return bad("--model: '%s' is not widths like 784-256-128-10", r->o.model);
         last = r->widths[r->nw - 1];
         if ((uint32_t)r->widths[0] != train->x.width)
-                return bad("--model: input width must be the %s values a sample of the inputs, "
-                           "got %s", (snprintf(n1, 32, "%u", train->x.width), n1),
-                           (snprintf(n2, 32, "%d", r->widths[0]), n2));
+                return bad("--model: input width must be the %u values a sample of the inputs, "
+                           "got %d", train->x.width, r->widths[0]);
         if (train->t.type == STRATA_I32 ? last < out : last != out)
                 return bad(train->t.type == STRATA_I32 ?
-                                   "--model: %s outputs for labels up to %s" :
-                                   "--model: %s outputs for targets of %s values a sample",
-                           (snprintf(n1, 32, "%d", last), n1),
-                           (snprintf(n2, 32, "%d", train->t.type == STRATA_I32 ? out - 1 : out),
-                            n2));
+                                   "--model: %d outputs for labels up to %d" :
+                                   "--model: %d outputs for targets of %d values a sample",
+                           last, train->t.type == STRATA_I32 ? out - 1 : out);
         return 0;
 }
 
@@ -94,7 +90,10 @@ static int h5_dataset(struct strata_dataset *ds, const struct h5_set *s)
         return 0;
 }
 
-/** @brief --data FILE.h5: the arrays sized, mapped, read and checked; the model; data sets. */
+/**
+ * @brief --data FILE.h5: the arrays sized, mapped, read and checked; the model; data sets
+ *        (data.c checks --loss against them).
+ */
 int h5_data_load(struct run *r)
 {
         struct h5_set train, eval;
@@ -103,7 +102,5 @@ int h5_data_load(struct run *r)
         if (h5_size(r, &samples) || data_map(r, NULL, samples) || h5_read(r, &train, &eval) ||
             h5_model(r, &train, &eval))
                 return 2;
-        if (h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval))
-                return 2;
-        return loss_fits(r);
+        return h5_dataset(&r->train, &train) || h5_dataset(&r->test, &eval) ? 2 : 0;
 }

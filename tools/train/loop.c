@@ -177,7 +177,7 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
         double t0 = strata_tool_now();
         int rc;
 
-        fault(r->nsteps);
+        fault(r->rank, r->nsteps);
         if (e->s + 1 == r->steps_per_epoch && strata_end_accumulation_window(r->rt))
                 return fail(r); /* the epoch's last batch closes its window */
         if ((rc = strata_train_step(r->rt, b, &m)))

@@ -67,7 +67,7 @@ int csv_open(struct csvlog *l, const char *path, int append)
         l->out = (struct strata__out){ .fd = -1, .path = l->opath, .tmp = l->otmp,
                                        .what = "--metrics-csv" };
         if ((append ? strata__out_append(&l->out, path) : strata__out_open(&l->out, path)) != 0)
-                return bad("%s", strata_last_error(), NULL);
+                return bad("%s", strata_last_error());
         l->on = 1;
         if (fstat(l->out.fd, &st) == 0 && st.st_size == 0)
                 csv_put(l, "step,epoch,train_loss,lr,samples_per_s,test_acc\n");

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,15 @@
 #include "kernel/topology.h"
 #include "tools/train/train.h"
 
-/* A usage error: the message, and exit status 2. */
-int bad(const char *fmt, const char *a, const char *b)
+/* A usage error: "strata-train: ", the message and a newline on stderr; exit status 2. */
+int bad(const char *fmt, ...)
 {
+        va_list ap;
+
         fprintf(stderr, "strata-train: ");
-        fprintf(stderr, fmt, a, b);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
         fprintf(stderr, "\n");
         return 2;
 }
@@ -30,11 +35,8 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
 
         errno = 0;
         v = strtol(s, &end, 10);
-        if (errno || end == s || *end || v < lo || v > hi) {
-                fprintf(stderr, "strata-train: --%s: '%s' is not an integer in [%ld, %ld]\n",
-                        name, s, lo, hi);
-                return 2;
-        }
+        if (errno || end == s || *end || v < lo || v > hi)
+                return bad("--%s: '%s' is not an integer in [%ld, %ld]", name, s, lo, hi);
         *out = v;
         return 0;
 }
@@ -46,11 +48,8 @@ static int parse_float(const char *name, const char *s, double lo, double hi, fl
 
         errno = 0;
         v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-                fprintf(stderr, "strata-train: --%s: '%s' is not a number in [%g, %g]\n", name, s,
-                        lo, hi);
-                return 2;
-        }
+        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+                return bad("--%s: '%s' is not a number in [%g, %g]", name, s, lo, hi);
         *out = (float)v;
         return 0;
 }
@@ -58,7 +57,7 @@ static int parse_float(const char *name, const char *s, double lo, double hi, fl
 /* A duration in seconds, in [lo, 1e6]. */
 static int parse_seconds(const char *name, const char *s, double lo, double *out)
 {
-        float v;
+        float v = 0.0f; /* for the compiler: it cannot see that bad() returns 2 */
 
         if (parse_float(name, s, lo, 1e6, &v))
                 return 2;
@@ -69,7 +68,7 @@ static int parse_seconds(const char *name, const char *s, double lo, double *out
 /* An integer option that fits an int. */
 static int parse_int(const char *name, const char *s, long lo, long hi, int *out)
 {
-        long v;
+        long v = 0; /* for the compiler: it cannot see that bad() returns 2 */
 
         if (parse_long(name, s, lo, hi, &v))
                 return 2;
@@ -129,7 +128,7 @@ static int loss_option(int c, const char *s, struct opts *o)
                         o->loss = t[i].ops;
                         return 0;
                 }
-        return bad("--loss: '%s' is not ce, mse, l1, huber or bce%s", s, "");
+        return bad("--loss: '%s' is not ce, mse, l1, huber or bce", s);
 }
 
 static const struct option long_opts[] = {
@@ -202,7 +201,7 @@ static int activation_option(const char *s, struct opts *o)
                         o->activation = strata_module_ops_by_name(s);
         if (!o->activation)
                 return bad("--activation: '%s' is not relu, tanh, sigmoid, gelu, gelu-tanh, "
-                           "silu, leaky-relu or none%s", s, "");
+                           "silu, leaky-relu or none", s);
         return 0;
 }
 
@@ -216,33 +215,32 @@ static int choice_option(int c, const char *s, struct opts *o)
                 return activation_option(s, o);
         case 'a':
                 if ((w = word(s, "cpu", "cuda")) < 0)
-                        return bad("--accelerator: '%s' is not cpu or cuda%s", s, "");
+                        return bad("--accelerator: '%s' is not cpu or cuda", s);
                 o->accel = w ? STRATA_ACCEL_CUDA : STRATA_ACCEL_CPU;
                 return 0;
         case 'o':
                 if ((w = word(s, "sgd", "adamw")) < 0)
-                        return bad("--optim: '%s' is not sgd or adamw%s", s, "");
+                        return bad("--optim: '%s' is not sgd or adamw", s);
                 o->optim = w ? STRATA_OPTIM_ADAMW : STRATA_OPTIM_SGD;
                 return 0;
         case 'F':
                 if ((w = word(s, "32", "bf16")) < 0)
-                        return bad("--grad-allreduce: '%s' is not 32 or bf16%s", s, "");
+                        return bad("--grad-allreduce: '%s' is not 32 or bf16", s);
                 o->grad_allreduce = w ? STRATA_BF16 : STRATA_F32;
                 return 0;
         case 'P':
                 if ((w = word(s, "cores", "none")) < 0)
-                        return bad("--bind: '%s' is not cores or none%s", s, "");
+                        return bad("--bind: '%s' is not cores or none", s);
                 o->bind = w ? STRATA_BIND_NONE : STRATA_BIND_CORES;
                 return 0;
         case 'p':
                 if (strata_precision_parse(s, &o->precision))
-                        return bad("--precision: '%s' is not 32, bf16-mixed or 16-mixed%s", s,
-                                   "");
+                        return bad("--precision: '%s' is not 32, bf16-mixed or 16-mixed", s);
                 return 0;
         case 'S':
                 if (strata_strategy_from_name(s, &o->strategy))
                         return bad("--strategy: '%s' is not single, dp, ddp, zero1, zero2, "
-                                   "fsdp, spawn or mpi%s", s, "");
+                                   "fsdp, spawn or mpi", s);
                 o->strategy_set = 1;
                 return 0;
         }
@@ -295,18 +293,18 @@ static int check_h5(const struct opts *o)
 
         if (!o->inputs != !o->targets)
                 return bad("--inputs and --targets name the two datasets of an HDF5 --data "
-                           "file: give both%s%s", "", "");
+                           "file: give both");
         if (!o->inputs && (o->test_data || o->val_fraction > 0.0f))
-                return bad("--%s needs an HDF5 --data file with --inputs and --targets%s",
-                           o->test_data ? "test-data" : "val-fraction", "");
+                return bad("--%s needs an HDF5 --data file with --inputs and --targets",
+                           o->test_data ? "test-data" : "val-fraction");
         if (o->test_data && o->val_fraction > 0.0f)
                 return bad("--test-data and --val-fraction both name the evaluation set: give "
-                           "one%s%s", "", "");
+                           "one");
         if (o->inputs && (o->synthetic || o->synthetic_regression))
-                return bad("--synthetic and --inputs: one data set at a time%s%s", "", "");
+                return bad("--synthetic and --inputs: one data set at a time");
         if (!o->inputs && stat(o->data, &st) == 0 && S_ISREG(st.st_mode))
                 return bad("--data %s: is not a directory (of IDX files); an HDF5 file needs "
-                           "--inputs NAME and --targets NAME%s", o->data, "");
+                           "--inputs NAME and --targets NAME", o->data);
         return 0;
 }
 
@@ -320,7 +318,7 @@ static int parse_option(int c, char **argv, struct opts *o)
                 exit(0);
         }
         if (c == 's') {
-                long v;
+                long v = 0; /* for the compiler: it cannot see that bad() returns 2 */
 
                 if (parse_long("seed", optarg, 0, LONG_MAX, &v))
                         return 2;
@@ -337,7 +335,7 @@ static int parse_option(int c, char **argv, struct opts *o)
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
             (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0)
                 return rc;
-        return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "; see --help");
+        return bad("unknown or incomplete option '%s'; see --help", argv[optind - 1]);
 }
 
 /* What depends on several options: the strategy and the number of devices by default. */
@@ -354,12 +352,11 @@ static int check_devices(struct opts *o)
                         o->devices = t.allowed_cores < 64 ? t.allowed_cores : 64;
         }
         if (o->devices > 1 && o->strategy == STRATA_STRATEGY_SINGLE)
-                return bad("--devices > 1 needs --strategy dp, ddp, zero1, zero2 or fsdp%s%s",
-                           "", "");
+                return bad("--devices > 1 needs --strategy dp, ddp, zero1, zero2 or fsdp");
         if (o->processes > 1 && o->strategy != STRATA_STRATEGY_ZERO1 &&
             o->strategy != STRATA_STRATEGY_ZERO2 && o->strategy != STRATA_STRATEGY_FSDP)
                 return bad("--processes N starts zero1, zero2 or fsdp over N processes (spawn: "
-                           "--devices N; mpi: the launcher's)%s%s", "", "");
+                           "--devices N; mpi: the launcher's)");
         return 0;
 }
 
@@ -379,7 +376,7 @@ int parse_args(int argc, char **argv, struct opts *o)
                         return 2;
         }
         if (optind < argc)
-                return bad("unexpected argument '%s'%s", argv[optind], "");
+                return bad("unexpected argument '%s'", argv[optind]);
         if (check_h5(o))
                 return 2;
         return check_devices(o);

@@ -151,7 +151,7 @@ void report_final(const struct run *r, double t_total, long heap)
         strata_memory(r->rt, &mem);
         if (!first && heap > 0) /* rank 0 prints its own in the summary */
                 fprintf(stderr, "strata-train: process %d: %ld heap allocations during "
-                                "training%s\n", process_rank(), heap,
+                                "training%s\n", r->rank, heap,
                         r->o.strategy == STRATA_STRATEGY_MPI ? " (Open MPI's)" : "");
         if (first)
                 summary(r, &mem, t_total, heap);

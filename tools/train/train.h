@@ -4,12 +4,14 @@
  *   options.c     the command line parsed and checked (usage.c: the --help text)
  *   data.c        the data sets in the tool's arena, the sampler and the loaders
  *   h5data.c      the data sets from an HDF5 file (h5.c reads it; only the tool links HDF5)
+ *   arena.c       the tool's one mapping: the data and what the run keeps beside it
  *   config.c      the model, the runtime's configuration, its plan and its start
  *   loop.c        epochs, steps, evaluation, the end of the run
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
- *   process.c     the job's processes: spawn, mpi's launcher, ranks, fault injection
+ *   launch.c      how the job's processes start: spawn's parent, mpi's launcher, the rank
+ *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
  * A function returning int returns 0 on success, else the exit status (its message printed).
  */
 #ifndef STRATA_TOOLS_TRAIN_TRAIN_H
@@ -102,6 +104,7 @@ struct position {
 /* One run of this process: everything train() sets up, then the loop uses. */
 struct run {
         struct opts o;
+        int rank;                       /* this process's in its job (job_setup()) */
         int widths[MAX_MODULES], nw;    /* --model */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
@@ -133,14 +136,15 @@ struct run {
 
 /* options.c, usage.c */
 void usage(FILE *f);
-int bad(const char *fmt, const char *a, const char *b);
+int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int parse_args(int argc, char **argv, struct opts *o);
 
 /* data.c */
 int data_load(struct run *r);
 int data_loaders(struct run *r);
+
+/* arena.c */
 int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples);
-int loss_fits(const struct run *r);
 
 /* h5data.c: --data FILE.h5 --inputs --targets (the reader is h5.c) */
 int h5_data_load(struct run *r);
@@ -183,15 +187,13 @@ int stop_requested(void);
 void stop_agree(struct strata_runtime *rt);
 int stop(struct strata_runtime *rt, const struct opts *o, struct position at);
 
-/* process.c */
-int spawned(void);
-int spawn_parent(int argc, char **argv, const struct opts *o);
-int job_setup(struct opts *o);
-int process_rank(void);
-void fault(long step);
-const char *trace_path(const struct opts *o, char *buf, size_t n);
+/* launch.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
+ * process runs again with its rank. */
+int spawn_parent(int argc, char **argv, const struct opts *o,
+                 int (*entry)(int argc, char **argv, int rank));
+int job_setup(struct run *r);
 
-/* strata-train.c: the whole run of one process (a spawned process runs it too). */
-int train(int argc, char **argv);
+/* fault.c */
+void fault(int rank, long step);
 
 #endif
