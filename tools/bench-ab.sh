@@ -5,7 +5,7 @@
 # on 2 devices; spawn with 2 processes; mpi with 2 processes of 1 device where mpirun exists;
 # batch 128) and the median time of a 2-device all_reduce at 4 KiB, 1 MiB and 64 MiB. Prints the median of each figure for both and the ratio new/old (time ratios: below
 # 1 is faster). Usage: tools/bench-ab.sh [OLD [REPS]]; env BUILD (default build), FIGS (the
-# figures to measure, default "single ddp2 dp2 spawn2 mpi2 ar").
+# figures to measure, default "single ddp2 dp2 spawn2 mpi2 ar"; also zero2_2 and fsdp2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 old_rev=${1:-HEAD~1}
@@ -40,6 +40,8 @@ measure() { # build name -> appends "name value" lines to $tmp/<which>
         want single && echo "single $(sps "$1" single 1)"
         want ddp2 && echo "ddp2 $(sps "$1" ddp 2)"
         want dp2 && echo "dp2 $(sps "$1" dp 2)"
+        want zero2_2 && echo "zero2_2 $(sps "$1" zero2 2)"
+        want fsdp2 && echo "fsdp2 $(sps "$1" fsdp 2)"
         want spawn2 && echo "spawn2 $(sps "$1" spawn 2)"
         want mpi2 && [ -n "$mpirun" ] && echo "mpi2 $(sps "$1" mpi 1 "$mpirun" \
                 --allow-run-as-root --oversubscribe --bind-to none -np 2)"
@@ -59,13 +61,14 @@ done
 printf 'A/B, %d interleaved reps, medians; old %s, new %s\n' "$reps" "$old_hash" \
         "$(git -C "$here" rev-parse --short HEAD)"
 printf '%-28s %14s %14s %10s\n' figure old new new/old
-for k in single ddp2 dp2 spawn2 mpi2 ar4096 ar1048576 ar67108864; do
+for k in single ddp2 dp2 zero2_2 fsdp2 spawn2 mpi2 ar4096 ar1048576 ar67108864; do
         grep -q "^$k [0-9]" "$tmp/new.txt" || continue
         o=$(awk -v k=$k '$1 == k {print $2}' "$tmp/old.txt" | median)
         n=$(awk -v k=$k '$1 == k {print $2}' "$tmp/new.txt" | median)
         case $k in
         single) label="single samples/s" ;; ddp2) label="ddp 2 devices samples/s" ;;
-        dp2) label="dp 2 devices samples/s" ;; spawn2) label="spawn 2 processes samples/s" ;;
+        dp2) label="dp 2 devices samples/s" ;; zero2_2) label="zero2 2 devices samples/s" ;;
+        fsdp2) label="fsdp 2 devices samples/s" ;; spawn2) label="spawn 2 processes samples/s" ;;
         mpi2) label="mpi 2 processes samples/s" ;;
         ar4096) label="all_reduce 4 KiB us" ;; ar1048576) label="all_reduce 1 MiB us" ;;
         *) label="all_reduce 64 MiB us" ;;
