@@ -1,0 +1,359 @@
+/*
+ * load_checkpoint: a checkpoint of save.c's format back into live state, in two passes. The
+ * first reads and checks everything and writes nothing live: the header (this format, intact),
+ * the model and optimizer against this runtime's (when they differ, a message names the first
+ * difference: BatchNorm, a parameter group's name and shape, the optimizer's state), every
+ * table entry against this runtime's tensor and every tensor's checksum. The second restores
+ * the tensors: each process its own pieces (a sharded optimizer slot's parts to their owners,
+ * whatever the saving run's devices), then spreads device 0's replicated state over the
+ * replicas. A checkpoint of another device count or strategy continues from device 0's state
+ * and reports that the run is no longer bitwise.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "strata/status.h"
+#include "nn/checkpoint.h"
+#include "strategy/checkpoint/checkpoint.h"
+
+/*
+ * Naming what differs when a checkpoint holds another model or optimizer: the file's tensor
+ * table against this runtime's tensors, entry by entry (read one at a time, nothing kept).
+ */
+
+/* The optimizer state a tensor's name says: 1 momentum_buffer, 2 exp_avg(_sq), 0 none. */
+static int slot_kind(const char *name)
+{
+        const char *dot = strrchr(name, '.');
+
+        if (!dot)
+                return 0;
+        if (!strcmp(dot + 1, "momentum_buffer"))
+                return 1;
+        return !strncmp(dot + 1, "exp_avg", 7) ? 2 : 0;
+}
+
+/* A parameter or buffer group of device 0 (not optimizer state, another device's, steps). */
+static int is_group(const char *name)
+{
+        return !slot_kind(name) && strncmp(name, "replicas.", 9) != 0 &&
+               strcmp(name, "optimizer.steps") != 0;
+}
+
+/* What one side (the file, or this runtime) holds. */
+struct side {
+        int slots;              /* the optimizer's state: slot_kind()'s largest */
+        char bn[64];            /* its first BatchNorm running mean ("": none) */
+        char group[80];         /* its @c k-th group: name and shape ("" past the last) */
+};
+
+static void side_add(struct side *s, const char *name, uint32_t ndim, const uint64_t *shape,
+                     int *k)
+{
+        int kind = slot_kind(name);
+
+        s->slots = kind > s->slots ? kind : s->slots;
+        if (!s->bn[0] && strstr(name, "running_mean"))
+                snprintf(s->bn, sizeof(s->bn), "%.56s", name);
+        if (!is_group(name) || (*k)-- != 0)
+                return;
+        if (ndim == 2)
+                snprintf(s->group, sizeof(s->group), "%.56s (%llu x %llu)", name,
+                         (unsigned long long)shape[0], (unsigned long long)shape[1]);
+        else
+                snprintf(s->group, sizeof(s->group), "%.56s (%llu)", name,
+                         (unsigned long long)shape[0]);
+}
+
+/* Both sides, with group @p k of each; -1 when the file's table cannot be read. */
+static int sides(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                 struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                 uint64_t size, int k, struct side *f, struct side *r)
+{
+        struct strata__ckpt_entry e;
+        struct strata__ckpt_tensor t;
+        int kf = k, kr = k;
+
+        memset(f, 0, sizeof(*f));
+        memset(r, 0, sizeof(*r));
+        if (size < sizeof(*hd) + (uint64_t)hd->ntensors * sizeof(e))
+                return -1;
+        for (uint32_t i = 0; i < hd->ntensors; i++) {
+                if (io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)))
+                        return -1;
+                e.name[sizeof(e.name) - 1] = '\0';
+                side_add(f, e.name, e.ndim, e.shape, &kf);
+        }
+        for (int i = 0; strata__ckpt_tensor_at(rt, (int)hd->world, i, &t) == 0; i++)
+                side_add(r, t.name, t.ndim, t.shape, &kr);
+        return 0;
+}
+
+static const char *const optim_said[3] = {
+        "sgd without momentum (no state)", "sgd with momentum (momentum_buffer)",
+        "adamw (exp_avg, exp_avg_sq)",
+};
+
+/* The first difference of model or optimizer, as a status and a message naming it. */
+static int name_difference(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                           struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                           uint64_t size, const char *path)
+{
+        struct side f, r;
+
+        if (sides(rt, io, h, hd, size, 0, &f, &r))
+                return strata__fail(STRATA_EFORMAT, "'%s' is truncated in its tensor table",
+                                    path);
+        if (!f.bn[0] != !r.bn[0])
+                return strata__fail(STRATA_EINVAL, "'%s' holds another model: BatchNorm is %s "
+                                    "in the checkpoint, %s in this model", path,
+                                    f.bn[0] ? f.bn : "absent", r.bn[0] ? r.bn : "absent");
+        for (int k = 0; hd->fingerprint != strata__ckpt_fingerprint(rt) &&
+                        (f.group[0] || r.group[0]); k++) {
+                sides(rt, io, h, hd, size, k, &f, &r);
+                if (strcmp(f.group, r.group) != 0)
+                        return strata__fail(STRATA_EINVAL, "'%s' holds another model: parameter "
+                                            "group %d is %s in the checkpoint, %s in this model "
+                                            "(module index and width in its name and shape)",
+                                            path, k, f.group[0] ? f.group : "absent",
+                                            r.group[0] ? r.group : "absent");
+        }
+        if (f.slots != r.slots)
+                return strata__fail(STRATA_EINVAL, "'%s' holds another optimizer's state: %s "
+                                    "in the checkpoint, %s in this run", path,
+                                    optim_said[f.slots], optim_said[r.slots]);
+        return strata__fail(STRATA_EINVAL, "'%s' holds another model (widths, modules or "
+                            "parameter groups differ)", path);
+}
+
+/* The header is a Strata checkpoint's of this format, intact. */
+static int check_header(const struct strata__ckpt_header *hd, const char *path)
+{
+        if (memcmp(hd->magic, STRATA__CKPT_MAGIC, sizeof(hd->magic)) != 0)
+                return strata__fail(STRATA_EFORMAT, "'%s' is not a Strata checkpoint", path);
+        if (hd->byte_order != STRATA__CKPT_BOM)
+                return strata__fail(STRATA_EFORMAT, "'%s' was written with another byte order",
+                                    path);
+        if (hd->version != STRATA_CKPT_VERSION || hd->header_bytes != sizeof(*hd) ||
+            hd->entry_bytes != sizeof(struct strata__ckpt_entry))
+                return strata__fail(STRATA_EFORMAT, "'%s': format version %u, this library "
+                                    "reads %d", path, hd->version, STRATA_CKPT_VERSION);
+        if (hd->crc != strata__ckpt_header_crc(hd))
+                return strata__fail(STRATA_EFORMAT, "'%s': header checksum mismatch (corrupt)",
+                                    path);
+        if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES * STRATA_MAX_PROCESSES ||
+            !strata__strategy_get((enum strata_strategy_kind)hd->strategy))
+                return strata__fail(STRATA_EFORMAT, "'%s': world size %u or strategy %u invalid",
+                                    path, hd->world, hd->strategy);
+        if (hd->app_bytes > STRATA_CKPT_APP_BYTES)
+                return strata__fail(STRATA_EFORMAT, "'%s': application block of %u bytes",
+                                    path, hd->app_bytes);
+        return STRATA_OK;
+}
+
+/* The file holds this runtime's model and optimizer (the same fingerprint and tensors). */
+static int same_model(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                      struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                      uint64_t size, const char *path)
+{
+        if (hd->fingerprint == strata__ckpt_fingerprint(rt) &&
+            hd->ntensors == (uint32_t)strata__ckpt_count(rt, (int)hd->world))
+                return STRATA_OK;
+        return name_difference(rt, io, h, hd, size, path);
+}
+
+/* Entry @p i matches this runtime's tensor @p t and lies inside the file. */
+static int check_entry(const struct strata__ckpt_entry *e, const struct strata__ckpt_tensor *t,
+                       uint64_t size, uint64_t after, const char *path)
+{
+        if (strncmp(e->name, t->name, sizeof(e->name)) != 0 || e->dtype != t->dtype ||
+            e->ndim != t->ndim || e->shape[0] != t->shape[0] || e->shape[1] != t->shape[1] ||
+            e->bytes != t->bytes)
+                return strata__fail(STRATA_EFORMAT, "'%s': tensor '%.79s' where '%s' of %zu "
+                                    "bytes was expected", path, e->name, t->name, t->bytes);
+        if (e->offset < after || e->offset > size || e->bytes > size - e->offset)
+                return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' lies outside the file "
+                                    "(truncated?)", path, t->name);
+        return STRATA_OK;
+}
+
+/* Pass 1: every table entry and every tensor's checksum; nothing live is touched. */
+static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                    struct strata_ckpt_handle *h, uint64_t size,
+                    struct strata__ckpt_header *hd, const char *path)
+{
+        unsigned char buf[16384];
+        uint64_t after;
+        int n;
+
+        if (size < sizeof(*hd))
+                return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
+                                    (unsigned long long)size);
+        STRATA_TRY(io->read_at(h, hd, sizeof(*hd), 0));
+        STRATA_TRY(check_header(hd, path));
+        STRATA_TRY(same_model(rt, io, h, hd, size, path));
+        n = (int)hd->ntensors;
+        after = sizeof(*hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
+        for (int i = 0; i < n; i++) {
+                struct strata__ckpt_entry e;
+                struct strata__ckpt_tensor t;
+                uint32_t crc = 0;
+
+                STRATA_TRY(io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)));
+                strata__ckpt_tensor_at(rt, (int)hd->world, i, &t);
+                STRATA_TRY(check_entry(&e, &t, size, after, path));
+                for (uint64_t o = 0; o < e.bytes; o += sizeof(buf)) {
+                        size_t k = e.bytes - o < sizeof(buf) ? (size_t)(e.bytes - o) : sizeof(buf);
+
+                        STRATA_TRY(io->read_at(h, buf, k, e.offset + o));
+                        crc = strata__crc32(crc, buf, k);
+                }
+                if (crc != e.crc)
+                        return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' checksum "
+                                            "mismatch (corrupt)", path, t.name);
+                after = e.offset + e.bytes;
+        }
+        return STRATA_OK;
+}
+
+/* Tensor piece @p t from file offset @p off into live state. */
+static int restore_piece(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                         struct strata_ckpt_handle *h, const struct strata__ckpt_tensor *t,
+                         uint64_t off)
+{
+        void *dst;
+
+        if (!t->ptr || !t->bytes)
+                return STRATA_OK;
+        /* device memory is read into its replica's host staging, then copied */
+        dst = t->dev < 0 || !rt->replicas[t->dev].p_host ? t->ptr : rt->replicas[t->dev].p_host;
+        STRATA_TRY(io->read_at(h, dst, t->bytes, off));
+        if (dst != t->ptr)
+                rt->dev->to_device(t->ptr, dst, t->bytes);
+        return STRATA_OK;
+}
+
+/*
+ * Pass 2: the validated tensors into live state (those of devices this process lacks
+ * skipped; a sharded optimizer slot's parts to their owners, whatever the saving run's
+ * devices); *steps0 gets the saving run's device 0's step count.
+ */
+static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                   struct strata_ckpt_handle *h, int world, uint64_t *steps0)
+{
+        struct strata__ckpt_entry e;
+        struct strata__ckpt_tensor t, pc;
+        int n = strata__ckpt_count(rt, world);
+        size_t at;
+
+        for (int i = 0; i < n; i++) {
+                STRATA_TRY(io->read_at(h, &e, sizeof(e),
+                                       sizeof(struct strata__ckpt_header) +
+                                               (uint64_t)i * sizeof(e)));
+                strata__ckpt_tensor_at(rt, world, i, &t);
+                for (int k = 0; strata__ckpt_piece(rt, &t, k, &pc, &at); k++)
+                        STRATA_TRY(restore_piece(rt, io, h, &pc, e.offset + at));
+                if (t.per_device)
+                        STRATA_TRY(io->read_at(h, steps0, sizeof(*steps0), e.offset));
+        }
+        return STRATA_OK;
+}
+
+/*
+ * Device 0's parameters and optimizer state are every replica's: ddp and dp keep them equal
+ * between steps (zero1 and zero2: the parameters; each device holds its shard of the state).
+ * Resharded (another device count or strategy), every device takes device 0's step count, and
+ * devices the saving run lacked take device 0's running statistics.
+ */
+static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t steps0)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+        int first = strata__ckpt_across(rt) ? rt->rank0 : 0; /* the global rank of replica 0 */
+
+        for (int d = 0; d < rt->nreplicas; d++) {
+                struct strata__replica *r = &rt->replicas[d];
+
+                r->opt_t = resharded ? steps0 : rt->ckpt_steps[d];
+                for (int i = 0; i < r->nlayers; i++) {
+                        r->layers[i].grad_fresh = 1;
+                        if (first + d >= world && r->layers[i].nstate)
+                                rt->dev->kernels->copy(r->layers[i].state,
+                                                       r0->layers[i].state,
+                                                       r->layers[i].nstate);
+                }
+                if (d == 0 || r->own_params) /* fsdp: each device restored its shard */
+                        continue;
+                rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
+                if (r->nshards == 1) /* sharded: each device restored its own */
+                        rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
+        }
+}
+
+/*
+ * Whether the run goes on bit for bit: on the saving run's devices and strategy, or in
+ * invariant mode with the same chunks on any (every replica then holds the same state), and
+ * never across a change of mode.
+ */
+static int bitwise(const struct strata_runtime *rt, const struct strata__ckpt_header *hd,
+                   int resharded)
+{
+        return hd->chunks == (uint32_t)strata__chunks(&rt->cfg) && (!resharded || hd->chunks);
+}
+
+int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,
+                           size_t app_cap, size_t *app_bytes, struct strata_ckpt_info *info)
+{
+        const struct strata_checkpoint_io *io;
+        struct strata__ckpt_header hd;
+        struct strata_ckpt_handle *h;
+        uint64_t size = 0, steps0 = 0;
+        int rc, resharded;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(strata__ckpt_between_steps(rt, "load_checkpoint", path));
+        if (app_cap && !app)
+                return strata__fail(STRATA_EINVAL, "load_checkpoint: application buffer NULL");
+        io = strata__ckpt_io(rt);
+        h = &rt->ckpt;
+        memset(h, 0, sizeof(*h));
+        h->fd = -1;
+        STRATA_TRY(io->open(io->ctx, path, h, &size));
+        rc = validate(rt, io, h, size, &hd, path);
+        if (rc == STRATA_OK && hd.app_bytes > app_cap && app_cap)
+                rc = strata__fail(STRATA_EINVAL, "load_checkpoint: application block is %u "
+                                  "bytes, buffer %zu", hd.app_bytes, app_cap);
+        if (rc != STRATA_OK) {
+                io->close(h);
+                return rc;
+        }
+        rc = restore(rt, io, h, (int)hd.world, &steps0);
+        io->close(h);
+        if (rc != STRATA_OK) {
+                /* Live state is partly overwritten: the runtime cannot go on. */
+                (void)strata__sm_dispatch(&rt->sm, STRATA__EV_EXCEPTION, NULL);
+                return rc;
+        }
+        resharded = hd.world != (uint32_t)strata__ckpt_world(rt) ||
+                    hd.strategy != (uint32_t)rt->cfg.strategy.kind;
+        spread(rt, (int)hd.world, resharded, steps0);
+        if (rt->dev->sync)
+                STRATA_TRY(rt->dev->sync());
+        rt->step = hd.step;
+        /* The masters are f32 in every precision; the loss scaler goes on where it was. */
+        if (hd.precision == STRATA_PRECISION_16_MIXED && hd.loss_scale > 0.0f &&
+            isfinite(hd.loss_scale)) {
+                rt->scaler.scale = hd.loss_scale;
+                rt->scaler.growth = hd.scale_growth;
+                rt->scaler.skipped = hd.scale_skipped;
+        }
+        if (app_cap)
+                memcpy(app, hd.app, hd.app_bytes);
+        if (app_bytes)
+                *app_bytes = hd.app_bytes;
+        if (info)
+                *info = (struct strata_ckpt_info){ .step = hd.step, .world = (int)hd.world,
+                                                   .strategy = (int)hd.strategy,
+                                                   .bitwise = bitwise(rt, &hd, resharded) };
+        return STRATA_OK;
+}
