@@ -51,6 +51,9 @@ static inline int strata__ckpt_world(const struct strata_runtime *rt)
 int strata__ckpt_tensor_at(struct strata_runtime *rt, int world, int i,
                            struct strata__ckpt_tensor *t);
 
+/* Group @p g of device 0's values as a tensor (the first of its checkpoint tensors). */
+void strata__ckpt_values(const struct strata_runtime *rt, int g, struct strata__ckpt_tensor *t);
+
 /* How many tensors a checkpoint of this model saved on @p world devices holds. */
 int strata__ckpt_count(struct strata_runtime *rt, int world);
 

@@ -67,8 +67,8 @@ static int st_header(struct strata_runtime *rt, struct strata__ckpt_sink *s, uin
 static int st_fill(struct strata_runtime *rt, struct strata__ckpt_sink *s,
                    const struct strata__ckpt_content *c)
 {
+        struct strata__ckpt_tensor t;
         uint64_t len = 0, le;
-        struct strata_param p;
 
         (void)c;
         STRATA_TRY(st_header(rt, NULL, &len));
@@ -76,12 +76,7 @@ static int st_fill(struct strata_runtime *rt, struct strata__ckpt_sink *s,
         strata__ckpt_take(s, &le, sizeof(le));
         STRATA_TRY(st_header(rt, s, &len));
         for (int g = 0; g < strata__replica_nparams(&rt->replicas[0]); g++) {
-                struct strata__ckpt_tensor t = { .dev = 0, .group = g, .slot = -1 };
-
-                strata__replica_param(&rt->replicas[0], g, &p);
-                t.ptr = p.value;
-                t.bytes = p.group.count * sizeof(float);
-                t.sharded = rt->replicas[0].own_params && p.grad; /* fsdp: from the owners */
+                strata__ckpt_values(rt, g, &t); /* fsdp: sharded, from the owners */
                 STRATA_TRY(strata__ckpt_stream(rt, &t, s));
         }
         return STRATA_OK;

@@ -37,6 +37,41 @@ static const char *const slot_names[2][2] = {
         { "exp_avg", "exp_avg_sq" },  /* AdamW */
 };
 
+/*
+ * Group @p g of device 0 (@p p) as a tensor: its values (@p slot -1) or its optimizer slot
+ * @p slot. @p t is zero but for what this sets.
+ */
+static void group_tensor(const struct strata__replica *r0, const struct strata_param *p, int g,
+                         int slot, struct strata__ckpt_tensor *t)
+{
+        if (slot < 0) {
+                snprintf(t->name, sizeof(t->name), "%s", p->name);
+                t->ptr = p->value;
+                t->sharded = r0->own_params && p->grad; /* fsdp: trained values */
+        } else {
+                snprintf(t->name, sizeof(t->name), "%.63s.%s", p->name,
+                         slot_names[p->opt_slots - 1][slot]);
+                t->ptr = p->opt_state[slot];
+                t->sharded = r0->nshards > 1;
+        }
+        t->group = g;
+        t->slot = slot;
+        t->dtype = STRATA_F32;
+        t->ndim = (uint32_t)p->group.ndim;
+        t->shape[0] = p->group.shape[0];
+        t->shape[1] = p->group.ndim == 2 ? p->group.shape[1] : 1;
+        t->bytes = p->group.count * sizeof(float);
+}
+
+void strata__ckpt_values(const struct strata_runtime *rt, int g, struct strata__ckpt_tensor *t)
+{
+        struct strata_param p;
+
+        strata__replica_param(&rt->replicas[0], g, &p);
+        memset(t, 0, sizeof(*t));
+        group_tensor(&rt->replicas[0], &p, g, -1, t);
+}
+
 int strata__ckpt_tensor_at(struct strata_runtime *rt, int world, int i,
                            struct strata__ckpt_tensor *t)
 {
@@ -47,34 +82,13 @@ int strata__ckpt_tensor_at(struct strata_runtime *rt, int world, int i,
         memset(t, 0, sizeof(*t));
         for (int g = 0; g < ngroups; g++) {
                 strata__replica_param(r0, g, &p);
-                if (i-- == 0) {
-                        snprintf(t->name, sizeof(t->name), "%s", p.name);
-                        t->ptr = p.value;
-                        t->group = g;
-                        t->slot = -1;
-                        t->sharded = r0->own_params && p.grad; /* fsdp: trained values */
-                        break;
-                }
-                for (int s = 0; s < p.opt_slots; s++)
+                for (int s = -1; s < p.opt_slots; s++) /* the values, then each slot */
                         if (i-- == 0) {
-                                snprintf(t->name, sizeof(t->name), "%.63s.%s", p.name,
-                                         slot_names[p.opt_slots - 1][s]);
-                                t->ptr = p.opt_state[s];
-                                t->group = g;
-                                t->slot = s;
-                                t->sharded = r0->nshards > 1;
+                                group_tensor(r0, &p, g, s, t);
                                 break;
                         }
-                if (t->ptr || t->sharded)
-                        break;
-        }
-        if (t->ptr || t->sharded) {
-                t->dtype = STRATA_F32;
-                t->ndim = (uint32_t)p.group.ndim;
-                t->shape[0] = p.group.shape[0];
-                t->shape[1] = p.group.ndim == 2 ? p.group.shape[1] : 1;
-                t->bytes = p.group.count * sizeof(float);
-                return STRATA_OK;
+                if (t->ptr || t->sharded) /* found, where this runtime holds it */
+                        return STRATA_OK;
         }
         for (int d = 1; d < world; d++)
                 for (int g = 0; g < ngroups; g++) {
