@@ -70,10 +70,17 @@ uint64_t strata__ckpt_fingerprint(const struct strata_runtime *rt);
 int strata__ckpt_piece(struct strata_runtime *rt, const struct strata__ckpt_tensor *t, int k,
                        struct strata__ckpt_tensor *out, size_t *at);
 
-/* The runtime's CheckpointIO: the application's, or the default file one. */
-const struct strata_checkpoint_io *strata__ckpt_io(const struct strata_runtime *rt);
+/*
+ * The runtime's CheckpointIO (the application's, or the default file one), and in *@p h the
+ * runtime's one handle, cleared for the file about to be created or opened.
+ */
+const struct strata_checkpoint_io *strata__ckpt_io(struct strata_runtime *rt,
+                                                   struct strata_ckpt_handle **h);
 
-/* @p what (the API call, for messages) may run now, on @p path: between steps, at a boundary. */
+/*
+ * @p rt may save, load or export now (@p what, the API call, names it in messages): a runtime,
+ * READY, between steps at an optimizer-step boundary, and @p path is a name.
+ */
 int strata__ckpt_between_steps(const struct strata_runtime *rt, const char *what,
                                const char *path);
 

@@ -86,7 +86,6 @@ int strata_export_safetensors(struct strata_runtime *rt, const char *path)
 {
         const struct strata__ckpt_content c = { st_fill, "export_safetensors", NULL, 0 };
 
-        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(strata__ckpt_between_steps(rt, "export_safetensors", path));
         /* across processes fsdp's values are in every process: all call it, process 0 writes */
         return strata__ckpt_written(rt, path, &c,

@@ -310,14 +310,10 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         uint64_t size = 0, steps0 = 0;
         int rc, resharded;
 
-        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(strata__ckpt_between_steps(rt, "load_checkpoint", path));
         if (app_cap && !app)
                 return strata__fail(STRATA_EINVAL, "load_checkpoint: application buffer NULL");
-        io = strata__ckpt_io(rt);
-        h = &rt->ckpt;
-        memset(h, 0, sizeof(*h));
-        h->fd = -1;
+        io = strata__ckpt_io(rt, &h);
         STRATA_TRY(io->open(io->ctx, path, h, &size));
         rc = validate(rt, io, h, size, &hd, path);
         if (rc == STRATA_OK && hd.app_bytes > app_cap && app_cap)

@@ -226,16 +226,22 @@ int strata__ckpt_stream(struct strata_runtime *rt, const struct strata__ckpt_ten
         return STRATA_OK;
 }
 
-const struct strata_checkpoint_io *strata__ckpt_io(const struct strata_runtime *rt)
+const struct strata_checkpoint_io *strata__ckpt_io(struct strata_runtime *rt,
+                                                   struct strata_ckpt_handle **h)
 {
+        *h = &rt->ckpt;
+        memset(*h, 0, sizeof(**h));
+        (*h)->fd = -1;
         return rt->cfg.checkpoint.io ? rt->cfg.checkpoint.io : strata_checkpoint_file_io();
 }
 
 int strata__ckpt_between_steps(const struct strata_runtime *rt, const char *what,
                                const char *path)
 {
-        int s = strata__sm_state(&rt->sm);
+        int s;
 
+        STRATA_TRY(strata__check_rt(rt));
+        s = strata__sm_state(&rt->sm);
         if (!path || !*path)
                 return strata__fail(STRATA_EINVAL, "%s: path is NULL or empty", what);
         if (s != STRATA_STATE_READY)
@@ -329,12 +335,10 @@ static int checkpoint_fill(struct strata_runtime *rt, struct strata__ckpt_sink *
 int strata__ckpt_written(struct strata_runtime *rt, const char *path,
                          const struct strata__ckpt_content *c, int together)
 {
-        const struct strata_checkpoint_io *io = strata__ckpt_io(rt);
-        struct strata__ckpt_sink s = { .h = &rt->ckpt };
+        struct strata__ckpt_sink s = { 0 };
+        const struct strata_checkpoint_io *io = strata__ckpt_io(rt, &s.h);
         int writer = !strata__ckpt_across(rt) || rt->rank0 == 0, rc;
 
-        memset(s.h, 0, sizeof(*s.h));
-        s.h->fd = -1;
         if (writer) {
                 s.rc = io->create(io->ctx, path, s.h);
                 if (s.rc != STRATA_OK && !together)
@@ -363,7 +367,6 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
         const struct strata__ckpt_content c = { checkpoint_fill, "save_checkpoint", app,
                                                 app_bytes };
 
-        STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(strata__ckpt_between_steps(rt, "save_checkpoint", path));
         if (app_bytes > STRATA_CKPT_APP_BYTES || (app_bytes && !app))
                 return strata__fail(STRATA_EINVAL, "save_checkpoint: application block of %zu "
