@@ -29,6 +29,15 @@ struct strata__ckpt_tensor {
 };
 
 /*
+ * Where table entry @p i starts in a checkpoint file (the header, then the table); with @p i
+ * the number of entries, where the table ends.
+ */
+static inline uint64_t strata__ckpt_entry_at(uint64_t i)
+{
+        return sizeof(struct strata__ckpt_header) + i * sizeof(struct strata__ckpt_entry);
+}
+
+/*
  * A save of every process of a job whose optimizer state is sharded over them: every process
  * calls it, and process 0 alone writes the file.
  */

@@ -17,6 +17,13 @@
 #include "nn/checkpoint.h"
 #include "strategy/checkpoint/checkpoint.h"
 
+/* Table entry @p i of the file into @p e. */
+static int read_entry(const struct strata_checkpoint_io *io, struct strata_ckpt_handle *h,
+                      uint64_t i, struct strata__ckpt_entry *e)
+{
+        return io->read_at(h, e, sizeof(*e), strata__ckpt_entry_at(i));
+}
+
 /*
  * Naming what differs when a checkpoint holds another model or optimizer: the file's tensor
  * table against this runtime's tensors, entry by entry (read one at a time, nothing kept).
@@ -77,10 +84,10 @@ static int sides(struct strata_runtime *rt, const struct strata_checkpoint_io *i
 
         memset(f, 0, sizeof(*f));
         memset(r, 0, sizeof(*r));
-        if (size < sizeof(*hd) + (uint64_t)hd->ntensors * sizeof(e))
+        if (size < strata__ckpt_entry_at(hd->ntensors))
                 return -1;
         for (uint32_t i = 0; i < hd->ntensors; i++) {
-                if (io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)))
+                if (read_entry(io, h, i, &e))
                         return -1;
                 e.name[sizeof(e.name) - 1] = '\0';
                 side_add(f, e.name, e.ndim, e.shape, &kf);
@@ -194,13 +201,13 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
         STRATA_TRY(check_header(hd, path));
         STRATA_TRY(same_model(rt, io, h, hd, size, path));
         n = (int)hd->ntensors;
-        after = sizeof(*hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
+        after = strata__ckpt_entry_at((uint64_t)n);
         for (int i = 0; i < n; i++) {
                 struct strata__ckpt_entry e;
                 struct strata__ckpt_tensor t;
                 uint32_t crc = 0;
 
-                STRATA_TRY(io->read_at(h, &e, sizeof(e), sizeof(*hd) + (uint64_t)i * sizeof(e)));
+                STRATA_TRY(read_entry(io, h, (uint64_t)i, &e));
                 strata__ckpt_tensor_at(rt, (int)hd->world, i, &t);
                 STRATA_TRY(check_entry(&e, &t, size, after, path));
                 for (uint64_t o = 0; o < e.bytes; o += sizeof(buf)) {
@@ -248,9 +255,7 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
         size_t at;
 
         for (int i = 0; i < n; i++) {
-                STRATA_TRY(io->read_at(h, &e, sizeof(e),
-                                       sizeof(struct strata__ckpt_header) +
-                                               (uint64_t)i * sizeof(e)));
+                STRATA_TRY(read_entry(io, h, (uint64_t)i, &e));
                 strata__ckpt_tensor_at(rt, world, i, &t);
                 for (int k = 0; strata__ckpt_piece(rt, &t, k, &pc, &at); k++)
                         STRATA_TRY(restore_piece(rt, io, h, &pc, e.offset + at));

@@ -296,8 +296,7 @@ static int write_all(struct strata_runtime *rt, struct strata__ckpt_sink *s, con
 
         fill_header(rt, &hd, n, app, app_bytes);
         strata__ckpt_take(s, &hd, sizeof(hd));
-        off = STRATA__ALIGN_UP(sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry),
-                               DATA_ALIGN);
+        off = STRATA__ALIGN_UP(strata__ckpt_entry_at((uint64_t)n), DATA_ALIGN);
         for (int i = 0; i < n; i++) {
                 struct strata__ckpt_entry e = { 0 };
 
@@ -314,7 +313,7 @@ static int write_all(struct strata_runtime *rt, struct strata__ckpt_sink *s, con
                 strata__ckpt_take(s, &e, sizeof(e));
                 off = STRATA__ALIGN_UP(off + t.bytes, DATA_ALIGN);
         }
-        off = sizeof(hd) + (uint64_t)n * sizeof(struct strata__ckpt_entry);
+        off = strata__ckpt_entry_at((uint64_t)n);
         for (int i = 0; i < n; i++) {
                 size_t pad = STRATA__ALIGN_UP(off, DATA_ALIGN) - off;
 
