@@ -14,14 +14,15 @@
 /* One safetensors header entry for parameter group @p p at data offset @p off. */
 static int st_entry(char *buf, size_t n, const struct strata_param *p, uint64_t off, int first)
 {
+        char shape[48]; /* two size_t in decimal and a comma */
+
         if (p->group.ndim == 2)
-                return snprintf(buf, n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu,%zu],"
-                                "\"data_offsets\":[%llu,%llu]}", first ? "" : ",", p->name,
-                                p->group.shape[0], p->group.shape[1], (unsigned long long)off,
-                                (unsigned long long)(off + p->group.count * sizeof(float)));
-        return snprintf(buf, n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu],"
-                        "\"data_offsets\":[%llu,%llu]}", first ? "" : ",", p->name,
-                        p->group.shape[0], (unsigned long long)off,
+                snprintf(shape, sizeof(shape), "%zu,%zu", p->group.shape[0], p->group.shape[1]);
+        else
+                snprintf(shape, sizeof(shape), "%zu", p->group.shape[0]);
+        return snprintf(buf, n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%s],"
+                        "\"data_offsets\":[%llu,%llu]}", first ? "" : ",", p->name, shape,
+                        (unsigned long long)off,
                         (unsigned long long)(off + p->group.count * sizeof(float)));
 }
 
