@@ -1,8 +1,9 @@
 /*
- * What the checkpoint's files share (internal to strategy/checkpoint/). save.c defines it all:
- * the tensors of a checkpoint of this runtime and the pieces each is held in, which load.c
- * validates and restores; and the writing of one file on the writing process, which the
- * safetensors export (export.c) goes through as the checkpoint does.
+ * What the checkpoint's files share (internal to strategy/checkpoint/; save.c defines what is
+ * not inline here): the file's layout and the tensors of a checkpoint of this runtime with the
+ * pieces each is held in, which load.c validates and restores; the check every entry point
+ * makes and the runtime's CheckpointIO; and the writing of one file on the writing process,
+ * which the safetensors export (export.c) goes through as the checkpoint does.
  */
 #ifndef STRATA_STRATEGY_CHECKPOINT_CHECKPOINT_H
 #define STRATA_STRATEGY_CHECKPOINT_CHECKPOINT_H

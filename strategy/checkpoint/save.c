@@ -39,7 +39,7 @@ static const char *const slot_names[2][2] = {
 
 /*
  * Group @p g of device 0 (@p p) as a tensor: its values (@p slot -1) or its optimizer slot
- * @p slot. @p t is zero but for what this sets.
+ * @p slot, into @p t, which the caller has zeroed.
  */
 static void group_tensor(const struct strata__replica *r0, const struct strata_param *p, int g,
                          int slot, struct strata__ckpt_tensor *t)
