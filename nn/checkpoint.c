@@ -2,7 +2,7 @@
  * Checkpoint storage: the default CheckpointIO (POSIX files written through the safe output of
  * base/output.h: a temporary file in the target's directory, fsynced, renamed over the target,
  * directory fsynced; a symlink's target replaced, a device written in place) and the format's
- * checksums. What goes into a checkpoint is the runtime's business (strategy/checkpoint.c).
+ * checksums. What goes into a checkpoint is the runtime's business (strategy/checkpoint/).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * (each checks its batch, then dispatches the lifecycle's events), the stop request checked
  * between steps, and the collectives (reduce, all_gather, broadcast, barrier,
  * reduce_boolean_decision) built into one descriptor for the strategy. Checkpoints are
- * strategy/checkpoint.c.
+ * strategy/checkpoint/ (save.c, load.c, export.c).
  */
 #include <math.h>
 #include <stdio.h>

@@ -27,7 +27,12 @@ Test(internal_names, archive_globals_are_public_or_strata__)
         int globals = 0;
         FILE *p;
 
-        FILE *f = fopen(STRATA_SOURCE_DIR "/tests/build/exported_symbols.txt", "r");
+        FILE *f;
+
+        if (STRATA_SAN[0] != '\0')
+                cr_skip("checked in the plain build, not under " STRATA_SAN " (which adds its "
+                        "own globals)");
+        f = fopen(STRATA_SOURCE_DIR "/tests/build/exported_symbols.txt", "r");
 
         cr_assert_not_null(f);
         while (napi < 1024 && fscanf(f, "%63s", api[napi]) == 1)
