@@ -83,7 +83,8 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
                         t->ptr = p.value;
                         t->group = g;
                         t->slot = -1;
-                        t->sharded = r0->own_params && p.grad; /* fsdp: trained values */
+                        /* fsdp: trained values */
+                        t->sharded = strata__shard_own_params(r0->shard) && p.grad;
                         break;
                 }
                 for (int s = 0; s < p.opt_slots; s++)
@@ -93,7 +94,7 @@ static int tensor_at(struct strata_runtime *rt, int world, int i, struct tensor 
                                 t->ptr = p.opt_state[s];
                                 t->group = g;
                                 t->slot = s;
-                                t->sharded = r0->nshards > 1;
+                                t->sharded = strata__shard_count(r0->shard) > 1;
                                 break;
                         }
                 if (t->ptr || t->sharded)
@@ -178,7 +179,7 @@ static const void *host_bytes(struct strata_runtime *rt, const struct tensor *t)
 static void shard_part(const struct strata__replica *r, const struct strata_param *p, int k,
                        size_t *lo, size_t *hi)
 {
-        size_t a = (size_t)k * r->shard_len, b = a + r->shard_len;
+        size_t a = (size_t)k * strata__shard_len(r->shard), b = a + strata__shard_len(r->shard);
 
         *lo = a > p->offset ? a - p->offset : 0;
         *hi = b > p->offset ? b - p->offset : 0;
@@ -212,7 +213,7 @@ static int piece(struct strata_runtime *rt, const struct tensor *t, int k,
         }
         if (!t->sharded)
                 return k == 0;
-        if (k >= r0->nshards)
+        if (k >= strata__shard_count(r0->shard))
                 return 0;
         strata__replica_param(&rt->replicas[l >= 0 ? l : 0], t->group, &p);
         shard_part(r0, &p, k, &lo, &hi);
@@ -686,10 +687,11 @@ static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t
                                                        r0->layers[i].state,
                                                        r->layers[i].nstate);
                 }
-                if (d == 0 || r->own_params) /* fsdp: each device restored its shard */
+                /* fsdp: each device restored its shard */
+                if (d == 0 || strata__shard_own_params(r->shard))
                         continue;
                 rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
-                if (r->nshards == 1) /* sharded: each device restored its own */
+                if (strata__shard_count(r->shard) == 1) /* sharded: each restored its own */
                         rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
         }
 }
@@ -831,7 +833,8 @@ static int st_fill(struct strata_runtime *rt, struct sink *s, const struct conte
                 strata__replica_param(&rt->replicas[0], g, &p);
                 t.ptr = p.value;
                 t.bytes = p.group.count * sizeof(float);
-                t.sharded = rt->replicas[0].own_params && p.grad; /* fsdp: from the owners */
+                /* fsdp: from the owners */
+                t.sharded = strata__shard_own_params(rt->replicas[0].shard) && p.grad;
                 STRATA_TRY(stream(rt, &t, s));
         }
         return STRATA_OK;
@@ -843,5 +846,5 @@ int strata_export_safetensors(struct strata_runtime *rt, const char *path)
         STRATA_TRY(between_steps(rt, "export_safetensors", path));
         /* across processes fsdp's values are in every process: all call it, process 0 writes */
         return written(rt, path, &(struct content){ st_fill, "export_safetensors", NULL, 0 },
-                       across(rt) && rt->replicas[0].own_params);
+                       across(rt) && strata__shard_own_params(rt->replicas[0].shard));
 }

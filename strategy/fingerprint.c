@@ -121,8 +121,9 @@ static void schedule(const struct strata_runtime *rt, char *out, size_t n)
         struct text t = { out, n, 0, 2166136261u, 0 };
         char head[64];
 
-        snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world, r->nshards,
-                 r->shard_len, rt->strategy->shards_params ? "layers" : "buckets");
+        snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world,
+                 strata__shard_count(r->shard), strata__shard_len(r->shard),
+                 rt->strategy->shards_params ? "layers" : "buckets");
         append(&t, "", head);
         if (rt->strategy->shards_params)
                 add_layers(r, &t);
