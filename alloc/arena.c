@@ -14,6 +14,7 @@
 #include "strata/arena.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "alloc/floats.h"
 
 static int is_pow2(size_t x)
 {
@@ -180,6 +181,19 @@ int strata_arena_alloc(struct strata_arena *a, size_t size, size_t align, void *
         if (a->origin == STRATA_ORIGIN_NONE)
                 return strata__fail(STRATA_EINVAL, "arena alloc: arena is not initialised");
         STRATA_TRY(bump(a, size, align, &p));
+        *out = p;
+        return STRATA_OK;
+}
+
+int strata__arena_floats(struct strata_arena *a, size_t n, float **out)
+{
+        size_t bytes;
+        void *p;
+
+        if (strata__mul_size(n, sizeof(float), &bytes))
+                return strata__fail(STRATA_EOVERFLOW, "arena %s: %zu floats overflow",
+                                    a && a->name ? a->name : "", n);
+        STRATA_TRY(strata_arena_alloc(a, bytes, 0, &p));
         *out = p;
         return STRATA_OK;
 }

@@ -1,6 +1,7 @@
 /*
- * Converting rows to float features (internal; shared by the loader, batch_to_device and the
- * losses' checks): u8 image rows, and the application's f32 or f64 rows.
+ * Converting rows to float features (internal; data/gather.c, shared by the loader,
+ * batch_to_device and the losses' checks): u8 image rows, and the application's f32 or f64
+ * rows.
  */
 #ifndef STRATA_DATA_GATHER_H
 #define STRATA_DATA_GATHER_H
@@ -23,6 +24,16 @@ void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows,
  */
 void strata__gather_values(const void *src, enum strata_dtype type, const uint32_t *index,
                            int rows, int dim, float *dst);
+
+/**
+ * Rows [lo, lo + rows) of batch @p b's inputs (b->dim values a row) as f32: the rows where
+ * they lie when they are f32 and not indexed, else u8 image rows, indexed or f64 rows gathered
+ * and converted into @p host (rows x dim floats), which is returned.
+ */
+const float *strata__batch_inputs(const struct strata_batch *b, int lo, int rows, float *host);
+
+/** The same for @p b's float targets (b->tdim values a row). */
+const float *strata__batch_targets(const struct strata_batch *b, int lo, int rows, float *host);
 
 /** Value @p k of @p base, an array of @p type (STRATA_F32 or STRATA_F64), as a double. */
 static inline double strata__value(const void *base, enum strata_dtype type, size_t k)

@@ -1,17 +1,16 @@
 /*
  * The batch loader: u8 rows converted to float features (scaled, or standardised with the
  * data set's mean and deviation) into buffers carved at init, or handed on as indices for
- * each device to gather its own rows (contract in include/strata/data.h).
+ * each device to gather its own rows (contract in include/strata/data.h; the gathers are
+ * data/gather.c's).
  */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "strata/data.h"
 #include "strata/status.h"
 #include "base/base.h"
-#include "arch/simd.h"
 #include "data/gather.h"
 
 int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
@@ -51,48 +50,6 @@ int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32
                                             l->ds->n);
         l->count = count;
         return STRATA_OK;
-}
-
-void strata__gather_rows(const uint8_t *images, const uint32_t *index, int rows, int dim,
-                         float scale, float shift, float *dst)
-{
-        /* The rows are scattered over the data set: ask for all their lines first, so the
-         * cache misses overlap instead of being taken one row at a time. */
-        for (int r = 0; r < rows; r++)
-                for (int k = 0; k < dim; k += 64)
-                        __builtin_prefetch(images + (size_t)index[r] * (size_t)dim + k, 0, 0);
-        for (int r = 0; r < rows; r++)
-                strata__bytes_to_float(images + (size_t)index[r] * (size_t)dim,
-                                       dst + (size_t)r * (size_t)dim, scale, shift,
-                                       (uint32_t)dim);
-}
-
-STRATA_SIMD static void f64_to_float(const double *restrict src, float *restrict dst,
-                                     uint32_t n)
-{
-        for (uint32_t k = 0; k < n; k++)
-                dst[k] = (float)src[k];
-}
-
-void strata__gather_values(const void *src, enum strata_dtype type, const uint32_t *index,
-                           int rows, int dim, float *dst)
-{
-        for (int r = 0; r < rows; r++) {
-                size_t row = index ? index[r] : (size_t)r, at = row * (size_t)dim;
-                float *d = dst + (size_t)r * (size_t)dim;
-
-                if (type == STRATA_F64)
-                        f64_to_float((const double *)src + at, d, (uint32_t)dim);
-                else
-                        memcpy(d, (const float *)src + at, sizeof(float) * (size_t)dim);
-        }
-}
-
-STRATA_SIMD void strata__bytes_to_float(const uint8_t *restrict src, float *restrict dst,
-                                        float scale, float shift, uint32_t n)
-{
-        for (uint32_t k = 0; k < n; k++)
-                dst[k] = (float)src[k] * scale + shift;
 }
 
 void strata_loader_standardize(struct strata_loader *l, const struct strata_dataset *stats)

@@ -1,27 +1,27 @@
 /*
  * Invariant mode's passes over one device's canonical chunks (struct strata_chunks,
- * nn/replica.h): a module whose rows are independent runs once per chunk, so every GEMM and
+ * nn/chunks.h): a module whose rows are independent runs once per chunk, so every GEMM and
  * every sum over rows has the chunk's shape on any device count; parameter gradients, loss
  * sums and a batch_stats module's sums are combined by one pairwise tree over chunk indices.
  * A device evaluates the subtrees inside its range (its blocks); the devices complete the
  * tree with the communicator's pairwise-tree sum, or from every device's gathered blocks
- * (strata__chunks_combine()). The partial sums live in the replica's scratch, planned with it
- * (strata__chunks_plan()). Decisions 0029 and 0030.
+ * (strata__chunks_combine()). The partial sums live in the chunks' scratch, planned with the
+ * replica that points to them (strata__chunks_plan(), strata__chunks_layout()); every addition
+ * is the device's add kernel, the communicator's sum of two. Decisions 0029 and 0030.
  */
 #include <string.h>
 
+#include "strata/device.h"
 #include "strata/status.h"
-#include "arch/reduce.h"
+#include "alloc/floats.h"
+#include "base/base.h"
 #include "kernel/philox.h"
-#include "nn/replica.h"
+#include "nn/chunks.h"
 
 /* a[i] = a[i] + b[i]: the one addition of the tree, the same one the communicator's makes. */
-static void add(float *a, const float *b, size_t n)
+static void add(const struct strata_chunks *ch, float *a, const float *b, size_t n)
 {
-        void *dst[1] = { a };
-        const void *src[2] = { a, b };
-
-        strata__reduce_many(STRATA_F32, STRATA__SUM, dst, 1, src, 2, 0, n, 0);
+        ch->k->add(a, b, n);
 }
 
 /* Device g's chunks [*a, *b) of @p chunks over @p world. */
@@ -111,7 +111,7 @@ void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk
                         push(&s, ch->c0 + j);
                 }
                 for (; siblings(&s); pop(&s))
-                        add(ch->tree + (size_t)(s.top - 2) * n,
+                        add(ch, ch->tree + (size_t)(s.top - 2) * n,
                             ch->tree + (size_t)(s.top - 1) * n, n);
         }
         *sum = ch->tree; /* the device's blocks, one after the other */
@@ -121,7 +121,7 @@ void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *d
                                  int cols, float *db)
 {
         c->k->col_sums(dy, rows, cols, c->chunks->spare, 0);
-        add(db, c->chunks->spare, (size_t)cols);
+        add(c->chunks, db, c->chunks->spare, (size_t)cols);
 }
 
 /* Which device's range holds chunk @p c. */
@@ -164,6 +164,7 @@ static int node(int lo, int size, int chunks, int world, int blocks, add_fn fn, 
 }
 
 struct float_blocks {
+        const struct strata_chunks *ch;
         float *p;
         size_t n;
 };
@@ -172,12 +173,12 @@ static void add_floats(void *arg, int into, int from)
 {
         struct float_blocks *f = arg;
 
-        add(f->p + (size_t)into * f->n, f->p + (size_t)from * f->n, f->n);
+        add(f->ch, f->p + (size_t)into * f->n, f->p + (size_t)from * f->n, f->n);
 }
 
 void strata__chunks_combine(const struct strata_chunks *ch, size_t n, float *buf)
 {
-        struct float_blocks f = { ch->gathered, n };
+        struct float_blocks f = { ch, ch->gathered, n };
         int top = node(0, ch->total, ch->total, ch->world, ch->blocks, add_floats, &f);
 
         memcpy(buf, f.p + (size_t)top * n, n * sizeof(float));
@@ -204,23 +205,65 @@ double strata__chunks_total(const double *v, int w, int at, int k, int j, int ch
         return tmp[node(0, chunks, chunks, world, blocks, add_doubles, tmp)];
 }
 
-void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world)
+/*
+ * The pairwise tree keeps at most cp->levels partial sums at once, and a batch_stats module's
+ * gradients one slot more; a slot holds the largest layer. Where blocks are gathered, every
+ * device's cp->blocks slots too; and a row of the widest layer.
+ */
+int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
+                          struct strata_arena *d, const struct strata__chunk_plan *cp,
+                          int nlayers, size_t lmax, int width)
+{
+        size_t n, g = 0;
+        void *p;
+
+        *ch = (struct strata_chunks){ .n = cp->per, .levels = cp->levels, .blocks = cp->blocks,
+                                      .slot = lmax };
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * ((size_t)cp->per + 1), 0, &p));
+        ch->lo = p;
+        STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
+        ch->batch_stats = p;
+        STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
+        ch->pairs = p;
+        STRATA_TRY(strata__arena_floats(d, (size_t)width, &ch->spare));
+        if (strata__mul_size(lmax, (size_t)cp->levels + 1, &n) ||
+            (cp->gather && strata__mul_size(lmax, (size_t)cp->world * (size_t)cp->blocks, &g)))
+                return strata__fail(STRATA_EOVERFLOW, "invariant mode: %d slots of %zu floats "
+                                    "overflow", cp->levels + 1 + cp->world * cp->blocks, lmax);
+        STRATA_TRY(strata__arena_floats(d, n, &ch->tree));
+        if (ch->tree)
+                ch->out = ch->tree + (size_t)cp->levels * lmax;
+        if (cp->gather)
+                STRATA_TRY(strata__arena_floats(d, g, &ch->gathered));
+        return STRATA_OK;
+}
+
+void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats, int linear)
+{
+        if (ch->batch_stats)
+                ch->batch_stats[i] = batch_stats != 0;
+        if (ch->pairs) /* a Linear's chunks may pair: probed at its backward */
+                ch->pairs[i] = linear ? 0 : -1;
+}
+
+void strata__chunks_set(struct strata_chunks *ch, int rows, int chunks, int g, int world,
+                        int *row0, int *nrows)
 {
         int a, b, depth;
         long lo;
 
         range(chunks, world, g, &a, &b);
         lo = (long)rows * a / chunks;
-        r->chunks.n = b - a;
-        r->chunks.c0 = a;
-        r->chunks.total = chunks;
-        r->chunks.world = world;
-        r->chunks.nb = stack_walk(a, b - a, &depth);
-        r->chunks.row0 = (int)lo;
+        ch->n = b - a;
+        ch->c0 = a;
+        ch->total = chunks;
+        ch->world = world;
+        ch->nb = stack_walk(a, b - a, &depth);
+        ch->row0 = (int)lo;
         for (int j = 0; j <= b - a; j++)
-                r->chunks.lo[j] = (int)((long)rows * (a + j) / chunks - lo);
-        r->row0 = (int)lo;
-        r->rows = r->chunks.lo[b - a];
+                ch->lo[j] = (int)((long)rows * (a + j) / chunks - lo);
+        *row0 = (int)lo;
+        *nrows = ch->lo[b - a];
 }
 
 /* Byte offset of row @p row of a [rows, width] activation stored as @p t. */
@@ -229,13 +272,17 @@ static size_t at(int row, int width, enum strata_dtype t)
         return (size_t)row * (size_t)width * strata_dtype_size(t);
 }
 
-void strata__chunks_forward(struct strata__replica *r, struct strata_layer *l,
-                            const struct strata_step_ctx *c, const void *x, void *y)
+void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx *c,
+                            const void *x, void *y, int rows)
 {
-        const struct strata_chunks *ch = &r->chunks;
+        const struct strata_chunks *ch = c->chunks;
         struct strata_step_ctx cc = *c;
         float *aux = l->aux;
 
+        if (ch->batch_stats[l->index]) { /* one call: it combines its own chunks */
+                l->desc->ops->forward(l, c, x, y, rows);
+                return;
+        }
         for (int j = 0; j < ch->n && l->failed == STRATA_OK; j++) {
                 int lo = ch->lo[j];
 
@@ -285,15 +332,17 @@ static void bwd_leaf(void *arg, int lo, int rows, float *out, int onto)
  * Layer @p l's gradient @p sum, the device's blocks (summed across devices when @p across;
  * a batch_stats module's is the global batch's already), into the window's.
  */
-static int fold(struct strata__replica *r, struct strata_layer *l, const struct strata_step_ctx *c,
-                float *sum, float *grad, int fresh, int across)
+static int fold(struct strata_layer *l, const struct strata_step_ctx *c, float *sum,
+                float *grad, int fresh, int across)
 {
+        const struct strata_chunks *ch = c->chunks;
+
         if (across && c->all_sum && c->world > 1)
                 STRATA_TRY(c->all_sum(c, sum, l->nparam));
         if (fresh)
-                r->k->copy(grad, sum, l->nparam);
+                ch->k->copy(grad, sum, l->nparam);
         else
-                add(grad, sum, l->nparam);
+                add(ch, grad, sum, l->nparam);
         return STRATA_OK;
 }
 
@@ -338,7 +387,7 @@ static int probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c)
         l->desc->ops->backward(l, &cc, x0, NULL, dy, NULL, (int)rows);
         l->grad = onto;
         l->desc->ops->backward(l, &cc, x1, NULL, dy, NULL, (int)rows);
-        add(apart, onto, l->nparam);
+        add(ch, apart, onto, l->nparam);
         l->desc->ops->backward(l, &cc, x0, NULL, dy, NULL, (int)rows);
         l->grad_fresh = 0;
         l->desc->ops->backward(l, &cc, x1, NULL, dy, NULL, (int)rows);
@@ -348,33 +397,32 @@ static int probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c)
         return same;
 }
 
-int strata__chunks_backward(struct strata__replica *r, struct strata_layer *l,
-                            const struct strata_step_ctx *c, const void *x, const float *dy,
-                            float *dx)
+int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx *c,
+                            const void *x, const void *y, const float *dy, float *dx, int rows)
 {
-        struct bwd b = { l, *c, x, r->y[l->index], dy, dx, l->aux };
-        float *grad = l->grad, *sum = r->chunks.out;
-        int fresh = l->grad_fresh;
+        const struct strata_chunks *ch = c->chunks;
+        struct bwd b = { l, *c, x, y, dy, dx, l->aux };
+        float *grad = l->grad, *sum = ch->out;
+        int fresh = l->grad_fresh, stats = ch->batch_stats[l->index];
 
-        if (r->batch_stats[l->index]) { /* one call: it combines its own chunks */
+        if (stats) { /* one call: it combines its own chunks */
                 l->grad = sum;
                 l->grad_fresh = 1;
-                l->desc->ops->backward(l, c, x, r->y[l->index], dy, dx, r->rows);
+                l->desc->ops->backward(l, c, x, y, dy, dx, rows);
         } else if (!l->nparam) {
-                for (int j = 0; j < r->chunks.n; j++)
-                        bwd_leaf(&b, r->chunks.lo[j], r->chunks.lo[j + 1] - r->chunks.lo[j],
-                                 NULL, 0);
+                for (int j = 0; j < ch->n; j++)
+                        bwd_leaf(&b, ch->lo[j], ch->lo[j + 1] - ch->lo[j], NULL, 0);
         } else {
-                if (!r->pairs[l->index])
-                        r->pairs[l->index] = probe_pairs(l, c) ? 1 : -1;
-                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, r->pairs[l->index] > 0, &sum);
+                if (!ch->pairs[l->index])
+                        ch->pairs[l->index] = probe_pairs(l, c) ? 1 : -1;
+                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, ch->pairs[l->index] > 0, &sum);
         }
         l->aux = b.aux;
         l->grad = grad;
         l->grad_fresh = fresh;
         if (l->failed != STRATA_OK || !l->nparam)
                 return l->failed;
-        return fold(r, l, c, sum, grad, fresh, !r->batch_stats[l->index] && !r->chunks.defer);
+        return fold(l, c, sum, grad, fresh, !stats && !ch->defer);
 }
 
 /* The loss of one chunk, with its metrics, in doubles. */
@@ -382,50 +430,78 @@ struct loss_sums {
         double v[4]; /* loss, correct, squared and absolute errors */
 };
 
-static void loss_chunk(struct strata__replica *r, const struct strata_step_ctx *c, int grad,
+static void loss_chunk(const struct strata__chunks_loss *in, const struct strata_step_ctx *c,
                        int lo, int rows, struct loss_sums *s)
 {
-        const float *out = r->y[r->nlayers - 1] + (size_t)lo * r->out;
-        const void *t = r->targets;
+        const struct strata_loss_ops *loss = in->loss;
+        size_t at = (size_t)lo * (size_t)in->width;
+        const float *out = in->out + at;
+        const void *t = in->targets;
         int correct = 0;
 
         if (t)
-                t = r->loss->float_targets ? (const void *)((const float *)t + (size_t)lo * r->out)
-                                           : (const void *)((const int32_t *)t + lo);
-        s->v[0] = r->loss->forward(c, out, t, rows, r->out,
-                                   grad ? r->dbuf[0] + (size_t)lo * r->out : NULL, &correct);
+                t = loss->float_targets ? (const void *)((const float *)t + at)
+                                        : (const void *)((const int32_t *)t + lo);
+        s->v[0] = loss->forward(c, out, t, rows, in->width, in->dout ? in->dout + at : NULL,
+                                &correct);
         s->v[1] = correct;
         s->v[2] = s->v[3] = 0.0;
-        if (r->loss->float_targets) {
+        if (loss->float_targets) {
                 s->v[1] = 0.0;
-                s->v[2] = r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, t, rows, r->out,
+                s->v[2] = c->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, t, rows, in->width,
                                                0.0f, NULL);
-                s->v[3] = r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, t, rows, r->out,
+                s->v[3] = c->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, t, rows, in->width,
                                                0.0f, NULL);
         }
 }
 
-void strata__chunks_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
+void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx *c,
+                         struct strata__chunks_loss *in)
 {
-        struct strata_chunks *ch = &r->chunks;
         struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 } } };
         struct stack s = { .top = 0 };
 
         for (int j = 0; j < ch->n; j++) {
-                loss_chunk(r, c, grad, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
+                loss_chunk(in, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
                 for (push(&s, ch->c0 + j); siblings(&s); pop(&s))
                         for (int k = 0; k < 4; k++)
                                 st[s.top - 2].v[k] += st[s.top - 1].v[k];
         }
-        r->correct = 0;
-        r->loss_sum = r->sse = r->sae = 0.0; /* the device's own figures: the blocks in order */
+        in->correct = 0;
+        in->sum = in->sse = in->sae = 0.0; /* the device's own figures: the blocks in order */
         for (int b = 0; b < s.top; b++) { /* the blocks, for the tree across devices */
                 ch->loss[b][0] = st[b].v[0];
                 ch->loss[b][1] = st[b].v[2];
                 ch->loss[b][2] = st[b].v[3];
-                r->correct += (int)st[b].v[1];
-                r->loss_sum += st[b].v[0];
-                r->sse += st[b].v[2];
-                r->sae += st[b].v[3];
+                in->correct += (int)st[b].v[1];
+                in->sum += st[b].v[0];
+                in->sse += st[b].v[2];
+                in->sae += st[b].v[3];
         }
+}
+
+double strata__chunks_block_loss(const struct strata_chunks *ch, int b, int j)
+{
+        return b < ch->nb ? ch->loss[b][j] : 0.0;
+}
+
+int strata__chunks_gathered(const struct strata_chunks *ch)
+{
+        return ch && ch->gathered;
+}
+
+int strata__chunks_batch_stats(const struct strata_chunks *ch, int i)
+{
+        return ch->batch_stats[i];
+}
+
+void strata__chunks_set_defer(struct strata_chunks *ch, int on)
+{
+        if (ch)
+                ch->defer = on;
+}
+
+int strata__chunks_defer(const struct strata_chunks *ch)
+{
+        return ch && ch->defer;
 }

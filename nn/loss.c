@@ -11,7 +11,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "data/gather.h"
-#include "nn/replica.h"
+#include "nn/loss.h"
 
 static int xent_check(const struct strata_batch *b, int outputs)
 {

@@ -9,7 +9,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "kernel/philox.h"
-#include "nn/replica.h"
+#include "nn/chunks.h"
 
 /* Stream ids for parameter initialisation, one per (layer, tensor). */
 #define INIT_STREAM(layer, which) (((uint64_t)1 << 62) | ((uint64_t)(layer) << 8) | (which))

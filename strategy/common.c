@@ -134,8 +134,8 @@ void strata__metrics_local(const struct strata_runtime *rt, double *v)
                         o[1] = r->rows;
                         for (int b = 0; b < (w - 2) / 3; b++)
                                 for (int j = 0; j < 3; j++)
-                                        o[2 + 3 * b + j] = b < r->chunks.nb ?
-                                                           r->chunks.loss[b][j] : 0.0;
+                                        o[2 + 3 * b + j] =
+                                                strata__chunks_block_loss(r->chunks, b, j);
                         continue;
                 }
                 o[0] = r->loss_sum;

@@ -107,11 +107,12 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
  */
 static int tree_buckets(const struct strata_runtime *rt, const struct strata__replica *r)
 {
-        if (!rt->cfg.strategy.invariant || r->chunks.gathered || rt->world < 2 ||
-            rt->cfg.train.accumulate > 1 || r->own_params) /* fsdp keeps its shard per layer */
+        if (!rt->cfg.strategy.invariant || strata__chunks_gathered(r->chunks) || rt->world < 2 ||
+            rt->cfg.train.accumulate > 1 ||
+            strata__shard_own_params(r->shard)) /* fsdp keeps its shard per layer */
                 return 0;
         for (int i = 0; i < r->nlayers; i++)
-                if (r->batch_stats[i])
+                if (strata__chunks_batch_stats(r->chunks, i))
                         return 0;
         return 1;
 }
@@ -127,7 +128,8 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
         strata__ddp_bucket_walk(&rt->replicas[0], strata__ddp_bucket_cap(&rt->cfg), add_bucket,
                                 &d->b);
         for (int dev = 0; dev < rt->nreplicas; dev++)
-                rt->replicas[dev].chunks.defer = tree_buckets(rt, &rt->replicas[dev]);
+                strata__chunks_set_defer(rt->replicas[dev].chunks,
+                                         tree_buckets(rt, &rt->replicas[dev]));
         return STRATA__SM_PARENT;
 }
 
@@ -137,13 +139,13 @@ static int ddp_setup(void *obj, int state, int event, void *arg)
  */
 static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo, size_t n)
 {
-        uint16_t *s;
+        uint16_t *s = strata__shard_grad_stage(r->shard);
 
-        if (!r->grad_stage) /* invariant mode: the devices' blocks, the top of the tree */
+        if (!s) /* invariant mode: the devices' blocks, the top of the tree */
                 return strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + lo, r->grads + lo,
-                                              n, STRATA_F32, r->chunks.defer ? STRATA_OP_SUM_TREE
-                                                                             : STRATA_OP_SUM);
-        s = (uint16_t *)r->grad_stage + lo;
+                                              n, STRATA_F32, strata__chunks_defer(r->chunks)
+                                                             ? STRATA_OP_SUM_TREE : STRATA_OP_SUM);
+        s += lo;
         strata__to_bf16(s, r->grads + lo, n);
         STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev, s, s, n, STRATA_BF16,
                                           STRATA_OP_SUM));
@@ -180,7 +182,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
                                         const struct strata__replica *r, int sync)
 {
-        int buckets = sync && (!rt->cfg.strategy.invariant || r->chunks.defer);
+        int buckets = sync && (!rt->cfg.strategy.invariant || strata__chunks_defer(r->chunks));
 
         return buckets ? bucket_ready : NULL;
 }

@@ -3,7 +3,7 @@
  * are sharded too, over the devices of this process or of every process of its job
  * (strata__procs_job(), as zero1's and zero2's; decision 0027). Device g (its global rank)
  * owns elements [g * L, (g + 1) * L)
- * of the flat parameter vector, L = strata__replica_shard_len() as under zero1 and zero2, and
+ * of the flat parameter vector, L = strata__shard_len_for() as under zero1 and zero2, and
  * holds that shard alone of the parameters, of the reduced gradients and of the optimizer
  * state (the replica's own_params layout).
  *
@@ -48,16 +48,16 @@ static const struct strata__span span_gather = { "gather layer", "comm", "layer"
 static int gather_layer(void *h, struct strata__replica *r, int i)
 {
         struct strata_comm *comm = strata__multi(h)->dcomm;
-        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = r->shard_len;
+        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = strata__shard_len(r->shard);
         uint64_t t0 = strata__track_begin(r->track, &span_gather, NULL);
         int rc = STRATA_OK;
 
         for (size_t g = lo / len; rc == STRATA_OK && lo < hi && g * len < hi; g++) {
                 size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
-                float *dst = r->lbuf + (a - lo);
+                float *dst = strata__shard_layer_buffer(r->shard) + (a - lo);
 
-                if (r->shard_lo == g * len)
-                        r->k->copy(dst, r->params + (a - r->shard_lo), b - a);
+                if (strata__shard_lo(r->shard) == g * len)
+                        r->k->copy(dst, r->params + (a - g * len), b - a);
                 rc = strata_comm_broadcast(comm, r->dev, dst, b - a, STRATA_F32, (int)g);
         }
         strata__track_end(r->track, t0, i);
@@ -72,9 +72,8 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = &rt->replicas[dev];
 
-        strata__replica_set_shard(r, rt->rank0 + dev);
-        r->fetch = gather_layer;
-        r->fetch_h = rt;
+        strata__shard_set(r->shard, rt->rank0 + dev);
+        strata__shard_set_fetch(r->shard, gather_layer, rt);
         strata__replica_init(r, rt->cfg.seed);
         for (int i = 0; i < r->nlayers; i++) {
                 struct strata_layer *l = &r->layers[i];
@@ -82,8 +81,9 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
                 if (l->desc->ops->init)
                         l->desc->ops->init(l, rt->cfg.seed);
                 if (l->nparam) {
-                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->lbuf, l->nparam,
-                                                         STRATA_F32, 0));
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev,
+                                                         strata__shard_layer_buffer(r->shard),
+                                                         l->nparam, STRATA_F32, 0));
                         strata__replica_keep(r, i);
                 }
                 if (l->nstate)
@@ -131,8 +131,9 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         if (skip)
                 return STRATA_OK;
         if (rt->cfg.train.clip_norm > 0.0f)
-                STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, r->grads, r->lgrad, r->shard_len,
-                                                  STRATA_F32));
+                STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, r->grads,
+                                                  strata__shard_layer_grads(r->shard),
+                                                  strata__shard_len(r->shard), STRATA_F32));
         strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
         strata__replica_step(r, &rt->cfg.optim);
         return STRATA_OK;

@@ -2,7 +2,7 @@
  * The sharded strategies `zero1` and `zero2` (ZeRO stages 1 and 2): ddp whose optimizer state
  * is sharded, over the devices of this process or of every process of its job (strata_spawn()'s,
  * or an MPI launcher's: strata__procs_job(); decision 0027). Device g (its global rank) owns shard g of the flat parameter
- * vector, elements [g * L, (g + 1) * L) with L = strata__replica_shard_len() (at least 1/N of
+ * vector, elements [g * L, (g + 1) * L) with L = strata__shard_len_for() (at least 1/N of
  * the parameters, a 64-byte multiple; the vectors are padded with zeros to N * L), and holds
  * the optimizer state of that shard only (the plan lays out one shard per device).
  *
@@ -45,10 +45,10 @@ static int zero_validate(const struct strata__strategy *st, const struct strata_
 /* Every device's copy of @p v (its whole shards) from the shards' owners. */
 static int gather_shards(struct strata__multi *m, const struct strata__replica *r, float *v)
 {
-        if (r->nshards == 1)
+        if (strata__shard_count(r->shard) == 1)
                 return STRATA_OK;
-        return strata_comm_all_gather(m->dcomm, r->dev, v + r->shard_lo, v, r->shard_len,
-                                      STRATA_F32);
+        return strata_comm_all_gather(m->dcomm, r->dev, v + strata__shard_lo(r->shard), v,
+                                      strata__shard_len(r->shard), STRATA_F32);
 }
 
 /* setup: each device owns the shard of its global rank; then ddp's buckets and warm-up. */
@@ -58,7 +58,7 @@ static int zero_setup(void *obj, int state, int event, void *arg)
 
         (void)state, (void)event, (void)arg;
         for (int d = 0; d < rt->nreplicas; d++)
-                strata__replica_set_shard(&rt->replicas[d], rt->rank0 + d);
+                strata__shard_set(rt->replicas[d].shard, rt->rank0 + d);
         return STRATA__SM_PARENT;
 }
 
@@ -83,14 +83,11 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
                             const float *src, size_t lo, size_t hi)
 {
-        size_t len = r->shard_len;
-        int shard_only = r->own_grads || r->own_params;
+        size_t len = strata__shard_len(r->shard);
 
-        for (size_t g = lo / len; g < (size_t)r->nshards && g * len < hi; g++) {
+        for (size_t g = lo / len; g < (size_t)strata__shard_count(r->shard) && g * len < hi; g++) {
                 size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
-                float *dst = !shard_only ? r->grads + a
-                             : r->shard_lo == g * len ? r->grads + (a - r->shard_lo)
-                                                      : NULL;
+                float *dst = strata__shard_grad_at(r->shard, r->grads, a);
 
                 STRATA_TRY(strata_comm_reduce(comm, r->dev, src + (a - lo), dst, b - a,
                                               STRATA_F32, STRATA_OP_SUM, (int)g));
@@ -124,7 +121,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
         struct strata_runtime *rt = h;
         const struct strata__buckets *b = strata__ddp_buckets(rt);
 
-        if (r->own_grads)
+        if (strata__shard_own_grads(r->shard))
                 return strata__reduce_layer(h, r, layer);
         for (int k = 0; k < b->n; k++) {
                 uint64_t t0;

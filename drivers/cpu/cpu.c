@@ -424,6 +424,15 @@ static void cpu_warm_up(void)
         cpu_gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
 }
 
+/* dst += src with the communicator's reduction of two buffers (arch/reduce.c), its bits. */
+static void cpu_add(float *dst, const float *src, size_t n)
+{
+        void *d[1] = { dst };
+        const void *s[2] = { dst, src };
+
+        strata__reduce_many(STRATA_F32, STRATA__SUM, d, 1, s, 2, 0, n, 0);
+}
+
 static const struct strata_kernel_ops cpu_kernels = {
         .gemm = cpu_gemm,
         .fill_rows = cpu_fill_rows,
@@ -450,6 +459,7 @@ static const struct strata_kernel_ops cpu_kernels = {
         .scale = cpu_scale,
         .clamp = cpu_clamp,
         .nonfinite = strata__nonfinite,
+        .add = cpu_add,
         .gemm_lp = strata__cpu_gemm_lp,
         .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,
         .prepare_lp = strata__cpu_prepare_lp,

@@ -213,6 +213,12 @@ struct strata_kernel_ops {
          * NULL: a non-finite sumsq() says so instead.
          */
         int (*nonfinite)(const float *x, size_t n);
+        /**
+         * Optional (invariant mode's chunks): dst[i] = dst[i] + src[i], n elements, one
+         * rounding each: the communicator's sum of two, so a tree summed on the device and
+         * one summed across devices give the same bits. NULL: invariant mode does not run.
+         */
+        void (*add)(float *dst, const float *src, size_t n);
 
         /* ---- Mixed precision (optional: without them only fp32 runs) ---- */
 

@@ -90,5 +90,6 @@ int strata_export_safetensors(struct strata_runtime *rt, const char *path)
         STRATA_TRY(strata__ckpt_between_steps(rt, "export_safetensors", path));
         /* across processes fsdp's values are in every process: all call it, process 0 writes */
         return strata__ckpt_written(rt, path, &c,
-                                    strata__ckpt_across(rt) && rt->replicas[0].own_params);
+                                    strata__ckpt_across(rt) &&
+                                            strata__shard_own_params(rt->replicas[0].shard));
 }

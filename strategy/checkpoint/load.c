@@ -287,10 +287,11 @@ static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t
                                                        r0->layers[i].state,
                                                        r->layers[i].nstate);
                 }
-                if (d == 0 || r->own_params) /* fsdp: each device restored its shard */
+                /* fsdp: each device restored its shard */
+                if (d == 0 || strata__shard_own_params(r->shard))
                         continue;
                 rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
-                if (r->nshards == 1) /* sharded: each device restored its own */
+                if (strata__shard_count(r->shard) == 1) /* sharded: each restored its own */
                         rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
         }
 }

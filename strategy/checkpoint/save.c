@@ -47,12 +47,13 @@ static void group_tensor(const struct strata__replica *r0, const struct strata_p
         if (slot < 0) {
                 snprintf(t->name, sizeof(t->name), "%s", p->name);
                 t->ptr = p->value;
-                t->sharded = r0->own_params && p->grad; /* fsdp: trained values */
+                /* fsdp: trained values */
+                t->sharded = strata__shard_own_params(r0->shard) && p->grad;
         } else {
                 snprintf(t->name, sizeof(t->name), "%.63s.%s", p->name,
                          slot_names[p->opt_slots - 1][slot]);
                 t->ptr = p->opt_state[slot];
-                t->sharded = r0->nshards > 1;
+                t->sharded = strata__shard_count(r0->shard) > 1;
         }
         t->group = g;
         t->slot = slot;
@@ -160,7 +161,7 @@ static const void *host_bytes(struct strata_runtime *rt, const struct strata__ck
 static void shard_part(const struct strata__replica *r, const struct strata_param *p, int k,
                        size_t *lo, size_t *hi)
 {
-        size_t a = (size_t)k * r->shard_len, b = a + r->shard_len;
+        size_t a = (size_t)k * strata__shard_len(r->shard), b = a + strata__shard_len(r->shard);
 
         *lo = a > p->offset ? a - p->offset : 0;
         *hi = b > p->offset ? b - p->offset : 0;
@@ -187,7 +188,7 @@ int strata__ckpt_piece(struct strata_runtime *rt, const struct strata__ckpt_tens
         }
         if (!t->sharded)
                 return k == 0;
-        if (k >= r0->nshards)
+        if (k >= strata__shard_count(r0->shard))
                 return 0;
         strata__replica_param(&rt->replicas[l >= 0 ? l : 0], t->group, &p);
         shard_part(r0, &p, k, &lo, &hi);

@@ -121,8 +121,9 @@ static void schedule(const struct strata_runtime *rt, char *out, size_t n)
         struct text t = { out, n, 0, 2166136261u, 0 };
         char head[64];
 
-        snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world, r->nshards,
-                 r->shard_len, (strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS) ? "layers" : "buckets");
+        snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world,
+                 strata__shard_count(r->shard), strata__shard_len(r->shard),
+                 (strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS) ? "layers" : "buckets");
         append(&t, "", head);
         if ((strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS))
                 add_layers(r, &t);

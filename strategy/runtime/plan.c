@@ -56,6 +56,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         struct strata_runtime *rt;
         struct strata__trace *tr;
         struct strata__chunk_plan cp;
+        struct strata__replica_plan rp;
+        struct strata__shard_sizes sz;
         int world, rows, shards, hv = !strata__own_memory(drv);
         enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
         void *p;
@@ -74,9 +76,12 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 mem.dev = &pdev;
                 mem.pinned = &ppin;
         }
-        STRATA_TRY(strata__replica_layout(&tmp, &mem, c->model, &c->optim, rows, 0, compute,
-                                          c->strategy.grad_allreduce, shards, shard_how(c, st),
-                                          strata__chunks(c) ? &cp : NULL));
+        rp = (struct strata__replica_plan){ .model = c->model, .optim = &c->optim,
+                                            .rows_max = rows, .compute = compute,
+                                            .grad_comm = c->strategy.grad_allreduce,
+                                            .shards = shards, .how = shard_how(c, st),
+                                            .chunks = strata__chunks(c) ? &cp : NULL };
+        STRATA_TRY(strata__replica_layout(&tmp, &mem, &rp, &sz));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
                                                    "last module, %s); classes is %d",
@@ -88,8 +93,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         pi->pinned_bytes = hv ? 0 : strata_arena_used(&ppin);
         pi->params = tmp.nparam;
         pi->optimizer_bytes = tmp.nopt * sizeof(float);
-        pi->shard_params = tmp.shard_len;
-        pi->layer_bytes = (tmp.lbuf_len + tmp.lgrad_len) * sizeof(float);
+        pi->shard_params = sz.len;
+        pi->layer_bytes = (sz.lbuf + sz.lgrad) * sizeof(float);
         STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
         rt = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->strategy.devices, 0, &p));
@@ -109,10 +114,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                         mem.dev = &dev;
                         mem.pinned = &pin;
                 }
-                STRATA_TRY(strata__replica_layout(r, &mem, c->model, &c->optim, rows, d,
-                                                  compute, c->strategy.grad_allreduce, shards,
-                                                  shard_how(c, st),
-                                                  strata__chunks(c) ? &cp : NULL));
+                rp.dev = d;
+                STRATA_TRY(strata__replica_layout(r, &mem, &rp, NULL));
                 r->arena = child;
         }
         STRATA_TRY(strata__trace_layout(a, c->strategy.devices,

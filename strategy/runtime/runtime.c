@@ -216,7 +216,7 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
         STRATA_TRY(connected(rt, dev));
         if (!p || !n)
                 return strata__fail(STRATA_EINVAL, "parameters: NULL output");
-        *n = strata__replica_owned(&rt->replicas[dev]); /* fsdp: the device's shard */
+        *n = strata__shard_owned(rt->replicas[dev].shard); /* fsdp: the device's shard */
         *p = host_view(rt, dev, rt->replicas[dev].params, *n);
         return STRATA_OK;
 }

@@ -91,7 +91,7 @@ static void configure(const struct conf *k, enum strata_strategy_kind kind, int 
  */
 static int collect(struct strata_runtime *rt, int shards, struct result *out)
 {
-        int fsdp = rt->replicas[0].own_params;
+        int fsdp = strata__shard_own_params(rt->replicas[0].shard);
         struct strata_param p;
         const float *v;
         int n;

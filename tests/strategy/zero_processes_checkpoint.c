@@ -88,7 +88,7 @@ static int params_out(struct strata_runtime *rt, int d, int global)
         int n;
 
         STRATA_TRY(strata_parameters(rt, d, &v, &out->np));
-        if (!rt->replicas[d].own_params) {
+        if (!strata__shard_own_params(rt->replicas[d].shard)) {
                 if (out->np <= NP_MAX)
                         memcpy(out->params[global], v, out->np * sizeof(float));
                 return STRATA_OK;
