@@ -200,9 +200,7 @@ const struct strata__strategy strata__ddp = {
         .name = "ddp",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE,
-        .validate = strata__multi_validate,
-        .layout = strata__ddp_layout,
+        .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout },
         .states = ddp_states,
-        .connect_dev = init_dev,
-        .layer_hook = layer_hook,
+        .hooks = { .connect = init_dev, .layer = layer_hook },
 };

@@ -220,8 +220,7 @@ const struct strata__strategy strata__dp = {
         .name = "dp",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_REPLICATE,
-        .validate = dp_validate,
-        .layout = dp_layout,
+        .ops = { .validate = dp_validate, .layout = dp_layout },
         .states = dp_states,
-        .after_backward = reduce_to_master,
+        .hooks = { .after_backward = reduce_to_master },
 };

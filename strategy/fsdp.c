@@ -145,8 +145,6 @@ const struct strata__strategy strata__fsdp = {
         .parent = &strata__zero1,
         .caps = STRATA__CAP_SHARD_PARAMS,
         .drops = STRATA__CAP_ALL_REDUCE,
-        .validate = fsdp_validate,
-        .connect_dev = init_dev,
-        .layer_hook = layer_hook,
-        .step_dev = step_dev,
+        .ops = { .validate = fsdp_validate },
+        .hooks = { .connect = init_dev, .layer = layer_hook, .step = step_dev },
 };

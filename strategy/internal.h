@@ -37,15 +37,10 @@ typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi
  */
 #define STRATA__CAP_SHARD_GRADS 32u
 
-/**
- * A strategy: one constant table that names its parent and writes only what differs from it.
- * Every member left NULL (a state action, a hook, an operation) falls through to the parent's,
- * and so on up (strategy/inherit.c); caps are the parent's, less @c drops, plus @c caps.
- */
-struct strata__strategy {
-        const char *name;                       /**< NULL: a parent only, not a kind */
-        const struct strata__strategy *parent;  /**< what it inherits; NULL at the root */
-        unsigned caps, drops;                   /**< STRATA__CAP_* it adds and removes */
+struct strata__strategy;
+
+/** A strategy's operations: what the runtime calls on it outside the state machine. */
+struct strata__strategy_ops {
         /**
          * Checks of the configuration this strategy adds to the common ones, for strategy
          * @p st (the kind being configured: an inherited check names it).
@@ -59,12 +54,6 @@ struct strata__strategy {
         int (*layout)(const struct strata_config *c, const struct strata_device_ops *drv,
                       struct strata_arena *a, void **priv);
         /**
-         * Its lifecycle state actions, STRATA_STATE_COUNT entries (or NULL: none): a NULL
-         * action, or a run action that returns STRATA__SM_PARENT, is the parent's. The
-         * states' own parent pointers are unused: the table's parent is the parent.
-         */
-        const struct strata__sm_state *states;
-        /**
          * The Strategy API's collectives (reduce, all_gather, broadcast, barrier, and
          * reduce_boolean_decision through reduce): @p bufs[d] and @p send[d] are device d's.
          */
@@ -75,24 +64,49 @@ struct strata__strategy {
          * plan splits the batch over processes x devices). NULL: one.
          */
         int (*processes)(const struct strata_config *c, int *procs);
+        /** Strategies over several processes: join them (setup_environment, first). */
+        int (*join)(struct strata_runtime *rt);
         /**
          * Whether a stop request (strata_request_stop()) ends the run at this step boundary,
          * as every process agrees. NULL: this process's request, at once.
          */
         int (*stop_due)(const struct strata_runtime *rt);
-        /* ---- hooks: one device's share of a step event, run by the multi-device parents ---- */
+};
+
+/** One device's share of a step event, run by the multi-device parent on every device. */
+struct strata__strategy_hooks {
         /** connect: initialise the device's replica (and share rank 0's values). */
-        strata__device_fn connect_dev;
+        strata__device_fn connect;
         /**
          * backward: the hook the replica calls as each layer's gradients complete, for a
          * backward that ends the accumulation window (@p sync) or not; NULL: none.
          */
-        strata__grad_ready_fn (*layer_hook)(const struct strata_runtime *rt,
-                                            const struct strata__replica *r, int sync);
+        strata__grad_ready_fn (*layer)(const struct strata_runtime *rt,
+                                       const struct strata__replica *r, int sync);
         /** backward: after the device's pass (NULL: nothing more). */
         strata__device_fn after_backward;
         /** optimizer_step: the device's found-inf check, clipping and update. */
-        strata__device_fn step_dev;
+        strata__device_fn step;
+};
+
+/**
+ * A strategy: one constant table that names its parent and writes only what differs from it.
+ * Every member left NULL (a state action, an operation, a hook) falls through to the
+ * parent's, and so on up (strategy/inherit.c); caps are the parent's, less @c drops, plus
+ * @c caps.
+ */
+struct strata__strategy {
+        const char *name;                       /**< NULL: a parent only, not a kind */
+        const struct strata__strategy *parent;  /**< what it inherits; NULL at the root */
+        unsigned caps, drops;                   /**< STRATA__CAP_* it adds and removes */
+        struct strata__strategy_ops ops;
+        /**
+         * Its lifecycle state actions, STRATA_STATE_COUNT entries (or NULL: none): a NULL
+         * action, or a run action that returns STRATA__SM_PARENT, is the parent's. The
+         * states' own parent pointers are unused: the table's parent is the parent.
+         */
+        const struct strata__sm_state *states;
+        struct strata__strategy_hooks hooks;
 };
 
 /** @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). */

@@ -7,27 +7,17 @@
  * ddp with as many devices in one process, however they are split into processes (unless
  * cfg.process.mpi_allreduce hands gradients to MPI_Allreduce).
  *
- * Parent: the process layer (strategy/process/layer.c), itself ddp's child. setup_environment first
- * joins the processes (MPI_Init_thread unless the application did it; cfg.process.mpi_comm or
- * MPI_COMM_WORLD), then hands up. A failure in a step ends the job (MPI_Abort, the process
+ * Parent: the process layer (strategy/process/layer.c), itself ddp's child. setup_environment
+ * first joins the processes (MPI_Init_thread unless the application did it;
+ * cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up. A failure in a step ends the job (MPI_Abort, the process
  * layer's error entry).
  */
 #include "strata/status.h"
 #include "strategy/process/process.h"
 
-static int mpi_environment(void *obj, int state, int event, void *arg)
-{
-        (void)state, (void)event, (void)arg;
-        STRATA_TRY(strata__procs_join_mpi(obj));
-        return STRATA__SM_PARENT;
-}
-
-static const struct strata__sm_state mpi_states[STRATA_STATE_COUNT] =
-        STRATA__JOIN_STATES(mpi_environment);
-
 const struct strata__strategy strata__mpi = {
         .name = "mpi",
         .parent = &strata__procs,
-        .states = mpi_states,
-        .processes = strata__procs_launched, /* the plan needs them before MPI */
+        /* the plan needs the processes before MPI is initialised */
+        .ops = { .processes = strata__procs_launched, .join = strata__procs_join_mpi },
 };

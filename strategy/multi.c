@@ -289,7 +289,7 @@ const struct strata__executor strata__inline_executor = {
 /* connect: the strategy's hook, or the replica's own initial values. */
 static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        strata__device_fn hook = STRATA__INHERITED(rt->strategy, connect_dev);
+        strata__device_fn hook = STRATA__INHERITED(rt->strategy, hooks.connect);
 
         if (hook)
                 return hook(rt, m, dev);
@@ -328,8 +328,8 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         const struct strata__strategy *st = rt->strategy;
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
         strata__grad_ready_fn (*hook)(const struct strata_runtime *, const struct strata__replica *,
-                                      int) = STRATA__INHERITED(st, layer_hook);
-        strata__device_fn after = STRATA__INHERITED(st, after_backward);
+                                      int) = STRATA__INHERITED(st, hooks.layer);
+        strata__device_fn after = STRATA__INHERITED(st, hooks.after_backward);
         strata__grad_ready_fn ready = hook ? hook(rt, &rt->replicas[dev], m->args->sync) : NULL;
 
         STRATA_TRY(strata__dev_backward(rt, dev, &c, ready));
@@ -343,7 +343,7 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
  */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        strata__device_fn hook = STRATA__INHERITED(rt->strategy, step_dev);
+        strata__device_fn hook = STRATA__INHERITED(rt->strategy, hooks.step);
 
         if (hook)
                 return hook(rt, m, dev);
@@ -487,6 +487,6 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
 }
 
 const struct strata__strategy strata__multi_parent = {
+        .ops = { .collective = strata__multi_collective },
         .states = multi_states,
-        .collective = strata__multi_collective,
 };

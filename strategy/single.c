@@ -41,6 +41,5 @@ const struct strata__strategy strata__single = {
         .name = "single",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_INVARIANT,
-        .validate = single_validate,
-        .layout = single_layout,
+        .ops = { .validate = single_validate, .layout = single_layout },
 };

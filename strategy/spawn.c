@@ -1,9 +1,9 @@
 /*
  * The `spawn` strategy (Lightning's DDPSpawn): in each process strata_spawn() started
- * (strategy/process/launch.c), a runtime with strategy spawn is ddp across the devices of all of
- * them, joined by the shared region mapped before the fork (the spawn link,
+ * (strategy/process/launch.c), a runtime with strategy spawn is ddp across the devices of all
+ * of them, joined by the shared region mapped before the fork (the spawn link,
  * drivers/shm/spawn_link.c). Results equal ddp's with as many devices, bitwise. Parent: the
- * process layer (strategy/process/layer.c); spawn adds how it joins and counts its processes.
+ * process layer (strategy/process/layer.c); spawn adds how it counts and joins its processes.
  */
 #include "strata/status.h"
 #include "strategy/process/process.h"
@@ -16,19 +16,13 @@ static int spawn_processes(const struct strata_config *c, int *procs)
         return strata__procs_spawned(c, procs);
 }
 
-static int spawn_environment(void *obj, int state, int event, void *arg)
+static int spawn_join(struct strata_runtime *rt)
 {
-        (void)state, (void)event, (void)arg;
-        STRATA_TRY(strata__procs_join(obj, &strata__procs_net, strata__spawned()));
-        return STRATA__SM_PARENT;
+        return strata__procs_join(rt, &strata__procs_net, strata__spawned());
 }
-
-static const struct strata__sm_state spawn_states[STRATA_STATE_COUNT] =
-        STRATA__JOIN_STATES(spawn_environment);
 
 const struct strata__strategy strata__spawn = {
         .name = "spawn",
         .parent = &strata__procs,
-        .states = spawn_states,
-        .processes = spawn_processes,
+        .ops = { .processes = spawn_processes, .join = spawn_join },
 };

@@ -20,8 +20,8 @@
  * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
  *
  * Parents: zero1's is the process layer (itself ddp's child): setup_environment first joins
- * the job's other processes, if any; setup also assigns the shards by global rank; its step
- * hook updates the shard and gathers the parameters. zero2's is zero1: its backward hooks
+ * the job's other processes, if any; connect also assigns the shards by global rank; its
+ * step hook updates the shard and gathers the parameters. zero2's is zero1: its backward hooks
  * reduce each bucket to its owners (and gather the shards for clipping by norm).
  */
 #include "strata/status.h"
@@ -51,15 +51,11 @@ static int gather_shards(struct strata__multi *m, const struct strata__replica *
                                       strata__shard_len(r->shard), STRATA_F32);
 }
 
-/* setup: each device owns the shard of its global rank; then ddp's buckets and warm-up. */
-static int zero_setup(void *obj, int state, int event, void *arg)
+/* connect: each device owns the shard of its global rank; then ddp's initial values. */
+static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata_runtime *rt = obj;
-
-        (void)state, (void)event, (void)arg;
-        for (int d = 0; d < rt->nreplicas; d++)
-                strata__shard_set(rt->replicas[d].shard, rt->rank0 + d);
-        return STRATA__SM_PARENT;
+        strata__shard_set(rt->replicas[dev].shard, rt->rank0 + dev);
+        return STRATA__INHERITED(&strata__procs, hooks.connect)(rt, m, dev);
 }
 
 /*
@@ -147,7 +143,7 @@ static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
                                               const struct strata__replica *r, int sync)
 {
         if (rt->cfg.strategy.invariant)
-                return STRATA__INHERITED(&strata__zero1, layer_hook)(rt, r, sync);
+                return STRATA__INHERITED(&strata__zero1, hooks.layer)(rt, r, sync);
         return sync ? bucket_ready : NULL;
 }
 
@@ -159,20 +155,13 @@ static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi 
         return gather_shards(m, &rt->replicas[dev], rt->replicas[dev].grads);
 }
 
-static const struct strata__sm_state zero1_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { .run = strata__procs_job_created },
-        [STRATA_STATE_CONNECTED] = { .run = zero_setup },
-};
-
 const struct strata__strategy strata__zero1 = {
         .name = "zero1",
         .parent = &strata__procs,
         .caps = STRATA__CAP_SHARD_STATE,
-        .validate = zero_validate,
-        .layout = strata__procs_layout_sharded,
-        .states = zero1_states,
-        .processes = strata__procs_job,
-        .step_dev = step_dev,
+        .ops = { .validate = zero_validate, .layout = strata__procs_layout_sharded,
+                 .processes = strata__procs_job, .join = strata__procs_join_job },
+        .hooks = { .connect = connect_dev, .step = step_dev },
 };
 
 /* Its buckets are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
@@ -181,6 +170,5 @@ const struct strata__strategy strata__zero2 = {
         .parent = &strata__zero1,
         .caps = STRATA__CAP_SHARD_GRADS,
         .drops = STRATA__CAP_ALL_REDUCE,
-        .layer_hook = zero2_layer_hook,
-        .after_backward = zero2_after_backward,
+        .hooks = { .layer = zero2_layer_hook, .after_backward = zero2_after_backward },
 };

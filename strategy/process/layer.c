@@ -306,13 +306,6 @@ int strata__procs_join_job(struct strata_runtime *rt)
         return strata__procs_join_mpi(rt);
 }
 
-int strata__procs_job_created(void *obj, int state, int event, void *arg)
-{
-        (void)state, (void)event, (void)arg;
-        STRATA_TRY(strata__procs_join_job(obj));
-        return STRATA__SM_PARENT;
-}
-
 /* A failure in a job of several processes ends the job: the others would wait for this one. */
 static int on_error(void *obj, int state)
 {
@@ -347,15 +340,27 @@ static int procs_validate(const struct strata__strategy *st, const struct strata
         return strata__multi_validate(st, c, drv);
 }
 
+/* setup_environment: join the job's processes over the strategy's link, then ddp's. */
+static int on_environment(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+        int (*join)(struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.join);
+
+        (void)state, (void)event, (void)arg;
+        if (join)
+                STRATA_TRY(join(rt));
+        return STRATA__SM_PARENT;
+}
+
 static const struct strata__sm_state procs_states[STRATA_STATE_COUNT] = {
+        [STRATA_STATE_CREATED] = { .run = on_environment },
         [STRATA_STATE_ERROR] = { .entry = on_error },
         [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
 };
 
 const struct strata__strategy strata__procs = {
         .parent = &strata__ddp,
-        .validate = procs_validate,
-        .layout = strata__procs_layout,
+        .ops = { .validate = procs_validate, .layout = strata__procs_layout,
+                 .stop_due = strata__procs_stop_due },
         .states = procs_states,
-        .stop_due = strata__procs_stop_due,
 };

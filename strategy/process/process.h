@@ -12,16 +12,11 @@
 #include "strategy/multi.h"
 
 /**
- * The process layer (strategy/process/layer.c), ddp's child, not a kind of its own: ERROR aborts
- * the job through the link, TORNDOWN closes it. The parent of the strategies over processes.
+ * The process layer (strategy/process/layer.c), ddp's child, not a kind of its own:
+ * setup_environment joins the processes with the strategy's join operation, ERROR aborts the
+ * job through the link, TORNDOWN closes it. The parent of the strategies over processes.
  */
 extern const struct strata__strategy strata__procs;
-
-/**
- * The states of a strategy over processes that joins them at setup_environment with
- * @p created_run (which then hands up: STRATA__SM_PARENT), and inherits every other state.
- */
-#define STRATA__JOIN_STATES(created_run) { [STRATA_STATE_CREATED] = { .run = (created_run) } }
 
 /** The layout of a strategy over processes: ddp's, then the process layer's state. */
 int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
@@ -76,12 +71,6 @@ int strata__procs_join_mpi(struct strata_runtime *rt);
  * nothing alone, the spawn link in a process strata_spawn() started, the MPI link otherwise.
  */
 int strata__procs_join_job(struct strata_runtime *rt);
-
-/**
- * The CREATED state's run action of a strategy over its job (zero1, fsdp): at
- * setup_environment, strata__procs_join_job(), then the parents' (STRATA__SM_PARENT).
- */
-int strata__procs_job_created(void *obj, int state, int event, void *arg);
 
 /**
  * A strategy over processes' stop_due: a stop request counts once every process has seen it,

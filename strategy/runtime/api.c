@@ -66,7 +66,7 @@ static int need_ready(const struct strata_runtime *rt)
 /* A stop request ends the run here: the process's own, or as the job's processes agree. */
 static int stop_due(const struct strata_runtime *rt)
 {
-        int (*due)(const struct strata_runtime *) = STRATA__INHERITED(rt->strategy, stop_due);
+        int (*due)(const struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.stop_due);
 
         return due ? due(rt) : strata_stop_requested();
 }
@@ -223,7 +223,7 @@ static int collective(struct strata_runtime *rt, const struct strata_coll *op, v
         STRATA_TRY(need_ready(rt));
         if ((op->count && !bufs) || (op->kind == STRATA_COLL_ALL_GATHER && op->count && !send))
                 return strata__fail(STRATA_EINVAL, "collective: buffer list is NULL");
-        return STRATA__INHERITED(rt->strategy, collective)(rt, op, bufs, send);
+        return STRATA__INHERITED(rt->strategy, ops.collective)(rt, op, bufs, send);
 }
 
 int strata_reduce(struct strata_runtime *rt, void *const *bufs, size_t count,

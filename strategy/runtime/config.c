@@ -16,7 +16,7 @@ int strata__world(const struct strata_config *c, int *world)
         int procs = 1;
 
         int (*processes)(const struct strata_config *, int *) =
-                st ? STRATA__INHERITED(st, processes) : NULL;
+                st ? STRATA__INHERITED(st, ops.processes) : NULL;
 
         if (processes)
                 STRATA_TRY(processes(c, &procs));
@@ -168,7 +168,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
         STRATA_TRY(check_invariant(c, *st, *dev, world));
-        validate = STRATA__INHERITED(*st, validate);
+        validate = STRATA__INHERITED(*st, ops.validate);
         return validate ? validate(*st, c, *dev) : STRATA_OK;
 }
 

@@ -139,7 +139,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 struct strata_config resolved = *c; /* the job's processes, as planned */
 
                 resolved.process.count = world / c->strategy.devices;
-                STRATA_TRY(STRATA__INHERITED(st, layout)(&resolved, drv, a, &p));
+                STRATA_TRY(STRATA__INHERITED(st, ops.layout)(&resolved, drv, a, &p));
         }
         if (rt)
                 rt->priv = p;

@@ -44,8 +44,8 @@ Test(strategy_registry, every_table_complete)
                 int depth = 0, states = 0;
 
                 cr_assert_not_null(st, "kind %d has no table", k);
-                cr_assert(st->name && STRATA__INHERITED(st, validate) &&
-                          STRATA__INHERITED(st, layout) && STRATA__INHERITED(st, collective),
+                cr_assert(st->name && STRATA__INHERITED(st, ops.validate) &&
+                          STRATA__INHERITED(st, ops.layout) && STRATA__INHERITED(st, ops.collective),
                           "%s: incomplete table", st->name);
                 for (const struct strata__strategy *p = st; p; p = p->parent) {
                         cr_assert_leq(++depth, STRATA__SM_MAX_DEPTH, "%s: chain too long",
@@ -74,17 +74,17 @@ static int check_b(const struct strata__strategy *st, const struct strata_config
 
 Test(strategy_registry, children_inherit_what_they_leave_null)
 {
-        static const struct strata__strategy root = { .validate = check_a,
+        static const struct strata__strategy root = { .ops.validate = check_a,
                                                       .caps = STRATA__CAP_INVARIANT |
                                                               STRATA__CAP_ALL_REDUCE };
         static const struct strata__strategy mid = { .parent = &root,
                                                      .caps = STRATA__CAP_SHARD_STATE };
-        static const struct strata__strategy leaf = { .parent = &mid, .validate = check_b,
+        static const struct strata__strategy leaf = { .parent = &mid, .ops.validate = check_b,
                                                       .drops = STRATA__CAP_ALL_REDUCE };
 
-        cr_assert_eq(STRATA__INHERITED(&mid, validate)(&mid, NULL, NULL), 1);
-        cr_assert_eq(STRATA__INHERITED(&leaf, validate)(&leaf, NULL, NULL), 2);
-        cr_assert_null(STRATA__INHERITED(&leaf, layout));
+        cr_assert_eq(STRATA__INHERITED(&mid, ops.validate)(&mid, NULL, NULL), 1);
+        cr_assert_eq(STRATA__INHERITED(&leaf, ops.validate)(&leaf, NULL, NULL), 2);
+        cr_assert_null(STRATA__INHERITED(&leaf, ops.layout));
         cr_assert_eq(strata__caps(&mid), STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
                                          STRATA__CAP_SHARD_STATE);
         cr_assert_eq(strata__caps(&leaf), STRATA__CAP_INVARIANT | STRATA__CAP_SHARD_STATE);
