@@ -41,10 +41,9 @@ static const char *const state_names[STRATA_STATE_COUNT] = {
 };
 
 static const char *const event_names[N] = {
-        "setup_environment", "connect",         "setup",     "batch_start",
-        "training_step",     "backward",        "optimizer_step", "batch_end",
-        "validation_step",   "test_step",       "predict_step",   "exception",
-        "teardown",
+#define NAME(e, name, span) [STRATA__EV_##e] = name,
+        STRATA__EVENTS(NAME)
+#undef NAME
 };
 
 int strata__lifecycle_table(struct strata__sm_table *out, const struct strata__sm_state *states)

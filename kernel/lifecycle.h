@@ -1,8 +1,7 @@
 /*
  * The lifecycle's machine (internal to the library): its events and the one transition table
- * every strategy shares (drawn in strata/lifecycle.h). A strategy supplies a `static const`
- * array of STRATA_STATE_COUNT state actions (entry/run/exit) and runs it under this table
- * with strata__lifecycle_table().
+ * every strategy shares (drawn in strata/lifecycle.h). The runtime runs its strategy's
+ * state actions (strategy/inherit.c) under this table with strata__lifecycle_table().
  */
 #ifndef STRATA_KERNEL_LIFECYCLE_H
 #define STRATA_KERNEL_LIFECYCLE_H
@@ -10,21 +9,30 @@
 #include "strata/lifecycle.h"
 #include "kernel/sm.h"
 
+/**
+ * Every lifecycle event, once: X(NAME, message name, span name), the span name being what a
+ * device's track calls its share of the event. It makes the enum, the names and the spans.
+ */
+#define STRATA__EVENTS(X)                                                                      \
+        X(SETUP_ENVIRONMENT, "setup_environment", "setup_environment")                         \
+        X(CONNECT, "connect", "connect")                                                       \
+        X(SETUP, "setup", "setup")                                                             \
+        X(BATCH_START, "batch_start", "batch_start")                                           \
+        X(TRAINING_STEP, "training_step", "training_step")                                     \
+        X(BACKWARD, "backward", "backward_pass")                                               \
+        X(OPTIMIZER_STEP, "optimizer_step", "optimizer_step")                                  \
+        X(BATCH_END, "batch_end", "batch_end")                                                 \
+        X(VALIDATION_STEP, "validation_step", "validation_step")                               \
+        X(TEST_STEP, "test_step", "test_step")                                                 \
+        X(PREDICT_STEP, "predict_step", "predict_step")                                        \
+        X(EXCEPTION, "exception", "exception")                                                 \
+        X(TEARDOWN, "teardown", "teardown")
+
 /** Lifecycle events. */
 enum strata__event {
-        STRATA__EV_SETUP_ENVIRONMENT = 0,
-        STRATA__EV_CONNECT,
-        STRATA__EV_SETUP,
-        STRATA__EV_BATCH_START,
-        STRATA__EV_TRAINING_STEP,
-        STRATA__EV_BACKWARD,
-        STRATA__EV_OPTIMIZER_STEP,
-        STRATA__EV_BATCH_END,
-        STRATA__EV_VALIDATION_STEP,
-        STRATA__EV_TEST_STEP,
-        STRATA__EV_PREDICT_STEP,
-        STRATA__EV_EXCEPTION,
-        STRATA__EV_TEARDOWN,
+#define STRATA__EV_ENUM(e, name, span) STRATA__EV_##e,
+        STRATA__EVENTS(STRATA__EV_ENUM)
+#undef STRATA__EV_ENUM
         STRATA__EV_COUNT
 };
 

@@ -104,33 +104,19 @@ static double pointwise(enum strata_pointwise_loss kind, const struct strata_ste
         return mean ? s / outputs : s;
 }
 
-static double mse_forward(const struct strata_step_ctx *c, const float *out, const void *t,
-                          int rows, int outputs, float *dout, int *correct)
-{
-        (void)correct;
-        return pointwise(STRATA_PLOSS_MSE, c, out, t, rows, outputs, dout);
-}
-
-static double l1_forward(const struct strata_step_ctx *c, const float *out, const void *t,
-                         int rows, int outputs, float *dout, int *correct)
-{
-        (void)correct;
-        return pointwise(STRATA_PLOSS_L1, c, out, t, rows, outputs, dout);
-}
-
-static double huber_forward(const struct strata_step_ctx *c, const float *out, const void *t,
-                            int rows, int outputs, float *dout, int *correct)
-{
-        (void)correct;
-        return pointwise(STRATA_PLOSS_HUBER, c, out, t, rows, outputs, dout);
-}
-
-static double bce_forward(const struct strata_step_ctx *c, const float *out, const void *t,
-                          int rows, int outputs, float *dout, int *correct)
-{
-        (void)correct;
-        return pointwise(STRATA_PLOSS_BCE_LOGITS, c, out, t, rows, outputs, dout);
-}
+/* The pointwise losses' forward: one kernel, which reads the loss by its kind. */
+#define POINTWISE_FORWARD(fn, kind)                                                            \
+        static double fn(const struct strata_step_ctx *c, const float *out, const void *t,    \
+                         int rows, int outputs, float *dout, int *correct)                     \
+        {                                                                                      \
+                (void)correct;                                                                 \
+                return pointwise(kind, c, out, t, rows, outputs, dout);                        \
+        }
+POINTWISE_FORWARD(mse_forward, STRATA_PLOSS_MSE)
+POINTWISE_FORWARD(l1_forward, STRATA_PLOSS_L1)
+POINTWISE_FORWARD(huber_forward, STRATA_PLOSS_HUBER)
+POINTWISE_FORWARD(bce_forward, STRATA_PLOSS_BCE_LOGITS)
+#undef POINTWISE_FORWARD
 
 const struct strata_loss_ops strata_mse = {
         .name = "mse",

@@ -348,6 +348,24 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
         return cc;
 }
 
+/*
+ * Before layer @p i computes (forward or backward): its parameters fetched where the shard
+ * holds them elsewhere, its span opened on the track (returned), its storage types set in
+ * @p cc and its failure cleared.
+ */
+static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, int i,
+                       const struct strata__span *span, uint64_t *t0)
+{
+        struct strata_layer *l = &r->layers[i];
+
+        STRATA_TRY(strata__shard_fetch(r->shard, r, i, l->nparam));
+        *t0 = strata__track_begin(r->track, span, l->desc->ops->name);
+        cc->x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
+        cc->y_type = r->ytype[i];
+        l->failed = STRATA_OK;
+        return STRATA_OK;
+}
+
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
@@ -358,12 +376,7 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                 struct strata_layer *l = &r->layers[i];
                 uint64_t t0;
 
-                STRATA_TRY(strata__shard_fetch(r->shard, r, i, l->nparam));
-                t0 = strata__track_begin(r->track, &span_fwd, l->desc->ops->name);
-
-                cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
-                cc.y_type = r->ytype[i];
-                l->failed = STRATA_OK;
+                STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
                 if (cc.chunks)
                         strata__chunks_forward(l, c, x, r->y[i], r->rows);
                 else
@@ -426,13 +439,8 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
                 uint64_t t0;
 
-                /* the forward's last layer is still there */
-                STRATA_TRY(strata__shard_fetch(r->shard, r, i, l->nparam));
-                t0 = strata__track_begin(r->track, &span_bwd, l->desc->ops->name);
-
-                cc.x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
-                cc.y_type = r->ytype[i];
-                l->failed = STRATA_OK;
+                /* the forward's last layer is still there: the fetch keeps it */
+                STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));
                 if (cc.chunks)
                         l->failed = strata__chunks_backward(l, c, x, r->y[i], r->dbuf[cur], dx,
                                                             r->rows);

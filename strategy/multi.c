@@ -191,19 +191,9 @@ static int device_fn(int dev, void *arg)
 
 /* Each device's share of a lifecycle event, as one span on its track. */
 static const struct strata__span span_event[STRATA__EV_COUNT] = {
-        [STRATA__EV_SETUP_ENVIRONMENT] = { "setup_environment", "step", NULL, 0 },
-        [STRATA__EV_CONNECT] = { "connect", "step", NULL, 0 },
-        [STRATA__EV_SETUP] = { "setup", "step", NULL, 0 },
-        [STRATA__EV_BATCH_START] = { "batch_start", "step", NULL, 0 },
-        [STRATA__EV_TRAINING_STEP] = { "training_step", "step", NULL, 0 },
-        [STRATA__EV_BACKWARD] = { "backward_pass", "step", NULL, 0 },
-        [STRATA__EV_OPTIMIZER_STEP] = { "optimizer_step", "step", NULL, 0 },
-        [STRATA__EV_BATCH_END] = { "batch_end", "step", NULL, 0 },
-        [STRATA__EV_VALIDATION_STEP] = { "validation_step", "step", NULL, 0 },
-        [STRATA__EV_TEST_STEP] = { "test_step", "step", NULL, 0 },
-        [STRATA__EV_PREDICT_STEP] = { "predict_step", "step", NULL, 0 },
-        [STRATA__EV_EXCEPTION] = { "exception", "step", NULL, 0 },
-        [STRATA__EV_TEARDOWN] = { "teardown", "step", NULL, 0 },
+#define SPAN(e, name, span) [STRATA__EV_##e] = { span, "step", NULL, 0 },
+        STRATA__EVENTS(SPAN)
+#undef SPAN
 };
 
 static int event_fn(int dev, void *arg)
