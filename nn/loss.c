@@ -104,44 +104,22 @@ static double pointwise(enum strata_pointwise_loss kind, const struct strata_ste
         return mean ? s / outputs : s;
 }
 
-/* The pointwise losses' forward: one kernel, which reads the loss by its kind. */
-#define POINTWISE_FORWARD(fn, kind)                                                            \
-        static double fn(const struct strata_step_ctx *c, const float *out, const void *t,    \
-                         int rows, int outputs, float *dout, int *correct)                     \
+/*
+ * A pointwise loss on float targets: its forward is the one kernel, which reads the loss by
+ * its kind; @p check is what its targets must be (real, or in [0, 1]).
+ */
+#define POINTWISE_LOSS(var, lname, kind, chk)                                                 \
+        static double var##_forward(const struct strata_step_ctx *c, const float *out,         \
+                                    const void *t, int rows, int outputs, float *dout,         \
+                                    int *correct)                                              \
         {                                                                                      \
                 (void)correct;                                                                 \
                 return pointwise(kind, c, out, t, rows, outputs, dout);                        \
-        }
-POINTWISE_FORWARD(mse_forward, STRATA_PLOSS_MSE)
-POINTWISE_FORWARD(l1_forward, STRATA_PLOSS_L1)
-POINTWISE_FORWARD(huber_forward, STRATA_PLOSS_HUBER)
-POINTWISE_FORWARD(bce_forward, STRATA_PLOSS_BCE_LOGITS)
-#undef POINTWISE_FORWARD
-
-const struct strata_loss_ops strata_mse = {
-        .name = "mse",
-        .check = real_check,
-        .forward = mse_forward,
-        .float_targets = 1,
-};
-
-const struct strata_loss_ops strata_l1 = {
-        .name = "l1",
-        .check = real_check,
-        .forward = l1_forward,
-        .float_targets = 1,
-};
-
-const struct strata_loss_ops strata_huber = {
-        .name = "huber",
-        .check = real_check,
-        .forward = huber_forward,
-        .float_targets = 1,
-};
-
-const struct strata_loss_ops strata_bce_with_logits = {
-        .name = "bce_with_logits",
-        .check = unit_check,
-        .forward = bce_forward,
-        .float_targets = 1,
-};
+        }                                                                                      \
+        const struct strata_loss_ops var = { .name = lname, .check = chk,                      \
+                                             .forward = var##_forward, .float_targets = 1 };
+POINTWISE_LOSS(strata_mse, "mse", STRATA_PLOSS_MSE, real_check)
+POINTWISE_LOSS(strata_l1, "l1", STRATA_PLOSS_L1, real_check)
+POINTWISE_LOSS(strata_huber, "huber", STRATA_PLOSS_HUBER, real_check)
+POINTWISE_LOSS(strata_bce_with_logits, "bce_with_logits", STRATA_PLOSS_BCE_LOGITS, unit_check)
+#undef POINTWISE_LOSS
