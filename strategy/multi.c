@@ -219,7 +219,7 @@ int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
         m->args = arg;
         m->job = fn;
         if (!idle)
-                return m->ex->run(m, event_fn, rt);
+                return m->ex->each(m, event_fn, rt);
         /* An event without work on the other devices is not posted to them (one sync point
          * less per step): their injected failures, if a test build has any, are found here. */
         for (int d = 1; d < rt->nreplicas; d++)
@@ -245,9 +245,9 @@ static void pool_stop(struct strata_runtime *rt, struct strata__multi *m)
 }
 
 const struct strata__executor strata__pool_executor = {
-        .start = pool_start,
-        .run = pool_run,
-        .stop = pool_stop,
+        .begin = pool_start,
+        .each = pool_run,
+        .end = pool_stop,
 };
 
 /* One device on the caller's thread, which it binds to the device and does not pin. */
@@ -269,9 +269,9 @@ static void inline_stop(struct strata_runtime *rt, struct strata__multi *m)
 }
 
 const struct strata__executor strata__inline_executor = {
-        .start = inline_start,
-        .run = inline_run,
-        .stop = inline_stop,
+        .begin = inline_start,
+        .each = inline_run,
+        .end = inline_stop,
 };
 
 /* ---- the work of one device ---- */
@@ -375,7 +375,7 @@ static int on_setup_environment(void *obj, int state, int event, void *arg)
         struct strata__multi *m = strata__multi(obj);
 
         (void)state, (void)event, (void)arg;
-        return m->ex->start(obj, m);
+        return m->ex->begin(obj, m);
 }
 
 static int on_connect(void *obj, int state, int event, void *arg)
@@ -439,7 +439,7 @@ static int on_torndown(void *obj, int state)
         struct strata__multi *m = strata__multi(obj);
 
         (void)state;
-        m->ex->stop(obj, m);
+        m->ex->end(obj, m);
         return STRATA_OK;
 }
 
@@ -473,7 +473,7 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
         struct strata__multi *m = strata__multi(rt);
 
         m->job = fn;
-        return m->ex->run(m, device_fn, rt);
+        return m->ex->each(m, device_fn, rt);
 }
 
 const struct strata__strategy strata__multi_parent = {

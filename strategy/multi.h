@@ -34,11 +34,11 @@ struct strata__peers {
  */
 struct strata__executor {
         /** setup_environment: what the devices' work needs before the first job. */
-        int (*start)(struct strata_runtime *rt, struct strata__multi *m);
+        int (*begin)(struct strata_runtime *rt, struct strata__multi *m);
         /** Run fn(dev, arg) for every device. */
-        int (*run)(struct strata__multi *m, int (*fn)(int dev, void *arg), void *arg);
+        int (*each)(struct strata__multi *m, int (*fn)(int dev, void *arg), void *arg);
         /** Entering TORNDOWN: release what start took. */
-        void (*stop)(struct strata_runtime *rt, struct strata__multi *m);
+        void (*end)(struct strata_runtime *rt, struct strata__multi *m);
 };
 
 /** The pinned workers and their communicators, and the caller's thread alone. */
