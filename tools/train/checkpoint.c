@@ -136,7 +136,8 @@ static int resolve(const char *path, char *out, size_t n)
         }
         fclose(f);
         name[strcspn(name, "\n")] = '\0';
-        snprintf(out, n, "%s%s", dir, name);
+        if (snprintf(out, n, "%s%s", dir, name) >= (int)n)
+                return bad("--resume: %s names a path too long: %s", path, name);
         return 0;
 }
 
@@ -235,7 +236,7 @@ static int ckpt_dir_fresh(const struct opts *o, int rank)
                         rc = bad("--ckpt-dir %s: %s cannot be removed (%s)", o->ckpt_dir,
                                  e->d_name, strerror(errno));
                 if (n < 3)
-                        snprintf(seen[n], sizeof(seen[n]), "%s", e->d_name);
+                        snprintf(seen[n], sizeof(seen[n]), "%.63s", e->d_name);
                 n++;
         }
         closedir(d);
