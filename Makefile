@@ -327,7 +327,7 @@ install: lib tools
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \
-	       $(DESTDIR)$(PREFIX)/lib/libstrata-cuda.so \
+	       $(DESTDIR)$(PREFIX)/lib/libstrata-cuda.so $(DESTDIR)$(PREFIX)/lib/libstrata-mpi.so \
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc $(DESTDIR)$(PREFIX)/bin/strata-train \
 	       $(DESTDIR)$(PREFIX)/bin/strata-plot
 

@@ -9,15 +9,18 @@
 #include "tools/train/train.h"
 
 /*
- * After the options and the job: --ckpt-dir checked, the data, the runtime, the loaders; the
- * header; --resume; the metrics log; then the loop. 0, or the exit status.
+ * After the options and the job: --ckpt-dir and --export-safetensors checked, the data (for
+ * --plan, its memory plan and the end), the runtime, the loaders; the header; --resume; the
+ * metrics log; then the loop. 0, or the exit status.
  */
 static int train_start(struct run *r)
 {
         int rc;
 
-        if ((rc = ckpt_check(&r->o)) || (rc = data_load(r)) || (rc = config_start(r)) ||
-            (rc = data_loaders(r)))
+        if (r->o.plan)
+                return (rc = data_load(r)) ? rc : plan_show(r);
+        if ((rc = ckpt_check(&r->o, r->rank)) || (rc = export_check(&r->o)) ||
+            (rc = data_load(r)) || (rc = config_start(r)) || (rc = data_loaders(r)))
                 return rc;
         report_start(r);
         if (stdout_failed()) {
@@ -28,7 +31,7 @@ static int train_start(struct run *r)
                 return rc;
         report_resumed(r);
         if (r->o.metrics_csv && strata_is_global_zero(r->rt) &&
-            csv_open(r->csv, r->o.metrics_csv, r->o.resume != NULL)) {
+            csv_open(r, r->o.metrics_csv, r->o.resume != NULL)) {
                 strata_teardown(r->rt);
                 return 2;
         }
@@ -55,7 +58,7 @@ static int train(int argc, char **argv, int rank)
         }
         /* stdout's buffer is ours, so printing progress never allocates. */
         setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
-        if ((rc = parse_args(argc, argv, &r.o)))
+        if ((rc = parse_args(argc, argv, &r.o)) || (rc = launcher_rule(&r.o, r.rank)))
                 return rc;
         if ((r.o.strategy == STRATA_STRATEGY_SPAWN || r.o.processes > 1) && r.rank < 0)
                 return spawn_parent(argc, argv, &r.o, train);

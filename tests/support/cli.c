@@ -57,6 +57,14 @@ int cli_run_tty(const char *bin, const char *args, char *out, size_t n)
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int cli_have_mpi(void)
+{
+        char out[256];
+
+        return access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) == 0 &&
+               cli_sh("command -v mpirun", out, sizeof(out)) == 0;
+}
+
 void cli_mkdtemp(char *dir, size_t n, const char *tag)
 {
         snprintf(dir, n, "/tmp/strata-%s-XXXXXX", tag);

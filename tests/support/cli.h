@@ -26,6 +26,14 @@ int cli_run_tty(const char *bin, const char *args, char *out, size_t n);
  */
 int cli_build_script(const char *script);
 
+/** mpirun starting 2 processes as the tests run them (root, no binding, sanitizers quiet). */
+#define CLI_MPIRUN_2                                                                           \
+        "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "                     \
+        "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+
+/** 1 when this build has the MPI link and mpirun is installed. */
+int cli_have_mpi(void);
+
 /** A fresh directory /tmp/strata-TAG-XXXXXX in @p dir (@p n bytes); fails the test if not. */
 void cli_mkdtemp(char *dir, size_t n, const char *tag);
 

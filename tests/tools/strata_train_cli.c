@@ -279,7 +279,7 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         /* A requeued job that had finished: exit 0 and its result, nothing trained. */
         snprintf(args, sizeof(args), "%s --epochs 1 --resume %s", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
-        cr_assert(strstr(out, "already holds 1 epochs"), "%s", out);
+        cr_assert(strstr(out, "already holds 1 epoch ("), "%s", out);
         cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
         cr_assert_not_null(strstr(out, result), "%s: %s", result, out);
         snprintf(args, sizeof(args), "%s --epochs 2 --resume %s/nothing", common, dir);

@@ -89,8 +89,10 @@ Test(strata_train_h5_cli, model_and_options_exit_2)
 
         fixture();
         file_exits_2("--inputs x --targets y --loss mse --model 5-2", "input width must be the 6 values");
-        file_exits_2("--inputs x --targets y --loss mse --model 6-3", "3 outputs for targets of 2 values");
-        file_exits_2("--inputs x --targets yi --model 6-2", "2 outputs for labels up to 2");
+        file_exits_2("--inputs x --targets y --loss mse --model 6-3",
+                     "3 outputs, but the targets have 2 values a sample");
+        file_exits_2("--inputs x --targets yi --model 6-2",
+                     "2 outputs, but the labels go up to 2: 3 outputs are needed");
         file_exits_2("--inputs x --targets y --val-fraction 0.01", "no evaluation sample");
         snprintf(a, sizeof(a), "--inputs x --targets y --val-fraction 0.2 --test-data %s", file);
         file_exits_2(a, "--test-data and --val-fraction");

@@ -44,24 +44,26 @@ Test(metrics_csv, documented_columns_one_row_per_logging_step_and_epoch)
         f = fopen(path, "r");
         cr_assert_not_null(f);
         cr_assert_not_null(fgets(line, sizeof(line), f));
-        cr_assert_str_eq(line, "step,epoch,train_loss,lr,samples_per_s,test_acc\n");
+        cr_assert_str_eq(line, "step,epoch,train_loss,lr,samples_per_s,test_loss,test_acc\n");
         while (fgets(line, sizeof(line), f)) {
                 long step;
                 int epoch, n;
-                double loss, lr, sps, acc = -1.0;
+                double loss, lr, sps, tloss = -1.0, acc = -1.0;
 
-                n = sscanf(line, "%ld,%d,%lf,%lf,%lf,%lf", &step, &epoch, &loss, &lr, &sps, &acc);
-                cr_assert(n == 5 || n == 6, "row %d: %s", rows, line);
+                n = sscanf(line, "%ld,%d,%lf,%lf,%lf,%lf,%lf", &step, &epoch, &loss, &lr, &sps,
+                           &tloss, &acc);
+                cr_assert(n == 5 || n == 7, "row %d: %s", rows, line);
                 cr_assert_lt(rows, 8, "too many rows: %s", line);
                 cr_assert_eq(step, expect_step[rows], "row %d: %s", rows, line);
                 cr_assert_eq(epoch, step <= 32 ? 1 : 2, "%s", line);
                 cr_assert(loss > 0.0 && loss < 10.0, "%s", line);
                 cr_assert_float_eq(lr, 0.05, 1e-9, "%s", line);
                 cr_assert_gt(sps, 0.0, "%s", line);
-                if (n == 6) {
+                if (n == 7) {
                         epochs++;
                         cr_assert(step % 32 == 0, "test_acc only on epoch rows: %s", line);
                         cr_assert(acc >= 0.0 && acc <= 1.0, "%s", line);
+                        cr_assert(tloss > 0.0 && tloss < 10.0, "%s", line);
                 }
                 rows++;
         }
@@ -182,6 +184,7 @@ Test(progress, bar_on_a_terminal_lines_otherwise_nothing_when_quiet)
                      "%s", out);
         cr_assert_not_null(strstr(out, "\repoch 1/1 ["), "%s", out);
         cr_assert_not_null(strstr(out, "samples/s  ETA "), "%s", out);
+        cr_assert_not_null(strstr(out, "s (run "), "the whole run's ETA too: %s", out);
         cr_assert_not_null(strstr(out, "\r\033[K"), "the bar is cleared: %s", out);
         cr_assert_not_null(strstr(out, "epoch   1  train_loss"), "%s", out);
         cr_assert_eq(cli_run(BIN, RUN "--epochs 1", out, sizeof(out)), 0, "%s", out);

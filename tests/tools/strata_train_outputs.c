@@ -107,13 +107,17 @@ Test(strata_train_outputs, links_targets_replaced_links_kept)
         cr_assert(!starts(at("st-target"), "old"), "the export");
 }
 
-/* A link planted at the name the trace writer used to write (`<path>.tmp`) is not followed. */
+/*
+ * A link planted at the name the trace writer used to write (`<path>.tmp`) is not followed
+ * (the --ckpt-dir holding it is taken with --overwrite, which removes only checkpoints).
+ */
 Test(strata_train_outputs, planted_temporary_link_is_not_followed)
 {
         put(at("victim.txt"), "precious");
         cr_assert_eq(symlink(at("victim.txt"), at("out.json.tmp")), 0);
         cr_assert_eq(symlink(at("victim.txt"), at("e.ckpt.tmp")), 0);
-        cr_assert_eq(train(RUN "--trace %s --ckpt-dir %s", at("out.json"), dir), 0, "%s", out);
+        cr_assert_eq(train(RUN "--trace %s --ckpt-dir %s --overwrite", at("out.json"), dir), 0,
+                     "%s", out);
         cr_assert(starts(at("victim.txt"), "precious"), "the victim is untouched");
         cr_assert(starts(at("out.json"), "["), "the trace is at its path");
         cr_assert(is_link(at("out.json.tmp")));

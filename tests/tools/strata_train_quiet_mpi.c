@@ -55,17 +55,13 @@ Test(mpi_allreduce, refused_outside_mpi)
 /* The option reaches the configuration every rank runs with (it used to be dropped). */
 Test(mpi_allreduce, reaches_the_configuration, .timeout = 120)
 {
-        if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
-            cli_sh("command -v mpirun", out, sizeof(out)) != 0)
+        if (!cli_have_mpi())
                 cr_skip("no Open MPI here");
-        cr_assert_eq(cli_sh("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "
-                            "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
-                            RUN "--epochs 1 --strategy mpi --devices 1 --mpi-allreduce "
-                            "--verbose --quiet 2>&1", out, sizeof(out)), 0, "%s", out);
+        cr_assert_eq(cli_sh(CLI_MPIRUN_2 RUN "--epochs 1 --strategy mpi --devices 1 "
+                            "--mpi-allreduce --verbose --quiet 2>&1", out, sizeof(out)), 0,
+                     "%s", out);
         cr_assert_not_null(strstr(out, "gradients summed by MPI_Allreduce"), "%s", out);
-        cr_assert_eq(cli_sh("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "
-                            "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
-                            RUN "--epochs 1 --strategy mpi --devices 1 --verbose --quiet 2>&1",
-                            out, sizeof(out)), 0, "%s", out);
+        cr_assert_eq(cli_sh(CLI_MPIRUN_2 RUN "--epochs 1 --strategy mpi --devices 1 --verbose "
+                            "--quiet 2>&1", out, sizeof(out)), 0, "%s", out);
         cr_assert_null(strstr(out, "MPI_Allreduce"), "%s", out);
 }

@@ -62,10 +62,11 @@ Test(strata_train_regression, a_loss_that_does_not_fit_exits_2)
         cr_assert(strstr(out, "labels"), "%s", out);
         cr_assert_eq(cli_run(BIN, "--loss hinge", out, sizeof(out)), 2);
         cr_assert(strstr(out, "ce, mse, l1, huber or bce"), "%s", out);
-        /* BCE needs targets in [0, 1]: the synthetic map's are not, and the step says so */
+        /* BCE needs targets in [0, 1]: the synthetic map's are not, refused at load */
         cr_assert_eq(cli_run(BIN, "--synthetic-regression 200 --model 16-4 --epochs 1 --loss bce",
-                             out, sizeof(out)), 1);
-        cr_assert(strstr(out, "not in [0, 1]"), "%s", out);
+                             out, sizeof(out)), 2);
+        cr_assert(strstr(out, "--synthetic-regression's targets: sample 0 holds"), "%s", out);
+        cr_assert(strstr(out, "--loss bce takes targets in [0, 1]"), "%s", out);
 }
 
 /*

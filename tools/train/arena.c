@@ -36,8 +36,9 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
                          (size_t)o->epochs * samples * sizeof(double) /
                                  (size_t)(o->batch ? o->batch : 1) +
                          (size_t)o->epochs * sizeof(double) * 8 +
-                         /* float targets' staging (the model's outputs, when known) */
-                         (size_t)o->batch * (size_t)(r->nw > 0 ? r->widths[r->nw - 1] : 0) * 4;
+                         /* float targets' staging and bce's outputs (the model's outputs,
+                          * when known; h5data.c counts its own) */
+                         (size_t)o->batch * (size_t)(r->nw > 0 ? r->widths[r->nw - 1] : 0) * 8;
         r->mem_limit = memory_limit(r->why, sizeof(r->why));
         for (int i = 0; p && r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
                 if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */

@@ -4,6 +4,7 @@
  * --ckpt-keep kept; --resume from a file or a directory's latest; SIGTERM, SIGUSR1 and SIGINT
  * acted on at the next optimizer step, exit 128+signal.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -27,10 +28,14 @@ struct app_state {
         double loss_sum;        /* their summed loss, for the epoch's train_loss */
         double test_acc;        /* of the last epoch evaluated (absent before this field: */
         double train_loss;      /* ...a run resumed complete reports them unknown) */
+        double eval_loss;       /* its evaluation's loss, MSE and MAE (absent before: */
+        double eval_mse;        /* ...unknown) */
+        double eval_mae;
 };
 
-/* The block's size before it kept the last evaluation. */
+/* The block's sizes before it kept the last evaluation, and before its loss and errors. */
 #define APP_STATE_V1 offsetof(struct app_state, test_acc)
+#define APP_STATE_V2 offsetof(struct app_state, eval_loss)
 
 /* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
 static volatile sig_atomic_t stop_signal;
@@ -72,7 +77,9 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
         struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
                                .batch = (uint32_t)o->batch, .seed = o->seed,
                                .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum,
-                               .test_acc = at.acc, .train_loss = at.train_loss };
+                               .test_acc = at.ev.acc, .train_loss = at.train_loss,
+                               .eval_loss = at.ev.loss, .eval_mse = at.ev.mse,
+                               .eval_mae = at.ev.mae };
         char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
 
         if (nkept >= o->ckpt_keep) {
@@ -92,18 +99,35 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
         return STRATA_OK;
 }
 
-/* The checkpoint @p path names: itself, or for a directory the file its `latest` names. */
+/* @p path names a checkpoints directory's pointer file, DIR/latest. */
+static int is_latest(const char *path)
+{
+        const char *base = strrchr(path, '/');
+
+        return !strcmp(base ? base + 1 : path, "latest");
+}
+
+/*
+ * The checkpoint @p path names: itself; for a directory the file its `latest` names; for
+ * DIR/latest itself, the file it names.
+ */
 static int resolve(const char *path, char *out, size_t n)
 {
         struct stat st;
-        char latest[STRATA_CKPT_PATH_MAX], name[256] = "";
+        char latest[STRATA_CKPT_PATH_MAX], dir[STRATA_CKPT_PATH_MAX], name[256] = "";
         FILE *f;
 
-        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && is_latest(path)) {
+                snprintf(dir, sizeof(dir), "%s", path);
+                dir[strlen(dir) - strlen("latest")] = '\0';
+                snprintf(latest, sizeof(latest), "%s", path);
+        } else if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
                 snprintf(out, n, "%s", path);
                 return 0;
+        } else {
+                snprintf(dir, sizeof(dir), "%s/", path);
+                snprintf(latest, sizeof(latest), "%s/latest", path);
         }
-        snprintf(latest, sizeof(latest), "%s/latest", path);
         f = fopen(latest, "r");
         if (!f || !fgets(name, sizeof(name), f) || !name[0] || strchr(name, '/')) {
                 if (f)
@@ -112,7 +136,8 @@ static int resolve(const char *path, char *out, size_t n)
         }
         fclose(f);
         name[strcspn(name, "\n")] = '\0';
-        snprintf(out, n, "%s/%s", path, name);
+        if (snprintf(out, n, "%s%s", dir, name) >= (int)n)
+                return bad("--resume: %s names a path too long: %s", path, name);
         return 0;
 }
 
@@ -121,23 +146,26 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
 {
         char path[STRATA_CKPT_PATH_MAX];
         struct strata_ckpt_info info;
-        struct app_state a = { .test_acc = NAN, .train_loss = NAN };
+        struct app_state a = { .test_acc = NAN, .train_loss = NAN, .eval_loss = NAN,
+                               .eval_mse = NAN, .eval_mae = NAN };
         size_t got = 0;
 
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
                 return bad("--resume: %s", strata_last_error());
-        if ((got != sizeof(a) && got != APP_STATE_V1) || memcmp(a.magic, "sttrain", 8) != 0)
+        if ((got != sizeof(a) && got != APP_STATE_V1 && got != APP_STATE_V2) ||
+            memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train", path);
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
                 return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
-                                 a.test_acc, a.train_loss };
+                                 a.train_loss, { a.eval_loss, a.test_acc, a.eval_mse,
+                                                 a.eval_mae } };
         if ((int)a.epochs_done >= o->epochs) /* a requeued job that had finished */
-                fprintf(stderr, "strata-train: %s already holds %u epochs (--epochs %d): "
+                fprintf(stderr, "strata-train: %s already holds %u epoch%s (--epochs %d): "
                                 "nothing left to train; its result follows\n",
-                        path, a.epochs_done, o->epochs);
+                        path, a.epochs_done, a.epochs_done == 1 ? "" : "s", o->epochs);
         else if (!info.bitwise)
                 fprintf(stderr, "strata-train: %s was saved by %s on %d device(s); training "
                                 "continues from its state on %d, no longer bit for bit\n",
@@ -175,15 +203,98 @@ static int ckpt_dir_usable(const char *dir)
         return bad("--ckpt-dir %s: %s", dir, why);
 }
 
-/**
- * @brief Before anything is loaded or started: --ckpt-every-steps only with --ckpt-dir, and
- *        the directory made and usable. 0, or 2 after the message.
+/* A checkpoint strata-train writes: DIR/latest or DIR/epoch-*.ckpt. */
+static int ckpt_file(const char *name)
+{
+        size_t n = strlen(name);
+
+        return !strcmp(name, "latest") ||
+               (!strncmp(name, "epoch-", 6) && n > 11 && !strcmp(name + n - 5, ".ckpt"));
+}
+
+/*
+ * A new run (no --resume) must not mix its checkpoints with another run's: a directory that
+ * holds anything (another process's probe aside) is refused, unless --overwrite, when the job's
+ * first process removes the checkpoints there (latest, epoch-*.ckpt) before training.
  */
-int ckpt_check(const struct opts *o)
+static int ckpt_dir_fresh(const struct opts *o, int rank)
+{
+        char seen[3][64], path[PATH_BUF];
+        struct dirent *e;
+        int n = 0, rc = 0;
+        DIR *d;
+
+        if (o->resume || !(d = opendir(o->ckpt_dir)))
+                return 0;
+        while ((e = readdir(d))) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+                    !strncmp(e->d_name, ".strata-probe-", 14))
+                        continue;
+                if (o->overwrite && rank <= 0 && ckpt_file(e->d_name) &&
+                    snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, e->d_name) < PATH_BUF &&
+                    unlink(path) != 0 && errno != ENOENT)
+                        rc = bad("--ckpt-dir %s: %s cannot be removed (%s)", o->ckpt_dir,
+                                 e->d_name, strerror(errno));
+                if (n < 3)
+                        snprintf(seen[n], sizeof(seen[n]), "%.63s", e->d_name);
+                n++;
+        }
+        closedir(d);
+        if (rc || !n || o->overwrite)
+                return rc;
+        return bad("--ckpt-dir %s already holds %d file%s (%s%s%s%s%s%s): --resume %s continues "
+                   "that run; --overwrite starts afresh, removing its checkpoints", o->ckpt_dir,
+                   n, n == 1 ? "" : "s", seen[0], n > 1 ? ", " : "", n > 1 ? seen[1] : "",
+                   n > 2 ? ", " : "", n > 2 ? seen[2] : "", n > 3 ? ", ..." : "", o->ckpt_dir);
+}
+
+/**
+ * @brief Before anything is loaded or started: --ckpt-every-steps only with --ckpt-dir; the
+ *        directory made and usable, and without another run's files unless --resume or
+ *        --overwrite (process @p rank of the job: its first removes them). 0, or 2.
+ */
+int ckpt_check(const struct opts *o, int rank)
 {
         if (o->ckpt_every && !o->ckpt_dir)
                 return bad("--ckpt-every-steps needs --ckpt-dir");
-        return o->ckpt_dir ? ckpt_dir_usable(o->ckpt_dir) : 0;
+        if (o->overwrite && !o->ckpt_dir)
+                return bad("--overwrite starts a --ckpt-dir afresh: give --ckpt-dir");
+        if (!o->ckpt_dir)
+                return 0;
+        return ckpt_dir_usable(o->ckpt_dir) || ckpt_dir_fresh(o, rank) ? 2 : 0;
+}
+
+/**
+ * @brief --export-safetensors, before any training: its directory exists and this process can
+ *        create files in it, and the path is not a directory. 0, or 2 after the message.
+ */
+int export_check(const struct opts *o)
+{
+        char dir[PATH_BUF], probe[PATH_BUF + 32];
+        const char *slash;
+        struct stat st;
+        int fd;
+
+        if (!o->export_st)
+                return 0;
+        slash = strrchr(o->export_st, '/');
+        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->export_st) : 1,
+                 slash ? o->export_st : ".");
+        if (slash == o->export_st)
+                snprintf(dir, sizeof(dir), "/");
+        if (stat(o->export_st, &st) == 0 && S_ISDIR(st.st_mode))
+                return bad("--export-safetensors %s: is a directory; name the file to write",
+                           o->export_st);
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+                return bad("--export-safetensors %s: its directory %s %s", o->export_st, dir,
+                           stat(dir, &st) != 0 ? "does not exist" : "is not a directory");
+        snprintf(probe, sizeof(probe), "%s/.strata-probe-XXXXXX", dir);
+        if ((fd = mkstemp(probe)) < 0)
+                return bad("--export-safetensors %s: no file can be created in %s (%s)",
+                           o->export_st, dir, strerror(errno));
+        unlink(probe);
+        close(fd);
+        return 0;
 }
 
 /**
@@ -194,12 +305,13 @@ int ckpt_start(struct run *r)
 {
         const struct opts *o = &r->o;
 
-        r->at.acc = r->at.train_loss = NAN;
+        r->at.train_loss = NAN;
+        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN };
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);
                 return 2;
         }
-        r->acc = r->at.acc;
+        r->ev = r->at.ev;
         r->train_loss = r->at.train_loss;
         return 0;
 }
@@ -243,7 +355,7 @@ int stop_requested(void)
  * @brief A stop signal arrived: checkpoint where the run stands (TERM, USR1), say so, tear
  *        down; the exit status is 128 + the signal (1 when the checkpoint failed).
  */
-int stop(struct strata_runtime *rt, const struct opts *o, struct position at)
+int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at)
 {
         int sig = stop_signal, rc = STRATA_OK;
 

@@ -182,17 +182,26 @@ static int saves_together(const struct run *r)
 }
 
 /**
- * @brief The model and the configuration from the options, checked (plan, steps, schedule);
- *        then the runtime started and connected. Only the job's first process keeps a voice.
+ * @brief The model and the runtime's configuration from the options (nothing started), with
+ *        the checks that need no memory. 0, or 2 after the message.
  */
-int config_start(struct run *r)
+int config_fill(struct run *r)
 {
         build_model(r);
         fill_config(r);
         if (r->o.mpi_allreduce && r->o.strategy != STRATA_STRATEGY_MPI)
                 return bad("--mpi-allreduce: gradients go through MPI only under --strategy "
                            "mpi");
-        if (check_plan(r))
+        return 0;
+}
+
+/**
+ * @brief The model and the configuration from the options, checked (plan, steps, schedule);
+ *        then the runtime started and connected. Only the job's first process keeps a voice.
+ */
+int config_start(struct run *r)
+{
+        if (config_fill(r) || check_plan(r))
                 return 2;
         if (r->o.verbose)
                 show_placement(&r->cfg, r->o.devices);

@@ -71,8 +71,12 @@ static int regression_read(struct run *r)
         struct strata_dataset all;
 
         if (strata_dataset_synthetic_regression(&all, &r->data, n + REGRESSION_TEST, dim, out,
-                                                r->o.seed + 1) ||
-            strata_dataset_arrays(&r->train, all.x, STRATA_F32, n, dim, all.t, STRATA_F32,
+                                                r->o.seed + 1))
+                return bad("%s", strata_last_error());
+        if (bce_targets(r, all.t, STRATA_F32, n + REGRESSION_TEST, out,
+                        "--synthetic-regression's targets"))
+                return 2;
+        if (strata_dataset_arrays(&r->train, all.x, STRATA_F32, n, dim, all.t, STRATA_F32,
                                   out) ||
             strata_dataset_arrays(&r->test, (const float *)all.x + (size_t)n * dim, STRATA_F32,
                                   REGRESSION_TEST, dim,
@@ -158,6 +162,7 @@ int data_load(struct run *r)
         char p[4][PATH_BUF];
         size_t samples = 0;
 
+        r->set = "test";
         if (r->o.inputs)
                 return h5_data_load(r) || loss_fits(r) ? 2 : 0;
         r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
@@ -173,8 +178,9 @@ int data_load(struct run *r)
 }
 
 /**
- * @brief The sampler and the loaders (standardised with the training set's statistics unless
- *        --raw-pixels), the test set's order and the step times, all in the tool's arena.
+ * @brief The sampler and the loaders (images standardised with the training set's statistics
+ *        unless --raw-pixels), the evaluation set's order, bce's outputs and the step times,
+ *        all in the tool's arena.
  */
 int data_loaders(struct run *r)
 {
@@ -186,6 +192,8 @@ int data_loaders(struct run *r)
             strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))
                 return bad("%s", strata_last_error());
         r->test_idx = p;
+        if (eval_outputs(r))
+                return 2;
         if (!r->o.raw && r->train.images) { /* an arrays set is used as it is */
                 strata_loader_standardize(&r->loader, &r->train);
                 r->tloader.scale = r->loader.scale;

@@ -53,7 +53,10 @@ const char *h5_error(void)
         return msg;
 }
 
-/* A readable regular file that HDF5 opens, or a negative id after the message. */
+/*
+ * A readable regular file that HDF5 opens, or a negative id after the message. Opened without
+ * blocking first: a FIFO's open would wait for a writer forever.
+ */
 static hid_t open_file(const char *file)
 {
         struct stat st;
@@ -61,13 +64,15 @@ static hid_t open_file(const char *file)
         int fd;
 
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the user sees Strata's message only */
-        fd = open(file, O_RDONLY);
+        fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0) {
                 return fail(file, NULL, "%s", strerror(errno)), -1;
         }
         if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
                 close(fd);
-                return fail(file, NULL, "not a regular file"), -1;
+                return fail(file, NULL, "not a regular file (%s)",
+                            S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory"
+                            : S_ISCHR(st.st_mode) ? "a character device" : "a special file"), -1;
         }
         close(fd);
         if (H5Fis_hdf5(file) <= 0) {
@@ -200,6 +205,47 @@ static int check_storage(hid_t f, hid_t d, const struct h5_array *a, hsize_t log
         return 0;
 }
 
+/* The names of a file's datasets, as they are found, comma-separated. */
+struct names {
+        char s[384];
+        size_t len;
+        int n, cut;
+};
+
+static herr_t add_dataset(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+        struct names *v = data;
+        hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+        int k;
+
+        (void)info;
+        if (d < 0) {
+                return 0; /* a group or another object */
+        }
+        H5Dclose(d);
+        k = snprintf(v->s + v->len, sizeof(v->s) - v->len, "%s'%s'", v->n ? ", " : "", name);
+        if (k < 0 || (size_t)k >= sizeof(v->s) - v->len) {
+                v->cut = 1;
+                return 1; /* enough to name: stop */
+        }
+        v->len += (size_t)k;
+        v->n++;
+        return 0;
+}
+
+/* No dataset @p name in @p f: the message lists the datasets the file has. */
+static int missing(hid_t f, const struct h5_array *a)
+{
+        struct names v = { .len = 0 };
+
+        H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, add_dataset, &v);
+        if (!v.n) {
+                return fail(a->file, NULL, "no dataset '%s'; the file has no datasets", a->name);
+        }
+        return fail(a->file, NULL, "no dataset '%s'; its datasets are %s%s", a->name, v.s,
+                    v.cut ? ", ..." : "");
+}
+
 /* One dataset's shape, type and bytes, from the metadata of open file @p f. */
 static int describe(hid_t f, struct h5_array *a)
 {
@@ -209,7 +255,7 @@ static int describe(hid_t f, struct h5_array *a)
         int rc;
 
         if (H5Lexists(f, a->name, H5P_DEFAULT) <= 0) {
-                return fail(a->file, NULL, "no dataset '%s'", a->name);
+                return missing(f, a);
         }
         d = H5Dopen2(f, a->name, H5P_DEFAULT);
         if (d < 0) {

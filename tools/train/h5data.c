@@ -25,20 +25,38 @@ static int h5_size(struct run *r, size_t *samples)
                 return bad("%s", h5_error());
         *samples = (size_t)file.x.n + (o->test_data ? test_file.x.n : 0);
         r->data_bytes = h5_bytes(&file) + (o->test_data ? h5_bytes(&test_file) : 0) +
-                        (size_t)o->batch * file.t.width * 8; /* float targets' staging */
+                        /* float targets' staging, bce's outputs */
+                        (size_t)o->batch * file.t.width * 12;
         r->widths[0] = (int)file.x.width; /* the staging batch data_map() sizes */
         return 0;
 }
 
-/* Read the arrays; the training and evaluation sets from them. */
+/* --loss bce: the targets of @p s are probabilities, named by file, dataset and sample. */
+static int h5_bce(const struct run *r, const struct h5_set *s)
+{
+        char what[1024];
+
+        if (s->t.type == STRATA_I32)
+                return 0; /* labels: data.c's loss_fits() refuses bce for them */
+        snprintf(what, sizeof(what), "%s: dataset '%s'", s->t.file, s->t.name);
+        return bce_targets(r, s->t.data, s->t.type, s->t.n, (int)s->t.width, what);
+}
+
+/*
+ * Read the arrays; the training and evaluation sets from them, the evaluation set named for
+ * what it is: --test-data's file, the --val-fraction held out, or the training samples.
+ */
 static int h5_read(struct run *r, struct h5_set *train, struct h5_set *eval)
 {
         const struct opts *o = &r->o;
 
         if (h5_load(&file, &r->data) || (o->test_data && h5_load(&test_file, &r->data)))
                 return bad("%s", h5_error());
+        if (h5_bce(r, &file) || (o->test_data && h5_bce(r, &test_file)))
+                return 2;
         *train = file;
         *eval = o->test_data ? test_file : file;
+        r->set = o->test_data ? "test" : o->val_fraction > 0.0f ? "val" : "train_eval";
         if (o->val_fraction > 0.0f && h5_split(&file, o->val_fraction, train, eval))
                 return bad("%s", h5_error());
         return 0;
@@ -70,11 +88,12 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
         if ((uint32_t)r->widths[0] != train->x.width)
                 return bad("--model: input width must be the %u values a sample of the inputs, "
                            "got %d", train->x.width, r->widths[0]);
-        if (train->t.type == STRATA_I32 ? last < out : last != out)
-                return bad(train->t.type == STRATA_I32 ?
-                                   "--model: %d outputs for labels up to %d" :
-                                   "--model: %d outputs for targets of %d values a sample",
-                           last, train->t.type == STRATA_I32 ? out - 1 : out);
+        if (train->t.type == STRATA_I32 && last < out)
+                return bad("--model: %d output%s, but the labels go up to %d: %d outputs are "
+                           "needed", last, last == 1 ? "" : "s", out - 1, out);
+        if (train->t.type != STRATA_I32 && last != out)
+                return bad("--model: %d output%s, but the targets have %d value%s a sample",
+                           last, last == 1 ? "" : "s", out, out == 1 ? "" : "s");
         return 0;
 }
 

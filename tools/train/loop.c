@@ -1,5 +1,5 @@
 /*
- * strata-train's loop: epochs of training steps, each epoch closed by a test pass, its line,
+ * strata-train's loop: epochs of training steps, each epoch closed by an evaluation, its line,
  * its metrics row and its checkpoint; a stop signal honoured at the next optimizer step; the
  * end of the run (export, summary, teardown, exit status).
  */
@@ -23,36 +23,6 @@ static int fail(struct run *r)
         fprintf(stderr, "strata-train: %s\n", strata_last_error());
         strata_teardown(r->rt);
         return 1;
-}
-
-/*
- * The test set in order: the fraction of rows predicted right; with float targets the mean
- * squared and absolute errors (r->mse, r->mae).
- */
-static int evaluate(struct run *r, struct strata_loader *l, const uint32_t *idx, uint32_t n,
-                    double *acc)
-{
-        struct strata_runtime *rt = r->rt;
-        struct strata_batch b;
-        struct strata_metrics m;
-        long correct = 0, rows = 0;
-        double se = 0.0, ae = 0.0;
-
-        strata_loader_reset(l, idx, n);
-        while (strata_loader_next_indexed(l, &b)) {
-                int rc = strata_eval_step(rt, &b, &m);
-
-                if (rc)
-                        return rc;
-                correct += m.correct;
-                rows += m.rows;
-                se += m.mse * m.rows;
-                ae += m.mae * m.rows;
-        }
-        *acc = rows ? (double)correct / (double)rows : 0.0;
-        r->mse = rows ? se / (double)rows : 0.0;
-        r->mae = rows ? ae / (double)rows : 0.0;
-        return 0;
 }
 
 /* The epoch's order, and for a mid-epoch checkpoint the batches it already trained skipped. */
@@ -82,7 +52,8 @@ static void show_progress(const struct run *r, struct epoch *e)
         rate = (double)(e->s - e->s0) / el;
         e->t_bar = strata_tool_now();
         progress(e->ep + 1, r->o.epochs, e->s, r->steps_per_epoch, e->loss_sum / e->s,
-                 rate * r->o.batch, (double)(r->steps_per_epoch - e->s) / rate);
+                 rate * r->o.batch, (double)(r->steps_per_epoch - e->s) / rate,
+                 eta_run(r, e->ep, e->s));
 }
 
 /* Whether the epoch's batch @p s (from 1) ended an accumulation window: every --accumulate
@@ -107,7 +78,7 @@ static long optimizer_steps(const struct run *r, int ep, long s)
  */
 static int after_step(struct run *r, struct epoch *e)
 {
-        struct position here = { e->ep, e->s, e->loss_sum, r->acc, r->train_loss };
+        struct position here = { e->ep, e->s, e->loss_sum, r->train_loss, r->ev };
 
         if (!window_end(r, e->s))
                 return 0;
@@ -159,15 +130,15 @@ static int step_failed(struct run *r, const struct epoch *e)
 
 /*
  * A stop signal, refused by the library at the next optimizer-step boundary (STRATA_ESTOPPED,
- * at the same step in every process of a job): the summary, then stop() where the run stands.
+ * at the same step in every process of a job): the summary, then stop_run() where the run stands.
  */
 static int stopped(struct run *r, struct epoch *e)
 {
         stop_agree(r->rt);
         stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
                         r->step_times, r->nsteps, strata_tool_now() - r->t_start);
-        return stop(r->rt, &r->o, (struct position){ e->ep, e->s, e->loss_sum, r->acc,
-                                                    r->train_loss });
+        return stop_run(r->rt, &r->o, (struct position){ e->ep, e->s, e->loss_sum,
+                                                        r->train_loss, r->ev });
 }
 
 /* One training step, timed; its loss logged, watched and shown. */
@@ -191,14 +162,14 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
         return after_step(r, e);
 }
 
-/* The epoch's end: the test pass, the trace flushed, its metrics, checkpoint and line. */
+/* The epoch's end: the evaluation, the trace flushed, its metrics, checkpoint and line. */
 static int end_epoch(struct run *r, struct epoch *e)
 {
         double ep_time = strata_tool_now() - e->t0;
         int rc;
 
         r->train_loss = e->loss_sum / (double)e->s;
-        if ((rc = evaluate(r, &r->tloader, r->test_idx, r->test.n, &r->acc)))
+        if ((rc = eval_pass(r, &r->ev)))
                 return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
         if (r->tty)
                 printf("\r\033[K");
@@ -206,7 +177,7 @@ static int end_epoch(struct run *r, struct epoch *e)
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());
         csv_epoch(r, e->ep, e->s - e->s0, ep_time);
         if (r->o.ckpt_dir &&
-            save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0, r->acc, r->train_loss }))
+            save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0, r->train_loss, r->ev }))
                 return fail(r);
         report_epoch(r, e->ep, e->s, ep_time);
         if (stdout_failed()) {
@@ -244,7 +215,10 @@ static int finish(struct run *r)
 
         if (r->o.export_st && strata_export_safetensors(r->rt, r->o.export_st))
                 return fail(r);
-        report_final(r, t_total, heap);
+        if (r->at.epoch >= r->o.epochs)
+                report_finished(r);
+        else
+                report_final(r, t_total, heap);
         rc = heap > 0 && r->o.strategy != STRATA_STRATEGY_MPI;
         if (strata_teardown(r->rt)) {
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());

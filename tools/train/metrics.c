@@ -1,7 +1,9 @@
 /*
  * strata-train's metrics log (--metrics-csv, the columns of Lightning's CSVLogger): a row
- * every --log-every batches and one per epoch, through a buffer of its own. A failed write is
- * reported once; the run goes on and its exit status says so.
+ * every --log-every batches and one per epoch, through a buffer of its own. The evaluation's
+ * columns are those that fit the loss (eval.c: SET_loss and SET_acc, or SET_loss, SET_mse and
+ * SET_mae), empty on step rows. A failed write is reported once; the run goes on and its exit
+ * status says so.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,24 +46,28 @@ __attribute__((format(printf, 2, 3))) static void csv_put(struct csvlog *l, cons
                 l->fill += (size_t)n;
 }
 
-void csv_row(struct csvlog *l, long step, int epoch, double loss, double lr, double sps,
-                    double acc)
+/** @brief One row: the evaluation's columns empty without @p ev (a step row). */
+void csv_row(const struct run *r, long step, int epoch, double loss, double lr, double sps,
+             const struct evaluation *ev)
 {
+        struct csvlog *l = r->csv;
+        char cols[128];
+
         if (!l->on || l->failed)
                 return;
-        if (acc >= 0.0)
-                csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,%.4f\n", step, epoch, loss, lr, sps, acc);
-        else
-                csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,\n", step, epoch, loss, lr, sps);
+        csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,%s\n", step, epoch, loss, lr, sps,
+                eval_row(r, ev, cols, sizeof(cols)));
 }
 
 /*
  * Create or (resuming) append to the log through the safe output: a new log (or one replacing
  * a file) appears at its path, header written, at once and then grows in place.
  */
-int csv_open(struct csvlog *l, const char *path, int append)
+int csv_open(const struct run *r, const char *path, int append)
 {
+        struct csvlog *l = r->csv;
         struct stat st;
+        char cols[96];
 
         l->path = path;
         l->out = (struct strata__out){ .fd = -1, .path = l->opath, .tmp = l->otmp,
@@ -70,7 +76,8 @@ int csv_open(struct csvlog *l, const char *path, int append)
                 return bad("%s", strata_last_error());
         l->on = 1;
         if (fstat(l->out.fd, &st) == 0 && st.st_size == 0)
-                csv_put(l, "step,epoch,train_loss,lr,samples_per_s,test_acc\n");
+                csv_put(l, "step,epoch,train_loss,lr,samples_per_s,%s\n",
+                        eval_header(r, cols, sizeof(cols)));
         csv_flush(l);
         if (!l->failed)
                 csv_check(l, strata__out_publish(&l->out));
@@ -98,19 +105,24 @@ void csv_step(const struct run *r, int ep, long s, double loss)
         g = (long)ep * r->steps_per_epoch + s;
         lr = strata_optim_lr(&r->cfg.optim,
                              (uint64_t)(g / r->o.accumulate > 0 ? g / r->o.accumulate : 1));
-        csv_row(l, g, ep + 1, l->loss_sum / (double)l->rows_steps, lr,
-                (double)(l->rows_steps * r->o.batch) / (now - l->t0), -1.0);
+        csv_row(r, g, ep + 1, l->loss_sum / (double)l->rows_steps, lr,
+                (double)(l->rows_steps * r->o.batch) / (now - l->t0), NULL);
         csv_window(l, now);
+}
+
+/** @brief The learning rate at the end of epoch @p ep (from 0). */
+double epoch_lr(const struct run *r, int ep)
+{
+        long g = (long)(ep + 1) * r->steps_per_epoch;
+
+        return strata_optim_lr(&r->cfg.optim, (uint64_t)(g / r->o.accumulate));
 }
 
 /** @brief Epoch @p ep's row (@p done batches trained in @p ep_time), flushed. */
 void csv_epoch(const struct run *r, int ep, long done, double ep_time)
 {
-        long g = (long)(ep + 1) * r->steps_per_epoch;
-        double lr = strata_optim_lr(&r->cfg.optim, (uint64_t)(g / r->o.accumulate));
-
-        csv_row(r->csv, g, ep + 1, r->train_loss, lr,
-                (double)(done * r->o.batch) / ep_time, r->acc);
+        csv_row(r, (long)(ep + 1) * r->steps_per_epoch, ep + 1, r->train_loss, epoch_lr(r, ep),
+                (double)(done * r->o.batch) / ep_time, &r->ev);
         csv_flush(r->csv);
 }
 

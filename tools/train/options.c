@@ -15,17 +15,35 @@
 #include "kernel/topology.h"
 #include "tools/train/train.h"
 
-/* A usage error: "strata-train: ", the message and a newline on stderr; exit status 2. */
+/* A spawned process other than the job's first: its usage errors are the first's too. */
+static int silent;
+
+/**
+ * @brief A usage error: "strata-train: ", the message and a newline on stderr, in one write
+ *        (processes sharing stderr do not interleave); exit status 2.
+ */
 int bad(const char *fmt, ...)
 {
+        char msg[2048];
         va_list ap;
+        int k = snprintf(msg, sizeof(msg), "strata-train: ");
 
-        fprintf(stderr, "strata-train: ");
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(msg + k, sizeof(msg) - (size_t)k - 1, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\n");
+        strcat(msg, "\n");
+        if (!silent)
+                fputs(msg, stderr);
         return 2;
+}
+
+/**
+ * @brief From now on bad() prints nothing: in the processes of a job but its first, which
+ *        meets the same usage error at the same point and says it once for the job.
+ */
+void bad_silent(void)
+{
+        silent = 1;
 }
 
 static int parse_long(const char *name, const char *s, long lo, long hi, long *out)
@@ -96,6 +114,9 @@ enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 /* Invariant mode's codes, past every letter and the others'. */
 enum { OPT_INVARIANT = 0x4a01, OPT_CHUNKS };
 
+/* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
+enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE };
+
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
 {
@@ -158,6 +179,8 @@ static const struct option long_opts[] = {
         { "activation", 1, 0, 'Z' },
         { "processes", 1, 0, OPT_PROCESSES },
         { "invariant", 0, 0, OPT_INVARIANT }, { "chunks", 1, 0, OPT_CHUNKS },
+        { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
+        { "overwrite", 0, 0, OPT_OVERWRITE },
         { 0, 0, 0, 0 },
 };
 
@@ -260,6 +283,8 @@ static int plain_option(int c, const char *s, struct opts *o)
         case 'T': o->tf32 = 1; break;
         case 'N': o->allow_nonfinite = 1; break;
         case 'Q': o->mpi_allreduce = 1; break;
+        case OPT_PLAN: o->plan = 1; break;
+        case OPT_OVERWRITE: o->overwrite = 1; break;
         case 'd': o->data = s; break;
         case 'm': o->model = s; o->model_set = 1; break;
         case 'K': o->ckpt_dir = s; break;
@@ -315,6 +340,13 @@ static int parse_option(int c, char **argv, struct opts *o)
 
         if (c == 'h') {
                 usage(stdout);
+                exit(0);
+        }
+        if (c == OPT_VERSION) {
+                unsigned v = strata_version();
+
+                printf("strata-train %s (libstrata %u.%u.%u)\n", STRATA_VERSION_STRING,
+                       v / 10000, v / 100 % 100, v % 100);
                 exit(0);
         }
         if (c == 's') {

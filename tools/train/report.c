@@ -4,22 +4,12 @@
  * process prints (config_start() silences the others).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tools/timing.h"
 #include "tools/train/train.h"
-
-/* A number for JSON: non-finite values are null (JSON has no NaN or Infinity). */
-const char *json_num(double v, const char *fmt, char *buf)
-{
-        if (!isfinite(v))
-                return "null";
-        snprintf(buf, 32, fmt, v);
-        return buf;
-}
 
 /* Flush stdout; on a write error (disk full, closed pipe) say so once. 1 when it failed. */
 int stdout_failed(void)
@@ -39,12 +29,15 @@ void report_start(struct run *r)
 {
         const struct opts *o = &r->o;
 
-        r->tty = isatty(1) && !o->quiet && !o->json;
+        /* Under a launcher stdout may be a terminal of its own (Open MPI's pseudo-terminal)
+         * while the job's output goes to a file: plain lines there. */
+        r->tty = isatty(1) && !o->quiet && !o->json && !r->launched;
         if (!o->quiet && !o->json)
-                printf("strata-train: %s, %d device(s), model %s%s, %u train / %u test samples, "
+                printf("strata-train: %s, %d device(s), model %s%s, %u train / %u %s samples, "
                        "batch %d, %ld steps/epoch\n",
                        strata_strategy_name(o->strategy), strata_world_size(r->rt), o->model,
-                       o->bn ? " +bn" : "", r->train.n, r->test.n, o->batch, r->steps_per_epoch);
+                       o->bn ? " +bn" : "", r->train.n, r->test.n, r->set, o->batch,
+                       r->steps_per_epoch);
 }
 
 /** @brief Where a resumed run starts. */
@@ -57,10 +50,10 @@ void report_resumed(const struct run *r)
 
 /**
  * @brief The progress bar of a terminal: one line per epoch, rewritten in place (step/steps,
- *        mean loss so far, samples/s, time left in the epoch).
+ *        mean loss so far, samples/s, time left in the epoch and in the run).
  */
 void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
-                     double eta)
+              double eta, double eta_run)
 {
         int width = 24, done = (int)(width * step / (steps ? steps : 1));
         char bar[32];
@@ -68,72 +61,66 @@ void progress(int epoch, int epochs, long step, long steps, double loss, double 
         for (int i = 0; i < width; i++)
                 bar[i] = i < done ? '=' : (i == done ? '>' : ' ');
         bar[width] = '\0';
-        printf("\repoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs\033[K", epoch,
-               epochs, bar, step, steps, loss, sps, eta);
+        printf("\repoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs (run %.0fs)"
+               "\033[K", epoch, epochs, bar, step, steps, loss, sps, eta, eta_run);
         fflush(stdout);
 }
 
-/*
- * The test pass's figures, as text or JSON fields: the accuracy, or with float targets the
- * mean squared and absolute errors.
+/**
+ * @brief Seconds left in the whole run after batch @p s of epoch @p ep: the batches left at
+ *        the rate of this run so far (its evaluations included).
  */
-static const char *test_metrics(const struct run *r, char *buf, size_t n)
+double eta_run(const struct run *r, int ep, long s)
 {
-        char a[32], b[32];
+        long left = (long)(r->o.epochs - ep - 1) * r->steps_per_epoch + r->steps_per_epoch - s;
+        double el = strata_tool_now() - r->t_start;
 
-        if (!r->train.t && r->o.json)
-                snprintf(buf, n, "\"test_acc\":%s", json_num(r->acc, "%.4f", a));
-        else if (!r->train.t)
-                snprintf(buf, n, "test_acc %.4f", r->acc);
-        else if (r->o.json)
-                snprintf(buf, n, "\"test_mse\":%s,\"test_mae\":%s",
-                         json_num(r->mse, "%.6g", a), json_num(r->mae, "%.6g", b));
-        else
-                snprintf(buf, n, "test_mse %.6g  test_mae %.6g", r->mse, r->mae);
-        return buf;
+        return r->nsteps ? el / (double)r->nsteps * (double)left : 0.0;
 }
 
-/** @brief The epoch's line: the progress bar cleared, then text or JSON. */
+/** @brief The epoch's line: text or JSON (the progress bar was cleared before it). */
 void report_epoch(const struct run *r, int ep, long s, double ep_time)
 {
-        char num[32], tm[96];
+        double sps = (double)(s * r->o.batch) / ep_time, eta = eta_run(r, ep, s);
+        char num[32], lr[32], ev[160];
 
         if (r->o.json)
                 printf("{\"epoch\":%d,\"train_loss\":%s,%s,"
-                       "\"samples_per_s\":%.0f,\"epoch_s\":%.3f}\n",
+                       "\"samples_per_s\":%.0f,\"epoch_s\":%.3f,\"lr\":%s,\"eta_s\":%.1f}\n",
                        ep + 1, json_num(r->train_loss, "%.6f", num),
-                       test_metrics(r, tm, sizeof(tm)), (double)(s * r->o.batch) / ep_time,
-                       ep_time);
+                       eval_fields(r, &r->ev, 1, ev, sizeof(ev)), sps, ep_time,
+                       json_num(epoch_lr(r, ep), "%.6g", lr), eta);
         else if (!r->o.quiet)
-                printf("epoch %3d  train_loss %.4f  %s  %8.0f samples/s  %.2fs\n",
-                       ep + 1, r->train_loss, test_metrics(r, tm, sizeof(tm)),
-                       (double)(s * r->o.batch) / ep_time, ep_time);
+                printf("epoch %3d  train_loss %.4f  %s  lr %.4g  %8.0f samples/s  %.2fs  "
+                       "ETA %.0fs\n", ep + 1, r->train_loss, eval_fields(r, &r->ev, 0, ev,
+                       sizeof(ev)), epoch_lr(r, ep), sps, ep_time, eta);
 }
 
-/* The job's summary: accuracy, time, the median step, memory planned and used, the heap
- * (--quiet: only --json's object). */
+/* The job's summary: the last evaluation, time, the median step, memory planned and used,
+ * the heap (--quiet: only --json's object). */
 static void summary(const struct run *r, const struct strata_memory_info *mem, double t_total,
                     long heap)
 {
         double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
         double sps = t_total > 0.0 ? (double)r->nsteps * r->o.batch / t_total : 0.0;
-        char num[32], tm[96];
+        char num[32], lr[32], tm[160];
 
         if (r->o.json)
                 printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
-                       "\"train_loss\":%s,%s,\"time_s\":%.3f,"
+                       "\"train_loss\":%s,%s,\"lr\":%s,\"time_s\":%.3f,"
                        "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                        "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                        "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
                        r->o.epochs, r->o.batch, strata_world_size(r->rt),
-                       json_num(r->train_loss, "%.6f", num), test_metrics(r, tm, sizeof(tm)),
-                       t_total, sps, med,
+                       json_num(r->train_loss, "%.6f", num),
+                       eval_fields(r, &r->ev, 1, tm, sizeof(tm)),
+                       json_num(epoch_lr(r, r->o.epochs - 1), "%.6g", lr), t_total, sps, med,
                        mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
         else if (!r->o.quiet)
                 printf("final: %s  time %.2fs  median step %.1f us  %.0f samples/s\n"
                        "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "
                        "during training: %ld\n",
-                       test_metrics(r, tm, sizeof(tm)), t_total, med, sps, mem->planned,
+                       eval_fields(r, &r->ev, 0, tm, sizeof(tm)), t_total, med, sps, mem->planned,
                        mem->used,
                        (unsigned long long)mem->refusals, heap);
 }
@@ -159,6 +146,29 @@ void report_final(const struct run *r, double t_total, long heap)
             strata_grad_scaler_state(r->rt, &gs) == STRATA_OK)
                 printf("loss scale: %g, %llu optimizer steps skipped\n", gs.scale,
                        (unsigned long long)gs.skipped);
+}
+
+/**
+ * @brief A resumed run that had already trained every epoch: the result its checkpoint kept
+ *        (nothing was trained, so no time or throughput).
+ */
+void report_finished(const struct run *r)
+{
+        char num[32], lr[32], ev[160];
+
+        if (!strata_is_global_zero(r->rt))
+                return;
+        if (r->o.json)
+                printf("{\"final\":true,\"finished\":true,\"epochs\":%d,\"batch\":%d,"
+                       "\"devices\":%d,\"train_loss\":%s,%s,\"lr\":%s}\n", r->at.epoch,
+                       r->o.batch, strata_world_size(r->rt),
+                       json_num(r->train_loss, "%.6f", num),
+                       eval_fields(r, &r->ev, 1, ev, sizeof(ev)),
+                       json_num(epoch_lr(r, r->at.epoch - 1), "%.6g", lr));
+        else if (!r->o.quiet)
+                printf("final (from the checkpoint, %d epoch%s): train_loss %.4f  %s\n",
+                       r->at.epoch, r->at.epoch == 1 ? "" : "s", r->train_loss,
+                       eval_fields(r, &r->ev, 0, ev, sizeof(ev)));
 }
 
 /** @brief The last line, once the runtime is down: where the trace is. */

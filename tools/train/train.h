@@ -6,7 +6,9 @@
  *   h5data.c      the data sets from an HDF5 file (h5.c reads it; only the tool links HDF5)
  *   arena.c       the tool's one mapping: the data and what the run keeps beside it
  *   config.c      the model, the runtime's configuration, its plan and its start
- *   loop.c        epochs, steps, evaluation, the end of the run
+ *   loop.c        epochs, steps, the end of the run
+ *   eval.c        the evaluation pass and the metrics that fit the loss
+ *   plan.c        --plan: the memory plan, printed without training
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
@@ -78,6 +80,20 @@ struct opts {
         const char *targets;
         const char *test_data;  /* --test-data: the HDF5 file that evaluates */
         float val_fraction;     /* --val-fraction: the last fraction of --data evaluates */
+        int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
+        int plan;               /* --plan: print the memory plan and exit */
+};
+
+/*
+ * What one evaluation pass found: the training loss function on the evaluation rows, and the
+ * metric that fits the loss (ce: argmax accuracy; bce: accuracy of the sigmoid probability at
+ * 0.5 against the target at 0.5, over every output; mse, l1, huber: MSE and MAE of the
+ * outputs). NaN: not evaluated yet.
+ */
+struct evaluation {
+        double loss;
+        double acc;
+        double mse, mae;
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -98,7 +114,8 @@ struct position {
         int epoch;              /* epochs completed */
         long step;              /* batches of the next epoch trained */
         double loss_sum;
-        double acc, train_loss; /* of the last epoch evaluated (NaN: none yet) */
+        double train_loss;      /* of the last epoch evaluated (NaN: none yet) */
+        struct evaluation ev;   /* its evaluation */
 };
 
 /* One run of this process: everything train() sets up, then the loop uses. */
@@ -124,10 +141,13 @@ struct run {
         struct position at;             /* where a resumed run starts */
         struct csvlog *csv;
         int tty;                        /* stdout is a terminal: a progress bar */
+        int launched;                   /* started by a launcher (mpirun, srun, torchrun) */
         double t_start;                 /* of the training loop */
-        double acc, train_loss;         /* of the last epoch */
+        double train_loss;              /* of the last epoch */
+        struct evaluation ev;           /* of the last epoch */
+        const char *set;                /* what evaluates: "test", "val" or "train_eval" */
+        float *outs;                    /* bce: one batch of outputs (eval.c) */
         char tpath[PATH_BUF];           /* this process's trace file */
-        double mse, mae;                /* float targets: of the last test pass */
         struct {                        /* the loss's growth (loop.c: watch_loss) */
                 double first, smooth;   /* the run's first step; smoothed since */
                 int warned;
@@ -137,6 +157,7 @@ struct run {
 /* options.c, usage.c */
 void usage(FILE *f);
 int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bad_silent(void);
 int parse_args(int argc, char **argv, struct opts *o);
 
 /* data.c */
@@ -150,47 +171,68 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples);
 int h5_data_load(struct run *r);
 
 /* config.c */
+int config_fill(struct run *r);
 int config_start(struct run *r);
+
+/* plan.c */
+int plan_show(struct run *r);
+
+/* eval.c */
+const char *json_num(double v, const char *fmt, char *buf);
+int eval_fits_bce(const struct run *r);
+int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
+                int width, const char *what);
+int eval_outputs(struct run *r);
+int eval_pass(struct run *r, struct evaluation *ev);
+const char *eval_fields(const struct run *r, const struct evaluation *ev, int json, char *buf,
+                        size_t n);
+const char *eval_header(const struct run *r, char *buf, size_t n);
+const char *eval_row(const struct run *r, const struct evaluation *ev, char *buf, size_t n);
 
 /* loop.c */
 int train_loop(struct run *r);
 
 /* report.c */
-const char *json_num(double v, const char *fmt, char *buf);
 int stdout_failed(void);
 void report_start(struct run *r);
 void report_resumed(const struct run *r);
 void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
-              double eta);
+              double eta, double eta_run);
+double eta_run(const struct run *r, int ep, long s);
 void report_epoch(const struct run *r, int ep, long s, double ep_time);
 void report_final(const struct run *r, double t_total, long heap);
+void report_finished(const struct run *r);
 void report_trace(const struct opts *o);
 void stopped_summary(const struct opts *o, int ep, long s, double loss, double *times,
                      long nsteps, double elapsed);
 
 /* metrics.c */
-int csv_open(struct csvlog *l, const char *path, int append);
-void csv_row(struct csvlog *l, long step, int epoch, double loss, double lr, double sps,
-             double acc);
+int csv_open(const struct run *r, const char *path, int append);
+void csv_row(const struct run *r, long step, int epoch, double loss, double lr, double sps,
+             const struct evaluation *ev);
 void csv_flush(struct csvlog *l);
 void csv_window(struct csvlog *l, double t0);
 void csv_step(const struct run *r, int ep, long s, double loss);
 void csv_epoch(const struct run *r, int ep, long done, double ep_time);
+double epoch_lr(const struct run *r, int ep);
 int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
-int ckpt_check(const struct opts *o);
+int ckpt_check(const struct opts *o, int rank);
+int export_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
 void catch_stop_signals(void);
 int stop_requested(void);
 void stop_agree(struct strata_runtime *rt);
-int stop(struct strata_runtime *rt, const struct opts *o, struct position at);
+int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at);
 
 /* launch.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
  * process runs again with its rank. */
 int spawn_parent(int argc, char **argv, const struct opts *o,
                  int (*entry)(int argc, char **argv, int rank));
+int launcher_rule(struct opts *o, int spawned);
+int job_size(void);
 int job_setup(struct run *r);
 
 /* fault.c */

@@ -1,0 +1,212 @@
+/*
+ * strata-train's evaluation: one pass over the evaluation set in order, and the figures that
+ * fit the loss. Every loss reports itself on the evaluation rows (the validation loss); ce adds
+ * the argmax accuracy; bce the accuracy of its probabilities at 0.5 (sigmoid(z) >= 0.5 exactly
+ * when z >= 0, against target >= 0.5, over every output), from the outputs strata_predict_step()
+ * gives, since the library's MSE and MAE are of the raw logits; mse, l1 and huber the MSE and
+ * MAE of the outputs. The set is named for what it is: "test" (a test split or --test-data),
+ * "val" (--val-fraction) or "train_eval" (the training samples themselves). BCE's targets are
+ * checked to be probabilities where the data is loaded (data.c, h5data.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/train/train.h"
+
+/* A value no computation writes (a NaN with this payload): marks outputs not of this process. */
+#define UNWRITTEN 0x7fa5a5a5u
+
+/* A number for JSON: non-finite values are null (JSON has no NaN or Infinity). */
+const char *json_num(double v, const char *fmt, char *buf)
+{
+        if (!isfinite(v))
+                return "null";
+        snprintf(buf, 32, fmt, v);
+        return buf;
+}
+
+/** @brief The loss is BCE: its metric is computed here from the outputs. */
+int eval_fits_bce(const struct run *r)
+{
+        return r->o.loss == &strata_bce_with_logits;
+}
+
+/**
+ * @brief --loss bce: every target a probability, in [0, 1]; the first that is not is named
+ *        with @p what (the file and dataset), its sample and its place in the sample. 0, or 2.
+ */
+int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
+                int width, const char *what)
+{
+        size_t count = (size_t)n * width;
+
+        if (!eval_fits_bce(r))
+                return 0;
+        for (size_t i = 0; i < count; i++) {
+                double v = type == STRATA_F64 ? ((const double *)t)[i] : ((const float *)t)[i];
+
+                if (v >= 0.0 && v <= 1.0)
+                        continue;
+                return bad("%s: sample %zu holds %g (value %zu of the sample): --loss bce takes "
+                           "targets in [0, 1] (probabilities)", what, i / (size_t)width, v,
+                           i % (size_t)width);
+        }
+        return 0;
+}
+
+/* mse, l1, huber: MSE and MAE of the outputs (the library's). */
+static int regression(const struct run *r)
+{
+        return r->train.t && !eval_fits_bce(r);
+}
+
+/** @brief bce: one batch of outputs in the tool's arena (data_map() counted it). 0, or 2. */
+int eval_outputs(struct run *r)
+{
+        void *p;
+
+        if (!eval_fits_bce(r))
+                return 0;
+        if (strata_arena_alloc(&r->data, sizeof(float) * (size_t)r->o.batch * r->train.tdim, 0,
+                               &p))
+                return bad("%s", strata_last_error());
+        r->outs = p;
+        return 0;
+}
+
+/* Target value j of the batch's row i (arrays: the row is b->index[i] of the set). */
+static double target(const struct strata_batch *b, int i, int j)
+{
+        size_t at = (size_t)b->index[i] * b->tdim + j;
+
+        return b->ttype == STRATA_F64 ? ((const double *)b->t)[at] : ((const float *)b->t)[at];
+}
+
+/*
+ * bce: the outputs of the batch's rows that this process computed (under several processes
+ * each writes its own rows; the others keep UNWRITTEN) agreeing with their targets at 0.5.
+ */
+static int bce_agree(struct run *r, const struct strata_batch *b, double *agree)
+{
+        const uint32_t mark = UNWRITTEN;
+        size_t n = (size_t)b->rows * b->tdim;
+
+        for (size_t i = 0; i < n; i++)
+                memcpy(&r->outs[i], &mark, sizeof(mark));
+        if (strata_predict_step(r->rt, b, r->outs))
+                return 1;
+        for (int i = 0; i < b->rows; i++) {
+                const float *o = r->outs + (size_t)i * b->tdim;
+
+                if (!memcmp(o, &mark, sizeof(mark)))
+                        continue;
+                for (int j = 0; j < b->tdim; j++)
+                        *agree += (o[j] >= 0.0f) == (target(b, i, j) >= 0.5);
+        }
+        return 0;
+}
+
+/* The sum of every process's @p v (each process's device 0 holds it, the others 0). */
+static int job_sum(struct strata_runtime *rt, double *v)
+{
+        double all[STRATA_MAX_DEVICES] = { 0 };
+        void *bufs[STRATA_MAX_DEVICES];
+
+        all[0] = *v;
+        for (int d = 0; d < STRATA_MAX_DEVICES; d++)
+                bufs[d] = &all[d];
+        if (strata_reduce(rt, bufs, 1, STRATA_F64, STRATA_OP_SUM))
+                return 1;
+        *v = all[0];
+        return 0;
+}
+
+/**
+ * @brief The evaluation set in order into @p ev: the loss, and the metric that fits it.
+ *        0, or the failed call's status (its message in strata_last_error()).
+ */
+int eval_pass(struct run *r, struct evaluation *ev)
+{
+        struct strata_batch b;
+        struct strata_metrics m;
+        double loss = 0.0, se = 0.0, ae = 0.0, agree = 0.0, rows = 0.0;
+        long correct = 0;
+        int rc;
+
+        strata_loader_reset(&r->tloader, r->test_idx, r->test.n);
+        while (strata_loader_next_indexed(&r->tloader, &b)) {
+                if ((rc = strata_eval_step(r->rt, &b, &m)) ||
+                    (eval_fits_bce(r) && (rc = bce_agree(r, &b, &agree))))
+                        return rc ? rc : 1;
+                correct += m.correct;
+                rows += m.rows;
+                loss += m.loss * m.rows;
+                se += m.mse * m.rows;
+                ae += m.mae * m.rows;
+        }
+        if (eval_fits_bce(r) && (rc = job_sum(r->rt, &agree)))
+                return rc;
+        *ev = (struct evaluation){ .loss = loss / rows, .acc = NAN, .mse = NAN, .mae = NAN };
+        if (regression(r)) {
+                ev->mse = se / rows;
+                ev->mae = ae / rows;
+        } else {
+                ev->acc = eval_fits_bce(r) ? agree / (rows * r->train.tdim) : correct / rows;
+        }
+        return 0;
+}
+
+/** @brief The figures of @p ev as text ("val_loss 0.1  val_acc 0.9") or JSON fields. */
+const char *eval_fields(const struct run *r, const struct evaluation *ev, int json, char *buf,
+                        size_t n)
+{
+        const char *s = r->set, *f = json ? "\"%s_%s\":%s" : "%s_%s %s";
+        const char *sep = json ? "," : "  ";
+        char v[3][32], a[3][96];
+
+        snprintf(a[0], sizeof(a[0]), f, s, "loss", json_num(ev->loss, "%.6g", v[0]));
+        if (regression(r)) {
+                snprintf(a[1], sizeof(a[1]), f, s, "mse", json_num(ev->mse, "%.6g", v[1]));
+                snprintf(a[2], sizeof(a[2]), f, s, "mae", json_num(ev->mae, "%.6g", v[2]));
+                snprintf(buf, n, "%s%s%s%s%s", a[0], sep, a[1], sep, a[2]);
+        } else {
+                snprintf(a[1], sizeof(a[1]), f, s, "acc", json_num(ev->acc, "%.4f", v[1]));
+                snprintf(buf, n, "%s%s%s", a[0], sep, a[1]);
+        }
+        return buf;
+}
+
+/** @brief The metrics CSV's evaluation columns ("val_loss,val_acc"). */
+const char *eval_header(const struct run *r, char *buf, size_t n)
+{
+        if (regression(r))
+                snprintf(buf, n, "%s_loss,%s_mse,%s_mae", r->set, r->set, r->set);
+        else
+                snprintf(buf, n, "%s_loss,%s_acc", r->set, r->set);
+        return buf;
+}
+
+/* A CSV value: empty when unknown. */
+static const char *csv_num(double v, const char *fmt, char *buf)
+{
+        const char *s = json_num(v, fmt, buf);
+
+        return strcmp(s, "null") ? s : "";
+}
+
+/** @brief The evaluation columns of a metrics row: empty ones for a step row (@p ev NULL). */
+const char *eval_row(const struct run *r, const struct evaluation *ev, char *buf, size_t n)
+{
+        char v[3][32];
+
+        if (!ev)
+                snprintf(buf, n, regression(r) ? ",," : ",");
+        else if (regression(r))
+                snprintf(buf, n, "%s,%s,%s", csv_num(ev->loss, "%.6f", v[0]),
+                         csv_num(ev->mse, "%.6f", v[1]), csv_num(ev->mae, "%.6f", v[2]));
+        else
+                snprintf(buf, n, "%s,%s", csv_num(ev->loss, "%.6f", v[0]),
+                         csv_num(ev->acc, "%.4f", v[1]));
+        return buf;
+}
