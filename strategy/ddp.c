@@ -102,8 +102,8 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
 /*
  * Invariant mode: where each device holds one block of the chunks' tree (a power of two of
  * devices), a window is one batch, the gradients are whole (not fsdp) and no module
- * (BatchNorm) completes its own gradients, the buckets complete the tree with the pairwise tree over devices: the same bits in fewer
- * collectives than the replica's per layer.
+ * (BatchNorm) completes its own gradients, the buckets complete the tree with the pairwise
+ * tree over devices: the same bits in fewer collectives than the replica's per layer.
  */
 static int tree_buckets(const struct strata_runtime *rt, const struct strata__replica *r)
 {

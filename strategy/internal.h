@@ -186,8 +186,8 @@ int strata__check_rt(const struct strata_runtime *rt);
 int strata__world(const struct strata_config *c, int *world);
 
 /**
- * strategy/runtime/config.c: the common checks of @p c, then its strategy's; *st gets the strategy's
- * table and *dev the device driver (the configured one, or the accelerator's).
+ * strategy/runtime/config.c: the common checks of @p c, then its strategy's; *st gets the
+ * strategy's table and *dev the device driver (the configured one, or the accelerator's).
  */
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
                          const struct strata_device_ops **dev);
@@ -297,12 +297,12 @@ int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *com
                      const struct strata__step_args *a);
 
 /**
- * optimizer_step's found-inf check, before replica @p dev's optimizer step, in every precision: with loss
- * scaling, unscale its gradients; then agree with every device of @p comm (NULL: this replica
- * decides alone) whether any gradient was not finite. A loss scaler then grows or backs off
- * its scale (device 0); without one, unless cfg.train.allow_nonfinite (then nothing is
- * checked), device 0 sets *a->nonfinite: the step is refused. *skip: the step is skipped (the
- * replica's parameters, optimizer state and step count stay).
+ * optimizer_step's found-inf check, before replica @p dev's optimizer step, in every precision:
+ * with loss scaling, unscale its gradients; then agree with every device of @p comm (NULL: this
+ * replica decides alone) whether any gradient was not finite. A loss scaler then grows or backs off
+ * its scale (device 0); without one, unless cfg.train.allow_nonfinite (then nothing is checked),
+ * device 0 sets *a->nonfinite: the step is refused. *skip: the step is skipped (the replica's
+ * parameters, optimizer state and step count stay).
  */
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                          const struct strata__step_args *a, int *skip);

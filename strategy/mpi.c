@@ -9,8 +9,8 @@
  *
  * Parent: the process layer (strategy/process/layer.c), itself ddp's child. setup_environment
  * first joins the processes (MPI_Init_thread unless the application did it;
- * cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up. A failure in a step ends the job (MPI_Abort, the process
- * layer's error entry).
+ * cfg.process.mpi_comm or MPI_COMM_WORLD), then hands up. A failure in a step ends the job
+ * (MPI_Abort, the process layer's error entry).
  */
 #include "strata/status.h"
 #include "strategy/process/process.h"

@@ -16,8 +16,8 @@
 struct strata__multi;
 
 /**
- * What a job of several processes adds to the devices of this one (strategy/process/layer.c): the
- * multi-device parents call these where a job spans processes, and their own otherwise.
+ * What a job of several processes adds to the devices of this one (strategy/process/layer.c):
+ * the multi-device parent calls these where a job spans processes, and its own otherwise.
  */
 struct strata__peers {
         /** Place this process's workers beside the other processes' (STRATA_ENOTSUP: don't). */
@@ -37,7 +37,7 @@ struct strata__executor {
         int (*begin)(struct strata_runtime *rt, struct strata__multi *m);
         /** Run fn(dev, arg) for every device. */
         int (*each)(struct strata__multi *m, int (*fn)(int dev, void *arg), void *arg);
-        /** Entering TORNDOWN: release what start took. */
+        /** Entering TORNDOWN: release what begin took. */
         void (*end)(struct strata_runtime *rt, struct strata__multi *m);
 };
 
@@ -45,8 +45,8 @@ struct strata__executor {
 extern const struct strata__executor strata__pool_executor, strata__inline_executor;
 
 /**
- * What dp and ddp share; each embeds it as the first member of its own private state, so the
- * runtime's priv pointer is also a pointer to this.
+ * What every strategy's state holds first (single's is this alone; dp's and ddp's embed it as
+ * their first member), so the runtime's priv pointer is also a pointer to this.
  */
 struct strata__multi {
         const struct strata__executor *ex; /* how jobs reach the devices */

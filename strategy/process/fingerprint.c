@@ -1,7 +1,7 @@
 /*
- * The configuration fingerprint (strategy/process/fingerprint.h): made from a runtime, compared field
- * by field through one table of the fields' names, so a difference is reported with its name
- * and both values, and a new field is one member and one line.
+ * The configuration fingerprint (strategy/process/fingerprint.h): made from a runtime,
+ * compared field by field through one table of the fields' names, so a difference is
+ * reported with its name and both values, and a new field is one member and one line.
  */
 #include <stddef.h>
 #include <stdio.h>

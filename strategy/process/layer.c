@@ -5,8 +5,9 @@
  * then ddp's parents start the workers, which this layer places beside the other processes'
  * on a shared host and whose communicators it opens over the link (every device of every
  * process, and one among the processes' device 0s for the step's metrics), and refuses
- * processes configured differently (strategy/process/fingerprint.h) before the first step. Entering ERROR
- * aborts the job through the link; entering TORNDOWN closes it after the workers stop.
+ * processes configured differently (strategy/process/fingerprint.h) before the first step.
+ * Entering ERROR aborts the job through the link; entering TORNDOWN closes it after the
+ * workers stop.
  */
 #include <stdio.h>
 #include <string.h>

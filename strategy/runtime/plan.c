@@ -34,8 +34,9 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
  */
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st)
 {
-        if ((strata__caps(st) & STRATA__CAP_SHARD_GRADS) && c->train.accumulate <= 1 && !(c->train.clip_norm > 0.0f) &&
-            !c->strategy.invariant) /* invariant: every device gets the whole gradient */
+        if ((strata__caps(st) & STRATA__CAP_SHARD_GRADS) && c->train.accumulate <= 1 &&
+            /* invariant: every device gets the whole gradient */
+            !(c->train.clip_norm > 0.0f) && !c->strategy.invariant)
                 return STRATA__SHARD_GRADS;
         if (!(strata__caps(st) & STRATA__CAP_SHARD_PARAMS))
                 return 0;
@@ -68,7 +69,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 strata__chunks_plan(strata__chunks(c), world, c->batch, &cp);
                 rows = cp.rows;
         }
-        shards = strata__caps(st) & STRATA__CAP_SHARD_STATE ? world : 1; /* zero1, zero2, fsdp: state sharded over the world */
+        /* zero1, zero2, fsdp: the optimizer state sharded over the world */
+        shards = strata__caps(st) & STRATA__CAP_SHARD_STATE ? world : 1;
         STRATA_TRY(strata_arena_init_plan(&plan, NULL));
         STRATA_TRY(strata_arena_init_plan(&pdev, NULL));
         STRATA_TRY(strata_arena_init_plan(&ppin, NULL));
