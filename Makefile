@@ -274,6 +274,11 @@ bench-procs: tools
 bench-precision: tools
 	tools/bench-precision.sh
 
+# The CPU kernel sets: GFLOP/s over the step's GEMMs beside the measured peaks, and training
+# against PyTorch fp32 and autocast (decision 0034).
+bench-kernels: tools
+	tools/bench-kernels.sh $(REPS)
+
 # Gradients all-reduced in f32 or bf16 on 2 devices: speed (ddp, spawn, PyTorch DDP) and
 # accuracy after 10 epochs.
 bench-grad-allreduce: tools
