@@ -10,10 +10,13 @@ extern const struct strata_device_ops strata__cpu_driver;
 extern const struct strata_device_ops strata__cuda_driver;
 
 /**
- * Make OpenBLAS map @p n buffer slots now (one per device), so that concurrent GEMMs never map
- * during training. Returns 0, or -1 when OpenBLAS could not provide them.
+ * The CPU driver whose GEMMs run kernel set @p set; STRATA_ENOTSUP (with the reason) where
+ * this CPU cannot run it, STRATA_EINVAL for a value that is no set.
  */
-int strata__blas_reserve(int n);
+int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_ops **out);
+
+/** 1 when @p dev is one of the CPU driver's tables (one per kernel set). */
+int strata__cpu_is(const struct strata_device_ops *dev);
 
 /* drivers/cpu/lowp.c: the CPU driver's gemm_lp, gemm_lp_io, gemm_lp_bytes and prepare_lp. */
 void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
@@ -22,5 +25,7 @@ void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int
 void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch);
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim);
 int strata__cpu_prepare_lp(enum strata_dtype dt);
+/* The bf16 GEMMs' kernel set ("bf16:avx512_bf16"), NULL where bf16-mixed is refused. */
+const char *strata__cpu_lp_name(void);
 
 #endif /* STRATA_DRIVERS_DRIVERS_H */

@@ -114,10 +114,13 @@ struct strata__track *strata__trace_tracks(struct strata__trace *tr);
 /**
  * @brief Start recording: open the output (base/output.h: a temporary file beside the path,
  *        or a device or FIFO in place) and write the process and track names
- *        (@p pid: the rank, @p process: its display name). Does nothing without a path.
+ *        (@p pid: the rank, @p process: its display name) and the kernel set the devices
+ *        compute with (@p kernels, strata_kernel_set(); NULL: none named). Does nothing
+ *        without a path.
  * @retval STRATA_OK, STRATA_EIO (the message names the file and the reason).
  */
-int strata__trace_open(struct strata__trace *tr, int pid, const char *process);
+int strata__trace_open(struct strata__trace *tr, int pid, const char *process,
+                       const char *kernels);
 
 /** @brief Stop without a file: close and remove the temporary (a failed init keeps nothing). */
 void strata__trace_discard(struct strata__trace *tr);

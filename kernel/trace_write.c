@@ -182,9 +182,10 @@ static void escape(const char *s, char *out, size_t n)
         out[j] = '\0';
 }
 
-int strata__trace_open(struct strata__trace *tr, int pid, const char *process)
+int strata__trace_open(struct strata__trace *tr, int pid, const char *process,
+                       const char *kernels)
 {
-        char name[128];
+        char name[128], kern[128];
         int rc;
 
         if (!tr || !tr->path)
@@ -192,8 +193,12 @@ int strata__trace_open(struct strata__trace *tr, int pid, const char *process)
         STRATA_TRY(strata__out_open(&tr->file, tr->path));
         tr->pid = pid;
         escape(process, name, sizeof(name));
+        escape(kernels ? kernels : "", kern, sizeof(kern));
         rc = put(tr, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                      "\"args\":{\"name\":\"%s\"}}", pid, name);
+        if (rc == STRATA_OK && kernels)
+                rc = put(tr, ",\n{\"name\":\"strata_kernels\",\"ph\":\"M\",\"pid\":%d,"
+                             "\"tid\":0,\"args\":{\"name\":\"%s\"}}", pid, kern);
         for (int d = 0; d < tr->ntracks && rc == STRATA_OK; d++) {
                 uint64_t origin = strata__track_now();
 

@@ -192,6 +192,13 @@ int strata__world(const struct strata_config *c, int *world);
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
                          const struct strata_device_ops **dev);
 
+/**
+ * @brief The kernel set a runtime of configuration @p c computes with on driver @p dev, by
+ *        name (the trace's metadata): strata_kernel_set() for the CPU driver's tables, the
+ *        driver's name for any other.
+ */
+const char *strata__kernels_of(const struct strata_config *c, const struct strata_device_ops *dev);
+
 /* strategy/runtime/plan.c: the memory plan, the layout and the memory a runtime is carved from. */
 
 /**

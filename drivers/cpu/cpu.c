@@ -1,8 +1,8 @@
 /*
- * The CPU device driver: GEMM from OpenBLAS (serial build, so no BLAS thread pool runs beside
- * the pinned workers), the rest hand-written in loops the compiler vectorises.
+ * The CPU device driver: GEMM from libxsmm's kernels under Strata's blocking (gemm.c), one
+ * table per kernel set; the rest hand-written in loops the compiler vectorises (STRATA_SIMD
+ * clones, ISO C without contraction: the same bits on every clone).
  */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -15,6 +15,7 @@
 #include "base/base.h"
 #include "drivers/formulas.h"
 #include "drivers/drivers.h"
+#include "drivers/cpu/gemm.h"
 
 static int cpu_probe(const char **why)
 {
@@ -23,34 +24,22 @@ static int cpu_probe(const char **why)
         return 1;
 }
 
-static int cpu_prepare(int devices)
-{
-        if (strata__blas_reserve(devices) != 0)
-                return strata__fail(STRATA_ESYS, "OpenBLAS could not map %d GEMM buffers",
-                                    devices);
-        return STRATA_OK;
-}
-
-/*
- * OpenBLAS's sgemm packs the whole of B even for one row of A (batch-1 inference: a
- * 1024 x 1024 Linear took 372 us in sgemm against 56 us in sgemv here), so one row goes
- * through sgemv: c = alpha op(B)^T op(a)^T + beta c.
- */
-static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                     const float *b, int ldb, float beta, float *c, int ldc)
-{
-        if (m == 1) {
-                if (tb) /* B is n x k */
-                        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, alpha, b, ldb, a,
-                                    ta ? lda : 1, beta, c, 1);
-                else    /* B is k x n */
-                        cblas_sgemv(CblasRowMajor, CblasTrans, k, n, alpha, b, ldb, a,
-                                    ta ? lda : 1, beta, c, 1);
-                return;
+/* One GEMM entry per kernel set (the kernel table's gemm has no context to carry it). */
+#define CPU_GEMM(fn, set)                                                                          \
+        static void fn(int ta, int tb, int m, int n, int k, float alpha, const float *a,           \
+                       int lda, const float *b, int ldb, float beta, float *c, int ldc)            \
+        {                                                                                          \
+                strata__sgemm(set, &(struct strata__sgemm){ ta, tb, m, n, k, alpha, beta, a, lda,  \
+                                                            b, ldb, c, ldc });                     \
+        }                                                                                          \
+        static int fn##_prepare(int devices)                                                       \
+        {                                                                                          \
+                return strata__sgemm_prepare(set, devices);                                        \
         }
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
+CPU_GEMM(gemm_native, STRATA_KERNELS_NATIVE)
+CPU_GEMM(gemm_portable, STRATA_KERNELS_PORTABLE)
+CPU_GEMM(gemm_avx512, STRATA_KERNELS_AVX512)
+CPU_GEMM(gemm_scalar, STRATA_KERNELS_SCALAR)
 
 static void cpu_fill_rows(float *y, const float *bias, int rows, int cols)
 {
@@ -416,12 +405,10 @@ static const void *cpu_view(void *stage, const void *src, size_t bytes)
         return src;
 }
 
-/* The first GEMM on a thread may set up OpenBLAS's internals for it. */
+/* A device's thread takes its GEMM packing buffer before the arenas seal. */
 static void cpu_warm_up(void)
 {
-        float a[16] = { 0 }, c[16];
-
-        cpu_gemm(0, 0, 4, 4, 4, 1.0f, a, 4, a, 4, 0.0f, c, 4);
+        strata__sgemm_warm_up();
 }
 
 /* dst += src with the communicator's reduction of two buffers (arch/reduce.c), its bits. */
@@ -433,50 +420,104 @@ static void cpu_add(float *dst, const float *src, size_t n)
         strata__reduce_many(STRATA_F32, STRATA__SUM, d, 1, s, 2, 0, n, 0);
 }
 
-static const struct strata_kernel_ops cpu_kernels = {
-        .gemm = cpu_gemm,
-        .fill_rows = cpu_fill_rows,
-        .relu = cpu_relu,
-        .relu_backward = cpu_relu_backward,
-        .act = cpu_act,
-        .act_backward = cpu_act_backward,
-        .col_sums = cpu_col_sums,
-        .softmax_xent = cpu_softmax_xent,
-        .dropout = cpu_dropout,
-        .copy = cpu_copy,
-        .fill = cpu_fill,
-        .mul = cpu_mul,
-        .col_stats = cpu_col_stats,
-        .div = cpu_div,
-        .bn_moments = cpu_bn_moments,
-        .bn_normalize = cpu_bn_normalize,
-        .bn_eval = cpu_bn_eval,
-        .bn_grad_sums = cpu_bn_grad_sums,
-        .bn_dx = cpu_bn_dx,
-        .update = cpu_update,
-        .update_range = cpu_update_range,
-        .sumsq = cpu_sumsq,
-        .scale = cpu_scale,
-        .clamp = cpu_clamp,
-        .nonfinite = strata__nonfinite,
-        .add = cpu_add,
-        .gemm_lp = strata__cpu_gemm_lp,
-        .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,
-        .prepare_lp = strata__cpu_prepare_lp,
-        .gemm_lp_io = strata__cpu_gemm_lp_io,
-        .relu_io = cpu_relu_io,
-        .relu_backward_bf16 = cpu_relu_backward_bf16,
-        .pointwise_loss = cpu_pointwise_loss,
-};
+/* The kernels, the same but for the GEMMs' set. */
+#define CPU_KERNELS(var, gemm_fn)                                                                  \
+        static const struct strata_kernel_ops var = {                                              \
+                .gemm = gemm_fn,                                                                   \
+                .fill_rows = cpu_fill_rows,                                                        \
+                .relu = cpu_relu,                                                                  \
+                .relu_backward = cpu_relu_backward,                                                \
+                .act = cpu_act,                                                                    \
+                .act_backward = cpu_act_backward,                                                  \
+                .col_sums = cpu_col_sums,                                                          \
+                .softmax_xent = cpu_softmax_xent,                                                  \
+                .dropout = cpu_dropout,                                                            \
+                .copy = cpu_copy,                                                                  \
+                .fill = cpu_fill,                                                                  \
+                .mul = cpu_mul,                                                                    \
+                .col_stats = cpu_col_stats,                                                        \
+                .div = cpu_div,                                                                    \
+                .bn_moments = cpu_bn_moments,                                                      \
+                .bn_normalize = cpu_bn_normalize,                                                  \
+                .bn_eval = cpu_bn_eval,                                                            \
+                .bn_grad_sums = cpu_bn_grad_sums,                                                  \
+                .bn_dx = cpu_bn_dx,                                                                \
+                .update = cpu_update,                                                              \
+                .update_range = cpu_update_range,                                                  \
+                .sumsq = cpu_sumsq,                                                                \
+                .scale = cpu_scale,                                                                \
+                .clamp = cpu_clamp,                                                                \
+                .nonfinite = strata__nonfinite,                                                    \
+                .add = cpu_add,                                                                    \
+                .gemm_lp = strata__cpu_gemm_lp,                                                    \
+                .gemm_lp_bytes = strata__cpu_gemm_lp_bytes,                                        \
+                .prepare_lp = strata__cpu_prepare_lp,                                              \
+                .gemm_lp_io = strata__cpu_gemm_lp_io,                                              \
+                .relu_io = cpu_relu_io,                                                            \
+                .relu_backward_bf16 = cpu_relu_backward_bf16,                                      \
+                .pointwise_loss = cpu_pointwise_loss,                                              \
+        }
+CPU_KERNELS(kernels_native, gemm_native);
+CPU_KERNELS(kernels_portable, gemm_portable);
+CPU_KERNELS(kernels_avx512, gemm_avx512);
+CPU_KERNELS(kernels_scalar, gemm_scalar);
 
-const struct strata_device_ops strata__cpu_driver = {
-        .name = "cpu",
-        .probe = cpu_probe,
-        .kernels = &cpu_kernels,
-        .prepare = cpu_prepare,
-        .warm_up = cpu_warm_up,
-        .to_device = cpu_memcpy,
-        .to_host = cpu_memcpy,
-        .device_view = cpu_view,
-        .host_view = cpu_view,
-};
+#define CPU_DRIVER(var, kern, prep)                                                                \
+        const struct strata_device_ops var = {                                                     \
+                .name = "cpu",                                                                     \
+                .probe = cpu_probe,                                                                \
+                .kernels = &kern,                                                                  \
+                .prepare = prep,                                                                   \
+                .warm_up = cpu_warm_up,                                                            \
+                .to_device = cpu_memcpy,                                                           \
+                .to_host = cpu_memcpy,                                                             \
+                .device_view = cpu_view,                                                           \
+                .host_view = cpu_view,                                                             \
+        }
+CPU_DRIVER(strata__cpu_driver, kernels_native, gemm_native_prepare);
+static CPU_DRIVER(cpu_portable, kernels_portable, gemm_portable_prepare);
+static CPU_DRIVER(cpu_avx512, kernels_avx512, gemm_avx512_prepare);
+static CPU_DRIVER(cpu_scalar, kernels_scalar, gemm_scalar_prepare);
+
+int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_ops **out)
+{
+        static const struct strata_device_ops *const by_set[STRATA_KERNELS_COUNT] = {
+                [STRATA_KERNELS_NATIVE] = &strata__cpu_driver,
+                [STRATA_KERNELS_PORTABLE] = &cpu_portable,
+                [STRATA_KERNELS_AVX512] = &cpu_avx512,
+                [STRATA_KERNELS_SCALAR] = &cpu_scalar,
+        };
+
+        if ((unsigned)set >= STRATA_KERNELS_COUNT)
+                return strata__fail(STRATA_EINVAL, "device.kernels %d is not a kernel set "
+                                    "(0 native, 1 portable, 2 avx512, 3 scalar)", (int)set);
+        if (!strata__sgemm_name(set))
+                return strata__sgemm_prepare(set, 0);
+        *out = by_set[set];
+        return STRATA_OK;
+}
+
+const char *strata_kernel_set(enum strata_kernels kernels, enum strata_dtype compute)
+{
+        static const char *const with_bf16[][2] = {
+                { "libxsmm:avx512", "libxsmm:avx512 bf16:avx512_bf16" },
+                { "libxsmm:avx2", "libxsmm:avx2 bf16:avx512_bf16" },
+                { "strata:scalar", "strata:scalar bf16:avx512_bf16" },
+        };
+        const char *f32 = (unsigned)kernels < STRATA_KERNELS_COUNT ? strata__sgemm_name(kernels)
+                                                                   : NULL;
+
+        if (!f32 || compute != STRATA_BF16)
+                return f32;
+        if (!strata__cpu_lp_name())
+                return NULL;
+        for (size_t i = 0; i < sizeof(with_bf16) / sizeof(with_bf16[0]); i++)
+                if (!strcmp(with_bf16[i][0], f32))
+                        return with_bf16[i][1];
+        return NULL;
+}
+
+int strata__cpu_is(const struct strata_device_ops *dev)
+{
+        return dev && dev->warm_up == cpu_warm_up;
+}

@@ -12,11 +12,13 @@
  * gemm_lp_io reads operands already stored in bf16 as they are and can round C to bf16 (with
  * a bias added first): bf16-mixed keeps the activations between Linear and ReLU in bf16.
  *
- * f16: this CPU has no f16 GEMM instructions (no AVX512_FP16), so operands are rounded to
- * f16 values held in f32 and multiplied by OpenBLAS: f16's numerics (range, rounding,
- * overflow to infinity that loss scaling handles), f32's speed.
+ * bf16 needs AVX512_BF16 (every CPU with AMX-BF16 has it too; AMX itself is not used yet,
+ * decision 0034): elsewhere bf16-mixed is refused when the runtime prepares.
+ *
+ * f16: no f16 GEMM instructions are used (AVX512_FP16 is rare), so operands are rounded to
+ * f16 values held in f32 and multiplied by the f32 GEMM (gemm.c): f16's numerics (range,
+ * rounding, overflow to infinity that loss scaling handles), f32's speed.
  */
-#include <cblas.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 #include "arch/simd.h"
 #include "base/base.h"
 #include "drivers/drivers.h"
+#include "drivers/cpu/gemm.h"
 
 #define BM 32 /* rows of C' per tile (libxsmm m): columns of C */
 #define BN 64 /* columns of C' per tile (libxsmm n): rows of C */
@@ -216,7 +219,7 @@ static void round_f16(float *dst, const float *src, size_t n)
                 dst[i] = strata__f16_to_f32(strata__f32_to_f16(src[i]));
 }
 
-/* f16: op(A) and op(B) rounded to f16 values, row-major in the scratch, then OpenBLAS. */
+/* f16: op(A) and op(B) rounded to f16 values, row-major in the scratch, then the f32 GEMM. */
 static void gemm_f16(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc, void *scratch)
 {
@@ -224,14 +227,15 @@ static void gemm_f16(int ta, int tb, int m, int n, int k, float alpha, const flo
         size_t br_rows = tb ? (size_t)n : (size_t)k, br_cols = tb ? (size_t)k : (size_t)n;
         float *ar = scratch, *br = ar + ar_rows * ar_cols;
 
-        /* The operands as stored, rounded; OpenBLAS then applies the transposes. */
+        /* The operands as stored, rounded; the GEMM then applies the transposes. */
         for (size_t i = 0; i < ar_rows; i++)
                 round_f16(ar + i * ar_cols, a + i * (size_t)lda, ar_cols);
         for (size_t i = 0; i < br_rows; i++)
                 round_f16(br + i * br_cols, b + i * (size_t)ldb, br_cols);
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    m, n, k, alpha, ar, ar_cols > 0 ? (int)ar_cols : 1, br,
-                    br_cols > 0 ? (int)br_cols : 1, beta, c, ldc);
+        strata__sgemm(STRATA_KERNELS_NATIVE,
+                      &(struct strata__sgemm){ ta, tb, m, n, k, alpha, beta, ar,
+                                               ar_cols > 0 ? (int)ar_cols : 1, br,
+                                               br_cols > 0 ? (int)br_cols : 1, c, ldc });
 }
 
 /* bf16 storage comes with bf16 products only (the runtime never asks for f16 storage). */
@@ -270,13 +274,31 @@ size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
                sizeof(float) * BM * BN + sizeof(uint16_t) * (dim + KB) + 64;
 }
 
-/* libxsmm's one kernel, compiled once per process (runtimes may set up on several threads). */
+/* CPUID.(7, 1):EAX bit 5. */
+static int have_avx512_bf16(void)
+{
+#if defined(__x86_64__)
+        unsigned a, b, c, d;
+
+        return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+        return 0;
+#endif
+}
+
+/*
+ * libxsmm's one kernel, compiled once per process (runtimes may set up on several threads),
+ * after the f32 sets: those move libxsmm's global target and put it back.
+ */
 static void compile_kernel(void)
 {
         libxsmm_blasint lda = BM, ldb = KB, ldc = BM;
         float alpha = 1.0f, beta = 0.0f;
         int flags = LIBXSMM_GEMM_FLAG_VNNI_A, prefetch = LIBXSMM_PREFETCH_NONE;
 
+        (void)strata__sgemm_name(STRATA_KERNELS_NATIVE);
+        if (!have_avx512_bf16())
+                return;
         libxsmm_init();
         kernel = libxsmm_bsmmdispatch_reducebatch_strd(BM, BN, KB, (libxsmm_blasint)(KB * BM * 2),
                                                        (libxsmm_blasint)(KB * BN * 2), &lda,
@@ -296,8 +318,17 @@ int strata__cpu_prepare_lp(enum strata_dtype dt)
                 return strata__fail(STRATA_EINVAL, "cpu: no mixed-precision GEMM for dtype %d",
                                     (int)dt);
         pthread_once(&once, compile_kernel);
+        if (!have_avx512_bf16())
+                return strata__fail(STRATA_ENOTSUP, "cpu: bf16-mixed needs AVX512_BF16 or "
+                                    "AMX-BF16 and this CPU has neither (precision 32 or "
+                                    "16-mixed run here)");
         if (!kernel)
                 return strata__fail(STRATA_ENOTSUP, "cpu: libxsmm generated no bf16 kernel for "
                                     "this CPU (%s)", libxsmm_get_target_arch());
         return STRATA_OK;
+}
+
+const char *strata__cpu_lp_name(void)
+{
+        return have_avx512_bf16() ? "bf16:avx512_bf16" : NULL;
 }

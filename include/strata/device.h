@@ -27,6 +27,19 @@ enum strata_accelerator {
 };
 
 /**
+ * The CPU's kernel sets (cfg.device.kernels, strata-train --kernels / --portable). Every set
+ * computes a GEMM element as the same chain of fused multiply-adds (decision 0034), so all of
+ * them give the same bits; they differ in speed and in where they run.
+ */
+enum strata_kernels {
+        STRATA_KERNELS_NATIVE = 0, /**< the CPU's own ISA, chosen by its features (default) */
+        STRATA_KERNELS_PORTABLE,   /**< AVX2+FMA: one fixed set on every x86-64 with AVX2 */
+        STRATA_KERNELS_AVX512,     /**< AVX-512, refused at init where the CPU has none */
+        STRATA_KERNELS_SCALAR,     /**< C with fmaf, any CPU (slow: a reference for tests) */
+        STRATA_KERNELS_COUNT
+};
+
+/**
  * The activations other than ReLU that the act()/act_backward() kernels evaluate, with
  * PyTorch's formulas (nn.Tanh, nn.Sigmoid, nn.GELU with approximate 'none' and 'tanh',
  * nn.SiLU, nn.LeakyReLU).
@@ -348,6 +361,19 @@ struct strata_device_ops {
         /** Optional: bytes [lo, hi) of @p src to every dst (device memory), queued. */
         void (*copy_many)(void *const *dst, int ndst, const void *src, size_t lo, size_t hi);
 };
+
+/**
+ * @brief The name of the CPU kernels a run computes with: the f32 GEMMs' set and, when the
+ *        GEMMs' operands are bf16, the bf16 GEMMs' ("libxsmm:avx512", "libxsmm:avx2",
+ *        "libxsmm:avx512 bf16:avx512_bf16"), as strata-train's banner, its --json and the
+ *        trace's metadata show it.
+ * @param kernels  The kernel set asked for (cfg.device.kernels).
+ * @param compute  The GEMMs' operand type: STRATA_F32 (precision 32 and 16-mixed, whose f16
+ *                 operands are multiplied by the f32 GEMMs) or STRATA_BF16 (bf16-mixed).
+ * @return A static string, or NULL where this CPU cannot run that set (strata_init() then
+ *         fails with STRATA_ENOTSUP and says why).
+ */
+const char *strata_kernel_set(enum strata_kernels kernels, enum strata_dtype compute);
 
 /**
  * @brief The driver for an accelerator kind, after checking its mandatory operations.

@@ -91,6 +91,7 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, enum strata_accelerator, accelerator, INT, "accelerator") /* default CPU */           \
         X(g, const struct strata_device_ops *, driver, NONE, NULL) /* NULL: the accelerator's */   \
         X(g, enum strata_bind, bind, INT, "bind")       /* pin threads (default) or not */         \
+        X(g, enum strata_kernels, kernels, INT, "kernels") /* CPU kernel set (0: native) */       \
         X(g, double, timeout_s, DOUBLE, "timeout_s")    /* bound on every wait (0 = 300 s) */
 
 /** cfg.train: how a training step goes. */

@@ -8,6 +8,7 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "base/base.h"
+#include "drivers/drivers.h"
 #include "strategy/internal.h"
 
 int strata__world(const struct strata_config *c, int *world)
@@ -125,6 +126,8 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
         if (c->device.driver) {
                 STRATA_TRY(strata_device_check(c->device.driver));
                 *dev = c->device.driver;
+        } else if (c->device.accelerator == STRATA_ACCEL_CPU) {
+                STRATA_TRY(strata__cpu_driver_for(c->device.kernels, dev));
         } else {
                 STRATA_TRY(strata_device_driver(c->device.accelerator, dev));
         }
@@ -189,4 +192,15 @@ int strata_patch_replication_callback(struct strata_config *cfg)
                                     "patch_replication_callback: needs a dp configuration");
         cfg->strategy.replication_callbacks = 1;
         return STRATA_OK;
+}
+
+const char *strata__kernels_of(const struct strata_config *c, const struct strata_device_ops *dev)
+{
+        const char *k;
+
+        if (!strata__cpu_is(dev))
+                return dev->name;
+        k = strata_kernel_set(c->device.kernels, c->precision.kind == STRATA_PRECISION_BF16_MIXED
+                                                         ? STRATA_BF16 : STRATA_F32);
+        return k ? k : dev->name;
 }

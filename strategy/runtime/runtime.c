@@ -12,6 +12,7 @@
 #include "kernel/lifecycle.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "drivers/drivers.h"
 #include "strategy/internal.h"
 
 /*
@@ -82,7 +83,8 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 
                 snprintf(name, sizeof(name), "strata %s, rank 0 (pid %ld)", st->name,
                          (long)getpid());
-                STRATA_TRY_GOTO(rc, strata__trace_open(rt->trace, 0, name), fail);
+                STRATA_TRY_GOTO(rc, strata__trace_open(rt->trace, 0, name,
+                                                       strata__kernels_of(cfg, dev)), fail);
         }
         STRATA_TRY_GOTO(rc, strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP_ENVIRONMENT, NULL), fail);
         STRATA_TRY_GOTO(rc, live_add(rt), fail);

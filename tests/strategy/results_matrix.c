@@ -6,6 +6,13 @@
  * correct count, with every device's parameters equal to device 0's. A change in any of
  * these bits is a change of results. STRATA_MATRIX_RECORD=1 prints the table rows in this
  * file's syntax (for a deliberate, documented change of results).
+ *
+ * The rows are recorded per arithmetic of the GEMMs (decision 0034): every CPU kernel set
+ * (libxsmm's AVX-512 and AVX2 kernels, the scalar set) computes an element as one chain of
+ * fused multiply-adds per chunk of k, so one table, recorded once in portable mode, is the
+ * reference of every set on every machine: the portable rows run everywhere and never skip
+ * (a CPU without AVX2 runs them with the scalar set, the same bits), and the native rows
+ * must give the same bits with the CPU's own kernels.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -41,21 +48,17 @@ struct row {
 
 #include "tests/strategy/results_matrix.inc"
 
-/* OpenBLAS's name for the kernels it runs with (OPENBLAS_CORETYPE or its CPU detection). */
-char *openblas_get_corename(void);
-
-/* The recorded table for the GEMM kernels in use; NULL when none was recorded for them. */
+/* The recorded table (one for every kernel set: see above). */
 static const struct row *table(size_t *n)
 {
-        const char *core = openblas_get_corename();
+        return *n = sizeof(fma_chain) / sizeof(fma_chain[0]), fma_chain;
+}
 
-        if (!strcmp(core, "Haswell"))
-                return *n = sizeof(haswell) / sizeof(haswell[0]), haswell;
-        if (!strcmp(core, "SkylakeX"))
-                return *n = sizeof(skylakex) / sizeof(skylakex[0]), skylakex;
-        if (!strcmp(core, "Cooperlake"))
-                return *n = sizeof(cooperlake) / sizeof(cooperlake[0]), cooperlake;
-        return NULL;
+/* The portable set, or on a CPU without AVX2 the scalar set (the same bits). */
+static enum strata_kernels portable(void)
+{
+        return strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32) ? STRATA_KERNELS_PORTABLE
+                                                             : STRATA_KERNELS_SCALAR;
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -102,8 +105,8 @@ static struct data *load(void)
         return &d;
 }
 
-static void config(const struct row *r, struct strata_module *mods, struct strata_model *m,
-                   struct strata_config *c)
+static void config(const struct row *r, enum strata_kernels kernels,
+                   struct strata_module *mods, struct strata_model *m, struct strata_config *c)
 {
         int n = 0;
 
@@ -122,6 +125,7 @@ static void config(const struct row *r, struct strata_module *mods, struct strat
         c->seed = 5;
         c->strategy.kind = r->strategy;
         c->strategy.devices = r->devices;
+        c->device.kernels = kernels;
         c->strategy.sync_bn = r->sync_bn;
         c->train.accumulate = r->accumulate;
         c->train.clip_norm = r->clip_norm;
@@ -140,7 +144,8 @@ static void config(const struct row *r, struct strata_module *mods, struct strat
                 cr_assert_eq(strata_patch_replication_callback(c), STRATA_OK);
 }
 
-static void run_row(struct data *d, const struct row *r, int record)
+static void run_row(struct data *d, const struct row *r, enum strata_kernels kernels,
+                    int record)
 {
         struct strata_module mods[6];
         struct strata_model model;
@@ -154,7 +159,7 @@ static void run_row(struct data *d, const struct row *r, int record)
         double eloss = 0.0;
         int correct = 0;
 
-        config(r, mods, &model, &c);
+        config(r, kernels, mods, &model, &c);
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s: %s", r->name, strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK, "%s: %s", r->name, strata_last_error());
         strata_loader_reset(&d->loader, d->idx, TRAIN_N);
@@ -203,7 +208,7 @@ static void run_row(struct data *d, const struct row *r, int record)
                      r->correct);
 }
 
-static void run_strategy(enum strata_strategy_kind s)
+static void run_strategy(enum strata_strategy_kind s, enum strata_kernels kernels)
 {
         const char *rec = getenv("STRATA_MATRIX_RECORD");
         const struct row *rows;
@@ -212,13 +217,10 @@ static void run_strategy(enum strata_strategy_kind s)
         int ran = 0;
 
         rows = table(&nrows);
-        if (!rows)
-                cr_skip_test("no results recorded for OpenBLAS kernels %s (recorded: Haswell, "
-                             "SkylakeX, Cooperlake)", openblas_get_corename());
         d = load();
         for (size_t i = 0; i < nrows; i++)
                 if (rows[i].strategy == s) {
-                        run_row(d, &rows[i], rec && *rec == '1');
+                        run_row(d, &rows[i], kernels, rec && *rec == '1');
                         ran++;
                 }
         cr_assert_gt(ran, 0, "no row for strategy %d", (int)s);
@@ -227,15 +229,30 @@ static void run_strategy(enum strata_strategy_kind s)
 
 Test(results_matrix, single, .timeout = 120)
 {
-        run_strategy(SGL);
+        run_strategy(SGL, STRATA_KERNELS_NATIVE);
 }
 
 Test(results_matrix, dp, .timeout = 120)
 {
-        run_strategy(DP);
+        run_strategy(DP, STRATA_KERNELS_NATIVE);
 }
 
 Test(results_matrix, ddp, .timeout = 120)
 {
-        run_strategy(DDP);
+        run_strategy(DDP, STRATA_KERNELS_NATIVE);
+}
+
+Test(results_matrix, portable_single, .timeout = 120)
+{
+        run_strategy(SGL, portable());
+}
+
+Test(results_matrix, portable_dp, .timeout = 120)
+{
+        run_strategy(DP, portable());
+}
+
+Test(results_matrix, portable_ddp, .timeout = 120)
+{
+        run_strategy(DDP, portable());
 }

@@ -79,6 +79,7 @@ static void fill_config(struct run *r)
         cfg->process.mpi_allreduce = o->mpi_allreduce;
         cfg->strategy.invariant = o->invariant;
         cfg->strategy.chunks = o->chunks;
+        cfg->device.kernels = o->kernels;
         if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
                 strata_patch_replication_callback(cfg);
 }
@@ -112,6 +113,9 @@ static void show_placement(const struct strata_config *cfg, int devices)
         fprintf(stderr, "strata: machine: %d package(s), %d NUMA node(s), %d core(s), %d "
                         "PU(s); SIMD %s\n",
                 topo.packages, topo.numa_nodes, topo.cores, topo.pus, strata__simd_isa());
+        fprintf(stderr, "strata: kernels %s\n",
+                strata_kernel_set(cfg->device.kernels, STRATA_F32) ?
+                        strata_kernel_set(cfg->device.kernels, STRATA_F32) : "refused on this CPU");
         for (int d = 0; d < devices; d++) {
                 strata__placement_describe(&pl[d], line, sizeof(line));
                 fprintf(stderr, "strata: %s\n", line);

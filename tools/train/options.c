@@ -114,6 +114,9 @@ enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 /* Invariant mode's codes, past every letter and the others'. */
 enum { OPT_INVARIANT = 0x4a01, OPT_CHUNKS };
 
+/* The kernel set's codes. */
+enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS };
+
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
 enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE };
 
@@ -127,6 +130,26 @@ static int invariant_option(int c, const char *s, struct opts *o)
         if (c == OPT_CHUNKS)
                 return parse_int("chunks", s, 1, 256, &o->chunks);
         return -1;
+}
+
+/* --portable, --kernels native|portable|avx512|scalar: 0, 2 after the message, -1 otherwise. */
+static int kernels_option(int c, const char *s, struct opts *o)
+{
+        static const char *const names[STRATA_KERNELS_COUNT] = { "native", "portable", "avx512",
+                                                                 "scalar" };
+
+        if (c == OPT_PORTABLE) {
+                o->kernels = STRATA_KERNELS_PORTABLE;
+                return 0;
+        }
+        if (c != OPT_KERNELS)
+                return -1;
+        for (int i = 0; i < STRATA_KERNELS_COUNT; i++)
+                if (!strcmp(s, names[i])) {
+                        o->kernels = (enum strata_kernels)i;
+                        return 0;
+                }
+        return bad("--kernels: '%s' is not native, portable, avx512 or scalar", s);
 }
 
 /* --loss NAME: the loss table, NULL for ce; 0, or 2 after the message. */
@@ -179,6 +202,7 @@ static const struct option long_opts[] = {
         { "activation", 1, 0, 'Z' },
         { "processes", 1, 0, OPT_PROCESSES },
         { "invariant", 0, 0, OPT_INVARIANT }, { "chunks", 1, 0, OPT_CHUNKS },
+        { "portable", 0, 0, OPT_PORTABLE }, { "kernels", 1, 0, OPT_KERNELS },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
         { "overwrite", 0, 0, OPT_OVERWRITE },
         { 0, 0, 0, 0 },
@@ -365,7 +389,8 @@ static int parse_option(int c, char **argv, struct opts *o)
         }
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
-            (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0)
+            (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0 ||
+            (rc = kernels_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'; see --help", argv[optind - 1]);
 }

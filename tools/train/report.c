@@ -24,6 +24,18 @@ int stdout_failed(void)
         return 1;
 }
 
+/* The kernels the run computes with, by name (strata_kernel_set()). */
+static const char *kernels_name(const struct opts *o)
+{
+        const char *k;
+
+        if (o->accel != STRATA_ACCEL_CPU)
+                return "cublas";
+        k = strata_kernel_set(o->kernels, o->precision == STRATA_PRECISION_BF16_MIXED
+                                                  ? STRATA_BF16 : STRATA_F32);
+        return k ? k : "refused";
+}
+
 /** @brief Whether a progress bar is drawn (a terminal, neither --quiet nor --json); the header. */
 void report_start(struct run *r)
 {
@@ -34,10 +46,10 @@ void report_start(struct run *r)
         r->tty = isatty(1) && !o->quiet && !o->json && !r->launched;
         if (!o->quiet && !o->json)
                 printf("strata-train: %s, %d device(s), model %s%s, %u train / %u %s samples, "
-                       "batch %d, %ld steps/epoch\n",
+                       "batch %d, %ld steps/epoch, kernels %s\n",
                        strata_strategy_name(o->strategy), strata_world_size(r->rt), o->model,
                        o->bn ? " +bn" : "", r->train.n, r->test.n, r->set, o->batch,
-                       r->steps_per_epoch);
+                       r->steps_per_epoch, kernels_name(o));
 }
 
 /** @brief Where a resumed run starts. */
@@ -107,11 +119,11 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
 
         if (r->o.json)
                 printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
-                       "\"train_loss\":%s,%s,\"lr\":%s,\"time_s\":%.3f,"
+                       "\"kernels\":\"%s\",\"train_loss\":%s,%s,\"lr\":%s,\"time_s\":%.3f,"
                        "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                        "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                        "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
-                       r->o.epochs, r->o.batch, strata_world_size(r->rt),
+                       r->o.epochs, r->o.batch, strata_world_size(r->rt), kernels_name(&r->o),
                        json_num(r->train_loss, "%.6f", num),
                        eval_fields(r, &r->ev, 1, tm, sizeof(tm)),
                        json_num(epoch_lr(r, r->o.epochs - 1), "%.6g", lr), t_total, sps, med,

@@ -1,0 +1,475 @@
+/*
+ * The CPU driver's f32 GEMM: C = alpha op(A) op(B) + beta C, row-major, computed by libxsmm's
+ * JIT batch-reduce kernels under Strata's own blocking and packing (decision 0034).
+ *
+ * Kernel sets. The native set is compiled for the instruction set libxsmm finds in the CPU's
+ * features (CPUID: AVX-512 or AVX2+FMA, never a table of models); the avx2 set for AVX2+FMA on
+ * any CPU that has them (portable mode, or a forced older set). Both are compiled once, when
+ * the driver prepares, so a call looks nothing up. A CPU without AVX2+FMA, or a libxsmm that
+ * generates nothing, gets the scalar set: the same arithmetic in C with fmaf.
+ *
+ * Blocking. In libxsmm's column-major terms the row-major C[m x n] is C'[n x m] = op(B)'
+ * op(A)'. For each chunk of KC along k, op(B)' is packed as panels of BM columns of C
+ * ([kc][BM]) and op(A)' as blocks of rows of C ([kc / KB][rows][KB]; BN rows, then a tail of
+ * 16, 8, 4, 2, 1 rows), zero-padded to whole KB. A kernel sums one chunk's products for a
+ * tile into scratch, each element one chain of fused multiply-adds in k order (the same on
+ * every instruction set), and the tile is added into C: c = alpha t + beta c for the first
+ * chunk, c + alpha t for the next ones. An element's bits therefore depend on k and its own
+ * row and column only, not on m, n, where its tile falls or the instruction set: every set,
+ * the scalar one included, gives the same bits.
+ *
+ * Packing buffers: a fixed-size slot per thread, mapped when the driver prepares and claimed
+ * by each device's thread at warm-up (given back when the thread ends), so concurrent
+ * callers never share one and no call maps or allocates.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <libxsmm.h>
+
+#include "strata/status.h"
+#include "arch/simd.h"
+#include "base/base.h"
+#include "drivers/cpu/gemm.h"
+
+#define BM 64  /* columns of C per tile (libxsmm's m) */
+#define BN 32  /* rows of C per tile (libxsmm's n); tails of 16, 8, 4, 2, 1 */
+#define KB 16  /* k per batch-reduce block */
+#define KC 256 /* k per chunk: the products an element sums before C is updated */
+#ifndef NC
+#define NC 256 /* columns of C packed at a time */
+#endif
+#ifndef MC
+#define MC 256 /* rows of C packed at a time */
+#endif
+#define NROWS 6 /* kernels per set: BN, 16, 8, 4, 2, 1 rows */
+#define LDT_MAX (BM + 16)
+#define SLOT_FLOATS ((size_t)KC * (NC + MC) + (size_t)LDT_MAX * BN)
+#define SLOT_BYTES (SLOT_FLOATS * sizeof(float))
+#define MAX_SLOTS 256
+
+typedef libxsmm_smmfunction_reducebatch_strd kernel_fn;
+
+/* One kernel set: libxsmm's kernels for each row count, or none (scalar). */
+struct kset {
+        const char *name;       /* "libxsmm:avx512", "libxsmm:avx2", "strata:scalar" */
+        int ldt;                /* the tile's leading dimension (kernels are cached by shape) */
+        kernel_fn k[NROWS];     /* by rows: BN, 16, 8, 4, 2, 1 */
+};
+
+static struct kset sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
+static int have_avx2;           /* AVX2 and FMA: the packing's transposes, the avx2 set */
+static int have_avx512;         /* the native set is libxsmm's AVX-512 */
+static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+
+/* ---- packing slots ---- */
+
+static float *slots[MAX_SLOTS];
+static atomic_int busy[MAX_SLOTS];
+static atomic_int nslots;
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t slot_key;
+static _Thread_local float *mine;
+
+static void give_back(void *v)
+{
+        atomic_store(&busy[(intptr_t)v - 1], 0);
+}
+
+/* Map one more slot (at init); its index, or -1. */
+static int map_slot(void)
+{
+        int i = -1;
+        void *p;
+
+        pthread_mutex_lock(&map_lock);
+        if (atomic_load(&nslots) < MAX_SLOTS) {
+                p = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                if (p != MAP_FAILED) {
+                        i = atomic_load(&nslots);
+                        slots[i] = p;
+                        atomic_store(&nslots, i + 1);
+                }
+        }
+        pthread_mutex_unlock(&map_lock);
+        return i;
+}
+
+/* The calling thread's slot: its own, a free one, or a new one (NULL: none to be had). */
+static float *claim(void)
+{
+        int n, expect;
+
+        if (mine)
+                return mine;
+        for (int pass = 0; pass < 2; pass++) {
+                n = atomic_load(&nslots);
+                for (int i = 0; i < n; i++) {
+                        expect = 0;
+                        if (atomic_compare_exchange_strong(&busy[i], &expect, 1)) {
+                                pthread_setspecific(slot_key, (void *)(intptr_t)(i + 1));
+                                return mine = slots[i];
+                        }
+                }
+                if (map_slot() < 0)
+                        break;
+        }
+        return NULL;
+}
+
+/* ---- kernels ---- */
+
+static kernel_fn dispatch(int rows, int ldt)
+{
+        libxsmm_blasint lda = BM, ldb = KB, ldc = ldt;
+        float alpha = 1.0f, beta = 0.0f;
+        int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
+
+        return libxsmm_smmdispatch_reducebatch_strd(BM, rows, KB,
+                                                    (libxsmm_blasint)(sizeof(float) * BM * KB),
+                                                    (libxsmm_blasint)(sizeof(float) * KB * rows),
+                                                    &lda, &ldb, &ldc, &alpha, &beta, &flags,
+                                                    &prefetch);
+}
+
+/* Set @p s to libxsmm's kernels for its current target, or to none when one is missing. */
+static void compile_set(struct kset *s, const char *name, int ldt)
+{
+        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
+
+        s->name = name;
+        s->ldt = ldt;
+        for (int i = 0; i < NROWS; i++)
+                if (!(s->k[i] = dispatch(rows[i], ldt))) {
+                        memset(s->k, 0, sizeof(s->k));
+                        s->name = "strata:scalar";
+                        return;
+                }
+}
+
+/*
+ * Both sets under libxsmm's one global target: AVX2 ("hsw") first, then the CPU's own; the
+ * tile's leading dimensions differ so that libxsmm's cache keeps them apart.
+ */
+static void compile(void)
+{
+        int native;
+
+        __builtin_cpu_init();
+        have_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        pthread_key_create(&slot_key, give_back);
+        sets[STRATA_KERNELS_NATIVE].name = sets[STRATA_KERNELS_PORTABLE].name = "strata:scalar";
+        sets[STRATA_KERNELS_NATIVE].ldt = sets[STRATA_KERNELS_PORTABLE].ldt = BM;
+        if (!have_avx2)
+                return;
+        libxsmm_init();
+        native = libxsmm_get_target_archid();
+        if (native < LIBXSMM_X86_AVX2)
+                return;
+        libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
+        compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16);
+        libxsmm_set_target_archid(native);
+        have_avx512 = native >= LIBXSMM_X86_AVX512;
+        if (have_avx512)
+                compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM);
+        else
+                sets[STRATA_KERNELS_NATIVE] = sets[STRATA_KERNELS_PORTABLE];
+}
+
+/* ---- packing ---- */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* dst[j * ld + i] = src[i * ls + j] for one 8 x 8 block. */
+__attribute__((target("avx2"))) static void transpose8(const float *src, size_t ls, float *dst,
+                                                      size_t ld)
+{
+        __m256 r[8], t[8], u[8];
+
+        for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(src + i * ls);
+        for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) {
+                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        for (int i = 0; i < 4; i++) {
+                _mm256_storeu_ps(dst + i * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+                _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+        }
+}
+#endif
+
+/* dst[j * ld + i] = src[i * ls + j] for i < rows, j < cols: 8 x 8 blocks, then the edges. */
+static void transpose(const float *src, size_t ls, int rows, int cols, float *dst, size_t ld)
+{
+        int i0 = 0, j0 = 0;
+
+#if defined(__x86_64__)
+        if (have_avx2) {
+                for (i0 = 0; i0 + 8 <= rows; i0 += 8)
+                        for (j0 = 0; j0 + 8 <= cols; j0 += 8)
+                                transpose8(src + i0 * ls + j0, ls, dst + j0 * ld + i0, ld);
+                i0 = rows & ~7;
+                j0 = cols & ~7;
+        }
+#endif
+        for (int i = 0; i < rows; i++)
+                for (int j = i < i0 ? j0 : 0; j < cols; j++)
+                        dst[j * ld + i] = src[i * ls + j];
+}
+
+/*
+ * op(B)' for columns [n0, n0 + nc) of C and k [k0, k0 + kc): panels of BM columns, each
+ * [kcp][BM], zero past n and past kc.
+ */
+static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, int k0, int kc,
+                   int kcp)
+{
+        for (int p = 0; p < nc; p += BM) {
+                float *d = dst + (size_t)p * kcp;
+                int w = nc - p < BM ? nc - p : BM;
+
+                if (w < BM || kc < kcp)
+                        memset(d, 0, sizeof(float) * BM * (size_t)kcp);
+                if (!g->tb) /* B is k x n: a row of it is a row of the panel */
+                        for (int kk = 0; kk < kc; kk++)
+                                memcpy(d + (size_t)kk * BM,
+                                       g->b + (size_t)(k0 + kk) * g->ldb + n0 + p,
+                                       sizeof(float) * w);
+                else        /* B is n x k */
+                        transpose(g->b + (size_t)(n0 + p) * g->ldb + k0, (size_t)g->ldb, w, kc,
+                                  d, BM);
+        }
+}
+
+/* The rows of the next block of @p rem rows: BN, else the largest power of two. */
+static int block_rows(int rem, int *which)
+{
+        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
+        int i = 0;
+
+        while (rows[i] > rem)
+                i++;
+        *which = i;
+        return rows[i];
+}
+
+/*
+ * op(A)' for rows [m0, m0 + mc) of C and k [k0, k0 + kc): per block of rows (block_rows()),
+ * [kcp / KB][rows][KB], zero past kc.
+ */
+static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, int k0, int kc,
+                   int kcp)
+{
+        int w, bt;
+
+        for (int r = 0; r < mc; r += bt) {
+                float *d = dst + (size_t)r * kcp;
+
+                bt = block_rows(mc - r, &w);
+                if (kc < kcp)
+                        memset(d, 0, sizeof(float) * (size_t)bt * kcp);
+                for (int q = 0; q < kc; q += KB) {
+                        int kb = kc - q < KB ? kc - q : KB;
+                        float *o = d + (size_t)q * bt;
+
+                        if (g->ta) /* A is k x m */
+                                transpose(g->a + (size_t)(k0 + q) * g->lda + m0 + r,
+                                          (size_t)g->lda, kb, bt, o, KB);
+                        else if (kb == KB)
+                                for (int j = 0; j < bt; j++)
+                                        memcpy(o + j * KB,
+                                               g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
+                                               sizeof(float) * KB);
+                        else
+                                for (int j = 0; j < bt; j++)
+                                        memcpy(o + j * KB,
+                                               g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
+                                               sizeof(float) * kb);
+                }
+        }
+}
+
+/*
+ * C (w columns, @p rows rows) from the tile t (column-major, ldt): the first chunk
+ * c = alpha t + beta c (beta 0: c is not read), the next ones c + alpha t. ISO C: no
+ * contraction, so every clone rounds the same.
+ */
+STRATA_SIMD static void combine(float *c, int ldc, const float *t, int ldt, int w, int rows,
+                                float alpha, float beta, int first)
+{
+        for (int j = 0; j < rows; j++) {
+                float *cr = c + (size_t)j * ldc;
+                const float *tr = t + (size_t)j * ldt;
+
+                if (!first)
+                        for (int i = 0; i < w; i++)
+                                cr[i] = cr[i] + alpha * tr[i];
+                else if (beta == 0.0f)
+                        for (int i = 0; i < w; i++)
+                                cr[i] = alpha * tr[i];
+                else
+                        for (int i = 0; i < w; i++)
+                                cr[i] = alpha * tr[i] + beta * cr[i];
+        }
+}
+
+/* k == 0: C = beta C (beta 0: zeros). */
+static void scale_only(const struct strata__sgemm *g)
+{
+        for (int i = 0; i < g->m; i++) {
+                float *cr = g->c + (size_t)i * g->ldc;
+
+                for (int j = 0; j < g->n; j++)
+                        cr[j] = g->beta == 0.0f ? 0.0f : g->beta * cr[j];
+        }
+}
+
+/* The tiles of one packed chunk: for each panel of columns, each block of rows. */
+static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, const float *ap,
+                        const float *bp, float *tile, int m0, int mc, int n0, int nc, int kcp,
+                        int first)
+{
+        unsigned long long count = (unsigned long long)(kcp / KB);
+        int w, bt, which;
+
+        for (int p = 0; p < nc; p += BM) {
+                w = nc - p < BM ? nc - p : BM;
+                for (int r = 0; r < mc; r += bt) {
+                        bt = block_rows(mc - r, &which);
+                        s->k[which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
+                        combine(g->c + (size_t)(m0 + r) * g->ldc + n0 + p, g->ldc, tile, s->ldt,
+                                w, bt, g->alpha, g->beta, first);
+                }
+        }
+}
+
+static void gemm_packed(const struct kset *s, const struct strata__sgemm *g, float *slot)
+{
+        float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
+
+        for (int m0 = 0; m0 < g->m; m0 += MC) {
+                int mc = g->m - m0 < MC ? g->m - m0 : MC;
+
+                for (int k0 = 0; k0 < g->k; k0 += KC) {
+                        int kc = g->k - k0 < KC ? g->k - k0 : KC;
+                        int kcp = (kc + KB - 1) / KB * KB;
+
+                        pack_a(bp, g, m0, mc, k0, kc, kcp);
+                        for (int n0 = 0; n0 < g->n; n0 += NC) {
+                                int nc = g->n - n0 < NC ? g->n - n0 : NC;
+
+                                pack_b(ap, g, n0, nc, k0, kc, kcp);
+                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0);
+                        }
+                }
+        }
+}
+
+/* The scalar set: the same chains and updates, one element at a time. */
+static void gemm_scalar(const struct strata__sgemm *g)
+{
+        for (int i = 0; i < g->m; i++)
+                for (int j = 0; j < g->n; j++) {
+                        float *c = g->c + (size_t)i * g->ldc + j;
+
+                        for (int k0 = 0; k0 < g->k; k0 += KC) {
+                                int kc = g->k - k0 < KC ? g->k - k0 : KC;
+                                float t = 0.0f;
+
+                                for (int kk = k0; kk < k0 + kc; kk++) {
+                                        float a = g->ta ? g->a[(size_t)kk * g->lda + i]
+                                                        : g->a[(size_t)i * g->lda + kk];
+                                        float b = g->tb ? g->b[(size_t)j * g->ldb + kk]
+                                                        : g->b[(size_t)kk * g->ldb + j];
+
+                                        t = fmaf(a, b, t);
+                                }
+                                if (k0)
+                                        *c = *c + g->alpha * t;
+                                else if (g->beta == 0.0f)
+                                        *c = g->alpha * t;
+                                else
+                                        *c = g->alpha * t + g->beta * *c;
+                        }
+                }
+}
+
+void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
+{
+        const struct kset *s = &sets[set == STRATA_KERNELS_PORTABLE];
+        float *slot;
+
+        if (g->m <= 0 || g->n <= 0)
+                return;
+        if (g->k <= 0) {
+                scale_only(g);
+                return;
+        }
+        if (set == STRATA_KERNELS_SCALAR || !s->k[0] || !(slot = claim())) {
+                gemm_scalar(g);
+                return;
+        }
+        gemm_packed(s, g, slot);
+}
+
+/* ---- set-up and names ---- */
+
+int strata__sgemm_prepare(enum strata_kernels set, int threads)
+{
+        int n, free_slots = 0;
+
+        pthread_once(&compiled, compile);
+        if (set == STRATA_KERNELS_AVX512 && !have_avx512)
+                return strata__fail(STRATA_ENOTSUP, "cpu: the avx512 kernel set was asked for "
+                                    "but this CPU (or libxsmm) has no AVX-512 (the native set "
+                                    "here is %s)", sets[STRATA_KERNELS_NATIVE].name);
+        if (set == STRATA_KERNELS_PORTABLE && !sets[STRATA_KERNELS_PORTABLE].k[0])
+                return strata__fail(STRATA_ENOTSUP, "cpu: the avx2 (portable) kernel set needs "
+                                    "AVX2 and FMA, which this CPU does not have%s",
+                                    have_avx2 ? " (libxsmm generated no AVX2 kernel)" : "");
+        n = atomic_load(&nslots);
+        for (int i = 0; i < n; i++)
+                free_slots += !atomic_load(&busy[i]);
+        for (; free_slots < threads; free_slots++)
+                if (map_slot() < 0)
+                        return strata__fail(STRATA_ESYS, "cpu: could not map a %zu-byte GEMM "
+                                            "packing buffer per device", (size_t)SLOT_BYTES);
+        return STRATA_OK;
+}
+
+void strata__sgemm_warm_up(void)
+{
+        (void)claim();
+}
+
+const char *strata__sgemm_name(enum strata_kernels set)
+{
+        pthread_once(&compiled, compile);
+        switch (set) {
+        case STRATA_KERNELS_NATIVE: return sets[STRATA_KERNELS_NATIVE].name;
+        case STRATA_KERNELS_PORTABLE:
+                return sets[STRATA_KERNELS_PORTABLE].k[0] ? sets[STRATA_KERNELS_PORTABLE].name
+                                                          : NULL;
+        case STRATA_KERNELS_AVX512: return have_avx512 ? sets[STRATA_KERNELS_NATIVE].name : NULL;
+        case STRATA_KERNELS_SCALAR: return "strata:scalar";
+        default: return NULL;
+        }
+}
+
+size_t strata__sgemm_slot_bytes(void)
+{
+        return SLOT_BYTES;
+}

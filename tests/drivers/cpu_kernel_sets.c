@@ -1,0 +1,323 @@
+/*
+ * The CPU's kernel sets (decision 0034): chosen by the CPU's features and named; a set the CPU
+ * cannot run refused at init with the reason; every set exact against a double reference on
+ * odd shapes and bitwise equal to every other; an element's bits independent of the call's row
+ * count; two threads computing at once get the bits each gets alone; bf16-mixed refused
+ * where the CPU has neither AVX512_BF16 nor AMX-BF16.
+ */
+#include <cpuid.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/strata.h"
+#include "drivers/drivers.h"
+
+static int cpu_has(const char *f)
+{
+        __builtin_cpu_init();
+        if (!strcmp(f, "avx512"))
+                return __builtin_cpu_supports("avx512f");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit)
+{
+        unsigned r[4];
+
+        return __get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3]) && ((r[reg] >> bit) & 1);
+}
+
+static const struct strata_kernel_ops *kernels(enum strata_kernels set)
+{
+        const struct strata_device_ops *d;
+
+        if (strata__cpu_driver_for(set, &d) != STRATA_OK || d->prepare(1) != STRATA_OK)
+                return NULL;
+        return d->kernels;
+}
+
+static void fill(float *x, size_t n, unsigned s)
+{
+        for (size_t i = 0; i < n; i++) {
+                s = s * 1664525u + 1013904223u;
+                x[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
+        }
+}
+
+Test(cpu_kernel_sets, native_set_follows_the_cpu_features)
+{
+        const char *native = strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32);
+
+        cr_assert_not_null(native);
+        if (cpu_has("avx512"))
+                cr_expect_str_eq(native, "libxsmm:avx512");
+        else if (cpu_has("avx2"))
+                cr_expect_str_eq(native, "libxsmm:avx2");
+        else
+                cr_expect_str_eq(native, "strata:scalar");
+        cr_expect_str_eq(strata_kernel_set(STRATA_KERNELS_SCALAR, STRATA_F32), "strata:scalar");
+        if (cpu_has("avx2"))
+                cr_expect_str_eq(strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32),
+                                 "libxsmm:avx2");
+        cr_expect_null(strata_kernel_set((enum strata_kernels)99, STRATA_F32));
+}
+
+/* A tiny runtime with kernel set @p set: strata_init's status. */
+static int init_with(int set)
+{
+        static struct strata_module mods[] = { { .ops = &strata_linear, .out = 10 } };
+        static struct strata_model model = { .in_features = 8, .nmodules = 1, .modules = mods };
+        struct strata_config c = STRATA_CONFIG_INIT;
+        struct strata_runtime *rt = NULL;
+        int rc;
+
+        c.model = &model;
+        c.batch = 4;
+        c.classes = 10;
+        c.device.kernels = (enum strata_kernels)set;
+        rc = strata_init(&rt, &c);
+        if (rc == STRATA_OK)
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        return rc;
+}
+
+Test(cpu_kernel_sets, a_forced_set_is_honoured_or_refused_with_the_reason)
+{
+        cr_expect_eq(init_with(STRATA_KERNELS_SCALAR), STRATA_OK, "%s", strata_last_error());
+        if (cpu_has("avx2"))
+                cr_expect_eq(init_with(STRATA_KERNELS_PORTABLE), STRATA_OK, "%s",
+                             strata_last_error());
+        if (cpu_has("avx512")) {
+                cr_expect_eq(init_with(STRATA_KERNELS_AVX512), STRATA_OK, "%s",
+                             strata_last_error());
+        } else {
+                cr_expect_eq(init_with(STRATA_KERNELS_AVX512), STRATA_ENOTSUP);
+                cr_expect(strstr(strata_last_error(), "AVX-512"), "%s", strata_last_error());
+        }
+        cr_expect_eq(init_with(7), STRATA_EINVAL);
+        cr_expect(strstr(strata_last_error(), "kernels"), "%s", strata_last_error());
+}
+
+/* Odd shapes: tails of every block size, k past one chunk, strided operands. */
+static const int shapes[][5] = { /* ta, tb, m, n, k */
+        { 0, 1, 1, 1, 1 },     { 0, 1, 37, 70, 300 },  { 1, 0, 65, 129, 257 },
+        { 0, 0, 33, 10, 513 }, { 1, 1, 31, 63, 17 },   { 0, 1, 300, 17, 784 },
+        { 1, 0, 10, 784, 64 }, { 0, 0, 600, 520, 31 }, { 0, 1, 3, 1030, 5 },
+};
+
+struct gemm_case {
+        int ta, tb, m, n, k, lda, ldb, ldc;
+        float *a, *b, *c0;
+};
+
+static void make_case(struct gemm_case *g, const int *s, unsigned seed)
+{
+        *g = (struct gemm_case){ .ta = s[0], .tb = s[1], .m = s[2], .n = s[3], .k = s[4] };
+        g->lda = (g->ta ? g->m : g->k) + 3;
+        g->ldb = (g->tb ? g->k : g->n) + 5;
+        g->ldc = g->n + 2;
+        g->a = malloc(sizeof(float) * (size_t)g->lda * (g->ta ? g->k : g->m));
+        g->b = malloc(sizeof(float) * (size_t)g->ldb * (g->tb ? g->n : g->k));
+        g->c0 = malloc(sizeof(float) * (size_t)g->ldc * g->m);
+        fill(g->a, (size_t)g->lda * (g->ta ? g->k : g->m), seed);
+        fill(g->b, (size_t)g->ldb * (g->tb ? g->n : g->k), seed + 1);
+        fill(g->c0, (size_t)g->ldc * g->m, seed + 2);
+}
+
+static float *run_case(const struct strata_kernel_ops *k, const struct gemm_case *g, float alpha,
+                       float beta)
+{
+        float *c = malloc(sizeof(float) * (size_t)g->ldc * g->m);
+
+        memcpy(c, g->c0, sizeof(float) * (size_t)g->ldc * g->m);
+        k->gemm(g->ta, g->tb, g->m, g->n, g->k, alpha, g->a, g->lda, g->b, g->ldb, beta, c,
+                g->ldc);
+        return c;
+}
+
+static void free_case(struct gemm_case *g)
+{
+        free(g->a), free(g->b), free(g->c0);
+}
+
+/* |c - ref| within f32's rounding of a k-term sum; the padding columns untouched. */
+static void check_ref(const struct gemm_case *g, const float *c, float alpha, float beta)
+{
+        for (int i = 0; i < g->m; i++) {
+                for (int j = 0; j < g->n; j++) {
+                        double r = 0.0, mag = 0.0;
+
+                        for (int kk = 0; kk < g->k; kk++) {
+                                double x = g->ta ? g->a[(size_t)kk * g->lda + i]
+                                                 : g->a[(size_t)i * g->lda + kk];
+                                double y = g->tb ? g->b[(size_t)j * g->ldb + kk]
+                                                 : g->b[(size_t)kk * g->ldb + j];
+
+                                r += x * y;
+                                mag += fabs(x * y);
+                        }
+                        r = alpha * r + beta * (double)g->c0[(size_t)i * g->ldc + j];
+                        cr_assert_leq(fabs(r - c[(size_t)i * g->ldc + j]),
+                                      1e-6 * (g->k + 4) * (mag + 1.0), "ta%d tb%d %dx%dx%d "
+                                      "at (%d, %d): %.9g, reference %.9g", g->ta, g->tb, g->m,
+                                      g->n, g->k, i, j, c[(size_t)i * g->ldc + j], r);
+                }
+                for (int j = g->n; j < g->ldc; j++)
+                        cr_assert_eq(c[(size_t)i * g->ldc + j], g->c0[(size_t)i * g->ldc + j]);
+        }
+}
+
+Test(cpu_kernel_sets, every_set_is_exact_and_all_give_the_same_bits, .timeout = 60)
+{
+        static const float ab[][2] = { { 1.0f, 0.0f }, { 1.0f, 1.0f }, { -0.5f, 0.25f } };
+        const struct strata_kernel_ops *k[STRATA_KERNELS_COUNT];
+        int ran = 0;
+
+        for (int s = 0; s < STRATA_KERNELS_COUNT; s++)
+                k[s] = kernels((enum strata_kernels)s);
+        cr_assert_not_null(k[STRATA_KERNELS_NATIVE]);
+        cr_assert_not_null(k[STRATA_KERNELS_SCALAR]);
+        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+                for (size_t v = 0; v < sizeof(ab) / sizeof(ab[0]); v++) {
+                        struct gemm_case g;
+                        float *c[STRATA_KERNELS_COUNT] = { 0 };
+
+                        make_case(&g, shapes[i], (unsigned)(7 * i + v));
+                        for (int s = 0; s < STRATA_KERNELS_COUNT; s++)
+                                if (k[s])
+                                        c[s] = run_case(k[s], &g, ab[v][0], ab[v][1]);
+                        check_ref(&g, c[STRATA_KERNELS_NATIVE], ab[v][0], ab[v][1]);
+                        for (int s = 1; s < STRATA_KERNELS_COUNT; s++)
+                                if (c[s]) {
+                                        cr_assert_eq(memcmp(c[s], c[0], sizeof(float) *
+                                                            (size_t)g.ldc * g.m), 0,
+                                                     "set %s differs from %s on shape %zu",
+                                                     strata_kernel_set(s, STRATA_F32),
+                                                     strata_kernel_set(0, STRATA_F32), i);
+                                        ran++;
+                                }
+                        for (int s = 0; s < STRATA_KERNELS_COUNT; s++)
+                                free(c[s]);
+                        free_case(&g);
+                }
+        cr_assert_gt(ran, 0);
+}
+
+/* Issue 43, item 5: a row of C gets the same bits whether the call has 1, 7 or 300 rows. */
+Test(cpu_kernel_sets, a_row_bits_do_not_depend_on_the_row_count)
+{
+        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
+        static const int forms[][2] = { { 0, 1 }, { 0, 0 } }; /* forward, input gradient */
+        const int m = 300, n = 70, kk = 600, rows[] = { 1, 7, 33, 300 };
+
+        cr_assert_not_null(k);
+        for (size_t f = 0; f < 2; f++) {
+                const int s[5] = { forms[f][0], forms[f][1], m, n, kk };
+                struct gemm_case g;
+                float *all;
+
+                make_case(&g, s, 11);
+                all = run_case(k, &g, 1.0f, 1.0f);
+                for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+                        for (int r0 = 0; r0 + rows[r] <= m; r0 += rows[r] * 5 + 1) {
+                                float *c = malloc(sizeof(float) * (size_t)g.ldc * rows[r]);
+
+                                memcpy(c, g.c0 + (size_t)r0 * g.ldc,
+                                       sizeof(float) * (size_t)g.ldc * rows[r]);
+                                k->gemm(0, g.tb, rows[r], n, kk, 1.0f, g.a + (size_t)r0 * g.lda,
+                                        g.lda, g.b, g.ldb, 1.0f, c, g.ldc);
+                                cr_assert_eq(memcmp(c, all + (size_t)r0 * g.ldc,
+                                                    sizeof(float) * (size_t)g.ldc * rows[r]),
+                                             0, "rows %d.. of a %d-row call differ from the "
+                                             "%d-row call's", r0, rows[r], m);
+                                free(c);
+                        }
+                free(all);
+                free_case(&g);
+        }
+}
+
+struct worker {
+        const struct strata_kernel_ops *k;
+        int warm;
+        int bad;
+};
+
+static const int conc_shape[5] = { 0, 1, 128, 256, 784 };
+static float *conc_ref;
+static pthread_barrier_t conc_bar;
+
+static void *conc_run(void *arg)
+{
+        struct worker *w = arg;
+        struct gemm_case g;
+
+        if (w->warm)
+                strata__cpu_driver.warm_up();
+        make_case(&g, conc_shape, 3);
+        pthread_barrier_wait(&conc_bar);
+        for (int it = 0; it < 20; it++) {
+                float *c = run_case(w->k, &g, 1.0f, 1.0f);
+
+                w->bad += memcmp(c, conc_ref, sizeof(float) * (size_t)g.ldc * g.m) != 0;
+                free(c);
+        }
+        free_case(&g);
+        return NULL;
+}
+
+Test(cpu_kernel_sets, two_threads_at_once_get_the_bits_of_one_alone, .timeout = 60)
+{
+        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
+        struct worker w[2] = { { k, 1, 0 }, { k, 0, 0 } }; /* one warmed up, one not */
+        pthread_t t[2];
+        struct gemm_case g;
+
+        cr_assert_not_null(k);
+        make_case(&g, conc_shape, 3);
+        conc_ref = run_case(k, &g, 1.0f, 1.0f);
+        pthread_barrier_init(&conc_bar, NULL, 2);
+        for (int i = 0; i < 2; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, conc_run, &w[i]), 0);
+        for (int i = 0; i < 2; i++)
+                pthread_join(t[i], NULL);
+        cr_expect_eq(w[0].bad + w[1].bad, 0, "%d and %d of 20 concurrent GEMMs differ",
+                     w[0].bad, w[1].bad);
+        pthread_barrier_destroy(&conc_bar);
+        free(conc_ref);
+        free_case(&g);
+}
+
+Test(cpu_kernel_sets, bf16_runs_on_avx512_bf16_or_is_refused_with_the_reason)
+{
+        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
+        int rc = k->prepare_lp(STRATA_BF16);
+
+        if (cpuid_bit(7, 1, 0, 5)) {
+                cr_expect_eq(rc, STRATA_OK, "%s", strata_last_error());
+                cr_expect_str_eq(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16),
+                                 cpu_has("avx512") ? "libxsmm:avx512 bf16:avx512_bf16"
+                                                   : "libxsmm:avx2 bf16:avx512_bf16");
+        } else {
+                cr_expect_eq(rc, STRATA_ENOTSUP);
+                cr_expect(strstr(strata_last_error(), "AVX512_BF16"), "%s", strata_last_error());
+                cr_expect_null(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16));
+        }
+}
+
+/*
+ * AMX is not used yet (decision 0034): on a CPU with AMX-BF16, bf16-mixed runs the
+ * AVX512_BF16 kernels (every such CPU has them), and says so.
+ */
+Test(cpu_kernel_sets, an_amx_cpu_runs_bf16_on_avx512_bf16)
+{
+        if (!(cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24)))
+                cr_skip_test("this CPU has no AMX-BF16");
+        cr_expect_eq(kernels(STRATA_KERNELS_NATIVE)->prepare_lp(STRATA_BF16), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_expect(strstr(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16),
+                         "bf16:avx512_bf16"));
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The CPU kernel sets (decision 0034), one device, one thread:
+#  1. strata-bench-kernels: each set's GFLOP/s over the step's GEMMs (MLP b128, wide b512,
+#     in-situ 1024-1024 b16) beside the one-core peaks it measures (f32 FMA per ISA,
+#     AVX512_BF16 dot; AMX: named when present, not used).
+#  2. training samples/s, alternated REPS times, medians: Strata native and portable (32),
+#     Strata bf16-mixed, PyTorch fp32 and autocast(bfloat16), on the default MLP and the wide
+#     one.
+# Usage: tools/bench-kernels.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
+set -euo pipefail
+reps=${1:-5}
+
+. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+"$build/bin/strata-bench-kernels"
+echo
+strata_sps() { # model batch samples precision kernels -> samples/s of the median step
+        "$train" --strategy single --model "$1" --batch "$2" --synthetic "$3" --epochs 1 \
+                --precision "$4" --kernels "$5" --json 2>/dev/null | step_sps "$2"
+}
+torch_sps() { # model batch steps fp32|bf16
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_autocast_mlp.py" "$@"
+}
+row() { printf '%-36s %12.0f %10.2f %12.2f %12.2f\n' "$1" "$2" "$(ratio "$2" "$3")" \
+                "$(ratio "$2" "$4")" "$(ratio "$2" "$5")"; }
+bench() { # model batch samples steps
+        local sn=() sp=() sb=() tf=() tb=()
+        for _ in $(seq "$reps"); do
+                sn+=("$(strata_sps "$1" "$2" "$3" 32 native)")
+                sp+=("$(strata_sps "$1" "$2" "$3" 32 portable)")
+                sb+=("$(strata_sps "$1" "$2" "$3" bf16-mixed native)")
+                tf+=("$(torch_sps "$1" "$2" "$4" fp32)")
+                tb+=("$(torch_sps "$1" "$2" "$4" bf16)")
+        done
+        local a b c d e
+        a=$(median_of "${sn[@]}"); b=$(median_of "${sp[@]}"); c=$(median_of "${sb[@]}")
+        d=$(median_of "${tf[@]}"); e=$(median_of "${tb[@]}")
+        echo "MLP $1, batch $2, one device, one thread; median of $reps alternated runs"
+        printf '%-36s %12s %10s %12s %12s\n' "" samples/s "vs native" "vs T fp32" "vs T bf16"
+        row "Strata 32, native" "$a" "$a" "$d" "$e"
+        row "Strata 32, portable" "$b" "$a" "$d" "$e"
+        row "Strata bf16-mixed" "$c" "$a" "$d" "$e"
+        row "PyTorch fp32" "$d" "$a" "$d" "$e"
+        row "PyTorch autocast(bfloat16)" "$e" "$a" "$d" "$e"
+        echo
+}
+bench 784-256-128-10 128 25600 200
+bench 784-2048-2048-10 512 8192 16

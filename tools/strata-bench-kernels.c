@@ -1,0 +1,282 @@
+/*
+ * strata-bench-kernels: each CPU kernel set's GFLOP/s over a training step's GEMMs (the
+ * Linear module's shapes and transposes, packing included), beside the peaks of this core
+ * measured here (f32 FMA per ISA, AVX512_BF16 dot: the best of 21 bursts), one thread. The
+ * sets run alternated, shape by shape, and each figure is a sum of medians.
+ *
+ *   strata-bench-kernels [--reps 40] [MODEL:BATCH ...]   (default 784-256-128-10:128
+ *                                                         784-2048-2048-10:512 1024-1024:16)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/strata.h"
+#include "drivers/drivers.h"
+#include "tools/timing.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define R16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define ITERS 1000000L
+
+/* Peaks: independent accumulators in registers, timed over ITERS rounds. */
+__attribute__((target("avx512f"))) static double peak_avx512(void)
+{
+        __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
+        float sink = 0.0f;
+        double t0;
+#define D5(i) __m512 a##i = _mm512_set1_ps((float)(i));
+#define S5(i) a##i = _mm512_fmadd_ps(a##i, x, y);
+#define U5(i) sink += _mm512_reduce_add_ps(a##i);
+        R16(D5)
+        t0 = strata_tool_now();
+        for (long it = 0; it < ITERS; it++) {
+                R16(S5)
+                __asm__ volatile("" ::: "memory");
+        }
+        t0 = strata_tool_now() - t0;
+        R16(U5)
+        return sink == 1.0f ? 0.0 : ITERS * 16.0 * 32 / t0 * 1e-9;
+}
+
+__attribute__((target("avx2,fma"))) static double peak_avx2(void)
+{
+        __m256 x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
+        float sink = 0.0f, b[8];
+        double t0;
+#define D2(i) __m256 a##i = _mm256_set1_ps((float)(i));
+#define S2(i) a##i = _mm256_fmadd_ps(a##i, x, y);
+#define U2(i) _mm256_storeu_ps(b, a##i), sink += b[0];
+        R12(D2)
+        t0 = strata_tool_now();
+        for (long it = 0; it < ITERS; it++) {
+                R12(S2)
+                __asm__ volatile("" ::: "memory");
+        }
+        t0 = strata_tool_now() - t0;
+        R12(U2)
+        return sink == 1.0f ? 0.0 : ITERS * 12.0 * 16 / t0 * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(void)
+{
+        __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3f80);
+        float sink = 0.0f;
+        double t0;
+#define DB(i) __m512 a##i = _mm512_set1_ps((float)(i));
+#define SB(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+        R16(DB)
+        t0 = strata_tool_now();
+        for (long it = 0; it < ITERS; it++) {
+                R16(SB)
+                __asm__ volatile("" ::: "memory");
+        }
+        t0 = strata_tool_now() - t0;
+        R16(U5)
+        return sink == 1.0f ? 0.0 : ITERS * 16.0 * 64 / t0 * 1e-9;
+}
+
+static int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit)
+{
+        unsigned r[4];
+
+        if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3]))
+                return 0;
+        return (r[reg] >> bit) & 1;
+}
+
+/* The best of 21 bursts of @p f: what the core can do (a shared machine lowers medians). */
+static double peak(double (*f)(void))
+{
+        double best = 0.0;
+
+        for (int i = 0; i < 21; i++) {
+                double v = f();
+
+                best = v > best ? v : best;
+        }
+        return best;
+}
+#endif
+
+#define MAX_SHAPES 48
+
+struct shape {
+        const char *what;
+        int ta, tb, m, n, k;
+        float beta;
+        float *a, *b, *c;
+};
+
+/* The Linear module's GEMMs for widths @p model at @p batch: forward, dW, dX (not layer 0). */
+static int shapes_of(const char *model, int batch, struct shape *sh)
+{
+        int w[16], nw = 0, ns = 0;
+
+        for (const char *p = model; *p && nw < 16;) {
+                w[nw++] = atoi(p);
+                while (*p && *p != '-')
+                        p++;
+                if (*p)
+                        p++;
+        }
+        for (int l = 0; l + 1 < nw && ns + 3 <= MAX_SHAPES; l++) {
+                sh[ns++] = (struct shape){ .what = "fwd", .tb = 1, .m = batch, .n = w[l + 1], .k = w[l], .beta = 1.0f };
+                sh[ns++] = (struct shape){ .what = "dW", .ta = 1, .m = w[l + 1], .n = w[l], .k = batch };
+                if (l)
+                        sh[ns++] = (struct shape){ .what = "dX", .m = batch, .n = w[l], .k = w[l + 1] };
+        }
+        return ns;
+}
+
+static float *filled(size_t n, unsigned s)
+{
+        float *x = malloc(n * sizeof(float));
+
+        for (size_t i = 0; x && i < n; i++) {
+                s = s * 1664525u + 1013904223u;
+                x[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
+        }
+        return x;
+}
+
+/* One call of shape @p s on set @p k (f32 gemm, or bf16 gemm_lp with @p scratch). */
+static double run(const struct strata_kernel_ops *k, const struct shape *s, void *scratch)
+{
+        int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
+        double t0 = strata_tool_now();
+
+        if (scratch)
+                k->gemm_lp(STRATA_BF16, s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->a, lda, s->b,
+                           ldb, s->beta, s->c, s->n, scratch);
+        else
+                k->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->a, lda, s->b, ldb, s->beta,
+                        s->c, s->n);
+        return strata_tool_now() - t0;
+}
+
+#define NSETS 3 /* native f32, portable f32, native bf16 */
+
+static void bench_model(const char *spec, int reps, const double *peaks, int have_bf16)
+{
+        static const char *label[NSETS] = { "f32 native", "f32 portable", "bf16-mixed" };
+        static const enum strata_kernels set[NSETS] = { STRATA_KERNELS_NATIVE,
+                                                        STRATA_KERNELS_PORTABLE,
+                                                        STRATA_KERNELS_NATIVE };
+        const struct strata_device_ops *d[NSETS];
+        struct shape sh[MAX_SHAPES];
+        char model[128];
+        int batch = 128, ns;
+        double flops = 0.0, *t = calloc((size_t)reps, sizeof(double));
+        void *scratch = NULL;
+        size_t elems = 0, dim = 0;
+        const char *colon = strchr(spec, ':');
+
+        snprintf(model, sizeof(model), "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec),
+                 spec);
+        if (colon)
+                batch = atoi(colon + 1);
+        ns = shapes_of(model, batch, sh);
+        for (int i = 0; i < ns; i++) {
+                struct shape *s = &sh[i];
+                size_t mk = (size_t)s->m * s->k, kn = (size_t)s->k * s->n;
+                int big = s->m > s->n ? s->m : s->n;
+
+                s->a = filled(mk, 7u * i + 1);
+                s->b = filled(kn, 7u * i + 3);
+                s->c = filled((size_t)s->m * s->n, 5);
+                flops += 2.0 * s->m * s->n * s->k;
+                elems = mk + kn > elems ? mk + kn : elems;
+                big = big > s->k ? big : s->k;
+                dim = (size_t)big > dim ? (size_t)big : dim;
+        }
+        for (int j = 0; j < NSETS; j++)
+                if (strata__cpu_driver_for(set[j], &d[j]) != STRATA_OK ||
+                    d[j]->prepare(1) != STRATA_OK)
+                        d[j] = NULL;
+        strata__cpu_driver.warm_up();
+        if (have_bf16 && d[2] && d[2]->kernels->prepare_lp(STRATA_BF16) == STRATA_OK)
+                scratch = aligned_alloc(64, (d[2]->kernels->gemm_lp_bytes(STRATA_BF16, elems,
+                                                                          dim) + 63) / 64 * 64);
+        if (!scratch)
+                d[2] = NULL;
+        printf("%-22s b%-4d", model, batch);
+        for (int j = 0; j < NSETS; j++) {
+                double sum = 0.0;
+
+                if (!d[j]) {
+                        printf(" | %-14s %-16s", label[j], "refused here");
+                        continue;
+                }
+                for (int i = 0; i < ns; i++) {
+                        for (int r = 0; r < 3; r++)
+                                run(d[j]->kernels, &sh[i], j == 2 ? scratch : NULL);
+                        for (int r = 0; r < reps; r++) /* alternated with the other sets */
+                                for (int q = 0; q < NSETS; q++)
+                                        if (q == j)
+                                                t[r] = run(d[j]->kernels, &sh[i],
+                                                           j == 2 ? scratch : NULL);
+                                        else if (d[q])
+                                                run(d[q]->kernels, &sh[i],
+                                                    q == 2 ? scratch : NULL);
+                        sum += strata_tool_median(t, (size_t)reps);
+                }
+                printf(" | %-14s %6.1f GF/s %3.0f%%", strata_kernel_set(set[j], j == 2 ? STRATA_BF16 : STRATA_F32),
+                       flops / sum * 1e-9, peaks[j] > 0 ? 100.0 * flops / sum * 1e-9 / peaks[j] : 0);
+        }
+        printf("\n");
+        for (int i = 0; i < ns; i++)
+                free(sh[i].a), free(sh[i].b), free(sh[i].c);
+        free(scratch);
+        free(t);
+}
+
+int main(int argc, char **argv)
+{
+        double peaks[NSETS] = { 0 }, p512 = 0, p256 = 0, pbf = 0;
+        int reps = 40, have_bf16 = 0, have_amx = 0, nmodels = 0;
+        const char *models[16];
+
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+                        reps = atoi(argv[++i]);
+                else if (nmodels < 16)
+                        models[nmodels++] = argv[i];
+        }
+        if (reps < 3)
+                reps = 3;
+        if (!nmodels) {
+                models[nmodels++] = "784-256-128-10:128";
+                models[nmodels++] = "784-2048-2048-10:512";
+                models[nmodels++] = "1024-1024:16";
+        }
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f"))
+                p512 = peak(peak_avx512);
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+                p256 = peak(peak_avx2);
+        have_bf16 = cpuid_bit(7, 1, 0, 5);
+        have_amx = cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24);
+        if (have_bf16)
+                pbf = peak(peak_bf16);
+#endif
+        printf("one-core peaks: f32 FMA avx512 %.1f, avx2 %.1f GFLOP/s; avx512_bf16 dot %.1f "
+               "GFLOP/s; AMX-BF16 %s\n", p512, p256, pbf,
+               have_amx ? "present (not used by these kernels: not measured)" : "absent");
+        peaks[0] = p512 > 0 && !strcmp(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
+                                        "libxsmm:avx512") ? p512 : p256;
+        peaks[1] = p256;
+        peaks[2] = pbf;
+        printf("kernel sets: native %s, portable %s; %% of the matching peak\n",
+               strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
+               strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32) ?
+                       strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32) : "refused");
+        for (int i = 0; i < nmodels; i++)
+                bench_model(models[i], reps, peaks, have_bf16);
+        return 0;
+}
