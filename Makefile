@@ -236,7 +236,7 @@ fuzz-run: $(BUILD)/libstrata.a
 
 # Every system dependency, non-interactively and idempotently.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
-        libopenblas-serial-dev zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
+        zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
         python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \

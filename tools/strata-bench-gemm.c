@@ -1,6 +1,6 @@
 /*
  * strata-bench-gemm: the GEMMs of one MLP training step, timed alone through the CPU driver's
- * gemm op (OpenBLAS, serial, this thread pinned nowhere), with the shapes and transposes the
+ * gemm op (the native kernel set, this thread pinned nowhere), with the shapes and transposes the
  * linear module uses. Their sum is the floor under a step on one device: no runtime can train
  * faster with these kernels, so it bounds the speed-up over a peer that calls the same GEMMs.
  *
@@ -275,10 +275,9 @@ int main(int argc, char **argv)
                 c[i] = 0.0f;
         }
         if (!json)
-                printf("GEMMs of one training step, batch %d, %d reps each, OPENBLAS_CORETYPE=%s\n"
+                printf("GEMMs of one training step, batch %d, %d reps each, kernels %s\n"
                        "%-8s %5s %6s %6s %6s %10s %10s %8s%s\n",
-                       batch, reps, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE")
-                                                                : "auto",
+                       batch, reps, strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
                        "gemm", "layer", "m", "n", "k", "median_us", "best_us", "GFLOP/s",
                        bf16 ? " strata_bf16_us x_fp32 oneDNN_us x_fp32  oneDNN kernel" : "");
         for (int i = 0; i < ns; i++) {
