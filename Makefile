@@ -31,7 +31,7 @@ BLAS_INC := /usr/include/x86_64-linux-gnu/openblas-serial
 # -fno-math-errno: sqrtf never sets errno here, so loops that call it vectorise (AdamW's update
 # ran scalar with it); IEEE square roots and quotients are the same bits either way.
 CSTD     := -std=c11 -D_GNU_SOURCE -fno-math-errno
-WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. -I$(BLAS_INC) $(SANFLAGS) $(EXTRA_CFLAGS)
 LIBS      = -lxsmm -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lhwloc -lnuma -lz -lpthread -lm -ldl

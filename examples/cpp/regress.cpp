@@ -33,7 +33,7 @@ static double predict_mse(strata_runtime *rt, const std::vector<double> &x,
                 b.xtype = STRATA_F64;
                 b.rows = 1;
                 b.dim = IN;
-                if (strata_predict_step(rt, &b, out) != STRATA_OK) {
+                if (strata_predict_step(rt, &b, out, OUT) != STRATA_OK) {
                         std::fprintf(stderr, "predict: %s\n", strata_last_error());
                         return INFINITY;
                 }

@@ -334,11 +334,17 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
                      struct strata_metrics *m);
 
 /**
- * @brief The model's outputs for a batch: predict_step. @p logits receives rows * classes
- *        f32 values (classes: the model's outputs, logits or regression values); @p b needs
- *        only x (f32 or f64: xtype) or images/index, rows and dim.
+ * @brief The model's outputs for a batch: predict_step. @p out receives rows * outputs f32
+ *        values (outputs: cfg.classes, the model's last width; logits or regression values),
+ *        row after row; @p b needs only its inputs (x, or images with index), rows and dim.
+ *        Under several processes each process writes the rows its devices computed.
+ * @param capacity The values @p out holds: fewer than rows * outputs is refused, nothing
+ *        written.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, a bad batch, @p capacity too small; nothing
+ *         written); STRATA_EBADSTATE (not READY).
  */
-int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits);
+int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *out,
+                        size_t capacity);
 
 /**
  * @brief teardown: stop the devices, complete the trace file, release a mapped region. Legal

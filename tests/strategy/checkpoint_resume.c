@@ -478,7 +478,7 @@ Test(checkpoint_resume, safetensors_loads_in_pytorch, .timeout = 120)
         cr_assert_eq(strata_export_safetensors(rt, st), STRATA_OK, "%s", strata_last_error());
         strata_loader_reset(&r.loader, r.idx + 64, 64);
         cr_assert(strata_loader_next(&r.loader, &b));
-        cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
+        cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES), STRATA_OK);
         f = fopen(xin, "wb");
         cr_assert_eq(fwrite(b.x, sizeof(float), (size_t)b.rows * RIG_IN, f),
                      (size_t)b.rows * RIG_IN);
