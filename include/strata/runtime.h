@@ -456,6 +456,24 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
                      struct strata_param *out);
 
 /**
+ * @brief Copy the values of group @p index of device @p dev's model into @p out: the whole
+ *        group, or under fsdp the part of it the device holds (elements [shard_lo, shard_hi)
+ *        of strata_parameter()); *@p n gets how many. For callers that cannot follow
+ *        strata_parameter()'s pointers (Fortran).
+ * @param capacity The values @p out holds: fewer than the group's is refused, nothing written.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, @p dev or @p index out of range, @p capacity too
+ *         small); STRATA_EBADSTATE (not connected); STRATA_ENOTSUP (device memory).
+ */
+int strata_parameter_copy(const struct strata_runtime *rt, int dev, int index, float *out,
+                          size_t capacity, size_t *n);
+
+/**
+ * @brief The model's outputs a sample (cfg.classes): what strata_predict_step() writes a row.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, not a runtime).
+ */
+int strata_outputs(const struct strata_runtime *rt, int *outputs);
+
+/**
  * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and
  *        step counts, running statistics of every device, the global step) and @p app_bytes
  *        (at most STRATA_CKPT_APP_BYTES) of the application's own state, written atomically
