@@ -131,7 +131,10 @@ Test(batch_consistency, ddp_refuses_every_contradiction_before_the_workers, .tim
         refuse_all(&r, &c);
 }
 
-/* A regression model: labels for float targets are refused, and no targets at all. */
+/*
+ * A regression model: labels for float targets are refused, no targets at all, and a target
+ * width that is not the model's (issue 45's "targets are -1 wide" named what it is).
+ */
 Test(batch_consistency, regression_refuses_labels_and_missing_targets)
 {
         static int32_t y[RIG_BATCH];
@@ -152,5 +155,16 @@ Test(batch_consistency, regression_refuses_labels_and_missing_targets)
         cr_assert_eq(strata_eval_step(rt, &bad, NULL), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "the batch has none"), "%s",
                            strata_last_error());
+        bad = b;
+        bad.tdim = -1; /* a width, not a sample count: named as what it is */
+        cr_assert_eq(strata_train_step(rt, &bad, NULL), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "tdim -1: set it to the targets' values "
+                                                       "a row, the model's 3 outputs"),
+                           "%s", strata_last_error());
+        bad.tdim = 2;
+        cr_assert_eq(strata_train_step(rt, &bad, NULL), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "targets are 2 values a row (tdim); the "
+                                                       "model has 3 outputs"),
+                           "%s", strata_last_error());
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
