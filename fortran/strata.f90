@@ -31,6 +31,7 @@ module strata
                                        STRATA_ESYS = -11, STRATA_EDEVICE = -12, &
                                        STRATA_ENODEV = -13, STRATA_EINJECTED = -14, &
                                        STRATA_ENONFINITE = -15, STRATA_ESTOPPED = -16
+  integer(c_int), parameter, public :: STRATA_CKPT_LOSS_NAME = 24
   ! enum strata_strategy_kind
   integer(c_int), parameter, public :: STRATA_STRATEGY_SINGLE = 0, STRATA_STRATEGY_DP = 1, &
                                        STRATA_STRATEGY_DDP = 2, STRATA_STRATEGY_SPAWN = 3, &
@@ -86,6 +87,7 @@ module strata
   type, bind(C), public :: strata_ckpt_info
     integer(c_int64_t) :: step = 0
     integer(c_int) :: world = 0, strategy = 0, bitwise = 0
+    character(kind=c_char) :: loss(STRATA_CKPT_LOSS_NAME) = c_null_char !< its loss ("": unknown)
   end type
 
   !> A parameter group as its module declared it (struct strata_param_group).
