@@ -73,11 +73,12 @@ struct strata__strategy_ops {
         int (*stop_due)(const struct strata_runtime *rt);
         /**
          * Strategies over several processes: agree on a step's batch before any collective of
-         * the step. @p status is this process's verdict on its rows of the batch, @p rows the
-         * batch's rows; every process returns the status of the lowest process that refused
-         * (with its message), or a refusal when the processes' rows differ. NULL: @p status.
+         * the step. *@p status is this process's verdict on its rows of the batch, @p rows the
+         * batch's rows; every process's *@p status becomes the status of the lowest process
+         * that refused (with its message), or a refusal when the processes' rows differ. The
+         * return is the exchange's own (a process hung or gone). NULL: one process.
          */
-        int (*agree)(struct strata_runtime *rt, int status, int rows);
+        int (*agree)(struct strata_runtime *rt, int *status, int rows);
 };
 
 /** One device's share of a step event, run by the multi-device parent on every device. */

@@ -136,14 +136,23 @@ static int check_local(const struct strata_runtime *rt, const struct strata_batc
 /*
  * This process's verdict @p rc on a step's batch @p b, agreed with the job's other processes
  * before anything of the step runs: every process refuses it, with the same status, or none
- * does (one process: @p rc).
+ * does (one process: @p rc). An exchange that fails (a process hung or gone) ends the job as
+ * a failed step does: the runtime enters ERROR, which aborts the others through the link.
  */
 static int agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
 {
-        int (*agree)(struct strata_runtime *, int, int) = STRATA__INHERITED(rt->strategy,
-                                                                             ops.agree);
+        int (*agree)(struct strata_runtime *, int *, int) = STRATA__INHERITED(rt->strategy,
+                                                                              ops.agree);
+        int comm;
 
-        return agree ? agree(rt, rc, b ? b->rows : -1) : rc;
+        if (!agree)
+                return rc;
+        comm = agree(rt, &rc, b ? b->rows : -1);
+        if (comm != STRATA_OK) {
+                (void)strata__sm_dispatch(&rt->sm, STRATA__EV_EXCEPTION, NULL);
+                return comm;
+        }
+        return rc;
 }
 
 static int need_ready(const struct strata_runtime *rt)
