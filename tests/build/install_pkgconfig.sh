@@ -13,7 +13,8 @@ for f in libstrata.a libstrata.so libstrata.so.0 pkgconfig/strata.pc; do
         [ -e "$build/$f" ] || { echo "plain make did not build $build/$f"; exit 1; }
 done
 if command -v mpicc >/dev/null; then
-        [ -e "$build/libstrata-mpi.so" ] || { echo "plain make did not build libstrata-mpi.so"; exit 1; }
+        [ -e "$build/libstrata-mpi.so" ] ||
+                { echo "plain make did not build libstrata-mpi.so"; exit 1; }
 fi
 env -u MAKEFLAGS -u MFLAGS make -s -C "$src" BUILD="$build" PREFIX="$prefix" install >/dev/null
 cat > "$build/stage-hello.c" <<'C'
