@@ -77,6 +77,7 @@ program sizes
                "holds 31")
   call refused(strata_parameter(rt, 4, p), "parameter 4 not in [0, 4)")
   call check(strata_teardown(rt), "teardown")
+  deallocate(x, t, t7, o, o7, o2, o1, o64, o64small, w, wsmall, cfg%store)
   print '(a)', "ok: every size checked"
 
 contains
