@@ -1,6 +1,10 @@
 # Strata build. `make` builds the library and tools; `make test` runs the Criterion suite.
 # Variables: BUILD (output dir), SAN (asan|tsan), CUDA (0 forces CUDA off), PREFIX (install).
 
+# Plain `make` is `all` (the archive, libstrata.so with its soname link, the plugins, the
+# build tree's strata.pc and the tools), whatever rule comes first below.
+.DEFAULT_GOAL := all
+
 BUILD   ?= build
 PREFIX  ?= /usr/local
 CC      ?= cc
@@ -24,7 +28,7 @@ Q       := $(if $(filter 1,$(V)),,@)
 # -fno-math-errno: sqrtf never sets errno here, so loops that call it vectorise (AdamW's update
 # ran scalar with it); IEEE square roots and quotients are the same bits either way.
 CSTD     := -std=c11 -D_GNU_SOURCE -fno-math-errno
-WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. $(SANFLAGS) $(EXTRA_CFLAGS)
 LIBS      = -lxsmm -lxsmmnoblas -lhwloc -lnuma -lz -lpthread -lm -ldl
@@ -115,7 +119,8 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 .PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant check-heap
 all: lib tools
 
-lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(CUDA_PLUGIN) $(MPI_PLUGIN)
+lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
+     $(MPI_PLUGIN) $(BUILD)/pkgconfig/strata.pc
 tools: $(TOOLS)
 
 # A change of compiler or flags rebuilds every object (the stamp changes only then).
@@ -153,6 +158,20 @@ $(TESTING_LIB): $(TESTING_OBJS)
 $(BUILD)/libstrata.so: $(LIB_OBJS) strata.map
 	$(Q)$(CC) -shared $(SANFLAGS) -Wl,-soname,libstrata.so.0 -Wl,--version-script=strata.map \
 	        -o $@ $(LIB_OBJS) $(LIBS)
+
+# The soname a program linked with build/libstrata.so asks the dynamic linker for.
+$(BUILD)/libstrata.so.0: $(BUILD)/libstrata.so
+	$(Q)ln -sf libstrata.so $@
+
+# strata.pc with its directories: the build tree's (headers in the sources, libraries in
+# $(BUILD)), or an install's (PREFIX). Its Libs carry an rpath, so a program linked with the
+# documented line finds libstrata.so.0 without LD_LIBRARY_PATH.
+STRATA_VERSION := $(shell sed -n 's/.*STRATA_VERSION_STRING "\(.*\)"/\1/p' include/strata/version.h)
+pc = sed -e 's|@LIBDIR@|$(1)|g' -e 's|@INCLUDEDIR@|$(2)|g' -e 's|@VERSION@|$(STRATA_VERSION)|' \
+         strata.pc.in > $(3)
+$(BUILD)/pkgconfig/strata.pc: strata.pc.in include/strata/version.h
+	@mkdir -p $(dir $@)
+	$(Q)$(call pc,$(abspath $(BUILD)),$(CURDIR)/include,$@)
 
 # The MPI link plugin: one object and Open MPI; it exports one function (drivers/mpi/plugin.map).
 # Under a sanitizer the runtime is the program's (clang's TSan is not linked into a .so).
@@ -324,8 +343,7 @@ install: lib tools
 	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
 	install -m 644 fortran/strata.f90 $(DESTDIR)$(PREFIX)/include/strata/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STRATA_VERSION_STRING "\(.*\)"/\1/p' include/strata/version.h)|' \
-	    strata.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+	$(call pc,$(PREFIX)/lib,$(PREFIX)/include,$(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc)
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \

@@ -57,6 +57,13 @@ int strata__fail(int status, const char *fmt, ...)
         return status;
 }
 
+int strata_set_error(int status, const char *message)
+{
+        if (!message)
+                return status;
+        return strata__fail(status, "%s", message);
+}
+
 int strata__set_error(int status, const char *msg)
 {
         snprintf(last_error, sizeof(last_error), "%s", msg);

@@ -72,7 +72,7 @@ const float *strata__batch_inputs(const struct strata_batch *b, int lo, int rows
                 strata__gather_rows(b->images, b->index + lo, rows, b->dim, b->scale, b->shift,
                                     host);
         else if (strata__batch_in_place(b, b->xtype))
-                return b->x + (size_t)lo * b->dim;
+                return (const float *)b->x + (size_t)lo * b->dim;
         else
                 gather(b, b->x, b->xtype, b->dim, lo, rows, host);
         return host;

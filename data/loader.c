@@ -36,19 +36,23 @@ int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
         return STRATA_OK;
 }
 
+/* The index list of a reset to no indices: set, so that the loader is not "never reset". */
+static const uint32_t no_indices[1];
+
 int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count)
 {
         if (!l || !l->ds || (count && !indices))
-                return strata__fail(STRATA_EINVAL, "loader reset: NULL loader or indices");
-        l->indices = indices;
-        l->count = 0;
-        l->pos = 0;
+                return strata__fail(STRATA_EINVAL, "loader reset: %s",
+                                    !l ? "NULL loader" : !l->ds ? "the loader was never "
+                                    "initialised (strata_loader_init)" : "NULL indices");
         for (uint32_t i = 0; i < count; i++)
                 if (indices[i] >= l->ds->n)
                         return strata__fail(STRATA_EINVAL, "loader reset: index %u (entry %u) "
                                             "is not below the %u samples", indices[i], i,
                                             l->ds->n);
+        l->indices = count ? indices : no_indices;
         l->count = count;
+        l->pos = 0;
         return STRATA_OK;
 }
 
@@ -110,16 +114,35 @@ static void next_arrays(struct strata_loader *l, uint32_t rows, struct strata_ba
         l->pos += rows;
 }
 
+/*
+ * Whether @p l can give a batch into @p b: 1, 0 at the end of its epoch, or a negative status
+ * for a NULL argument or a loader never initialised or never reset (*b emptied, so that a
+ * step given it refuses it).
+ */
+static int ready(const struct strata_loader *l, struct strata_batch *b)
+{
+        const char *why = !l || !b ? "NULL loader or batch" : !l->ds ? "the loader was never "
+                          "initialised (strata_loader_init)" : !l->indices ? "the loader was "
+                          "never reset: strata_loader_reset() gives it the epoch's indices (a "
+                          "sampler's)" : NULL;
+
+        if (b && why)
+                *b = (struct strata_batch){ .rows = 0 };
+        if (why)
+                return strata__fail(!l || !b ? STRATA_EINVAL : STRATA_EBADSTATE, "loader: %s",
+                                    why);
+        return l->pos < l->count && !(l->drop_last && l->count - l->pos < (uint32_t)l->batch);
+}
+
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
 {
         uint32_t left, rows, dim;
+        int rc = ready(l, b);
 
-        if (!l || !b || !l->ds)
-                return 0;
+        if (rc <= 0)
+                return rc;
         left = l->count - l->pos;
         dim = l->ds->dim;
-        if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
-                return 0;
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
         if (l->ds->x) {
                 next_arrays(l, rows, b);
@@ -139,18 +162,17 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b)
 int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b)
 {
         uint32_t left, rows;
+        int rc = ready(l, b);
 
-        if (!l || !b || !l->ds)
-                return 0;
+        if (rc <= 0)
+                return rc;
         left = l->count - l->pos;
-        if (left == 0 || (l->drop_last && left < (uint32_t)l->batch))
-                return 0;
         rows = left < (uint32_t)l->batch ? left : (uint32_t)l->batch;
         *b = (struct strata_batch){ .y = next_labels(l, rows), .rows = (int)rows,
                                     .dim = (int)l->ds->dim, .images = l->ds->images,
                                     .index = l->indices + l->pos, .nimages = l->ds->n,
                                     .scale = l->scale, .shift = l->shift,
-                                    .x = (const float *)l->ds->x, .xtype = l->ds->xtype,
+                                    .x = l->ds->x, .xtype = l->ds->xtype,
                                     .t = l->ds->t,
                                     .ttype = l->ds->ttype, .tdim = l->ds->tdim };
         l->pos += rows;

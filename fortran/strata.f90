@@ -5,7 +5,10 @@
 ! (strata_set: "devices", "optim.lr", ...); the structs a training loop passes (module,
 ! model, batch, metrics, checkpoint info) are mirrored as bind(C) types, whose sizes and field
 ! offsets tests/build/fortran_layout.sh compares with the C structs'. Every function returns
-! a Strata status (0 = STRATA_OK); strata_error() gives the reason as a string.
+! a Strata status (STRATA_OK, or one of the STRATA_E* below, as the C enum); strata_error()
+! gives the reason as a string and strata_status_name() the status's name. Every wrapper over
+! the caller's arrays checks their sizes (samples, widths, room for the outputs) before the
+! library reads or writes them, and refuses a mismatch with STRATA_EINVAL and a message.
 !
 ! The application's own arrays go in as they are, never copied: real(real32) or real(real64)
 ! inputs x(dim, n) or x(d1, d2, ..., n) (the last dimension is the sample, the others are
@@ -19,7 +22,16 @@ module strata
   implicit none
   private
 
-  integer(c_int), parameter, public :: STRATA_OK = 0
+  ! enum strata_status: every status (include/strata/status.h, STRATA_STATUS_LIST)
+  integer(c_int), parameter, public :: STRATA_OK = 0, STRATA_EINVAL = -1, STRATA_ENOMEM = -2, &
+                                       STRATA_ESEALED = -3, STRATA_EBADSTATE = -4, &
+                                       STRATA_ENOTSUP = -5, STRATA_EIO = -6, &
+                                       STRATA_EFORMAT = -7, STRATA_ETIMEDOUT = -8, &
+                                       STRATA_EABORTED = -9, STRATA_EOVERFLOW = -10, &
+                                       STRATA_ESYS = -11, STRATA_EDEVICE = -12, &
+                                       STRATA_ENODEV = -13, STRATA_EINJECTED = -14, &
+                                       STRATA_ENONFINITE = -15, STRATA_ESTOPPED = -16
+  integer(c_int), parameter, public :: STRATA_CKPT_LOSS_NAME = 24
   ! enum strata_strategy_kind
   integer(c_int), parameter, public :: STRATA_STRATEGY_SINGLE = 0, STRATA_STRATEGY_DP = 1, &
                                        STRATA_STRATEGY_DDP = 2, STRATA_STRATEGY_SPAWN = 3, &
@@ -75,6 +87,30 @@ module strata
   type, bind(C), public :: strata_ckpt_info
     integer(c_int64_t) :: step = 0
     integer(c_int) :: world = 0, strategy = 0, bitwise = 0
+    character(kind=c_char) :: loss(STRATA_CKPT_LOSS_NAME) = c_null_char !< its loss ("": unknown)
+  end type
+
+  !> A parameter group as its module declared it (struct strata_param_group).
+  type, bind(C), public :: strata_param_group
+    type(c_ptr) :: name = c_null_ptr
+    integer(c_int) :: dtype = STRATA_F32
+    integer(c_size_t) :: count = 0
+    integer(c_int) :: role = 0
+    integer(c_int) :: ndim = 0
+    integer(c_size_t) :: shape(2) = 0
+  end type
+
+  !> One group of a device's model (struct strata_param), from strata_parameter(): its values
+  !> are C pointers; strata_parameter() copies them into a Fortran array.
+  type, bind(C), public :: strata_param
+    character(kind=c_char) :: name(64) = c_null_char
+    integer(c_int) :: layer = 0
+    type(strata_param_group) :: group
+    type(c_ptr) :: value = c_null_ptr, grad = c_null_ptr
+    integer(c_int) :: opt_slots = 0
+    type(c_ptr) :: opt_state(2) = c_null_ptr
+    type(c_ptr) :: master = c_null_ptr
+    integer(c_size_t) :: offset = 0, shard_lo = 0, shard_hi = 0
   end type
 
   !> A configuration: storage for one struct strata_config, reserved by strata_config_new,
@@ -99,6 +135,7 @@ module strata
   public :: strata_train, strata_evaluate, strata_predict
   public :: strata_train_step, strata_eval_step, strata_predict_step
   public :: strata_save, strata_load, strata_export_safetensors, strata_error
+  public :: strata_status_name, strata_parameter_count, strata_parameter
 
   !> Set a numeric configuration field by name, from a real or an integer value.
   interface strata_set
@@ -190,11 +227,13 @@ module strata
       type(strata_metrics), intent(out) :: metrics
       integer(c_int) :: rc
     end function
-    function strata_predict_step(rt, batch, out) bind(C, name="strata_predict_step") result(rc)
-      import :: c_ptr, c_int, strata_batch
+    function strata_predict_step(rt, batch, out, capacity) bind(C, name="strata_predict_step") &
+        result(rc)
+      import :: c_ptr, c_int, c_size_t, strata_batch
       type(c_ptr), value :: rt
       type(strata_batch), intent(in) :: batch
       type(c_ptr), value :: out
+      integer(c_size_t), value :: capacity
       integer(c_int) :: rc
     end function
     function c_save(rt, path, app, app_bytes) bind(C, name="strata_save_checkpoint") result(rc)
@@ -226,6 +265,44 @@ module strata
     function strata_teardown(rt) bind(C, name="strata_teardown") result(rc)
       import :: c_ptr, c_int
       type(c_ptr), value :: rt
+      integer(c_int) :: rc
+    end function
+    function c_set_error(status, message) bind(C, name="strata_set_error") result(rc)
+      import :: c_int, c_char
+      integer(c_int), value :: status
+      character(kind=c_char), intent(in) :: message(*)
+      integer(c_int) :: rc
+    end function
+    function c_status_name(status) bind(C, name="strata_status_name") result(name)
+      import :: c_int, c_ptr
+      integer(c_int), value :: status
+      type(c_ptr) :: name
+    end function
+    function c_outputs(rt, outputs) bind(C, name="strata_outputs") result(rc)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: rt
+      integer(c_int), intent(out) :: outputs
+      integer(c_int) :: rc
+    end function
+    function c_parameter_count(rt, n) bind(C, name="strata_parameter_count") result(rc)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: rt
+      integer(c_int), intent(out) :: n
+      integer(c_int) :: rc
+    end function
+    function c_parameter(rt, dev, index, p) bind(C, name="strata_parameter") result(rc)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: rt, p
+      integer(c_int), value :: dev, index
+      integer(c_int) :: rc
+    end function
+    function c_parameter_copy(rt, dev, index, out, capacity, n) &
+        bind(C, name="strata_parameter_copy") result(rc)
+      import :: c_ptr, c_int, c_size_t
+      type(c_ptr), value :: rt, out
+      integer(c_int), value :: dev, index
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: n
       integer(c_int) :: rc
     end function
     function c_last_error() bind(C, name="strata_last_error") result(msg)
@@ -372,23 +449,57 @@ contains
     ref = array_ref(c_loc(a), STRATA_I32, size(a, kind=c_size_t), size(a, kind=c_size_t))
   end function
 
-  ! The batch of inputs x (and targets t when t%p is set): x's samples are its rows. Targets
-  ! whose sample count differs from x's get width -1, which the library refuses with a message.
-  function batch_of(x, t) result(b)
+  ! A refusal of this module's own (a size the arrays do not have), through strata_error().
+  function refuse(msg) result(rc)
+    character(len=*), intent(in) :: msg
+    integer(c_int) :: rc
+    rc = c_set_error(STRATA_EINVAL, msg // c_null_char)
+  end function
+
+  ! "N" for an integer, for messages.
+  function str(n) result(s)
+    integer(c_size_t), intent(in) :: n
+    character(len=:), allocatable :: s
+    character(len=24) :: buf
+    write(buf, '(i0)') n
+    s = trim(buf)
+  end function
+
+  ! The batch of inputs x (and targets t when t%p is set) into b: x's samples are its rows,
+  ! and the targets must have as many (labels: one a sample; float targets: their last
+  ! dimension), every size within the C API's int.
+  function batch_of(x, t, b) result(rc)
     type(array_ref), intent(in) :: x, t
-    type(strata_batch) :: b
+    type(strata_batch), intent(out) :: b
+    integer(c_int) :: rc
+    integer(c_size_t), parameter :: most = huge(0_c_int)
+    rc = STRATA_OK
+    if (x%n < 1) then
+      rc = refuse("x is empty")
+    else if (x%rows > most .or. x%n / max(x%rows, 1_c_size_t) > most) then
+      rc = refuse("x has " // str(x%rows) // " samples of " // str(x%n / x%rows) // &
+                  " values: too many for one batch")
+    else if (t%dtype == STRATA_I32 .and. t%n /= x%rows) then
+      rc = refuse("y has " // str(t%n) // " labels; x has " // str(x%rows) // &
+                  " samples (its last dimension)")
+    else if (c_associated(t%p) .and. t%dtype /= STRATA_I32 .and. t%rows /= x%rows) then
+      rc = refuse("t has " // str(t%rows) // " samples, x has " // str(x%rows) // &
+                  " (the last dimension of each)")
+    else if (c_associated(t%p) .and. t%dtype /= STRATA_I32 .and. &
+             t%n / max(t%rows, 1_c_size_t) > most) then
+      rc = refuse("t has " // str(t%n / max(t%rows, 1_c_size_t)) // " values a sample: too many")
+    end if
+    if (rc /= STRATA_OK) return
     b%x = x%p
     b%xtype = x%dtype
     b%rows = int(x%rows, c_int)
-    b%dim = int(x%n / max(x%rows, 1_c_size_t), c_int)
+    b%dim = int(x%n / x%rows, c_int)
     if (t%dtype == STRATA_I32) then
       b%y = t%p
-      if (t%n /= x%rows) b%rows = -1
     else if (c_associated(t%p)) then
       b%t = t%p
       b%ttype = t%dtype
-      b%tdim = int(t%n / max(x%rows, 1_c_size_t), c_int)
-      if (t%rows /= x%rows .or. mod(t%n, max(x%rows, 1_c_size_t)) /= 0) b%tdim = -1
+      b%tdim = int(t%n / t%rows, c_int)
     end if
   end function
 
@@ -400,10 +511,13 @@ contains
     type(strata_metrics), intent(out), optional :: metrics
     integer(c_int) :: rc
     type(strata_metrics) :: m
+    type(strata_batch) :: b
+    rc = batch_of(x, t, b)
+    if (rc /= STRATA_OK) return
     if (what == TRAIN) then
-      rc = strata_train_step(rt, batch_of(x, t), m)
+      rc = strata_train_step(rt, b, m)
     else
-      rc = strata_eval_step(rt, batch_of(x, t), m)
+      rc = strata_eval_step(rt, b, m)
     end if
     if (present(metrics)) metrics = m
   end function
@@ -512,12 +626,28 @@ contains
     rc = step(rt, EVALUATE, ref_d(x), ref_l(y), metrics)
   end function
 
-  ! predict_step into f32 storage at out (rows x outputs values).
-  function predict_into(rt, x, out) result(rc)
-    type(c_ptr), intent(in) :: rt, out
-    type(array_ref), intent(in) :: x
-    integer(c_int) :: rc
-    rc = strata_predict_step(rt, batch_of(x, array_ref()), out)
+  ! predict_step into f32 storage at out%p: out must have x's samples (its last dimension, or
+  ! one sample for both rank 1) of the model's outputs each; *n gets rows x outputs.
+  function predict_into(rt, x, out, n) result(rc)
+    type(c_ptr), intent(in) :: rt
+    type(array_ref), intent(in) :: x, out
+    integer(c_size_t), intent(out) :: n
+    integer(c_int) :: rc, k
+    type(strata_batch) :: b
+    n = 0
+    rc = batch_of(x, array_ref(), b)
+    if (rc == STRATA_OK) rc = c_outputs(rt, k)
+    if (rc /= STRATA_OK) return
+    if (out%rows /= x%rows) then
+      rc = refuse("out has " // str(out%rows) // " samples, x has " // str(x%rows) // &
+                  " (the last dimension of each)")
+    else if (out%n /= x%rows * int(k, c_size_t)) then
+      rc = refuse("out has " // str(out%n / max(out%rows, 1_c_size_t)) // &
+                  " values a sample; the model has " // str(int(k, c_size_t)) // " outputs")
+    else
+      rc = strata_predict_step(rt, b, out%p, out%n)
+      n = out%n
+    end if
   end function
 
   ! Widen n f32 values at the start of a real64 array's storage to real64 in place: from the
@@ -540,7 +670,8 @@ contains
     real(real32), intent(in), target, contiguous :: x(..)
     real(real32), intent(inout), target, contiguous :: out(..)
     integer(c_int) :: rc
-    rc = predict_into(rt, ref_s(x), c_loc(out))
+    integer(c_size_t) :: n
+    rc = predict_into(rt, ref_s(x), ref_s(out), n)
   end function
 
   function predict_ds(rt, x, out) result(rc)
@@ -548,18 +679,20 @@ contains
     real(real64), intent(in), target, contiguous :: x(..)
     real(real32), intent(inout), target, contiguous :: out(..)
     integer(c_int) :: rc
-    rc = predict_into(rt, ref_d(x), c_loc(out))
+    integer(c_size_t) :: n
+    rc = predict_into(rt, ref_d(x), ref_s(out), n)
   end function
 
   !> real64 outputs: predicted as f32 into out's own storage, then widened in place (out
-  !> holds exactly rows x outputs values).
+  !> holds exactly rows x outputs values, checked).
   function predict_sd(rt, x, out) result(rc)
     type(c_ptr), intent(in) :: rt
     real(real32), intent(in), target, contiguous :: x(..)
     real(real64), intent(inout), target, contiguous :: out(..)
     integer(c_int) :: rc
-    rc = predict_into(rt, ref_s(x), c_loc(out))
-    if (rc == STRATA_OK) call widen(c_loc(out), size(out, kind=c_size_t))
+    integer(c_size_t) :: n
+    rc = predict_into(rt, ref_s(x), ref_d(out), n)
+    if (rc == STRATA_OK) call widen(c_loc(out), n)
   end function
 
   function predict_dd(rt, x, out) result(rc)
@@ -567,23 +700,69 @@ contains
     real(real64), intent(in), target, contiguous :: x(..)
     real(real64), intent(inout), target, contiguous :: out(..)
     integer(c_int) :: rc
-    rc = predict_into(rt, ref_d(x), c_loc(out))
-    if (rc == STRATA_OK) call widen(c_loc(out), size(out, kind=c_size_t))
+    integer(c_size_t) :: n
+    rc = predict_into(rt, ref_d(x), ref_d(out), n)
+    if (rc == STRATA_OK) call widen(c_loc(out), n)
   end function
 
-  !> The last error of this thread, as a Fortran string.
-  function strata_error() result(msg)
+  ! A C string as a Fortran string.
+  function from_c(p) result(msg)
+    type(c_ptr), intent(in) :: p
     character(len=:), allocatable :: msg
-    type(c_ptr) :: p
     character(kind=c_char), pointer :: chars(:)
     integer :: i, n
-    p = c_last_error()
     n = int(c_strlen(p))
     call c_f_pointer(p, chars, [n])
     allocate(character(len=n) :: msg)
     do i = 1, n
       msg(i:i) = chars(i)
     end do
+  end function
+
+  !> The last error of this thread, as a Fortran string.
+  function strata_error() result(msg)
+    character(len=:), allocatable :: msg
+    msg = from_c(c_last_error())
+  end function
+
+  !> The name of a status ("STRATA_EINVAL"), for logs.
+  function strata_status_name(status) result(name)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: name
+    name = from_c(c_status_name(status))
+  end function
+
+  !> How many parameter and buffer groups the model has: strata_parameter's indices 0..n-1.
+  function strata_parameter_count(rt, n) result(rc)
+    type(c_ptr), intent(in) :: rt
+    integer, intent(out) :: n
+    integer(c_int) :: rc, cn
+    cn = 0
+    rc = c_parameter_count(rt, cn)
+    n = int(cn)
+  end function
+
+  !> Group index (0-based, as strata_parameter() in C) of device dev's model (default 0):
+  !> p describes it (p%name, p%group%shape...), values (optional) receive its values: the whole
+  !> group, or under fsdp the part the device holds, n (optional) of them. values smaller than
+  !> that is refused, nothing written.
+  function strata_parameter(rt, index, p, values, n, dev) result(rc)
+    type(c_ptr), intent(in) :: rt
+    integer, intent(in) :: index
+    type(strata_param), intent(out), target :: p
+    real(real32), intent(inout), target, contiguous, optional :: values(:)
+    integer, intent(out), optional :: n
+    integer, intent(in), optional :: dev
+    integer(c_int) :: rc, d
+    integer(c_size_t) :: got
+    d = 0
+    if (present(dev)) d = int(dev, c_int)
+    got = 0
+    rc = c_parameter(rt, d, int(index, c_int), c_loc(p))
+    if (rc == STRATA_OK .and. present(values)) &
+      rc = c_parameter_copy(rt, d, int(index, c_int), c_loc(values), &
+                            size(values, kind=c_size_t), got)
+    if (present(n)) n = int(got)
   end function
 
 end module strata

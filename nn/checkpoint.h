@@ -11,6 +11,9 @@
 #define STRATA__CKPT_NAME 80
 
 /* The header: fixed size, CRC-32 over all of it with crc = 0. */
+/* Bytes of the header's module list: with the loss's name and nmodules, the old reserved. */
+#define STRATA__CKPT_MODULES 132
+
 struct strata__ckpt_header {
         char magic[8];
         uint32_t version;
@@ -33,7 +36,11 @@ struct strata__ckpt_header {
         uint32_t scale_pad;
         uint64_t scale_skipped; /* optimizer steps skipped */
         uint32_t chunks;        /* invariant mode: chunks a batch was cut into (0: not) */
-        unsigned char reserved[164];
+        /* The model's loss and modules by kind (zero in files from before them: unknown). */
+        char loss[STRATA_CKPT_LOSS_NAME]; /* its ops table's name */
+        uint32_t nmodules;      /* its modules (0: not recorded) */
+        char modules[STRATA__CKPT_MODULES]; /* their kinds, space-separated, as many as fit */
+        uint32_t reserved2;
 };
 
 /* One tensor of the table. */

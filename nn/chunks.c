@@ -246,6 +246,16 @@ void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats, int 
                 ch->pairs[i] = linear ? 0 : -1;
 }
 
+void strata__chunks_rows(int rows, int chunks, int g0, int g1, int world, int *lo, int *hi)
+{
+        int a, b, unused;
+
+        range(chunks, world, g0, &a, &unused);
+        range(chunks, world, g1 - 1, &unused, &b);
+        *lo = (int)((long)rows * a / chunks);
+        *hi = (int)((long)rows * b / chunks);
+}
+
 void strata__chunks_set(struct strata_chunks *ch, int rows, int chunks, int g, int world,
                         int *row0, int *nrows)
 {

@@ -85,6 +85,12 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
 void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats, int linear);
 
 /**
+ * Rows [*lo, *hi) of a batch of @p rows that devices [g0, g1) of @p world hold when it is cut
+ * into @p chunks chunks (what strata__chunks_set() gives those devices, together).
+ */
+void strata__chunks_rows(int rows, int chunks, int g0, int g1, int world, int *lo, int *hi);
+
+/**
  * The chunks of global device @p g of @p world for a batch of @p rows rows cut into
  * @p chunks; the device's first row (global index) and its rows into *row0 and *nrows.
  */

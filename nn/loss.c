@@ -71,9 +71,13 @@ static int targets_check(const struct strata_batch *b, int outputs, int unit)
         if (b->ttype != STRATA_F32 && b->ttype != STRATA_F64)
                 return strata__fail(STRATA_EINVAL, "targets of type %d: STRATA_F32 or "
                                                    "STRATA_F64", (int)b->ttype);
+        if (b->tdim < 1)
+                return strata__fail(STRATA_EINVAL, "tdim %d: set it to the targets' values a "
+                                                   "row, the model's %d outputs", b->tdim,
+                                    outputs);
         if (b->tdim != outputs)
-                return strata__fail(STRATA_EINVAL, "targets are %d wide (tdim); the model has "
-                                                   "%d outputs", b->tdim, outputs);
+                return strata__fail(STRATA_EINVAL, "targets are %d values a row (tdim); the "
+                                                   "model has %d outputs", b->tdim, outputs);
         STRATA_TRY(check_values(b, "target", b->t, b->ttype, b->tdim, unit));
         return b->x ? check_values(b, "input", b->x, b->xtype, b->dim, 0) : STRATA_OK;
 }

@@ -57,6 +57,18 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
         }
 }
 
+void strata__own_rows(const struct strata_runtime *rt, int rows, int *lo, int *hi)
+{
+        int g0 = rt->rank0, g1 = rt->rank0 + rt->nreplicas, n = rt->world;
+
+        if (strata__chunks(&rt->cfg)) {
+                strata__chunks_rows(rows, strata__chunks(&rt->cfg), g0, g1, n, lo, hi);
+                return;
+        }
+        *lo = (int)((long)rows * g0 / n);
+        *hi = (int)((long)rows * g1 / n);
+}
+
 int strata__metrics_width(const struct strata_config *c, int world)
 {
         struct strata__chunk_plan p;

@@ -192,8 +192,47 @@ const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *r
         return &ddp_of(rt)->b;
 }
 
+/* Rank 0's running statistics (BatchNorm's) become everyone's. */
+static int share_running_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+
+        for (int i = 0; i < r->nlayers; i++)
+                if (r->layers[i].nstate)
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->layers[i].state,
+                                                         r->layers[i].nstate, STRATA_F32, 0));
+        return STRATA_OK;
+}
+
+static int has_running(const struct strata__replica *r)
+{
+        for (int i = 0; i < r->nlayers; i++)
+                if (r->layers[i].nstate)
+                        return 1;
+        return 0;
+}
+
+/*
+ * An evaluation or prediction runs rank 0's running statistics on every device, as PyTorch's
+ * DDP (broadcast_buffers) does: without SyncBatchNorm each device's own would make a row's
+ * output depend on the device that computes it, and the exported model (device 0's) would not
+ * be the one evaluated. With SyncBatchNorm every device's are the same already (decision
+ * 0033). Training reads batch statistics only, so no training step changes.
+ */
+static int ddp_ready(void *obj, int state, int event, void *arg)
+{
+        struct strata_runtime *rt = obj;
+
+        (void)state, (void)arg;
+        if ((event == STRATA__EV_VALIDATION_STEP || event == STRATA__EV_PREDICT_STEP) &&
+            rt->world > 1 && !rt->cfg.strategy.sync_bn && has_running(&rt->replicas[0]))
+                STRATA_TRY(strata__multi_run(rt, share_running_dev));
+        return STRATA__SM_PARENT;
+}
+
 static const struct strata__sm_state ddp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CONNECTED] = { .run = ddp_setup },
+        [STRATA_STATE_READY] = { .run = ddp_ready },
 };
 
 const struct strata__strategy strata__ddp = {

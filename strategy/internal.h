@@ -71,6 +71,14 @@ struct strata__strategy_ops {
          * as every process agrees. NULL: this process's request, at once.
          */
         int (*stop_due)(const struct strata_runtime *rt);
+        /**
+         * Strategies over several processes: agree on a step's batch before any collective of
+         * the step. *@p status is this process's verdict on its rows of the batch, @p rows the
+         * batch's rows; every process's *@p status becomes the status of the lowest process
+         * that refused (with its message), or a refusal when the processes' rows differ. The
+         * return is the exchange's own (a process hung or gone). NULL: one process.
+         */
+        int (*agree)(struct strata_runtime *rt, int *status, int rows);
 };
 
 /** One device's share of a step event, run by the multi-device parent on every device. */
@@ -252,6 +260,11 @@ int strata__chunks(const struct strata_config *c);
  * same rows, as whole chunks of the batch.
  */
 void strata__split(struct strata_runtime *rt, const struct strata_batch *b);
+/**
+ * Rows [*lo, *hi) of a batch of @p rows that this process's devices compute (strata__split()
+ * over them): every row in one process.
+ */
+void strata__own_rows(const struct strata_runtime *rt, int rows, int *lo, int *hi);
 
 /** Sum the devices' loss and correct counts in device order into *m (m may be NULL). */
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);

@@ -152,7 +152,7 @@ static double validate(struct strata_runtime *rt, const struct run *r, double *i
 
                 field((double)(r->steps * r->batch + 10 * k + 1) * DT, u, du);
                 t0 = now_s();
-                check(strata_predict_step(rt, &b, out), "predict");
+                check(strata_predict_step(rt, &b, out, CELLS), "predict");
                 *infer_s += now_s() - t0;
                 for (int i = 0; i < CELLS; i++)
                         err += ((double)out[i] - du[i]) * ((double)out[i] - du[i]);

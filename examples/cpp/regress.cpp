@@ -29,11 +29,11 @@ static double predict_mse(strata_runtime *rt, const std::vector<double> &x,
 
         for (int s = 0; s < n; s++) {
                 strata_batch b = {};
-                b.x = reinterpret_cast<const float *>(&x[(size_t)s * IN]);
+                b.x = &x[(size_t)s * IN];
                 b.xtype = STRATA_F64;
                 b.rows = 1;
                 b.dim = IN;
-                if (strata_predict_step(rt, &b, out) != STRATA_OK) {
+                if (strata_predict_step(rt, &b, out, OUT) != STRATA_OK) {
                         std::fprintf(stderr, "predict: %s\n", strata_last_error());
                         return INFINITY;
                 }
@@ -82,7 +82,7 @@ int main()
                 for (int s = 0; s < N; s += 32) {
                         strata_batch b = {};
                         strata_metrics m;
-                        b.x = reinterpret_cast<const float *>(&x[(size_t)s * IN]);
+                        b.x = &x[(size_t)s * IN];
                         b.xtype = STRATA_F64;
                         b.t = &t[(size_t)s * OUT];
                         b.ttype = STRATA_F64;

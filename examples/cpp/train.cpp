@@ -56,7 +56,7 @@ int main()
                 int n = 0;
 
                 strata_loader_reset(&loader, idx, 1024);
-                while (strata_loader_next(&loader, &b)) {
+                while (strata_loader_next(&loader, &b) > 0) {
                         if (strata_train_step(rt, &b, &m) != STRATA_OK) {
                                 std::fprintf(stderr, "step: %s\n", strata_last_error());
                                 return 1;

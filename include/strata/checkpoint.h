@@ -27,6 +27,7 @@ extern "C" {
 #endif
 
 #define STRATA_CKPT_VERSION 1        /**< format version written */
+#define STRATA_CKPT_LOSS_NAME 24     /**< bytes of a loss's name in a checkpoint */
 #define STRATA_CKPT_APP_BYTES 256    /**< the application's own block (sampler position, ...) */
 #define STRATA_CKPT_PATH_MAX 4096
 
@@ -50,6 +51,12 @@ struct strata_ckpt_info {
                              chunks on any devices: the run continues bit for bit; 0:
                              resharded (replicated state continues; running statistics of
                              devices it lacked come from device 0; not bitwise) */
+        /**
+         * the loss of the saving run's model (its ops table's name, "mse"...; "" for a file
+         * from before it was recorded). A checkpoint of another loss loads (fine-tuning
+         * with another loss is legitimate); compare it with yours to warn.
+         */
+        char loss[STRATA_CKPT_LOSS_NAME];
 };
 
 /** CheckpointIO: how checkpoint bytes reach storage. Every function returns a status. */

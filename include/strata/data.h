@@ -142,7 +142,9 @@ void strata_sampler_set_epoch(struct strata_sampler *s, uint64_t epoch);
  * where each device takes its rows. A zero-initialised batch with x and y set is today's.
  */
 struct strata_batch {
-        const float *x;         /**< rows * dim values of xtype, or NULL with images/index */
+        const void *x;          /**< rows * dim values of xtype (f32 or f64), or NULL with
+                                     images; with index and no images, the whole set's
+                                     nimages rows */
         const int32_t *y;       /**< rows labels, or NULL with float targets */
         int rows;
         int dim;
@@ -188,17 +190,21 @@ int strata_loader_init(struct strata_loader *l, struct strata_arena *arena,
 void strata_loader_standardize(struct strata_loader *l, const struct strata_dataset *stats);
 
 /**
- * @brief Start over with a new index list (e.g. a sampler's indices for the next epoch).
- * @retval STRATA_OK; STRATA_EINVAL (NULL loader, NULL indices with a count, or an index not
- *         below the data set's size: the message names it; the loader then has no batch).
+ * @brief Start over with a new index list (e.g. a sampler's indices for the next epoch). A
+ *        loader gives no batch before its first reset.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL loader, a loader never initialised, NULL indices
+ *         with a count, or an index not below the data set's size: the message names it; the
+ *         loader is left as it was).
  */
 int strata_loader_reset(struct strata_loader *l, const uint32_t *indices, uint32_t count);
 
 /**
  * @brief Assemble the next batch (an arrays set: its rows converted to f32 into the staging,
- *        inputs and targets).
- * @return 1 and a filled @p b when a batch was produced, 0 at the end of the epoch (or for a
- *         NULL argument).
+ *        inputs and targets). Loop with `while ((rc = strata_loader_next(&l, &b)) > 0)`.
+ * @return 1 and a filled @p b when a batch was produced; 0 at the end of the epoch; a
+ *         negative status with its message: STRATA_EINVAL (NULL argument), STRATA_EBADSTATE
+ *         (a loader never initialised, or never reset: it has no epoch). On an error *b is
+ *         emptied (0 rows), so that a step given it refuses it.
  */
 int strata_loader_next(struct strata_loader *l, struct strata_batch *b);
 
@@ -206,7 +212,7 @@ int strata_loader_next(struct strata_loader *l, struct strata_batch *b);
  * @brief The next batch as indices into the image set (or an arrays set's x and t): only
  *        labels are assembled here; each device gathers and converts its own rows (parallel
  *        batch_to_device).
- * @return 1 and a filled @p b, 0 at the end of the epoch.
+ * @return As strata_loader_next().
  */
 int strata_loader_next_indexed(struct strata_loader *l, struct strata_batch *b);
 

@@ -335,11 +335,17 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
                      struct strata_metrics *m);
 
 /**
- * @brief The model's outputs for a batch: predict_step. @p logits receives rows * classes
- *        f32 values (classes: the model's outputs, logits or regression values); @p b needs
- *        only x (f32 or f64: xtype) or images/index, rows and dim.
+ * @brief The model's outputs for a batch: predict_step. @p out receives rows * outputs f32
+ *        values (outputs: cfg.classes, the model's last width; logits or regression values),
+ *        row after row; @p b needs only its inputs (x, or images with index), rows and dim.
+ *        Under several processes each process writes the rows its devices computed.
+ * @param capacity The values @p out holds: fewer than rows * outputs is refused, nothing
+ *        written.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, a bad batch, @p capacity too small; nothing
+ *         written); STRATA_EBADSTATE (not READY).
  */
-int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits);
+int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *out,
+                        size_t capacity);
 
 /**
  * @brief teardown: stop the devices, complete the trace file, release a mapped region. Legal
@@ -449,6 +455,24 @@ int strata_parameter_count(const struct strata_runtime *rt, int *n);
  */
 int strata_parameter(const struct strata_runtime *rt, int dev, int index,
                      struct strata_param *out);
+
+/**
+ * @brief Copy the values of group @p index of device @p dev's model into @p out: the whole
+ *        group, or under fsdp the part of it the device holds (elements [shard_lo, shard_hi)
+ *        of strata_parameter()); *@p n gets how many. For callers that cannot follow
+ *        strata_parameter()'s pointers (Fortran).
+ * @param capacity The values @p out holds: fewer than the group's is refused, nothing written.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, @p dev or @p index out of range, @p capacity too
+ *         small); STRATA_EBADSTATE (not connected); STRATA_ENOTSUP (device memory).
+ */
+int strata_parameter_copy(const struct strata_runtime *rt, int dev, int index, float *out,
+                          size_t capacity, size_t *n);
+
+/**
+ * @brief The model's outputs a sample (cfg.classes): what strata_predict_step() writes a row.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, not a runtime).
+ */
+int strata_outputs(const struct strata_runtime *rt, int *outputs);
 
 /**
  * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and

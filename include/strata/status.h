@@ -60,6 +60,17 @@ const char *strata_status_name(int status);
  */
 const char *strata_last_error(void);
 
+/**
+ * @brief Record a refusal of the caller's own as this thread's last error: what a binding (the
+ *        Fortran module) or an application reports through strata_last_error() when it
+ *        refuses a call before reaching the library.
+ * @param status  The status it returns (its description prefixes the message, as the
+ *                library's own).
+ * @param message The reason (NULL: nothing recorded).
+ * @return @p status.
+ */
+int strata_set_error(int status, const char *message);
+
 /** Evaluate @p expr; return its status from the enclosing function if it is not STRATA_OK. */
 #define STRATA_TRY(expr)                                                                       \
         do {                                                                                   \

@@ -134,6 +134,96 @@ static int name_difference(struct strata_runtime *rt, const struct strata_checkp
                             "parameter groups differ)", path);
 }
 
+/* Module @p i's kind in the file's list @p list into @p out; 0 past the names it holds. */
+static int file_module(const char *list, int i, char *out, size_t n)
+{
+        const char *p = list;
+        size_t len;
+
+        for (; i > 0 && p; i--)
+                if ((p = strchr(p, ' ')))
+                        p++;
+        if (!p || !*p)
+                return 0;
+        len = strcspn(p, " ");
+        snprintf(out, n, "%.*s", (int)len, p);
+        return 1;
+}
+
+static const char *module_kind(const struct strata_model *m, int i)
+{
+        return m->modules[i].ops->name ? m->modules[i].ops->name : "?";
+}
+
+/*
+ * The file's modules from @p fi on are this model's from @p ri on (a name the file could not
+ * hold matches anything).
+ */
+static int same_tail(const struct strata__ckpt_header *hd, int fi, const struct strata_model *m,
+                     int ri)
+{
+        char f[STRATA__CKPT_MODULES];
+
+        if ((int)hd->nmodules - fi != m->nmodules - ri)
+                return 0;
+        for (; ri < m->nmodules; fi++, ri++)
+                if (file_module(hd->modules, fi, f, sizeof(f)) &&
+                    strcmp(f, module_kind(m, ri)) != 0)
+                        return 0;
+        return 1;
+}
+
+/*
+ * Module @p i and the ones after it differ: one more in either, or another kind, named;
+ * STRATA_OK for more than one change (same_model() then names the first parameter group that
+ * differs).
+ */
+static int modules_differ(const struct strata__ckpt_header *hd, const struct strata_model *m,
+                          int i, const char *path)
+{
+        char f[STRATA__CKPT_MODULES], after[STRATA__CKPT_MODULES + 16] = "the input";
+
+        if (i > 0)
+                snprintf(after, sizeof(after), "module %d, %s", i - 1, module_kind(m, i - 1));
+        if (i < m->nmodules && same_tail(hd, i, m, i + 1))
+                return strata__fail(STRATA_EINVAL, "'%s' holds another model: a %s at module %d "
+                                    "(after %s) in this model, none in the checkpoint", path,
+                                    module_kind(m, i), i, after);
+        if (file_module(hd->modules, i, f, sizeof(f)) && same_tail(hd, i + 1, m, i))
+                return strata__fail(STRATA_EINVAL, "'%s' holds another model: a %s at module %d "
+                                    "(after %s) in the checkpoint, none in this model", path, f,
+                                    i, after);
+        if (i < m->nmodules && file_module(hd->modules, i, f, sizeof(f)))
+                return strata__fail(STRATA_EINVAL, "'%s' holds another model: module %d is %s in "
+                                    "the checkpoint, %s in this model", path, i, f,
+                                    module_kind(m, i));
+        return STRATA_OK; /* several: the parameter groups name the first difference */
+}
+
+/*
+ * The file's modules, by kind, are this model's (an activation, a Dropout, a BatchNorm more or
+ * less, or another, is named). A file from before they were recorded (nmodules 0) passes.
+ */
+static int same_modules(const struct strata_runtime *rt, struct strata__ckpt_header *hd,
+                        const char *path)
+{
+        const struct strata_model *m = rt->cfg.model;
+        char f[STRATA__CKPT_MODULES];
+        int i;
+
+        hd->modules[sizeof(hd->modules) - 1] = '\0';
+        hd->loss[sizeof(hd->loss) - 1] = '\0';
+        if (hd->nmodules == 0)
+                return STRATA_OK;
+        for (i = 0; i < (int)hd->nmodules && i < m->nmodules; i++)
+                if (file_module(hd->modules, i, f, sizeof(f)) &&
+                    strcmp(f, module_kind(m, i)) != 0)
+                        break;
+        if (i == (int)hd->nmodules && i == m->nmodules)
+                return STRATA_OK;
+        return modules_differ(hd, m, i, path);
+}
+
 /* The header is a Strata checkpoint's of this format, intact. */
 static int check_header(const struct strata__ckpt_header *hd, const char *path)
 {
@@ -161,9 +251,10 @@ static int check_header(const struct strata__ckpt_header *hd, const char *path)
 
 /* The file holds this runtime's model and optimizer (the same fingerprint and tensors). */
 static int same_model(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
-                      struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
+                      struct strata_ckpt_handle *h, struct strata__ckpt_header *hd,
                       uint64_t size, const char *path)
 {
+        STRATA_TRY(same_modules(rt, hd, path));
         if (hd->fingerprint == strata__ckpt_fingerprint(rt) &&
             hd->ntensors == (uint32_t)strata__ckpt_count(rt, (int)hd->world))
                 return STRATA_OK;
@@ -353,9 +444,11 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
                 memcpy(app, hd.app, hd.app_bytes);
         if (app_bytes)
                 *app_bytes = hd.app_bytes;
-        if (info)
+        if (info) {
                 *info = (struct strata_ckpt_info){ .step = hd.step, .world = (int)hd.world,
                                                    .strategy = (int)hd.strategy,
                                                    .bitwise = bitwise(rt, &hd, resharded) };
+                memcpy(info->loss, hd.loss, sizeof(info->loss));
+        }
         return STRATA_OK;
 }

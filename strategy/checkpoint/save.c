@@ -257,6 +257,28 @@ int strata__ckpt_between_steps(const struct strata_runtime *rt, const char *what
 
 #define DATA_ALIGN 64
 
+/*
+ * The model's loss and its modules' kinds into @p hd (as many whole names as fit), which a
+ * load compares with its own: an activation, a Dropout or a BatchNorm more or less is named.
+ */
+static void model_kinds(const struct strata_model *m, struct strata__ckpt_header *hd)
+{
+        size_t at = 0;
+
+        snprintf(hd->loss, sizeof(hd->loss), "%s", strata__loss_of(m)->name);
+        hd->nmodules = (uint32_t)m->nmodules;
+        for (int i = 0; i < m->nmodules; i++) {
+                const char *name = m->modules[i].ops->name ? m->modules[i].ops->name : "?";
+                size_t n = strlen(name) + (at > 0);
+
+                if (at + n >= sizeof(hd->modules))
+                        break;
+                snprintf(hd->modules + at, sizeof(hd->modules) - at, "%s%s", at ? " " : "",
+                         name);
+                at += n;
+        }
+}
+
 static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *hd, int n,
                         const void *app, size_t app_bytes)
 {
@@ -278,6 +300,7 @@ static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *h
         hd->app_bytes = (uint32_t)app_bytes;
         if (app_bytes)
                 memcpy(hd->app, app, app_bytes);
+        model_kinds(rt->cfg.model, hd);
         hd->crc = strata__ckpt_header_crc(hd);
 }
 

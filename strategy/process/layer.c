@@ -185,6 +185,55 @@ static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
         return STRATA_OK;
 }
 
+/* A refusal's message, as it crosses from the process that refused to the others. */
+#define AGREE_MSG 256
+
+/*
+ * A step's batch, agreed before any collective of the step (a process that refused would
+ * otherwise leave the others waiting in it): every process's verdict on its own rows and the
+ * batch's rows, gathered over the coordinators' communicator. The lowest process that
+ * refused gives every process its status, and its message crosses in one broadcast; batches
+ * of different rows are refused everywhere. Between steps the workers are idle: the caller's
+ * thread is device 0, the coordinator.
+ */
+static int agree_batch(struct strata_runtime *rt, int *status, int rows)
+{
+        int32_t mine[2] = { *status, rows }, all[2 * STRATA_MAX_DEVICES];
+        struct strata__procs *s = procs_of(rt);
+        char msg[AGREE_MSG] = "", line[AGREE_MSG + 96];
+        int first = -1, me;
+
+        if (!strata__multi(rt)->peers)
+                return STRATA_OK; /* one process: its own verdict */
+        me = s->net.rank;
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, mine, all, 2, STRATA_I32));
+        for (int p = 0; p < s->net.size && first < 0; p++)
+                if (all[2 * p] != STRATA_OK)
+                        first = p;
+        if (first < 0) {
+                for (int p = 1; p < s->net.size; p++)
+                        if (all[2 * p + 1] != all[1]) {
+                                *status = strata__fail(STRATA_EINVAL, "the processes' batches "
+                                                       "differ: process %d has %d rows, "
+                                                       "process 0 %d (every process passes "
+                                                       "the job's whole batch)", p,
+                                                       all[2 * p + 1], all[1]);
+                                break;
+                        }
+                return STRATA_OK;
+        }
+        if (me == first)
+                snprintf(msg, sizeof(msg), "%s", strata_last_error());
+        STRATA_TRY(strata_comm_broadcast(s->pcomm, 0, msg, sizeof(msg), STRATA_U8, first));
+        if (me == first)
+                return STRATA_OK;
+        msg[sizeof(msg) - 1] = '\0';
+        snprintf(line, sizeof(line), "%s (in process %d's rows; every process refused the step)",
+                 msg, first);
+        *status = strata__set_error(all[2 * first], line);
+        return STRATA_OK;
+}
+
 int strata__procs_stop_due(const struct strata_runtime *rt)
 {
         if (!strata__multi(rt)->peers)
@@ -362,6 +411,6 @@ static const struct strata__sm_state procs_states[STRATA_STATE_COUNT] = {
 const struct strata__strategy strata__procs = {
         .parent = &strata__ddp,
         .ops = { .validate = procs_validate, .layout = strata__procs_layout,
-                 .stop_due = strata__procs_stop_due },
+                 .stop_due = strata__procs_stop_due, .agree = agree_batch },
         .states = procs_states,
 };

@@ -7,41 +7,117 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "kernel/lifecycle.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "data/gather.h"
 #include "strategy/internal.h"
 
-/* The batch's rows: their indices inside the set they index, and the inputs' type. */
-static int check_rows(const struct strata_batch *b)
+/*
+ * The batch's form, before any of its values is read: one kind of inputs (rows of x; or an
+ * index into the u8 images, or into x and t as whole sets of nimages rows) and at most one
+ * kind of targets, labels (y) or float targets (t, tdim wide). @p targets: the step reads
+ * them (the loss's kind); predict reads none, but a batch with both is refused there too.
+ */
+static int check_form(const struct strata_batch *b, const struct strata_loss_ops *loss,
+                      int targets)
 {
-        for (int i = 0; b->index && (b->images || !b->x) && i < b->rows; i++)
-                if (b->index[i] >= b->nimages)
-                        return strata__fail(STRATA_EINVAL, "row %d indexes image %u of %u (set "
-                                                           "nimages to the image count)",
-                                            i, b->index[i], b->nimages);
-        for (int i = 0; b->index && !b->images && b->x && i < b->rows; i++)
-                if (b->index[i] >= b->nimages)
-                        return strata__fail(STRATA_EINVAL, "row %d indexes row %u of %u (set "
-                                                           "nimages to the rows of x and t)",
-                                            i, b->index[i], b->nimages);
-        if (b->x && !b->images && b->xtype != STRATA_F32 && b->xtype != STRATA_F64)
+        if (b->images && b->x)
+                return strata__fail(STRATA_EINVAL, "batch has both x and images: one kind of "
+                                                   "inputs (images with index, or x)");
+        if (b->images && !b->index)
+                return strata__fail(STRATA_EINVAL, "batch has images without index (the rows' "
+                                                   "indices into them)");
+        if (!b->x && !b->images)
+                return strata__fail(STRATA_EINVAL, "batch has no inputs (x, or images with "
+                                                   "index)");
+        if (b->index && !b->nimages)
+                return strata__fail(STRATA_EINVAL, "batch has index without nimages (the rows "
+                                                   "of the set it indexes)");
+        if (!b->index && b->nimages)
+                return strata__fail(STRATA_EINVAL, "batch has nimages %u without index",
+                                    b->nimages);
+        if (b->t && b->y)
+                return strata__fail(STRATA_EINVAL, "batch has both labels (y) and float "
+                                                   "targets (t): one kind of targets");
+        if (targets && loss->float_targets && !b->t)
+                return strata__fail(STRATA_EINVAL, "the loss (%s) takes float targets (t, "
+                                                   "tdim); the batch has %s", loss->name,
+                                    b->y ? "labels (y)" : "none");
+        if (targets && !loss->float_targets && !b->y)
+                return strata__fail(STRATA_EINVAL, "the loss (%s) takes labels (y); the batch "
+                                                   "has %s", loss->name,
+                                    b->t ? "float targets (t)" : "none");
+        if (!b->t && b->tdim)
+                return strata__fail(STRATA_EINVAL, "batch has tdim %d without float targets "
+                                                   "(t)", b->tdim);
+        if (b->x && b->xtype != STRATA_F32 && b->xtype != STRATA_F64)
                 return strata__fail(STRATA_EINVAL, "inputs of type %d: STRATA_F32 or "
                                                    "STRATA_F64", (int)b->xtype);
         return STRATA_OK;
 }
 
-static int check_batch(const struct strata_runtime *rt, const struct strata_batch *b,
-                       int with_labels)
+/* Rows [0, b->rows) of @p b index the set they index. */
+static int check_index(const struct strata_batch *b)
+{
+        for (int i = 0; b->index && i < b->rows; i++)
+                if (b->index[i] >= b->nimages)
+                        return strata__fail(STRATA_EINVAL, "row %d indexes %s %u of %u (set "
+                                                           "nimages to the %s)",
+                                            i, b->images ? "image" : "row", b->index[i],
+                                            b->nimages,
+                                            b->images ? "image count" : "rows of x and t");
+        return STRATA_OK;
+}
+
+/*
+ * Rows [lo, hi) of @p b as a batch of their own (x, t, y and index moved to row lo), for the
+ * checks of the rows this process computes.
+ */
+static struct strata_batch rows_of(const struct strata_batch *b, int lo, int hi)
+{
+        struct strata_batch v = *b;
+        size_t at = (size_t)lo;
+
+        v.rows = hi - lo;
+        if (b->index) {
+                v.index = b->index + at;
+        } else {
+                v.x = strata__values_at(b->x, b->xtype, at * (size_t)b->dim);
+                v.t = b->t ? strata__values_at(b->t, b->ttype, at * (size_t)b->tdim) : NULL;
+        }
+        v.y = b->y ? b->y + at : NULL;
+        return v;
+}
+
+/* Refusal @p rc of rows numbered from this process's first row, @p lo, saying so. */
+static int from_row(int rc, int lo)
+{
+        const char *why = strata_last_error();
+        size_t skip = strlen(strata_strerror(rc)) + 2; /* strata__fail's "text: " */
+        char msg[512];
+
+        snprintf(msg, sizeof(msg), "%s", strlen(why) > skip ? why + skip : why);
+        return strata__fail(rc, "%s (row numbers from row %d, this process's first)", msg, lo);
+}
+
+/*
+ * The checks of a step's batch on this process: its form and sizes, then its rows' indices
+ * and values (the loss's check), over the rows this process computes (all of them in one
+ * process; a job's other rows are its other processes' to check: decision 0033).
+ */
+static int check_local(const struct strata_runtime *rt, const struct strata_batch *b,
+                       int targets)
 {
         const struct strata_loss_ops *loss = strata__loss_of(rt->cfg.model);
-        int no_targets = with_labels && (loss->float_targets ? !b || !b->t : !b || !b->y);
+        struct strata_batch own;
+        int lo, hi, rc;
 
-        if (!b || (!b->x && !(b->images && b->index)) || no_targets)
-                return strata__fail(STRATA_EINVAL, "batch or its %s is NULL",
-                                    !b ? "pointer" : no_targets && loss->float_targets
-                                    ? "float targets (t)" : no_targets ? "labels" : "features");
+        if (!b)
+                return strata__fail(STRATA_EINVAL, "batch pointer is NULL");
+        STRATA_TRY(check_form(b, loss, targets));
         /* Fewer rows than devices: the devices past the rows take part with none. */
         if (b->rows < 1 || b->rows > rt->cfg.batch)
                 return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed 1..%d", b->rows,
@@ -49,8 +125,34 @@ static int check_batch(const struct strata_runtime *rt, const struct strata_batc
         if (b->dim != rt->cfg.model->in_features)
                 return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
                                     b->dim, rt->cfg.model->in_features);
-        STRATA_TRY(check_rows(b));
-        return with_labels ? loss->check(b, rt->cfg.classes) : STRATA_OK;
+        strata__own_rows(rt, b->rows, &lo, &hi);
+        own = rows_of(b, lo, hi);
+        rc = check_index(&own);
+        if (rc == STRATA_OK && targets)
+                rc = loss->check(&own, rt->cfg.classes);
+        return rc != STRATA_OK && lo > 0 ? from_row(rc, lo) : rc;
+}
+
+/*
+ * This process's verdict @p rc on a step's batch @p b, agreed with the job's other processes
+ * before anything of the step runs: every process refuses it, with the same status, or none
+ * does (one process: @p rc). An exchange that fails (a process hung or gone) ends the job as
+ * a failed step does: the runtime enters ERROR, which aborts the others through the link.
+ */
+static int agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
+{
+        int (*agree)(struct strata_runtime *, int *, int) = STRATA__INHERITED(rt->strategy,
+                                                                              ops.agree);
+        int comm;
+
+        if (!agree)
+                return rc;
+        comm = agree(rt, &rc, b ? b->rows : -1);
+        if (comm != STRATA_OK) {
+                (void)strata__sm_dispatch(&rt->sm, STRATA__EV_EXCEPTION, NULL);
+                return comm;
+        }
+        return rc;
 }
 
 static int need_ready(const struct strata_runtime *rt)
@@ -147,7 +249,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(strata__check_rt(rt));
         k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
         STRATA_TRY(need_ready(rt));
-        STRATA_TRY(check_batch(rt, b, 1));
+        STRATA_TRY(agreed(rt, check_local(rt, b, 1), b));
         if (rt->micro == 0 && stop_due(rt))
                 return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
@@ -199,20 +301,36 @@ int strata_eval_step(struct strata_runtime *rt, const struct strata_batch *b,
 {
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
-        STRATA_TRY(check_batch(rt, b, 1));
+        STRATA_TRY(agreed(rt, check_local(rt, b, 1), b));
         return evaluate(rt, STRATA__EV_VALIDATION_STEP, &span_eval,
                         &(struct strata__step_args){ .batch = b, .metrics = m });
 }
 
-int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *logits)
+/* Predict's batch, and room for its outputs in @p out's @p capacity values. */
+static int check_predict(const struct strata_runtime *rt, const struct strata_batch *b,
+                         const float *out, size_t capacity)
+{
+        size_t need;
+
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "predict: out is NULL");
+        STRATA_TRY(check_local(rt, b, 0));
+        need = (size_t)b->rows * (size_t)rt->cfg.classes;
+        if (capacity < need)
+                return strata__fail(STRATA_EINVAL, "predict: out holds %zu values; the "
+                                                   "batch's %d rows x %d outputs need %zu",
+                                    capacity, b->rows, rt->cfg.classes, need);
+        return STRATA_OK;
+}
+
+int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b, float *out,
+                        size_t capacity)
 {
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
-        if (!logits)
-                return strata__fail(STRATA_EINVAL, "predict: logits is NULL");
-        STRATA_TRY(check_batch(rt, b, 0));
+        STRATA_TRY(agreed(rt, check_predict(rt, b, out, capacity), b));
         return evaluate(rt, STRATA__EV_PREDICT_STEP, &span_predict,
-                        &(struct strata__step_args){ .batch = b, .logits = logits });
+                        &(struct strata__step_args){ .batch = b, .logits = out });
 }
 
 /* A Strategy-level collective: every device runs it on its thread (or inline on one device). */

@@ -259,6 +259,38 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
         return STRATA_OK;
 }
 
+int strata_parameter_copy(const struct strata_runtime *rt, int dev, int index, float *out,
+                          size_t capacity, size_t *n)
+{
+        struct strata_param p;
+        size_t held;
+
+        STRATA_TRY(strata_parameter(rt, dev, index, &p));
+        if (!out || !n)
+                return strata__fail(STRATA_EINVAL, "parameter_copy: NULL output");
+        if (strata__own_memory(rt->dev))
+                return strata__fail(STRATA_ENOTSUP, "parameter_copy: the values are in %s "
+                                    "memory (strata_parameters() gives a host view)",
+                                    rt->dev->name);
+        held = (strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS) && p.grad
+               ? p.shard_hi - p.shard_lo : p.group.count;
+        if (capacity < held)
+                return strata__fail(STRATA_EINVAL, "parameter_copy: %s has %zu values here; "
+                                    "out holds %zu", p.name, held, capacity);
+        memcpy(out, p.value, held * sizeof(float));
+        *n = held;
+        return STRATA_OK;
+}
+
+int strata_outputs(const struct strata_runtime *rt, int *outputs)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        if (!outputs)
+                return strata__fail(STRATA_EINVAL, "outputs: NULL output");
+        *outputs = rt->cfg.classes;
+        return STRATA_OK;
+}
+
 int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *out)
 {
         uint64_t refused;

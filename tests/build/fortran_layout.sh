@@ -2,7 +2,7 @@
 # The Fortran module (fortran/strata.f90) against the C headers, so that the two cannot drift:
 # every bind(C) type has the size of the C struct of the same name and the same fields, by
 # name, in the same order, at the same offsets; every integer constant of the module has the
-# value of the C enumerator or macro of the same name. Layouts are read from each compiler's
+# value of the C enumerator or macro of the same name, and every status has one. Layouts are read from each compiler's
 # own debug information (DWARF, with readelf): what gfortran and gcc actually laid out, with
 # no list of fields kept by hand on either side, so a field added to a C struct and not to its
 # Fortran type fails here.
@@ -84,6 +84,12 @@ if ! diff -u "$dir/c.consts" "$dir/fortran.consts"; then
         echo "fortran/strata.f90's constants differ from the C values (- C, + Fortran)"
         bad=1
 fi
+# Every status of the C list (STRATA_STATUS_LIST) is named in the module.
+for name in $(sed -n 's/^ *X(\(STRATA_[A-Z0-9_]*\), *-\{0,1\}[0-9][0-9]*,.*/\1/p' \
+                "$src/include/strata/status.h"); do
+        grep -q "^$name " "$dir/fortran.consts" ||
+                { echo "status $name is not named in fortran/strata.f90"; bad=1; }
+done
 [ $bad = 0 ] || exit 1
 echo "fortran layout: $(echo $types | wc -w) types, $(grep -c . "$dir/c.layout") sizes and" \
         "offsets, $(grep -c . "$dir/c.consts") constants match"

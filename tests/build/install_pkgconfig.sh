@@ -1,9 +1,21 @@
 #!/bin/sh
-# Install into a scratch prefix, then build and run a program through pkg-config only.
+# Plain `make` gives everything a program links with; then the documented link line, typed as
+# a user types it (no -rpath, no LD_LIBRARY_PATH), works against the build tree and against
+# an install into a scratch prefix.
 set -eu
 src=$1 build=$2
 prefix=$build/stage
 rm -rf "$prefix"
+# `make` alone (the default goal is all): the shared library, its soname, the build tree's
+# strata.pc, and the MPI link wherever mpicc is.
+env -u MAKEFLAGS -u MFLAGS make -s -C "$src" BUILD="$build" >/dev/null
+for f in libstrata.a libstrata.so libstrata.so.0 pkgconfig/strata.pc; do
+        [ -e "$build/$f" ] || { echo "plain make did not build $build/$f"; exit 1; }
+done
+if command -v mpicc >/dev/null; then
+        [ -e "$build/libstrata-mpi.so" ] ||
+                { echo "plain make did not build libstrata-mpi.so"; exit 1; }
+fi
 env -u MAKEFLAGS -u MFLAGS make -s -C "$src" BUILD="$build" PREFIX="$prefix" install >/dev/null
 cat > "$build/stage-hello.c" <<'C'
 #include <stdio.h>
@@ -20,10 +32,18 @@ int main(void)
         return 0;
 }
 C
+unset LD_LIBRARY_PATH
+# The build tree, as the guide writes it.
+out=$(PKG_CONFIG_PATH="$build/pkgconfig" pkg-config --cflags --libs strata)
+cc -o "$build/tree-hello" "$build/stage-hello.c" $out
+ldd "$build/tree-hello" | grep -q "libstrata.so.0 => $build/libstrata.so.0" ||
+        { echo "the build tree's program does not find $build/libstrata.so.0"; exit 1; }
+out=$("$build/tree-hello")
+[ "$out" = ok ] || { echo "tree-hello printed '$out'"; exit 1; }
+# The install.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 pkg-config --exists strata
-cc -o "$build/stage-hello" "$build/stage-hello.c" $(pkg-config --cflags --libs strata) \
-   -Wl,-rpath,"$prefix/lib"
+cc -o "$build/stage-hello" "$build/stage-hello.c" $(pkg-config --cflags --libs strata)
 out=$("$build/stage-hello")
 [ "$out" = ok ] || { echo "stage-hello printed '$out'"; exit 1; }
 # The tools: the trainer runs from the prefix, the plotter is beside it.

@@ -85,7 +85,8 @@ Test(arrays, sampler_and_loader_walk_the_arrays, .init = fill)
                         uint32_t i = s.indices[seen];
 
                         for (int k = 0; k < DIM; k++)
-                                cr_assert_eq(b.x[r * DIM + k], (float)x[i * DIM + k]);
+                                cr_assert_eq(((const float *)b.x)[r * DIM + k],
+                                             (float)x[i * DIM + k]);
                         for (int k = 0; k < TD; k++)
                                 cr_assert_eq(((const float *)b.t)[r * TD + k],
                                              (float)t[i * TD + k]);

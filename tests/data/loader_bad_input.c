@@ -1,7 +1,8 @@
 /*
  * The loader and index batches cannot read outside their data set: an index list with an
- * index past the set is refused at reset (the loader then yields nothing), NULL objects are
- * refused without a crash, and a hand-made index batch must say how many images it indexes.
+ * index past the set is refused at reset (the loader, never reset, then yields an error), NULL
+ * objects are refused without a crash, and a hand-made index batch must say how many images
+ * it indexes.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -18,8 +19,9 @@ Test(loader_bad_input, index_past_the_set_is_refused_at_reset)
         cr_assert_eq(strata_loader_reset(&r.loader, idx, RIG_BATCH), STRATA_EINVAL);
         cr_assert_not_null(strstr(strata_last_error(), "index 256 (entry 2)"), "%s",
                            strata_last_error());
-        cr_assert_eq(strata_loader_next(&r.loader, &b), 0, "a refused list yields no batch");
-        cr_assert_eq(strata_loader_next_indexed(&r.loader, &b), 0);
+        cr_assert_eq(strata_loader_next(&r.loader, &b), STRATA_EBADSTATE,
+                     "a refused list yields no batch: the loader has no epoch");
+        cr_assert_eq(strata_loader_next_indexed(&r.loader, &b), STRATA_EBADSTATE);
         idx[2] = 255;
         cr_assert_eq(strata_loader_reset(&r.loader, idx, RIG_BATCH), STRATA_OK);
         cr_assert_eq(strata_loader_next_indexed(&r.loader, &b), 1);
@@ -34,9 +36,9 @@ Test(loader_bad_input, null_objects_are_refused_without_a_crash)
         rig_init(&r, 0);
         cr_assert_eq(strata_loader_reset(NULL, r.idx, 4), STRATA_EINVAL);
         cr_assert_eq(strata_loader_reset(&r.loader, NULL, 4), STRATA_EINVAL);
-        cr_assert_eq(strata_loader_next(NULL, &b), 0);
-        cr_assert_eq(strata_loader_next(&r.loader, NULL), 0);
-        cr_assert_eq(strata_loader_next_indexed(NULL, &b), 0);
+        cr_assert_eq(strata_loader_next(NULL, &b), STRATA_EINVAL);
+        cr_assert_eq(strata_loader_next(&r.loader, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_loader_next_indexed(NULL, &b), STRATA_EINVAL);
 }
 
 /* A step refuses an index batch whose rows point past the images it carries. */

@@ -234,7 +234,8 @@ static void no_allocation(enum strata_strategy_kind kind, int devices)
         while (strata_loader_next(&r.loader, &b)) {
                 cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
                 cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK);
-                cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
+                cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES),
+                             STRATA_OK);
         }
         heap = strata_heapcount_stop();
         cr_assert_eq(cudacount_calls() - cuda_calls, 0, "CUDA allocation calls during steps");

@@ -32,8 +32,8 @@ static void run(struct rig *r, const struct strata_config *cfg, struct outcome *
         cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
         rig_steps(r, rt, STEPS, &b);
         cr_assert_eq(strata_eval_step(rt, &b, &o->eval), STRATA_OK, "%s", strata_last_error());
-        cr_assert_eq(strata_predict_step(rt, &b, o->logits), STRATA_OK, "%s",
-                     strata_last_error());
+        cr_assert_eq(strata_predict_step(rt, &b, o->logits, RIG_BATCH * RIG_CLASSES), STRATA_OK,
+                     "%s", strata_last_error());
         cr_assert_eq(strata_parameters(rt, 0, &p, &o->n), STRATA_OK);
         cr_assert_leq(o->n, NP_MAX);
         memcpy(o->params, p, o->n * sizeof(float));

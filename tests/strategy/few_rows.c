@@ -43,7 +43,8 @@ static void evaluate(struct rig *r, const struct strata_config *c, int n,
         struct strata_batch b = first(r, n);
 
         cr_assert_eq(strata_eval_step(rt, &b, m), STRATA_OK, "%s", strata_last_error());
-        cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_predict_step(rt, &b, logits, (size_t)n * RIG_CLASSES), STRATA_OK,
+                     "%s", strata_last_error());
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 

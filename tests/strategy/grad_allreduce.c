@@ -60,7 +60,7 @@ static void batches(struct rig *r, struct strata_batch *all, struct strata_batch
                 half[h].rows = RIG_BATCH / 2;
                 half[h].y = all->y + lo;
                 if (all->x)
-                        half[h].x = all->x + (size_t)lo * (size_t)all->dim;
+                        half[h].x = (const float *)all->x + (size_t)lo * (size_t)all->dim;
                 else
                         half[h].index = all->index + lo;
         }

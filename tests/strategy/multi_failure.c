@@ -114,8 +114,9 @@ static void each_other_event(enum strata_strategy_kind kind, int n)
                         cr_assert_eq(rc, STRATA_OK, "%s", strata_last_error());
                         strata_loader_reset(&r.loader, r.idx, 256);
                         cr_assert(strata_loader_next(&r.loader, &b));
-                        rc = ev == STRATA__EV_VALIDATION_STEP ? strata_eval_step(rt, &b, NULL)
-                                                             : strata_predict_step(rt, &b, logits);
+                        rc = ev == STRATA__EV_VALIDATION_STEP
+                                     ? strata_eval_step(rt, &b, NULL)
+                                     : strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES);
                         cr_assert_eq(rc, STRATA_EINJECTED, "device %d %s", dev,
                                      strata__event_name(ev));
                         cr_assert_eq(strata_teardown(rt), STRATA_OK);

@@ -53,7 +53,8 @@ static void no_heap_rig(struct rig *r0, enum strata_strategy_kind kind, int n, i
                                         : strata_loader_next(&r.loader, &b)) {
                 cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK);
                 cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK);
-                cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
+                cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES),
+                             STRATA_OK);
         }
         calls = strata_heapcount_stop();
         cr_assert_eq(calls, 0, "strategy %d, precision %s: %ld heap calls during training", kind,

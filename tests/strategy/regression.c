@@ -151,7 +151,7 @@ Test(regression, eval_reports_mse_and_mae, .timeout = 60)
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         rig_steps(&r, rt, 5, &b);
         cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
-        cr_assert_eq(strata_predict_step(rt, &b, pred), STRATA_OK);
+        cr_assert_eq(strata_predict_step(rt, &b, pred, RIG_BATCH * RIG_OUT), STRATA_OK);
         for (int i = 0; i < RIG_BATCH * RIG_OUT; i++) {
                 double d = (double)pred[i] - ((const float *)b.t)[i];
 
@@ -267,11 +267,12 @@ Test(regression, bad_targets_change_nothing, .timeout = 60)
         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINVAL);
         cr_assert(strstr(strata_last_error(), "float targets"), "%s", strata_last_error());
         b.xtype = STRATA_BF16;
-        cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_EINVAL);
+        cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_OUT), STRATA_EINVAL);
         cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
         cr_assert_eq(memcmp(before, p, sizeof(before)), 0, "a refused step changed parameters");
         b.xtype = STRATA_F32;
         b.t = t;
+        b.y = NULL;
         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }

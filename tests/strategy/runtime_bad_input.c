@@ -114,7 +114,7 @@ Test(runtime_bad_input, call_order_and_bad_batches_change_nothing)
                 cr_assert_not_null(strstr(strata_last_error(), "label"));
         }
         cr_assert_eq(strata_train_step(rt, NULL, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_predict_step(rt, &b, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_predict_step(rt, &b, NULL, 0), STRATA_EINVAL);
         cr_assert_eq(memcmp(before, p, n * sizeof(float)), 0, "refused steps changed parameters");
         cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
         cr_assert_eq(strata_parameters(rt, 1, &p, &n), STRATA_EINVAL);
@@ -162,7 +162,7 @@ Test(runtime_bad_input, output_width_is_the_last_modules_whatever_it_is)
         cr_assert_eq(strata_connect(rt), STRATA_OK);
         rig_steps(&r, rt, 2, &b);
         logits[RIG_BATCH * RIG_CLASSES] = 12345.0f; /* a guard after the rows x classes */
-        cr_assert_eq(strata_predict_step(rt, &b, logits), STRATA_OK);
+        cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES), STRATA_OK);
         cr_assert_eq(logits[RIG_BATCH * RIG_CLASSES], 12345.0f, "predict wrote past its rows");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }

@@ -1,6 +1,7 @@
 /* The shared small-model rig. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/support/rig.h"
@@ -168,4 +169,37 @@ void rig_equivalence(struct rig *r, enum strata_strategy_kind kind, int max_devi
                 else
                         cr_assert_leq(d, 1e-5, "%d devices: relative difference %g", n, d);
         }
+}
+
+static void write_f32(const char *path, const float *v, size_t n)
+{
+        FILE *f = fopen(path, "wb");
+
+        cr_assert_not_null(f, "%s", path);
+        cr_assert_eq(fwrite(v, sizeof(float), n, f), n);
+        fclose(f);
+}
+
+void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows)
+{
+        char xin[512], lg[512], cmd[2048], line[256];
+        int ok = 0;
+        FILE *py;
+
+        snprintf(xin, sizeof(xin), "%s.x.f32", st);
+        snprintf(lg, sizeof(lg), "%s.out.f32", st);
+        write_f32(xin, x, (size_t)rows * RIG_IN);
+        write_f32(lg, out, (size_t)rows * RIG_CLASSES);
+        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/load_safetensors.py %s %s "
+                 "%s %d 2>&1", STRATA_SOURCE_DIR, st, xin, lg, rows);
+        py = popen(cmd, "r");
+        cr_assert_not_null(py);
+        while (fgets(line, sizeof(line), py)) {
+                cr_log_info("%s", line);
+                ok |= strncmp(line, "match", 5) == 0;
+        }
+        cr_assert_eq(pclose(py), 0, "PyTorch's predictions differ (see the log)");
+        cr_assert(ok);
+        remove(xin);
+        remove(lg);
 }

@@ -61,4 +61,11 @@ double rig_rel_diff(const float *a, const float *b, size_t n);
  */
 struct strata_config rig_default_mlp(enum strata_strategy_kind kind, int devices);
 
+/**
+ * Run tests/tools/load_safetensors.py on export @p st (the full rig's model) with @p rows
+ * f32 input rows @p x and the outputs @p out Strata predicted for them (written beside @p st);
+ * asserts that PyTorch predicts the same, logging its report.
+ */
+void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows);
+
 #endif

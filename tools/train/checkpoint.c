@@ -148,6 +148,7 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
         struct strata_ckpt_info info;
         struct app_state a = { .test_acc = NAN, .train_loss = NAN, .eval_loss = NAN,
                                .eval_mse = NAN, .eval_mae = NAN };
+        const struct strata_loss_ops *mine = o->loss ? o->loss : &strata_softmax_cross_entropy;
         size_t got = 0;
 
         if (resolve(o->resume, path, sizeof(path)))
@@ -162,6 +163,9 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.train_loss, { a.eval_loss, a.test_acc, a.eval_mse,
                                                  a.eval_mae } };
+        if (info.loss[0] && strcmp(info.loss, mine->name) != 0) /* a fine-tune may mean it */
+                fprintf(stderr, "strata-train: warning: %s was trained with the %s loss; this "
+                                "run goes on with %s\n", path, info.loss, mine->name);
         if ((int)a.epochs_done >= o->epochs) /* a requeued job that had finished */
                 fprintf(stderr, "strata-train: %s already holds %u epoch%s (--epochs %d): "
                                 "nothing left to train; its result follows\n",

@@ -94,7 +94,7 @@ static int bce_agree(struct run *r, const struct strata_batch *b, double *agree)
 
         for (size_t i = 0; i < n; i++)
                 memcpy(&r->outs[i], &mark, sizeof(mark));
-        if (strata_predict_step(r->rt, b, r->outs))
+        if (strata_predict_step(r->rt, b, r->outs, (size_t)r->o.batch * r->train.tdim))
                 return 1;
         for (int i = 0; i < b->rows; i++) {
                 const float *o = r->outs + (size_t)i * b->tdim;
@@ -135,7 +135,7 @@ int eval_pass(struct run *r, struct evaluation *ev)
         int rc;
 
         strata_loader_reset(&r->tloader, r->test_idx, r->test.n);
-        while (strata_loader_next_indexed(&r->tloader, &b)) {
+        while (strata_loader_next_indexed(&r->tloader, &b) > 0) {
                 if ((rc = strata_eval_step(r->rt, &b, &m)) ||
                     (eval_fits_bce(r) && (rc = bce_agree(r, &b, &agree))))
                         return rc ? rc : 1;

@@ -33,7 +33,8 @@ static void begin_epoch(struct run *r, struct epoch *e)
         strata_sampler_set_epoch(&r->sampler, (uint64_t)e->ep);
         strata_loader_reset(&r->loader, r->sampler.indices, r->sampler.per_rank);
         if (e->ep == r->at.epoch && r->at.step) {
-                for (; e->s < r->at.step && strata_loader_next_indexed(&r->loader, &b); e->s++)
+                for (; e->s < r->at.step && strata_loader_next_indexed(&r->loader, &b) > 0;
+                     e->s++)
                         ;
                 e->loss_sum = r->at.loss_sum;
         }
@@ -195,7 +196,7 @@ static int epoch(struct run *r, int ep)
         int rc;
 
         begin_epoch(r, &e);
-        while (strata_loader_next_indexed(&r->loader, &b)) {
+        while (strata_loader_next_indexed(&r->loader, &b) > 0) {
                 if ((rc = step(r, &e, &b)))
                         return rc;
         }
