@@ -156,11 +156,14 @@ static void from(struct step *x, int peer, void *into, size_t bytes)
 /* One step of this call with header @p h (its seq the step's number); counts what it sent. */
 static int net_step(struct strata_comm *c, struct head *h, struct step *x)
 {
+        _Alignas(64) unsigned char head[STRATA__NET_HEAD] = { 0 };
         struct net_state *s = st(c);
         int rc;
 
         h->seq = ++s->seq;
-        rc = s->net->ops->step(s->net, h, x->s, x->ns, x->r, x->nr, s->link, c->group.timeout_s);
+        memcpy(head, h, sizeof(*h)); /* the link sends STRATA__NET_HEAD bytes */
+        rc = s->net->ops->step(s->net, head, x->s, x->ns, x->r, x->nr, s->link,
+                               c->group.timeout_s);
         s->msgs += (uint64_t)x->ns;
         for (int i = 0; i < x->ns; i++)
                 s->bytes += x->s[i].bytes;
