@@ -6,7 +6,6 @@
 #include <stdint.h>
 
 #include "strata/comm.h"
-#include "arch/reduce.h"
 #include "kernel/workers.h"
 #include "base/base.h"
 #include "base/faults.h"
@@ -101,22 +100,14 @@ static inline const struct strata_coll *strata__comm_peer(const struct strata_co
 }
 
 /*
- * The kernel operator that sums @p op of @p dt over a world of @p world ranks in the order that
- * world size fixes (include/strata/comm.h, docs/decisions/0035): f32/f64 sums and means of 5
- * or more ranks in the order of recursive halving; everything else as asked.
+ * drivers/comm_move.c: the kernel operator that sums @p op of @p dt over a world of @p world
+ * ranks in the order that world size fixes (include/strata/comm.h, docs/decisions/0035): f32/f64
+ * sums and means of STRATA__HALVING_FROM ranks or more in the order of recursive halving;
+ * everything else as asked.
  */
 #define STRATA__HALVING_FROM 5
 
-static inline int strata__world_op(int op, enum strata_dtype dt, int world)
-{
-        if (world < STRATA__HALVING_FROM || (dt != STRATA_F32 && dt != STRATA_F64))
-                return op;
-        if (op == STRATA_OP_SUM)
-                return STRATA__SUM_HALVING;
-        if (op == STRATA_OP_MEAN)
-                return STRATA__MEAN_HALVING;
-        return op;
-}
+int strata__world_op(int op, enum strata_dtype dt, int world);
 
 /* drivers/registry.c: the first transport whose probe accepts @p cfg (NULL: *why says why). */
 const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,
