@@ -80,7 +80,8 @@ TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 MPICC     := $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
 ifeq ($(SAN),)
-TOOLS     += $(BUILD)/bin/strata-bench-mpi $(BUILD)/bin/strata-bench-procs
+TOOLS     += $(BUILD)/bin/strata-bench-mpi $(BUILD)/bin/strata-bench-procs \
+             $(BUILD)/bin/strata-bench-sched
 endif
 endif
 # The MPI link (drivers/mpi) is its own shared object, libstrata-mpi.so, linked with Open MPI
@@ -201,6 +202,11 @@ $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
 $(BUILD)/bin/strata-bench-procs: tools/mpi/strata-bench-procs.c $(BUILD)/libstrata.a $(MPI_PLUGIN)
 	@mkdir -p $(dir $@)
 	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -o $@ $< $(BUILD)/libstrata.a $(LIBS)
+
+# The schedule's time and MPI messages per all_reduce (its MPI_Isend wraps the link's: exported).
+$(BUILD)/bin/strata-bench-sched: tools/mpi/strata-bench-sched.c $(BUILD)/libstrata.a $(MPI_PLUGIN)
+	@mkdir -p $(dir $@)
+	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -rdynamic -o $@ $< $(BUILD)/libstrata.a $(LIBS)
 
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.

@@ -214,21 +214,31 @@ STRATA_SIMD static void sum2_f32(float *d0, float *d1, const float *a, const flo
 
 /*
  * The pairwise tree over the sources, a block at a time: a stack of partial sums, each the
- * tree of 2^k consecutive sources; a new source is pushed, then equal-sized neighbours are
- * added (left + right) while they exist, and what remains is added from the right at the end.
- * For 2^k sources that is the balanced tree; otherwise its largest power of two first.
+ * tree of 2^k consecutive leaves; a new leaf is pushed, then equal-sized neighbours are added
+ * (left + right) while they exist, and what remains is added from the right at the end. For
+ * 2^k leaves that is the balanced tree; otherwise its largest power of two first. With
+ * @p pairs, the leaves are those of recursive halving over nsrc = 2^k + r sources: the first
+ * r pairs (s0 + s1), (s2 + s3), ... then the remaining sources, 2^k leaves in all (the
+ * order of drivers/net/net.c's schedule across processes). With @p mean, the sum is divided by
+ * nsrc as REDUCE_NATIVE's mean is.
  */
 #define TREE_BLOCK 256
-#define TREE_DEPTH 14 /* log2 of the most ranks (64 processes x 64 devices), plus one */
+#define TREE_DEPTH 14 /* log2 of the most sources, plus one */
 #define REDUCE_TREE(T, COMB)                                                                   \
         do {                                                                                   \
                 _Alignas(64) T st[TREE_DEPTH][TREE_BLOCK];                                     \
-                int size[TREE_DEPTH];                                                          \
+                int size[TREE_DEPTH], r = 0, q = nsrc;                                         \
+                while (pairs && (q & (q - 1)))                                                 \
+                        q &= q - 1;                                                            \
+                r = nsrc - q;                                                                  \
                 for (size_t b = lo; b < hi; b += TREE_BLOCK) {                                 \
                         size_t n = hi - b < TREE_BLOCK ? hi - b : TREE_BLOCK;                  \
                         int top = 0;                                                           \
-                        for (int r = 0; r < nsrc; r++) {                                       \
-                                memcpy(st[top], (const T *)src[r] + b, n * sizeof(T));         \
+                        for (int l = 0; l < nsrc - r; l++) {                                   \
+                                int s = l < r ? 2 * l : l + r;                                 \
+                                memcpy(st[top], (const T *)src[s] + b, n * sizeof(T));         \
+                                if (l < r)                                                     \
+                                        COMB(st[top], (const T *)src[s + 1] + b, n, 0);        \
                                 size[top++] = 1;                                               \
                                 while (top > 1 && size[top - 1] == size[top - 2]) {            \
                                         COMB(st[top - 2], st[top - 1], n, 0);                  \
@@ -238,12 +248,14 @@ STRATA_SIMD static void sum2_f32(float *d0, float *d1, const float *a, const flo
                         }                                                                      \
                         for (; top > 1; top--)                                                 \
                                 COMB(st[top - 2], st[top - 1], n, 0);                          \
+                        for (size_t i = 0; mean && i < n; i++)                                 \
+                                st[0][i] = (T)(st[0][i] / (T)nsrc);                            \
                         for (int d = 0; d < ndst; d++)                                         \
                                 store((T *)dst[d] + b, st[0], n * sizeof(T), nt);              \
                 }                                                                              \
         } while (0)
 
-static void reduce_tree(enum strata_dtype dt, void *const *dst, int ndst,
+static void reduce_tree(enum strata_dtype dt, int pairs, int mean, void *const *dst, int ndst,
                         const void *const *src, int nsrc, size_t lo, size_t hi, int nt)
 {
         if (dt == STRATA_F64)
@@ -257,12 +269,17 @@ void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int nds
 {
         if (hi <= lo)
                 return;
-        if (op == STRATA__SUM_TREE && nsrc > 2 && (dt == STRATA_F32 || dt == STRATA_F64)) {
-                reduce_tree(dt, dst, ndst, src, nsrc, lo, hi, nt);
+        if ((op == STRATA__SUM_TREE || op == STRATA__SUM_HALVING || op == STRATA__MEAN_HALVING) &&
+            nsrc > 2 && (dt == STRATA_F32 || dt == STRATA_F64)) {
+                reduce_tree(dt, op != STRATA__SUM_TREE, op == STRATA__MEAN_HALVING, dst, ndst,
+                            src, nsrc, lo, hi, nt);
                 return;
         }
-        if (op == STRATA__SUM_TREE) /* two sources, or integers: the sum in order is the tree */
+        /* Two sources, or integers: the sum in order is the tree. */
+        if (op == STRATA__SUM_TREE || op == STRATA__SUM_HALVING)
                 op = STRATA__SUM;
+        else if (op == STRATA__MEAN_HALVING)
+                op = STRATA__MEAN;
         if (dt == STRATA_F32 && op == STRATA__SUM && nsrc == 2 && ndst <= 2 && !nt) {
                 /* Each element is read from both sources before it is written: aliasing holds. */
                 sum2_f32((float *)dst[0] + lo, (float *)dst[ndst - 1] + lo,

@@ -11,7 +11,9 @@
 #include "strata/tensor.h"
 
 /** Reduction operators (the public enum strata_reduce_op has the same values). */
-enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN, STRATA__SUM_TREE };
+enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN, STRATA__SUM_TREE,
+       /* internal: the sum (mean) of recursive halving, docs/decisions/0035 */
+       STRATA__SUM_HALVING, STRATA__MEAN_HALVING };
 
 /**
  * dst[d][i] = op(src[0][i], …, src[nsrc-1][i]) for every d < ndst and i in [lo, hi).
@@ -20,6 +22,10 @@ enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN, STRATA__SUM_TREE
  * STRATA__SUM_TREE (f32, f64; integers as STRATA__SUM, which is exact) adds the sources
  * pairwise over their indices: ((s0 + s1) + (s2 + s3)) for four, and for a count not a power
  * of two the tree of the largest power of two first plus the tree of the rest.
+ * STRATA__SUM_HALVING and STRATA__MEAN_HALVING (f32, f64; otherwise as STRATA__SUM and
+ * STRATA__MEAN) add in the order of recursive halving over nsrc = 2^k + r sources: the first r
+ * pairs (s0 + s1), ..., (s[2r-2] + s[2r-1]) and the other sources are 2^k leaves, added as the
+ * balanced pairwise tree; the mean then divides by nsrc.
  */
 void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
                          const void *const *src, int nsrc, size_t lo, size_t hi, int nt);

@@ -60,12 +60,10 @@ static int check_sizes(const struct strata_comm_config *cfg)
                                                    "of %d", cfg->rank0,
                                     cfg->rank0 + cfg->local_size - 1, cfg->world_size);
         if (cfg->world_size > cfg->local_size &&
-            (cfg->world_size % cfg->local_size || cfg->rank0 % cfg->local_size ||
-             cfg->world_size / cfg->local_size > STRATA__NET_MAX))
+            (cfg->world_size % cfg->local_size || cfg->rank0 % cfg->local_size))
                 return strata__fail(STRATA_EINVAL, "comm init: a world of %d ranks in processes "
-                                                   "of %d each (at most %d processes, rank0 a "
-                                                   "multiple)", cfg->world_size, cfg->local_size,
-                                    STRATA__NET_MAX);
+                                                   "of %d each (rank0 a multiple)",
+                                    cfg->world_size, cfg->local_size);
         return STRATA_OK;
 }
 

@@ -99,6 +99,16 @@ static inline const struct strata_coll *strata__comm_peer(const struct strata_co
         return &c->slot[r][c->flag[rank].seq & 1].op;
 }
 
+/*
+ * drivers/comm_move.c: the kernel operator that sums @p op of @p dt over a world of @p world
+ * ranks in the order that world size fixes (include/strata/comm.h, docs/decisions/0035): f32/f64
+ * sums and means of STRATA__HALVING_FROM ranks or more in the order of recursive halving;
+ * everything else as asked.
+ */
+#define STRATA__HALVING_FROM 5
+
+int strata__world_op(int op, enum strata_dtype dt, int world);
+
 /* drivers/registry.c: the first transport whose probe accepts @p cfg (NULL: *why says why). */
 const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,
                                                        const char **why);

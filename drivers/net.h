@@ -4,11 +4,14 @@
  * network plugins: `mpi` (Open MPI point-to-point, drivers/mpi, a plugin: libstrata-mpi.so)
  * and `spawn` (memory shared by the processes strata_spawn() forked, drivers/shm/spawn_link.c).
  *
- * The link offers one primitive, an exchange: every process sends every other a header and up
- * to 1 MiB of data (the same data to all, or a piece of its own to each) and gets what every
- * other sent it. The `net` transport (drivers/net/net.c) builds every collective on it, so
- * that reductions combine the ranks of all processes in global rank order (bitwise the same as
- * one process's).
+ * The link offers one primitive, a step: this process sends a few other processes a message
+ * each (a 64-byte header, then data) and receives a few messages, and waits for them all. Every
+ * process takes part in every step of a collective (with no message, when its schedule has
+ * none), so steps are counted alike everywhere. The `net` transport (drivers/net/net.c) builds
+ * every collective on steps: schedules of depth log P (recursive halving and doubling) or, for
+ * 2 to 4 processes, one step to every peer; its reductions follow the order the world size
+ * fixes (bitwise the same as one process's). Nothing in a link grows with the processes: a
+ * step carries at most STRATA__NET_MSGS messages each way and STRATA__NET_DATA bytes of data.
  */
 #ifndef STRATA_DRIVERS_NET_H
 #define STRATA_DRIVERS_NET_H
@@ -18,15 +21,52 @@
 
 #include "strata/comm.h"
 
-/** Largest block a process contributes to one exchange: a header and up to 1 MiB of data. */
+/**
+ * A message's header, and the most data one process sends in one step: distinct bytes (data
+ * sent to several peers from one place counts once).
+ */
 #define STRATA__NET_HEAD ((size_t)64)
 #define STRATA__NET_DATA ((size_t)1 << 20)
 #define STRATA__NET_BLOCK (STRATA__NET_HEAD + STRATA__NET_DATA)
 
-/** Processes a link joins at most. */
-#define STRATA__NET_MAX 64
+/** Processes up to which the net transport's schedules are direct: every step reaches every
+ *  peer, so a link may post the next step's receives ahead. */
+#define STRATA__NET_DIRECT 4
+
+/** Processes strata_spawn() forks at most (one host; its watcher keeps their ids). */
+#define STRATA__SPAWN_MAX 1024
+
+/** Messages a process sends, and receives, in one step at most. */
+#define STRATA__NET_MSGS 64
+
+/** Messages of at most this many bytes travel with their header in one piece (a copy): under
+ *  Open MPI's shared-memory eager limit as Strata sets it (8 KiB), so sent eagerly. */
+#define STRATA__NET_SMALL ((size_t)7936)
+
+/**
+ * Staging a link may use (struct strata__net_ops.step's @p stage): a small message and its
+ * header (and a byte) per message sent, and per message received twice (this step's, and the
+ * next one's posted ahead).
+ */
+#define STRATA__NET_STAGE \
+        ((size_t)STRATA__NET_MSGS * 3 * (STRATA__NET_HEAD + STRATA__NET_SMALL + 64))
 
 struct strata_net;
+
+/**
+ * One message of a step. To send: @c peer, @c data, @c bytes. To receive: @c peer, @c into
+ * (where the link may land the data; @c bytes of room), and the link sets @c bytes to what came,
+ * @c data to where it lies (@c into, or the link's own memory until the next step) and
+ * @c head to the sender's header. Messages between two processes in one step are delivered in
+ * the order they are listed.
+ */
+struct strata__net_msg {
+        int peer;
+        size_t bytes;
+        const void *data;
+        void *into;
+        const void *head;
+};
 
 /** A kind of link. */
 struct strata__net_ops {
@@ -40,20 +80,17 @@ struct strata__net_ops {
         /** Leave (the link undoes what open did, MPI_Finalize included if it initialised). */
         void (*close)(struct strata_net *n);
         /**
-         * Send every other process p a block: @p head (STRATA__NET_HEAD bytes) then
-         * out_bytes[p] bytes of out[p] (<= STRATA__NET_DATA in all; the same pointer for every
-         * p broadcasts, different ones scatter; sent from where they lie), and wait, at most
-         * @p timeout_s, for every other process's block to this one: in_head[p], in[p] and
-         * in_bytes[p] (entries of this process are left alone). @p stage holds 2 x size x
-         * STRATA__NET_BLOCK bytes the link may receive into, the same for every exchange of
-         * one communicator (the next exchange's receives may be posted into one half while
-         * this one's blocks are read). What came in stays valid until the next exchange. A
-         * process that does not arrive in time is named in the error (STRATA_ETIMEDOUT); after
-         * a failure elsewhere, STRATA_EABORTED.
+         * One step: send @p head (STRATA__NET_HEAD bytes) and then each of send[0..nsend) to its
+         * peer, receive each of recv[0..nrecv) (at most STRATA__NET_MSGS each way, at most
+         * STRATA__NET_DATA distinct bytes of data sent), and wait, at most @p timeout_s, for all.
+         * @p stage: STRATA__NET_STAGE bytes the link may use, the same for every step of one
+         * communicator. A process that does not arrive in time is named in the error
+         * (STRATA_ETIMEDOUT); after a failure elsewhere, STRATA_EABORTED; a message larger than
+         * its receive, STRATA_EFORMAT.
          */
-        int (*exchange)(struct strata_net *n, const void *head, const void *const *out,
-                        const size_t *out_bytes, void *stage, const void **in_head,
-                        const void **in, size_t *in_bytes, double timeout_s);
+        int (*step)(struct strata_net *n, const void *head, const struct strata__net_msg *send,
+                    int nsend, struct strata__net_msg *recv, int nrecv, void *stage,
+                    double timeout_s);
         /**
          * Optional: an in-place sum/max/min of @p count elements across processes by the
          * library's own algorithm (fast, summation order not fixed). NULL when not offered.
@@ -62,6 +99,12 @@ struct strata__net_ops {
                                  enum strata_dtype dt, enum strata_reduce_op op, double timeout_s);
         /** End the whole job after a local failure (@p why is printed first); may not return. */
         void (*abort)(struct strata_net *n, int code, const char *why);
+        /**
+         * Optional, at set-up: grow the link's own buffers for messages that arrive before
+         * their receive is posted (Open MPI's), so that steps allocate nothing; @p stage as
+         * for step. Every process calls it at the same point.
+         */
+        int (*warm)(struct strata_net *n, void *stage, double timeout_s);
 };
 
 /** A link between processes, as a communicator sees it. */
@@ -77,11 +120,14 @@ struct strata_net {
 struct strata_comm;
 
 /**
- * drivers/net/net.c: exchange full blocks @p rounds times on the coordinating thread (local
- * rank 0's, outside any collective), so that the link's own buffers (Open MPI's free lists)
- * are grown at set-up and steps allocate nothing.
+ * drivers/net/net.c: run every step of the schedules with full messages @p rounds times on the
+ * coordinating thread (local rank 0's, outside any collective), so that the link's own buffers
+ * (Open MPI's free lists) are grown at set-up and steps allocate nothing.
  */
 int strata__net_warm_up(struct strata_comm *c, int rounds);
+
+/** drivers/net/net.c: the messages and data bytes this process's link has sent so far. */
+void strata__net_counts(const struct strata_comm *c, uint64_t *msgs, uint64_t *bytes);
 
 /** drivers/registry.c: the MPI link (loads libstrata-mpi.so the first time). */
 int strata__net_mpi(const struct strata__net_ops **out);

@@ -23,7 +23,7 @@
 #include "drivers/plugin.h"
 #include "kernel/wait.h"
 
-#define TAG 0x5374 /* "St" */
+#define TAG 0x5374 /* "St": headers and small messages; TAG + 1: data */
 
 static int (*host_vfail)(int status, const char *fmt, va_list ap);
 static int (*host_wait)(struct strata__wait *w);
@@ -38,29 +38,35 @@ static int fail(int status, const char *fmt, ...)
         return status;
 }
 
+/* One link per runtime that runs on MPI at a time; no allocation of our own. */
 /*
- * A channel: the exchanges of one communicator (one staging area), on its own tag. When an
- * exchange starts, the receives of the next one are posted into the other half of the
- * staging (the previous exchange's, read by then): a peer that completes this exchange first
- * may send the next one's messages while this process still waits, and they must find their
- * receives, or Open MPI buffers them as unexpected messages (which allocates). A peer is never
- * further ahead: it cannot complete the next exchange without this process's messages.
+ * Requests of one step: per message, the header and the data, or one piece (a small message
+ * packed after its header in the step's staging).
+ */
+#define REQS (4 * STRATA__NET_MSGS)
+
+/*
+ * A channel: the steps of one communicator (one staging area), on tags of its own, so that
+ * Strata's communicators on one link never match each other's messages.
  */
 #define CHANNELS 4
 
 struct channel {
         void *stage;
-        int parity, posted;
-        MPI_Request recv[2][2 * STRATA__NET_MAX]; /* per half, per process: header, data */
+        /* header receives posted ahead for the next step (same peers as the last two) */
+        MPI_Request pre[STRATA__NET_MSGS];
+        int pre_peer[STRATA__NET_MSGS], npre;
+        int last_peer[STRATA__NET_MSGS], nlast;
+        int half; /* the staging half this step's pieces land in */
 };
 
-/* One link per runtime that runs on MPI at a time; no allocation of our own. */
 struct link {
         int used, finalize;
         MPI_Comm comm;
+        MPI_Request req[REQS];
+        MPI_Status st[REQS];
+        int peer[REQS];
         struct channel ch[CHANNELS];
-        MPI_Request req[4 * STRATA__NET_MAX];
-        MPI_Status st[4 * STRATA__NET_MAX];
 };
 
 static struct link links[4];
@@ -129,13 +135,6 @@ static int mpi_open(struct strata_net *n, const void *where)
                         MPI_Comm_free(&host);
                 }
         }
-        if (n->size > STRATA__NET_MAX) {
-                MPI_Comm_free(&l->comm);
-                if (l->finalize)
-                        MPI_Finalize();
-                return fail(STRATA_ENOTSUP, "mpi: %d processes (at most %d)", n->size,
-                            STRATA__NET_MAX);
-        }
         l->used = 1;
         n->h = l;
         return STRATA_OK;
@@ -148,13 +147,9 @@ static void mpi_close(struct strata_net *n)
         if (!l)
                 return;
         for (int c = 0; c < CHANNELS; c++)
-                for (int p = 0; l->ch[c].posted && p < 4 * n->size; p++) {
-                        MPI_Request *r = &l->ch[c].recv[p / (2 * n->size)][p % (2 * n->size)];
-
-                        if (*r != MPI_REQUEST_NULL) {
-                                MPI_Cancel(r);
-                                MPI_Wait(r, MPI_STATUS_IGNORE);
-                        }
+                for (int i = 0; i < l->ch[c].npre; i++) {
+                        MPI_Cancel(&l->ch[c].pre[i]);
+                        MPI_Wait(&l->ch[c].pre[i], MPI_STATUS_IGNORE);
                 }
         MPI_Comm_free(&l->comm);
         if (l->finalize)
@@ -197,19 +192,21 @@ static int requests_done(void *arg)
  */
 static void late_peers(struct link *l, int nreq, const int *peer, char *late, size_t size)
 {
-        uint64_t named = 0;
+        int named[REQS], nnamed = 0;
         size_t len = 0;
 
         late[0] = '\0';
         for (int i = 0; i < nreq && len < size - 16; i++) {
-                int flag = 0;
+                int flag = 0, seen = 0;
 
-                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0 || named >> peer[i] & 1)
+                if (l->req[i] == MPI_REQUEST_NULL || peer[i] < 0)
                         continue;
+                for (int j = 0; j < nnamed && !seen; j++)
+                        seen = named[j] == peer[i];
                 MPI_Request_get_status(l->req[i], &flag, MPI_STATUS_IGNORE);
-                if (flag)
+                if (flag || seen)
                         continue;
-                named |= (uint64_t)1 << peer[i];
+                named[nnamed++] = peer[i];
                 len += (size_t)snprintf(late + len, size - len, "%s%d", len ? ", " : "",
                                         peer[i]);
         }
@@ -235,94 +232,186 @@ static int wait_all(struct strata_net *n, int nreq, const int *peer, double time
                     n->step ? (unsigned long long)*n->step : 0ull, late[0] ? late : "?");
 }
 
-static char *half(const struct strata_net *n, const struct channel *ch, int parity, int p)
+/*
+ * One step. A message of at most STRATA__NET_SMALL bytes travels in one piece, packed after
+ * its header in the staging (one MPI message, not two, for the latency-bound steps of small
+ * collectives); a larger one as a header piece of a size no packed piece has (HEAD + SMALL +
+ * 1), then its data, straight from where it lies into where the receiver wants it. The sender
+ * alone decides, from its own size, so a receiver that expected another size still reads the
+ * header (and the transport refuses the disagreement) instead of failing on a truncation.
+ * So: every header piece is received first (with room for a packed one); then the data of the
+ * large ones, and every send, are waited for. A peer that is a step ahead may send before
+ * this process posts: Open MPI holds the message as unexpected (its own buffers, grown at the
+ * warm-up) and matches it when the receive is posted; messages on one tag keep their order.
+ */
+#define PIECE (STRATA__NET_HEAD + STRATA__NET_SMALL + 1)
+#define STRIDE (STRATA__NET_HEAD + STRATA__NET_SMALL + 64) /* in the staging */
+
+static int post_sends(struct link *l, int tag, const void *head, const struct strata__net_msg *send,
+                      int nsend, unsigned char *out, int k)
 {
-        return (char *)ch->stage + ((size_t)parity * (size_t)n->size + (size_t)p) *
-                                           STRATA__NET_BLOCK;
+        for (int i = 0; i < nsend; i++) {
+                unsigned char *b = out + (size_t)i * STRIDE;
+                int packed = send[i].bytes <= STRATA__NET_SMALL;
+
+                memcpy(b, head, STRATA__NET_HEAD);
+                if (packed && send[i].bytes)
+                        memcpy(b + STRATA__NET_HEAD, send[i].data, send[i].bytes);
+                l->peer[k] = send[i].peer;
+                MPI_Isend(b, (int)(packed ? STRATA__NET_HEAD + send[i].bytes : PIECE), MPI_BYTE,
+                          send[i].peer, tag, l->comm, &l->req[k++]);
+                if (packed)
+                        continue;
+                l->peer[k] = send[i].peer;
+                MPI_Isend(send[i].data, (int)send[i].bytes, MPI_BYTE, send[i].peer, tag + 1,
+                          l->comm, &l->req[k++]);
+        }
+        return k;
 }
 
-/* Tags of a channel's two messages: a header, then the data (in order between two peers). */
-static int tag(const struct link *l, const struct channel *ch, int data)
+/* The header pieces have come: post the receives of the large messages' data. */
+static int post_data(struct link *l, int tag, struct strata__net_msg *recv, int nrecv,
+                     unsigned char *in, char *big, int k)
 {
-        return TAG + 2 * (int)(ch - l->ch) + data;
-}
+        for (int i = 0; i < nrecv; i++) {
+                unsigned char *b = in + (size_t)i * STRIDE;
+                int got = 0;
 
-/* The receives of an exchange into half @p parity of the staging. */
-static void post(struct strata_net *n, struct link *l, struct channel *ch, int parity)
-{
-        MPI_Request *recv = ch->recv[parity];
-
-        for (int p = 0; p < n->size; p++) {
-                char *b = half(n, ch, parity, p);
-
-                if (p == n->rank) {
-                        recv[2 * p] = recv[2 * p + 1] = MPI_REQUEST_NULL;
+                MPI_Get_count(&l->st[i], MPI_BYTE, &got);
+                recv[i].head = b;
+                big[i] = got == (int)PIECE;
+                if (!big[i]) {
+                        recv[i].data = b + STRATA__NET_HEAD;
+                        recv[i].bytes = got > (int)STRATA__NET_HEAD
+                                                ? (size_t)got - STRATA__NET_HEAD : 0;
                         continue;
                 }
-                MPI_Irecv(b, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
-                          &recv[2 * p]);
-                MPI_Irecv(b + STRATA__NET_HEAD, (int)STRATA__NET_DATA, MPI_BYTE, p,
-                          tag(l, ch, 1), l->comm, &recv[2 * p + 1]);
+                recv[i].data = recv[i].into;
+                l->peer[k] = recv[i].peer;
+                MPI_Irecv(recv[i].into, (int)recv[i].bytes, MPI_BYTE, recv[i].peer, tag + 1,
+                          l->comm, &l->req[k++]);
         }
+        return k;
+}
+
+/* Tags of a channel: headers and small messages, then data. */
+static int tag_of(const struct link *l, const struct channel *ch)
+{
+        return TAG + 2 * (int)(ch - l->ch);
 }
 
 /*
- * Every process sends its header and its data for each peer (straight from where they lie: no
- * staging copy); this exchange's receives were posted when the previous one started, and the
- * next one's are posted now.
+ * The header receives of a step: those posted ahead when they are for the same peers, in
+ * order; otherwise those are cancelled and the step posts its own.
  */
-static int mpi_exchange(struct strata_net *n, const void *head, const void *const *out,
-                        const size_t *out_bytes, void *stage, const void **in_head,
-                        const void **in, size_t *in_bytes, double timeout_s)
+static int post_heads(struct link *l, struct channel *ch, const struct strata__net_msg *recv,
+                      int nrecv, unsigned char *in)
+{
+        int same = ch->npre == nrecv, lost = 0;
+
+        for (int i = 0; i < nrecv && same; i++)
+                same = ch->pre_peer[i] == recv[i].peer;
+        for (int i = 0; i < ch->npre && !same; i++) {
+                MPI_Status s;
+                int cancelled = 0;
+
+                MPI_Cancel(&ch->pre[i]);
+                MPI_Wait(&ch->pre[i], &s);
+                MPI_Test_cancelled(&s, &cancelled);
+                lost += !cancelled;
+        }
+        ch->npre = 0;
+        if (lost)
+                return fail(STRATA_EFORMAT, "mpi: %d message(s) came for a step they were not "
+                            "posted for", lost);
+        for (int i = 0; i < nrecv; i++) {
+                l->peer[i] = recv[i].peer;
+                if (same)
+                        l->req[i] = ch->pre[i];
+                else
+                        MPI_Irecv(in + (size_t)i * STRIDE, (int)PIECE, MPI_BYTE, recv[i].peer,
+                                  tag_of(l, ch), l->comm, &l->req[i]);
+        }
+        return STRATA_OK;
+}
+
+/*
+ * After a step of a direct schedule (at most STRATA__NET_DIRECT processes, every step receives
+ * from every peer, drivers/net/net.c) whose peers were the last one's too, the next step's
+ * header receives are posted now, into the other half of the staging
+ * (this step's pieces are read until the next step): a peer that finishes first then finds
+ * them, and Open MPI does not hold its message as unexpected (which allocates).
+ */
+static void post_ahead(struct link *l, int n_size, struct channel *ch,
+                       const struct strata__net_msg *recv, int nrecv, unsigned char *next)
+{
+        int same = ch->nlast == nrecv;
+
+        for (int i = 0; i < nrecv; i++) {
+                same = same && ch->last_peer[i] == recv[i].peer;
+                ch->last_peer[i] = recv[i].peer;
+        }
+        ch->nlast = nrecv;
+        if (!same || n_size > STRATA__NET_DIRECT)
+                return;
+        for (int i = 0; i < nrecv; i++) {
+                ch->pre_peer[i] = recv[i].peer;
+                MPI_Irecv(next + (size_t)i * STRIDE, (int)PIECE, MPI_BYTE, recv[i].peer,
+                          tag_of(l, ch), l->comm, &ch->pre[i]);
+        }
+        ch->npre = nrecv;
+}
+
+/* The channel of the communicator whose staging is @p stage. */
+static struct channel *channel(struct link *l, void *stage)
+{
+        for (int c = 0; c < CHANNELS; c++)
+                if (l->ch[c].stage == stage || !l->ch[c].stage) {
+                        l->ch[c].stage = stage;
+                        return &l->ch[c];
+                }
+        return NULL;
+}
+
+static int mpi_step(struct strata_net *n, const void *head, const struct strata__net_msg *send,
+                    int nsend, struct strata__net_msg *recv, int nrecv, void *stage,
+                    double timeout_s)
 {
         struct link *l = n->h;
-        struct channel *ch = NULL;
-        int peer[4 * STRATA__NET_MAX], k = 0;
+        struct channel *ch = channel(l, stage);
+        unsigned char *base = stage, *in, *next, *out;
+        MPI_Request sends[2 * STRATA__NET_MSGS];
+        int speer[2 * STRATA__NET_MSGS], k, ns;
+        char big[STRATA__NET_MSGS];
 
-        for (int c = 0; c < CHANNELS && !ch; c++)
-                if (l->ch[c].stage == stage || !l->ch[c].stage) {
-                        ch = &l->ch[c];
-                        ch->stage = stage;
-                }
         if (!ch)
                 return fail(STRATA_ENOMEM, "mpi: more than %d communicators on one link",
                             CHANNELS);
-        if (!ch->posted)
-                post(n, l, ch, ch->parity);
-        ch->posted = 1;
-        post(n, l, ch, ch->parity ^ 1);
-        for (int p = 0; p < n->size; p++) {
-                if (p == n->rank)
-                        continue;
-                peer[k] = p;
-                l->req[k++] = ch->recv[ch->parity][2 * p];
-                peer[k] = p;
-                l->req[k++] = ch->recv[ch->parity][2 * p + 1];
-        }
-        for (int p = 0; p < n->size; p++) {
-                if (p == n->rank)
-                        continue;
-                peer[k] = p;
-                MPI_Isend(head, (int)STRATA__NET_HEAD, MPI_BYTE, p, tag(l, ch, 0), l->comm,
-                          &l->req[k++]);
-                peer[k] = p;
-                MPI_Isend(out_bytes[p] ? out[p] : head, (int)out_bytes[p], MPI_BYTE, p,
-                          tag(l, ch, 1), l->comm, &l->req[k++]);
-        }
-        STRATA_TRY(wait_all(n, k, peer, timeout_s, "an exchange"));
-        for (int i = 0, p = 0; p < n->size; p++) {
+        if (nsend > STRATA__NET_MSGS || nrecv > STRATA__NET_MSGS)
+                return fail(STRATA_EINVAL, "mpi: more than %d messages in a step",
+                            STRATA__NET_MSGS);
+        in = base + (size_t)ch->half * STRATA__NET_MSGS * STRIDE;
+        next = base + (size_t)(ch->half ^ 1) * STRATA__NET_MSGS * STRIDE;
+        out = base + (size_t)2 * STRATA__NET_MSGS * STRIDE;
+        STRATA_TRY(post_heads(l, ch, recv, nrecv, in));
+        ns = post_sends(l, tag_of(l, ch), head, send, nsend, out, nrecv) - nrecv;
+        memcpy(sends, l->req + nrecv, (size_t)ns * sizeof(*sends));
+        memcpy(speer, l->peer + nrecv, (size_t)ns * sizeof(*speer));
+        STRATA_TRY(wait_all(n, nrecv, l->peer, timeout_s, "a step"));
+        k = post_data(l, tag_of(l, ch), recv, nrecv, in, big, 0);
+        memcpy(l->req + k, sends, (size_t)ns * sizeof(*sends));
+        memcpy(l->peer + k, speer, (size_t)ns * sizeof(*speer));
+        STRATA_TRY(wait_all(n, k + ns, l->peer, timeout_s, "a step"));
+        for (int i = 0, j = 0; i < nrecv; i++) {
                 int got = 0;
 
-                if (p == n->rank)
+                if (!big[i])
                         continue;
-                MPI_Get_count(&l->st[i + 1], MPI_BYTE, &got);
-                i += 2;
-                in_head[p] = half(n, ch, ch->parity, p);
-                in[p] = half(n, ch, ch->parity, p) + STRATA__NET_HEAD;
-                in_bytes[p] = (size_t)got;
-                ch->recv[ch->parity][2 * p] = ch->recv[ch->parity][2 * p + 1] = MPI_REQUEST_NULL;
+                MPI_Get_count(&l->st[j++], MPI_BYTE, &got);
+                recv[i].bytes = (size_t)got;
         }
-        ch->parity ^= 1; /* the next exchange lands in the other half, while these are read */
+        post_ahead(l, n->size, ch, recv, nrecv, next);
+        ch->half ^= 1;
         return STRATA_OK;
 }
 
@@ -341,6 +430,47 @@ static int mpi_all_reduce(struct strata_net *n, void *buf, size_t count, enum st
         return wait_all(n, 1, peer, timeout_s, "MPI_Allreduce");
 }
 
+/*
+ * Open MPI holds a message that arrives before its receive (a peer a step ahead) in memory from
+ * its bucket allocator, which mallocs the first time each size class is needed and keeps the
+ * blocks. Each class a step may need (packed pieces up to the eager limit, and a rendezvous
+ * start) is made to arrive unexpected here, a few from every peer at once, so that steps find
+ * the blocks cached. Only at set-up: every peer, a barrier, then the receives.
+ */
+#define WARM_COPIES 4
+
+static int mpi_warm(struct strata_net *n, void *stage, double timeout_s)
+{
+        static const char from[(size_t)1 << 14]; /* past the eager limit: a rendezvous */
+        struct link *l = n->h;
+        int peers = n->size - 1 < STRATA__NET_MSGS / WARM_COPIES ? n->size - 1
+                                                                  : STRATA__NET_MSGS / WARM_COPIES;
+
+        for (size_t bytes = 64;; bytes *= 2) {
+                size_t b = bytes < PIECE ? bytes : bytes < sizeof(from) ? PIECE : sizeof(from);
+                int k = 0;
+
+                for (int i = 1; i <= peers; i++)
+                        for (int j = 0; j < WARM_COPIES; j++) {
+                                l->peer[k] = (n->rank + i) % n->size;
+                                MPI_Isend(from, (int)b, MPI_BYTE, l->peer[k], TAG - 1, l->comm,
+                                          &l->req[k]);
+                                k++;
+                        }
+                MPI_Barrier(l->comm);
+                for (int i = 1, r = 0; i <= peers; i++)
+                        for (int j = 0; j < WARM_COPIES; j++, r++) {
+                                l->peer[k] = (n->rank - i + n->size) % n->size;
+                                MPI_Irecv((char *)stage + (size_t)r * b, (int)b, MPI_BYTE,
+                                          l->peer[k], TAG - 1, l->comm, &l->req[k]);
+                                k++;
+                        }
+                STRATA_TRY(wait_all(n, k, l->peer, timeout_s, "the warm-up"));
+                if (b == sizeof(from))
+                        return STRATA_OK;
+        }
+}
+
 static void mpi_abort(struct strata_net *n, int code, const char *why)
 {
         struct link *l = n->h;
@@ -354,9 +484,10 @@ static const struct strata__net_ops mpi_ops = {
         .name = "mpi",
         .open = mpi_open,
         .close = mpi_close,
-        .exchange = mpi_exchange,
+        .step = mpi_step,
         .native_all_reduce = mpi_all_reduce,
         .abort = mpi_abort,
+        .warm = mpi_warm,
 };
 
 __attribute__((visibility("default"))) const struct strata__net_ops *

@@ -4,24 +4,36 @@
  * 0 alone talks to the other processes, on behalf of all its local ranks, while they wait at
  * the protocol's second meeting.
  *
- * Every collective is a series of exchanges of at most 1 MiB of data per process. A small
- * reduction's exchange carries every local rank's slice of the same elements to every
- * process, and each then reduces the slices of all ranks of all processes itself; from 64 KiB
- * each process receives only its part of the elements, reduces it and sends the result back
- * (split_rounds). A reduce_scatter's exchanges carry to each process only the blocks its ranks
- * receive, from every rank of every other process (n x n x count elements from each), and it
- * reduces them itself; a scatter's carry from the root's process to each other only its ranks'
- * blocks. Every element is combined in global rank order by the kernel of one process's shm
- * transport, whatever the split into processes (P=1,D=4; P=2,D=2; P=4,D=1 give bitwise the
- * same sums). Each exchange starts with a header holding the call's arguments, so processes
- * that disagree, or one whose ranks passed bad arguments, make every rank return
- * STRATA_EINVAL (the protocol's agreement, extended across processes: the local ranks that
- * waited learn local rank 0's result after the second meeting, net_settle()).
+ * Two families of schedules, both made of link steps (docs/decisions/0035):
  *
- * Self-contained behind the transport table: its state (the link, the staging, the exchange
- * count) lives in memory the communicator plans for it (state_bytes, init), and its move
- * runs for every collective, so the protocol layer has no mode for processes; it declines
- * the eager path, since the other processes must be met in every collective.
+ * - Direct, for 2 to 4 processes (one step reaches every peer): a small reduction's step
+ *   carries every local rank's slice to every process, which reduces the slices of all ranks
+ *   itself; from 64 KiB each process receives only its part, reduces it and sends the result
+ *   back (split_rounds); reduce_scatter, scatter, broadcast, all_gather likewise. Each step
+ *   starts with a header holding the call's arguments, seen by every process.
+ *
+ * - Butterfly, from 5 processes: every collective starts with the steps of recursive doubling
+ *   over the world's W = 2^k + r ranks (virtual ranks: the first r pairs of ranks fold into
+ *   one first), whose headers spread the arguments and every refusal to every process in
+ *   k + 2 steps; a small reduction's data rides on them (recursive doubling). A large one then
+ *   runs recursive halving (a reduce-scatter, log W steps) and doubling (an all-gather) per
+ *   round; broadcast and scatter follow a binomial tree, all_gather and gather Bruck's
+ *   dissemination. Local ranks are virtual ranks of their own: a step between two ranks of one
+ *   process is a local sum, and only the others become messages, so a process sends at most
+ *   one message per local rank per step.
+ *
+ * Reductions combine every element in the order the world size fixes (strata__world_op):
+ * for f32/f64 sums of 5 ranks or more, recursive halving's; otherwise rank order. Both
+ * schedules give the bits of one process's shm transport, whatever the split (P=1,D=8; P=2,D=4;
+ * P=8,D=1 alike). Processes that disagree, or one whose ranks passed bad arguments, make every
+ * rank return STRATA_EINVAL with nothing written (the local ranks that waited learn local rank
+ * 0's result after the second meeting, net_settle()).
+ *
+ * Self-contained behind the transport table: its state (the link, the staging, the step count)
+ * lives in memory the communicator plans for it (state_bytes, init), the same for any number
+ * of processes; its move runs for every collective, so the protocol layer has no mode for
+ * processes; it declines the eager path, since the other processes must be met in every
+ * collective.
  */
 #include <stdint.h>
 #include <string.h>
@@ -32,17 +44,27 @@
 #include "drivers/comm_internal.h"
 #include "drivers/net.h"
 
-/*
- * The transport's own state, in the first cache line of its memory: the link, and the
- * staging that follows (this process's block, then every process's, twice).
- */
+/* Processes up to which the direct schedules are used. */
+#define DIRECT_MAX STRATA__NET_DIRECT
+
+/* Where messages land: a direct step receives up to STRATA__NET_DATA from each of 3 peers. */
+#define IN_BYTES ((size_t)(DIRECT_MAX - 1) * STRATA__NET_DATA)
+
+/* The transport's own state, in the first two cache lines of its memory; the staging follows. */
+#define STATE 128
+
 struct net_state {
         struct strata_net *net;
-        unsigned char *stage;
-        uint64_t seq; /* exchanges so far */
+        unsigned char *link;  /* STRATA__NET_STAGE bytes: the link's */
+        unsigned char *pack;  /* STRATA__NET_DATA: this process's local ranks' data, packed */
+        unsigned char *in;    /* IN_BYTES: messages received */
+        unsigned char *acc;   /* STRATA__NET_DATA: partial sums, a region per local rank */
+        unsigned char *res;   /* STRATA__NET_DATA: a round's result */
+        uint64_t seq;         /* steps so far */
+        uint64_t msgs, bytes; /* messages and data bytes sent so far */
         int result[2]; /* local rank 0's move, by the collective's parity, for the others */
 };
-_Static_assert(sizeof(struct net_state) <= 64, "the state is one cache line");
+_Static_assert(sizeof(struct net_state) <= STATE, "the state is two cache lines");
 
 static struct net_state *st(const struct strata_comm *c)
 {
@@ -51,9 +73,11 @@ static struct net_state *st(const struct strata_comm *c)
 
 /* The arguments every process must agree on, at the start of each block. */
 struct head {
-        uint64_t seq;   /* exchanges so far: blocks from another call are refused */
+        uint64_t seq;   /* steps so far: messages from another call are refused */
         uint64_t count;
         int32_t kind, dtype, op, root, status, ranks;
+        int32_t bad;    /* butterfly: a refusal seen so far (STRATA_EINVAL), else 0 */
+        int32_t who;    /* ...by or between which process */
 };
 _Static_assert(sizeof(struct head) <= STRATA__NET_HEAD, "the block header is 64 bytes");
 
@@ -66,13 +90,14 @@ static int net_probe(const struct strata_comm_config *cfg, const char **why)
         return 0;
 }
 
-/* A communicator spanning processes: the state's line, then the staging. */
+/*
+ * A communicator spanning processes: the state, then the link's staging, the packed data, the
+ * landing area, the partial sums and the result; the same for any number of processes.
+ */
 static size_t net_state_bytes(const struct strata_comm_config *cfg)
 {
-        int procs = cfg->world_size / cfg->local_size;
-
         return cfg->world_size > cfg->local_size
-                       ? 64 + (size_t)(2 * procs + 1) * STRATA__NET_BLOCK
+                       ? STATE + STRATA__NET_STAGE + 3 * STRATA__NET_DATA + IN_BYTES
                        : 0;
 }
 
@@ -89,7 +114,11 @@ static int net_init(struct strata_comm *c, const struct strata_comm_config *cfg,
         if (c->dev)
                 return strata__fail(STRATA_ENOTSUP, "comm init: %s memory across processes",
                                     c->dev->name);
-        *s = (struct net_state){ .net = cfg->net, .stage = (unsigned char *)mem + 64 };
+        *s = (struct net_state){ .net = cfg->net, .link = (unsigned char *)mem + STATE };
+        s->pack = s->link + STRATA__NET_STAGE;
+        s->in = s->pack + STRATA__NET_DATA;
+        s->acc = s->in + IN_BYTES;
+        s->res = s->acc + STRATA__NET_DATA;
         return STRATA_OK;
 }
 
@@ -108,42 +137,87 @@ static size_t per_round(const struct strata_comm *c, size_t es)
         return per_share(es, (size_t)c->n);
 }
 
+/* The messages of one step. */
+struct step {
+        struct strata__net_msg s[STRATA__NET_MSGS], r[STRATA__NET_MSGS];
+        int ns, nr;
+};
+
+static void to(struct step *x, int peer, const void *data, size_t bytes)
+{
+        x->s[x->ns++] = (struct strata__net_msg){ .peer = peer, .data = data, .bytes = bytes };
+}
+
+static void from(struct step *x, int peer, void *into, size_t bytes)
+{
+        x->r[x->nr++] = (struct strata__net_msg){ .peer = peer, .into = into, .bytes = bytes };
+}
+
+/* One step of this call with header @p h (its seq the step's number); counts what it sent. */
+static int net_step(struct strata_comm *c, struct head *h, struct step *x)
+{
+        _Alignas(64) unsigned char head[STRATA__NET_HEAD] = { 0 };
+        struct net_state *s = st(c);
+        int rc;
+
+        h->seq = ++s->seq;
+        memcpy(head, h, sizeof(*h)); /* the link sends STRATA__NET_HEAD bytes */
+        rc = s->net->ops->step(s->net, head, x->s, x->ns, x->r, x->nr, s->link,
+                               c->group.timeout_s);
+        s->msgs += (uint64_t)x->ns;
+        for (int i = 0; i < x->ns; i++)
+                s->bytes += x->s[i].bytes;
+        if (rc != STRATA_OK)
+                return rc;
+        for (int i = 0; i < x->nr; i++) {
+                struct head o;
+
+                memcpy(&o, x->r[i].head, sizeof(o));
+                if (o.seq != h->seq)
+                        return strata__fail(STRATA_EFORMAT, "net: process %d is at step %llu, "
+                                            "this one at %llu", x->r[i].peer,
+                                            (unsigned long long)o.seq,
+                                            (unsigned long long)h->seq);
+        }
+        return STRATA_OK;
+}
+
+/* Whether header @p o, from process @p p, agrees with this call's @p h. */
+static int agrees(const struct head *h, const struct head *o)
+{
+        return o->kind == h->kind && o->count == h->count && o->dtype == h->dtype &&
+               o->op == h->op && o->root == h->root && o->ranks == h->ranks;
+}
+
 /*
- * One exchange of this call: header @p h, and out[p] (len[p] bytes) to each process p; in[p]
- * then points at what process p sent this one. Checks every header.
+ * One direct step of this call: header @p h, and out[p] (len[p] bytes) to each other process
+ * p; in[p] then points at what process p sent this one. Checks every header: every process
+ * sees every other's, so all reach the same verdict.
  */
-static int exchange_to(struct strata_comm *c, const struct head *h, const void *const *out,
+static int exchange_to(struct strata_comm *c, struct head *h, const void *const *out,
                        const size_t *len, const unsigned char **in)
 {
         struct strata_net *net = st(c)->net;
-        unsigned char *stage = st(c)->stage;
-        const void *heads[STRATA__NET_MAX], *got[STRATA__NET_MAX];
-        size_t sizes[STRATA__NET_MAX];
-        int rc;
+        struct step x = { .ns = 0 };
 
-        memcpy(stage, h, sizeof(*h));
-        rc = net->ops->exchange(net, stage, out, len, stage + STRATA__NET_BLOCK, heads, got,
-                                sizes, c->group.timeout_s);
-        if (rc != STRATA_OK)
-                return rc;
-        for (int p = 0; p < net->size; p++) {
-                struct head o;
-
+        for (int p = 0, j = 0; p < net->size; p++) {
                 if (p == net->rank)
                         continue;
-                in[p] = got[p];
-                memcpy(&o, heads[p], sizeof(o));
-                if (o.seq != h->seq)
-                        return strata__fail(STRATA_EFORMAT, "net: process %d is at collective "
-                                            "%llu, this one at %llu", p,
-                                            (unsigned long long)o.seq,
-                                            (unsigned long long)h->seq);
+                to(&x, p, out[p], len[p]);
+                from(&x, p, st(c)->in + (size_t)j++ * STRATA__NET_DATA, STRATA__NET_DATA);
+        }
+        STRATA_TRY(net_step(c, h, &x));
+        for (int i = 0; i < x.nr; i++) {
+                int p = x.r[i].peer;
+                struct head o;
+
+                in[p] = x.r[i].data;
+                memcpy(&o, x.r[i].head, sizeof(o));
                 if (o.status != STRATA_OK && h->status == STRATA_OK)
                         return strata__fail(STRATA_EINVAL, "process %d passed bad arguments", p);
                 if (h->status != STRATA_OK)
                         continue;
-                if (o.kind != h->kind || o.count != h->count || o.dtype != h->dtype ||
-                    o.op != h->op || o.root != h->root || o.ranks != h->ranks)
+                if (!agrees(h, &o))
                         return strata__fail(STRATA_EINVAL, "processes %d and %d disagree on the "
                                             "collective", net->rank, p);
         }
@@ -151,11 +225,11 @@ static int exchange_to(struct strata_comm *c, const struct head *h, const void *
 }
 
 /* The same @p bytes of @p mine to every process; in[rank] is @p mine. */
-static int exchange(struct strata_comm *c, const struct head *h, const void *mine, size_t bytes,
+static int exchange(struct strata_comm *c, struct head *h, const void *mine, size_t bytes,
                     const unsigned char **in)
 {
-        const void *out[STRATA__NET_MAX];
-        size_t len[STRATA__NET_MAX];
+        const void *out[DIRECT_MAX];
+        size_t len[DIRECT_MAX];
 
         for (int p = 0; p < st(c)->net->size; p++) {
                 out[p] = mine;
@@ -171,17 +245,17 @@ static int exchange(struct strata_comm *c, const struct head *h, const void *min
  */
 static const void *local_data(struct strata_comm *c, size_t off, size_t bytes)
 {
-        unsigned char *to = st(c)->stage + STRATA__NET_HEAD;
+        unsigned char *pack = st(c)->pack;
 
         for (int r = 0; r < c->n; r++) {
-                const unsigned char *from =
+                const unsigned char *send =
                         (const unsigned char *)strata__comm_peer(c, 0, r)->send + off;
 
                 if (c->n == 1)
-                        return from;
-                memcpy(to + (size_t)r * bytes, from, bytes);
+                        return send;
+                memcpy(pack + (size_t)r * bytes, send, bytes);
         }
-        return to;
+        return pack;
 }
 
 /* Reduction rounds: each round exchanges every rank's slice [lo, hi) and reduces it. */
@@ -189,9 +263,10 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
 {
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
         int n = c->n, P = st(c)->net->size, root_local = op->root - c->rank0;
+        int o = strata__world_op(op->op, op->dtype, c->world);
         void *dst[STRATA_MAX_DEVICES];
-        const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX];
-        const unsigned char *data[STRATA__NET_MAX];
+        const void *src[STRATA_MAX_DEVICES * DIRECT_MAX];
+        const unsigned char *data[DIRECT_MAX];
         int nd = 0;
 
         for (int r = 0; r < n; r++)
@@ -202,15 +277,13 @@ static int reduce_rounds(struct strata_comm *c, const struct strata_coll *op, st
 
                 STRATA_TRY(exchange(c, h, local_data(c, lo * es, bytes), bytes * (size_t)n,
                                     data));
-                h->seq = ++st(c)->seq;
                 /* Global rank order: process 0's ranks, then process 1's, ... Pointers are
                  * offset by lo so the kernel indexes every source by element number. */
                 for (int p = 0; p < P; p++)
                         for (int r = 0; r < n; r++)
                                 src[p * n + r] = data[p] + (size_t)r * bytes - lo * es;
                 if (nd) /* a reduce whose root is in another process: nothing to write here */
-                        strata__reduce_many(op->dtype, (int)op->op, dst, nd, src, P * n, lo,
-                                            hi, 0);
+                        strata__reduce_many(op->dtype, o, dst, nd, src, P * n, lo, hi, 0);
                 if (hi >= op->count)
                         return STRATA_OK;
         }
@@ -242,11 +315,12 @@ static int split_rounds(struct strata_comm *c, const struct strata_coll *op, str
 {
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
         int n = c->n, P = st(c)->net->size, me = st(c)->net->rank;
+        int o = strata__world_op(op->op, op->dtype, c->world);
         void *dst[STRATA_MAX_DEVICES];
-        const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX], *out[STRATA__NET_MAX];
-        const unsigned char *in[STRATA__NET_MAX];
-        size_t len[STRATA__NET_MAX], a[STRATA__NET_MAX], b[STRATA__NET_MAX];
-        unsigned char *pack = st(c)->stage + STRATA__NET_HEAD;
+        const void *src[STRATA_MAX_DEVICES * DIRECT_MAX], *out[DIRECT_MAX];
+        const unsigned char *in[DIRECT_MAX];
+        size_t len[DIRECT_MAX], a[DIRECT_MAX], b[DIRECT_MAX];
+        unsigned char *pack = st(c)->pack;
 
         for (int r = 0; r < n; r++)
                 dst[r] = strata__comm_peer(c, 0, r)->recv;
@@ -273,16 +347,14 @@ static int split_rounds(struct strata_comm *c, const struct strata_coll *op, str
                 }
                 in[me] = out[me];
                 STRATA_TRY(exchange_to(c, h, out, len, in));
-                h->seq = ++st(c)->seq;
                 for (int p = 0; p < P; p++)
                         for (int r = 0; r < n; r++)
                                 src[p * n + r] = in[p] + (size_t)r * (b[me] - a[me]) * es -
                                                  a[me] * es;
-                strata__reduce_many(op->dtype, (int)op->op, dst, n, src, P * n, a[me], b[me], 0);
+                strata__reduce_many(op->dtype, o, dst, n, src, P * n, a[me], b[me], 0);
                 /* All-gather: this process's part of the result to every other. */
                 STRATA_TRY(exchange(c, h, (const unsigned char *)dst[0] + a[me] * es,
                                     (b[me] - a[me]) * es, in));
-                h->seq = ++st(c)->seq;
                 for (int q = 0; q < P; q++)
                         for (int r = 0; q != me && r < n; r++)
                                 memcpy((unsigned char *)dst[r] + a[q] * es, in[q],
@@ -303,7 +375,7 @@ static int reduce_native(struct strata_comm *c, const struct strata_coll *op)
         const void *src[STRATA_MAX_DEVICES];
         void *dst[STRATA_MAX_DEVICES];
         struct strata_net *net = st(c)->net;
-        unsigned char *acc = st(c)->stage + STRATA__NET_HEAD;
+        unsigned char *acc = st(c)->pack;
 
         if (c->n == 1) { /* in the rank's own buffer, 1 MiB at a time (faster than at once) */
                 const struct strata_coll *o = strata__comm_peer(c, 0, 0);
@@ -339,7 +411,7 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
         size_t es = strata_dtype_size(op->dtype), per = per_round(c, es);
         int n = c->n, P = st(c)->net->size, bcast = op->kind == STRATA_COLL_BROADCAST;
         int root_proc = op->root / n, root_local = op->root - c->rank0;
-        const unsigned char *data[STRATA__NET_MAX];
+        const unsigned char *data[DIRECT_MAX];
 
         for (size_t lo = 0;; lo += per) {
                 size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
@@ -355,7 +427,6 @@ static int copy_rounds(struct strata_comm *c, const struct strata_coll *op, stru
                         len = bytes;
                 }
                 STRATA_TRY(exchange(c, h, mine, len, data));
-                h->seq = ++st(c)->seq;
                 for (int r = 0; r < n; r++) {
                         unsigned char *recv = strata__comm_peer(c, 0, r)->recv;
 
@@ -403,7 +474,7 @@ static void rs_pack(struct strata_comm *c, const struct strata_coll *op, size_t 
         size_t es = strata_dtype_size(op->dtype), region = op->count * (size_t)c->n;
         size_t bytes = (hi - lo) * es;
         int n = c->n, me = st(c)->net->rank;
-        unsigned char *pack = st(c)->stage + STRATA__NET_HEAD;
+        unsigned char *pack = st(c)->pack;
 
         for (int q = 0, j = 0; q < st(c)->net->size; q++) {
                 size_t from = ((size_t)q * region + lo) * es;
@@ -435,7 +506,7 @@ static void rs_reduce(struct strata_comm *c, const struct strata_coll *op,
 {
         size_t es = strata_dtype_size(op->dtype), region = op->count * (size_t)c->n, a, b;
         int n = c->n, P = st(c)->net->size, me = st(c)->net->rank;
-        const void *src[STRATA_MAX_DEVICES * STRATA__NET_MAX];
+        const void *src[STRATA_MAX_DEVICES * DIRECT_MAX];
         void *dst[1];
 
         block_part(lo, hi, op->count, r, &a, &b);
@@ -449,7 +520,8 @@ static void rs_reduce(struct strata_comm *c, const struct strata_coll *op,
                                 ? (const unsigned char *)strata__comm_peer(c, 0, s)->send +
                                           ((size_t)me * region + a) * es
                                 : in[p] + ((size_t)s * (hi - lo) + a - lo) * es;
-        strata__reduce_many(op->dtype, (int)op->op, dst, 1, src, P * n, 0, b - a, 0);
+        strata__reduce_many(op->dtype, strata__world_op(op->op, op->dtype, c->world), dst, 1, src,
+                            P * n, 0, b - a, 0);
 }
 
 /*
@@ -463,16 +535,15 @@ static int rs_rounds(struct strata_comm *c, const struct strata_coll *op, struct
         int P = st(c)->net->size;
         size_t region = op->count * (size_t)c->n;
         size_t per = per_share(strata_dtype_size(op->dtype), (size_t)(P - 1) * (size_t)c->n);
-        const void *out[STRATA__NET_MAX];
-        const unsigned char *in[STRATA__NET_MAX];
-        size_t len[STRATA__NET_MAX];
+        const void *out[DIRECT_MAX];
+        const unsigned char *in[DIRECT_MAX];
+        size_t len[DIRECT_MAX];
 
         for (size_t lo = 0;; lo += per) {
                 size_t hi = region - lo < per ? region : lo + per;
 
                 rs_pack(c, op, lo, hi, out, len);
                 STRATA_TRY(exchange_to(c, h, out, len, in));
-                h->seq = ++st(c)->seq;
                 for (int r = 0; r < c->n; r++)
                         rs_reduce(c, op, in, lo, hi, r);
                 if (hi >= region)
@@ -507,9 +578,9 @@ static int scatter_rounds(struct strata_comm *c, const struct strata_coll *op, s
         size_t per = per_share(es, (size_t)(P - 1));
         const unsigned char *send =
                 me == root_proc ? strata__comm_peer(c, 0, op->root - c->rank0)->send : NULL;
-        const void *out[STRATA__NET_MAX];
-        const unsigned char *in[STRATA__NET_MAX];
-        size_t len[STRATA__NET_MAX];
+        const void *out[DIRECT_MAX];
+        const unsigned char *in[DIRECT_MAX];
+        size_t len[DIRECT_MAX];
 
         for (size_t lo = 0;; lo += per) {
                 size_t hi = region - lo < per ? region : lo + per;
@@ -519,11 +590,642 @@ static int scatter_rounds(struct strata_comm *c, const struct strata_coll *op, s
                         len[q] = send && q != me ? (hi - lo) * es : 0;
                 }
                 STRATA_TRY(exchange_to(c, h, out, len, in));
-                h->seq = ++st(c)->seq;
                 spread(c, op, send ? send + ((size_t)me * region + lo) * es : in[root_proc], lo,
                        hi);
                 if (hi >= region)
                         return STRATA_OK;
+        }
+}
+
+/* ---- Butterfly schedules, from 5 processes ---- */
+
+/* The world as recursive halving sees it: W = q + r ranks, q = 2^k. */
+struct world {
+        int W, q, r, k;
+        int n, g0, me; /* local ranks, the first's global rank, this process */
+        size_t lane;   /* bytes of acc and in per local rank */
+};
+
+static struct world world_of(const struct strata_comm *c)
+{
+        struct world w = { .W = c->world, .q = 1, .n = c->n, .g0 = c->rank0,
+                           .me = st(c)->net->rank };
+
+        while (w.q * 2 <= w.W) {
+                w.q *= 2;
+                w.k++;
+        }
+        w.r = w.W - w.q;
+        w.lane = STRATA__NET_DATA / (size_t)w.n / 64 * 64;
+        return w;
+}
+
+/* Virtual rank of global rank @p g (-1: the odd rank of one of the first r pairs), and back. */
+static int vrank(const struct world *w, int g)
+{
+        if (g >= 2 * w->r)
+                return g - w->r;
+        return g & 1 ? -1 : g / 2;
+}
+
+static int grank(const struct world *w, int v)
+{
+        return v < w->r ? 2 * v : v + w->r;
+}
+
+static int is_local(const struct world *w, int g)
+{
+        return g >= w->g0 && g < w->g0 + w->n;
+}
+
+/* A butterfly step's messages: local rank @p l sends @p bytes of @p data to global rank @p g
+ * (when in another process) and receives up to its lane from it. */
+static void swap(struct step *x, const struct world *w, struct net_state *s, int l, int g,
+                 const void *data, size_t bytes, int *rix)
+{
+        if (is_local(w, g))
+                return;
+        to(x, g / w->n, data, bytes);
+        rix[l] = x->nr;
+        from(x, g / w->n, s->in + (size_t)l * w->lane, w->lane);
+}
+
+/* Spread what the received headers say into @p h: the first refusal seen, and by whom. */
+static void hear(struct head *h, const struct step *x)
+{
+        for (int i = 0; i < x->nr && !h->bad; i++) {
+                struct head o;
+
+                memcpy(&o, x->r[i].head, sizeof(o));
+                if (o.bad) {
+                        h->bad = o.bad;
+                        h->who = o.who;
+                } else if (o.status != STRATA_OK || !agrees(h, &o)) {
+                        h->bad = STRATA_EINVAL;
+                        h->who = x->r[i].peer;
+                }
+        }
+}
+
+/* A reduction riding on a schedule: elements [0, m) from each local rank's @p src. */
+struct red {
+        enum strata_dtype dt;
+        int cop; /* how two partial sums combine */
+        size_t es, m;
+        const unsigned char *src[STRATA_MAX_DEVICES];
+        const unsigned char *cur[STRATA_MAX_DEVICES]; /* each virtual rank's partial sums */
+};
+
+/* dst[0..nd) over [a, b) = lower + upper, pointers at element 0 of the round. */
+static void combine(const struct red *d, unsigned char *const *dst, int nd,
+                    const unsigned char *lower, const unsigned char *upper, size_t a, size_t b)
+{
+        const void *src[2] = { lower, upper };
+
+        strata__reduce_many(d->dt, d->cop, (void *const *)dst, nd, src, 2, a, b, 0);
+}
+
+/* The first r pairs fold: each odd rank's data to its even one, which sums (even + odd). */
+static int pre_step(struct strata_comm *c, struct head *h, const struct world *w, struct red *d)
+{
+        struct net_state *s = st(c);
+        struct step x = { .ns = 0 };
+        int rix[STRATA_MAX_DEVICES];
+        size_t bytes = d ? d->m * d->es : 0;
+
+        for (int l = 0; l < w->n; l++) {
+                int g = w->g0 + l;
+
+                if (d)
+                        d->cur[l] = vrank(w, g) < 0 ? NULL : d->src[l];
+                if (g < 2 * w->r)
+                        swap(&x, w, s, l, g ^ 1, d ? d->src[l] : NULL, g & 1 ? bytes : 0, rix);
+        }
+        STRATA_TRY(net_step(c, h, &x));
+        hear(h, &x);
+        for (int l = 0; d && l < w->n; l++) {
+                int g = w->g0 + l;
+                unsigned char *acc = s->acc + (size_t)l * w->lane;
+
+                if (g >= 2 * w->r || g & 1)
+                        continue;
+                combine(d, &acc, 1, d->src[l],
+                        is_local(w, g + 1) ? d->src[l + 1] : x.r[rix[l]].data, 0, d->m);
+                d->cur[l] = acc;
+        }
+        return STRATA_OK;
+}
+
+/* The even rank of each first pair sends the result (@p m elements of @p sum) to the odd one;
+ * a process whose ranks are all such odd ones gets it in @p *sum. */
+static int post_step(struct strata_comm *c, struct head *h, const struct world *w,
+                     const struct red *d, const unsigned char **sum)
+{
+        struct net_state *s = st(c);
+        struct step x = { .ns = 0 };
+        int rix[STRATA_MAX_DEVICES] = { -1 };
+        size_t bytes = d ? d->m * d->es : 0;
+
+        for (int l = 0; l < w->n; l++) {
+                int g = w->g0 + l;
+
+                rix[l] = -1;
+                if (g < 2 * w->r)
+                        swap(&x, w, s, l, g ^ 1, *sum, g & 1 ? 0 : bytes, rix);
+        }
+        STRATA_TRY(net_step(c, h, &x));
+        hear(h, &x);
+        for (int l = 0; l < w->n && !*sum; l++)
+                if (rix[l] >= 0 && (w->g0 + l) & 1)
+                        *sum = x.r[rix[l]].data;
+        return STRATA_OK;
+}
+
+/*
+ * Recursive doubling over the virtual ranks: at distance 1, 2, ..., q/2 each virtual rank
+ * swaps its partial sums with its partner and both keep (lower + upper). With @p d NULL, the
+ * headers alone. A pair in one process is a local sum, done once into both partials.
+ */
+static int doubling(struct strata_comm *c, struct head *h, const struct world *w, struct red *d)
+{
+        struct net_state *s = st(c);
+
+        for (int dist = 1; dist < w->q; dist *= 2) {
+                struct step x = { .ns = 0 };
+                int rix[STRATA_MAX_DEVICES];
+
+                for (int l = 0; l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l);
+
+                        if (v >= 0)
+                                swap(&x, w, s, l, grank(w, v ^ dist), d ? d->cur[l] : NULL,
+                                     d ? d->m * d->es : 0, rix);
+                }
+                STRATA_TRY(net_step(c, h, &x));
+                hear(h, &x);
+                for (int l = 0; d && l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l), gu, lu;
+                        unsigned char *acc[2];
+                        const unsigned char *other;
+
+                        if (v < 0)
+                                continue;
+                        gu = grank(w, v ^ dist);
+                        lu = gu - w->g0;
+                        acc[0] = s->acc + (size_t)l * w->lane;
+                        if (is_local(w, gu)) {
+                                if (v & dist)
+                                        continue; /* done by the lower one */
+                                acc[1] = s->acc + (size_t)lu * w->lane;
+                                combine(d, acc, 2, d->cur[l], d->cur[lu], 0, d->m);
+                                d->cur[l] = acc[0];
+                                d->cur[lu] = acc[1];
+                                continue;
+                        }
+                        other = x.r[rix[l]].data;
+                        combine(d, acc, 1, v & dist ? other : d->cur[l],
+                                v & dist ? d->cur[l] : other, 0, d->m);
+                        d->cur[l] = acc[0];
+                }
+        }
+        return STRATA_OK;
+}
+
+/*
+ * The butterfly every collective of 5 processes or more starts with: the pairs fold, doubling,
+ * the pairs unfold; k + 2 steps (k without pairs). Its headers bring every process's
+ * arguments and refusals to every process; with @p d, a small reduction rides on it and
+ * *sum points at its result. The verdict is the same everywhere.
+ */
+static int butterfly(struct strata_comm *c, struct head *h, struct red *d,
+                     const unsigned char **sum)
+{
+        struct world w = world_of(c);
+
+        *sum = NULL;
+        if (w.r)
+                STRATA_TRY(pre_step(c, h, &w, d));
+        else
+                for (int l = 0; d && l < w.n; l++)
+                        d->cur[l] = d->src[l];
+        STRATA_TRY(doubling(c, h, &w, d));
+        for (int l = 0; d && l < w.n && !*sum; l++)
+                *sum = d->cur[l];
+        if (w.r)
+                STRATA_TRY(post_step(c, h, &w, d, sum));
+        if (!h->bad)
+                return STRATA_OK;
+        if (h->status != STRATA_OK)
+                return h->status;
+        return strata__fail(STRATA_EINVAL, "process %d passed bad arguments, or processes "
+                            "disagree on the collective", h->who);
+}
+
+/* Virtual rank @p v's segment of [0, m) before halving step @p j: halved j times. */
+static void segment(const struct red *d, int v, int j, size_t *a, size_t *b)
+{
+        size_t line = 64 / d->es ? 64 / d->es : 1;
+
+        *a = 0;
+        *b = d->m;
+        for (int i = 0; i < j; i++) {
+                size_t mid = *a + ((*b - *a) / 2 + line - 1) / line * line;
+
+                if (mid > *b)
+                        mid = *b;
+                if (v >> i & 1)
+                        *a = mid;
+                else
+                        *b = mid;
+        }
+}
+
+/*
+ * Recursive halving (a reduce-scatter): at distance 1, 2, ..., q/2 each virtual rank sends
+ * its partner the half of its segment the partner keeps and sums the half it keeps (lower +
+ * upper); at the end virtual rank v holds the sum of its segment, copied into res.
+ */
+static int halving(struct strata_comm *c, struct head *h, const struct world *w, struct red *d)
+{
+        struct net_state *s = st(c);
+
+        for (int j = 0; j < w->k; j++) {
+                struct step x = { .ns = 0 };
+                int rix[STRATA_MAX_DEVICES], dist = 1 << j;
+
+                for (int l = 0; l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l);
+                        size_t a, b;
+
+                        if (v < 0)
+                                continue;
+                        segment(d, v ^ dist, j + 1, &a, &b); /* what the partner keeps */
+                        swap(&x, w, s, l, grank(w, v ^ dist), d->cur[l] + a * d->es,
+                             (b - a) * d->es, rix);
+                }
+                STRATA_TRY(net_step(c, h, &x));
+                for (int l = 0; l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l), gu;
+                        unsigned char *acc = s->acc + (size_t)l * w->lane;
+                        const unsigned char *other;
+                        size_t a, b;
+
+                        if (v < 0)
+                                continue;
+                        gu = grank(w, v ^ dist);
+                        segment(d, v, j + 1, &a, &b);
+                        other = is_local(w, gu) ? d->cur[gu - w->g0]
+                                                : (const unsigned char *)x.r[rix[l]].data - a * d->es;
+                        combine(d, &acc, 1, v & dist ? other : d->cur[l],
+                                v & dist ? d->cur[l] : other, a, b);
+                }
+                for (int l = 0; l < w->n; l++)
+                        if (vrank(w, w->g0 + l) >= 0)
+                                d->cur[l] = s->acc + (size_t)l * w->lane;
+        }
+        for (int l = 0; l < w->n; l++) {
+                int v = vrank(w, w->g0 + l);
+                size_t a, b;
+
+                if (v < 0)
+                        continue;
+                segment(d, v, w->k, &a, &b);
+                memcpy(s->res + a * d->es, d->cur[l] + a * d->es, (b - a) * d->es);
+        }
+        return STRATA_OK;
+}
+
+/* Recursive doubling of segments (an all-gather) into res: at distance q/2, ..., 1. */
+static int gathering(struct strata_comm *c, struct head *h, const struct world *w,
+                     const struct red *d)
+{
+        struct net_state *s = st(c);
+
+        for (int j = w->k - 1; j >= 0; j--) {
+                struct step x = { .ns = 0 };
+                int dist = 1 << j;
+
+                for (int l = 0; l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l), gu;
+                        size_t a, b, pa, pb;
+
+                        if (v < 0 || is_local(w, (gu = grank(w, v ^ dist))))
+                                continue;
+                        segment(d, v, j + 1, &a, &b);
+                        segment(d, v ^ dist, j + 1, &pa, &pb);
+                        to(&x, gu / w->n, s->res + a * d->es, (b - a) * d->es);
+                        from(&x, gu / w->n, s->res + pa * d->es, (pb - pa) * d->es);
+                }
+                STRATA_TRY(net_step(c, h, &x));
+                for (int i = 0; i < x.nr; i++)
+                        if (x.r[i].data != x.r[i].into)
+                                memcpy(x.r[i].into, x.r[i].data, x.r[i].bytes);
+        }
+        return STRATA_OK;
+}
+
+/* A large reduction's round: the pairs fold, halving, gathering, the pairs unfold; the sum in
+ * res (or where the post step left it: *sum). */
+static int tree_round(struct strata_comm *c, struct head *h, struct red *d,
+                      const unsigned char **sum)
+{
+        struct world w = world_of(c);
+
+        if (w.r)
+                STRATA_TRY(pre_step(c, h, &w, d));
+        else
+                for (int l = 0; l < w.n; l++)
+                        d->cur[l] = d->src[l];
+        STRATA_TRY(halving(c, h, &w, d));
+        STRATA_TRY(gathering(c, h, &w, d));
+        *sum = NULL;
+        for (int l = 0; l < w.n && !*sum; l++)
+                if (vrank(&w, w.g0 + l) >= 0)
+                        *sum = st(c)->res;
+        if (w.r)
+                STRATA_TRY(post_step(c, h, &w, d, sum));
+        return STRATA_OK;
+}
+
+/* Whether the butterfly can sum @p op in the world's order: not half precision (summed in
+ * f32 in rank order), and the pairwise tree only where it is halving's (2^k ranks). */
+static int tree_op(const struct strata_coll *op, int world)
+{
+        if (op->dtype == STRATA_BF16 || op->dtype == STRATA_F16)
+                return 0;
+        return op->op != STRATA_OP_SUM_TREE || !(world & (world - 1)) ||
+               op->dtype == STRATA_I32 || op->dtype == STRATA_I64;
+}
+
+static void red_init(struct red *d, const struct strata_comm *c, const struct strata_coll *op)
+{
+        d->dt = op->dtype;
+        d->es = strata_dtype_size(op->dtype);
+        d->cop = op->op == STRATA_OP_MEAN || op->op == STRATA_OP_SUM_TREE ? STRATA__SUM
+                                                                           : (int)op->op;
+        (void)c;
+}
+
+/* Elements [0, m) of @p sum into @p to: copied, or divided by the world for a mean (as the
+ * kernels' mean divides the sum). */
+#define MEAN_OF(T)                                                                             \
+        do {                                                                                   \
+                for (size_t i = 0; i < m; i++)                                                 \
+                        ((T *)out)[i] = (T)(((const T *)sum)[i] / (T)world);                   \
+        } while (0)
+
+static void deliver(const struct strata_coll *op, int world, void *out, const void *sum,
+                    size_t m)
+{
+        if (op->op != STRATA_OP_MEAN) {
+                if (out != sum)
+                        memcpy(out, sum, m * strata_dtype_size(op->dtype));
+        } else if (op->dtype == STRATA_F32) {
+                MEAN_OF(float);
+        } else if (op->dtype == STRATA_F64) {
+                MEAN_OF(double);
+        } else if (op->dtype == STRATA_I32) {
+                MEAN_OF(int32_t);
+        } else {
+                MEAN_OF(int64_t);
+        }
+}
+
+/* A reduction's result for elements [lo, lo + m): every local rank's, or the root's. */
+static void finish(struct strata_comm *c, const struct strata_coll *op, const unsigned char *sum,
+                   size_t lo, size_t m)
+{
+        size_t es = strata_dtype_size(op->dtype);
+
+        for (int r = 0; r < c->n; r++)
+                if (op->kind == STRATA_COLL_ALL_REDUCE || c->rank0 + r == op->root)
+                        deliver(op, c->world, (unsigned char *)strata__comm_peer(c, 0, r)->recv +
+                                                      lo * es, sum, m);
+}
+
+/* Elements per round of a large reduction: every local rank's partial sums in its lane. */
+static size_t tree_per(const struct strata_comm *c, size_t es)
+{
+        return world_of(c).lane / es;
+}
+
+/* all_reduce and reduce, round by round after the butterfly agreed. */
+static int tree_reduce(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = tree_per(c, es);
+        struct red d;
+        const unsigned char *sum;
+
+        red_init(&d, c, op);
+        for (size_t lo = 0; lo < op->count; lo += per) {
+                d.m = op->count - lo < per ? op->count - lo : per;
+                for (int r = 0; r < c->n; r++)
+                        d.src[r] = (const unsigned char *)strata__comm_peer(c, 0, r)->send +
+                                   lo * es;
+                STRATA_TRY(tree_round(c, h, &d, &sum));
+                finish(c, op, sum, lo, d.m);
+        }
+        return STRATA_OK;
+}
+
+/* reduce_scatter: the whole buffer reduced round by round, each local rank keeping its block. */
+static int tree_reduce_scatter(struct strata_comm *c, const struct strata_coll *op,
+                               struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = tree_per(c, es);
+        size_t all = op->count * (size_t)c->world;
+        struct red d;
+        const unsigned char *sum;
+
+        red_init(&d, c, op);
+        for (size_t lo = 0; lo < all; lo += per) {
+                d.m = all - lo < per ? all - lo : per;
+                for (int r = 0; r < c->n; r++)
+                        d.src[r] = (const unsigned char *)strata__comm_peer(c, 0, r)->send +
+                                   lo * es;
+                STRATA_TRY(tree_round(c, h, &d, &sum));
+                for (int r = 0; r < c->n; r++) {
+                        size_t x = op->count * (size_t)(c->rank0 + r), y = x + op->count;
+                        size_t a = x > lo ? x : lo, b = y < lo + d.m ? y : lo + d.m;
+
+                        if (a < b)
+                                deliver(op, c->world,
+                                        (unsigned char *)strata__comm_peer(c, 0, r)->recv +
+                                                (a - x) * es,
+                                        sum + (a - lo) * es, b - a);
+                }
+        }
+        return STRATA_OK;
+}
+
+/*
+ * A binomial tree from process @p root: @p bytes at @p buf (the root's data; elsewhere where
+ * it lands) reach every process in ceil(log2 P) steps.
+ */
+static int binomial(struct strata_comm *c, struct head *h, int root, unsigned char *buf,
+                    const unsigned char *from_root, size_t bytes)
+{
+        int P = st(c)->net->size, me = st(c)->net->rank, rel = (me - root + P) % P;
+
+        for (int mask = 1; mask < P; mask *= 2) {
+                struct step x = { .ns = 0 };
+
+                if (rel < mask && rel + mask < P)
+                        to(&x, (rel + mask + root) % P, rel ? buf : from_root, bytes);
+                else if (rel >= mask && rel < 2 * mask)
+                        from(&x, (rel - mask + root) % P, buf, bytes);
+                STRATA_TRY(net_step(c, h, &x));
+                if (x.nr && x.r[0].data != buf)
+                        memcpy(buf, x.r[0].data, x.r[0].bytes);
+        }
+        return STRATA_OK;
+}
+
+/* broadcast: the root's buffer, a round of at most STRATA__NET_DATA at a time. */
+static int tree_broadcast(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = STRATA__NET_DATA / es;
+        int root_proc = op->root / c->n, mine = st(c)->net->rank == root_proc;
+        unsigned char *root_buf = mine ? strata__comm_peer(c, 0, op->root - c->rank0)->recv
+                                       : NULL;
+
+        for (size_t lo = 0; lo < op->count; lo += per) {
+                size_t m = op->count - lo < per ? op->count - lo : per;
+                unsigned char *buf = mine ? root_buf + lo * es : st(c)->res;
+
+                STRATA_TRY(binomial(c, h, root_proc, buf, buf, m * es));
+                for (int r = 0; r < c->n; r++) {
+                        unsigned char *recv = strata__comm_peer(c, 0, r)->recv;
+
+                        if (recv + lo * es != buf)
+                                memcpy(recv + lo * es, buf, m * es);
+                }
+        }
+        return STRATA_OK;
+}
+
+/* scatter: the root's whole send buffer through the tree, round by round; each process keeps
+ * its ranks' blocks. */
+static int tree_scatter(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype), per = STRATA__NET_DATA / es;
+        size_t all = op->count * (size_t)c->world;
+        int root_proc = op->root / c->n, mine = st(c)->net->rank == root_proc;
+        const unsigned char *send =
+                mine ? strata__comm_peer(c, 0, op->root - c->rank0)->send : NULL;
+
+        for (size_t lo = 0; lo < all; lo += per) {
+                size_t m = all - lo < per ? all - lo : per;
+
+                STRATA_TRY(binomial(c, h, root_proc, st(c)->res, send ? send + lo * es : NULL,
+                                    m * es));
+                for (int r = 0; r < c->n; r++) {
+                        size_t x = op->count * (size_t)(c->rank0 + r), y = x + op->count;
+                        size_t a = x > lo ? x : lo, b = y < lo + m ? y : lo + m;
+                        const unsigned char *got = send ? send + a * es
+                                                        : st(c)->res + (a - lo) * es;
+
+                        if (a < b)
+                                memcpy((unsigned char *)strata__comm_peer(c, 0, r)->recv +
+                                               (a - x) * es,
+                                       got, (b - a) * es);
+                }
+        }
+        return STRATA_OK;
+}
+
+/*
+ * all_gather and gather: Bruck's dissemination over processes, a round of every rank's
+ * elements [lo, hi) at a time. res holds blocks rotated (position j: process me + j), so each
+ * step sends one contiguous piece; at the end they are unpacked into every local rank's
+ * receive buffer (gather: the root's only).
+ */
+static int tree_gather(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype);
+        size_t per = STRATA__NET_DATA / ((size_t)c->world * es);
+        int P = st(c)->net->size, me = st(c)->net->rank, n = c->n;
+        unsigned char *res = st(c)->res;
+
+        per = per ? per : 1;
+        for (size_t lo = 0; lo < op->count; lo += per) {
+                size_t m = op->count - lo < per ? op->count - lo : per, blk = (size_t)n * m * es;
+
+                for (int r = 0; r < n; r++)
+                        memcpy(res + (size_t)r * m * es,
+                               (const unsigned char *)strata__comm_peer(c, 0, r)->send + lo * es,
+                               m * es);
+                for (int dist = 1; dist < P; dist *= 2) {
+                        struct step x = { .ns = 0 };
+                        size_t cnt = (size_t)(dist < P - dist ? dist : P - dist);
+
+                        to(&x, (me - dist + P) % P, res, cnt * blk);
+                        from(&x, (me + dist) % P, res + (size_t)dist * blk, cnt * blk);
+                        STRATA_TRY(net_step(c, h, &x));
+                        if (x.r[0].data != x.r[0].into)
+                                memcpy(x.r[0].into, x.r[0].data, x.r[0].bytes);
+                }
+                for (int r = 0; r < n; r++) {
+                        unsigned char *recv = strata__comm_peer(c, 0, r)->recv;
+
+                        if (op->kind == STRATA_COLL_GATHER && c->rank0 + r != op->root)
+                                continue;
+                        for (int j = 0; j < P; j++)
+                                for (int q = 0, p = (me + j) % P; q < n; q++)
+                                        memcpy(recv + ((size_t)(p * n + q) * op->count + lo) * es,
+                                               res + (size_t)j * blk + (size_t)q * m * es,
+                                               m * es);
+                }
+        }
+        return STRATA_OK;
+}
+
+/* Small reductions ride on the butterfly (recursive doubling) up to this many bytes. */
+#define TREE_SMALL ((size_t)32 << 10)
+
+/* Every collective of 5 processes or more: the butterfly, then the kind's schedule. */
+static int tree_move(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        size_t es = strata_dtype_size(op->dtype);
+        int reduction = op->kind == STRATA_COLL_ALL_REDUCE || op->kind == STRATA_COLL_REDUCE;
+        int ok = h->status == STRATA_OK && op->kind != STRATA_COLL_BARRIER && op->count;
+        int small = ok && reduction && tree_op(op, c->world) &&
+                    op->count * es <= TREE_SMALL && op->count * es <= world_of(c).lane;
+        const unsigned char *sum;
+        struct red d;
+
+        if (h->status != STRATA_OK) {
+                h->bad = h->status;
+                h->who = st(c)->net->rank;
+        }
+        if (small) {
+                red_init(&d, c, op);
+                d.m = op->count;
+                for (int r = 0; r < c->n; r++)
+                        d.src[r] = strata__comm_peer(c, 0, r)->send;
+        }
+        STRATA_TRY(butterfly(c, h, small ? &d : NULL, &sum));
+        if (small)
+                finish(c, op, sum, 0, op->count);
+        if (small || !ok)
+                return STRATA_OK;
+        if ((reduction || op->kind == STRATA_COLL_REDUCE_SCATTER) && !tree_op(op, c->world))
+                return strata__fail(STRATA_ENOTSUP, "net: %s reductions across more than %d "
+                                    "processes (docs/decisions/0035)",
+                                    op->op == STRATA_OP_SUM_TREE ? "pairwise-tree" : "half-precision",
+                                    DIRECT_MAX);
+        switch (op->kind) {
+        case STRATA_COLL_ALL_REDUCE:
+        case STRATA_COLL_REDUCE:
+                return tree_reduce(c, op, h);
+        case STRATA_COLL_REDUCE_SCATTER:
+                return tree_reduce_scatter(c, op, h);
+        case STRATA_COLL_BROADCAST:
+                return tree_broadcast(c, op, h);
+        case STRATA_COLL_SCATTER:
+                return tree_scatter(c, op, h);
+        default:
+                return tree_gather(c, op, h);
         }
 }
 
@@ -538,19 +1240,19 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
                           .dtype = (int32_t)op->dtype, .op = (int32_t)op->op,
                           .root = (int32_t)op->root, .status = (int32_t)status,
                           .ranks = (int32_t)c->n };
-        const unsigned char *data[STRATA__NET_MAX];
+        const unsigned char *data[DIRECT_MAX];
         int rc;
 
         if (rank != 0)
                 return status;
-        h.seq = ++st(c)->seq;
-        if (status != STRATA_OK || op->kind == STRATA_COLL_BARRIER || !op->count)
-                rc = exchange(c, &h, NULL, 0, data);
-        else if (op->kind == STRATA_COLL_ALL_REDUCE && st(c)->net->native &&
-                 st(c)->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
-                 op->op != STRATA_OP_SUM_TREE &&
-                 op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
+        if (status == STRATA_OK && op->kind == STRATA_COLL_ALL_REDUCE && st(c)->net->native &&
+            st(c)->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
+            op->op != STRATA_OP_SUM_TREE && op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
                 rc = reduce_native(c, op);
+        else if (st(c)->net->size > DIRECT_MAX)
+                rc = tree_move(c, op, &h);
+        else if (status != STRATA_OK || op->kind == STRATA_COLL_BARRIER || !op->count)
+                rc = exchange(c, &h, NULL, 0, data);
         else if (op->kind == STRATA_COLL_ALL_REDUCE &&
                  op->count * strata_dtype_size(op->dtype) >= SPLIT_MIN)
                 rc = split_rounds(c, op, &h);
@@ -587,17 +1289,33 @@ static int net_settle(struct strata_comm *c, int rank, int rc)
 
 int strata__net_warm_up(struct strata_comm *c, int rounds)
 {
-        const unsigned char *in[STRATA__NET_MAX];
-        struct head h = { .seq = 0 };
+        const unsigned char *in[DIRECT_MAX], *sum;
+        struct head h = { .kind = STRATA_COLL_BARRIER };
+        struct red d = { .dt = STRATA_F32, .cop = STRATA__SUM, .es = 4 };
 
         if (!c || !c->tp_state || c->tp->move != net_move)
                 return STRATA_OK; /* not across processes: nothing to warm */
-        memset(st(c)->stage, 0, STRATA__NET_BLOCK);
+        memset(st(c)->pack, 0, STRATA__NET_DATA);
+        d.m = world_of(c).lane / 4;
+        for (int r = 0; r < c->n; r++)
+                d.src[r] = st(c)->pack;
         for (int i = 0; i < rounds; i++) {
-                h.seq = ++st(c)->seq;
-                STRATA_TRY(exchange(c, &h, st(c)->stage + STRATA__NET_HEAD, STRATA__NET_DATA, in));
+                if (st(c)->net->size <= DIRECT_MAX)
+                        STRATA_TRY(exchange(c, &h, st(c)->pack, STRATA__NET_DATA, in));
+                else
+                        STRATA_TRY(butterfly(c, &h, &d, &sum));
         }
+        if (st(c)->net->ops->warm)
+                return st(c)->net->ops->warm(st(c)->net, st(c)->link, c->group.timeout_s);
         return STRATA_OK;
+}
+
+void strata__net_counts(const struct strata_comm *c, uint64_t *msgs, uint64_t *bytes)
+{
+        int net = c && c->tp_state && c->tp->move == net_move;
+
+        *msgs = net ? st(c)->msgs : 0;
+        *bytes = net ? st(c)->bytes : 0;
 }
 
 const struct strata__transport strata__net_transport = {

@@ -1,11 +1,14 @@
 /*
  * The `spawn` link (drivers/net.h): the processes strata_spawn() forked share one region,
  * mapped (anonymous, MAP_SHARED) before the fork, so nothing is named in /dev/shm and nothing
- * outlives the processes. Each process has two block slots, used by exchange parity, and a
- * sequence flag; an exchange writes this process's slot, publishes the sequence and waits for
- * every other process's. A process reuses a slot two exchanges later, when every peer has
- * published the exchange in between and so finished reading it (the communicator's mailbox
- * argument, across processes). The parent sets the region's abort word when a child dies.
+ * outlives the processes. Each process has two block slots, used by step parity, a table of
+ * the messages in each (receiver, offset, bytes) and two flags: the step it has published and
+ * the step it has finished reading. A step writes this process's slot and table, publishes
+ * the step and waits for each process it receives from to publish it, then reads the data in
+ * place. A process reuses a slot two steps later, once every receiver of that slot has said it
+ * finished with it (it does so when it starts its next step): since a step joins only a few
+ * processes, a peer's next step says nothing of the others. The parent sets the region's abort
+ * word when a child dies.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,11 +26,18 @@ struct ctl {
         char why[448];
 };
 
+/* One message in a slot: its receiver, where its data starts after the header, its bytes. */
+struct entry {
+        int to;
+        size_t off, len;
+};
+
 struct proc {
-        _Alignas(64) _Atomic uint64_t ready; /* exchanges this process has published */
-        uint64_t seq;                        /* ...and started (private to it) */
-        /* by parity, for each receiver: where its data starts in this block, and its bytes */
-        size_t off[2][STRATA__NET_MAX], len[2][STRATA__NET_MAX];
+        _Alignas(64) _Atomic uint64_t ready; /* steps this process has published */
+        _Alignas(64) _Atomic uint64_t done;  /* steps whose messages to it it has read */
+        uint64_t seq;                        /* steps started (private to it) */
+        int count[2];                        /* by parity: messages in the slot */
+        struct entry msg[2][STRATA__NET_MSGS];
 };
 
 #define CTL_BYTES ((sizeof(struct ctl) + 63) / 64 * 64)
@@ -81,8 +91,7 @@ static int procs_open(struct strata_net *n, const void *where)
 {
         const struct strata__procs_where *w = where;
 
-        if (!w || !w->region || w->size < 1 || w->size > STRATA__NET_MAX || w->rank < 0 ||
-            w->rank >= w->size)
+        if (!w || !w->region || w->size < 1 || w->rank < 0 || w->rank >= w->size)
                 return strata__fail(STRATA_EINVAL, "strategy spawn runs in a process that "
                                                    "strata_spawn() started");
         n->h = w->region;
@@ -109,68 +118,118 @@ static int late(struct strata_net *n, int p, double timeout_s)
         return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
 }
 
-/*
- * Wait for every other process to publish exchange @p seq, and point at its data for this one.
- * A peer that does not arrive in @p timeout_s is named and the region aborted for all.
- */
-static int wait_peers(struct strata_net *n, uint64_t seq, int parity, const void **in_head,
-                      const void **in, size_t *in_bytes, double timeout_s)
+/* Wait until @p counter of process @p p reaches @p seq; names @p p when it does not in time. */
+static int wait_for(struct strata_net *n, _Atomic uint64_t *counter, int p, uint64_t seq,
+                    double timeout_s)
 {
-        struct strata__wait w = { .target = seq, .abort = &ctl(n->h)->aborted,
-                                  .timeout_s = timeout_s, .spins = 1024, .clock_every = 256 };
+        struct strata__wait w = { .counter = counter, .target = seq,
+                                  .abort = &ctl(n->h)->aborted, .timeout_s = timeout_s,
+                                  .spins = 1024, .clock_every = 256 };
+        int rc = strata__wait(&w);
 
-        for (int p = 0; p < n->size; p++) {
-                struct proc *o = proc(n, p);
-                int rc;
+        if (rc == STRATA_EABORTED)
+                return strata__fail(STRATA_EABORTED, "spawn: %s", ctl(n->h)->why);
+        if (rc == STRATA_ETIMEDOUT)
+                return late(n, p, timeout_s);
+        return rc;
+}
 
-                if (p == n->rank)
-                        continue;
-                w.counter = &o->ready;
-                rc = strata__wait(&w);
-                if (rc == STRATA_EABORTED)
-                        return strata__fail(STRATA_EABORTED, "spawn: %s", ctl(n->h)->why);
-                if (rc == STRATA_ETIMEDOUT)
-                        return late(n, p, timeout_s);
-                in_head[p] = slot(n, p, parity);
-                in[p] = slot(n, p, parity) + STRATA__NET_HEAD + o->off[parity][n->rank];
-                in_bytes[p] = o->len[parity][n->rank];
-        }
+/*
+ * Before writing a slot again: every receiver of what it held two steps ago has finished
+ * reading it.
+ */
+static int slot_free(struct strata_net *n, struct proc *me, uint64_t seq, int parity,
+                     double timeout_s)
+{
+        if (seq <= 2)
+                return STRATA_OK;
+        for (int i = 0; i < me->count[parity]; i++)
+                STRATA_TRY(wait_for(n, &proc(n, me->msg[parity][i].to)->done,
+                                    me->msg[parity][i].to, seq - 2, timeout_s));
         return STRATA_OK;
 }
 
-static int procs_exchange(struct strata_net *n, const void *head, const void *const *out,
-                          const size_t *out_bytes, void *stage, const void **in_head,
-                          const void **in, size_t *in_bytes, double timeout_s)
+/* Write this process's messages of step @p seq into its slot: each distinct piece once. */
+static int publish(struct strata_net *n, struct proc *me, const void *head,
+                   const struct strata__net_msg *send, int nsend, int parity)
+{
+        unsigned char *mine = slot(n, n->rank, parity);
+        size_t used = 0;
+
+        memcpy(mine, head, STRATA__NET_HEAD);
+        for (int i = 0; i < nsend; i++) {
+                struct entry *e = &me->msg[parity][i];
+                int same = -1;
+
+                for (int j = 0; j < i && same < 0; j++)
+                        if (send[j].data == send[i].data && send[j].bytes == send[i].bytes)
+                                same = j;
+                e->to = send[i].peer;
+                e->len = send[i].bytes;
+                if (same >= 0) {
+                        e->off = me->msg[parity][same].off;
+                        continue;
+                }
+                if (used + send[i].bytes > STRATA__NET_DATA)
+                        return strata__fail(STRATA_EINVAL, "spawn: more than %zu bytes in a step",
+                                            STRATA__NET_DATA);
+                e->off = used;
+                if (send[i].bytes)
+                        memcpy(mine + STRATA__NET_HEAD + used, send[i].data, send[i].bytes);
+                used += send[i].bytes;
+        }
+        me->count[parity] = nsend;
+        return STRATA_OK;
+}
+
+/* The @p k-th message of process @p p's slot of step @p parity to this process, in order. */
+static int find(struct strata_net *n, int p, int parity, int k, struct strata__net_msg *m)
+{
+        struct proc *o = proc(n, p);
+        unsigned char *b = slot(n, p, parity);
+
+        for (int i = 0; i < o->count[parity]; i++) {
+                const struct entry *e = &o->msg[parity][i];
+
+                if (e->to != n->rank || k--)
+                        continue;
+                if (e->len > m->bytes)
+                        return strata__fail(STRATA_EFORMAT, "spawn: process %d sent %zu bytes, "
+                                            "%zu expected", p, e->len, m->bytes);
+                m->head = b;
+                m->data = b + STRATA__NET_HEAD + e->off;
+                m->bytes = e->len;
+                return STRATA_OK;
+        }
+        return strata__fail(STRATA_EFORMAT, "spawn: process %d sent this one no message", p);
+}
+
+static int procs_step(struct strata_net *n, const void *head, const struct strata__net_msg *send,
+                      int nsend, struct strata__net_msg *recv, int nrecv, void *stage,
+                      double timeout_s)
 {
         struct proc *me = proc(n, n->rank);
         uint64_t seq = ++me->seq;
         int parity = (int)(seq & 1);
-        unsigned char *mine = slot(n, n->rank, parity);
-        size_t used = 0;
 
         (void)stage;
-        memcpy(mine, head, STRATA__NET_HEAD);
-        /* Each receiver's data once: receivers given the same piece share its copy. */
-        for (int p = 0; p < n->size; p++) {
-                int same = -1;
-
-                if (p == n->rank)
-                        continue;
-                for (int q = 0; q < p && same < 0; q++)
-                        if (q != n->rank && out[q] == out[p] && out_bytes[q] == out_bytes[p])
-                                same = q;
-                me->len[parity][p] = out_bytes[p];
-                if (same >= 0) {
-                        me->off[parity][p] = me->off[parity][same];
-                        continue;
-                }
-                me->off[parity][p] = used;
-                if (out_bytes[p])
-                        memcpy(mine + STRATA__NET_HEAD + used, out[p], out_bytes[p]);
-                used += out_bytes[p];
-        }
+        if (nsend > STRATA__NET_MSGS || nrecv > STRATA__NET_MSGS)
+                return strata__fail(STRATA_EINVAL, "spawn: more than %d messages in a step",
+                                    STRATA__NET_MSGS);
+        atomic_store_explicit(&me->done, seq - 1, memory_order_release);
+        STRATA_TRY(slot_free(n, me, seq, parity, timeout_s));
+        STRATA_TRY(publish(n, me, head, send, nsend, parity));
         atomic_store_explicit(&me->ready, seq, memory_order_release);
-        return wait_peers(n, seq, parity, in_head, in, in_bytes, timeout_s);
+        for (int i = 0; i < nrecv; i++) {
+                int k = 0;
+
+                for (int j = 0; j < i; j++)
+                        k += recv[j].peer == recv[i].peer;
+                STRATA_TRY(wait_for(n, &proc(n, recv[i].peer)->ready, recv[i].peer, seq,
+                                    timeout_s));
+                STRATA_TRY(find(n, recv[i].peer, parity, k, &recv[i]));
+        }
+        return STRATA_OK;
 }
 
 static void procs_abort(struct strata_net *n, int code, const char *why)
@@ -184,6 +243,6 @@ const struct strata__net_ops strata__procs_net = {
         .name = "spawn",
         .open = procs_open,
         .close = procs_close,
-        .exchange = procs_exchange,
+        .step = procs_step,
         .abort = procs_abort,
 };

@@ -31,8 +31,12 @@ struct strata_device_ops;
 struct strata_net;
 
 /**
- * Reduction operators. Integer mean truncates toward zero. STRATA_OP_SUM adds the ranks in
- * rank order ((r0 + r1) + r2 ...); STRATA_OP_SUM_TREE adds them pairwise over rank indices,
+ * Reduction operators. Integer mean truncates toward zero. STRATA_OP_SUM (and MEAN) of f32
+ * and f64 add the ranks in an order fixed by the world size W alone: up to 4 ranks in rank
+ * order ((r0 + r1) + r2 ...); from 5, in the order of recursive halving (W = 2^k + r: the
+ * first r pairs (r0 + r1), ..., then the balanced pairwise tree over the 2^k partial sums;
+ * docs/decisions/0035), so that a schedule across processes has log W depth; bf16 and f16
+ * accumulate in f32 in rank order. STRATA_OP_SUM_TREE adds them pairwise over rank indices,
  * ((r0 + r1) + (r2 + r3)) for four (for a count not a power of two: the largest power of two
  * first, the rest as its own tree), so a sum over 2^k ranks is the top of one balanced tree
  * (invariant mode); f32, f64 and integers only.

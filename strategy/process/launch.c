@@ -192,7 +192,7 @@ static void child(int rank, int n, strata_spawn_fn fn, void *arg, void *region, 
 int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, void *ret,
                  size_t ret_bytes, struct strata_spawn_result *res)
 {
-        pid_t pid[STRATA__NET_MAX], parent = getpid();
+        pid_t pid[STRATA__SPAWN_MAX], parent = getpid();
         struct strata_spawn_result r = { .failed_rank = -1 };
         struct sigaction old_actions[NFORWARDED];
         sigset_t stops = forwarded_set(), mask;
@@ -200,10 +200,10 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
         double kill_at = 0.0;
         void *region;
 
-        if (nprocs < 2 || nprocs > STRATA__NET_MAX || !fn || (ret_bytes && !ret))
+        if (nprocs < 2 || nprocs > STRATA__SPAWN_MAX || !fn || (ret_bytes && !ret))
                 return strata__fail(STRATA_EINVAL, "spawn: %d processes (2..%d), a function "
                                                    "and a result buffer when ret_bytes > 0",
-                                    nprocs, STRATA__NET_MAX);
+                                    nprocs, STRATA__SPAWN_MAX);
         if (self.region)
                 return strata__fail(STRATA_EINVAL, "spawn: already in a spawned process");
         if ((live = strata__workers_running()) != 0)

@@ -351,7 +351,7 @@ Test(processes, spawn_bad_input)
         char buf[4];
 
         cr_assert_eq(strata_spawn(1, killed, NULL, 1.0, NULL, 0, NULL), STRATA_EINVAL);
-        cr_assert_eq(strata_spawn(65, killed, NULL, 1.0, NULL, 0, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_spawn(1025, killed, NULL, 1.0, NULL, 0, NULL), STRATA_EINVAL);
         cr_assert_eq(strata_spawn(2, NULL, NULL, 1.0, NULL, 0, NULL), STRATA_EINVAL);
         cr_assert_eq(strata_spawn(2, killed, NULL, 1.0, NULL, 4, NULL), STRATA_EINVAL);
         cr_assert_eq(strata_spawn_return(buf, sizeof(buf)), STRATA_EINVAL);
@@ -393,9 +393,18 @@ Test(processes, comm_plan_config)
         cr_assert_eq(strata_comm_plan_config(&cc, &one), STRATA_OK);
         cc.world_size = 4;
         cr_assert_eq(strata_comm_plan_config(&cc, &two), STRATA_OK);
-        cr_assert_eq(two - one, 64 + (size_t)5 * ((1 << 20) + 64),
-                     "the net transport's state line, then the staging: this process's block "
-                     "and two processes' twice (%zu)", two - one);
+        cr_assert_eq(two - one, 128 + (size_t)64 * 3 * (64 + 7936 + 64) + ((size_t)6 << 20),
+                     "the net transport's state, the link's staging, then 6 MiB: packed data, "
+                     "3 MiB landing (3 peers of a direct step), partial sums, result (%zu)",
+                     two - one);
         cc.world_size = 5; /* not a multiple of the processes' ranks */
         cr_assert_eq(strata_comm_plan_config(&cc, &two), STRATA_EINVAL);
+        /* 16 384 processes of one rank: the same staging, planned, not refused (issue 46). */
+        cc.world_size = 16384;
+        cc.local_size = 1;
+        cr_assert_eq(strata_comm_plan_config(&cc, &two), STRATA_OK);
+        cc.world_size = 1;
+        cr_assert_eq(strata_comm_plan_config(&cc, &one), STRATA_OK);
+        cr_assert_eq(two - one, 128 + (size_t)64 * 3 * (64 + 7936 + 64) + ((size_t)6 << 20));
+        cr_assert_leq(two, (size_t)64 << 20, "staging per process at 16 384 processes");
 }
