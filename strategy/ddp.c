@@ -8,8 +8,8 @@
  * rounded once).
  *
  * Parent: the multi-device parent (strategy/multi.c). ddp overrides CONNECTED (plan the
- * buckets) and its hooks: connect_dev (broadcast after init) and layer_hook (the bucketed
- * all-reduce).
+ * buckets), aligns evaluations on rank 0's running statistics (align), and has two hooks:
+ * connect (broadcast after init) and layer (the bucketed all-reduce).
  */
 #include <string.h>
 
@@ -219,27 +219,24 @@ static int has_running(const struct strata__replica *r)
  * be the one evaluated. With SyncBatchNorm every device's are the same already (decision
  * 0033). Training reads batch statistics only, so no training step changes.
  */
-static int ddp_ready(void *obj, int state, int event, void *arg)
+static int ddp_align(struct strata_runtime *rt, int event)
 {
-        struct strata_runtime *rt = obj;
-
-        (void)state, (void)arg;
         if ((event == STRATA__EV_VALIDATION_STEP || event == STRATA__EV_PREDICT_STEP) &&
             rt->world > 1 && !rt->cfg.strategy.sync_bn && has_running(&rt->replicas[0]))
-                STRATA_TRY(strata__multi_run(rt, share_running_dev));
-        return STRATA__SM_PARENT;
+                return strata__multi_run(rt, share_running_dev);
+        return STRATA_OK;
 }
 
 static const struct strata__sm_state ddp_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_CONNECTED] = { .run = ddp_setup },
-        [STRATA_STATE_READY] = { .run = ddp_ready },
 };
 
 const struct strata__strategy strata__ddp = {
         .name = "ddp",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE,
-        .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout },
+        .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout,
+                 .align = ddp_align },
         .states = ddp_states,
         .hooks = { .connect = init_dev, .layer = layer_hook },
 };

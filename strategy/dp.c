@@ -9,8 +9,9 @@
  * other replica: the update is elementwise, so this is bitwise the master's step, and the
  * next replication finds every replica already holding the master's parameters.
  *
- * Parent: the multi-device parent (strategy/multi.c); dp overrides READY (replicate first)
- * and BACKWARD_DONE (the master's step), and after backward reduces to the master.
+ * Parent: the multi-device parent (strategy/multi.c); dp aligns its replicas before every
+ * batch and evaluation (align: replicate), overrides BACKWARD_DONE (the master's step), and
+ * after backward reduces to the master.
  */
 #include <string.h>
 
@@ -106,15 +107,12 @@ static int callbacks(struct strata_runtime *rt)
 }
 
 /* READY: replicate before every batch and evaluation, then the parent's work. */
-static int dp_ready(void *obj, int state, int event, void *arg)
+static int dp_align(struct strata_runtime *rt, int event)
 {
-        struct strata_runtime *rt = obj;
-
-        (void)state, (void)event, (void)arg;
+        (void)event;
         STRATA_TRY(strata__multi_run(rt, replicate_dev));
         dp_of(rt)->replicas_current = 1;
-        STRATA_TRY(callbacks(rt));
-        return STRATA__SM_PARENT;
+        return callbacks(rt);
 }
 
 /* After backward: the gradients reduced into the master's in device order. */
@@ -212,7 +210,6 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
 }
 
 static const struct strata__sm_state dp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_READY] = { .run = dp_ready },
         [STRATA_STATE_BACKWARD_DONE] = { .run = dp_backward_done },
 };
 
@@ -220,7 +217,7 @@ const struct strata__strategy strata__dp = {
         .name = "dp",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_REPLICATE,
-        .ops = { .validate = dp_validate, .layout = dp_layout },
+        .ops = { .validate = dp_validate, .layout = dp_layout, .align = dp_align },
         .states = dp_states,
         .hooks = { .after_backward = reduce_to_master },
 };

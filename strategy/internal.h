@@ -67,6 +67,12 @@ struct strata__strategy_ops {
         /** Strategies over several processes: join them (setup_environment, first). */
         int (*join)(struct strata_runtime *rt);
         /**
+         * READY: bring the replicas in line before lifecycle @p event (a batch or an
+         * evaluation) is split across them (dp: the master's copy; ddp: rank 0's running
+         * statistics for an evaluation); NULL: nothing.
+         */
+        int (*align)(struct strata_runtime *rt, int event);
+        /**
          * Whether a stop request (strata_request_stop()) ends the run at this step boundary,
          * as every process agrees. NULL: this process's request, at once.
          */

@@ -396,7 +396,11 @@ static int on_ready(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
 
+        int (*align)(struct strata_runtime *, int) = STRATA__INHERITED(rt->strategy, ops.align);
+
         (void)state;
+        if (align)
+                STRATA_TRY(align(rt, event));
         strata__split(rt, ((const struct strata__step_args *)arg)->batch);
         if (event == STRATA__EV_BATCH_START)
                 return strata__multi_post(rt, event, arg, idle_dev, 1);
