@@ -7,9 +7,9 @@
  * cfg.strategy.grad_allreduce bf16 the buckets travel as bf16 (rounded, summed in f32,
  * rounded once).
  *
- * Parent: the multi-device parent (strategy/multi.c). ddp overrides CONNECTED (plan the
- * buckets), aligns evaluations on rank 0's running statistics (align), and has two hooks:
- * connect (broadcast after init) and layer (the bucketed all-reduce).
+ * Parent: the multi-device parent (strategy/multi.c). ddp plans its buckets at setup, aligns
+ * evaluations on rank 0's running statistics (align), and has two hooks: connect (broadcast
+ * after init) and layer (the bucketed all-reduce). It writes no state of its own.
  */
 #include <string.h>
 
@@ -118,19 +118,17 @@ static int tree_buckets(const struct strata_runtime *rt, const struct strata__re
 }
 
 /* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
-static int ddp_setup(void *obj, int state, int event, void *arg)
+static int ddp_setup(struct strata_runtime *rt)
 {
-        struct strata_runtime *rt = obj;
         struct ddp *d = ddp_of(rt);
 
-        (void)state, (void)event, (void)arg;
         d->b.n = 0;
         strata__ddp_bucket_walk(&rt->replicas[0], strata__ddp_bucket_cap(&rt->cfg), add_bucket,
                                 &d->b);
         for (int dev = 0; dev < rt->nreplicas; dev++)
                 strata__chunks_set_defer(rt->replicas[dev].chunks,
                                          tree_buckets(rt, &rt->replicas[dev]));
-        return STRATA__SM_PARENT;
+        return STRATA_OK;
 }
 
 /*
@@ -227,16 +225,11 @@ static int ddp_align(struct strata_runtime *rt, int event)
         return STRATA_OK;
 }
 
-static const struct strata__sm_state ddp_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CONNECTED] = { .run = ddp_setup },
-};
-
 const struct strata__strategy strata__ddp = {
         .name = "ddp",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE,
         .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout,
-                 .align = ddp_align },
-        .states = ddp_states,
+                 .setup = ddp_setup, .align = ddp_align },
         .hooks = { .connect = init_dev, .layer = layer_hook },
 };

@@ -66,6 +66,8 @@ struct strata__strategy_ops {
         int (*processes)(const struct strata_config *c, int *procs);
         /** Strategies over several processes: join them (setup_environment, first). */
         int (*join)(struct strata_runtime *rt);
+        /** setup (CONNECTED), before the devices warm up: plan what the strategy needs. */
+        int (*setup)(struct strata_runtime *rt);
         /**
          * READY: bring the replicas in line before lifecycle @p event (a batch or an
          * evaluation) is split across them (dp: the master's copy; ddp: rank 0's running

@@ -386,7 +386,12 @@ static int on_connect(void *obj, int state, int event, void *arg)
 
 static int on_setup(void *obj, int state, int event, void *arg)
 {
+        struct strata_runtime *rt = obj;
+        int (*setup)(struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.setup);
+
         (void)state;
+        if (setup)
+                STRATA_TRY(setup(rt));
         STRATA_TRY(strata__prepare(obj));
         return strata__multi_post(obj, event, arg, warm_dev, 0);
 }
