@@ -463,7 +463,8 @@ static size_t grads_held(const struct strata__replica *r)
         return strata__shard_grads_held(r->shard);
 }
 
-void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
+void strata__replica_clip_sumsq(struct strata__replica *r, float max_norm, float max_value,
+                                double ss)
 {
         uint64_t t0;
 
@@ -471,9 +472,6 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
                 return;
         t0 = strata__track_begin(r->track, &span_clip, NULL);
         if (max_norm > 0.0f) {
-                const float *g = strata__shard_own_params(r->shard)
-                                         ? strata__shard_layer_grads(r->shard) : r->grads;
-                double ss = r->k->sumsq(g, r->nparam);
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
                 float scale = (float)(max_norm / (sqrt(ss) + 1e-6));
 
@@ -483,6 +481,19 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
         if (max_value > 0.0f)
                 r->k->clamp(r->grads, max_value, grads_held(r));
         strata__track_end(r->track, t0, 0);
+}
+
+void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
+{
+        double ss = 0.0;
+
+        if (max_norm > 0.0f) {
+                const float *g = strata__shard_own_params(r->shard)
+                                         ? strata__shard_layer_grads(r->shard) : r->grads;
+
+                ss = r->k->sumsq(g, r->nparam);
+        }
+        strata__replica_clip_sumsq(r, max_norm, max_value, ss);
 }
 
 int strata__replica_unscale(struct strata__replica *r, float scale)

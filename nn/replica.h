@@ -138,6 +138,14 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value);
 
 /**
+ * strata__replica_clip() given the global sum of squares @p ss of the reduced gradients
+ * (used when @p max_norm > 0): zero2 with own_grads, whose replica holds its shard alone,
+ * has the owners sum it shard after shard.
+ */
+void strata__replica_clip_sumsq(struct strata__replica *r, float max_norm, float max_value,
+                                double ss);
+
+/**
  * Loss scaling: divide the gradients by @p scale unless one is not finite; returns 1 when one
  * is not (the step must be skipped), else 0.
  */

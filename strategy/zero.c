@@ -13,11 +13,13 @@
  * reduce per owner: a reduce-scatter along the shard boundaries, each element summed in rank
  * order as ddp's all-reduce sums it), so a device holds ddp's reduced gradient for its shard
  * only; the rest of its gradient vector keeps its local sums (backward's output and the
- * accumulation buffer). Clipping by norm needs the whole reduced gradient: zero2 then
- * all-gathers the reduced shards after backward, and every device sums the squares of the
- * same bits ddp does. Decision 0026. In invariant mode (decision 0030) both stages take ddp's
- * invariant backward (the chunks' tree gives every device the whole reduced gradient) and
- * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
+ * accumulation buffer). Clipping by norm needs ddp's sum of squares of the whole reduced
+ * gradient: with own_grads the owners continue one running sum shard after shard (the
+ * kernels' sumsq_from); with the whole vector (micro-batches accumulating there) zero2
+ * all-gathers the reduced shards after backward. Decisions 0026, 0036. In invariant mode
+ * (decision 0030) both stages take ddp's invariant backward (the chunks' tree gives every
+ * device the whole reduced gradient) and differ from it only in the sharded optimizer state:
+ * zero2 then keeps whole gradients.
  *
  * Parents: zero1's is the process layer (itself ddp's child): setup_environment first joins
  * the job's other processes, if any; connect also assigns the shards by global rank; its
@@ -147,12 +149,60 @@ static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
         return sync ? bucket_ready : NULL;
 }
 
-/* Clipping by norm needs every reduced shard on every device: ddp's sum of squares. */
+/*
+ * Clipping by norm without own_grads (micro-batches accumulate in the whole vector): every
+ * reduced shard on every device, for ddp's sum of squares of the whole vector.
+ */
 static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        if (rt->cfg.strategy.invariant || !m->args->sync || !(rt->cfg.train.clip_norm > 0.0f))
+        struct strata__replica *r = &rt->replicas[dev];
+
+        if (rt->cfg.strategy.invariant || !m->args->sync || !(rt->cfg.train.clip_norm > 0.0f) ||
+            strata__shard_own_grads(r->shard))
                 return STRATA_OK;
-        return gather_shards(m, &rt->replicas[dev], rt->replicas[dev].grads);
+        return gather_shards(m, r, r->grads);
+}
+
+/*
+ * ddp's sum of squares of the whole reduced gradient (one running double, element order) from
+ * the shards alone: the owner of shard 0 sums its elements, each next owner continues the sum
+ * over its own (sumsq_from) and broadcasts it, so the last broadcast carries the bits of ddp's
+ * sumsq() over the whole vector to every device. Shards past the parameters add nothing.
+ */
+static int shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
+{
+        size_t len = strata__shard_len(r->shard), lo = strata__shard_lo(r->shard);
+
+        *ss = 0.0;
+        for (int g = 0; g < strata__shard_count(r->shard) && (size_t)g * len < r->nparam; g++) {
+                size_t a = (size_t)g * len, n = r->nparam - a < len ? r->nparam - a : len;
+
+                if (a == lo)
+                        *ss = r->k->sumsq_from(*ss, r->grads, n);
+                STRATA_TRY(strata_comm_broadcast(m->dcomm, r->dev, ss, 1, STRATA_F64, g));
+        }
+        return STRATA_OK;
+}
+
+/*
+ * zero2's optimizer_step with own_grads and clipping by norm: zero1's, the norm summed over
+ * the owners' shards (shard_sumsq) instead of a whole gathered vector.
+ */
+static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata__replica *r = &rt->replicas[dev];
+        double ss;
+        int skip;
+
+        if (!strata__shard_own_grads(r->shard) || !(rt->cfg.train.clip_norm > 0.0f))
+                return step_dev(rt, m, dev);
+        STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
+        if (skip)
+                return STRATA_OK;
+        STRATA_TRY(shard_sumsq(m, r, &ss));
+        strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value, ss);
+        strata__replica_step(r, &rt->cfg.optim);
+        return gather_shards(m, r, r->params);
 }
 
 const struct strata__strategy strata__zero1 = {
@@ -170,5 +220,6 @@ const struct strata__strategy strata__zero2 = {
         .parent = &strata__zero1,
         .caps = STRATA__CAP_SHARD_GRADS,
         .drops = STRATA__CAP_ALL_REDUCE,
-        .hooks = { .layer = zero2_layer_hook, .after_backward = zero2_after_backward },
+        .hooks = { .layer = zero2_layer_hook, .after_backward = zero2_after_backward,
+                   .step = zero2_step },
 };

@@ -372,13 +372,17 @@ static void cpu_update(const struct strata_update *u, float *p, float *g, float 
         cpu_update_range(u, p, g, state, n, 0, n);
 }
 
+/* One running sum in element order: a sum continued from s has the whole vector's bits. */
+static double cpu_sumsq_from(double s, const float *x, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                s += (double)x[i] * x[i];
+        return s;
+}
+
 static double cpu_sumsq(const float *x, size_t n)
 {
-        double ss = 0.0;
-
-        for (size_t i = 0; i < n; i++)
-                ss += (double)x[i] * x[i];
-        return ss;
+        return cpu_sumsq_from(0.0, x, n);
 }
 
 STRATA_SIMD static void cpu_scale(float *x, float s, size_t n)
@@ -445,6 +449,7 @@ static void cpu_add(float *dst, const float *src, size_t n)
                 .update = cpu_update,                                                              \
                 .update_range = cpu_update_range,                                                  \
                 .sumsq = cpu_sumsq,                                                                \
+                .sumsq_from = cpu_sumsq_from,                                                      \
                 .scale = cpu_scale,                                                                \
                 .clamp = cpu_clamp,                                                                \
                 .nonfinite = strata__nonfinite,                                                    \

@@ -216,6 +216,13 @@ struct strata_kernel_ops {
                              size_t n, size_t lo, size_t hi);
         /** Sum of squares of n floats, in double (waits for the device). */
         double (*sumsq)(const float *x, size_t n);
+        /**
+         * Optional: sumsq() continued from @p s over n more floats, so that
+         * sumsq_from(sumsq(x, m), x + m, n) has the bits of sumsq(x, m + n) (sumsq() is
+         * sumsq_from() from 0). zero2 then sums the squares of the gradient shard by shard,
+         * owner after owner, without the whole vector. NULL: zero2 gathers it to clip.
+         */
+        double (*sumsq_from)(double s, const float *x, size_t n);
         /** x *= s. */
         void (*scale)(float *x, float s, size_t n);
         /** x = min(max(x, -v), v). */

@@ -29,18 +29,22 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
  * What a replica shards besides the optimizer state: under fsdp the parameters and reduced
  * gradients, and layers' gradients go to a whole local vector where micro-batches accumulate
  * there or clipping by norm gathers every shard's reduced gradients into it; under zero2 the
- * reduced gradients, where the replica finds it smaller, unless micro-batches accumulate or
- * clipping by norm needs every reduced gradient.
+ * reduced gradients, where the replica finds it smaller, unless micro-batches accumulate (each
+ * device's local sum of every element is ddp's operand: decision 0036) or clipping by norm
+ * needs every reduced gradient (kernels without sumsq_from, which sums it shard by shard).
  */
-static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st)
+static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st,
+                          const struct strata_device_ops *drv)
 {
+        int clip = c->train.clip_norm > 0.0f;
+
         if ((strata__caps(st) & STRATA__CAP_SHARD_GRADS) && c->train.accumulate <= 1 &&
             /* invariant: every device gets the whole gradient */
-            !(c->train.clip_norm > 0.0f) && !c->strategy.invariant)
+            !(clip && !drv->kernels->sumsq_from) && !c->strategy.invariant)
                 return STRATA__SHARD_GRADS;
         if (!(strata__caps(st) & STRATA__CAP_SHARD_PARAMS))
                 return 0;
-        if (c->train.accumulate > 1 || c->train.clip_norm > 0.0f)
+        if (c->train.accumulate > 1 || clip)
                 return STRATA__SHARD_PARAMS | STRATA__SHARD_WHOLE_GRADS;
         return STRATA__SHARD_PARAMS;
 }
@@ -81,7 +85,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         rp = (struct strata__replica_plan){ .model = c->model, .optim = &c->optim,
                                             .rows_max = rows, .compute = compute,
                                             .grad_comm = c->strategy.grad_allreduce,
-                                            .shards = shards, .how = shard_how(c, st),
+                                            .shards = shards, .how = shard_how(c, st, drv),
                                             .chunks = strata__chunks(c) ? &cp : NULL };
         STRATA_TRY(strata__replica_layout(&tmp, &mem, &rp, &sz));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */

@@ -94,9 +94,10 @@ Test(zero_plan, zero2_refuses_bf16_all_reduce)
  * fewer floats than the whole vector: a model of layers of similar size, 256-256-256-256-10
  * (3 * 65792 + 2570 = 199946 parameters, the largest layer 65792), with AdamW. Then the
  * device's model states are ZeRO-2's 4Ψ + (4Ψ + 8Ψ)/N plus that layer buffer, and the plan
- * says so to the byte; with accumulation or clipping by norm, which need the whole vector,
- * and for the default model, where the first layer holds 85% of the parameters, zero2 plans
- * as zero1.
+ * says so to the byte, with clipping by norm too (the owners sum the squares shard after
+ * shard); with accumulation, which needs every device's local sum of every element (decision
+ * 0036), and for the default model, where the first layer holds 85% of the parameters, zero2
+ * plans as zero1.
  */
 #define DEEP_PSI 199946u
 #define DEEP_LMAX 65792u
@@ -139,15 +140,68 @@ Test(zero_plan, zero2_shards_gradients_where_smaller)
                 cr_assert_eq(z1.per_device - (line_up(4 * npad) * 2 + line_up(8 * len)),
                              z2.per_device - states - line_up(4 * DEEP_LMAX),
                              "the rest (activations, staging) is zero1's");
-                /* accumulation and clipping by norm keep the whole vector */
+                /* clipping by norm keeps the shard alone; accumulation the whole vector */
+                cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, n, 1, 1.0f).per_device,
+                             z2.per_device);
                 cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, n, 2, 0.0f).per_device,
                              deep_plan(STRATA_STRATEGY_ZERO1, n, 2, 0.0f).per_device);
-                cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, n, 1, 1.0f).per_device,
-                             deep_plan(STRATA_STRATEGY_ZERO1, n, 1, 1.0f).per_device);
+                cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, n, 2, 1.0f).per_device,
+                             deep_plan(STRATA_STRATEGY_ZERO1, n, 2, 1.0f).per_device);
         }
         /* one device: no shards; the default model: the layer buffer would cost more */
         cr_assert_eq(deep_plan(STRATA_STRATEGY_ZERO2, 1, 1, 0.0f).per_device,
                      deep_plan(STRATA_STRATEGY_ZERO1, 1, 1, 0.0f).per_device);
         cr_assert_eq(plan(STRATA_STRATEGY_ZERO2, 4).per_device,
                      plan(STRATA_STRATEGY_ZERO1, 4).per_device);
+}
+
+/*
+ * Issue 46's model, 784-512-512-512-512-10 (1195018 parameters, the largest layer 401920),
+ * AdamW, 4 devices, --clip-norm 1: zero2 holds one shard of the reduced gradients and the
+ * largest layer's gradients instead of the whole vector, ZeRO-2's figure to the byte; with
+ * --accumulate 2 as well it plans as zero1 (decision 0036).
+ */
+#define WIDE_PSI 1195018u
+#define WIDE_LMAX 401920u
+
+static struct strata_plan_info wide_plan(enum strata_strategy_kind kind, int accumulate,
+                                         float clip_norm)
+{
+        struct strata_module mods[9];
+        struct strata_model m = { .in_features = 784, .nmodules = 9, .modules = mods };
+        struct strata_config c = rig_default_mlp(kind, 4);
+        struct strata_plan_info pl;
+
+        for (int i = 0; i < 9; i++)
+                mods[i] = (struct strata_module){ .ops = i % 2 ? &strata_relu : &strata_linear,
+                                                  .out = i == 8 ? 10 : 512 };
+        c.model = &m;
+        c.train.accumulate = accumulate;
+        c.train.clip_norm = clip_norm;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
+        return pl;
+}
+
+Test(zero_plan, zero2_shards_gradients_with_clipping)
+{
+        struct strata_plan_info d = wide_plan(STRATA_STRATEGY_DDP, 1, 1.0f);
+        struct strata_plan_info z1 = wide_plan(STRATA_STRATEGY_ZERO1, 1, 1.0f);
+        struct strata_plan_info z2 = wide_plan(STRATA_STRATEGY_ZERO2, 1, 1.0f);
+        struct strata_plan_info a1 = wide_plan(STRATA_STRATEGY_ZERO1, 2, 1.0f);
+        struct strata_plan_info a2 = wide_plan(STRATA_STRATEGY_ZERO2, 2, 1.0f);
+        size_t len = z2.shard_params, npad = 4 * len;
+
+        cr_log_info("4 devices, --clip-norm 1: ddp %zu, zero1 %zu, zero2 %zu bytes per device; "
+                    "with --accumulate 2: zero1 %zu, zero2 %zu", d.per_device, z1.per_device,
+                    z2.per_device, a1.per_device, a2.per_device);
+        cr_assert_eq(z2.params, WIDE_PSI);
+        cr_assert_eq(len, 298768u, "ceil(1195018 / 4) = 298755, up to 16 floats");
+        cr_assert_eq(z2.layer_bytes, 4u * WIDE_LMAX, "the largest layer's gradients");
+        /* the whole gradient vector becomes one shard and the largest layer's gradients */
+        cr_assert_eq(z1.per_device - z2.per_device,
+                     line_up(4 * npad) - line_up(4 * len) - line_up(4 * WIDE_LMAX),
+                     "zero2 %zu, zero1 %zu", z2.per_device, z1.per_device);
+        cr_assert_eq(wide_plan(STRATA_STRATEGY_ZERO2, 1, 0.0f).per_device, z2.per_device,
+                     "clipping by norm costs zero2 nothing");
+        cr_assert_eq(a2.per_device, a1.per_device, "accumulation: the whole local vector");
 }
