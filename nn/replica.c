@@ -289,7 +289,7 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
 void strata__replica_warm_up(const struct strata__replica *r)
 {
         if (r->drv->warm_up)
-                r->drv->warm_up();
+                r->drv->warm_up(r->scratch);
 }
 
 /* What a replica's passes show on its device's trace track. */

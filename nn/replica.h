@@ -48,6 +48,7 @@ struct strata__replica {
         void *lp_scratch;          /* mixed precision: the GEMM scratch (NULL in fp32) */
         size_t lp_elems, lp_dim;   /* what it was sized for */
         struct strata__track *track; /* this device's track (kernel/trace.h), or NULL */
+        void *scratch;             /* the driver's scratch for this device (plan.c), or NULL */
         struct strata_arena arena;
         struct strata_chunks *chunks; /* invariant mode, else NULL */
 };

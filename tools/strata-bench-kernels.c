@@ -172,7 +172,7 @@ static void bench_model(const char *spec, int reps, const double *peaks, int hav
         char model[128];
         int batch = 128, ns;
         double flops = 0.0, *t = calloc((size_t)reps, sizeof(double));
-        void *scratch = NULL;
+        void *scratch = NULL, *pack;
         size_t elems = 0, dim = 0;
         const char *colon = strchr(spec, ':');
 
@@ -198,7 +198,9 @@ static void bench_model(const char *spec, int reps, const double *peaks, int hav
                 if (strata__cpu_driver_for(set[j], &d[j]) != STRATA_OK ||
                     d[j]->prepare(1) != STRATA_OK)
                         d[j] = NULL;
-        strata__cpu_driver.warm_up();
+        /* the packing buffer a runtime's plan carves per device */
+        pack = aligned_alloc(64, (strata__cpu_driver.scratch_bytes() + 63) / 64 * 64);
+        strata__cpu_driver.warm_up(pack);
         if (have_bf16 && d[2] && d[2]->kernels->prepare_lp(STRATA_BF16) == STRATA_OK)
                 scratch = aligned_alloc(64, (d[2]->kernels->gemm_lp_bytes(STRATA_BF16, elems,
                                                                           dim) + 63) / 64 * 64);
@@ -231,6 +233,8 @@ static void bench_model(const char *spec, int reps, const double *peaks, int hav
         printf("\n");
         for (int i = 0; i < ns; i++)
                 free(sh[i].a), free(sh[i].b), free(sh[i].c);
+        strata__cpu_driver.forget(pack);
+        free(pack);
         free(scratch);
         free(t);
 }

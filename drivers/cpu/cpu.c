@@ -34,7 +34,8 @@ static int cpu_probe(const char **why)
         }                                                                                          \
         static int fn##_prepare(int devices)                                                       \
         {                                                                                          \
-                return strata__sgemm_prepare(set, devices);                                        \
+                (void)devices;                                                                     \
+                return strata__sgemm_prepare(set);                                                 \
         }
 CPU_GEMM(gemm_native, STRATA_KERNELS_NATIVE)
 CPU_GEMM(gemm_portable, STRATA_KERNELS_PORTABLE)
@@ -409,10 +410,15 @@ static const void *cpu_view(void *stage, const void *src, size_t bytes)
         return src;
 }
 
-/* A device's thread takes its GEMM packing buffer before the arenas seal. */
-static void cpu_warm_up(void)
+/* A device's thread takes its GEMM packing buffer (the plan's) before the arenas seal. */
+static void cpu_warm_up(void *scratch)
 {
-        strata__sgemm_warm_up();
+        strata__sgemm_use(scratch);
+}
+
+static size_t cpu_scratch_bytes(void)
+{
+        return strata__sgemm_scratch_bytes();
 }
 
 /* dst += src with the communicator's reduction of two buffers (arch/reduce.c), its bits. */
@@ -467,22 +473,25 @@ CPU_KERNELS(kernels_portable, gemm_portable);
 CPU_KERNELS(kernels_avx512, gemm_avx512);
 CPU_KERNELS(kernels_scalar, gemm_scalar);
 
-#define CPU_DRIVER(var, kern, prep)                                                                \
+/* scratch: the packing buffer's size per device (the scalar set packs nothing: NULL). */
+#define CPU_DRIVER(var, kern, prep, scratch)                                                       \
         const struct strata_device_ops var = {                                                     \
                 .name = "cpu",                                                                     \
                 .probe = cpu_probe,                                                                \
                 .kernels = &kern,                                                                  \
                 .prepare = prep,                                                                   \
+                .scratch_bytes = scratch,                                                          \
                 .warm_up = cpu_warm_up,                                                            \
+                .forget = strata__sgemm_forget,                                                    \
                 .to_device = cpu_memcpy,                                                           \
                 .to_host = cpu_memcpy,                                                             \
                 .device_view = cpu_view,                                                           \
                 .host_view = cpu_view,                                                             \
         }
-CPU_DRIVER(strata__cpu_driver, kernels_native, gemm_native_prepare);
-static CPU_DRIVER(cpu_portable, kernels_portable, gemm_portable_prepare);
-static CPU_DRIVER(cpu_avx512, kernels_avx512, gemm_avx512_prepare);
-static CPU_DRIVER(cpu_scalar, kernels_scalar, gemm_scalar_prepare);
+CPU_DRIVER(strata__cpu_driver, kernels_native, gemm_native_prepare, cpu_scratch_bytes);
+static CPU_DRIVER(cpu_portable, kernels_portable, gemm_portable_prepare, cpu_scratch_bytes);
+static CPU_DRIVER(cpu_avx512, kernels_avx512, gemm_avx512_prepare, cpu_scratch_bytes);
+static CPU_DRIVER(cpu_scalar, kernels_scalar, gemm_scalar_prepare, NULL);
 
 int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_ops **out)
 {
@@ -497,7 +506,7 @@ int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_o
                 return strata__fail(STRATA_EINVAL, "device.kernels %d is not a kernel set "
                                     "(0 native, 1 portable, 2 avx512, 3 scalar)", (int)set);
         if (!strata__sgemm_name(set))
-                return strata__sgemm_prepare(set, 0);
+                return strata__sgemm_prepare(set);
         *out = by_set[set];
         return STRATA_OK;
 }

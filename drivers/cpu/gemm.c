@@ -18,16 +18,18 @@
  * row and column only, not on m, n, where its tile falls or the instruction set: every set,
  * the scalar one included, gives the same bits.
  *
- * Packing buffers: a fixed-size slot per thread, mapped when the driver prepares and claimed
- * by each device's thread at warm-up (given back when the thread ends), so concurrent
- * callers never share one and no call maps or allocates.
+ * Packing buffers: one fixed-size buffer per device (strata__sgemm_scratch_bytes()), carved
+ * from the runtime's plan and registered by the device's thread at warm-up; this file maps
+ * nothing. A registration is valid until the runtime forgets the buffer at teardown (a
+ * generation number per registration, checked at each call), so a thread never packs into a
+ * torn-down runtime's memory. A thread with no valid buffer runs the scalar set: the same
+ * bits, slower.
  */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <libxsmm.h>
 
@@ -50,7 +52,7 @@
 #define LDT_MAX (BM + 16)
 #define SLOT_FLOATS ((size_t)KC * (NC + MC) + (size_t)LDT_MAX * BN)
 #define SLOT_BYTES (SLOT_FLOATS * sizeof(float))
-#define MAX_SLOTS 256
+#define MAX_BUFS 256 /* buffers registered at once, all runtimes together */
 
 typedef libxsmm_smmfunction_reducebatch_strd kernel_fn;
 
@@ -66,59 +68,24 @@ static int have_avx2;           /* AVX2 and FMA: the packing's transposes, the a
 static int have_avx512;         /* the native set is libxsmm's AVX-512 */
 static pthread_once_t compiled = PTHREAD_ONCE_INIT;
 
-/* ---- packing slots ---- */
+/* ---- packing buffers (the plan's, registered per thread) ---- */
 
-static float *slots[MAX_SLOTS];
-static atomic_int busy[MAX_SLOTS];
-static atomic_int nslots;
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t slot_key;
+/* A registered buffer: its address and the generation its threads hold (0: free). */
+static struct {
+        void *buf;
+        _Atomic uint64_t gen;
+} bufs[MAX_BUFS];
+static uint64_t last_gen; /* under reg_lock */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local float *mine;
+static _Thread_local int mine_i;
+static _Thread_local uint64_t mine_gen;
 
-static void give_back(void *v)
-{
-        atomic_store(&busy[(intptr_t)v - 1], 0);
-}
-
-/* Map one more slot (at init); its index, or -1. */
-static int map_slot(void)
-{
-        int i = -1;
-        void *p;
-
-        pthread_mutex_lock(&map_lock);
-        if (atomic_load(&nslots) < MAX_SLOTS) {
-                p = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-                if (p != MAP_FAILED) {
-                        i = atomic_load(&nslots);
-                        slots[i] = p;
-                        atomic_store(&nslots, i + 1);
-                }
-        }
-        pthread_mutex_unlock(&map_lock);
-        return i;
-}
-
-/* The calling thread's slot: its own, a free one, or a new one (NULL: none to be had). */
+/* The calling thread's buffer while its registration holds, else NULL. */
 static float *claim(void)
 {
-        int n, expect;
-
-        if (mine)
+        if (mine && atomic_load_explicit(&bufs[mine_i].gen, memory_order_acquire) == mine_gen)
                 return mine;
-        for (int pass = 0; pass < 2; pass++) {
-                n = atomic_load(&nslots);
-                for (int i = 0; i < n; i++) {
-                        expect = 0;
-                        if (atomic_compare_exchange_strong(&busy[i], &expect, 1)) {
-                                pthread_setspecific(slot_key, (void *)(intptr_t)(i + 1));
-                                return mine = slots[i];
-                        }
-                }
-                if (map_slot() < 0)
-                        break;
-        }
         return NULL;
 }
 
@@ -162,7 +129,6 @@ static void compile(void)
 
         __builtin_cpu_init();
         have_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        pthread_key_create(&slot_key, give_back);
         sets[STRATA_KERNELS_NATIVE].name = sets[STRATA_KERNELS_PORTABLE].name = "strata:scalar";
         sets[STRATA_KERNELS_NATIVE].ldt = sets[STRATA_KERNELS_PORTABLE].ldt = BM;
         if (!have_avx2)
@@ -427,10 +393,8 @@ void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
 
 /* ---- set-up and names ---- */
 
-int strata__sgemm_prepare(enum strata_kernels set, int threads)
+int strata__sgemm_prepare(enum strata_kernels set)
 {
-        int n, free_slots = 0;
-
         pthread_once(&compiled, compile);
         if (set == STRATA_KERNELS_AVX512 && !have_avx512)
                 return strata__fail(STRATA_ENOTSUP, "cpu: the avx512 kernel set was asked for "
@@ -440,19 +404,44 @@ int strata__sgemm_prepare(enum strata_kernels set, int threads)
                 return strata__fail(STRATA_ENOTSUP, "cpu: the avx2 (portable) kernel set needs "
                                     "AVX2 and FMA, which this CPU does not have%s",
                                     have_avx2 ? " (libxsmm generated no AVX2 kernel)" : "");
-        n = atomic_load(&nslots);
-        for (int i = 0; i < n; i++)
-                free_slots += !atomic_load(&busy[i]);
-        for (; free_slots < threads; free_slots++)
-                if (map_slot() < 0)
-                        return strata__fail(STRATA_ESYS, "cpu: could not map a %zu-byte GEMM "
-                                            "packing buffer per device", (size_t)SLOT_BYTES);
         return STRATA_OK;
 }
 
-void strata__sgemm_warm_up(void)
+void strata__sgemm_use(void *buf)
 {
-        (void)claim();
+        int i, fresh = -1;
+
+        mine = NULL;
+        if (!buf)
+                return;
+        pthread_mutex_lock(&reg_lock);
+        for (i = 0; i < MAX_BUFS && bufs[i].buf != buf; i++)
+                if (fresh < 0 && !bufs[i].buf)
+                        fresh = i;
+        if (i == MAX_BUFS && fresh >= 0) { /* a new buffer: a new generation */
+                i = fresh;
+                bufs[i].buf = buf;
+                atomic_store_explicit(&bufs[i].gen, ++last_gen, memory_order_release);
+        }
+        if (i < MAX_BUFS) { /* else none free: this thread runs the scalar set */
+                mine = buf;
+                mine_i = i;
+                mine_gen = atomic_load_explicit(&bufs[i].gen, memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&reg_lock);
+}
+
+void strata__sgemm_forget(void *buf)
+{
+        if (!buf)
+                return;
+        pthread_mutex_lock(&reg_lock);
+        for (int i = 0; i < MAX_BUFS; i++)
+                if (bufs[i].buf == buf) {
+                        atomic_store_explicit(&bufs[i].gen, 0, memory_order_release);
+                        bufs[i].buf = NULL;
+                }
+        pthread_mutex_unlock(&reg_lock);
 }
 
 const char *strata__sgemm_name(enum strata_kernels set)
@@ -469,7 +458,8 @@ const char *strata__sgemm_name(enum strata_kernels set)
         }
 }
 
-size_t strata__sgemm_slot_bytes(void)
+/* Whole pages: the plan's page-aligned parts after it keep their padding. */
+size_t strata__sgemm_scratch_bytes(void)
 {
-        return SLOT_BYTES;
+        return (SLOT_BYTES + 4095) / 4096 * 4096;
 }

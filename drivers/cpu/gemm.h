@@ -26,20 +26,24 @@ struct strata__sgemm {
 void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g);
 
 /**
- * @brief Compile the kernel sets (once per process) and map packing buffers so that
- *        @p threads more threads find one each.
- * @retval STRATA_OK, STRATA_ENOTSUP (@p set cannot run on this CPU: the message says why),
- *         STRATA_ESYS (no buffer could be mapped).
+ * @brief Compile the kernel sets (once per process) and check that @p set runs here.
+ * @retval STRATA_OK, STRATA_ENOTSUP (@p set cannot run on this CPU: the message says why).
  */
-int strata__sgemm_prepare(enum strata_kernels set, int threads);
+int strata__sgemm_prepare(enum strata_kernels set);
 
-/** @brief Claim the calling thread's packing buffer (a device's thread, before it computes). */
-void strata__sgemm_warm_up(void);
+/**
+ * @brief Make @p buf (strata__sgemm_scratch_bytes() bytes, 64-byte aligned; NULL: none) the
+ *        calling thread's packing buffer until strata__sgemm_forget(@p buf).
+ */
+void strata__sgemm_use(void *buf);
+
+/** @brief No thread packs into @p buf any more (those that used it run the scalar set). */
+void strata__sgemm_forget(void *buf);
 
 /** @brief "libxsmm:avx512", "libxsmm:avx2", "strata:scalar"; NULL: @p set cannot run here. */
 const char *strata__sgemm_name(enum strata_kernels set);
 
-/** @brief Bytes of one thread's packing buffer. */
-size_t strata__sgemm_slot_bytes(void);
+/** @brief Bytes of one thread's packing buffer (the CPU driver's scratch per device). */
+size_t strata__sgemm_scratch_bytes(void);
 
 #endif /* STRATA_DRIVERS_CPU_GEMM_H */

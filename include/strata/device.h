@@ -313,16 +313,29 @@ struct strata_device_ops {
         /** Optional: give back what reserve() took (teardown). */
         void (*unreserve)(int ordinal, void *dev, void *host);
         /**
-         * Optional: before the arenas seal, make the driver's own per-thread resources ready
-         * for @p devices threads computing at once (CPU: one OpenBLAS buffer slot each), so
-         * nothing is mapped or looked up during training.
+         * Optional: before the arenas seal, make the driver ready for @p devices threads
+         * computing at once (CPU: its GEMM kernels compiled), so nothing is mapped or looked
+         * up during training.
          */
         int (*prepare)(int devices);
         /**
-         * Optional: once on each device's worker thread before the arenas seal (the first
-         * GEMM on a thread may set up BLAS internals).
+         * Optional: the bytes of scratch memory the driver needs per device, carved by the
+         * runtime's plan (counted in strata_plan()'s per-device bytes) and handed to warm_up()
+         * (CPU: the f32 GEMM's packing buffer). NULL: none. The same on every call.
          */
-        void (*warm_up)(void);
+        size_t (*scratch_bytes)(void);
+        /**
+         * Optional: once on each device's worker thread before the arenas seal, with that
+         * device's @p scratch (scratch_bytes() bytes, 64-byte aligned; NULL where there are
+         * none): the calling thread's own until forget() (the first GEMM on a thread may set
+         * up kernel internals).
+         */
+        void (*warm_up)(void *scratch);
+        /**
+         * Optional: at teardown, after the devices stopped: no thread uses @p scratch (a
+         * warm_up() buffer) any more, so its memory may go.
+         */
+        void (*forget)(void *scratch);
         /** Optional: make @p ordinal the calling thread's device (its worker, before work). */
         int (*bind)(int ordinal);
         /** Copy @p bytes host -> device (the CPU's: a memory copy). */

@@ -49,6 +49,20 @@ static unsigned shard_how(const struct strata_config *c, const struct strata__st
         return STRATA__SHARD_PARAMS;
 }
 
+/*
+ * The driver's scratch for one device (drv->scratch_bytes(): the CPU's GEMM packing buffer),
+ * first in the device's arena (whole lines: the replica after it pads as without it), so
+ * strata_plan()'s per-device bytes count it.
+ */
+static int driver_scratch(const struct strata_device_ops *drv, struct strata_arena *a,
+                          void **out)
+{
+        size_t n = drv->scratch_bytes ? drv->scratch_bytes() : 0;
+
+        *out = NULL;
+        return n ? strata_arena_alloc(a, n, STRATA_ALIGN_CACHELINE, out) : STRATA_OK;
+}
+
 /* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
@@ -87,6 +101,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                             .grad_comm = c->strategy.grad_allreduce,
                                             .shards = shards, .how = shard_how(c, st, drv),
                                             .chunks = strata__chunks(c) ? &cp : NULL };
+        STRATA_TRY(driver_scratch(drv, &plan, &p));
         STRATA_TRY(strata__replica_layout(&tmp, &mem, &rp, &sz));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
@@ -121,7 +136,9 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                         mem.pinned = &pin;
                 }
                 rp.dev = d;
+                STRATA_TRY(driver_scratch(drv, &child, &p));
                 STRATA_TRY(strata__replica_layout(r, &mem, &rp, NULL));
+                r->scratch = p;
                 r->arena = child;
         }
         STRATA_TRY(strata__trace_layout(a, c->strategy.devices,

@@ -53,6 +53,13 @@ static int live_has(const struct strata_runtime *rt)
         return 0;
 }
 
+/* No thread uses the devices' driver scratch any more (it goes with the region). */
+static void forget_scratch(const struct strata_runtime *rt)
+{
+        for (int d = 0; d < rt->nreplicas && rt->dev->forget; d++)
+                rt->dev->forget(rt->replicas[d].scratch);
+}
+
 int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 {
         const struct strata__strategy *st;
@@ -109,8 +116,11 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 fail:
         if (rt && rt->sm.table)
                 (void)strata__sm_dispatch(&rt->sm, STRATA__EV_TEARDOWN, NULL);
-        if (rt)
+        if (rt) {
                 strata__trace_discard(rt->trace);
+                rt->dev = dev;
+                forget_scratch(rt);
+        }
         strata__unreserve(dev, &rg, cfg->strategy.devices);
 fail_region:
         if (!cfg->memory)
@@ -147,6 +157,7 @@ int strata_teardown(struct strata_runtime *rt)
         if (rc != STRATA_OK)
                 return rc;
         live_remove(rt); /* from here on every call on rt is refused */
+        forget_scratch(rt);
         /* The devices have stopped recording, unless one was abandoned. */
         rc = strata__trace_close(rt->trace, !rt->abandoned);
         if (rt->abandoned) /* a stuck device may still touch all of it: nothing is released */

@@ -30,12 +30,26 @@ static int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit)
         return __get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3]) && ((r[reg] >> bit) & 1);
 }
 
+/* A packing buffer of the driver's scratch size, as a runtime's plan carves one per device. */
+static void *scratch_buffer(void)
+{
+        size_t n = strata__cpu_driver.scratch_bytes();
+
+        return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
+/* The set's kernels, the calling thread warmed up with a buffer as a device's thread is. */
 static const struct strata_kernel_ops *kernels(enum strata_kernels set)
 {
+        static _Thread_local void *buf;
         const struct strata_device_ops *d;
 
         if (strata__cpu_driver_for(set, &d) != STRATA_OK || d->prepare(1) != STRATA_OK)
                 return NULL;
+        if (!buf)
+                buf = scratch_buffer();
+        cr_assert_not_null(buf);
+        strata__cpu_driver.warm_up(buf);
         return d->kernels;
 }
 
@@ -255,8 +269,10 @@ static void *conc_run(void *arg)
         struct worker *w = arg;
         struct gemm_case g;
 
+        void *buf = w->warm ? scratch_buffer() : NULL;
+
         if (w->warm)
-                strata__cpu_driver.warm_up();
+                strata__cpu_driver.warm_up(buf);
         make_case(&g, conc_shape, 3);
         pthread_barrier_wait(&conc_bar);
         for (int it = 0; it < 20; it++) {
@@ -266,6 +282,8 @@ static void *conc_run(void *arg)
                 free(c);
         }
         free_case(&g);
+        strata__cpu_driver.forget(buf);
+        free(buf);
         return NULL;
 }
 

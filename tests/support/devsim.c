@@ -147,6 +147,8 @@ static void build(void)
         sim.name = "devsim";
         sim.kernels = &sim_kernels;
         sim.warm_up = NULL;
+        sim.scratch_bytes = NULL; /* its threads run the CPU's scalar GEMM path: the same bits */
+        sim.forget = NULL;
         sim.device_view = sim_device_view;
         sim.host_view = sim_host_view;
         sim.reserve = sim_reserve;
