@@ -464,8 +464,9 @@ static const struct strata__sm_state multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
 };
 
-int strata__multi_collective(struct strata_runtime *rt, const struct strata_coll *op,
-                             void *const *bufs, const void *const *send)
+/* The Strategy API's collectives on every device's thread (inline on one device). */
+static int multi_collective(struct strata_runtime *rt, const struct strata_coll *op,
+                            void *const *bufs, const void *const *send)
 {
         struct strata__multi *m = strata__multi(rt);
 
@@ -486,6 +487,6 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
 }
 
 const struct strata__strategy strata__multi_parent = {
-        .ops = { .collective = strata__multi_collective },
+        .ops = { .collective = multi_collective },
         .states = multi_states,
 };

@@ -141,10 +141,6 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
  */
 int strata__reduce_layer(void *h, struct strata__replica *r, int layer);
 
-/** The Strategy API's collectives on every device's thread (inline on one device). */
-int strata__multi_collective(struct strata_runtime *rt, const struct strata_coll *op,
-                             void *const *bufs, const void *const *send);
-
 /** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                          struct strata_arena *a, struct strata__multi *m);

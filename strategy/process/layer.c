@@ -77,8 +77,9 @@ static int layout(const struct strata_config *c, const struct strata_device_ops 
         return STRATA_OK;
 }
 
-int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, void **priv)
+/* The layout of a strategy over processes: ddp's, then the process layer's state. */
+static int procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
+                        struct strata_arena *a, void **priv)
 {
         return layout(c, drv, a, priv, 0);
 }
@@ -234,7 +235,12 @@ static int agree_batch(struct strata_runtime *rt, int *status, int rows)
         return STRATA_OK;
 }
 
-int strata__procs_stop_due(const struct strata_runtime *rt)
+/*
+ * A stop request counts once every process has seen it, at the last step's exchange (the
+ * step's metrics), so all stop at the same step boundary; strata_clear_stop() on every process
+ * forgets it.
+ */
+static int procs_stop_due(const struct strata_runtime *rt)
 {
         if (!strata__multi(rt)->peers)
                 return strata_stop_requested(); /* one process */
@@ -410,7 +416,7 @@ static const struct strata__sm_state procs_states[STRATA_STATE_COUNT] = {
 
 const struct strata__strategy strata__procs = {
         .parent = &strata__ddp,
-        .ops = { .validate = procs_validate, .layout = strata__procs_layout,
-                 .stop_due = strata__procs_stop_due, .agree = agree_batch },
+        .ops = { .validate = procs_validate, .layout = procs_layout,
+                 .stop_due = procs_stop_due, .agree = agree_batch },
         .states = procs_states,
 };

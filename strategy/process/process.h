@@ -18,10 +18,6 @@
  */
 extern const struct strata__strategy strata__procs;
 
-/** The layout of a strategy over processes: ddp's, then the process layer's state. */
-int strata__procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                         struct strata_arena *a, void **priv);
-
 /**
  * The layout of a sharded strategy over processes: the process layer's, and a buffer for the
  * checkpoint pieces that cross to process 0 (strata__procs_to_zero()).
@@ -71,13 +67,6 @@ int strata__procs_join_mpi(struct strata_runtime *rt);
  * nothing alone, the spawn link in a process strata_spawn() started, the MPI link otherwise.
  */
 int strata__procs_join_job(struct strata_runtime *rt);
-
-/**
- * A strategy over processes' stop_due: a stop request counts once every process has seen it,
- * at the last step's exchange (the step's metrics), so all stop at the same step boundary;
- * strata_clear_stop() on every process forgets it.
- */
-int strata__procs_stop_due(const struct strata_runtime *rt);
 
 /** In a process strata_spawn() started: its region, rank and size (region NULL elsewhere). */
 const struct strata__procs_where *strata__spawned(void);
