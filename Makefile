@@ -199,14 +199,17 @@ $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
 	$(Q)$(MPICC) -O3 -o $@ $<
 
 # Strata across processes against the same MPI_Allreduce, in one program (mpicc + the library).
-$(BUILD)/bin/strata-bench-procs: tools/mpi/strata-bench-procs.c $(BUILD)/libstrata.a $(MPI_PLUGIN)
+$(BUILD)/bin/strata-bench-procs: tools/mpi/strata-bench-procs.c tools/timing.c $(BUILD)/libstrata.a \
+                                  $(MPI_PLUGIN)
 	@mkdir -p $(dir $@)
-	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -o $@ $< $(BUILD)/libstrata.a $(LIBS)
+	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -I. -o $@ $< tools/timing.c $(BUILD)/libstrata.a $(LIBS)
 
 # The schedule's time and MPI messages per all_reduce (its MPI_Isend wraps the link's: exported).
-$(BUILD)/bin/strata-bench-sched: tools/mpi/strata-bench-sched.c $(BUILD)/libstrata.a $(MPI_PLUGIN)
+$(BUILD)/bin/strata-bench-sched: tools/mpi/strata-bench-sched.c tools/timing.c $(BUILD)/libstrata.a \
+                                  $(MPI_PLUGIN)
 	@mkdir -p $(dir $@)
-	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -rdynamic -o $@ $< $(BUILD)/libstrata.a $(LIBS)
+	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -I. -rdynamic -o $@ $< tools/timing.c $(BUILD)/libstrata.a \
+	        $(LIBS)
 
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.

@@ -13,18 +13,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
-
-static double median(double *v, int n)
-{
-        for (int i = 1; i < n; i++)
-                for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-                        double t = v[j];
-
-                        v[j] = v[j - 1];
-                        v[j - 1] = t;
-                }
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "tools/timing.h"
 
 static struct strata_runtime *runtime(int native)
 {
@@ -102,8 +91,9 @@ int main(int argc, char **argv)
                                         buf[i] = 1.0f;
                         }
                 if (!rank) {
-                        double f = median(t[0], reps), m = median(t[1], reps),
-                               p = median(t[2], reps);
+                        double f = strata_tool_median(t[0], (size_t)reps),
+                               m = strata_tool_median(t[1], (size_t)reps),
+                               p = strata_tool_median(t[2], (size_t)reps);
 
                         printf("%12zu %14.3f %14.3f %14.3f %10.2f %10.2f\n", b, f, m, p, f / p,
                                m / p);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "strata/strata.h"
+#include "tools/timing.h"
 
 static long sends;
 
@@ -21,18 +22,6 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 {
         sends++;
         return PMPI_Isend(buf, count, dt, dest, tag, comm, req);
-}
-
-static double median(double *v, int n)
-{
-        for (int i = 1; i < n; i++)
-                for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-                        double t = v[j];
-
-                        v[j] = v[j - 1];
-                        v[j - 1] = t;
-                }
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static struct strata_runtime *runtime(void)
@@ -98,7 +87,8 @@ int main(int argc, char **argv)
                         t[r] = mx * 1e6;
                 }
                 if (!rank)
-                        printf("%d %zu %.3f %ld\n", n, cnt * 4, median(t, reps), msgs);
+                        printf("%d %zu %.3f %ld\n", n, cnt * 4,
+                               strata_tool_median(t, (size_t)reps), msgs);
                 free(buf);
         }
         strata_teardown(rt);
