@@ -45,12 +45,34 @@ module strata
   ! enum strata_reduction (strata_model%reduction)
   integer(c_int), parameter, public :: STRATA_REDUCTION_MEAN = 0, STRATA_REDUCTION_SUM = 1
 
-  !> One module of a model (struct strata_module).
+  ! enum strata_padding_mode (strata_module%padding_mode), enum strata_upsample_mode
+  ! (strata_module%mode), and the padding values of strata_module%padding
+  integer(c_int), parameter, public :: STRATA_PAD_ZEROS = 0, STRATA_PAD_CIRCULAR = 1, &
+    STRATA_PAD_REFLECT = 2, STRATA_PAD_REPLICATE = 3
+  integer(c_int), parameter, public :: STRATA_UPSAMPLE_NEAREST = 0, STRATA_UPSAMPLE_LINEAR = 1
+  integer(c_int), parameter, public :: STRATA_PADDING_SAME = -1, STRATA_PADDING_NONE = -2
+
+  !> A sample's layout (struct strata_dims): channels and up to 3 spatial extents, outermost
+  !> first (PyTorch's (C, D, H, W)); a Fortran array (W, H, D, C) of a sample is that layout.
+  type, bind(C), public :: strata_dims
+    integer(c_int) :: channels = 0
+    integer(c_int) :: ndim = 0
+    integer(c_int) :: size(3) = 0
+  end type
+
+  !> One module of a model (struct strata_module). The per-dimension arrays are PyTorch's
+  !> int-or-tuple arguments, outermost spatial dimension first; a 0 past the first entry
+  !> takes the first's value.
   type, bind(C), public :: strata_module
     type(c_ptr) :: ops = c_null_ptr
     integer(c_int) :: out = 0
     real(c_float) :: p = 0, eps = 0, decay = 0
     real(c_float) :: slope = 0
+    integer(c_int) :: kernel(3) = 0, stride(3) = 0, padding(3) = 0, dilation(3) = 0
+    integer(c_int) :: scale(3) = 0
+    integer(c_int) :: padding_mode = STRATA_PAD_ZEROS
+    integer(c_int) :: mode = STRATA_UPSAMPLE_NEAREST
+    integer(c_int) :: no_bias = 0
   end type
 
   !> A model: input width, its modules and its loss (struct strata_model).
@@ -61,6 +83,7 @@ module strata
     type(c_ptr) :: loss = c_null_ptr  !< NULL: softmax cross-entropy (strata_loss_ops)
     integer(c_int) :: reduction = STRATA_REDUCTION_MEAN
     real(c_float) :: loss_beta = 0    !< Huber's beta (0: 1.0)
+    type(strata_dims) :: in_dims      !< the input sample's layout (channels 0: flat)
   end type
 
   !> A batch (struct strata_batch): what strata_train and the others fill from arrays.
@@ -97,7 +120,7 @@ module strata
     integer(c_size_t) :: count = 0
     integer(c_int) :: role = 0
     integer(c_int) :: ndim = 0
-    integer(c_size_t) :: shape(2) = 0
+    integer(c_size_t) :: shape(5) = 0
   end type
 
   !> One group of a device's model (struct strata_param), from strata_parameter(): its values

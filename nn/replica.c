@@ -128,6 +128,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         int rows = pl->rows_max, in = m->in_features, width = in;
         int bf16 = bf16_activations(mem->drv, pl->compute);
         unsigned char io[256]; /* each module's bf16_io */
+        struct strata__shape_walk walk;
         void *p;
 
         if (m->nmodules <= 0 || m->nmodules > 256)
@@ -156,10 +157,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(strata_arena_alloc(a, sizeof(enum strata_dtype) * (size_t)m->nmodules, 0,
                                       &p));
         r->ytype = p;
+        STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
-                struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
+                struct strata_layer tmp;
 
-                STRATA_TRY(strata__module_shape(&tmp, in, &s));
+                STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
                 if (strata__add_size(nparam, s.params, &nparam) ||
                     strata__add_size(nstate, s.state, &nstate))
                         return strata__fail(STRATA_EOVERFLOW, "model: parameters or state of "
@@ -192,23 +194,23 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 STRATA_TRY(strata__chunks_layout(&ch, a, d, chunks, m->nmodules, lmax, width));
                 ch.k = r->k;
         }
-        in = m->in_features;
+        STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
-                struct strata_layer tmp = { .desc = &m->modules[i], .index = i, .in = in };
+                struct strata_layer tmp;
                 enum strata_dtype yt = i + 1 < m->nmodules && io[i] && io[i + 1] ? STRATA_BF16
                                                                                : STRATA_F32;
 
                 /* as in the first pass: shapes are pure */
-                STRATA_TRY(strata__module_shape(&tmp, in, &s));
+                STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
                 if (r->layers) {
-                        *l = (struct strata_layer){ .desc = &m->modules[i], .index = i, .in = in,
-                                                    .out = s.out, .nparam = s.params,
-                                                    .nstate = s.state,
-                                                    .naux_fixed = s.aux_fixed,
-                                                    .naux_per_row = s.aux_per_row,
-                                                    .grad_fresh = 1,
-                                                    .ngroups = s.ngroups };
+                        *l = tmp;
+                        l->nparam = s.params;
+                        l->nstate = s.state;
+                        l->naux_fixed = s.aux_fixed;
+                        l->naux_per_row = s.aux_per_row;
+                        l->grad_fresh = 1;
+                        l->ngroups = s.ngroups;
                         memcpy(l->groups, s.groups, sizeof(l->groups));
                         r->poff[i] = off;
                         r->ytype[i] = yt;

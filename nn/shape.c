@@ -18,6 +18,17 @@ static int bad_name(const char *s)
         return n > 24;
 }
 
+/* The product of a group's extents (0 when one is 0 or it overflows). */
+static size_t extent_product(const struct strata_param_group *g)
+{
+        size_t n = 1;
+
+        for (int d = 0; d < g->ndim && d < STRATA_MAX_PARAM_DIMS; d++)
+                if (strata__mul_size(n, g->shape[d], &n))
+                        return 0;
+        return n;
+}
+
 /*
  * Check module @p i's parameter groups against its sizes, or give it the default ones
  * ("param" and "state") when it declares none.
@@ -44,8 +55,8 @@ static int check_groups(struct strata_module_shape *s, int i)
                 const struct strata_param_group *g = &s->groups[k];
 
                 if (bad_name(g->name) || g->dtype != STRATA_F32 ||
-                    (unsigned)g->role >= STRATA_ROLE_COUNT || g->ndim < 1 || g->ndim > 2 ||
-                    g->shape[0] * (g->ndim == 2 ? g->shape[1] : 1) != g->count)
+                    (unsigned)g->role >= STRATA_ROLE_COUNT || g->ndim < 1 ||
+                    g->ndim > STRATA_MAX_PARAM_DIMS || extent_product(g) != g->count)
                         return strata__fail(STRATA_EINVAL, "module %d, group %d (%s): name must "
                                                            "be [a-z0-9_]{1,24}, dtype f32, "
                                                            "shape matching count %zu", i, k,
@@ -62,6 +73,43 @@ static int check_groups(struct strata_module_shape *s, int i)
         return STRATA_OK;
 }
 
+/* Elements of layout @p d, or -1 when it is not a layout (bad counts, extents, overflow). */
+static long long dims_elements(const struct strata_dims *d)
+{
+        long long n = d->channels;
+
+        if (d->channels <= 0 || d->ndim < 0 || d->ndim > STRATA_MAX_SPATIAL)
+                return -1;
+        for (int i = 0; i < STRATA_MAX_SPATIAL; i++) {
+                if (i < d->ndim && (d->size[i] <= 0 || n * d->size[i] > (1LL << 40)))
+                        return -1;
+                if (i >= d->ndim && d->size[i] != 0)
+                        return -1;
+                if (i < d->ndim)
+                        n *= d->size[i];
+        }
+        return n;
+}
+
+/* A module's output layout: given and matching its width, or the default (nn.h). */
+static int check_out_dims(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        struct strata_dims *o = &s->out_dims;
+
+        if (o->channels == 0 && o->ndim == 0) {
+                if (s->out == in)
+                        *o = l->in_dims;
+                else
+                        *o = (struct strata_dims){ .channels = s->out };
+                return STRATA_OK;
+        }
+        if (dims_elements(o) != s->out)
+                return strata__fail(STRATA_EINVAL, "module %d (%s) declares an output of %d "
+                                    "channels over %d dimensions that is not its width %d",
+                                    l->index, l->desc->ops->name, o->channels, o->ndim, s->out);
+        return STRATA_OK;
+}
+
 int strata__module_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
         const struct strata_module_ops *ops = l->desc->ops;
@@ -74,5 +122,37 @@ int strata__module_shape(const struct strata_layer *l, int in, struct strata_mod
         if (s->out <= 0)
                 return strata__fail(STRATA_EINVAL, "module %d declares width %d", l->index,
                                     s->out);
+        STRATA_TRY(check_out_dims(l, in, s));
         return check_groups(s, l->index);
+}
+
+int strata__shape_start(const struct strata_model *m, struct strata__shape_walk *w)
+{
+        const struct strata_dims *d = &m->in_dims;
+
+        w->in = m->in_features;
+        if (d->channels == 0 && d->ndim == 0) {
+                w->dims = (struct strata_dims){ .channels = m->in_features };
+                return STRATA_OK;
+        }
+        if (dims_elements(d) != m->in_features)
+                return strata__fail(STRATA_EINVAL, "model: in_dims (%d channels, %d spatial "
+                                    "dimensions %d x %d x %d) do not hold in_features %d "
+                                    "values", d->channels, d->ndim, d->size[0], d->size[1],
+                                    d->size[2], m->in_features);
+        w->dims = *d;
+        return STRATA_OK;
+}
+
+int strata__shape_step(const struct strata_model *m, int i, struct strata__shape_walk *w,
+                       struct strata_layer *l, struct strata_module_shape *s)
+{
+        *l = (struct strata_layer){ .desc = &m->modules[i], .index = i, .in = w->in,
+                                    .in_dims = w->dims };
+        STRATA_TRY(strata__module_shape(l, w->in, s));
+        l->out = s->out;
+        l->out_dims = s->out_dims;
+        w->in = s->out;
+        w->dims = s->out_dims;
+        return STRATA_OK;
 }

@@ -15,4 +15,23 @@
  */
 int strata__module_shape(const struct strata_layer *l, int in, struct strata_module_shape *s);
 
+/** Where a walk over a model's modules stands: the next module's input. */
+struct strata__shape_walk {
+        int in;                 /**< its input width */
+        struct strata_dims dims; /**< its input sample's layout */
+};
+
+/**
+ * Start a walk over @p m's modules at its input: the model's in_dims checked against
+ * in_features (a flat vector when it gives none).
+ */
+int strata__shape_start(const struct strata_model *m, struct strata__shape_walk *w);
+
+/**
+ * Module @p i of @p m: @p l becomes a layer with its description, index, input and output
+ * widths and layouts (nothing laid out), @p s its checked shape, and @p w moves past it.
+ */
+int strata__shape_step(const struct strata_model *m, int i, struct strata__shape_walk *w,
+                       struct strata_layer *l, struct strata_module_shape *s);
+
 #endif /* STRATA_NN_SHAPE_H */

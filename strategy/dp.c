@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "strata/status.h"
+#include "nn/shape.h"
 #include "strategy/multi.h"
 
 struct dp {
@@ -42,6 +43,7 @@ static int dp_validate(const struct strata__strategy *st, const struct strata_co
 static int dp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                      struct strata_arena *a, void **priv)
 {
+        struct strata__shape_walk w;
         struct dp *d;
         void *p, *q;
 
@@ -53,12 +55,13 @@ static int dp_layout(const struct strata_config *c, const struct strata_device_o
         STRATA_TRY(strata_arena_alloc(a, sizeof(void *) * (size_t)c->model->nmodules, 0, &p));
         if (d)
                 d->layer_ctx = p;
-        for (int i = 0, w = c->model->in_features; i < c->model->nmodules; i++) {
+        STRATA_TRY(strata__shape_start(c->model, &w));
+        for (int i = 0; i < c->model->nmodules; i++) {
                 const struct strata_module *mod = &c->model->modules[i];
-                struct strata_layer l = { .desc = mod, .index = i, .in = w };
+                struct strata_layer l;
                 struct strata_module_shape s;
 
-                STRATA_TRY(mod->ops->shape(&l, w, &s));
+                STRATA_TRY(strata__shape_step(c->model, i, &w, &l, &s));
                 q = NULL;
                 if (mod->ops->replicate && s.ctx_per_copy)
                         STRATA_TRY(strata_arena_alloc(a, s.ctx_per_copy *
@@ -66,7 +69,6 @@ static int dp_layout(const struct strata_config *c, const struct strata_device_o
                                                       64, &q));
                 if (d)
                         d->layer_ctx[i] = q;
-                w = s.out;
         }
         *priv = d;
         return STRATA_OK;

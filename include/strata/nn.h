@@ -1,6 +1,8 @@
 /*
- * Models: a sequence of modules over 2-D activations [rows, features], with a loss on the
- * last module's output (softmax cross-entropy unless the model names another).
+ * Models: a sequence of modules over a batch of samples [rows, features], with a loss on the
+ * last module's output (softmax cross-entropy unless the model names another). A sample may
+ * carry a layout (struct strata_dims: channels and up to three spatial extents, PyTorch's
+ * (C, D, H, W) order) that convolutions, pooling and upsampling read and declare.
  *
  * A module kind is a `static const struct strata_module_ops`. Its `shape` operation declares,
  * for an input width, the output width and the sizes of its parameters, running state and
@@ -35,6 +37,24 @@ enum strata_param_role {
 /** Most parameter groups one module declares. */
 #define STRATA_MAX_GROUPS 4
 
+/** Most spatial dimensions of a sample (Conv3d's D, H, W). */
+#define STRATA_MAX_SPATIAL 3
+
+/** Most dimensions of a parameter tensor (Conv3d's weight: out, in, kD, kH, kW). */
+#define STRATA_MAX_PARAM_DIMS 5
+
+/**
+ * A sample's layout, batch excluded, in PyTorch's order: @c channels values over @c ndim
+ * spatial extents (0: a flat vector of @c channels features). A row is stored channel by
+ * channel, each channel's extents with the last fastest: (C, D, H, W) in C, which is a
+ * Fortran array (W, H, D, C) as it stands.
+ */
+struct strata_dims {
+        int channels;                  /**< C, or the features of a flat vector */
+        int ndim;                      /**< spatial dimensions: 0..STRATA_MAX_SPATIAL */
+        int size[STRATA_MAX_SPATIAL];  /**< extents, outermost first; unused ones 0 */
+};
+
 /**
  * One named group of a module's parameters or buffers, as PyTorch names them ("weight",
  * "bias", "running_mean"). Trained groups are laid out in declaration order in the module's
@@ -45,8 +65,9 @@ struct strata_param_group {
         enum strata_dtype dtype; /**< storage type (STRATA_F32 today) */
         size_t count;            /**< elements */
         enum strata_param_role role;
-        int ndim;                /**< 1 or 2: the tensor's shape, as PyTorch's */
-        size_t shape[2];         /**< shape[0] x shape[1] == count (shape[1] = 1 when 1-D) */
+        int ndim;                /**< 1..STRATA_MAX_PARAM_DIMS: the tensor's shape, as PyTorch's */
+        /** extents whose product is count (unused ones 0; shape[1] = 1 when 1-D) */
+        size_t shape[STRATA_MAX_PARAM_DIMS];
 };
 
 /** What a module needs for a given input width (all counts in floats). */
@@ -85,6 +106,11 @@ struct strata_module_shape {
          * with 0 is called once per chunk, and may then keep no aux_fixed values.
          */
         int batch_stats;
+        /**
+         * The layout of its output sample (channels * extents == out). Left zero: the input's
+         * layout when out equals the input width (elementwise modules), else a flat vector.
+         */
+        struct strata_dims out_dims;
 };
 
 /**
@@ -171,14 +197,50 @@ struct strata_module_ops {
         int (*replicate)(struct strata_layer *copy, void *ctx, int copy_id, int copies);
 };
 
-/** One module of a model description. */
+/** How a convolution reads past its input's edges (PyTorch's padding_mode). */
+enum strata_padding_mode {
+        STRATA_PAD_ZEROS = 0,  /**< "zeros" (default) */
+        STRATA_PAD_CIRCULAR,   /**< "circular": periodic */
+        STRATA_PAD_REFLECT,    /**< "reflect": mirrored, edge excluded */
+        STRATA_PAD_REPLICATE,  /**< "replicate": the edge value */
+        STRATA_PAD_COUNT
+};
+
+/** How Upsample interpolates (PyTorch's mode; linear is bilinear/trilinear by dimension). */
+enum strata_upsample_mode {
+        STRATA_UPSAMPLE_NEAREST = 0, /**< "nearest" (default) */
+        STRATA_UPSAMPLE_LINEAR,      /**< "linear", "bilinear", "trilinear" (align_corners=False) */
+        STRATA_UPSAMPLE_COUNT
+};
+
+/** strata_module padding: PyTorch's padding='same' (stride 1; odd total split low first). */
+#define STRATA_PADDING_SAME (-1)
+/** strata_module padding past the first dimension: an explicit 0 (0 means "as the first"). */
+#define STRATA_PADDING_NONE (-2)
+
+/**
+ * One module of a model description.
+ *
+ * The per-dimension arrays hold PyTorch's int-or-tuple arguments, outermost spatial dimension
+ * first; an entry past the first that is 0 takes the first's value, so {3} is 3 in every
+ * dimension and {3, 5} is (3, 5). A padding of 0 past the first dimension is written
+ * STRATA_PADDING_NONE ({1, STRATA_PADDING_NONE} is (1, 0)).
+ */
 struct strata_module {
         const struct strata_module_ops *ops;
-        int out;     /**< Linear: output features */
+        int out;     /**< Linear: output features; Conv: output channels */
         float p;     /**< Dropout: drop probability */
-        float eps;   /**< BatchNorm: epsilon (0 = 1e-5) */
+        float eps;   /**< BatchNorm, LayerNorm: epsilon (0 = 1e-5) */
         float decay; /**< BatchNorm: running-average momentum (0 = 0.1) */
         float slope; /**< LeakyReLU: negative slope (0 = 0.01; must be finite) */
+        int kernel[STRATA_MAX_SPATIAL];   /**< Conv, pooling: kernel size */
+        int stride[STRATA_MAX_SPATIAL];   /**< Conv: 0 = 1; pooling: 0 = the kernel size */
+        int padding[STRATA_MAX_SPATIAL];  /**< Conv, pooling: each side; or STRATA_PADDING_SAME */
+        int dilation[STRATA_MAX_SPATIAL]; /**< Conv, MaxPool: 0 = 1 */
+        int scale[STRATA_MAX_SPATIAL];    /**< Upsample: integer scale factor (0 = 2) */
+        int padding_mode; /**< Conv: enum strata_padding_mode */
+        int mode;         /**< Upsample: enum strata_upsample_mode */
+        int no_bias;      /**< Conv: non-zero for PyTorch's bias=False */
 };
 
 /**
@@ -230,7 +292,10 @@ extern const struct strata_loss_ops strata_huber;
  */
 extern const struct strata_loss_ops strata_bce_with_logits;
 
-/** A model: input width, modules in order (the last one's output are the logits), its loss. */
+/**
+ * A model: input width, modules in order (the last one's output are the logits), its loss,
+ * and optionally its input sample's layout.
+ */
 struct strata_model {
         int in_features;
         int nmodules;
@@ -238,6 +303,11 @@ struct strata_model {
         const struct strata_loss_ops *loss; /**< NULL: strata_softmax_cross_entropy */
         enum strata_reduction reduction;    /**< mean (default) or sum over the batch */
         float loss_beta;                    /**< strata_huber's beta (0: 1.0) */
+        /**
+         * The input sample's layout (channels * extents == in_features); channels 0: a flat
+         * vector of in_features. Convolutions need it: the IDX images are {1, 2, {28, 28}}.
+         */
+        struct strata_dims in_dims;
 };
 
 /** A module instance on one device (filled by the runtime). */
@@ -257,6 +327,9 @@ struct strata_layer {
         int failed;      /**< a collective inside forward/backward failed: its status */
         int ngroups;     /**< its parameter groups (from shape, checked) */
         struct strata_param_group groups[STRATA_MAX_GROUPS];
+        /** its input sample's layout (a flat vector of @c in when the model gives none) */
+        struct strata_dims in_dims;
+        struct strata_dims out_dims; /**< its output's (struct strata_module_shape out_dims) */
 };
 
 /**

@@ -14,12 +14,12 @@
 /* One safetensors header entry for parameter group @p p at data offset @p off. */
 static int st_entry(char *buf, size_t n, const struct strata_param *p, uint64_t off, int first)
 {
-        char shape[48]; /* two size_t in decimal and a comma */
+        char shape[24 * STRATA_MAX_PARAM_DIMS]; /* the extents in decimal, comma-separated */
+        size_t at = 0;
 
-        if (p->group.ndim == 2)
-                snprintf(shape, sizeof(shape), "%zu,%zu", p->group.shape[0], p->group.shape[1]);
-        else
-                snprintf(shape, sizeof(shape), "%zu", p->group.shape[0]);
+        for (int d = 0; d < p->group.ndim && d < STRATA_MAX_PARAM_DIMS; d++)
+                at += (size_t)snprintf(shape + at, sizeof(shape) - at, "%s%zu", d ? "," : "",
+                                       p->group.shape[d]);
         return snprintf(buf, n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%s],"
                         "\"data_offsets\":[%llu,%llu]}", first ? "" : ",", p->name, shape,
                         (unsigned long long)off,
@@ -34,7 +34,7 @@ static int st_header(struct strata_runtime *rt, struct strata__ckpt_sink *s, uin
         const struct strata__replica *r0 = &rt->replicas[0];
         uint64_t off = 0, total = 1;
         struct strata_param p;
-        char buf[256];
+        char buf[384];
 
         if (s)
                 strata__ckpt_take(s, "{", 1);

@@ -58,9 +58,10 @@ static void group_tensor(const struct strata__replica *r0, const struct strata_p
         t->group = g;
         t->slot = slot;
         t->dtype = STRATA_F32;
-        t->ndim = (uint32_t)p->group.ndim;
+        /* the file's tensors are 1-D or 2-D: a Conv weight [out, in, k...] is [out, in * k...] */
+        t->ndim = p->group.ndim > 2 ? 2 : (uint32_t)p->group.ndim;
         t->shape[0] = p->group.shape[0];
-        t->shape[1] = p->group.ndim == 2 ? p->group.shape[1] : 1;
+        t->shape[1] = p->group.shape[0] ? p->group.count / p->group.shape[0] : 1;
         t->bytes = p->group.count * sizeof(float);
 }
 
