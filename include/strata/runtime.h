@@ -240,6 +240,38 @@ size_t strata_config_bytes(void);
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
 
 /**
+ * @brief A model from one line of text, as the tool's --model and Fortran take it:
+ *        "input(1,28,28) conv2d(32,3,padding=1) relu maxpool2d(2) flatten linear(10)".
+ *
+ * Modules are separated by spaces: a built-in module's name (strata_module_ops_by_name()),
+ * then its arguments in parentheses, positional first and then name=value, as PyTorch's
+ * constructors take them: linear(out), conv1d/2d/3d(out, kernel, stride=, padding= (a count
+ * or same), dilation=, padding_mode=zeros|circular|reflect|replicate, bias=true|false),
+ * maxpool*d(kernel, stride=, padding=, dilation=), avgpool*d(kernel, stride=, padding=),
+ * upsample(scale, mode=nearest|linear|bilinear|trilinear), dropout(p), leaky-relu(slope),
+ * batchnorm1d(eps=, momentum=), layernorm(eps=); the others take none. A per-dimension
+ * value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W) sets the
+ * model's in_dims and in_features; without it they are left as they were (in_dims cleared).
+ *
+ * @param line  The text (NUL-terminated).
+ * @param mods  Room for @p max modules, which @p model's modules then point to.
+ * @param model Receives nmodules, modules and, from input(...), in_features and in_dims; its
+ *              loss and reduction are kept. Unchanged when the line is refused.
+ * @retval STRATA_OK, or STRATA_EINVAL naming the module and the argument at fault. Shapes
+ *         are not checked: strata_model_output() does.
+ */
+int strata_model_parse(const char *line, struct strata_module *mods, int max,
+                       struct strata_model *model);
+
+/**
+ * @brief The layout of @p m's output, every module's shape checked in order as strata_init()
+ *        checks them.
+ * @retval STRATA_OK, or STRATA_EINVAL naming the module whose input does not fit (with both
+ *         shapes), *out unchanged.
+ */
+int strata_model_output(const struct strata_model *m, struct strata_dims *out);
+
+/**
  * @brief The built-in loss called @p name (its ops table's name: "softmax_cross_entropy",
  *        "mse", ...), for callers that cannot name the table (Fortran); NULL: no such loss.
  */

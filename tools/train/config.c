@@ -16,6 +16,11 @@ static void build_model(struct run *r)
         struct strata_module *m = r->mods;
         int nm = 0;
 
+        if (r->layered) { /* the line's modules and input, the options' loss */
+                r->model.loss = r->o.loss;
+                r->model.loss_beta = r->o.huber_beta;
+                return;
+        }
         for (int i = 1; i < r->nw; i++) {
                 m[nm++] = (struct strata_module){ .ops = &strata_linear, .out = r->widths[i] };
                 if (i == r->nw - 1)

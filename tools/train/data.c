@@ -165,10 +165,15 @@ int data_load(struct run *r)
         r->set = "test";
         if (r->o.inputs)
                 return h5_data_load(r) || loss_fits(r) ? 2 : 0;
-        r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
-        if (r->nw < 0)
-                return bad("--model: '%s' is not widths like 784-256-128-10", r->o.model);
         idx_paths(&r->o, p);
+        if (layers_given(r->o.model)) {
+                if (layers_model(r, r->o.synthetic || r->o.synthetic_regression ? NULL : p[0]))
+                        return 2;
+        } else if ((r->nw = strata_tool_parse_widths(r->o.model, r->widths,
+                                                     MAX_MODULES / 4)) < 0) {
+                return bad("--model: '%s' is neither widths like 784-256-128-10 nor modules "
+                           "like 'conv2d(16,3) relu flatten linear(10)'", r->o.model);
+        }
         if (data_size(r, p, &samples) || data_map(r, p, samples) || data_read(r, p))
                 return 2;
         if (r->o.synthetic)

@@ -81,9 +81,15 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
                 snprintf(spec, sizeof(spec), "%u-256-128-%d", train->x.width, out);
                 r->o.model = spec;
         }
-        r->nw = strata_tool_parse_widths(r->o.model, r->widths, MAX_MODULES / 4);
-        if (r->nw < 0)
-                return bad("--model: '%s' is not widths like 784-256-128-10", r->o.model);
+        if (layers_given(r->o.model)) {
+                if (layers_model(r, NULL))
+                        return 2;
+        } else if ((r->nw = strata_tool_parse_widths(r->o.model, r->widths,
+                                                     MAX_MODULES / 4)) < 0) {
+                return bad("--model: '%s' is neither widths like 784-256-128-10 nor modules "
+                           "like 'input(1,64,64) conv2d(1,3,padding=same) flatten'",
+                           r->o.model);
+        }
         last = r->widths[r->nw - 1];
         if ((uint32_t)r->widths[0] != train->x.width)
                 return bad("--model: input width must be the %u values a sample of the inputs, "

@@ -123,7 +123,8 @@ struct position {
 struct run {
         struct opts o;
         int rank;                       /* this process's in its job (job_setup()) */
-        int widths[MAX_MODULES], nw;    /* --model */
+        int widths[MAX_MODULES], nw;    /* --model (a line of modules: input and output) */
+        int layered;                    /* --model is a line of modules: model is built */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
         struct strata_config cfg;
@@ -170,6 +171,8 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples);
 
 /* h5data.c: --data FILE.h5 --inputs --targets (the reader is h5.c) */
 int h5_data_load(struct run *r);
+int layers_given(const char *spec);
+int layers_model(struct run *r, const char *images);
 
 /* config.c */
 int config_fill(struct run *r);

@@ -1,0 +1,400 @@
+/*
+ * A model in one line, for the tool, Fortran and configuration files:
+ *
+ *   input(1,28,28) conv2d(32,3,padding=1) relu maxpool2d(2) flatten linear(10)
+ *
+ * Modules are separated by spaces; each is a built-in module's name (strata_module_ops_by_name)
+ * with its arguments in parentheses, positional first, then key=value, as PyTorch's
+ * constructors take them. A per-dimension value is written 3x5 (PyTorch's (3, 5)). The line
+ * fills a caller's array of modules: nothing is allocated, and a refused line leaves the
+ * caller's model unchanged. Shapes are not checked here: strata_model_output() walks them.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/runtime.h"
+#include "strata/status.h"
+#include "base/base.h"
+#include "nn/shape.h"
+
+/* What one argument sets in struct strata_module. */
+enum arg {
+        A_OUT, A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_SCALE, A_MODE, A_PMODE, A_BIAS,
+        A_P, A_EPS, A_MOMENTUM, A_SLOPE, A_NONE
+};
+
+static const char *const arg_names[] = {
+        [A_OUT] = "out", [A_KERNEL] = "kernel", [A_STRIDE] = "stride",
+        [A_PADDING] = "padding", [A_DILATION] = "dilation", [A_SCALE] = "scale",
+        [A_MODE] = "mode", [A_PMODE] = "padding_mode", [A_BIAS] = "bias", [A_P] = "p",
+        [A_EPS] = "eps", [A_MOMENTUM] = "momentum", [A_SLOPE] = "slope",
+};
+
+/* The arguments a kind of module takes, positional ones first (A_NONE ends the list). */
+struct schema {
+        const char *prefix; /* the module names it covers: "conv" covers conv1d..conv3d */
+        int positional;     /* how many of args may be given without their key */
+        enum arg args[8];
+};
+
+static const struct schema schemas[] = {
+        { "linear", 1, { A_OUT, A_NONE } },
+        { "conv", 2, { A_OUT, A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_PMODE, A_BIAS,
+                       A_NONE } },
+        { "maxpool", 1, { A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_NONE } },
+        { "avgpool", 1, { A_KERNEL, A_STRIDE, A_PADDING, A_NONE } },
+        { "upsample", 1, { A_SCALE, A_MODE, A_NONE } },
+        { "dropout", 1, { A_P, A_NONE } },
+        { "leaky-relu", 1, { A_SLOPE, A_NONE } },
+        { "batchnorm", 0, { A_EPS, A_MOMENTUM, A_NONE } },
+        { "layernorm", 0, { A_EPS, A_NONE } },
+        { "", 0, { A_NONE } }, /* every other module: no arguments */
+};
+
+static const struct schema *schema_of(const char *name)
+{
+        for (size_t i = 0;; i++)
+                if (!strncmp(name, schemas[i].prefix, strlen(schemas[i].prefix)))
+                        return &schemas[i];
+}
+
+/* Words some arguments take, and the value each stands for. */
+struct word {
+        enum arg arg;
+        const char *word;
+        int value;
+};
+
+static const struct word words[] = {
+        { A_PADDING, "same", STRATA_PADDING_SAME },
+        { A_PMODE, "zeros", STRATA_PAD_ZEROS },       { A_PMODE, "circular", STRATA_PAD_CIRCULAR },
+        { A_PMODE, "reflect", STRATA_PAD_REFLECT },   { A_PMODE, "replicate", STRATA_PAD_REPLICATE },
+        { A_MODE, "nearest", STRATA_UPSAMPLE_NEAREST }, { A_MODE, "linear", STRATA_UPSAMPLE_LINEAR },
+        { A_MODE, "bilinear", STRATA_UPSAMPLE_LINEAR },
+        { A_MODE, "trilinear", STRATA_UPSAMPLE_LINEAR },
+        { A_BIAS, "true", 1 },                        { A_BIAS, "false", 0 },
+};
+
+/* The line being read: where, and which module (for messages). */
+struct cursor {
+        const char *s;
+        int module;
+        char name[32];
+};
+
+static int bad(const struct cursor *c, const char *what)
+{
+        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s", c->module, c->name,
+                            what);
+}
+
+/* "3" or "3x5x7" into v[0..2] (the rest 0); the count, or -1. */
+static int parse_ints(const char *s, size_t n, int *v)
+{
+        int k = 0;
+
+        v[0] = v[1] = v[2] = 0;
+        while (n > 0) {
+                char buf[16], *end;
+                size_t len = 0;
+                long x;
+
+                while (len < n && s[len] != 'x')
+                        len++;
+                if (len == 0 || len >= sizeof(buf) || k == STRATA_MAX_SPATIAL)
+                        return -1;
+                memcpy(buf, s, len);
+                buf[len] = 0;
+                errno = 0;
+                x = strtol(buf, &end, 10);
+                if (errno || *end || x < 0 || x > (1 << 20))
+                        return -1;
+                v[k++] = (int)x;
+                s += len;
+                n -= len;
+                if (n > 0) { /* an 'x' between extents, never last */
+                        s++;
+                        n--;
+                        if (n == 0)
+                                return -1;
+                }
+        }
+        return k;
+}
+
+static int parse_float(const char *s, size_t n, float *out)
+{
+        char buf[32], *end;
+        double v;
+
+        if (n == 0 || n >= sizeof(buf))
+                return -1;
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        errno = 0;
+        v = strtod(buf, &end);
+        if (errno || *end || !isfinite(v))
+                return -1;
+        *out = (float)v;
+        return 0;
+}
+
+/* A word's value for @p a, or -1 when @p s is none of its words (*v unchanged). */
+static int parse_word(enum arg a, const char *s, size_t n, int *v)
+{
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+                if (words[i].arg == a && strlen(words[i].word) == n &&
+                    !strncmp(words[i].word, s, n)) {
+                        *v = words[i].value;
+                        return 0;
+                }
+        return -1;
+}
+
+/* Argument @p a of module @p m from the text s[0..n). */
+static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, const char *s,
+                   size_t n)
+{
+        int v[STRATA_MAX_SPATIAL], *dims = NULL, k;
+        float f;
+
+        switch (a) {
+        case A_KERNEL: dims = m->kernel; break;
+        case A_STRIDE: dims = m->stride; break;
+        case A_PADDING: dims = m->padding; break;
+        case A_DILATION: dims = m->dilation; break;
+        case A_SCALE: dims = m->scale; break;
+        default: break;
+        }
+        if (dims) {
+                if (a == A_PADDING && !parse_word(a, s, n, &v[0])) {
+                        dims[0] = v[0];
+                        return STRATA_OK;
+                }
+                if ((k = parse_ints(s, n, v)) < 0)
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
+                                            "'%.*s' is not a count or counts like 3x5",
+                                            c->module, c->name, arg_names[a], (int)n, s);
+                for (int d = 0; d < STRATA_MAX_SPATIAL; d++) /* 0 past the first: explicit */
+                        dims[d] = d < k && d > 0 && a == A_PADDING && v[d] == 0
+                                          ? STRATA_PADDING_NONE : v[d];
+                return STRATA_OK;
+        }
+        if (a == A_PMODE || a == A_MODE || a == A_BIAS) {
+                if (parse_word(a, s, n, &v[0]))
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
+                                            "'%.*s' is not one of its words", c->module,
+                                            c->name, arg_names[a], (int)n, s);
+                if (a == A_PMODE)
+                        m->padding_mode = v[0];
+                else if (a == A_MODE)
+                        m->mode = v[0];
+                else
+                        m->no_bias = !v[0];
+                return STRATA_OK;
+        }
+        if (a == A_OUT) {
+                if (parse_ints(s, n, v) != 1 || v[0] <= 0)
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): out "
+                                            "'%.*s' is not a positive count", c->module,
+                                            c->name, (int)n, s);
+                m->out = v[0];
+                return STRATA_OK;
+        }
+        if (parse_float(s, n, &f))
+                return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s '%.*s' is "
+                                    "not a number", c->module, c->name, arg_names[a], (int)n,
+                                    s);
+        if (a == A_P)
+                m->p = f;
+        else if (a == A_EPS)
+                m->eps = f;
+        else if (a == A_MOMENTUM)
+                m->decay = f;
+        else
+                m->slope = f;
+        return STRATA_OK;
+}
+
+/* Which of @p sc's arguments the key s[0..n) names (A_NONE: none). */
+static enum arg arg_by_key(const struct schema *sc, const char *s, size_t n)
+{
+        for (int i = 0; sc->args[i] != A_NONE; i++)
+                if (strlen(arg_names[sc->args[i]]) == n && !strncmp(arg_names[sc->args[i]], s, n))
+                        return sc->args[i];
+        return A_NONE;
+}
+
+/* The arguments inside the parentheses s[0..n) of module @p m. */
+static int parse_args(const struct cursor *c, const struct schema *sc, struct strata_module *m,
+                      const char *s, size_t n)
+{
+        int pos = 0, keyed = 0;
+
+        while (n > 0) {
+                size_t len = 0, key = 0;
+                enum arg a;
+
+                while (len < n && s[len] != ',')
+                        len++;
+                while (key < len && s[key] != '=')
+                        key++;
+                if (key < len) {
+                        keyed = 1;
+                        if ((a = arg_by_key(sc, s, key)) == A_NONE)
+                                return strata__fail(STRATA_EINVAL, "model line, module %d (%s): "
+                                                    "no argument '%.*s'", c->module, c->name,
+                                                    (int)key, s);
+                        STRATA_TRY(set_arg(c, m, a, s + key + 1, len - key - 1));
+                } else {
+                        if (keyed || pos >= sc->positional)
+                                return bad(c, "too many arguments without a key (name=value)");
+                        STRATA_TRY(set_arg(c, m, sc->args[pos++], s, len));
+                }
+                s += len;
+                n -= len;
+                if (n > 0) { /* the comma: another argument must follow */
+                        s++;
+                        if (--n == 0)
+                                return bad(c, "an argument is empty");
+                }
+        }
+        if (sc->positional > 0 && sc->args[0] == A_OUT && m->out == 0)
+                return bad(c, "its output count is missing, e.g. linear(10)");
+        if (sc->positional > 1 && m->kernel[0] == 0)
+                return bad(c, "its kernel size is missing, e.g. conv2d(16,3)");
+        return STRATA_OK;
+}
+
+/* input(C[,D][,H][,W]): the model's input layout. */
+static int parse_input(const char *s, size_t n, struct strata_model *m)
+{
+        int v[1 + STRATA_MAX_SPATIAL] = { 0 }, k = 0;
+        long long total = 1;
+
+        while (n > 0 && k <= STRATA_MAX_SPATIAL) {
+                size_t len = 0;
+                int x[STRATA_MAX_SPATIAL];
+
+                while (len < n && s[len] != ',')
+                        len++;
+                if (parse_ints(s, len, x) != 1 || x[0] <= 0)
+                        break;
+                v[k++] = x[0];
+                total *= x[0];
+                s += len;
+                n -= len;
+                if (n > 0) {
+                        s++;
+                        n--;
+                        if (n == 0)
+                                k = 0;
+                }
+        }
+        if (n > 0 || k == 0 || total > (1 << 30))
+                return strata__fail(STRATA_EINVAL, "model line: input(...) takes channels and "
+                                    "up to %d positive extents, e.g. input(1,28,28)",
+                                    STRATA_MAX_SPATIAL);
+        m->in_features = (int)total;
+        m->in_dims = (struct strata_dims){ .channels = v[0], .ndim = k - 1,
+                                           .size = { v[1], v[2], v[3] } };
+        return STRATA_OK;
+}
+
+/* The next module's text: name [ "(" args ")" ]; its end, or NULL with the status set. */
+static const char *token(const char *s, const char **open, const char **close)
+{
+        const char *p = s;
+
+        *open = *close = NULL;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '(' && *p != ')')
+                p++;
+        if (*p == ')')
+                return NULL;
+        if (*p != '(')
+                return p;
+        *open = p;
+        while (*p && *p != ')')
+                p++;
+        if (!*p)
+                return NULL;
+        *close = p;
+        return p + 1;
+}
+
+int strata_model_parse(const char *line, struct strata_module *mods, int max,
+                       struct strata_model *model)
+{
+        struct strata_model m;
+        struct cursor c = { 0 };
+        int n = 0;
+
+        if (!line || !mods || !model || max <= 0)
+                return strata__fail(STRATA_EINVAL, "model parse: NULL argument or no room (%d)",
+                                    max);
+        m = *model;
+        m.in_dims = (struct strata_dims){ 0 };
+        for (const char *s = line;;) {
+                const char *open, *close, *end;
+                size_t len;
+
+                while (*s == ' ' || *s == '\t' || *s == '\n')
+                        s++;
+                if (!*s)
+                        break;
+                c.module = n;
+                if (!(end = token(s, &open, &close)))
+                        return strata__fail(STRATA_EINVAL, "model line: unbalanced parentheses "
+                                            "after module %d: '%.40s'", n, s);
+                len = (size_t)((open ? open : end) - s);
+                snprintf(c.name, sizeof(c.name), "%.*s", (int)len, s);
+                if (*end && *end != ' ' && *end != '\t' && *end != '\n')
+                        return bad(&c, "a module ends at its ')' and a space follows");
+                if (!strcmp(c.name, "input")) {
+                        if (n > 0 || m.in_dims.channels || !open)
+                                return strata__fail(STRATA_EINVAL, "model line: input(C,H,W) "
+                                                    "comes once, first");
+                        STRATA_TRY(parse_input(open + 1, (size_t)(close - open - 1), &m));
+                } else {
+                        struct strata_module mod = { .ops = strata_module_ops_by_name(c.name) };
+
+                        if (!mod.ops || len >= sizeof(c.name))
+                                return bad(&c, "no such module (see strata_module_ops_by_name)");
+                        if (n == max)
+                                return strata__fail(STRATA_EINVAL, "model line: more than %d "
+                                                    "modules", max);
+                        STRATA_TRY(parse_args(&c, schema_of(c.name), &mod,
+                                              open ? open + 1 : "",
+                                              open ? (size_t)(close - open - 1) : 0));
+                        mods[n++] = mod;
+                }
+                s = end;
+        }
+        if (n == 0)
+                return strata__fail(STRATA_EINVAL, "model line: no module");
+        m.nmodules = n;
+        m.modules = mods;
+        *model = m;
+        return STRATA_OK;
+}
+
+int strata_model_output(const struct strata_model *m, struct strata_dims *out)
+{
+        struct strata__shape_walk w;
+        struct strata_module_shape s;
+        struct strata_layer l;
+
+        if (!m || !out || !m->modules || m->nmodules <= 0)
+                return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
+        if (m->in_features <= 0)
+                return strata__fail(STRATA_EINVAL, "model output: in_features %d <= 0",
+                                    m->in_features);
+        STRATA_TRY(strata__shape_start(m, &w));
+        for (int i = 0; i < m->nmodules; i++)
+                STRATA_TRY(strata__shape_step(m, i, &w, &l, &s));
+        *out = w.dims;
+        return STRATA_OK;
+}

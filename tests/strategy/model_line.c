@@ -1,0 +1,143 @@
+/*
+ * A model from one line (strata_model_parse) and its output layout (strata_model_output):
+ * what each form sets, and every refusal named, with the caller's model left unchanged.
+ */
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "strata/strata.h"
+
+static struct strata_module mods[8];
+
+Test(model_line, an_input_and_modules_set_the_model)
+{
+        struct strata_model m = { .loss = &strata_mse, .loss_beta = 0.5f };
+
+        cr_assert_eq(strata_model_parse("input(1,28,28)  linear(256) relu dropout(0.25)\t"
+                                        "leaky-relu(slope=0.1) batchnorm1d(eps=1e-3,momentum=0.2)"
+                                        " linear(out=10)",
+                                        mods, 8, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(m.in_features, 784);
+        cr_assert_eq(m.in_dims.channels, 1);
+        cr_assert_eq(m.in_dims.ndim, 2);
+        cr_assert_eq(m.in_dims.size[0], 28);
+        cr_assert_eq(m.in_dims.size[1], 28);
+        cr_assert_eq(m.nmodules, 6);
+        cr_assert_eq(m.modules, mods);
+        cr_assert_eq(m.loss, &strata_mse, "the loss is kept");
+        cr_assert_float_eq(m.loss_beta, 0.5f, 0);
+        cr_assert_eq(mods[0].ops, &strata_linear);
+        cr_assert_eq(mods[0].out, 256);
+        cr_assert_eq(mods[1].ops, &strata_relu);
+        cr_assert_eq(mods[2].ops, &strata_dropout);
+        cr_assert_float_eq(mods[2].p, 0.25f, 0);
+        cr_assert_eq(mods[3].ops, &strata_leaky_relu);
+        cr_assert_float_eq(mods[3].slope, 0.1f, 0);
+        cr_assert_eq(mods[4].ops, &strata_batchnorm1d);
+        cr_assert_float_eq(mods[4].eps, 1e-3f, 0);
+        cr_assert_float_eq(mods[4].decay, 0.2f, 0);
+        cr_assert_eq(mods[5].out, 10);
+}
+
+Test(model_line, without_input_the_width_is_the_callers)
+{
+        struct strata_model m = { .in_features = 20, .in_dims = { 20, 0, { 0 } } };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse("linear(7) tanh linear(3)", mods, 8, &m), STRATA_OK);
+        cr_assert_eq(m.in_features, 20);
+        cr_assert_eq(m.in_dims.channels, 0, "in_dims cleared: a flat input");
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 3);
+        cr_assert_eq(out.ndim, 0);
+}
+
+Test(model_line, an_elementwise_module_keeps_its_inputs_layout)
+{
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse("input(2,3,4) relu sigmoid", mods, 8, &m), STRATA_OK);
+        cr_assert_eq(m.in_features, 24);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 2);
+        cr_assert_eq(out.ndim, 2);
+        cr_assert_eq(out.size[0], 3);
+        cr_assert_eq(out.size[1], 4);
+}
+
+/* Each line is refused with a message holding @p what, and the model is as it was. */
+static void refused(const char *line, int max, const char *what)
+{
+        struct strata_model m = { .in_features = 5, .loss = &strata_l1 }, before = m;
+
+        cr_assert_eq(strata_model_parse(line, mods, max, &m), STRATA_EINVAL, "'%s' accepted",
+                     line);
+        cr_assert(strstr(strata_last_error(), what), "'%s': message '%s' lacks '%s'", line,
+                  strata_last_error(), what);
+        cr_assert_eq(memcmp(&m, &before, sizeof(m)), 0, "'%s' changed the model", line);
+}
+
+Test(model_line, bad_lines_are_refused_by_name)
+{
+        refused("", 8, "no module");
+        refused("   ", 8, "no module");
+        refused("linear", 8, "output count is missing");
+        refused("linear(0)", 8, "not a positive count");
+        refused("linear(-3)", 8, "not a positive count");
+        refused("linear(1x2)", 8, "not a positive count");
+        refused("linear(10,20)", 8, "too many arguments");
+        refused("linear(out=10,20)", 8, "too many arguments");
+        refused("linear(outs=10)", 8, "no argument 'outs'");
+        refused("linear(10,)", 8, "argument is empty");
+        refused("linear(10", 8, "unbalanced");
+        refused("linear)10(", 8, "unbalanced");
+        refused("linear(10)relu", 8, "a space follows");
+        refused("frobnicate(3)", 8, "no such module");
+        refused("relu(3)", 8, "too many arguments");
+        refused("dropout(p=half)", 8, "not a number");
+        refused("dropout(nan)", 8, "not a number");
+        refused("relu input(1,2)", 8, "comes once, first");
+        refused("input(1,2) input(1,2) relu", 8, "comes once, first");
+        refused("input relu", 8, "comes once, first");
+        refused("input(1,2,3,4,5) relu", 8, "up to 3");
+        refused("input(1,0) relu", 8, "up to 3");
+        refused("input(1,2,) relu", 8, "up to 3");
+        refused("input(1,2)", 8, "no module");
+        refused("relu relu relu", 2, "more than 2 modules");
+}
+
+Test(model_line, null_arguments_are_refused)
+{
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse(NULL, mods, 8, &m), STRATA_EINVAL);
+        cr_assert_eq(strata_model_parse("relu", NULL, 8, &m), STRATA_EINVAL);
+        cr_assert_eq(strata_model_parse("relu", mods, 0, &m), STRATA_EINVAL);
+        cr_assert_eq(strata_model_parse("relu", mods, 8, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_model_output(NULL, &out), STRATA_EINVAL);
+        cr_assert_eq(strata_model_output(&m, NULL), STRATA_EINVAL);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL, "no module");
+}
+
+Test(model_line, a_layout_that_does_not_hold_the_width_is_refused)
+{
+        struct strata_model m = { 0 };
+        struct strata_dims out = { 9, 0, { 0 } };
+
+        cr_assert_eq(strata_model_parse("input(1,4,4) linear(3)", mods, 8, &m), STRATA_OK);
+        m.in_features = 15;
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "do not hold in_features 15"), "%s",
+                  strata_last_error());
+        cr_assert_eq(out.channels, 9, "out unchanged");
+        m.in_features = 16;
+        m.in_dims.size[2] = 3; /* an extent past ndim */
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        m.in_dims.size[2] = 0;
+        m.in_dims.ndim = 4;
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+}

@@ -1,0 +1,66 @@
+/*
+ * --model as a line of modules ("input(1,28,28) conv2d(32,3,padding=1) relu ... linear(10)",
+ * strata_model_parse()) instead of widths: the model is the line, its input layout the line's
+ * input(...) or, without one, the data's (IDX images: 1 x rows x columns), and its widths for
+ * the rest of the tool the input's and the output's.
+ */
+#include <string.h>
+
+#include "tools/train/train.h"
+
+/** @brief Whether --model is a line of modules (it names one) rather than widths. */
+int layers_given(const char *spec)
+{
+        return spec && strpbrk(spec, "abcdefghijklmnopqrstuvwxyz(") != NULL;
+}
+
+/*
+ * The layout of @p images' samples, an IDX file of rank 3 (n, rows, columns: one channel) or 2
+ * (n, features), or 0 and none when @p images is NULL (the caller's data has no layout).
+ */
+static int idx_layout(const char *images, struct strata_model *m)
+{
+        struct strata_idx_info ii;
+
+        if (!images)
+                return bad("--model: the line needs input(C,H,W) first: this data has no "
+                           "layout of its own");
+        if (strata_idx_info(images, &ii))
+                return bad("%s", strata_last_error());
+        if (ii.ndims == 3) {
+                m->in_dims = (struct strata_dims){ 1, 2, { (int)ii.dims[1], (int)ii.dims[2] } };
+                m->in_features = (int)(ii.dims[1] * ii.dims[2]);
+        } else if (ii.ndims == 2) {
+                m->in_features = (int)ii.dims[1];
+        } else {
+                return bad("--model: %s has %d dimensions; give the line an input(C,H,W)",
+                           images, ii.ndims);
+        }
+        return 0;
+}
+
+/**
+ * @brief The model from --model's line, its input from input(...) or @p images (NULL: none),
+ *        checked module by module; widths become {input, output}. 0, or 2 after the message.
+ */
+int layers_model(struct run *r, const char *images)
+{
+        struct strata_dims out;
+        long long width;
+
+        r->model = (struct strata_model){ 0 };
+        if (strata_model_parse(r->o.model, r->mods, MAX_MODULES, &r->model))
+                return bad("--model: %s", strata_last_error());
+        if (!r->model.in_features && idx_layout(images, &r->model))
+                return 2;
+        if (strata_model_output(&r->model, &out))
+                return bad("--model: %s", strata_last_error());
+        width = out.channels;
+        for (int d = 0; d < out.ndim; d++)
+                width *= out.size[d];
+        r->widths[0] = r->model.in_features;
+        r->widths[1] = (int)width;
+        r->nw = 2;
+        r->layered = 1;
+        return 0;
+}
