@@ -153,7 +153,7 @@ module strata
   integer, parameter :: TRAIN = 0, EVALUATE = 1
 
   public :: strata_config_new, strata_set, strata_set_model, strata_set_strategy
-  public :: strata_module_ops, strata_loss_ops
+  public :: strata_module_ops, strata_loss_ops, strata_model_parse
   public :: strata_init, strata_connect, strata_teardown, strata_is_global_zero
   public :: strata_train, strata_evaluate, strata_predict
   public :: strata_train_step, strata_eval_step, strata_predict_step
@@ -224,6 +224,14 @@ module strata
       import :: c_ptr, c_char
       character(kind=c_char), intent(in) :: name(*)
       type(c_ptr) :: ops
+    end function
+    function c_model_parse(line, mods, max, model) bind(C, name="strata_model_parse") &
+        result(rc)
+      import :: c_ptr, c_char, c_int
+      character(kind=c_char), intent(in) :: line(*)
+      type(c_ptr), value :: mods, model
+      integer(c_int), value :: max
+      integer(c_int) :: rc
     end function
     function c_init(rt, cfg) bind(C, name="strata_init") result(rc)
       import :: c_ptr, c_int
@@ -397,6 +405,18 @@ contains
     character(len=*), intent(in) :: name
     type(c_ptr) :: ops
     ops = c_module_ops(name // c_null_char)
+  end function
+
+  !> A model from one line ("input(1,32,32) conv2d(1,3,padding=1,padding_mode=circular)",
+  !> strata_model_parse in strata/runtime.h): mods receives the modules, model%modules points
+  !> to them (mods must stay alive as long as the model), its loss is kept.
+  function strata_model_parse(line, mods, model) result(rc)
+    character(len=*), intent(in) :: line
+    type(strata_module), intent(inout), target, contiguous :: mods(:)
+    type(strata_model), intent(inout), target :: model
+    integer(c_int) :: rc
+    rc = c_model_parse(line // c_null_char, c_loc(mods), int(size(mods), c_int), &
+                       c_loc(model))
   end function
 
   !> A built-in loss by its table's name ("softmax_cross_entropy", "mse", ...), for

@@ -6,8 +6,10 @@
 ! 32x32 grid over [-1, 1)^2 (ax = 1, ay = 0.789, dt = 0.01), in real64, storing real32 fields
 ! u(32, 32, batch). Each training step hands BATCH consecutive states (input u, target
 ! du/dx + du/dy) to strata_train as they are, no copy: the last dimension is the sample. The
-! model is one Linear over the flattened field (1024-1024, no activation), MSE, Adam (lr 1e-3)
-! with cosine annealing over the run. Afterwards 100 single-sample inferences at later times
+! model is one Linear over the flattened field (1024-1024, no activation) or, with --fcn,
+! TorchFort's default fully convolutional model, stated in one line: one Conv2d(1, 1, 3,
+! padding=1, padding_mode="circular") over the field u(32, 32) as one channel; MSE, Adam
+! (lr 1e-3) with cosine annealing over the run. Afterwards 100 single-sample inferences at later times
 ! give the validation MSE: the trained parameters are checkpointed and loaded into an inference
 ! runtime of one device (batch 1), which first predicts with its initial parameters.
 !
@@ -15,7 +17,7 @@
 ! mpi strategy joins the processes on the application's communicator (a duplicate of
 ! MPI_COMM_WORLD, passed by its Fortran handle). Alone, DEVICES > 1 trains with ddp.
 !
-! Usage: insitu [STEPS [BATCH [DEVICES]]] [--export FILE.safetensors] [--ckpt FILE]
+! Usage: insitu [STEPS [BATCH [DEVICES]]] [--fcn] [--export FILE.safetensors] [--ckpt FILE]
 program insitu
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: real32, real64, int64
@@ -26,6 +28,7 @@ program insitu
   real(real64), parameter :: ax = 1.0_real64, ay = 0.789_real64, dt = 0.01_real64
   real(real64), parameter :: pi = 3.14159265358979323846_real64
   integer :: steps, batch, devices, rank, procs, comm, provided, ierr
+  logical :: fcn
   character(len=256) :: export_path, ckpt_path
   type(strata_module), target :: mods(1)
   type(strata_model), target :: model
@@ -37,9 +40,15 @@ program insitu
   call mpi_comm_dup(MPI_COMM_WORLD, comm, ierr)
   call mpi_comm_rank(comm, rank, ierr)
   call mpi_comm_size(comm, procs, ierr)
-  mods(1) = strata_module(ops=strata_module_ops("linear"), out=cells)
-  model = strata_model(in_features=cells, nmodules=1, modules=c_loc(mods), &
-                       loss=strata_loss_ops("mse"))
+  if (fcn) then
+    model = strata_model(loss=strata_loss_ops("mse"))
+    call check(strata_model_parse("input(1,32,32) conv2d(1,3,padding=1,padding_mode=circular)", &
+                                  mods, model), "model")
+  else
+    mods(1) = strata_module(ops=strata_module_ops("linear"), out=cells)
+    model = strata_model(in_features=cells, nmodules=1, modules=c_loc(mods), &
+                         loss=strata_loss_ops("mse"))
+  end if
 
   call train()
   call check(strata_save(rt, trim(ckpt_path)), "save")
@@ -186,11 +195,14 @@ contains
     devices = 1
     export_path = ""
     ckpt_path = "insitu.ckpt"
+    fcn = .false.
     pos = 0
     i = 1
     do while (i <= command_argument_count())
       call get_command_argument(i, a)
-      if (a == "--export" .or. a == "--ckpt") then
+      if (a == "--fcn") then
+        fcn = .true.
+      else if (a == "--export" .or. a == "--ckpt") then
         i = i + 1
         if (a == "--export") call get_command_argument(i, export_path)
         if (a == "--ckpt") call get_command_argument(i, ckpt_path)
@@ -206,7 +218,8 @@ contains
       i = i + 1
     end do
     if (steps <= warmup .or. batch < 1 .or. devices < 1) then
-      write(0, '(a)') "usage: insitu [STEPS > 10 [BATCH [DEVICES]]] [--export FILE] [--ckpt FILE]"
+      write(0, '(a)') "usage: insitu [STEPS > 10 [BATCH [DEVICES]]] [--fcn] [--export FILE] " // &
+                      "[--ckpt FILE]"
       call mpi_abort(MPI_COMM_WORLD, 2, ierr)
     end if
   end subroutine
