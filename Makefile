@@ -117,7 +117,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -337,6 +337,10 @@ bench-train: tools bench-deps
 # their per-device plan at 1, 2 and 4 devices beside the ZeRO formulas. EPOCHS per run (1).
 bench-sharded: tools bench-deps
 	tools/bench-sharded.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+
+# Convolutional models against PyTorch: TorchFort's FCN in-situ, the Fashion-MNIST CNN.
+bench-conv: tools bench-deps
+	tools/bench-conv.sh
 
 bench-invariant: tools
 	tools/bench-invariant.sh $(or $(REPS),3) $(or $(EPOCHS),1)
