@@ -25,7 +25,14 @@ void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int
 void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch);
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim);
 int strata__cpu_prepare_lp(enum strata_dtype dt);
-/* The bf16 GEMMs' kernel set ("bf16:avx512_bf16"), NULL where bf16-mixed is refused. */
+/* The bf16 GEMMs' path: "bf16:avx512_bf16" where the CPU has AVX512_BF16, else "bf16:fma". */
 const char *strata__cpu_lp_name(void);
+#ifdef STRATA_TESTING
+/*
+ * Tests only: @p on 1 makes bf16 GEMMs take bf16:fma even on an AVX512_BF16 CPU (0: the CPU
+ * decides again). Call before a plan or prepare_lp(STRATA_BF16): the scratch size follows it.
+ */
+void strata__cpu_lp_force_fma(int on);
+#endif
 
 #endif /* STRATA_DRIVERS_DRIVERS_H */

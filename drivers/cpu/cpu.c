@@ -511,23 +511,28 @@ int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_o
         return STRATA_OK;
 }
 
+/*
+ * The f32 set's name, with the bf16 GEMMs' path appended for bf16 compute: bf16:avx512_bf16
+ * (vdpbf16ps) or bf16:fma (bf16 operands in f32, the f32 GEMM's fused multiply-add chains).
+ */
 const char *strata_kernel_set(enum strata_kernels kernels, enum strata_dtype compute)
 {
-        static const char *const with_bf16[][2] = {
-                { "libxsmm:avx512", "libxsmm:avx512 bf16:avx512_bf16" },
-                { "libxsmm:avx2", "libxsmm:avx2 bf16:avx512_bf16" },
-                { "strata:scalar", "strata:scalar bf16:avx512_bf16" },
+        static const char *const with_bf16[][3] = { /* f32 set, bf16:avx512_bf16, bf16:fma */
+                { "libxsmm:avx512", "libxsmm:avx512 bf16:avx512_bf16",
+                  "libxsmm:avx512 bf16:fma" },
+                { "libxsmm:avx2", "libxsmm:avx2 bf16:avx512_bf16", "libxsmm:avx2 bf16:fma" },
+                { "strata:scalar", "strata:scalar bf16:avx512_bf16", "strata:scalar bf16:fma" },
         };
         const char *f32 = (unsigned)kernels < STRATA_KERNELS_COUNT ? strata__sgemm_name(kernels)
                                                                    : NULL;
+        int fma;
 
         if (!f32 || compute != STRATA_BF16)
                 return f32;
-        if (!strata__cpu_lp_name())
-                return NULL;
+        fma = strcmp(strata__cpu_lp_name(), "bf16:fma") == 0;
         for (size_t i = 0; i < sizeof(with_bf16) / sizeof(with_bf16[0]); i++)
                 if (!strcmp(with_bf16[i][0], f32))
-                        return with_bf16[i][1];
+                        return with_bf16[i][1 + fma];
         return NULL;
 }
 

@@ -2,18 +2,28 @@
  * The CPU driver's mixed-precision GEMM: C = alpha op(A) op(B) + beta C with A and B rounded
  * to bf16 or f16 (round to nearest even) and the products accumulated in f32.
  *
- * bf16 runs libxsmm's batch-reduce kernel (vdpbf16ps on AVX512_BF16), JIT-compiled once at
- * prepare for one block shape, so a call allocates nothing and looks nothing up (decision
- * 0013: oneDNN's matmul allocates on every execute). In libxsmm's column-major terms the
- * row-major C[m x n] is C'[n x m] = op(B)' op(A)'; the operands are rounded into the scratch
- * as panels of fixed blocks (A' in libxsmm's VNNI pairs along k, B' plain), zero-padded to
- * whole blocks, so one kernel with constant leading dimensions serves every shape. Each
- * tile of C' is computed into a scratch tile and combined into C with alpha and beta.
+ * bf16 has two paths with one numerics contract (operands rounded to bf16, products summed in
+ * f32, alpha, beta and a bf16 C's bias applied to the finished sum as combine() does); which
+ * one runs is decided once per process from CPUID (decision 0038):
+ *
+ * - bf16:avx512_bf16, where the CPU has AVX512_BF16: libxsmm's batch-reduce kernel
+ *   (vdpbf16ps), JIT-compiled once at prepare for one block shape, so a call allocates
+ *   nothing and looks nothing up (decision 0013: oneDNN's matmul allocates on every execute).
+ *   In libxsmm's column-major terms the row-major C[m x n] is C'[n x m] = op(B)' op(A)'; the
+ *   operands are rounded into the scratch as panels of fixed blocks (A' in libxsmm's VNNI
+ *   pairs along k, B' plain), zero-padded to whole blocks, so one kernel with constant leading
+ *   dimensions serves every shape. Each tile of C' is computed into a scratch tile and
+ *   combined into C with alpha and beta. vdpbf16ps reads bf16 subnormals as zero and flushes
+ *   subnormal results.
+ * - bf16:fma, everywhere else (AVX2+FMA, or the scalar set's fmaf chains): the operands are
+ *   rounded to bf16 values held in f32 (a bf16-stored operand is widened exactly) and
+ *   multiplied by the f32 GEMM (gemm.c), whose products of two bf16 values are exact in f32
+ *   and are summed by fused multiply-adds in k order. The sums go to C (f32 C, beta 0) or to
+ *   an f32 scratch of at most LP_ROWS rows (a row's bits do not depend on the call's rows) and
+ *   through combine(). Subnormals are kept (IEEE).
+ *
  * gemm_lp_io reads operands already stored in bf16 as they are and can round C to bf16 (with
  * a bias added first): bf16-mixed keeps the activations between Linear and ReLU in bf16.
- *
- * bf16 needs AVX512_BF16 (every CPU with AMX-BF16 has it too; AMX itself is not used yet,
- * decision 0034): elsewhere bf16-mixed is refused when the runtime prepares.
  *
  * f16: no f16 GEMM instructions are used (AVX512_FP16 is rare), so operands are rounded to
  * f16 values held in f32 and multiplied by the f32 GEMM (gemm.c): f16's numerics (range,
@@ -36,8 +46,15 @@
 #define BM 32 /* rows of C' per tile (libxsmm m): columns of C */
 #define BN 64 /* columns of C' per tile (libxsmm n): rows of C */
 #define KB 64 /* k per batch-reduce block (even: VNNI pairs) */
+/*
+ * bf16:fma: rows of C per f32 scratch block. A multiple of gemm.c's row blocking (MC, 256),
+ * so the f32 GEMM packs op(B) no more often than one call over all rows would.
+ */
+#define LP_ROWS 256
 
 static libxsmm_bsmmfunction_reducebatch_strd kernel;
+static int use_dpbf16; /* bf16:avx512_bf16 runs (else bf16:fma): set once by detect() */
+static int use_f16c;   /* f16 rounding by F16C: set once by detect() */
 
 static size_t round_up(size_t x, size_t b)
 {
@@ -116,17 +133,18 @@ static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t
 }
 
 /*
- * c[j][i0 + i] = alpha * tile + beta * c for the valid part of one tile; a bf16 C gets
- * alpha * tile + bias, rounded (the tile serves as the f32 row).
+ * c[j][i0 + i] = alpha * tile + beta * c for the valid part of one tile (row j of the tile at
+ * tile + j * ldt); a bf16 C gets alpha * tile + bias, rounded (the tile serves as the f32 row).
+ * Both bf16 paths finish their sums here, so they apply alpha, beta and the bias alike.
  */
-static void combine(const struct strata_gemm_io *g, float *tile, size_t i0, size_t j0,
-                    size_t ni, size_t nj)
+static void combine(const struct strata_gemm_io *g, float *tile, size_t ldt, size_t i0,
+                    size_t j0, size_t ni, size_t nj)
 {
         float alpha = g->alpha, beta = g->beta;
 
         for (size_t j = 0; j < nj; j++) {
                 size_t at = (j0 + j) * (size_t)g->ldc + i0;
-                float *tr = tile + j * BM, *row;
+                float *tr = tile + j * ldt, *row;
 
                 if (g->ct == STRATA_BF16) {
                         for (size_t i = 0; i < ni; i++)
@@ -144,7 +162,8 @@ static void combine(const struct strata_gemm_io *g, float *tile, size_t i0, size
         }
 }
 
-static void gemm_bf16(const struct strata_gemm_io *g, void *scratch)
+/* bf16:avx512_bf16: both operands packed as bf16 panels, libxsmm's vdpbf16ps kernel per tile. */
+static void gemm_dpbf16(const struct strata_gemm_io *g, void *scratch)
 {
         int m = g->m, n = g->n, k = g->k;
         size_t mp = round_up((size_t)n, BM), np = round_up((size_t)m, BN);
@@ -167,8 +186,82 @@ static void gemm_bf16(const struct strata_gemm_io *g, void *scratch)
                         else
                                 kernel((const libxsmm_bfloat16 *)(ap + i0 * kp),
                                        (const libxsmm_bfloat16 *)(bp + j0 * kp), tile, &count);
-                        combine(g, tile, i0, j0, ni, nj);
+                        combine(g, tile, BM, i0, j0, ni, nj);
                 }
+}
+
+/*
+ * dst[i] = src[i] rounded to bf16 and held in f32: strata__to_bf16's values (nearest even, NaN
+ * kept quiet, overflow to infinity) with the low 16 bits cleared. Integer operations only.
+ */
+STRATA_SIMD static void round_bf16(float *restrict dst, const float *restrict src, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+
+                memcpy(&u, &src[i], 4);
+                u = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u
+                                                    : u + 0x7fffu + ((u >> 16) & 1u);
+                u &= 0xffff0000u;
+                memcpy(&dst[i], &u, 4);
+        }
+}
+
+/*
+ * @p rows runs of @p cols elements of p (stride ld, stored as pt) into dst, packed, as bf16
+ * values held in f32: a bf16 operand widened exactly, an f32 one rounded.
+ */
+static void widen_bf16(float *dst, const void *p, enum strata_dtype pt, int ld, size_t rows,
+                       size_t cols)
+{
+        for (size_t i = 0; i < rows; i++)
+                if (pt == STRATA_BF16)
+                        strata__from_bf16(dst + i * cols, (const uint16_t *)p + i * (size_t)ld,
+                                          cols);
+                else
+                        round_bf16(dst + i * cols, (const float *)p + i * (size_t)ld, cols);
+}
+
+/* x[i] = alpha x[i]: combine()'s f32 row for beta 0, with the sum already in place. */
+STRATA_SIMD static void scale_row(float *x, float alpha, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                x[i] = alpha * x[i];
+}
+
+/*
+ * bf16:fma: op(A) and op(B) as bf16 values in f32 (each as stored, the f32 GEMM applies the
+ * transposes), their products summed by the f32 GEMM with alpha 1 and beta 0, so that
+ * combine() applies alpha, beta and the bias to the finished sums as gemm_dpbf16 does. An f32
+ * C with beta 0 takes the sums directly (alpha then scales them in place: combine's values).
+ */
+static void gemm_bf16_fma(const struct strata_gemm_io *g, void *scratch)
+{
+        size_t m = (size_t)g->m, n = (size_t)g->n, k = (size_t)g->k;
+        size_t ar = g->ta ? k : m, ac = g->ta ? m : k, br = g->tb ? n : k, bc = g->tb ? k : n;
+        float *a = scratch, *b = a + ar * ac, *sums = b + br * bc;
+        int lda = ac > 0 ? (int)ac : 1, ldb = bc > 0 ? (int)bc : 1;
+
+        widen_bf16(a, g->a, g->at, g->lda, ar, ac);
+        widen_bf16(b, g->b, g->bt, g->ldb, br, bc);
+        if (g->ct == STRATA_F32 && g->beta == 0.0f) {
+                strata__sgemm(STRATA_KERNELS_NATIVE,
+                              &(struct strata__sgemm){ g->ta, g->tb, g->m, g->n, g->k, 1.0f,
+                                                       0.0f, a, lda, b, ldb, g->c, g->ldc });
+                if (g->alpha != 1.0f)
+                        for (size_t i = 0; i < m; i++)
+                                scale_row((float *)g->c + i * (size_t)g->ldc, g->alpha, n);
+                return;
+        }
+        for (size_t i0 = 0; i0 < m; i0 += LP_ROWS) {
+                size_t rows = m - i0 < LP_ROWS ? m - i0 : LP_ROWS;
+
+                strata__sgemm(STRATA_KERNELS_NATIVE,
+                              &(struct strata__sgemm){ g->ta, g->tb, (int)rows, g->n, g->k,
+                                                       1.0f, 0.0f, g->ta ? a + i0 : a + i0 * ac,
+                                                       lda, b, ldb, sums, g->n });
+                combine(g, sums, n, 0, i0, n, rows);
+        }
 }
 
 /* dst[i] = src[i] rounded to the nearest f16 value (F16C when the CPU has it). */
@@ -187,25 +280,6 @@ __attribute__((target("avx,f16c"))) static void round_f16_hw(float *dst, const f
                 dst[i] = strata__f16_to_f32(strata__f32_to_f16(src[i]));
 }
 #endif
-
-/* CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
-static int have_f16c(void)
-{
-#if defined(__x86_64__)
-        unsigned a, b, c, d;
-
-        return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-#else
-        return 0;
-#endif
-}
-
-static int use_f16c; /* set once by prepare_lp: CPUID traps to the hypervisor in a VM */
-
-static void detect_f16c(void)
-{
-        use_f16c = have_f16c();
-}
 
 static void round_f16(float *dst, const float *src, size_t n)
 {
@@ -243,8 +317,10 @@ void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch)
 {
         if (g->m <= 0 || g->n <= 0)
                 return;
-        if (g->dt == STRATA_BF16)
-                gemm_bf16(g, scratch);
+        if (g->dt == STRATA_BF16 && use_dpbf16)
+                gemm_dpbf16(g, scratch);
+        else if (g->dt == STRATA_BF16)
+                gemm_bf16_fma(g, scratch);
         else
                 gemm_f16(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb,
                          g->beta, g->c, g->ldc, scratch);
@@ -262,17 +338,7 @@ void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int
                                scratch);
 }
 
-size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
-{
-        if (dt == STRATA_F16)
-                return elems * sizeof(float);
-        /*
-         * Padded operands: (n + BM)(k + KB) + (m + BN)(k + KB) with m, n, k <= dim and
-         * (m + n) k <= elems, then the tile.
-         */
-        return sizeof(uint16_t) * (elems + (2 * KB + BM + BN) * dim + (BM + BN) * KB) +
-               sizeof(float) * BM * BN + sizeof(uint16_t) * (dim + KB) + 64;
-}
+/* ---- which path runs: CPUID once per process (it traps to the hypervisor in a VM) ---- */
 
 /* CPUID.(7, 1):EAX bit 5. */
 static int have_avx512_bf16(void)
@@ -286,9 +352,63 @@ static int have_avx512_bf16(void)
 #endif
 }
 
+/* CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
+static int have_f16c(void)
+{
+#if defined(__x86_64__)
+        unsigned a, b, c, d;
+
+        return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+#else
+        return 0;
+#endif
+}
+
+#ifdef STRATA_TESTING
+static int forced_fma; /* strata__cpu_lp_force_fma() */
+
+void strata__cpu_lp_force_fma(int on)
+{
+        forced_fma = on;
+        use_dpbf16 = !on && have_avx512_bf16();
+}
+#else
+static const int forced_fma = 0;
+#endif
+
+static void detect_features(void)
+{
+        use_f16c = have_f16c();
+        use_dpbf16 = !forced_fma && have_avx512_bf16();
+}
+
+static void detect(void)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+        pthread_once(&once, detect_features);
+}
+
+size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
+{
+        detect();
+        if (dt == STRATA_F16)
+                return elems * sizeof(float);
+        /* bf16:fma: both operands in f32, then the f32 sums of at most LP_ROWS rows of C. */
+        if (!use_dpbf16)
+                return sizeof(float) * (elems + (dim < LP_ROWS ? dim : LP_ROWS) * dim);
+        /*
+         * Padded operands: (n + BM)(k + KB) + (m + BN)(k + KB) with m, n, k <= dim and
+         * (m + n) k <= elems, then the tile.
+         */
+        return sizeof(uint16_t) * (elems + (2 * KB + BM + BN) * dim + (BM + BN) * KB) +
+               sizeof(float) * BM * BN + sizeof(uint16_t) * (dim + KB) + 64;
+}
+
 /*
  * libxsmm's one kernel, compiled once per process (runtimes may set up on several threads),
- * after the f32 sets: those move libxsmm's global target and put it back.
+ * after the f32 sets: those move libxsmm's global target and put it back. Compiled where the
+ * CPU has AVX512_BF16 even when a test forces bf16:fma.
  */
 static void compile_kernel(void)
 {
@@ -306,22 +426,20 @@ static void compile_kernel(void)
                                                        &prefetch);
 }
 
+/* bf16:fma needs nothing compiled here: the f32 sets are the driver's prepare's. */
 int strata__cpu_prepare_lp(enum strata_dtype dt)
 {
-        static pthread_once_t once = PTHREAD_ONCE_INIT, f16_once = PTHREAD_ONCE_INIT;
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-        if (dt == STRATA_F16) {
-                pthread_once(&f16_once, detect_f16c);
+        detect();
+        if (dt == STRATA_F16)
                 return STRATA_OK;
-        }
         if (dt != STRATA_BF16)
                 return strata__fail(STRATA_EINVAL, "cpu: no mixed-precision GEMM for dtype %d",
                                     (int)dt);
+        if (!use_dpbf16)
+                return STRATA_OK;
         pthread_once(&once, compile_kernel);
-        if (!have_avx512_bf16())
-                return strata__fail(STRATA_ENOTSUP, "cpu: bf16-mixed needs AVX512_BF16 or "
-                                    "AMX-BF16 and this CPU has neither (precision 32 or "
-                                    "16-mixed run here)");
         if (!kernel)
                 return strata__fail(STRATA_ENOTSUP, "cpu: libxsmm generated no bf16 kernel for "
                                     "this CPU (%s)", libxsmm_get_target_arch());
@@ -330,5 +448,6 @@ int strata__cpu_prepare_lp(enum strata_dtype dt)
 
 const char *strata__cpu_lp_name(void)
 {
-        return have_avx512_bf16() ? "bf16:avx512_bf16" : NULL;
+        detect();
+        return use_dpbf16 ? "bf16:avx512_bf16" : "bf16:fma";
 }

@@ -385,8 +385,9 @@ struct strata_device_ops {
 /**
  * @brief The name of the CPU kernels a run computes with: the f32 GEMMs' set and, when the
  *        GEMMs' operands are bf16, the bf16 GEMMs' ("libxsmm:avx512", "libxsmm:avx2",
- *        "libxsmm:avx512 bf16:avx512_bf16"), as strata-train's banner, its --json and the
- *        trace's metadata show it.
+ *        "libxsmm:avx512 bf16:avx512_bf16", "libxsmm:avx2 bf16:fma": bf16 operands summed
+ *        by f32 fused multiply-adds where the CPU has no AVX512_BF16), as strata-train's
+ *        banner, its --json and the trace's metadata show it.
  * @param kernels  The kernel set asked for (cfg.device.kernels).
  * @param compute  The GEMMs' operand type: STRATA_F32 (precision 32 and 16-mixed, whose f16
  *                 operands are multiplied by the f32 GEMMs) or STRATA_BF16 (bf16-mixed).

@@ -1,7 +1,8 @@
 /*
- * Failure injection is compiled out of production builds: libstrata.a and libstrata.so define
- * and reference no symbol of it, while the test suite's archive, built from the same sources
- * with STRATA_TESTING, holds it (so the check below looks for names that do exist there).
+ * Failure injection, and the tests' other hooks (forcing bf16:fma), are compiled out of
+ * production builds: libstrata.a and libstrata.so define and reference no symbol of them,
+ * while the test suite's archive, built from the same sources with STRATA_TESTING, holds them
+ * (so the check below looks for names that do exist there).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -9,7 +10,8 @@
 
 static const char *const names[] = { "strata__inject_failure", "strata__inject_nonfinite_grad",
                                      "strata__comm_inject", "strata__fault",
-                                     "strata__fault_nonfinite", "strata__faults_take" };
+                                     "strata__fault_nonfinite", "strata__faults_take",
+                                     "strata__cpu_lp_force_fma" };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 /* Which of names[] `nm` lists (defined or undefined) for @p file, as a bit mask. */

@@ -2,13 +2,15 @@
  * The CPU's kernel sets (decision 0034): chosen by the CPU's features and named; a set the CPU
  * cannot run refused at init with the reason; every set exact against a double reference on
  * odd shapes and bitwise equal to every other; an element's bits independent of the call's row
- * count; two threads computing at once get the bits each gets alone; bf16-mixed refused
- * where the CPU has neither AVX512_BF16 nor AMX-BF16.
+ * count; two threads computing at once get the bits each gets alone; bf16-mixed on every CPU:
+ * vdpbf16ps where the CPU has AVX512_BF16, else bf16 operands summed by the f32 GEMM's
+ * fused multiply-adds (bf16:fma, also forced here to test it on any CPU).
  */
 #include <cpuid.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,21 +311,166 @@ Test(cpu_kernel_sets, two_threads_at_once_get_the_bits_of_one_alone, .timeout = 
         free_case(&g);
 }
 
-Test(cpu_kernel_sets, bf16_runs_on_avx512_bf16_or_is_refused_with_the_reason)
+/*
+ * bf16-mixed runs on every CPU (decision 0038): bf16:avx512_bf16 where the CPU has
+ * AVX512_BF16, bf16:fma elsewhere, appended to every f32 set's name.
+ */
+Test(cpu_kernel_sets, bf16_takes_avx512_bf16_where_the_cpu_has_it_else_fma)
 {
         const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
-        int rc = k->prepare_lp(STRATA_BF16);
+        const char *path = cpuid_bit(7, 1, 0, 5) ? "bf16:avx512_bf16" : "bf16:fma";
+        char want[64];
 
-        if (cpuid_bit(7, 1, 0, 5)) {
-                cr_expect_eq(rc, STRATA_OK, "%s", strata_last_error());
-                cr_expect_str_eq(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16),
-                                 cpu_has("avx512") ? "libxsmm:avx512 bf16:avx512_bf16"
-                                                   : "libxsmm:avx2 bf16:avx512_bf16");
-        } else {
-                cr_expect_eq(rc, STRATA_ENOTSUP);
-                cr_expect(strstr(strata_last_error(), "AVX512_BF16"), "%s", strata_last_error());
-                cr_expect_null(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16));
+        cr_assert_not_null(k);
+        cr_expect_eq(k->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
+        cr_expect_str_eq(strata__cpu_lp_name(), path);
+        for (int s = 0; s < STRATA_KERNELS_COUNT; s++) {
+                const char *f32 = strata_kernel_set((enum strata_kernels)s, STRATA_F32);
+
+                if (!f32) {
+                        cr_expect_null(strata_kernel_set((enum strata_kernels)s, STRATA_BF16));
+                        continue;
+                }
+                snprintf(want, sizeof(want), "%s %s", f32, path);
+                cr_expect_str_eq(strata_kernel_set((enum strata_kernels)s, STRATA_BF16), want);
         }
+}
+
+static void bf16_fma(void)
+{
+        strata__cpu_lp_force_fma(1);
+}
+
+/* x rounded to bf16 by frexp/nearbyint (the values here are normal or zero). */
+static double bf16_of(float x)
+{
+        int e;
+        double m = frexp(x, &e);
+
+        return x == 0.0f ? 0.0 : ldexp(nearbyint(ldexp(m, 8)), e - 8);
+}
+
+static float bf16_widen(uint16_t h)
+{
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+
+        memcpy(&f, &u, 4);
+        return f;
+}
+
+/*
+ * C of one bf16 GEMM through gemm_lp_io: f32 C (alpha, beta over c0) or, @p bf16_c, bf16 C
+ * (alpha and the bias, beta 0) widened back to f32 for comparison.
+ */
+static float *run_bf16(const struct strata_kernel_ops *k, const struct gemm_case *g, float alpha,
+                       float beta, const float *bias, int bf16_c, void *scratch)
+{
+        size_t cn = (size_t)g->ldc * g->m;
+        float *c = malloc(sizeof(float) * cn);
+        uint16_t *ch = malloc(sizeof(uint16_t) * cn);
+
+        memcpy(c, g->c0, sizeof(float) * cn);
+        memset(ch, 0, sizeof(uint16_t) * cn);
+        k->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .ta = g->ta, .tb = g->tb,
+                                                .m = g->m, .n = g->n, .k = g->k,
+                                                .alpha = alpha, .beta = bf16_c ? 0.0f : beta,
+                                                .a = g->a, .lda = g->lda, .b = g->b,
+                                                .ldb = g->ldb, .c = bf16_c ? (void *)ch : c,
+                                                .ldc = g->ldc,
+                                                .ct = bf16_c ? STRATA_BF16 : STRATA_F32,
+                                                .bias = bf16_c ? bias : NULL },
+                      scratch);
+        for (size_t i = 0; bf16_c && i < cn; i++)
+                c[i] = bf16_widen(ch[i]);
+        free(ch);
+        return c;
+}
+
+/*
+ * The double reference over bf16-rounded operands: alpha s + beta c0, or alpha s + bias
+ * rounded once for a bf16 C; within f32's error on a k-term sum (plus bf16's half ulp).
+ */
+static void check_bf16_ref(const struct gemm_case *g, const float *c, float alpha, float beta,
+                           const float *bias, int bf16_c)
+{
+        for (int i = 0; i < g->m; i++)
+                for (int j = 0; j < g->n; j++) {
+                        double r = 0.0, mag = 0.0, tol;
+
+                        for (int kk = 0; kk < g->k; kk++) {
+                                double x = bf16_of(g->ta ? g->a[(size_t)kk * g->lda + i]
+                                                         : g->a[(size_t)i * g->lda + kk]);
+                                double y = bf16_of(g->tb ? g->b[(size_t)j * g->ldb + kk]
+                                                         : g->b[(size_t)kk * g->ldb + j]);
+
+                                r += x * y;
+                                mag += fabs(x * y);
+                        }
+                        r = alpha * r + (bf16_c ? bias[j] : beta * (double)g->c0[(size_t)i *
+                                                                                 g->ldc + j]);
+                        tol = 1e-6 * (g->k + 4) * (mag + 1.0) + (bf16_c ? 0x1p-8 * fabs(r) : 0);
+                        cr_assert_leq(fabs(r - c[(size_t)i * g->ldc + j]), tol,
+                                      "bf16 C %d, ta%d tb%d %dx%dx%d at (%d, %d): %.9g, "
+                                      "reference %.9g", bf16_c, g->ta, g->tb, g->m, g->n, g->k,
+                                      i, j, c[(size_t)i * g->ldc + j], r);
+                }
+}
+
+/*
+ * bf16:fma, forced whatever the CPU, on the odd shapes (m past its row block of 256, k past
+ * the f32 GEMM's chunk of 256): every element within f32 accumulation error of the double
+ * reference over the bf16-rounded operands, with alpha, beta and a bf16 C's bias; a second
+ * call gives the same bits; a row's bits do not depend on the call's row count.
+ */
+Test(cpu_kernel_sets, bf16_fma_matches_a_reference_and_repeats_bitwise, .timeout = 120,
+     .init = bf16_fma)
+{
+        static const float ab[][2] = { { 1.0f, 0.0f }, { 1.0f, 1.0f }, { -0.5f, 0.25f },
+                                       { -0.5f, 0.0f } };
+        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
+
+        cr_assert_not_null(k);
+        cr_assert_eq(k->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
+        cr_assert_str_eq(strata__cpu_lp_name(), "bf16:fma");
+        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+                for (size_t v = 0; v < sizeof(ab) / sizeof(ab[0]) * 2; v++) {
+                        float alpha = ab[v / 2][0], beta = ab[v / 2][1], *bias, *c, *again;
+                        int bf16_c = (int)(v & 1);
+                        size_t dim, bytes;
+                        struct gemm_case g;
+                        void *scratch;
+
+                        make_case(&g, shapes[i], (unsigned)(5 * i + v));
+                        dim = (size_t)(g.m > g.n ? (g.m > g.k ? g.m : g.k)
+                                                 : (g.n > g.k ? g.n : g.k));
+                        bytes = k->gemm_lp_bytes(STRATA_BF16,
+                                                 (size_t)g.k * ((size_t)g.m + (size_t)g.n), dim);
+                        scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+                        bias = malloc(sizeof(float) * (size_t)g.n);
+                        fill(bias, (size_t)g.n, (unsigned)(9 * i + v));
+                        c = run_bf16(k, &g, alpha, beta, bias, bf16_c, scratch);
+                        again = run_bf16(k, &g, alpha, beta, bias, bf16_c, scratch);
+                        check_bf16_ref(&g, c, alpha, beta, bias, bf16_c);
+                        cr_assert_eq(memcmp(c, again, sizeof(float) * (size_t)g.ldc * g.m), 0,
+                                     "shape %zu: a second call differs", i);
+                        if (g.m > 1 && !g.ta) { /* rows [m / 3, m / 3 + m / 2) alone */
+                                struct gemm_case part = g;
+                                int r0 = g.m / 3;
+
+                                part.m = g.m / 2;
+                                part.a = g.a + (size_t)r0 * g.lda;
+                                part.c0 = g.c0 + (size_t)r0 * g.ldc;
+                                free(again);
+                                again = run_bf16(k, &part, alpha, beta, bias, bf16_c, scratch);
+                                cr_assert_eq(memcmp(again, c + (size_t)r0 * g.ldc,
+                                                    sizeof(float) * (size_t)g.ldc * part.m),
+                                             0, "shape %zu: rows %d.. of a %d-row call differ",
+                                             i, r0, part.m);
+                        }
+                        free(c), free(again), free(bias), free(scratch);
+                        free_case(&g);
+                }
 }
 
 /*

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/drivers.h"
 #include "strategy/internal.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
@@ -62,12 +63,15 @@ static float frand(void)
 /*
  * A bf16-stored operand gives the bits the same values given in f32 give (gemm_lp, itself
  * checked against a reference in precision.c); a bf16 C holds the f32 result (bias added
- * first, as fill_rows + beta 1 would) rounded once by the reference rounding.
+ * first, as fill_rows + beta 1 would) rounded once by the reference rounding. The last shape
+ * has k past the f32 GEMM's chunk and m past bf16:fma's row block: the bias still meets the
+ * finished sum.
  */
-Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
+static void gemm_lp_io_bf16(void)
 {
         const struct strata_kernel_ops *d = cpu()->kernels;
-        const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 } };
+        const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 },
+                                  { 300, 40, 600 } };
 
         srand(3);
         for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
@@ -130,6 +134,23 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
                         free(a), free(b), free(ah), free(bh), free(ch), free(bias), free(want);
                         free(got), free(scratch);
                 }
+}
+
+Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16, .timeout = 60)
+{
+        gemm_lp_io_bf16();
+}
+
+/* bf16:fma whatever the CPU (where the CPU has no AVX512_BF16 it runs anyway). */
+static void bf16_fma(void)
+{
+        strata__cpu_lp_force_fma(1);
+}
+
+Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16_bf16_fma, .timeout = 60,
+     .init = bf16_fma)
+{
+        gemm_lp_io_bf16();
 }
 
 Test(bf16_activations, relu_over_bf16_storage)
@@ -263,7 +284,7 @@ static size_t params_of(const struct strata_config *c)
  *   f32 activations without that rounding: the GEMMs rounded them anyway. Dropout's scaling
  *   rounds again, so there the values differ, as they do under autocast.
  */
-Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones, .timeout = 120)
+static void plan_shrinks_and_values_are_rounded(void)
 {
         static float a[MAXP], b[MAXP];
         /* hidden widths stored in bf16 per model: 16 + 16, 16, 16, 16 + 16 + 8 + 8, 16, 0 */
@@ -335,6 +356,17 @@ Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones, .timeout = 
                                      "model %d, strategy %d: not the rounded f32 values "
                                      "(rel %g)", model, kind, rig_rel_diff(a, b, np));
                 }
+}
+
+Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones, .timeout = 120)
+{
+        plan_shrinks_and_values_are_rounded();
+}
+
+Test(bf16_activations, plan_shrinks_and_values_are_the_rounded_ones_bf16_fma, .timeout = 120,
+     .init = bf16_fma)
+{
+        plan_shrinks_and_values_are_rounded();
 }
 
 /* A driver without the bf16 activation operations keeps them f32 (and still runs). */

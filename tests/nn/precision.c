@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "drivers/drivers.h"
 #include "strategy/internal.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
@@ -98,22 +99,48 @@ Test(precision, rounding_is_to_nearest_even)
 }
 
 /*
- * vdpbf16ps treats subnormal inputs as zero and flushes subnormal results (decision 0013);
- * f16's subnormals survive (rounding_is_to_nearest_even: 2^-24).
+ * Subnormals follow the bf16 path: bf16:avx512_bf16's vdpbf16ps treats subnormal inputs as
+ * zero and flushes subnormal results (decision 0013); bf16:fma's f32 fused multiply-adds keep
+ * both (IEEE, decision 0038). f16's subnormals survive (rounding_is_to_nearest_even: 2^-24).
  */
-Test(precision, bf16_flushes_subnormals)
+static void bf16_subnormals(void)
 {
         const struct strata_kernel_ops *d = cpu()->kernels;
         const float x[] = { 1e-39f, 2e-38f }, y[2] = { 1e-20f, 1e-20f }, z[2] = { 1e-19f, 1e-19f };
+        double p = 2.0 * bf16_ref(y[0]) * bf16_ref(z[0]); /* a subnormal sum of two products */
         float out[2];
         void *scratch = aligned_alloc(64, 1 << 20);
 
         driver_round(STRATA_BF16, x, out, 2);
-        cr_assert_eq(out[0], 0.0f, "a subnormal bf16 input counts as 0: %a", out[0]);
-        cr_assert_eq(out[1], (float)bf16_ref(x[1]), "a normal one does not");
-        d->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out, 1, scratch);
-        cr_assert_eq(out[0], 0.0f, "a subnormal product is flushed: %a", out[0]);
+        cr_assert_eq(out[1], (float)bf16_ref(x[1]), "a normal input is rounded: %a", out[1]);
+        d->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out + 1, 1, scratch);
+        if (!strcmp(strata__cpu_lp_name(), "bf16:avx512_bf16")) {
+                cr_assert_eq(out[0], 0.0f, "a subnormal bf16 input counts as 0: %a", out[0]);
+                cr_assert_eq(out[1], 0.0f, "a subnormal product is flushed: %a", out[1]);
+        } else {
+                cr_assert_str_eq(strata__cpu_lp_name(), "bf16:fma");
+                cr_assert_eq(out[0], (float)bf16_ref(x[0]), "a subnormal input is kept: %a",
+                             out[0]);
+                cr_assert(out[1] > 0.0f && fabs(out[1] - p) <= 0x1p-148,
+                          "a subnormal sum is kept: %a, want %a", out[1], p);
+        }
         free(scratch);
+}
+
+Test(precision, bf16_subnormals_follow_the_path)
+{
+        bf16_subnormals();
+}
+
+/* Tests named ..._bf16_fma run bf16:fma whatever the CPU (on this one it runs anyway). */
+static void bf16_fma(void)
+{
+        strata__cpu_lp_force_fma(1);
+}
+
+Test(precision, bf16_subnormals_follow_the_path_bf16_fma, .init = bf16_fma)
+{
+        bf16_subnormals();
 }
 
 Test(precision, random_values_round_as_the_reference)
@@ -153,10 +180,12 @@ static void gemm_ref(double (*rnd)(double), int ta, int tb, int m, int n, int k,
                 }
 }
 
-Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
+/* Shapes past the f32 GEMM's k chunk (256) and bf16:fma's row block (256) included. */
+static void gemm_lp_reference(void)
 {
         const struct strata_kernel_ops *d = cpu()->kernels;
-        const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 } };
+        const int shapes[][3] = { { 70, 33, 130 }, { 1, 1, 1 }, { 64, 64, 64 }, { 5, 97, 3 },
+                                  { 300, 20, 520 } };
 
         for (int dt = 0; dt < 2; dt++) {
                 enum strata_dtype t = dt ? STRATA_F16 : STRATA_BF16;
@@ -195,6 +224,74 @@ Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
                                 free(a), free(b), free(c), free(c0), free(want), free(scratch);
                         }
         }
+}
+
+Test(precision, gemm_lp_matches_a_reference_on_rounded_operands, .timeout = 60)
+{
+        gemm_lp_reference();
+}
+
+Test(precision, gemm_lp_matches_a_reference_on_rounded_operands_bf16_fma, .timeout = 60,
+     .init = bf16_fma)
+{
+        gemm_lp_reference();
+}
+
+/*
+ * alpha, beta and a bf16 C's bias meet the finished f32 sum of the products, on either bf16
+ * path: C = alpha s + beta c0 and bf16(alpha s + bias), computed in f32, where s is the same
+ * call's sum (alpha 1, beta 0). The fp32-stored forward (bias by fill_rows, then beta 1) and
+ * the bf16-stored one (bias before the rounding) rely on it (decision 0016). k past the f32
+ * GEMM's chunk (256) and m past bf16:fma's row block (256).
+ */
+static void scales_meet_the_finished_sum(void)
+{
+        enum { M = 300, N = 24, K = 600 };
+        static float a[M * K], b[N * K], s[M * N], c[M * N], c0[M * N], bias[N];
+        static uint16_t ch[M * N];
+        const struct strata_kernel_ops *d = cpu()->kernels;
+        const float alpha = -0.75f, beta = 0.5f;
+        size_t bytes = d->gemm_lp_bytes(STRATA_BF16, (size_t)M * K + (size_t)N * K, K);
+        void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+        cr_assert_eq(d->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
+        srand(11);
+        for (int i = 0; i < M * K; i++)
+                a[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+        for (int i = 0; i < N * K; i++)
+                b[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+        for (int i = 0; i < M * N; i++)
+                c[i] = c0[i] = (float)rand() / (float)RAND_MAX;
+        for (int j = 0; j < N; j++)
+                bias[j] = (float)rand() / (float)RAND_MAX;
+        d->gemm_lp(STRATA_BF16, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, s, N, scratch);
+        d->gemm_lp(STRATA_BF16, 0, 1, M, N, K, alpha, a, K, b, K, beta, c, N, scratch);
+        d->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .tb = 1, .m = M, .n = N,
+                                                .k = K, .alpha = alpha, .a = a, .lda = K,
+                                                .b = b, .ldb = K, .c = ch, .ldc = N,
+                                                .ct = STRATA_BF16, .bias = bias },
+                      scratch);
+        for (int i = 0; i < M * N; i++) {
+                float f = alpha * s[i] + bias[i % N], got;
+                uint32_t u = (uint32_t)ch[i] << 16;
+
+                memcpy(&got, &u, 4);
+                cr_assert_eq(c[i], alpha * s[i] + beta * c0[i], "%s: C[%d] %a, want %a",
+                             strata__cpu_lp_name(), i, c[i], alpha * s[i] + beta * c0[i]);
+                cr_assert_eq(got, (float)bf16_ref(f), "%s: bf16 C[%d] %a, want bf16(%a)",
+                             strata__cpu_lp_name(), i, got, f);
+        }
+        free(scratch);
+}
+
+Test(precision, scales_and_bias_meet_the_finished_sum)
+{
+        scales_meet_the_finished_sum();
+}
+
+Test(precision, scales_and_bias_meet_the_finished_sum_bf16_fma, .init = bf16_fma)
+{
+        scales_meet_the_finished_sum();
 }
 
 #define NP (RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES)
@@ -339,7 +436,7 @@ Test(precision, master_weights_stay_f32)
         cr_assert_gt(rig_rel_diff(pbf, p32, NP), 0.0, "bf16-mixed computed in f32");
 }
 
-Test(precision, plan_equals_use_and_runs_repeat_bitwise, .timeout = 60)
+static void plan_equals_use_and_runs_repeat(void)
 {
         static float a[NP], b[NP];
         struct rig r;
@@ -370,6 +467,17 @@ Test(precision, plan_equals_use_and_runs_repeat_bitwise, .timeout = 60)
                         cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "%s, strategy %d: runs differ",
                                      strata_precision_name(c.precision.kind), kind);
                 }
+}
+
+Test(precision, plan_equals_use_and_runs_repeat_bitwise, .timeout = 60)
+{
+        plan_equals_use_and_runs_repeat();
+}
+
+Test(precision, plan_equals_use_and_runs_repeat_bitwise_bf16_fma, .timeout = 60,
+     .init = bf16_fma)
+{
+        plan_equals_use_and_runs_repeat();
 }
 
 Test(precision, checkpoint_carries_the_loss_scale)

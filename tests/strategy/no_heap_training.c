@@ -1,6 +1,7 @@
 /* During training steps nothing in the process allocates (counted by an interposer). */
 #include <criterion/criterion.h>
 
+#include "drivers/drivers.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -77,6 +78,18 @@ Test(no_heap_training, mixed_precision)
 {
         no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_BF16);
         no_heap(STRATA_STRATEGY_DP, 2, 0, STRATA_PRECISION_16_MIXED, STRATA_F32);
+        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
+}
+
+/* bf16:fma whatever the CPU: its f32 scratch of operands and sums is planned too. */
+static void bf16_fma(void)
+{
+        strata__cpu_lp_force_fma(1);
+}
+
+Test(no_heap_training, mixed_precision_bf16_fma, .init = bf16_fma)
+{
+        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_BF16);
         no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
 }
 
