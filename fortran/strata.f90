@@ -73,6 +73,9 @@ module strata
     integer(c_int) :: padding_mode = STRATA_PAD_ZEROS
     integer(c_int) :: mode = STRATA_UPSAMPLE_NEAREST
     integer(c_int) :: no_bias = 0
+    !> merge modules (add, concat): the earlier module whose output they read, by its index
+    !> from 0 (C's), or -1 for the model's input
+    integer(c_int) :: from = 0
   end type
 
   !> A model: input width, its modules and its loss (struct strata_model).

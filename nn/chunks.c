@@ -288,6 +288,7 @@ void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx
         const struct strata_chunks *ch = c->chunks;
         struct strata_step_ctx cc = *c;
         float *aux = l->aux;
+        const float *skip = l->skip;
 
         if (ch->batch_stats[l->index]) { /* one call: it combines its own chunks */
                 l->desc->ops->forward(l, c, x, y, rows);
@@ -298,12 +299,14 @@ void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx
 
                 cc.row0 = ch->row0 + lo;
                 l->aux = aux ? aux + (size_t)lo * l->naux_per_row : NULL;
+                l->skip = skip ? skip + (size_t)lo * (size_t)l->from_width : NULL;
                 l->desc->ops->forward(l, &cc, (const float *)((const char *)x +
                                                               at(lo, l->in, c->x_type)),
                                       (float *)((char *)y + at(lo, l->out, c->y_type)),
                                       ch->lo[j + 1] - lo);
         }
         l->aux = aux;
+        l->skip = skip;
 }
 
 /* What one chunk's backward needs: the layer's pass, with the chunk's rows. */
@@ -314,6 +317,8 @@ struct bwd {
         const float *dy;
         float *dx;
         float *aux;
+        const float *skip; /* a merge module's earlier output and its gradient, every row */
+        float *dskip;
 };
 
 /*
@@ -327,6 +332,8 @@ static void bwd_leaf(void *arg, int lo, int rows, float *out, int onto)
 
         b->c.row0 = b->c.chunks->row0 + lo;
         l->aux = b->aux ? b->aux + (size_t)lo * l->naux_per_row : NULL;
+        l->skip = b->skip ? b->skip + (size_t)lo * (size_t)l->from_width : NULL;
+        l->dskip = b->dskip ? b->dskip + (size_t)lo * (size_t)l->from_width : NULL;
         l->grad = out;
         l->grad_fresh = !onto;
         if (l->failed != STRATA_OK)
@@ -411,7 +418,7 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
                             const void *x, const void *y, const float *dy, float *dx, int rows)
 {
         const struct strata_chunks *ch = c->chunks;
-        struct bwd b = { l, *c, x, y, dy, dx, l->aux };
+        struct bwd b = { l, *c, x, y, dy, dx, l->aux, l->skip, l->dskip };
         float *grad = l->grad, *sum = ch->out;
         int fresh = l->grad_fresh, stats = ch->batch_stats[l->index];
 
@@ -428,6 +435,8 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
                 strata__chunks_sum(c, l->nparam, bwd_leaf, &b, ch->pairs[l->index] > 0, &sum);
         }
         l->aux = b.aux;
+        l->skip = b.skip;
+        l->dskip = b.dskip;
         l->grad = grad;
         l->grad_fresh = fresh;
         if (l->failed != STRATA_OK || !l->nparam)

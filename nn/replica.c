@@ -92,6 +92,73 @@ static int layout_staging(struct strata__replica *r, const struct strata__replic
 }
 
 /*
+ * Skip connections: which module reads which earlier output, and the buffers that hold each
+ * source's output gradient while the reverse pass goes from its last reader down to it.
+ */
+struct skips {
+        short from[STRATA__MODULES_MAX];  /* module i reads output from[i] (-1: the input),
+                                           * else -2 */
+        short last[STRATA__MODULES_MAX];  /* the last module that reads output i, or -1 */
+        short slot[STRATA__MODULES_MAX];  /* source i's gradient buffer */
+        size_t size[STRATA__MODULES_MAX]; /* floats of buffer k */
+        int nslots;
+};
+
+/*
+ * Give each source a buffer for the reverse pass: it is taken at its last reader's backward
+ * (the first to write it) and free again once the source's own backward has read it, so a
+ * source may take a buffer another one has finished with (the first free one, in buffer order:
+ * the same on every device and in the plan). A buffer holds its largest user's @p width[i]
+ * values a row, @p rows rows.
+ */
+static void skip_slots(struct skips *sk, int n, const int *width, int rows)
+{
+        short busy[STRATA__MODULES_MAX]; /* the source using buffer k, or -1 */
+
+        sk->nslots = 0;
+        for (int j = n - 1; j >= 0; j--) {
+                int s = sk->from[j], k = 0;
+
+                if (sk->last[j] >= 0) /* j's backward reads its buffer first: free after */
+                        busy[sk->slot[j]] = -1;
+                if (s < 0 || sk->last[s] != j)
+                        continue;
+                while (k < sk->nslots && busy[k] >= 0)
+                        k++;
+                if (k == sk->nslots)
+                        sk->size[sk->nslots++] = 0;
+                busy[k] = (short)s;
+                sk->slot[s] = (short)k;
+                if ((size_t)rows * (size_t)width[s] > sk->size[k])
+                        sk->size[k] = (size_t)rows * (size_t)width[s];
+        }
+}
+
+/*
+ * The gradient buffers of @p sk from @p d, and each merge module's place in them: a source's
+ * gskip, each reader's dskip (the last reader writes it, the others add in reverse order).
+ */
+static int layout_skips(struct strata__replica *r, struct strata_arena *d,
+                        const struct skips *sk, int n)
+{
+        float *buf[STRATA__MODULES_MAX];
+
+        for (int k = 0; k < sk->nslots; k++)
+                STRATA_TRY(strata__arena_floats(d, sk->size[k], &buf[k]));
+        if (!r->layers)
+                return STRATA_OK;
+        for (int i = 0; i < n; i++) {
+                int s = sk->from[i];
+
+                r->from[i] = sk->from[i];
+                r->gskip[i] = sk->last[i] >= 0 ? buf[sk->slot[i]] : NULL;
+                r->layers[i].dskip = s >= 0 ? buf[sk->slot[s]] : NULL;
+                r->layers[i].dskip_add = s >= 0 && sk->last[s] != i;
+        }
+        return STRATA_OK;
+}
+
+/*
  * The shard and the chunks (invariant mode, else NULL) the replica points to, from the
  * descriptors' arena @p a: carved after every tensor, so they move none (NULL when planning).
  */
@@ -127,12 +194,15 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         size_t nparam = 0, nstate = 0, off = 0, lp_elems = 0, tbytes, lmax = 0;
         int rows = pl->rows_max, in = m->in_features, width = in;
         int bf16 = bf16_activations(mem->drv, pl->compute);
-        unsigned char io[256]; /* each module's bf16_io */
+        unsigned char io[STRATA__MODULES_MAX]; /* each module's bf16_io */
+        int outw[STRATA__MODULES_MAX];         /* each module's output width */
         struct strata__shape_walk walk;
+        struct skips sk;
         void *p;
 
-        if (m->nmodules <= 0 || m->nmodules > 256)
-                return strata__fail(STRATA_EINVAL, "model has %d modules (1..256)", m->nmodules);
+        if (m->nmodules <= 0 || m->nmodules > STRATA__MODULES_MAX)
+                return strata__fail(STRATA_EINVAL, "model has %d modules (1..%d)", m->nmodules,
+                                    STRATA__MODULES_MAX);
         if (m->loss && (!m->loss->check || !m->loss->forward))
                 return strata__fail(STRATA_EINVAL, "the model's loss %s lacks check or forward",
                                     m->loss->name ? m->loss->name : "(unnamed)");
@@ -157,9 +227,15 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(strata_arena_alloc(a, sizeof(enum strata_dtype) * (size_t)m->nmodules, 0,
                                       &p));
         r->ytype = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)m->nmodules, 0, &p));
+        r->from = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)m->nmodules, 0, &p));
+        r->gskip = p;
         STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer tmp;
+
+                sk.last[i] = -1;
 
                 STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
                 if (strata__add_size(nparam, s.params, &nparam) ||
@@ -174,6 +250,15 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
                 io[i] = bf16 && s.bf16_io;
+                outw[i] = s.out;
+                sk.from[i] = s.reads_from ? (short)m->modules[i].from : -2;
+                if (s.reads_from && sk.from[i] >= 0)
+                        sk.last[sk.from[i]] = (short)i;
+                if (s.reads_from && !mem->drv->kernels->add)
+                        return strata__fail(STRATA_ENOTSUP, "module %d (%s) reads an earlier "
+                                            "output: the %s driver has no add kernel for its "
+                                            "gradient", i, m->modules[i].ops->name,
+                                            mem->drv->name);
                 if (chunks && !s.batch_stats && s.aux_fixed)
                         return strata__fail(STRATA_ENOTSUP, "invariant mode: module %d (%s) "
                                             "keeps aux_fixed values but declares no "
@@ -183,6 +268,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
                 width = in > width ? in : width;
         }
+        skip_slots(&sk, m->nmodules, outw, rows);
         r->out = in;
         r->nparam = nparam;
         r->nstate = nstate;
@@ -198,8 +284,9 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
                 struct strata_layer tmp;
-                enum strata_dtype yt = i + 1 < m->nmodules && io[i] && io[i + 1] ? STRATA_BF16
-                                                                               : STRATA_F32;
+                /* bf16 between two bf16_io modules, unless a merge module reads it */
+                enum strata_dtype yt = i + 1 < m->nmodules && io[i] && io[i + 1] &&
+                                       sk.last[i] < 0 ? STRATA_BF16 : STRATA_F32;
 
                 /* as in the first pass: shapes are pure */
                 STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
@@ -231,6 +318,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                                 r->layers ? &l->aux : &(float *){ 0 }));
                 in = s.out;
         }
+        STRATA_TRY(layout_skips(r, d, &sk, m->nmodules));
         /* A row's targets: one int32 label, or one f32 per output. */
         tbytes = (size_t)rows * (r->loss->float_targets ? sizeof(float) * (size_t)r->out
                                                         : sizeof(int32_t));
@@ -353,7 +441,7 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
 /*
  * Before layer @p i computes (forward or backward): its parameters fetched where the shard
  * holds them elsewhere, its span opened on the track (returned), its storage types set in
- * @p cc and its failure cleared.
+ * @p cc, a merge module's earlier output pointed to, and its failure cleared.
  */
 static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, int i,
                        const struct strata__span *span, uint64_t *t0)
@@ -364,6 +452,8 @@ static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, in
         *t0 = strata__track_begin(r->track, span, l->desc->ops->name);
         cc->x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
         cc->y_type = r->ytype[i];
+        if (r->from[i] > -2) /* a merge module: the earlier output, this batch's */
+                l->skip = r->from[i] >= 0 ? r->y[r->from[i]] : r->x;
         l->failed = STRATA_OK;
         return STRATA_OK;
 }
@@ -441,6 +531,10 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
                 uint64_t t0;
 
+                /* its output's gradient from the merge modules that read it, after the
+                 * next module's: every reader ran its backward already */
+                if (r->gskip[i])
+                        r->k->add(r->dbuf[cur], r->gskip[i], (size_t)r->rows * (size_t)l->out);
                 /* the forward's last layer is still there: the fetch keeps it */
                 STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));
                 if (cc.chunks)

@@ -24,6 +24,9 @@ struct strata__replica {
         struct strata_layer *layers;
         float **y;                 /* output of each layer, stored as ytype says */
         enum strata_dtype *ytype;  /* f32, or bf16 between two bf16_io modules (bf16-mixed) */
+        short *from;               /* each merge module's source (-1: the input), else -2 */
+        float **gskip;             /* a skip source's output gradient from its readers, else
+                                    * NULL: added to its gradient before its backward */
         size_t *poff;              /* offset of each layer's parameters in the flat vector */
         float *params, *grads, *opt_state;
         size_t nparam, nopt;       /* the model's parameters; optimizer state (one shard's) */
@@ -79,7 +82,10 @@ struct strata__replica_plan {
  * the host and device arenas may be one; the staging then aliases the device buffers and
  * costs nothing. A compute type other than f32 adds the driver's GEMM scratch for the largest
  * GEMM a module declares. Under bf16 compute on a driver with the bf16 activation operations,
- * each activation between two modules that declare bf16_io is stored in bf16. The shard
+ * each activation between two modules that declare bf16_io is stored in bf16, unless a merge
+ * module reads it (a skip source's output is f32). Each skip source gets a buffer for the
+ * gradient its readers give it, from the backward of its last reader to its own; sources whose
+ * spans do not overlap share one (struct strata_layer dskip). The shard
  * (strata__shard_plan(), strata__shard_layout(): shards, how, grad_comm) sizes the parameter
  * and gradient vectors and adds its buffers; the optimizer state holds one shard. Invariant
  * mode's chunks add the pairwise tree's scratch (strata__chunks_layout()). The shard's sizes

@@ -130,9 +130,14 @@ int strata__shape_start(const struct strata_model *m, struct strata__shape_walk 
 {
         const struct strata_dims *d = &m->in_dims;
 
+        if (m->nmodules > STRATA__MODULES_MAX)
+                return strata__fail(STRATA_EINVAL, "model has %d modules (1..%d)", m->nmodules,
+                                    STRATA__MODULES_MAX);
         w->in = m->in_features;
+        w->x_width = m->in_features;
         if (d->channels == 0 && d->ndim == 0) {
                 w->dims = (struct strata_dims){ .channels = m->in_features };
+                w->x_dims = w->dims;
                 return STRATA_OK;
         }
         if (dims_elements(d) != m->in_features)
@@ -141,7 +146,26 @@ int strata__shape_start(const struct strata_model *m, struct strata__shape_walk 
                                     "values", d->channels, d->ndim, d->size[0], d->size[1],
                                     d->size[2], m->in_features);
         w->dims = *d;
+        w->x_dims = *d;
         return STRATA_OK;
+}
+
+/* What module @p i's from names, for a merge module: the model's input or an earlier output. */
+static void set_from(const struct strata_model *m, int i, const struct strata__shape_walk *w,
+                     struct strata_layer *l)
+{
+        int from = m->modules[i].from;
+
+        if (from == -1) {
+                l->from_width = w->x_width;
+                l->from_dims = w->x_dims;
+                l->from_name = "input";
+        } else if (from >= 0 && from < i) {
+                l->from_width = w->width[from];
+                l->from_dims = w->outs[from];
+                l->from_name = m->modules[from].ops && m->modules[from].ops->name
+                                       ? m->modules[from].ops->name : "?";
+        }
 }
 
 int strata__shape_step(const struct strata_model *m, int i, struct strata__shape_walk *w,
@@ -149,10 +173,16 @@ int strata__shape_step(const struct strata_model *m, int i, struct strata__shape
 {
         *l = (struct strata_layer){ .desc = &m->modules[i], .index = i, .in = w->in,
                                     .in_dims = w->dims };
+        if (i >= STRATA__MODULES_MAX)
+                return strata__fail(STRATA_EINVAL, "model: module %d past the most (%d)", i,
+                                    STRATA__MODULES_MAX);
+        set_from(m, i, w, l);
         STRATA_TRY(strata__module_shape(l, w->in, s));
         l->out = s->out;
         l->out_dims = s->out_dims;
         w->in = s->out;
         w->dims = s->out_dims;
+        w->width[i] = s->out;
+        w->outs[i] = s->out_dims;
         return STRATA_OK;
 }

@@ -15,21 +15,32 @@
  */
 int strata__module_shape(const struct strata_layer *l, int in, struct strata_module_shape *s);
 
-/** Where a walk over a model's modules stands: the next module's input. */
+/** Most modules of a model. */
+#define STRATA__MODULES_MAX 256
+
+/**
+ * Where a walk over a model's modules stands: the next module's input, and every earlier
+ * module's output (what a merge module may read: strata_module from).
+ */
 struct strata__shape_walk {
         int in;                 /**< its input width */
         struct strata_dims dims; /**< its input sample's layout */
+        int width[STRATA__MODULES_MAX];              /**< each earlier module's output width */
+        struct strata_dims outs[STRATA__MODULES_MAX]; /**< and layout */
+        int x_width;            /**< the model's input's */
+        struct strata_dims x_dims;
 };
 
 /**
  * Start a walk over @p m's modules at its input: the model's in_dims checked against
- * in_features (a flat vector when it gives none).
+ * in_features (a flat vector when it gives none), at most STRATA__MODULES_MAX modules.
  */
 int strata__shape_start(const struct strata_model *m, struct strata__shape_walk *w);
 
 /**
  * Module @p i of @p m: @p l becomes a layer with its description, index, input and output
- * widths and layouts (nothing laid out), @p s its checked shape, and @p w moves past it.
+ * widths and layouts, and what its strata_module from names when that is the model's input or
+ * an earlier module (nothing laid out); @p s its checked shape, and @p w moves past it.
  */
 int strata__shape_step(const struct strata_model *m, int i, struct strata__shape_walk *w,
                        struct strata_layer *l, struct strata_module_shape *s);

@@ -111,6 +111,13 @@ struct strata_module_shape {
          * layout when out equals the input width (elementwise modules), else a flat vector.
          */
         struct strata_dims out_dims;
+        /**
+         * Non-zero: a merge module. Besides its input it reads the output of the earlier
+         * module its strata_module @c from names (l->skip in forward and backward) and gives
+         * that output's gradient (l->dskip); the runtime keeps the output, stored f32, and the
+         * gradient's buffer until the reverse pass reaches that module (struct strata_layer).
+         */
+        int reads_from;
 };
 
 /**
@@ -241,6 +248,14 @@ struct strata_module {
         int padding_mode; /**< Conv: enum strata_padding_mode */
         int mode;         /**< Upsample: enum strata_upsample_mode */
         int no_bias;      /**< Conv: non-zero for PyTorch's bias=False */
+        /**
+         * Merge modules (strata_add): which earlier module's output this one
+         * reads besides its input, by index in the model: 0 up to this module's index - 1, or
+         * -1 for the model's input. A skip connection of PyTorch's forward: with
+         * `h = modules[from](...)` it is `x + h` or `torch.cat((x, h), dim=1)`, x the previous
+         * module's output. Other modules ignore it; 0 (module 0) when left unset.
+         */
+        int from;
 };
 
 /**
@@ -330,6 +345,27 @@ struct strata_layer {
         /** its input sample's layout (a flat vector of @c in when the model gives none) */
         struct strata_dims in_dims;
         struct strata_dims out_dims; /**< its output's (struct strata_module_shape out_dims) */
+        /**
+         * Set by the runtime before shape when desc->from names the model's input (-1) or an
+         * earlier module: that output's width and layout, and the module's kind ("input" for
+         * -1). from_width 0 when it names none (a merge module's shape refuses that).
+         */
+        int from_width;
+        struct strata_dims from_dims;
+        const char *from_name;
+        /**
+         * A merge module (shape reads_from), in forward and backward: that output's rows of
+         * this call, [rows, from_width] f32 (the runtime keeps a skip source's output f32).
+         */
+        const float *skip;
+        /**
+         * A merge module's backward: where the gradient of @c skip goes, [rows, from_width]
+         * (NULL: none is needed, from -1). Written, or added onto when @c dskip_add (a later
+         * module reading the same output wrote it first); the runtime adds the sum to the
+         * gradient of that output before the module that gave it runs its backward.
+         */
+        float *dskip;
+        int dskip_add;
 };
 
 /**
@@ -372,6 +408,17 @@ extern const struct strata_module_ops strata_gelu;       /**< "gelu": x Phi(x), 
 extern const struct strata_module_ops strata_gelu_tanh;  /**< "gelu-tanh": approximate='tanh' */
 extern const struct strata_module_ops strata_silu;       /**< "silu": x sigmoid(x) */
 extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slope below 0 */
+
+/*
+ * Merge modules: skip connections, which make a model a small static graph (ResNet blocks, a
+ * U-Net). Each reads the output of the earlier module its strata_module from names (-1: the
+ * model's input) besides its input x, the previous module's output. No parameters; rows are
+ * independent; activations on both sides stay f32 under mixed precision. The skip's gradient
+ * is summed into that module's output gradient in a fixed order (the later reader first), so
+ * runs repeat bitwise. They need the device's add kernel.
+ */
+/** "add": y = x + skip, both of the same layout (PyTorch's residual `x + h`). */
+extern const struct strata_module_ops strata_add;
 
 /**
  * Precision plugins, by Lightning's names. Master weights, gradients and optimizer state are
