@@ -1,5 +1,5 @@
 /*
- * Merge modules: skip connections. Add reads, besides their input x (the previous
+ * Merge modules: skip connections. Add and Concat read, besides their input x (the previous
  * module's output), the output of the earlier module their strata_module from names (-1: the
  * model's input), which the runtime hands them as l->skip; their backward writes that output's
  * gradient to l->dskip (or adds onto it, l->dskip_add), and the replica sums it into the
@@ -103,4 +103,57 @@ const struct strata_module_ops strata_add = {
         .shape = add_shape,
         .forward = add_forward,
         .backward = add_backward,
+};
+
+/* ---- Concat: a row is x's channels then skip's (channels are outermost in a row) ---- */
+
+static int concat_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        const struct strata_dims *d = &l->in_dims;
+
+        STRATA_TRY(from_check(l));
+        if (!same_extents(d, &l->from_dims))
+                return misfit(l, "concat needs the same spatial extents");
+        if ((long long)in + l->from_width > (1LL << 30))
+                return misfit(l, "concat's output would hold more than 2^30 values a row");
+        *s = (struct strata_module_shape){
+                .out = in + l->from_width, .reads_from = 1,
+                .out_dims = { d->channels + l->from_dims.channels, d->ndim,
+                              { d->size[0], d->size[1], d->size[2] } } };
+        return STRATA_OK;
+}
+
+static void concat_forward(struct strata_layer *l, const struct strata_step_ctx *c,
+                           const float *x, float *y, int rows)
+{
+        size_t in = (size_t)l->in, w = (size_t)l->from_width, out = (size_t)l->out;
+
+        for (size_t r = 0; r < (size_t)rows; r++) {
+                c->k->copy(y + r * out, x + r * in, in);
+                c->k->copy(y + r * out + in, l->skip + r * w, w);
+        }
+}
+
+static void concat_backward(struct strata_layer *l, const struct strata_step_ctx *c,
+                            const float *x, const float *y, const float *dy, float *dx, int rows)
+{
+        size_t in = (size_t)l->in, w = (size_t)l->from_width, out = (size_t)l->out;
+
+        (void)x;
+        (void)y;
+        for (size_t r = 0; r < (size_t)rows; r++) {
+                if (dx)
+                        c->k->copy(dx + r * in, dy + r * out, in);
+                if (l->dskip && l->dskip_add)
+                        c->k->add(l->dskip + r * w, dy + r * out + in, w);
+                else if (l->dskip)
+                        c->k->copy(l->dskip + r * w, dy + r * out + in, w);
+        }
+}
+
+const struct strata_module_ops strata_concat = {
+        .name = "concat",
+        .shape = concat_shape,
+        .forward = concat_forward,
+        .backward = concat_backward,
 };

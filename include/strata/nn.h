@@ -249,7 +249,7 @@ struct strata_module {
         int mode;         /**< Upsample: enum strata_upsample_mode */
         int no_bias;      /**< Conv: non-zero for PyTorch's bias=False */
         /**
-         * Merge modules (strata_add): which earlier module's output this one
+         * Merge modules (strata_add, strata_concat): which earlier module's output this one
          * reads besides its input, by index in the model: 0 up to this module's index - 1, or
          * -1 for the model's input. A skip connection of PyTorch's forward: with
          * `h = modules[from](...)` it is `x + h` or `torch.cat((x, h), dim=1)`, x the previous
@@ -419,6 +419,11 @@ extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slop
  */
 /** "add": y = x + skip, both of the same layout (PyTorch's residual `x + h`). */
 extern const struct strata_module_ops strata_add;
+/**
+ * "concat": y = x's channels then skip's (torch.cat((x, h), dim=1)); both of the same
+ * spatial extents, or both flat vectors (their features then).
+ */
+extern const struct strata_module_ops strata_concat;
 
 /**
  * Precision plugins, by Lightning's names. Master weights, gradients and optimizer state are

@@ -5,6 +5,12 @@
 
 #include "tests/support/skipref.h"
 
+/* Width of what module @p i's from names (-1: the model's input). */
+static int from_width(const struct skipref *r, int from)
+{
+        return from < 0 ? r->in : r->width[from];
+}
+
 static void forward(struct skipref *r, const struct strata_model *m, const float *p)
 {
         size_t off = 0;
@@ -27,6 +33,16 @@ static void forward(struct skipref *r, const struct strata_model *m, const float
                                         y[q * w + o] = v;
                                 }
                         off += (size_t)w * in + w;
+                } else if (d->ops == &strata_concat) {
+                        int sw = from_width(r, d->from);
+
+                        w = in + sw;
+                        for (int q = 0; q < r->rows; q++) {
+                                for (int k = 0; k < in; k++)
+                                        y[q * w + k] = x[q * in + k];
+                                for (int k = 0; k < sw; k++)
+                                        y[q * w + in + k] = s[q * sw + k];
+                        }
                 } else {
                         for (int k = 0; k < r->rows * in; k++)
                                 y[k] = d->ops == &strata_relu ? (x[k] > 0 ? x[k] : 0.0)
@@ -63,6 +79,15 @@ static void backward(struct skipref *r, const struct strata_model *m, const floa
                                                                   dy[q * w + o];
                                         }
                                 }
+                } else if (d->ops == &strata_concat) {
+                        int sw = w - in;
+
+                        for (int q = 0; q < r->rows; q++) {
+                                for (int k = 0; k < in; k++)
+                                        dx[q * in + k] += dy[q * w + k];
+                                for (int k = 0; k < sw; k++)
+                                        ds[q * sw + k] += dy[q * w + in + k];
+                        }
                 } else {
                         for (int k = 0; k < r->rows * in; k++)
                                 if (d->ops == &strata_relu)

@@ -1,7 +1,7 @@
 /*
- * Skip connections' reference: a small graph model (Linear, ReLU, Tanh, Add over flat rows)
- * computed by hand in double, forward and backward under MSE, and the runtime's outputs and
- * gradients compared with it.
+ * Skip connections' reference: a small graph model (Linear, ReLU, Tanh, Add, Concat over flat
+ * rows) computed by hand in double, forward and backward under MSE, and the runtime's outputs
+ * and gradients compared with it.
  */
 #ifndef STRATA_TESTS_SKIPREF_H
 #define STRATA_TESTS_SKIPREF_H
@@ -25,7 +25,7 @@ struct skipref {
 };
 
 /**
- * Model @p m (its modules Linear, ReLU, Tanh, Add) with flat parameters @p p on @p rows
+ * Model @p m (its modules Linear, ReLU, Tanh, Add, Concat) with flat parameters @p p on @p rows
  * rows of @p x against targets @p t under MSE (mean over rows and outputs): forward, loss and
  * backward in double into @p r.
  */
