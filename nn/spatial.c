@@ -12,8 +12,10 @@
  * LayerNorm's mean and 1/std), so invariant mode calls them once per chunk; activations stay
  * f32 under mixed precision (no bf16_io). Flatten copies through the kernels; the others
  * compute in loops over the layer's memory, so they run where the host addresses the device's
- * memory (the CPU driver). Sums are taken in double in a fixed order and gradients scattered
- * onto an input are added in output order: every result repeats bitwise.
+ * memory (the CPU driver). Sums are taken in double (AvgPool, Upsample, LayerNorm) and
+ * gradients scattered onto an input are added, in an order fixed by the shapes alone: every
+ * result repeats bitwise. Loops run a row of the last dimension at a time, their per-row
+ * arithmetic (window bounds, taps, weights) hoisted out of the innermost loop.
  */
 #include <limits.h>
 #include <math.h>
@@ -33,6 +35,7 @@ struct geom {
         int in[ND], out[ND];            /* extents */
         int k[ND], s[ND], p[ND], d[ND]; /* pooling: kernel, stride, padding, dilation */
         int up[ND];                     /* Upsample: scale factor */
+        double inv[ND];                 /* Upsample: 1 / scale */
         size_t in_sp, out_sp;           /* values of one channel */
 };
 
@@ -234,82 +237,207 @@ static int pool_shape(const struct strata_layer *l, int in, struct strata_module
         return STRATA_OK;
 }
 
-/* The input positions output @p o reads in slot @p j: [*lo, *hi) every d. */
-static void window(const struct geom *g, int j, int o, int *lo, int *hi)
+/*
+ * The window of output @p o in slot @p j: the inputs [lo, hi) every d inside the sample, and
+ * AvgPool's divisor there (the window with its padding, PyTorch's min(start + k, in + p)).
+ */
+struct win {
+        int lo, hi, size;
+};
+
+static struct win win_at(const struct geom *g, int j, int o)
 {
         int a = o * g->s[j] - g->p[j], b = a + (g->k[j] - 1) * g->d[j] + 1;
+        struct win w = { a, b < g->in[j] ? b : g->in[j], 0 };
 
-        while (a < 0)
-                a += g->d[j];
-        *lo = a;
-        *hi = b < g->in[j] ? b : g->in[j];
+        w.size = (a + g->k[j] < g->in[j] + g->p[j] ? a + g->k[j] : g->in[j] + g->p[j]) - a;
+        while (w.lo < 0)
+                w.lo += g->d[j];
+        return w;
 }
 
-/* One output of MaxPool over channel plane @p x: its value and its input index (-1: none). */
-static float max_at(const struct geom *g, const float *x, const int *o, int32_t *arg)
+/*
+ * A row of outputs (the last dimension) is computed a window row at a time: for each input
+ * row (a, b) the windows of the row's outputs meet, in scan order, and each kernel tap kc of
+ * the last dimension, the outputs [e0, e1) of the block [lo, hi) whose tap lands inside the
+ * sample (at e s + kc d - p). Each output still meets its inputs in scan order.
+ */
+static void tap_range(const struct geom *g, int kc, int lo, int hi, int *e0, int *e1)
 {
-        int lo[ND], hi[ND];
-        float best = -INFINITY;
+        int off = kc * g->d[2] - g->p[2], last = g->in[2] - 1 - off;
+        int a = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+        int b = last < 0 ? 0 : last / g->s[2] + 1;
 
-        for (int j = 0; j < ND; j++)
-                window(g, j, o[j], &lo[j], &hi[j]);
-        *arg = lo[0] < hi[0] && lo[1] < hi[1] && lo[2] < hi[2]
-                       ? (lo[0] * g->in[1] + lo[1]) * g->in[2] + lo[2] : -1;
-        for (int a = lo[0]; a < hi[0]; a += g->d[0])
-                for (int b = lo[1]; b < hi[1]; b += g->d[1])
-                        for (int e = lo[2]; e < hi[2]; e += g->d[2]) {
-                                int32_t i = (a * g->in[1] + b) * g->in[2] + e;
+        *e0 = a > lo ? a : lo;
+        *e1 = b < hi ? b : hi;
+}
 
-                                if (x[i] > best || isnan(x[i])) {
-                                        best = x[i];
-                                        *arg = i;
+/* The full-row tap ranges of the first kernel taps, computed once a call (no division a row). */
+#define TAP_CACHE 16
+
+struct tap_cache {
+        int e0[TAP_CACHE], e1[TAP_CACHE];
+};
+
+static void tap_cache_fill(const struct geom *g, struct tap_cache *t)
+{
+        for (int kc = 0; kc < TAP_CACHE && kc < g->k[2]; kc++)
+                tap_range(g, kc, 0, g->out[2], &t->e0[kc], &t->e1[kc]);
+}
+
+/* tap_range() through the cache. */
+static void tap_rows(const struct geom *g, const struct tap_cache *t, int kc, int lo, int hi,
+                     int *e0, int *e1)
+{
+        if (kc >= TAP_CACHE) {
+                tap_range(g, kc, lo, hi, e0, e1);
+                return;
+        }
+        *e0 = t->e0[kc] > lo ? t->e0[kc] : lo;
+        *e1 = t->e1[kc] < hi ? t->e1[kc] : hi;
+}
+
+/* Input offset of output @p e's tap @p kc in the last dimension. */
+static int tap_at(const struct geom *g, int e, int kc)
+{
+        return e * g->s[2] + kc * g->d[2] - g->p[2];
+}
+
+/*
+ * MaxPool of output row @p w (windows w[0], w[1]) of channel plane @p x: each output's largest
+ * input and its index; PyTorch starts from -inf at the window's first input inside, and
+ * takes a larger value or a NaN.
+ */
+static void max_row(const struct geom *g, const struct tap_cache *t, const struct win *w,
+                    const float *restrict x, float *restrict y, int32_t *restrict arg)
+{
+        int32_t first = (w[0].lo * g->in[1] + w[1].lo) * g->in[2];
+        int any = w[0].lo < w[0].hi && w[1].lo < w[1].hi, e0, e1;
+
+        for (int e = 0; e < g->out[2]; e++) {
+                int lo = tap_at(g, e, 0);
+
+                if (lo < 0) /* the padded edge: its first tap inside, if any */
+                        lo = win_at(g, 2, e).lo < win_at(g, 2, e).hi ? win_at(g, 2, e).lo : -1;
+                y[e] = -INFINITY;
+                arg[e] = any && lo >= 0 && lo < g->in[2] ? first + lo : -1;
+        }
+        for (int a = w[0].lo; a < w[0].hi; a += g->d[0])
+                for (int b = w[1].lo; b < w[1].hi; b += g->d[1]) {
+                        int32_t base = (a * g->in[1] + b) * g->in[2];
+
+                        for (int kc = 0; kc < g->k[2]; kc++) {
+                                tap_rows(g, t, kc, 0, g->out[2], &e0, &e1);
+                                for (int e = e0; e < e1; e++) { /* no branch to miss */
+                                        int32_t i = base + tap_at(g, e, kc);
+                                        int take = x[i] > y[e] || isnan(x[i]);
+
+                                        y[e] = take ? x[i] : y[e];
+                                        arg[e] = take ? i : arg[e];
                                 }
                         }
-        return best;
+                }
 }
 
-/* One output of AvgPool over channel plane @p x (count_include_pad). */
-static float avg_at(const struct geom *g, const float *x, const int *o)
+/* Outputs of a row AvgPool sums at once, in double on the stack. */
+#define POOL_BLOCK 64
+
+/* AvgPool's divisor of output @p e of a row whose windows are @p w. */
+static float avg_size(const struct geom *g, const struct win *w, int e)
 {
-        int lo[ND], hi[ND];
-        double sum = 0.0, size = 1.0;
+        return (float)w[0].size * (float)w[1].size * (float)win_at(g, 2, e).size;
+}
 
-        for (int j = 0; j < ND; j++) {
-                int a = o[j] * g->s[j] - g->p[j], b = a + g->k[j];
+/* AvgPool of output row @p w: the sums of its windows' inputs over their sizes. */
+static void avg_row(const struct geom *g, const struct tap_cache *t, const struct win *w,
+                    const float *x, float *y)
+{
+        double acc[POOL_BLOCK];
+        int e0, e1;
 
-                size *= (b < g->in[j] + g->p[j] ? b : g->in[j] + g->p[j]) - a;
-                lo[j] = a > 0 ? a : 0;
-                hi[j] = b < g->in[j] ? b : g->in[j];
+        for (int lo = 0; lo < g->out[2]; lo += POOL_BLOCK) {
+                int hi = lo + POOL_BLOCK < g->out[2] ? lo + POOL_BLOCK : g->out[2];
+
+                memset(acc, 0, sizeof(acc));
+                for (int a = w[0].lo; a < w[0].hi; a++)
+                        for (int b = w[1].lo; b < w[1].hi; b++) {
+                                const float *xr = x + ((size_t)a * g->in[1] + b) * g->in[2];
+
+                                for (int kc = 0; kc < g->k[2]; kc++) {
+                                        tap_rows(g, t, kc, lo, hi, &e0, &e1);
+                                        for (int e = e0; e < e1; e++)
+                                                acc[e - lo] += xr[tap_at(g, e, kc)];
+                                }
+                        }
+                for (int e = lo; e < hi; e++)
+                        y[e] = (float)(acc[e - lo] / avg_size(g, w, e));
         }
-        for (int a = lo[0]; a < hi[0]; a++)
-                for (int b = lo[1]; b < hi[1]; b++)
-                        for (int e = lo[2]; e < hi[2]; e++)
-                                sum += x[((size_t)a * g->in[1] + b) * g->in[2] + e];
-        return (float)(sum / size);
 }
 
-/* Output @p n of a channel plane as its three coordinates. */
-static void coords(const struct geom *g, size_t n, int *o)
+/* AvgPool's backward of output row @p w: each output's gradient over its size onto its window. */
+static void avg_row_back(const struct geom *g, const struct tap_cache *t, const struct win *w,
+                         const float *dy, float *dx)
 {
-        o[2] = (int)(n % (size_t)g->out[2]);
-        n /= (size_t)g->out[2];
-        o[1] = (int)(n % (size_t)g->out[1]);
-        o[0] = (int)(n / (size_t)g->out[1]);
+        float share[POOL_BLOCK];
+        int e0, e1;
+
+        for (int lo = 0; lo < g->out[2]; lo += POOL_BLOCK) {
+                int hi = lo + POOL_BLOCK < g->out[2] ? lo + POOL_BLOCK : g->out[2];
+
+                for (int e = lo; e < hi; e++)
+                        share[e - lo] = dy[e] / avg_size(g, w, e);
+                for (int a = w[0].lo; a < w[0].hi; a++)
+                        for (int b = w[1].lo; b < w[1].hi; b++) {
+                                float *dr = dx + ((size_t)a * g->in[1] + b) * g->in[2];
+
+                                for (int kc = 0; kc < g->k[2]; kc++) {
+                                        tap_rows(g, t, kc, lo, hi, &e0, &e1);
+                                        for (int e = e0; e < e1; e++)
+                                                dr[tap_at(g, e, kc)] += share[e - lo];
+                                }
+                        }
+        }
+}
+
+enum pool_op { POOL_MAX, POOL_AVG, POOL_AVG_BACK };
+
+/*
+ * Every output row of @p rows x channels planes: MaxPool's values and argmaxes (@p y, @p arg
+ * from @p x), AvgPool's values, or AvgPool's gradient (@p dy onto @p dx, zeroed first).
+ */
+static void pool_planes(const struct geom *g, enum pool_op op, int rows, const float *x,
+                        float *y, int32_t *arg, const float *dy, float *dx)
+{
+        struct win w[2];
+        struct tap_cache t;
+
+        tap_cache_fill(g, &t);
+        if (op == POOL_AVG_BACK)
+                memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)g->c * g->in_sp);
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
+                for (int a = 0; a < g->out[0]; a++) {
+                        w[0] = win_at(g, 0, a);
+                        for (int b = 0; b < g->out[1]; b++) {
+                                size_t n = pl * g->out_sp +
+                                           ((size_t)a * g->out[1] + b) * g->out[2];
+
+                                w[1] = win_at(g, 1, b);
+                                if (op == POOL_MAX)
+                                        max_row(g, &t, w, x + pl * g->in_sp, y + n, arg + n);
+                                else if (op == POOL_AVG)
+                                        avg_row(g, &t, w, x + pl * g->in_sp, y + n);
+                                else
+                                        avg_row_back(g, &t, w, dy + n, dx + pl * g->in_sp);
+                        }
+                }
 }
 
 static void maxpool_forward(struct strata_layer *l, const float *x, float *y, int rows, int nd)
 {
         struct geom g;
-        int32_t *arg = (int32_t *)(void *)l->aux;
-        int o[ND];
 
         pool_geom(l, nd, &g);
-        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
-                for (size_t n = 0; n < g.out_sp; n++) {
-                        coords(&g, n, o);
-                        y[pl * g.out_sp + n] = max_at(&g, x + pl * g.in_sp, o,
-                                                      &arg[pl * g.out_sp + n]);
-                }
+        pool_planes(&g, POOL_MAX, rows, x, y, (int32_t *)(void *)l->aux, NULL, NULL);
 }
 
 /* The gradient goes to each output's saved argmax, added in output order. */
@@ -323,57 +451,35 @@ static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx,
                 return;
         pool_geom(l, nd, &g);
         memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
-        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++) {
+                const int32_t *ap = arg + pl * g.out_sp;
+                const float *dp = dy + pl * g.out_sp;
+                float *xp = dx + pl * g.in_sp;
+
                 for (size_t n = 0; n < g.out_sp; n++)
-                        if (arg[pl * g.out_sp + n] >= 0)
-                                dx[pl * g.in_sp + (size_t)arg[pl * g.out_sp + n]] +=
-                                        dy[pl * g.out_sp + n];
+                        if (ap[n] >= 0)
+                                xp[ap[n]] += dp[n];
+        }
 }
 
 static void avgpool_forward(struct strata_layer *l, const float *x, float *y, int rows, int nd)
 {
         struct geom g;
-        int o[ND];
 
         pool_geom(l, nd, &g);
-        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
-                for (size_t n = 0; n < g.out_sp; n++) {
-                        coords(&g, n, o);
-                        y[pl * g.out_sp + n] = avg_at(&g, x + pl * g.in_sp, o);
-                }
+        pool_planes(&g, POOL_AVG, rows, x, y, NULL, NULL, NULL);
 }
 
-/* Each output's gradient over its window's size, added to the window's inputs in order. */
+/* Each output's gradient over its window's size, added to the window's inputs. */
 static void avgpool_backward(struct strata_layer *l, const float *dy, float *dx, int rows,
                              int nd)
 {
         struct geom g;
-        int o[ND];
 
         if (!dx)
                 return;
         pool_geom(l, nd, &g);
-        memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
-        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
-                for (size_t n = 0; n < g.out_sp; n++) {
-                        float *p = dx + pl * g.in_sp, share;
-                        int lo[ND], hi[ND], size = 1;
-
-                        coords(&g, n, o);
-                        for (int j = 0; j < ND; j++) {
-                                int a = o[j] * g.s[j] - g.p[j], b = a + g.k[j];
-
-                                size *= (b < g.in[j] + g.p[j] ? b : g.in[j] + g.p[j]) - a;
-                                lo[j] = a > 0 ? a : 0;
-                                hi[j] = b < g.in[j] ? b : g.in[j];
-                        }
-                        share = dy[pl * g.out_sp + n] / (float)size;
-                        for (int a = lo[0]; a < hi[0]; a++)
-                                for (int b = lo[1]; b < hi[1]; b++)
-                                        for (int e = lo[2]; e < hi[2]; e++)
-                                                p[((size_t)a * g.in[1] + b) * g.in[2] + e] +=
-                                                        share;
-                }
+        pool_planes(&g, POOL_AVG_BACK, rows, NULL, NULL, NULL, dy, dx);
 }
 
 /* The tables: one per PyTorch class, each naming its dimensions and kind. */
@@ -419,7 +525,7 @@ POOL(avgpool3d, 3, 0, avgpool_forward, avgpool_backward)
  * floor(o * (1 / s)) for integer s); linear max(0, (o + 0.5) / s - 0.5) = i + t between
  * inputs i and min(i + 1, in - 1), weights 1 - t and t (area_pixel_compute_source_index),
  * evaluated in double. The backward is the adjoint: each output's gradient times the weights
- * added to the inputs it read, in output order.
+ * added to the inputs it read.
  */
 
 /* The inputs one output reads in one dimension and their weights. */
@@ -441,6 +547,7 @@ static void up_geom(const struct strata_layer *l, struct geom *g)
                 int j = slot(g, i), s = dim_arg(l->desc->scale, i);
 
                 g->up[j] = s ? s : 2;
+                g->inv[j] = 1.0 / g->up[j];
                 g->out[j] = g->up[j] > 0 && g->up[j] <= INT_MAX / g->in[j] ? g->in[j] * g->up[j]
                                                                            : 0;
         }
@@ -480,7 +587,7 @@ static void taps_at(const struct geom *g, int j, int o, int linear, struct taps 
                 *t = (struct taps){ 1, { o / g->up[j], 0 }, { 1.0, 0.0 } };
                 return;
         }
-        src = (1.0 / g->up[j]) * (o + 0.5) - 0.5;
+        src = g->inv[j] * (o + 0.5) - 0.5;
         src = src < 0.0 ? 0.0 : src;
         t->n = 2;
         t->i[0] = (int)src;
@@ -489,56 +596,85 @@ static void taps_at(const struct geom *g, int j, int o, int linear, struct taps 
         t->w[0] = 1.0 - t->w[1];
 }
 
-/* The inputs output @p o of a channel plane reads (at most 8) and their weights; how many. */
-static int corners(const struct geom *g, const int *o, int linear, size_t *at, double *w)
-{
-        struct taps t[ND];
-        int n = 0;
+/* Outputs along the last dimension whose taps are computed once for all rows of a plane. */
+#define UP_BLOCK 64
 
-        for (int j = 0; j < ND; j++)
-                taps_at(g, j, o[j], linear, &t[j]);
-        for (int u = 0; u < t[0].n; u++)
-                for (int v = 0; v < t[1].n; v++)
-                        for (int z = 0; z < t[2].n; z++, n++) {
-                                at[n] = ((size_t)t[0].i[u] * (size_t)g->in[1] +
-                                         (size_t)t[1].i[v]) * (size_t)g->in[2] +
-                                        (size_t)t[2].i[z];
-                                w[n] = t[0].w[u] * t[1].w[v] * t[2].w[z];
+/*
+ * Every output of one channel plane with the inputs it reads, a block of the last dimension at
+ * a time: the weighted sum of @p x into @p y, or (@p y NULL) @p dy times the weights added
+ * onto @p dx (in block order, then output order: fixed).
+ */
+static void up_plane(const struct geom *g, int linear, const float *x, float *y,
+                     const float *dy, float *dx)
+{
+        struct taps t[2], last[UP_BLOCK];
+
+        for (int e0 = 0; e0 < g->out[2]; e0 += UP_BLOCK) {
+                int ne = g->out[2] - e0 < UP_BLOCK ? g->out[2] - e0 : UP_BLOCK;
+
+                for (int e = 0; e < ne; e++)
+                        taps_at(g, 2, e0 + e, linear, &last[e]);
+                for (int a = 0; a < g->out[0]; a++) {
+                        taps_at(g, 0, a, linear, &t[0]);
+                        for (int b = 0; b < g->out[1]; b++) {
+                                size_t n = ((size_t)a * g->out[1] + b) * g->out[2] + e0;
+
+                                taps_at(g, 1, b, linear, &t[1]);
+                                for (int e = 0; e < ne; e++, n++) {
+                                        const struct taps *z = &last[e];
+                                        double acc = 0.0;
+
+                                        if (!linear) { /* one input, weight 1 */
+                                                size_t i = ((size_t)t[0].i[0] * g->in[1] +
+                                                            t[1].i[0]) * g->in[2] + z->i[0];
+
+                                                if (y)
+                                                        y[n] = x[i];
+                                                else
+                                                        dx[i] += dy[n];
+                                                continue;
+                                        }
+                                        for (int u = 0; u < t[0].n; u++)
+                                                for (int v = 0; v < t[1].n; v++) {
+                                                        size_t row = ((size_t)t[0].i[u] *
+                                                                      g->in[1] + t[1].i[v]) *
+                                                                     g->in[2];
+                                                        double w = t[0].w[u] * t[1].w[v];
+
+                                                        for (int k = 0; k < z->n; k++) {
+                                                                if (y)
+                                                                        acc += w * z->w[k] *
+                                                                               x[row + z->i[k]];
+                                                                else
+                                                                        dx[row + z->i[k]] +=
+                                                                                (float)(w *
+                                                                                z->w[k] * dy[n]);
+                                                        }
+                                                }
+                                        if (y)
+                                                y[n] = (float)acc;
+                                }
                         }
-        return n;
+                }
+        }
 }
 
 static void up_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
         struct geom g;
-        int linear = up_mode(l) == STRATA_UPSAMPLE_LINEAR, o[ND];
-        size_t at[8];
-        double w[8];
 
         (void)c;
         up_geom(l, &g);
         for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
-                for (size_t n = 0; n < g.out_sp; n++) {
-                        const float *p = x + pl * g.in_sp;
-                        double acc = 0.0;
-                        int k;
-
-                        coords(&g, n, o);
-                        k = corners(&g, o, linear, at, w);
-                        for (int i = 0; i < k; i++)
-                                acc += w[i] * p[at[i]];
-                        y[pl * g.out_sp + n] = (float)acc;
-                }
+                up_plane(&g, up_mode(l) == STRATA_UPSAMPLE_LINEAR, x + pl * g.in_sp,
+                         y + pl * g.out_sp, NULL, NULL);
 }
 
 static void up_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                         const float *y, const float *dy, float *dx, int rows)
 {
         struct geom g;
-        int linear = up_mode(l) == STRATA_UPSAMPLE_LINEAR, o[ND];
-        size_t at[8];
-        double w[8];
 
         (void)c;
         (void)x;
@@ -548,16 +684,8 @@ static void up_backward(struct strata_layer *l, const struct strata_step_ctx *c,
         up_geom(l, &g);
         memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
         for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
-                for (size_t n = 0; n < g.out_sp; n++) {
-                        float *p = dx + pl * g.in_sp;
-                        double d = dy[pl * g.out_sp + n];
-                        int k;
-
-                        coords(&g, n, o);
-                        k = corners(&g, o, linear, at, w);
-                        for (int i = 0; i < k; i++)
-                                p[at[i]] += (float)(w[i] * d);
-                }
+                up_plane(&g, up_mode(l) == STRATA_UPSAMPLE_LINEAR, NULL, NULL,
+                         dy + pl * g.out_sp, dx + pl * g.in_sp);
 }
 
 const struct strata_module_ops strata_upsample = {
@@ -708,6 +836,9 @@ static void ln_dx(const struct strata_layer *l, int r, const float *xr, const fl
                                          (xr[j] - mean) * rstd * sgx / f));
 }
 
+/* Features whose parameter gradients are summed at once, in double on the stack. */
+#define LN_BLOCK 64
+
 static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                         const float *y, const float *dy, float *dx, int rows)
 {
@@ -716,18 +847,23 @@ static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c,
 
         (void)c;
         (void)y;
-        for (int j = 0; j < f; j++) {
-                double gw = 0.0, gb = 0.0, mean, rstd;
+        for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's rows in row order */
+                int nj = f - j0 < LN_BLOCK ? f - j0 : LN_BLOCK;
+                double gw[LN_BLOCK] = { 0 }, gb[LN_BLOCK] = { 0 }, mean, rstd;
 
                 for (int r = 0; r < rows; r++) {
-                        double d = dy[(size_t)r * f + j];
+                        const float *xr = x + (size_t)r * f + j0, *dr = dy + (size_t)r * f + j0;
 
                         ln_stats(l, r, &mean, &rstd);
-                        gw += d * (x[(size_t)r * f + j] - mean) * rstd;
-                        gb += d;
+                        for (int j = 0; j < nj; j++) {
+                                gw[j] += dr[j] * ((xr[j] - mean) * rstd);
+                                gb[j] += dr[j];
+                        }
                 }
-                dw[j] = (float)(l->grad_fresh ? gw : dw[j] + gw);
-                db[j] = (float)(l->grad_fresh ? gb : db[j] + gb);
+                for (int j = 0; j < nj; j++) {
+                        dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
+                        db[j0 + j] = (float)(l->grad_fresh ? gb[j] : db[j0 + j] + gb[j]);
+                }
         }
         if (!dx)
                 return;

@@ -386,7 +386,8 @@ extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slop
  * "maxpool1d", "maxpool2d", "maxpool3d": MaxPool with strata_module kernel, stride (0: the
  * kernel), padding (read as -inf, at most half the kernel) and dilation (0: 1), ceil_mode off.
  * Each output keeps the first maximum of its window in scan order (a NaN wins, as PyTorch's);
- * its backward routes the gradient to it (the index saved per output in aux).
+ * its backward routes the gradient to it (the index saved per output in aux). A window that
+ * dilation leaves wholly in the padding gives -inf and no gradient.
  */
 extern const struct strata_module_ops strata_maxpool1d;
 extern const struct strata_module_ops strata_maxpool2d; /**< see strata_maxpool1d */

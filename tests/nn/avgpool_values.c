@@ -85,6 +85,15 @@ Test(avgpool, matches_the_definition)
                 run_case(&cases[i]);
 }
 
+/* Every accepted combination of small extents, kernels, strides and padding. */
+Test(avgpool, sweep)
+{
+        static const struct strata_module_ops *const ops[3] = {
+                &strata_avgpool1d, &strata_avgpool2d, &strata_avgpool3d };
+
+        cr_assert_gt(pool_case_sweep(ops, 0, run_case), 100);
+}
+
 /* Padding counts in the divisor: AvgPool1d(3, stride 1, padding 1) over ones. */
 Test(avgpool, padding_counts_in_the_divisor)
 {

@@ -3,7 +3,8 @@
  * of the inputs at o s - p + k d (those inside the sample), the first of equals in scan order
  * (kernel dimensions outermost first), a NaN winning; the backward routes each output's
  * gradient to that input. Odd sizes, strides, padding and dilation in 1-D, 2-D and 3-D, rows
- * and channels, the defaults (stride = kernel), ties, -inf and NaN windows.
+ * and channels, the defaults (stride = kernel), ties, -inf and NaN windows, windows wholly in
+ * the padding (dilation can leave one: -inf, no gradient), and a sweep of small cases.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -66,6 +67,10 @@ static void run_case(const struct pool_case *t)
 
                         pool_case_coords(t, n, o);
                         best = ref_max(t, x + pl * ins, o);
+                        if (best < 0) { /* a window wholly in the padding: -inf, as PyTorch */
+                                want[pl * outs + n] = -INFINITY;
+                                continue;
+                        }
                         want[pl * outs + n] = x[pl * ins + best];
                         dwant[pl * ins + best] += dy[pl * outs + n];
                 }
@@ -96,6 +101,21 @@ Test(maxpool, matches_the_definition)
                 modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
                 run_case(&cases[i]);
         }
+}
+
+static void sweep_case(const struct pool_case *t)
+{
+        modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+        run_case(t);
+}
+
+/* Every accepted combination of small extents, kernels, strides, padding and dilation. */
+Test(maxpool, sweep)
+{
+        static const struct strata_module_ops *const ops[3] = {
+                &strata_maxpool1d, &strata_maxpool2d, &strata_maxpool3d };
+
+        cr_assert_gt(pool_case_sweep(ops, 1, sweep_case), 300);
 }
 
 /* Equal values: the first in scan order takes the gradient, as PyTorch's. */

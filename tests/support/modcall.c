@@ -74,19 +74,30 @@ int pool_case_out(const struct pool_case *t, int i)
         return (t->in[i] + 2 * t->p[i] - d * (t->k[i] - 1) - 1) / t->s[i] + 1;
 }
 
+/* Case @p t's module description and input layout. */
+static void pool_case_module(const struct pool_case *t, struct strata_module *desc,
+                             struct strata_dims *in)
+{
+        *desc = (struct strata_module){ .ops = t->ops };
+        *in = (struct strata_dims){ .channels = t->c, .ndim = t->nd };
+        for (int i = 0; i < t->nd; i++) {
+                in->size[i] = t->in[i];
+                desc->kernel[i] = t->k[i];
+                desc->stride[i] = t->s[i];
+                desc->padding[i] = t->p[i] ? t->p[i] : STRATA_PADDING_NONE;
+                desc->dilation[i] = t->d[i];
+        }
+}
+
 void pool_case_layer(struct modcall *m, const struct pool_case *t, int rows, int *ins,
                      int *outs)
 {
-        struct strata_module desc = { .ops = t->ops };
-        struct strata_dims in = { .channels = t->c, .ndim = t->nd };
+        struct strata_module desc;
+        struct strata_dims in;
 
+        pool_case_module(t, &desc, &in);
         *ins = *outs = 1;
         for (int i = 0; i < t->nd; i++) {
-                in.size[i] = t->in[i];
-                desc.kernel[i] = t->k[i];
-                desc.stride[i] = t->s[i];
-                desc.padding[i] = t->p[i] ? t->p[i] : STRATA_PADDING_NONE;
-                desc.dilation[i] = t->d[i];
                 *ins *= t->in[i];
                 *outs *= pool_case_out(t, i);
         }
@@ -104,4 +115,42 @@ void pool_case_coords(const struct pool_case *t, int n, int *o)
                 o[i] = n % pool_case_out(t, i);
                 n /= pool_case_out(t, i);
         }
+}
+
+/* Whether the module accepts case @p t (its shape's verdict). */
+static int pool_case_ok(const struct pool_case *t)
+{
+        static struct modcall m;
+        struct strata_module desc;
+        struct strata_dims in;
+
+        pool_case_module(t, &desc, &in);
+        return modcall_shape(&m, &desc, in) == STRATA_OK;
+}
+
+int pool_case_sweep(const struct strata_module_ops *const ops[3], int dilate,
+                    void (*run)(const struct pool_case *t))
+{
+        int n = 0;
+
+        for (int nd = 1; nd <= 3; nd++)
+                for (int v = 0; v < 4 * 3 * 3 * 3 * (dilate ? 3 : 1); v++) {
+                        int k = 1 + v % 4, s = 1 + v / 4 % 3, p = v / 12 % 3, e = v / 36 % 3;
+                        int d = 1 + v / 108;
+                        struct pool_case t = { ops[nd - 1], nd, 2, { 0 }, { 0 }, { 0 }, { 0 },
+                                               { 0 } };
+
+                        for (int i = 0; i < nd; i++) { /* the dimensions differ a little */
+                                t.in[i] = 2 * e + 1 + i + (nd == 1 ? 6 : 0);
+                                t.k[i] = i == nd - 1 ? k : 1 + (k + i) % 3;
+                                t.s[i] = i == nd - 1 ? s : 1 + (s + i) % 2;
+                                t.p[i] = i == nd - 1 ? p : (p + i) % 2;
+                                t.d[i] = i == nd - 1 ? d : 1 + (d + i) % 2 * dilate;
+                        }
+                        if (pool_case_ok(&t)) {
+                                run(&t);
+                                n++;
+                        }
+                }
+        return n;
 }

@@ -55,4 +55,11 @@ void pool_case_layer(struct modcall *m, const struct pool_case *t, int rows, int
 /** Output @p n of a channel of case @p t as its coordinates @p o (the sample's dimensions). */
 void pool_case_coords(const struct pool_case *t, int n, int *o);
 
+/**
+ * Every case of @p ops over 1 to 3 dimensions with extents, kernels, strides, padding and
+ * (@p dilate) dilations in small ranges that the module accepts, handed to @p run; how many.
+ */
+int pool_case_sweep(const struct strata_module_ops *const ops[3], int dilate,
+                    void (*run)(const struct pool_case *t));
+
 #endif /* STRATA_TESTS_MODCALL_H */
