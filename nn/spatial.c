@@ -521,8 +521,9 @@ POOL(avgpool3d, 3, 0, avgpool_forward, avgpool_backward)
 /*
  * ---- Upsample: integer scale factors, nearest or (bi/tri)linear with align_corners=False ----
  *
- * PyTorch's source index of output o in a dimension scaled by s: nearest o / s (its
- * floor(o * (1 / s)) for integer s); linear max(0, (o + 0.5) / s - 0.5) = i + t between
+ * PyTorch's source index of output o in a dimension scaled by s: nearest
+ * min(floor(o * (float)(1 / s)), in - 1), in float as PyTorch computes it (o / s but where
+ * the rounded 1 / s falls short); linear max(0, (o + 0.5) / s - 0.5) = i + t between
  * inputs i and min(i + 1, in - 1), weights 1 - t and t (area_pixel_compute_source_index),
  * evaluated in double. The backward is the adjoint: each output's gradient times the weights
  * added to the inputs it read.
@@ -583,8 +584,10 @@ static void taps_at(const struct geom *g, int j, int o, int linear, struct taps 
 {
         double src;
 
-        if (!linear || j < ND - g->nd) {
-                *t = (struct taps){ 1, { o / g->up[j], 0 }, { 1.0, 0.0 } };
+        if (!linear || j < ND - g->nd) { /* PyTorch's nearest_idx, in float as it is */
+                int i = (int)floorf((float)o * (float)g->inv[j]);
+
+                *t = (struct taps){ 1, { i < g->in[j] - 1 ? i : g->in[j] - 1, 0 }, { 1.0, 0.0 } };
                 return;
         }
         src = g->inv[j] * (o + 0.5) - 0.5;

@@ -1,10 +1,11 @@
 /*
- * Upsample against PyTorch's definition evaluated in double in the test: with integer scale
- * s, nearest reads input floor(o / s); linear (bilinear, trilinear: the product over the
- * dimensions) reads src = max(0, (o + 0.5) / s - 0.5) between floor(src) and the next input
- * (the last one at the edge), weighted by their distances (align_corners=False). The backward
- * is the adjoint: each input receives the outputs' gradients times the weights it was read
- * with. 1-D, 2-D and 3-D, mixed scales per dimension, odd extents; PyTorch's own values.
+ * Upsample against PyTorch's definition evaluated in the test: with integer scale s, nearest
+ * reads input min(floor(o * (float)(1 / s)), in - 1) (PyTorch's nearest_idx, in float);
+ * linear (bilinear, trilinear: the product over the dimensions) reads, in double,
+ * src = max(0, (o + 0.5) / s - 0.5) between floor(src) and the next input (the last one at
+ * the edge), weighted by their distances (align_corners=False). The backward is the adjoint:
+ * each input receives the outputs' gradients times the weights it was read with. 1-D, 2-D
+ * and 3-D, mixed scales per dimension, odd extents; PyTorch's own values.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -26,8 +27,9 @@ static int ref_taps(int mode, int in, int s, int o, int *at, double *w)
 {
         double src;
 
-        if (mode == STRATA_UPSAMPLE_NEAREST) {
-                at[0] = (int)floor((double)o / s);
+        if (mode == STRATA_UPSAMPLE_NEAREST) { /* nearest_idx: floorf(o * scale), scale float */
+                at[0] = (int)floorf((float)o * (float)(1.0 / s));
+                at[0] = at[0] < in - 1 ? at[0] : in - 1;
                 w[0] = 1.0;
                 return 1;
         }
