@@ -11,8 +11,8 @@
  * Rows are independent (no batch_stats) and what a module keeps is per row (MaxPool's argmax,
  * LayerNorm's mean and 1/std), so invariant mode calls them once per chunk; activations stay
  * f32 under mixed precision (no bf16_io). Flatten copies through the kernels; the others
- * compute in loops over the layer's memory, so they run where the host addresses the device's
- * memory (the CPU driver). Sums are taken in double (AvgPool, Upsample, LayerNorm) and
+ * compute in loops over the layer's memory (host_loops), so they run where the host addresses
+ * the device's memory (the CPU driver) and are refused on a driver with memory of its own. Sums are taken in double (AvgPool, Upsample, LayerNorm) and
  * gradients scattered onto an input are added, in an order fixed by the shapes alone: every
  * result repeats bitwise. Loops run a row of the last dimension at a time, their per-row
  * arithmetic (window bounds, taps, weights) hoisted out of the innermost loop.
@@ -233,7 +233,8 @@ static int pool_shape(const struct strata_layer *l, int in, struct strata_module
         STRATA_TRY(pool_check(l, &g, max));
         STRATA_TRY(out_width(l, &g, &out));
         *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g),
-                                           .aux_per_row = max ? (size_t)out : 0 };
+                                           .aux_per_row = max ? (size_t)out : 0,
+                                           .host_loops = 1 };
         return STRATA_OK;
 }
 
@@ -575,7 +576,8 @@ static int up_shape(const struct strata_layer *l, int in, struct strata_module_s
                                             fmt_dims(a, sizeof(a), &g, g.up, 1),
                                             fmt_dims(b, sizeof(b), &g, g.in, 0));
         STRATA_TRY(out_width(l, &g, &out));
-        *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g) };
+        *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g),
+                                           .host_loops = 1 };
         return STRATA_OK;
 }
 
@@ -770,7 +772,7 @@ static int ln_shape(const struct strata_layer *l, int in, struct strata_module_s
         }
         *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)in,
                                            .aux_per_row = LN_AUX, .ngroups = 2,
-                                           .groups = { w, w } };
+                                           .groups = { w, w }, .host_loops = 1 };
         s->groups[1].name = "bias";
         s->groups[1].role = STRATA_ROLE_BIAS;
         return STRATA_OK;

@@ -111,6 +111,12 @@ struct strata_module_shape {
          * layout when out equals the input width (elementwise modules), else a flat vector.
          */
         struct strata_dims out_dims;
+        /**
+         * Non-zero: the module computes in loops on the host over its buffers, not through
+         * the kernels (the pools, Upsample, LayerNorm): a model with one is refused on a
+         * driver whose devices have memory of their own.
+         */
+        int host_loops;
 };
 
 /**
@@ -379,8 +385,8 @@ extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slop
  * has one table per dimension as PyTorch has one class: a pool over a sample of another
  * dimension is refused by its shape. Rows are independent (invariant mode runs them per
  * chunk); activations stay f32 under mixed precision. They compute in host loops over the
- * device's memory (the CPU driver), Flatten through the kernels; a driver whose memory the host
- * cannot address does not run the pools, Upsample or LayerNorm yet.
+ * device's memory (the CPU driver), Flatten through the kernels: a model with a pool, Upsample
+ * or LayerNorm is refused on a driver whose devices have memory of their own (CUDA) for now.
  */
 /**
  * "maxpool1d", "maxpool2d", "maxpool3d": MaxPool with strata_module kernel, stride (0: the

@@ -24,6 +24,7 @@ Test(flatten, same_values_flat_layout)
                 cr_assert_eq(m->s.out_dims.channels, n);
                 cr_assert_eq(m->s.out_dims.ndim, 0);
                 cr_assert_eq(m->s.params + m->s.aux_per_row + m->s.aux_fixed, 0);
+                cr_assert_eq(m->s.host_loops, 0, "flatten runs through the kernels");
                 modcall_wave(x, 2 * n, 0.3, 0.0);
                 modcall_wave(dy, 2 * n, 0.7, 1.0);
                 desc.ops->forward(&m->l, &m->c, x, y, 2);

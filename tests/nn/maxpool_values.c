@@ -151,6 +151,7 @@ Test(maxpool, defaults_are_pytorchs)
         cr_assert_eq(m->s.aux_per_row, (size_t)m->s.out);
         cr_assert_eq(m->s.batch_stats, 0);
         cr_assert_eq(m->s.bf16_io, 0);
+        cr_assert_eq(m->s.host_loops, 1);
         modcall_wave(x, 128, 0.37, 0.1);
         desc.ops->forward(&m->l, &m->c, x, y, 1);
         cr_assert_eq(y[0], fmaxf(fmaxf(x[0], x[1]), fmaxf(x[8], x[9])));

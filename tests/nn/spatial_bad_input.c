@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/support/devsim.h"
 #include "tests/support/modcall.h"
 
 static const struct strata_dims flat64 = { 64, 0, { 0 } }, img8 = { 2, 2, { 8, 8 } };
@@ -134,4 +135,27 @@ Test(spatial_bad_input, model_refused_at_plan)
                   "%s", strata_last_error());
         cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
         cr_assert_null(rt);
+}
+
+/* The modules that compute on the host are refused on a device with memory of its own. */
+Test(spatial_bad_input, refused_where_memory_is_the_devices)
+{
+        struct strata_module mods[2] = {
+                { .ops = &strata_layernorm },
+                { .ops = &strata_linear, .out = 4 },
+        };
+        struct strata_model model = { .in_features = 128, .nmodules = 2, .modules = mods,
+                                      .in_dims = img8 };
+        struct strata_config c = STRATA_CONFIG_INIT;
+        struct strata_plan_info pl;
+
+        c.model = &model;
+        c.batch = 8;
+        c.classes = 4;
+        c.device.driver = devsim_driver();
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_ENOTSUP);
+        cr_assert(strstr(strata_last_error(), "module 0 (layernorm) computes on the host: the "),
+                  "%s", strata_last_error());
+        mods[0].ops = &strata_flatten; /* through the kernels: it runs there */
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
 }
