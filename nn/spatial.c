@@ -12,10 +12,11 @@
  * LayerNorm's mean and 1/std), so invariant mode calls them once per chunk; activations stay
  * f32 under mixed precision (no bf16_io). Flatten copies through the kernels; the others
  * compute in loops over the layer's memory (host_loops), so they run where the host addresses
- * the device's memory (the CPU driver) and are refused on a driver with memory of its own. Sums are taken in double (AvgPool, Upsample, LayerNorm) and
- * gradients scattered onto an input are added, in an order fixed by the shapes alone: every
- * result repeats bitwise. Loops run a row of the last dimension at a time, their per-row
- * arithmetic (window bounds, taps, weights) hoisted out of the innermost loop.
+ * the device's memory (the CPU driver) and are refused on a driver with memory of its own.
+ * Sums are taken in double (AvgPool, Upsample, LayerNorm) and gradients scattered onto an
+ * input are added in an order fixed by the shapes alone: every result repeats bitwise. Loops
+ * run a row of the last dimension at a time, their per-row arithmetic (window bounds, taps,
+ * weights) hoisted out of the innermost loop.
  */
 #include <limits.h>
 #include <math.h>
