@@ -2,12 +2,16 @@
  * A model of spatial modules through the public API: (2, 8, 8) samples through MaxPool2d(2),
  * Upsample(2, bilinear), LayerNorm over (2, 8, 8), Flatten and Linear(4) on synthetic data.
  * It trains (the loss falls), its plan is the memory it uses, nothing allocates during steps,
- * LayerNorm's groups keep PyTorch's shape, invariant mode gives bitwise the same run on 1, 2
- * and 4 devices, and 16-mixed and bf16-mixed (where the CPU runs it) train too.
+ * LayerNorm's groups keep PyTorch's shape (in the safetensors export too), dp, ddp, zero1,
+ * zero2 and fsdp on 2 devices reach single's parameters, invariant mode gives bitwise the
+ * same run on 1, 2 and 4 devices, and 16-mixed and bf16-mixed (where the CPU runs it) train.
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strata/strata.h"
 #include "tools/heapcount.h"
@@ -98,9 +102,19 @@ static int train(const struct strata_config *c, struct run *o)
         cr_assert(calls <= 0, "%ld heap calls during the steps", calls);
         cr_assert_eq(strata_memory(rt, &mem), STRATA_OK);
         cr_assert_eq(mem.planned, mem.used);
-        cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
-        cr_assert_eq(n, (size_t)NP);
-        memcpy(o->p, p, sizeof(o->p));
+        if (c->strategy.kind == STRATA_STRATEGY_FSDP) { /* each device its shard, L apart */
+                size_t at = 0, len = 0;
+
+                for (int d = 0; d < c->strategy.devices; d++, at += len) {
+                        cr_assert_eq(strata_parameters(rt, d, &p, &n), STRATA_OK);
+                        len = d == 0 ? n : len;
+                        memcpy(o->p + at, p, sizeof(float) * (at + n > NP ? NP - at : n));
+                }
+        } else {
+                cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+                cr_assert_geq(n, (size_t)NP, "zero1 pads to whole shards");
+                memcpy(o->p, p, sizeof(o->p));
+        }
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         return STRATA_OK;
 }
@@ -132,6 +146,33 @@ Test(spatial_model, trains_within_its_plan, .init = setup, .timeout = 120)
         cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0, "two runs differ");
 }
 
+/* The safetensors export names LayerNorm's weight as PyTorch's LayerNorm([2, 8, 8]) does. */
+static void exported_as_pytorch(struct strata_runtime *rt)
+{
+        char dir[] = "/tmp/strata-spatial-XXXXXX", path[128], head[4096];
+        unsigned char len[8];
+        uint64_t n = 0;
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        cr_assert_eq(strata_export_safetensors(rt, path), STRATA_OK, "%s", strata_last_error());
+        cr_assert_not_null(f = fopen(path, "rb"));
+        cr_assert_eq(fread(len, 1, 8, f), 8);
+        for (int i = 7; i >= 0; i--)
+                n = n << 8 | len[i];
+        cr_assert_lt(n, sizeof(head));
+        cr_assert_eq(fread(head, 1, n, f), n);
+        head[n] = '\0';
+        fclose(f);
+        cr_assert(strstr(head, "\"layers.2.weight\":{\"dtype\":\"F32\",\"shape\":[2,8,8]"),
+                  "%s", head);
+        cr_assert(strstr(head, "\"layers.4.weight\":{\"dtype\":\"F32\",\"shape\":[4,128]"),
+                  "%s", head);
+        unlink(path);
+        rmdir(dir);
+}
+
 Test(spatial_model, layernorm_groups_keep_their_shape, .init = setup)
 {
         struct strata_config c = cfg_of(STRATA_STRATEGY_SINGLE, 1, 0, STRATA_PRECISION_32);
@@ -152,7 +193,34 @@ Test(spatial_model, layernorm_groups_keep_their_shape, .init = setup)
         cr_assert_eq(p.value[0], 1.0f);
         cr_assert_eq(strata_parameter(rt, 0, 1, &p), STRATA_OK);
         cr_assert_str_eq(p.name, "layers.2.bias");
+        exported_as_pytorch(rt);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* Every strategy sums the same gradients in its own order: within 1e-5 of single. */
+Test(spatial_model, strategies_agree, .init = setup, .timeout = 240)
+{
+        static const enum strata_strategy_kind kinds[] = {
+                STRATA_STRATEGY_DP, STRATA_STRATEGY_DDP, STRATA_STRATEGY_ZERO1,
+                STRATA_STRATEGY_ZERO2, STRATA_STRATEGY_FSDP };
+        static struct run one, two;
+        struct strata_config c = cfg_of(STRATA_STRATEGY_SINGLE, 1, 0, STRATA_PRECISION_32);
+
+        cr_assert_eq(train(&c, &one), STRATA_OK, "%s", strata_last_error());
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+                double worst = 0.0;
+
+                c = cfg_of(kinds[k], 2, 0, STRATA_PRECISION_32);
+                cr_assert_eq(train(&c, &two), STRATA_OK, "%s: %s", strata_strategy_name(kinds[k]),
+                             strata_last_error());
+                for (int i = 0; i < NP; i++) {
+                        double d = fabs(two.p[i] - one.p[i]) / (1.0 + fabs(one.p[i]));
+
+                        worst = d > worst ? d : worst;
+                }
+                cr_assert_leq(worst, 1e-5, "%s on 2 devices: relative difference %g",
+                              strata_strategy_name(kinds[k]), worst);
+        }
 }
 
 /* Rows are independent: invariant mode runs the modules per chunk, on any device count. */
