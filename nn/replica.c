@@ -173,6 +173,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                             s.lp_per_row);
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
+                if (s.host_loops && mem->drv->reserve)
+                        return strata__fail(STRATA_ENOTSUP, "module %d (%s) computes on the "
+                                            "host: the %s driver's devices have memory of "
+                                            "their own", i, m->modules[i].ops->name,
+                                            mem->drv->name);
                 io[i] = bf16 && s.bf16_io;
                 if (chunks && !s.batch_stats && s.aux_fixed)
                         return strata__fail(STRATA_ENOTSUP, "invariant mode: module %d (%s) "

@@ -111,6 +111,12 @@ struct strata_module_shape {
          * layout when out equals the input width (elementwise modules), else a flat vector.
          */
         struct strata_dims out_dims;
+        /**
+         * Non-zero: the module computes in loops on the host over its buffers, not through
+         * the kernels (the pools, Upsample, LayerNorm): a model with one is refused on a
+         * driver whose devices have memory of their own.
+         */
+        int host_loops;
 };
 
 /**
@@ -372,6 +378,51 @@ extern const struct strata_module_ops strata_gelu;       /**< "gelu": x Phi(x), 
 extern const struct strata_module_ops strata_gelu_tanh;  /**< "gelu-tanh": approximate='tanh' */
 extern const struct strata_module_ops strata_silu;       /**< "silu": x sigmoid(x) */
 extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slope below 0 */
+
+/*
+ * Spatial modules (nn/spatial.c), PyTorch's classes and defaults over a sample's layout
+ * (strata_layer in_dims: the model's in_dims, or what the module before declares). Pooling
+ * has one table per dimension as PyTorch has one class: a pool over a sample of another
+ * dimension is refused by its shape. Rows are independent (invariant mode runs them per
+ * chunk); activations stay f32 under mixed precision. They compute in host loops over the
+ * device's memory (the CPU driver), Flatten through the kernels: a model with a pool, Upsample
+ * or LayerNorm is refused on a driver whose devices have memory of their own (CUDA) for now.
+ */
+/**
+ * "maxpool1d", "maxpool2d", "maxpool3d": MaxPool with strata_module kernel, stride (0: the
+ * kernel), padding (read as -inf, at most half the kernel) and dilation (0: 1), ceil_mode off.
+ * Each output keeps the first maximum of its window in scan order (a NaN wins, as PyTorch's);
+ * its backward routes the gradient to it (the index saved per output in aux). A window that
+ * dilation leaves wholly in the padding gives -inf and no gradient.
+ */
+extern const struct strata_module_ops strata_maxpool1d;
+extern const struct strata_module_ops strata_maxpool2d; /**< see strata_maxpool1d */
+extern const struct strata_module_ops strata_maxpool3d; /**< see strata_maxpool1d */
+/**
+ * "avgpool1d", "avgpool2d", "avgpool3d": AvgPool with kernel, stride (0: the kernel) and
+ * padding (at most half the kernel), count_include_pad=True, ceil_mode off; no dilation.
+ */
+extern const struct strata_module_ops strata_avgpool1d;
+extern const struct strata_module_ops strata_avgpool2d; /**< see strata_avgpool1d */
+extern const struct strata_module_ops strata_avgpool3d; /**< see strata_avgpool1d */
+/**
+ * "upsample": Upsample over a sample of 1 to 3 spatial dimensions by the integer factors
+ * strata_module scale (0: 2), mode nearest or linear (linear, bilinear or trilinear by the
+ * sample's dimensions; align_corners=False, the source index clamped at 0); its backward is
+ * the adjoint.
+ */
+extern const struct strata_module_ops strata_upsample;
+/**
+ * "flatten": nn.Flatten(): the same values as a flat vector (output layout {in}); a copy,
+ * since every module's output has a buffer of its own.
+ */
+extern const struct strata_module_ops strata_flatten;
+/**
+ * "layernorm": LayerNorm over the whole sample, normalized_shape its (C, D, H, W) (or its
+ * features when flat), biased variance, eps from strata_module eps (0: 1e-5), sums in double;
+ * groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
+ */
+extern const struct strata_module_ops strata_layernorm;
 
 /**
  * Precision plugins, by Lightning's names. Master weights, gradients and optimizer state are
