@@ -45,7 +45,9 @@ static int linear_shape(const struct strata_layer *l, int in, struct strata_modu
                             { "bias", STRATA_F32, (size_t)l->desc->out, STRATA_ROLE_BIAS, 1,
                               { (size_t)l->desc->out, 1 } } },
                 .lp_fixed = w, .lp_per_row = (size_t)in + (size_t)l->desc->out,
-                .bf16_io = 1 };
+                .bf16_io = 1,
+                /* flat, even when out == in: its output is not its input's layout */
+                .out_dims = { .channels = l->desc->out } };
         return STRATA_OK;
 }
 

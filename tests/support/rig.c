@@ -47,6 +47,31 @@ void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss)
         cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
 }
 
+void rig_init_conv(struct rig *r)
+{
+        int in = RIG_CONV_HW * RIG_CONV_HW;
+
+        rig_init(r, 0);
+        r->mods[0] = (struct strata_module){ .ops = &strata_conv2d, .out = 4, .kernel = { 3 },
+                                             .padding = { 1 },
+                                             .padding_mode = STRATA_PAD_CIRCULAR };
+        r->model.in_features = in;
+        r->model.in_dims = (struct strata_dims){ 1, 2, { RIG_CONV_HW, RIG_CONV_HW } };
+        cr_assert_eq(strata_arena_init(&r->data, data_mem, sizeof(data_mem), NULL), STRATA_OK);
+        cr_assert_eq(strata_dataset_synthetic(&r->ds, &r->data, 256, in, RIG_CLASSES, 5),
+                     STRATA_OK);
+        cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
+}
+
+void rig_plan_refused(const struct rig *r, const char *what, const char *needle)
+{
+        struct strata_plan_info pl;
+
+        cr_assert_eq(strata_plan(&r->cfg, &pl), STRATA_EINVAL, "%s was accepted", what);
+        cr_assert_not_null(strstr(strata_last_error(), needle), "%s: %s", what,
+                           strata_last_error());
+}
+
 void rig_init_full(struct rig *r)
 {
         rig_init(r, 1);
