@@ -205,7 +205,8 @@ static void write_f32(const char *path, const float *v, size_t n)
         fclose(f);
 }
 
-void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows)
+void rig_pytorch_script(const char *script, const char *st, const float *x, int in,
+                        const float *out, int outputs, int rows)
 {
         char xin[512], lg[512], cmd[2048], line[256];
         int ok = 0;
@@ -213,10 +214,10 @@ void rig_pytorch_matches(const char *st, const float *x, const float *out, int r
 
         snprintf(xin, sizeof(xin), "%s.x.f32", st);
         snprintf(lg, sizeof(lg), "%s.out.f32", st);
-        write_f32(xin, x, (size_t)rows * RIG_IN);
-        write_f32(lg, out, (size_t)rows * RIG_CLASSES);
-        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/load_safetensors.py %s %s "
-                 "%s %d 2>&1", STRATA_SOURCE_DIR, st, xin, lg, rows);
+        write_f32(xin, x, (size_t)rows * in);
+        write_f32(lg, out, (size_t)rows * outputs);
+        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/%s %s %s %s %d 2>&1",
+                 STRATA_SOURCE_DIR, script, st, xin, lg, rows);
         py = popen(cmd, "r");
         cr_assert_not_null(py);
         while (fgets(line, sizeof(line), py)) {
@@ -227,4 +228,9 @@ void rig_pytorch_matches(const char *st, const float *x, const float *out, int r
         cr_assert(ok);
         remove(xin);
         remove(lg);
+}
+
+void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows)
+{
+        rig_pytorch_script("load_safetensors.py", st, x, RIG_IN, out, RIG_CLASSES, rows);
 }

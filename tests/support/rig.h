@@ -80,4 +80,11 @@ struct strata_config rig_default_mlp(enum strata_strategy_kind kind, int devices
  */
 void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows);
 
+/**
+ * The same with tests/tools/@p script (same arguments and "match" line as
+ * load_safetensors.py): @p rows rows of @p in inputs and @p outputs outputs.
+ */
+void rig_pytorch_script(const char *script, const char *st, const float *x, int in,
+                        const float *out, int outputs, int rows);
+
 #endif
