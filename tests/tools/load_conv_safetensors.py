@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load_safetensors import read_safetensors  # noqa: E402
+from load_safetensors import compare, read_safetensors  # noqa: E402
 
 HW = 6
 CLASSES = 4
@@ -39,20 +39,7 @@ def main():
     for name, t in model.state_dict().items():
         assert tensors[name].shape == t.shape, (name, tensors[name].shape, t.shape)
     model.load_state_dict(tensors, strict=True)
-    model.eval()
-    with open(xin, "rb") as f:
-        x = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(rows, HW * HW)
-    with open(logits, "rb") as f:
-        want = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(rows, CLASSES)
-    with torch.no_grad():
-        got = model(x)
-    err = ((got - want).abs() / (1 + want.abs())).max().item()
-    same = bool((got.argmax(1) == want.argmax(1)).all())
-    print(f"max relative difference {err:.3g}, argmax equal {same}")
-    if err > 1e-4 or not same:
-        sys.exit(1)
-    print("match")
-
+    compare(model, xin, logits, rows, HW * HW, CLASSES)
 
 if __name__ == "__main__":
     main()
