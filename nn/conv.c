@@ -271,6 +271,52 @@ static int source(int i, int n, int mode)
         }
 }
 
+/* Outputs [p0, p1) of a line read inside the input: p sw + w0 in [0, nw). */
+static void inside(int nw, int sw, int w0, int ow, int *p0, int *p1)
+{
+        int a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw, b = nw - 1 - w0 < 0 ? 0 : (nw - 1 - w0) / sw + 1;
+
+        *p0 = a < ow ? a : ow;
+        *p1 = b < *p0 ? *p0 : b > ow ? ow : b;
+}
+
+/* Output @p p of a line read past its edge: through source(). */
+static void edge(float *xp, float *row, int p, int nw, int sw, int w0, int mode, int back)
+{
+        int iw = source(p * sw + w0, nw, mode);
+
+        if (back) {
+                if (iw >= 0)
+                        xp[iw] += row[p];
+        } else {
+                row[p] = iw >= 0 ? xp[iw] : 0.0f;
+        }
+}
+
+/*
+ * One line of a row against input line @p xp (@p nw wide): output p reads index p sw + w0.
+ * The positions read inside the line run as a plain strided loop, the edges through source().
+ * Gather (@p back 0) or scatter-add (1), in position order.
+ */
+static void walk_line(float *xp, float *row, int nw, int sw, int w0, int ow, int mode, int back)
+{
+        const float *in;
+        int p0, p1;
+
+        inside(nw, sw, w0, ow, &p0, &p1);
+        for (int p = 0; p < p0; p++)
+                edge(xp, row, p, nw, sw, w0, mode, back);
+        in = xp + w0;
+        if (back)
+                for (int p = p0; p < p1; p++)
+                        xp[w0 + p * sw] += row[p];
+        else
+                for (int p = p0; p < p1; p++)
+                        row[p] = in[p * sw];
+        for (int p = p1; p < ow; p++)
+                edge(xp, row, p, nw, sw, w0, mode, back);
+}
+
 /*
  * One row of the columns (channel c, kernel offset (a, b, e)) against one sample, along W:
  * gather (@p back 0: row[p] = x[src]) or scatter-add (1: x[src] += row[p]) for every output
@@ -294,16 +340,7 @@ static void walk_row(const struct geom *g, float *xr, float *row, int a, int b, 
                                 continue;
                         }
                         xp = xr + ((size_t)id * g->in[1] + (size_t)ih) * (size_t)nw;
-                        for (int p = 0; p < ow; p++) {
-                                int iw = source(p * sw + w0, nw, g->mode);
-
-                                if (back) {
-                                        if (iw >= 0)
-                                                xp[iw] += row[p];
-                                } else {
-                                        row[p] = iw >= 0 ? xp[iw] : 0.0f;
-                                }
-                        }
+                        walk_line(xp, row, nw, sw, w0, ow, g->mode, back);
                 }
         }
 }
