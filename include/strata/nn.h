@@ -380,6 +380,21 @@ extern const struct strata_module_ops strata_silu;       /**< "silu": x sigmoid(
 extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slope below 0 */
 
 /*
+ * Convolutions, PyTorch's Conv1d/2d/3d: in channels from the input's layout (which must have
+ * 1, 2 or 3 spatial dimensions: set the model's in_dims), out channels strata_module out,
+ * kernel, stride, dilation, padding (per side, or STRATA_PADDING_SAME) and padding_mode
+ * (zeros, circular, reflect, replicate; reflect pads less than the extent, circular at most
+ * it), a bias unless no_bias. Groups "weight" [out, in, k...] and "bias" [out], initialised
+ * as PyTorch's (uniform, bound 1 / sqrt(in * kernel volume)). Forward and backward are GEMMs
+ * (strata_gemm()) over columns unfolded into the module's saved values, K x P floats a row
+ * (K = in * kernel volume, P the output positions); the unfolding runs on the host, so they
+ * need a device whose memory is the host's (the CPU driver).
+ */
+extern const struct strata_module_ops strata_conv1d; /**< "conv1d": input (C, W) */
+extern const struct strata_module_ops strata_conv2d; /**< "conv2d": input (C, H, W) */
+extern const struct strata_module_ops strata_conv3d; /**< "conv3d": input (C, D, H, W) */
+
+/*
  * Spatial modules (nn/spatial.c), PyTorch's classes and defaults over a sample's layout
  * (strata_layer in_dims: the model's in_dims, or what the module before declares). Pooling
  * has one table per dimension as PyTorch has one class: a pool over a sample of another
