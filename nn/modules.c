@@ -8,11 +8,8 @@
 #include "strata/nn.h"
 #include "strata/status.h"
 #include "base/base.h"
-#include "kernel/philox.h"
 #include "nn/chunks.h"
-
-/* Stream ids for parameter initialisation, one per (layer, tensor). */
-#define INIT_STREAM(layer, which) (((uint64_t)1 << 62) | ((uint64_t)(layer) << 8) | (which))
+#include "nn/init.h"
 
 void strata_gemm(const struct strata_step_ctx *c, int ta, int tb, int m, int n, int k,
                  float alpha, const float *a, int lda, const float *b, int ldb, float beta,
@@ -27,12 +24,6 @@ void strata_gemm(const struct strata_step_ctx *c, int ta, int tb, int m, int n, 
         else
                 c->k->gemm_lp(c->compute, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm,
                                 ldc, c->lp_scratch);
-}
-
-static void uniform_fill(float *p, size_t n, float bound, uint64_t seed, uint64_t stream)
-{
-        for (size_t i = 0; i < n; i++)
-                p[i] = (2.0f * strata__uniform_at(seed, stream, i) - 1.0f) * bound;
 }
 
 /* ---- Linear: weight [out, in] then bias [out] ---- */
@@ -54,7 +45,9 @@ static int linear_shape(const struct strata_layer *l, int in, struct strata_modu
                             { "bias", STRATA_F32, (size_t)l->desc->out, STRATA_ROLE_BIAS, 1,
                               { (size_t)l->desc->out, 1 } } },
                 .lp_fixed = w, .lp_per_row = (size_t)in + (size_t)l->desc->out,
-                .bf16_io = 1 };
+                .bf16_io = 1,
+                /* flat, even when out == in: its output is not its input's layout */
+                .out_dims = { .channels = l->desc->out } };
         return STRATA_OK;
 }
 
@@ -62,9 +55,10 @@ static void linear_init(struct strata_layer *l, uint64_t seed)
 {
         float bound = 1.0f / sqrtf((float)l->in); /* kaiming_uniform(a=sqrt(5)) and bias rule */
 
-        uniform_fill(l->param, (size_t)l->in * l->out, bound, seed, INIT_STREAM(l->index, 0));
-        uniform_fill(l->param + (size_t)l->in * l->out, (size_t)l->out, bound, seed,
-                     INIT_STREAM(l->index, 1));
+        strata__uniform_fill(l->param, (size_t)l->in * l->out, bound, seed,
+                             STRATA__INIT_STREAM(l->index, 0));
+        strata__uniform_fill(l->param + (size_t)l->in * l->out, (size_t)l->out, bound, seed,
+                             STRATA__INIT_STREAM(l->index, 1));
 }
 
 /*

@@ -249,6 +249,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                             s.lp_per_row);
                 if (s.lp_fixed + (size_t)rows * s.lp_per_row > lp_elems)
                         lp_elems = s.lp_fixed + (size_t)rows * s.lp_per_row;
+                if (s.host_loops && mem->drv->reserve)
+                        return strata__fail(STRATA_ENOTSUP, "module %d (%s) computes on the "
+                                            "host: the %s driver's devices have memory of "
+                                            "their own", i, m->modules[i].ops->name,
+                                            mem->drv->name);
                 io[i] = bf16 && s.bf16_io;
                 outw[i] = s.out;
                 sk.from[i] = s.reads_from ? (short)m->modules[i].from : -2;

@@ -13,6 +13,7 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
+#include "tools/peak.h"
 #include "tools/timing.h"
 
 #if defined(__x86_64__)
@@ -20,7 +21,6 @@
 #include <immintrin.h>
 
 #define R16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-#define R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define ITERS 1000000L
 
 /* Peaks: independent accumulators in registers, timed over ITERS rounds. */
@@ -41,25 +41,6 @@ __attribute__((target("avx512f"))) static double peak_avx512(void)
         t0 = strata_tool_now() - t0;
         R16(U5)
         return sink == 1.0f ? 0.0 : ITERS * 16.0 * 32 / t0 * 1e-9;
-}
-
-__attribute__((target("avx2,fma"))) static double peak_avx2(void)
-{
-        __m256 x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
-        float sink = 0.0f, b[8];
-        double t0;
-#define D2(i) __m256 a##i = _mm256_set1_ps((float)(i));
-#define S2(i) a##i = _mm256_fmadd_ps(a##i, x, y);
-#define U2(i) _mm256_storeu_ps(b, a##i), sink += b[0];
-        R12(D2)
-        t0 = strata_tool_now();
-        for (long it = 0; it < ITERS; it++) {
-                R12(S2)
-                __asm__ volatile("" ::: "memory");
-        }
-        t0 = strata_tool_now() - t0;
-        R12(U2)
-        return sink == 1.0f ? 0.0 : ITERS * 12.0 * 16 / t0 * 1e-9;
 }
 
 __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(void)
@@ -133,17 +114,6 @@ static int shapes_of(const char *model, int batch, struct shape *sh)
         return ns;
 }
 
-static float *filled(size_t n, unsigned s)
-{
-        float *x = malloc(n * sizeof(float));
-
-        for (size_t i = 0; x && i < n; i++) {
-                s = s * 1664525u + 1013904223u;
-                x[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
-        }
-        return x;
-}
-
 /* One call of shape @p s on set @p k (f32 gemm, or bf16 gemm_lp with @p scratch). */
 static double run(const struct strata_kernel_ops *k, const struct shape *s, void *scratch)
 {
@@ -186,9 +156,9 @@ static void bench_model(const char *spec, int reps, const double *peaks, int hav
                 size_t mk = (size_t)s->m * s->k, kn = (size_t)s->k * s->n;
                 int big = s->m > s->n ? s->m : s->n;
 
-                s->a = filled(mk, 7u * i + 1);
-                s->b = filled(kn, 7u * i + 3);
-                s->c = filled((size_t)s->m * s->n, 5);
+                s->a = strata_tool_filled(mk, 7u * i + 1);
+                s->b = strata_tool_filled(kn, 7u * i + 3);
+                s->c = strata_tool_filled((size_t)s->m * s->n, 5);
                 flops += 2.0 * s->m * s->n * s->k;
                 elems = mk + kn > elems ? mk + kn : elems;
                 big = big > s->k ? big : s->k;
@@ -263,7 +233,7 @@ int main(int argc, char **argv)
         if (__builtin_cpu_supports("avx512f"))
                 p512 = peak(peak_avx512);
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-                p256 = peak(peak_avx2);
+                p256 = peak(strata_tool_peak_avx2);
         have_bf16 = cpuid_bit(7, 1, 0, 5);
         have_amx = cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24);
         if (have_bf16)

@@ -1,4 +1,4 @@
-/* Clock and sorting helpers shared by the tools' measurements. */
+/* Clock, sorting and operand helpers shared by the tools' measurements. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -9,6 +9,14 @@ double strata_tool_now(void)
         struct timespec t;
 
         clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+double strata_tool_cpu_now(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -25,4 +33,15 @@ double strata_tool_median(double *v, size_t n)
                 return 0.0;
         qsort(v, n, sizeof(double), strata_tool_cmp_double);
         return v[n / 2];
+}
+
+float *strata_tool_filled(size_t n, unsigned seed)
+{
+        float *x = malloc(n * sizeof(float));
+
+        for (size_t i = 0; x && i < n; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                x[i] = (float)((seed >> 9) & 0xffff) / 65536.0f - 0.5f;
+        }
+        return x;
 }

@@ -112,6 +112,12 @@ struct strata_module_shape {
          */
         struct strata_dims out_dims;
         /**
+         * Non-zero: the module computes in loops on the host over its buffers, not through
+         * the kernels (the pools, Upsample, LayerNorm): a model with one is refused on a
+         * driver whose devices have memory of their own.
+         */
+        int host_loops;
+        /**
          * Non-zero: a merge module. Besides its input it reads the output of the earlier
          * module its strata_module @c from names (l->skip in forward and backward) and gives
          * that output's gradient (l->dskip); the runtime keeps the output, stored f32, and the
@@ -408,6 +414,66 @@ extern const struct strata_module_ops strata_gelu;       /**< "gelu": x Phi(x), 
 extern const struct strata_module_ops strata_gelu_tanh;  /**< "gelu-tanh": approximate='tanh' */
 extern const struct strata_module_ops strata_silu;       /**< "silu": x sigmoid(x) */
 extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slope below 0 */
+
+/*
+ * Convolutions, PyTorch's Conv1d/2d/3d: in channels from the input's layout (which must have
+ * 1, 2 or 3 spatial dimensions: set the model's in_dims), out channels strata_module out,
+ * kernel, stride, dilation, padding (per side, or STRATA_PADDING_SAME) and padding_mode
+ * (zeros, circular, reflect, replicate; reflect pads less than the extent, circular at most
+ * it), a bias unless no_bias. Groups "weight" [out, in, k...] and "bias" [out], initialised
+ * as PyTorch's (uniform, bound 1 / sqrt(in * kernel volume)). Forward and backward are GEMMs
+ * (strata_gemm()) over columns unfolded into the module's saved values, K x P floats a row
+ * (K = in * kernel volume, P the output positions); the unfolding runs on the host, so they
+ * need a device whose memory is the host's (the CPU driver).
+ */
+extern const struct strata_module_ops strata_conv1d; /**< "conv1d": input (C, W) */
+extern const struct strata_module_ops strata_conv2d; /**< "conv2d": input (C, H, W) */
+extern const struct strata_module_ops strata_conv3d; /**< "conv3d": input (C, D, H, W) */
+
+/*
+ * Spatial modules (nn/spatial.c), PyTorch's classes and defaults over a sample's layout
+ * (strata_layer in_dims: the model's in_dims, or what the module before declares). Pooling
+ * has one table per dimension as PyTorch has one class: a pool over a sample of another
+ * dimension is refused by its shape. Rows are independent (invariant mode runs them per
+ * chunk); activations stay f32 under mixed precision. They compute in host loops over the
+ * device's memory (the CPU driver), Flatten through the kernels: a model with a pool, Upsample
+ * or LayerNorm is refused on a driver whose devices have memory of their own (CUDA) for now.
+ */
+/**
+ * "maxpool1d", "maxpool2d", "maxpool3d": MaxPool with strata_module kernel, stride (0: the
+ * kernel), padding (read as -inf, at most half the kernel) and dilation (0: 1), ceil_mode off.
+ * Each output keeps the first maximum of its window in scan order (a NaN wins, as PyTorch's);
+ * its backward routes the gradient to it (the index saved per output in aux). A window that
+ * dilation leaves wholly in the padding gives -inf and no gradient.
+ */
+extern const struct strata_module_ops strata_maxpool1d;
+extern const struct strata_module_ops strata_maxpool2d; /**< see strata_maxpool1d */
+extern const struct strata_module_ops strata_maxpool3d; /**< see strata_maxpool1d */
+/**
+ * "avgpool1d", "avgpool2d", "avgpool3d": AvgPool with kernel, stride (0: the kernel) and
+ * padding (at most half the kernel), count_include_pad=True, ceil_mode off; no dilation.
+ */
+extern const struct strata_module_ops strata_avgpool1d;
+extern const struct strata_module_ops strata_avgpool2d; /**< see strata_avgpool1d */
+extern const struct strata_module_ops strata_avgpool3d; /**< see strata_avgpool1d */
+/**
+ * "upsample": Upsample over a sample of 1 to 3 spatial dimensions by the integer factors
+ * strata_module scale (0: 2), mode nearest or linear (linear, bilinear or trilinear by the
+ * sample's dimensions; align_corners=False, the source index clamped at 0); its backward is
+ * the adjoint.
+ */
+extern const struct strata_module_ops strata_upsample;
+/**
+ * "flatten": nn.Flatten(): the same values as a flat vector (output layout {in}); a copy,
+ * since every module's output has a buffer of its own.
+ */
+extern const struct strata_module_ops strata_flatten;
+/**
+ * "layernorm": LayerNorm over the whole sample, normalized_shape its (C, D, H, W) (or its
+ * features when flat), biased variance, eps from strata_module eps (0: 1e-5), sums in double;
+ * groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
+ */
+extern const struct strata_module_ops strata_layernorm;
 
 /*
  * Merge modules: skip connections, which make a model a small static graph (ResNet blocks, a

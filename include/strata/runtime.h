@@ -235,7 +235,8 @@ size_t strata_config_bytes(void);
 
 /**
  * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
- *        "gelu", "gelu-tanh", "silu" or "leaky-relu" (NULL: no such).
+ *        "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d,
+ *        3d), "upsample", "flatten", "layernorm" or "conv1d" (2d, 3d) (NULL: no such).
  */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
 

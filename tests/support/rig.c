@@ -47,6 +47,31 @@ void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss)
         cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
 }
 
+void rig_init_conv(struct rig *r)
+{
+        int in = RIG_CONV_HW * RIG_CONV_HW;
+
+        rig_init(r, 0);
+        r->mods[0] = (struct strata_module){ .ops = &strata_conv2d, .out = 4, .kernel = { 3 },
+                                             .padding = { 1 },
+                                             .padding_mode = STRATA_PAD_CIRCULAR };
+        r->model.in_features = in;
+        r->model.in_dims = (struct strata_dims){ 1, 2, { RIG_CONV_HW, RIG_CONV_HW } };
+        cr_assert_eq(strata_arena_init(&r->data, data_mem, sizeof(data_mem), NULL), STRATA_OK);
+        cr_assert_eq(strata_dataset_synthetic(&r->ds, &r->data, 256, in, RIG_CLASSES, 5),
+                     STRATA_OK);
+        cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
+}
+
+void rig_plan_refused(const struct rig *r, const char *what, const char *needle)
+{
+        struct strata_plan_info pl;
+
+        cr_assert_eq(strata_plan(&r->cfg, &pl), STRATA_EINVAL, "%s was accepted", what);
+        cr_assert_not_null(strstr(strata_last_error(), needle), "%s: %s", what,
+                           strata_last_error());
+}
+
 void rig_init_full(struct rig *r)
 {
         rig_init(r, 1);
@@ -180,7 +205,8 @@ static void write_f32(const char *path, const float *v, size_t n)
         fclose(f);
 }
 
-void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows)
+void rig_pytorch_script(const char *script, const char *st, const float *x, int in,
+                        const float *out, int outputs, int rows)
 {
         char xin[512], lg[512], cmd[2048], line[256];
         int ok = 0;
@@ -188,10 +214,10 @@ void rig_pytorch_matches(const char *st, const float *x, const float *out, int r
 
         snprintf(xin, sizeof(xin), "%s.x.f32", st);
         snprintf(lg, sizeof(lg), "%s.out.f32", st);
-        write_f32(xin, x, (size_t)rows * RIG_IN);
-        write_f32(lg, out, (size_t)rows * RIG_CLASSES);
-        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/load_safetensors.py %s %s "
-                 "%s %d 2>&1", STRATA_SOURCE_DIR, st, xin, lg, rows);
+        write_f32(xin, x, (size_t)rows * in);
+        write_f32(lg, out, (size_t)rows * outputs);
+        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/%s %s %s %s %d 2>&1",
+                 STRATA_SOURCE_DIR, script, st, xin, lg, rows);
         py = popen(cmd, "r");
         cr_assert_not_null(py);
         while (fgets(line, sizeof(line), py)) {
@@ -202,4 +228,9 @@ void rig_pytorch_matches(const char *st, const float *x, const float *out, int r
         cr_assert(ok);
         remove(xin);
         remove(lg);
+}
+
+void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows)
+{
+        rig_pytorch_script("load_safetensors.py", st, x, RIG_IN, out, RIG_CLASSES, rows);
 }

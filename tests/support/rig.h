@@ -26,6 +26,18 @@ void rig_init(struct rig *r, int bn);
  * rows (strata_dataset_synthetic_regression), batch 16, single strategy.
  */
 void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss);
+/** The conv rig's input: one channel of RIG_CONV_HW x RIG_CONV_HW. */
+#define RIG_CONV_HW 6
+/**
+ * The conv rig: Conv2d(1, 4, 3, padding 1, circular)-relu-linear(4) on synthetic samples
+ * of 1 x 6 x 6 (the model's in_dims), 256 of them, batch 16, single strategy.
+ */
+void rig_init_conv(struct rig *r);
+/**
+ * Assert that planning @p r's configuration is refused (STRATA_EINVAL) with a message
+ * containing @p needle; @p what names the case in a failure.
+ */
+void rig_plan_refused(const struct rig *r, const char *what, const char *needle);
 /** The rig with linear-bn-relu-dropout(0.25)-linear: every kind of device op on the path. */
 void rig_init_full(struct rig *r);
 /** A runtime of configuration @p c, initialised and connected (asserted). */
@@ -67,5 +79,12 @@ struct strata_config rig_default_mlp(enum strata_strategy_kind kind, int devices
  * asserts that PyTorch predicts the same, logging its report.
  */
 void rig_pytorch_matches(const char *st, const float *x, const float *out, int rows);
+
+/**
+ * The same with tests/tools/@p script (same arguments and "match" line as
+ * load_safetensors.py): @p rows rows of @p in inputs and @p outputs outputs.
+ */
+void rig_pytorch_script(const char *script, const char *st, const float *x, int in,
+                        const float *out, int outputs, int rows);
 
 #endif

@@ -48,11 +48,18 @@ def main():
     missing, unexpected = model.load_state_dict(read_safetensors(path), strict=False)
     assert not unexpected, unexpected
     assert all(m.endswith("num_batches_tracked") for m in missing), missing
+    compare(model, xin, logits, rows, 20, 4)
+
+
+def read_f32(path, rows, cols):
+    with open(path, "rb") as f:
+        return torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(rows, cols)
+
+
+def compare(model, xin, logits, rows, inputs, outputs):
+    """Evaluate model (eval mode) on the input rows; print "match" or exit 1 (see above)."""
     model.eval()
-    with open(xin, "rb") as f:
-        x = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(rows, 20)
-    with open(logits, "rb") as f:
-        want = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(rows, 4)
+    x, want = read_f32(xin, rows, inputs), read_f32(logits, rows, outputs)
     with torch.no_grad():
         got = model(x)
     err = ((got - want).abs() / (1 + want.abs())).max().item()

@@ -1,0 +1,483 @@
+/*
+ * Conv1d, Conv2d, Conv3d (PyTorch semantics): in channels from the input's layout, out
+ * channels desc->out, kernel, stride, dilation, padding (per side, or 'same') read past the
+ * edges as padding_mode says (zeros, circular, reflect, replicate), bias unless no_bias.
+ *
+ * Every geometry is run as 3-D: a 1-D or 2-D convolution is one whose outer dimensions have
+ * extent 1, kernel 1, stride 1 and no padding, so one set of loops serves the three.
+ *
+ * Forward, per sample n (a row: C_in x D x H x W, the last fastest): the input is unfolded
+ * (im2col / vol2col) into the sample's columns in the module's saved values, a [K x P] matrix,
+ * K = C_in kD kH kW (rows in the weight's order), P the output positions; then
+ * y_n [C_out x P] = W [C_out x K] cols_n + b, one strata_gemm(), so mixed precision applies.
+ * Backward: dW (+)= dy_n cols_n^T sample after sample (beta 0 for the first of a fresh
+ * gradient), db (+)= the sums of dy over rows and positions (in double, one rounding), and
+ * when dx is asked dcols = W^T dy_n into the sample's columns, which it no longer needs, folded
+ * back (col2im) onto dx_n: a padded position adds onto the source position its mode read it
+ * from (zeros: onto nothing). Every sum runs in one fixed order: bitwise repeatable.
+ *
+ * The loops run on the host: this needs a device whose memory is the host's (the CPU driver).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "strata/nn.h"
+#include "strata/status.h"
+#include "base/base.h"
+#include "nn/init.h"
+
+/* One convolution's geometry, as 3-D: dimension 3 - nd + i is spatial dimension i. */
+struct geom {
+        int nd;                     /* spatial dimensions of the module: 1, 2, 3 */
+        int cin, cout;
+        int in[3], out[3];          /* extents */
+        int k[3], s[3], d[3];       /* kernel, stride, dilation */
+        int lo[3], hi[3];           /* padding before and after */
+        int mode;                   /* enum strata_padding_mode */
+        int bias;                   /* a bias group follows the weight */
+        size_t kvol, in_sp, out_sp; /* kernel volume, input and output positions */
+        size_t kk;                  /* K = cin * kvol: rows of a sample's columns */
+};
+
+/* An int-or-tuple argument's dimension @p i: an entry past the first that is 0 is the first. */
+static int dim_arg(const int *a, int i)
+{
+        return i > 0 && a[i] == 0 ? a[0] : a[i];
+}
+
+/* Padding of dimension @p i: a count, or STRATA_PADDING_SAME. */
+static int dim_pad(const int *a, int i)
+{
+        int p = dim_arg(a, i);
+
+        return p == STRATA_PADDING_NONE ? 0 : p;
+}
+
+/* Kernel, stride and dilation of spatial dimension @p i into g's dimension @p j. */
+static int read_window(const struct strata_layer *l, struct geom *g, int i, int j)
+{
+        const struct strata_module *m = l->desc;
+        const char *name = m->ops->name;
+        int k = dim_arg(m->kernel, i), s = dim_arg(m->stride, i), d = dim_arg(m->dilation, i);
+
+        if (k <= 0 || s < 0 || d < 0)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): dimension %d has kernel %d, "
+                                    "stride %d, dilation %d (kernel > 0, stride and dilation "
+                                    ">= 0, 0 meaning 1)", name, l->index, i, k, s, d);
+        g->k[j] = k;
+        g->s[j] = s ? s : 1;
+        g->d[j] = d ? d : 1;
+        return STRATA_OK;
+}
+
+/*
+ * Padding of spatial dimension @p i: PyTorch's 'same' (stride 1; the total d (k - 1) split
+ * with the smaller half first), and the mode's limits: reflect pads less than the extent,
+ * circular at most the extent.
+ */
+static int read_padding(const struct strata_layer *l, struct geom *g, int i, int j)
+{
+        const char *name = l->desc->ops->name;
+        int p = dim_pad(l->desc->padding, i), n = g->in[j];
+        long total;
+
+        if (p == STRATA_PADDING_SAME) {
+                if (g->s[j] != 1)
+                        return strata__fail(STRATA_EINVAL, "%s (module %d): padding 'same' "
+                                            "needs stride 1; dimension %d has stride %d", name,
+                                            l->index, i, g->s[j]);
+                total = (long)g->d[j] * (g->k[j] - 1);
+                if (total > (1L << 30))
+                        return strata__fail(STRATA_EOVERFLOW, "%s (module %d): dimension %d's "
+                                            "'same' padding overflows", name, l->index, i);
+                g->lo[j] = (int)(total / 2);
+                g->hi[j] = (int)(total - total / 2);
+        } else if (p < 0) {
+                return strata__fail(STRATA_EINVAL, "%s (module %d): dimension %d has padding %d "
+                                    "(>= 0, or STRATA_PADDING_SAME)", name, l->index, i, p);
+        } else {
+                g->lo[j] = g->hi[j] = p;
+        }
+        p = g->lo[j] > g->hi[j] ? g->lo[j] : g->hi[j];
+        if (g->mode == STRATA_PAD_REFLECT && p >= n)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): reflect padding %d in "
+                                    "dimension %d must be less than the input's extent %d",
+                                    name, l->index, p, i, n);
+        if (g->mode == STRATA_PAD_CIRCULAR && p > n)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): circular padding %d in "
+                                    "dimension %d must be at most the input's extent %d", name,
+                                    l->index, p, i, n);
+        return STRATA_OK;
+}
+
+/* Output extent of dimension @p i (g's @p j), or a refusal when the kernel overhangs. */
+static int read_extent(const struct strata_layer *l, struct geom *g, int i, int j)
+{
+        long padded = (long)g->in[j] + g->lo[j] + g->hi[j];
+        long span = (long)g->d[j] * (g->k[j] - 1) + 1;
+
+        if (span > padded)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): kernel %d (dilation %d) "
+                                    "spans %ld positions in dimension %d, more than the padded "
+                                    "input's %ld", l->desc->ops->name, l->index, g->k[j],
+                                    g->d[j], span, i, padded);
+        g->out[j] = (int)((padded - span) / g->s[j] + 1);
+        return STRATA_OK;
+}
+
+/* The products of the geometry, refused past 2^40 elements as Linear's. */
+static int read_sizes(const struct strata_layer *l, struct geom *g)
+{
+        size_t limit = (size_t)1 << 40;
+
+        g->kvol = g->in_sp = g->out_sp = 1;
+        for (int j = 0; j < 3; j++) {
+                g->kvol *= (size_t)g->k[j];
+                g->in_sp *= (size_t)g->in[j];
+                g->out_sp *= (size_t)g->out[j];
+                if (g->kvol > limit || g->out_sp > limit)
+                        return strata__fail(STRATA_EOVERFLOW, "%s (module %d): kernel or output "
+                                            "too large", l->desc->ops->name, l->index);
+        }
+        g->kk = (size_t)g->cin * g->kvol;
+        if (g->kk > limit / g->out_sp || (size_t)g->cout > limit / g->kk ||
+            (size_t)g->cout > limit / g->out_sp)
+                return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d x %zu columns of %zu "
+                                    "positions too large", l->desc->ops->name, l->index,
+                                    g->cin, g->kvol, g->out_sp);
+        return STRATA_OK;
+}
+
+/* The input's layout: exactly @p nd spatial dimensions. */
+static int read_input(const struct strata_layer *l, struct geom *g)
+{
+        const struct strata_dims *in = &l->in_dims;
+        const char *name = l->desc->ops->name;
+
+        if (in->ndim == 0)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): needs an input of %d spatial "
+                                    "dimensions, got %d flat features; set the model's in_dims",
+                                    name, l->index, g->nd, l->in);
+        if (in->ndim != g->nd)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): needs an input of %d spatial "
+                                    "dimensions, got %d (%d channels of %d x %d x %d)", name,
+                                    l->index, g->nd, in->ndim, in->channels, in->size[0],
+                                    in->ndim > 1 ? in->size[1] : 1,
+                                    in->ndim > 2 ? in->size[2] : 1);
+        g->cin = in->channels;
+        for (int j = 0; j < 3; j++)
+                g->in[j] = 1;
+        for (int i = 0; i < g->nd; i++)
+                g->in[3 - g->nd + i] = in->size[i];
+        return STRATA_OK;
+}
+
+/* Layer @p l's geometry for a convolution of @p nd spatial dimensions, checked. */
+static int conv_geom(const struct strata_layer *l, int nd, struct geom *g)
+{
+        const struct strata_module *m = l->desc;
+
+        memset(g, 0, sizeof(*g));
+        g->nd = nd;
+        g->cout = m->out;
+        g->mode = m->padding_mode;
+        g->bias = !m->no_bias;
+        if ((unsigned)m->padding_mode >= STRATA_PAD_COUNT)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): padding_mode %d is not one "
+                                    "of zeros (0), circular (1), reflect (2), replicate (3)",
+                                    m->ops->name, l->index, m->padding_mode);
+        if (m->out <= 0)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): out channels %d <= 0",
+                                    m->ops->name, l->index, m->out);
+        STRATA_TRY(read_input(l, g));
+        for (int j = 0; j < 3 - nd; j++) /* outer dimensions of extent 1 */
+                g->k[j] = g->s[j] = g->d[j] = g->out[j] = 1;
+        for (int i = 0; i < nd; i++) {
+                int j = 3 - nd + i;
+
+                STRATA_TRY(read_window(l, g, i, j));
+                STRATA_TRY(read_padding(l, g, i, j));
+                STRATA_TRY(read_extent(l, g, i, j));
+        }
+        return read_sizes(l, g);
+}
+
+static int conv_shape(const struct strata_layer *l, int nd, struct strata_module_shape *s)
+{
+        struct geom g;
+        size_t w, fwd, dw;
+
+        STRATA_TRY(conv_geom(l, nd, &g));
+        w = (size_t)g.cout * g.kk;
+        /* the largest GEMM's operands: forward W, cols (dcols the same); dW dy, cols */
+        fwd = w + g.kk * g.out_sp;
+        dw = (size_t)g.cout * g.out_sp + g.kk * g.out_sp;
+        *s = (struct strata_module_shape){
+                .out = (int)((size_t)g.cout * g.out_sp),
+                .params = w + (g.bias ? (size_t)g.cout : 0),
+                .aux_per_row = g.kk * g.out_sp,
+                .ngroups = g.bias ? 2 : 1,
+                .groups = { { "weight", STRATA_F32, w, STRATA_ROLE_WEIGHT, 2 + nd,
+                              { (size_t)g.cout, (size_t)g.cin } },
+                            { "bias", STRATA_F32, (size_t)g.cout, STRATA_ROLE_BIAS, 1,
+                              { (size_t)g.cout, 1 } } },
+                .lp_fixed = fwd > dw ? fwd : dw,
+                .out_dims = { .channels = g.cout, .ndim = nd } };
+        if ((size_t)g.cout * g.out_sp > (size_t)1 << 30)
+                return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d channels of %zu "
+                                    "positions exceed a row's width", l->desc->ops->name,
+                                    l->index, g.cout, g.out_sp);
+        for (int i = 0; i < nd; i++) {
+                s->groups[0].shape[2 + i] = (size_t)g.k[3 - nd + i];
+                s->out_dims.size[i] = g.out[3 - nd + i];
+        }
+        return STRATA_OK;
+}
+
+/* PyTorch's default: kaiming_uniform(a = sqrt 5) and the bias rule, both 1 / sqrt(fan_in). */
+static void conv_init(struct strata_layer *l, uint64_t seed)
+{
+        size_t fan_in = l->nparam, w;
+        int cout = l->desc->out;
+
+        if (!l->desc->no_bias)
+                fan_in -= (size_t)cout;
+        w = fan_in;
+        fan_in /= (size_t)cout;
+        strata__uniform_fill(l->param, w, 1.0f / sqrtf((float)fan_in), seed,
+                             STRATA__INIT_STREAM(l->index, 0));
+        if (!l->desc->no_bias)
+                strata__uniform_fill(l->param + w, (size_t)cout, 1.0f / sqrtf((float)fan_in),
+                                     seed, STRATA__INIT_STREAM(l->index, 1));
+}
+
+/*
+ * Where padded index @p i (from -lo) of an extent @p n reads: the source index, or -1 for a
+ * zero. The shape's checks keep circular within one period and reflect within one bounce.
+ */
+static int source(int i, int n, int mode)
+{
+        if (i >= 0 && i < n)
+                return i;
+        switch (mode) {
+        case STRATA_PAD_CIRCULAR:
+                return i < 0 ? i + n : i - n;
+        case STRATA_PAD_REFLECT:
+                return i < 0 ? -i : 2 * (n - 1) - i;
+        case STRATA_PAD_REPLICATE:
+                return i < 0 ? 0 : n - 1;
+        default:
+                return -1;
+        }
+}
+
+/* Outputs [p0, p1) of a line read inside the input: p sw + w0 in [0, nw). */
+static void inside(int nw, int sw, int w0, int ow, int *p0, int *p1)
+{
+        int a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw, b = nw - 1 - w0 < 0 ? 0 : (nw - 1 - w0) / sw + 1;
+
+        *p0 = a < ow ? a : ow;
+        *p1 = b < *p0 ? *p0 : b > ow ? ow : b;
+}
+
+/* Output @p p of a line read past its edge: through source(). */
+static void edge(float *xp, float *row, int p, int nw, int sw, int w0, int mode, int back)
+{
+        int iw = source(p * sw + w0, nw, mode);
+
+        if (back) {
+                if (iw >= 0)
+                        xp[iw] += row[p];
+        } else {
+                row[p] = iw >= 0 ? xp[iw] : 0.0f;
+        }
+}
+
+/*
+ * One line of a row against input line @p xp (@p nw wide): output p reads index p sw + w0.
+ * The positions read inside the line run as a plain strided loop, the edges through source().
+ * Gather (@p back 0) or scatter-add (1), in position order.
+ */
+static void walk_line(float *xp, float *row, int nw, int sw, int w0, int ow, int mode, int back)
+{
+        const float *in;
+        int p0, p1;
+
+        inside(nw, sw, w0, ow, &p0, &p1);
+        for (int p = 0; p < p0; p++)
+                edge(xp, row, p, nw, sw, w0, mode, back);
+        in = xp + w0;
+        if (back)
+                for (int p = p0; p < p1; p++)
+                        xp[w0 + p * sw] += row[p];
+        else
+                for (int p = p0; p < p1; p++)
+                        row[p] = in[p * sw];
+        for (int p = p1; p < ow; p++)
+                edge(xp, row, p, nw, sw, w0, mode, back);
+}
+
+/*
+ * One row of the columns (channel c, kernel offset (a, b, e)) against one sample, along W:
+ * gather (@p back 0: row[p] = x[src]) or scatter-add (1: x[src] += row[p]) for every output
+ * position, in position order. @p xr is the sample's channel plane, @p row the row.
+ */
+static void walk_row(const struct geom *g, float *xr, float *row, int a, int b, int e, int back)
+{
+        int nw = g->in[2], sw = g->s[2], ow = g->out[2];
+
+        for (int od = 0; od < g->out[0]; od++) {
+                int id = source(od * g->s[0] - g->lo[0] + a * g->d[0], g->in[0], g->mode);
+
+                for (int oh = 0; oh < g->out[1]; oh++, row += ow) {
+                        int ih = source(oh * g->s[1] - g->lo[1] + b * g->d[1], g->in[1], g->mode);
+                        int w0 = e * g->d[2] - g->lo[2];
+                        float *xp;
+
+                        if (id < 0 || ih < 0) { /* a zero-padded plane or line */
+                                if (!back)
+                                        memset(row, 0, (size_t)ow * sizeof(float));
+                                continue;
+                        }
+                        xp = xr + ((size_t)id * g->in[1] + (size_t)ih) * (size_t)nw;
+                        walk_line(xp, row, nw, sw, w0, ow, g->mode, back);
+                }
+        }
+}
+
+/* im2col (@p back 0) or its adjoint col2im (1) of one sample @p x against its columns. */
+static void walk(const struct geom *g, float *x, float *cols, int back)
+{
+        float *row = cols;
+
+        for (int c = 0; c < g->cin; c++) {
+                float *xr = x + (size_t)c * g->in_sp;
+
+                for (int a = 0; a < g->k[0]; a++)
+                        for (int b = 0; b < g->k[1]; b++)
+                                for (int e = 0; e < g->k[2]; e++, row += g->out_sp)
+                                        walk_row(g, xr, row, a, b, e, back);
+        }
+}
+
+/* The geometry the shape accepted (forward and backward never see a refused one). */
+static void geom_of(const struct strata_layer *l, struct geom *g)
+{
+        int rc = conv_geom(l, l->in_dims.ndim, g);
+
+        (void)rc;
+}
+
+static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c,
+                         const float *x, float *y, int rows)
+{
+        struct geom g;
+        size_t p, cols_n;
+        const float *bias;
+
+        geom_of(l, &g);
+        p = g.out_sp;
+        cols_n = g.kk * p;
+        bias = l->param + (size_t)g.cout * g.kk;
+        for (int n = 0; n < rows; n++) {
+                float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
+
+                walk(&g, (float *)(x + (size_t)n * l->in), cols, 0);
+                for (int o = 0; o < g.cout && g.bias; o++)
+                        for (size_t q = 0; q < p; q++)
+                                yn[(size_t)o * p + q] = bias[o];
+                strata_gemm(c, 0, 0, g.cout, (int)p, (int)g.kk, 1.0f, l->param, (int)g.kk, cols,
+                            (int)p, g.bias ? 1.0f : 0.0f, yn, (int)p);
+        }
+}
+
+/* db (+)= the sums of dy over rows and positions, per channel in double: one rounding. */
+static void bias_grad(const struct strata_layer *l, const struct geom *g, const float *dy,
+                      int rows, float *db)
+{
+        for (int o = 0; o < g->cout; o++) {
+                double s = 0.0;
+
+                for (int n = 0; n < rows; n++) {
+                        const float *d = dy + (size_t)n * l->out + (size_t)o * g->out_sp;
+
+                        for (size_t q = 0; q < g->out_sp; q++)
+                                s += d[q];
+                }
+                db[o] = l->grad_fresh ? (float)s : db[o] + (float)s;
+        }
+}
+
+static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *c,
+                          const float *x, const float *y, const float *dy, float *dx, int rows)
+{
+        struct geom g;
+        int p, kk;
+        size_t cols_n;
+
+        (void)x;
+        (void)y;
+        geom_of(l, &g);
+        p = (int)g.out_sp;
+        kk = (int)g.kk;
+        cols_n = g.kk * g.out_sp;
+        for (int n = 0; n < rows; n++) {
+                float *cols = l->aux + (size_t)n * cols_n;
+                const float *dyn = dy + (size_t)n * l->out;
+
+                strata_gemm(c, 0, 1, g.cout, kk, p, 1.0f, dyn, p, cols, p,
+                            n == 0 && l->grad_fresh ? 0.0f : 1.0f, l->grad, kk);
+                if (!dx)
+                        continue;
+                /* the sample's columns are spent: its column gradient takes their place */
+                strata_gemm(c, 1, 0, kk, p, g.cout, 1.0f, l->param, kk, dyn, p, 0.0f, cols, p);
+                memset(dx + (size_t)n * l->in, 0, (size_t)l->in * sizeof(float));
+                walk(&g, dx + (size_t)n * l->in, cols, 1);
+        }
+        if (rows == 0 && l->grad_fresh)
+                memset(l->grad, 0, (size_t)g.cout * g.kk * sizeof(float));
+        if (g.bias)
+                bias_grad(l, &g, dy, rows, l->grad + (size_t)g.cout * g.kk);
+}
+
+static int conv1d_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)in;
+        return conv_shape(l, 1, s);
+}
+
+static int conv2d_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)in;
+        return conv_shape(l, 2, s);
+}
+
+static int conv3d_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)in;
+        return conv_shape(l, 3, s);
+}
+
+const struct strata_module_ops strata_conv1d = {
+        .name = "conv1d",
+        .shape = conv1d_shape,
+        .init = conv_init,
+        .forward = conv_forward,
+        .backward = conv_backward,
+};
+
+const struct strata_module_ops strata_conv2d = {
+        .name = "conv2d",
+        .shape = conv2d_shape,
+        .init = conv_init,
+        .forward = conv_forward,
+        .backward = conv_backward,
+};
+
+const struct strata_module_ops strata_conv3d = {
+        .name = "conv3d",
+        .shape = conv3d_shape,
+        .init = conv_init,
+        .forward = conv_forward,
+        .backward = conv_backward,
+};

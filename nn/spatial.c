@@ -1,0 +1,886 @@
+/*
+ * The spatial modules, PyTorch semantics: MaxPool1d/2d/3d, AvgPool1d/2d/3d, Upsample, Flatten
+ * and LayerNorm over samples laid out as (C, D, H, W), the last fastest (struct strata_dims).
+ *
+ * One ops table per PyTorch class: pooling has one per dimension, as PyTorch does, so a model
+ * names what PyTorch names and a 2-D pool over a 1-D sample is refused by its shape; Upsample,
+ * Flatten and LayerNorm are one class each in PyTorch and read the dimensions from l->in_dims.
+ * Every loop runs over three dimensions: a sample of fewer has leading extents of 1 (kernel 1,
+ * stride 1, no padding, scale 1 there), so one loop serves 1-D, 2-D and 3-D.
+ *
+ * Rows are independent (no batch_stats) and what a module keeps is per row (MaxPool's argmax,
+ * LayerNorm's mean and 1/std), so invariant mode calls them once per chunk; activations stay
+ * f32 under mixed precision (no bf16_io). Flatten copies through the kernels; the others
+ * compute in loops over the layer's memory (host_loops), so they run where the host addresses
+ * the device's memory (the CPU driver) and are refused on a driver with memory of its own.
+ * Sums are taken in double (AvgPool, Upsample, LayerNorm) and gradients scattered onto an
+ * input are added in an order fixed by the shapes alone: every result repeats bitwise. Loops
+ * run a row of the last dimension at a time, their per-row arithmetic (window bounds, taps,
+ * weights) hoisted out of the innermost loop.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "strata/nn.h"
+#include "strata/status.h"
+#include "base/base.h"
+
+#define ND STRATA_MAX_SPATIAL
+
+/* A layer's geometry over three dimensions; the sample's nd dimensions are the last ones. */
+struct geom {
+        int nd;                         /* the sample's spatial dimensions */
+        int c;                          /* channels */
+        int in[ND], out[ND];            /* extents */
+        int k[ND], s[ND], p[ND], d[ND]; /* pooling: kernel, stride, padding, dilation */
+        int up[ND];                     /* Upsample: scale factor */
+        double inv[ND];                 /* Upsample: 1 / scale */
+        size_t in_sp, out_sp;           /* values of one channel */
+};
+
+/* Entry @p i of a per-dimension argument: past the first, 0 takes the first's value. */
+static int dim_arg(const int *v, int i)
+{
+        return i > 0 && v[i] == 0 ? v[0] : v[i];
+}
+
+/* Slot of the sample's dimension @p i among the three. */
+static int slot(const struct geom *g, int i)
+{
+        return ND - g->nd + i;
+}
+
+/* The extents of @p g's sample, every slot 1 and scale 1 until filled. */
+static void geom_start(const struct strata_layer *l, int nd, struct geom *g)
+{
+        *g = (struct geom){ .nd = nd, .c = l->in_dims.channels };
+        for (int j = 0; j < ND; j++) {
+                g->in[j] = g->out[j] = g->k[j] = g->s[j] = g->d[j] = g->up[j] = 1;
+                if (j >= ND - nd)
+                        g->in[j] = l->in_dims.size[j - (ND - nd)];
+        }
+}
+
+/* The output extents from the per-slot rule already applied; the per-channel counts. */
+static void geom_counts(struct geom *g)
+{
+        g->in_sp = (size_t)g->in[0] * (size_t)g->in[1] * (size_t)g->in[2];
+        g->out_sp = (size_t)g->out[0] * (size_t)g->out[1] * (size_t)g->out[2];
+}
+
+/* "3" when every dimension has 3, else "3 x 5": @p v over the sample's slots. */
+static const char *fmt_dims(char *buf, size_t n, const struct geom *g, const int *v, int same)
+{
+        int at = 0, all = 1;
+
+        for (int i = 1; i < g->nd; i++)
+                all &= v[slot(g, i)] == v[slot(g, 0)];
+        for (int i = 0; i < g->nd && (i == 0 || !(same && all)); i++)
+                at += snprintf(buf + at, n - (size_t)at, "%s%d", i ? " x " : "", v[slot(g, i)]);
+        return buf;
+}
+
+/* The input layout in words: "a flat vector of 784 features" or "2 channels of 8 x 8". */
+static const char *fmt_input(char *buf, size_t n, const struct strata_layer *l)
+{
+        const struct strata_dims *d = &l->in_dims;
+        int at;
+
+        if (d->ndim == 0)
+                snprintf(buf, n, "a flat vector of %d features", l->in);
+        else {
+                at = snprintf(buf, n, "%d channels of %d", d->channels, d->size[0]);
+                for (int i = 1; i < d->ndim && i < ND; i++)
+                        at += snprintf(buf + at, n - (size_t)at, " x %d", d->size[i]);
+        }
+        return buf;
+}
+
+/* The layer's input layout has @p nd spatial dimensions (0: any of 1..3) and holds @p in. */
+static int check_input(const struct strata_layer *l, int in, int nd, const char *want)
+{
+        const struct strata_dims *d = &l->in_dims;
+        long long n = d->channels;
+        char what[96];
+
+        if ((nd && d->ndim != nd) || (!nd && (d->ndim < 1 || d->ndim > ND)) || d->channels <= 0)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): needs an input of %s; its "
+                                    "input is %s", l->desc->ops->name, l->index, want,
+                                    fmt_input(what, sizeof(what), l));
+        for (int i = 0; i < d->ndim; i++)
+                n = d->size[i] > 0 && n <= INT_MAX ? n * d->size[i] : -1;
+        if (n != in)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): its input layout (%s) does "
+                                    "not hold its width %d", l->desc->ops->name, l->index,
+                                    fmt_input(what, sizeof(what), l), in);
+        return STRATA_OK;
+}
+
+/* Output width c * extents, or STRATA_EOVERFLOW past an int. */
+static int out_width(const struct strata_layer *l, const struct geom *g, int *out)
+{
+        long long n = g->c;
+
+        for (int j = 0; j < ND; j++)
+                n = n <= INT_MAX ? n * g->out[j] : n;
+        if (n > INT_MAX)
+                return strata__fail(STRATA_EOVERFLOW, "%s (module %d): an output of %lld values "
+                                    "per sample is too large", l->desc->ops->name, l->index, n);
+        *out = (int)n;
+        return STRATA_OK;
+}
+
+/* The output layout of @p g: its channels over its output extents. */
+static struct strata_dims out_dims(const struct geom *g)
+{
+        struct strata_dims d = { .channels = g->c, .ndim = g->nd };
+
+        for (int i = 0; i < g->nd; i++)
+                d.size[i] = g->out[slot(g, i)];
+        return d;
+}
+
+/*
+ * ---- Pooling: MaxPool and AvgPool, ceil_mode=False ----
+ *
+ * Output extent floor((in + 2 p - d (k - 1) - 1) / s) + 1; stride 0 is the kernel, dilation 0
+ * is 1; padding is at most half the kernel, as PyTorch requires. MaxPool reads padding as
+ * -inf and keeps, per output, the first maximum in scan order (a NaN wins, as PyTorch's
+ * `val > max || isnan(val)`), its index saved in aux (an int32 in each float slot) for the
+ * backward. AvgPool divides by the window with its padding (count_include_pad=True).
+ */
+
+/* Pooling's arguments into @p g (not checked: pool_check does). */
+static void pool_geom(const struct strata_layer *l, int nd, struct geom *g)
+{
+        const struct strata_module *m = l->desc;
+
+        geom_start(l, nd, g);
+        for (int i = 0; i < nd; i++) {
+                int j = slot(g, i), s = dim_arg(m->stride, i), d = dim_arg(m->dilation, i);
+                int p = dim_arg(m->padding, i);
+
+                g->k[j] = dim_arg(m->kernel, i);
+                g->s[j] = s ? s : g->k[j];
+                g->d[j] = d ? d : 1;
+                g->p[j] = p == STRATA_PADDING_NONE ? 0 : p;
+                if (g->k[j] > 0 && g->s[j] > 0 && g->d[j] > 0 && g->p[j] >= 0) {
+                        long long num = (long long)g->in[j] + 2LL * g->p[j] -
+                                        (long long)g->d[j] * (g->k[j] - 1) - 1;
+
+                        g->out[j] = num < 0 ? 0 : (int)(num / g->s[j] + 1);
+                }
+        }
+        geom_counts(g);
+}
+
+/* Every argument of @p g in range and every output extent at least 1. */
+static int pool_check(const struct strata_layer *l, const struct geom *g, int max)
+{
+        const char *name = l->desc->ops->name;
+        char a[48], b[48], c[48], e[48];
+        int dil = 0;
+
+        for (int i = 0; i < g->nd; i++) {
+                int j = slot(g, i);
+
+                if (g->k[j] <= 0 || g->s[j] <= 0 || g->d[j] <= 0 || g->p[j] < 0)
+                        return strata__fail(STRATA_EINVAL, "%s (module %d): kernel %d, stride "
+                                            "%d, padding %d, dilation %d in dimension %d (kernel "
+                                            "> 0, stride and dilation >= 0, padding >= 0 or "
+                                            "STRATA_PADDING_NONE)", name, l->index,
+                                            dim_arg(l->desc->kernel, i),
+                                            dim_arg(l->desc->stride, i),
+                                            dim_arg(l->desc->padding, i),
+                                            dim_arg(l->desc->dilation, i), i);
+                if (!max && g->d[j] != 1)
+                        return strata__fail(STRATA_EINVAL, "%s (module %d): dilation %d: "
+                                            "PyTorch's AvgPool has none", name, l->index,
+                                            g->d[j]);
+                if (g->p[j] > g->k[j] / 2)
+                        return strata__fail(STRATA_EINVAL, "%s (module %d): padding %s is more "
+                                            "than half of kernel %s", name, l->index,
+                                            fmt_dims(a, sizeof(a), g, g->p, 1),
+                                            fmt_dims(b, sizeof(b), g, g->k, 1));
+                dil |= g->d[j] != 1;
+        }
+        for (int i = 0; i < g->nd; i++)
+                if (g->out[slot(g, i)] <= 0) {
+                        if (dil)
+                                snprintf(e, sizeof(e), " (dilation %s)",
+                                         fmt_dims(c, sizeof(c), g, g->d, 1));
+                        else
+                                e[0] = '\0';
+                        return strata__fail(STRATA_EINVAL, "%s (module %d): kernel %s%s over an "
+                                            "input of %s (padding %s) leaves no output", name,
+                                            l->index, fmt_dims(a, sizeof(a), g, g->k, 1), e,
+                                            fmt_dims(b, sizeof(b), g, g->in, 0),
+                                            fmt_dims(c, sizeof(c), g, g->p, 1));
+                }
+        return STRATA_OK;
+}
+
+static int pool_shape(const struct strata_layer *l, int in, struct strata_module_shape *s,
+                      int nd, int max)
+{
+        static const char *const want[ND + 1] = { "", "(C, L)", "(C, H, W)", "(C, D, H, W)" };
+        struct geom g;
+        int out = 0;
+
+        STRATA_TRY(check_input(l, in, nd, want[nd]));
+        pool_geom(l, nd, &g);
+        STRATA_TRY(pool_check(l, &g, max));
+        STRATA_TRY(out_width(l, &g, &out));
+        *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g),
+                                           .aux_per_row = max ? (size_t)out : 0,
+                                           .host_loops = 1 };
+        return STRATA_OK;
+}
+
+/*
+ * The window of output @p o in slot @p j: the inputs [lo, hi) every d inside the sample, and
+ * AvgPool's divisor there (the window with its padding, PyTorch's min(start + k, in + p)).
+ */
+struct win {
+        int lo, hi, size;
+};
+
+static struct win win_at(const struct geom *g, int j, int o)
+{
+        int a = o * g->s[j] - g->p[j], b = a + (g->k[j] - 1) * g->d[j] + 1;
+        struct win w = { a, b < g->in[j] ? b : g->in[j], 0 };
+
+        w.size = (a + g->k[j] < g->in[j] + g->p[j] ? a + g->k[j] : g->in[j] + g->p[j]) - a;
+        while (w.lo < 0)
+                w.lo += g->d[j];
+        return w;
+}
+
+/*
+ * A row of outputs (the last dimension) is computed a window row at a time: for each input
+ * row (a, b) the windows of the row's outputs meet, in scan order, and each kernel tap kc of
+ * the last dimension, the outputs [e0, e1) of the block [lo, hi) whose tap lands inside the
+ * sample (at e s + kc d - p). Each output still meets its inputs in scan order.
+ */
+static void tap_range(const struct geom *g, int kc, int lo, int hi, int *e0, int *e1)
+{
+        int off = kc * g->d[2] - g->p[2], last = g->in[2] - 1 - off;
+        int a = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+        int b = last < 0 ? 0 : last / g->s[2] + 1;
+
+        *e0 = a > lo ? a : lo;
+        *e1 = b < hi ? b : hi;
+}
+
+/* The full-row tap ranges of the first kernel taps, computed once a call (no division a row). */
+#define TAP_CACHE 16
+
+struct tap_cache {
+        int e0[TAP_CACHE], e1[TAP_CACHE];
+};
+
+static void tap_cache_fill(const struct geom *g, struct tap_cache *t)
+{
+        for (int kc = 0; kc < TAP_CACHE && kc < g->k[2]; kc++)
+                tap_range(g, kc, 0, g->out[2], &t->e0[kc], &t->e1[kc]);
+}
+
+/* tap_range() through the cache. */
+static void tap_rows(const struct geom *g, const struct tap_cache *t, int kc, int lo, int hi,
+                     int *e0, int *e1)
+{
+        if (kc >= TAP_CACHE) {
+                tap_range(g, kc, lo, hi, e0, e1);
+                return;
+        }
+        *e0 = t->e0[kc] > lo ? t->e0[kc] : lo;
+        *e1 = t->e1[kc] < hi ? t->e1[kc] : hi;
+}
+
+/* Input offset of output @p e's tap @p kc in the last dimension. */
+static int tap_at(const struct geom *g, int e, int kc)
+{
+        return e * g->s[2] + kc * g->d[2] - g->p[2];
+}
+
+/*
+ * MaxPool of output row @p w (windows w[0], w[1]) of channel plane @p x: each output's largest
+ * input and its index; PyTorch starts from -inf at the window's first input inside, and
+ * takes a larger value or a NaN.
+ */
+static void max_row(const struct geom *g, const struct tap_cache *t, const struct win *w,
+                    const float *restrict x, float *restrict y, int32_t *restrict arg)
+{
+        int32_t first = (w[0].lo * g->in[1] + w[1].lo) * g->in[2];
+        int any = w[0].lo < w[0].hi && w[1].lo < w[1].hi, e0, e1;
+
+        for (int e = 0; e < g->out[2]; e++) {
+                int lo = tap_at(g, e, 0);
+
+                if (lo < 0) /* the padded edge: its first tap inside, if any */
+                        lo = win_at(g, 2, e).lo < win_at(g, 2, e).hi ? win_at(g, 2, e).lo : -1;
+                y[e] = -INFINITY;
+                arg[e] = any && lo >= 0 && lo < g->in[2] ? first + lo : -1;
+        }
+        for (int a = w[0].lo; a < w[0].hi; a += g->d[0])
+                for (int b = w[1].lo; b < w[1].hi; b += g->d[1]) {
+                        int32_t base = (a * g->in[1] + b) * g->in[2];
+
+                        for (int kc = 0; kc < g->k[2]; kc++) {
+                                tap_rows(g, t, kc, 0, g->out[2], &e0, &e1);
+                                for (int e = e0; e < e1; e++) { /* no branch to miss */
+                                        int32_t i = base + tap_at(g, e, kc);
+                                        int take = x[i] > y[e] || isnan(x[i]);
+
+                                        y[e] = take ? x[i] : y[e];
+                                        arg[e] = take ? i : arg[e];
+                                }
+                        }
+                }
+}
+
+/* Outputs of a row AvgPool sums at once, in double on the stack. */
+#define POOL_BLOCK 64
+
+/* AvgPool's divisor of output @p e of a row whose windows are @p w. */
+static float avg_size(const struct geom *g, const struct win *w, int e)
+{
+        return (float)w[0].size * (float)w[1].size * (float)win_at(g, 2, e).size;
+}
+
+/* AvgPool of output row @p w: the sums of its windows' inputs over their sizes. */
+static void avg_row(const struct geom *g, const struct tap_cache *t, const struct win *w,
+                    const float *x, float *y)
+{
+        double acc[POOL_BLOCK];
+        int e0, e1;
+
+        for (int lo = 0; lo < g->out[2]; lo += POOL_BLOCK) {
+                int hi = lo + POOL_BLOCK < g->out[2] ? lo + POOL_BLOCK : g->out[2];
+
+                memset(acc, 0, sizeof(acc));
+                for (int a = w[0].lo; a < w[0].hi; a++)
+                        for (int b = w[1].lo; b < w[1].hi; b++) {
+                                const float *xr = x + ((size_t)a * g->in[1] + b) * g->in[2];
+
+                                for (int kc = 0; kc < g->k[2]; kc++) {
+                                        tap_rows(g, t, kc, lo, hi, &e0, &e1);
+                                        for (int e = e0; e < e1; e++)
+                                                acc[e - lo] += xr[tap_at(g, e, kc)];
+                                }
+                        }
+                for (int e = lo; e < hi; e++)
+                        y[e] = (float)(acc[e - lo] / avg_size(g, w, e));
+        }
+}
+
+/* AvgPool's backward of output row @p w: each output's gradient over its size onto its window. */
+static void avg_row_back(const struct geom *g, const struct tap_cache *t, const struct win *w,
+                         const float *dy, float *dx)
+{
+        float share[POOL_BLOCK];
+        int e0, e1;
+
+        for (int lo = 0; lo < g->out[2]; lo += POOL_BLOCK) {
+                int hi = lo + POOL_BLOCK < g->out[2] ? lo + POOL_BLOCK : g->out[2];
+
+                for (int e = lo; e < hi; e++)
+                        share[e - lo] = dy[e] / avg_size(g, w, e);
+                for (int a = w[0].lo; a < w[0].hi; a++)
+                        for (int b = w[1].lo; b < w[1].hi; b++) {
+                                float *dr = dx + ((size_t)a * g->in[1] + b) * g->in[2];
+
+                                for (int kc = 0; kc < g->k[2]; kc++) {
+                                        tap_rows(g, t, kc, lo, hi, &e0, &e1);
+                                        for (int e = e0; e < e1; e++)
+                                                dr[tap_at(g, e, kc)] += share[e - lo];
+                                }
+                        }
+        }
+}
+
+enum pool_op { POOL_MAX, POOL_AVG, POOL_AVG_BACK };
+
+/*
+ * Every output row of @p rows x channels planes: MaxPool's values and argmaxes (@p y, @p arg
+ * from @p x), AvgPool's values, or AvgPool's gradient (@p dy onto @p dx, zeroed first).
+ */
+static void pool_planes(const struct geom *g, enum pool_op op, int rows, const float *x,
+                        float *y, int32_t *arg, const float *dy, float *dx)
+{
+        struct win w[2];
+        struct tap_cache t;
+
+        tap_cache_fill(g, &t);
+        if (op == POOL_AVG_BACK)
+                memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)g->c * g->in_sp);
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
+                for (int a = 0; a < g->out[0]; a++) {
+                        w[0] = win_at(g, 0, a);
+                        for (int b = 0; b < g->out[1]; b++) {
+                                size_t n = pl * g->out_sp +
+                                           ((size_t)a * g->out[1] + b) * g->out[2];
+
+                                w[1] = win_at(g, 1, b);
+                                if (op == POOL_MAX)
+                                        max_row(g, &t, w, x + pl * g->in_sp, y + n, arg + n);
+                                else if (op == POOL_AVG)
+                                        avg_row(g, &t, w, x + pl * g->in_sp, y + n);
+                                else
+                                        avg_row_back(g, &t, w, dy + n, dx + pl * g->in_sp);
+                        }
+                }
+}
+
+static void maxpool_forward(struct strata_layer *l, const float *x, float *y, int rows, int nd)
+{
+        struct geom g;
+
+        pool_geom(l, nd, &g);
+        pool_planes(&g, POOL_MAX, rows, x, y, (int32_t *)(void *)l->aux, NULL, NULL);
+}
+
+/* The gradient goes to each output's saved argmax, added in output order. */
+static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx, int rows,
+                             int nd)
+{
+        struct geom g;
+        const int32_t *arg = (const int32_t *)(const void *)l->aux;
+
+        if (!dx)
+                return;
+        pool_geom(l, nd, &g);
+        memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++) {
+                const int32_t *ap = arg + pl * g.out_sp;
+                const float *dp = dy + pl * g.out_sp;
+                float *xp = dx + pl * g.in_sp;
+
+                for (size_t n = 0; n < g.out_sp; n++)
+                        if (ap[n] >= 0)
+                                xp[ap[n]] += dp[n];
+        }
+}
+
+static void avgpool_forward(struct strata_layer *l, const float *x, float *y, int rows, int nd)
+{
+        struct geom g;
+
+        pool_geom(l, nd, &g);
+        pool_planes(&g, POOL_AVG, rows, x, y, NULL, NULL, NULL);
+}
+
+/* Each output's gradient over its window's size, added to the window's inputs. */
+static void avgpool_backward(struct strata_layer *l, const float *dy, float *dx, int rows,
+                             int nd)
+{
+        struct geom g;
+
+        if (!dx)
+                return;
+        pool_geom(l, nd, &g);
+        pool_planes(&g, POOL_AVG_BACK, rows, NULL, NULL, NULL, dy, dx);
+}
+
+/* The tables: one per PyTorch class, each naming its dimensions and kind. */
+#define POOL(sym, nd, max, fwd, bwd)                                                           \
+        static int sym##_shape(const struct strata_layer *l, int in,                          \
+                               struct strata_module_shape *s)                                  \
+        {                                                                                      \
+                return pool_shape(l, in, s, nd, max);                                          \
+        }                                                                                      \
+        static void sym##_forward(struct strata_layer *l, const struct strata_step_ctx *c,    \
+                                  const float *x, float *y, int rows)                          \
+        {                                                                                      \
+                (void)c;                                                                       \
+                fwd(l, x, y, rows, nd);                                                        \
+        }                                                                                      \
+        static void sym##_backward(struct strata_layer *l, const struct strata_step_ctx *c,   \
+                                   const float *x, const float *y, const float *dy, float *dx, \
+                                   int rows)                                                   \
+        {                                                                                      \
+                (void)c;                                                                       \
+                (void)x;                                                                       \
+                (void)y;                                                                       \
+                bwd(l, dy, dx, rows, nd);                                                      \
+        }                                                                                      \
+        const struct strata_module_ops strata_##sym = {                                        \
+                .name = #sym,                                                                  \
+                .shape = sym##_shape,                                                          \
+                .forward = sym##_forward,                                                      \
+                .backward = sym##_backward,                                                    \
+        };
+
+POOL(maxpool1d, 1, 1, maxpool_forward, maxpool_backward)
+POOL(maxpool2d, 2, 1, maxpool_forward, maxpool_backward)
+POOL(maxpool3d, 3, 1, maxpool_forward, maxpool_backward)
+POOL(avgpool1d, 1, 0, avgpool_forward, avgpool_backward)
+POOL(avgpool2d, 2, 0, avgpool_forward, avgpool_backward)
+POOL(avgpool3d, 3, 0, avgpool_forward, avgpool_backward)
+
+/*
+ * ---- Upsample: integer scale factors, nearest or (bi/tri)linear with align_corners=False ----
+ *
+ * PyTorch's source index of output o in a dimension scaled by s: nearest
+ * min(floor(o * (float)(1 / s)), in - 1), in float as PyTorch computes it (o / s but where
+ * the rounded 1 / s falls short); linear max(0, (o + 0.5) / s - 0.5) = i + t between
+ * inputs i and min(i + 1, in - 1), weights 1 - t and t (area_pixel_compute_source_index),
+ * evaluated in double. The backward is the adjoint: each output's gradient times the weights
+ * added to the inputs it read.
+ */
+
+/* The inputs one output reads in one dimension and their weights. */
+struct taps {
+        int n;
+        int i[2];
+        double w[2];
+};
+
+static int up_mode(const struct strata_layer *l)
+{
+        return l->desc->mode;
+}
+
+static void up_geom(const struct strata_layer *l, struct geom *g)
+{
+        geom_start(l, l->in_dims.ndim, g);
+        for (int i = 0; i < g->nd; i++) {
+                int j = slot(g, i), s = dim_arg(l->desc->scale, i);
+
+                g->up[j] = s ? s : 2;
+                g->inv[j] = 1.0 / g->up[j];
+                g->out[j] = g->up[j] > 0 && g->up[j] <= INT_MAX / g->in[j] ? g->in[j] * g->up[j]
+                                                                           : 0;
+        }
+        geom_counts(g);
+}
+
+static int up_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        struct geom g;
+        char a[48], b[48];
+        int out = 0;
+
+        STRATA_TRY(check_input(l, in, 0, "1 to 3 spatial dimensions"));
+        if ((unsigned)up_mode(l) >= STRATA_UPSAMPLE_COUNT)
+                return strata__fail(STRATA_EINVAL, "upsample (module %d): mode %d is neither "
+                                    "nearest (%d) nor linear (%d)", l->index, up_mode(l),
+                                    STRATA_UPSAMPLE_NEAREST, STRATA_UPSAMPLE_LINEAR);
+        up_geom(l, &g);
+        for (int i = 0; i < g.nd; i++)
+                if (g.up[slot(&g, i)] <= 0 || g.out[slot(&g, i)] <= 0)
+                        return strata__fail(STRATA_EINVAL, "upsample (module %d): scale %s over "
+                                            "an input of %s (integer scale factors >= 1 whose "
+                                            "output fits an int)", l->index,
+                                            fmt_dims(a, sizeof(a), &g, g.up, 1),
+                                            fmt_dims(b, sizeof(b), &g, g.in, 0));
+        STRATA_TRY(out_width(l, &g, &out));
+        *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g),
+                                           .host_loops = 1 };
+        return STRATA_OK;
+}
+
+/* Output @p o's inputs in slot @p j (one tap where the sample has no dimension). */
+static void taps_at(const struct geom *g, int j, int o, int linear, struct taps *t)
+{
+        double src;
+
+        if (!linear || j < ND - g->nd) { /* PyTorch's nearest_idx, in float as it is */
+                int i = (int)floorf((float)o * (float)g->inv[j]);
+
+                *t = (struct taps){ 1, { i < g->in[j] - 1 ? i : g->in[j] - 1, 0 }, { 1.0, 0.0 } };
+                return;
+        }
+        src = g->inv[j] * (o + 0.5) - 0.5;
+        src = src < 0.0 ? 0.0 : src;
+        t->n = 2;
+        t->i[0] = (int)src;
+        t->i[1] = t->i[0] + (t->i[0] < g->in[j] - 1);
+        t->w[1] = src - t->i[0];
+        t->w[0] = 1.0 - t->w[1];
+}
+
+/* Outputs along the last dimension whose taps are computed once for all rows of a plane. */
+#define UP_BLOCK 64
+
+/*
+ * Every output of one channel plane with the inputs it reads, a block of the last dimension at
+ * a time: the weighted sum of @p x into @p y, or (@p y NULL) @p dy times the weights added
+ * onto @p dx (in block order, then output order: fixed).
+ */
+static void up_plane(const struct geom *g, int linear, const float *x, float *y,
+                     const float *dy, float *dx)
+{
+        struct taps t[2], last[UP_BLOCK];
+
+        for (int e0 = 0; e0 < g->out[2]; e0 += UP_BLOCK) {
+                int ne = g->out[2] - e0 < UP_BLOCK ? g->out[2] - e0 : UP_BLOCK;
+
+                for (int e = 0; e < ne; e++)
+                        taps_at(g, 2, e0 + e, linear, &last[e]);
+                for (int a = 0; a < g->out[0]; a++) {
+                        taps_at(g, 0, a, linear, &t[0]);
+                        for (int b = 0; b < g->out[1]; b++) {
+                                size_t n = ((size_t)a * g->out[1] + b) * g->out[2] + e0;
+
+                                taps_at(g, 1, b, linear, &t[1]);
+                                for (int e = 0; e < ne; e++, n++) {
+                                        const struct taps *z = &last[e];
+                                        double acc = 0.0;
+
+                                        if (!linear) { /* one input, weight 1 */
+                                                size_t i = ((size_t)t[0].i[0] * g->in[1] +
+                                                            t[1].i[0]) * g->in[2] + z->i[0];
+
+                                                if (y)
+                                                        y[n] = x[i];
+                                                else
+                                                        dx[i] += dy[n];
+                                                continue;
+                                        }
+                                        for (int u = 0; u < t[0].n; u++)
+                                                for (int v = 0; v < t[1].n; v++) {
+                                                        size_t row = ((size_t)t[0].i[u] *
+                                                                      g->in[1] + t[1].i[v]) *
+                                                                     g->in[2];
+                                                        double w = t[0].w[u] * t[1].w[v];
+
+                                                        for (int k = 0; k < z->n; k++) {
+                                                                if (y)
+                                                                        acc += w * z->w[k] *
+                                                                               x[row + z->i[k]];
+                                                                else
+                                                                        dx[row + z->i[k]] +=
+                                                                                (float)(w *
+                                                                                z->w[k] * dy[n]);
+                                                        }
+                                                }
+                                        if (y)
+                                                y[n] = (float)acc;
+                                }
+                        }
+                }
+        }
+}
+
+static void up_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                       float *y, int rows)
+{
+        struct geom g;
+
+        (void)c;
+        up_geom(l, &g);
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
+                up_plane(&g, up_mode(l) == STRATA_UPSAMPLE_LINEAR, x + pl * g.in_sp,
+                         y + pl * g.out_sp, NULL, NULL);
+}
+
+static void up_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                        const float *y, const float *dy, float *dx, int rows)
+{
+        struct geom g;
+
+        (void)c;
+        (void)x;
+        (void)y;
+        if (!dx)
+                return;
+        up_geom(l, &g);
+        memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
+                up_plane(&g, up_mode(l) == STRATA_UPSAMPLE_LINEAR, NULL, NULL,
+                         dy + pl * g.out_sp, dx + pl * g.in_sp);
+}
+
+const struct strata_module_ops strata_upsample = {
+        .name = "upsample",
+        .shape = up_shape,
+        .forward = up_forward,
+        .backward = up_backward,
+};
+
+/*
+ * ---- Flatten: any layout to a flat vector of the same values ----
+ *
+ * The values are in (C, D, H, W) order already, so y is x; the replica gives every module a
+ * buffer of its own, so it is a copy (through the kernels), and so is the gradient.
+ */
+
+static int flatten_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)l;
+        *s = (struct strata_module_shape){ .out = in, .out_dims = { .channels = in } };
+        return STRATA_OK;
+}
+
+static void flatten_forward(struct strata_layer *l, const struct strata_step_ctx *c,
+                            const float *x, float *y, int rows)
+{
+        c->k->copy(y, x, (size_t)rows * (size_t)l->in);
+}
+
+static void flatten_backward(struct strata_layer *l, const struct strata_step_ctx *c,
+                             const float *x, const float *y, const float *dy, float *dx,
+                             int rows)
+{
+        (void)x;
+        (void)y;
+        if (dx)
+                c->k->copy(dx, dy, (size_t)rows * (size_t)l->in);
+}
+
+const struct strata_module_ops strata_flatten = {
+        .name = "flatten",
+        .shape = flatten_shape,
+        .forward = flatten_forward,
+        .backward = flatten_backward,
+};
+
+/*
+ * ---- LayerNorm over the whole sample: weight, bias shaped (C, D, H, W) or (features) ----
+ *
+ * Per row: mean and biased variance in double (two passes, in order), 1/std =
+ * 1 / sqrt(var + eps), y = (x - mean) / std * weight + bias rounded once. aux keeps each
+ * row's mean and 1/std as two doubles (four floats) for the backward:
+ * dx = (g - mean(g) - xhat mean(g xhat)) / std with g = dy * weight; the parameter
+ * gradients sum over rows in row order, in double, per feature.
+ */
+
+#define LN_AUX 4 /* floats per row: mean and 1/std, doubles */
+
+static double ln_eps(const struct strata_layer *l)
+{
+        return l->desc->eps > 0.0f ? (double)l->desc->eps : 1e-5;
+}
+
+static int ln_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        const struct strata_dims *d = &l->in_dims;
+        struct strata_param_group w = { "weight", STRATA_F32, (size_t)in, STRATA_ROLE_WEIGHT, 1,
+                                        { (size_t)in, 1 } };
+
+        if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)))
+                return strata__fail(STRATA_EINVAL, "layernorm (module %d): eps %g (>= 0, 0 "
+                                    "for 1e-5)", l->index, l->desc->eps);
+        if (d->ndim > 0) { /* normalized_shape (C, spatial...) when the sample has a layout */
+                STRATA_TRY(check_input(l, in, 0, "a layout that holds its width"));
+                w.ndim = 1 + d->ndim;
+                w.shape[0] = (size_t)d->channels;
+                for (int i = 0; i < d->ndim; i++)
+                        w.shape[1 + i] = (size_t)d->size[i];
+        }
+        *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)in,
+                                           .aux_per_row = LN_AUX, .ngroups = 2,
+                                           .groups = { w, w }, .host_loops = 1 };
+        s->groups[1].name = "bias";
+        s->groups[1].role = STRATA_ROLE_BIAS;
+        return STRATA_OK;
+}
+
+static void ln_init(struct strata_layer *l, uint64_t seed)
+{
+        (void)seed;
+        for (int j = 0; j < l->in; j++) {
+                l->param[j] = 1.0f;
+                l->param[l->in + j] = 0.0f;
+        }
+}
+
+/* Row @p r's mean and 1/std, as the forward saved them. */
+static void ln_stats(const struct strata_layer *l, int r, double *mean, double *rstd)
+{
+        double m[2];
+
+        memcpy(m, l->aux + (size_t)r * LN_AUX, sizeof(m));
+        *mean = m[0];
+        *rstd = m[1];
+}
+
+static void ln_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                       float *y, int rows)
+{
+        const float *w = l->param, *b = l->param + l->in;
+        int f = l->in;
+
+        (void)c;
+        for (int r = 0; r < rows; r++) {
+                const float *xr = x + (size_t)r * f;
+                float *yr = y + (size_t)r * f;
+                double sum = 0.0, sq = 0.0, m[2];
+
+                for (int j = 0; j < f; j++)
+                        sum += xr[j];
+                m[0] = sum / f;
+                for (int j = 0; j < f; j++)
+                        sq += (xr[j] - m[0]) * (xr[j] - m[0]);
+                m[1] = 1.0 / sqrt(sq / f + ln_eps(l));
+                memcpy(l->aux + (size_t)r * LN_AUX, m, sizeof(m));
+                for (int j = 0; j < f; j++)
+                        yr[j] = (float)((xr[j] - m[0]) * m[1] * w[j] + b[j]);
+        }
+}
+
+/* The input gradient of row @p r. */
+static void ln_dx(const struct strata_layer *l, int r, const float *xr, const float *dyr,
+                  float *dxr)
+{
+        const float *w = l->param;
+        double mean, rstd, sg = 0.0, sgx = 0.0;
+        int f = l->in;
+
+        ln_stats(l, r, &mean, &rstd);
+        for (int j = 0; j < f; j++) {
+                double g = (double)dyr[j] * w[j];
+
+                sg += g;
+                sgx += g * (xr[j] - mean) * rstd;
+        }
+        for (int j = 0; j < f; j++)
+                dxr[j] = (float)(rstd * ((double)dyr[j] * w[j] - sg / f -
+                                         (xr[j] - mean) * rstd * sgx / f));
+}
+
+/* Features whose parameter gradients are summed at once, in double on the stack. */
+#define LN_BLOCK 64
+
+static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                        const float *y, const float *dy, float *dx, int rows)
+{
+        float *dw = l->grad, *db = l->grad + l->in;
+        int f = l->in;
+
+        (void)c;
+        (void)y;
+        for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's rows in row order */
+                int nj = f - j0 < LN_BLOCK ? f - j0 : LN_BLOCK;
+                double gw[LN_BLOCK] = { 0 }, gb[LN_BLOCK] = { 0 }, mean, rstd;
+
+                for (int r = 0; r < rows; r++) {
+                        const float *xr = x + (size_t)r * f + j0, *dr = dy + (size_t)r * f + j0;
+
+                        ln_stats(l, r, &mean, &rstd);
+                        for (int j = 0; j < nj; j++) {
+                                gw[j] += dr[j] * ((xr[j] - mean) * rstd);
+                                gb[j] += dr[j];
+                        }
+                }
+                for (int j = 0; j < nj; j++) {
+                        dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
+                        db[j0 + j] = (float)(l->grad_fresh ? gb[j] : db[j0 + j] + gb[j]);
+                }
+        }
+        if (!dx)
+                return;
+        for (int r = 0; r < rows; r++)
+                ln_dx(l, r, x + (size_t)r * f, dy + (size_t)r * f, dx + (size_t)r * f);
+}
+
+const struct strata_module_ops strata_layernorm = {
+        .name = "layernorm",
+        .shape = ln_shape,
+        .init = ln_init,
+        .forward = ln_forward,
+        .backward = ln_backward,
+};

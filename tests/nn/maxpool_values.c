@@ -1,0 +1,159 @@
+/*
+ * MaxPool1d/2d/3d against PyTorch's definition evaluated in the test: each output the largest
+ * of the inputs at o s - p + k d (those inside the sample), the first of equals in scan order
+ * (kernel dimensions outermost first), a NaN winning; the backward routes each output's
+ * gradient to that input. Odd sizes, strides, padding and dilation in 1-D, 2-D and 3-D, rows
+ * and channels, the defaults (stride = kernel), ties, -inf and NaN windows, windows wholly in
+ * the padding (dilation can leave one: -inf, no gradient), and a sweep of small cases.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tests/support/modcall.h"
+
+#define ROWS 3
+
+static float x[MODCALL_MAX], y[MODCALL_MAX], dy[MODCALL_MAX], dx[MODCALL_MAX];
+static double want[MODCALL_MAX], dwant[MODCALL_MAX];
+
+/* The reference for one output: its input index (flat in the channel) and value. */
+static int ref_max(const struct pool_case *t, const float *xc, const int *o)
+{
+        int e[3] = { 1, 1, 1 }, n[3] = { 1, 1, 1 }, best = -1, at[3];
+        double v = -INFINITY;
+
+        for (int i = 0; i < t->nd; i++) {
+                e[3 - t->nd + i] = t->in[i];
+                n[3 - t->nd + i] = t->k[i];
+        }
+        for (int a = 0; a < n[0]; a++)
+                for (int b = 0; b < n[1]; b++)
+                        for (int c = 0; c < n[2]; c++) {
+                                int kk[3] = { a, b, c }, inside = 1, idx = 0;
+
+                                for (int j = 0; j < 3; j++) {
+                                        int i = j - (3 - t->nd);
+
+                                        at[j] = i < 0 ? 0 : o[i] * t->s[i] - t->p[i] +
+                                                                kk[j] * t->d[i];
+                                        inside &= at[j] >= 0 && at[j] < e[j];
+                                        idx = idx * e[j] + at[j];
+                                }
+                                if (!inside)
+                                        continue;
+                                if (best < 0)
+                                        best = idx; /* PyTorch's start: the first inside */
+                                if (xc[idx] > v || isnan(xc[idx])) {
+                                        v = xc[idx];
+                                        best = idx;
+                                }
+                        }
+        return best;
+}
+
+/* Forward and backward of case @p t against the reference; x already filled. */
+static void run_case(const struct pool_case *t)
+{
+        struct modcall *m = &(struct modcall){ 0 };
+        int ins, outs, o[3];
+
+        pool_case_layer(m, t, ROWS, &ins, &outs);
+        modcall_wave(dy, ROWS * m->l.out, 0.91, 0.2);
+        memset(dwant, 0, sizeof(dwant));
+        for (int pl = 0; pl < ROWS * t->c; pl++)
+                for (int n = 0; n < outs; n++) {
+                        int best;
+
+                        pool_case_coords(t, n, o);
+                        best = ref_max(t, x + pl * ins, o);
+                        if (best < 0) { /* a window wholly in the padding: -inf, as PyTorch */
+                                want[pl * outs + n] = -INFINITY;
+                                continue;
+                        }
+                        want[pl * outs + n] = x[pl * ins + best];
+                        dwant[pl * ins + best] += dy[pl * outs + n];
+                }
+        t->ops->forward(&m->l, &m->c, x, y, ROWS);
+        for (int i = 0; i < ROWS * m->l.out; i++)
+                cr_assert(y[i] == (float)want[i] || (isnan(y[i]) && isnan(want[i])),
+                          "%s y[%d] = %g, want %g", t->ops->name, i, y[i], want[i]);
+        t->ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+        cr_assert_leq(modcall_rel_diff(dx, dwant, ROWS * m->l.in), 1e-6, "%s dx",
+                      t->ops->name);
+}
+
+static const struct pool_case cases[] = {
+        { &strata_maxpool1d, 1, 2, { 11 }, { 3 }, { 2 }, { 1 }, { 2 } },
+        { &strata_maxpool1d, 1, 1, { 10 }, { 4 }, { 3 }, { 2 }, { 1 } },
+        { &strata_maxpool2d, 2, 3, { 7, 9 }, { 3, 2 }, { 2, 1 }, { 1, 0 }, { 1, 2 } },
+        { &strata_maxpool2d, 2, 2, { 8, 8 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 5, 6 }, { 3, 3 }, { 1, 2 }, { 1, 1 }, { 2, 1 } },
+        { &strata_maxpool3d, 3, 2, { 5, 6, 7 }, { 2, 3, 2 }, { 1, 2, 2 }, { 1, 1, 0 },
+          { 1, 1, 1 } },
+        { &strata_maxpool3d, 3, 1, { 4, 5, 6 }, { 3, 2, 3 }, { 2, 1, 3 }, { 1, 0, 1 },
+          { 1, 2, 1 } },
+};
+
+Test(maxpool, matches_the_definition)
+{
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+                run_case(&cases[i]);
+        }
+}
+
+static void sweep_case(const struct pool_case *t)
+{
+        modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+        run_case(t);
+}
+
+/* Every accepted combination of small extents, kernels, strides, padding and dilation. */
+Test(maxpool, sweep)
+{
+        static const struct strata_module_ops *const ops[3] = {
+                &strata_maxpool1d, &strata_maxpool2d, &strata_maxpool3d };
+
+        cr_assert_gt(pool_case_sweep(ops, 1, sweep_case), 300);
+}
+
+/* Equal values: the first in scan order takes the gradient, as PyTorch's. */
+Test(maxpool, ties_go_to_the_first)
+{
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                for (int j = 0; j < MODCALL_MAX; j++)
+                        x[j] = (float)(j % 3 == 0);
+                run_case(&cases[i]);
+        }
+}
+
+/* A window of -inf yields -inf from its first input; a NaN anywhere in a window wins. */
+Test(maxpool, infinities_and_nan)
+{
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                for (int j = 0; j < MODCALL_MAX; j++)
+                        x[j] = j % 5 == 2 ? NAN : -INFINITY;
+                run_case(&cases[i]);
+        }
+}
+
+/* stride 0 is the kernel and {2} is 2 in every dimension: MaxPool2d(2) on 8 x 8. */
+Test(maxpool, defaults_are_pytorchs)
+{
+        struct strata_module desc = { .ops = &strata_maxpool2d, .kernel = { 2 } };
+        struct modcall *m = &(struct modcall){ 0 };
+
+        modcall_init(m, &desc, (struct strata_dims){ 2, 2, { 8, 8 } }, 1);
+        cr_assert_eq(m->s.out, 2 * 4 * 4);
+        cr_assert_eq(m->s.out_dims.size[0], 4);
+        cr_assert_eq(m->s.out_dims.size[1], 4);
+        cr_assert_eq(m->s.aux_per_row, (size_t)m->s.out);
+        cr_assert_eq(m->s.batch_stats, 0);
+        cr_assert_eq(m->s.bf16_io, 0);
+        cr_assert_eq(m->s.host_loops, 1);
+        modcall_wave(x, 128, 0.37, 0.1);
+        desc.ops->forward(&m->l, &m->c, x, y, 1);
+        cr_assert_eq(y[0], fmaxf(fmaxf(x[0], x[1]), fmaxf(x[8], x[9])));
+        cr_assert_eq(y[31], fmaxf(fmaxf(x[118], x[119]), fmaxf(x[126], x[127])));
+}

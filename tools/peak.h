@@ -1,0 +1,15 @@
+/* The core's f32 FMA peak, measured: what the benchmarks report their GEMMs against. */
+#ifndef STRATA_TOOLS_PEAK_H
+#define STRATA_TOOLS_PEAK_H
+
+/**
+ * @brief One measurement of this core's AVX2 f32 FMA rate in GFLOP/s (12 independent
+ *        8-wide FMA chains); 0 where the CPU is not x86-64. Callers take the best of several.
+ *        Call only where the CPU has AVX2 and FMA.
+ */
+double strata_tool_peak_avx2(void);
+
+/** @brief The same timed by @p clock (seconds), e.g. strata_tool_cpu_now. */
+double strata_tool_peak_avx2_on(double (*clock)(void));
+
+#endif
