@@ -236,7 +236,8 @@ size_t strata_config_bytes(void);
 /**
  * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
  *        "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d,
- *        3d), "upsample", "flatten", "layernorm" or "conv1d" (2d, 3d) (NULL: no such).
+ *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "add" or "concat" (NULL:
+ *        no such).
  */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
 
@@ -250,9 +251,12 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name);
  * or same), dilation=, padding_mode=zeros|circular|reflect|replicate, bias=true|false),
  * maxpool*d(kernel, stride=, padding=, dilation=), avgpool*d(kernel, stride=, padding=),
  * upsample(scale, mode=nearest|linear|bilinear|trilinear), dropout(p), leaky-relu(slope),
- * batchnorm1d(eps=, momentum=), layernorm(eps=); the others take none. A per-dimension
- * value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W) sets the
- * model's in_dims and in_features; without it they are left as they were (in_dims cleared).
+ * batchnorm1d(eps=, momentum=), layernorm(eps=), add(from) and concat(from) (the earlier
+ * module's index from 0, or input: the model's input; required); the others take none. A
+ * per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
+ * sets the model's in_dims and in_features; without it they are left as they were (in_dims
+ * cleared). A skip connection is written as its index: "input(1,8,8) conv2d(4,3,padding=1)
+ * relu conv2d(4,3,padding=1) add(from=1)" is a residual block over modules 2 and 3.
  *
  * @param line  The text (NUL-terminated).
  * @param mods  Room for @p max modules, which @p model's modules then point to.

@@ -120,6 +120,7 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name)
                 &strata_maxpool1d,  &strata_maxpool2d, &strata_maxpool3d,   &strata_avgpool1d,
                 &strata_avgpool2d,  &strata_avgpool3d, &strata_upsample,    &strata_flatten,
                 &strata_layernorm,  &strata_conv1d,    &strata_conv2d,      &strata_conv3d,
+                &strata_add,        &strata_concat,
         };
 
         for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)

@@ -5,7 +5,9 @@
  *
  * Modules are separated by spaces; each is a built-in module's name (strata_module_ops_by_name)
  * with its arguments in parentheses, positional first, then key=value, as PyTorch's
- * constructors take them. A per-dimension value is written 3x5 (PyTorch's (3, 5)). The line
+ * constructors take them. A per-dimension value is written 3x5 (PyTorch's (3, 5)); a skip
+ * connection names the earlier module it reads by index, add(from=1), or concat(from=input)
+ * for the model's input. The line
  * fills a caller's array of modules: nothing is allocated, and a refused line leaves the
  * caller's model unchanged. Shapes are not checked here: strata_model_output() walks them.
  */
@@ -23,14 +25,14 @@
 /* What one argument sets in struct strata_module. */
 enum arg {
         A_OUT, A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_SCALE, A_MODE, A_PMODE, A_BIAS,
-        A_P, A_EPS, A_MOMENTUM, A_SLOPE, A_NONE
+        A_P, A_EPS, A_MOMENTUM, A_SLOPE, A_FROM, A_NONE
 };
 
 static const char *const arg_names[] = {
         [A_OUT] = "out", [A_KERNEL] = "kernel", [A_STRIDE] = "stride",
         [A_PADDING] = "padding", [A_DILATION] = "dilation", [A_SCALE] = "scale",
         [A_MODE] = "mode", [A_PMODE] = "padding_mode", [A_BIAS] = "bias", [A_P] = "p",
-        [A_EPS] = "eps", [A_MOMENTUM] = "momentum", [A_SLOPE] = "slope",
+        [A_EPS] = "eps", [A_MOMENTUM] = "momentum", [A_SLOPE] = "slope", [A_FROM] = "from",
 };
 
 /* The arguments a kind of module takes, positional ones first (A_NONE ends the list). */
@@ -51,6 +53,8 @@ static const struct schema schemas[] = {
         { "leaky-relu", 1, { A_SLOPE, A_NONE } },
         { "batchnorm", 0, { A_EPS, A_MOMENTUM, A_NONE } },
         { "layernorm", 0, { A_EPS, A_NONE } },
+        { "add", 1, { A_FROM, A_NONE } },
+        { "concat", 1, { A_FROM, A_NONE } },
         { "", 0, { A_NONE } }, /* every other module: no arguments */
 };
 
@@ -76,6 +80,7 @@ static const struct word words[] = {
         { A_MODE, "bilinear", STRATA_UPSAMPLE_LINEAR },
         { A_MODE, "trilinear", STRATA_UPSAMPLE_LINEAR },
         { A_BIAS, "true", 1 },                        { A_BIAS, "false", 0 },
+        { A_FROM, "input", -1 },                      { A_FROM, "-1", -1 },
 };
 
 /* The line being read: where, and which module (for messages). */
@@ -196,6 +201,16 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, 
                         m->no_bias = !v[0];
                 return STRATA_OK;
         }
+        if (a == A_FROM) { /* an index from 0, or input (-1): the shape checks it */
+                if (!parse_word(a, s, n, &m->from))
+                        return STRATA_OK;
+                if (parse_ints(s, n, v) != 1)
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): from "
+                                            "'%.*s' is not a module's index or input",
+                                            c->module, c->name, (int)n, s);
+                m->from = v[0];
+                return STRATA_OK;
+        }
         if (a == A_OUT) {
                 if (parse_ints(s, n, v) != 1 || v[0] <= 0)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): out "
@@ -232,7 +247,7 @@ static enum arg arg_by_key(const struct schema *sc, const char *s, size_t n)
 static int parse_args(const struct cursor *c, const struct schema *sc, struct strata_module *m,
                       const char *s, size_t n)
 {
-        int pos = 0, keyed = 0;
+        int pos = 0, keyed = 0, from_given = 0;
 
         while (n > 0) {
                 size_t len = 0, key = 0;
@@ -252,8 +267,10 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
                 } else {
                         if (keyed || pos >= sc->positional)
                                 return bad(c, "too many arguments without a key (name=value)");
-                        STRATA_TRY(set_arg(c, m, sc->args[pos++], s, len));
+                        a = sc->args[pos++];
+                        STRATA_TRY(set_arg(c, m, a, s, len));
                 }
+                from_given |= a == A_FROM;
                 s += len;
                 n -= len;
                 if (n > 0) { /* the comma: another argument must follow */
@@ -264,6 +281,9 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
         }
         if (sc->positional > 0 && sc->args[0] == A_OUT && m->out == 0)
                 return bad(c, "its output count is missing, e.g. linear(10)");
+        if (sc->args[0] == A_FROM && !from_given)
+                return bad(c, "the earlier module it reads is missing, e.g. add(from=3) or "
+                           "concat(from=input)");
         if (sc->positional > 1 && m->kernel[0] == 0)
                 return bad(c, "its kernel size is missing, e.g. conv2d(16,3)");
         return STRATA_OK;

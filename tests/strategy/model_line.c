@@ -107,6 +107,50 @@ Test(model_line, bad_lines_are_refused_by_name)
         refused("input(1,2,) relu", 8, "up to 3");
         refused("input(1,2)", 8, "no module");
         refused("relu relu relu", 2, "more than 2 modules");
+        refused("relu add", 8, "module 1 (add): the earlier module it reads is missing");
+        refused("relu concat()", 8, "e.g. add(from=3)");
+        refused("relu add(from=x)", 8, "from 'x' is not a module's index or input");
+        refused("relu add(from=-2)", 8, "from '-2'");
+        refused("relu add(from=1x2)", 8, "not a module's index");
+        refused("relu add(0,1)", 8, "too many arguments");
+        refused("relu add(out=1)", 8, "no argument 'out'");
+}
+
+/* A small U-Net and a residual over the input: each merge module names what it reads. */
+Test(model_line, skip_connections_name_the_module_they_read)
+{
+        static struct strata_module net[16];
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse("input(1,8,8) conv2d(4,3,padding=1) relu maxpool2d(2) "
+                                        "conv2d(8,3,padding=1) relu upsample(2) concat(from=1) "
+                                        "conv2d(1,3,padding=1) add(from=input) concat(8)",
+                                        net, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(m.nmodules, 10);
+        cr_assert_eq(net[6].ops, &strata_concat);
+        cr_assert_eq(net[6].from, 1);
+        cr_assert_eq(net[8].ops, &strata_add);
+        cr_assert_eq(net[8].from, -1);
+        cr_assert_eq(net[9].from, 8, "positional");
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 2);
+        cr_assert_eq(out.ndim, 2);
+        cr_assert_eq(out.size[0], 8);
+        cr_assert_eq(out.size[1], 8);
+        /* parsed, then refused by the shapes with both modules named */
+        cr_assert_eq(strata_model_parse("input(1,8,8) relu add(from=2)", net, 16, &m),
+                     STRATA_OK);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "module 1 (add): from=2 is not an earlier"), "%s",
+                  strata_last_error());
+        cr_assert_eq(strata_model_parse("input(1,8,8) conv2d(2,3) add(from=-1)", net, 16, &m),
+                     STRATA_OK);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "its input (2, 6, 6) and the model's input "
+                                              "(1, 8, 8) do not fit"),
+                  "%s", strata_last_error());
 }
 
 Test(model_line, null_arguments_are_refused)
