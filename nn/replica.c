@@ -102,6 +102,7 @@ struct skips {
         short slot[STRATA__MODULES_MAX];  /* source i's gradient buffer */
         size_t size[STRATA__MODULES_MAX]; /* floats of buffer k */
         int nslots;
+        int merges;                       /* modules that read an earlier output */
 };
 
 /*
@@ -136,13 +137,22 @@ static void skip_slots(struct skips *sk, int n, const int *width, int rows)
 
 /*
  * The gradient buffers of @p sk from @p d, and each merge module's place in them: a source's
- * gskip, each reader's dskip (the last reader writes it, the others add in reverse order).
+ * gskip, each reader's dskip (the last reader writes it, the others add in reverse order),
+ * with the replica's per-module table of them from @p a. A chain (no merge module) has none:
+ * its plan is what it was before skip connections existed.
  */
-static int layout_skips(struct strata__replica *r, struct strata_arena *d,
-                        const struct skips *sk, int n)
+static int layout_skips(struct strata__replica *r, struct strata_arena *a,
+                        struct strata_arena *d, const struct skips *sk, int n)
 {
         float *buf[STRATA__MODULES_MAX];
+        void *p;
 
+        if (!sk->merges)
+                return STRATA_OK; /* r->from and r->gskip stay NULL */
+        STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)n, 0, &p));
+        r->from = p;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)n, 0, &p));
+        r->gskip = p;
         for (int k = 0; k < sk->nslots; k++)
                 STRATA_TRY(strata__arena_floats(d, sk->size[k], &buf[k]));
         if (!r->layers)
@@ -227,10 +237,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(strata_arena_alloc(a, sizeof(enum strata_dtype) * (size_t)m->nmodules, 0,
                                       &p));
         r->ytype = p;
-        STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)m->nmodules, 0, &p));
-        r->from = p;
-        STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)m->nmodules, 0, &p));
-        r->gskip = p;
+        sk.merges = 0;
         STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer tmp;
@@ -257,6 +264,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 io[i] = bf16 && s.bf16_io;
                 outw[i] = s.out;
                 sk.from[i] = s.reads_from ? (short)m->modules[i].from : -2;
+                sk.merges += s.reads_from != 0;
                 if (s.reads_from && sk.from[i] >= 0)
                         sk.last[sk.from[i]] = (short)i;
                 if (s.reads_from && !mem->drv->kernels->add)
@@ -323,7 +331,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                                 r->layers ? &l->aux : &(float *){ 0 }));
                 in = s.out;
         }
-        STRATA_TRY(layout_skips(r, d, &sk, m->nmodules));
+        STRATA_TRY(layout_skips(r, a, d, &sk, m->nmodules));
         /* A row's targets: one int32 label, or one f32 per output. */
         tbytes = (size_t)rows * (r->loss->float_targets ? sizeof(float) * (size_t)r->out
                                                         : sizeof(int32_t));
@@ -457,7 +465,7 @@ static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, in
         *t0 = strata__track_begin(r->track, span, l->desc->ops->name);
         cc->x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
         cc->y_type = r->ytype[i];
-        if (r->from[i] > -2) /* a merge module: the earlier output, this batch's */
+        if (r->from && r->from[i] > -2) /* a merge module: the earlier output, this batch's */
                 l->skip = r->from[i] >= 0 ? r->y[r->from[i]] : r->x;
         l->failed = STRATA_OK;
         return STRATA_OK;
@@ -538,7 +546,7 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 
                 /* its output's gradient from the merge modules that read it, after the
                  * next module's: every reader ran its backward already */
-                if (r->gskip[i])
+                if (r->gskip && r->gskip[i])
                         r->k->add(r->dbuf[cur], r->gskip[i], (size_t)r->rows * (size_t)l->out);
                 /* the forward's last layer is still there: the fetch keeps it */
                 STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));

@@ -24,7 +24,8 @@ struct strata__replica {
         struct strata_layer *layers;
         float **y;                 /* output of each layer, stored as ytype says */
         enum strata_dtype *ytype;  /* f32, or bf16 between two bf16_io modules (bf16-mixed) */
-        short *from;               /* each merge module's source (-1: the input), else -2 */
+        short *from;               /* each merge module's source (-1: the input), else -2;
+                                    * NULL: the model has no merge module */
         float **gskip;             /* a skip source's output gradient from its readers, else
                                     * NULL: added to its gradient before its backward */
         size_t *poff;              /* offset of each layer's parameters in the flat vector */

@@ -119,6 +119,11 @@ int strata__module_shape(const struct strata_layer *l, int in, struct strata_mod
                                     l->index);
         memset(s, 0, sizeof(*s));
         STRATA_TRY(ops->shape(l, in, s));
+        if (s->reads_from && l->from_width <= 0) /* an application's merge module too */
+                return strata__fail(STRATA_EINVAL, "module %d (%s) reads an earlier output: "
+                                    "from=%d is not an earlier module (-1: the model's input, "
+                                    "else 0..%d)", l->index, ops->name ? ops->name : "?",
+                                    l->desc->from, l->index - 1);
         if (s->out <= 0)
                 return strata__fail(STRATA_EINVAL, "module %d declares width %d", l->index,
                                     s->out);

@@ -124,3 +124,36 @@ Test(skip_bad_from, a_driver_without_add)
         mods[1] = (struct strata_module){ .ops = &strata_relu };
         cr_assert_eq(strata_plan(&c, &plan), STRATA_OK, "%s", strata_last_error());
 }
+
+/* An application's merge module that checks nothing: the runtime refuses its from itself. */
+static int lax_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)l;
+        *s = (struct strata_module_shape){ .out = in, .reads_from = 1 };
+        return STRATA_OK;
+}
+
+static void lax_pass(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                     float *y, int rows)
+{
+        (void)l, (void)c, (void)x, (void)y, (void)rows;
+}
+
+static void lax_back(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                     const float *y, const float *dy, float *dx, int rows)
+{
+        (void)l, (void)c, (void)x, (void)y, (void)dy, (void)dx, (void)rows;
+}
+
+static const struct strata_module_ops lax = { "lax", lax_shape, NULL, lax_pass, lax_back,
+                                              NULL };
+
+Test(skip_bad_from, an_application_merge_module)
+{
+        static const char *const words[] = { "module 2 (lax) reads an earlier output",
+                                             "from=7 is not an earlier module", NULL };
+        static const char *const below[] = { "from=-3", NULL };
+
+        refused(&lax, 7, words);
+        refused(&lax, -3, below);
+}
