@@ -31,20 +31,23 @@ Test(model_line_cli, a_line_trains_as_its_widths_do, .timeout = 120)
         cr_assert_str_eq(final_line(out, a, sizeof(a)), final_line(ref, b, sizeof(b)));
 }
 
-Test(model_line_cli, the_images_give_the_line_its_layout, .timeout = 120)
-{
-        cr_assert_eq(cli_run(BIN, "--model 'relu "
-                             "linear(10)' --plan",
-                             out, sizeof(out)),
-                     0, "%s", out);
-}
-
 /* strata-train @p args exits 2 with @p needle, having trained nothing. */
 static void refused(const char *args, const char *needle)
 {
         cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 2, "%s -> %s", args, out);
         cr_assert_not_null(strstr(out, needle), "%s -> %s", args, out);
         cr_assert_null(strstr(out, "epoch "), "nothing may run: %s", out);
+}
+
+Test(model_line_cli, the_images_give_the_line_its_layout, .timeout = 120)
+{
+        /* 1 x 28 x 28 from the IDX header: two 2x2 pools leave 7 x 7 of 4 channels */
+        cr_assert_eq(cli_run(BIN, "--model 'conv2d(4,3,padding=1) relu maxpool2d(2) "
+                             "maxpool2d(2) flatten linear(10)' --plan",
+                             out, sizeof(out)),
+                     0, "%s", out);
+        refused("--model 'conv2d(4,3,padding=1) maxpool2d(2) maxpool2d(2) linear(10) "
+                "conv2d(2,3)' --plan", "conv2d (module 4)");
 }
 
 Test(model_line_cli, lines_that_do_not_fit_are_refused_by_module, .timeout = 120)
@@ -55,4 +58,8 @@ Test(model_line_cli, lines_that_do_not_fit_are_refused_by_module, .timeout = 120
         refused("--epochs 1 --model 'input(1,28,27) linear(10)'", "input width must be the image "
                                                           "size (784), got 756");
         refused(RUN "--model '784--10'", "neither widths");
+        refused(RUN "--model 'input(1,28,28) conv2d(4,3,padding=same,stride=2) flatten "
+                "linear(10)'", "conv2d (module 0)");
+        refused(RUN "--model 'input(1,28,28) conv2d(4,3,padding_mode=mirror) flatten "
+                "linear(10)'", "padding_mode 'mirror' is not one of its words");
 }
