@@ -4,9 +4,11 @@
  * refused (exit 2) naming the module, before anything trains.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/support/cli.h"
+#include "tests/support/h5files.h"
 
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
 #define RUN "--synthetic 1024 --batch 64 --epochs 1 --strategy ddp --devices 2 --json "
@@ -62,4 +64,30 @@ Test(model_line_cli, lines_that_do_not_fit_are_refused_by_module, .timeout = 120
                 "linear(10)'", "conv2d (module 0)");
         refused(RUN "--model 'input(1,28,28) conv2d(4,3,padding_mode=mirror) flatten "
                 "linear(10)'", "padding_mode 'mirror' is not one of its words");
+}
+
+Test(model_line_cli, an_hdf5_arrays_dimensions_are_its_layout, .timeout = 120)
+{
+        static const unsigned long long dims[4] = { 64, 2, 4, 4 }, tdims[2] = { 64, 1 };
+        static float x[64 * 32], t[64];
+        char dir[64], args[1024];
+
+        for (int i = 0; i < 64 * 32; i++)
+                x[i] = (float)((i * 37) % 11) / 11.0f;
+        for (int i = 0; i < 64; i++)
+                t[i] = x[i * 32 + 5] - x[i * 32 + 21];
+        cli_mkdtemp(dir, sizeof(dir), "mline");
+        h5w_dataset(cli_path(dir, "f.h5"), "u", H5W_F32, 4, dims, x);
+        h5w_dataset(cli_path(dir, "f.h5"), "y", H5W_F32, 2, tdims, t);
+        /* (2, 4, 4) from the file: a 3x3 'same' convolution, then 2 x 2 pooling: 2 x 2 x 2 */
+        snprintf(args, sizeof(args), "--data %s --inputs u --targets y --loss mse --epochs 1 "
+                 "--batch 16 --strategy single --model 'conv2d(2,3,padding=same) "
+                 "maxpool2d(2) flatten linear(1)'", cli_path(dir, "f.h5"));
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        snprintf(args, sizeof(args), "--data %s --inputs u --targets y --loss mse --epochs 1 "
+                 "--batch 16 --strategy single --model 'conv3d(2,3) flatten linear(1)'",
+                 cli_path(dir, "f.h5"));
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "conv3d (module 0)"), "%s", out);
+        cli_rmtree(dir);
 }
