@@ -195,6 +195,11 @@ static int pool_check(const struct strata_layer *l, const struct geom *g, int ma
                                             dim_arg(l->desc->stride, i),
                                             dim_arg(l->desc->padding, i),
                                             dim_arg(l->desc->dilation, i), i);
+                if ((long long)g->d[j] * (g->k[j] - 1) + 2LL * g->p[j] > INT_MAX / 2 - g->in[j])
+                        return strata__fail(STRATA_EOVERFLOW, "%s (module %d): kernel %d, "
+                                            "dilation %d, padding %d over %d in dimension %d "
+                                            "overflow an int", name, l->index, g->k[j], g->d[j],
+                                            g->p[j], g->in[j], i);
                 if (!max && g->d[j] != 1)
                         return strata__fail(STRATA_EINVAL, "%s (module %d): dilation %d: "
                                             "PyTorch's AvgPool has none", name, l->index,
