@@ -25,6 +25,7 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/simd.h"
 #include "base/base.h"
 
 #define ND STRATA_MAX_SPATIAL
@@ -412,8 +413,9 @@ enum pool_op { POOL_MAX, POOL_AVG, POOL_AVG_BACK };
  * Every output row of @p rows x channels planes: MaxPool's values and argmaxes (@p y, @p arg
  * from @p x), AvgPool's values, or AvgPool's gradient (@p dy onto @p dx, zeroed first).
  */
-static void pool_planes(const struct geom *g, enum pool_op op, int rows, const float *x,
-                        float *y, int32_t *arg, const float *dy, float *dx)
+STRATA_SIMD static void pool_planes(const struct geom *g, enum pool_op op, int rows,
+                                    const float *x, float *y, int32_t *arg, const float *dy,
+                                    float *dx)
 {
         struct win w[2];
         struct tap_cache t;
