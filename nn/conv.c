@@ -16,7 +16,8 @@
  * back (col2im) onto dx_n: a padded position adds onto the source position its mode read it
  * from (zeros: onto nothing). Every sum runs in one fixed order: bitwise repeatable.
  *
- * The loops run on the host: this needs a device whose memory is the host's (the CPU driver).
+ * The unfolding runs on the host: the module declares host_loops, so a driver whose devices
+ * have memory of their own (CUDA) refuses it when the run is planned.
  */
 #include <math.h>
 #include <string.h>
@@ -222,7 +223,8 @@ static int conv_shape(const struct strata_layer *l, int nd, struct strata_module
                             { "bias", STRATA_F32, (size_t)g.cout, STRATA_ROLE_BIAS, 1,
                               { (size_t)g.cout, 1 } } },
                 .lp_fixed = fwd > dw ? fwd : dw,
-                .out_dims = { .channels = g.cout, .ndim = nd } };
+                .out_dims = { .channels = g.cout, .ndim = nd },
+                .host_loops = 1 };
         if ((size_t)g.cout * g.out_sp > (size_t)1 << 30)
                 return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d channels of %zu "
                                     "positions exceed a row's width", l->desc->ops->name,
