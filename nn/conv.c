@@ -276,8 +276,15 @@ static int source(int i, int n, int mode)
 /* Outputs [p0, p1) of a line read inside the input: p sw + w0 in [0, nw). */
 static void inside(int nw, int sw, int w0, int ow, int *p0, int *p1)
 {
-        int a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw, b = nw - 1 - w0 < 0 ? 0 : (nw - 1 - w0) / sw + 1;
+        int a, b;
 
+        if (sw == 1) { /* no division: the common case, once per line */
+                a = w0 >= 0 ? 0 : -w0;
+                b = nw - w0 < 0 ? 0 : nw - w0;
+        } else {
+                a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw;
+                b = nw - 1 - w0 < 0 ? 0 : (nw - 1 - w0) / sw + 1;
+        }
         *p0 = a < ow ? a : ow;
         *p1 = b < *p0 ? *p0 : b > ow ? ow : b;
 }
