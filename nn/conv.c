@@ -9,12 +9,14 @@
  * Forward, per sample n (a row: C_in x D x H x W, the last fastest): the input is unfolded
  * (im2col / vol2col) into the sample's columns in the module's saved values, a [K x P] matrix,
  * K = C_in kD kH kW (rows in the weight's order), P the output positions; then
- * y_n [C_out x P] = W [C_out x K] cols_n + b, one strata_gemm(), so mixed precision applies.
- * Backward: dW (+)= dy_n cols_n^T sample after sample (beta 0 for the first of a fresh
- * gradient), db (+)= the sums of dy over rows and positions (in double, one rounding), and
- * when dx is asked dcols = W^T dy_n into the sample's columns, which it no longer needs, folded
- * back (col2im) onto dx_n: a padded position adds onto the source position its mode read it
- * from (zeros: onto nothing). Every sum runs in one fixed order: bitwise repeatable.
+ * y_n [C_out x P] = W [C_out x K] cols_n, one strata_gemm() (so mixed precision applies), and
+ * b added to the finished sums. Backward: dW (+)= dy_n cols_n^T sample after sample (beta 0
+ * for the first of a fresh gradient), db (+)= the sums of dy over rows and positions (in
+ * double, one rounding), and when dx is asked dcols = W^T dy_n into the sample's columns,
+ * which it no longer needs, folded back (col2im) onto dx_n: a padded position adds onto the
+ * source position its mode read it from (zeros: onto nothing). The forward product and dcols
+ * run transposed where that fits the GEMM's tiles better, with the same bits. Every sum runs
+ * in one fixed order: bitwise repeatable.
  *
  * The unfolding runs on the host: the module declares host_loops, so a driver whose devices
  * have memory of their own (CUDA) refuses it when the run is planned.
