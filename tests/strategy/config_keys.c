@@ -24,7 +24,8 @@ Test(config_keys, fields_are_set_by_name)
         cr_assert_eq(c.strategy.bucket_bytes, (size_t)1 << 20);
         cr_assert_eq(strata_config_bytes(), sizeof(struct strata_config));
         cr_assert_eq(strata_module_ops_by_name("relu"), &strata_relu);
-        cr_assert_null(strata_module_ops_by_name("conv2d"));
+        cr_assert_eq(strata_module_ops_by_name("conv2d"), &strata_conv2d);
+        cr_assert_null(strata_module_ops_by_name("conv4d"));
         cr_assert_null(strata_module_ops_by_name(NULL));
         cr_assert_eq(strata_loss_ops_by_name("softmax_cross_entropy"),
                      &strata_softmax_cross_entropy);
