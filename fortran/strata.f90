@@ -403,7 +403,8 @@ contains
   end function
 
   !> A built-in module kind: "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
-  !> "gelu", "gelu-tanh", "silu", "leaky-relu".
+  !> "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d, 3d),
+  !> "upsample", "flatten", "layernorm".
   function strata_module_ops(name) result(ops)
     character(len=*), intent(in) :: name
     type(c_ptr) :: ops

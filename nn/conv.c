@@ -9,14 +9,17 @@
  * Forward, per sample n (a row: C_in x D x H x W, the last fastest): the input is unfolded
  * (im2col / vol2col) into the sample's columns in the module's saved values, a [K x P] matrix,
  * K = C_in kD kH kW (rows in the weight's order), P the output positions; then
- * y_n [C_out x P] = W [C_out x K] cols_n + b, one strata_gemm(), so mixed precision applies.
- * Backward: dW (+)= dy_n cols_n^T sample after sample (beta 0 for the first of a fresh
- * gradient), db (+)= the sums of dy over rows and positions (in double, one rounding), and
- * when dx is asked dcols = W^T dy_n into the sample's columns, which it no longer needs, folded
- * back (col2im) onto dx_n: a padded position adds onto the source position its mode read it
- * from (zeros: onto nothing). Every sum runs in one fixed order: bitwise repeatable.
+ * y_n [C_out x P] = W [C_out x K] cols_n, one strata_gemm() (so mixed precision applies), and
+ * b added to the finished sums. Backward: dW (+)= dy_n cols_n^T sample after sample (beta 0
+ * for the first of a fresh gradient), db (+)= the sums of dy over rows and positions (in
+ * double, one rounding), and when dx is asked dcols = W^T dy_n into the sample's columns,
+ * which it no longer needs, folded back (col2im) onto dx_n: a padded position adds onto the
+ * source position its mode read it from (zeros: onto nothing). The forward product and dcols
+ * run transposed where that fits the GEMM's tiles better, with the same bits. Every sum runs
+ * in one fixed order: bitwise repeatable.
  *
- * The loops run on the host: this needs a device whose memory is the host's (the CPU driver).
+ * The unfolding runs on the host: the module declares host_loops, so a driver whose devices
+ * have memory of their own (CUDA) refuses it when the run is planned.
  */
 #include <math.h>
 #include <string.h>
@@ -222,7 +225,8 @@ static int conv_shape(const struct strata_layer *l, int nd, struct strata_module
                             { "bias", STRATA_F32, (size_t)g.cout, STRATA_ROLE_BIAS, 1,
                               { (size_t)g.cout, 1 } } },
                 .lp_fixed = fwd > dw ? fwd : dw,
-                .out_dims = { .channels = g.cout, .ndim = nd } };
+                .out_dims = { .channels = g.cout, .ndim = nd },
+                .host_loops = 1 };
         if ((size_t)g.cout * g.out_sp > (size_t)1 << 30)
                 return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d channels of %zu "
                                     "positions exceed a row's width", l->desc->ops->name,
@@ -274,22 +278,39 @@ static int source(int i, int n, int mode)
 /* Outputs [p0, p1) of a line read inside the input: p sw + w0 in [0, nw). */
 static void inside(int nw, int sw, int w0, int ow, int *p0, int *p1)
 {
-        int a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw, b = nw - 1 - w0 < 0 ? 0 : (nw - 1 - w0) / sw + 1;
+        int a, b;
 
+        if (sw == 1) { /* no division: the common case, once per line */
+                a = w0 >= 0 ? 0 : -w0;
+                b = nw - w0 < 0 ? 0 : nw - w0;
+        } else {
+                a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw;
+                b = nw - 1 - w0 < 0 ? 0 : (nw - 1 - w0) / sw + 1;
+        }
         *p0 = a < ow ? a : ow;
         *p1 = b < *p0 ? *p0 : b > ow ? ow : b;
 }
 
+/*
+ * A row of the columns as the walk sees it: its first position and the stride between its
+ * positions (1 in the columns' own [K x P] layout; K in a transposed [P x K] gradient).
+ */
+struct row {
+        float *at;
+        int ps;
+};
+
 /* Output @p p of a line read past its edge: through source(). */
-static void edge(float *xp, float *row, int p, int nw, int sw, int w0, int mode, int back)
+static void edge(float *xp, struct row r, int p, int nw, int sw, int w0, int mode, int back)
 {
         int iw = source(p * sw + w0, nw, mode);
+        float *v = r.at + (size_t)p * r.ps;
 
         if (back) {
                 if (iw >= 0)
-                        xp[iw] += row[p];
+                        xp[iw] += *v;
         } else {
-                row[p] = iw >= 0 ? xp[iw] : 0.0f;
+                *v = iw >= 0 ? xp[iw] : 0.0f;
         }
 }
 
@@ -298,66 +319,90 @@ static void edge(float *xp, float *row, int p, int nw, int sw, int w0, int mode,
  * The positions read inside the line run as a plain strided loop, the edges through source().
  * Gather (@p back 0) or scatter-add (1), in position order.
  */
-static void walk_line(float *xp, float *row, int nw, int sw, int w0, int ow, int mode, int back)
+static void walk_line(float *xp, struct row r, int nw, int sw, int w0, int ow, int mode,
+                      int back)
 {
-        const float *in;
+        float *in = xp + w0;
         int p0, p1;
 
         inside(nw, sw, w0, ow, &p0, &p1);
         for (int p = 0; p < p0; p++)
-                edge(xp, row, p, nw, sw, w0, mode, back);
-        in = xp + w0;
+                edge(xp, r, p, nw, sw, w0, mode, back);
         if (back)
                 for (int p = p0; p < p1; p++)
-                        xp[w0 + p * sw] += row[p];
+                        in[p * sw] += r.at[(size_t)p * r.ps];
+        else if (r.ps == 1 && sw == 1)
+                memcpy(r.at + p0, in + p0, (size_t)(p1 - p0) * sizeof(float));
         else
                 for (int p = p0; p < p1; p++)
-                        row[p] = in[p * sw];
+                        r.at[(size_t)p * r.ps] = in[p * sw];
         for (int p = p1; p < ow; p++)
-                edge(xp, row, p, nw, sw, w0, mode, back);
+                edge(xp, r, p, nw, sw, w0, mode, back);
 }
 
 /*
  * One row of the columns (channel c, kernel offset (a, b, e)) against one sample, along W:
  * gather (@p back 0: row[p] = x[src]) or scatter-add (1: x[src] += row[p]) for every output
- * position, in position order. @p xr is the sample's channel plane, @p row the row.
+ * position, in position order. @p xr is the sample's channel plane.
  */
-static void walk_row(const struct geom *g, float *xr, float *row, int a, int b, int e, int back)
+static void walk_row(const struct geom *g, float *xr, struct row r, int a, int b, int e,
+                     int back)
 {
         int nw = g->in[2], sw = g->s[2], ow = g->out[2];
 
         for (int od = 0; od < g->out[0]; od++) {
                 int id = source(od * g->s[0] - g->lo[0] + a * g->d[0], g->in[0], g->mode);
 
-                for (int oh = 0; oh < g->out[1]; oh++, row += ow) {
+                for (int oh = 0; oh < g->out[1]; oh++, r.at += (size_t)ow * r.ps) {
                         int ih = source(oh * g->s[1] - g->lo[1] + b * g->d[1], g->in[1], g->mode);
                         int w0 = e * g->d[2] - g->lo[2];
                         float *xp;
 
                         if (id < 0 || ih < 0) { /* a zero-padded plane or line */
-                                if (!back)
-                                        memset(row, 0, (size_t)ow * sizeof(float));
+                                for (int p = 0; p < ow && !back; p++)
+                                        r.at[(size_t)p * r.ps] = 0.0f;
                                 continue;
                         }
                         xp = xr + ((size_t)id * g->in[1] + (size_t)ih) * (size_t)nw;
-                        walk_line(xp, row, nw, sw, w0, ow, g->mode, back);
+                        walk_line(xp, r, nw, sw, w0, ow, g->mode, back);
                 }
         }
 }
 
-/* im2col (@p back 0) or its adjoint col2im (1) of one sample @p x against its columns. */
-static void walk(const struct geom *g, float *x, float *cols, int back)
+/*
+ * im2col (@p back 0) or its adjoint col2im (1) of one sample @p x against its columns, in
+ * their [K x P] layout, or (@p trans, col2im only) a [P x K] one.
+ */
+static void walk(const struct geom *g, float *x, float *cols, int back, int trans)
 {
-        float *row = cols;
+        size_t rs = trans ? 1 : g->out_sp, k = 0;
 
         for (int c = 0; c < g->cin; c++) {
                 float *xr = x + (size_t)c * g->in_sp;
 
                 for (int a = 0; a < g->k[0]; a++)
                         for (int b = 0; b < g->k[1]; b++)
-                                for (int e = 0; e < g->k[2]; e++, row += g->out_sp)
-                                        walk_row(g, xr, row, a, b, e, back);
+                                for (int e = 0; e < g->k[2]; e++, k++)
+                                        walk_row(g, xr, (struct row){ cols + k * rs,
+                                                                      trans ? (int)g->kk : 1 },
+                                                 a, b, e, back);
         }
+}
+
+/*
+ * Which way round a GEMM whose result is an [m x n] matrix or its transpose runs faster: the
+ * CPU GEMM tiles the result's columns by 64 (drivers/cpu/gemm.c), so the orientation whose
+ * columns leave less of their last tile empty. Either way each element is the same chain of
+ * products in k order (the GEMM's contract): the same bits.
+ */
+#define GEMM_COLUMNS 64
+
+static int transposed_fits(size_t m, size_t n)
+{
+        size_t pm = (m + GEMM_COLUMNS - 1) / GEMM_COLUMNS * GEMM_COLUMNS;
+        size_t pn = (n + GEMM_COLUMNS - 1) / GEMM_COLUMNS * GEMM_COLUMNS;
+
+        return pm * n < pn * m;
 }
 
 /* The geometry the shape accepted (forward and backward never see a refused one). */
@@ -368,26 +413,50 @@ static void geom_of(const struct strata_layer *l, struct geom *g)
         (void)rc;
 }
 
+/*
+ * y_n [cout x P] = W cols_n + b. With @p t (P x cout floats of scratch) as t = cols_n^T W^T,
+ * then transposed into y_n, when that orientation fits the GEMM better; the bias is added to
+ * the finished sums either way.
+ */
+static void forward_sample(const struct strata_layer *l, const struct strata_step_ctx *c,
+                           const struct geom *g, const float *cols, float *yn, float *t)
+{
+        const float *bias = l->param + (size_t)g->cout * g->kk;
+        int p = (int)g->out_sp, kk = (int)g->kk, co = g->cout;
+
+        if (t) {
+                strata_gemm(c, 1, 1, p, co, kk, 1.0f, cols, p, l->param, kk, 0.0f, t, co);
+                for (int o = 0; o < co; o++)
+                        for (int q = 0; q < p; q++)
+                                yn[(size_t)o * p + q] = g->bias ? t[(size_t)q * co + o] + bias[o]
+                                                                : t[(size_t)q * co + o];
+                return;
+        }
+        strata_gemm(c, 0, 0, co, p, kk, 1.0f, l->param, kk, cols, p, 0.0f, yn, p);
+        for (int o = 0; o < co && g->bias; o++)
+                for (int q = 0; q < p; q++)
+                        yn[(size_t)o * p + q] += bias[o];
+}
+
+/*
+ * Sample after sample: unfold, then multiply. The transposed product's scratch is the next
+ * sample's output, not yet written; the last sample multiplies the other way round.
+ */
 static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                          const float *x, float *y, int rows)
 {
         struct geom g;
-        size_t p, cols_n;
-        const float *bias;
+        size_t cols_n;
+        int trans;
 
         geom_of(l, &g);
-        p = g.out_sp;
-        cols_n = g.kk * p;
-        bias = l->param + (size_t)g.cout * g.kk;
+        cols_n = g.kk * g.out_sp;
+        trans = transposed_fits((size_t)g.cout, g.out_sp);
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
 
-                walk(&g, (float *)(x + (size_t)n * l->in), cols, 0);
-                for (int o = 0; o < g.cout && g.bias; o++)
-                        for (size_t q = 0; q < p; q++)
-                                yn[(size_t)o * p + q] = bias[o];
-                strata_gemm(c, 0, 0, g.cout, (int)p, (int)g.kk, 1.0f, l->param, (int)g.kk, cols,
-                            (int)p, g.bias ? 1.0f : 0.0f, yn, (int)p);
+                walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
+                forward_sample(l, c, &g, cols, yn, trans && n + 1 < rows ? yn + l->out : NULL);
         }
 }
 
@@ -412,7 +481,7 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                           const float *x, const float *y, const float *dy, float *dx, int rows)
 {
         struct geom g;
-        int p, kk;
+        int p, kk, trans;
         size_t cols_n;
 
         (void)x;
@@ -421,6 +490,7 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         p = (int)g.out_sp;
         kk = (int)g.kk;
         cols_n = g.kk * g.out_sp;
+        trans = transposed_fits(g.kk, g.out_sp); /* the column gradient [K x P] */
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n;
                 const float *dyn = dy + (size_t)n * l->out;
@@ -430,9 +500,14 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 if (!dx)
                         continue;
                 /* the sample's columns are spent: its column gradient takes their place */
-                strata_gemm(c, 1, 0, kk, p, g.cout, 1.0f, l->param, kk, dyn, p, 0.0f, cols, p);
+                if (trans)
+                        strata_gemm(c, 1, 0, p, kk, g.cout, 1.0f, dyn, p, l->param, kk, 0.0f,
+                                    cols, kk);
+                else
+                        strata_gemm(c, 1, 0, kk, p, g.cout, 1.0f, l->param, kk, dyn, p, 0.0f,
+                                    cols, p);
                 memset(dx + (size_t)n * l->in, 0, (size_t)l->in * sizeof(float));
-                walk(&g, dx + (size_t)n * l->in, cols, 1);
+                walk(&g, dx + (size_t)n * l->in, cols, 1, trans);
         }
         if (rows == 0 && l->grad_fresh)
                 memset(l->grad, 0, (size_t)g.cout * g.kk * sizeof(float));

@@ -25,6 +25,7 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/simd.h"
 #include "base/base.h"
 
 #define ND STRATA_MAX_SPATIAL
@@ -195,6 +196,11 @@ static int pool_check(const struct strata_layer *l, const struct geom *g, int ma
                                             dim_arg(l->desc->stride, i),
                                             dim_arg(l->desc->padding, i),
                                             dim_arg(l->desc->dilation, i), i);
+                if ((long long)g->d[j] * (g->k[j] - 1) + 2LL * g->p[j] > INT_MAX / 2 - g->in[j])
+                        return strata__fail(STRATA_EOVERFLOW, "%s (module %d): kernel %d, "
+                                            "dilation %d, padding %d over %d in dimension %d "
+                                            "overflow an int", name, l->index, g->k[j], g->d[j],
+                                            g->p[j], g->in[j], i);
                 if (!max && g->d[j] != 1)
                         return strata__fail(STRATA_EINVAL, "%s (module %d): dilation %d: "
                                             "PyTorch's AvgPool has none", name, l->index,
@@ -306,6 +312,60 @@ static int tap_at(const struct geom *g, int e, int kc)
 }
 
 /*
+ * The taps @p kc of a row of @p n outputs @p s apart in input row @p r (whose first input has
+ * index @p base): the first sets each output's value and index, the others take a larger
+ * value or a NaN. Inlined with s = 2, the common pool, so that it vectorises without gathers.
+ */
+static inline void max_taps(const float *restrict r, int32_t base, int s, int kc, int n,
+                            int first, float *restrict y, int32_t *restrict arg)
+{
+        if (first) {
+                for (int e = 0; e < n; e++) {
+                        y[e] = r[e * s + kc];
+                        arg[e] = base + e * s + kc;
+                }
+                return;
+        }
+        for (int e = 0; e < n; e++) {
+                float v = r[e * s + kc];
+                int take = v > y[e] || isnan(v);
+
+                y[e] = take ? v : y[e];
+                arg[e] = take ? base + e * s + kc : arg[e];
+        }
+}
+
+/*
+ * MaxPool of an output row without padding or dilation along the last dimension, where every
+ * tap is inside: PyTorch's start from -inf at the first input gives that input's value and
+ * index, so the first tap sets them and the others compare, in scan order.
+ */
+static void max_row_dense(const struct geom *g, const struct win *w, const float *x, float *y,
+                          int32_t *arg)
+{
+        int s = g->s[2], n = g->out[2], first = 1;
+
+        if (!(w[0].lo < w[0].hi && w[1].lo < w[1].hi)) { /* a window wholly in the padding */
+                for (int e = 0; e < n; e++) {
+                        y[e] = -INFINITY;
+                        arg[e] = -1;
+                }
+                return;
+        }
+        for (int a = w[0].lo; a < w[0].hi; a += g->d[0])
+                for (int b = w[1].lo; b < w[1].hi; b += g->d[1]) {
+                        int32_t base = (a * g->in[1] + b) * g->in[2];
+
+                        for (int kc = 0; kc < g->k[2]; kc++, first = 0) {
+                                if (s == 2)
+                                        max_taps(x + base, base, 2, kc, n, first, y, arg);
+                                else
+                                        max_taps(x + base, base, s, kc, n, first, y, arg);
+                        }
+                }
+}
+
+/*
  * MaxPool of output row @p w (windows w[0], w[1]) of channel plane @p x: each output's largest
  * input and its index; PyTorch starts from -inf at the window's first input inside, and
  * takes a larger value or a NaN.
@@ -407,11 +467,13 @@ enum pool_op { POOL_MAX, POOL_AVG, POOL_AVG_BACK };
  * Every output row of @p rows x channels planes: MaxPool's values and argmaxes (@p y, @p arg
  * from @p x), AvgPool's values, or AvgPool's gradient (@p dy onto @p dx, zeroed first).
  */
-static void pool_planes(const struct geom *g, enum pool_op op, int rows, const float *x,
-                        float *y, int32_t *arg, const float *dy, float *dx)
+STRATA_SIMD static void pool_planes(const struct geom *g, enum pool_op op, int rows,
+                                    const float *x, float *y, int32_t *arg, const float *dy,
+                                    float *dx)
 {
         struct win w[2];
         struct tap_cache t;
+        int dense = !g->p[2] && g->d[2] == 1; /* every tap of the last dimension inside */
 
         tap_cache_fill(g, &t);
         if (op == POOL_AVG_BACK)
@@ -424,7 +486,9 @@ static void pool_planes(const struct geom *g, enum pool_op op, int rows, const f
                                            ((size_t)a * g->out[1] + b) * g->out[2];
 
                                 w[1] = win_at(g, 1, b);
-                                if (op == POOL_MAX)
+                                if (op == POOL_MAX && dense)
+                                        max_row_dense(g, w, x + pl * g->in_sp, y + n, arg + n);
+                                else if (op == POOL_MAX)
                                         max_row(g, &t, w, x + pl * g->in_sp, y + n, arg + n);
                                 else if (op == POOL_AVG)
                                         avg_row(g, &t, w, x + pl * g->in_sp, y + n);

@@ -59,25 +59,42 @@ static int open_layer(struct layer *L, const char *spec, const struct strata_ker
         return L->l.param && L->l.grad && L->l.aux && L->x && L->dx && L->y && L->dy ? 0 : -1;
 }
 
+/* The orientation nn/conv.c picks: transposed where the 64-column tiles fit better. */
+static int transposed(size_t m, size_t n)
+{
+        return (m + 63) / 64 * 64 * n < (n + 63) / 64 * 64 * m;
+}
+
 /* The module's GEMMs alone, as it calls them (nn/conv.c), over the batch. */
 static double gemm_phase(struct layer *L)
 {
         const struct strata_kernel_ops *k = L->c.k;
-        int p = L->h * L->w, kk = L->cin * 9;
+        int p = L->h * L->w, kk = L->cin * 9, co = L->cout;
+        int tf = transposed((size_t)co, (size_t)p), tb = transposed((size_t)kk, (size_t)p);
         size_t cols = (size_t)kk * p;
         double t0 = strata_tool_cpu_now();
 
-        for (int n = 0; n < L->batch; n++)
-                k->gemm(0, 0, L->cout, p, kk, 1.0f, L->l.param, kk, L->l.aux + n * cols, p, 1.0f,
-                        L->y + (size_t)n * L->l.out, p);
+        for (int n = 0; n < L->batch; n++) {
+                float *yn = L->y + (size_t)n * L->l.out;
+
+                if (tf && n + 1 < L->batch)
+                        k->gemm(1, 1, p, co, kk, 1.0f, L->l.aux + n * cols, p, L->l.param, kk,
+                                0.0f, yn + L->l.out, co);
+                else
+                        k->gemm(0, 0, co, p, kk, 1.0f, L->l.param, kk, L->l.aux + n * cols, p,
+                                0.0f, yn, p);
+        }
         for (int n = 0; n < L->batch; n++) {
                 const float *dyn = L->dy + (size_t)n * L->l.out;
+                float *c = L->l.aux + n * cols;
 
-                k->gemm(0, 1, L->cout, kk, p, 1.0f, dyn, p, L->l.aux + n * cols, p,
-                        n ? 1.0f : 0.0f, L->l.grad, kk);
-                if (!L->first)
-                        k->gemm(1, 0, kk, p, L->cout, 1.0f, L->l.param, kk, dyn, p, 0.0f,
-                                L->l.aux + n * cols, p);
+                k->gemm(0, 1, co, kk, p, 1.0f, dyn, p, c, p, n ? 1.0f : 0.0f, L->l.grad, kk);
+                if (L->first)
+                        continue;
+                if (tb)
+                        k->gemm(1, 0, p, kk, co, 1.0f, dyn, p, L->l.param, kk, 0.0f, c, kk);
+                else
+                        k->gemm(1, 0, kk, p, co, 1.0f, L->l.param, kk, dyn, p, 0.0f, c, p);
         }
         return strata_tool_cpu_now() - t0;
 }

@@ -7,7 +7,10 @@
  * 32x32 grid over [-1, 1)^2 (ax = 1, ay = 0.789, dt = 0.01), in f64, storing f32 fields. Each
  * training step takes BATCH consecutive states (input u, target du/dx + du/dy) straight from
  * the simulation's arrays; the model is one Linear over the flattened field (1024-1024, no
- * activation), MSE, Adam (lr 1e-3) with cosine annealing over the run. Afterwards 100
+ * activation, TorchFort's config_mlp_native.yaml) or, with --fcn, TorchFort's default fully
+ * convolutional model: one Conv2d(1, 1, 3, padding=1, padding_mode="circular") over the
+ * 1 x 32 x 32 field (generate_fcn_model.py); MSE, Adam (lr 1e-3) with cosine annealing over the
+ * run. Afterwards 100
  * single-sample inferences at later times give the validation MSE: the trained parameters are
  * checkpointed and loaded into an inference runtime of one device (batch 1), which first
  * predicts with its initial parameters (the untrained MSE, for comparison).
@@ -18,7 +21,7 @@
  * duplicate of MPI_COMM_WORLD). Alone, DEVICES > 1 trains with ddp on that many threads:
  * bitwise the run of as many processes of one device each.
  *
- * Usage: insitu [STEPS [BATCH [DEVICES]]] [--export FILE.safetensors] [--ckpt FILE]
+ * Usage: insitu [STEPS [BATCH [DEVICES]]] [--fcn] [--export FILE.safetensors] [--ckpt FILE]
  * Prints simulation time, training time, steps/s and validation MSE, then one JSON line.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
@@ -45,6 +48,7 @@
 struct run {
         int steps, batch, devices;
         int rank, procs;
+        int fcn;            /* --fcn: the convolutional model */
         const char *export_path, *ckpt_path;
         MPI_Comm comm;      /* the application's communicator */
 };
@@ -190,6 +194,8 @@ static void args(int argc, char **argv, struct run *r)
                         r->export_path = argv[++i];
                 else if (!strcmp(argv[i], "--ckpt") && i + 1 < argc)
                         r->ckpt_path = argv[++i];
+                else if (!strcmp(argv[i], "--fcn"))
+                        r->fcn = 1;
                 else if (pos == 0)
                         r->steps = atoi(argv[i]), pos++;
                 else if (pos == 1)
@@ -199,7 +205,7 @@ static void args(int argc, char **argv, struct run *r)
         }
         if (r->steps <= WARMUP || r->batch < 1 || r->devices < 1) {
                 fprintf(stderr, "usage: insitu [STEPS > %d [BATCH [DEVICES]]] "
-                                "[--export FILE] [--ckpt FILE]\n", WARMUP);
+                                "[--fcn] [--export FILE] [--ckpt FILE]\n", WARMUP);
                 MPI_Abort(MPI_COMM_WORLD, 2);
         }
 }
@@ -211,26 +217,30 @@ static void report(const struct run *r, double sim_s, double train_s, double los
         uint64_t bits;
 
         memcpy(&bits, &loss, sizeof(bits));
-        printf("in-situ (C): %d process(es) x %d device(s), batch %d, %d steps\n", r->procs,
-               r->devices, r->batch, r->steps);
+        printf("in-situ (C): %s, %d process(es) x %d device(s), batch %d, %d steps\n",
+               r->fcn ? "fcn" : "mlp", r->procs, r->devices, r->batch, r->steps);
         printf("simulation %.3f s, training %.3f s (%.1f steps/s, %.0f samples/s)\n", sim_s,
                train_s, sps, sps * r->batch);
         printf("last training loss %.6g, validation MSE %.6g (untrained %.6g), batch-1 "
                "inference %.1f us\n", loss, mse, untrained, infer_s / VALIDATION * 1e6);
-        printf("{\"impl\": \"strata\", \"lang\": \"c\", \"nprocs\": %d, \"devices\": %d, "
-               "\"batch\": %d, \"steps\": %d, \"steps_per_s\": %.3f, \"samples_per_s\": %.1f, "
-               "\"sim_s\": %.4f, \"train_s\": %.4f, \"train_loss\": %.9g, "
-               "\"loss_bits\": \"%016" PRIx64 "\", \"val_mse\": %.9g, \"val_mse_untrained\": "
-               "%.9g, \"infer_us\": %.2f}\n", r->procs, r->devices, r->batch, r->steps, sps,
-               sps * r->batch, sim_s, train_s, loss, bits, mse, untrained,
+        printf("{\"impl\": \"strata\", \"lang\": \"c\", \"model\": \"%s\", \"nprocs\": %d, "
+               "\"devices\": %d, \"batch\": %d, \"steps\": %d, \"steps_per_s\": %.3f, "
+               "\"samples_per_s\": %.1f, \"sim_s\": %.4f, \"train_s\": %.4f, "
+               "\"train_loss\": %.9g, \"loss_bits\": \"%016" PRIx64 "\", \"val_mse\": %.9g, "
+               "\"val_mse_untrained\": %.9g, \"infer_us\": %.2f}\n", r->fcn ? "fcn" : "mlp",
+               r->procs, r->devices, r->batch, r->steps, sps, sps * r->batch, sim_s, train_s,
+               loss, bits, mse, untrained,
                infer_s / VALIDATION * 1e6);
 }
 
 int main(int argc, char **argv)
 {
-        static const struct strata_module mods[] = { { .ops = &strata_linear, .out = CELLS } };
-        static const struct strata_model model = { .in_features = CELLS, .nmodules = 1,
-                                                   .modules = mods, .loss = &strata_mse };
+        static const struct strata_module mlp[] = { { .ops = &strata_linear, .out = CELLS } };
+        static const struct strata_module fcn[] = { { .ops = &strata_conv2d, .out = 1,
+                                                      .kernel = { 3 }, .padding = { 1 },
+                                                      .padding_mode = STRATA_PAD_CIRCULAR } };
+        struct strata_model model = { .in_features = CELLS, .nmodules = 1, .modules = mlp,
+                                      .loss = &strata_mse };
         double sim_s, train_s, loss, mse = 0.0, untrained = 0.0, infer_s = 0.0;
         struct strata_runtime *rt;
         struct run r;
@@ -238,6 +248,10 @@ int main(int argc, char **argv)
 
         MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
         args(argc, argv, &r);
+        if (r.fcn) { /* the field as one channel of N x N: (C, H, W) */
+                model.modules = fcn;
+                model.in_dims = (struct strata_dims){ .channels = 1, .ndim = 2, .size = { N, N } };
+        }
         MPI_Comm_dup(MPI_COMM_WORLD, &r.comm);
         MPI_Comm_rank(r.comm, &r.rank);
         MPI_Comm_size(r.comm, &r.procs);

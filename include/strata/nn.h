@@ -426,7 +426,7 @@ extern const struct strata_module_ops strata_leaky_relu; /**< "leaky-relu": slop
  * as PyTorch's (uniform, bound 1 / sqrt(in * kernel volume)). Forward and backward are GEMMs
  * (strata_gemm()) over columns unfolded into the module's saved values, K x P floats a row
  * (K = in * kernel volume, P the output positions); the unfolding runs on the host, so they
- * need a device whose memory is the host's (the CPU driver).
+ * need a device whose memory is the host's (the CPU driver; host_loops).
  */
 extern const struct strata_module_ops strata_conv1d; /**< "conv1d": input (C, W) */
 extern const struct strata_module_ops strata_conv2d; /**< "conv2d": input (C, H, W) */

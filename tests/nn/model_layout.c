@@ -7,20 +7,26 @@
 
 #include "tests/support/rig.h"
 
+/* Planning refused with STRATA_EINVAL and a message holding @p needle. */
+static void refused(const struct rig *r, const char *what, const char *needle)
+{
+        rig_plan_refused(r, STRATA_EINVAL, what, needle);
+}
+
 Test(model_layout, in_dims_not_holding_in_features_refused)
 {
         struct rig r;
 
         rig_init_conv(&r);
         r.model.in_features = 40;
-        rig_plan_refused(&r, "6 x 6 for 40", "model: in_dims (1 channels, 2 spatial dimensions 6 x 6 x 0) "
+        refused(&r, "6 x 6 for 40", "model: in_dims (1 channels, 2 spatial dimensions 6 x 6 x 0) "
                                     "do not hold in_features 40 values");
         rig_init_conv(&r);
         r.model.in_dims.size[1] = -6;
-        rig_plan_refused(&r, "negative extent", "do not hold in_features 36 values");
+        refused(&r, "negative extent", "do not hold in_features 36 values");
         rig_init_conv(&r);
         r.model.in_dims.ndim = 4;
-        rig_plan_refused(&r, "4 spatial dimensions", "do not hold in_features 36 values");
+        refused(&r, "4 spatial dimensions", "do not hold in_features 36 values");
 }
 
 /* A module that declares a layout of 3 x 3 = 9 values for a width of 10. */
@@ -56,7 +62,7 @@ Test(model_layout, out_dims_not_holding_the_width_refused)
 
         rig_init_conv(&r);
         r.mods[1] = (struct strata_module){ .ops = &bad_dims };
-        rig_plan_refused(&r, "3 x 3 for 10", "module 1 (bad-dims) declares an output of 3 channels over "
+        refused(&r, "3 x 3 for 10", "module 1 (bad-dims) declares an output of 3 channels over "
                                     "1 dimensions that is not its width 10");
 }
 
@@ -73,6 +79,6 @@ Test(model_layout, elementwise_modules_pass_the_layout_on)
         r.model.nmodules = 4;
         cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_OK, "%s", strata_last_error());
         r.mods[1] = (struct strata_module){ .ops = &strata_linear, .out = 144 };
-        rig_plan_refused(&r, "a conv after a linear", "conv2d (module 2): needs an input of 2 spatial "
+        refused(&r, "a conv after a linear", "conv2d (module 2): needs an input of 2 spatial "
                                              "dimensions, got 144 flat features");
 }

@@ -76,6 +76,11 @@ Test(spatial_bad_input, pools)
                                         .padding = { 2 } },
                 img8, STRATA_EINVAL, "avgpool2d (module 3): padding 2 is more than half of "
                 "kernel 3 x 4");
+        refused((struct strata_module){ .ops = &strata_maxpool1d, .kernel = { 1 << 28 },
+                                        .dilation = { 4 } },
+                (struct strata_dims){ 1, 1, { 1 << 20 } }, STRATA_EOVERFLOW,
+                "maxpool1d (module 3): kernel 268435456, dilation 4, padding 0 over 1048576 in "
+                "dimension 0 overflow an int");
         refused((struct strata_module){ .ops = &strata_avgpool1d, .kernel = { 2 },
                                         .dilation = { 2 } },
                 (struct strata_dims){ 1, 1, { 8 } }, STRATA_EINVAL,

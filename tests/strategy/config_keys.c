@@ -24,6 +24,7 @@ Test(config_keys, fields_are_set_by_name)
         cr_assert_eq(c.strategy.bucket_bytes, (size_t)1 << 20);
         cr_assert_eq(strata_config_bytes(), sizeof(struct strata_config));
         cr_assert_eq(strata_module_ops_by_name("relu"), &strata_relu);
+        cr_assert_eq(strata_module_ops_by_name("conv2d"), &strata_conv2d);
         cr_assert_eq(strata_module_ops_by_name("add"), &strata_add);
         cr_assert_eq(strata_module_ops_by_name("concat"), &strata_concat);
         cr_assert_null(strata_module_ops_by_name("conv4d"));

@@ -1,7 +1,8 @@
 /*
  * A convolutional model (Conv2d circular-relu-linear on 1 x 6 x 6 samples) trains, evaluates
  * and predicts with nothing allocated in the process during the steps, and uses exactly the
- * memory its plan said, under single, ddp and fsdp on 2 devices, 16-mixed, and invariant mode.
+ * memory its plan said, under single, ddp and fsdp on 2 devices, 16-mixed and bf16-mixed, and
+ * invariant mode.
  */
 #include <criterion/criterion.h>
 
@@ -61,5 +62,6 @@ Test(conv_no_heap, mixed_precision_and_invariant)
 {
         counted_or_skip();
         conv_no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_16_MIXED, 0);
+        conv_no_heap(STRATA_STRATEGY_FSDP, 2, STRATA_PRECISION_BF16_MIXED, 0);
         conv_no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_32, 1);
 }

@@ -1,6 +1,6 @@
 /*
- * The conv rig (Conv2d circular-relu-linear) trained under ddp: runs repeat bitwise, one
- * device is bitwise the single strategy, two within 1e-5 of it; fsdp on two devices is
+ * The conv rig (Conv2d circular-relu-linear) trained under ddp and dp: runs repeat bitwise,
+ * one device is bitwise the single strategy, two within 1e-5 of it; fsdp on two devices is
  * bitwise ddp on two (its shards put together); in invariant mode one,
  * two and four devices give bitwise the same parameters (the convolution runs per chunk, its
  * gradients combined by the chunks' tree).
@@ -12,12 +12,13 @@
 
 #define NP (4 * 9 + 4 + 4 * 36 * RIG_CLASSES + RIG_CLASSES)
 
-Test(conv_parallel, ddp_matches_single, .timeout = 120)
+Test(conv_parallel, ddp_and_dp_match_single, .timeout = 120)
 {
         struct rig r;
 
         rig_init_conv(&r);
         rig_equivalence(&r, STRATA_STRATEGY_DDP, 2, NP, 6);
+        rig_equivalence(&r, STRATA_STRATEGY_DP, 2, NP, 6);
 }
 
 /* 6 steps of @p kind on 2 devices: the flat parameters, every device's part in order. */

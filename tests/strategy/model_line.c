@@ -185,3 +185,63 @@ Test(model_line, a_layout_that_does_not_hold_the_width_is_refused)
         m.in_dims.ndim = 4;
         cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
 }
+
+Test(model_line, convolutions_pools_and_upsampling_take_pytorchs_arguments)
+{
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse("input(1,32,32) conv2d(8,3,padding=same,"
+                                        "padding_mode=circular,bias=false) maxpool2d(2,stride=2)"
+                                        " conv2d(4,3x5,stride=1x2,padding=1x0,dilation=2)"
+                                        " upsample(2,mode=bilinear) avgpool2d(3,padding=1)"
+                                        " layernorm(eps=1e-3) flatten linear(10)",
+                                        mods, 8, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(mods[0].ops, &strata_conv2d);
+        cr_assert_eq(mods[0].out, 8);
+        cr_assert_eq(mods[0].kernel[0], 3);
+        cr_assert_eq(mods[0].padding[0], STRATA_PADDING_SAME);
+        cr_assert_eq(mods[0].padding_mode, STRATA_PAD_CIRCULAR);
+        cr_assert_eq(mods[0].no_bias, 1);
+        cr_assert_eq(mods[1].ops, &strata_maxpool2d);
+        cr_assert_eq(mods[1].stride[0], 2);
+        cr_assert_eq(mods[2].kernel[1], 5);
+        cr_assert_eq(mods[2].stride[1], 2);
+        cr_assert_eq(mods[2].padding[0], 1);
+        cr_assert_eq(mods[2].padding[1], STRATA_PADDING_NONE, "an explicit 0 past the first");
+        cr_assert_eq(mods[2].dilation[0], 2);
+        cr_assert_eq(mods[3].ops, &strata_upsample);
+        cr_assert_eq(mods[3].scale[0], 2);
+        cr_assert_eq(mods[3].mode, STRATA_UPSAMPLE_LINEAR);
+        cr_assert_eq(mods[4].ops, &strata_avgpool2d);
+        cr_assert_eq(mods[5].ops, &strata_layernorm);
+        cr_assert_float_eq(mods[5].eps, 1e-3f, 0);
+        /* 32x32 -same-> 32x32 -pool-> 16x16 -(3x5, dil 2, stride 1x2, pad 1x0)-> 14x4 */
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 10);
+        m.nmodules = 3;
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 4);
+        cr_assert_eq(out.ndim, 2);
+        cr_assert_eq(out.size[0], 14);
+        cr_assert_eq(out.size[1], 4);
+}
+
+Test(model_line, a_module_that_does_not_fit_its_input_is_named)
+{
+        struct strata_model m = { 0 };
+        struct strata_dims out = { 0 };
+
+        cr_assert_eq(strata_model_parse("input(784) conv2d(4,3)", mods, 8, &m), STRATA_OK);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "conv2d (module 0)"), "%s", strata_last_error());
+        cr_assert_eq(out.channels, 0, "out unchanged");
+        refused("conv2d(4)", 8, "kernel size is missing");
+        refused("conv2d(4,3,padding=lots)", 8, "not a count");
+        refused("conv2d(4,3x3x3x3)", 8, "not a count");
+        refused("conv2d(4,3,padding_mode=mirror)", 8, "not one of its words");
+        refused("conv2d(4,3,bias=maybe)", 8, "not one of its words");
+        refused("upsample(2,mode=cubic)", 8, "not one of its words");
+        refused("maxpool2d(2,padding_mode=circular)", 8, "no argument 'padding_mode'");
+}

@@ -45,6 +45,9 @@ const struct conv_case conv_cases[] = {
           { 1, 2, 1 }, { 1, 1, 1 }, { 1, 0, 2 }, STRATA_PAD_REPLICATE, 1 },
         { "3d circular same k3", 3, 1, 2, 2, { 3, 3, 4 }, { 3, 3, 3 }, { 1, 1, 1 },
           { 1, 1, 1 }, { S, S, S }, STRATA_PAD_CIRCULAR, 0 },
+        /* more channels than positions: the forward's product runs transposed */
+        { "2d reflect k3 s2 p1 cout 5 > 4 positions", 2, 2, 5, 3, { 3, 4 }, { 3, 3 }, { 2, 2 },
+          { 1, 1 }, { 1, 1 }, STRATA_PAD_REFLECT, 0 },
 };
 const int conv_ncases = (int)(sizeof(conv_cases) / sizeof(conv_cases[0]));
 

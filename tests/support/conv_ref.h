@@ -9,7 +9,10 @@
 
 #include "strata/strata.h"
 
-/** One geometry, every per-dimension value written out (outermost spatial dimension first). */
+/**
+ * One geometry, every per-dimension value written out (outermost spatial dimension first).
+ * The last case has more out channels than output positions (the forward's GEMM transposed).
+ */
 struct conv_case {
         const char *what;
         int nd, cin, cout, rows;

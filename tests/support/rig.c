@@ -63,11 +63,12 @@ void rig_init_conv(struct rig *r)
         cr_assert_eq(strata_loader_init(&r->loader, &r->data, &r->ds, RIG_BATCH, 1), STRATA_OK);
 }
 
-void rig_plan_refused(const struct rig *r, const char *what, const char *needle)
+void rig_plan_refused(const struct rig *r, int status, const char *what, const char *needle)
 {
         struct strata_plan_info pl;
 
-        cr_assert_eq(strata_plan(&r->cfg, &pl), STRATA_EINVAL, "%s was accepted", what);
+        cr_assert_eq(strata_plan(&r->cfg, &pl), status, "%s was not refused with %s", what,
+                     strata_strerror(status));
         cr_assert_not_null(strstr(strata_last_error(), needle), "%s: %s", what,
                            strata_last_error());
 }

@@ -34,10 +34,10 @@ void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss);
  */
 void rig_init_conv(struct rig *r);
 /**
- * Assert that planning @p r's configuration is refused (STRATA_EINVAL) with a message
+ * Assert that planning @p r's configuration is refused with @p status and a message
  * containing @p needle; @p what names the case in a failure.
  */
-void rig_plan_refused(const struct rig *r, const char *what, const char *needle);
+void rig_plan_refused(const struct rig *r, int status, const char *what, const char *needle);
 /** The rig with linear-bn-relu-dropout(0.25)-linear: every kind of device op on the path. */
 void rig_init_full(struct rig *r);
 /** A runtime of configuration @p c, initialised and connected (asserted). */

@@ -144,6 +144,9 @@ static int describe_shape(hid_t d, struct h5_array *a, hsize_t *values)
         }
         a->n = (uint32_t)dims[0];
         a->width = (uint32_t)w;
+        a->rank = nd - 1;
+        for (int i = 1; i < nd && i <= 4; i++)
+                a->dims[i - 1] = (uint32_t)dims[i];
         *values = dims[0] * w;
         return 0;
 }

@@ -27,6 +27,8 @@ struct h5_array {
         const char *name;
         uint32_t n;                /* samples: the first dimension */
         uint32_t width;            /* values a sample: the product of the other dimensions */
+        int rank;                  /* the other dimensions: a sample's (C, D, H, W) */
+        uint32_t dims[4];          /* their extents, when rank <= 4 */
         enum strata_dtype type;    /* STRATA_F32 or STRATA_F64 as stored; STRATA_I32: the file's
                                       integers, read as int32 labels */
         size_t bytes;              /* n * width values of type */

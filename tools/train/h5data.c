@@ -82,6 +82,7 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
                 r->o.model = spec;
         }
         if (layers_given(r->o.model)) {
+                layers_h5_layout(r, train->x.rank, train->x.dims);
                 if (layers_model(r, NULL))
                         return 2;
         } else if ((r->nw = strata_tool_parse_widths(r->o.model, r->widths,

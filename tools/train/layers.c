@@ -14,14 +14,36 @@ int layers_given(const char *spec)
         return spec && strpbrk(spec, "abcdefghijklmnopqrstuvwxyz(") != NULL;
 }
 
+/** @brief The layout of an HDF5 array's samples, (C, D, H, W) after the sample dimension. */
+void layers_h5_layout(struct run *r, int rank, const uint32_t *dims)
+{
+        struct strata_dims *d = &r->h5_dims;
+
+        *d = (struct strata_dims){ 0 };
+        if (rank < 2 || rank > 1 + STRATA_MAX_SPATIAL)
+                return; /* flat: a vector of features, or no layout this model can name */
+        d->channels = (int)dims[0];
+        d->ndim = rank - 1;
+        for (int i = 1; i < rank; i++)
+                d->size[i - 1] = (int)dims[i];
+}
+
 /*
  * The layout of @p images' samples, an IDX file of rank 3 (n, rows, columns: one channel) or 2
- * (n, features), or 0 and none when @p images is NULL (the caller's data has no layout).
+ * (n, features); without images, an HDF5 array's (@p r_h5, when it has one), else none.
  */
-static int idx_layout(const char *images, struct strata_model *m)
+static int idx_layout(const char *images, const struct strata_dims *r_h5,
+                      struct strata_model *m)
 {
         struct strata_idx_info ii;
 
+        if (!images && r_h5 && r_h5->channels) {
+                m->in_dims = *r_h5;
+                m->in_features = r_h5->channels;
+                for (int i = 0; i < r_h5->ndim; i++)
+                        m->in_features *= r_h5->size[i];
+                return 0;
+        }
         if (!images)
                 return bad("--model: the line needs input(C,H,W) first: this data has no "
                            "layout of its own");
@@ -51,7 +73,7 @@ int layers_model(struct run *r, const char *images)
         r->model = (struct strata_model){ 0 };
         if (strata_model_parse(r->o.model, r->mods, MAX_MODULES, &r->model))
                 return bad("--model: %s", strata_last_error());
-        if (!r->model.in_features && idx_layout(images, &r->model))
+        if (!r->model.in_features && idx_layout(images, &r->h5_dims, &r->model))
                 return 2;
         if (strata_model_output(&r->model, &out))
                 return bad("--model: %s", strata_last_error());

@@ -125,6 +125,7 @@ struct run {
         int rank;                       /* this process's in its job (job_setup()) */
         int widths[MAX_MODULES], nw;    /* --model (a line of modules: input and output) */
         int layered;                    /* --model is a line of modules: model is built */
+        struct strata_dims h5_dims;     /* an HDF5 input's sample layout (channels 0: none) */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
         struct strata_config cfg;
@@ -173,6 +174,7 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples);
 int h5_data_load(struct run *r);
 int layers_given(const char *spec);
 int layers_model(struct run *r, const char *images);
+void layers_h5_layout(struct run *r, int rank, const uint32_t *dims);
 
 /* config.c */
 int config_fill(struct run *r);
