@@ -30,6 +30,10 @@ static int from_check(const struct strata_layer *l)
 {
         if (l->from_width > 0)
                 return STRATA_OK;
+        if (l->index == 0)
+                return strata__fail(STRATA_EINVAL, "module 0 (%s): from=%d is not an earlier "
+                                    "module (only -1, the model's input, comes before it)",
+                                    l->desc->ops->name, l->desc->from);
         return strata__fail(STRATA_EINVAL, "module %d (%s): from=%d is not an earlier module "
                             "(-1: the model's input, else 0..%d)", l->index,
                             l->desc->ops->name, l->desc->from, l->index - 1);

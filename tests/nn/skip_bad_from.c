@@ -43,6 +43,21 @@ Test(skip_bad_from, a_from_that_is_not_earlier)
         refused(&strata_add, 1000, later + 3);
 }
 
+Test(skip_bad_from, module_0_reads_only_the_input)
+{
+        struct strata_model m = { .in_features = 4, .nmodules = 2, .modules = mods };
+        struct strata_dims out;
+
+        mods[0] = (struct strata_module){ .ops = &strata_add, .from = 0 };
+        mods[1] = (struct strata_module){ .ops = &strata_linear, .out = 2 };
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "module 0 (add): from=0 is not an "
+                                  "earlier module (only -1, the model's input, comes before "
+                                  "it)"), "%s", strata_last_error());
+        mods[0].from = -1;
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+}
+
 /* The model's input is (2, 4, 4); linear(32) gives a flat (32): the same width, no layout. */
 Test(skip_bad_from, layouts_that_do_not_fit)
 {
