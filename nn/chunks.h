@@ -51,6 +51,12 @@ struct strata_chunks {
         unsigned char *batch_stats;     /* each layer's shape.batch_stats */
         signed char *pairs;             /* 1 a layer adds a chunk onto its left sibling's sum
                                          * exactly (probed), -1 not, 0 a Linear not probed yet */
+        signed char *whole_fwd;         /* 1 a Linear's f32 forward runs once over the device's
+                                         * rows (probed: every row has its chunk's bits), -1
+                                         * once per chunk, 0 a Linear not probed yet */
+        signed char *whole_dx;          /* the same for its f32 input gradient */
+        int nlayers;                    /* layers of the flags above */
+        int rows;                       /* the batch the chunks were last set for */
         const struct strata_kernel_ops *k; /* the device's: every addition of the tree */
 };
 
@@ -151,6 +157,13 @@ void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx
  */
 int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx *c,
                             const void *x, const void *y, const float *dy, float *dx, int rows);
+
+/**
+ * nn/modules.c, for the chunks: a Linear's input gradient @p dx = @p dy W over @p rows rows,
+ * the GEMM its backward makes (invariant mode makes it once over the device's rows).
+ */
+void strata__linear_input_grad(const struct strata_layer *l, const struct strata_step_ctx *c,
+                               const float *dy, float *dx, int rows);
 
 /** A loss over the device's chunks: what it reads, and the sums it gives (the blocks in order). */
 struct strata__chunks_loss {
