@@ -243,14 +243,19 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
         return STRATA_OK;
 }
 
-void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats, int linear)
+void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
+                          strata__input_grad_fn linear_dx)
 {
+        int linear = linear_dx != NULL;
+
         if (ch->batch_stats)
                 ch->batch_stats[i] = batch_stats != 0;
         if (ch->pairs) /* a Linear's chunks may pair: probed at its backward */
                 ch->pairs[i] = linear ? 0 : -1;
         if (ch->whole_fwd) /* a Linear's GEMMs over rows may run once: probed at first use */
                 ch->whole_fwd[i] = ch->whole_dx[i] = linear ? 0 : -1;
+        if (linear)
+                ch->linear_dx = linear_dx;
 }
 
 /* A batch of another size: the GEMMs over rows have other row counts, probed again. */
@@ -385,7 +390,7 @@ static void dx_rows(void *arg, int lo, int rows, float *out)
 {
         struct dx_pass *d = arg;
 
-        strata__linear_input_grad(d->l, d->c, d->dy + (size_t)lo * d->l->out, out, rows);
+        d->c->chunks->linear_dx(d->l, d->c, d->dy + (size_t)lo * d->l->out, out, rows);
 }
 
 void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx *c,

@@ -75,7 +75,7 @@ static void setup(int with_skew, int rows)
         strata__chunks_plan(CHUNKS, 1, ROWS, &cp);
         cr_assert_eq(strata__chunks_layout(&ch, &a, &a, &cp, 1, NPARAM, IN), STRATA_OK);
         ch.k = &wrapped;
-        strata__chunks_layer(&ch, 0, 0, 1);
+        strata__chunks_layer(&ch, 0, 0, strata__linear_input_grad);
         strata__chunks_set(&ch, rows, CHUNKS, 0, 1, &row0, &nrows);
         cr_assert_eq(nrows, rows);
         fill(x, ROWS * IN, 1);
