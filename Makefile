@@ -262,10 +262,12 @@ fuzz-run: $(BUILD)/libstrata.a
 	        rc=$$?; tail -12 $(BUILD)/fuzz-$$t.log; [ $$rc = 0 ] || exit $$rc; \
 	done
 
-# Every system dependency, non-interactively and idempotently.
+# Every system dependency, non-interactively and idempotently. libopenblas-pthread-dev: the
+# host-BLAS test (tests/build/host_blas.sh) links it as an application would; Strata never does.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev
+        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev \
+        libopenblas-pthread-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
