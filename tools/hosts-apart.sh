@@ -5,9 +5,12 @@
 # $HOSTS_MPIRUN: an mpirun (itself in the first host's namespace) that starts one process per
 # host in turn (--map-by node), each inside its host's namespace (an rsh agent that enters it),
 # and moves data over TCP on the veths alone: shared memory (vader) off, the out-of-band
-# channel on the veths too. $HOSTS_NAMES lists the namespaces, $HOSTS_DIR is a scratch
-# directory. Everything made is removed when this script ends, however COMMAND ended; what a
-# killed run of it left (namespaces named after a process that is gone) is removed first.
+# channel on the veths too. A daemon that never reports (seen twice in some 40 starts on a
+# loaded machine: one of the two orteds did not call back) ends the start after 60 s
+# (orte_startup_timeout) instead of hanging. $HOSTS_NAMES lists the namespaces, $HOSTS_DIR
+# is a scratch directory. Everything made is removed when this script ends, however COMMAND
+# ended (processes left in the namespaces, such as Open MPI's daemons, are killed by id);
+# what a killed run of it left (namespaces named after a process that is gone) goes first.
 # Usage: tools/hosts-apart.sh [-n HOSTS] [-d DELAY] [-m] -- COMMAND...
 #   -n HOSTS  namespaces (2 to 16, default 2); -d DELAY  a netem delay on every veth (e.g.
 #   100us), for a longer link (needs the sch_netem module); -m  COMMAND is the arguments of
@@ -110,8 +113,8 @@ export HOSTS_DIR=$dir
 export HOSTS_NAMES="${names[*]}"
 export HOSTS_MPIRUN="ip netns exec ${names[0]} mpirun --allow-run-as-root --oversubscribe \
 --bind-to none --map-by node --hostfile $dir/hostfile --mca plm_rsh_agent $dir/agent \
---mca plm_rsh_no_tree_spawn 1 --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0 \
---mca oob_tcp_if_include eth0"
+--mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 --mca pml ob1 --mca btl tcp,self \
+--mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0"
 if [ $asargs = 1 ]; then
         # shellcheck disable=SC2086
         $HOSTS_MPIRUN "$@"
