@@ -9,7 +9,8 @@
 #     against the alpha-beta lower bound, and every collective of a ddp, zero2 and fsdp step;
 #  4. the model checked against runs here: strata-bench-sched's all_reduce, broadcast and
 #     all_gather at PROCS processes (shared memory, oversubscribed past 2 on 2 cores; and TCP
-#     across 2 namespaces): MPI messages of rank 0 exactly, times beside the model's;
+#     across 2 namespaces, threads not pinned: each "host" would pin its device to core 0):
+#     MPI messages of rank 0 exactly, times beside the model's;
 #  5. the curves, drawn by gnuplot into $OUT/scale.png.
 # Usage: tools/bench-scale.sh [REPS] [PROCS...]; env BUILD (default build), OUT (default
 # $BUILD/scale). Prints the tables; exit 1 when a message count differs from the model's.
@@ -94,7 +95,7 @@ done
 if [ $tcp = 1 ]; then
         for op in all_reduce broadcast all_gather; do
                 "$here/hosts-apart.sh" -m -- -np 2 "$bin/strata-bench-sched" --op $op \
-                        --iters 20 "$reps" $sizes 2>/dev/null | grep -v '^strata' \
+                        --iters 20 --no-bind "$reps" $sizes 2>/dev/null | grep -v '^strata' \
                         > "$out/sched-tcp-$op.txt"
                 check tcp $op "$ta" "$tb" "$out/sched-tcp-$op.txt"
         done

@@ -98,7 +98,7 @@ Test(hosts_apart_script, namespaces_removed_however_it_ends, .timeout = 120)
 Test(hosts_apart_script, bad_usage_refused, .timeout = 30)
 {
         static const char *const bad[] = { "-n 1 -- true", "-n 17 -- true", "-n x -- true",
-                                           "--", "-q -- true", "" };
+                                           "-d 1ms -- true", "--", "-q -- true", "" };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char cmd[256];

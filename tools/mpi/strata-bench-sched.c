@@ -6,10 +6,12 @@
  * build, so that two builds (two schedules) can be run alternately by tools/bench-sched.sh.
  * With --op, another collective instead: broadcast (from rank 0) or all_gather (BYTES per
  * rank), whose counts tools/bench-scale.sh checks against the scale model's; with --iters,
- * N calls per run at every size (default 400 up to 4 KiB, 20 up to 1 MiB, 3 above).
+ * N calls per run at every size (default 400 up to 4 KiB, 20 up to 1 MiB, 3 above); with
+ * --no-bind, the device thread is not pinned (hosts simulated in namespaces of one machine
+ * each think they own its first core).
  * This program initialises MPI itself (MPI_THREAD_FUNNELED): Strata then uses it as given.
  * Usage: mpirun -np P strata-bench-sched [--op all_reduce|broadcast|all_gather] [--iters N]
- *        REPS BYTES...
+ *        [--no-bind] REPS BYTES...
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
         return PMPI_Isend(buf, count, dt, dest, tag, comm, req);
 }
 
-static struct strata_runtime *runtime(void)
+static struct strata_runtime *runtime(int nobind)
 {
         static struct strata_module mods[1];
         static struct strata_model model;
@@ -43,6 +45,7 @@ static struct strata_runtime *runtime(void)
         cfg.strategy.devices = 1;
         cfg.batch = 64;
         cfg.classes = 2;
+        cfg.device.bind = nobind ? STRATA_BIND_NONE : STRATA_BIND_CORES;
         if (strata_init(&rt, &cfg) || strata_connect(rt)) {
                 fprintf(stderr, "strata-bench-sched: %s\n", strata_last_error());
                 MPI_Abort(MPI_COMM_WORLD, 1);
@@ -66,20 +69,24 @@ static int collective(struct strata_runtime *rt, const char *op, float *buf, flo
 
 int main(int argc, char **argv)
 {
-        int provided, rank, n, reps, first = 1, fixed = 0;
+        int provided, rank, n, reps, first = 1, fixed = 0, nobind = 0;
         const char *op = "all_reduce";
         struct strata_runtime *rt;
 
         MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &n);
-        for (; first + 1 < argc && !strncmp(argv[first], "--", 2); first += 2) {
+        while (first + 1 < argc && !strncmp(argv[first], "--", 2)) {
+                if (!strcmp(argv[first], "--no-bind")) {
+                        nobind = 1;
+                        first++;
+                        continue;
+                }
                 if (!strcmp(argv[first], "--op"))
                         op = argv[first + 1];
-                else if (!strcmp(argv[first], "--iters") && (fixed = atoi(argv[first + 1])) > 0)
-                        continue;
-                else
+                else if (strcmp(argv[first], "--iters") || (fixed = atoi(argv[first + 1])) < 1)
                         op = argv[first];
+                first += 2;
         }
         if (strcmp(op, "all_reduce") && strcmp(op, "broadcast") && strcmp(op, "all_gather")) {
                 fprintf(stderr, "strata-bench-sched: %s: not an option, or --op not all_reduce, "
@@ -88,7 +95,7 @@ int main(int argc, char **argv)
         }
         reps = first < argc ? atoi(argv[first]) : 5;
         reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
-        rt = runtime();
+        rt = runtime(nobind);
         for (int s = first + 1; s < argc; s++) {
                 size_t b = (size_t)atoll(argv[s]), cnt = b / 4 ? b / 4 : 1;
                 int iters = fixed ? fixed : b <= 4096 ? 400 : b <= (1 << 20) ? 20 : 3;
