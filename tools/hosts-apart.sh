@@ -109,9 +109,23 @@ export HOSTS_MPIRUN="ip netns exec ${names[0]} mpirun --allow-run-as-root --over
 --bind-to none --map-by node --hostfile $dir/hostfile --mca plm_rsh_agent $dir/agent \
 --mca plm_rsh_no_tree_spawn 1 --mca plm_rsh_num_concurrent 1 --mca pml ob1 --mca btl tcp,self \
 --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0"
+# -m: mpirun ends within HOSTS_LIMIT seconds (default 600) or it is killed with everything it
+# left in the namespaces; one that was killed so starts once more, since the start itself can
+# hang (above): a second try gives the same bits, as every run does.
 if [ $asargs = 1 ]; then
-        # shellcheck disable=SC2086
-        $HOSTS_MPIRUN "$@"
+        for try in 1 2; do
+                # shellcheck disable=SC2086
+                timeout -k 10 "${HOSTS_LIMIT:-600}" $HOSTS_MPIRUN "$@"
+                rc=$?
+                [ $rc = 124 ] && [ $try = 1 ] || exit $rc
+                echo "hosts-apart: mpirun did not end in ${HOSTS_LIMIT:-600} s; its processes" \
+                     "are killed and it starts once more" >&2
+                for h in "${names[@]}"; do
+                        for pid in $(ip netns pids "$h" 2>/dev/null); do
+                                kill -KILL "$pid" 2>/dev/null
+                        done
+                done
+        done
 else
         "$@"
 fi

@@ -119,3 +119,18 @@ Test(hosts_apart_script, cannot_make_namespaces_says_why, .timeout = 30)
         cr_assert_not_null(strstr(out, "cannot make network namespaces here: not root"), "%s",
                            out);
 }
+
+/* An mpirun past HOSTS_LIMIT is killed with what it left, tried once more, and fails 124. */
+Test(hosts_apart_script, a_run_past_its_limit_is_killed_and_tried_once_more, .timeout = 120)
+{
+        cli_serial_jobs();
+        need_namespaces();
+        cr_assert_eq(cli_sh("HOSTS_LIMIT=3 " HOSTS " -m -- -np 2 sleep 60 2>&1", out,
+                            sizeof(out)), 124, "%s", out);
+        cr_assert(strstr(out, "did not end in 3 s"), "%s", out);
+        cr_assert_null(strstr(strstr(out, "did not end in 3 s") + 1, "did not end in 3 s"),
+                       "one retry only: %s", out);
+        cr_assert_eq(cli_sh("pgrep -f 'sleep 6[0]'", out, sizeof(out)), 1, "left: %s", out);
+        ours(out, sizeof(out));
+        cr_assert_str_empty(out, "namespaces left: %s", out);
+}
