@@ -81,7 +81,7 @@ MPICC     := $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
 ifeq ($(SAN),)
 TOOLS     += $(BUILD)/bin/strata-bench-mpi $(BUILD)/bin/strata-bench-procs \
-             $(BUILD)/bin/strata-bench-sched
+             $(BUILD)/bin/strata-bench-sched $(BUILD)/bin/strata-bench-link
 endif
 endif
 # The MPI link (drivers/mpi) is its own shared object, libstrata-mpi.so, linked with Open MPI
@@ -117,7 +117,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -211,6 +211,11 @@ $(BUILD)/bin/strata-bench-sched: tools/mpi/strata-bench-sched.c tools/timing.c $
 	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -I. -rdynamic -o $@ $< tools/timing.c $(BUILD)/libstrata.a \
 	        $(LIBS)
 
+# alpha and beta of the link between two ranks (ping-pong; plain MPI and the tools' median).
+$(BUILD)/bin/strata-bench-link: tools/mpi/strata-bench-link.c tools/timing.c
+	@mkdir -p $(dir $@)
+	$(Q)$(MPICC) -O3 $(CSTD) $(WARN) -I. -o $@ $< tools/timing.c
+
 # -rdynamic: the CUDA allocation counters the test binary defines (tests/support/cudacount.c)
 # must be what the CUDA plugin's calls resolve to.
 $(TEST_BIN): $(TEST_OBJS) $(TOOL_COMMON_OBJS) $(H5_OBJ) $(TESTING_LIB) $(CUDA_PLUGIN) $(MPI_PLUGIN)
@@ -262,10 +267,12 @@ fuzz-run: $(BUILD)/libstrata.a
 	        rc=$$?; tail -12 $(BUILD)/fuzz-$$t.log; [ $$rc = 0 ] || exit $$rc; \
 	done
 
-# Every system dependency, non-interactively and idempotently.
+# Every system dependency, non-interactively and idempotently. libopenblas-pthread-dev: the
+# host-BLAS test (tests/build/host_blas.sh) links it as an application would; Strata never does.
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev
+        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev \
+        libopenblas-pthread-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
@@ -344,6 +351,13 @@ bench-conv: tools bench-deps
 
 bench-invariant: tools
 	tools/bench-invariant.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+
+# The alpha-beta model of the collectives at 2 ... 16 384 processes (issue 46, decision 0037):
+# alpha and beta of shared memory and of TCP between network namespaces, the sum kernel's
+# rate, the model checked against runs at PROCS processes here, and its curves
+# ($(BUILD)/scale/scale.png, drawn by gnuplot).
+bench-scale: tools
+	BUILD=$(BUILD) tools/bench-scale.sh $(or $(REPS),5) $(or $(PROCS),2 4 8 16)
 
 install: lib tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig \

@@ -225,6 +225,11 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
         ch->batch_stats = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
         ch->pairs = p;
+        STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
+        ch->whole_fwd = p;
+        STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
+        ch->whole_dx = p;
+        ch->nlayers = nlayers;
         STRATA_TRY(strata__arena_floats(d, (size_t)width, &ch->spare));
         if (strata__mul_size(lmax, (size_t)cp->levels + 1, &n) ||
             (cp->gather && strata__mul_size(lmax, (size_t)cp->world * (size_t)cp->blocks, &g)))
@@ -238,12 +243,28 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
         return STRATA_OK;
 }
 
-void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats, int linear)
+void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
+                          strata__input_grad_fn linear_dx)
 {
+        int linear = linear_dx != NULL;
+
         if (ch->batch_stats)
                 ch->batch_stats[i] = batch_stats != 0;
         if (ch->pairs) /* a Linear's chunks may pair: probed at its backward */
                 ch->pairs[i] = linear ? 0 : -1;
+        if (ch->whole_fwd) /* a Linear's GEMMs over rows may run once: probed at first use */
+                ch->whole_fwd[i] = ch->whole_dx[i] = linear ? 0 : -1;
+        if (linear)
+                ch->linear_dx = linear_dx;
+}
+
+/* A batch of another size: the GEMMs over rows have other row counts, probed again. */
+static void reprobe(struct strata_chunks *ch)
+{
+        for (int i = 0; i < ch->nlayers; i++) {
+                ch->whole_fwd[i] = ch->whole_fwd[i] > 0 ? 0 : ch->whole_fwd[i];
+                ch->whole_dx[i] = ch->whole_dx[i] > 0 ? 0 : ch->whole_dx[i];
+        }
 }
 
 void strata__chunks_rows(int rows, int chunks, int g0, int g1, int world, int *lo, int *hi)
@@ -264,6 +285,9 @@ void strata__chunks_set(struct strata_chunks *ch, int rows, int chunks, int g, i
 
         range(chunks, world, g, &a, &b);
         lo = (long)rows * a / chunks;
+        if (rows != ch->rows)
+                reprobe(ch);
+        ch->rows = rows;
         ch->n = b - a;
         ch->c0 = a;
         ch->total = chunks;
@@ -282,6 +306,93 @@ static size_t at(int row, int width, enum strata_dtype t)
         return (size_t)row * (size_t)width * strata_dtype_size(t);
 }
 
+/* Most rows of one of the device's chunks. */
+static size_t chunk_rows_max(const struct strata_chunks *ch)
+{
+        size_t rows = 0;
+
+        for (int j = 0; j < ch->n; j++)
+                if ((size_t)(ch->lo[j + 1] - ch->lo[j]) > rows)
+                        rows = (size_t)(ch->lo[j + 1] - ch->lo[j]);
+        return rows;
+}
+
+/*
+ * A Linear's f32 GEMMs over rows (its forward, its input gradient) give every row the bits of
+ * its chunk's call wherever the device's kernels give a row bits that do not depend on the
+ * call's row count (every CPU kernel set: tests/drivers/cpu_kernel_sets.c); they then run
+ * once over the device's rows. Whether they do is probed on the first batch of each size:
+ * the call over the rows, then each chunk's call into the tree's scratch (free outside a
+ * backward's sum), compared with its rows and copied over them where they differ (the
+ * chunks' bits always win). *flag: 0 not probed, 1 once over the rows, -1 once per chunk.
+ */
+typedef void (*rows_fn)(void *arg, int lo, int rows, float *out);
+
+static int whole(const signed char *flag, const struct strata_layer *l,
+                 const struct strata_step_ctx *c)
+{
+        return flag[l->index] >= 0 && c->compute == STRATA_F32 && c->x_type == STRATA_F32 &&
+               c->y_type == STRATA_F32;
+}
+
+/* Rows [0, ch->lo[n]) of @p w values each into @p dst through @p fn, as *flag says. */
+static void over_rows(const struct strata_chunks *ch, signed char *flag, rows_fn fn, void *arg,
+                      size_t w, float *dst)
+{
+        int same = 1;
+
+        if (!*flag && ch->n > 1 && chunk_rows_max(ch) * w > (size_t)(ch->levels + 1) * ch->slot)
+                *flag = -1; /* a chunk's rows do not fit in the scratch: never probed */
+        if (*flag < 0) {
+                for (int j = 0; j < ch->n; j++)
+                        fn(arg, ch->lo[j], ch->lo[j + 1] - ch->lo[j],
+                           dst + (size_t)ch->lo[j] * w);
+                return;
+        }
+        fn(arg, 0, ch->lo[ch->n], dst);
+        for (int j = 0; !*flag && ch->n > 1 && j < ch->n; j++) {
+                size_t n = (size_t)(ch->lo[j + 1] - ch->lo[j]) * w;
+                float *mine = dst + (size_t)ch->lo[j] * w;
+
+                fn(arg, ch->lo[j], ch->lo[j + 1] - ch->lo[j], ch->tree);
+                if (memcmp(mine, ch->tree, n * sizeof(float))) {
+                        same = 0;
+                        ch->k->copy(mine, ch->tree, n);
+                }
+        }
+        if (!*flag)
+                *flag = same ? 1 : -1;
+}
+
+/* What a Linear's forward over rows reads. */
+struct fwd {
+        struct strata_layer *l;
+        struct strata_step_ctx c;
+        const float *x;
+};
+
+static void fwd_rows(void *arg, int lo, int rows, float *out)
+{
+        struct fwd *f = arg;
+
+        f->c.row0 = f->c.chunks->row0 + lo;
+        f->l->desc->ops->forward(f->l, &f->c, f->x + (size_t)lo * f->l->in, out, rows);
+}
+
+/* What a Linear's input gradient over rows reads. */
+struct dx_pass {
+        const struct strata_layer *l;
+        const struct strata_step_ctx *c;
+        const float *dy;
+};
+
+static void dx_rows(void *arg, int lo, int rows, float *out)
+{
+        struct dx_pass *d = arg;
+
+        d->c->chunks->linear_dx(d->l, d->c, d->dy + (size_t)lo * d->l->out, out, rows);
+}
+
 void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                             const void *x, void *y, int rows)
 {
@@ -292,6 +403,12 @@ void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx
 
         if (ch->batch_stats[l->index]) { /* one call: it combines its own chunks */
                 l->desc->ops->forward(l, c, x, y, rows);
+                return;
+        }
+        if (whole(ch->whole_fwd, l, c)) {
+                struct fwd f = { l, *c, x };
+
+                over_rows(ch, &ch->whole_fwd[l->index], fwd_rows, &f, (size_t)l->out, y);
                 return;
         }
         for (int j = 0; j < ch->n && l->failed == STRATA_OK; j++) {
@@ -418,9 +535,11 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
                             const void *x, const void *y, const float *dy, float *dx, int rows)
 {
         const struct strata_chunks *ch = c->chunks;
-        struct bwd b = { l, *c, x, y, dy, dx, l->aux, l->skip, l->dskip };
+        int stats = ch->batch_stats[l->index];
+        int dx_once = dx && !stats && l->nparam && whole(ch->whole_dx, l, c);
+        struct bwd b = { l, *c, x, y, dy, dx_once ? NULL : dx, l->aux, l->skip, l->dskip };
         float *grad = l->grad, *sum = ch->out;
-        int fresh = l->grad_fresh, stats = ch->batch_stats[l->index];
+        int fresh = l->grad_fresh;
 
         if (stats) { /* one call: it combines its own chunks */
                 l->grad = sum;
@@ -441,7 +560,13 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
         l->grad_fresh = fresh;
         if (l->failed != STRATA_OK || !l->nparam)
                 return l->failed;
-        return fold(l, c, sum, grad, fresh, !stats && !ch->defer);
+        STRATA_TRY(fold(l, c, sum, grad, fresh, !stats && !ch->defer));
+        if (dx_once) { /* the tree's scratch is free again */
+                struct dx_pass d = { l, c, dy };
+
+                over_rows(ch, &ch->whole_dx[l->index], dx_rows, &d, (size_t)l->in, dx);
+        }
+        return STRATA_OK;
 }
 
 /* The loss of one chunk, with its metrics, in doubles. */

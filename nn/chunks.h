@@ -20,6 +20,15 @@
 #define STRATA__BLOCKS_MAX 16
 
 /**
+ * A Linear's input gradient @p dx = @p dy W over @p rows rows: the GEMM its backward makes
+ * (strata__linear_input_grad()), handed to the chunks by the replica (nn/modules.c is above
+ * nn/chunks.c), which make it once over the device's rows where they can.
+ */
+typedef void (*strata__input_grad_fn)(const struct strata_layer *l,
+                                      const struct strata_step_ctx *c, const float *dy,
+                                      float *dx, int rows);
+
+/**
  * Invariant mode: the canonical chunks of one device's rows. The global batch of B rows is
  * cut into C chunks (a power of two), chunk c holding rows [c B / C, (c + 1) B / C); device g
  * of D holds chunks [g C / D, (g + 1) C / D). Every GEMM and every sum over rows is computed
@@ -51,6 +60,13 @@ struct strata_chunks {
         unsigned char *batch_stats;     /* each layer's shape.batch_stats */
         signed char *pairs;             /* 1 a layer adds a chunk onto its left sibling's sum
                                          * exactly (probed), -1 not, 0 a Linear not probed yet */
+        signed char *whole_fwd;         /* 1 a Linear's f32 forward runs once over the device's
+                                         * rows (probed: every row has its chunk's bits), -1
+                                         * once per chunk, 0 a Linear not probed yet */
+        signed char *whole_dx;          /* the same for its f32 input gradient */
+        int nlayers;                    /* layers of the flags above */
+        strata__input_grad_fn linear_dx; /* a Linear's input gradient, from the replica */
+        int rows;                       /* the batch the chunks were last set for */
         const struct strata_kernel_ops *k; /* the device's: every addition of the tree */
 };
 
@@ -80,9 +96,12 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
 
 /**
  * Layer @p i: whether it declares batch_stats (it runs once and combines its own chunks),
- * and whether it is a Linear (its chunks may pair, probed at its first backward).
+ * and, for a Linear, its input gradient @p linear_dx (strata__linear_input_grad; NULL for any
+ * other module): its chunks may pair (probed at its first backward), and its f32 forward and
+ * input gradient may run once over the device's rows (probed at their first batch).
  */
-void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats, int linear);
+void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
+                          strata__input_grad_fn linear_dx);
 
 /**
  * Rows [*lo, *hi) of a batch of @p rows that devices [g0, g1) of @p world hold when it is cut
@@ -151,6 +170,10 @@ void strata__chunks_forward(struct strata_layer *l, const struct strata_step_ctx
  */
 int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx *c,
                             const void *x, const void *y, const float *dy, float *dx, int rows);
+
+/** nn/modules.c: a Linear's input gradient (a strata__input_grad_fn). */
+void strata__linear_input_grad(const struct strata_layer *l, const struct strata_step_ctx *c,
+                               const float *dy, float *dx, int rows);
 
 /** A loss over the device's chunks: what it reads, and the sums it gives (the blocks in order). */
 struct strata__chunks_loss {

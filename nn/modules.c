@@ -113,8 +113,14 @@ static void linear_backward(struct strata_layer *l, const struct strata_step_ctx
         else
                 c->k->col_sums(dy, rows, l->out, db, !l->grad_fresh);
         if (dx)
-                strata_gemm(c, 0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in,
-                            0.0f, dx, l->in);
+                strata__linear_input_grad(l, c, dy, dx, rows);
+}
+
+void strata__linear_input_grad(const struct strata_layer *l, const struct strata_step_ctx *c,
+                               const float *dy, float *dx, int rows)
+{
+        strata_gemm(c, 0, 0, rows, l->in, l->out, 1.0f, dy, l->out, l->param, l->in, 0.0f, dx,
+                    l->in);
 }
 
 const struct strata_module_ops strata_linear = {

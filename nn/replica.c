@@ -316,7 +316,9 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                         r->ytype[i] = yt;
                         if (chunks)
                                 strata__chunks_layer(&ch, i, s.batch_stats,
-                                                     m->modules[i].ops == &strata_linear);
+                                                     m->modules[i].ops == &strata_linear
+                                                             ? strata__linear_input_grad
+                                                             : NULL);
                         strata__shard_layer_vectors(&sh, r->params, r->grads, off, &l->param,
                                                     &l->grad);
                 }

@@ -195,8 +195,12 @@ struct strata_runtime {
  */
 int strata__check_rt(const struct strata_runtime *rt);
 
-/** Processes a job may have. */
-#define STRATA_MAX_PROCESSES 64
+/**
+ * Processes a job may have. Per process, only the process layer's own tables grow with it (a
+ * 1 KiB fingerprint and the metrics of each process, planned); the collectives' staging does
+ * not (decision 0035). 64 until decision 0037: a job of 128 processes was refused.
+ */
+#define STRATA_MAX_PROCESSES 65536
 
 /** strategy/runtime/config.c: devices of every process of the configuration's job. */
 int strata__world(const struct strata_config *c, int *world);

@@ -40,7 +40,7 @@ med() { median_of ${v[$1]}; }
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 kernels=$("$train" --synthetic 256 --model 784-10 --epochs 1 --json | grep '"final"' |
         field kernels)
-echo "bench-conv: $cpu, $(nproc) cores, kernels $kernels"
+echo "bench-conv: $cpu, $(getconf _NPROCESSORS_ONLN) cores, kernels $kernels"
 for r in $(seq "$reps"); do
         j=$("$dir/insitu-c" "$steps" 16 1 --fcn --ckpt "$dir/fcn-$$.ckpt" | grep '^{')
         add sf "$(field steps_per_s <<< "$j")"; add sm "$(field val_mse <<< "$j")"

@@ -326,7 +326,11 @@ int main(int argc, char **argv)
                        "on one device with these kernels\n",
                        sum_med, sum_best, batch / sum_best * 1e6);
 #ifdef STRATA_HAVE_DNNL
-        if (bf16) {
+        if (bf16 && !__builtin_cpu_supports("avx512bf16")) {
+                printf("%sbf16: this CPU has no AVX512_BF16: no vdpbf16ps peak to compare with "
+                       "(gemm_lp runs bf16:fma, the f32 FMA)%s\n", json ? "{\"note\":\"" : "",
+                       json ? "\"}" : "");
+        } else if (bf16) {
                 double peak = bf16_peak_gflops(), flops = 0.0;
 
                 for (int i = 0; i < ns; i++)

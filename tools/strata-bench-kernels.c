@@ -131,7 +131,7 @@ static double run(const struct strata_kernel_ops *k, const struct shape *s, void
 
 #define NSETS 3 /* native f32, portable f32, native bf16 */
 
-static void bench_model(const char *spec, int reps, const double *peaks, int have_bf16)
+static void bench_model(const char *spec, int reps, const double *peaks)
 {
         static const char *label[NSETS] = { "f32 native", "f32 portable", "bf16-mixed" };
         static const enum strata_kernels set[NSETS] = { STRATA_KERNELS_NATIVE,
@@ -171,7 +171,8 @@ static void bench_model(const char *spec, int reps, const double *peaks, int hav
         /* the packing buffer a runtime's plan carves per device */
         pack = aligned_alloc(64, (strata__cpu_driver.scratch_bytes() + 63) / 64 * 64);
         strata__cpu_driver.warm_up(pack);
-        if (have_bf16 && d[2] && d[2]->kernels->prepare_lp(STRATA_BF16) == STRATA_OK)
+        /* bf16:avx512_bf16 or bf16:fma: prepare_lp says which runs here */
+        if (d[2] && d[2]->kernels->prepare_lp(STRATA_BF16) == STRATA_OK)
                 scratch = aligned_alloc(64, (d[2]->kernels->gemm_lp_bytes(STRATA_BF16, elems,
                                                                           dim) + 63) / 64 * 64);
         if (!scratch)
@@ -245,12 +246,12 @@ int main(int argc, char **argv)
         peaks[0] = p512 > 0 && !strcmp(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
                                         "libxsmm:avx512") ? p512 : p256;
         peaks[1] = p256;
-        peaks[2] = pbf;
+        peaks[2] = have_bf16 ? pbf : peaks[0]; /* bf16:fma multiplies with the f32 FMA */
         printf("kernel sets: native %s, portable %s; %% of the matching peak\n",
                strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
                strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32) ?
                        strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32) : "refused");
         for (int i = 0; i < nmodels; i++)
-                bench_model(models[i], reps, peaks, have_bf16);
+                bench_model(models[i], reps, peaks);
         return 0;
 }

@@ -199,7 +199,7 @@ static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
  */
 static int agree_batch(struct strata_runtime *rt, int *status, int rows)
 {
-        int32_t mine[2] = { *status, rows }, all[2 * STRATA_MAX_DEVICES];
+        int32_t mine[2] = { *status, rows }, *all;
         struct strata__procs *s = procs_of(rt);
         char msg[AGREE_MSG] = "", line[AGREE_MSG + 96];
         int first = -1, me;
@@ -207,6 +207,9 @@ static int agree_batch(struct strata_runtime *rt, int *status, int rows)
         if (!strata__multi(rt)->peers)
                 return STRATA_OK; /* one process: its own verdict */
         me = s->net.rank;
+        /* Every process's pair lands in the metrics' table, free between steps: it holds at
+         * least 3 doubles per process (a stack array of 64 pairs did not hold 65 processes). */
+        all = (int32_t *)(void *)s->stats;
         STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, mine, all, 2, STRATA_I32));
         for (int p = 0; p < s->net.size && first < 0; p++)
                 if (all[2 * p] != STRATA_OK)

@@ -6,14 +6,11 @@
  * bounded time and leaves no process (a stopped one is continued and killed by the test).
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/support/cli.h"
@@ -26,45 +23,11 @@
 
 static char out[1 << 16];
 
-static double now_s(void)
-{
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* One job of the process tests at a time (tests/strategy/processes.c takes the same lock). */
-static void serial(void)
-{
-        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-
-        cr_assert_geq(fd, 0);
-        cr_assert_eq(flock(fd, LOCK_EX), 0); /* released when the test's process exits */
-}
-
 /* Forking a threaded runner cannot be followed under TSan, nor Open MPI's abort path. */
 static void skip_under_tsan(void)
 {
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan (see tests/strategy/processes.c)");
-}
-
-/* Every process of this file's jobs still there: continued, then killed, by id. */
-static void kill_leftovers(void)
-{
-        char pids[4096];
-
-        if (cli_sh("pgrep -f 'strata-trai[n].*seed " SEED "'", pids, sizeof(pids)) != 0)
-                return;
-        for (char *p = strtok(pids, "\n"); p; p = strtok(NULL, "\n")) {
-                pid_t pid = (pid_t)atoi(p);
-
-                if (pid > 0) {
-                        kill(pid, SIGCONT);
-                        kill(pid, SIGKILL);
-                }
-        }
 }
 
 static struct rig rig; /* set up by the parent: the children inherit it */
@@ -117,12 +80,12 @@ Test(process_stopped, spawn_2x2_names_the_process, .timeout = 120)
         int rc;
 
         skip_under_tsan();
-        serial();
+        cli_serial_jobs();
         rig_init(&rig, 0);
-        t0 = now_s();
+        t0 = cli_now_s();
         rc = strata_spawn(2, stopping_child, NULL, 10.0, why, sizeof(why) - 1, &res);
         cr_assert_eq(rc, STRATA_EABORTED, "%s", strata_last_error());
-        cr_assert_lt(now_s() - t0, 30.0, "the job took %.1f s", now_s() - t0);
+        cr_assert_lt(cli_now_s() - t0, 30.0, "the job took %.1f s", cli_now_s() - t0);
         cr_assert_eq(res.failed_rank, 1, "culprit %d: %s", res.failed_rank, res.why);
         cr_assert(strstr(why, "process 1 has not arrived"), "rank 0 said: %s", why);
         cr_assert_null(strstr(why, "for rank 0"), "a local wait was reported: %s", why);
@@ -137,13 +100,13 @@ Test(process_stopped, mpi_2x2_names_the_process, .timeout = 300)
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
             cli_sh("command -v mpirun", out, sizeof(out)) != 0)
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
-        serial();
-        t0 = now_s();
+        cli_serial_jobs();
+        t0 = cli_now_s();
         rc = cli_sh(MPIRUN "-x STRATA_TRAIN_FAULT=stop:1:20 -np 2 " BIN " --strategy mpi "
                     "--devices 2 --synthetic 4000 --epochs 1 --quiet --timeout 3 --seed " SEED
                     " 2>&1", out, sizeof(out));
-        took = now_s() - t0;
-        kill_leftovers();
+        took = cli_now_s() - t0;
+        cli_kill_jobs(SEED);
         cr_assert_neq(rc, 0, "a stopped rank, exit 0:\n%s", out);
         cr_assert_lt(took, 3.0 + 1.0 + 20.0, "took %.1f s", took);
         cr_assert(strstr(out, "nothing came from process 1"), "process 1 not named:\n%s", out);

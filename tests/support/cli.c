@@ -1,11 +1,15 @@
 #include "tests/support/cli.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int cli_run(const char *bin, const char *args, char *out, size_t n)
@@ -55,6 +59,39 @@ int cli_run_tty(const char *bin, const char *args, char *out, size_t n)
         close(master);
         waitpid(pid, &st, 0);
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void cli_serial_jobs(void)
+{
+        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0); /* released when the test's process exits */
+}
+
+double cli_now_s(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void cli_kill_jobs(const char *seed)
+{
+        char cmd[256], pids[4096];
+
+        snprintf(cmd, sizeof(cmd), "pgrep -f 'strata-trai[n].*seed %s'", seed);
+        if (cli_sh(cmd, pids, sizeof(pids)) != 0)
+                return;
+        for (char *p = strtok(pids, "\n"); p; p = strtok(NULL, "\n")) {
+                pid_t pid = (pid_t)atoi(p);
+
+                if (pid > 0) {
+                        kill(pid, SIGCONT);
+                        kill(pid, SIGKILL);
+                }
+        }
 }
 
 int cli_have_mpi(void)

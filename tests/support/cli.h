@@ -31,6 +31,22 @@ int cli_build_script(const char *script);
         "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "                     \
         "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
 
+/**
+ * The jobs of several processes run one at a time across the suite (their process and
+ * /dev/shm checks see only their own): takes the suite's lock, held until the test's process
+ * exits.
+ */
+void cli_serial_jobs(void);
+
+/** Monotonic time in seconds. */
+double cli_now_s(void);
+
+/**
+ * Every strata-train process whose command line holds `seed @p seed` (a test's marked jobs,
+ * a stopped one too): continued, then killed, by id.
+ */
+void cli_kill_jobs(const char *seed);
+
 /** 1 when this build has the MPI link and mpirun is installed. */
 int cli_have_mpi(void);
 
