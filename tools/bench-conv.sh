@@ -66,7 +66,7 @@ printf '| CNN batch 128, 1 device, samples/s | %.0f | %.0f | %.2f |\n' "$(med s1
         "$(med r1)"
 printf '| CNN batch 128, ddp 2 devices, samples/s | %.0f | | %.2f x one device |\n' \
         "$(med s2)" "$(med r2)"
-echo "U-Net: not measured (skip connections are not built)"
+echo "U-Net (examples/unet.sh): trained by Strata; no PyTorch peer in this bench yet"
 if [ "${ACCURACY:-0}" = 1 ]; then
         a=$("$train" --model "$cnn" --epochs "$epochs" --batch 128 --strategy single --json |
                 grep '"final"' | field test_acc)

@@ -32,3 +32,8 @@ mkdir -p "$build/example-fortran"
         gfortran -std=f2018 -Wall -Wextra -Werror -o train "$src/examples/fortran/train.f90" \
                 strata.o $(pkg-config --libs strata) -Wl,-rpath,"$prefix/lib")
 "$build/example-fortran/train"
+# The U-Net surrogate on a simulation's HDF5 fields (examples/unet.sh), briefly: it trains, the
+# line's concat included, within its plan and without heap during steps.
+"$src/examples/unet.sh" "$build" 256 1 single 1 > "$build/example-unet.out"
+grep -q "heap allocations during training: 0" "$build/example-unet.out" ||
+        { cat "$build/example-unet.out"; echo "examples/unet.sh did not end as it should"; exit 1; }
