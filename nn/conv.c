@@ -26,6 +26,7 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/simd.h"
 #include "base/base.h"
 #include "nn/init.h"
 
@@ -405,6 +406,120 @@ static int transposed_fits(size_t m, size_t n)
         return pm * n < pn * m;
 }
 
+/*
+ * Small products run here, not through strata_gemm(): a reduction of a few terms (K = 9 for a
+ * one-channel 3 x 3 kernel) pads to the GEMM's blocks of 16 and pays its packing for nothing.
+ * Each element is the chain the GEMM's contract computes (drivers/cpu/gemm.c, its scalar set):
+ * t = 0, t = fmaf(a, b, t) in reduction order, in chunks of KC terms, the first chunk's t
+ * stored (beta 0) or added (beta 1), the next ones added. ISO C with explicit fmaf: every
+ * clone and every kernel set gives the same bits as the GEMM. fp32 only (mixed precision
+ * rounds the operands first: strata_gemm() keeps those).
+ */
+#define GEMM_KC 256   /* the GEMM's chunk along k (drivers/cpu/gemm.c KC) */
+#define SMALL_K 16    /* reductions up to this run directly (one KB block of the GEMM) */
+#define SMALL_DW 64   /* weight gradients of up to this many elements run directly */
+#define LANES 32      /* output positions a direct product keeps in flight */
+
+static int small_path(const struct strata_step_ctx *c)
+{
+        return c->compute == STRATA_F32;
+}
+
+/*
+ * out[i][q] = sum_r a[i ai + r ar] b[r][q] (+ bias[i]), i < @p ni, q < @p p, r < @p nr
+ * (<= SMALL_K, one chunk): the forward product (a = W) and the column gradient (a = W^T).
+ */
+STRATA_SIMD static void small_product(const float *a, size_t ai, size_t ar, int ni, int nr,
+                                      const float *b, int p, const float *bias, float *out)
+{
+        for (int i = 0; i < ni; i++) {
+                const float *ra = a + (size_t)i * ai;
+                float *o = out + (size_t)i * p, bi = bias ? bias[i] : 0.0f;
+                int q0 = 0;
+
+                for (; q0 + LANES <= p; q0 += LANES) {
+                        float t[LANES] = { 0.0f };
+
+                        for (int r = 0; r < nr; r++) {
+                                const float *br = b + (size_t)r * p + q0;
+                                float w = ra[(size_t)r * ar];
+
+                                for (int j = 0; j < LANES; j++)
+                                        t[j] = fmaf(w, br[j], t[j]);
+                        }
+                        for (int j = 0; j < LANES; j++)
+                                o[q0 + j] = bias ? t[j] + bi : t[j];
+                }
+                for (int q = q0; q < p; q++) {
+                        float t = 0.0f;
+
+                        for (int r = 0; r < nr; r++)
+                                t = fmaf(ra[(size_t)r * ar], b[(size_t)r * p + q], t);
+                        o[q] = bias ? t + bi : t;
+                }
+        }
+}
+
+/*
+ * One chunk [q0, q1) of @p G weight-gradient chains side by side: t[j] = sum_q d[q] c_j[q],
+ * c_j = cols row k0 + j, in q order, each its own chain (no lanes cross: the same bits on every
+ * clone). @p G is a constant per instance, so the chains stay in registers; rows past @p n
+ * re-read row k0 and are dropped (a group is padded rather than split into a serial tail).
+ */
+#define WGRAD_GROUP(G)                                                                           \
+        STRATA_SIMD static void wgrad_chunk_##G(const float *d, const float *cols, size_t p,   \
+                                               int k0, int n, int q0, int q1, float *t)       \
+        {                                                                                      \
+                const float *c[G];                                                             \
+                float s[G] = { 0.0f };                                                         \
+                                                                                               \
+                for (int j = 0; j < G; j++)                                                    \
+                        c[j] = cols + (size_t)(j < n ? k0 + j : k0) * p;                       \
+                for (int q = q0; q < q1; q++)                                                  \
+                        for (int j = 0; j < G; j++)                                            \
+                                s[j] = fmaf(d[q], c[j][q], s[j]);                              \
+                for (int j = 0; j < n; j++)                                                    \
+                        t[j] = s[j];                                                           \
+        }
+WGRAD_GROUP(4)
+WGRAD_GROUP(8)
+WGRAD_GROUP(12)
+WGRAD_GROUP(16)
+
+/*
+ * dW[o][k] = (@p fresh ? 0 : dW[o][k]) + sum_q dy[o][q] cols[k][q], the GEMM's chains over q
+ * in chunks of GEMM_KC, each chunk's sum added in chunk order; up to 16 rows of K at a time.
+ */
+static void small_wgrad(const float *dy, const float *cols, int co, int kk, int p, int fresh,
+                        float *dw)
+{
+        float t[16];
+
+        for (int o = 0; o < co; o++) {
+                const float *d = dy + (size_t)o * p;
+                float *g = dw + (size_t)o * kk;
+
+                for (int q0 = 0; q0 < p; q0 += GEMM_KC) {
+                        int q1 = p - q0 < GEMM_KC ? p : q0 + GEMM_KC;
+
+                        for (int k0 = 0; k0 < kk; k0 += 16) {
+                                int n = kk - k0 < 16 ? kk - k0 : 16;
+
+                                if (n <= 4)
+                                        wgrad_chunk_4(d, cols, (size_t)p, k0, n, q0, q1, t);
+                                else if (n <= 8)
+                                        wgrad_chunk_8(d, cols, (size_t)p, k0, n, q0, q1, t);
+                                else if (n <= 12)
+                                        wgrad_chunk_12(d, cols, (size_t)p, k0, n, q0, q1, t);
+                                else
+                                        wgrad_chunk_16(d, cols, (size_t)p, k0, n, q0, q1, t);
+                                for (int j = 0; j < n; j++)
+                                        g[k0 + j] = q0 == 0 && fresh ? t[j] : g[k0 + j] + t[j];
+                        }
+                }
+        }
+}
+
 /* The geometry the shape accepted (forward and backward never see a refused one). */
 static void geom_of(const struct strata_layer *l, struct geom *g)
 {
@@ -424,6 +539,11 @@ static void forward_sample(const struct strata_layer *l, const struct strata_ste
         const float *bias = l->param + (size_t)g->cout * g->kk;
         int p = (int)g->out_sp, kk = (int)g->kk, co = g->cout;
 
+        if (small_path(c) && kk <= SMALL_K) {
+                small_product(l->param, (size_t)kk, 1, co, kk, cols, p, g->bias ? bias : NULL,
+                              yn);
+                return;
+        }
         if (t) {
                 strata_gemm(c, 1, 1, p, co, kk, 1.0f, cols, p, l->param, kk, 0.0f, t, co);
                 for (int o = 0; o < co; o++)
@@ -481,7 +601,7 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                           const float *x, const float *y, const float *dy, float *dx, int rows)
 {
         struct geom g;
-        int p, kk, trans;
+        int p, kk, trans, small_dx;
         size_t cols_n;
 
         (void)x;
@@ -490,17 +610,25 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         p = (int)g.out_sp;
         kk = (int)g.kk;
         cols_n = g.kk * g.out_sp;
-        trans = transposed_fits(g.kk, g.out_sp); /* the column gradient [K x P] */
+        small_dx = small_path(c) && g.cout <= SMALL_K;
+        /* the column gradient [K x P], or [P x K] where that fits the GEMM better */
+        trans = !small_dx && transposed_fits(g.kk, g.out_sp);
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n;
                 const float *dyn = dy + (size_t)n * l->out;
 
-                strata_gemm(c, 0, 1, g.cout, kk, p, 1.0f, dyn, p, cols, p,
-                            n == 0 && l->grad_fresh ? 0.0f : 1.0f, l->grad, kk);
+                if (small_path(c) && (size_t)g.cout * g.kk <= SMALL_DW)
+                        small_wgrad(dyn, cols, g.cout, kk, p, n == 0 && l->grad_fresh,
+                                    l->grad);
+                else
+                        strata_gemm(c, 0, 1, g.cout, kk, p, 1.0f, dyn, p, cols, p,
+                                    n == 0 && l->grad_fresh ? 0.0f : 1.0f, l->grad, kk);
                 if (!dx)
                         continue;
                 /* the sample's columns are spent: its column gradient takes their place */
-                if (trans)
+                if (small_dx)
+                        small_product(l->param, 1, (size_t)kk, kk, g.cout, dyn, p, NULL, cols);
+                else if (trans)
                         strata_gemm(c, 1, 0, p, kk, g.cout, 1.0f, dyn, p, l->param, kk, 0.0f,
                                     cols, kk);
                 else

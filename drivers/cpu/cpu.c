@@ -167,6 +167,41 @@ static double cpu_softmax_xent(const float *logits, const int32_t *labels, int r
 }
 
 /*
+ * One row of MSE: cpu_pointwise_loss()'s arithmetic (d = o - t, the loss d d into lane j & 7
+ * in double, the gradient 2 d scale), written eight elements at a time so that the lanes
+ * vectorise: the generic loop's per-element switch and j & 7 indexing kept them scalar.
+ */
+static inline void mse_row(const float *o, const float *y, int cols, float scale, float *d,
+                           double lane[8])
+{
+        double a[8];
+        int j0 = 0;
+
+        memcpy(a, lane, sizeof(a));
+        for (; d && j0 + 8 <= cols; j0 += 8)
+                for (int l = 0; l < 8; l++) {
+                        float e = o[j0 + l] - y[j0 + l];
+
+                        a[l] += (double)(e * e);
+                        d[j0 + l] = 2.0f * e * scale;
+                }
+        for (; !d && j0 + 8 <= cols; j0 += 8)
+                for (int l = 0; l < 8; l++) {
+                        float e = o[j0 + l] - y[j0 + l];
+
+                        a[l] += (double)(e * e);
+                }
+        for (int j = j0; j < cols; j++) {
+                float e = o[j] - y[j];
+
+                a[j & 7] += (double)(e * e);
+                if (d)
+                        d[j] = 2.0f * e * scale;
+        }
+        memcpy(lane, a, sizeof(a));
+}
+
+/*
  * Pointwise losses: per row, the gradient elementwise and the loss summed in eight fixed
  * lanes (vectorisable, the same bits on every ISA), the lanes added in order; rows in order.
  */
@@ -182,7 +217,9 @@ STRATA_SIMD static double cpu_pointwise_loss(enum strata_pointwise_loss kind, fl
                 double lane[8] = { 0.0 }, row = 0.0;
                 float g;
 
-                for (int j = 0; j < cols; j++) {
+                if (kind == STRATA_PLOSS_MSE)
+                        mse_row(o, y, cols, scale, d, lane);
+                for (int j = 0; j < cols && kind != STRATA_PLOSS_MSE; j++) {
                         lane[j & 7] += strata__ploss((int)kind, beta, o[j], y[j], &g);
                         if (d)
                                 d[j] = g * scale;
