@@ -32,11 +32,11 @@ Test(hosts_apart, mpi_bitwise_equal_threads, .timeout = 1500)
         snprintf(args, sizeof(args), "%s--strategy ddp --devices 2", small);
         cli_train_export("", args, dir, "ddp2");
         snprintf(args, sizeof(args), "%s--strategy mpi --devices 1", small);
-        cli_train_export(HOSTS " -m -- -np 2 ", args, dir, "mpi2x1");
+        cli_train_export(HOSTS " -m -- " SAN_QUIET "-np 2 ", args, dir, "mpi2x1");
         cli_same_files(dir, "ddp2", "mpi2x1");
         cli_train_export("", SEED "--strategy ddp --devices 4", dir, "ddp4");
-        cli_train_export(HOSTS " -m -- -np 2 ", SEED "--strategy mpi --devices 2", dir,
-                         "mpi2x2");
+        cli_train_export(HOSTS " -m -- " SAN_QUIET "-np 2 ", SEED "--strategy mpi --devices 2",
+                         dir, "mpi2x2");
         cli_same_files(dir, "ddp4", "mpi2x2");
         cli_rmtree(dir);
         cr_assert_eq(cli_sh("ip netns list | grep -E '^strata-[0-9]+-' || true", out,

@@ -33,7 +33,8 @@ static void fault(const char *fault, double timeout, double bound, const char *e
         cli_serial_jobs();
         if (cli_sh(HOSTS " -- true 2>&1", out, sizeof(out)) == 77)
                 cr_skip_test("%s", out);
-        snprintf(cmd, sizeof(cmd), HOSTS " -m -- -x STRATA_TRAIN_FAULT=%s:1:20 -np 2 " BIN
+        snprintf(cmd, sizeof(cmd), HOSTS " -m -- " SAN_QUIET "-x STRATA_TRAIN_FAULT=%s:1:20 "
+                 "-np 2 " BIN
                  " --strategy mpi --devices 2 --synthetic 4000 --epochs 1 --quiet --bind none "
                  "--timeout %g "
                  "--seed " SEED " 2>&1", fault, timeout);

@@ -26,10 +26,11 @@ int cli_run_tty(const char *bin, const char *args, char *out, size_t n);
  */
 int cli_build_script(const char *script);
 
+/** mpirun's options that quiet the sanitizers in the processes it starts (Open MPI leaks). */
+#define SAN_QUIET "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+
 /** mpirun starting 2 processes as the tests run them (root, no binding, sanitizers quiet). */
-#define CLI_MPIRUN_2                                                                           \
-        "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "                     \
-        "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+#define CLI_MPIRUN_2 "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " SAN_QUIET
 
 /**
  * The jobs of several processes run one at a time across the suite (their process and
