@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "tests/support/fdcheck.h"
 #include "tests/support/conv_ref.h"
 
 static double objective(struct conv_rig *r)
@@ -21,25 +22,16 @@ static double objective(struct conv_rig *r)
 
 static float dx[1 << 16], dp[1 << 16];
 
+/* objective() for fd_check(). */
+static double objective_of(void *ctx)
+{
+        return objective(ctx);
+}
+
 static void against_numeric(struct conv_rig *r, float *v, const float *analytic, size_t n,
                             const char *what)
 {
-        float h = 1e-2f;
-
-        for (size_t i = 0; i < n; i++) {
-                float keep = v[i];
-                double up, down, num;
-
-                v[i] = keep + h;
-                up = objective(r);
-                v[i] = keep - h;
-                down = objective(r);
-                v[i] = keep;
-                num = (up - down) / (2.0 * h);
-                cr_assert(fabs(num - analytic[i]) <= 1e-2 * (1.0 + fabs(num)),
-                          "%s %s[%zu]: analytic %g, numeric %g", r->cc->what, what, i,
-                          analytic[i], num);
-        }
+        fd_check(objective_of, r, v, analytic, n, 1e-2f, 1e-2, r->cc->what, what);
 }
 
 Test(conv_gradcheck, finite_differences)

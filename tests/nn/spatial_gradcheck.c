@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "tests/support/fdcheck.h"
 #include "tests/support/modcall.h"
 
 #define ROWS 2
@@ -21,25 +22,16 @@ static double objective(struct modcall *m)
         return s;
 }
 
+/* objective() for fd_check(). */
+static double objective_of(void *ctx)
+{
+        return objective(ctx);
+}
+
 static void against_numeric(struct modcall *m, float *v, const float *analytic, size_t n,
                             const char *what)
 {
-        float h = 1e-2f;
-
-        for (size_t i = 0; i < n; i++) {
-                float keep = v[i];
-                double up, down, num;
-
-                v[i] = keep + h;
-                up = objective(m);
-                v[i] = keep - h;
-                down = objective(m);
-                v[i] = keep;
-                num = (up - down) / (2.0 * h);
-                cr_assert(fabs(num - analytic[i]) <= 2e-2 * (1.0 + fabs(num)),
-                          "%s %s[%zu]: analytic %g, numeric %g", m->desc.ops->name, what, i,
-                          analytic[i], num);
-        }
+        fd_check(objective_of, m, v, analytic, n, 1e-2f, 2e-2, m->desc.ops->name, what);
 }
 
 static void check(struct strata_module desc, struct strata_dims in)
