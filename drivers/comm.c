@@ -12,6 +12,7 @@
 #include "kernel/trace.h"
 #include "arch/arch.h"
 #include "arch/reduce.h"
+#include "drivers/comm_blocks.h"
 #include "drivers/comm_internal.h"
 #include "drivers/comm_workers.h"
 #include "drivers/net.h"
@@ -185,12 +186,19 @@ static int injected(struct strata_comm *c, int rank, int point)
         return rc == STRATA_OK ? STRATA_OK : c->group.fail(c->group.h, rank, rc);
 }
 
-/* Elements each rank sends and receives for a kind. */
-static void extents(const struct strata_coll *op, int n, size_t *ns, size_t *nr)
+/* Elements each rank (global rank @p rank) sends and receives for a kind. */
+static void extents(const struct strata_coll *op, const struct strata__blocks *geo, int rank,
+                    int n, size_t *ns, size_t *nr)
 {
-        size_t k = op->count, all = op->count * (size_t)n;
+        size_t k = op->count, all = op->count * (size_t)n, a, e;
 
-        switch (op->kind) {
+        switch ((int)op->kind) {
+        case STRATA__COLL_RS_BLOCKS:
+        case STRATA__COLL_AG_BLOCKS:
+                strata__blocks_piece(geo, k, rank, &a, &e);
+                *ns = (int)op->kind == STRATA__COLL_RS_BLOCKS ? k : e - a;
+                *nr = (int)op->kind == STRATA__COLL_RS_BLOCKS ? e - a : k;
+                break;
         case STRATA_COLL_ALL_GATHER:
         case STRATA_COLL_GATHER:
                 *ns = k, *nr = all;
@@ -217,8 +225,10 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb)
 /* What a device communicator cannot do (its kernels are f32 sum/mean). */
 static int device_check(const struct strata_comm *c, const struct strata_coll *op)
 {
-        if (!c->dev || op->kind == STRATA_COLL_BARRIER || (unsigned)op->kind >= STRATA_COLL_COUNT)
+        if (!c->dev || op->kind == STRATA_COLL_BARRIER || (unsigned)op->kind >= STRATA__COLL_KINDS)
                 return STRATA_OK;
+        if ((int)op->kind == STRATA__COLL_AG_BLOCKS)
+                return STRATA_OK; /* a copy */
         if (op->dtype != STRATA_F32 || (op->op != STRATA_OP_SUM && op->op != STRATA_OP_MEAN))
                 return strata__fail(STRATA_ENOTSUP, "comm on %s memory: only f32 sum/mean "
                                                     "(dtype %d, op %d)", c->dev->name,
@@ -226,15 +236,49 @@ static int device_check(const struct strata_comm *c, const struct strata_coll *o
         return STRATA_OK;
 }
 
-/* All argument checks of all collectives, for one rank. */
-static int check(const struct strata_coll *op, int rank, int world)
+/* A collective over blocks: its geometry, and its in-place forms (comm_internal.h). */
+static int check_blocks(const struct strata_coll *op, const struct strata__blocks *geo,
+                        int rank, int world)
+{
+        size_t es = strata_dtype_size(op->dtype), end, a, e, blocks;
+        int rs = (int)op->kind == STRATA__COLL_RS_BLOCKS;
+
+        if (!geo->block)
+                return strata__fail(STRATA_EINVAL, "collective over blocks: block of 0 elements");
+        if (strata__mul_size(geo->block, (size_t)world, &blocks) ||
+            geo->lo > SIZE_MAX - op->count || (end = geo->lo + op->count) > blocks)
+                return strata__fail(STRATA_EINVAL, "collective over blocks: span [%zu, +%zu) "
+                                    "past %d blocks of %zu", geo->lo, op->count, world,
+                                    geo->block);
+        if (strata__mul_size(op->count, es, &end))
+                return strata__fail(STRATA_EOVERFLOW, "count %zu x %zu bytes overflows",
+                                    op->count, es);
+        strata__blocks_piece(geo, op->count, rank, &a, &e);
+        if ((rs ? op->count : e - a) && !op->send)
+                return strata__fail(STRATA_EINVAL, "rank %d: send buffer is NULL", rank);
+        if ((rs ? e - a : op->count) && !op->recv)
+                return strata__fail(STRATA_EINVAL, "rank %d: receive buffer is NULL", rank);
+        if (rs ? (const char *)op->recv == (const char *)op->send + a * es
+               : (const char *)op->send == (const char *)op->recv + a * es)
+                return STRATA_OK;
+        if (overlaps(op->send, (rs ? op->count : e - a) * es, op->recv,
+                     (rs ? e - a : op->count) * es))
+                return strata__fail(STRATA_EINVAL, "rank %d: send and receive buffers overlap "
+                                    "(in place: the piece's own place)", rank);
+        return STRATA_OK;
+}
+
+/* All argument checks of all collectives, for one rank (@p geo: a collective over blocks). */
+static int check(const struct strata_coll *op, const struct strata__blocks *geo, int rank,
+                 int world)
 {
         size_t es = strata_dtype_size(op->dtype), ns, nr, bytes;
         int rooted = op->kind == STRATA_COLL_BROADCAST || op->kind == STRATA_COLL_REDUCE ||
                      op->kind == STRATA_COLL_GATHER || op->kind == STRATA_COLL_SCATTER;
         int needs_send, needs_recv;
 
-        if ((unsigned)op->kind >= STRATA_COLL_COUNT)
+        if ((unsigned)op->kind >= STRATA__COLL_KINDS ||
+            (strata__coll_blocks((int)op->kind) != (geo != NULL)))
                 return strata__fail(STRATA_EINVAL, "collective kind %d unknown", (int)op->kind);
         if (op->kind == STRATA_COLL_BARRIER)
                 return STRATA_OK;
@@ -246,13 +290,15 @@ static int check(const struct strata_coll *op, int rank, int world)
             (op->dtype == STRATA_BF16 || op->dtype == STRATA_F16))
                 return strata__fail(STRATA_EINVAL, "the pairwise-tree sum takes f32, f64 or "
                                                    "integers, not dtype %d", (int)op->dtype);
+        if (geo)
+                return check_blocks(op, geo, rank, world);
         if (rooted && (op->root < 0 || op->root >= world))
                 return strata__fail(STRATA_EINVAL, "root %d not in [0, %d)", op->root, world);
         if (strata__mul_size(op->count, (size_t)world, &bytes) ||
             strata__mul_size(bytes, es, &bytes))
                 return strata__fail(STRATA_EOVERFLOW, "count %zu x %d ranks x %zu bytes overflows",
                                     op->count, world, es);
-        extents(op, world, &ns, &nr);
+        extents(op, geo, rank, world, &ns, &nr);
         needs_send = op->kind != STRATA_COLL_BROADCAST &&
                      !(op->kind == STRATA_COLL_SCATTER && rank != op->root);
         needs_recv = !((op->kind == STRATA_COLL_REDUCE || op->kind == STRATA_COLL_GATHER) &&
@@ -292,7 +338,10 @@ static int agree(struct strata_comm *c, int rank, int p)
                 const struct strata_coll *o = &c->slot[r][p].op;
 
                 if (o->kind != me->kind || o->count != me->count || o->dtype != me->dtype ||
-                    o->op != me->op || o->root != me->root)
+                    o->op != me->op || o->root != me->root ||
+                    (strata__coll_blocks((int)me->kind) &&
+                     memcmp(strata__comm_blocks(c, rank, r), strata__comm_blocks(c, rank, rank),
+                            sizeof(struct strata__blocks))))
                         return strata__fail(STRATA_EINVAL,
                                             "ranks %d and %d disagree on the collective", rank, r);
         }
@@ -300,7 +349,7 @@ static int agree(struct strata_comm *c, int rank, int p)
 }
 
 /* Trace spans: each collective, and the waits inside it. */
-static const struct strata__span span_coll[STRATA_COLL_COUNT] = {
+static const struct strata__span span_coll[STRATA__COLL_KINDS] = {
         [STRATA_COLL_BARRIER] = { "barrier", "comm", "count", 0 },
         [STRATA_COLL_BROADCAST] = { "broadcast", "comm", "count", 0 },
         [STRATA_COLL_REDUCE] = { "reduce", "comm", "count", 0 },
@@ -309,6 +358,8 @@ static const struct strata__span span_coll[STRATA_COLL_COUNT] = {
         [STRATA_COLL_REDUCE_SCATTER] = { "reduce_scatter", "comm", "count", 0 },
         [STRATA_COLL_GATHER] = { "gather", "comm", "count", 0 },
         [STRATA_COLL_SCATTER] = { "scatter", "comm", "count", 0 },
+        [STRATA__COLL_RS_BLOCKS] = { "reduce_scatter_blocks", "comm", "count", 0 },
+        [STRATA__COLL_AG_BLOCKS] = { "all_gather_blocks", "comm", "count", 0 },
 };
 static const struct strata__span span_wait = { "wait", "sync", "for_rank", 0 };
 
@@ -322,7 +373,7 @@ static void stall(const struct strata_comm *c, int rank, int ready, uint64_t seq
 {
         int late[STRATA_MAX_DEVICES], n = 0;
         unsigned kind = (unsigned)c->slot[rank][seq & 1].op.kind;
-        const char *what = kind < STRATA_COLL_COUNT ? span_coll[kind].name : "a collective";
+        const char *what = kind < STRATA__COLL_KINDS ? span_coll[kind].name : "a collective";
 
         for (int r = 0; r < c->n; r++) {
                 const _Atomic uint64_t *f = ready ? &c->slot[r][seq & 1].ready : &c->flag[r].done;
@@ -447,7 +498,8 @@ static void eager_all_reduce(struct strata_comm *c, int rank, int p, const struc
  * mailboxes alternate by sequence parity: a rank can start its next collective while peers
  * still read this one, but not the one after, since that needs every peer at the next meeting.
  */
-static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
+static int run(struct strata_comm *c, int rank, const struct strata_coll *op,
+               const struct strata__blocks *geo)
 {
         struct strata__comm_flags *me;
         struct strata__comm_slot *s;
@@ -468,7 +520,9 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op)
         p = (int)(seq & 1);
         s = &c->slot[rank][p];
         s->op = *op;
-        s->status = check(op, c->rank0 + rank, c->world);
+        if (geo) /* read by the peers after the first meeting (comm_internal.h) */
+                memcpy(mailbox(c, rank, p), geo, sizeof(*geo));
+        s->status = check(op, geo, c->rank0 + rank, c->world);
         if (s->status == STRATA_OK)
                 s->status = device_check(c, op);
         quick = s->status == STRATA_OK && eager(c, op);
@@ -508,12 +562,53 @@ int strata_comm_run(struct strata_comm *c, int rank, const struct strata_coll *o
         if (!c || !op || rank < 0 || rank >= (c ? c->n : 0))
                 return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
         if ((unsigned)op->kind >= STRATA_COLL_COUNT)
-                return run(c, rank, op); /* the agreement reports it to every rank */
+                return run(c, rank, op, NULL); /* the agreement reports it to every rank */
         t = track(c, rank);
         t0 = strata__track_begin(t, &span_coll[op->kind], NULL);
-        rc = run(c, rank, op);
+        rc = run(c, rank, op, NULL);
         strata__track_end(t, t0, (int64_t)op->count);
         return rc;
+}
+
+int strata__comm_run_blocks(struct strata_comm *c, int rank, const struct strata_coll *op,
+                            const struct strata__blocks *geo)
+{
+        struct strata__track *t;
+        uint64_t t0;
+        int rc;
+
+        if (!c || !op || !geo || rank < 0 || rank >= (c ? c->n : 0))
+                return strata__fail(STRATA_EINVAL, "comm run: NULL argument or rank out of range");
+        if (!strata__coll_blocks((int)op->kind))
+                return run(c, rank, op, NULL); /* refused by every rank's check */
+        t = track(c, rank);
+        t0 = strata__track_begin(t, &span_coll[op->kind], NULL);
+        rc = run(c, rank, op, geo);
+        strata__track_end(t, t0, (int64_t)op->count);
+        return rc;
+}
+
+int strata__comm_reduce_scatter_blocks(struct strata_comm *c, int rank, const void *send,
+                                       void *recv, size_t count, size_t lo, size_t block,
+                                       enum strata_dtype dt, enum strata_reduce_op o)
+{
+        struct strata_coll op = { .kind = (enum strata_coll_kind)STRATA__COLL_RS_BLOCKS,
+                                  .send = send, .recv = recv, .count = count, .dtype = dt,
+                                  .op = o };
+        struct strata__blocks geo = { lo, block };
+
+        return strata__comm_run_blocks(c, rank, &op, &geo);
+}
+
+int strata__comm_all_gather_blocks(struct strata_comm *c, int rank, const void *send,
+                                   void *recv, size_t count, size_t lo, size_t block,
+                                   enum strata_dtype dt)
+{
+        struct strata_coll op = { .kind = (enum strata_coll_kind)STRATA__COLL_AG_BLOCKS,
+                                  .send = send, .recv = recv, .count = count, .dtype = dt };
+        struct strata__blocks geo = { lo, block };
+
+        return strata__comm_run_blocks(c, rank, &op, &geo);
 }
 
 int strata_comm_barrier(struct strata_comm *c, int rank)

@@ -100,6 +100,70 @@ static inline const struct strata_coll *strata__comm_peer(const struct strata_co
 }
 
 /*
+ * Collectives over blocks (internal; docs/decisions/0045): a span [lo, lo + count) of a vector
+ * cut in blocks of @c block elements, block g owned by global rank g (the ZeRO shards). Rank
+ * g's piece of the span is its block's part of it, elements [a_g, e_g) of the span (empty
+ * when the block misses it); the pieces lie in rank order, one after the other.
+ *
+ * - STRATA__COLL_RS_BLOCKS: every rank sends the whole span (count elements); rank g receives
+ *   the sum of its piece (e_g - a_g elements). In place: recv == send + a_g. Each element is
+ *   summed in the world's order, as strata_comm_reduce sums it, so one call gives the bits of
+ *   one reduce per piece.
+ * - STRATA__COLL_AG_BLOCKS: rank g sends its piece (e_g - a_g elements); every rank receives
+ *   the whole span. In place: send == recv + a_g.
+ *
+ * The geometry travels in the rank's mailbox of the call's parity (the eager path's, unused by
+ * these kinds), so struct strata_coll stays one cache line with its flag.
+ */
+enum {
+        STRATA__COLL_RS_BLOCKS = STRATA_COLL_COUNT,
+        STRATA__COLL_AG_BLOCKS,
+        STRATA__COLL_KINDS
+};
+
+struct strata__blocks {
+        size_t lo, block;
+};
+
+static inline int strata__coll_blocks(int kind)
+{
+        return kind == STRATA__COLL_RS_BLOCKS || kind == STRATA__COLL_AG_BLOCKS;
+}
+
+/* The geometry local rank @p r published for the call local rank @p rank is running now. */
+static inline const struct strata__blocks *strata__comm_blocks(const struct strata_comm *c,
+                                                               int rank, int r)
+{
+        return (const struct strata__blocks *)(const void *)(c->mail +
+                ((size_t)r * 2 + (size_t)(c->flag[rank].seq & 1)) * STRATA__COMM_EAGER);
+}
+
+/* Global rank @p g's piece [*a, *e) of a span of @p count elements (span coordinates). */
+static inline void strata__blocks_piece(const struct strata__blocks *b, size_t count, int g,
+                                        size_t *a, size_t *e)
+{
+        size_t x = (size_t)g * b->block, y = x + b->block, hi = b->lo + count;
+
+        x = x < b->lo ? b->lo : x > hi ? hi : x;
+        y = y < b->lo ? b->lo : y > hi ? hi : y;
+        *a = x - b->lo;
+        *e = y - b->lo;
+}
+
+/* The first global rank whose piece holds span element @p i (i < count). */
+static inline int strata__blocks_owner(const struct strata__blocks *b, size_t i)
+{
+        return (int)((b->lo + i) / b->block);
+}
+
+/*
+ * drivers/comm.c: run a collective over blocks for local rank @p rank (the choke point's
+ * checks, agreement and meetings, as strata_comm_run()).
+ */
+int strata__comm_run_blocks(struct strata_comm *c, int rank, const struct strata_coll *op,
+                            const struct strata__blocks *geo);
+
+/*
  * drivers/comm_move.c: the kernel operator that sums @p op of @p dt over a world of @p world
  * ranks in the order that world size fixes (include/strata/comm.h, docs/decisions/0035): f32/f64
  * sums and means of STRATA__HALVING_FROM ranks or more in the order of recursive halving;

@@ -41,6 +41,7 @@
 #include "strata/device.h"
 #include "strata/status.h"
 #include "arch/reduce.h"
+#include "drivers/comm_blocks.h"
 #include "drivers/comm_internal.h"
 #include "drivers/net.h"
 
@@ -78,6 +79,7 @@ struct head {
         int32_t kind, dtype, op, root, status, ranks;
         int32_t bad;    /* butterfly: a refusal seen so far (STRATA_EINVAL), else 0 */
         int32_t who;    /* ...by or between which process */
+        uint64_t lo, block; /* a collective over blocks: its geometry (else 0) */
 };
 _Static_assert(sizeof(struct head) <= STRATA__NET_HEAD, "the block header is 64 bytes");
 
@@ -186,7 +188,8 @@ static int net_step(struct strata_comm *c, struct head *h, struct step *x)
 static int agrees(const struct head *h, const struct head *o)
 {
         return o->kind == h->kind && o->count == h->count && o->dtype == h->dtype &&
-               o->op == h->op && o->root == h->root && o->ranks == h->ranks;
+               o->op == h->op && o->root == h->root && o->ranks == h->ranks &&
+               o->lo == h->lo && o->block == h->block;
 }
 
 /*
@@ -593,6 +596,161 @@ static int scatter_rounds(struct strata_comm *c, const struct strata_coll *op, s
                 spread(c, op, send ? send + ((size_t)me * region + lo) * es : in[root_proc], lo,
                        hi);
                 if (hi >= region)
+                        return STRATA_OK;
+        }
+}
+
+/* ---- Collectives over blocks (comm_internal.h; docs/decisions/0045) ---- */
+
+/* A call over blocks: its geometry, and this process's view of the span. */
+struct span {
+        const struct strata__blocks *geo;
+        size_t count, es;
+};
+
+static struct span span_of(const struct strata_comm *c, const struct strata_coll *op)
+{
+        return (struct span){ strata__comm_blocks(c, 0, 0), op->count,
+                              strata_dtype_size(op->dtype) };
+}
+
+/* [*a, *e) narrowed to [x, y) (empty, *a == *e, when they miss). */
+static void clip(size_t x, size_t y, size_t *a, size_t *e)
+{
+        *a = *a > x ? *a : x;
+        *e = *e < y ? *e : y;
+        if (*a > *e)
+                *a = *e;
+}
+
+/* Global rank @p g's piece of the span, whole (*pa: where it starts) and within [x, y). */
+static void piece_in(const struct span *sp, int g, size_t x, size_t y, size_t *pa, size_t *a,
+                     size_t *e)
+{
+        strata__blocks_piece(sp->geo, sp->count, g, pa, e);
+        *a = *pa;
+        clip(x, y, a, e);
+}
+
+/* Process @p q's region (its ranks' pieces, one after the other) within [x, y). */
+static void region(const struct strata_comm *c, const struct span *sp, int q, size_t x,
+                   size_t y, size_t *a, size_t *e)
+{
+        size_t t;
+
+        strata__blocks_piece(sp->geo, sp->count, q * c->n, a, &t);
+        strata__blocks_piece(sp->geo, sp->count, q * c->n + c->n - 1, &t, e);
+        clip(x, y, a, e);
+}
+
+/* Local rank @p r's buffers, indexed by span element (a piece's buffer moved back by its start). */
+static unsigned char *recv_at(const struct strata_comm *c, const struct span *sp, int r)
+{
+        const struct strata_coll *o = strata__comm_peer(c, 0, r);
+        size_t pa, e;
+
+        if (o->kind == (enum strata_coll_kind)STRATA__COLL_AG_BLOCKS)
+                return o->recv;
+        strata__blocks_piece(sp->geo, sp->count, c->rank0 + r, &pa, &e);
+        return (unsigned char *)o->recv - pa * sp->es;
+}
+
+static const unsigned char *send_at(const struct strata_comm *c, const struct span *sp, int r)
+{
+        const struct strata_coll *o = strata__comm_peer(c, 0, r);
+        size_t pa, e;
+
+        if (o->kind == (enum strata_coll_kind)STRATA__COLL_RS_BLOCKS)
+                return o->send;
+        strata__blocks_piece(sp->geo, sp->count, c->rank0 + r, &pa, &e);
+        return (const unsigned char *)o->send - pa * sp->es;
+}
+
+/*
+ * Direct reduce-scatter over blocks, per round [x, y) of the span: each process sends every
+ * other its local ranks' elements of that process's region, and sums its own ranks' pieces
+ * from every rank in global rank order (the world's order): (P-1)/P of the data each way.
+ */
+static int rsb_direct(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        struct span sp = span_of(c, op);
+        size_t es = sp.es, per = per_round(c, es), a[DIRECT_MAX], e[DIRECT_MAX], len[DIRECT_MAX];
+        int n = c->n, P = st(c)->net->size, me = st(c)->net->rank;
+        int o = strata__world_op(op->op, op->dtype, c->world);
+        const void *out[DIRECT_MAX], *src[STRATA_MAX_DEVICES * DIRECT_MAX];
+        const unsigned char *in[DIRECT_MAX];
+        unsigned char *pack = st(c)->pack;
+
+        for (size_t x = 0;; x += per) {
+                size_t y = op->count - x < per ? op->count : x + per;
+
+                for (int q = 0; q < P; q++) {
+                        size_t m;
+
+                        region(c, &sp, q, x, y, &a[q], &e[q]);
+                        m = e[q] - a[q];
+                        len[q] = q == me ? 0 : m * es * (size_t)n;
+                        out[q] = n == 1 ? send_at(c, &sp, 0) + a[q] * es
+                                        : pack + (a[q] - x) * es * (size_t)n;
+                        for (int r = 0; n > 1 && q != me && r < n; r++)
+                                memcpy(pack + ((a[q] - x) * (size_t)n + (size_t)r * m) * es,
+                                       send_at(c, &sp, r) + a[q] * es, m * es);
+                }
+                in[me] = NULL;
+                STRATA_TRY(exchange_to(c, h, out, len, in));
+                for (int r = 0; r < n; r++) {
+                        size_t pa, ra, re, m = e[me] - a[me];
+                        void *dst[1];
+
+                        piece_in(&sp, c->rank0 + r, x, y, &pa, &ra, &re);
+                        if (ra == re)
+                                continue;
+                        dst[0] = recv_at(c, &sp, r) + ra * es;
+                        for (int p = 0; p < P; p++)
+                                for (int q = 0; q < n; q++)
+                                        src[p * n + q] = p == me
+                                                ? send_at(c, &sp, q) + ra * es
+                                                : in[p] + ((size_t)q * m + ra - a[me]) * es;
+                        strata__reduce_many(op->dtype, o, dst, 1, src, P * n, 0, re - ra, 0);
+                }
+                if (y >= op->count)
+                        return STRATA_OK;
+        }
+}
+
+/* Direct all-gather over blocks, per round: this process's region to every process. */
+static int agb_direct(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        struct span sp = span_of(c, op);
+        size_t es = sp.es, per = STRATA__NET_DATA / es;
+        int n = c->n, P = st(c)->net->size, me = st(c)->net->rank;
+        const unsigned char *data[DIRECT_MAX];
+        unsigned char *pack = st(c)->pack;
+
+        for (size_t x = 0;; x += per) {
+                size_t y = op->count - x < per ? op->count : x + per, ma, me_e;
+                const void *mine;
+
+                region(c, &sp, me, x, y, &ma, &me_e);
+                mine = send_at(c, &sp, 0) + ma * es;
+                for (int r = 0; n > 1 && r < n; r++) {
+                        size_t pa, ra, re;
+
+                        piece_in(&sp, c->rank0 + r, x, y, &pa, &ra, &re);
+                        if (re > ra)
+                                memcpy(pack + (ra - ma) * es, send_at(c, &sp, r) + ra * es,
+                                       (re - ra) * es);
+                        mine = pack;
+                }
+                STRATA_TRY(exchange(c, h, mine, (me_e - ma) * es, data));
+                for (int r = 0; r < n; r++)
+                        for (int p = 0; p < P; p++) {
+                                size_t pa, pe;
+
+                                region(c, &sp, p, x, y, &pa, &pe);
+                                memmove(recv_at(c, &sp, r) + pa * es, data[p], (pe - pa) * es);
+                        }
+                if (y >= op->count)
                         return STRATA_OK;
         }
 }
@@ -1180,6 +1338,253 @@ static int tree_gather(struct strata_comm *c, const struct strata_coll *op, stru
         return STRATA_OK;
 }
 
+/*
+ * A reduce-scatter over blocks as recursive halving whose segments are the owners' pieces:
+ * each round's span, after the pairs fold, is laid out with virtual rank u's pieces at
+ * position bitrev(u) (u's global ranks' pieces, a pair's two), so the ranks that keep a
+ * half after step j (those equal to v in bits 0..j) hold one contiguous run of positions and
+ * the halves are the pieces they own. Each element is combined as halving combines it (lower +
+ * upper, distance 1 first), so its bits are the world's order whatever the cut; virtual rank
+ * v ends with its own pieces alone: about (p-1)/p of the data each way, k (+2) steps a round.
+ */
+static int bitrev(int v, int k)
+{
+        int x = 0;
+
+        for (int i = 0; i < k; i++)
+                x |= (v >> i & 1) << (k - 1 - i);
+        return x;
+}
+
+/* Virtual rank @p u's elements of round [x, y), relative to x: its global ranks' pieces. */
+static void vpiece(const struct world *w, const struct span *sp, size_t x, size_t y, int u,
+                   size_t *a, size_t *e)
+{
+        int g = grank(w, u);
+        size_t t;
+
+        strata__blocks_piece(sp->geo, sp->count, g, a, &t);
+        strata__blocks_piece(sp->geo, sp->count, u < w->r ? g + 1 : g, &t, e);
+        clip(x, y, a, e);
+        *a -= x;
+        *e -= x;
+}
+
+/* In the permuted round: the elements of the virtual ranks equal to @p v in bits 0..j-1. */
+static void vsegment(const struct world *w, const struct span *sp, size_t x, size_t y, int v,
+                     int j, size_t *a, size_t *e)
+{
+        int start = bitrev(v & ((1 << j) - 1), j) << (w->k - j), end = start + (1 << (w->k - j));
+
+        *a = *e = 0;
+        for (int p = 0; p < end; p++) {
+                size_t ua, ue;
+
+                vpiece(w, sp, x, y, bitrev(p, w->k), &ua, &ue);
+                if (p < start)
+                        *a += ue - ua;
+                *e += ue - ua;
+        }
+}
+
+/* rsb's halving steps: as halving(), the segments the owners' pieces (vsegment). */
+static int rsb_halving(struct strata_comm *c, struct head *h, const struct world *w,
+                       const struct span *sp, struct red *d, size_t x, size_t y)
+{
+        struct net_state *s = st(c);
+        size_t es = sp->es;
+
+        for (int j = 0; j < w->k; j++) {
+                struct step xs = { .ns = 0 };
+                int rix[STRATA_MAX_DEVICES], dist = 1 << j;
+
+                for (int l = 0; l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l);
+                        size_t a, b;
+
+                        if (v < 0)
+                                continue;
+                        vsegment(w, sp, x, y, v ^ dist, j + 1, &a, &b); /* the partner's */
+                        swap(&xs, w, s, l, grank(w, v ^ dist), d->cur[l] + a * es, (b - a) * es,
+                             rix);
+                }
+                STRATA_TRY(net_step(c, h, &xs));
+                for (int l = 0; l < w->n; l++) {
+                        int v = vrank(w, w->g0 + l), gu;
+                        unsigned char *acc = s->acc + (size_t)l * w->lane;
+                        const unsigned char *other;
+                        size_t a, b;
+
+                        if (v < 0)
+                                continue;
+                        gu = grank(w, v ^ dist);
+                        vsegment(w, sp, x, y, v, j + 1, &a, &b);
+                        other = is_local(w, gu) ? d->cur[gu - w->g0]
+                                                : (const unsigned char *)xs.r[rix[l]].data - a * es;
+                        combine(d, &acc, 1, v & dist ? other : d->cur[l],
+                                v & dist ? d->cur[l] : other, a, b);
+                }
+                for (int l = 0; l < w->n; l++)
+                        if (vrank(w, w->g0 + l) >= 0)
+                                d->cur[l] = s->acc + (size_t)l * w->lane;
+        }
+        return STRATA_OK;
+}
+
+/* Each virtual rank's sum into its ranks' receive buffers; the odd rank of a pair in another
+ * process gets its piece in one step (taken by every process when there are pairs). */
+static int rsb_deliver(struct strata_comm *c, struct head *h, const struct world *w,
+                       const struct span *sp, const struct strata_coll *op, size_t x, size_t y)
+{
+        struct net_state *s = st(c);
+        struct step xs = { .ns = 0 };
+        int rix[STRATA_MAX_DEVICES];
+        size_t es = sp->es, pa, ra, re, a2, ra2, re2;
+
+        for (int l = 0; l < w->n; l++) {
+                int g = w->g0 + l, v = vrank(w, g);
+                const unsigned char *sum;
+                size_t A, B;
+
+                rix[l] = -1;
+                if (v < 0) {
+                        if (!is_local(w, g - 1)) {
+                                rix[l] = xs.nr;
+                                from(&xs, (g - 1) / w->n, s->in + (size_t)l * w->lane, w->lane);
+                        }
+                        continue;
+                }
+                vsegment(w, sp, x, y, v, w->k, &A, &B);
+                sum = s->acc + (size_t)l * w->lane + A * es;
+                piece_in(sp, g, x, y, &pa, &ra, &re);
+                if (re > ra)
+                        deliver(op, c->world, recv_at(c, sp, l) + ra * es, sum, re - ra);
+                if (g >= 2 * w->r)
+                        continue;
+                piece_in(sp, g + 1, x, y, &a2, &ra2, &re2);
+                if (is_local(w, g + 1) && re2 > ra2)
+                        deliver(op, c->world, recv_at(c, sp, l + 1) + ra2 * es,
+                                sum + (re - ra) * es, re2 - ra2);
+                else if (!is_local(w, g + 1))
+                        to(&xs, (g + 1) / w->n, sum + (re - ra) * es, (re2 - ra2) * es);
+        }
+        if (w->r)
+                STRATA_TRY(net_step(c, h, &xs));
+        for (int l = 0; l < w->n; l++) {
+                if (rix[l] < 0)
+                        continue;
+                piece_in(sp, w->g0 + l, x, y, &pa, &ra, &re);
+                if (re > ra)
+                        deliver(op, c->world, recv_at(c, sp, l) + ra * es, xs.r[rix[l]].data,
+                                re - ra);
+        }
+        return STRATA_OK;
+}
+
+static int tree_rs_blocks(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        struct world w = world_of(c);
+        struct net_state *s = st(c);
+        struct span sp = span_of(c, op);
+        size_t es = sp.es, per = w.lane / es;
+        struct red d;
+
+        red_init(&d, c, op);
+        for (size_t x = 0; x < op->count; x += per) {
+                size_t y = op->count - x < per ? op->count : x + per;
+
+                d.m = y - x;
+                for (int l = 0; l < w.n; l++)
+                        d.src[l] = send_at(c, &sp, l) + x * es;
+                if (w.r)
+                        STRATA_TRY(pre_step(c, h, &w, &d));
+                else
+                        for (int l = 0; l < w.n; l++)
+                                d.cur[l] = d.src[l];
+                for (int l = 0; l < w.n; l++) { /* positions bitrev(u) */
+                        unsigned char *lane = s->res + (size_t)l * w.lane;
+                        size_t off = 0;
+
+                        if (vrank(&w, w.g0 + l) < 0)
+                                continue;
+                        for (int p = 0; p < w.q; p++) {
+                                size_t ua, ue;
+
+                                vpiece(&w, &sp, x, y, bitrev(p, w.k), &ua, &ue);
+                                memcpy(lane + off * es, d.cur[l] + ua * es, (ue - ua) * es);
+                                off += ue - ua;
+                        }
+                        d.cur[l] = lane;
+                }
+                STRATA_TRY(rsb_halving(c, h, &w, &sp, &d, x, y));
+                STRATA_TRY(rsb_deliver(c, h, &w, &sp, op, x, y));
+        }
+        return STRATA_OK;
+}
+
+/* Elements of the regions of processes me, me + 1, ..., me + j - 1 within [x, y). */
+static size_t rot_off(const struct strata_comm *c, const struct span *sp, size_t x, size_t y,
+                      int j)
+{
+        int P = st(c)->net->size, me = st(c)->net->rank;
+        size_t off = 0, a, e;
+
+        for (int i = 0; i < j; i++) {
+                region(c, sp, (me + i) % P, x, y, &a, &e);
+                off += e - a;
+        }
+        return off;
+}
+
+/*
+ * An all-gather over blocks: Bruck's dissemination of the processes' regions, a round of the
+ * span at a time, kept rotated in res (position j: process me + j) so each step sends one
+ * contiguous run; ceil(log2 P) steps a round, each process receiving the span once.
+ */
+static int tree_ag_blocks(struct strata_comm *c, const struct strata_coll *op, struct head *h)
+{
+        struct span sp = span_of(c, op);
+        size_t es = sp.es, per = STRATA__NET_DATA / es;
+        int P = st(c)->net->size, me = st(c)->net->rank, n = c->n;
+        unsigned char *res = st(c)->res;
+
+        for (size_t x = 0; x < op->count; x += per) {
+                size_t y = op->count - x < per ? op->count : x + per, ma, mend, off = 0;
+
+                region(c, &sp, me, x, y, &ma, &mend);
+                for (int r = 0; r < n; r++) {
+                        size_t pa, ra, re;
+
+                        piece_in(&sp, c->rank0 + r, x, y, &pa, &ra, &re);
+                        if (re > ra)
+                                memcpy(res + (ra - ma) * es, send_at(c, &sp, r) + ra * es,
+                                       (re - ra) * es);
+                }
+                for (int dist = 1; dist < P; dist *= 2) {
+                        struct step xs = { .ns = 0 };
+                        int cnt = dist < P - dist ? dist : P - dist;
+                        size_t at = rot_off(c, &sp, x, y, dist);
+
+                        to(&xs, (me - dist + P) % P, res, rot_off(c, &sp, x, y, cnt) * es);
+                        from(&xs, (me + dist) % P, res + at * es,
+                             (rot_off(c, &sp, x, y, dist + cnt) - at) * es);
+                        STRATA_TRY(net_step(c, h, &xs));
+                        if (xs.r[0].data != xs.r[0].into)
+                                memcpy(xs.r[0].into, xs.r[0].data, xs.r[0].bytes);
+                }
+                for (int j = 0; j < P; j++) {
+                        size_t pa, pe;
+
+                        region(c, &sp, (me + j) % P, x, y, &pa, &pe);
+                        for (int r = 0; r < n; r++)
+                                memmove(recv_at(c, &sp, r) + pa * es, res + off * es,
+                                        (pe - pa) * es);
+                        off += pe - pa;
+                }
+        }
+        return STRATA_OK;
+}
+
 /* Small reductions ride on the butterfly (recursive doubling) up to this many bytes. */
 #define TREE_SMALL ((size_t)32 << 10)
 
@@ -1209,12 +1614,17 @@ static int tree_move(struct strata_comm *c, const struct strata_coll *op, struct
                 finish(c, op, sum, 0, op->count);
         if (small || !ok)
                 return STRATA_OK;
-        if ((reduction || op->kind == STRATA_COLL_REDUCE_SCATTER) && !tree_op(op, c->world))
+        if ((reduction || op->kind == STRATA_COLL_REDUCE_SCATTER ||
+             (int)op->kind == STRATA__COLL_RS_BLOCKS) && !tree_op(op, c->world))
                 return strata__fail(STRATA_ENOTSUP, "net: %s reductions across more than %d "
                                     "processes (docs/decisions/0035)",
                                     op->op == STRATA_OP_SUM_TREE ? "pairwise-tree" : "half-precision",
                                     DIRECT_MAX);
-        switch (op->kind) {
+        switch ((int)op->kind) {
+        case STRATA__COLL_RS_BLOCKS:
+                return tree_rs_blocks(c, op, h);
+        case STRATA__COLL_AG_BLOCKS:
+                return tree_ag_blocks(c, op, h);
         case STRATA_COLL_ALL_REDUCE:
         case STRATA_COLL_REDUCE:
                 return tree_reduce(c, op, h);
@@ -1245,6 +1655,10 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
 
         if (rank != 0)
                 return status;
+        if (strata__coll_blocks((int)op->kind)) {
+                h.lo = strata__comm_blocks(c, 0, 0)->lo;
+                h.block = strata__comm_blocks(c, 0, 0)->block;
+        }
         if (status == STRATA_OK && op->kind == STRATA_COLL_ALL_REDUCE && st(c)->net->native &&
             st(c)->net->ops->native_all_reduce && op->op != STRATA_OP_MEAN &&
             op->op != STRATA_OP_SUM_TREE && op->dtype != STRATA_BF16 && op->dtype != STRATA_F16)
@@ -1258,6 +1672,10 @@ static int net_move(struct strata_comm *c, int rank, const struct strata_coll *o
                 rc = split_rounds(c, op, &h);
         else if (op->kind == STRATA_COLL_ALL_REDUCE || op->kind == STRATA_COLL_REDUCE)
                 rc = reduce_rounds(c, op, &h);
+        else if ((int)op->kind == STRATA__COLL_RS_BLOCKS)
+                rc = rsb_direct(c, op, &h);
+        else if ((int)op->kind == STRATA__COLL_AG_BLOCKS)
+                rc = agb_direct(c, op, &h);
         else if (op->kind == STRATA_COLL_REDUCE_SCATTER)
                 rc = rs_rounds(c, op, &h);
         else if (op->kind == STRATA_COLL_SCATTER)

@@ -123,8 +123,51 @@ static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op
         return STRATA_OK;
 }
 
+/*
+ * Collectives over blocks (comm_internal.h): this rank's slice of the span, as a reduce or a
+ * broadcast of the whole span would slice it, piece by piece of the owners it meets. A reduce
+ * sums each element from every rank in the world's order into its owner's receive buffer (the
+ * bits of one reduce per piece); a gather copies it from its owner to every rank.
+ */
+static int blocks(struct strata_comm *c, int rank, const struct strata_coll *op)
+{
+        const struct strata__blocks *geo = strata__comm_blocks(c, rank, rank);
+        size_t es = strata_dtype_size(op->dtype), lo, hi;
+        int rs = (int)op->kind == STRATA__COLL_RS_BLOCKS, nt = op->count * es >= NT_BYTES;
+        const void *src[STRATA_MAX_DEVICES];
+        void *dst[STRATA_MAX_DEVICES];
+
+        slice(op->count, es, c->n, rank, &lo, &hi);
+        for (int r = 0; rs && r < c->n; r++)
+                src[r] = strata__comm_peer(c, rank, r)->send;
+        for (int g = lo < hi ? strata__blocks_owner(geo, lo) : c->n; g < c->n; g++) {
+                const struct strata_coll *o = strata__comm_peer(c, rank, g);
+                size_t a, e, x, y;
+                int nd = 0;
+
+                strata__blocks_piece(geo, op->count, g, &a, &e);
+                if (a >= hi)
+                        break;
+                x = a > lo ? a : lo;
+                y = e < hi ? e : hi;
+                if (x >= y)
+                        continue;
+                if (rs) { /* the owner's receive buffer indexed by span element */
+                        dst[0] = (char *)o->recv - a * es;
+                        strata__comm_reduce(c, op, dst, 1, src, c->n, x, y, nt);
+                        continue;
+                }
+                for (int r = 0; r < c->n; r++)
+                        if (strata__comm_peer(c, rank, r)->recv != (const char *)o->send - a * es)
+                                dst[nd++] = strata__comm_peer(c, rank, r)->recv;
+                strata__comm_copy(c, dst, nd, (const char *)o->send - a * es, x * es, y * es,
+                                  nt);
+        }
+        return STRATA_OK;
+}
+
 /* Each kind's data movement: local rank @p rank's share, read from its peers' buffers. */
-static int (*const run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
+static int (*const run[STRATA__COLL_KINDS])(struct strata_comm *c, int rank,
                                            const struct strata_coll *op) = {
         [STRATA_COLL_BROADCAST] = broadcast,
         [STRATA_COLL_REDUCE] = reduce,
@@ -133,6 +176,8 @@ static int (*const run[STRATA_COLL_COUNT])(struct strata_comm *c, int rank,
         [STRATA_COLL_REDUCE_SCATTER] = reduce_scatter,
         [STRATA_COLL_GATHER] = gather,
         [STRATA_COLL_SCATTER] = scatter,
+        [STRATA__COLL_RS_BLOCKS] = blocks,
+        [STRATA__COLL_AG_BLOCKS] = blocks,
 };
 
 /* An agreed collective with data; nothing else moves anything. */

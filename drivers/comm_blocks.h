@@ -1,0 +1,33 @@
+/*
+ * Collectives over the blocks of a vector (internal to the library; docs/decisions/0045): one
+ * call for a span that several ranks' blocks share, where the sharded strategies issued one
+ * reduce or broadcast per block. The span is elements [lo, lo + count) of a vector cut in blocks
+ * of @p block elements, block g owned by global rank g; rank g's piece is its block's part of
+ * the span (possibly empty). drivers/comm_internal.h has the details.
+ */
+#ifndef STRATA_DRIVERS_COMM_BLOCKS_H
+#define STRATA_DRIVERS_COMM_BLOCKS_H
+
+#include <stddef.h>
+
+#include "strata/comm.h"
+
+/*
+ * Every rank's @p send (count elements, the span) summed; global rank g's piece of the sum into
+ * its @p recv (in place: recv == send + the piece's offset in the span). Every element is summed
+ * in the world's order (strata_comm_reduce's), so the bits are those of one reduce per piece.
+ * @retval as strata_comm_run(); STRATA_EINVAL also for block 0 or a span past the world's blocks.
+ */
+int strata__comm_reduce_scatter_blocks(struct strata_comm *c, int rank, const void *send,
+                                       void *recv, size_t count, size_t lo, size_t block,
+                                       enum strata_dtype dt, enum strata_reduce_op op);
+
+/*
+ * Every rank's piece (@p send, its block's part of the span) into every rank's @p recv (count
+ * elements, the span; in place: send == recv + the piece's offset).
+ */
+int strata__comm_all_gather_blocks(struct strata_comm *c, int rank, const void *send,
+                                   void *recv, size_t count, size_t lo, size_t block,
+                                   enum strata_dtype dt);
+
+#endif /* STRATA_DRIVERS_COMM_BLOCKS_H */
