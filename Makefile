@@ -81,7 +81,8 @@ MPICC     := $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
 ifeq ($(SAN),)
 TOOLS     += $(BUILD)/bin/strata-bench-mpi $(BUILD)/bin/strata-bench-procs \
-             $(BUILD)/bin/strata-bench-sched $(BUILD)/bin/strata-bench-link
+             $(BUILD)/bin/strata-bench-sched $(BUILD)/bin/strata-bench-link \
+             $(BUILD)/bin/strata-count-isend.so
 endif
 endif
 # The MPI link (drivers/mpi) is its own shared object, libstrata-mpi.so, linked with Open MPI
@@ -210,6 +211,11 @@ $(BUILD)/bin/strata-bench-sched: tools/mpi/strata-bench-sched.c tools/timing.c $
 	@mkdir -p $(dir $@)
 	$(Q)$(MPICC) -O3 $(CSTD) -Iinclude -I. -rdynamic -o $@ $< tools/timing.c $(BUILD)/libstrata.a \
 	        $(LIBS)
+
+# MPI messages a process sends, preloaded into any program under mpirun (bench-sharded-procs.sh).
+$(BUILD)/bin/strata-count-isend.so: tools/mpi/strata-count-isend.c
+	@mkdir -p $(dir $@)
+	$(Q)$(MPICC) -O2 $(CSTD) -shared -fPIC -o $@ $<
 
 # alpha and beta of the link between two ranks (ping-pong; plain MPI and the tools' median).
 $(BUILD)/bin/strata-bench-link: tools/mpi/strata-bench-link.c tools/timing.c

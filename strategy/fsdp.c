@@ -8,11 +8,12 @@
  * state (the replica's own_params layout).
  *
  * Every layer computes from one planned layer buffer. Before its forward, and again before its
- * backward, its parameters are gathered there from their owners: one broadcast per shard the
- * layer meets, rooted at that shard's owner, in shard order (the forward's last layer is still
+ * backward, its parameters are gathered there from their owners: one all-gather over the
+ * shards the layer meets, each owner sending its piece (the forward's last layer is still
  * there for the backward). After its backward its gradients are reduced to the owners of its
- * parts, one reduce per shard in shard order: each element summed in rank order as ddp's
- * all-reduce sums it, so the owner holds ddp's bits. Gradients are written to a layer-sized
+ * parts, one reduce-scatter over the shards: each element summed in the world's order as ddp's
+ * all-reduce sums it, so the owner holds ddp's bits (decision 0045: one collective per layer,
+ * where there was one per shard piece). Gradients are written to a layer-sized
  * buffer, or to a whole local vector where accumulation micro-batches sum there (no_sync) or
  * clipping by norm gathers every reduced shard to take ddp's sum of squares. The update is
  * elementwise on the shard. Every device issues the same collectives in the same order.
@@ -25,6 +26,7 @@
  * its owners; optimizer_step unscales, clips and updates the shard.
  */
 #include "strata/status.h"
+#include "drivers/comm_blocks.h"
 #include "strategy/process/process.h"
 
 static int fsdp_validate(const struct strata__strategy *st, const struct strata_config *c,
@@ -41,25 +43,23 @@ static int fsdp_validate(const struct strata__strategy *st, const struct strata_
 static const struct strata__span span_gather = { "gather layer", "comm", "layer", 0 };
 
 /*
- * The replica's fetch: layer @p i's parameters into the layer buffer before it computes. For
- * each shard the layer meets, in shard order, the owner copies its part there and broadcasts
- * it to every device.
+ * The replica's fetch: layer @p i's parameters into the layer buffer before it computes, one
+ * all-gather over the shards the layer meets (each owner's piece from its shard; decision
+ * 0045).
  */
 static int gather_layer(void *h, struct strata__replica *r, int i)
 {
         struct strata_comm *comm = strata__multi(h)->dcomm;
         size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = strata__shard_len(r->shard);
+        size_t own = strata__shard_lo(r->shard), a = own > lo ? own : lo;
+        const float *mine = a < hi && a < own + len ? r->params + (a - own) : NULL;
         uint64_t t0 = strata__track_begin(r->track, &span_gather, NULL);
         int rc = STRATA_OK;
 
-        for (size_t g = lo / len; rc == STRATA_OK && lo < hi && g * len < hi; g++) {
-                size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
-                float *dst = strata__shard_layer_buffer(r->shard) + (a - lo);
-
-                if (strata__shard_lo(r->shard) == g * len)
-                        r->k->copy(dst, r->params + (a - g * len), b - a);
-                rc = strata_comm_broadcast(comm, r->dev, dst, b - a, STRATA_F32, (int)g);
-        }
+        if (lo < hi)
+                rc = strata__comm_all_gather_blocks(comm, r->dev, mine,
+                                                    strata__shard_layer_buffer(r->shard), hi - lo,
+                                                    lo, len, STRATA_F32);
         strata__track_end(r->track, t0, i);
         return rc;
 }

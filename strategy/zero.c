@@ -10,8 +10,8 @@
  * every device), each device unscales and clips the whole gradient as ddp (the same sum of
  * squares), updates its shard, and an all-gather copies every shard's new bits to every
  * device. zero2: each bucket is reduced during backward only to the owners of its parts (one
- * reduce per owner: a reduce-scatter along the shard boundaries, each element summed in rank
- * order as ddp's all-reduce sums it), so a device holds ddp's reduced gradient for its shard
+ * reduce-scatter along the shard boundaries, each element summed in the world's order as ddp's
+ * all-reduce sums it; decision 0045), so a device holds ddp's reduced gradient for its shard
  * only; the rest of its gradient vector keeps its local sums (backward's output and the
  * accumulation buffer). Clipping by norm needs ddp's sum of squares of the whole reduced
  * gradient: with own_grads the owners continue one running sum shard after shard (the
@@ -27,6 +27,7 @@
  * reduce each bucket to its owners (and gather the shards for clipping by norm).
  */
 #include "strata/status.h"
+#include "drivers/comm_blocks.h"
 #include "strategy/process/process.h"
 
 /* Checks of every sharded stage: across processes, host memory only (the link moves host
@@ -74,23 +75,20 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 
 /*
  * Elements [lo, hi) of every device's gradients (@p src holds element lo) summed into the
- * owners' alone, one reduce per shard the range meets, in shard order: in place in the whole
- * vector, or into the owner's shard of reduced gradients where the replica holds only that
- * (own_grads, own_params).
+ * owners' alone: one reduce-scatter over the shards (each owner's piece of the range, in place
+ * in the whole vector, or into the owner's shard of reduced gradients where the replica holds
+ * only that: own_grads, own_params), every element summed in the world's order as one reduce
+ * per shard summed it (decision 0045).
  */
 static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
                             const float *src, size_t lo, size_t hi)
 {
-        size_t len = strata__shard_len(r->shard);
+        size_t len = strata__shard_len(r->shard), own = strata__shard_lo(r->shard);
+        size_t a = own > lo ? own : lo, b = own + len < hi ? own + len : hi;
+        float *dst = a < b ? strata__shard_grad_at(r->shard, r->grads, a) : NULL;
 
-        for (size_t g = lo / len; g < (size_t)strata__shard_count(r->shard) && g * len < hi; g++) {
-                size_t a = g * len > lo ? g * len : lo, b = (g + 1) * len < hi ? (g + 1) * len : hi;
-                float *dst = strata__shard_grad_at(r->shard, r->grads, a);
-
-                STRATA_TRY(strata_comm_reduce(comm, r->dev, src + (a - lo), dst, b - a,
-                                              STRATA_F32, STRATA_OP_SUM, (int)g));
-        }
-        return STRATA_OK;
+        return strata__comm_reduce_scatter_blocks(comm, r->dev, src, dst, hi - lo, lo, len,
+                                                  STRATA_F32, STRATA_OP_SUM);
 }
 
 static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };

@@ -283,34 +283,188 @@ static void per_piece(struct step_cost *s, const struct model *m, long p, enum c
         }
 }
 
-enum strategy { DDP, ZERO2, FSDP };
+/*
+ * The collectives over blocks (decision 0045) of one layer's span [lo, lo + n) (elements) cut
+ * in shards of @p len, one device per process: a reduce-scatter (@p rs) or an all-gather. As
+ * net.c runs them: direct to 4 processes, a step per round of 1 MiB to every peer with its
+ * region; from 5, the butterfly's headers, then per round recursive halving whose segments are
+ * the owners' pieces (rs; pairs fold before, the odd one's piece after) or Bruck's
+ * dissemination of the pieces. Time: the largest segment or window any process receives in
+ * a step (the critical path); messages: process 0's.
+ */
+static double piece_b(size_t lo, size_t n, size_t len, long g, size_t x, size_t y)
+{
+        size_t a = (size_t)g * len, e = a + len, s0 = lo + x, s1 = lo + y;
 
-static const char *const strategy_names[] = { "ddp", "zero2", "fsdp" };
+        a = a < s0 ? s0 : a > s1 ? s1 : a;
+        e = e < s0 ? s0 : e > s1 ? s1 : e;
+        (void)n;
+        return 4.0 * (double)(e - a);
+}
+
+static void step_n(struct cost *c, const struct link *l, int peers, double bytes, double sum,
+                   long msgs)
+{
+        c->steps++;
+        c->msgs += msgs;
+        c->t += peers * (l->a + bytes * l->b) + sum * l->g;
+}
+
+static long nmsg(double bytes)
+{
+        return bytes > (double)STRATA__NET_SMALL ? 2 : 1;
+}
+
+/*
+ * The halving over the pieces of a round of @p m bytes (virtual ranks' bytes @p vs): its steps
+ * added to @p c, or, where its critical path moves more than 2 m bytes (net.c's rsb_cost: one
+ * owner holds most of the round), nothing, and 1 returned.
+ */
+static int rs_steps(struct cost *c, const struct link *l, const double *vs, long q, long r,
+                    int k, size_t lo, size_t n, size_t len, size_t x, size_t y, double m)
+{
+        double kept[64], sent0[64], odd = 0.0, total = 0.0;
+
+        for (int j = 0; j < k; j++) { /* segments: classes mod 2^(j+1) */
+                long mod = 2L << j;
+
+                kept[j] = sent0[j] = 0.0;
+                for (long cl = 0; cl < mod; cl++) {
+                        double seg = 0.0;
+
+                        for (long u = cl; u < q; u += mod)
+                                seg += vs[u];
+                        kept[j] = seg > kept[j] ? seg : kept[j];
+                        if (cl == (1L << j))
+                                sent0[j] = seg;
+                }
+                total += kept[j];
+        }
+        for (long u = 0; u < r; u++) {
+                double b = piece_b(lo, n, len, 2 * u + 1, x, y);
+
+                odd = b > odd ? b : odd;
+        }
+        if (total + odd > 2.0 * m)
+                return 1;
+        if (r)
+                step_n(c, l, 1, m, m, 1);
+        for (int j = 0; j < k; j++)
+                step_n(c, l, 1, kept[j], kept[j], nmsg(sent0[j]));
+        if (r)
+                step_n(c, l, 1, odd, 0.0, nmsg(piece_b(lo, n, len, 1, x, y)));
+        return 0;
+}
+
+static struct cost blocks(int rs, long p, size_t lo, size_t n, size_t len, const struct link *l,
+                          double *vs)
+{
+        size_t per = LANE / 4;
+        int k = log2_floor(p);
+        long q = 1L << k, r = p - q;
+        struct cost c = { 0 };
+
+        if (p > STRATA__NET_DIRECT)
+                butterfly(&c, l, p, 0.0);
+        for (size_t x = 0; x < n || x == 0; x += per) {
+                size_t y = n - x < per ? n : x + per;
+                double big = 0.0, m = 4.0 * (double)(y - x);
+                long msgs = 0;
+
+                if (p <= STRATA__NET_DIRECT) {
+                        for (long g = 0; g < p; g++) {
+                                double b = piece_b(lo, n, len, g, x, y);
+
+                                big = b > big ? b : big;
+                                msgs += g && rs ? nmsg(b) : 0;
+                        }
+                        if (!rs)
+                                msgs = (p - 1) * nmsg(piece_b(lo, n, len, 0, x, y));
+                        step_n(&c, l, (int)p - 1, big, rs ? (p - 1) * big : 0.0, msgs);
+                        if (n == 0)
+                                break;
+                        continue;
+                }
+                if (!rs) { /* Bruck over the pieces: windows of cnt pieces from me + dist */
+                        for (long d = 1; d < p; d *= 2) {
+                                long cnt = d < p - d ? d : p - d;
+                                double win = 0.0, mine = 0.0;
+
+                                for (long g = 0; g < p; g++)
+                                        vs[g] = piece_b(lo, n, len, g, x, y);
+                                for (long j = 0; j < cnt; j++) {
+                                        win += vs[(d + j) % p];
+                                        mine += vs[j];
+                                }
+                                big = win;
+                                for (long me = 1; me < p; me++) {
+                                        win += vs[(me + d + cnt - 1) % p] - vs[(me + d - 1) % p];
+                                        big = win > big ? win : big;
+                                }
+                                step_n(&c, l, 1, big, 0.0, nmsg(mine));
+                        }
+                        continue;
+                }
+                for (long u = 0; u < q; u++) { /* virtual ranks: a pair's two pieces */
+                        long g = u < r ? 2 * u : u + r;
+
+                        vs[u] = piece_b(lo, n, len, g, x, y) +
+                                (u < r ? piece_b(lo, n, len, g + 1, x, y) : 0.0);
+                }
+                if (rs_steps(&c, l, vs, q, r, k, lo, n, len, x, y, m))
+                        tree_round(&c, l, p, m); /* net.c's rsb_whole: cheaper here */
+        }
+        return c;
+}
+
+/* One collective over blocks per layer (@p skip_last: the last layer's kept). */
+static void per_layer(struct step_cost *s, const struct model *m, long p, int rs,
+                      const struct link *l, int skip_last, double *vs)
+{
+        size_t len = ((m->total + (size_t)p - 1) / (size_t)p + 15) / 16 * 16, lo = 0;
+
+        for (int i = 0; i < m->nl; lo += m->np[i], i++)
+                if (!(skip_last && i == m->nl - 1))
+                        add(s, blocks(rs, p, lo, m->np[i], len, l, vs));
+}
+
+enum strategy { DDP, ZERO2, FSDP, ZERO2_PIECES, FSDP_PIECES, STRATEGIES };
+
+static const char *const strategy_names[] = { "ddp", "zero2", "fsdp", "zero2_0037",
+                                              "fsdp_0037" };
 
 /*
  * One optimizer step, fp32, one device per process, no clipping, no accumulation:
  * ddp: the gradient's all_reduce (one 25 MiB bucket holds either model), the non-finite
  * check (an i32 all_reduce), the metrics' all_gather (4 doubles per process);
- * zero2: a reduce per shard piece of each layer, the check, the shards' all_gather, metrics;
- * fsdp: a broadcast per shard piece of each layer before its forward and its backward (the
- * last layer's kept between them), the reduces, the check, metrics.
+ * zero2: a reduce-scatter over the shards per layer (decision 0045), the check, the shards'
+ * all_gather, metrics; fsdp: an all-gather over the shards per layer before its forward and
+ * its backward (the last layer's kept between them), the reduce-scatters, the check, metrics.
+ * zero2_0037 and fsdp_0037: the lists before 0045, a reduce (fsdp: and two broadcasts) per
+ * shard piece of every layer.
  */
 static struct step_cost train_step(enum strategy s, const struct model *m, long p,
-                                   const struct link *l)
+                                   const struct link *l, double *vs)
 {
         struct step_cost c = { { 0 }, 0 };
         size_t len = ((m->total + (size_t)p - 1) / (size_t)p + 15) / 16 * 16;
 
         if (s == DDP)
                 add(&c, strata(ALL_REDUCE, p, 4.0 * (double)m->total, l));
-        if (s == FSDP) {
+        if (s == FSDP_PIECES) {
                 per_piece(&c, m, p, BROADCAST, l, 0);
                 per_piece(&c, m, p, BROADCAST, l, 1);
         }
-        if (s != DDP)
+        if (s == FSDP) {
+                per_layer(&c, m, p, 0, l, 0, vs);
+                per_layer(&c, m, p, 0, l, 1, vs);
+        }
+        if (s == ZERO2_PIECES || s == FSDP_PIECES)
                 per_piece(&c, m, p, REDUCE, l, 0);
+        if (s == ZERO2 || s == FSDP)
+                per_layer(&c, m, p, 1, l, 0, vs);
         add(&c, strata(ALL_REDUCE, p, 4.0, l));
-        if (s == ZERO2)
+        if (s == ZERO2 || s == ZERO2_PIECES)
                 add(&c, strata(ALL_GATHER, p, 4.0 * (double)len, l));
         add(&c, strata(ALL_GATHER, p, 32.0, l));
         return c;
@@ -399,14 +553,14 @@ static int curves(const struct link *l, const char *dir, long maxp)
         return 0;
 }
 
-static int step_table(const struct link *l, const char *dir, long maxp)
+static int step_table(const struct link *l, const char *dir, long maxp, double *vs)
 {
         static const char *const specs[] = { "784-256-128-10", "784-2048-2048-10" };
 
         printf("\na training step's collectives (fp32, 1 device per process): modeled time "
                "(us), collectives, messages of the busiest process\n%-17s %7s", "model",
                "procs");
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < STRATEGIES; s++)
                 printf(" %12s %7s %8s", strategy_names[s], "colls", "msgs");
         printf("\n");
         for (int i = 0; i < 2; i++) {
@@ -417,24 +571,27 @@ static int step_table(const struct link *l, const char *dir, long maxp)
                 snprintf(name, sizeof(name), "step-%s.dat", specs[i]);
                 if (parse_model(specs[i], &m) ||
                     (dir && !(f = data_file(dir, name, "procs ddp_us zero2_us fsdp_us ddp_colls "
-                                                       "zero2_colls fsdp_colls"))))
+                                                       "zero2_colls fsdp_colls zero2_0037_us "
+                                                       "fsdp_0037_us zero2_0037_colls "
+                                                       "fsdp_0037_colls"))))
                         return -1;
                 for (long p = 2; p <= maxp; p *= 2) {
-                        struct step_cost c[3];
+                        struct step_cost c[STRATEGIES];
 
-                        for (int s = 0; s < 3; s++)
-                                c[s] = train_step((enum strategy)s, &m, p, l);
+                        for (int s = 0; s < STRATEGIES; s++)
+                                c[s] = train_step((enum strategy)s, &m, p, l, vs);
                         if (p == 2 || p == 16 || p == 128 || p == 1024 || p == 16384) {
                                 printf("%-17s %7ld", specs[i], p);
-                                for (int s = 0; s < 3; s++)
+                                for (int s = 0; s < STRATEGIES; s++)
                                         printf(" %12.1f %7ld %8ld", c[s].c.t * 1e6, c[s].colls,
                                                c[s].c.msgs);
                                 printf("\n");
                         }
                         if (f)
-                                fprintf(f, "%ld %.3f %.3f %.3f %ld %ld %ld\n", p, c[0].c.t * 1e6,
-                                        c[1].c.t * 1e6, c[2].c.t * 1e6, c[0].colls, c[1].colls,
-                                        c[2].colls);
+                                fprintf(f, "%ld %.3f %.3f %.3f %ld %ld %ld %.3f %.3f %ld %ld\n",
+                                        p, c[0].c.t * 1e6, c[1].c.t * 1e6, c[2].c.t * 1e6,
+                                        c[0].colls, c[1].colls, c[2].colls, c[3].c.t * 1e6,
+                                        c[4].c.t * 1e6, c[3].colls, c[4].colls);
                 }
                 if (f)
                         fclose(f);
@@ -478,7 +635,8 @@ int main(int argc, char **argv)
         struct link l = { -1.0, -1.0, 0.0 };
         const char *dir = NULL;
         long counts = 0, maxp = 16384;
-        int rate = 0, o;
+        int rate = 0, o, rc = 0;
+        double *vs;
 
         while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
                 double v = o == 'r' || o == 'd' || o == 'o' || o == '?' ? 1.0 : positive(optarg);
@@ -541,9 +699,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "strata-bench-scale: cannot write in %s\n", dir);
                 return 1;
         }
-        if (step_table(&l, dir, maxp)) {
-                fprintf(stderr, "strata-bench-scale: cannot write in %s\n", dir);
-                return 1;
+        if (!(vs = malloc((size_t)maxp * sizeof(*vs))) || step_table(&l, dir, maxp, vs)) {
+                fprintf(stderr, "strata-bench-scale: %s\n",
+                        vs ? "cannot write the step's data files" : "out of memory");
+                rc = 1;
         }
-        return 0;
+        free(vs);
+        return rc;
 }

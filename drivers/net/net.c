@@ -1481,6 +1481,57 @@ static int rsb_deliver(struct strata_comm *c, struct head *h, const struct world
         return STRATA_OK;
 }
 
+/*
+ * Bytes on the critical path of a round's halving over the pieces (the largest segment any
+ * rank keeps, step by step, and an odd rank's piece sent after): where one owner's piece holds
+ * most of a round, every step moves nearly all of it (log2 P times the round), and a balanced
+ * halving and doubling (2 x the round, then each owner keeps its part) moves less.
+ */
+static size_t rsb_cost(const struct world *w, const struct span *sp, size_t x, size_t y)
+{
+        size_t cost = 0, odd = 0, a, e;
+
+        for (int j = 0; j < w->k; j++) {
+                size_t kept = 0;
+
+                for (int cl = 0; cl < 2 << j; cl++) {
+                        size_t seg = 0;
+
+                        for (int u = cl; u < w->q; u += 2 << j) {
+                                vpiece(w, sp, x, y, u, &a, &e);
+                                seg += e - a;
+                        }
+                        kept = seg > kept ? seg : kept;
+                }
+                cost += kept;
+        }
+        for (int u = 0; u < w->r; u++) { /* the unfold step: the largest odd piece */
+                size_t pa;
+
+                piece_in(sp, 2 * u + 1, x, y, &pa, &a, &e);
+                odd = e - a > odd ? e - a : odd;
+        }
+        return cost + odd;
+}
+
+/* A round as a balanced all-reduce (tree_round), each local rank keeping its piece. */
+static int rsb_whole(struct strata_comm *c, const struct strata_coll *op, struct head *h,
+                     const struct span *sp, struct red *d, size_t x, size_t y)
+{
+        const unsigned char *sum;
+
+        STRATA_TRY(tree_round(c, h, d, &sum));
+        for (int l = 0; l < c->n; l++) {
+                size_t pa, ra, re;
+
+                piece_in(sp, c->rank0 + l, x, y, &pa, &ra, &re);
+                if (re > ra)
+                        deliver(op, c->world, recv_at(c, sp, l) + ra * sp->es,
+                                sum + (ra - x) * sp->es, re - ra);
+        }
+        return STRATA_OK;
+}
+
 static int tree_rs_blocks(struct strata_comm *c, const struct strata_coll *op, struct head *h)
 {
         struct world w = world_of(c);
@@ -1496,6 +1547,10 @@ static int tree_rs_blocks(struct strata_comm *c, const struct strata_coll *op, s
                 d.m = y - x;
                 for (int l = 0; l < w.n; l++)
                         d.src[l] = send_at(c, &sp, l) + x * es;
+                if (rsb_cost(&w, &sp, x, y) > 2 * d.m) {
+                        STRATA_TRY(rsb_whole(c, op, h, &sp, &d, x, y));
+                        continue;
+                }
                 if (w.r)
                         STRATA_TRY(pre_step(c, h, &w, &d));
                 else

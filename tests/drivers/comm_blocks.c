@@ -64,6 +64,7 @@ static void make_cases(void)
                 add(g, 0, STRATA_F32, STRATA_OP_SUM, 7, 1000 * W - 9, 1000);
                 add(g, 0, STRATA_F32, STRATA_OP_SUM, 0, 5, 16);
                 add(g, 0, STRATA_F32, STRATA_OP_SUM, 600001, 37, 600100 / W + 16);
+                add(g, 0, STRATA_F32, STRATA_OP_SUM, 600001, 37, 300100); /* rounds in a piece */
                 add(g, 1, STRATA_F32, STRATA_OP_SUM, 300003, (400100 / W + 32) - 11,
                     400100 / W + 32);
         }
