@@ -1,7 +1,8 @@
 # The scale model's curves (tools/bench-scale.sh): gnuplot -e "dir='D'; png='F.png'" scale.gp
 # Top: one f32 all_reduce of 8 B, 1 MiB, 64 MiB against the processes: Strata's schedule,
 # the all-to-all before decision 0035, the ring and Rabenseifner bounds. Bottom: the
-# collectives of a training step of the default and the wide model, ddp, zero2, fsdp; the
+# collectives of a training step of the default and the wide model, ddp, zero2, fsdp (one
+# collective per layer, decision 0045; dashed: one per shard piece, as before it); the
 # MPI messages one all_reduce sends per process.
 set terminal pngcairo size 1500,900 font "Liberation Sans,10"
 set output png
@@ -24,8 +25,10 @@ do for [s in "8 1048576 67108864"] {
 do for [m in "784-256-128-10 784-2048-2048-10"] {
         set title "collectives of one step, ".m
         plot dir."/step-".m.".dat" u 1:2 w lp lw 2 pt 7 t "ddp", \
-             "" u 1:3 w lp pt 5 t "zero2", \
-             "" u 1:4 w lp pt 9 t "fsdp"
+             "" u 1:3 w lp pt 5 t "zero2 (0045)", \
+             "" u 1:4 w lp pt 9 t "fsdp (0045)", \
+             "" u 1:8 w lp dt 2 pt 4 t "zero2 (0037: per piece)", \
+             "" u 1:9 w lp dt 2 pt 8 t "fsdp (0037: per piece)"
 }
 set title "MPI messages per process, one all\\_reduce f32"
 set ylabel "messages"

@@ -580,7 +580,7 @@ static int step_table(const struct link *l, const char *dir, long maxp, double *
 
                         for (int s = 0; s < STRATEGIES; s++)
                                 c[s] = train_step((enum strategy)s, &m, p, l, vs);
-                        if (p == 2 || p == 16 || p == 128 || p == 1024 || p == 16384) {
+                        if (p <= 16 || p == 128 || p == 1024 || p == 16384) {
                                 printf("%-17s %7ld", specs[i], p);
                                 for (int s = 0; s < STRATEGIES; s++)
                                         printf(" %12.1f %7ld %8ld", c[s].c.t * 1e6, c[s].colls,
