@@ -258,9 +258,11 @@ static int check_blocks(const struct strata_coll *op, const struct strata__block
                 return strata__fail(STRATA_EINVAL, "rank %d: send buffer is NULL", rank);
         if ((rs ? e - a : op->count) && !op->recv)
                 return strata__fail(STRATA_EINVAL, "rank %d: receive buffer is NULL", rank);
+        if (!op->send || !op->recv)
+                return STRATA_OK; /* the side that is NULL is empty (checked above) */
         if (rs ? (const char *)op->recv == (const char *)op->send + a * es
                : (const char *)op->send == (const char *)op->recv + a * es)
-                return STRATA_OK;
+                return STRATA_OK; /* in place */
         if (overlaps(op->send, (rs ? op->count : e - a) * es, op->recv,
                      (rs ? e - a : op->count) * es))
                 return strata__fail(STRATA_EINVAL, "rank %d: send and receive buffers overlap "

@@ -262,6 +262,38 @@ static void add(struct step_cost *s, struct cost c)
         s->colls++;
 }
 
+/*
+ * strata()'s collective rooted at process @p root: the same time (the busiest process's), and
+ * process 0's messages: a broadcast's root sends the data, the others (direct: a header to
+ * every peer; binomial: only where process 0 forwards) less; a reduce's counts do not depend
+ * on the root.
+ */
+static struct cost rooted(enum coll kind, long p, double n, long root, const struct link *l)
+{
+        struct cost c = strata(kind, p, n, l);
+
+        if (kind != BROADCAST || !root)
+                return c;
+        if (p <= STRATA__NET_DIRECT) { /* every round: a header to every peer */
+                c.msgs = 0;
+                for (double lo = 0; lo < n || lo == 0; lo += LANE) {
+                        c.msgs += p - 1;
+                        if (n == 0)
+                                break;
+                }
+                return c;
+        }
+        for (double lo = 0; lo < n; lo += LANE) {
+                double m = n - lo < LANE ? n - lo : LANE;
+                long rel = (p - root) % p;
+
+                for (long mask = 1; mask < p; mask *= 2)
+                        if (!(rel < mask && rel + mask < p))
+                                c.msgs -= m > (double)STRATA__NET_SMALL ? 2 : 1;
+        }
+        return c;
+}
+
 /* Each shard's piece of every layer (zero2's reduces, fsdp's broadcasts), @p times over. */
 static void per_piece(struct step_cost *s, const struct model *m, long p, enum coll kind,
                       const struct link *l, int skip_last)
@@ -278,7 +310,7 @@ static void per_piece(struct step_cost *s, const struct model *m, long p, enum c
                         size_t a = g * len > lo ? g * len : lo;
                         size_t b = (g + 1) * len < hi ? (g + 1) * len : hi;
 
-                        add(s, strata(kind, p, 4.0 * (double)(b - a), l));
+                        add(s, rooted(kind, p, 4.0 * (double)(b - a), (long)g, l));
                 }
         }
 }
@@ -434,8 +466,8 @@ static const char *const strategy_names[] = { "ddp", "zero2", "fsdp", "zero2_003
                                               "fsdp_0037" };
 
 /*
- * One optimizer step, fp32, one device per process, no clipping, no accumulation:
- * ddp: the gradient's all_reduce (one 25 MiB bucket holds either model), the non-finite
+ * One optimizer step, fp32, one device per process, no clipping, no accumulation: the batch
+ * agreement (an all_gather of 2 i32 per process) in every strategy; ddp: the gradient's all_reduce (one 25 MiB bucket holds either model), the non-finite
  * check (an i32 all_reduce), the metrics' all_gather (4 doubles per process);
  * zero2: a reduce-scatter over the shards per layer (decision 0045), the check, the shards'
  * all_gather, metrics; fsdp: an all-gather over the shards per layer before its forward and
@@ -463,6 +495,7 @@ static struct step_cost train_step(enum strategy s, const struct model *m, long 
                 per_piece(&c, m, p, REDUCE, l, 0);
         if (s == ZERO2 || s == FSDP)
                 per_layer(&c, m, p, 1, l, 0, vs);
+        add(&c, strata(ALL_GATHER, p, 8.0, l)); /* the batch agreement: 2 i32 per process */
         add(&c, strata(ALL_REDUCE, p, 4.0, l));
         if (s == ZERO2 || s == ZERO2_PIECES)
                 add(&c, strata(ALL_GATHER, p, 4.0 * (double)len, l));

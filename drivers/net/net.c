@@ -649,8 +649,8 @@ static unsigned char *recv_at(const struct strata_comm *c, const struct span *sp
         const struct strata_coll *o = strata__comm_peer(c, 0, r);
         size_t pa, e;
 
-        if (o->kind == (enum strata_coll_kind)STRATA__COLL_AG_BLOCKS)
-                return o->recv;
+        if (o->kind == (enum strata_coll_kind)STRATA__COLL_AG_BLOCKS || !o->recv)
+                return o->recv; /* NULL: an empty piece, never written */
         strata__blocks_piece(sp->geo, sp->count, c->rank0 + r, &pa, &e);
         return (unsigned char *)o->recv - pa * sp->es;
 }
@@ -660,8 +660,8 @@ static const unsigned char *send_at(const struct strata_comm *c, const struct sp
         const struct strata_coll *o = strata__comm_peer(c, 0, r);
         size_t pa, e;
 
-        if (o->kind == (enum strata_coll_kind)STRATA__COLL_RS_BLOCKS)
-                return o->send;
+        if (o->kind == (enum strata_coll_kind)STRATA__COLL_RS_BLOCKS || !o->send)
+                return o->send; /* NULL: an empty piece, never read */
         strata__blocks_piece(sp->geo, sp->count, c->rank0 + r, &pa, &e);
         return (const unsigned char *)o->send - pa * sp->es;
 }
@@ -732,7 +732,7 @@ static int agb_direct(struct strata_comm *c, const struct strata_coll *op, struc
                 const void *mine;
 
                 region(c, &sp, me, x, y, &ma, &me_e);
-                mine = send_at(c, &sp, 0) + ma * es;
+                mine = me_e > ma ? send_at(c, &sp, 0) + ma * es : NULL;
                 for (int r = 0; n > 1 && r < n; r++) {
                         size_t pa, ra, re;
 
@@ -748,7 +748,9 @@ static int agb_direct(struct strata_comm *c, const struct strata_coll *op, struc
                                 size_t pa, pe;
 
                                 region(c, &sp, p, x, y, &pa, &pe);
-                                memmove(recv_at(c, &sp, r) + pa * es, data[p], (pe - pa) * es);
+                                if (pe > pa)
+                                        memmove(recv_at(c, &sp, r) + pa * es, data[p],
+                                                (pe - pa) * es);
                         }
                 if (y >= op->count)
                         return STRATA_OK;
@@ -1631,7 +1633,7 @@ static int tree_ag_blocks(struct strata_comm *c, const struct strata_coll *op, s
                         size_t pa, pe;
 
                         region(c, &sp, (me + j) % P, x, y, &pa, &pe);
-                        for (int r = 0; r < n; r++)
+                        for (int r = 0; r < n && pe > pa; r++)
                                 memmove(recv_at(c, &sp, r) + pa * es, res + off * es,
                                         (pe - pa) * es);
                         off += pe - pa;

@@ -56,6 +56,40 @@ Test(strata_bench_scale_cli, message_counts_are_the_measured_ones)
         }
 }
 
+/*
+ * A training step's MPI messages (rank 0, default model, one device per process), as
+ * tools/bench-sharded-procs.sh measured them with strata-train (strata-count-isend.so, a
+ * 20-step epoch less a 10-step one, over 10): zero2 and fsdp with one collective per layer
+ * (decision 0045) and, before it, one per shard piece.
+ */
+Test(strata_bench_scale_cli, training_step_counts_are_the_measured_ones)
+{
+        static const struct {
+                int procs;
+                long zero2, fsdp, zero2_pieces, fsdp_pieces;
+        } step[] = { { 8, 57, 84, 153, 235 }, { 16, 66, 102, 300, 499 } };
+
+        cr_assert_eq(cli_run(BIN, LINK "--max-procs 16", out, sizeof(out)), 0, "%s", out);
+        for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+                char key[64];
+                const char *l;
+                long p, m[5];
+
+                snprintf(key, sizeof(key), "\n%-17s %7d ", "784-256-128-10", step[i].procs);
+                cr_assert_not_null(l = strstr(out, key), "no row for %d processes: %s",
+                                   step[i].procs, out);
+                cr_assert_eq(sscanf(l, " %*s %ld %*f %*d %ld %*f %*d %ld %*f %*d %ld %*f %*d %ld "
+                                    "%*f %*d %ld", &p, &m[0], &m[1], &m[2], &m[3], &m[4]), 6,
+                             "%s", l);
+                cr_assert_eq(m[1], step[i].zero2, "%d processes: zero2 %ld", step[i].procs, m[1]);
+                cr_assert_eq(m[2], step[i].fsdp, "%d processes: fsdp %ld", step[i].procs, m[2]);
+                cr_assert_eq(m[3], step[i].zero2_pieces, "%d processes: zero2 per piece %ld",
+                             step[i].procs, m[3]);
+                cr_assert_eq(m[4], step[i].fsdp_pieces, "%d processes: fsdp per piece %ld",
+                             step[i].procs, m[4]);
+        }
+}
+
 /* Each of the six rows (1 024 and 16 384 processes x 8 B, 1 MiB, 64 MiB) says yes. */
 static void within_2x(const char *link)
 {
