@@ -43,10 +43,10 @@
 #define KB 16  /* k per batch-reduce block */
 #define KC 256 /* k per chunk: the products an element sums before C is updated */
 #ifndef NC
-#define NC 256 /* columns of C packed at a time */
+#define NC 64 /* columns of C packed at a time */
 #endif
 #ifndef MC
-#define MC 256 /* rows of C packed at a time */
+#define MC 512 /* rows of C packed at a time */
 #endif
 #define NROWS 6 /* kernels per set: BN, 16, 8, 4, 2, 1 rows */
 #define LDT_MAX (BM + 16)
@@ -197,6 +197,39 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
 }
 
 /*
+ * dst[i] = src[i], i < n: AVX2 moves (a call to memcpy per short row costs more than the copy:
+ * glibc's and the inlined rep movs both start slowly at 64 to 256 bytes).
+ */
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static void copy_avx2(float *dst, const float *src, int n)
+{
+        int i = 0;
+
+        for (; i + 16 <= n; i += 16) {
+                __m256 x = _mm256_loadu_ps(src + i), y = _mm256_loadu_ps(src + i + 8);
+
+                _mm256_storeu_ps(dst + i, x);
+                _mm256_storeu_ps(dst + i + 8, y);
+        }
+        for (; i + 8 <= n; i += 8)
+                _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+        for (; i < n; i++)
+                dst[i] = src[i];
+}
+#endif
+
+static void copy_floats(float *dst, const float *src, int n)
+{
+#if defined(__x86_64__)
+        if (have_avx2) {
+                copy_avx2(dst, src, n);
+                return;
+        }
+#endif
+        memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
+/*
  * op(B)' for columns [n0, n0 + nc) of C and k [k0, k0 + kc): panels of BM columns, each
  * [kcp][BM], zero past n and past kc.
  */
@@ -211,9 +244,8 @@ static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, in
                         memset(d, 0, sizeof(float) * BM * (size_t)kcp);
                 if (!g->tb) /* B is k x n: a row of it is a row of the panel */
                         for (int kk = 0; kk < kc; kk++)
-                                memcpy(d + (size_t)kk * BM,
-                                       g->b + (size_t)(k0 + kk) * g->ldb + n0 + p,
-                                       sizeof(float) * w);
+                                copy_floats(d + (size_t)kk * BM,
+                                            g->b + (size_t)(k0 + kk) * g->ldb + n0 + p, w);
                 else        /* B is n x k */
                         transpose(g->b + (size_t)(n0 + p) * g->ldb + k0, (size_t)g->ldb, w, kc,
                                   d, BM);
@@ -254,16 +286,11 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
                         if (g->ta) /* A is k x m */
                                 transpose(g->a + (size_t)(k0 + q) * g->lda + m0 + r,
                                           (size_t)g->lda, kb, bt, o, KB);
-                        else if (kb == KB)
-                                for (int j = 0; j < bt; j++)
-                                        memcpy(o + j * KB,
-                                               g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
-                                               sizeof(float) * KB);
                         else
                                 for (int j = 0; j < bt; j++)
-                                        memcpy(o + j * KB,
-                                               g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
-                                               sizeof(float) * kb);
+                                        copy_floats(o + j * KB,
+                                                    g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
+                                                    kb);
                 }
         }
 }
@@ -314,10 +341,15 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
         for (int p = 0; p < nc; p += BM) {
                 w = nc - p < BM ? nc - p : BM;
                 for (int r = 0; r < mc; r += bt) {
+                        float *c = g->c + (size_t)(m0 + r) * g->ldc + n0 + p;
+
                         bt = block_rows(mc - r, &which);
+                        /* C's rows of the tile towards L2 while the kernel sums */
+                        for (int j = 0; j < bt; j++)
+                                for (int i = 0; i < w; i += 16)
+                                        __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         s->k[which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
-                        combine(g->c + (size_t)(m0 + r) * g->ldc + n0 + p, g->ldc, tile, s->ldt,
-                                w, bt, g->alpha, g->beta, first);
+                        combine(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta, first);
                 }
         }
 }
