@@ -16,7 +16,10 @@
  * every instruction set), and the tile is added into C: c = alpha t + beta c for the first
  * chunk, c + alpha t for the next ones. An element's bits therefore depend on k and its own
  * row and column only, not on m, n, where its tile falls or the instruction set: every set,
- * the scalar one included, gives the same bits.
+ * the scalar one included, gives the same bits. Rows of C are packed MC at a time (op(B)'
+ * packed once for up to MC rows), op(B)' one panel at a time just before its tiles, so that
+ * the packed rows stay in L2; a narrow C (fewer than BM columns) runs as its transpose
+ * (narrow()). Decision 0043.
  *
  * Packing buffers: one fixed-size buffer per device (strata__sgemm_scratch_bytes()), carved
  * from the runtime's plan and registered by the device's thread at warm-up; this file maps
@@ -319,6 +322,28 @@ STRATA_SIMD static void combine(float *c, int ldc, const float *t, int ldt, int 
         }
 }
 
+/*
+ * The same for a tile of C's transpose (gemm_packed()'s narrow form): the tile's column i is
+ * C's row i, its row j C's column j. The same expressions: the same bits.
+ */
+STRATA_SIMD static void combine_t(float *c, int ldc, const float *t, int ldt, int w, int rows,
+                                  float alpha, float beta, int first)
+{
+        for (int i = 0; i < w; i++) {
+                float *cr = c + (size_t)i * ldc;
+
+                if (!first)
+                        for (int j = 0; j < rows; j++)
+                                cr[j] = cr[j] + alpha * t[i + (size_t)j * ldt];
+                else if (beta == 0.0f)
+                        for (int j = 0; j < rows; j++)
+                                cr[j] = alpha * t[i + (size_t)j * ldt];
+                else
+                        for (int j = 0; j < rows; j++)
+                                cr[j] = alpha * t[i + (size_t)j * ldt] + beta * cr[j];
+        }
+}
+
 /* k == 0: C = beta C (beta 0: zeros). */
 static void scale_only(const struct strata__sgemm *g)
 {
@@ -330,10 +355,13 @@ static void scale_only(const struct strata__sgemm *g)
         }
 }
 
-/* The tiles of one packed chunk: for each panel of columns, each block of rows. */
+/*
+ * The tiles of one packed chunk: for each panel of columns, each block of rows. @p ct: @p g
+ * is C's transpose (g->c is C's own storage, g->ldc its rows').
+ */
 static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, const float *ap,
                         const float *bp, float *tile, int m0, int mc, int n0, int nc, int kcp,
-                        int first)
+                        int first, int ct)
 {
         unsigned long long count = (unsigned long long)(kcp / KB);
         int w, bt, which;
@@ -341,22 +369,47 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
         for (int p = 0; p < nc; p += BM) {
                 w = nc - p < BM ? nc - p : BM;
                 for (int r = 0; r < mc; r += bt) {
-                        float *c = g->c + (size_t)(m0 + r) * g->ldc + n0 + p;
+                        float *c = ct ? g->c + (size_t)(n0 + p) * g->ldc + m0 + r
+                                      : g->c + (size_t)(m0 + r) * g->ldc + n0 + p;
 
                         bt = block_rows(mc - r, &which);
                         /* C's rows of the tile towards L2 while the kernel sums */
-                        for (int j = 0; j < bt; j++)
-                                for (int i = 0; i < w; i += 16)
+                        for (int j = 0; j < (ct ? w : bt); j++)
+                                for (int i = 0; i < (ct ? bt : w); i += 16)
                                         __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         s->k[which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
-                        combine(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta, first);
+                        if (ct)
+                                combine_t(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
+                                          first);
+                        else
+                                combine(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
+                                        first);
                 }
         }
 }
 
-static void gemm_packed(const struct kset *s, const struct strata__sgemm *g, float *slot)
+/*
+ * A narrow C (fewer than BM columns, more rows) leaves most of each panel of BM columns
+ * empty: such a call computes C' = op(B)' op(A)' instead (op(A)'s rows become the panels'
+ * columns), writing each tile into C transposed. An element is still the chain of products
+ * op(A)[i][k] op(B)[k][j] in k order (a product's bits do not depend on its operands'
+ * order), updated as before: the same bits.
+ */
+static int narrow(const struct strata__sgemm *g)
+{
+        return g->n < BM && (size_t)(g->m + BM - 1) / BM * BM * (size_t)g->n <
+                                    (size_t)BM * (size_t)g->m;
+}
+
+static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot)
 {
         float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
+        int ct = narrow(g0);
+        struct strata__sgemm t = { .ta = !g0->tb, .tb = !g0->ta, .m = g0->n, .n = g0->m,
+                                   .k = g0->k, .alpha = g0->alpha, .beta = g0->beta,
+                                   .a = g0->b, .lda = g0->ldb, .b = g0->a, .ldb = g0->lda,
+                                   .c = g0->c, .ldc = g0->ldc };
+        const struct strata__sgemm *g = ct ? &t : g0;
 
         for (int m0 = 0; m0 < g->m; m0 += MC) {
                 int mc = g->m - m0 < MC ? g->m - m0 : MC;
@@ -370,7 +423,8 @@ static void gemm_packed(const struct kset *s, const struct strata__sgemm *g, flo
                                 int nc = g->n - n0 < NC ? g->n - n0 : NC;
 
                                 pack_b(ap, g, n0, nc, k0, kc, kcp);
-                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0);
+                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0,
+                                            ct);
                         }
                 }
         }
