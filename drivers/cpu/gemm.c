@@ -156,8 +156,8 @@ static void compile(void)
 #include <immintrin.h>
 
 /* dst[j * ld + i] = src[i * ls + j] for one 8 x 8 block. */
-__attribute__((target("avx2"))) static void transpose8(const float *src, size_t ls, float *dst,
-                                                      size_t ld)
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose8(const float *src, size_t ls, float *dst, size_t ld)
 {
         __m256 r[8], t[8], u[8];
 
@@ -178,6 +178,16 @@ __attribute__((target("avx2"))) static void transpose8(const float *src, size_t 
                 _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
         }
 }
+
+/* The whole 8 x 8 blocks of transpose() in one call (transpose8 inlined). */
+__attribute__((target("avx2"))) static void transpose_blocks(const float *src, size_t ls,
+                                                             int rows, int cols, float *dst,
+                                                             size_t ld)
+{
+        for (int i0 = 0; i0 + 8 <= rows; i0 += 8)
+                for (int j0 = 0; j0 + 8 <= cols; j0 += 8)
+                        transpose8(src + i0 * ls + j0, ls, dst + j0 * ld + i0, ld);
+}
 #endif
 
 /* dst[j * ld + i] = src[i * ls + j] for i < rows, j < cols: 8 x 8 blocks, then the edges. */
@@ -187,9 +197,7 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
 
 #if defined(__x86_64__)
         if (have_avx2) {
-                for (i0 = 0; i0 + 8 <= rows; i0 += 8)
-                        for (j0 = 0; j0 + 8 <= cols; j0 += 8)
-                                transpose8(src + i0 * ls + j0, ls, dst + j0 * ld + i0, ld);
+                transpose_blocks(src, ls, rows, cols, dst, ld);
                 i0 = rows & ~7;
                 j0 = cols & ~7;
         }
@@ -200,36 +208,42 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
 }
 
 /*
- * dst[i] = src[i], i < n: AVX2 moves (a call to memcpy per short row costs more than the copy:
- * glibc's and the inlined rep movs both start slowly at 64 to 256 bytes).
+ * The plain copies of packing, one call per panel or block: dst row i (of @p w floats,
+ * @p ld apart) = src row i (@p ls apart), i < @p rows. AVX2 moves where the CPU has them
+ * (a memcpy per row of 64 to 256 bytes costs more than the copy: its start is slow).
  */
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) static void copy_avx2(float *dst, const float *src, int n)
+__attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld,
+                                                           const float *src, size_t ls,
+                                                           int rows, int w)
 {
-        int i = 0;
+        for (int r = 0; r < rows; r++, dst += ld, src += ls) {
+                int i = 0;
 
-        for (; i + 16 <= n; i += 16) {
-                __m256 x = _mm256_loadu_ps(src + i), y = _mm256_loadu_ps(src + i + 8);
+                for (; i + 16 <= w; i += 16) {
+                        __m256 x = _mm256_loadu_ps(src + i), y = _mm256_loadu_ps(src + i + 8);
 
-                _mm256_storeu_ps(dst + i, x);
-                _mm256_storeu_ps(dst + i + 8, y);
+                        _mm256_storeu_ps(dst + i, x);
+                        _mm256_storeu_ps(dst + i + 8, y);
+                }
+                for (; i + 8 <= w; i += 8)
+                        _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+                for (; i < w; i++)
+                        dst[i] = src[i];
         }
-        for (; i + 8 <= n; i += 8)
-                _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-        for (; i < n; i++)
-                dst[i] = src[i];
 }
 #endif
 
-static void copy_floats(float *dst, const float *src, int n)
+static void copy_rows(float *dst, size_t ld, const float *src, size_t ls, int rows, int w)
 {
 #if defined(__x86_64__)
         if (have_avx2) {
-                copy_avx2(dst, src, n);
+                copy_rows_avx2(dst, ld, src, ls, rows, w);
                 return;
         }
 #endif
-        memcpy(dst, src, sizeof(float) * (size_t)n);
+        for (int r = 0; r < rows; r++)
+                memcpy(dst + (size_t)r * ld, src + (size_t)r * ls, sizeof(float) * (size_t)w);
 }
 
 /*
@@ -246,9 +260,8 @@ static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, in
                 if (w < BM || kc < kcp)
                         memset(d, 0, sizeof(float) * BM * (size_t)kcp);
                 if (!g->tb) /* B is k x n: a row of it is a row of the panel */
-                        for (int kk = 0; kk < kc; kk++)
-                                copy_floats(d + (size_t)kk * BM,
-                                            g->b + (size_t)(k0 + kk) * g->ldb + n0 + p, w);
+                        copy_rows(d, BM, g->b + (size_t)k0 * g->ldb + n0 + p, (size_t)g->ldb,
+                                  kc, w);
                 else        /* B is n x k */
                         transpose(g->b + (size_t)(n0 + p) * g->ldb + k0, (size_t)g->ldb, w, kc,
                                   d, BM);
@@ -290,10 +303,8 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
                                 transpose(g->a + (size_t)(k0 + q) * g->lda + m0 + r,
                                           (size_t)g->lda, kb, bt, o, KB);
                         else
-                                for (int j = 0; j < bt; j++)
-                                        copy_floats(o + j * KB,
-                                                    g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
-                                                    kb);
+                                copy_rows(o, KB, g->a + (size_t)(m0 + r) * g->lda + k0 + q,
+                                          (size_t)g->lda, bt, kb);
                 }
         }
 }
