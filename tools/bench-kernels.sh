@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CPU kernel sets (decision 0034), one device, one thread:
 #  1. strata-bench-kernels: each set's GFLOP/s over the step's GEMMs (MLP b128, wide b512,
-#     in-situ 1024-1024 b16) beside the one-core peaks it measures (f32 FMA per ISA,
-#     AVX512_BF16 dot; AMX: named when present, not used).
+#     in-situ 1024-1024 b16, the Fashion-MNIST CNN's conv layers per sample) beside the
+#     one-core peaks it measures (f32 FMA per ISA, AVX512_BF16 dot; AMX: named when present,
+#     not used), all timed in the thread's CPU time.
 #  2. training samples/s, alternated REPS times, medians: Strata native and portable (32),
 #     Strata bf16-mixed, PyTorch fp32 and autocast(bfloat16), on the default MLP and the wide
 #     one.

@@ -1,11 +1,15 @@
 /*
  * strata-bench-kernels: each CPU kernel set's GFLOP/s over a training step's GEMMs (the
- * Linear module's shapes and transposes, packing included), beside the peaks of this core
+ * Linear module's shapes and transposes, packing included; conv:CIN-COUT-HxW, a Conv2d(3,
+ * padding 1)'s per-sample GEMMs as nn/conv.c calls them), beside the peaks of this core
  * measured here (f32 FMA per ISA, AVX512_BF16 dot: the best of 21 bursts), one thread. The
- * sets run alternated, shape by shape, and each figure is a sum of medians.
+ * sets run alternated, shape by shape, and each figure is a sum of medians. Times are the
+ * thread's CPU time, the peaks' too: on a shared core, wall time would count the other
+ * processes' turns (a long GEMM is interrupted more often than a short one).
  *
- *   strata-bench-kernels [--reps 40] [MODEL:BATCH ...]   (default 784-256-128-10:128
- *                                                         784-2048-2048-10:512 1024-1024:16)
+ *   strata-bench-kernels [--reps 40] [MODEL:BATCH | conv:CIN-COUT-HxW[:first] ...]
+ *       (default 784-256-128-10:128 784-2048-2048-10:512 1024-1024:16
+ *        conv:1-32-28x28:first conv:32-64-14x14: the Fashion-MNIST CNN's two layers)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +37,12 @@ __attribute__((target("avx512f"))) static double peak_avx512(void)
 #define S5(i) a##i = _mm512_fmadd_ps(a##i, x, y);
 #define U5(i) sink += _mm512_reduce_add_ps(a##i);
         R16(D5)
-        t0 = strata_tool_now();
+        t0 = strata_tool_cpu_now();
         for (long it = 0; it < ITERS; it++) {
                 R16(S5)
                 __asm__ volatile("" ::: "memory");
         }
-        t0 = strata_tool_now() - t0;
+        t0 = strata_tool_cpu_now() - t0;
         R16(U5)
         return sink == 1.0f ? 0.0 : ITERS * 16.0 * 32 / t0 * 1e-9;
 }
@@ -51,12 +55,12 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(void)
 #define DB(i) __m512 a##i = _mm512_set1_ps((float)(i));
 #define SB(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
         R16(DB)
-        t0 = strata_tool_now();
+        t0 = strata_tool_cpu_now();
         for (long it = 0; it < ITERS; it++) {
                 R16(SB)
                 __asm__ volatile("" ::: "memory");
         }
-        t0 = strata_tool_now() - t0;
+        t0 = strata_tool_cpu_now() - t0;
         R16(U5)
         return sink == 1.0f ? 0.0 : ITERS * 16.0 * 64 / t0 * 1e-9;
 }
@@ -68,6 +72,11 @@ static int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit)
         if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3]))
                 return 0;
         return (r[reg] >> bit) & 1;
+}
+
+static double peak_avx2(void)
+{
+        return strata_tool_peak_avx2_on(strata_tool_cpu_now);
 }
 
 /* The best of 21 bursts of @p f: what the core can do (a shared machine lowers medians). */
@@ -114,11 +123,42 @@ static int shapes_of(const char *model, int batch, struct shape *sh)
         return ns;
 }
 
+/*
+ * A Conv2d(cin -> cout, 3 x 3, padding 1) on h x w, one sample, as nn/conv.c multiplies it:
+ * the forward y = W cols (or t = cols' W' where the result's 64-column tiles fit better),
+ * the weight gradient dW += dy cols' and, unless @p first, the column gradient W' dy (or its
+ * transpose); nn/conv.c's own loops take a forward with K <= 16 terms, a weight gradient of
+ * <= 64 elements and a column gradient with cout <= 16 (not GEMMs: left out here).
+ */
+static int conv_shapes(const char *spec, struct shape *sh)
+{
+        int cin, cout, h, w, p, kk, ns = 0;
+
+        if (sscanf(spec, "conv:%d-%d-%dx%d", &cin, &cout, &h, &w) != 4)
+                return 0;
+        p = h * w;
+        kk = 9 * cin;
+#define TRANSPOSED(m, n) (((m) + 63) / 64 * 64 * (n) < ((n) + 63) / 64 * 64 * (m))
+        if (kk > 16)
+                sh[ns++] = TRANSPOSED(cout, p)
+                        ? (struct shape){ .what = "fwd", .ta = 1, .tb = 1, .m = p, .n = cout, .k = kk }
+                        : (struct shape){ .what = "fwd", .m = cout, .n = p, .k = kk };
+        if (cout * kk > 64)
+                sh[ns++] = (struct shape){ .what = "dW", .tb = 1, .m = cout, .n = kk, .k = p,
+                                           .beta = 1.0f };
+        if (!strstr(spec, ":first") && cout > 16)
+                sh[ns++] = TRANSPOSED(kk, p)
+                        ? (struct shape){ .what = "dX", .ta = 1, .m = p, .n = kk, .k = cout }
+                        : (struct shape){ .what = "dX", .ta = 1, .m = kk, .n = p, .k = cout };
+#undef TRANSPOSED
+        return ns;
+}
+
 /* One call of shape @p s on set @p k (f32 gemm, or bf16 gemm_lp with @p scratch). */
 static double run(const struct strata_kernel_ops *k, const struct shape *s, void *scratch)
 {
         int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
-        double t0 = strata_tool_now();
+        double t0 = strata_tool_cpu_now();
 
         if (scratch)
                 k->gemm_lp(STRATA_BF16, s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->a, lda, s->b,
@@ -126,7 +166,7 @@ static double run(const struct strata_kernel_ops *k, const struct shape *s, void
         else
                 k->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->a, lda, s->b, ldb, s->beta,
                         s->c, s->n);
-        return strata_tool_now() - t0;
+        return strata_tool_cpu_now() - t0;
 }
 
 #define NSETS 3 /* native f32, portable f32, native bf16 */
@@ -150,7 +190,13 @@ static void bench_model(const char *spec, int reps, const double *peaks)
                  spec);
         if (colon)
                 batch = atoi(colon + 1);
-        ns = shapes_of(model, batch, sh);
+        if (!strncmp(spec, "conv:", 5)) {
+                snprintf(model, sizeof(model), "%s", spec);
+                batch = 1;
+                ns = conv_shapes(spec, sh);
+        } else {
+                ns = shapes_of(model, batch, sh);
+        }
         for (int i = 0; i < ns; i++) {
                 struct shape *s = &sh[i];
                 size_t mk = (size_t)s->m * s->k, kn = (size_t)s->k * s->n;
@@ -228,13 +274,15 @@ int main(int argc, char **argv)
                 models[nmodels++] = "784-256-128-10:128";
                 models[nmodels++] = "784-2048-2048-10:512";
                 models[nmodels++] = "1024-1024:16";
+                models[nmodels++] = "conv:1-32-28x28:first";
+                models[nmodels++] = "conv:32-64-14x14";
         }
 #if defined(__x86_64__)
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f"))
                 p512 = peak(peak_avx512);
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-                p256 = peak(strata_tool_peak_avx2);
+                p256 = peak(peak_avx2);
         have_bf16 = cpuid_bit(7, 1, 0, 5);
         have_amx = cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24);
         if (have_bf16)

@@ -16,7 +16,10 @@
  * every instruction set), and the tile is added into C: c = alpha t + beta c for the first
  * chunk, c + alpha t for the next ones. An element's bits therefore depend on k and its own
  * row and column only, not on m, n, where its tile falls or the instruction set: every set,
- * the scalar one included, gives the same bits.
+ * the scalar one included, gives the same bits. Rows of C are packed MC at a time (op(B)'
+ * packed once for up to MC rows), op(B)' one panel at a time just before its tiles, so that
+ * the packed rows stay in L2; a narrow C (fewer than BM columns) runs as its transpose
+ * (narrow()). Decision 0043.
  *
  * Packing buffers: one fixed-size buffer per device (strata__sgemm_scratch_bytes()), carved
  * from the runtime's plan and registered by the device's thread at warm-up; this file maps
@@ -43,10 +46,10 @@
 #define KB 16  /* k per batch-reduce block */
 #define KC 256 /* k per chunk: the products an element sums before C is updated */
 #ifndef NC
-#define NC 256 /* columns of C packed at a time */
+#define NC 64 /* columns of C packed at a time */
 #endif
 #ifndef MC
-#define MC 256 /* rows of C packed at a time */
+#define MC 512 /* rows of C packed at a time */
 #endif
 #define NROWS 6 /* kernels per set: BN, 16, 8, 4, 2, 1 rows */
 #define LDT_MAX (BM + 16)
@@ -153,8 +156,8 @@ static void compile(void)
 #include <immintrin.h>
 
 /* dst[j * ld + i] = src[i * ls + j] for one 8 x 8 block. */
-__attribute__((target("avx2"))) static void transpose8(const float *src, size_t ls, float *dst,
-                                                      size_t ld)
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose8(const float *src, size_t ls, float *dst, size_t ld)
 {
         __m256 r[8], t[8], u[8];
 
@@ -175,6 +178,16 @@ __attribute__((target("avx2"))) static void transpose8(const float *src, size_t 
                 _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
         }
 }
+
+/* The whole 8 x 8 blocks of transpose() in one call (transpose8 inlined). */
+__attribute__((target("avx2"))) static void transpose_blocks(const float *src, size_t ls,
+                                                             int rows, int cols, float *dst,
+                                                             size_t ld)
+{
+        for (int i0 = 0; i0 + 8 <= rows; i0 += 8)
+                for (int j0 = 0; j0 + 8 <= cols; j0 += 8)
+                        transpose8(src + i0 * ls + j0, ls, dst + j0 * ld + i0, ld);
+}
 #endif
 
 /* dst[j * ld + i] = src[i * ls + j] for i < rows, j < cols: 8 x 8 blocks, then the edges. */
@@ -184,9 +197,7 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
 
 #if defined(__x86_64__)
         if (have_avx2) {
-                for (i0 = 0; i0 + 8 <= rows; i0 += 8)
-                        for (j0 = 0; j0 + 8 <= cols; j0 += 8)
-                                transpose8(src + i0 * ls + j0, ls, dst + j0 * ld + i0, ld);
+                transpose_blocks(src, ls, rows, cols, dst, ld);
                 i0 = rows & ~7;
                 j0 = cols & ~7;
         }
@@ -194,6 +205,45 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
         for (int i = 0; i < rows; i++)
                 for (int j = i < i0 ? j0 : 0; j < cols; j++)
                         dst[j * ld + i] = src[i * ls + j];
+}
+
+/*
+ * The plain copies of packing, one call per panel or block: dst row i (of @p w floats,
+ * @p ld apart) = src row i (@p ls apart), i < @p rows. AVX2 moves where the CPU has them
+ * (a memcpy per row of 64 to 256 bytes costs more than the copy: its start is slow).
+ */
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld,
+                                                           const float *src, size_t ls,
+                                                           int rows, int w)
+{
+        for (int r = 0; r < rows; r++, dst += ld, src += ls) {
+                int i = 0;
+
+                for (; i + 16 <= w; i += 16) {
+                        __m256 x = _mm256_loadu_ps(src + i), y = _mm256_loadu_ps(src + i + 8);
+
+                        _mm256_storeu_ps(dst + i, x);
+                        _mm256_storeu_ps(dst + i + 8, y);
+                }
+                for (; i + 8 <= w; i += 8)
+                        _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+                for (; i < w; i++)
+                        dst[i] = src[i];
+        }
+}
+#endif
+
+static void copy_rows(float *dst, size_t ld, const float *src, size_t ls, int rows, int w)
+{
+#if defined(__x86_64__)
+        if (have_avx2) {
+                copy_rows_avx2(dst, ld, src, ls, rows, w);
+                return;
+        }
+#endif
+        for (int r = 0; r < rows; r++)
+                memcpy(dst + (size_t)r * ld, src + (size_t)r * ls, sizeof(float) * (size_t)w);
 }
 
 /*
@@ -210,10 +260,8 @@ static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, in
                 if (w < BM || kc < kcp)
                         memset(d, 0, sizeof(float) * BM * (size_t)kcp);
                 if (!g->tb) /* B is k x n: a row of it is a row of the panel */
-                        for (int kk = 0; kk < kc; kk++)
-                                memcpy(d + (size_t)kk * BM,
-                                       g->b + (size_t)(k0 + kk) * g->ldb + n0 + p,
-                                       sizeof(float) * w);
+                        copy_rows(d, BM, g->b + (size_t)k0 * g->ldb + n0 + p, (size_t)g->ldb,
+                                  kc, w);
                 else        /* B is n x k */
                         transpose(g->b + (size_t)(n0 + p) * g->ldb + k0, (size_t)g->ldb, w, kc,
                                   d, BM);
@@ -254,16 +302,9 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
                         if (g->ta) /* A is k x m */
                                 transpose(g->a + (size_t)(k0 + q) * g->lda + m0 + r,
                                           (size_t)g->lda, kb, bt, o, KB);
-                        else if (kb == KB)
-                                for (int j = 0; j < bt; j++)
-                                        memcpy(o + j * KB,
-                                               g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
-                                               sizeof(float) * KB);
                         else
-                                for (int j = 0; j < bt; j++)
-                                        memcpy(o + j * KB,
-                                               g->a + (size_t)(m0 + r + j) * g->lda + k0 + q,
-                                               sizeof(float) * kb);
+                                copy_rows(o, KB, g->a + (size_t)(m0 + r) * g->lda + k0 + q,
+                                          (size_t)g->lda, bt, kb);
                 }
         }
 }
@@ -292,6 +333,28 @@ STRATA_SIMD static void combine(float *c, int ldc, const float *t, int ldt, int 
         }
 }
 
+/*
+ * The same for a tile of C's transpose (gemm_packed()'s narrow form): the tile's column i is
+ * C's row i, its row j C's column j. The same expressions: the same bits.
+ */
+STRATA_SIMD static void combine_t(float *c, int ldc, const float *t, int ldt, int w, int rows,
+                                  float alpha, float beta, int first)
+{
+        for (int i = 0; i < w; i++) {
+                float *cr = c + (size_t)i * ldc;
+
+                if (!first)
+                        for (int j = 0; j < rows; j++)
+                                cr[j] = cr[j] + alpha * t[i + (size_t)j * ldt];
+                else if (beta == 0.0f)
+                        for (int j = 0; j < rows; j++)
+                                cr[j] = alpha * t[i + (size_t)j * ldt];
+                else
+                        for (int j = 0; j < rows; j++)
+                                cr[j] = alpha * t[i + (size_t)j * ldt] + beta * cr[j];
+        }
+}
+
 /* k == 0: C = beta C (beta 0: zeros). */
 static void scale_only(const struct strata__sgemm *g)
 {
@@ -303,10 +366,13 @@ static void scale_only(const struct strata__sgemm *g)
         }
 }
 
-/* The tiles of one packed chunk: for each panel of columns, each block of rows. */
+/*
+ * The tiles of one packed chunk: for each panel of columns, each block of rows. @p ct: @p g
+ * is C's transpose (g->c is C's own storage, g->ldc its rows').
+ */
 static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, const float *ap,
                         const float *bp, float *tile, int m0, int mc, int n0, int nc, int kcp,
-                        int first)
+                        int first, int ct)
 {
         unsigned long long count = (unsigned long long)(kcp / KB);
         int w, bt, which;
@@ -314,17 +380,47 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
         for (int p = 0; p < nc; p += BM) {
                 w = nc - p < BM ? nc - p : BM;
                 for (int r = 0; r < mc; r += bt) {
+                        float *c = ct ? g->c + (size_t)(n0 + p) * g->ldc + m0 + r
+                                      : g->c + (size_t)(m0 + r) * g->ldc + n0 + p;
+
                         bt = block_rows(mc - r, &which);
+                        /* C's rows of the tile towards L2 while the kernel sums */
+                        for (int j = 0; j < (ct ? w : bt); j++)
+                                for (int i = 0; i < (ct ? bt : w); i += 16)
+                                        __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         s->k[which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
-                        combine(g->c + (size_t)(m0 + r) * g->ldc + n0 + p, g->ldc, tile, s->ldt,
-                                w, bt, g->alpha, g->beta, first);
+                        if (ct)
+                                combine_t(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
+                                          first);
+                        else
+                                combine(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
+                                        first);
                 }
         }
 }
 
-static void gemm_packed(const struct kset *s, const struct strata__sgemm *g, float *slot)
+/*
+ * A narrow C (fewer than BM columns, more rows) leaves most of each panel of BM columns
+ * empty: such a call computes C' = op(B)' op(A)' instead (op(A)'s rows become the panels'
+ * columns), writing each tile into C transposed. An element is still the chain of products
+ * op(A)[i][k] op(B)[k][j] in k order (a product's bits do not depend on its operands'
+ * order), updated as before: the same bits.
+ */
+static int narrow(const struct strata__sgemm *g)
+{
+        return g->n < BM && (size_t)(g->m + BM - 1) / BM * BM * (size_t)g->n <
+                                    (size_t)BM * (size_t)g->m;
+}
+
+static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot)
 {
         float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
+        int ct = narrow(g0);
+        struct strata__sgemm t = { .ta = !g0->tb, .tb = !g0->ta, .m = g0->n, .n = g0->m,
+                                   .k = g0->k, .alpha = g0->alpha, .beta = g0->beta,
+                                   .a = g0->b, .lda = g0->ldb, .b = g0->a, .ldb = g0->lda,
+                                   .c = g0->c, .ldc = g0->ldc };
+        const struct strata__sgemm *g = ct ? &t : g0;
 
         for (int m0 = 0; m0 < g->m; m0 += MC) {
                 int mc = g->m - m0 < MC ? g->m - m0 : MC;
@@ -338,7 +434,8 @@ static void gemm_packed(const struct kset *s, const struct strata__sgemm *g, flo
                                 int nc = g->n - n0 < NC ? g->n - n0 : NC;
 
                                 pack_b(ap, g, n0, nc, k0, kc, kcp);
-                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0);
+                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0,
+                                            ct);
                         }
                 }
         }
