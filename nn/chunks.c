@@ -614,9 +614,16 @@ void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx 
         in->correct = 0;
         in->sum = in->sse = in->sae = 0.0; /* the device's own figures: the blocks in order */
         for (int b = 0; b < s.top; b++) { /* the blocks, for the tree across devices */
-                ch->loss[b][0] = st[b].v[0];
-                ch->loss[b][1] = st[b].v[2];
-                ch->loss[b][2] = st[b].v[3];
+                if (in->add) { /* a later output: onto the earlier ones' */
+                        ch->loss[b][0] += (double)in->weight * st[b].v[0];
+                        ch->loss[b][1] += st[b].v[2];
+                        ch->loss[b][2] += st[b].v[3];
+                } else {
+                        ch->loss[b][0] = in->weight != 0.0f ? (double)in->weight * st[b].v[0]
+                                                            : st[b].v[0];
+                        ch->loss[b][1] = st[b].v[2];
+                        ch->loss[b][2] = st[b].v[3];
+                }
                 in->correct += (int)st[b].v[1];
                 in->sum += st[b].v[0];
                 in->sse += st[b].v[2];

@@ -184,6 +184,12 @@ struct strata__chunks_loss {
         float *dout;                    /* the output's gradient, or NULL: none */
         double sum, sse, sae;           /* the loss, squared and absolute errors */
         int correct;
+        /*
+         * Several outputs: each block's loss is added (add) times weight to what the earlier
+         * outputs left in it; 0 for both: the loss alone
+         */
+        float weight;
+        int add;
 };
 
 /**
