@@ -614,7 +614,7 @@ static void loss_chunks(struct strata__replica *r, const struct strata_step_ctx 
         struct strata__chunks_loss cl = { .loss = r->loss, .out = out, .targets = r->targets,
                                           .width = r->out, .dout = grad ? r->dbuf[0] : NULL };
 
-        strata__chunks_loss(r->chunks, c, &cl);
+        strata__chunks_loss(r->chunks, c, &cl, 1);
         r->loss_sum = cl.sum;
         r->correct = cl.correct;
         r->sse = cl.sse;
@@ -630,32 +630,35 @@ static void loss_chunks(struct strata__replica *r, const struct strata_step_ctx 
 static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
 {
         const struct strata__replica_io *io = &r->io;
+        struct strata__chunks_loss cl[STRATA_MAX_OUTPUTS];
         struct strata_step_ctx cc = *c;
 
         r->loss_sum = r->sse = r->sae = 0.0;
         r->correct = 0;
+        for (int k = 0; k < io->nout; k++)
+                cl[k] = (struct strata__chunks_loss){
+                        .loss = io->loss[k], .out = r->y[io->mod[k]], .targets = io->t[k],
+                        .width = io->w[k], .weight = io->weight[k],
+                        .dout = !grad ? NULL : io->gout[k] ? io->gout[k] : r->dbuf[0] };
+        if (r->chunks) {
+                strata__chunks_loss(r->chunks, c, cl, io->nout);
+                r->loss_sum = cl[0].sum;
+                r->sse = cl[0].sse;
+                r->sae = cl[0].sae;
+                return;
+        }
         for (int k = 0; k < io->nout; k++) {
-                const float *out = r->y[io->mod[k]];
-                float *dout = !grad ? NULL : io->gout[k] ? io->gout[k] : r->dbuf[0];
-                struct strata__chunks_loss cl = { .loss = io->loss[k], .out = out,
-                                                  .targets = io->t[k], .width = io->w[k],
-                                                  .dout = dout, .weight = io->weight[k],
-                                                  .add = k > 0 };
+                const float *out = cl[k].out;
+                float *dout = cl[k].dout;
 
                 cc.loss_scale = c->loss_scale * io->weight[k];
-                if (r->chunks) {
-                        strata__chunks_loss(r->chunks, &cc, &cl);
-                } else {
-                        cl.sum = io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
-                                                      dout, NULL);
-                        cl.sse = r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k],
-                                                      r->rows, io->w[k], 0.0f, NULL);
-                        cl.sae = r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k],
-                                                      r->rows, io->w[k], 0.0f, NULL);
-                }
-                r->loss_sum += (double)io->weight[k] * cl.sum;
-                r->sse += cl.sse;
-                r->sae += cl.sae;
+                r->loss_sum += (double)io->weight[k] *
+                               io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
+                                                    dout, NULL);
+                r->sse += r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k], r->rows,
+                                               io->w[k], 0.0f, NULL);
+                r->sae += r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k], r->rows,
+                                               io->w[k], 0.0f, NULL);
         }
 }
 
