@@ -2,7 +2,8 @@
 # The examples as a user builds them: install into a scratch prefix, then compile with
 # pkg-config only — the C++ examples (classification; regression on f64 arrays with batch-1
 # inference) against the shared library and, with --static, against the archive; the Fortran
-# example with the installed strata.f90 — and run them.
+# examples (classification; two inputs and two outputs) with the installed strata.f90 —
+# and run them.
 set -eu
 src=$1 build=$2
 prefix=$build/stage-examples
@@ -32,6 +33,12 @@ mkdir -p "$build/example-fortran"
         gfortran -std=f2018 -Wall -Wextra -Werror -o train "$src/examples/fortran/train.f90" \
                 strata.o $(pkg-config --libs strata) -Wl,-rpath,"$prefix/lib")
 "$build/example-fortran/train"
+# Two inputs and two outputs from a model line (TorchFort's train_multiarg).
+(cd "$build/example-fortran" &&
+        gfortran -std=f2018 -Wall -Wextra -Werror -o train_multiarg \
+                "$src/examples/fortran/train_multiarg.f90" strata.o $(pkg-config --libs strata) \
+                -Wl,-rpath,"$prefix/lib")
+"$build/example-fortran/train_multiarg"
 # The U-Net surrogate on a simulation's HDF5 fields (examples/unet.sh), briefly: it trains, the
 # line's concat included, within its plan and without heap during steps.
 "$src/examples/unet.sh" "$build" 256 1 single 1 > "$build/example-unet.out"
