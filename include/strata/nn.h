@@ -2,7 +2,9 @@
  * Models: a sequence of modules over a batch of samples [rows, features], with a loss on the
  * last module's output (softmax cross-entropy unless the model names another). A merge module
  * (strata_add, strata_concat) also reads an earlier module's output (strata_module from), so a
- * model is a small static graph in execution order: ResNet blocks, a U-Net. A sample may
+ * model is a small static graph in execution order: ResNet blocks, a U-Net; it may take
+ * several inputs (slices of the sample's row) and give several outputs, each with its own loss
+ * and weight (struct strata_model inputs, outputs; strata_module branch). A sample may
  * carry a layout (struct strata_dims: channels and up to three spatial extents, PyTorch's
  * (C, D, H, W) order) that convolutions, pooling and upsampling read and declare.
  *

@@ -7,7 +7,9 @@
  * with its arguments in parentheses, positional first, then key=value, as PyTorch's
  * constructors take them. A per-dimension value is written 3x5 (PyTorch's (3, 5)); a skip
  * connection names the earlier module it reads by index, add(from=1), or concat(from=input)
- * for the model's input. The line
+ * for the model's input. Several inputs are one input(...) each, read by from=inputK; from= on
+ * a module that merges nothing starts a branch; output(mse,weight=0.5) after a module makes it
+ * one of the model's outputs. The line
  * fills a caller's array of modules: nothing is allocated, and a refused line leaves the
  * caller's model unchanged. Shapes are not checked here: strata_model_output() walks them.
  */
@@ -361,13 +363,12 @@ static int parse_output(const char *s, size_t n, int module, struct strata_model
                 while (len < n && s[len] != ',')
                         len++;
                 if (len > 7 && !strncmp(s, "weight=", 7)) {
-                        if (parse_float(s + 7, len - 7, &o.weight) || o.weight < 0.0f)
+                        /* > 0: a weight of 0 in the struct means 1 */
+                        if (parse_float(s + 7, len - 7, &o.weight) || !(o.weight > 0.0f))
                                 return strata__fail(STRATA_EINVAL, "model line, output %d "
                                                     "(module %d): weight '%.*s' is not a "
-                                                    "finite number >= 0", k, module,
+                                                    "finite number > 0", k, module,
                                                     (int)(len - 7), s + 7);
-                        if (o.weight == 0.0f)
-                                o.weight = 1.0f; /* 0 would mean 1 in the struct: say so */
                 } else {
                         snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
                         o.loss = strata_loss_ops_by_name(!strcmp(buf, "bce") ? "bce_with_logits"

@@ -46,9 +46,23 @@ Test(multi_io_bad_input, the_model_itself_is_fine)
 {
         struct strata_dims out;
 
+        struct strata_module lm[8];
+        struct strata_model doc = { 0 };
+
         fresh();
         cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(out.channels, MULTINET_T);
+        /* strata_model_parse()'s example (strata/runtime.h) */
+        cr_assert_eq(strata_model_parse("input(4) input(2) linear(8) relu linear(8,from=input1) "
+                                        "add(from=1) linear(3) output(mse) linear(1,from=3) "
+                                        "output(bce,weight=0.5)", lm, 8, &doc), STRATA_OK,
+                     "%s", strata_last_error());
+        cr_assert_eq(strata_model_output(&doc, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 4);
+        cr_assert_eq(doc.in_features, 6);
+        cr_assert_eq(doc.outputs[1].loss, &strata_bce_with_logits);
+        cr_assert_eq(doc.outputs[1].weight, 0.5f);
+        cr_assert_eq(doc.outputs[0].weight, 0.0f, "no weight given: the struct's default");
 }
 
 Test(multi_io_bad_input, bad_from)
@@ -195,7 +209,8 @@ Test(multi_io_bad_input, lines)
         line_refused("input(3) linear(2) output(softmax_cross_entropy)", "loss "
                      "'softmax_cross_entropy' is not");
         line_refused("input(3) linear(2) output(mse,weight=-1)", "output 0 (module 0): weight "
-                     "'-1' is not a finite number >= 0");
+                     "'-1' is not a finite number > 0");
+        line_refused("input(3) linear(2) output(mse,weight=0)", "weight '0' is not");
         line_refused("input(3) linear(2) output(mse,weight=inf)", "weight 'inf'");
         line_refused("input(3) linear(2) output(mse,)", "an argument is empty");
         line_refused("input(3) input(2) linear(2,from=input9)", "module 0 (linear): from "
