@@ -79,8 +79,8 @@ struct strata_config multinet_cfg(enum strata_strategy_kind s, int devices)
         return c;
 }
 
-static void params(struct strata_runtime *rt, const struct strata_config *c,
-                   struct multinet_run *out)
+void multinet_params(struct strata_runtime *rt, const struct strata_config *c,
+                     struct multinet_run *out)
 {
         size_t at = 0, len = 0, n, np = MULTINET_NP;
         const float *p;
@@ -98,20 +98,14 @@ static void params(struct strata_runtime *rt, const struct strata_config *c,
         }
 }
 
-void multinet_train(const struct strata_config *c, int steps, struct multinet_run *out)
+void multinet_steps(struct strata_runtime *rt, int from, int to, struct multinet_run *out)
 {
         static float pred[MULTINET_BATCH * MULTINET_T];
-        struct strata_memory_info mi;
-        struct strata_runtime *rt;
         struct strata_metrics m, e;
 
-        cr_assert_leq(steps, MULTINET_STEPS_MAX);
-        memset(out, 0, sizeof(*out));
+        cr_assert_leq(to, MULTINET_STEPS_MAX);
         data_once();
-        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
-        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
-        strata_heapcount_start();
-        for (int s = 0; s < steps; s++) {
+        for (int s = from; s < to; s++) {
                 int first = (s * MULTINET_BATCH) % MULTINET_ROWS;
                 struct strata_batch b = multinet_batch(first, MULTINET_BATCH);
 
@@ -122,9 +116,21 @@ void multinet_train(const struct strata_config *c, int steps, struct multinet_ru
                              STRATA_OK, "%s", strata_last_error());
                 out->loss[s] = m.loss;
         }
+}
+
+void multinet_train(const struct strata_config *c, int steps, struct multinet_run *out)
+{
+        struct strata_memory_info mi;
+        struct strata_runtime *rt;
+
+        memset(out, 0, sizeof(*out));
+        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        strata_heapcount_start();
+        multinet_steps(rt, 0, steps, out);
         out->heap_calls = strata_heapcount_stop();
         cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
         cr_assert_eq(mi.used, mi.planned, "used %zu bytes, planned %zu", mi.used, mi.planned);
-        params(rt, c, out);
+        multinet_params(rt, c, out);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }

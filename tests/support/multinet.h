@@ -58,4 +58,11 @@ struct multinet_run {
  */
 void multinet_train(const struct strata_config *c, int steps, struct multinet_run *out);
 
+/** The same on an open runtime, steps [from, to) of the order; no teardown, no checks. */
+void multinet_steps(struct strata_runtime *rt, int from, int to, struct multinet_run *out);
+
+/** @p rt's parameters (fsdp's shards put together) into @p out. */
+void multinet_params(struct strata_runtime *rt, const struct strata_config *c,
+                     struct multinet_run *out);
+
 #endif
