@@ -1,7 +1,7 @@
 #!/bin/sh
 # The examples as a user builds them: install into a scratch prefix, then compile with
 # pkg-config only — the C++ examples (classification; regression on f64 arrays with batch-1
-# inference) against the shared library and, with --static, against the archive; the Fortran
+# inference; two inputs and two outputs) against the shared library and, with --static, against the archive; the Fortran
 # examples (classification; two inputs and two outputs) with the installed strata.f90 —
 # and run them.
 set -eu
@@ -18,6 +18,10 @@ $cxx -o "$build/example-cpp" "$src/examples/cpp/train.cpp" \
 $cxx -o "$build/example-cpp-regress" "$src/examples/cpp/regress.cpp" \
         $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
 "$build/example-cpp-regress"
+# Two inputs and two outputs, each with its loss and weight, described in C++.
+$cxx -o "$build/example-cpp-multiarg" "$src/examples/cpp/multiarg.cpp" \
+        $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
+"$build/example-cpp-multiarg"
 static_flags=$(pkg-config --cflags --libs --static strata)
 $cxx -o "$build/example-cpp-static" "$src/examples/cpp/train.cpp" -Wl,-Bstatic -lstrata \
         -Wl,-Bdynamic $static_flags
