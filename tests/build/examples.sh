@@ -1,9 +1,9 @@
 #!/bin/sh
 # The examples as a user builds them: install into a scratch prefix, then compile with
 # pkg-config only — the C++ examples (classification; regression on f64 arrays with batch-1
-# inference; two inputs and two outputs) against the shared library and, with --static, against the archive; the Fortran
-# examples (classification; two inputs and two outputs) with the installed strata.f90 —
-# and run them.
+# inference; two inputs and two outputs) against the shared library and, with --static,
+# against the archive; the Fortran examples (classification; two inputs and two outputs) with
+# the installed strata.f90 — and run them.
 set -eu
 src=$1 build=$2
 prefix=$build/stage-examples
