@@ -195,6 +195,12 @@ static int layout_io(struct strata__replica *r, struct strata_arena *d,
         for (int k = 0; k < m->noutputs; k++) {
                 const struct strata_model_output *o = &m->outputs[k];
 
+                if (o->module != m->nmodules - 1 && !r->k->add)
+                        return strata__fail(STRATA_ENOTSUP, "model output %d (module %d) is "
+                                            "not the last module: the %s driver has no add "
+                                            "kernel for its loss's gradient", k, o->module,
+                                            r->drv->name);
+
                 io->mod[k] = o->module;
                 io->w[k] = outw[o->module];
                 io->toff[k] = at;

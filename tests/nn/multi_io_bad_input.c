@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "tests/support/devsim.h"
 #include "tests/support/multinet.h"
 
 static struct strata_module mods[MULTINET_MODULES];
@@ -216,4 +217,32 @@ Test(multi_io_bad_input, lines)
         line_refused("input(3) input(2) linear(2,from=input9)", "module 0 (linear): from "
                      "'input9' is not a module's index or input");
         line_refused("input(3) linear(2) relu(from=x)", "module 1 (relu): from 'x'");
+}
+
+/* An earlier output's loss gradient is added with the driver's add: a driver without it. */
+Test(multi_io_bad_input, a_driver_without_add)
+{
+        static const struct strata_module chain[] = {
+                { .ops = &strata_linear, .out = 3 }, { .ops = &strata_linear, .out = 2 },
+        };
+        struct strata_model two = { .in_features = 4, .nmodules = 2, .modules = chain,
+                                    .noutputs = 2,
+                                    .outputs = { { .module = 0, .loss = &strata_mse },
+                                                 { .module = 1, .loss = &strata_l1 } } };
+        const struct strata_device_ops *cpu;
+        struct strata_config c = STRATA_CONFIG_INIT;
+        struct strata_plan_info plan;
+        struct driver_copy noadd;
+
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &cpu), STRATA_OK);
+        driver_copy(&noadd, cpu);
+        noadd.k.add = NULL;
+        c.model = &two;
+        c.batch = 8;
+        c.classes = 5;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_OK, "%s", strata_last_error());
+        c.device.driver = &noadd.dev;
+        cr_assert_eq(strata_plan(&c, &plan), STRATA_ENOTSUP);
+        cr_assert(strstr(strata_last_error(), "model output 0 (module 0) is not the last "
+                         "module: the cpu driver has no add kernel"), "%s", strata_last_error());
 }
