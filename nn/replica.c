@@ -173,7 +173,7 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
  * Several inputs and outputs (r->io): each input's place in a row and, with more than one, the
  * buffer its rows are split into; each output's module, loss and weight, its loss gradient's
  * buffer (the last module's is dbuf[0], as without outputs) and, with more than one, its
- * targets'. A model that gives neither has none of these: its plan is what it was.
+ * targets'. A model that gives neither has none of these buffers.
  */
 static int layout_io(struct strata__replica *r, struct strata_arena *d,
                      const struct strata_model *m, const int *outw, int rows)
