@@ -74,8 +74,28 @@ module strata
     integer(c_int) :: mode = STRATA_UPSAMPLE_NEAREST
     integer(c_int) :: no_bias = 0
     !> merge modules (add, concat): the earlier module whose output they read, by its index
-    !> from 0 (C's), or -1 for the model's input
+    !> from 0 (C's), or -1 - k for the model's input k (-1: input 0)
     integer(c_int) :: from = 0
+    !> non-zero: the module's input is what from names (a branch), not the previous output
+    integer(c_int) :: branch = 0
+  end type
+
+  ! Most inputs and outputs of a model (strata_model%inputs, strata_model%outputs)
+  integer(c_int), parameter, public :: STRATA_MAX_INPUTS = 8, STRATA_MAX_OUTPUTS = 8
+
+  !> One of a model's several inputs (struct strata_model_input): features consecutive values
+  !> of the sample's row, with their layout.
+  type, bind(C), public :: strata_model_input
+    integer(c_int) :: features = 0
+    type(strata_dims) :: dims
+  end type
+
+  !> One of a model's outputs (struct strata_model_output): a module's output (index from 0,
+  !> C's) with its loss (c_null_ptr: the model's; a float-target loss) and weight (0: 1.0).
+  type, bind(C), public :: strata_model_output
+    integer(c_int) :: module = 0
+    type(c_ptr) :: loss = c_null_ptr
+    real(c_float) :: weight = 0
   end type
 
   !> A model: input width, its modules and its loss (struct strata_model).
@@ -87,6 +107,12 @@ module strata
     integer(c_int) :: reduction = STRATA_REDUCTION_MEAN
     real(c_float) :: loss_beta = 0    !< Huber's beta (0: 1.0)
     type(strata_dims) :: in_dims      !< the input sample's layout (channels 0: flat)
+    !> several inputs (0: one, in_features and in_dims): a row is their values in turn
+    integer(c_int) :: ninputs = 0
+    type(strata_model_input) :: inputs(STRATA_MAX_INPUTS)
+    !> several outputs (0: the last module's, with loss): a row of targets is theirs in turn
+    integer(c_int) :: noutputs = 0
+    type(strata_model_output) :: outputs(STRATA_MAX_OUTPUTS)
   end type
 
   !> A batch (struct strata_batch): what strata_train and the others fill from arrays.

@@ -599,14 +599,39 @@ static void loss_chunk(const struct strata__chunks_loss *in, const struct strata
         }
 }
 
+/* Several outputs' losses of one chunk: each weighted (its gradient too), summed in order. */
+static void loss_chunk_outputs(const struct strata__chunks_loss *in, int n,
+                               const struct strata_step_ctx *c, int lo, int rows,
+                               struct loss_sums *s)
+{
+        struct strata_step_ctx cc = *c;
+        struct loss_sums one;
+
+        for (int k = 0; k < n; k++) {
+                cc.loss_scale = c->loss_scale * in[k].weight;
+                loss_chunk(&in[k], &cc, lo, rows, k ? &one : s);
+                if (k == 0) {
+                        s->v[0] *= in[k].weight;
+                        continue;
+                }
+                s->v[0] += (double)in[k].weight * one.v[0];
+                for (int j = 1; j < 4; j++)
+                        s->v[j] += one.v[j];
+        }
+}
+
 void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx *c,
-                         struct strata__chunks_loss *in)
+                         struct strata__chunks_loss *in, int n)
 {
         struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 } } };
         struct stack s = { .top = 0 };
 
         for (int j = 0; j < ch->n; j++) {
-                loss_chunk(in, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
+                if (n > 1 || in->weight != 0.0f)
+                        loss_chunk_outputs(in, n, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j],
+                                           &st[s.top]);
+                else
+                        loss_chunk(in, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
                 for (push(&s, ch->c0 + j); siblings(&s); pop(&s))
                         for (int k = 0; k < 4; k++)
                                 st[s.top - 2].v[k] += st[s.top - 1].v[k];

@@ -184,14 +184,19 @@ struct strata__chunks_loss {
         float *dout;                    /* the output's gradient, or NULL: none */
         double sum, sse, sae;           /* the loss, squared and absolute errors */
         int correct;
+        /* several outputs: this one's weight in the loss (0: none, the loss as it is) */
+        float weight;
 };
 
 /**
  * The loss, its metrics and its gradient per chunk, the sums combined by the tree; each
- * block's kept (ch->loss) for the tree across devices.
+ * block's kept (ch->loss) for the tree across devices. Several outputs (@p n of them in
+ * @p s): each chunk's loss is their weighted sum in order (each gradient scaled by its
+ * weight) before the tree, so the sums do not depend on the devices; the device's figures go
+ * to s[0].
  */
 void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx *c,
-                         struct strata__chunks_loss *s);
+                         struct strata__chunks_loss *s, int n);
 
 /** Block @p b's loss (@p j 0), squared (1) or absolute errors (2); 0 past the device's. */
 double strata__chunks_block_loss(const struct strata_chunks *ch, int b, int j);

@@ -37,6 +37,8 @@ const struct strata_loss_ops strata_softmax_cross_entropy = {
 
 const struct strata_loss_ops *strata__loss_of(const struct strata_model *m)
 {
+        if (m->noutputs > 0 && m->outputs[0].loss)
+                return m->outputs[0].loss;
         return m->loss ? m->loss : &strata_softmax_cross_entropy;
 }
 
@@ -127,3 +129,40 @@ POINTWISE_LOSS(strata_l1, "l1", STRATA_PLOSS_L1, real_check)
 POINTWISE_LOSS(strata_huber, "huber", STRATA_PLOSS_HUBER, real_check)
 POINTWISE_LOSS(strata_bce_with_logits, "bce_with_logits", STRATA_PLOSS_BCE_LOGITS, unit_check)
 #undef POINTWISE_LOSS
+
+/* Targets of columns [lo, lo + n) of @p b's rows in [0, 1] (BCE's), naming output @p k. */
+static int unit_columns(const struct strata_batch *b, int k, int lo, int n)
+{
+        for (int i = 0; i < b->rows; i++) {
+                size_t row = strata__batch_row(b, i);
+
+                for (int j = lo; j < lo + n; j++) {
+                        double v = strata__value(b->t, b->ttype, row * (size_t)b->tdim + j);
+
+                        if (!(v >= 0.0 && v <= 1.0))
+                                return strata__fail(STRATA_EINVAL, "target of row %d, column "
+                                                    "%d (output %d) is %g (not in [0, 1])",
+                                                    i, j, k, v);
+                }
+        }
+        return STRATA_OK;
+}
+
+int strata__targets_check(const struct strata_model *m, const struct strata_batch *b,
+                          int outputs, const int *widths)
+{
+        int lo = 0;
+
+        if (m->noutputs <= 0)
+                return strata__loss_of(m)->check(b, outputs);
+        STRATA_TRY(targets_check(b, outputs, 0));
+        for (int k = 0; k < m->noutputs; k++) {
+                const struct strata_loss_ops *loss = m->outputs[k].loss ? m->outputs[k].loss
+                                                                        : m->loss;
+
+                if (loss == &strata_bce_with_logits)
+                        STRATA_TRY(unit_columns(b, k, lo, widths[k]));
+                lo += widths[k];
+        }
+        return STRATA_OK;
+}

@@ -96,13 +96,14 @@ static int layout_staging(struct strata__replica *r, const struct strata__replic
  * source's output gradient while the reverse pass goes from its last reader down to it.
  */
 struct skips {
-        short from[STRATA__MODULES_MAX];  /* module i reads output from[i] (-1: the input),
-                                           * else -2 */
+        short from[STRATA__MODULES_MAX];  /* module i reads output from[i] (-1 - k: input
+                                           * k), else STRATA__NO_SOURCE */
         short last[STRATA__MODULES_MAX];  /* the last module that reads output i, or -1 */
         short slot[STRATA__MODULES_MAX];  /* source i's gradient buffer */
         size_t size[STRATA__MODULES_MAX]; /* floats of buffer k */
         int nslots;
-        int merges;                       /* modules that read an earlier output */
+        int merges;                       /* modules that read an earlier output or an
+                                           * input (merge and branch modules) */
 };
 
 /*
@@ -166,6 +167,63 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
                 r->layers[i].dskip_add = s >= 0 && sk->last[s] != i;
         }
         return STRATA_OK;
+}
+
+/*
+ * Several inputs and outputs (r->io): each input's place in a row and, with more than one, the
+ * buffer its rows are split into; each output's module, loss and weight, its loss gradient's
+ * buffer (the last module's is dbuf[0], as without outputs) and, with more than one, its
+ * targets'. A model that gives neither has none of these buffers.
+ */
+static int layout_io(struct strata__replica *r, struct strata_arena *d,
+                     const struct strata_model *m, const int *outw, int rows)
+{
+        struct strata__replica_io *io = &r->io;
+        int at = 0;
+
+        io->nin = m->ninputs;
+        for (int k = 0; k < m->ninputs; k++) {
+                io->in_off[k] = at;
+                io->in_w[k] = m->inputs[k].features;
+                at += io->in_w[k];
+                if (m->ninputs > 1)
+                        STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->in_w[k],
+                                                        &io->xin[k]));
+        }
+        io->nout = m->noutputs;
+        at = 0;
+        for (int k = 0; k < m->noutputs; k++) {
+                const struct strata_model_output *o = &m->outputs[k];
+
+                if (o->module != m->nmodules - 1 && !r->k->add)
+                        return strata__fail(STRATA_ENOTSUP, "model output %d (module %d) is "
+                                            "not the last module: the %s driver has no add "
+                                            "kernel for its loss's gradient", k, o->module,
+                                            r->drv->name);
+
+                io->mod[k] = o->module;
+                io->w[k] = outw[o->module];
+                io->toff[k] = at;
+                at += io->w[k];
+                io->weight[k] = o->weight == 0.0f ? 1.0f : o->weight;
+                io->loss[k] = o->loss ? o->loss : m->loss;
+                if (o->module != m->nmodules - 1)
+                        STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->w[k],
+                                                        &io->gout[k]));
+                if (m->noutputs > 1)
+                        STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->w[k],
+                                                        &io->tout[k]));
+        }
+        return STRATA_OK;
+}
+
+/* Whether module @p i is one of the model's outputs (its output is f32: a loss reads it). */
+static int is_output(const struct strata_model *m, int i)
+{
+        for (int k = 0; k < m->noutputs; k++)
+                if (m->outputs[k].module == i)
+                        return 1;
+        return 0;
 }
 
 /*
@@ -241,6 +299,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer tmp;
+                int reads;
 
                 sk.last[i] = -1;
 
@@ -263,11 +322,12 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                             mem->drv->name);
                 io[i] = bf16 && s.bf16_io;
                 outw[i] = s.out;
-                sk.from[i] = s.reads_from ? (short)m->modules[i].from : -2;
-                sk.merges += s.reads_from != 0;
-                if (s.reads_from && sk.from[i] >= 0)
+                reads = s.reads_from || m->modules[i].branch;
+                sk.from[i] = reads ? (short)m->modules[i].from : STRATA__NO_SOURCE;
+                sk.merges += reads != 0;
+                if (reads && sk.from[i] >= 0)
                         sk.last[sk.from[i]] = (short)i;
-                if (s.reads_from && !mem->drv->kernels->add)
+                if (reads && !mem->drv->kernels->add)
                         return strata__fail(STRATA_ENOTSUP, "module %d (%s) reads an earlier "
                                             "output: the %s driver has no add kernel for its "
                                             "gradient", i, m->modules[i].ops->name,
@@ -281,8 +341,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
                 width = in > width ? in : width;
         }
+        STRATA_TRY(strata__shape_finish(m, &walk, &r->out));
         skip_slots(&sk, m->nmodules, outw, rows);
-        r->out = in;
         r->nparam = nparam;
         r->nstate = nstate;
         STRATA_TRY(strata__shard_plan(nparam, lmax, pl->shards, pl->how, &z));
@@ -297,9 +357,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
                 struct strata_layer tmp;
-                /* bf16 between two bf16_io modules, unless a merge module reads it */
+                /* bf16 between two bf16_io modules, unless a merge or branch module or a
+                 * loss reads it */
                 enum strata_dtype yt = i + 1 < m->nmodules && io[i] && io[i + 1] &&
-                                       sk.last[i] < 0 ? STRATA_BF16 : STRATA_F32;
+                                       sk.last[i] < 0 && !m->modules[i + 1].branch &&
+                                       !is_output(m, i) ? STRATA_BF16 : STRATA_F32;
 
                 /* as in the first pass: shapes are pure */
                 STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
@@ -334,6 +396,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
         }
         STRATA_TRY(layout_skips(r, a, d, &sk, m->nmodules));
+        STRATA_TRY(layout_io(r, d, m, outw, rows));
         /* A row's targets: one int32 label, or one f32 per output. */
         tbytes = (size_t)rows * (r->loss->float_targets ? sizeof(float) * (size_t)r->out
                                                         : sizeof(int32_t));
@@ -406,6 +469,19 @@ static const struct strata__span span_clip = { "clip gradients", "compute", NULL
 static const struct strata__span span_step = { "optimizer step", "compute", "step", 0 };
 
 /*
+ * Split @p n parts of @p rows rows of @p width values at @p src into their buffers @p dst,
+ * part k the @p w[k] values at @p off[k] of each row (the driver's copy, row by row).
+ */
+static void split_rows(const struct strata__replica *r, const float *src, int rows, int width,
+                       int n, const int *off, const int *w, float *const *dst)
+{
+        for (int k = 0; k < n; k++)
+                for (int i = 0; i < rows; i++)
+                        r->k->copy(dst[k] + (size_t)i * w[k],
+                                   src + (size_t)i * width + off[k], (size_t)w[k]);
+}
+
+/*
  * batch_to_device (see strata__replica_load): the data layer gives the rows where they lie or
  * gathers them into the host staging; the device's view of them is the rows themselves where
  * it reads host memory, else a copy into its staging.
@@ -419,6 +495,9 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
         r->row0 = lo;
         r->x = r->drv->device_view(r->x_stage, strata__batch_inputs(b, lo, rows, r->x_host),
                                    sizeof(float) * (size_t)rows * b->dim);
+        if (r->io.nin > 1)
+                split_rows(r, r->x, rows, b->dim, r->io.nin, r->io.in_off, r->io.in_w,
+                           r->io.xin);
         r->targets = NULL;
         if (with_labels && r->loss->float_targets && b->t) {
                 t = strata__batch_targets(b, lo, rows, r->y_host);
@@ -428,6 +507,12 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
                 r->targets = r->drv->device_view(r->y_stage, b->y + lo,
                                                  sizeof(int32_t) * (size_t)rows);
         }
+        r->io.t[0] = r->targets;
+        if (r->io.nout > 1 && r->targets)
+                split_rows(r, r->targets, rows, r->out, r->io.nout, r->io.toff, r->io.w,
+                           r->io.tout);
+        for (int k = 0; r->io.nout > 1 && k < r->io.nout; k++)
+                r->io.t[k] = r->targets ? r->io.tout[k] : NULL;
 }
 
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
@@ -453,6 +538,22 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
         return cc;
 }
 
+/* Source @p s of this batch: module s's output, or (-1 - k) input k's rows. */
+static const float *source(const struct strata__replica *r, int s)
+{
+        if (s >= 0)
+                return r->y[s];
+        return r->io.nin > 1 ? r->io.xin[-1 - s] : r->x;
+}
+
+/* Module @p i's input source: the previous module's output, or what a branch's from names. */
+static int input_of(const struct strata__replica *r, int i)
+{
+        const struct strata_module *d = r->layers[i].desc;
+
+        return d->branch ? d->from : i - 1;
+}
+
 /*
  * Before layer @p i computes (forward or backward): its parameters fetched where the shard
  * holds them elsewhere, its span opened on the track (returned), its storage types set in
@@ -465,10 +566,10 @@ static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, in
 
         STRATA_TRY(strata__shard_fetch(r->shard, r, i, l->nparam));
         *t0 = strata__track_begin(r->track, span, l->desc->ops->name);
-        cc->x_type = i > 0 ? r->ytype[i - 1] : STRATA_F32;
+        cc->x_type = i > 0 && !l->desc->branch ? r->ytype[i - 1] : STRATA_F32;
         cc->y_type = r->ytype[i];
-        if (r->from && r->from[i] > -2) /* a merge module: the earlier output, this batch's */
-                l->skip = r->from[i] >= 0 ? r->y[r->from[i]] : r->x;
+        if (r->from && r->from[i] != STRATA__NO_SOURCE) /* the earlier output, this batch's */
+                l->skip = source(r, r->from[i]);
         l->failed = STRATA_OK;
         return STRATA_OK;
 }
@@ -476,13 +577,14 @@ static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, in
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
-        const float *x = r->x;
+        const float *x;
 
         strata__shard_release(r->shard); /* a step or a load may have changed the shards */
         for (int i = 0; i < r->nlayers; i++) {
                 struct strata_layer *l = &r->layers[i];
                 uint64_t t0;
 
+                x = source(r, input_of(r, i));
                 STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
                 if (cc.chunks)
                         strata__chunks_forward(l, c, x, r->y[i], r->rows);
@@ -491,9 +593,24 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                 strata__track_end(r->track, t0, i);
                 if (l->failed != STRATA_OK)
                         return l->failed;
-                x = r->y[i];
         }
         return STRATA_OK;
+}
+
+void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst)
+{
+        const struct strata__replica_io *io = &r->io;
+
+        if (io->nout <= 1) { /* the last module's output */
+                r->drv->to_host(dst, r->y[r->nlayers - 1],
+                                sizeof(float) * (size_t)r->rows * (size_t)r->out);
+                return;
+        }
+        for (int i = 0; i < r->rows; i++)
+                for (int k = 0; k < io->nout; k++)
+                        r->drv->to_host(dst + (size_t)i * r->out + io->toff[k],
+                                        r->y[io->mod[k]] + (size_t)i * io->w[k],
+                                        sizeof(float) * (size_t)io->w[k]);
 }
 
 /* Invariant mode: the loss over the chunks, the device's sums its blocks' in order. */
@@ -503,11 +620,52 @@ static void loss_chunks(struct strata__replica *r, const struct strata_step_ctx 
         struct strata__chunks_loss cl = { .loss = r->loss, .out = out, .targets = r->targets,
                                           .width = r->out, .dout = grad ? r->dbuf[0] : NULL };
 
-        strata__chunks_loss(r->chunks, c, &cl);
+        strata__chunks_loss(r->chunks, c, &cl, 1);
         r->loss_sum = cl.sum;
         r->correct = cl.correct;
         r->sse = cl.sse;
         r->sae = cl.sae;
+}
+
+/*
+ * Several outputs: each output's loss with its weight, in the list's order: its gradient
+ * scaled by the weight (the loss scale times it) into its buffer, the weighted sum of the
+ * losses and the plain sums of the errors over every output. Invariant mode: per chunk, each
+ * block the outputs' weighted sum in the same order, so the tree is as a single output's.
+ */
+static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
+{
+        const struct strata__replica_io *io = &r->io;
+        struct strata__chunks_loss cl[STRATA_MAX_OUTPUTS];
+        struct strata_step_ctx cc = *c;
+
+        r->loss_sum = r->sse = r->sae = 0.0;
+        r->correct = 0;
+        for (int k = 0; k < io->nout; k++)
+                cl[k] = (struct strata__chunks_loss){
+                        .loss = io->loss[k], .out = r->y[io->mod[k]], .targets = io->t[k],
+                        .width = io->w[k], .weight = io->weight[k],
+                        .dout = !grad ? NULL : io->gout[k] ? io->gout[k] : r->dbuf[0] };
+        if (r->chunks) {
+                strata__chunks_loss(r->chunks, c, cl, io->nout);
+                r->loss_sum = cl[0].sum;
+                r->sse = cl[0].sse;
+                r->sae = cl[0].sae;
+                return;
+        }
+        for (int k = 0; k < io->nout; k++) {
+                const float *out = cl[k].out;
+                float *dout = cl[k].dout;
+
+                cc.loss_scale = c->loss_scale * io->weight[k];
+                r->loss_sum += (double)io->weight[k] *
+                               io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
+                                                    dout, NULL);
+                r->sse += r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k], r->rows,
+                                               io->w[k], 0.0f, NULL);
+                r->sae += r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k], r->rows,
+                                               io->w[k], 0.0f, NULL);
+        }
 }
 
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
@@ -517,6 +675,11 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
 
         const float *out = r->y[r->nlayers - 1];
 
+        if (r->io.nout) {
+                loss_outputs(r, c, grad);
+                strata__track_end(r->track, t0, r->rows);
+                return;
+        }
         if (r->chunks) {
                 loss_chunks(r, c, out, grad);
                 strata__track_end(r->track, t0, r->rows);
@@ -534,6 +697,44 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
         strata__track_end(r->track, t0, r->rows);
 }
 
+/*
+ * Where module @p l's backward writes its input's gradient: the chain's next buffer, or for a
+ * branch the gradient of the output it reads (the buffer itself when it is that output's last
+ * reader, else the chain's free buffer, added on after).
+ */
+static float *dx_of(const struct strata__replica *r, const struct strata_layer *l, int cur)
+{
+        if (!l->desc->branch || l->dskip_add)
+                return r->dbuf[cur ^ 1];
+        return l->dskip;
+}
+
+/*
+ * Module @p i's output gradient in @p g, in a fixed order: the next module's (the chain's,
+ * or the loss's for the last module), then the merge and branch modules' (gskip), then its
+ * loss's when it is an output before the last module. Where the next module is a branch the
+ * chain gives nothing: the first of the others is copied in.
+ */
+static void out_grad(const struct strata__replica *r, int i, float *g)
+{
+        const float *part[2] = { r->gskip ? r->gskip[i] : NULL, NULL };
+        size_t n = (size_t)r->rows * (size_t)r->layers[i].out;
+        int chain = i == r->nlayers - 1 || !r->layers[i + 1].desc->branch;
+
+        for (int k = 0; k < r->io.nout; k++)
+                if (r->io.mod[k] == i && r->io.gout[k])
+                        part[1] = r->io.gout[k];
+        for (int j = 0; j < 2; j++) {
+                if (!part[j])
+                        continue;
+                if (chain)
+                        r->k->add(g, part[j], n);
+                else
+                        r->k->copy(g, part[j], n);
+                chain = 1;
+        }
+}
+
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
                              strata__grad_ready_fn ready, void *h)
 {
@@ -542,14 +743,14 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 
         for (int i = r->nlayers - 1; i >= 0; i--) {
                 struct strata_layer *l = &r->layers[i];
-                const float *x = i > 0 ? r->y[i - 1] : r->x;
-                float *dx = i > 0 ? r->dbuf[cur ^ 1] : NULL;
+                int src = input_of(r, i);
+                const float *x = source(r, src);
+                float *dx = src < 0 ? NULL : dx_of(r, l, cur);
                 uint64_t t0;
 
-                /* its output's gradient from the merge modules that read it, after the
-                 * next module's: every reader ran its backward already */
-                if (r->gskip && r->gskip[i])
-                        r->k->add(r->dbuf[cur], r->gskip[i], (size_t)r->rows * (size_t)l->out);
+                /* its output's gradient from the merge and branch modules that read it and
+                 * its loss, after the next module's: every reader ran its backward already */
+                out_grad(r, i, r->dbuf[cur]);
                 /* the forward's last layer is still there: the fetch keeps it */
                 STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));
                 if (cc.chunks)
@@ -561,6 +762,8 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 l->grad_fresh = 0;
                 if (l->failed != STRATA_OK)
                         return l->failed;
+                if (l->desc->branch && dx && l->dskip_add) /* onto its source's gradient */
+                        r->k->add(l->dskip, dx, (size_t)r->rows * (size_t)l->in);
                 if (ready)
                         STRATA_TRY(ready(h, r, i));
                 cur ^= 1;

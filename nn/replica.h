@@ -15,6 +15,28 @@
 #include "nn/loss.h"
 #include "nn/shard.h"
 
+/* struct strata__replica from: a module that reads no earlier output (nor branches off one). */
+#define STRATA__NO_SOURCE (-32768)
+
+/*
+ * A model's several inputs and outputs (struct strata_model inputs, outputs) on one replica:
+ * where each input's values lie in a row and the buffer its rows are split into, and each
+ * output's module, loss, weight, targets and loss gradient. nin and nout 0: the model gives
+ * none (one input, the last module's output with the model's loss): nothing here is used.
+ */
+struct strata__replica_io {
+        int nin, nout;
+        int in_off[STRATA_MAX_INPUTS], in_w[STRATA_MAX_INPUTS];
+        float *xin[STRATA_MAX_INPUTS];     /* input k's rows of this batch (nin > 1) */
+        int mod[STRATA_MAX_OUTPUTS];       /* output k's module */
+        int w[STRATA_MAX_OUTPUTS], toff[STRATA_MAX_OUTPUTS]; /* its width, place in targets */
+        float weight[STRATA_MAX_OUTPUTS];
+        const struct strata_loss_ops *loss[STRATA_MAX_OUTPUTS];
+        float *gout[STRATA_MAX_OUTPUTS];   /* its loss gradient (the last module's: dbuf[0]) */
+        float *tout[STRATA_MAX_OUTPUTS];   /* its targets split from the row (nout > 1) */
+        const void *t[STRATA_MAX_OUTPUTS]; /* its targets of this batch */
+};
+
 struct strata__replica {
         int dev;
         const struct strata_device_ops *drv;
@@ -24,8 +46,8 @@ struct strata__replica {
         struct strata_layer *layers;
         float **y;                 /* output of each layer, stored as ytype says */
         enum strata_dtype *ytype;  /* f32, or bf16 between two bf16_io modules (bf16-mixed) */
-        short *from;               /* each merge module's source (-1: the input), else -2;
-                                    * NULL: the model has no merge module */
+        short *from;               /* each merge or branch module's source (-1 - k: input
+                                    * k), else STRATA__NO_SOURCE; NULL: the model has none */
         float **gskip;             /* a skip source's output gradient from its readers, else
                                     * NULL: added to its gradient before its backward */
         size_t *poff;              /* offset of each layer's parameters in the flat vector */
@@ -41,7 +63,9 @@ struct strata__replica {
         size_t nstate;             /* floats of running state over all layers */
         const float *x;            /* current input (staging or caller's, read-only) */
         const void *targets;       /* current labels or float targets (device memory) */
-        int out;                   /* width of the model's output (the last module's) */
+        int out;                   /* a row of targets: the last module's width, or the
+                                    * outputs' widths' sum (io.nout) */
+        struct strata__replica_io io; /* several inputs and outputs */
         int rows;                  /* rows of the current batch */
         int row0;                  /* global index of its first row */
         double loss_sum;           /* summed loss of the current batch */
@@ -133,6 +157,12 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
  * float targets also the summed squared and absolute errors (r->sse, r->sae).
  */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
+
+/**
+ * The model's outputs of the current batch to host memory @p dst: r->rows rows of r->out
+ * values, each output's in turn (strata_predict_step()'s values).
+ */
+void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst);
 
 /** Backward through every module from the loss gradient. */
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,

@@ -1,4 +1,5 @@
 /* A module's shape checked: its sizes and parameter groups (nn/shape.h). */
+#include <math.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -131,6 +132,54 @@ int strata__module_shape(const struct strata_layer *l, int in, struct strata_mod
         return check_groups(s, l->index);
 }
 
+/* Input @p k of @p m (ninputs > 0): its width and layout into @p w. */
+static int start_input(const struct strata_model *m, int k, struct strata__shape_walk *w)
+{
+        const struct strata_model_input *in = &m->inputs[k];
+        const struct strata_dims *d = &in->dims;
+
+        if (in->features <= 0)
+                return strata__fail(STRATA_EINVAL, "model: input %d has %d features (> 0)", k,
+                                    in->features);
+        w->in_width[k] = in->features;
+        if (d->channels == 0 && d->ndim == 0) {
+                w->in_dims[k] = (struct strata_dims){ .channels = in->features };
+                return STRATA_OK;
+        }
+        if (dims_elements(d) != in->features)
+                return strata__fail(STRATA_EINVAL, "model: input %d's dims (%d channels, %d "
+                                    "spatial dimensions %d x %d x %d) do not hold its %d "
+                                    "features", k, d->channels, d->ndim, d->size[0],
+                                    d->size[1], d->size[2], in->features);
+        w->in_dims[k] = *d;
+        return STRATA_OK;
+}
+
+/* Several inputs: each checked, their widths adding up to in_features. */
+static int start_inputs(const struct strata_model *m, struct strata__shape_walk *w)
+{
+        long long total = 0;
+
+        if (m->ninputs < 0 || m->ninputs > STRATA_MAX_INPUTS)
+                return strata__fail(STRATA_EINVAL, "model: ninputs %d (0..%d)", m->ninputs,
+                                    STRATA_MAX_INPUTS);
+        if (m->in_dims.channels || m->in_dims.ndim)
+                return strata__fail(STRATA_EINVAL, "model: in_dims and inputs both given: with "
+                                    "inputs, each input's dims give its layout");
+        for (int k = 0; k < m->ninputs; k++) {
+                STRATA_TRY(start_input(m, k, w));
+                total += m->inputs[k].features;
+        }
+        if (total != m->in_features)
+                return strata__fail(STRATA_EINVAL, "model: its %d inputs hold %lld values a "
+                                    "row; in_features is %d", m->ninputs, total,
+                                    m->in_features);
+        w->ninputs = m->ninputs;
+        w->in = w->x_width = w->in_width[0];
+        w->dims = w->x_dims = w->in_dims[0];
+        return STRATA_OK;
+}
+
 int strata__shape_start(const struct strata_model *m, struct strata__shape_walk *w)
 {
         const struct strata_dims *d = &m->in_dims;
@@ -138,11 +187,17 @@ int strata__shape_start(const struct strata_model *m, struct strata__shape_walk 
         if (m->nmodules > STRATA__MODULES_MAX)
                 return strata__fail(STRATA_EINVAL, "model has %d modules (1..%d)", m->nmodules,
                                     STRATA__MODULES_MAX);
+        memset(w->read, 0, sizeof(w->read));
+        if (m->ninputs)
+                return start_inputs(m, w);
+        w->ninputs = 1;
         w->in = m->in_features;
         w->x_width = m->in_features;
         if (d->channels == 0 && d->ndim == 0) {
                 w->dims = (struct strata_dims){ .channels = m->in_features };
                 w->x_dims = w->dims;
+                w->in_width[0] = w->x_width;
+                w->in_dims[0] = w->dims;
                 return STRATA_OK;
         }
         if (dims_elements(d) != m->in_features)
@@ -152,6 +207,8 @@ int strata__shape_start(const struct strata_model *m, struct strata__shape_walk 
                                     d->size[2], m->in_features);
         w->dims = *d;
         w->x_dims = *d;
+        w->in_width[0] = w->x_width;
+        w->in_dims[0] = *d;
         return STRATA_OK;
 }
 
@@ -161,9 +218,9 @@ static void set_from(const struct strata_model *m, int i, const struct strata__s
 {
         int from = m->modules[i].from;
 
-        if (from == -1) {
-                l->from_width = w->x_width;
-                l->from_dims = w->x_dims;
+        if (from < 0 && from >= -w->ninputs) {
+                l->from_width = w->in_width[-1 - from];
+                l->from_dims = w->in_dims[-1 - from];
                 l->from_name = "input";
         } else if (from >= 0 && from < i) {
                 l->from_width = w->width[from];
@@ -182,12 +239,88 @@ int strata__shape_step(const struct strata_model *m, int i, struct strata__shape
                 return strata__fail(STRATA_EINVAL, "model: module %d past the most (%d)", i,
                                     STRATA__MODULES_MAX);
         set_from(m, i, w, l);
+        if (m->modules[i].branch) { /* its input is what from names */
+                if (l->from_width <= 0)
+                        return strata__fail(STRATA_EINVAL, "module %d (%s): branch from=%d is "
+                                            "not an earlier module (0..%d) or an input (-1.."
+                                            "%d)", i, m->modules[i].ops && m->modules[i].ops->name
+                                            ? m->modules[i].ops->name : "?", m->modules[i].from,
+                                            i - 1, -w->ninputs);
+                l->in = w->in = l->from_width;
+                l->in_dims = w->dims = l->from_dims;
+        }
         STRATA_TRY(strata__module_shape(l, w->in, s));
+        if (s->reads_from && m->modules[i].branch)
+                return strata__fail(STRATA_EINVAL, "module %d (%s) is a merge module: it reads "
+                                    "from= besides its input, and cannot be a branch", i,
+                                    m->modules[i].ops->name);
+        if (i > 0 && !m->modules[i].branch)
+                w->read[i - 1] = 1;
+        if ((s->reads_from || m->modules[i].branch) && m->modules[i].from >= 0)
+                w->read[m->modules[i].from] = 1;
         l->out = s->out;
         l->out_dims = s->out_dims;
         w->in = s->out;
         w->dims = s->out_dims;
         w->width[i] = s->out;
         w->outs[i] = s->out_dims;
+        return STRATA_OK;
+}
+
+/* Output @p k of @p m: its module, loss and weight; its width added to @p total. */
+static int check_output(const struct strata_model *m, const struct strata__shape_walk *w,
+                        int k, const unsigned char *seen, long long *total)
+{
+        const struct strata_model_output *o = &m->outputs[k];
+        const struct strata_loss_ops *loss = o->loss ? o->loss : m->loss;
+
+        if (o->module < 0 || o->module >= m->nmodules)
+                return strata__fail(STRATA_EINVAL, "model output %d: module %d is not one of "
+                                    "its modules (0..%d)", k, o->module, m->nmodules - 1);
+        if (seen[o->module])
+                return strata__fail(STRATA_EINVAL, "model output %d: module %d is an output "
+                                    "already", k, o->module);
+        if (!isfinite(o->weight) || o->weight < 0.0f)
+                return strata__fail(STRATA_EINVAL, "model output %d (module %d): weight %g: "
+                                    "finite, >= 0 (0: 1.0)", k, o->module, (double)o->weight);
+        if (!loss || !loss->float_targets || !loss->check || !loss->forward)
+                return strata__fail(STRATA_EINVAL, "model output %d (module %d): loss %s: an "
+                                    "output takes a float-target loss (mse, l1, huber, "
+                                    "bce_with_logits)", k, o->module,
+                                    loss ? (loss->name ? loss->name : "(unnamed)")
+                                         : "softmax_cross_entropy (the default)");
+        *total += w->width[o->module];
+        return STRATA_OK;
+}
+
+int strata__shape_finish(const struct strata_model *m, const struct strata__shape_walk *w,
+                         int *targets)
+{
+        unsigned char seen[STRATA__MODULES_MAX] = { 0 };
+        long long total = 0;
+        int n = m->nmodules;
+
+        if (m->noutputs < 0 || m->noutputs > STRATA_MAX_OUTPUTS)
+                return strata__fail(STRATA_EINVAL, "model: noutputs %d (0..%d)", m->noutputs,
+                                    STRATA_MAX_OUTPUTS);
+        for (int k = 0; k < m->noutputs; k++) {
+                STRATA_TRY(check_output(m, w, k, seen, &total));
+                seen[m->outputs[k].module] = 1;
+        }
+        if (m->noutputs && !seen[n - 1])
+                return strata__fail(STRATA_EINVAL, "model: the last module (%d, %s) is not "
+                                    "one of its outputs: nothing would read it", n - 1,
+                                    m->modules[n - 1].ops->name);
+        for (int i = 0; i < n - 1; i++)
+                if (!w->read[i] && !seen[i])
+                        return strata__fail(STRATA_EINVAL, "model: module %d (%s)'s output is "
+                                            "read by no module and is no output (a branch "
+                                            "after it starts elsewhere)", i,
+                                            m->modules[i].ops->name);
+        if (total > (1 << 30))
+                return strata__fail(STRATA_EINVAL, "model: its outputs hold %lld values a row",
+                                    total);
+        if (targets)
+                *targets = m->noutputs ? (int)total : w->width[n - 1];
         return STRATA_OK;
 }

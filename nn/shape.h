@@ -27,8 +27,12 @@ struct strata__shape_walk {
         struct strata_dims dims; /**< its input sample's layout */
         int width[STRATA__MODULES_MAX];              /**< each earlier module's output width */
         struct strata_dims outs[STRATA__MODULES_MAX]; /**< and layout */
-        int x_width;            /**< the model's input's */
+        int x_width;            /**< the model's input's (input 0's) */
         struct strata_dims x_dims;
+        int ninputs;            /**< the model's inputs (1 when it gives none) */
+        int in_width[STRATA_MAX_INPUTS];              /**< each input's width */
+        struct strata_dims in_dims[STRATA_MAX_INPUTS]; /**< and layout */
+        unsigned char read[STRATA__MODULES_MAX];      /**< module i's output is read */
 };
 
 /**
@@ -44,5 +48,14 @@ int strata__shape_start(const struct strata_model *m, struct strata__shape_walk 
  */
 int strata__shape_step(const struct strata_model *m, int i, struct strata__shape_walk *w,
                        struct strata_layer *l, struct strata_module_shape *s);
+
+/**
+ * After the walk's last step: @p m's outputs checked (their modules, losses, weights, the last
+ * module among them) and every module's output read by a later module or an output; the
+ * values of a row of targets (the outputs' widths' sum, or the last module's width) to
+ * @p targets when not NULL.
+ */
+int strata__shape_finish(const struct strata_model *m, const struct strata__shape_walk *w,
+                         int *targets);
 
 #endif /* STRATA_NN_SHAPE_H */

@@ -76,13 +76,10 @@ int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata__st
                      const struct strata_step_ctx *c, int predict)
 {
         struct strata__replica *r = &rt->replicas[dev];
-        int k = r->layers[r->nlayers - 1].out;
-
         strata__dev_load(rt, dev, a, !predict);
         STRATA_TRY(strata__replica_forward(r, c));
         if (predict)
-                rt->dev->to_host(a->logits + (size_t)r->row0 * k, r->y[r->nlayers - 1],
-                                 sizeof(float) * (size_t)r->rows * k);
+                strata__replica_outputs_to_host(r, a->logits + (size_t)r->row0 * r->out);
         else
                 strata__replica_loss(r, c, 0);
         return STRATA_OK;

@@ -2,7 +2,9 @@
  * Models: a sequence of modules over a batch of samples [rows, features], with a loss on the
  * last module's output (softmax cross-entropy unless the model names another). A merge module
  * (strata_add, strata_concat) also reads an earlier module's output (strata_module from), so a
- * model is a small static graph in execution order: ResNet blocks, a U-Net. A sample may
+ * model is a small static graph in execution order: ResNet blocks, a U-Net; it may take
+ * several inputs (slices of the sample's row) and give several outputs, each with its own loss
+ * and weight (struct strata_model inputs, outputs; strata_module branch). A sample may
  * carry a layout (struct strata_dims: channels and up to three spatial extents, PyTorch's
  * (C, D, H, W) order) that convolutions, pooling and upsampling read and declare.
  *
@@ -261,9 +263,17 @@ struct strata_module {
          * reads besides its input, by index in the model: 0 up to this module's index - 1, or
          * -1 for the model's input. A skip connection of PyTorch's forward: with
          * `h = modules[from](...)` it is `x + h` or `torch.cat((x, h), dim=1)`, x the previous
-         * module's output. Other modules ignore it; 0 (module 0) when left unset.
+         * module's output. Other modules ignore it (0 when left unset) unless @c branch is
+         * set. -1 - k names the model's input k (struct strata_model inputs): -1 is input 0.
          */
         int from;
+        /**
+         * Non-zero: a module that is not a merge module takes its input from what @c from
+         * names (an earlier module's output or the model's input k) instead of the previous
+         * module's output, so a branch starts there: a second input's own layers, a second
+         * head on a shared trunk. 0 (the default): the previous module's output.
+         */
+        int branch;
 };
 
 /**
@@ -315,9 +325,36 @@ extern const struct strata_loss_ops strata_huber;
  */
 extern const struct strata_loss_ops strata_bce_with_logits;
 
+/** Most inputs and outputs of a model (struct strata_model inputs, outputs). */
+#define STRATA_MAX_INPUTS 8
+#define STRATA_MAX_OUTPUTS 8
+
+/**
+ * One of a model's several inputs: @c features consecutive values of the sample's row (input 0
+ * first, then 1, ...), with their own layout. A module reads input k through its
+ * strata_module from (-1 - k); module 0 reads input 0.
+ */
+struct strata_model_input {
+        int features;            /**< its values a sample (> 0) */
+        struct strata_dims dims; /**< its layout (channels 0: a flat vector of features) */
+};
+
+/**
+ * One of a model's outputs: a module's output with its own loss and weight. The targets row
+ * holds each output's float targets in turn (output 0's first); the loss the runtime
+ * minimises and reports is the sum of weight * that output's loss, in the list's order.
+ */
+struct strata_model_output {
+        int module;                         /**< its module's index, 0..nmodules - 1 */
+        const struct strata_loss_ops *loss; /**< NULL: the model's loss; float targets only */
+        float weight;                       /**< finite, >= 0 (0: 1.0) */
+};
+
 /**
  * A model: input width, modules in order (the last one's output are the logits), its loss,
- * and optionally its input sample's layout.
+ * and optionally its input sample's layout. Several inputs and outputs (TorchFort's
+ * multi-argument training) are given in @c inputs and @c outputs; with none, the model has
+ * one input (in_features, in_dims) and one output, the last module's, with @c loss.
  */
 struct strata_model {
         int in_features;
@@ -329,8 +366,24 @@ struct strata_model {
         /**
          * The input sample's layout (channels * extents == in_features); channels 0: a flat
          * vector of in_features. Convolutions need it: the IDX images are {1, 2, {28, 28}}.
+         * Left zero when @c ninputs is given (each input has its layout there).
          */
         struct strata_dims in_dims;
+        /**
+         * 0: one input (in_features, in_dims). 1..STRATA_MAX_INPUTS: the sample's row is the
+         * inputs' values in turn, in_features their sum.
+         */
+        int ninputs;
+        struct strata_model_input inputs[STRATA_MAX_INPUTS];
+        /**
+         * 0: one output, the last module's, with @c loss and weight 1 (the targets are that
+         * loss's). 1..STRATA_MAX_OUTPUTS: these outputs, each a different module, the last
+         * module among them, each with a float-target loss (mse, l1, huber, bce_with_logits);
+         * a row of targets (and of strata_predict_step()'s values, cfg.classes) is their
+         * widths' sum.
+         */
+        int noutputs;
+        struct strata_model_output outputs[STRATA_MAX_OUTPUTS];
 };
 
 /** A module instance on one device (filled by the runtime). */

@@ -257,10 +257,18 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name);
  * sets the model's in_dims and in_features; without it they are left as they were (in_dims
  * cleared). A skip connection is written as its index: "input(1,8,8) conv2d(4,3,padding=1)
  * relu conv2d(4,3,padding=1) add(from=1)" is a residual block over modules 2 and 3.
+ * Several inputs and outputs (struct strata_model inputs, outputs): one input(...) for each
+ * input, before the modules (two or more set ninputs and inputs, in_features their sum);
+ * from=inputK names input K (input is input0); from= on a module that merges nothing starts a
+ * branch there (strata_module branch); output(loss,weight=w) after a module makes it an output
+ * with that loss (mse, l1, huber, bce; none: the model's) and weight (1 when not given):
+ * "input(4) input(2) linear(8) relu linear(8,from=input1) add(from=1) linear(3) output(mse)
+ * linear(1,from=3) output(bce,weight=0.5)".
  *
  * @param line  The text (NUL-terminated).
  * @param mods  Room for @p max modules, which @p model's modules then point to.
- * @param model Receives nmodules, modules and, from input(...), in_features and in_dims; its
+ * @param model Receives nmodules, modules and, from input(...), in_features and in_dims (or
+ *              ninputs and inputs), from output(...) noutputs and outputs (none: 0); its
  *              loss and reduction are kept. Unchanged when the line is refused.
  * @retval STRATA_OK, or STRATA_EINVAL naming the module and the argument at fault. Shapes
  *         are not checked: strata_model_output() does.
@@ -270,7 +278,8 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
 
 /**
  * @brief The layout of @p m's output, every module's shape checked in order as strata_init()
- *        checks them.
+ *        checks them; with several outputs (m->noutputs) a flat vector of their widths' sum
+ *        (a row of targets), the outputs checked too.
  * @retval STRATA_OK, or STRATA_EINVAL naming the module whose input does not fit (with both
  *         shapes), *out unchanged.
  */

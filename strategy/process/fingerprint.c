@@ -85,10 +85,30 @@ static void widths_and_modules(const struct strata_model *m, char *widths, size_
                 const struct strata_module *mod = &m->modules[i];
 
                 append(&k, " ", mod->ops && mod->ops->name ? mod->ops->name : "?");
+                if (mod->branch) { /* where its input comes from */
+                        snprintf(num, sizeof(num), "<%d", mod->from);
+                        add(&k, num);
+                }
                 if (mod->out <= 0)
                         continue; /* keeps its input's width */
                 snprintf(num, sizeof(num), "%d", mod->out);
                 append(&w, "-", num);
+        }
+}
+
+/* Several outputs: each one's loss, module and weight, in the list's order. */
+static void outputs(const struct strata_model *m, char *out, size_t n)
+{
+        struct text t = { out, n, 0, 2166136261u, 0 };
+        char one[64];
+
+        for (int k = 0; k < m->noutputs; k++) {
+                const struct strata_model_output *o = &m->outputs[k];
+                const struct strata_loss_ops *loss = o->loss ? o->loss : m->loss;
+
+                snprintf(one, sizeof(one), "%s@%d*%.9g", loss && loss->name ? loss->name : "?",
+                         o->module, (double)(o->weight == 0.0f ? 1.0f : o->weight));
+                append(&t, " ", one);
         }
 }
 
@@ -145,6 +165,7 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         widths_and_modules(c->model, fp->widths, sizeof(fp->widths), fp->modules,
                            sizeof(fp->modules));
         PUT(fp, loss, "%s", strata__loss_of(c->model)->name);
+        outputs(c->model, fp->loss, sizeof(fp->loss));
         PUT(fp, parameters, "%zu", rt->replicas[0].nparam);
         PUT(fp, batch, "%d", c->batch);
         PUT(fp, precision, "%s", strata_precision_name(c->precision.kind));

@@ -129,7 +129,8 @@ static int check_local(const struct strata_runtime *rt, const struct strata_batc
         own = rows_of(b, lo, hi);
         rc = check_index(&own);
         if (rc == STRATA_OK && targets)
-                rc = loss->check(&own, rt->cfg.classes);
+                rc = strata__targets_check(rt->cfg.model, &own, rt->cfg.classes,
+                                           rt->replicas[0].io.w);
         return rc != STRATA_OK && lo > 0 ? from_row(rc, lo) : rc;
 }
 

@@ -7,7 +7,9 @@
  * with its arguments in parentheses, positional first, then key=value, as PyTorch's
  * constructors take them. A per-dimension value is written 3x5 (PyTorch's (3, 5)); a skip
  * connection names the earlier module it reads by index, add(from=1), or concat(from=input)
- * for the model's input. The line
+ * for the model's input. Several inputs are one input(...) each, read by from=inputK; from= on
+ * a module that merges nothing starts a branch; output(mse,weight=0.5) after a module makes it
+ * one of the model's outputs. The line
  * fills a caller's array of modules: nothing is allocated, and a refused line leaves the
  * caller's model unchanged. Shapes are not checked here: strata_model_output() walks them.
  */
@@ -25,7 +27,7 @@
 /* What one argument sets in struct strata_module. */
 enum arg {
         A_OUT, A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_SCALE, A_MODE, A_PMODE, A_BIAS,
-        A_P, A_EPS, A_MOMENTUM, A_SLOPE, A_FROM, A_NONE
+        A_P, A_EPS, A_MOMENTUM, A_SLOPE, A_FROM, A_BRANCH, A_NONE
 };
 
 static const char *const arg_names[] = {
@@ -33,6 +35,7 @@ static const char *const arg_names[] = {
         [A_PADDING] = "padding", [A_DILATION] = "dilation", [A_SCALE] = "scale",
         [A_MODE] = "mode", [A_PMODE] = "padding_mode", [A_BIAS] = "bias", [A_P] = "p",
         [A_EPS] = "eps", [A_MOMENTUM] = "momentum", [A_SLOPE] = "slope", [A_FROM] = "from",
+        [A_BRANCH] = "from",
 };
 
 /* The arguments a kind of module takes, positional ones first (A_NONE ends the list). */
@@ -201,13 +204,20 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, 
                         m->no_bias = !v[0];
                 return STRATA_OK;
         }
-        if (a == A_FROM) { /* an index from 0, or input (-1): the shape checks it */
-                if (!parse_word(a, s, n, &m->from))
+        if (a == A_FROM || a == A_BRANCH) { /* an index from 0, input, inputK (-1 - K) */
+                m->branch = a == A_BRANCH; /* from= on a module that merges none: a branch */
+                if (!parse_word(A_FROM, s, n, &m->from))
                         return STRATA_OK;
+                if (n > 5 && !strncmp(s, "input", 5) && parse_ints(s + 5, n - 5, v) == 1 &&
+                    v[0] < STRATA_MAX_INPUTS) {
+                        m->from = -1 - v[0];
+                        return STRATA_OK;
+                }
                 if (parse_ints(s, n, v) != 1)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): from "
-                                            "'%.*s' is not a module's index or input",
-                                            c->module, c->name, (int)n, s);
+                                            "'%.*s' is not a module's index or input (input0.."
+                                            "input%d for each input)", c->module, c->name, (int)n, s,
+                                            STRATA_MAX_INPUTS - 1);
                 m->from = v[0];
                 return STRATA_OK;
         }
@@ -259,7 +269,10 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
                         key++;
                 if (key < len) {
                         keyed = 1;
-                        if ((a = arg_by_key(sc, s, key)) == A_NONE)
+                        if ((a = arg_by_key(sc, s, key)) == A_NONE && key == 4 &&
+                            !strncmp(s, "from", 4))
+                                a = A_BRANCH; /* any module may start a branch */
+                        if (a == A_NONE)
                                 return strata__fail(STRATA_EINVAL, "model line, module %d (%s): "
                                                     "no argument '%.*s'", c->module, c->name,
                                                     (int)key, s);
@@ -289,7 +302,7 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
         return STRATA_OK;
 }
 
-/* input(C[,D][,H][,W]): the model's input layout. */
+/* input(C[,D][,H][,W]): the model's next input's layout (input 0 first). */
 static int parse_input(const char *s, size_t n, struct strata_model *m)
 {
         int v[1 + STRATA_MAX_SPATIAL] = { 0 }, k = 0;
@@ -318,10 +331,79 @@ static int parse_input(const char *s, size_t n, struct strata_model *m)
                 return strata__fail(STRATA_EINVAL, "model line: input(...) takes channels and "
                                     "up to %d positive extents, e.g. input(1,28,28)",
                                     STRATA_MAX_SPATIAL);
-        m->in_features = (int)total;
-        m->in_dims = (struct strata_dims){ .channels = v[0], .ndim = k - 1,
-                                           .size = { v[1], v[2], v[3] } };
+        if (m->ninputs == STRATA_MAX_INPUTS)
+                return strata__fail(STRATA_EINVAL, "model line: more than %d inputs",
+                                    STRATA_MAX_INPUTS);
+        m->inputs[m->ninputs++] = (struct strata_model_input){
+                .features = (int)total,
+                .dims = { .channels = v[0], .ndim = k - 1, .size = { v[1], v[2], v[3] } } };
         return STRATA_OK;
+}
+
+/*
+ * output(loss, weight=w) after module @p n - 1: that module is one of the model's outputs,
+ * with the loss its ops table or strata-train names ("mse", "l1", "huber", "bce" or
+ * "bce_with_logits"; none: the model's) and weight w (1 when not given).
+ */
+static int parse_output(const char *s, size_t n, int module, struct strata_model *m)
+{
+        struct strata_model_output o = { .module = module };
+        int k = m->noutputs;
+
+        if (module < 0)
+                return strata__fail(STRATA_EINVAL, "model line: output %d comes after the "
+                                    "module it marks", k);
+        if (k == STRATA_MAX_OUTPUTS)
+                return strata__fail(STRATA_EINVAL, "model line: more than %d outputs",
+                                    STRATA_MAX_OUTPUTS);
+        while (n > 0) {
+                char buf[32];
+                size_t len = 0;
+
+                while (len < n && s[len] != ',')
+                        len++;
+                if (len > 7 && !strncmp(s, "weight=", 7)) {
+                        /* > 0: a weight of 0 in the struct means 1 */
+                        if (parse_float(s + 7, len - 7, &o.weight) || !(o.weight > 0.0f))
+                                return strata__fail(STRATA_EINVAL, "model line, output %d "
+                                                    "(module %d): weight '%.*s' is not a "
+                                                    "finite number > 0", k, module,
+                                                    (int)(len - 7), s + 7);
+                } else {
+                        snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
+                        o.loss = strata_loss_ops_by_name(!strcmp(buf, "bce") ? "bce_with_logits"
+                                                                              : buf);
+                        if (o.loss == NULL || len >= sizeof(buf) || o.loss->float_targets == 0)
+                                return strata__fail(STRATA_EINVAL, "model line, output %d "
+                                                    "(module %d): loss '%.*s' is not mse, "
+                                                    "l1, huber or bce", k, module, (int)len,
+                                                    s);
+                }
+                s += len;
+                n -= len;
+                if (n > 0 && --n == 0)
+                        return strata__fail(STRATA_EINVAL, "model line, output %d (module "
+                                            "%d): an argument is empty", k, module);
+                if (n > 0)
+                        s++;
+        }
+        m->outputs[m->noutputs++] = o;
+        return STRATA_OK;
+}
+
+/* The inputs read: one is the model's in_dims as before, several its inputs. */
+static void set_inputs(struct strata_model *m)
+{
+        if (m->ninputs == 0)
+                return;
+        m->in_features = 0;
+        for (int k = 0; k < m->ninputs; k++)
+                m->in_features += m->inputs[k].features;
+        if (m->ninputs == 1) {
+                m->in_dims = m->inputs[0].dims;
+                m->inputs[0] = (struct strata_model_input){ 0 };
+                m->ninputs = 0;
+        }
 }
 
 /* The next module's text: name [ "(" args ")" ]; its end, or NULL with the status set. */
@@ -357,6 +439,9 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                                     max);
         m = *model;
         m.in_dims = (struct strata_dims){ 0 };
+        m.ninputs = m.noutputs = 0;
+        memset(m.inputs, 0, sizeof(m.inputs));
+        memset(m.outputs, 0, sizeof(m.outputs));
         for (const char *s = line;;) {
                 const char *open, *close, *end;
                 size_t len;
@@ -374,10 +459,15 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                 if (*end && *end != ' ' && *end != '\t' && *end != '\n')
                         return bad(&c, "a module ends at its ')' and a space follows");
                 if (!strcmp(c.name, "input")) {
-                        if (n > 0 || m.in_dims.channels || !open)
+                        if (n > 0 || !open)
                                 return strata__fail(STRATA_EINVAL, "model line: input(C,H,W) "
-                                                    "comes once, first");
+                                                    "comes once, first (once for each of "
+                                                    "the model's inputs, before any module)");
                         STRATA_TRY(parse_input(open + 1, (size_t)(close - open - 1), &m));
+                } else if (!strcmp(c.name, "output")) {
+                        STRATA_TRY(parse_output(open ? open + 1 : "",
+                                                open ? (size_t)(close - open - 1) : 0, n - 1,
+                                                &m));
                 } else {
                         struct strata_module mod = { .ops = strata_module_ops_by_name(c.name) };
 
@@ -395,6 +485,7 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
         }
         if (n == 0)
                 return strata__fail(STRATA_EINVAL, "model line: no module");
+        set_inputs(&m);
         m.nmodules = n;
         m.modules = mods;
         *model = m;
@@ -406,6 +497,7 @@ int strata_model_output(const struct strata_model *m, struct strata_dims *out)
         struct strata__shape_walk w;
         struct strata_module_shape s;
         struct strata_layer l;
+        int targets;
 
         if (!m || !out || !m->modules || m->nmodules <= 0)
                 return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
@@ -415,6 +507,7 @@ int strata_model_output(const struct strata_model *m, struct strata_dims *out)
         STRATA_TRY(strata__shape_start(m, &w));
         for (int i = 0; i < m->nmodules; i++)
                 STRATA_TRY(strata__shape_step(m, i, &w, &l, &s));
-        *out = w.dims;
+        STRATA_TRY(strata__shape_finish(m, &w, &targets));
+        *out = m->noutputs ? (struct strata_dims){ .channels = targets } : w.dims;
         return STRATA_OK;
 }

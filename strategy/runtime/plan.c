@@ -104,9 +104,10 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         STRATA_TRY(driver_scratch(drv, &plan, &p));
         STRATA_TRY(strata__replica_layout(&tmp, &mem, &rp, &sz));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
-                return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (its "
-                                                   "last module, %s); classes is %d",
-                                    tmp.out,
+                return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (%s%s)"
+                                                   "; classes is %d", tmp.out,
+                                    c->model->noutputs ? "its outputs' widths' sum" : "its "
+                                    "last module, ", c->model->noutputs ? "" :
                                     c->model->modules[c->model->nmodules - 1].ops->name,
                                     c->classes);
         pi->per_device = strata_arena_used(&plan);

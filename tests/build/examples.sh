@@ -1,8 +1,9 @@
 #!/bin/sh
 # The examples as a user builds them: install into a scratch prefix, then compile with
 # pkg-config only — the C++ examples (classification; regression on f64 arrays with batch-1
-# inference) against the shared library and, with --static, against the archive; the Fortran
-# example with the installed strata.f90 — and run them.
+# inference; two inputs and two outputs) against the shared library and, with --static,
+# against the archive; the Fortran examples (classification; two inputs and two outputs) with
+# the installed strata.f90 — and run them.
 set -eu
 src=$1 build=$2
 prefix=$build/stage-examples
@@ -17,6 +18,10 @@ $cxx -o "$build/example-cpp" "$src/examples/cpp/train.cpp" \
 $cxx -o "$build/example-cpp-regress" "$src/examples/cpp/regress.cpp" \
         $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
 "$build/example-cpp-regress"
+# Two inputs and two outputs, each with its loss and weight, described in C++.
+$cxx -o "$build/example-cpp-multiarg" "$src/examples/cpp/multiarg.cpp" \
+        $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
+"$build/example-cpp-multiarg"
 static_flags=$(pkg-config --cflags --libs --static strata)
 $cxx -o "$build/example-cpp-static" "$src/examples/cpp/train.cpp" -Wl,-Bstatic -lstrata \
         -Wl,-Bdynamic $static_flags
@@ -32,6 +37,12 @@ mkdir -p "$build/example-fortran"
         gfortran -std=f2018 -Wall -Wextra -Werror -o train "$src/examples/fortran/train.f90" \
                 strata.o $(pkg-config --libs strata) -Wl,-rpath,"$prefix/lib")
 "$build/example-fortran/train"
+# Two inputs and two outputs from a model line (TorchFort's train_multiarg).
+(cd "$build/example-fortran" &&
+        gfortran -std=f2018 -Wall -Wextra -Werror -o train_multiarg \
+                "$src/examples/fortran/train_multiarg.f90" strata.o $(pkg-config --libs strata) \
+                -Wl,-rpath,"$prefix/lib")
+"$build/example-fortran/train_multiarg"
 # The U-Net surrogate on a simulation's HDF5 fields (examples/unet.sh), briefly: it trains, the
 # line's concat included, within its plan and without heap during steps.
 "$src/examples/unet.sh" "$build" 256 1 single 1 > "$build/example-unet.out"

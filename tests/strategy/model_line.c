@@ -100,7 +100,7 @@ Test(model_line, bad_lines_are_refused_by_name)
         refused("dropout(p=half)", 8, "not a number");
         refused("dropout(nan)", 8, "not a number");
         refused("relu input(1,2)", 8, "comes once, first");
-        refused("input(1,2) input(1,2) relu", 8, "comes once, first");
+        refused("input(1,2) relu input(1,2)", 8, "comes once, first"); /* inputs come first */
         refused("input relu", 8, "comes once, first");
         refused("input(1,2,3,4,5) relu", 8, "up to 3");
         refused("input(1,0) relu", 8, "up to 3");
