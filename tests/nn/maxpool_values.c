@@ -93,6 +93,14 @@ static const struct pool_case cases[] = {
           { 1, 1, 1 } },
         { &strata_maxpool3d, 3, 1, { 4, 5, 6 }, { 3, 2, 3 }, { 2, 1, 3 }, { 1, 0, 1 },
           { 1, 2, 1 } },
+        /* 2 x 2 stride 2 over even widths (the plane-wide path): an odd height's last row
+         * unread, output rows of 7 and 2, a depth in front, and rows of 300 outputs, more
+         * than one block of the path's stack buffer */
+        { &strata_maxpool2d, 2, 2, { 9, 14 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 3, { 6, 4 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool3d, 3, 2, { 3, 5, 6 }, { 1, 2, 2 }, { 1, 2, 2 }, { 0, 0, 0 },
+          { 1, 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 4, 600 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
 };
 
 Test(maxpool, matches_the_definition)
