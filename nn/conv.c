@@ -533,6 +533,16 @@ static void small_wgrad(const float *dy, const float *cols, int co, int kk, int 
  * SMALL_DW elements) and the padded copy fits the columns' place; the column gradient (a
  * layer that is not the first) overwrites a sample's copy once its weight gradient is done.
  */
+/*
+ * GCC's unroll-and-jam (-O3) fuses pairs of the forward's r loop into one loop over q that it
+ * then leaves scalar: off for that function (the chains are the same either way).
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
+#else
+#define NO_JAM
+#endif
+
 struct pad {
         int e[3];     /* padded extents */
         size_t plane; /* values of one padded channel */
@@ -602,10 +612,13 @@ static size_t line_offset(const struct pad *pd, int od, int oh)
         return ((size_t)od * pd->e[1] + (size_t)oh) * pd->e[2];
 }
 
-/* small_product()'s forward on the views: y[o][q] = sum_r W[o][r] xp[tap_r + q's] (+ b). */
-STRATA_SIMD static void direct_forward(const struct geom *g, const struct pad *pd,
-                                       const float *w, const float *bias, const float *xp,
-                                       float *y)
+/*
+ * small_product()'s forward on the views: y[o][q] = sum_r W[o][r] xp[tap_r + q's] (+ b), each
+ * output's chain t = 0, t = fmaf(W[o][r], x, t) in r order kept in y itself, a line at a time.
+ */
+NO_JAM STRATA_SIMD static void direct_forward(const struct geom *g, const struct pad *pd,
+                                       const float *restrict w, const float *restrict bias,
+                                       const float *restrict xp, float *restrict y)
 {
         size_t off[SMALL_K];
         int kk = (int)g->kk, ow = g->out[2];
@@ -614,33 +627,22 @@ STRATA_SIMD static void direct_forward(const struct geom *g, const struct pad *p
                 off[r] = tap_offset(g, pd, (size_t)r);
         for (int o = 0; o < g->cout; o++) {
                 const float *ra = w + (size_t)o * kk;
-                float bi = bias ? bias[o] : 0.0f;
 
                 for (int od = 0; od < g->out[0]; od++)
                         for (int oh = 0; oh < g->out[1]; oh++, y += ow) {
                                 const float *xl = xp + line_offset(pd, od, oh);
-                                int q0 = 0;
 
-                                for (; q0 + LANES <= ow; q0 += LANES) {
-                                        float t[LANES] = { 0.0f };
+                                for (int q = 0; q < ow; q++)
+                                        y[q] = 0.0f;
+                                for (int r = 0; r < kk; r++) {
+                                        const float *br = xl + off[r];
+                                        float wr = ra[r];
 
-                                        for (int r = 0; r < kk; r++) {
-                                                const float *br = xl + off[r] + q0;
-                                                float wr = ra[r];
-
-                                                for (int j = 0; j < LANES; j++)
-                                                        t[j] = fmaf(wr, br[j], t[j]);
-                                        }
-                                        for (int j = 0; j < LANES; j++)
-                                                y[q0 + j] = bias ? t[j] + bi : t[j];
+                                        for (int q = 0; q < ow; q++)
+                                                y[q] = fmaf(wr, br[q], y[q]);
                                 }
-                                for (int q = q0; q < ow; q++) {
-                                        float t = 0.0f;
-
-                                        for (int r = 0; r < kk; r++)
-                                                t = fmaf(ra[r], xl[off[r] + q], t);
-                                        y[q] = bias ? t + bi : t;
-                                }
+                                for (int q = 0; q < ow && bias; q++)
+                                        y[q] = y[q] + bias[o];
                         }
         }
 }

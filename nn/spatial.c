@@ -495,8 +495,8 @@ static inline void pick_pairs(const float *restrict r, int32_t base, int n, floa
 }
 
 /* Output rows of one (H, W) slice @p x (its first index @p base in the channel) into @p y. */
-static void max_2x2_slice(const struct geom *g, const float *restrict x, int32_t base,
-                          float *restrict y, int32_t *restrict arg)
+STRATA_SIMD static void max_2x2_slice(const struct geom *g, const float *restrict x,
+                                      int32_t base, float *restrict y, int32_t *restrict arg)
 {
         int ow = g->out[2], per = PAIRS / (2 * ow);
         float h[PAIRS];
@@ -513,18 +513,20 @@ static void max_2x2_slice(const struct geom *g, const float *restrict x, int32_t
                         float *yr = y + (size_t)(a0 + a) * ow;
                         int32_t *ar = arg + (size_t)(a0 + a) * ow;
 
-                        for (int e = 0; e < ow; e++) {
-                                int take = v[e] > u[e] || isnan(v[e]);
+                        for (int e = 0; e < ow; e++) { /* every operand read: no masks */
+                                float top = u[e], bot = v[e];
+                                int32_t it = ui[e], ib = vi[e];
+                                int take = bot > top || isnan(bot);
 
-                                yr[e] = take ? v[e] : u[e];
-                                ar[e] = take ? vi[e] : ui[e];
+                                yr[e] = take ? bot : top;
+                                ar[e] = take ? ib : it;
                         }
                 }
         }
 }
 
 /* Every plane of @p rows x channels through max_2x2_slice, a slice of the depth at a time. */
-STRATA_SIMD static void max_2x2_planes(const struct geom *g, int rows, const float *x, float *y,
+static void max_2x2_planes(const struct geom *g, int rows, const float *x, float *y,
                                        int32_t *arg)
 {
         size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
