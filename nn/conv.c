@@ -548,10 +548,9 @@ struct pad {
         size_t plane; /* values of one padded channel */
 };
 
-static int direct_path(const struct strata_step_ctx *c, const struct geom *g, struct pad *pd)
+/* A stride of 1 everywhere: the padded extents. */
+static int pad_of(const struct geom *g, struct pad *pd)
 {
-        if (!small_path(c) || g->kk > SMALL_K || (size_t)g->cout * g->kk > SMALL_DW)
-                return 0;
         pd->plane = 1;
         for (int j = 0; j < 3; j++) {
                 if (g->s[j] != 1)
@@ -559,7 +558,14 @@ static int direct_path(const struct strata_step_ctx *c, const struct geom *g, st
                 pd->e[j] = g->out[j] + g->d[j] * (g->k[j] - 1);
                 pd->plane *= (size_t)pd->e[j];
         }
-        return pd->plane * (size_t)g->cin <= g->kk * g->out_sp;
+        return 1;
+}
+
+static int direct_path(const struct strata_step_ctx *c, const struct geom *g, struct pad *pd)
+{
+        if (!small_path(c) || g->kk > SMALL_K || (size_t)g->cout * g->kk > SMALL_DW)
+                return 0;
+        return pad_of(g, pd) && pd->plane * (size_t)g->cin <= g->kk * g->out_sp;
 }
 
 /* Sample @p x with its padding into @p xp (cin padded planes), through source(). */
@@ -610,6 +616,38 @@ static size_t tap_offset(const struct geom *g, const struct pad *pd, size_t r)
 static size_t line_offset(const struct pad *pd, int od, int oh)
 {
         return ((size_t)od * pd->e[1] + (size_t)oh) * pd->e[2];
+}
+
+/*
+ * The columns of a stride-1 convolution from a padded copy of one channel at a time on the
+ * stack (at most PAD_STACK values): each column row's line is a plain copy of a padded line,
+ * instead of walk()'s per-line edge handling and copy calls. The same values (source()).
+ */
+#define PAD_STACK 4096
+
+STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd, const float *x,
+                                      float *cols)
+{
+        float buf[PAD_STACK];
+        struct geom one = *g;
+        int ow = g->out[2];
+
+        one.cin = 1;
+        for (int c = 0; c < g->cin; c++) {
+                pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
+                for (size_t r = 0; r < g->kvol; r++) {
+                        const float *tap = buf + tap_offset(g, pd, r);
+                        float *dst = cols + ((size_t)c * g->kvol + r) * g->out_sp;
+
+                        for (int od = 0; od < g->out[0]; od++)
+                                for (int oh = 0; oh < g->out[1]; oh++, dst += ow) {
+                                        const float *src = tap + line_offset(pd, od, oh);
+
+                                        for (int q = 0; q < ow; q++)
+                                                dst[q] = src[q];
+                                }
+                }
+        }
 }
 
 /*
@@ -769,7 +807,7 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
         struct geom g;
         struct pad pd;
         size_t cols_n;
-        int trans;
+        int trans, padded;
 
         geom_of(l, &g);
         cols_n = g.kk * g.out_sp;
@@ -785,28 +823,47 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                 return;
         }
         trans = transposed_fits((size_t)g.cout, g.out_sp);
+        padded = pad_of(&g, &pd) && pd.plane <= PAD_STACK;
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
 
-                walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
+                if (padded)
+                        im2col_padded(&g, &pd, x + (size_t)n * l->in, cols);
+                else
+                        walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
                 forward_sample(l, c, &g, cols, yn, trans && n + 1 < rows ? yn + l->out : NULL);
         }
 }
 
-/* db (+)= the sums of dy over rows and positions, per channel in double: one rounding. */
+/*
+ * db (+)= the sums of dy over rows and positions, per channel in double: one rounding. Each
+ * channel's sum is one chain in row and position order; BIAS_CHAINS channels run side by
+ * side so that the chains' additions overlap (one channel alone waits on each addition).
+ */
+#define BIAS_CHAINS 8
+
 static void bias_grad(const struct strata_layer *l, const struct geom *g, const float *dy,
                       int rows, float *db)
 {
-        for (int o = 0; o < g->cout; o++) {
-                double s = 0.0;
+        for (int o0 = 0; o0 < g->cout; o0 += BIAS_CHAINS) {
+                int m = g->cout - o0 < BIAS_CHAINS ? g->cout - o0 : BIAS_CHAINS;
+                double s[BIAS_CHAINS] = { 0.0 };
 
                 for (int n = 0; n < rows; n++) {
-                        const float *d = dy + (size_t)n * l->out + (size_t)o * g->out_sp;
+                        const float *d = dy + (size_t)n * l->out + (size_t)o0 * g->out_sp;
 
+                        if (m < BIAS_CHAINS) {
+                                for (int j = 0; j < m; j++)
+                                        for (size_t q = 0; q < g->out_sp; q++)
+                                                s[j] += d[(size_t)j * g->out_sp + q];
+                                continue;
+                        }
                         for (size_t q = 0; q < g->out_sp; q++)
-                                s += d[q];
+                                for (int j = 0; j < BIAS_CHAINS; j++)
+                                        s[j] += d[(size_t)j * g->out_sp + q];
                 }
-                db[o] = l->grad_fresh ? (float)s : db[o] + (float)s;
+                for (int j = 0; j < m; j++)
+                        db[o0 + j] = l->grad_fresh ? (float)s[j] : db[o0 + j] + (float)s[j];
         }
 }
 
