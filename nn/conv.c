@@ -520,6 +520,245 @@ static void small_wgrad(const float *dy, const float *cols, int co, int kk, int 
         }
 }
 
+/*
+ * ---- The direct path: a small product with stride 1 reads a padded copy of the input ----
+ *
+ * With stride 1, output position (od, oh, ow) and kernel offset (a, b, e) read the padded
+ * input at (od + a d, oh + b d, ow + e d): a shifted view. So instead of unfolding K columns
+ * of P positions, the forward writes each sample's input once more with its padding (through
+ * source(), so every mode) into the sample's saved values, and the forward product and the
+ * weight gradient read the K shifted views of it: what the columns held, element for element,
+ * in the same order of every chain (the small products' and the GEMM's), so the same bits.
+ * It runs where the products run directly (fp32, K <= SMALL_K, a weight gradient of at most
+ * SMALL_DW elements) and the padded copy fits the columns' place; the column gradient (a
+ * layer that is not the first) overwrites a sample's copy once its weight gradient is done.
+ */
+/*
+ * GCC's unroll-and-jam (-O3) fuses pairs of the forward's r loop into one loop over q that it
+ * then leaves scalar: off for that function (the chains are the same either way).
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
+#else
+#define NO_JAM
+#endif
+
+struct pad {
+        int e[3];     /* padded extents */
+        size_t plane; /* values of one padded channel */
+};
+
+/* A stride of 1 everywhere: the padded extents. */
+static int pad_of(const struct geom *g, struct pad *pd)
+{
+        pd->plane = 1;
+        for (int j = 0; j < 3; j++) {
+                if (g->s[j] != 1)
+                        return 0;
+                pd->e[j] = g->out[j] + g->d[j] * (g->k[j] - 1);
+                pd->plane *= (size_t)pd->e[j];
+        }
+        return 1;
+}
+
+static int direct_path(const struct strata_step_ctx *c, const struct geom *g, struct pad *pd)
+{
+        if (!small_path(c) || g->kk > SMALL_K || (size_t)g->cout * g->kk > SMALL_DW)
+                return 0;
+        return pad_of(g, pd) && pd->plane * (size_t)g->cin <= g->kk * g->out_sp;
+}
+
+/* Sample @p x with its padding into @p xp (cin padded planes), through source(). */
+static void pad_sample(const struct geom *g, const struct pad *pd, const float *x, float *xp)
+{
+        int nw = g->in[2], lo = g->lo[2], e2 = pd->e[2];
+        int w0 = lo < e2 ? lo : e2, w1 = lo + nw < e2 ? lo + nw : e2;
+
+        for (int c = 0; c < g->cin; c++)
+                for (int a = 0; a < pd->e[0]; a++) {
+                        int id = source(a - g->lo[0], g->in[0], g->mode);
+
+                        for (int b = 0; b < pd->e[1]; b++, xp += e2) {
+                                int ih = source(b - g->lo[1], g->in[1], g->mode);
+                                const float *xr;
+
+                                if (id < 0 || ih < 0) {
+                                        memset(xp, 0, (size_t)e2 * sizeof(float));
+                                        continue;
+                                }
+                                xr = x + (((size_t)c * g->in[0] + id) * g->in[1] + ih) * nw;
+                                for (int w = 0; w < w0; w++) {
+                                        int iw = source(w - lo, nw, g->mode);
+
+                                        xp[w] = iw >= 0 ? xr[iw] : 0.0f;
+                                }
+                                memcpy(xp + w0, xr + (w0 - lo), (size_t)(w1 - w0) * sizeof(float));
+                                for (int w = w1; w < e2; w++) {
+                                        int iw = source(w - lo, nw, g->mode);
+
+                                        xp[w] = iw >= 0 ? xr[iw] : 0.0f;
+                                }
+                        }
+                }
+}
+
+/* Offset in the padded copy of row r = (c, a, b, e) of the columns (the weight's order). */
+static size_t tap_offset(const struct geom *g, const struct pad *pd, size_t r)
+{
+        size_t e = r % (size_t)g->k[2], b = r / g->k[2] % (size_t)g->k[1];
+        size_t a = r / ((size_t)g->k[2] * g->k[1]) % (size_t)g->k[0], c = r / g->kvol;
+
+        return c * pd->plane + ((a * g->d[0] * pd->e[1]) + b * g->d[1]) * pd->e[2] +
+               e * g->d[2];
+}
+
+/* Offset in the padded copy of the first position of output line (od, oh). */
+static size_t line_offset(const struct pad *pd, int od, int oh)
+{
+        return ((size_t)od * pd->e[1] + (size_t)oh) * pd->e[2];
+}
+
+/*
+ * The columns of a stride-1 convolution from a padded copy of one channel at a time on the
+ * stack (at most PAD_STACK values): each column row's line is a plain copy of a padded line,
+ * instead of walk()'s per-line edge handling and copy calls. The same values (source()).
+ */
+#define PAD_STACK 4096
+
+STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd, const float *x,
+                                      float *cols)
+{
+        float buf[PAD_STACK];
+        struct geom one = *g;
+        int ow = g->out[2];
+
+        one.cin = 1;
+        for (int c = 0; c < g->cin; c++) {
+                pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
+                for (size_t r = 0; r < g->kvol; r++) {
+                        const float *tap = buf + tap_offset(g, pd, r);
+                        float *dst = cols + ((size_t)c * g->kvol + r) * g->out_sp;
+
+                        for (int od = 0; od < g->out[0]; od++)
+                                for (int oh = 0; oh < g->out[1]; oh++, dst += ow) {
+                                        const float *src = tap + line_offset(pd, od, oh);
+
+                                        for (int q = 0; q < ow; q++)
+                                                dst[q] = src[q];
+                                }
+                }
+        }
+}
+
+/*
+ * small_product()'s forward on the views: y[o][q] = sum_r W[o][r] xp[tap_r + q's] (+ b), each
+ * output's chain t = 0, t = fmaf(W[o][r], x, t) in r order kept in y itself, a line at a time.
+ */
+NO_JAM STRATA_SIMD static void direct_forward(const struct geom *g, const struct pad *pd,
+                                       const float *restrict w, const float *restrict bias,
+                                       const float *restrict xp, float *restrict y)
+{
+        size_t off[SMALL_K];
+        int kk = (int)g->kk, ow = g->out[2];
+
+        for (int r = 0; r < kk; r++)
+                off[r] = tap_offset(g, pd, (size_t)r);
+        for (int o = 0; o < g->cout; o++) {
+                const float *ra = w + (size_t)o * kk;
+
+                for (int od = 0; od < g->out[0]; od++)
+                        for (int oh = 0; oh < g->out[1]; oh++, y += ow) {
+                                const float *xl = xp + line_offset(pd, od, oh);
+
+                                for (int q = 0; q < ow; q++)
+                                        y[q] = 0.0f;
+                                for (int r = 0; r < kk; r++) {
+                                        const float *br = xl + off[r];
+                                        float wr = ra[r];
+
+                                        for (int q = 0; q < ow; q++)
+                                                y[q] = fmaf(wr, br[q], y[q]);
+                                }
+                                for (int q = 0; q < ow && bias; q++)
+                                        y[q] = y[q] + bias[o];
+                        }
+        }
+}
+
+/*
+ * wgrad_chunk_G's chains on the views: positions [q0, q1) a line at a time, each chain
+ * t[j] = sum_q d[q] xp[off[j] + q's] in q order; chains past @p n re-read the first.
+ */
+#define DIRECT_WGRAD(G)                                                                          \
+        STRATA_SIMD static void direct_wgrad_##G(const struct geom *g, const struct pad *pd,   \
+                                                const float *d, const float *xp,               \
+                                                const size_t *off, int n, int q0, int q1,      \
+                                                float *t)                                      \
+        {                                                                                      \
+                const float *c[G];                                                             \
+                float s[G] = { 0.0f };                                                         \
+                int ow = g->out[2], q = q0;                                                    \
+                                                                                               \
+                while (q < q1) {                                                               \
+                        int line = q / ow, w = q % ow, m = ow - w < q1 - q ? ow - w : q1 - q;  \
+                        const float *xl = xp + line_offset(pd, line / g->out[1],               \
+                                                           line % g->out[1]) + w;              \
+                        const float *dq = d + q;                                               \
+                                                                                               \
+                        for (int j = 0; j < G; j++)                                            \
+                                c[j] = xl + off[j < n ? j : 0];                                \
+                        for (int i = 0; i < m; i++)                                            \
+                                for (int j = 0; j < G; j++)                                    \
+                                        s[j] = fmaf(dq[i], c[j][i], s[j]);                     \
+                        q += m;                                                                \
+                }                                                                              \
+                for (int j = 0; j < n; j++)                                                    \
+                        t[j] = s[j];                                                           \
+        }
+DIRECT_WGRAD(4)
+DIRECT_WGRAD(8)
+DIRECT_WGRAD(9)
+DIRECT_WGRAD(12)
+DIRECT_WGRAD(16)
+
+/* small_wgrad() on the views of sample copy @p xp: the same chains, chunks and order. */
+static void direct_wgrad(const struct geom *g, const struct pad *pd, const float *dy,
+                         const float *xp, int fresh, float *dw)
+{
+        int p = (int)g->out_sp, kk = (int)g->kk;
+        size_t off[SMALL_K];
+        float t[16];
+
+        for (int r = 0; r < kk; r++)
+                off[r] = tap_offset(g, pd, (size_t)r);
+        for (int o = 0; o < g->cout; o++) {
+                const float *d = dy + (size_t)o * p;
+                float *gw = dw + (size_t)o * kk;
+
+                for (int q0 = 0; q0 < p; q0 += GEMM_KC) {
+                        int q1 = p - q0 < GEMM_KC ? p : q0 + GEMM_KC;
+
+                        for (int k0 = 0; k0 < kk; k0 += 16) {
+                                int n = kk - k0 < 16 ? kk - k0 : 16;
+                                const size_t *ok = off + k0;
+
+                                if (n <= 4)
+                                        direct_wgrad_4(g, pd, d, xp, ok, n, q0, q1, t);
+                                else if (n <= 8)
+                                        direct_wgrad_8(g, pd, d, xp, ok, n, q0, q1, t);
+                                else if (n <= 9)
+                                        direct_wgrad_9(g, pd, d, xp, ok, n, q0, q1, t);
+                                else if (n <= 12)
+                                        direct_wgrad_12(g, pd, d, xp, ok, n, q0, q1, t);
+                                else
+                                        direct_wgrad_16(g, pd, d, xp, ok, n, q0, q1, t);
+                                for (int j = 0; j < n; j++)
+                                        gw[k0 + j] = q0 == 0 && fresh ? t[j] : gw[k0 + j] + t[j];
+                        }
+                }
+        }
+}
+
 /* The geometry the shape accepted (forward and backward never see a refused one). */
 static void geom_of(const struct strata_layer *l, struct geom *g)
 {
@@ -566,34 +805,65 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                          const float *x, float *y, int rows)
 {
         struct geom g;
+        struct pad pd;
         size_t cols_n;
-        int trans;
+        int trans, padded;
 
         geom_of(l, &g);
         cols_n = g.kk * g.out_sp;
+        if (direct_path(c, &g, &pd)) {
+                for (int n = 0; n < rows; n++) {
+                        float *xp = l->aux + (size_t)n * cols_n;
+
+                        pad_sample(&g, &pd, x + (size_t)n * l->in, xp);
+                        direct_forward(&g, &pd, l->param,
+                                       g.bias ? l->param + (size_t)g.cout * g.kk : NULL, xp,
+                                       y + (size_t)n * l->out);
+                }
+                return;
+        }
         trans = transposed_fits((size_t)g.cout, g.out_sp);
+        padded = pad_of(&g, &pd) && pd.plane <= PAD_STACK;
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
 
-                walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
+                if (padded)
+                        im2col_padded(&g, &pd, x + (size_t)n * l->in, cols);
+                else
+                        walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
                 forward_sample(l, c, &g, cols, yn, trans && n + 1 < rows ? yn + l->out : NULL);
         }
 }
 
-/* db (+)= the sums of dy over rows and positions, per channel in double: one rounding. */
+/*
+ * db (+)= the sums of dy over rows and positions, per channel in double: one rounding. Each
+ * channel's sum is one chain in row and position order; BIAS_CHAINS channels run side by
+ * side so that the chains' additions overlap (one channel alone waits on each addition).
+ */
+#define BIAS_CHAINS 8
+
 static void bias_grad(const struct strata_layer *l, const struct geom *g, const float *dy,
                       int rows, float *db)
 {
-        for (int o = 0; o < g->cout; o++) {
-                double s = 0.0;
+        for (int o0 = 0; o0 < g->cout; o0 += BIAS_CHAINS) {
+                int m = g->cout - o0 < BIAS_CHAINS ? g->cout - o0 : BIAS_CHAINS;
+                double s[BIAS_CHAINS] = { 0.0 };
 
                 for (int n = 0; n < rows; n++) {
-                        const float *d = dy + (size_t)n * l->out + (size_t)o * g->out_sp;
+                        const float *d = dy + (size_t)n * l->out + (size_t)o0 * g->out_sp;
 
+                        if (m < BIAS_CHAINS) {
+                                for (int j = 0; j < m; j++)
+                                        for (size_t q = 0; q < g->out_sp; q++)
+                                                s[j] += d[(size_t)j * g->out_sp + q];
+                                continue;
+                        }
                         for (size_t q = 0; q < g->out_sp; q++)
-                                s += d[q];
+                                for (int j = 0; j < BIAS_CHAINS; j++)
+                                        s[j] += d[(size_t)j * g->out_sp + q];
                 }
-                db[o] = l->grad_fresh ? (float)s : db[o] + (float)s;
+                for (int j = 0; j < m; j++)
+                        db[o0 + j] = l->grad_fresh ? (float)s[j] : db[o0 + j] + (float)s[j];
         }
 }
 
@@ -601,12 +871,14 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                           const float *x, const float *y, const float *dy, float *dx, int rows)
 {
         struct geom g;
-        int p, kk, trans, small_dx;
+        struct pad pd;
+        int p, kk, trans, small_dx, direct;
         size_t cols_n;
 
         (void)x;
         (void)y;
         geom_of(l, &g);
+        direct = direct_path(c, &g, &pd); /* the samples' padded copies, not columns */
         p = (int)g.out_sp;
         kk = (int)g.kk;
         cols_n = g.kk * g.out_sp;
@@ -617,7 +889,9 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 float *cols = l->aux + (size_t)n * cols_n;
                 const float *dyn = dy + (size_t)n * l->out;
 
-                if (small_path(c) && (size_t)g.cout * g.kk <= SMALL_DW)
+                if (direct)
+                        direct_wgrad(&g, &pd, dyn, cols, n == 0 && l->grad_fresh, l->grad);
+                else if (small_path(c) && (size_t)g.cout * g.kk <= SMALL_DW)
                         small_wgrad(dyn, cols, g.cout, kk, p, n == 0 && l->grad_fresh,
                                     l->grad);
                 else

@@ -461,6 +461,116 @@ static void avg_row_back(const struct geom *g, const struct tap_cache *t, const 
         }
 }
 
+/*
+ * ---- MaxPool 2 x 2, stride 2, no padding, over planes of even width (the CNNs' pool) ----
+ *
+ * The scan order of a window is x00, x01, x10, x11, and pick(a, b) (b if b > a or b is a
+ * NaN, else a: PyTorch's step) is associative: both orders give the first maximum, or the last
+ * NaN when there is one. So pick(pick(pick(x00, x01), x10), x11) = pick(pick(x00, x01),
+ * pick(x10, x11)): the horizontal picks of a block of whole input rows run as one flat loop
+ * (a plane's rows are contiguous when the width is even: no row tails), and each output row
+ * then picks between its two input rows. Same values, same argmax, as max_row_dense.
+ */
+#define PAIRS 1024 /* horizontal picks held on the stack at once (8 KiB) */
+
+/* The 2 x 2 stride-2 pool without padding along the last two dimensions, one in front. */
+static int pool_2x2(const struct geom *g)
+{
+        return g->k[0] == 1 && g->s[0] == 1 && g->p[0] == 0 && g->k[1] == 2 && g->k[2] == 2 &&
+               g->s[1] == 2 && g->s[2] == 2 && g->p[1] == 0 && g->p[2] == 0 &&
+               g->d[1] == 1 && g->d[2] == 1 && g->in[2] % 2 == 0 && 2 * g->out[2] <= PAIRS;
+}
+
+/* pick() over @p n pairs of row @p r (input index @p base + 2 q): values and indices. */
+static inline void pick_pairs(const float *restrict r, int32_t base, int n, float *restrict h,
+                              int32_t *restrict hi)
+{
+        for (int q = 0; q < n; q++) {
+                float a = r[2 * q], b = r[2 * q + 1];
+                int take = b > a || isnan(b);
+
+                h[q] = take ? b : a;
+                hi[q] = base + 2 * q + take;
+        }
+}
+
+/* Output rows of one (H, W) slice @p x (its first index @p base in the channel) into @p y. */
+STRATA_SIMD static void max_2x2_slice(const struct geom *g, const float *restrict x,
+                                      int32_t base, float *restrict y, int32_t *restrict arg)
+{
+        int ow = g->out[2], per = PAIRS / (2 * ow);
+        float h[PAIRS];
+        int32_t hi[PAIRS];
+
+        for (int a0 = 0; a0 < g->out[1]; a0 += per) {
+                int nr = g->out[1] - a0 < per ? g->out[1] - a0 : per;
+                int32_t off = 2 * a0 * g->in[2];
+
+                pick_pairs(x + off, base + off, 2 * nr * ow, h, hi);
+                for (int a = 0; a < nr; a++) {
+                        const float *u = h + 2 * a * ow, *v = u + ow;
+                        const int32_t *ui = hi + 2 * a * ow, *vi = ui + ow;
+                        float *yr = y + (size_t)(a0 + a) * ow;
+                        int32_t *ar = arg + (size_t)(a0 + a) * ow;
+
+                        for (int e = 0; e < ow; e++) { /* every operand read: no masks */
+                                float top = u[e], bot = v[e];
+                                int32_t it = ui[e], ib = vi[e];
+                                int take = bot > top || isnan(bot);
+
+                                yr[e] = take ? bot : top;
+                                ar[e] = take ? ib : it;
+                        }
+                }
+        }
+}
+
+/* Every plane of @p rows x channels through max_2x2_slice, a slice of the depth at a time. */
+static void max_2x2_planes(const struct geom *g, int rows, const float *x, float *y,
+                                       int32_t *arg)
+{
+        size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
+
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
+                for (int dz = 0; dz < g->out[0]; dz++)
+                        max_2x2_slice(g, x + pl * g->in_sp + dz * in_sl,
+                                      (int32_t)(dz * in_sl),
+                                      y + pl * g->out_sp + dz * out_sl,
+                                      arg + pl * g->out_sp + dz * out_sl);
+}
+
+/*
+ * The backward of one (H, W) slice: the windows do not overlap, so each input takes at most
+ * one output's gradient, 0 + dy as the zeroed scatter adds it (a -0 gradient lands as +0),
+ * and every other input 0: written in one pass, no memset, no scatter. A last odd row no
+ * window reads is zeroed.
+ */
+STRATA_SIMD static void max_2x2_back_slice(const struct geom *g, const float *restrict dy,
+                                           const int32_t *restrict arg, int32_t base,
+                                           float *restrict dx)
+{
+        int ow = g->out[2], w = g->in[2];
+
+        for (int a = 0; a < g->out[1]; a++) {
+                const float *d = dy + (size_t)a * ow;
+                const int32_t *ar = arg + (size_t)a * ow;
+                float *r0 = dx + (size_t)2 * a * w, *r1 = r0 + w;
+                int32_t i0 = base + 2 * a * w;
+
+                for (int e = 0; e < ow; e++) {
+                        int32_t t = ar[e] - (i0 + 2 * e);
+                        float v = 0.0f + d[e];
+
+                        r0[2 * e] = t == 0 ? v : 0.0f;
+                        r0[2 * e + 1] = t == 1 ? v : 0.0f;
+                        r1[2 * e] = t == w ? v : 0.0f;
+                        r1[2 * e + 1] = t == w + 1 ? v : 0.0f;
+                }
+        }
+        if (g->in[1] > 2 * g->out[1])
+                memset(dx + (size_t)2 * g->out[1] * w, 0, (size_t)w * sizeof(float));
+}
+
 enum pool_op { POOL_MAX, POOL_AVG, POOL_AVG_BACK };
 
 /*
@@ -503,7 +613,10 @@ static void maxpool_forward(struct strata_layer *l, const float *x, float *y, in
         struct geom g;
 
         pool_geom(l, nd, &g);
-        pool_planes(&g, POOL_MAX, rows, x, y, (int32_t *)(void *)l->aux, NULL, NULL);
+        if (pool_2x2(&g))
+                max_2x2_planes(&g, rows, x, y, (int32_t *)(void *)l->aux);
+        else
+                pool_planes(&g, POOL_MAX, rows, x, y, (int32_t *)(void *)l->aux, NULL, NULL);
 }
 
 /* The gradient goes to each output's saved argmax, added in output order. */
@@ -516,6 +629,17 @@ static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx,
         if (!dx)
                 return;
         pool_geom(l, nd, &g);
+        if (pool_2x2(&g) && g.out[2] >= 8) { /* shorter rows: the scatter measured faster */
+                size_t in_sl = (size_t)g.in[1] * g.in[2], out_sl = (size_t)g.out[1] * g.out[2];
+
+                for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
+                        for (int dz = 0; dz < g.out[0]; dz++)
+                                max_2x2_back_slice(&g, dy + pl * g.out_sp + dz * out_sl,
+                                                   arg + pl * g.out_sp + dz * out_sl,
+                                                   (int32_t)(dz * in_sl),
+                                                   dx + pl * g.in_sp + dz * in_sl);
+                return;
+        }
         memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
         for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++) {
                 const int32_t *ap = arg + pl * g.out_sp;

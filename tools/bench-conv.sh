@@ -7,6 +7,11 @@
 #    validation MSE after the same STEPS;
 #  - the Fashion-MNIST CNN (conv32-relu-pool-conv64-relu-pool-linear128-relu-linear10) at
 #    batch 128: samples/s of the median step, one device and ddp on 2 devices (Strata);
+#  - what ddp's scaling is made of, through tools/sched_split.py: the CNN run's busiest
+#    thread's CPU seconds (single's over ddp's: the scaling on cores of its own; the run's
+#    data synthesis and evaluation included) and, for the CNN and, as a control in the same
+#    pass, the MLP 784-256-128-10, the share of the threads' time spent ready but waiting for
+#    a core that other processes held (runq);
 #  - with ACCURACY=1, the CNN's test accuracy after EPOCHS (default 10) on one device.
 # Usage: tools/bench-conv.sh [REPS [STEPS]] ; env BUILD (default build), CNN_STEPS (default 60)
 set -euo pipefail
@@ -29,9 +34,14 @@ mpicc -std=c11 -O3 -I"$here/include" -o "$dir/insitu-c" "$here/examples/c/insitu
 
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 peer() { "$py" "$here/tools/bench_conv_torch.py" "$@"; }
-cnn_sps() { # strategy devices -> Strata's samples/s of the median step at batch 128
-        "$train" --synthetic $((cnn_steps * 128)) --model "input(1,28,28) $cnn" --epochs 1 \
-                --batch 128 --strategy "$1" --devices "$2" --json | step_sps 128
+sched() { # what sched_split.py printed last: busiest thread's CPU s, runq share of thread time
+        "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); t=j["threads"]
+print(t[0][0], j["runq_s"] / (j["cpu_s"] + j["runq_s"]))' "$dir/sched.json"
+}
+cnn_sps() { # strategy devices [model [samples]] -> samples/s of the median step at batch 128
+        "$py" "$here/tools/sched_split.py" "$train" --synthetic "${4:-$((cnn_steps * 128))}" \
+                --model "${3:-input(1,28,28) $cnn}" --epochs 1 --batch 128 --strategy "$1" \
+                --devices "$2" --json 2> "$dir/sched.json" | step_sps 128
 }
 
 declare -A v
@@ -49,12 +59,18 @@ for r in $(seq "$reps"); do
         add rf "$(ratio "$(echo "${v[sf]}" | awk '{print $NF}')" \
                         "$(echo "${v[tf]}" | awk '{print $NF}')")"
         add s1 "$(cnn_sps single 1)"
+        read -r c1 q1 <<< "$(sched)"
         add t1 "$(peer cnn 1 128 "$cnn_steps" | field samples_per_s)"
         add s2 "$(cnn_sps ddp 2)"
+        read -r c2 q2 <<< "$(sched)"
         add r1 "$(ratio "$(echo "${v[s1]}" | awk '{print $NF}')" \
                         "$(echo "${v[t1]}" | awk '{print $NF}')")"
         add r2 "$(ratio "$(echo "${v[s2]}" | awk '{print $NF}')" \
                         "$(echo "${v[s1]}" | awk '{print $NF}')")"
+        add c2 "$(ratio "$c1" "$c2")"; add q1 "$q1"; add q2 "$q2"
+        m1=$(cnn_sps single 1 784-256-128-10 60000); read -r _ mq1 <<< "$(sched)"
+        m2=$(cnn_sps ddp 2 784-256-128-10 60000); read -r _ mq2 <<< "$(sched)"
+        add m2 "$(ratio "$m2" "$m1")"; add mq1 "$mq1"; add mq2 "$mq2"
         echo "  pass $r/$reps done"
 done
 printf '| work | Strata | PyTorch | Strata / PyTorch (median of pairs) |\n'
@@ -66,6 +82,14 @@ printf '| CNN batch 128, 1 device, samples/s | %.0f | %.0f | %.2f |\n' "$(med s1
         "$(med r1)"
 printf '| CNN batch 128, ddp 2 devices, samples/s | %.0f | | %.2f x one device |\n' \
         "$(med s2)" "$(med r2)"
+printf '| CNN ddp 2 on cores of its own: busiest thread CPU s, single / ddp | | | %.2f |\n' \
+        "$(med c2)"
+printf '| CNN threads ready but waiting for a core (runq), single / ddp | %.0f%% / %.0f%% | | |\n' \
+        "$(echo "$(med q1) * 100" | bc -l)" "$(echo "$(med q2) * 100" | bc -l)"
+printf '| control: MLP 784-256-128-10 ddp 2 / single, samples/s of the median step | | | %.2f |\n' \
+        "$(med m2)"
+printf '| MLP threads waiting for a core (runq), single / ddp | %.0f%% / %.0f%% | | |\n' \
+        "$(echo "$(med mq1) * 100" | bc -l)" "$(echo "$(med mq2) * 100" | bc -l)"
 echo "U-Net (examples/unet.sh): trained by Strata; no PyTorch peer in this bench yet"
 if [ "${ACCURACY:-0}" = 1 ]; then
         a=$("$train" --model "$cnn" --epochs "$epochs" --batch 128 --strategy single --json |

@@ -202,6 +202,38 @@ static inline void mse_row(const float *o, const float *y, int cols, float scale
 }
 
 /*
+ * One row of L1 the same way: the loss |d| into lane j & 7 in double, the gradient sign(d)
+ * scale (0 for a zero or a NaN d, as strata__ploss). The runtime takes every step's sum of
+ * absolute errors through it (the MAE a regression step reports), gradient-free.
+ */
+static inline void l1_row(const float *o, const float *y, int cols, float scale, float *d,
+                          double lane[8])
+{
+        double a[8];
+        int j0 = 0;
+
+        memcpy(a, lane, sizeof(a));
+        for (; d && j0 + 8 <= cols; j0 += 8)
+                for (int l = 0; l < 8; l++) {
+                        float e = o[j0 + l] - y[j0 + l];
+
+                        a[l] += (double)fabsf(e);
+                        d[j0 + l] = (float)((e > 0.0f) - (e < 0.0f)) * scale;
+                }
+        for (; !d && j0 + 8 <= cols; j0 += 8)
+                for (int l = 0; l < 8; l++)
+                        a[l] += (double)fabsf(o[j0 + l] - y[j0 + l]);
+        for (int j = j0; j < cols; j++) {
+                float e = o[j] - y[j];
+
+                a[j & 7] += (double)fabsf(e);
+                if (d)
+                        d[j] = (float)((e > 0.0f) - (e < 0.0f)) * scale;
+        }
+        memcpy(lane, a, sizeof(a));
+}
+
+/*
  * Pointwise losses: per row, the gradient elementwise and the loss summed in eight fixed
  * lanes (vectorisable, the same bits on every ISA), the lanes added in order; rows in order.
  */
@@ -219,7 +251,10 @@ STRATA_SIMD static double cpu_pointwise_loss(enum strata_pointwise_loss kind, fl
 
                 if (kind == STRATA_PLOSS_MSE)
                         mse_row(o, y, cols, scale, d, lane);
-                for (int j = 0; j < cols && kind != STRATA_PLOSS_MSE; j++) {
+                else if (kind == STRATA_PLOSS_L1)
+                        l1_row(o, y, cols, scale, d, lane);
+                for (int j = 0; j < cols && kind != STRATA_PLOSS_MSE && kind != STRATA_PLOSS_L1;
+                     j++) {
                         lane[j & 7] += strata__ploss((int)kind, beta, o[j], y[j], &g);
                         if (d)
                                 d[j] = g * scale;

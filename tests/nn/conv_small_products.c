@@ -6,7 +6,11 @@
  * CPU kernel set (native, portable, scalar). Shapes: TorchFort's FCN (1 -> 1 channel, 3 x 3
  * circular over 32 x 32, batch 16: every product direct, the weight gradient in 4 chunks of
  * the GEMM's 256), the first layer of the Fashion-MNIST CNN (1 -> 32, 28 x 28: forward
- * direct, gradients through the GEMM) and a 1-D case whose 70 positions leave a tail.
+ * direct, gradients through the GEMM), a 1-D case whose 70 positions leave a tail, and 2-D and
+ * 3-D cases with dilation, reflect and replicate padding. Where the stride is 1 the module
+ * reads a padded copy of the input instead of columns (its direct path): the columns the
+ * GEMM gets here are the definition's (conv_ref_cols), so the check is against the
+ * definition's operands, not the module's own saved values.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -23,10 +27,14 @@ static const struct conv_case cases[] = {
           { 1, 1 }, STRATA_PAD_ZEROS, 0 },
         { "1d 2->3 k5 replicate 70 no bias", 1, 2, 3, 3, { 70 }, { 5 }, { 1 }, { 1 }, { 2 },
           STRATA_PAD_REPLICATE, 1 },
+        { "2d 1->3 k3 reflect d2x1 p2x1 40x37", 2, 1, 3, 2, { 40, 37 }, { 3, 3 }, { 1, 1 },
+          { 2, 1 }, { 2, 1 }, STRATA_PAD_REFLECT, 0 },
+        { "3d 1->3 k2x2x3 replicate d1x2x1 p1", 3, 1, 3, 2, { 3, 5, 4 }, { 2, 2, 3 }, { 1, 1, 1 },
+          { 1, 2, 1 }, { 1, 1, 1 }, STRATA_PAD_REPLICATE, 0 },
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-static float want[1 << 16], y0[1 << 16], g0[1 << 16], dx0[1 << 16];
+static float want[1 << 16], cols[1 << 16], y0[1 << 16], g0[1 << 16], dx0[1 << 16];
 
 /* Rows, positions and K of the rig's layer. */
 static void dims(const struct conv_rig *r, int *p, int *kk)
@@ -45,8 +53,7 @@ Test(conv_small_products, forward_is_the_gemm_bitwise)
                 dims(&r, &p, &kk);
                 r.desc.ops->forward(&r.l, &r.c, r.x, r.y, cases[i].rows);
                 for (int n = 0; n < cases[i].rows; n++) {
-                        const float *cols = r.l.aux + (size_t)n * r.l.naux_per_row;
-
+                        conv_ref_cols(&r, n, cols);
                         r.c.k->gemm(0, 0, co, p, kk, 1.0f, r.l.param, kk, cols, p, 0.0f, want, p);
                         for (int o = 0; o < co && !cases[i].no_bias; o++)
                                 for (int q = 0; q < p; q++)
@@ -68,11 +75,12 @@ Test(conv_small_products, gradients_are_the_gemm_bitwise)
                 conv_rig_init(&r, &cases[i]);
                 dims(&r, &p, &kk);
                 r.desc.ops->forward(&r.l, &r.c, r.x, r.y, rows);
-                r.desc.ops->backward(&r.l, &r.c, r.x, r.y, r.dy, NULL, rows); /* cols kept */
-                for (int n = 0; n < rows; n++)
-                        r.c.k->gemm(0, 1, co, kk, p, 1.0f, r.dy + (size_t)n * r.l.out, p,
-                                    r.l.aux + (size_t)n * r.l.naux_per_row, p,
-                                    n ? 1.0f : 0.0f, want, kk);
+                r.desc.ops->backward(&r.l, &r.c, r.x, r.y, r.dy, NULL, rows);
+                for (int n = 0; n < rows; n++) {
+                        conv_ref_cols(&r, n, cols);
+                        r.c.k->gemm(0, 1, co, kk, p, 1.0f, r.dy + (size_t)n * r.l.out, p, cols,
+                                    p, n ? 1.0f : 0.0f, want, kk);
+                }
                 cr_assert_eq(memcmp(want, r.l.grad, (size_t)co * kk * sizeof(float)), 0,
                              "%s: the weight gradient differs from the GEMM's", cases[i].what);
                 if (co > 16)

@@ -202,3 +202,54 @@ Test(losses, bad_targets_are_refused_with_a_message, .init = setup)
         b.ttype = STRATA_I32;
         cr_assert_eq(check(&strata_mse, &b, "STRATA_F64"), STRATA_EINVAL);
 }
+
+/*
+ * The CPU kernel's MSE and L1 rows (eight elements at a time) against the contract the
+ * generic loop defines: each element's loss (d d, |d|) as a float into double lane j & 7, the
+ * lanes added in order, rows in order; the gradient (2 d, sign d) times the scale. Rows of 37
+ * (whole blocks and a tail), a NaN, a zero difference and a signed zero: bitwise, and without
+ * a gradient the same sum.
+ */
+Test(losses, cpu_rows_match_the_lanes_bitwise, .init = setup)
+{
+        enum { R = 3, C = 37 };
+        static const enum strata_pointwise_loss kinds[] = { STRATA_PLOSS_MSE, STRATA_PLOSS_L1 };
+        float o[R * C], t[R * C], d[R * C], want_d[R * C], scale = 0.3f;
+
+        for (int i = 0; i < R * C; i++) {
+                o[i] = 2.5f * sinf(0.37f * (float)i + 0.1f);
+                t[i] = 1.5f * cosf(0.91f * (float)i);
+        }
+        o[5] = t[5];                    /* a zero difference */
+        o[17] = -0.0f, t[17] = 0.0f;    /* -0 - 0 = -0 */
+        o[40] = NAN;                    /* a NaN: its sign is 0, its loss NaN in that row */
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+                int mse = kinds[k] == STRATA_PLOSS_MSE;
+                double lane[8] = { 0.0 }, want = 0.0, got, got_nod;
+
+                for (int i = 0; i < R * C; i++) {
+                        float e = o[i] - t[i];
+
+                        want_d[i] = mse ? 2.0f * e * scale
+                                        : (float)((e > 0.0f) - (e < 0.0f)) * scale;
+                        if (i < C) /* row 0's sum */
+                                lane[i & 7] += mse ? (double)(e * e) : (double)fabsf(e);
+                }
+                for (int l = 0; l < 8; l++)
+                        want += lane[l];
+                got = dev->kernels->pointwise_loss(kinds[k], 1.0f, o + C, t + C, R - 1, C, scale,
+                                                   d + C);
+                cr_assert(isnan(got), "kind %d: the NaN row's sum is NaN", (int)kinds[k]);
+                got = dev->kernels->pointwise_loss(kinds[k], 1.0f, o, t, 1, C, scale, d);
+                got_nod = dev->kernels->pointwise_loss(kinds[k], 1.0f, o, t, 1, C, scale, NULL);
+                cr_assert(memcmp(&got, &want, sizeof(got)) == 0 &&
+                                  memcmp(&got_nod, &want, sizeof(got)) == 0,
+                          "kind %d: sum %.17g (without gradient %.17g), lanes give %.17g",
+                          (int)kinds[k], got, got_nod, want);
+                for (int i = 0; i < R * C; i++)
+                        cr_assert(memcmp(&d[i], &want_d[i], sizeof(float)) == 0 ||
+                                          (isnan(d[i]) && isnan(want_d[i])),
+                                  "kind %d: gradient %d is %g, want %g", (int)kinds[k], i, d[i],
+                                  want_d[i]);
+        }
+}

@@ -16,6 +16,7 @@
 
 static float x[MODCALL_MAX], y[MODCALL_MAX], dy[MODCALL_MAX], dx[MODCALL_MAX];
 static double want[MODCALL_MAX], dwant[MODCALL_MAX];
+static int negative_zero; /* run_case: the first output's gradient is -0 */
 
 /* The reference for one output: its input index (flat in the channel) and value. */
 static int ref_max(const struct pool_case *t, const float *xc, const int *o)
@@ -60,6 +61,8 @@ static void run_case(const struct pool_case *t)
 
         pool_case_layer(m, t, ROWS, &ins, &outs);
         modcall_wave(dy, ROWS * m->l.out, 0.91, 0.2);
+        if (negative_zero)
+                dy[0] = -0.0f;
         memset(dwant, 0, sizeof(dwant));
         for (int pl = 0; pl < ROWS * t->c; pl++)
                 for (int n = 0; n < outs; n++) {
@@ -93,6 +96,18 @@ static const struct pool_case cases[] = {
           { 1, 1, 1 } },
         { &strata_maxpool3d, 3, 1, { 4, 5, 6 }, { 3, 2, 3 }, { 2, 1, 3 }, { 1, 0, 1 },
           { 1, 2, 1 } },
+        /* 2 x 2 stride 2 over even widths (the plane-wide path): an odd height's last row
+         * unread, output rows of 7 and 2, a depth in front, and rows of 300 outputs, more
+         * than one block of the path's stack buffer; rows of 16 and 9 outputs (its backward
+         * runs for rows of at least 8) */
+        { &strata_maxpool2d, 2, 2, { 9, 14 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 3, { 6, 4 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool3d, 3, 2, { 3, 5, 6 }, { 1, 2, 2 }, { 1, 2, 2 }, { 0, 0, 0 },
+          { 1, 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 4, 600 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 2, { 7, 32 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool3d, 3, 1, { 2, 5, 18 }, { 1, 2, 2 }, { 1, 2, 2 }, { 0, 0, 0 },
+          { 1, 1, 1 } },
 };
 
 Test(maxpool, matches_the_definition)
@@ -156,4 +171,36 @@ Test(maxpool, defaults_are_pytorchs)
         desc.ops->forward(&m->l, &m->c, x, y, 1);
         cr_assert_eq(y[0], fmaxf(fmaxf(x[0], x[1]), fmaxf(x[8], x[9])));
         cr_assert_eq(y[31], fmaxf(fmaxf(x[118], x[119]), fmaxf(x[126], x[127])));
+}
+
+/*
+ * Windows that do not overlap (kernel = stride, no dilation: the 2 x 2 pools and their plane
+ * path among them): each input's gradient is exactly 0 + one output's gradient or 0, bitwise,
+ * a -0 gradient landing as +0 as onto the zeroed input gradient; values as the definition.
+ */
+Test(maxpool, gradients_of_disjoint_windows_are_exact)
+{
+        negative_zero = 1;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const struct pool_case *t = &cases[i];
+                int disjoint = 1, n;
+
+                for (int j = 0; j < t->nd; j++)
+                        disjoint &= t->k[j] == t->s[j] && t->d[j] == 1 && t->p[j] == 0;
+                if (!disjoint)
+                        continue;
+                modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+                run_case(t);
+                n = 1;
+                for (int j = 0; j < t->nd; j++)
+                        n *= t->in[j];
+                for (int j = 0; j < ROWS * t->c * n; j++) {
+                        float w = (float)dwant[j];
+
+                        cr_assert(memcmp(&dx[j], &w, sizeof(float)) == 0,
+                                  "%s case %zu: dx[%d] = %g (signbit %d), want %g", t->ops->name,
+                                  i, j, dx[j], signbit(dx[j]) != 0, w);
+                }
+        }
+        negative_zero = 0;
 }

@@ -45,6 +45,15 @@ const struct conv_case conv_cases[] = {
           { 1, 2, 1 }, { 1, 1, 1 }, { 1, 0, 2 }, STRATA_PAD_REPLICATE, 1 },
         { "3d circular same k3", 3, 1, 2, 2, { 3, 3, 4 }, { 3, 3, 3 }, { 1, 1, 1 },
           { 1, 1, 1 }, { S, S, S }, STRATA_PAD_CIRCULAR, 0 },
+        /* stride 1, K <= 16, cout K <= 64: nn/conv.c's direct path over a padded copy */
+        { "2d zeros k3 p1 one channel in", 2, 1, 4, 3, { 5, 9 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+          { 1, 1 }, STRATA_PAD_ZEROS, 0 },
+        { "2d reflect k3 p2x1 d2x1 one channel in", 2, 1, 3, 2, { 6, 7 }, { 3, 3 }, { 1, 1 },
+          { 2, 1 }, { 2, 1 }, STRATA_PAD_REFLECT, 0 },
+        { "3d zeros k2 p1x0x1 no bias", 3, 2, 2, 2, { 3, 4, 5 }, { 2, 2, 2 }, { 1, 1, 1 },
+          { 1, 1, 1 }, { 1, 0, 1 }, STRATA_PAD_ZEROS, 1 },
+        { "3d replicate k2x2x3 d1x2x1 p1", 3, 1, 3, 2, { 3, 5, 4 }, { 2, 2, 3 }, { 1, 1, 1 },
+          { 1, 2, 1 }, { 1, 1, 1 }, STRATA_PAD_REPLICATE, 0 },
         /* more channels than positions: the forward's product runs transposed */
         { "2d reflect k3 s2 p1 cout 5 > 4 positions", 2, 2, 5, 3, { 3, 4 }, { 3, 3 }, { 2, 2 },
           { 1, 1 }, { 1, 1 }, STRATA_PAD_REFLECT, 0 },
@@ -199,6 +208,21 @@ static long ref_tap(const struct conv_rig *r, const struct g3 *g, int c, size_t 
                 at = at * g->in[j] + src;
         }
         return at;
+}
+
+void conv_ref_cols(const struct conv_rig *r, int n, float *cols)
+{
+        struct g3 g;
+
+        g3_of(r, &g);
+        for (int c = 0; c < r->cc->cin; c++)
+                for (size_t k = 0; k < g.kvol; k++)
+                        for (size_t p = 0; p < g.out_sp; p++) {
+                                long t = ref_tap(r, &g, c, p, k);
+
+                                cols[((size_t)c * g.kvol + k) * g.out_sp + p] =
+                                        t >= 0 ? r->x[(size_t)n * r->l.in + t] : 0.0f;
+                        }
 }
 
 void conv_ref_forward(const struct conv_rig *r, double *y)

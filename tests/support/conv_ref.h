@@ -43,6 +43,12 @@ struct conv_rig {
  */
 void conv_rig_init(struct conv_rig *r, const struct conv_case *cc);
 
+/**
+ * Sample @p n's columns by the definition: [K x P], K = cin kernel-volume in the weight's
+ * order, each the input value the position reads (its padding's), or 0.
+ */
+void conv_ref_cols(const struct conv_rig *r, int n, float *cols);
+
 /** The reference forward of the rig's layer on its x, in double: rows x out into @p y. */
 void conv_ref_forward(const struct conv_rig *r, double *y);
 
