@@ -651,40 +651,6 @@ STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd
 }
 
 /*
- * The same columns laid out [P x K] (a position's K values contiguous, in the weight's order):
- * the layout the forward product (cols^T W^T) and the weight gradient (dy cols^T) read without
- * a transpose in the GEMM's packing. Kernels of up to TAPS_MAX taps per channel.
- */
-#define TAPS_MAX 64
-
-STRATA_SIMD static void im2col_padded_t(const struct geom *g, const struct pad *pd,
-                                        const float *x, float *cols)
-{
-        float buf[PAD_STACK];
-        size_t off[TAPS_MAX];
-        struct geom one = *g;
-        int ow = g->out[2], kv = (int)g->kvol;
-
-        one.cin = 1;
-        for (int r = 0; r < kv; r++)
-                off[r] = tap_offset(g, pd, (size_t)r);
-        for (int c = 0; c < g->cin; c++) {
-                float *dst = cols + (size_t)c * g->kvol;
-
-                pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
-                for (int od = 0; od < g->out[0]; od++)
-                        for (int oh = 0; oh < g->out[1]; oh++) {
-                                const float *src = buf + line_offset(pd, od, oh);
-
-                                for (int r = 0; r < kv; r++) /* plain moves, no gathers */
-                                        for (int q = 0; q < ow; q++)
-                                                dst[(size_t)q * g->kk + r] = src[off[r] + q];
-                                dst += (size_t)ow * g->kk;
-                        }
-        }
-}
-
-/*
  * small_product()'s forward on the views: y[o][q] = sum_r W[o][r] xp[tap_r + q's] (+ b), each
  * output's chain t = 0, t = fmaf(W[o][r], x, t) in r order kept in y itself, a line at a time.
  */
@@ -832,83 +798,6 @@ static void forward_sample(const struct strata_layer *l, const struct strata_ste
 }
 
 /*
- * Whether a module keeps its columns [P x K] (cols_n^T) rather than [K x P]: where the forward
- * product runs through strata_gemm() transposed (transposed_fits()), so that it and the weight
- * gradient pack the columns by plain row copies, and several samples' columns, one after the
- * other, are one operand of one product.
- */
-static int columns_t(const struct strata_step_ctx *c, const struct geom *g)
-{
-        if (small_path(c) && (g->kk <= SMALL_K || (size_t)g->cout * g->kk <= SMALL_DW))
-                return 0;
-        return transposed_fits((size_t)g->cout, g->out_sp);
-}
-
-/*
- * Samples per forward product over [P x K] columns (fp32: the mixed-precision scratch is
- * planned for one sample's operands). A group's product is t = [cols_n0; …]^T-stacked W^T,
- * m = samples x P: W is packed once per block of the GEMM's rows, not once per sample. The
- * product's elements are the same chains in k order (only m changes): the same bits.
- */
-#define GROUP 2
-
-/* y_n (+ b) of @p ns samples from t (ns x P x cout, a sample's [P x cout] after the other). */
-static void untranspose(const struct geom *g, const float *bias, const float *t, int ns,
-                        float *y)
-{
-        size_t p = g->out_sp, co = (size_t)g->cout;
-
-        for (int s = 0; s < ns; s++, t += p * co, y += p * co)
-                for (size_t o = 0; o < co; o++)
-                        for (size_t q = 0; q < p; q++)
-                                y[o * p + q] = bias ? t[q * co + o] + bias[o] : t[q * co + o];
-}
-
-/*
- * [P x K] columns: groups of samples unfolded, then multiplied at once into the output of the
- * group after them (not yet written), then transposed into place; a group's size is at most
- * half the samples left, so the last sample multiplies on its own the other way round.
- */
-static void forward_t(struct strata_layer *l, const struct strata_step_ctx *c,
-                      const struct geom *g, const float *x, float *y, int rows)
-{
-        struct pad pd;
-        const float *bias = g->bias ? l->param + (size_t)g->cout * g->kk : NULL;
-        int p = (int)g->out_sp, kk = (int)g->kk, co = g->cout, ns;
-        int padded = pad_of(g, &pd) && pd.plane <= PAD_STACK && g->kvol <= TAPS_MAX;
-
-        for (int n = 0; n < rows; n += ns) {
-                float *cols = l->aux + (size_t)n * g->kk * g->out_sp;
-                float *yn = y + (size_t)n * l->out;
-
-                ns = (rows - n) / 2 < GROUP ? (rows - n) / 2 : GROUP;
-                ns = ns > 1 && !small_path(c) ? 1 : ns;
-                for (int s = 0; s < (ns ? ns : 1); s++) {
-                        const float *xs = x + (size_t)(n + s) * l->in;
-                        float *cs = cols + (size_t)s * g->kk * g->out_sp;
-
-                        if (padded)
-                                im2col_padded_t(g, &pd, xs, cs);
-                        else
-                                walk(g, (float *)xs, cs, 0, 1);
-                }
-                if (ns) {
-                        float *t = yn + (size_t)ns * l->out;
-
-                        strata_gemm(c, 0, 1, ns * p, co, kk, 1.0f, cols, kk, l->param, kk, 0.0f,
-                                    t, co);
-                        untranspose(g, bias, t, ns, yn);
-                        continue;
-                }
-                ns = 1;
-                strata_gemm(c, 0, 1, co, p, kk, 1.0f, l->param, kk, cols, kk, 0.0f, yn, p);
-                for (int o = 0; o < co && bias; o++)
-                        for (int q = 0; q < p; q++)
-                                yn[(size_t)o * p + q] += bias[o];
-        }
-}
-
-/*
  * Sample after sample: unfold, then multiply. The transposed product's scratch is the next
  * sample's output, not yet written; the last sample multiplies the other way round.
  */
@@ -931,10 +820,6 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                                        g.bias ? l->param + (size_t)g.cout * g.kk : NULL, xp,
                                        y + (size_t)n * l->out);
                 }
-                return;
-        }
-        if (columns_t(c, &g)) {
-                forward_t(l, c, &g, x, y, rows);
                 return;
         }
         trans = transposed_fits((size_t)g.cout, g.out_sp);
@@ -987,14 +872,13 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
 {
         struct geom g;
         struct pad pd;
-        int p, kk, trans, small_dx, direct, ct;
+        int p, kk, trans, small_dx, direct;
         size_t cols_n;
 
         (void)x;
         (void)y;
         geom_of(l, &g);
         direct = direct_path(c, &g, &pd); /* the samples' padded copies, not columns */
-        ct = columns_t(c, &g);
         p = (int)g.out_sp;
         kk = (int)g.kk;
         cols_n = g.kk * g.out_sp;
@@ -1010,9 +894,6 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 else if (small_path(c) && (size_t)g.cout * g.kk <= SMALL_DW)
                         small_wgrad(dyn, cols, g.cout, kk, p, n == 0 && l->grad_fresh,
                                     l->grad);
-                else if (ct) /* [P x K] columns: no transpose to pack */
-                        strata_gemm(c, 0, 0, g.cout, kk, p, 1.0f, dyn, p, cols, kk,
-                                    n == 0 && l->grad_fresh ? 0.0f : 1.0f, l->grad, kk);
                 else
                         strata_gemm(c, 0, 1, g.cout, kk, p, 1.0f, dyn, p, cols, p,
                                     n == 0 && l->grad_fresh ? 0.0f : 1.0f, l->grad, kk);
