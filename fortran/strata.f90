@@ -133,6 +133,8 @@ module strata
     real(c_double) :: loss = 0
     integer(c_int) :: correct = 0, rows = 0
     real(c_double) :: mse = 0, mae = 0  !< float targets: mean squared and absolute error
+    integer(c_int) :: noutputs = 0      !< several outputs: their count (0: none)
+    real(c_double) :: losses(STRATA_MAX_OUTPUTS) = 0 !< each output's own loss, unweighted
   end type
 
   !> What a checkpoint that was loaded held (struct strata_ckpt_info).

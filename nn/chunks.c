@@ -571,7 +571,8 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
 
 /* The loss of one chunk, with its metrics, in doubles. */
 struct loss_sums {
-        double v[4]; /* loss, correct, squared and absolute errors */
+        /* loss, correct, squared and absolute errors, then each output's own loss */
+        double v[4 + STRATA_MAX_OUTPUTS];
 };
 
 static void loss_chunk(const struct strata__chunks_loss *in, const struct strata_step_ctx *c,
@@ -611,9 +612,11 @@ static void loss_chunk_outputs(const struct strata__chunks_loss *in, int n,
                 cc.loss_scale = c->loss_scale * in[k].weight;
                 loss_chunk(&in[k], &cc, lo, rows, k ? &one : s);
                 if (k == 0) {
+                        s->v[4] = s->v[0];
                         s->v[0] *= in[k].weight;
                         continue;
                 }
+                s->v[4 + k] = one.v[0];
                 s->v[0] += (double)in[k].weight * one.v[0];
                 for (int j = 1; j < 4; j++)
                         s->v[j] += one.v[j];
@@ -625,19 +628,23 @@ void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx 
 {
         struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 } } };
         struct stack s = { .top = 0 };
+        int outputs = n > 1 || in->weight != 0.0f;
+        int w = outputs ? 4 + n : 4; /* the sums the tree adds: each output's own after four */
 
         for (int j = 0; j < ch->n; j++) {
-                if (n > 1 || in->weight != 0.0f)
+                if (outputs)
                         loss_chunk_outputs(in, n, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j],
                                            &st[s.top]);
                 else
                         loss_chunk(in, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
                 for (push(&s, ch->c0 + j); siblings(&s); pop(&s))
-                        for (int k = 0; k < 4; k++)
+                        for (int k = 0; k < w; k++)
                                 st[s.top - 2].v[k] += st[s.top - 1].v[k];
         }
         in->correct = 0;
         in->sum = in->sse = in->sae = 0.0; /* the device's own figures: the blocks in order */
+        for (int k = 0; k < n; k++)
+                in[k].own = 0.0;
         for (int b = 0; b < s.top; b++) { /* the blocks, for the tree across devices */
                 ch->loss[b][0] = st[b].v[0];
                 ch->loss[b][1] = st[b].v[2];
@@ -646,6 +653,10 @@ void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx 
                 in->sum += st[b].v[0];
                 in->sse += st[b].v[2];
                 in->sae += st[b].v[3];
+                for (int k = 4; k < w; k++) {
+                        ch->loss[b][k - 1] = st[b].v[k];
+                        in[k - 4].own += st[b].v[k];
+                }
         }
 }
 

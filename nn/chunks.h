@@ -56,7 +56,8 @@ struct strata_chunks {
         float *spare;                   /* a row of the widest layer: a chunk's column sums */
         size_t slot;                    /* floats of a slot (the largest layer's parameters) */
         int levels;                     /* most partial sums pending at once */
-        double loss[STRATA__BLOCKS_MAX][3]; /* each block's loss, squared and absolute errors */
+        /* each block's loss, squared and absolute errors, then each output's own loss */
+        double loss[STRATA__BLOCKS_MAX][3 + STRATA_MAX_OUTPUTS];
         unsigned char *batch_stats;     /* each layer's shape.batch_stats */
         signed char *pairs;             /* 1 a layer adds a chunk onto its left sibling's sum
                                          * exactly (probed), -1 not, 0 a Linear not probed yet */
@@ -186,6 +187,7 @@ struct strata__chunks_loss {
         int correct;
         /* several outputs: this one's weight in the loss (0: none, the loss as it is) */
         float weight;
+        double own;                     /* several outputs: this one's loss, unweighted */
 };
 
 /**
@@ -193,12 +195,16 @@ struct strata__chunks_loss {
  * block's kept (ch->loss) for the tree across devices. Several outputs (@p n of them in
  * @p s): each chunk's loss is their weighted sum in order (each gradient scaled by its
  * weight) before the tree, so the sums do not depend on the devices; the device's figures go
- * to s[0].
+ * to s[0]. Each output's unweighted loss goes through the same tree beside them (s[k].own,
+ * and each block's after the errors).
  */
 void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx *c,
                          struct strata__chunks_loss *s, int n);
 
-/** Block @p b's loss (@p j 0), squared (1) or absolute errors (2); 0 past the device's. */
+/**
+ * Block @p b's loss (@p j 0), squared (1) or absolute errors (2), output j - 3's own loss
+ * (several outputs); 0 past the device's.
+ */
 double strata__chunks_block_loss(const struct strata_chunks *ch, int b, int j);
 
 /** Whether the device's blocks are gathered (D not a power of two); 0 for NULL chunks. */

@@ -629,8 +629,8 @@ static void loss_chunks(struct strata__replica *r, const struct strata_step_ctx 
 
 /*
  * Several outputs: each output's loss with its weight, in the list's order: its gradient
- * scaled by the weight (the loss scale times it) into its buffer, the weighted sum of the
- * losses and the plain sums of the errors over every output. Invariant mode: per chunk, each
+ * scaled by the weight (the loss scale times it) into its buffer, each output's own loss, the
+ * weighted sum of the losses and the plain sums of the errors over every output. Invariant mode: per chunk, each
  * block the outputs' weighted sum in the same order, so the tree is as a single output's.
  */
 static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
@@ -651,6 +651,8 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
                 r->loss_sum = cl[0].sum;
                 r->sse = cl[0].sse;
                 r->sae = cl[0].sae;
+                for (int k = 0; k < io->nout; k++)
+                        r->out_loss[k] = cl[k].own;
                 return;
         }
         for (int k = 0; k < io->nout; k++) {
@@ -658,9 +660,9 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
                 float *dout = cl[k].dout;
 
                 cc.loss_scale = c->loss_scale * io->weight[k];
-                r->loss_sum += (double)io->weight[k] *
-                               io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
-                                                    dout, NULL);
+                r->out_loss[k] = io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
+                                                      dout, NULL);
+                r->loss_sum += (double)io->weight[k] * r->out_loss[k];
                 r->sse += r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k], r->rows,
                                                io->w[k], 0.0f, NULL);
                 r->sae += r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k], r->rows,

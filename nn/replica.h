@@ -69,6 +69,7 @@ struct strata__replica {
         int rows;                  /* rows of the current batch */
         int row0;                  /* global index of its first row */
         double loss_sum;           /* summed loss of the current batch */
+        double out_loss[STRATA_MAX_OUTPUTS]; /* several outputs: each one's, unweighted */
         int correct;
         double sse, sae;           /* float targets: summed squared and absolute errors */
         uint64_t opt_t;            /* optimizer steps taken */

@@ -69,14 +69,46 @@ void strata__own_rows(const struct strata_runtime *rt, int rows, int *lo, int *h
         *hi = (int)((long)rows * g1 / n);
 }
 
+/* The model's outputs (0: none), each with its own loss among a device's metrics. */
+static int outputs_of(const struct strata_config *c)
+{
+        return c->model->noutputs;
+}
+
+/* Doubles of a device's metrics before the outputs' own losses (not invariant mode). */
+static int metrics_base(const struct strata_config *c)
+{
+        return strata__loss_of(c->model)->float_targets ? 5 : 3;
+}
+
 int strata__metrics_width(const struct strata_config *c, int world)
 {
         struct strata__chunk_plan p;
 
         if (!strata__chunks(c))
-                return strata__loss_of(c->model)->float_targets ? 5 : 3;
+                return metrics_base(c) + outputs_of(c);
         strata__chunks_plan(strata__chunks(c), world, c->batch, &p);
-        return 2 + 3 * p.blocks; /* correct, rows, then each block's loss, sse, sae */
+        /* correct, rows, then each block's loss, sse, sae and each output's own loss */
+        return 2 + (3 + outputs_of(c)) * p.blocks;
+}
+
+/* *m's mean figures from the sums (loss, squared and absolute errors, the outputs' own). */
+static void metrics_means(const struct strata_runtime *rt, const double *sum, int correct,
+                          int rows, struct strata_metrics *m)
+{
+        int sum_red = rt->cfg.model->reduction == STRATA_REDUCTION_SUM;
+        double elems = (double)rows * rt->cfg.classes;
+
+        *m = (struct strata_metrics){ .loss = sum_red ? sum[0] : sum[0] / rows,
+                                      .correct = correct, .rows = rows,
+                                      .noutputs = outputs_of(&rt->cfg) };
+        if (strata__loss_of(rt->cfg.model)->float_targets) {
+                m->correct = 0;
+                m->mse = sum[1] / elems;
+                m->mae = sum[2] / elems;
+        }
+        for (int k = 0; k < m->noutputs; k++)
+                m->losses[k] = sum_red ? sum[3 + k] : sum[3 + k] / rows;
 }
 
 /* Invariant mode: the sums of @p n devices' blocks, by the chunks' tree. */
@@ -84,31 +116,24 @@ static void metrics_tree(const struct strata_runtime *rt, const double *v, int n
                          struct strata_metrics *m)
 {
         int chunks = strata__chunks(&rt->cfg), w = strata__metrics_width(&rt->cfg, n);
-        int blocks = (w - 2) / 3, rows = 0, correct = 0;
-        double elems, sum[3];
+        int per = 3 + outputs_of(&rt->cfg), blocks = (w - 2) / per, rows = 0, correct = 0;
+        double sum[3 + STRATA_MAX_OUTPUTS];
 
         for (int d = 0; d < n; d++) {
                 correct += (int)v[w * d];
                 rows += (int)v[w * d + 1];
         }
-        for (int j = 0; j < 3; j++)
-                sum[j] = strata__chunks_total(v, w, 2, 3, j, chunks, n, blocks);
-        elems = (double)rows * rt->cfg.classes;
-        *m = (struct strata_metrics){ .loss = sum[0] / rows, .correct = correct, .rows = rows };
-        if (strata__loss_of(rt->cfg.model)->float_targets) {
-                m->correct = 0;
-                m->mse = sum[1] / elems;
-                m->mae = sum[2] / elems;
-        }
-        if (rt->cfg.model->reduction == STRATA_REDUCTION_SUM)
-                m->loss = sum[0];
+        for (int j = 0; j < per; j++)
+                sum[j] = strata__chunks_total(v, w, 2, per, j, chunks, n, blocks);
+        metrics_means(rt, sum, correct, rows, m);
 }
 
 void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
                          struct strata_metrics *m)
 {
-        int w = strata__metrics_width(&rt->cfg, n), rows = 0, correct = 0;
-        double loss = 0.0, sse = 0.0, sae = 0.0, elems;
+        int w = strata__metrics_width(&rt->cfg, n), base = metrics_base(&rt->cfg), rows = 0;
+        int correct = 0;
+        double sum[3 + STRATA_MAX_OUTPUTS] = { 0.0 };
 
         if (!m)
                 return;
@@ -116,26 +141,19 @@ void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n
                 metrics_tree(rt, v, n, m);
                 return;
         }
-        for (int d = 0; d < n; d++) {
-                loss += v[w * d];
+        for (int d = 0; d < n; d++) { /* in device order */
+                sum[0] += v[w * d];
                 correct += (int)v[w * d + 1];
                 rows += (int)v[w * d + 2];
-                if (w == 5) {
-                        sse += v[w * d + 3];
-                        sae += v[w * d + 4];
-                }
+                for (int j = 3; j < w; j++) /* the errors (base 5), the outputs' own */
+                        sum[j - 3 + (base == 5 ? 1 : 3)] += v[w * d + j];
         }
-        elems = (double)rows * rt->cfg.classes;
-        *m = (struct strata_metrics){ .loss = loss / rows, .correct = correct, .rows = rows,
-                                      .mse = w == 5 ? sse / elems : 0.0,
-                                      .mae = w == 5 ? sae / elems : 0.0 };
-        if (rt->cfg.model->reduction == STRATA_REDUCTION_SUM)
-                m->loss = loss;
+        metrics_means(rt, sum, correct, rows, m);
 }
 
 void strata__metrics_local(const struct strata_runtime *rt, double *v)
 {
-        int w = strata__metrics_width(&rt->cfg, rt->world);
+        int w = strata__metrics_width(&rt->cfg, rt->world), nout = outputs_of(&rt->cfg);
 
         for (int d = 0; d < rt->nreplicas; d++) {
                 const struct strata__replica *r = &rt->replicas[d];
@@ -144,25 +162,27 @@ void strata__metrics_local(const struct strata_runtime *rt, double *v)
                 if (strata__chunks(&rt->cfg)) {
                         o[0] = r->correct;
                         o[1] = r->rows;
-                        for (int b = 0; b < (w - 2) / 3; b++)
-                                for (int j = 0; j < 3; j++)
-                                        o[2 + 3 * b + j] =
+                        for (int b = 0; b < (w - 2) / (3 + nout); b++)
+                                for (int j = 0; j < 3 + nout; j++)
+                                        o[2 + (3 + nout) * b + j] =
                                                 strata__chunks_block_loss(r->chunks, b, j);
                         continue;
                 }
                 o[0] = r->loss_sum;
                 o[1] = r->correct;
                 o[2] = r->rows;
-                if (w == 5) {
+                if (metrics_base(&rt->cfg) == 5) {
                         o[3] = r->sse;
                         o[4] = r->sae;
                 }
+                for (int k = 0; k < nout; k++)
+                        o[metrics_base(&rt->cfg) + k] = r->out_loss[k];
         }
 }
 
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m)
 {
-        double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES];
+        double v[STRATA__METRICS_ALL];
 
         strata__metrics_local(rt, v);
         strata__metrics_sum(rt, v, rt->nreplicas, m);

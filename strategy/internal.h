@@ -281,14 +281,20 @@ void strata__own_rows(const struct strata_runtime *rt, int rows, int *lo, int *h
 /** Sum the devices' loss and correct counts in device order into *m (m may be NULL). */
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
 
-/** Most doubles of one device's metrics (strata__metrics_width()). */
-#define STRATA__METRICS_MAX (2 + 3 * STRATA__BLOCKS_MAX)
+/**
+ * Most doubles of every device's metrics together (strata__metrics_width() times the
+ * devices): invariant mode's, (2 + (3 + outputs) x blocks) a device, devices x blocks at most
+ * twice the chunks; more than the (5 + outputs) a device otherwise.
+ */
+#define STRATA__METRICS_ALL                                                                    \
+        (2 * STRATA_MAX_DEVICES + (3 + STRATA_MAX_OUTPUTS) * 2 * STRATA__CHUNKS_MAX)
 
 /**
  * Doubles of one device's metrics under configuration @p c with @p world devices: (loss,
- * correct, rows), and with float targets the summed squared and absolute errors after them;
- * in invariant mode (correct, rows), then (loss, squared, absolute errors) of each of the
- * most blocks a device holds, for the chunks' tree across devices.
+ * correct, rows), with float targets the summed squared and absolute errors after them, then
+ * each of the model's outputs' own loss (several outputs); in invariant mode (correct, rows),
+ * then (loss, squared, absolute errors, each output's own loss) of each of the most blocks a
+ * device holds, for the chunks' tree across devices.
  */
 int strata__metrics_width(const struct strata_config *c, int world);
 

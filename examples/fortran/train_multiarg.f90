@@ -3,7 +3,8 @@
 ! their own layers, are concatenated, and two heads learn a + b and a * b; the loss is
 ! MSE(a + b) + 0.5 MSE(a * b). A sample's row is a's values then b's, a row of targets the
 ! first head's then the second's: x(1:4, i) = a, x(5:8, i) = b. ddp on 2 devices; the loss
-! must fall. Built and run by `make test` (tests/build/examples.sh).
+! must fall, and each head's own loss (m%losses) weighted must add up to it. Built and run by
+! `make test` (tests/build/examples.sh).
 program train_multiarg
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: real32
@@ -19,7 +20,7 @@ program train_multiarg
   type(strata_config) :: cfg
   type(strata_metrics) :: m
   type(c_ptr) :: rt
-  real(c_double) :: sum, first, last
+  real(c_double) :: sum, first, last, own(2)
   integer :: epoch, s
 
   call random_number(x)
@@ -46,14 +47,23 @@ program train_multiarg
   last = 0
   do epoch = 1, 5
     sum = 0
+    own = 0
     do s = 0, n / batch - 1
       call check(strata_train(rt, x(:, s * batch + 1:(s + 1) * batch), &
                               t(:, s * batch + 1:(s + 1) * batch), m), "train step")
       sum = sum + m%loss
+      own = own + m%losses(1:2)
     end do
     last = sum / (n / batch)
+    own = own / (n / batch)
     if (epoch == 1) first = last
-    print '(a, i0, a, f8.5)', "epoch ", epoch, " loss ", last
+    print '(a, i0, a, f8.5, a, f8.5, a, f8.5)', "epoch ", epoch, " loss ", last, &
+      "  a+b ", own(1), "  a*b ", own(2)
+    if (m%noutputs /= 2 .or. &
+        abs(own(1) + 0.5_c_double * own(2) - last) > 1e-9_c_double * last) then
+      print '(a)', "the heads' own losses do not add up to the loss"
+      stop 1
+    end if
   end do
   call check(strata_teardown(rt), "teardown")
   if (last >= first) then

@@ -321,6 +321,16 @@ struct strata_metrics {
          * labels.
          */
         double mse, mae;
+        /**
+         * Several outputs (strata_model.noutputs; 0 for a model without them): each output's
+         * own loss, @c losses[k] for @c outputs[k], unweighted and with the model's
+         * reduction, the value that output's loss alone would report; @c loss is
+         * sum(weight_k * losses[k]) up to rounding. Each device's sums are added across
+         * devices and processes in the same fixed order as the loss's (in invariant mode the
+         * same bits on any device count). 0 past @c noutputs.
+         */
+        int noutputs;
+        double losses[STRATA_MAX_OUTPUTS]; /**< each output's loss (see @c noutputs) */
 };
 
 struct strata_runtime;

@@ -169,7 +169,7 @@ static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 {
         struct strata__procs *s = procs_of(rt);
         size_t per = (size_t)strata__metrics_width(&rt->cfg, rt->world) * (size_t)rt->nreplicas;
-        double v[STRATA__METRICS_MAX * STRATA_MAX_DEVICES + 1];
+        double v[STRATA__METRICS_ALL + 1];
 
         strata__metrics_local(rt, v);
         v[per] = strata_stop_requested();

@@ -1,8 +1,9 @@
 /*
  * A model with two inputs and two outputs (tests/support/multinet.h) computes what the same
  * graph computed in double from its parameters gives: the evaluation loss is 0.7 times the
- * MSE of the first head plus 1.5 times the BCE of the second, and a prediction's row is the
- * first head's values then the second's. The line MULTINET_LINE is the same model.
+ * MSE of the first head plus 1.5 times the BCE of the second, each head's own loss (the
+ * evaluation's and a training step's metrics) is that MSE and that BCE, and a prediction's
+ * row is the first head's values then the second's. The line MULTINET_LINE is the same model.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -82,15 +83,35 @@ static double bce(double x, double t)
         return (x > 0.0 ? x : 0.0) - x * t + log1p(exp(-fabs(x)));
 }
 
+/*
+ * Each output's own loss in @p e against the reference's (@p own: the head's MSE, the head's
+ * BCE, unweighted), and the weighted sum of them the total up to rounding.
+ */
+static void check_own(const struct strata_metrics *e, const double *own, const char *what)
+{
+        double sum;
+
+        cr_assert_eq(e->noutputs, 2, "%s: %d outputs", what, e->noutputs);
+        for (int k = 0; k < 2; k++)
+                cr_assert(fabs(e->losses[k] - own[k]) <= 1e-5 * own[k],
+                          "%s: output %d's loss %.9g, reference %.9g", what, k, e->losses[k],
+                          own[k]);
+        for (int k = 2; k < STRATA_MAX_OUTPUTS; k++)
+                cr_assert_eq(e->losses[k], 0.0, "%s: output %d past the model's", what, k);
+        sum = (double)MULTINET_W0 * e->losses[0] + (double)MULTINET_W1 * e->losses[1];
+        cr_assert(fabs(sum - e->loss) <= 1e-12 * e->loss, "%s: weighted sum %.17g, loss %.17g",
+                  what, sum, e->loss);
+}
+
 static void check_model(const struct strata_model *m)
 {
         static float pred[ROWS * MULTINET_T];
         struct strata_config c = multinet_cfg(STRATA_STRATEGY_SINGLE, 1);
         struct strata_batch b = multinet_batch(3, ROWS);
         struct strata_runtime *rt;
-        struct strata_metrics e;
+        struct strata_metrics e, mt;
         struct lin L[MULTINET_MODULES] = { { 0 } };
-        double mse = 0.0, xent = 0.0, want;
+        double mse = 0.0, xent = 0.0, want, own[2];
 
         c.model = m;
         c.batch = ROWS;
@@ -120,6 +141,12 @@ static void check_model(const struct strata_model *m)
                (double)MULTINET_W1 * xent / (ROWS * MULTINET_OUT1);
         cr_assert(fabs(e.loss - want) <= 1e-5 * want, "loss %.9g, reference %.9g", e.loss, want);
         cr_assert_eq(e.rows, ROWS);
+        own[0] = mse / (ROWS * MULTINET_OUT0);
+        own[1] = xent / (ROWS * MULTINET_OUT1);
+        check_own(&e, own, "evaluation");
+        /* the training step's, before its update: the same parameters, the same losses */
+        cr_assert_eq(strata_train_step(rt, &b, &mt), STRATA_OK, "%s", strata_last_error());
+        check_own(&mt, own, "training step");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
@@ -187,9 +214,16 @@ Test(multi_io_values, one_output_named_is_the_default_bitwise)
                 cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
                 for (int s = 0; s < 4; s++) {
                         struct strata_batch b = multinet_batch(16 * s, MULTINET_BATCH);
+                        struct strata_metrics mt;
 
-                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
+                        memset(&mt, 0xff, sizeof(mt));
+                        cr_assert_eq(strata_train_step(rt, &b, &mt), STRATA_OK, "%s",
                                      strata_last_error());
+                        /* the named output reports its loss, the total; the plain none */
+                        cr_assert_eq(mt.noutputs, k);
+                        cr_assert_eq(mt.losses[0], k ? mt.loss : 0.0, "step %d", s);
+                        for (int j = 1; j < STRATA_MAX_OUTPUTS; j++)
+                                cr_assert_eq(mt.losses[j], 0.0);
                 }
                 cr_assert_eq(strata_parameters(rt, 0, &v, &n), STRATA_OK);
                 cr_assert_eq(n, 9 * 5 + 5 + 5 * 5 + 5);

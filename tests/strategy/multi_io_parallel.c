@@ -2,8 +2,9 @@
  * The two-input, two-output model (tests/support/multinet.h) under every strategy, as the
  * graph models are held (skip_parallel.c): ddp on 1 device bitwise single, on 2 repeating
  * bitwise and within 1e-5 of single; zero1, zero2 and fsdp on 2 bitwise ddp on 2; dp on 2
- * within 1e-5 of single; in invariant mode single, ddp on 2 and 4 and fsdp on 2 bitwise the
- * same run (parameters and losses). Every run: planned == used, no heap call during steps.
+ * within 1e-5 of single; in invariant mode single, ddp on 2, 3 and 4 and fsdp on 2 bitwise the
+ * same run (parameters, losses and each output's own losses). Every run: planned == used, no
+ * heap call during steps, and the outputs' own losses weighted sum to the loss.
  * Also: bf16-mixed and 16-mixed with accumulation and clipping, and a checkpoint's resume.
  */
 #include <criterion/criterion.h>
@@ -29,11 +30,26 @@ static void run(enum strata_strategy_kind s, int devices, int invariant,
         multinet_train(&c, STEPS, out);
         cr_assert(out->heap_calls <= 0, "%s on %d: %ld heap calls during steps",
                   strata_strategy_name(s), devices, out->heap_calls);
+        for (int t = 0; t < STEPS; t++) { /* the outputs' own losses weighted: the total */
+                double sum = (double)MULTINET_W0 * out->own[t][0] +
+                             (double)MULTINET_W1 * out->own[t][1];
+
+                cr_assert(out->own[t][0] > 0.0 && out->own[t][1] > 0.0, "step %d", t);
+                cr_assert(fabs(sum - out->loss[t]) <= 1e-12 * out->loss[t],
+                          "%s on %d, step %d: weighted sum %.17g, loss %.17g",
+                          strata_strategy_name(s), devices, t, sum, out->loss[t]);
+        }
 }
 
 static int same(const struct multinet_run *x, const struct multinet_run *y)
 {
         return !memcmp(x->p, y->p, sizeof(x->p));
+}
+
+/* The same per-output losses, training steps' and evaluations', to the bit. */
+static int same_own(const struct multinet_run *x, const struct multinet_run *y)
+{
+        return !memcmp(x->own, y->own, sizeof(x->own));
 }
 
 Test(multi_io_parallel, ddp_sharded_dp, .timeout = 240)
@@ -51,11 +67,19 @@ Test(multi_io_parallel, ddp_sharded_dp, .timeout = 240)
         run(STRATA_STRATEGY_DDP, 2, 0, &a);
         run(STRATA_STRATEGY_DDP, 2, 0, &b);
         cr_assert(same(&a, &b), "ddp on 2 devices: runs differ");
+        cr_assert(same_own(&a, &b), "ddp on 2 devices: the outputs' losses differ");
+        for (int t = 0; t < STEPS; t++)
+                for (int k = 0; k < 4; k++)
+                        cr_assert(fabs(a.own[t][k] - ref.own[t][k]) <= 1e-5 * ref.own[t][k],
+                                  "ddp on 2, step %d, loss %d: %.9g, single %.9g", t, k,
+                                  a.own[t][k], ref.own[t][k]);
         d = rig_rel_diff(a.p, ref.p, MULTINET_NP);
         cr_assert_leq(d, 1e-5, "ddp on 2: %g from single", d);
         for (size_t i = 0; i < sizeof(sharded) / sizeof(sharded[0]); i++) {
                 run(sharded[i], 2, 0, &b);
                 cr_assert(same(&b, &a), "%s on 2 devices is not bitwise ddp",
+                          strata_strategy_name(sharded[i]));
+                cr_assert(same_own(&b, &a), "%s on 2 devices: the outputs' losses differ",
                           strata_strategy_name(sharded[i]));
         }
         run(STRATA_STRATEGY_DP, 2, 0, &b);
@@ -70,10 +94,16 @@ Test(multi_io_parallel, invariant_on_any_device_count, .timeout = 240)
                 run(STRATA_STRATEGY_DDP, n, 1, &a);
                 cr_assert(same(&a, &ref), "invariant mode on %d devices differs from 1", n);
                 cr_assert_eq(memcmp(a.loss, ref.loss, sizeof(a.loss)), 0, "losses differ");
+                cr_assert(same_own(&a, &ref), "invariant mode on %d devices: the outputs' "
+                          "losses differ from 1", n);
         }
         run(STRATA_STRATEGY_FSDP, 2, 1, &a);
         cr_assert(same(&a, &ref), "invariant fsdp on 2 devices differs");
         cr_assert_eq(memcmp(a.loss, ref.loss, sizeof(a.loss)), 0, "losses differ");
+        cr_assert(same_own(&a, &ref), "invariant fsdp on 2: the outputs' losses differ");
+        run(STRATA_STRATEGY_DDP, 3, 1, &a); /* gathered blocks: 3 is no power of two */
+        cr_assert(same(&a, &ref), "invariant mode on 3 devices differs from 1");
+        cr_assert(same_own(&a, &ref), "invariant mode on 3: the outputs' losses differ");
 }
 
 /*

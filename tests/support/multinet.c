@@ -115,6 +115,12 @@ void multinet_steps(struct strata_runtime *rt, int from, int to, struct multinet
                 cr_assert_eq(strata_predict_step(rt, &b, pred, MULTINET_BATCH * MULTINET_T),
                              STRATA_OK, "%s", strata_last_error());
                 out->loss[s] = m.loss;
+                cr_assert_eq(m.noutputs, 2);
+                cr_assert_eq(e.noutputs, 2);
+                for (int k = 0; k < 2; k++) {
+                        out->own[s][k] = m.losses[k];
+                        out->own[s][2 + k] = e.losses[k];
+                }
         }
 }
 

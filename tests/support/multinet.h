@@ -48,6 +48,8 @@ struct strata_config multinet_cfg(enum strata_strategy_kind s, int devices);
 /** What a run gave: its step losses and its parameters (fsdp's shards put together). */
 struct multinet_run {
         double loss[MULTINET_STEPS_MAX];
+        /** each output's own loss: the training steps' [s][k], the evaluations' [s][2 + k] */
+        double own[MULTINET_STEPS_MAX][4];
         float p[MULTINET_NP];
         long heap_calls; /**< during the steps (-1: not counted in this build) */
 };

@@ -31,11 +31,20 @@ struct app_state {
         double eval_loss;       /* its evaluation's loss, MSE and MAE (absent before: */
         double eval_mse;        /* ...unknown) */
         double eval_mae;
+        /* several outputs (absent before: unknown): inside an epoch each one's summed loss
+         * so far, at an epoch's end each one's train_loss (the block holds 256 bytes); and
+         * each one's loss in the evaluation */
+        double out_losses[STRATA_MAX_OUTPUTS];
+        double eval_losses[STRATA_MAX_OUTPUTS];
 };
 
-/* The block's sizes before it kept the last evaluation, and before its loss and errors. */
+/* The block's sizes before it kept the last evaluation, before its loss and errors, and
+ * before each output's losses. */
 #define APP_STATE_V1 offsetof(struct app_state, test_acc)
 #define APP_STATE_V2 offsetof(struct app_state, eval_loss)
+#define APP_STATE_V3 offsetof(struct app_state, out_losses)
+_Static_assert(sizeof(struct app_state) <= STRATA_CKPT_APP_BYTES,
+               "strata-train's block fits a checkpoint's application block");
 
 /* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
 static volatile sig_atomic_t stop_signal;
@@ -82,6 +91,8 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
                                .eval_mae = at.ev.mae };
         char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
 
+        memcpy(a.out_losses, at.step ? at.loss_sums : at.train_losses, sizeof(a.out_losses));
+        memcpy(a.eval_losses, at.ev.losses, sizeof(a.eval_losses));
         if (nkept >= o->ckpt_keep) {
                 snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
                 STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
@@ -153,16 +164,25 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
 
         if (resolve(o->resume, path, sizeof(path)))
                 return 2;
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                a.out_losses[k] = a.eval_losses[k] = NAN;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
                 return bad("--resume: %s", strata_last_error());
-        if ((got != sizeof(a) && got != APP_STATE_V1 && got != APP_STATE_V2) ||
+        if ((got != sizeof(a) && got != APP_STATE_V1 && got != APP_STATE_V2 &&
+             got != APP_STATE_V3) ||
             memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train", path);
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
                 return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.train_loss, { a.eval_loss, a.test_acc, a.eval_mse,
-                                                 a.eval_mae } };
+                                                 a.eval_mae, { 0.0 } }, { 0.0 }, { 0.0 } };
+        memcpy(a.step_in_epoch ? at->loss_sums : at->train_losses, a.out_losses,
+               sizeof(a.out_losses));
+        if (a.step_in_epoch) /* the last epoch's: not kept, and printed only once recomputed */
+                for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                        at->train_losses[k] = NAN;
+        memcpy(at->ev.losses, a.eval_losses, sizeof(at->ev.losses));
         if (info.loss[0] && strcmp(info.loss, mine->name) != 0) /* a fine-tune may mean it */
                 fprintf(stderr, "strata-train: warning: %s was trained with the %s loss; this "
                                 "run goes on with %s\n", path, info.loss, mine->name);
@@ -310,13 +330,16 @@ int ckpt_start(struct run *r)
         const struct opts *o = &r->o;
 
         r->at.train_loss = NAN;
-        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN };
+        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN, { 0.0 } };
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                r->at.ev.losses[k] = r->at.train_losses[k] = NAN;
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);
                 return 2;
         }
         r->ev = r->at.ev;
         r->train_loss = r->at.train_loss;
+        memcpy(r->train_losses, r->at.train_losses, sizeof(r->train_losses));
         return 0;
 }
 

@@ -131,6 +131,7 @@ int eval_pass(struct run *r, struct evaluation *ev)
         struct strata_batch b;
         struct strata_metrics m;
         double loss = 0.0, se = 0.0, ae = 0.0, agree = 0.0, rows = 0.0;
+        double own[STRATA_MAX_OUTPUTS] = { 0.0 };
         long correct = 0;
         int rc;
 
@@ -144,10 +145,14 @@ int eval_pass(struct run *r, struct evaluation *ev)
                 loss += m.loss * m.rows;
                 se += m.mse * m.rows;
                 ae += m.mae * m.rows;
+                for (int k = 0; k < m.noutputs; k++)
+                        own[k] += m.losses[k] * m.rows;
         }
         if (eval_fits_bce(r) && (rc = job_sum(r->rt, &agree)))
                 return rc;
         *ev = (struct evaluation){ .loss = loss / rows, .acc = NAN, .mse = NAN, .mae = NAN };
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                ev->losses[k] = own[k] / rows;
         if (regression(r)) {
                 ev->mse = se / rows;
                 ev->mae = ae / rows;
@@ -157,22 +162,52 @@ int eval_pass(struct run *r, struct evaluation *ev)
         return 0;
 }
 
-/** @brief The figures of @p ev as text ("val_loss 0.1  val_acc 0.9") or JSON fields. */
+/**
+ * @brief A model of several outputs: each one's loss @p v as a field after the others, JSON
+ *        (",\"val_losses\":[0.1,0.2]") or text ("  val_losses 0.1000,0.2000"), @p set naming
+ *        whose; "" for a model of fewer than two outputs (its output is what it was).
+ */
+const char *losses_field(const struct run *r, const char *set, const double *v, int json,
+                         char *buf, size_t n)
+{
+        int nout = r->cfg.model ? r->cfg.model->noutputs : 0;
+        size_t at;
+        char num[32];
+
+        buf[0] = '\0';
+        if (nout < 2)
+                return buf;
+        at = (size_t)snprintf(buf, n, json ? ",\"%s_losses\":[" : "  %s_losses ", set);
+        for (int k = 0; k < nout && at < n; k++)
+                at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? "," : "",
+                                       json ? json_num(v[k], "%.17g", num)
+                                            : json_num(v[k], "%.4f", num));
+        if (json && at < n)
+                snprintf(buf + at, n - at, "]");
+        return buf;
+}
+
+/**
+ * @brief The figures of @p ev as text ("val_loss 0.1  val_acc 0.9") or JSON fields; a model
+ *        of several outputs adds each one's loss (losses_field()).
+ */
 const char *eval_fields(const struct run *r, const struct evaluation *ev, int json, char *buf,
                         size_t n)
 {
         const char *s = r->set, *f = json ? "\"%s_%s\":%s" : "%s_%s %s";
         const char *sep = json ? "," : "  ";
-        char v[3][32], a[3][96];
+        char v[3][32], a[3][96], own[320];
 
         snprintf(a[0], sizeof(a[0]), f, s, "loss", json_num(ev->loss, "%.6g", v[0]));
         if (regression(r)) {
                 snprintf(a[1], sizeof(a[1]), f, s, "mse", json_num(ev->mse, "%.6g", v[1]));
                 snprintf(a[2], sizeof(a[2]), f, s, "mae", json_num(ev->mae, "%.6g", v[2]));
-                snprintf(buf, n, "%s%s%s%s%s", a[0], sep, a[1], sep, a[2]);
+                snprintf(buf, n, "%s%s%s%s%s%s", a[0], sep, a[1], sep, a[2],
+                         losses_field(r, s, ev->losses, json, own, sizeof(own)));
         } else {
                 snprintf(a[1], sizeof(a[1]), f, s, "acc", json_num(ev->acc, "%.4f", v[1]));
-                snprintf(buf, n, "%s%s%s", a[0], sep, a[1]);
+                snprintf(buf, n, "%s%s%s%s", a[0], sep, a[1],
+                         losses_field(r, s, ev->losses, json, own, sizeof(own)));
         }
         return buf;
 }

@@ -4,6 +4,7 @@
  * end of the run (export, summary, teardown, exit status).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "tools/heapcount.h"
 #include "tools/timing.h"
@@ -14,8 +15,19 @@ struct epoch {
         int ep;                 /* from 0 */
         long s, s0;             /* batches trained; of them, by an earlier run (resumed) */
         double loss_sum;        /* of those s batches */
+        double loss_sums[STRATA_MAX_OUTPUTS]; /* several outputs: each one's, the same */
         double t0, t_bar;       /* the epoch's start; the progress bar's last drawing */
 };
+
+/* Where the run stands after the epoch's batches so far (checkpoints, a stop). */
+static struct position here(const struct run *r, const struct epoch *e)
+{
+        struct position p = { e->ep, e->s, e->loss_sum, r->train_loss, r->ev, { 0.0 }, { 0.0 } };
+
+        memcpy(p.loss_sums, e->loss_sums, sizeof(p.loss_sums));
+        memcpy(p.train_losses, r->train_losses, sizeof(p.train_losses));
+        return p;
+}
 
 /* A step or an evaluation failed: the library's message, the runtime down, exit status 1. */
 static int fail(struct run *r)
@@ -37,6 +49,7 @@ static void begin_epoch(struct run *r, struct epoch *e)
                      e->s++)
                         ;
                 e->loss_sum = r->at.loss_sum;
+                memcpy(e->loss_sums, r->at.loss_sums, sizeof(e->loss_sums));
         }
         e->s0 = e->s;
         csv_window(r->csv, e->t0);
@@ -79,12 +92,10 @@ static long optimizer_steps(const struct run *r, int ep, long s)
  */
 static int after_step(struct run *r, struct epoch *e)
 {
-        struct position here = { e->ep, e->s, e->loss_sum, r->train_loss, r->ev };
-
         if (!window_end(r, e->s))
                 return 0;
         if (r->o.ckpt_every && optimizer_steps(r, e->ep, e->s) % r->o.ckpt_every == 0 &&
-            e->s < r->steps_per_epoch && save_ckpt(r->rt, &r->o, here))
+            e->s < r->steps_per_epoch && save_ckpt(r->rt, &r->o, here(r, e)))
                 return fail(r);
         return 0;
 }
@@ -138,8 +149,7 @@ static int stopped(struct run *r, struct epoch *e)
         stop_agree(r->rt);
         stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
                         r->step_times, r->nsteps, strata_tool_now() - r->t_start);
-        return stop_run(r->rt, &r->o, (struct position){ e->ep, e->s, e->loss_sum,
-                                                        r->train_loss, r->ev });
+        return stop_run(r->rt, &r->o, here(r, e));
 }
 
 /* One training step, timed; its loss logged, watched and shown. */
@@ -156,6 +166,8 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
                 return rc == STRATA_ESTOPPED ? stopped(r, e) : step_failed(r, e);
         r->step_times[r->nsteps++] = strata_tool_now() - t0;
         e->loss_sum += m.loss;
+        for (int k = 0; k < m.noutputs; k++)
+                e->loss_sums[k] += m.losses[k];
         e->s++;
         watch_loss(r, e, m.loss);
         csv_step(r, e->ep, e->s, m.loss);
@@ -170,6 +182,8 @@ static int end_epoch(struct run *r, struct epoch *e)
         int rc;
 
         r->train_loss = e->loss_sum / (double)e->s;
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                r->train_losses[k] = e->loss_sums[k] / (double)e->s;
         if ((rc = eval_pass(r, &r->ev)))
                 return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
         if (r->tty)
@@ -177,9 +191,16 @@ static int end_epoch(struct run *r, struct epoch *e)
         if (r->o.trace && strata_flush_trace(r->rt))
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());
         csv_epoch(r, e->ep, e->s - e->s0, ep_time);
-        if (r->o.ckpt_dir &&
-            save_ckpt(r->rt, &r->o, (struct position){ e->ep + 1, 0, 0.0, r->train_loss, r->ev }))
-                return fail(r);
+        if (r->o.ckpt_dir) { /* the next epoch, none of its batches trained */
+                struct position next = here(r, e);
+
+                next.epoch++;
+                next.step = 0;
+                next.loss_sum = 0.0;
+                memset(next.loss_sums, 0, sizeof(next.loss_sums));
+                if (save_ckpt(r->rt, &r->o, next))
+                        return fail(r);
+        }
         report_epoch(r, e->ep, e->s, ep_time);
         if (stdout_failed()) {
                 strata_teardown(r->rt);

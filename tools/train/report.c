@@ -94,18 +94,21 @@ double eta_run(const struct run *r, int ep, long s)
 void report_epoch(const struct run *r, int ep, long s, double ep_time)
 {
         double sps = (double)(s * r->o.batch) / ep_time, eta = eta_run(r, ep, s);
-        char num[32], lr[32], ev[160];
+        char num[32], lr[32], ev[512], own[320];
 
         if (r->o.json)
-                printf("{\"epoch\":%d,\"train_loss\":%s,%s,"
+                printf("{\"epoch\":%d,\"train_loss\":%s%s,%s,"
                        "\"samples_per_s\":%.0f,\"epoch_s\":%.3f,\"lr\":%s,\"eta_s\":%.1f}\n",
                        ep + 1, json_num(r->train_loss, "%.6f", num),
+                       losses_field(r, "train", r->train_losses, 1, own, sizeof(own)),
                        eval_fields(r, &r->ev, 1, ev, sizeof(ev)), sps, ep_time,
                        json_num(epoch_lr(r, ep), "%.6g", lr), eta);
         else if (!r->o.quiet)
-                printf("epoch %3d  train_loss %.4f  %s  lr %.4g  %8.0f samples/s  %.2fs  "
-                       "ETA %.0fs\n", ep + 1, r->train_loss, eval_fields(r, &r->ev, 0, ev,
-                       sizeof(ev)), epoch_lr(r, ep), sps, ep_time, eta);
+                printf("epoch %3d  train_loss %.4f%s  %s  lr %.4g  %8.0f samples/s  %.2fs  "
+                       "ETA %.0fs\n", ep + 1, r->train_loss,
+                       losses_field(r, "train", r->train_losses, 0, own, sizeof(own)),
+                       eval_fields(r, &r->ev, 0, ev, sizeof(ev)), epoch_lr(r, ep), sps, ep_time,
+                       eta);
 }
 
 /* The job's summary: the last evaluation, time, the median step, memory planned and used,
@@ -115,16 +118,17 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
 {
         double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
         double sps = t_total > 0.0 ? (double)r->nsteps * r->o.batch / t_total : 0.0;
-        char num[32], lr[32], tm[160];
+        char num[32], lr[32], tm[512], own[320];
 
         if (r->o.json)
                 printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
-                       "\"kernels\":\"%s\",\"train_loss\":%s,%s,\"lr\":%s,\"time_s\":%.3f,"
+                       "\"kernels\":\"%s\",\"train_loss\":%s%s,%s,\"lr\":%s,\"time_s\":%.3f,"
                        "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
                        "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                        "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
                        r->o.epochs, r->o.batch, strata_world_size(r->rt), kernels_name(&r->o),
                        json_num(r->train_loss, "%.6f", num),
+                       losses_field(r, "train", r->train_losses, 1, own, sizeof(own)),
                        eval_fields(r, &r->ev, 1, tm, sizeof(tm)),
                        json_num(epoch_lr(r, r->o.epochs - 1), "%.6g", lr), t_total, sps, med,
                        mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
@@ -166,15 +170,16 @@ void report_final(const struct run *r, double t_total, long heap)
  */
 void report_finished(const struct run *r)
 {
-        char num[32], lr[32], ev[160];
+        char num[32], lr[32], ev[512], own[320];
 
         if (!strata_is_global_zero(r->rt))
                 return;
         if (r->o.json)
                 printf("{\"final\":true,\"finished\":true,\"epochs\":%d,\"batch\":%d,"
-                       "\"devices\":%d,\"train_loss\":%s,%s,\"lr\":%s}\n", r->at.epoch,
+                       "\"devices\":%d,\"train_loss\":%s%s,%s,\"lr\":%s}\n", r->at.epoch,
                        r->o.batch, strata_world_size(r->rt),
                        json_num(r->train_loss, "%.6f", num),
+                       losses_field(r, "train", r->train_losses, 1, own, sizeof(own)),
                        eval_fields(r, &r->ev, 1, ev, sizeof(ev)),
                        json_num(epoch_lr(r, r->at.epoch - 1), "%.6g", lr));
         else if (!r->o.quiet)

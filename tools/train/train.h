@@ -95,6 +95,7 @@ struct evaluation {
         double loss;
         double acc;
         double mse, mae;
+        double losses[STRATA_MAX_OUTPUTS]; /* several outputs: each one's own loss */
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -117,6 +118,9 @@ struct position {
         double loss_sum;
         double train_loss;      /* of the last epoch evaluated (NaN: none yet) */
         struct evaluation ev;   /* its evaluation */
+        /* several outputs: each one's summed loss over those batches, and its train_loss */
+        double loss_sums[STRATA_MAX_OUTPUTS];
+        double train_losses[STRATA_MAX_OUTPUTS];
 };
 
 /* One run of this process: everything train() sets up, then the loop uses. */
@@ -147,6 +151,7 @@ struct run {
         int launched;                   /* started by a launcher (mpirun, srun, torchrun) */
         double t_start;                 /* of the training loop */
         double train_loss;              /* of the last epoch */
+        double train_losses[STRATA_MAX_OUTPUTS]; /* several outputs: each one's, the same */
         struct evaluation ev;           /* of the last epoch */
         const char *set;                /* what evaluates: "test", "val" or "train_eval" */
         float *outs;                    /* bce: one batch of outputs (eval.c) */
@@ -192,6 +197,8 @@ int eval_outputs(struct run *r);
 int eval_pass(struct run *r, struct evaluation *ev);
 const char *eval_fields(const struct run *r, const struct evaluation *ev, int json, char *buf,
                         size_t n);
+const char *losses_field(const struct run *r, const char *set, const double *v, int json,
+                         char *buf, size_t n);
 const char *eval_header(const struct run *r, char *buf, size_t n);
 const char *eval_row(const struct run *r, const struct evaluation *ev, char *buf, size_t n);
 
