@@ -741,13 +741,14 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                              strata__grad_ready_fn ready, void *h)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
-        int cur = 0;
+        int cur = 0, each = strata__shard_each(r->shard);
 
         for (int i = r->nlayers - 1; i >= 0; i--) {
                 struct strata_layer *l = &r->layers[i];
                 int src = input_of(r, i);
                 const float *x = source(r, src);
                 float *dx = src < 0 ? NULL : dx_of(r, l, cur);
+                int first = l->grad_fresh; /* the window's first backward */
                 uint64_t t0;
 
                 /* its output's gradient from the merge and branch modules that read it and
@@ -755,6 +756,8 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 out_grad(r, i, r->dbuf[cur]);
                 /* the forward's last layer is still there: the fetch keeps it */
                 STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));
+                if (each) /* this micro-batch's own gradients, in the layer buffer */
+                        l->grad_fresh = 1;
                 if (cc.chunks)
                         l->failed = strata__chunks_backward(l, c, x, r->y[i], r->dbuf[cur], dx,
                                                             r->rows);
@@ -768,6 +771,10 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                         r->k->add(l->dskip, dx, (size_t)r->rows * (size_t)l->in);
                 if (ready)
                         STRATA_TRY(ready(h, r, i));
+                /* each: reduced by the hook, added into the window's sum */
+                if (each)
+                        strata__shard_accumulate(r->shard, r->grads, l->grad, r->poff[i],
+                                                 l->nparam, first);
                 cur ^= 1;
         }
         return STRATA_OK;

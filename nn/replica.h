@@ -165,7 +165,12 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
  */
 void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst);
 
-/** Backward through every module from the loss gradient. */
+/**
+ * Backward through every module from the loss gradient, @p ready(@p h, r, layer) after each
+ * layer's. Where the shard reduces every micro-batch (strata__shard_each()), each layer
+ * writes its micro-batch's gradients alone to the layer buffer, @p ready reduces them there,
+ * and what the replica holds of them is added into its gradients, the window's sum.
+ */
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
                              strata__grad_ready_fn ready, void *h);
 

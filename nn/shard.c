@@ -27,16 +27,18 @@ int strata__shard_plan(size_t nparam, size_t lmax, int shards, unsigned how,
         /* fsdp: one shard of the parameters and reduced gradients, the layer buffer, and one
          * layer's gradients (or a whole local vector); zero2 where it is smaller: the whole
          * parameters, one shard of the reduced gradients, and one layer's gradients */
+        /* each: the alternative to zero2's shard is the whole vector and the layer buffer */
+        z->each = (how & STRATA__SHARD_EACH) != 0;
         z->own_params = (how & STRATA__SHARD_PARAMS) != 0;
         z->own_grads = !z->own_params && (how & STRATA__SHARD_GRADS) && z->n > 1 &&
-                       z->len + lmax < z->npad;
+                       (z->each || z->len + lmax < z->npad);
         z->params = z->own_params ? z->len : z->npad;
         z->grads = z->own_params || z->own_grads ? z->len : z->npad;
         z->lbuf = z->own_params ? lmax : 0;
         if (z->own_params)
                 z->lgrad = how & STRATA__SHARD_WHOLE_GRADS ? z->npad : lmax;
         else
-                z->lgrad = z->own_grads ? lmax : 0;
+                z->lgrad = z->own_grads || z->each ? lmax : 0;
         return STRATA_OK;
 }
 
@@ -77,6 +79,45 @@ size_t strata__shard_lo(const struct strata__shard *s)
 int strata__shard_count(const struct strata__shard *s)
 {
         return s->size.n;
+}
+
+int strata__shard_each(const struct strata__shard *s)
+{
+        return s->size.each;
+}
+
+int strata__shard_whole_grads(const struct strata__shard *s)
+{
+        return s->size.own_params && s->size.lgrad > s->size.lbuf;
+}
+
+/* Elements [*a, *b) of [off, off + n) that lie in the device's shard; whether there are any. */
+static int mine(const struct strata__shard *s, size_t off, size_t n, size_t *a, size_t *b)
+{
+        size_t hi = off + n, end = s->lo + s->size.len;
+
+        *a = off > s->lo ? off : s->lo;
+        *b = hi < end ? hi : end;
+        return *b > *a;
+}
+
+void strata__shard_accumulate(const struct strata__shard *s, float *grads, const float *layer,
+                              size_t off, size_t n, int first)
+{
+        size_t a = off, b = off + n;
+        float *dst = grads + off;
+
+        if (!s->size.each || !n)
+                return;
+        if (s->size.own_params || s->size.own_grads) { /* the shard's part, in the shard */
+                if (!mine(s, off, n, &a, &b))
+                        return;
+                dst = grads + (a - s->lo);
+        }
+        if (first)
+                s->k->copy(dst, layer + (a - off), b - a);
+        else
+                s->k->add(dst, layer + (a - off), b - a);
 }
 
 int strata__shard_own_params(const struct strata__shard *s)
@@ -137,7 +178,7 @@ void *strata__shard_grad_stage(const struct strata__shard *s)
 void strata__shard_layer_vectors(const struct strata__shard *s, float *params, float *grads,
                                  size_t off, float **param, float **grad)
 {
-        if (s->size.own_grads) {
+        if (s->size.own_grads || (s->size.each && !s->size.own_params)) {
                 *param = params + off;
                 *grad = s->lgrad;
                 return;
@@ -154,10 +195,9 @@ void strata__shard_layer_vectors(const struct strata__shard *s, float *params, f
 void strata__shard_keep(const struct strata__shard *s, float *shard, const float *layer,
                         size_t off, size_t n)
 {
-        size_t hi = off + n, end = s->lo + s->size.len;
-        size_t a = off > s->lo ? off : s->lo, b = hi < end ? hi : end;
+        size_t a, b;
 
-        if (b > a)
+        if (mine(s, off, n, &a, &b))
                 s->k->copy(shard + (a - s->lo), layer + (a - off), b - a);
 }
 

@@ -26,6 +26,8 @@ typedef int (*strata__grad_ready_fn)(void *h, struct strata__replica *r, int lay
 #define STRATA__SHARD_PARAMS 1u /* fsdp: the parameters and reduced gradients too */
 #define STRATA__SHARD_WHOLE_GRADS 2u /* with them: layers' gradients in a whole local vector */
 #define STRATA__SHARD_GRADS 4u /* zero2: the reduced gradients alone, where that is smaller */
+/* every micro-batch reduced: layers' gradients to a layer buffer, added into the window's */
+#define STRATA__SHARD_EACH 8u
 
 /**
  * The sizes a shard decides, before any memory: n devices each own len elements of the flat
@@ -47,9 +49,13 @@ struct strata__shard_sizes {
          * micro-batches accumulate or clipping gathers every shard. zero2 (own_grads), where
          * that is smaller than the whole vector: params whole, grads the reduced shard alone,
          * layers' gradients to lgrad (the largest layer's), reduced to the owners after each
-         * layer's backward.
+         * layer's backward. each (accumulate_reduce each): every layer writes its
+         * micro-batch's gradients to lgrad (the largest layer's, or fsdp's whole local vector),
+         * the strategy reduces them there and the replica adds what it holds of them into
+         * grads, the window's sum (strata__shard_accumulate()); zero2 then always holds its
+         * shard alone (own_grads) from 2 devices.
          */
-        int own_params, own_grads;
+        int own_params, own_grads, each;
 };
 
 struct strata__shard {
@@ -100,6 +106,21 @@ size_t strata__shard_lo(const struct strata__shard *s);
 
 /** Shards the flat vector is cut into (1: unsharded). */
 int strata__shard_count(const struct strata__shard *s);
+
+/** Every micro-batch is reduced: layers write to a buffer, added into grads after. */
+int strata__shard_each(const struct strata__shard *s);
+
+/** fsdp: layers' gradients go to a whole local vector, at each layer's offset. */
+int strata__shard_whole_grads(const struct strata__shard *s);
+
+/**
+ * each: layer gradients @p layer (elements [@p off, @p off + @p n) of the flat vector,
+ * reduced by the strategy where the replica holds them) into the window's sum @p grads, what
+ * the replica holds of them (every element, or its shard's): copied on the window's
+ * first micro-batch (@p first), added (one rounding each, the driver's add) after.
+ */
+void strata__shard_accumulate(const struct strata__shard *s, float *grads, const float *layer,
+                              size_t off, size_t n, int first);
 
 /** fsdp: the replica holds its shard of the parameters and reduced gradients alone. */
 int strata__shard_own_params(const struct strata__shard *s);

@@ -29,6 +29,12 @@ int strata__prepare(const struct strata_runtime *rt)
         return rt->dev->prepare ? rt->dev->prepare(rt->nreplicas) : STRATA_OK;
 }
 
+int strata__accumulate_each(const struct strata_config *c)
+{
+        return c->train.accumulate > 1 && !c->strategy.invariant &&
+               c->train.accumulate_reduce == STRATA_ACCUMULATE_REDUCE_EACH;
+}
+
 int strata__chunks(const struct strata_config *c)
 {
         if (!c->strategy.invariant)

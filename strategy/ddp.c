@@ -3,9 +3,10 @@
  * Parameters are broadcast from device 0 at connect; gradients are summed across devices in
  * buckets (reverse layer order, 25 MB cap) as soon as each bucket's gradients are complete
  * during backward, in bucket order; on accumulation micro-batches nothing is communicated
- * (no_sync). Every device then takes the same optimizer step on identical inputs. With
- * cfg.strategy.grad_allreduce bf16 the buckets travel as bf16 (rounded, summed in f32,
- * rounded once).
+ * (no_sync), unless every micro-batch is reduced (accumulate_reduce each: layer by layer, the
+ * reduced gradients added into the window's sum; decision 0047). Every device then takes the
+ * same optimizer step on identical inputs. With cfg.strategy.grad_allreduce bf16 the buckets
+ * travel as bf16 (rounded, summed in f32, rounded once).
  *
  * Parent: the multi-device parent (strategy/multi.c). ddp plans its buckets at setup, aligns
  * evaluations on rank 0's running statistics (align), and has two hooks: connect (broadcast
@@ -132,22 +133,24 @@ static int ddp_setup(struct strata_runtime *rt)
 }
 
 /*
- * Sum elements [lo, lo + n) of every device's gradients. In bf16 (cfg.strategy.grad_allreduce) they
- * are rounded into the replica's staging, all-reduced there and widened back.
+ * Sum elements [lo, lo + n) of every device's gradients, held at @p g (the replica's vector
+ * at lo, or a layer's buffer). In bf16 (cfg.strategy.grad_allreduce) they are rounded into
+ * the replica's staging, all-reduced there and widened back.
  */
-static int all_reduce_grads(struct ddp *d, struct strata__replica *r, size_t lo, size_t n)
+static int all_reduce_grads(struct ddp *d, struct strata__replica *r, float *g, size_t lo,
+                            size_t n)
 {
         uint16_t *s = strata__shard_grad_stage(r->shard);
 
         if (!s) /* invariant mode: the devices' blocks, the top of the tree */
-                return strata_comm_all_reduce(d->m.dcomm, r->dev, r->grads + lo, r->grads + lo,
-                                              n, STRATA_F32, strata__chunks_defer(r->chunks)
-                                                             ? STRATA_OP_SUM_TREE : STRATA_OP_SUM);
+                return strata_comm_all_reduce(d->m.dcomm, r->dev, g, g, n, STRATA_F32,
+                                              strata__chunks_defer(r->chunks)
+                                                      ? STRATA_OP_SUM_TREE : STRATA_OP_SUM);
         s += lo;
-        strata__to_bf16(s, r->grads + lo, n);
+        strata__to_bf16(s, g, n);
         STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev, s, s, n, STRATA_BF16,
                                           STRATA_OP_SUM));
-        strata__from_bf16(r->grads + lo, s, n);
+        strata__from_bf16(g, s, n);
         return STRATA_OK;
 }
 
@@ -165,15 +168,38 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                 if (d->b.close[k] != layer)
                         continue;
                 t0 = strata__track_begin(r->track, &span_bucket, NULL);
-                rc = all_reduce_grads(d, r, d->b.lo[k], d->b.hi[k] - d->b.lo[k]);
+                rc = all_reduce_grads(d, r, r->grads + d->b.lo[k], d->b.lo[k],
+                                      d->b.hi[k] - d->b.lo[k]);
                 strata__track_end(r->track, t0, k);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
 }
 
+static const struct strata__span span_layer = { "reduce layer", "comm", "layer", 0 };
+
 /*
- * An accumulation micro-batch communicates nothing (no_sync). In invariant mode the replica
+ * accumulate_reduce each: layer @p layer's gradients of this micro-batch, in the layer buffer,
+ * summed across devices as a bucket is (every element in the same order); the replica then
+ * adds them into the window's sum (decision 0047).
+ */
+static int layer_each(void *h, struct strata__replica *r, int layer)
+{
+        const struct strata_layer *l = &r->layers[layer];
+        uint64_t t0;
+        int rc;
+
+        if (!l->nparam)
+                return STRATA_OK;
+        t0 = strata__track_begin(r->track, &span_layer, NULL);
+        rc = all_reduce_grads(ddp_of(h), r, l->grad, r->poff[layer], l->nparam);
+        strata__track_end(r->track, t0, layer);
+        return rc;
+}
+
+/*
+ * Every micro-batch's layers are reduced where the shard says so (accumulate_reduce each).
+ * Otherwise an accumulation micro-batch communicates nothing (no_sync). In invariant mode the replica
  * sums every layer across devices itself, every micro-batch (nn/chunks.c), unless the buckets
  * complete the tree (chunks.defer, tree_buckets()).
  */
@@ -182,6 +208,8 @@ static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
 {
         int buckets = sync && (!rt->cfg.strategy.invariant || strata__chunks_defer(r->chunks));
 
+        if (strata__shard_each(r->shard))
+                return layer_each;
         return buckets ? bucket_ready : NULL;
 }
 

@@ -117,18 +117,46 @@ static int dp_align(struct strata_runtime *rt, int event)
         return callbacks(rt);
 }
 
-/* After backward: the gradients reduced into the master's in device order. */
+/*
+ * After backward: the gradients reduced into the master's in device order (accumulate_reduce
+ * each: the layers were, every micro-batch).
+ */
 static int reduce_to_master(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = &rt->replicas[dev];
 
         if (!m->args->sync)
                 return STRATA_OK;
-        STRATA_TRY(strata_comm_reduce(m->dcomm, dev, r->grads, dev == 0 ? r->grads : NULL,
-                                      r->nparam, STRATA_F32, STRATA_OP_SUM, 0));
+        if (!strata__shard_each(r->shard))
+                STRATA_TRY(strata_comm_reduce(m->dcomm, dev, r->grads,
+                                              dev == 0 ? r->grads : NULL, r->nparam, STRATA_F32,
+                                              STRATA_OP_SUM, 0));
         for (int i = 0; dev != 0 && i < r->nlayers; i++)
                 r->layers[i].grad_fresh = 1; /* consumed by the master */
         return STRATA_OK;
+}
+
+/*
+ * accumulate_reduce each: layer @p layer's gradients of this micro-batch, in the layer buffer,
+ * reduced into the master's in device order; the master adds them into the window's sum (the
+ * other devices add their own, which nothing reads; decision 0047).
+ */
+static int layer_to_master(void *h, struct strata__replica *r, int layer)
+{
+        const struct strata_layer *l = &r->layers[layer];
+
+        if (!l->nparam)
+                return STRATA_OK;
+        return strata_comm_reduce(strata__multi(h)->dcomm, r->dev, l->grad,
+                                  r->dev == 0 ? l->grad : NULL, l->nparam, STRATA_F32,
+                                  STRATA_OP_SUM, 0);
+}
+
+static strata__grad_ready_fn dp_layer_hook(const struct strata_runtime *rt,
+                                           const struct strata__replica *r, int sync)
+{
+        (void)rt, (void)sync;
+        return strata__shard_each(r->shard) ? layer_to_master : NULL;
 }
 
 /* The split step needs the driver's range updates; otherwise the master steps alone. */
@@ -221,5 +249,5 @@ const struct strata__strategy strata__dp = {
         .caps = STRATA__CAP_REPLICATE,
         .ops = { .validate = dp_validate, .layout = dp_layout, .align = dp_align },
         .states = dp_states,
-        .hooks = { .after_backward = reduce_to_master },
+        .hooks = { .layer = dp_layer_hook, .after_backward = reduce_to_master },
 };

@@ -106,12 +106,15 @@ static int keep_layer(void *h, struct strata__replica *r, int layer)
 
 /*
  * An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer
- * (in invariant mode the tree has, every micro-batch: the shard's part is kept).
+ * (in invariant mode the tree has, every micro-batch: the shard's part is kept). Where every
+ * micro-batch is reduced (accumulate_reduce each), each layer is, every micro-batch, and the
+ * owners add their pieces into their shard of the window's sum (decision 0047).
  */
 static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
                                         const struct strata__replica *r, int sync)
 {
-        (void)r;
+        if (strata__shard_each(r->shard))
+                return strata__reduce_layer;
         if (!sync)
                 return NULL;
         return rt->cfg.strategy.invariant ? keep_layer : strata__reduce_layer;
@@ -120,16 +123,26 @@ static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
 /*
  * optimizer_step: unscale the shard and agree on a skip (every non-finite reduced value is in
  * some owner's shard, so the devices' OR is ddp's decision); clipping by norm gathers every
- * unscaled shard into the whole local vector for ddp's sum of squares; update the shard.
+ * unscaled shard into the whole local vector for ddp's sum of squares, or where the layers'
+ * gradients have no whole vector (accumulate_reduce each) the owners sum the squares shard
+ * after shard; update the shard.
  */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = &rt->replicas[dev];
+        double ss;
         int skip;
 
         STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
         if (skip)
                 return STRATA_OK;
+        if (rt->cfg.train.clip_norm > 0.0f && !strata__shard_whole_grads(r->shard)) {
+                STRATA_TRY(strata__shard_sumsq(m, r, &ss));
+                strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm,
+                                           rt->cfg.train.clip_value, ss);
+                strata__replica_step(r, &rt->cfg.optim);
+                return STRATA_OK;
+        }
         if (rt->cfg.train.clip_norm > 0.0f)
                 STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, r->grads,
                                                   strata__shard_layer_grads(r->shard),

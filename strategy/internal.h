@@ -264,6 +264,14 @@ struct strata_step_ctx strata__ctx(const struct strata_runtime *rt, int train, i
  */
 int strata__prepare(const struct strata_runtime *rt);
 
+/**
+ * Whether configuration @p c reduces every micro-batch (train.accumulate_reduce each, with
+ * accumulate > 1, outside invariant mode, whose chunks' tree does already): each layer's
+ * gradients then go to a layer buffer, are reduced there by the strategy's hook and added
+ * into the window's sum (decision 0047).
+ */
+int strata__accumulate_each(const struct strata_config *c);
+
 /** Invariant mode: the chunks a batch is cut into (0: normal mode). */
 int strata__chunks(const struct strata_config *c);
 

@@ -77,15 +77,18 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
  * Elements [lo, hi) of every device's gradients (@p src holds element lo) summed into the
  * owners' alone: one reduce-scatter over the shards (each owner's piece of the range, in place
  * in the whole vector, or into the owner's shard of reduced gradients where the replica holds
- * only that: own_grads, own_params), every element summed in the world's order as one reduce
- * per shard summed it (decision 0045).
+ * only that: own_grads, own_params; in place in @p src where every micro-batch is reduced,
+ * for the replica to add into the window's sum), every element summed in the world's order as
+ * one reduce per shard summed it (decision 0045).
  */
-static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
-                            const float *src, size_t lo, size_t hi)
+static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r, float *src,
+                            size_t lo, size_t hi)
 {
         size_t len = strata__shard_len(r->shard), own = strata__shard_lo(r->shard);
         size_t a = own > lo ? own : lo, b = own + len < hi ? own + len : hi;
-        float *dst = a < b ? strata__shard_grad_at(r->shard, r->grads, a) : NULL;
+        float *dst = a >= b ? NULL
+                     : strata__shard_each(r->shard) ? src + (a - lo)
+                     : strata__shard_grad_at(r->shard, r->grads, a);
 
         return strata__comm_reduce_scatter_blocks(comm, r->dev, src, dst, hi - lo, lo, len,
                                                   STRATA_F32, STRATA_OP_SUM);
@@ -136,20 +139,26 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
 /*
  * zero2's backward: nothing communicated on accumulation micro-batches (no_sync); at the
- * window's end each bucket (or, with own_grads, each layer) goes to its owners. In invariant
- * mode every device gets the chunks' tree's whole gradient: zero1's (ddp's) hook.
+ * window's end each bucket (or, with own_grads, each layer) goes to its owners. Where every
+ * micro-batch is reduced (accumulate_reduce each), each layer goes to its owners every
+ * micro-batch, and each owner adds its piece into its shard of the window's sum (decision
+ * 0047). In invariant mode every device gets the chunks' tree's whole gradient: zero1's
+ * (ddp's) hook.
  */
 static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
                                               const struct strata__replica *r, int sync)
 {
+        if (strata__shard_each(r->shard))
+                return strata__reduce_layer;
         if (rt->cfg.strategy.invariant)
                 return STRATA__INHERITED(&strata__zero1, hooks.layer)(rt, r, sync);
         return sync ? bucket_ready : NULL;
 }
 
 /*
- * Clipping by norm without own_grads (micro-batches accumulate in the whole vector): every
- * reduced shard on every device, for ddp's sum of squares of the whole vector.
+ * Clipping by norm without own_grads (micro-batches accumulate in the whole vector, or the
+ * kernels have no sumsq_from): every reduced shard on every device, for ddp's sum of squares
+ * of the whole vector.
  */
 static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
@@ -163,11 +172,11 @@ static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi 
 
 /*
  * ddp's sum of squares of the whole reduced gradient (one running double, element order) from
- * the shards alone: the owner of shard 0 sums its elements, each next owner continues the sum
+ * the shards alone (own_grads, own_params): the owner of shard 0 sums its elements, each next owner continues the sum
  * over its own (sumsq_from) and broadcasts it, so the last broadcast carries the bits of ddp's
  * sumsq() over the whole vector to every device. Shards past the parameters add nothing.
  */
-static int shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
+int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
 {
         size_t len = strata__shard_len(r->shard), lo = strata__shard_lo(r->shard);
 
@@ -184,7 +193,7 @@ static int shard_sumsq(struct strata__multi *m, struct strata__replica *r, doubl
 
 /*
  * zero2's optimizer_step with own_grads and clipping by norm: zero1's, the norm summed over
- * the owners' shards (shard_sumsq) instead of a whole gathered vector.
+ * the owners' shards (strata__shard_sumsq) instead of a whole gathered vector.
  */
 static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
@@ -197,7 +206,7 @@ static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int de
         STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
         if (skip)
                 return STRATA_OK;
-        STRATA_TRY(shard_sumsq(m, r, &ss));
+        STRATA_TRY(strata__shard_sumsq(m, r, &ss));
         strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value, ss);
         strata__replica_step(r, &rt->cfg.optim);
         return gather_shards(m, r, r->params);

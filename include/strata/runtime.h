@@ -33,6 +33,22 @@ enum strata_bind {
         STRATA_BIND_NONE,      /**< no thread pinning and no NUMA memory binding */
 };
 
+/**
+ * How the gradients of an accumulation window's micro-batches are summed across devices
+ * (cfg.train.accumulate_reduce). Both give bitwise reproducible runs; each strategy that
+ * reduces gradients (dp, ddp, spawn, mpi, zero1, zero2, fsdp) gives the same bits as every
+ * other under the same value. Decisions 0036, 0047.
+ */
+enum strata_accumulate_reduce {
+        /** Sum the window locally, reduce once at its end (no_sync; default): element i is
+         *  sum over devices of (sum over micro-batches). */
+        STRATA_ACCUMULATE_REDUCE_WINDOW = 0,
+        /** Reduce every micro-batch and add the reduced gradients in micro-batch order
+         *  (PyTorch DDP without no_sync, DeepSpeed ZeRO-2): sum over micro-batches of (sum over
+         *  devices). Lets zero2 and fsdp keep only their shard of the accumulated gradients. */
+        STRATA_ACCUMULATE_REDUCE_EACH,
+};
+
 /** Strategies. */
 enum strata_strategy_kind {
         STRATA_STRATEGY_SINGLE = 0,
@@ -99,7 +115,8 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, int, accumulate, INT, "accumulate")        /* micro-batches a step (0 = 1) */         \
         X(g, float, clip_norm, FLOAT, "clip_norm")      /* clip to this global norm (0 = off) */   \
         X(g, float, clip_value, FLOAT, "clip_value")    /* clip to [-v, v] (0 = off) */            \
-        X(g, int, allow_nonfinite, INT, "allow_nonfinite") /* see below */
+        X(g, int, allow_nonfinite, INT, "allow_nonfinite") /* see below */                         \
+        X(g, enum strata_accumulate_reduce, accumulate_reduce, INT, "accumulate_reduce") /* below */
 
 /** cfg.precision: the precision plugin and the GEMMs' arithmetic. */
 #define STRATA_CONFIG_PRECISION(X, g)                                                              \
@@ -165,6 +182,16 @@ struct strata_config_process {
  *   under single, ddp, spawn, mpi, zero1, zero2 and fsdp on any device count (every process's)
  *   up to the chunk count, in host memory, with synchronised BatchNorm; anything else is
  *   refused with the reason. Checkpoints then resume bitwise on any of them.
+ * - train.accumulate_reduce: with accumulate > 1, STRATA_ACCUMULATE_REDUCE_WINDOW (default:
+ *   each device sums its micro-batches, the sum is reduced once) or
+ *   STRATA_ACCUMULATE_REDUCE_EACH: every micro-batch's gradients are reduced layer by layer
+ *   as its backward completes them and added, reduced, into the window's sum in micro-batch
+ *   order. The two sum in different orders, so their bits differ; within one value every
+ *   strategy and every split into processes gives the same bits. EACH costs a buffer of the
+ *   largest layer's gradients and one collective per layer and micro-batch; in return zero2
+ *   and fsdp keep only their shard of the window's gradients. It needs the driver's add
+ *   kernel (the CPU's). In invariant mode the chunks' tree already sums every micro-batch
+ *   across devices: both values run it unchanged.
  * - train.allow_nonfinite: 1: gradients are not checked and a step whose loss is NaN or
  *   infinite returns STRATA_OK (default 0: a NaN or infinite gradient, found and agreed by
  *   every device before the update, refuses the step, and a non-finite loss ends it, both

@@ -174,7 +174,8 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, mpi_allreduce, "%s", c->process.mpi_allreduce ? "on" : "off");
         PUT(fp, sync_bn, "%s", c->strategy.sync_bn ? "on" : "off");
         PUT(fp, optimizer, "%s", c->optim.kind == STRATA_OPTIM_ADAMW ? "adamw" : "sgd");
-        PUT(fp, accumulate, "%d", c->train.accumulate > 1 ? c->train.accumulate : 1);
+        PUT(fp, accumulate, "%d%s", c->train.accumulate > 1 ? c->train.accumulate : 1,
+            strata__accumulate_each(c) ? " each" : ""); /* reduced every micro-batch */
         schedule(rt, fp->schedule, sizeof(fp->schedule));
         if (strata__chunks(c))
                 PUT(fp, invariant, "%d chunks", strata__chunks(c));

@@ -31,7 +31,7 @@ struct strata__fingerprint {
         char mpi_allreduce[8];
         char sync_bn[8];
         char optimizer[16];
-        char accumulate[16];
+        char accumulate[16]; /* micro-batches a window, " each" where each is reduced */
         char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk),
                                * or fsdp's layers */
         char invariant[16];   /* invariant mode: its chunks, or "off" */

@@ -137,6 +137,15 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
         if (c->train.accumulate < 0 || c->train.accumulate > 1 << 20)
                 return strata__fail(STRATA_EINVAL, "accumulate %d not in [1, 1048576]",
                                     c->train.accumulate);
+        if ((unsigned)c->train.accumulate_reduce > STRATA_ACCUMULATE_REDUCE_EACH)
+                return strata__fail(STRATA_EINVAL, "accumulate_reduce %d is not "
+                                    "STRATA_ACCUMULATE_REDUCE_WINDOW (0) or "
+                                    "STRATA_ACCUMULATE_REDUCE_EACH (1)",
+                                    (int)c->train.accumulate_reduce);
+        if (strata__accumulate_each(c) && !(*dev)->kernels->add)
+                return strata__fail(STRATA_ENOTSUP, "accumulate_reduce each adds every "
+                                    "micro-batch's reduced gradients on the device: the %s "
+                                    "driver has no add kernel (use window)", (*dev)->name);
         if ((unsigned)c->device.bind > STRATA_BIND_NONE)
                 return strata__fail(STRATA_EINVAL, "bind %d is not STRATA_BIND_CORES or "
                                                    "STRATA_BIND_NONE", (int)c->device.bind);

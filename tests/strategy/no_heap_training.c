@@ -141,6 +141,28 @@ Test(no_heap_training, invariant)
         no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
 }
 
+/*
+ * Every micro-batch reduced (accumulate_reduce each, decision 0047): the layer buffer, the
+ * reduce or reduce-scatter of every layer, the adds into the window's sum and the owners'
+ * running sum of squares, under ddp, dp, zero2 and fsdp with clipping by norm.
+ */
+Test(no_heap_training, accumulate_each)
+{
+        static const enum strata_strategy_kind kinds[] = {
+                STRATA_STRATEGY_DDP, STRATA_STRATEGY_DP, STRATA_STRATEGY_ZERO2,
+                STRATA_STRATEGY_FSDP };
+        struct rig r;
+
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+                rig_init(&r, 1);
+                r.cfg.train.accumulate = 3;
+                r.cfg.train.clip_norm = 0.5f;
+                r.cfg.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_EACH;
+                no_heap_rig(&r, kinds[i], 2 + (int)(i % 2), (int)(i / 2), STRATA_PRECISION_32,
+                            STRATA_F32);
+        }
+}
+
 Test(no_heap_training, zero_allocations_in_steps)
 {
         no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_32, STRATA_F32);

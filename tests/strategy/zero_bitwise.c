@@ -7,7 +7,8 @@
  * the same evaluation, the same parameters on every device (fsdp: the devices' parameter
  * shards side by side), and the same optimizer state (the devices' shards side by side, read
  * through the parameter walk, each element owned once). Every device's arena is used exactly
- * as planned.
+ * as planned. Where every micro-batch is reduced (accumulate_reduce each), zero1, zero2 (its
+ * shard of the window's sum alone), fsdp, dp and single give ddp's bits in that mode.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -34,43 +35,68 @@ struct conf {
         float loss_scale_init;
         int inject; /* a device's gradients count as non-finite at step 3 */
         enum strata_dtype grad_comm;
+        int each; /* accumulate_reduce each: every micro-batch reduced (decision 0047) */
 };
 
 static const struct conf confs[] = {
-        { "plain", PLAIN, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "bn", BN, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "bn-sync", BN, 1, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "full-dropout", FULL, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "adamw", PLAIN, 0, 1, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "nesterov", PLAIN, 0, 0, 1, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "accumulate2", PLAIN, 0, 0, 0, 2, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "clipnorm", PLAIN, 0, 0, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "clipvalue", PLAIN, 0, 0, 0, 0, 0.0f, 0.01f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "bn-sync-buckets", BN, 1, 0, 0, 0, 0.0f, 0.0f, 256, 0, 0.0f, 0, STRATA_F32 },
+        { "plain", PLAIN, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "bn", BN, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "bn-sync", BN, 1, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "full-dropout", FULL, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "adamw", PLAIN, 0, 1, 0, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "nesterov", PLAIN, 0, 0, 1, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "accumulate2", PLAIN, 0, 0, 0, 2, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "clipnorm", PLAIN, 0, 0, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "clipvalue", PLAIN, 0, 0, 0, 0, 0.0f, 0.01f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "bn-sync-buckets", BN, 1, 0, 0, 0, 0.0f, 0.0f, 256, 0, 0.0f, 0, STRATA_F32, 0 },
         { "adamw-acc3-clipnorm-buckets", FULL, 0, 1, 0, 3, 0.05f, 0.0f, 512, 0, 0.0f, 0,
-          STRATA_F32 },
+          STRATA_F32, 0 },
         { "bf16-mixed-adamw", BN, 1, 1, 0, 0, 0.5f, 0.0f, 0,
-          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32 },
+          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32, 0 },
         { "16-mixed-overflow", PLAIN, 0, 0, 0, 0, 0.0f, 0.0f, 0,
-          STRATA_PRECISION_16_MIXED, 0x1p40f, 0, STRATA_F32 },
+          STRATA_PRECISION_16_MIXED, 0x1p40f, 0, STRATA_F32, 0 },
         { "16-mixed-injected-clip", FULL, 0, 1, 0, 2, 0.5f, 0.02f, 512,
-          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32 },
-        { "grad-allreduce-bf16", PLAIN, 0, 1, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_BF16 },
-        { "deep", DEEP, 0, 0, 1, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
-        { "deep-bn-sync-adamw", DEEP_BN, 1, 1, 0, 0, 0.0f, 0.02f, 0, 0, 0.0f, 0, STRATA_F32 },
+          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32, 0 },
+        { "grad-allreduce-bf16", PLAIN, 0, 1, 0, 0, 0.5f, 0.0f, 0, 0, 0.0f, 0, STRATA_BF16, 0 },
+        { "deep", DEEP, 0, 0, 1, 0, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
+        { "deep-bn-sync-adamw", DEEP_BN, 1, 1, 0, 0, 0.0f, 0.02f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
         { "deep-dropout-bf16-mixed", DEEP_DROPOUT, 0, 1, 0, 0, 0.0f, 0.0f, 0,
-          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32 },
+          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32, 0 },
         { "deep-16-mixed-injected", DEEP, 0, 1, 0, 0, 0.0f, 0.02f, 0,
-          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32 },
+          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32, 0 },
         /* zero2 sums the squares shard after shard (own_grads); with accumulation it
          * keeps the whole vector and gathers the shards (decision 0036) */
-        { "deep-clipnorm", DEEP, 0, 0, 1, 0, 0.05f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32 },
+        { "deep-clipnorm", DEEP, 0, 0, 1, 0, 0.05f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 0 },
         { "deep-adamw-clipnorm-clipvalue", DEEP, 0, 1, 0, 0, 0.5f, 0.01f, 0, 0, 0.0f, 0,
-          STRATA_F32 },
+          STRATA_F32, 0 },
         { "deep-bn-sync-acc2-clipnorm", DEEP_BN, 1, 1, 0, 2, 0.05f, 0.0f, 0, 0, 0.0f, 0,
-          STRATA_F32 },
+          STRATA_F32, 0 },
         { "deep-16-mixed-injected-clipnorm", DEEP, 0, 1, 0, 0, 0.05f, 0.0f, 0,
-          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32 },
+          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32, 0 },
+};
+
+/*
+ * accumulate_reduce each: every strategy reduces every micro-batch and adds the reduced
+ * gradients in micro-batch order, and zero2 and fsdp keep their shard of the window's sum
+ * alone (zero2 from 2 devices on any model), with clipping by norm too (the owners' running
+ * sum of squares). dp and, on one device, single must give ddp's bits as well.
+ */
+static const struct conf each_confs[] = {
+        { "each-acc2", PLAIN, 0, 0, 0, 2, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32, 1 },
+        { "each-deep-nesterov-acc3", DEEP, 0, 0, 1, 3, 0.0f, 0.0f, 0, 0, 0.0f, 0, STRATA_F32,
+          1 },
+        { "each-deep-adamw-acc2-clipnorm", DEEP, 0, 1, 0, 2, 0.05f, 0.0f, 0, 0, 0.0f, 0,
+          STRATA_F32, 1 },
+        { "each-deep-bn-sync-adamw-acc3-clipnorm-clipvalue", DEEP_BN, 1, 1, 0, 3, 0.05f, 0.01f,
+          0, 0, 0.0f, 0, STRATA_F32, 1 },
+        { "each-adamw-acc3-clipnorm-buckets", FULL, 0, 1, 0, 3, 0.05f, 0.0f, 512, 0, 0.0f, 0,
+          STRATA_F32, 1 },
+        { "each-deep-dropout-bf16-mixed-acc2", DEEP_DROPOUT, 0, 1, 0, 2, 0.5f, 0.0f, 0,
+          STRATA_PRECISION_BF16_MIXED, 0.0f, 0, STRATA_F32, 1 },
+        { "each-16-mixed-injected-acc2-clipnorm", DEEP, 0, 1, 0, 2, 0.05f, 0.02f, 0,
+          STRATA_PRECISION_16_MIXED, 0.0f, 1, STRATA_F32, 1 },
+        { "each-grad-allreduce-bf16-acc2", PLAIN, 0, 1, 0, 2, 0.5f, 0.0f, 0, 0, 0.0f, 0,
+          STRATA_BF16, 1 },
 };
 
 struct result {
@@ -116,6 +142,8 @@ static void configure(struct rig *r, const struct conf *k, enum strata_strategy_
         c->train.accumulate = k->accumulate;
         c->train.clip_norm = k->clip_norm;
         c->train.clip_value = k->clip_value;
+        c->train.accumulate_reduce = k->each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                             : STRATA_ACCUMULATE_REDUCE_WINDOW;
         c->strategy.bucket_bytes = k->bucket_bytes;
         c->strategy.grad_allreduce = kind == STRATA_STRATEGY_ZERO2 || kind == STRATA_STRATEGY_FSDP
                                              ? STRATA_F32
@@ -196,10 +224,13 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
         configure(&r, k, kind, devices, &c);
         rt = rig_open(&c);
         /* zero2 shards its reduced gradients exactly where they take fewer floats, with
-         * clipping by norm too; accumulation keeps the whole vector (decision 0036) */
+         * clipping by norm too; accumulation keeps the whole vector (decision 0036) unless
+         * every micro-batch is reduced (0047) */
         if (kind == STRATA_STRATEGY_ZERO2)
                 cr_assert_eq(strata__shard_own_grads(rt->replicas[0].shard),
-                             k->model >= DEEP && devices > 1 && micro == 1, "%s", k->name);
+                             devices > 1 && (k->each || (k->model >= DEEP && micro == 1)),
+                             "%s", k->name);
+        cr_assert_eq(strata__shard_each(rt->replicas[0].shard), k->each, "%s", k->name);
         strata_loader_reset(&r.loader, r.idx, 256);
         for (int s = 0; s < STEPS; s++) {
                 if (k->inject && s == 3 * micro - 1)
@@ -221,7 +252,9 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
                 memcpy(out->params[d], p, n * sizeof(float));
         }
         out->opt_t = rt->replicas[0].opt_t;
-        consolidate(rt, kind == STRATA_STRATEGY_DDP ? 1 : devices, fsdp, out);
+        /* ddp, dp, single: every device holds the whole state (dp: the master's) */
+        consolidate(rt, strata__caps(rt->strategy) & STRATA__CAP_SHARD_STATE ? devices : 1,
+                    fsdp, out);
         check_plan(rt, &c);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
@@ -265,22 +298,67 @@ static void matrix(int devices)
         }
 }
 
+/*
+ * accumulate_reduce each on @p devices: zero1, zero2, fsdp and dp (and single on one device)
+ * against ddp, all reducing every micro-batch; and ddp's bits differ from the window order's
+ * (the option changes the sums, so the comparison above could fail): on 2 or more devices in
+ * every configuration, on one in some.
+ */
+static void matrix_each(int devices)
+{
+        static struct result ddp, z;
+        int differ = 0;
+        static const enum strata_strategy_kind others[] = {
+                STRATA_STRATEGY_ZERO1, STRATA_STRATEGY_ZERO2, STRATA_STRATEGY_FSDP,
+                STRATA_STRATEGY_DP, STRATA_STRATEGY_SINGLE };
+
+        for (size_t i = 0; i < sizeof(each_confs) / sizeof(each_confs[0]); i++) {
+                const struct conf *k = &each_confs[i];
+                struct conf window = *k;
+
+                memset(&ddp, 0, sizeof(ddp));
+                run(k, STRATA_STRATEGY_DDP, devices, &ddp);
+                for (size_t j = 0; j < sizeof(others) / sizeof(others[0]); j++) {
+                        enum strata_strategy_kind kind = others[j];
+
+                        if ((kind == STRATA_STRATEGY_SINGLE && devices > 1) ||
+                            (k->grad_comm != STRATA_F32 && kind != STRATA_STRATEGY_ZERO1) ||
+                            (kind == STRATA_STRATEGY_DP && k->sync_bn))
+                                continue; /* f32 reductions; dp's SyncBatchNorm: callbacks */
+                        memset(&z, 0, sizeof(z));
+                        run(k, kind, devices, &z);
+                        same(k, strata_strategy_name(kind), devices, &z, &ddp);
+                }
+                window.each = 0;
+                memset(&z, 0, sizeof(z));
+                run(&window, STRATA_STRATEGY_DDP, devices, &z);
+                differ += memcmp(z.params[0], ddp.params[0], z.np * sizeof(float)) != 0;
+        }
+        /* on one device a GEMM that adds its product to C with one rounding may coincide */
+        cr_assert_geq(differ, devices > 1 ? (int)(sizeof(each_confs) / sizeof(each_confs[0]))
+                                          : 1, "%d devices: each gave window's bits", devices);
+}
+
 Test(zero_bitwise, one_device, .timeout = 120)
 {
         matrix(1);
+        matrix_each(1);
 }
 
 Test(zero_bitwise, two_devices, .timeout = 120)
 {
         matrix(2);
+        matrix_each(2);
 }
 
 Test(zero_bitwise, three_devices, .timeout = 120)
 {
         matrix(3);
+        matrix_each(3);
 }
 
 Test(zero_bitwise, four_devices, .timeout = 120)
 {
         matrix(4);
+        matrix_each(4);
 }

@@ -102,8 +102,8 @@ Test(zero_plan, zero2_refuses_bf16_all_reduce)
 #define DEEP_PSI 199946u
 #define DEEP_LMAX 65792u
 
-static struct strata_plan_info deep_plan(enum strata_strategy_kind kind, int devices,
-                                         int accumulate, float clip_norm)
+static struct strata_plan_info deep_plan_each(enum strata_strategy_kind kind, int devices,
+                                              int accumulate, float clip_norm, int each)
 {
         struct strata_module mods[7];
         struct strata_model m = { .in_features = 256, .nmodules = 7, .modules = mods };
@@ -116,8 +116,16 @@ static struct strata_plan_info deep_plan(enum strata_strategy_kind kind, int dev
         c.model = &m;
         c.train.accumulate = accumulate;
         c.train.clip_norm = clip_norm;
+        c.train.accumulate_reduce = each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                         : STRATA_ACCUMULATE_REDUCE_WINDOW;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
         return pl;
+}
+
+static struct strata_plan_info deep_plan(enum strata_strategy_kind kind, int devices,
+                                         int accumulate, float clip_norm)
+{
+        return deep_plan_each(kind, devices, accumulate, clip_norm, 0);
 }
 
 Test(zero_plan, zero2_shards_gradients_where_smaller)
@@ -164,8 +172,8 @@ Test(zero_plan, zero2_shards_gradients_where_smaller)
 #define WIDE_PSI 1195018u
 #define WIDE_LMAX 401920u
 
-static struct strata_plan_info wide_plan(enum strata_strategy_kind kind, int accumulate,
-                                         float clip_norm)
+static struct strata_plan_info wide_plan_each(enum strata_strategy_kind kind, int accumulate,
+                                              float clip_norm, int each)
 {
         struct strata_module mods[9];
         struct strata_model m = { .in_features = 784, .nmodules = 9, .modules = mods };
@@ -178,8 +186,16 @@ static struct strata_plan_info wide_plan(enum strata_strategy_kind kind, int acc
         c.model = &m;
         c.train.accumulate = accumulate;
         c.train.clip_norm = clip_norm;
+        c.train.accumulate_reduce = each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                         : STRATA_ACCUMULATE_REDUCE_WINDOW;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
         return pl;
+}
+
+static struct strata_plan_info wide_plan(enum strata_strategy_kind kind, int accumulate,
+                                         float clip_norm)
+{
+        return wide_plan_each(kind, accumulate, clip_norm, 0);
 }
 
 Test(zero_plan, zero2_shards_gradients_with_clipping)
@@ -204,4 +220,110 @@ Test(zero_plan, zero2_shards_gradients_with_clipping)
         cr_assert_eq(wide_plan(STRATA_STRATEGY_ZERO2, 1, 0.0f).per_device, z2.per_device,
                      "clipping by norm costs zero2 nothing");
         cr_assert_eq(a2.per_device, a1.per_device, "accumulation: the whole local vector");
+}
+
+/*
+ * accumulate_reduce each (decision 0047), issue 46's model and configuration (784-512x4-10,
+ * AdamW, 4 devices, --clip-norm 1) with --accumulate 2: every micro-batch is reduce-scattered
+ * layer by layer into the owners' shards of the window's sum, so zero2 plans as without
+ * accumulation: ZeRO-2's model states 4Ψ + (4Ψ + 8Ψ)/N plus one buffer of the largest layer's
+ * gradients. Every strategy of that mode keeps that buffer (ddp, zero1: the whole window's
+ * sum and the buffer), so zero2 saves exactly the gradients but one shard against zero1 in
+ * the same mode: at least 3/4 of them (issue 46's bound); against zero1 reducing once a
+ * window it saves that less the buffer.
+ */
+Test(zero_plan, zero2_shards_gradients_with_accumulation_each)
+{
+        struct strata_plan_info d = wide_plan_each(STRATA_STRATEGY_DDP, 2, 1.0f, 1);
+        struct strata_plan_info z1 = wide_plan_each(STRATA_STRATEGY_ZERO1, 2, 1.0f, 1);
+        struct strata_plan_info z2 = wide_plan_each(STRATA_STRATEGY_ZERO2, 2, 1.0f, 1);
+        struct strata_plan_info f = wide_plan_each(STRATA_STRATEGY_FSDP, 2, 1.0f, 1);
+        struct strata_plan_info w1 = wide_plan(STRATA_STRATEGY_ZERO1, 2, 1.0f);
+        struct strata_plan_info w2 = wide_plan(STRATA_STRATEGY_ZERO2, 2, 1.0f);
+        struct strata_plan_info wf = wide_plan(STRATA_STRATEGY_FSDP, 2, 1.0f);
+        size_t len = z2.shard_params, npad = 4 * len;
+
+        cr_log_info("4 devices, --clip-norm 1 --accumulate 2, each: ddp %zu, zero1 %zu, zero2 "
+                    "%zu, fsdp %zu bytes per device; window: zero1 %zu, zero2 %zu, fsdp %zu",
+                    d.per_device, z1.per_device, z2.per_device, f.per_device, w1.per_device,
+                    w2.per_device, wf.per_device);
+        cr_assert_eq(len, 298768u);
+        cr_assert_eq(z2.layer_bytes, 4u * WIDE_LMAX, "one buffer of the largest layer");
+        cr_assert_eq(z1.layer_bytes, 4u * WIDE_LMAX);
+        cr_assert_eq(d.layer_bytes, 4u * WIDE_LMAX);
+        /* as without accumulation: the shard of the sum and the layer buffer */
+        cr_assert_eq(z2.per_device, wide_plan(STRATA_STRATEGY_ZERO2, 1, 1.0f).per_device);
+        /* issue 46: at most zero1's (same mode) less 3/4 of the gradients, 3 * 4Ψ / 4 */
+        cr_assert_leq(z2.per_device, z1.per_device - 3u * WIDE_PSI, "zero2 %zu, zero1 %zu",
+                      z2.per_device, z1.per_device);
+        cr_assert_eq(z1.per_device - z2.per_device, line_up(4 * npad) - line_up(4 * len));
+        /* against zero1 of the window order: ZeRO-2's figure plus the layer buffer */
+        cr_assert_eq(w1.per_device - z2.per_device,
+                     line_up(4 * npad) - line_up(4 * len) - line_up(4 * WIDE_LMAX));
+        cr_assert_eq(w2.per_device, w1.per_device, "window: the whole local vector");
+        /* zero1, ddp: the window's sum whole, and the buffer */
+        cr_assert_eq(z1.per_device - w1.per_device, line_up(4 * WIDE_LMAX));
+        /* fsdp: the whole local vector of layer gradients becomes the one layer's */
+        cr_assert_eq(wf.per_device - f.per_device, line_up(4 * npad) - line_up(4 * WIDE_LMAX));
+        cr_assert_eq(f.layer_bytes, 2 * 4u * WIDE_LMAX, "parameters and gradients of a layer");
+}
+
+/* Where each micro-batch is reduced, zero2 holds its shard on any model from 2 devices. */
+Test(zero_plan, zero2_each_shards_on_any_model)
+{
+        for (int n = 2; n <= 4; n++) {
+                struct strata_plan_info z1 = deep_plan_each(STRATA_STRATEGY_ZERO1, n, 3, 1.0f, 1);
+                struct strata_plan_info z2 = deep_plan_each(STRATA_STRATEGY_ZERO2, n, 3, 1.0f, 1);
+                size_t npad = z2.shard_params * (size_t)n;
+
+                cr_assert_eq(z2.per_device,
+                             deep_plan(STRATA_STRATEGY_ZERO2, n, 1, 0.0f).per_device);
+                cr_assert_eq(z1.per_device - z2.per_device,
+                             line_up(4 * npad) - line_up(4 * z2.shard_params));
+        }
+        /* the default model, whose first layer holds 85%: zero2's shard and the buffer still
+         * beat zero1's whole sum and the same buffer */
+        {
+                struct strata_config c = rig_default_mlp(STRATA_STRATEGY_ZERO2, 4);
+                struct strata_plan_info a, b;
+
+                c.train.accumulate = 4;
+                c.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_EACH;
+                cr_assert_eq(strata_plan(&c, &a), STRATA_OK, "%s", strata_last_error());
+                c.strategy.kind = STRATA_STRATEGY_ZERO1;
+                cr_assert_eq(strata_plan(&c, &b), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(b.per_device - a.per_device,
+                             line_up(4 * 4 * (size_t)a.shard_params) -
+                                     line_up(4 * (size_t)a.shard_params));
+        }
+}
+
+/*
+ * Bad input: an accumulate_reduce that is neither value is refused by the plan and by init
+ * with its value named, the configuration unchanged; by name too (strata_config_set() takes
+ * the integer, the checks refuse it).
+ */
+Test(zero_plan, accumulate_reduce_refuses_unknown_values)
+{
+        struct strata_config c = rig_default_mlp(STRATA_STRATEGY_ZERO2, 2), before;
+        struct strata_runtime *rt = NULL;
+        struct strata_plan_info pl;
+
+        c.train.accumulate = 2;
+        cr_assert_eq(strata_config_set(&c, "accumulate_reduce", 2), STRATA_OK);
+        before = c;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "accumulate_reduce 2 is not "
+                                              "STRATA_ACCUMULATE_REDUCE_WINDOW (0) or "
+                                              "STRATA_ACCUMULATE_REDUCE_EACH (1)"),
+                  "%s", strata_last_error());
+        cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0);
+        c.train.accumulate_reduce = (enum strata_accumulate_reduce)-1;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL);
+        cr_assert_null(rt);
+        cr_assert(strstr(strata_last_error(), "accumulate_reduce -1"), "%s",
+                  strata_last_error());
+        cr_assert_eq(strata_config_set(&c, "accumulate_reduce", 1), STRATA_OK);
+        cr_assert_eq(c.train.accumulate_reduce, STRATA_ACCUMULATE_REDUCE_EACH);
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
 }
