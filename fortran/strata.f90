@@ -42,6 +42,9 @@ module strata
   integer(c_int), parameter, public :: STRATA_OPTIM_SGD = 0, STRATA_OPTIM_ADAMW = 1
   integer(c_int), parameter, public :: STRATA_LR_CONSTANT = 0, STRATA_LR_STEP = 1, &
                                        STRATA_LR_COSINE = 2
+  ! enum strata_accumulate_reduce ("accumulate_reduce": how micro-batches are reduced)
+  integer(c_int), parameter, public :: STRATA_ACCUMULATE_REDUCE_WINDOW = 0, &
+                                       STRATA_ACCUMULATE_REDUCE_EACH = 1
   ! enum strata_reduction (strata_model%reduction)
   integer(c_int), parameter, public :: STRATA_REDUCTION_MEAN = 0, STRATA_REDUCTION_SUM = 1
 

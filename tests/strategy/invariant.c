@@ -28,6 +28,7 @@ struct setup {
         int bn, dropout, adamw, accumulate;
         float clip_norm, clip_value;
         enum strata_precision prec;
+        int each; /* accumulate_reduce each */
 };
 
 struct result {
@@ -83,6 +84,8 @@ static struct strata_config cfg_of(const struct setup *s, enum strata_strategy_k
         c.train.accumulate = s->accumulate;
         c.train.clip_norm = s->clip_norm;
         c.train.clip_value = s->clip_value;
+        c.train.accumulate_reduce = s->each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                            : STRATA_ACCUMULATE_REDUCE_WINDOW;
         c.precision.kind = s->prec;
         return c;
 }
@@ -236,6 +239,29 @@ Test(invariant, batchnorm_synced_and_dropout, .timeout = 120)
 Test(invariant, accumulation, .timeout = 120)
 {
         invariant(&(struct setup){ .accumulate = 2, .bn = 1 });
+}
+
+/*
+ * accumulate_reduce each (decision 0047): the chunks' tree already sums every micro-batch
+ * across devices and adds it into the window's sum, so invariant mode runs it as it is: every
+ * strategy and device count gives the same bits, and they are those of the window order.
+ */
+Test(invariant, accumulation_each, .timeout = 120)
+{
+        static struct result each, window;
+        struct setup s = { .accumulate = 3, .adamw = 1, .clip_norm = 0.5f, .each = 1 };
+        struct strata_config c;
+
+        invariant(&s);
+        for (int d = 1; d <= 4; d += 3) {
+                c = cfg_of(&s, STRATA_STRATEGY_ZERO2, d);
+                run(&c, STEPS, &each);
+                s.each = 0;
+                c = cfg_of(&s, STRATA_STRATEGY_ZERO2, d);
+                run(&c, STEPS, &window);
+                s.each = 1;
+                same(&each, &window, STEPS, "each against window");
+        }
 }
 
 Test(invariant, clip_by_norm, .timeout = 120)

@@ -2,9 +2,9 @@
  * Processes of one job configured differently are refused at set-up (strata_init), each with
  * the same message naming the field, both values and the process, and nothing hangs: through
  * the API (spawn: another model, precision, device count or optimizer on rank 1; zero1: the
- * other stage, buckets, device count, model or precision; fsdp: zero2 on rank 1) and through
- * strata-train under mpirun (two programs, two models); the collective schedule's field says
- * the world, the shards and the buckets, or fsdp's layers.
+ * other stage, buckets, device count, model, precision or accumulate_reduce; fsdp: zero2 on
+ * rank 1) and through strata-train under mpirun (two programs, two models); the collective
+ * schedule's field says the world, the shards and the buckets, or fsdp's layers.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -32,7 +32,7 @@ static struct rig rig; /* set up by the parent: the children inherit it */
 static struct strata_module narrow[3];
 static struct strata_model narrow_model;
 
-enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER, STAGE, BUCKETS };
+enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER, STAGE, BUCKETS, EACH };
 
 static enum strata_strategy_kind base = STRATA_STRATEGY_SPAWN; /* rank 0's strategy */
 
@@ -42,8 +42,12 @@ static struct strata_config cfg_of(int rank, enum change what)
         struct strata_config c = rig_cfg(&rig, base, 2, 0);
 
         c.device.timeout_s = 5.0;
+        if (what == EACH)
+                c.train.accumulate = 2;
         if (rank == 0)
                 return c;
+        if (what == EACH)
+                c.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_EACH;
         if (what == STAGE)
                 c.strategy.kind = STRATA_STRATEGY_ZERO2;
         if (what == BUCKETS)
@@ -117,7 +121,10 @@ Test(process_fingerprint, spawn_refused_at_init, .timeout = 120)
         refused(OPTIMIZER, "process 1 has optimizer adamw, process 0 sgd");
 }
 
-/* zero1 across two processes: a difference in stage, buckets, devices or model is refused. */
+/*
+ * zero1 across two processes: a difference in stage, buckets, devices, model, precision or
+ * the order micro-batches are reduced in (accumulate_reduce) is refused.
+ */
 Test(process_fingerprint, zero_refused_at_init, .timeout = 120)
 {
         if (!strcmp(STRATA_SAN, "tsan"))
@@ -129,6 +136,7 @@ Test(process_fingerprint, zero_refused_at_init, .timeout = 120)
         refused(DEVICES, "process 1 has devices per process 1, process 0 2");
         refused(WIDTHS, "process 1 has model widths 20-8-4, process 0 20-16-4");
         refused(PRECISION, "process 1 has precision bf16-mixed, process 0 32");
+        refused(EACH, "process 1 has accumulate 2 each, process 0 2");
 }
 
 /* fsdp across two processes, zero2 on the second: refused at init, the strategy named. */

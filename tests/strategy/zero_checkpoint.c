@@ -4,7 +4,8 @@
  * equal to ddp's file after the same steps); resuming at the same device count continues bit
  * for bit (losses, every device's parameters and optimizer shard); a zero2 checkpoint loads
  * into ddp and into zero1 on another device count and says it is resharded, an fsdp checkpoint
- * into ddp, and a ddp one into fsdp on another device count.
+ * into ddp, and a ddp one into fsdp on another device count. Where every micro-batch is
+ * reduced (accumulate_reduce each), zero2 and fsdp resume bit for bit too.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ struct result {
         uint64_t t;
 };
 
+static int each; /* accumulate_reduce each (decision 0047) */
+
 static struct strata_config config(struct rig *r, enum strata_strategy_kind kind, int devices)
 {
         struct strata_config c;
@@ -38,6 +41,8 @@ static struct strata_config config(struct rig *r, enum strata_strategy_kind kind
         c.optim.lr = 2e-3f;
         c.train.accumulate = 2;
         c.train.clip_norm = 0.5f;
+        c.train.accumulate_reduce = each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                         : STRATA_ACCUMULATE_REDUCE_WINDOW;
         return c;
 }
 
@@ -137,6 +142,39 @@ Test(zero_checkpoint, zero1_resumes_bitwise, .timeout = 60)
 Test(zero_checkpoint, zero2_resumes_bitwise, .timeout = 60)
 {
         resume_bitwise(STRATA_STRATEGY_ZERO2, 4);
+}
+
+/*
+ * Every micro-batch reduced: a checkpoint at a window's end holds no gradients, so zero2 and
+ * fsdp (their shard of the window's sum alone) resume bit for bit; inside a window the save is
+ * refused, as in the window order, and the run goes on.
+ */
+Test(zero_checkpoint, each_resumes_bitwise_and_refuses_inside_a_window, .timeout = 60)
+{
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct strata_metrics m;
+        struct strata_batch b;
+        struct rig r;
+
+        each = 1;
+        resume_bitwise(STRATA_STRATEGY_ZERO2, 4);
+        resume_bitwise(STRATA_STRATEGY_FSDP, 3);
+        c = config(&r, STRATA_STRATEGY_ZERO2, 2);
+        rt = rig_open(&c);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        cr_assert(strata_loader_next(&r.loader, &b));
+        cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK);
+        cr_assert_eq(strata_save_checkpoint(rt, path_of("inside.ckpt"), NULL, 0),
+                     STRATA_EBADSTATE);
+        cr_assert(strstr(strata_last_error(), "inside an accumulation window"), "%s",
+                  strata_last_error());
+        cr_assert(strata_loader_next(&r.loader, &b));
+        cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_save_checkpoint(rt, path_of("inside.ckpt"), NULL, 0), STRATA_OK,
+                     "%s", strata_last_error());
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        each = 0;
 }
 
 static long slurp(const char *path, unsigned char *buf, size_t cap)

@@ -2,7 +2,8 @@
  * zero1, zero2 and fsdp across processes are ddp with as many devices in one process, bit for
  * bit: 4 devices as 1 process x 4, 2 x 2 and 4 x 1 (strata_spawn()), on SGD with momentum and
  * Nesterov, AdamW, BatchNorm with and without SyncBatchNorm, accumulation, clipping by norm
- * and by value, bf16-mixed and 16-mixed with an injected skip. Every process's step losses and
+ * and by value, bf16-mixed and 16-mixed with an injected skip, and every micro-batch reduced
+ * (accumulate_reduce each, against ddp in that mode). Every process's step losses and
  * evaluation, every device's parameters (fsdp: the devices' shards side by side, each element
  * owned by one device of one process) and every shard of the optimizer state equal ddp's;
  * every device's arena is used as planned, and no process allocates during its steps. Across
@@ -34,14 +35,19 @@ struct conf {
         size_t bucket_bytes;
         enum strata_precision precision;
         int inject; /* the last device's gradients count as non-finite at the third step */
+        int each;   /* accumulate_reduce each: every micro-batch reduced (decision 0047) */
 };
 
 static const struct conf confs[] = {
-        { "nesterov-bn", BN, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0 },
-        { "adamw-acc2-clipnorm-buckets", PLAIN, 0, 1, 2, 0.5f, 0.0f, 256, 0, 0 },
-        { "bf16-mixed-adamw-sync", BN, 1, 1, 0, 0.5f, 0.0f, 0, STRATA_PRECISION_BF16_MIXED, 0 },
+        { "nesterov-bn", BN, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0, 0 },
+        { "adamw-acc2-clipnorm-buckets", PLAIN, 0, 1, 2, 0.5f, 0.0f, 256, 0, 0, 0 },
+        { "bf16-mixed-adamw-sync", BN, 1, 1, 0, 0.5f, 0.0f, 0, STRATA_PRECISION_BF16_MIXED, 0,
+          0 },
         { "16-mixed-injected-clip", FULL, 0, 1, 2, 0.5f, 0.02f, 512, STRATA_PRECISION_16_MIXED,
-          1 },
+          1, 0 },
+        { "each-adamw-acc3-clipnorm", PLAIN, 0, 1, 3, 0.5f, 0.0f, 0, 0, 0, 1 },
+        { "each-16-mixed-injected-acc2-clip", FULL, 0, 1, 2, 0.5f, 0.02f, 512,
+          STRATA_PRECISION_16_MIXED, 1, 1 },
 };
 
 /* What a run leaves, written by every process of a job into memory they share. */
@@ -75,6 +81,8 @@ static void configure(const struct conf *k, enum strata_strategy_kind kind, int 
         c->train.clip_norm = k->clip_norm;
         c->train.clip_value = k->clip_value;
         c->strategy.bucket_bytes = k->bucket_bytes;
+        c->train.accumulate_reduce = k->each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                             : STRATA_ACCUMULATE_REDUCE_WINDOW;
         c->precision.kind = k->precision;
         c->optim.nesterov = !k->adamw;
         c->optim.weight_decay = k->adamw ? 0.01f : 1e-3f;

@@ -47,6 +47,8 @@ Test(strata_train_cli, bad_options_exit_2)
         expect_usage_error("--precision bf16", "--precision");
         expect_usage_error("--precision", "--precision");
         expect_usage_error("--grad-allreduce f16", "--grad-allreduce");
+        expect_usage_error("--accumulate-reduce sometimes", "--accumulate-reduce: 'sometimes' "
+                                                            "is not window or each");
         expect_usage_error("--strategy dp --devices 2 --grad-allreduce bf16", "not under dp");
         /* Refused before training instead of failing (or doing nothing) late. */
         expect_usage_error("--synthetic 2048 --batch 64 --accumulate 33", "longer than an epoch's 32 batches");

@@ -3,8 +3,8 @@
  * --devices N each (spawn), mpirun's processes join by themselves, and both export the weights
  * of ddp on as many devices in one process, byte for byte (fsdp's export is written by process
  * 0 from every process's shards); with --ckpt-dir every process saves together (process 0
- * writes) and --resume continues as ddp's uninterrupted run. --processes with another strategy
- * is refused.
+ * writes) and --resume continues as ddp's uninterrupted run, also where every micro-batch is
+ * reduced (--accumulate-reduce each). --processes with another strategy is refused.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -21,12 +21,14 @@
 
 static char out[1 << 16];
 
+static const char *extra = ""; /* options every run of a test adds */
+
 /* @p launch strata-train ARGS @p args, its weights exported to dir/name. */
 static void train(const char *dir, const char *name, const char *launch, const char *args)
 {
         char a[1024];
 
-        snprintf(a, sizeof(a), ARGS " %s", args);
+        snprintf(a, sizeof(a), ARGS " %s %s", extra, args);
         cli_train_export(launch, a, dir, name);
 }
 
@@ -73,6 +75,19 @@ Test(strata_train_zero_processes, layouts_and_resume_equal_ddp, .timeout = 240)
 Test(strata_train_zero_processes, fsdp_layouts_and_resume_equal_ddp, .timeout = 240)
 {
         equal_ddp("fsdp", "fsdp", "fsdp", "fsdp");
+}
+
+/*
+ * --accumulate 3 --accumulate-reduce each (decision 0047): every micro-batch reduced, zero2
+ * and fsdp holding their shard of the window's sum alone; against ddp in the same mode, over
+ * processes, through a checkpoint and resume at an epoch's end (an accumulation window's end),
+ * and over mpirun.
+ */
+Test(strata_train_zero_processes, each_layouts_and_resume_equal_ddp, .timeout = 240)
+{
+        extra = "--accumulate 3 --accumulate-reduce each";
+        equal_ddp("zero2", "fsdp", "zero2", "zero2");
+        equal_ddp("fsdp", "zero1", "fsdp", "fsdp");
 }
 
 Test(strata_train_zero_processes, processes_needs_zero)

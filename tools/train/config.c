@@ -71,6 +71,7 @@ static void fill_config(struct run *r)
         cfg->optim.weight_decay = o->wd;
         cfg->strategy.sync_bn = o->sync_bn;
         cfg->train.accumulate = o->accumulate;
+        cfg->train.accumulate_reduce = o->accumulate_reduce;
         cfg->train.clip_norm = o->clip_norm;
         cfg->train.clip_value = o->clip_value;
         cfg->trace.path = trace_path(r);

@@ -118,7 +118,7 @@ enum { OPT_INVARIANT = 0x4a01, OPT_CHUNKS };
 enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS };
 
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
-enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE };
+enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE };
 
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
@@ -183,6 +183,7 @@ static const struct option long_opts[] = {
         { "devices", 1, 0, 'n' },   { "json", 0, 0, 'j' },     { "quiet", 0, 0, 'q' },
         { "verbose", 0, 0, 'v' },   { "raw-pixels", 0, 0, 'r' },
         { "sync-bn", 0, 0, 'Y' },   { "accumulate", 1, 0, 'A' },
+        { "accumulate-reduce", 1, 0, OPT_ACCUMULATE_REDUCE },
         { "clip-norm", 1, 0, 'C' }, { "clip-value", 1, 0, 'V' },
         { "synthetic", 1, 0, 'y' }, { "help", 0, 0, 'h' },
         { "accelerator", 1, 0, 'a' }, { "tf32", 0, 0, 'T' },
@@ -274,6 +275,12 @@ static int choice_option(int c, const char *s, struct opts *o)
                 if ((w = word(s, "32", "bf16")) < 0)
                         return bad("--grad-allreduce: '%s' is not 32 or bf16", s);
                 o->grad_allreduce = w ? STRATA_BF16 : STRATA_F32;
+                return 0;
+        case OPT_ACCUMULATE_REDUCE:
+                if ((w = word(s, "window", "each")) < 0)
+                        return bad("--accumulate-reduce: '%s' is not window or each", s);
+                o->accumulate_reduce = w ? STRATA_ACCUMULATE_REDUCE_EACH
+                                         : STRATA_ACCUMULATE_REDUCE_WINDOW;
                 return 0;
         case 'P':
                 if ((w = word(s, "cores", "none")) < 0)

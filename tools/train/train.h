@@ -45,6 +45,7 @@ struct opts {
         int json, quiet, verbose;
         int raw;
         int sync_bn, accumulate;
+        enum strata_accumulate_reduce accumulate_reduce; /* --accumulate-reduce window|each */
         float clip_norm, clip_value;
         int strategy_set, devices_set;
         int processes;          /* zero1, zero2, fsdp: processes strata-train starts (spawn) */
