@@ -174,7 +174,9 @@ static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi 
  * ddp's sum of squares of the whole reduced gradient (one running double, element order) from
  * the shards alone (own_grads, own_params): the owner of shard 0 sums its elements, each next owner continues the sum
  * over its own (sumsq_from) and broadcasts it, so the last broadcast carries the bits of ddp's
- * sumsq() over the whole vector to every device. Shards past the parameters add nothing.
+ * sumsq() over the whole vector to every device. Shards past the parameters add nothing. The
+ * sum is a host double: it travels over the host communicator (a driver with memory of its
+ * own reduces only f32 in it).
  */
 int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
 {
@@ -186,7 +188,7 @@ int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, doub
 
                 if (a == lo)
                         *ss = r->k->sumsq_from(*ss, r->grads, n);
-                STRATA_TRY(strata_comm_broadcast(m->dcomm, r->dev, ss, 1, STRATA_F64, g));
+                STRATA_TRY(strata_comm_broadcast(m->comm, r->dev, ss, 1, STRATA_F64, g));
         }
         return STRATA_OK;
 }

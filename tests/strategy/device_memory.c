@@ -2,7 +2,8 @@
  * The strategies on a device whose memory the host does not address (the simulated device of
  * tests/support/devsim.c: the CPU's math behind the driver interface a GPU uses). dp and ddp
  * must then stage batches, run their collectives through the driver and read results back,
- * and reach bitwise the parameters, metrics and logits they reach on host memory.
+ * and reach bitwise the parameters, metrics and logits they reach on host memory, also where
+ * every micro-batch is reduced (accumulate_reduce each; zero2 too).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -40,6 +41,8 @@ static void run(struct rig *r, const struct strata_config *cfg, struct outcome *
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
+static int each; /* accumulate 2, every micro-batch reduced (accumulate_reduce each) */
+
 static void same_as_host(enum strata_strategy_kind kind)
 {
         static struct outcome host, dev;
@@ -51,6 +54,9 @@ static void same_as_host(enum strata_strategy_kind kind)
                 long up = devsim_uploaded();
 
                 c.train.clip_norm = 0.5f;
+                c.train.accumulate = each ? 2 : 0;
+                c.train.accumulate_reduce = each ? STRATA_ACCUMULATE_REDUCE_EACH
+                                                 : STRATA_ACCUMULATE_REDUCE_WINDOW;
                 run(&r, &c, &host);
                 c.device.driver = devsim_driver();
                 run(&r, &c, &dev);
@@ -81,6 +87,21 @@ Test(device_memory, dp_same_as_host_memory, .timeout = 120)
 Test(device_memory, single_same_as_host_memory)
 {
         same_as_host(STRATA_STRATEGY_SINGLE);
+}
+
+/*
+ * Every micro-batch reduced: each layer's buffer reduced through the driver's collectives and
+ * added into the window's sum with its add kernel, in device memory; zero2's reduce-scatter
+ * into its shard too.
+ */
+Test(device_memory, each_same_as_host_memory, .timeout = 120)
+{
+        each = 1;
+        same_as_host(STRATA_STRATEGY_DDP);
+        same_as_host(STRATA_STRATEGY_DP);
+        same_as_host(STRATA_STRATEGY_SINGLE);
+        same_as_host(STRATA_STRATEGY_ZERO2);
+        each = 0;
 }
 
 Test(device_memory, multi_device_needs_device_collectives)

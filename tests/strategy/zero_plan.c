@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
 #define PSI 235146u /* 784*256 + 256 + 256*128 + 128 + 128*10 + 10 */
@@ -325,5 +326,32 @@ Test(zero_plan, accumulate_reduce_refuses_unknown_values)
                   strata_last_error());
         cr_assert_eq(strata_config_set(&c, "accumulate_reduce", 1), STRATA_OK);
         cr_assert_eq(c.train.accumulate_reduce, STRATA_ACCUMULATE_REDUCE_EACH);
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
+}
+
+/*
+ * A driver without the add kernel cannot add the reduced micro-batches into the window's sum:
+ * each is refused there with the reason (ENOTSUP), where it would apply only; window runs.
+ */
+Test(zero_plan, accumulate_each_needs_the_add_kernel)
+{
+        struct strata_config c = rig_default_mlp(STRATA_STRATEGY_DDP, 2);
+        static struct driver_copy dc;
+        struct strata_plan_info pl;
+
+        driver_copy(&dc, devsim_driver());
+        dc.k.add = NULL;
+        c.device.driver = &dc.dev;
+        c.train.accumulate = 2;
+        c.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_EACH;
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_ENOTSUP);
+        cr_assert(strstr(strata_last_error(), "accumulate_reduce each adds every micro-batch's "
+                                              "reduced gradients on the device: the devsim "
+                                              "driver has no add kernel (use window)"),
+                  "%s", strata_last_error());
+        c.train.accumulate = 1; /* nothing to add: each is the window */
+        cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
+        c.train.accumulate = 2;
+        c.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_WINDOW;
         cr_assert_eq(strata_plan(&c, &pl), STRATA_OK, "%s", strata_last_error());
 }
