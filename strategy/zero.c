@@ -16,10 +16,12 @@
  * accumulation buffer). Clipping by norm needs ddp's sum of squares of the whole reduced
  * gradient: with own_grads the owners continue one running sum shard after shard (the
  * kernels' sumsq_from); with the whole vector (micro-batches accumulating there) zero2
- * all-gathers the reduced shards after backward. Decisions 0026, 0036. In invariant mode
- * (decision 0030) both stages take ddp's invariant backward (the chunks' tree gives every
- * device the whole reduced gradient) and differ from it only in the sharded optimizer state:
- * zero2 then keeps whole gradients.
+ * all-gathers the reduced shards after backward. Where every micro-batch is reduced
+ * (accumulate_reduce each), each layer goes to its owners every micro-batch and the owners add
+ * it into their shard of the window's sum, so zero2 keeps that shard alone with accumulation
+ * too. Decisions 0026, 0036, 0047. In invariant mode (decision 0030) both stages take ddp's
+ * invariant backward (the chunks' tree gives every device the whole reduced gradient) and
+ * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
  *
  * Parents: zero1's is the process layer (itself ddp's child): setup_environment first joins
  * the job's other processes, if any; connect also assigns the shards by global rank; its
