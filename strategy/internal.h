@@ -385,6 +385,12 @@ int strata__inject_failure(struct strata_runtime *rt, int device, int event, int
  * @retval STRATA_OK, STRATA_EINVAL (not a live runtime, or no such device).
  */
 int strata__inject_nonfinite_grad(struct strata_runtime *rt, int device);
+
+/**
+ * Tests only: shards of a job of several processes from which zero2 and fsdp gather the sum
+ * of squares layer by layer instead of chaining it shard by shard (64 in the library).
+ */
+extern int strata__sumsq_gather_from;
 #endif
 
 #endif /* STRATA_STRATEGY_INTERNAL_H */

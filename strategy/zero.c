@@ -173,17 +173,63 @@ static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi 
 }
 
 /*
+ * Shards from which a job of several processes gathers the sum of squares layer by layer
+ * instead of chaining it shard by shard (decision 0047): the chain is one broadcast per shard
+ * in sequence (a binomial tree each, about 2 log2(P) latencies), the gather one all-gather per
+ * layer (Bruck's, as many steps) and the gradients' bytes once. On decision 0037's TCP link
+ * (23.6 us, 1.31 ns/B) they cross near 64 shards for models of about a million parameters
+ * (chain 18 ms, gather 8 ms for 784-512x4-10 at 64); in one process a broadcast costs well
+ * under a microsecond and the chain stays. The choice reads the world and the processes
+ * alone, which every process shares; both give the same bits.
+ */
+#ifdef STRATA_TESTING
+int strata__sumsq_gather_from = 64;
+#define GATHER_FROM strata__sumsq_gather_from
+#else
+#define GATHER_FROM 64
+#endif
+
+/*
+ * The running sum over every layer on every device: each layer's reduced gradients gathered
+ * from their owners into the layer buffer (one all-gather over the shards it meets, decision
+ * 0045), the sum continued over them in element order.
+ */
+static int gathered_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
+{
+        size_t len = strata__shard_len(r->shard), own = strata__shard_lo(r->shard);
+        float *buf = strata__shard_layer_grads(r->shard);
+
+        *ss = 0.0;
+        for (int i = 0; i < r->nlayers; i++) {
+                size_t lo = r->poff[i], n = r->layers[i].nparam;
+                size_t a = own > lo ? own : lo, b = own + len < lo + n ? own + len : lo + n;
+
+                if (!n)
+                        continue;
+                STRATA_TRY(strata__comm_all_gather_blocks(m->dcomm, r->dev,
+                                                          a < b ? r->grads + (a - own) : NULL,
+                                                          buf, n, lo, len, STRATA_F32));
+                *ss = r->k->sumsq_from(*ss, buf, n);
+        }
+        return STRATA_OK;
+}
+
+/*
  * ddp's sum of squares of the whole reduced gradient (one running double, element order) from
- * the shards alone (own_grads, own_params): the owner of shard 0 sums its elements, each next owner continues the sum
- * over its own (sumsq_from) and broadcasts it, so the last broadcast carries the bits of ddp's
- * sumsq() over the whole vector to every device. Shards past the parameters add nothing. The
- * sum is a host double: it travels over the host communicator (a driver with memory of its
- * own reduces only f32 in it).
+ * the shards alone (own_grads, own_params): the owner of shard 0 sums its elements, each next
+ * owner continues the sum over its own (sumsq_from) and broadcasts it, so the last broadcast
+ * carries the bits of ddp's sumsq() over the whole vector to every device. Shards past the
+ * parameters add nothing. The sum is a host double: it travels over the host communicator (a
+ * driver with memory of its own reduces only f32 in it). From GATHER_FROM shards over
+ * processes every device sums the gathered layers itself instead: sumsq_from continued over
+ * any cut of the vector in order gives the same double.
  */
 int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
 {
         size_t len = strata__shard_len(r->shard), lo = strata__shard_lo(r->shard);
 
+        if (m->peers && strata__shard_count(r->shard) >= GATHER_FROM)
+                return gathered_sumsq(m, r, ss);
         *ss = 0.0;
         for (int g = 0; g < strata__shard_count(r->shard) && (size_t)g * len < r->nparam; g++) {
                 size_t a = (size_t)g * len, n = r->nparam - a < len ? r->nparam - a : len;

@@ -46,6 +46,7 @@ static const struct conf confs[] = {
         { "16-mixed-injected-clip", FULL, 0, 1, 2, 0.5f, 0.02f, 512, STRATA_PRECISION_16_MIXED,
           1, 0 },
         { "each-adamw-acc3-clipnorm", PLAIN, 0, 1, 3, 0.5f, 0.0f, 0, 0, 0, 1 },
+        { "each-nesterov-acc2-clipnorm-every-step", BN, 0, 0, 2, 0.01f, 0.0f, 0, 0, 0, 1 },
         { "each-16-mixed-injected-acc2-clip", FULL, 0, 1, 2, 0.5f, 0.02f, 512,
           STRATA_PRECISION_16_MIXED, 1, 1 },
 };
@@ -308,6 +309,18 @@ Test(zero_processes, two_processes_of_two, .timeout = 120)
 Test(zero_processes, four_processes_of_one, .timeout = 120)
 {
         layout(4, WORLD);
+}
+
+/*
+ * The sum of squares for clipping by norm gathered layer by layer (the library does from 64
+ * shards over processes; here from 2) instead of chained shard by shard: the same bits.
+ */
+Test(zero_processes, gathered_sum_of_squares, .timeout = 120)
+{
+        strata__sumsq_gather_from = 2;
+        layout(2, WORLD);
+        layout(4, WORLD);
+        strata__sumsq_gather_from = 64;
 }
 
 /* Two processes of one device: a reduce rooted in the other process writes nothing here. */
