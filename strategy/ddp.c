@@ -199,9 +199,9 @@ static int layer_each(void *h, struct strata__replica *r, int layer)
 
 /*
  * Every micro-batch's layers are reduced where the shard says so (accumulate_reduce each).
- * Otherwise an accumulation micro-batch communicates nothing (no_sync). In invariant mode the replica
- * sums every layer across devices itself, every micro-batch (nn/chunks.c), unless the buckets
- * complete the tree (chunks.defer, tree_buckets()).
+ * Otherwise an accumulation micro-batch communicates nothing (no_sync). In invariant mode the
+ * replica sums every layer across devices itself, every micro-batch (nn/chunks.c), unless the
+ * buckets complete the tree (chunks.defer, tree_buckets()).
  */
 static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
                                         const struct strata__replica *r, int sync)

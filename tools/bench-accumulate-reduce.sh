@@ -6,8 +6,9 @@
 # (default: the default MLP 784-256-128-10 and the wide 784-2048-2048-10), as 2 devices of one
 # process (threads) and as mpirun -np 4 of one device each (ddp: the mpi strategy); every
 # configuration once per rep, the order reversed every other rep; medians over REPS, and the
-# medians of each rep's ratios to ddp window (the same rep's runs are side by side). Then the per-device plan (strata-train --plan --json) of issue 46's
-# model 784-512-512-512-512-10 on 4 devices, AdamW, --clip-norm 1, --accumulate 4.
+# medians of each rep's ratios to ddp window (the same rep's runs are side by side). Then the
+# per-device plan (strata-train --plan --json) of issue 46's model 784-512-512-512-512-10 on
+# 4 devices, AdamW, --clip-norm 1, --accumulate 4.
 # Usage: tools/bench-accumulate-reduce.sh [REPS]; env BUILD, MODELS, LAYOUTS ("threads procs").
 set -euo pipefail
 reps=${1:-5}
