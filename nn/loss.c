@@ -2,9 +2,10 @@
  * Losses: each a `static const` table (struct strata_loss_ops) over the driver's kernels.
  * The runtime calls the model's loss after its last module and validates targets with it
  * before a step. Label losses read int32 labels (an output of several takes its label as one
- * float of the targets row, checked here and converted as the replica loads it); float-target losses (MSE, L1, smooth L1,
- * BCE with logits) read the batch's f32 targets staged per device and run the driver's
- * pointwise_loss kernel: each row's sum over its outputs, rows summed in row order.
+ * float of the targets row, checked here and converted as the replica loads it); float-target
+ * losses (MSE, L1, smooth L1, BCE with logits) read the batch's f32 targets staged per device
+ * and run the driver's pointwise_loss kernel: each row's sum over its outputs, rows summed in
+ * row order.
  */
 #include <math.h>
 

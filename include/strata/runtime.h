@@ -290,10 +290,12 @@ int strata_model_output(const struct strata_model *m, struct strata_dims *out);
  *        model: with several outputs each float output's width plus one per label output
  *        (its class index), the batch's tdim; with float targets otherwise the output's
  *        width; with labels 1 (the batch's y, one int32 a row).
+ * @param widths NULL, or STRATA_MAX_OUTPUTS ints: each output's width (its classes for a
+ *        label output), 0 past m->noutputs.
  * @retval STRATA_OK, or STRATA_EINVAL as strata_model_output() (NULL @p values too),
- *         *values unchanged.
+ *         *values and @p widths unchanged.
  */
-int strata_model_targets(const struct strata_model *m, int *values);
+int strata_model_targets(const struct strata_model *m, int *values, int *widths);
 
 /**
  * @brief The built-in loss called @p name (its ops table's name: "softmax_cross_entropy",

@@ -497,10 +497,9 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
 }
 
 /* @p m's shapes walked and checked: its last layout, a row's predictions and targets. */
-static int walk_model(const struct strata_model *m, struct strata_dims *last, int *outputs,
-                      int *targets)
+static int walk_model(const struct strata_model *m, struct strata__shape_walk *w,
+                      int *outputs, int *targets)
 {
-        struct strata__shape_walk w;
         struct strata_module_shape s;
         struct strata_layer l;
 
@@ -509,34 +508,34 @@ static int walk_model(const struct strata_model *m, struct strata_dims *last, in
         if (m->in_features <= 0)
                 return strata__fail(STRATA_EINVAL, "model output: in_features %d <= 0",
                                     m->in_features);
-        STRATA_TRY(strata__shape_start(m, &w));
+        STRATA_TRY(strata__shape_start(m, w));
         for (int i = 0; i < m->nmodules; i++)
-                STRATA_TRY(strata__shape_step(m, i, &w, &l, &s));
-        STRATA_TRY(strata__shape_finish(m, &w, outputs, targets));
-        *last = w.dims;
-        return STRATA_OK;
+                STRATA_TRY(strata__shape_step(m, i, w, &l, &s));
+        return strata__shape_finish(m, w, outputs, targets);
 }
 
 int strata_model_output(const struct strata_model *m, struct strata_dims *out)
 {
-        struct strata_dims last;
+        struct strata__shape_walk w;
         int outputs;
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
-        STRATA_TRY(walk_model(m, &last, &outputs, NULL));
-        *out = m->noutputs ? (struct strata_dims){ .channels = outputs } : last;
+        STRATA_TRY(walk_model(m, &w, &outputs, NULL));
+        *out = m->noutputs ? (struct strata_dims){ .channels = outputs } : w.dims;
         return STRATA_OK;
 }
 
-int strata_model_targets(const struct strata_model *m, int *values)
+int strata_model_targets(const struct strata_model *m, int *values, int *widths)
 {
-        struct strata_dims last;
+        struct strata__shape_walk w;
         int targets;
 
         if (!values)
                 return strata__fail(STRATA_EINVAL, "model targets: NULL argument");
-        STRATA_TRY(walk_model(m, &last, NULL, &targets));
+        STRATA_TRY(walk_model(m, &w, NULL, &targets));
         *values = strata__float_row(m) ? targets : 1;
+        for (int k = 0; widths && k < STRATA_MAX_OUTPUTS; k++)
+                widths[k] = k < m->noutputs ? w.width[m->outputs[k].module] : 0;
         return STRATA_OK;
 }

@@ -251,12 +251,17 @@ Test(multi_io_bad_input, labels_that_are_no_class)
         m.outputs[0].loss = NULL; /* the model's: cross-entropy, on 3 classes: fine */
         {
                 struct strata_dims out;
-                int tv;
+                int tv, wd[STRATA_MAX_OUTPUTS];
 
                 cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
-                cr_assert_eq(strata_model_targets(&m, &tv), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(out.channels, MULTINET_T, "the predictions: both outputs' widths");
+                cr_assert_eq(strata_model_targets(&m, &tv, wd), STRATA_OK, "%s",
+                             strata_last_error());
                 cr_assert_eq(tv, 1 + MULTINET_OUT1, "output 0's class index, output 1's floats");
-                cr_assert_eq(strata_model_targets(&m, NULL), STRATA_EINVAL);
+                cr_assert_eq(wd[0], MULTINET_OUT0);
+                cr_assert_eq(wd[1], MULTINET_OUT1);
+                cr_assert_eq(wd[2], 0);
+                cr_assert_eq(strata_model_targets(&m, NULL, NULL), STRATA_EINVAL);
         }
 }
 

@@ -276,7 +276,7 @@ static void check_ce_model(const struct strata_model *m)
         c.model = m;
         c.batch = R;
         c.classes = MULTINET_CE_OUT;
-        cr_assert_eq(strata_model_targets(m, &tv), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_model_targets(m, &tv, NULL), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(tv, MULTINET_CE_T, "a row of targets: 3 floats and a class index");
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
@@ -371,7 +371,8 @@ Test(multi_io_values, one_ce_output_named_is_the_default_bitwise)
                 y[i] = (int32_t)multinet_ce_t(i)[MULTINET_OUT0];
         named.noutputs = 1;
         named.outputs[0] = (struct strata_model_output){ .module = 2 };
-        cr_assert_eq(strata_model_targets(&named, &tv), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_model_targets(&named, &tv, NULL), STRATA_OK, "%s",
+                     strata_last_error());
         cr_assert_eq(tv, 1, "one label a row");
         c.classes = 4;
         for (int k = 0; k < 2; k++) {

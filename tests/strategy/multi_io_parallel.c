@@ -6,7 +6,8 @@
  * same run (parameters, losses and each output's own losses). Every run: planned == used, no
  * heap call during steps, and the outputs' own losses weighted sum to the loss. The same
  * with a cross-entropy head (its label one float of the targets row), its rows predicted
- * right too. Also: bf16-mixed and 16-mixed with accumulation and clipping, and a checkpoint's resume.
+ * right too. Also: bf16-mixed and 16-mixed with accumulation and clipping, and a
+ * checkpoint's resume.
  */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -70,7 +70,8 @@ static void data_once(void)
                 }
         for (int i = 0; i < MULTINET_ROWS; i++) /* a class the inputs decide, roughly */
                 tce[i * MULTINET_CE_T + MULTINET_OUT0] =
-                        (float)((xs[i * MULTINET_IN] > 0.0f) + 2 * (xs[i * MULTINET_IN + 7] > 0.0f));
+                        (float)((xs[i * MULTINET_IN] > 0.0f) +
+                                2 * (xs[i * MULTINET_IN + 7] > 0.0f));
         done = 1;
 }
 
@@ -143,8 +144,8 @@ void multinet_params(struct strata_runtime *rt, const struct strata_config *c,
         }
 }
 
-void multinet_steps_of(const struct strata_model *model, struct strata_runtime *rt, int from, int to,
-                       struct multinet_run *out)
+void multinet_steps_of(const struct strata_model *model, struct strata_runtime *rt, int from,
+                       int to, struct multinet_run *out)
 {
         static float pred[MULTINET_BATCH * MULTINET_CE_OUT];
         int ce = model == &multinet_ce_model, width = ce ? MULTINET_CE_OUT : MULTINET_T;

@@ -100,8 +100,8 @@ void multinet_train(const struct strata_config *c, int steps, struct multinet_ru
 void multinet_steps(struct strata_runtime *rt, int from, int to, struct multinet_run *out);
 
 /** multinet_steps() for @p m's batches (multinet_model or multinet_ce_model). */
-void multinet_steps_of(const struct strata_model *m, struct strata_runtime *rt, int from, int to,
-                       struct multinet_run *out);
+void multinet_steps_of(const struct strata_model *m, struct strata_runtime *rt, int from,
+                       int to, struct multinet_run *out);
 
 /** @p rt's parameters (fsdp's shards put together) into @p out. */
 void multinet_params(struct strata_runtime *rt, const struct strata_config *c,
