@@ -129,6 +129,11 @@ static int same_correct(const struct multinet_run *x, const struct multinet_run 
  */
 static void check_counts(const struct multinet_run *x, const char *what)
 {
+        int some = 0;
+
+        for (int t = 0; t < STEPS; t++)
+                some += x->correct[t][1] + x->correct[t][3];
+        cr_assert_gt(some, 0, "%s: the CE output predicted no row right in %d steps", what, STEPS);
         for (int t = 0; t < STEPS; t++) {
                 cr_assert_eq(x->correct[t][0], 0, "%s, step %d: the MSE output counts", what, t);
                 cr_assert_eq(x->correct[t][2], 0, "%s, step %d: the MSE output counts", what, t);
@@ -196,6 +201,7 @@ Test(multi_io_parallel, labels_invariant_on_any_device_count, .timeout = 240)
                           "devices: the outputs' losses or counts differ from 1", n);
         }
         run_model(m, STRATA_STRATEGY_FSDP, 2, 1, &a);
+        check_counts(&a, "invariant fsdp on 2");
         cr_assert(same(&a, &ref), "invariant fsdp on 2 devices differs");
         cr_assert_eq(memcmp(a.loss, ref.loss, sizeof(a.loss)), 0, "losses differ");
         cr_assert(same_own(&a, &ref) && same_correct(&a, &ref), "invariant fsdp on 2: the "
