@@ -266,3 +266,34 @@ Test(multi_io_parallel, resumes_bitwise, .timeout = 120)
         unlink(path);
         rmdir(dir);
 }
+
+/*
+ * A batch of fewer rows than devices with the cross-entropy head: the devices past its rows
+ * take part with none; the step's losses and counts are single's (the counts exactly).
+ */
+Test(multi_io_parallel, labels_fewer_rows_than_devices, .timeout = 120)
+{
+        struct strata_metrics m[2];
+
+        for (int k = 0; k < 2; k++) {
+                struct strata_config c = multinet_cfg(k ? STRATA_STRATEGY_DDP
+                                                        : STRATA_STRATEGY_SINGLE, k ? 4 : 1);
+                struct strata_batch two = multinet_ce_batch(40, 2);
+                struct strata_runtime *rt;
+
+                c.model = &multinet_ce_model;
+                c.classes = MULTINET_CE_OUT;
+                cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_train_step(rt, &two, &m[k]), STRATA_OK, "%s",
+                             strata_last_error());
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+        cr_assert_eq(m[1].rows, 2);
+        cr_assert_eq(m[1].corrects[1], m[0].corrects[1]);
+        cr_assert_eq(m[1].correct, m[0].correct);
+        for (int k = 0; k < 2; k++)
+                cr_assert(fabs(m[1].losses[k] - m[0].losses[k]) <= 1e-6 * m[0].losses[k],
+                          "output %d: %.9g on 4 devices, %.9g on 1", k, m[1].losses[k],
+                          m[0].losses[k]);
+}
