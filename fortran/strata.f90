@@ -94,7 +94,8 @@ module strata
   end type
 
   !> One of a model's outputs (struct strata_model_output): a module's output (index from 0,
-  !> C's) with its loss (c_null_ptr: the model's; a float-target loss) and weight (0: 1.0).
+  !> C's) with its loss (c_null_ptr: the model's) and weight (0: 1.0). With several outputs a
+  !> cross-entropy output's target is one value of the targets row, its class index (0-based).
   type, bind(C), public :: strata_model_output
     integer(c_int) :: module = 0
     type(c_ptr) :: loss = c_null_ptr
@@ -138,6 +139,8 @@ module strata
     real(c_double) :: mse = 0, mae = 0  !< float targets: mean squared and absolute error
     integer(c_int) :: noutputs = 0      !< several outputs: their count (0: none)
     real(c_double) :: losses(STRATA_MAX_OUTPUTS) = 0 !< each output's own loss, unweighted
+    !> each label (cross-entropy) output's rows predicted right (its accuracy: / rows)
+    integer(c_int) :: corrects(STRATA_MAX_OUTPUTS) = 0
   end type
 
   !> What a checkpoint that was loaded held (struct strata_ckpt_info).

@@ -573,6 +573,7 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
 struct loss_sums {
         /* loss, correct, squared and absolute errors, then each output's own loss */
         double v[4 + STRATA_MAX_OUTPUTS];
+        int c[STRATA_MAX_OUTPUTS]; /* several outputs: each one's correct (not the tree's) */
 };
 
 static void loss_chunk(const struct strata__chunks_loss *in, const struct strata_step_ctx *c,
@@ -611,6 +612,7 @@ static void loss_chunk_outputs(const struct strata__chunks_loss *in, int n,
         for (int k = 0; k < n; k++) {
                 cc.loss_scale = c->loss_scale * in[k].weight;
                 loss_chunk(&in[k], &cc, lo, rows, k ? &one : s);
+                s->c[k] = (int)(k ? one.v[1] : s->v[1]);
                 if (k == 0) {
                         s->v[4] = s->v[0];
                         s->v[0] *= in[k].weight;
@@ -626,16 +628,19 @@ static void loss_chunk_outputs(const struct strata__chunks_loss *in, int n,
 void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx *c,
                          struct strata__chunks_loss *in, int n)
 {
-        struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 } } };
+        struct loss_sums st[2 * STRATA__BLOCKS_MAX] = { { { 0 }, { 0 } } };
         struct stack s = { .top = 0 };
         int outputs = n > 1 || in->weight != 0.0f;
         int w = outputs ? 4 + n : 4; /* the sums the tree adds: each output's own after four */
+        int correct[STRATA_MAX_OUTPUTS] = { 0 }; /* each output's, integers: in any order */
 
         for (int j = 0; j < ch->n; j++) {
-                if (outputs)
+                if (outputs) {
                         loss_chunk_outputs(in, n, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j],
                                            &st[s.top]);
-                else
+                        for (int k = 0; k < n; k++)
+                                correct[k] += st[s.top].c[k];
+                } else
                         loss_chunk(in, c, ch->lo[j], ch->lo[j + 1] - ch->lo[j], &st[s.top]);
                 for (push(&s, ch->c0 + j); siblings(&s); pop(&s))
                         for (int k = 0; k < w; k++)
@@ -658,6 +663,8 @@ void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx 
                         in[k - 4].own += st[b].v[k];
                 }
         }
+        for (int k = 0; outputs && k < n; k++)
+                in[k].correct = correct[k];
 }
 
 double strata__chunks_block_loss(const struct strata_chunks *ch, int b, int j)

@@ -184,7 +184,7 @@ struct strata__chunks_loss {
         int width;
         float *dout;                    /* the output's gradient, or NULL: none */
         double sum, sse, sae;           /* the loss, squared and absolute errors */
-        int correct;
+        int correct;                    /* rows predicted right (several outputs: this one's) */
         /* several outputs: this one's weight in the loss (0: none, the loss as it is) */
         float weight;
         double own;                     /* several outputs: this one's loss, unweighted */
@@ -195,8 +195,9 @@ struct strata__chunks_loss {
  * block's kept (ch->loss) for the tree across devices. Several outputs (@p n of them in
  * @p s): each chunk's loss is their weighted sum in order (each gradient scaled by its
  * weight) before the tree, so the sums do not depend on the devices; the device's figures go
- * to s[0]. Each output's unweighted loss goes through the same tree beside them (s[k].own,
- * and each block's after the errors).
+ * to s[0] (but each output's rows predicted right to its s[k].correct). Each output's
+ * unweighted loss goes through the same tree beside them (s[k].own, and each block's after
+ * the errors).
  */
 void strata__chunks_loss(struct strata_chunks *ch, const struct strata_step_ctx *c,
                          struct strata__chunks_loss *s, int n);

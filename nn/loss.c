@@ -1,9 +1,11 @@
 /*
  * Losses: each a `static const` table (struct strata_loss_ops) over the driver's kernels.
  * The runtime calls the model's loss after its last module and validates targets with it
- * before a step. Label losses read int32 labels; float-target losses (MSE, L1, smooth L1,
- * BCE with logits) read the batch's f32 targets staged per device and run the driver's
- * pointwise_loss kernel: each row's sum over its outputs, rows summed in row order.
+ * before a step. Label losses read int32 labels (an output of several takes its label as one
+ * float of the targets row, checked here and converted as the replica loads it); float-target
+ * losses (MSE, L1, smooth L1, BCE with logits) read the batch's f32 targets staged per device
+ * and run the driver's pointwise_loss kernel: each row's sum over its outputs, rows summed in
+ * row order.
  */
 #include <math.h>
 
@@ -39,7 +41,7 @@ const struct strata_loss_ops *strata__loss_of(const struct strata_model *m)
 {
         if (m->noutputs > 0 && m->outputs[0].loss)
                 return m->outputs[0].loss;
-        return m->loss ? m->loss : &strata_softmax_cross_entropy;
+        return strata__loss_of_model(m);
 }
 
 /* Every value of rows [0, rows) of a batch's @p what (x or t) is finite (and in [0, 1]). */
@@ -61,11 +63,8 @@ static int check_values(const struct strata_batch *b, const char *what, const vo
         return STRATA_OK;
 }
 
-/*
- * A float-target batch: targets present, f32 or f64, one per output, finite (in [0, 1] for
- * BCE), and float inputs finite.
- */
-static int targets_check(const struct strata_batch *b, int outputs, int unit)
+/* The batch's form for a row of float targets of @p tdim values: present, f32 or f64. */
+static int row_form(const struct strata_batch *b, int tdim)
 {
         if (!b->t)
                 return strata__fail(STRATA_EINVAL, "the loss takes float targets (t, tdim); "
@@ -76,10 +75,20 @@ static int targets_check(const struct strata_batch *b, int outputs, int unit)
         if (b->tdim < 1)
                 return strata__fail(STRATA_EINVAL, "tdim %d: set it to the targets' values a "
                                                    "row, the model's %d outputs", b->tdim,
-                                    outputs);
-        if (b->tdim != outputs)
+                                    tdim);
+        if (b->tdim != tdim)
                 return strata__fail(STRATA_EINVAL, "targets are %d values a row (tdim); the "
-                                                   "model has %d outputs", b->tdim, outputs);
+                                                   "model has %d outputs", b->tdim, tdim);
+        return STRATA_OK;
+}
+
+/*
+ * A float-target batch: targets present, f32 or f64, one per output, finite (in [0, 1] for
+ * BCE), and float inputs finite.
+ */
+static int targets_check(const struct strata_batch *b, int outputs, int unit)
+{
+        STRATA_TRY(row_form(b, outputs));
         STRATA_TRY(check_values(b, "target", b->t, b->ttype, b->tdim, unit));
         return b->x ? check_values(b, "input", b->x, b->xtype, b->dim, 0) : STRATA_OK;
 }
@@ -130,8 +139,47 @@ POINTWISE_LOSS(strata_huber, "huber", STRATA_PLOSS_HUBER, real_check)
 POINTWISE_LOSS(strata_bce_with_logits, "bce_with_logits", STRATA_PLOSS_BCE_LOGITS, unit_check)
 #undef POINTWISE_LOSS
 
-/* Targets of columns [lo, lo + n) of @p b's rows in [0, 1] (BCE's), naming output @p k. */
-static int unit_columns(const struct strata_batch *b, int k, int lo, int n)
+const struct strata_loss_ops *strata__output_loss(const struct strata_model *m, int k)
+{
+        return m->outputs[k].loss ? m->outputs[k].loss : strata__loss_of_model(m);
+}
+
+const struct strata_loss_ops *strata__loss_of_model(const struct strata_model *m)
+{
+        return m->loss ? m->loss : &strata_softmax_cross_entropy;
+}
+
+int strata__float_row(const struct strata_model *m)
+{
+        return m->noutputs > 1 || strata__loss_of(m)->float_targets;
+}
+
+int strata__float_outputs(const struct strata_model *m)
+{
+        if (m->noutputs <= 0)
+                return strata__loss_of(m)->float_targets;
+        for (int k = 0; k < m->noutputs; k++)
+                if (strata__output_loss(m, k)->float_targets)
+                        return 1;
+        return 0;
+}
+
+int strata__label_outputs(const struct strata_model *m)
+{
+        int n = 0;
+
+        for (int k = 0; k < m->noutputs; k++)
+                n += !strata__output_loss(m, k)->float_targets;
+        return n;
+}
+
+/*
+ * Output @p k's targets, columns [lo, lo + n) of @p b's rows: a label output's one column a
+ * class index (an integer in [0, @p classes)); a float output's finite values, in [0, 1] for
+ * BCE's. The message names the output, the row and the column.
+ */
+static int output_columns(const struct strata_batch *b, const struct strata_loss_ops *loss,
+                          int k, int lo, int n, int classes)
 {
         for (int i = 0; i < b->rows; i++) {
                 size_t row = strata__batch_row(b, i);
@@ -139,7 +187,15 @@ static int unit_columns(const struct strata_batch *b, int k, int lo, int n)
                 for (int j = lo; j < lo + n; j++) {
                         double v = strata__value(b->t, b->ttype, row * (size_t)b->tdim + j);
 
-                        if (!(v >= 0.0 && v <= 1.0))
+                        if (!loss->float_targets && !(v >= 0.0 && v < classes && v == floor(v)))
+                                return strata__fail(STRATA_EINVAL, "label of output %d, row "
+                                                    "(sample) %d, column %d is %g: not a "
+                                                    "class index (an integer in [0, %d))", k,
+                                                    i, j, v, classes);
+                        if (loss->float_targets && !isfinite(v))
+                                return strata__fail(STRATA_EINVAL, "target of row %d, column "
+                                                    "%d (output %d) is %g", i, j, k, v);
+                        if (loss == &strata_bce_with_logits && !(v >= 0.0 && v <= 1.0))
                                 return strata__fail(STRATA_EINVAL, "target of row %d, column "
                                                     "%d (output %d) is %g (not in [0, 1])",
                                                     i, j, k, v);
@@ -151,18 +207,23 @@ static int unit_columns(const struct strata_batch *b, int k, int lo, int n)
 int strata__targets_check(const struct strata_model *m, const struct strata_batch *b,
                           int outputs, const int *widths)
 {
-        int lo = 0;
+        int lo = 0, tdim = 0;
 
-        if (m->noutputs <= 0)
+        if (m->noutputs <= 0 || !strata__float_row(m)) /* one output with labels: as none */
                 return strata__loss_of(m)->check(b, outputs);
-        STRATA_TRY(targets_check(b, outputs, 0));
+        for (int k = 0; k < m->noutputs; k++)
+                tdim += strata__output_loss(m, k)->float_targets ? widths[k] : 1;
+        if (b->t && b->tdim != tdim && strata__label_outputs(m))
+                return strata__fail(STRATA_EINVAL, "targets are %d values a row (tdim); the "
+                                    "model's outputs take %d (one class index per label "
+                                    "output)", b->tdim, tdim);
+        STRATA_TRY(row_form(b, tdim));
         for (int k = 0; k < m->noutputs; k++) {
-                const struct strata_loss_ops *loss = m->outputs[k].loss ? m->outputs[k].loss
-                                                                        : m->loss;
+                const struct strata_loss_ops *loss = strata__output_loss(m, k);
+                int n = loss->float_targets ? widths[k] : 1;
 
-                if (loss == &strata_bce_with_logits)
-                        STRATA_TRY(unit_columns(b, k, lo, widths[k]));
-                lo += widths[k];
+                STRATA_TRY(output_columns(b, loss, k, lo, n, widths[k]));
+                lo += n;
         }
-        return STRATA_OK;
+        return b->x ? check_values(b, "input", b->x, b->xtype, b->dim, 0) : STRATA_OK;
 }

@@ -5,15 +5,35 @@
 #include "strata/nn.h"
 
 /**
- * The loss of model @p m (softmax cross-entropy when it names none); with several outputs
- * their first one's (all take float targets).
+ * The loss of model @p m (softmax cross-entropy when it names none); with outputs their first
+ * one's.
  */
 const struct strata_loss_ops *strata__loss_of(const struct strata_model *m);
 
+/** The model's own loss (m->loss, or softmax cross-entropy when it names none). */
+const struct strata_loss_ops *strata__loss_of_model(const struct strata_model *m);
+
+/** Output @p k's loss: its own, or the model's. */
+const struct strata_loss_ops *strata__output_loss(const struct strata_model *m, int k);
+
 /**
- * A batch's targets for model @p m, @p outputs values a row: its loss's check, or with several
- * outputs (m->noutputs, each @p widths[k] values) float targets, finite, and in [0, 1] for the
- * outputs whose loss is BCE's.
+ * Whether a batch's targets are a row of floats (t, tdim): a float-target loss, or several
+ * outputs (a label output's class index is one float of the row); else int32 labels (y).
+ */
+int strata__float_row(const struct strata_model *m);
+
+/** Whether some output takes float targets (the squared and absolute errors are theirs). */
+int strata__float_outputs(const struct strata_model *m);
+
+/** How many of the model's outputs take labels (0 without outputs). */
+int strata__label_outputs(const struct strata_model *m);
+
+/**
+ * A batch's targets for model @p m, @p outputs values a row: its loss's check, or with
+ * outputs (m->noutputs, each @p widths[k] values) a float row of each float output's values
+ * (finite, and in [0, 1] for BCE's) and one per label output (a class index: an integer in
+ * [0, widths[k])), the message naming output, row and column; one output with labels is the
+ * model without outputs (its loss's check).
  */
 int strata__targets_check(const struct strata_model *m, const struct strata_batch *b,
                           int outputs, const int *widths);

@@ -175,11 +175,12 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
  * buffer (the last module's is dbuf[0], as without outputs) and, with more than one, its
  * targets'. A model that gives neither has none of these buffers.
  */
-static int layout_io(struct strata__replica *r, struct strata_arena *d,
+static int layout_io(struct strata__replica *r, const struct strata__replica_mem *mem,
                      const struct strata_model *m, const int *outw, int rows)
 {
         struct strata__replica_io *io = &r->io;
-        int at = 0;
+        struct strata_arena *d = mem->dev;
+        int at = 0, oat = 0;
 
         io->nin = m->ninputs;
         for (int k = 0; k < m->ninputs; k++) {
@@ -203,17 +204,33 @@ static int layout_io(struct strata__replica *r, struct strata_arena *d,
 
                 io->mod[k] = o->module;
                 io->w[k] = outw[o->module];
-                io->toff[k] = at;
-                at += io->w[k];
                 io->weight[k] = o->weight == 0.0f ? 1.0f : o->weight;
-                io->loss[k] = o->loss ? o->loss : m->loss;
+                io->loss[k] = strata__output_loss(m, k);
+                io->label[k] = !io->loss[k]->float_targets;
+                io->tw[k] = io->label[k] ? 1 : io->w[k];
+                io->toff[k] = at;
+                io->ooff[k] = oat;
+                at += io->tw[k];
+                oat += io->w[k];
+                io->fwidth += io->label[k] ? 0 : io->w[k];
                 if (o->module != m->nmodules - 1)
                         STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->w[k],
                                                         &io->gout[k]));
-                if (m->noutputs > 1)
-                        STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->w[k],
-                                                        &io->tout[k]));
+                if (m->noutputs <= 1)
+                        continue;
+                /* its targets: floats split from the row, or int32 labels made from it */
+                STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->tw[k], &io->tout[k]));
+                if (io->label[k] && mem->pinned) {
+                        void *p;
+
+                        STRATA_TRY(strata_arena_alloc(mem->pinned, sizeof(int32_t) *
+                                                      (size_t)rows, 0, &p));
+                        io->lab_host[k] = p;
+                } else if (io->label[k]) {
+                        io->lab_host[k] = (int32_t *)(void *)io->tout[k];
+                }
         }
+        io->tdim = at;
         return STRATA_OK;
 }
 
@@ -274,7 +291,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         if (m->loss && (!m->loss->check || !m->loss->forward))
                 return strata__fail(STRATA_EINVAL, "the model's loss %s lacks check or forward",
                                     m->loss->name ? m->loss->name : "(unnamed)");
-        if (strata__loss_of(m)->float_targets && !mem->drv->kernels->pointwise_loss)
+        if (strata__float_outputs(m) && !mem->drv->kernels->pointwise_loss)
                 return strata__fail(STRATA_ENOTSUP, "the %s driver has no pointwise_loss "
                                     "kernel: float targets do not run on it", mem->drv->name);
         if (chunks && !mem->drv->kernels->add)
@@ -341,7 +358,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
                 width = in > width ? in : width;
         }
-        STRATA_TRY(strata__shape_finish(m, &walk, &r->out));
+        STRATA_TRY(strata__shape_finish(m, &walk, &r->out, NULL));
         skip_slots(&sk, m->nmodules, outw, rows);
         r->nparam = nparam;
         r->nstate = nstate;
@@ -396,10 +413,12 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
         }
         STRATA_TRY(layout_skips(r, a, d, &sk, m->nmodules));
-        STRATA_TRY(layout_io(r, d, m, outw, rows));
-        /* A row's targets: one int32 label, or one f32 per output. */
-        tbytes = (size_t)rows * (r->loss->float_targets ? sizeof(float) * (size_t)r->out
-                                                        : sizeof(int32_t));
+        STRATA_TRY(layout_io(r, mem, m, outw, rows));
+        /* A row's targets: one int32 label, or a row of f32 (one per output, or io's). */
+        r->float_row = strata__float_row(m);
+        tbytes = (size_t)rows * (!r->float_row ? sizeof(int32_t)
+                                 : sizeof(float) * (size_t)(m->noutputs > 1 ? r->io.tdim
+                                                                            : r->out));
         /* Every GEMM dimension is a layer width or the rows. */
         STRATA_TRY(layout_lp(r, mem, lp_elems, (size_t)(rows > width ? rows : width),
                              pl->compute));
@@ -489,17 +508,17 @@ static void split_rows(const struct strata__replica *r, const float *src, int ro
 static void load(struct strata__replica *r, const struct strata_batch *b, int lo, int rows,
                  int with_labels)
 {
-        const void *t;
+        struct strata__replica_io *io = &r->io;
+        const float *t = NULL;
 
         r->rows = rows;
         r->row0 = lo;
         r->x = r->drv->device_view(r->x_stage, strata__batch_inputs(b, lo, rows, r->x_host),
                                    sizeof(float) * (size_t)rows * b->dim);
-        if (r->io.nin > 1)
-                split_rows(r, r->x, rows, b->dim, r->io.nin, r->io.in_off, r->io.in_w,
-                           r->io.xin);
+        if (io->nin > 1)
+                split_rows(r, r->x, rows, b->dim, io->nin, io->in_off, io->in_w, io->xin);
         r->targets = NULL;
-        if (with_labels && r->loss->float_targets && b->t) {
+        if (with_labels && r->float_row && b->t) {
                 t = strata__batch_targets(b, lo, rows, r->y_host);
                 r->targets = r->drv->device_view(r->y_stage, t,
                                                  sizeof(float) * (size_t)rows * b->tdim);
@@ -507,12 +526,22 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
                 r->targets = r->drv->device_view(r->y_stage, b->y + lo,
                                                  sizeof(int32_t) * (size_t)rows);
         }
-        r->io.t[0] = r->targets;
-        if (r->io.nout > 1 && r->targets)
-                split_rows(r, r->targets, rows, r->out, r->io.nout, r->io.toff, r->io.w,
-                           r->io.tout);
-        for (int k = 0; r->io.nout > 1 && k < r->io.nout; k++)
-                r->io.t[k] = r->targets ? r->io.tout[k] : NULL;
+        io->t[0] = r->targets;
+        for (int k = 0; io->nout > 1 && k < io->nout; k++) {
+                io->t[k] = NULL;
+                if (!r->targets)
+                        continue;
+                if (!io->label[k]) { /* its columns of the rows */
+                        split_rows(r, r->targets, rows, io->tdim, 1, &io->toff[k], &io->tw[k],
+                                   &io->tout[k]);
+                        io->t[k] = io->tout[k];
+                        continue;
+                }
+                for (int i = 0; i < rows; i++) /* its class index, checked an integer */
+                        io->lab_host[k][i] = (int32_t)t[(size_t)i * io->tdim + io->toff[k]];
+                io->t[k] = r->drv->device_view(io->tout[k], io->lab_host[k],
+                                               sizeof(int32_t) * (size_t)rows);
+        }
 }
 
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
@@ -608,7 +637,7 @@ void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst
         }
         for (int i = 0; i < r->rows; i++)
                 for (int k = 0; k < io->nout; k++)
-                        r->drv->to_host(dst + (size_t)i * r->out + io->toff[k],
+                        r->drv->to_host(dst + (size_t)i * r->out + io->ooff[k],
                                         r->y[io->mod[k]] + (size_t)i * io->w[k],
                                         sizeof(float) * (size_t)io->w[k]);
 }
@@ -628,10 +657,27 @@ static void loss_chunks(struct strata__replica *r, const struct strata_step_ctx 
 }
 
 /*
+ * The outputs' rows predicted right: each label output's (from @p cl), the first one's as the
+ * model's.
+ */
+static void outputs_correct(struct strata__replica *r, const struct strata__chunks_loss *cl)
+{
+        const struct strata__replica_io *io = &r->io;
+
+        r->correct = 0;
+        for (int k = io->nout - 1; k >= 0; k--) {
+                r->out_correct[k] = io->label[k] ? cl[k].correct : 0;
+                if (io->label[k])
+                        r->correct = cl[k].correct;
+        }
+}
+
+/*
  * Several outputs: each output's loss with its weight, in the list's order: its gradient
- * scaled by the weight (the loss scale times it) into its buffer, each output's own loss, the
- * weighted sum of the losses and the plain sums of the errors over every output. Invariant mode: per chunk, each
- * block the outputs' weighted sum in the same order, so the tree is as a single output's.
+ * scaled by the weight (the loss scale times it) into its buffer, each output's own loss and
+ * (label outputs) rows predicted right, the weighted sum of the losses and the plain sums of
+ * the errors over every float output. Invariant mode: per chunk, each block the outputs'
+ * weighted sum in the same order, so the tree is as a single output's.
  */
 static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
 {
@@ -640,7 +686,6 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
         struct strata_step_ctx cc = *c;
 
         r->loss_sum = r->sse = r->sae = 0.0;
-        r->correct = 0;
         for (int k = 0; k < io->nout; k++)
                 cl[k] = (struct strata__chunks_loss){
                         .loss = io->loss[k], .out = r->y[io->mod[k]], .targets = io->t[k],
@@ -653,6 +698,7 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
                 r->sae = cl[0].sae;
                 for (int k = 0; k < io->nout; k++)
                         r->out_loss[k] = cl[k].own;
+                outputs_correct(r, cl);
                 return;
         }
         for (int k = 0; k < io->nout; k++) {
@@ -661,13 +707,17 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
 
                 cc.loss_scale = c->loss_scale * io->weight[k];
                 r->out_loss[k] = io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
-                                                      dout, NULL);
+                                                      dout, io->label[k] ? &cl[k].correct
+                                                                         : NULL);
                 r->loss_sum += (double)io->weight[k] * r->out_loss[k];
+                if (io->label[k])
+                        continue;
                 r->sse += r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k], r->rows,
                                                io->w[k], 0.0f, NULL);
                 r->sae += r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k], r->rows,
                                                io->w[k], 0.0f, NULL);
         }
+        outputs_correct(r, cl);
 }
 
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)

@@ -23,6 +23,8 @@
  * where each input's values lie in a row and the buffer its rows are split into, and each
  * output's module, loss, weight, targets and loss gradient. nin and nout 0: the model gives
  * none (one input, the last module's output with the model's loss): nothing here is used.
+ * With several outputs a label output's class index is one float of the targets row, made an
+ * int32 label as the rows load (lab_host, then the device's view in tout).
  */
 struct strata__replica_io {
         int nin, nout;
@@ -30,10 +32,17 @@ struct strata__replica_io {
         float *xin[STRATA_MAX_INPUTS];     /* input k's rows of this batch (nin > 1) */
         int mod[STRATA_MAX_OUTPUTS];       /* output k's module */
         int w[STRATA_MAX_OUTPUTS], toff[STRATA_MAX_OUTPUTS]; /* its width, place in targets */
+        int ooff[STRATA_MAX_OUTPUTS];      /* its place in a row of predictions */
+        int tw[STRATA_MAX_OUTPUTS];        /* its values in a row of targets (label: 1) */
+        int tdim;                          /* a row of targets: the tw's sum (nout > 1) */
+        int fwidth;                        /* the float outputs' widths' sum */
+        unsigned char label[STRATA_MAX_OUTPUTS]; /* its loss takes labels */
+        int32_t *lab_host[STRATA_MAX_OUTPUTS];   /* a label output's labels, host (nout > 1) */
         float weight[STRATA_MAX_OUTPUTS];
         const struct strata_loss_ops *loss[STRATA_MAX_OUTPUTS];
         float *gout[STRATA_MAX_OUTPUTS];   /* its loss gradient (the last module's: dbuf[0]) */
-        float *tout[STRATA_MAX_OUTPUTS];   /* its targets split from the row (nout > 1) */
+        float *tout[STRATA_MAX_OUTPUTS];   /* its targets split from the row (nout > 1; a
+                                            * label output's int32 labels, device memory) */
         const void *t[STRATA_MAX_OUTPUTS]; /* its targets of this batch */
 };
 
@@ -70,7 +79,9 @@ struct strata__replica {
         int row0;                  /* global index of its first row */
         double loss_sum;           /* summed loss of the current batch */
         double out_loss[STRATA_MAX_OUTPUTS]; /* several outputs: each one's, unweighted */
-        int correct;
+        int out_correct[STRATA_MAX_OUTPUTS]; /* each label output's rows predicted right */
+        int correct;               /* labels: rows predicted right (the first label output's) */
+        int float_row;             /* targets are a row of floats (strata__float_row()) */
         double sse, sae;           /* float targets: summed squared and absolute errors */
         uint64_t opt_t;            /* optimizer steps taken */
         enum strata_dtype compute; /* GEMM operand type (the precision plugin's) */

@@ -267,9 +267,12 @@ int strata__shape_step(const struct strata_model *m, int i, struct strata__shape
         return STRATA_OK;
 }
 
-/* Output @p k of @p m: its module, loss and weight; its width added to @p total. */
+/*
+ * Output @p k of @p m: its module, loss and weight; its width added to @p total, its targets'
+ * values (the width, or one class index for a label loss) to @p tvals.
+ */
 static int check_output(const struct strata_model *m, const struct strata__shape_walk *w,
-                        int k, const unsigned char *seen, long long *total)
+                        int k, const unsigned char *seen, long long *total, long long *tvals)
 {
         const struct strata_model_output *o = &m->outputs[k];
         const struct strata_loss_ops *loss = o->loss ? o->loss : m->loss;
@@ -283,28 +286,34 @@ static int check_output(const struct strata_model *m, const struct strata__shape
         if (!isfinite(o->weight) || o->weight < 0.0f)
                 return strata__fail(STRATA_EINVAL, "model output %d (module %d): weight %g: "
                                     "finite, >= 0 (0: 1.0)", k, o->module, (double)o->weight);
-        if (!loss || !loss->float_targets || !loss->check || !loss->forward)
-                return strata__fail(STRATA_EINVAL, "model output %d (module %d): loss %s: an "
-                                    "output takes a float-target loss (mse, l1, huber, "
-                                    "bce_with_logits)", k, o->module,
+        if (loss && (!loss->check || !loss->forward))
+                return strata__fail(STRATA_EINVAL, "model output %d (module %d): loss %s "
+                                    "lacks check or forward", k, o->module,
+                                    loss->name ? loss->name : "(unnamed)");
+        if ((!loss || !loss->float_targets) && w->width[o->module] < 2)
+                return strata__fail(STRATA_EINVAL, "model output %d (module %d): loss %s "
+                                    "takes class labels: its module gives %d value a row, "
+                                    "classes need >= 2", k, o->module,
                                     loss ? (loss->name ? loss->name : "(unnamed)")
-                                         : "softmax_cross_entropy (the default)");
+                                         : "softmax_cross_entropy (the default)",
+                                    w->width[o->module]);
         *total += w->width[o->module];
+        *tvals += loss && loss->float_targets ? w->width[o->module] : 1;
         return STRATA_OK;
 }
 
 int strata__shape_finish(const struct strata_model *m, const struct strata__shape_walk *w,
-                         int *targets)
+                         int *outputs, int *targets)
 {
         unsigned char seen[STRATA__MODULES_MAX] = { 0 };
-        long long total = 0;
+        long long total = 0, tvals = 0;
         int n = m->nmodules;
 
         if (m->noutputs < 0 || m->noutputs > STRATA_MAX_OUTPUTS)
                 return strata__fail(STRATA_EINVAL, "model: noutputs %d (0..%d)", m->noutputs,
                                     STRATA_MAX_OUTPUTS);
         for (int k = 0; k < m->noutputs; k++) {
-                STRATA_TRY(check_output(m, w, k, seen, &total));
+                STRATA_TRY(check_output(m, w, k, seen, &total, &tvals));
                 seen[m->outputs[k].module] = 1;
         }
         if (m->noutputs && !seen[n - 1])
@@ -320,7 +329,10 @@ int strata__shape_finish(const struct strata_model *m, const struct strata__shap
         if (total > (1 << 30))
                 return strata__fail(STRATA_EINVAL, "model: its outputs hold %lld values a row",
                                     total);
-        if (targets)
-                *targets = m->noutputs ? (int)total : w->width[n - 1];
+        if (outputs)
+                *outputs = m->noutputs ? (int)total : w->width[n - 1];
+        if (targets) /* one output: its loss's targets, as the model without outputs */
+                *targets = m->noutputs > 1 ? (int)tvals
+                                           : m->noutputs ? (int)total : w->width[n - 1];
         return STRATA_OK;
 }

@@ -51,11 +51,13 @@ int strata__shape_step(const struct strata_model *m, int i, struct strata__shape
 
 /**
  * After the walk's last step: @p m's outputs checked (their modules, losses, weights, the last
- * module among them) and every module's output read by a later module or an output; the
- * values of a row of targets (the outputs' widths' sum, or the last module's width) to
- * @p targets when not NULL.
+ * module among them, a label output's two classes at least) and every module's output read by
+ * a later module or an output; the values of a row of predictions (the outputs' widths' sum,
+ * or the last module's width) to @p outputs and of a row of float targets (each float
+ * output's width and one class index per label output, with several outputs; else as
+ * @p outputs) to @p targets, each when not NULL.
  */
 int strata__shape_finish(const struct strata_model *m, const struct strata__shape_walk *w,
-                         int *targets);
+                         int *outputs, int *targets);
 
 #endif /* STRATA_NN_SHAPE_H */

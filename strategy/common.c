@@ -81,10 +81,16 @@ static int outputs_of(const struct strata_config *c)
         return c->model->noutputs;
 }
 
+/* The model's label outputs, each with its rows predicted right among a device's metrics. */
+static int labels_of(const struct strata_config *c)
+{
+        return strata__label_outputs(c->model);
+}
+
 /* Doubles of a device's metrics before the outputs' own losses (not invariant mode). */
 static int metrics_base(const struct strata_config *c)
 {
-        return strata__loss_of(c->model)->float_targets ? 5 : 3;
+        return strata__float_outputs(c->model) ? 5 : 3;
 }
 
 int strata__metrics_width(const struct strata_config *c, int world)
@@ -92,29 +98,38 @@ int strata__metrics_width(const struct strata_config *c, int world)
         struct strata__chunk_plan p;
 
         if (!strata__chunks(c))
-                return metrics_base(c) + outputs_of(c);
+                return metrics_base(c) + outputs_of(c) + labels_of(c);
         strata__chunks_plan(strata__chunks(c), world, c->batch, &p);
-        /* correct, rows, then each block's loss, sse, sae and each output's own loss */
-        return 2 + (3 + outputs_of(c)) * p.blocks;
+        /* correct, rows, each label output's correct, then each block's loss, sse, sae and
+         * each output's own loss */
+        return 2 + labels_of(c) + (3 + outputs_of(c)) * p.blocks;
 }
 
-/* *m's mean figures from the sums (loss, squared and absolute errors, the outputs' own). */
+/*
+ * *m's mean figures from the sums (loss, squared and absolute errors, the outputs' own) and
+ * counts (the model's correct, each label output's in @p lab).
+ */
 static void metrics_means(const struct strata_runtime *rt, const double *sum, int correct,
-                          int rows, struct strata_metrics *m)
+                          const int *lab, int rows, struct strata_metrics *m)
 {
-        int sum_red = rt->cfg.model->reduction == STRATA_REDUCTION_SUM;
-        double elems = (double)rows * rt->cfg.classes;
+        const struct strata_model *model = rt->cfg.model;
+        int sum_red = model->reduction == STRATA_REDUCTION_SUM, j = 0;
+        double elems = (double)rows * (model->noutputs ? rt->replicas[0].io.fwidth
+                                                       : rt->cfg.classes);
 
         *m = (struct strata_metrics){ .loss = sum_red ? sum[0] : sum[0] / rows,
                                       .correct = correct, .rows = rows,
                                       .noutputs = outputs_of(&rt->cfg) };
-        if (strata__loss_of(rt->cfg.model)->float_targets) {
-                m->correct = 0;
+        if (strata__float_outputs(model)) {
+                m->correct = model->noutputs ? correct : 0;
                 m->mse = sum[1] / elems;
                 m->mae = sum[2] / elems;
         }
-        for (int k = 0; k < m->noutputs; k++)
+        for (int k = 0; k < m->noutputs; k++) {
                 m->losses[k] = sum_red ? sum[3 + k] : sum[3 + k] / rows;
+                if (!strata__output_loss(model, k)->float_targets)
+                        m->corrects[k] = lab[j++];
+        }
 }
 
 /* Invariant mode: the sums of @p n devices' blocks, by the chunks' tree. */
@@ -122,23 +137,28 @@ static void metrics_tree(const struct strata_runtime *rt, const double *v, int n
                          struct strata_metrics *m)
 {
         int chunks = strata__chunks(&rt->cfg), w = strata__metrics_width(&rt->cfg, n);
-        int per = 3 + outputs_of(&rt->cfg), blocks = (w - 2) / per, rows = 0, correct = 0;
+        int nl = labels_of(&rt->cfg), per = 3 + outputs_of(&rt->cfg);
+        int blocks = (w - 2 - nl) / per, rows = 0, correct = 0;
+        int lab[STRATA_MAX_OUTPUTS] = { 0 };
         double sum[3 + STRATA_MAX_OUTPUTS];
 
         for (int d = 0; d < n; d++) {
                 correct += (int)v[w * d];
                 rows += (int)v[w * d + 1];
+                for (int k = 0; k < nl; k++)
+                        lab[k] += (int)v[w * d + 2 + k];
         }
         for (int j = 0; j < per; j++)
-                sum[j] = strata__chunks_total(v, w, 2, per, j, chunks, n, blocks);
-        metrics_means(rt, sum, correct, rows, m);
+                sum[j] = strata__chunks_total(v, w, 2 + nl, per, j, chunks, n, blocks);
+        metrics_means(rt, sum, correct, lab, rows, m);
 }
 
 void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n,
                          struct strata_metrics *m)
 {
         int w = strata__metrics_width(&rt->cfg, n), base = metrics_base(&rt->cfg), rows = 0;
-        int correct = 0;
+        int nl = labels_of(&rt->cfg), correct = 0;
+        int lab[STRATA_MAX_OUTPUTS] = { 0 };
         double sum[3 + STRATA_MAX_OUTPUTS] = { 0.0 };
 
         if (!m)
@@ -151,26 +171,33 @@ void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n
                 sum[0] += v[w * d];
                 correct += (int)v[w * d + 1];
                 rows += (int)v[w * d + 2];
-                for (int j = 3; j < w; j++) /* the errors (base 5), the outputs' own */
+                for (int j = 3; j < w - nl; j++) /* the errors (base 5), the outputs' own */
                         sum[j - 3 + (base == 5 ? 1 : 3)] += v[w * d + j];
+                for (int k = 0; k < nl; k++)
+                        lab[k] += (int)v[w * d + w - nl + k];
         }
-        metrics_means(rt, sum, correct, rows, m);
+        metrics_means(rt, sum, correct, lab, rows, m);
 }
 
 void strata__metrics_local(const struct strata_runtime *rt, double *v)
 {
         int w = strata__metrics_width(&rt->cfg, rt->world), nout = outputs_of(&rt->cfg);
+        int nl = labels_of(&rt->cfg);
 
         for (int d = 0; d < rt->nreplicas; d++) {
                 const struct strata__replica *r = &rt->replicas[d];
                 double *o = v + (size_t)w * d;
+                double *lab = strata__chunks(&rt->cfg) ? o + 2 : o + w - nl;
 
+                for (int k = 0, j = 0; k < nout; k++)
+                        if (r->io.label[k])
+                                lab[j++] = r->out_correct[k];
                 if (strata__chunks(&rt->cfg)) {
                         o[0] = r->correct;
                         o[1] = r->rows;
-                        for (int b = 0; b < (w - 2) / (3 + nout); b++)
+                        for (int b = 0; b < (w - 2 - nl) / (3 + nout); b++)
                                 for (int j = 0; j < 3 + nout; j++)
-                                        o[2 + (3 + nout) * b + j] =
+                                        o[2 + nl + (3 + nout) * b + j] =
                                                 strata__chunks_block_loss(r->chunks, b, j);
                         continue;
                 }

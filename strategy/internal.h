@@ -291,17 +291,19 @@ void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m);
 
 /**
  * Most doubles of every device's metrics together (strata__metrics_width() times the
- * devices): invariant mode's, (2 + (3 + outputs) x blocks) a device, devices x blocks at most
- * twice the chunks; more than the (5 + outputs) a device otherwise.
+ * devices): invariant mode's, (2 + labels + (3 + outputs) x blocks) a device, devices x
+ * blocks at most twice the chunks; more than the (5 + outputs + labels) a device otherwise.
  */
 #define STRATA__METRICS_ALL                                                                    \
-        (2 * STRATA_MAX_DEVICES + (3 + STRATA_MAX_OUTPUTS) * 2 * STRATA__CHUNKS_MAX)
+        ((2 + STRATA_MAX_OUTPUTS) * STRATA_MAX_DEVICES +                                       \
+         (3 + STRATA_MAX_OUTPUTS) * 2 * STRATA__CHUNKS_MAX)
 
 /**
  * Doubles of one device's metrics under configuration @p c with @p world devices: (loss,
- * correct, rows), with float targets the summed squared and absolute errors after them, then
- * each of the model's outputs' own loss (several outputs); in invariant mode (correct, rows),
- * then (loss, squared, absolute errors, each output's own loss) of each of the most blocks a
+ * correct, rows), with float outputs the summed squared and absolute errors after them, then
+ * each of the model's outputs' own loss (several outputs) and each label output's rows
+ * predicted right; in invariant mode (correct, rows, each label output's correct), then
+ * (loss, squared, absolute errors, each output's own loss) of each of the most blocks a
  * device holds, for the chunks' tree across devices.
  */
 int strata__metrics_width(const struct strata_config *c, int world);

@@ -8,7 +8,8 @@
 #  2. messages: the MPI messages rank 0 sends per training step (strata-count-isend.so
 #     preloaded: MPI_Isend counted), P in COUNT_PROCS (default "8 16"), synthetic rows, the
 #     difference of a 10-step and a 20-step epoch over 10 (set-up and evaluation cancel).
-# Usage: tools/bench-sharded-procs.sh OLD_BUILD [REPS]; env BUILD (default build: the new).
+# Usage: tools/bench-sharded-procs.sh OLD_BUILD [REPS]; env BUILD (default build: the new),
+# ROWS (time on ROWS synthetic rows instead of Fashion-MNIST: shorter epochs at 8-16 processes).
 set -euo pipefail
 old=${1:?usage: tools/bench-sharded-procs.sh OLD_BUILD [REPS]}
 reps=${2:-5}
@@ -19,9 +20,11 @@ mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 [ -x "$old/bin/strata-train" ] || { echo "no $old/bin/strata-train" >&2; exit 2; }
 [ -f "$count_so" ] || { echo "no $count_so (make tools with mpicc)" >&2; exit 2; }
 
+data=()
+[ -n "${ROWS:-}" ] && data=(--synthetic "$ROWS")
 step_us() { # build strategy procs -> median step of one epoch, us
         $mpirun -np "$3" "$1/bin/strata-train" --strategy "$2" --devices 1 --bind none \
-                --model "$model" --batch 128 --epochs 1 --json 2>/dev/null |
+                --model "$model" "${data[@]}" --batch 128 --epochs 1 --json 2>/dev/null |
                 grep '"final"' | head -1 | sed 's/.*"step_us_median":\([0-9.]*\).*/\1/'
 }
 echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc)" \

@@ -340,13 +340,17 @@ struct strata_model_input {
 };
 
 /**
- * One of a model's outputs: a module's output with its own loss and weight. The targets row
- * holds each output's float targets in turn (output 0's first); the loss the runtime
- * minimises and reports is the sum of weight * that output's loss, in the list's order.
+ * One of a model's outputs: a module's output with its own loss and weight. With several
+ * outputs the targets row (strata_batch t, tdim: strata_model_targets()) holds each output's
+ * targets in turn (output 0's first): a float-target loss's @c width values, a label loss's
+ * (softmax cross-entropy's) one value, its class index, a whole number in [0, width) stored
+ * as a float (checked before a step, the message naming output, row and column). The loss
+ * the runtime minimises and reports is the sum of weight * that output's loss, in the list's
+ * order. One output with a label loss is the model without outputs: its labels are y.
  */
 struct strata_model_output {
         int module;                         /**< its module's index, 0..nmodules - 1 */
-        const struct strata_loss_ops *loss; /**< NULL: the model's loss; float targets only */
+        const struct strata_loss_ops *loss; /**< NULL: the model's loss */
         float weight;                       /**< finite, >= 0 (0: 1.0) */
 };
 
@@ -378,9 +382,10 @@ struct strata_model {
         /**
          * 0: one output, the last module's, with @c loss and weight 1 (the targets are that
          * loss's). 1..STRATA_MAX_OUTPUTS: these outputs, each a different module, the last
-         * module among them, each with a float-target loss (mse, l1, huber, bce_with_logits);
-         * a row of targets (and of strata_predict_step()'s values, cfg.classes) is their
-         * widths' sum.
+         * module among them, each with its loss (mse, l1, huber, bce_with_logits, or
+         * softmax cross-entropy on two classes or more); a row of strata_predict_step()'s
+         * values (cfg.classes) is their widths' sum, a row of targets is described at
+         * struct strata_model_output.
          */
         int noutputs;
         struct strata_model_output outputs[STRATA_MAX_OUTPUTS];

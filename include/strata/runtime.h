@@ -305,12 +305,24 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
 
 /**
  * @brief The layout of @p m's output, every module's shape checked in order as strata_init()
- *        checks them; with several outputs (m->noutputs) a flat vector of their widths' sum
- *        (a row of targets), the outputs checked too.
+ *        checks them; with outputs (m->noutputs) a flat vector of their widths' sum (a row
+ *        of strata_predict_step()'s values, cfg.classes), the outputs checked too.
  * @retval STRATA_OK, or STRATA_EINVAL naming the module whose input does not fit (with both
  *         shapes), *out unchanged.
  */
 int strata_model_output(const struct strata_model *m, struct strata_dims *out);
+
+/**
+ * @brief The values of a row of @p m's targets, checked as strata_model_output() checks the
+ *        model: with several outputs each float output's width plus one per label output
+ *        (its class index), the batch's tdim; with float targets otherwise the output's
+ *        width; with labels 1 (the batch's y, one int32 a row).
+ * @param widths NULL, or STRATA_MAX_OUTPUTS ints: each output's width (its classes for a
+ *        label output), 0 past m->noutputs.
+ * @retval STRATA_OK, or STRATA_EINVAL as strata_model_output() (NULL @p values too),
+ *         *values and @p widths unchanged.
+ */
+int strata_model_targets(const struct strata_model *m, int *values, int *widths);
 
 /**
  * @brief The built-in loss called @p name (its ops table's name: "softmax_cross_entropy",
@@ -340,7 +352,7 @@ struct strata_plan_info {
 /** Metrics of one step, already reduced across devices. */
 struct strata_metrics {
         double loss;   /**< mean loss over the batch (its sum under STRATA_REDUCTION_SUM) */
-        int correct;   /**< correct argmax predictions (labels) */
+        int correct;   /**< correct argmax predictions (labels; see @c corrects) */
         int rows;      /**< rows in the batch */
         /**
          * Float targets: mean squared and mean absolute error over rows * outputs, each
@@ -358,6 +370,13 @@ struct strata_metrics {
          */
         int noutputs;
         double losses[STRATA_MAX_OUTPUTS]; /**< each output's loss (see @c noutputs) */
+        /**
+         * Outputs whose loss takes labels (cross-entropy): @c corrects[k], output k's rows
+         * whose argmax is its label, its accuracy corrects[k] / rows (0 for a float output
+         * and past @c noutputs). With outputs, @c correct is the first label output's (0:
+         * none). Integer counts: the same on any device count.
+         */
+        int corrects[STRATA_MAX_OUTPUTS];
 };
 
 struct strata_runtime;

@@ -21,9 +21,12 @@
  * kind of targets, labels (y) or float targets (t, tdim wide). @p targets: the step reads
  * them (the loss's kind); predict reads none, but a batch with both is refused there too.
  */
-static int check_form(const struct strata_batch *b, const struct strata_loss_ops *loss,
+static int check_form(const struct strata_batch *b, const struct strata_model *m,
                       int targets)
 {
+        const struct strata_loss_ops *loss = strata__loss_of(m);
+        int row = strata__float_row(m);
+
         if (b->images && b->x)
                 return strata__fail(STRATA_EINVAL, "batch has both x and images: one kind of "
                                                    "inputs (images with index, or x)");
@@ -42,11 +45,16 @@ static int check_form(const struct strata_batch *b, const struct strata_loss_ops
         if (b->t && b->y)
                 return strata__fail(STRATA_EINVAL, "batch has both labels (y) and float "
                                                    "targets (t): one kind of targets");
-        if (targets && loss->float_targets && !b->t)
+        if (targets && row && !b->t && m->noutputs > 1)
+                return strata__fail(STRATA_EINVAL, "the model's %d outputs take a row of float "
+                                    "targets (t, tdim; a label output's class index one float "
+                                    "of it); the batch has %s", m->noutputs,
+                                    b->y ? "labels (y)" : "none");
+        if (targets && row && !b->t)
                 return strata__fail(STRATA_EINVAL, "the loss (%s) takes float targets (t, "
                                                    "tdim); the batch has %s", loss->name,
                                     b->y ? "labels (y)" : "none");
-        if (targets && !loss->float_targets && !b->y)
+        if (targets && !row && !b->y)
                 return strata__fail(STRATA_EINVAL, "the loss (%s) takes labels (y); the batch "
                                                    "has %s", loss->name,
                                     b->t ? "float targets (t)" : "none");
@@ -111,13 +119,12 @@ static int from_row(int rc, int lo)
 static int check_local(const struct strata_runtime *rt, const struct strata_batch *b,
                        int targets)
 {
-        const struct strata_loss_ops *loss = strata__loss_of(rt->cfg.model);
         struct strata_batch own;
         int lo, hi, rc;
 
         if (!b)
                 return strata__fail(STRATA_EINVAL, "batch pointer is NULL");
-        STRATA_TRY(check_form(b, loss, targets));
+        STRATA_TRY(check_form(b, rt->cfg.model, targets));
         /* Fewer rows than devices: the devices past the rows take part with none. */
         if (b->rows < 1 || b->rows > rt->cfg.batch)
                 return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed 1..%d", b->rows,

@@ -32,7 +32,7 @@ int strata__world(const struct strata_config *c, int *world)
 static int check_loss(const struct strata_config *c)
 {
         const struct strata_model *m = c->model;
-        int least = strata__loss_of(m)->float_targets ? 1 : 2;
+        int least = strata__float_row(m) ? 1 : 2;
 
         if ((unsigned)m->reduction >= STRATA_REDUCTION_COUNT)
                 return strata__fail(STRATA_EINVAL, "model reduction %d: mean (0) or sum (1)",

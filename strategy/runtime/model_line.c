@@ -22,6 +22,7 @@
 #include "strata/runtime.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "nn/loss.h"
 #include "nn/shape.h"
 
 /* What one argument sets in struct strata_module. */
@@ -343,7 +344,8 @@ static int parse_input(const char *s, size_t n, struct strata_model *m)
 /*
  * output(loss, weight=w) after module @p n - 1: that module is one of the model's outputs,
  * with the loss its ops table or strata-train names ("mse", "l1", "huber", "bce" or
- * "bce_with_logits"; none: the model's) and weight w (1 when not given).
+ * "bce_with_logits", "ce" or "softmax_cross_entropy": its target a class index; none: the
+ * model's) and weight w (1 when not given).
  */
 static int parse_output(const char *s, size_t n, int module, struct strata_model *m)
 {
@@ -372,12 +374,14 @@ static int parse_output(const char *s, size_t n, int module, struct strata_model
                 } else {
                         snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
                         o.loss = strata_loss_ops_by_name(!strcmp(buf, "bce") ? "bce_with_logits"
-                                                                              : buf);
-                        if (o.loss == NULL || len >= sizeof(buf) || o.loss->float_targets == 0)
+                                                         : !strcmp(buf, "ce")
+                                                                 ? "softmax_cross_entropy"
+                                                                 : buf);
+                        if (o.loss == NULL || len >= sizeof(buf))
                                 return strata__fail(STRATA_EINVAL, "model line, output %d "
                                                     "(module %d): loss '%.*s' is not mse, "
-                                                    "l1, huber or bce", k, module, (int)len,
-                                                    s);
+                                                    "l1, huber, bce or ce", k, module,
+                                                    (int)len, s);
                 }
                 s += len;
                 n -= len;
@@ -492,22 +496,46 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
         return STRATA_OK;
 }
 
-int strata_model_output(const struct strata_model *m, struct strata_dims *out)
+/* @p m's shapes walked and checked: its last layout, a row's predictions and targets. */
+static int walk_model(const struct strata_model *m, struct strata__shape_walk *w,
+                      int *outputs, int *targets)
 {
-        struct strata__shape_walk w;
         struct strata_module_shape s;
         struct strata_layer l;
-        int targets;
 
-        if (!m || !out || !m->modules || m->nmodules <= 0)
+        if (!m || !m->modules || m->nmodules <= 0)
                 return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
         if (m->in_features <= 0)
                 return strata__fail(STRATA_EINVAL, "model output: in_features %d <= 0",
                                     m->in_features);
-        STRATA_TRY(strata__shape_start(m, &w));
+        STRATA_TRY(strata__shape_start(m, w));
         for (int i = 0; i < m->nmodules; i++)
-                STRATA_TRY(strata__shape_step(m, i, &w, &l, &s));
-        STRATA_TRY(strata__shape_finish(m, &w, &targets));
-        *out = m->noutputs ? (struct strata_dims){ .channels = targets } : w.dims;
+                STRATA_TRY(strata__shape_step(m, i, w, &l, &s));
+        return strata__shape_finish(m, w, outputs, targets);
+}
+
+int strata_model_output(const struct strata_model *m, struct strata_dims *out)
+{
+        struct strata__shape_walk w;
+        int outputs;
+
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
+        STRATA_TRY(walk_model(m, &w, &outputs, NULL));
+        *out = m->noutputs ? (struct strata_dims){ .channels = outputs } : w.dims;
+        return STRATA_OK;
+}
+
+int strata_model_targets(const struct strata_model *m, int *values, int *widths)
+{
+        struct strata__shape_walk w;
+        int targets;
+
+        if (!values)
+                return strata__fail(STRATA_EINVAL, "model targets: NULL argument");
+        STRATA_TRY(walk_model(m, &w, NULL, &targets));
+        *values = strata__float_row(m) ? targets : 1;
+        for (int k = 0; widths && k < STRATA_MAX_OUTPUTS; k++)
+                widths[k] = k < m->noutputs ? w.width[m->outputs[k].module] : 0;
         return STRATA_OK;
 }

@@ -3,12 +3,14 @@
  * strata_model_output() and strata_init() alike, and a step's targets that do not fit them are
  * refused with the runtime left as it was: a branch or a merge reading no earlier module or
  * input, an output's module out of range or twice, a weight that is not finite or negative, a
- * loss that takes labels, the last module not an output, a module nothing reads, inputs not
+ * loss without forward, a label output of one value, labels that are no class index, the last
+ * module not an output, a module nothing reads, inputs not
  * adding up to in_features, targets of the wrong width or out of BCE's range; and the lines
  * that write them wrong.
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/support/devsim.h"
@@ -107,6 +109,8 @@ Test(multi_io_bad_input, bad_outputs)
         refused("a module nothing reads", "module 8 (linear)'s output is read by no module");
 }
 
+static const struct strata_loss_ops no_forward = { .name = "no_forward", .float_targets = 1 };
+
 Test(multi_io_bad_input, bad_weights_and_losses)
 {
         static const float weights[] = { NAN, INFINITY, -INFINITY, -0.5f };
@@ -117,12 +121,9 @@ Test(multi_io_bad_input, bad_weights_and_losses)
                 refused("weight", "model output 0 (module 8): weight");
         }
         fresh();
-        m.outputs[1].loss = &strata_softmax_cross_entropy;
-        refused("labels on an output", "model output 1 (module 9): loss softmax_cross_entropy: "
-                "an output takes a float-target loss");
-        fresh();
-        m.outputs[0].loss = NULL; /* the model's: cross-entropy */
-        refused("the default loss on an output", "softmax_cross_entropy (the default)");
+        m.outputs[1].loss = &no_forward;
+        refused("a loss without forward", "model output 1 (module 9): loss no_forward lacks "
+                "check or forward");
 }
 
 Test(multi_io_bad_input, bad_inputs)
@@ -186,6 +187,84 @@ Test(multi_io_bad_input, targets_that_do_not_fit)
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
+/*
+ * The cross-entropy head's labels (one float of the row each): a value that is no class
+ * index (a fraction, out of range, negative, NaN, infinite) is refused naming the output, the
+ * row and the column, in training and evaluation, the model unchanged; so are a row of the
+ * predictions' width and labels in y; a label output on one value a row is refused.
+ */
+Test(multi_io_bad_input, labels_that_are_no_class)
+{
+        static const float bad[] = { 1.5f, 4.0f, -1.0f, NAN, INFINITY, 0.999f };
+        static const char *const shown[] = { "1.5", "4", "-1", "nan", "inf", "0.999" };
+        static float t[MULTINET_BATCH * MULTINET_CE_T];
+        static int32_t y[MULTINET_BATCH];
+        struct strata_config c = multinet_cfg(STRATA_STRATEGY_DDP, 2);
+        struct strata_batch b = multinet_ce_batch(0, MULTINET_BATCH);
+        struct strata_runtime *rt;
+        struct strata_metrics e0, e1;
+        char needle[160];
+
+        c.model = &multinet_ce_model;
+        c.classes = MULTINET_CE_OUT;
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_eval_step(rt, &b, &e0), STRATA_OK, "%s", strata_last_error());
+        memcpy(t, multinet_ce_t(0), sizeof(t));
+        b.t = t;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                t[11 * MULTINET_CE_T + MULTINET_OUT0] = bad[i]; /* row 11's class index */
+                snprintf(needle, sizeof(needle), "label of output 1, row (sample) 11, column 3 "
+                         "is %s: not a class index (an integer in [0, 4))", shown[i]);
+                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINVAL, "%s", shown[i]);
+                cr_assert(strstr(strata_last_error(), needle), "'%s' lacks '%s'",
+                          strata_last_error(), needle);
+                cr_assert_eq(strata_eval_step(rt, &b, &e1), STRATA_EINVAL, "%s", shown[i]);
+                cr_assert(strstr(strata_last_error(), needle), "%s", strata_last_error());
+        }
+        t[11 * MULTINET_CE_T + MULTINET_OUT0] = 3.0f; /* the largest class: fine */
+        b.tdim = MULTINET_CE_OUT;
+        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "targets are 7 values a row (tdim); the model's "
+                         "outputs take 4 (one class index per label output)"), "%s",
+                  strata_last_error());
+        b = (struct strata_batch){ .x = multinet_x(0), .y = y, .rows = MULTINET_BATCH,
+                                   .dim = MULTINET_IN };
+        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "the model's 2 outputs take a row of float "
+                         "targets"), "%s", strata_last_error());
+        b = multinet_ce_batch(0, MULTINET_BATCH);
+        cr_assert_eq(strata_eval_step(rt, &b, &e1), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(memcmp(&e0.loss, &e1.loss, sizeof(double)), 0, "the refused steps "
+                     "changed the model");
+        cr_assert_eq(memcmp(e0.losses, e1.losses, sizeof(e0.losses)), 0);
+        b.t = t;
+        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+
+        fresh();
+        mods[8].out = 1; /* output 0 on one value, under cross-entropy */
+        m.outputs[0].loss = &strata_softmax_cross_entropy;
+        refused("one class", "model output 0 (module 8): loss softmax_cross_entropy takes class "
+                "labels: its module gives 1 value a row, classes need >= 2");
+        fresh();
+        m.outputs[0].loss = NULL; /* the model's: cross-entropy, on 3 classes: fine */
+        {
+                struct strata_dims out;
+                int tv, wd[STRATA_MAX_OUTPUTS];
+
+                cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(out.channels, MULTINET_T, "the predictions: both outputs' widths");
+                cr_assert_eq(strata_model_targets(&m, &tv, wd), STRATA_OK, "%s",
+                             strata_last_error());
+                cr_assert_eq(tv, 1 + MULTINET_OUT1, "output 0's class index, output 1's floats");
+                cr_assert_eq(wd[0], MULTINET_OUT0);
+                cr_assert_eq(wd[1], MULTINET_OUT1);
+                cr_assert_eq(wd[2], 0);
+                cr_assert_eq(strata_model_targets(&m, NULL, NULL), STRATA_EINVAL);
+        }
+}
+
 /* A line refused names the output or module at fault and leaves the model as it was. */
 static void line_refused(const char *line, const char *needle)
 {
@@ -205,10 +284,8 @@ Test(multi_io_bad_input, lines)
 {
         line_refused("input(3) output(mse) linear(2)", "output 0 comes after the module it "
                      "marks");
-        line_refused("input(3) linear(2) output(ce)", "output 0 (module 0): loss 'ce' is not "
-                     "mse, l1, huber or bce");
-        line_refused("input(3) linear(2) output(softmax_cross_entropy)", "loss "
-                     "'softmax_cross_entropy' is not");
+        line_refused("input(3) linear(2) output(cross)", "output 0 (module 0): loss 'cross' "
+                     "is not mse, l1, huber, bce or ce");
         line_refused("input(3) linear(2) output(mse,weight=-1)", "output 0 (module 0): weight "
                      "'-1' is not a finite number > 0");
         line_refused("input(3) linear(2) output(mse,weight=0)", "weight '0' is not");

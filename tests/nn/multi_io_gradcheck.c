@@ -3,7 +3,7 @@
  * differences of its weighted loss give: the runtime's gradient of every parameter (one
  * micro-batch of a window of two: nothing stepped) against (L(p + h) - L(p - h)) / 2h, L the
  * evaluation loss of the same batch (0.7 MSE + 1.5 BCE, checked against double in
- * multi_io_values.c). Each output's weighted gradient, the branches' gradients into their
+ * multi_io_values.c); and with a cross-entropy head instead. Each output's weighted gradient, the branches' gradients into their
  * sources and the merges' all reach the parameters.
  */
 #include <criterion/criterion.h>
@@ -22,15 +22,18 @@ static double loss_at(struct strata_runtime *rt, const struct strata_batch *b)
         return m.loss;
 }
 
-Test(multi_io_gradcheck, every_parameter_matches_finite_differences)
+static void gradcheck(const struct strata_model *m)
 {
-        static float grad[MULTINET_NP];
+        static float grad[MULTINET_NP_MAX];
         struct strata_config c = multinet_cfg(STRATA_STRATEGY_SINGLE, 1);
-        struct strata_batch b = multinet_batch(5, ROWS);
+        int ce = m == &multinet_ce_model;
+        struct strata_batch b = ce ? multinet_ce_batch(5, ROWS) : multinet_batch(5, ROWS);
         struct strata_runtime *rt;
         int groups, checked = 0;
         const float h = 1e-2f;
 
+        c.model = m;
+        c.classes = ce ? MULTINET_CE_OUT : MULTINET_T;
         c.batch = ROWS;
         c.train.accumulate = 2;
         cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
@@ -41,7 +44,7 @@ Test(multi_io_gradcheck, every_parameter_matches_finite_differences)
                 struct strata_param p;
 
                 cr_assert_eq(strata_parameter(rt, 0, g, &p), STRATA_OK);
-                cr_assert_leq(p.offset + p.group.count, MULTINET_NP);
+                cr_assert_leq(p.offset + p.group.count, (size_t)multinet_np(m));
                 for (size_t i = 0; i < p.group.count; i++) /* 1 / accumulate */
                         grad[p.offset + i] = 2.0f * p.grad[i];
         }
@@ -64,6 +67,17 @@ Test(multi_io_gradcheck, every_parameter_matches_finite_differences)
                         checked++;
                 }
         }
-        cr_assert_eq(checked, MULTINET_NP);
+        cr_assert_eq(checked, multinet_np(m));
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(multi_io_gradcheck, every_parameter_matches_finite_differences)
+{
+        gradcheck(&multinet_model);
+}
+
+/* The same with the cross-entropy head (0.7 MSE + 1.5 CE, its labels from the targets row). */
+Test(multi_io_gradcheck, with_a_cross_entropy_output)
+{
+        gradcheck(&multinet_ce_model);
 }

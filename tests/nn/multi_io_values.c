@@ -232,3 +232,172 @@ Test(multi_io_values, one_output_named_is_the_default_bitwise)
         }
         cr_assert_eq(memcmp(p[0], p[1], (9 * 5 + 5 + 5 * 5 + 5) * sizeof(float)), 0);
 }
+
+/* PyTorch's cross_entropy of logits @p z (@p n classes) for class @p label, in double. */
+static double xent_of(const double *z, int n, int label)
+{
+        double mx = z[0], s = 0.0;
+
+        for (int j = 1; j < n; j++)
+                mx = z[j] > mx ? z[j] : mx;
+        for (int j = 0; j < n; j++)
+                s += exp(z[j] - mx);
+        return log(s) + mx - z[label];
+}
+
+/* The first largest logit (the kernel's argmax). */
+static int argmax_of(const double *z, int n)
+{
+        int a = 0;
+
+        for (int j = 1; j < n; j++)
+                a = z[j] > z[a] ? j : a;
+        return a;
+}
+
+/*
+ * A cross-entropy head among the two outputs (its target one float of the row, the class
+ * index) against double: the weighted loss, each output's own loss, the CE output's rows
+ * predicted right (and the model's correct, the first label output's), the MSE output's mse,
+ * every predicted value; the line with output(ce) is the same model.
+ */
+static void check_ce_model(const struct strata_model *m)
+{
+        enum { R = 16 };
+        static float pred[R * MULTINET_CE_OUT];
+        struct strata_config c = multinet_cfg(STRATA_STRATEGY_SINGLE, 1);
+        struct strata_batch b = multinet_ce_batch(5, R);
+        struct strata_runtime *rt;
+        struct strata_metrics e, mt;
+        struct lin L[MULTINET_MODULES] = { { 0 } };
+        double mse = 0.0, xent = 0.0, want, own[2];
+        int right = 0, tv;
+
+        c.model = m;
+        c.batch = R;
+        c.classes = MULTINET_CE_OUT;
+        cr_assert_eq(strata_model_targets(m, &tv, NULL), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(tv, MULTINET_CE_T, "a row of targets: 3 floats and a class index");
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        for (int s = 0; s < 6; s++) { /* trained a while: some rows right, some wrong */
+                struct strata_batch tb = multinet_ce_batch(24 + 16 * s, R);
+
+                cr_assert_eq(strata_train_step(rt, &tb, NULL), STRATA_OK, "%s",
+                             strata_last_error());
+        }
+        for (int i = 0; i < MULTINET_MODULES; i++)
+                if (i == 0 || i == 2 || i == 5 || i == 8 || i == 9)
+                        L[i] = linear_of(rt, i);
+        cr_assert_eq(L[9].out, MULTINET_CE_CLASSES);
+        cr_assert_eq(strata_eval_step(rt, &b, &e), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_predict_step(rt, &b, pred, R * MULTINET_CE_OUT), STRATA_OK, "%s",
+                     strata_last_error());
+        for (int r = 0; r < R; r++) {
+                const float *t = multinet_ce_t(5 + r);
+                int label = (int)t[MULTINET_OUT0];
+                double y[MULTINET_CE_OUT];
+
+                reference(L, multinet_x(5 + r), y);
+                for (int j = 0; j < MULTINET_CE_OUT; j++)
+                        cr_assert(fabs(pred[r * MULTINET_CE_OUT + j] - y[j]) <=
+                                          1e-5 * (1 + fabs(y[j])),
+                                  "row %d, value %d: predicted %g, reference %g", r, j,
+                                  pred[r * MULTINET_CE_OUT + j], y[j]);
+                for (int j = 0; j < MULTINET_OUT0; j++)
+                        mse += (y[j] - t[j]) * (y[j] - t[j]);
+                xent += xent_of(y + MULTINET_OUT0, MULTINET_CE_CLASSES, label);
+                right += argmax_of(y + MULTINET_OUT0, MULTINET_CE_CLASSES) == label;
+        }
+        own[0] = mse / (R * MULTINET_OUT0);
+        own[1] = xent / R; /* CrossEntropyLoss's mean: over the rows */
+        want = (double)MULTINET_W0 * own[0] + (double)MULTINET_W1 * own[1];
+        cr_assert(fabs(e.loss - want) <= 1e-5 * want, "loss %.9g, reference %.9g", e.loss, want);
+        check_own(&e, own, "evaluation");
+        cr_assert(right > 0 && right < R, "the data should leave some rows right and some wrong "
+                  "(%d of %d)", right, R);
+        cr_assert_eq(e.corrects[1], right, "CE output: %d right, reference %d", e.corrects[1],
+                     right);
+        cr_assert_eq(e.corrects[0], 0, "the MSE output counts nothing");
+        cr_assert_eq(e.correct, right, "the model's correct: its first label output's");
+        cr_assert(fabs(e.mse - own[0]) <= 1e-6 * own[0], "mse %.9g: the float output's %.9g",
+                  e.mse, own[0]);
+        cr_assert_eq(strata_train_step(rt, &b, &mt), STRATA_OK, "%s", strata_last_error());
+        check_own(&mt, own, "training step");
+        cr_assert_eq(mt.corrects[1], right);
+        cr_assert_eq(mt.correct, right);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(multi_io_values, a_cross_entropy_output_matches_double)
+{
+        check_ce_model(&multinet_ce_model);
+}
+
+Test(multi_io_values, the_ce_line_is_the_same_model)
+{
+        struct strata_module mods[MULTINET_MODULES + 2];
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse(MULTINET_CE_LINE, mods, MULTINET_MODULES + 2, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(m.noutputs, 2);
+        cr_assert_eq(m.outputs[1].loss, &strata_softmax_cross_entropy);
+        cr_assert_eq(mods[9].out, MULTINET_CE_CLASSES);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, MULTINET_CE_OUT, "a row of predictions: both heads' values");
+        check_ce_model(&m);
+}
+
+/*
+ * One output with cross-entropy named is the model without outputs: its labels are the
+ * batch's y, and the run is the same to the bit (the output reporting its loss and count).
+ */
+Test(multi_io_values, one_ce_output_named_is_the_default_bitwise)
+{
+        static const struct strata_module mods[] = {
+                { .ops = &strata_linear, .out = 5 }, { .ops = &strata_tanh },
+                { .ops = &strata_linear, .out = 4 },
+        };
+        static int32_t y[MULTINET_ROWS];
+        struct strata_model plain = { .in_features = MULTINET_IN, .nmodules = 3, .modules = mods };
+        struct strata_model named = plain;
+        struct strata_config c = multinet_cfg(STRATA_STRATEGY_SINGLE, 1);
+        float p[2][128];
+        int tv;
+
+        for (int i = 0; i < MULTINET_ROWS; i++)
+                y[i] = (int32_t)multinet_ce_t(i)[MULTINET_OUT0];
+        named.noutputs = 1;
+        named.outputs[0] = (struct strata_model_output){ .module = 2 };
+        cr_assert_eq(strata_model_targets(&named, &tv, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(tv, 1, "one label a row");
+        c.classes = 4;
+        for (int k = 0; k < 2; k++) {
+                struct strata_runtime *rt;
+                const float *v;
+                size_t n;
+
+                c.model = k ? &named : &plain;
+                cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+                for (int s = 0; s < 4; s++) {
+                        struct strata_batch b = { .x = multinet_x(16 * s), .y = y + 16 * s,
+                                                  .rows = MULTINET_BATCH, .dim = MULTINET_IN };
+                        struct strata_metrics mt;
+
+                        cr_assert_eq(strata_train_step(rt, &b, &mt), STRATA_OK, "%s",
+                                     strata_last_error());
+                        cr_assert_eq(mt.noutputs, k);
+                        cr_assert_eq(mt.losses[0], k ? mt.loss : 0.0, "step %d", s);
+                        cr_assert_eq(mt.corrects[0], k ? mt.correct : 0, "step %d", s);
+                }
+                cr_assert_eq(strata_parameters(rt, 0, &v, &n), STRATA_OK);
+                cr_assert_eq(n, 9 * 5 + 5 + 5 * 4 + 4);
+                memcpy(p[k], v, n * sizeof(float));
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+        cr_assert_eq(memcmp(p[0], p[1], (9 * 5 + 5 + 5 * 4 + 4) * sizeof(float)), 0);
+}

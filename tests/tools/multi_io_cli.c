@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/support/cli.h"
+#include "tests/support/h5files.h"
 
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
@@ -171,9 +172,178 @@ static void refused(const char *args, const char *needle)
 Test(multi_io_cli, bad_outputs_are_refused_by_name, .timeout = 120)
 {
         refused("--synthetic-regression 256 --loss mse --model 'input(4) linear(3) output(ce)'",
-                "output 0 (module 0): loss 'ce' is not mse, l1, huber or bce");
+                "--model's output takes labels; the data has float targets");
+        refused("--synthetic-regression 256 --loss mse --model 'input(4) linear(3) output(xe)'",
+                "output 0 (module 0): loss 'xe' is not mse, l1, huber, bce or ce");
+        refused("--synthetic-regression 256 --loss mse --model 'input(4) linear(3) output(mse) "
+                "linear(1,from=0) output(ce)'", "model output 1 (module 1): loss "
+                "softmax_cross_entropy takes class labels: its module gives 1 value a row");
         refused("--synthetic-regression 256 --loss mse --model 'input(4) linear(3) output(mse) "
                 "linear(2,from=7) output(mse)'", "module 1 (linear): branch from=7");
         refused("--synthetic-regression 256 --loss mse --model 'input(4) linear(3) output(mse) "
                 "linear(2)'", "the last module (1, linear) is not one of its outputs");
+}
+
+/* Two outputs, the second under cross-entropy: its class index one value of the targets row. */
+#define CE_LINE "'input(6) linear(16) tanh linear(3) output(mse) linear(4,from=1) " \
+                "output(ce,weight=0.5)'"
+#define CE_JSON "--synthetic-regression 512 --batch 32 --epochs 2 --json --invariant --lr 0.2 " \
+                "--bind none --model " CE_LINE
+
+/*
+ * A cross-entropy output through strata-train: --synthetic-regression makes its column a class
+ * index; each output's loss and the CE output's accuracy ("test_accs", null for the MSE
+ * output) are printed, the weighted losses are the loss, the model learns its classes, and in
+ * invariant mode one device, ddp's 2 and spawn's 2 processes print the same lines.
+ */
+Test(multi_io_cli, a_cross_entropy_output, .timeout = 300)
+{
+        char one[2][1024], other[2][1024];
+
+        serial();
+        epoch_lines("", CE_JSON " --strategy single --devices 1", one);
+        for (int e = 0; e < 2; e++) {
+                double l0 = field(one[e], "\"train_losses\":[", 0);
+                double l1 = field(one[e], "\"train_losses\":[", 1);
+                double acc = field(one[e], "\"test_accs\":[null,", 0);
+
+                cr_assert(l0 > 0.0 && l1 > 0.0, "%s", one[e]);
+                cr_assert(fabs(l0 + 0.5 * l1 - field(one[e], "\"train_loss\":", 0)) <= 1e-6,
+                          "weighted train losses: %s", one[e]);
+                cr_assert(acc > 0.0 && acc <= 1.0, "%s", one[e]);
+        }
+        cr_assert_gt(field(one[1], "\"test_accs\":[null,", 0), 0.5,
+                     "the classes are learnt: %s", one[1]);
+        epoch_lines("", CE_JSON " --strategy ddp --devices 2", other);
+        for (int e = 0; e < 2; e++)
+                cr_assert_str_eq(other[e], one[e], "ddp on 2, epoch %d", e + 1);
+        epoch_lines("", CE_JSON " --strategy spawn --devices 2", other);
+        for (int e = 0; e < 2; e++)
+                cr_assert_str_eq(other[e], one[e], "spawn's 2, epoch %d", e + 1);
+        cr_assert_eq(cli_run(BIN, "--synthetic-regression 256 --batch 32 --epochs 1 --bind none "
+                                  "--model " CE_LINE, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "test_accs -,0."), "the epoch line: %s", out);
+}
+
+/* An HDF5 targets row with a class index column: trained; a value no class index refused. */
+Test(multi_io_cli, class_indices_from_hdf5, .timeout = 120)
+{
+        static float x[64 * 6], t[64 * 4];
+        unsigned long long dx[2] = { 64, 6 }, dt[2] = { 64, 4 };
+        char dir[256], file[300], args[1024];
+
+        for (int i = 0; i < 64; i++) {
+                for (int j = 0; j < 6; j++)
+                        x[i * 6 + j] = sinf(0.3f * (float)(i * 6 + j));
+                for (int j = 0; j < 3; j++)
+                        t[i * 4 + j] = cosf(0.7f * (float)(i * 4 + j));
+                t[i * 4 + 3] = (float)(i % 4);
+        }
+        cli_mkdtemp(dir, sizeof(dir), "mioce");
+        snprintf(file, sizeof(file), "%s/ce.h5", dir);
+        h5w_dataset(file, "x", H5W_F32, 2, dx, x);
+        h5w_dataset(file, "t", H5W_F32, 2, dt, t);
+        t[9 * 4 + 3] = 1.5f;
+        h5w_dataset(file, "bad", H5W_F32, 2, dt, t);
+        t[9 * 4 + 3] = 4.0f;
+        h5w_dataset(file, "big", H5W_F32, 2, dt, t);
+        snprintf(args, sizeof(args), "--data %s --inputs x --targets t --batch 16 --epochs 1 "
+                 "--bind none --model " CE_LINE, file);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s -> %s", args, out);
+        cr_assert_not_null(strstr(out, "train_eval_accs -,"), "%s", out);
+        snprintf(args, sizeof(args), "--data %s --inputs x --targets bad --model " CE_LINE, file);
+        refused(args, "dataset 'bad': sample 9 holds 1.5 (value 3 of the sample): output 1 "
+                "(cross-entropy) takes a class index, an integer in [0, 4)");
+        snprintf(args, sizeof(args), "--data %s --inputs x --targets big --model " CE_LINE, file);
+        refused(args, "sample 9 holds 4 (value 3 of the sample)");
+        snprintf(args, sizeof(args), "--data %s --inputs x --targets t --model 'input(6) "
+                 "linear(3) output(mse) linear(4,from=0) output(mse)'", file);
+        refused(args, "--model: 7 outputs, but the targets have 4 values a sample");
+        snprintf(args, sizeof(args), "--data %s --inputs x --targets x --model " CE_LINE, file);
+        refused(args, "--model: 4 outputs, but the targets have 6 values a sample (the outputs "
+                "take one class index each for cross-entropy");
+        cli_rmtree(dir);
+}
+
+/* The number of comma-separated fields of @p line (up to its newline). */
+static int fields_of(const char *line)
+{
+        int n = 1;
+
+        for (; *line && *line != '\n'; line++)
+                n += *line == ',';
+        return n;
+}
+
+/*
+ * --metrics-csv: a model of several outputs adds each output's training loss and evaluation
+ * loss (train_loss_K, SET_loss_K; the evaluation's empty on step rows); a model of one output
+ * writes the columns it always did.
+ */
+Test(multi_io_cli, metrics_csv_columns_per_output, .timeout = 120)
+{
+        static char csv[1 << 14];
+        char dir[256], args[1024];
+        const char *row;
+        FILE *f;
+        size_t n;
+
+        cli_mkdtemp(dir, sizeof(dir), "miocsv");
+        snprintf(args, sizeof(args), "--synthetic-regression 256 --loss mse --batch 32 "
+                 "--epochs 1 --bind none --quiet --log-every 4 --metrics-csv %s/m.csv --model "
+                 LINE, dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        f = fopen(cli_path(dir, "m.csv"), "r");
+        cr_assert_not_null(f);
+        n = fread(csv, 1, sizeof(csv) - 1, f);
+        csv[n] = '\0';
+        fclose(f);
+        cr_assert(!strncmp(csv, "step,epoch,train_loss,lr,samples_per_s,test_loss,test_mse,"
+                           "test_mae,train_loss_0,train_loss_1,test_loss_0,test_loss_1\n", 106),
+                  "%s", csv);
+        row = strchr(csv, '\n') + 1; /* step 4's row: the evaluation's columns empty */
+        cr_assert_eq(fields_of(row), 12, "%s", row);
+        cr_assert_not_null(strstr(row, ",,,,"), "a step row: %s", row);
+        row = strstr(csv, "\n8,1,") + 1; /* the epoch's row after step 8's: every column */
+        row = strchr(row, '\n') + 1;
+        cr_assert_eq(fields_of(row), 12, "%s", row);
+        cr_assert_null(strstr(row, ",,"), "the epoch row: %s", row);
+        snprintf(args, sizeof(args), "--synthetic-regression 256 --loss mse --batch 32 "
+                 "--epochs 1 --bind none --quiet --log-every 4 --metrics-csv %s/one.csv "
+                 "--model 'input(4) linear(3) output(mse)'", dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        f = fopen(cli_path(dir, "one.csv"), "r");
+        cr_assert_not_null(f);
+        n = fread(csv, 1, sizeof(csv) - 1, f);
+        csv[n] = '\0';
+        fclose(f);
+        cr_assert(!strncmp(csv, "step,epoch,train_loss,lr,samples_per_s,test_loss,test_mse,"
+                           "test_mae\n", 67), "%s", csv);
+        for (row = csv; *row; row = strchr(row, '\n') + 1)
+                cr_assert_eq(fields_of(row), 8, "one output: %s", row);
+        cli_rmtree(dir);
+}
+
+/* What follows the progress bar's total loss at its last drawing ("/128  loss 0.1234"). */
+static const char *after_bar_loss(void)
+{
+        const char *p = strstr(out, "128/128  loss ");
+        char *end;
+
+        cr_assert_not_null(p, "no final bar: %s", out);
+        strtod(p + 14, &end);
+        return end;
+}
+
+/* On a terminal the progress bar shows each output's loss so far after the total's. */
+Test(multi_io_cli, progress_bar_per_output, .timeout = 120)
+{
+        cr_assert_eq(cli_run_tty(BIN, "--synthetic-regression 4096 --loss mse --batch 32 "
+                                      "--epochs 1 --bind none --model " LINE, out, sizeof(out)),
+                     0, "%s", out);
+        cr_assert(!strncmp(after_bar_loss(), " (0.", 4), "no outputs' losses: %s", out);
+        cr_assert_eq(cli_run_tty(BIN, "--synthetic-regression 4096 --loss mse --batch 32 "
+                                      "--epochs 1 --bind none --model 'input(4) linear(3)'", out,
+                                 sizeof(out)), 0, "%s", out);
+        cr_assert(!strncmp(after_bar_loss(), "  ", 2), "one output: %s", out);
 }

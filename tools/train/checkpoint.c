@@ -176,13 +176,16 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
                 return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.train_loss, { a.eval_loss, a.test_acc, a.eval_mse,
-                                                 a.eval_mae, { 0.0 } }, { 0.0 }, { 0.0 } };
+                                                 a.eval_mae, { 0.0 }, { 0.0 } }, { 0.0 },
+                                 { 0.0 } };
         memcpy(a.step_in_epoch ? at->loss_sums : at->train_losses, a.out_losses,
                sizeof(a.out_losses));
         if (a.step_in_epoch) /* the last epoch's: not kept, and printed only once recomputed */
                 for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
                         at->train_losses[k] = NAN;
         memcpy(at->ev.losses, a.eval_losses, sizeof(at->ev.losses));
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++) /* the block has no room for them */
+                at->ev.accs[k] = NAN;
         if (info.loss[0] && strcmp(info.loss, mine->name) != 0) /* a fine-tune may mean it */
                 fprintf(stderr, "strata-train: warning: %s was trained with the %s loss; this "
                                 "run goes on with %s\n", path, info.loss, mine->name);
@@ -330,9 +333,9 @@ int ckpt_start(struct run *r)
         const struct opts *o = &r->o;
 
         r->at.train_loss = NAN;
-        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN, { 0.0 } };
+        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN, { 0.0 }, { 0.0 } };
         for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
-                r->at.ev.losses[k] = r->at.train_losses[k] = NAN;
+                r->at.ev.losses[k] = r->at.ev.accs[k] = r->at.train_losses[k] = NAN;
         if (o->resume && resume(r->rt, o, &r->at)) {
                 strata_teardown(r->rt);
                 return 2;

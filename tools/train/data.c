@@ -4,6 +4,8 @@
  * (h5data.c); then the sampler and the loaders over it.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -61,18 +63,36 @@ static int data_size(struct run *r, char p[4][PATH_BUF], size_t *samples)
 }
 
 /*
+ * A line of several outputs: each cross-entropy output's column of the synthetic targets (@p n
+ * rows of r->tvals, values in about (-1.1, 1.1)) made a class index, its value's band of
+ * (-1, 1) cut into as many bands as classes.
+ */
+static void class_columns(const struct run *r, float *t, uint32_t n)
+{
+        for (int k = 0; r->layered && r->model.noutputs > 1 && k < r->model.noutputs; k++) {
+                for (size_t i = 0; r->out_label[k] && i < n; i++) {
+                        float *v = &t[i * (size_t)r->tvals + (size_t)r->out_col[k]];
+                        int c = (int)floorf((*v + 1.0f) * 0.5f * (float)r->out_w[k]);
+
+                        *v = (float)(c < 0 ? 0 : c >= r->out_w[k] ? r->out_w[k] - 1 : c);
+                }
+        }
+}
+
+/*
  * --synthetic-regression: one synthetic set (seed + 1) of N + REGRESSION_TEST rows, so that
  * both splits share the map W; the test split is its last rows.
  */
 static int regression_read(struct run *r)
 {
         uint32_t n = (uint32_t)r->o.synthetic_regression, dim = (uint32_t)r->widths[0];
-        int out = r->widths[r->nw - 1];
+        int out = r->layered && r->model.noutputs > 1 ? r->tvals : r->widths[r->nw - 1];
         struct strata_dataset all;
 
         if (strata_dataset_synthetic_regression(&all, &r->data, n + REGRESSION_TEST, dim, out,
                                                 r->o.seed + 1))
                 return bad("%s", strata_last_error());
+        class_columns(r, (float *)(uintptr_t)all.t, n + REGRESSION_TEST);
         if (bce_targets(r, all.t, STRATA_F32, n + REGRESSION_TEST, out,
                         "--synthetic-regression's targets"))
                 return 2;
@@ -121,14 +141,28 @@ static int label_beyond(const struct strata_dataset *ds, int out, const char *fi
         return 0;
 }
 
-/* --loss must fit the data: a float-target loss for float targets, ce for labels. */
+/*
+ * --loss must fit the data: a float-target loss for float targets, ce for labels; a line of
+ * several outputs takes a row of float targets (a cross-entropy output's class index one
+ * value of it), a line's one output its own loss's.
+ */
 static int loss_fits(const struct run *r)
 {
-        if (!r->train.t != !(r->o.loss && r->o.loss->float_targets))
-                return bad("--loss %s does not fit the data's %s (float targets: mse, l1, "
-                           "huber or bce; labels: ce)", r->o.loss ? r->o.loss->name : "ce",
+        const struct strata_model *m = &r->model;
+
+        if (!r->train.t == !float_row(r))
+                return 0;
+        if (r->layered && m->noutputs > 1)
+                return bad("--model's %d outputs take a row of float targets (a cross-entropy "
+                           "output's class index one value of it); the data has labels",
+                           m->noutputs);
+        if (r->layered && m->noutputs == 1 && m->outputs[0].loss)
+                return bad("--model's output takes %s; the data has %s",
+                           m->outputs[0].loss->float_targets ? "float targets" : "labels",
                            r->train.t ? "float targets" : "labels");
-        return 0;
+        return bad("--loss %s does not fit the data's %s (float targets: mse, l1, huber or bce; "
+                   "labels: ce)", r->o.loss ? r->o.loss->name : "ce",
+                   r->train.t ? "float targets" : "labels");
 }
 
 /*
@@ -142,7 +176,11 @@ static int data_check(const struct run *r, char p[4][PATH_BUF])
 
         if (loss_fits(r))
                 return 2;
-        if (r->train.t && r->train.tdim != out)
+        if (r->train.t && r->layered && r->model.noutputs > 1 && r->train.tdim != r->tvals)
+                return bad("--model: the targets are %d wide, the model's outputs take %d "
+                           "(one class index for each cross-entropy output)", r->train.tdim,
+                           r->tvals);
+        if (r->train.t && !(r->layered && r->model.noutputs > 1) && r->train.tdim != out)
                 return bad("--model: the targets are %d wide, the model has %d outputs",
                            r->train.tdim, out);
         if ((uint32_t)in != r->train.dim)

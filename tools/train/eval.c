@@ -29,7 +29,9 @@ const char *json_num(double v, const char *fmt, char *buf)
 /** @brief The loss is BCE: its metric is computed here from the outputs. */
 int eval_fits_bce(const struct run *r)
 {
-        return r->o.loss == &strata_bce_with_logits;
+        /* a line whose targets row is not its outputs' values (a class index) has none */
+        return r->o.loss == &strata_bce_with_logits &&
+               !(r->layered && r->model.noutputs > 1 && r->tvals != r->widths[r->nw - 1]);
 }
 
 /**
@@ -51,6 +53,48 @@ int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint
                 return bad("%s: sample %zu holds %g (value %zu of the sample): --loss bce takes "
                            "targets in [0, 1] (probabilities)", what, i / (size_t)width, v,
                            i % (size_t)width);
+        }
+        return 0;
+}
+
+/**
+ * @brief Whether the model takes a row of float targets: a float-target loss, or a line of
+ *        several outputs (a label output's class index one value of the row).
+ */
+int float_row(const struct run *r)
+{
+        const struct strata_model *m = &r->model;
+        const struct strata_loss_ops *loss = r->o.loss;
+
+        if (r->layered && m->noutputs > 1)
+                return 1;
+        if (r->layered && m->noutputs == 1 && m->outputs[0].loss)
+                loss = m->outputs[0].loss;
+        return loss && loss->float_targets;
+}
+
+/**
+ * @brief A line of several outputs: each label output's value of every sample of @p t (@p n
+ *        rows of r->tvals) a class index, an integer in [0, its width); the first that is not
+ *        named with @p what, its sample and its place in the sample. 0, or 2.
+ */
+int label_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
+                  const char *what)
+{
+        if (!r->layered || r->model.noutputs < 2)
+                return 0;
+        for (int k = 0; k < r->model.noutputs; k++) {
+                for (size_t i = 0; r->out_label[k] && i < n; i++) {
+                        size_t at = i * (size_t)r->tvals + (size_t)r->out_col[k];
+                        double v = type == STRATA_F64 ? ((const double *)t)[at]
+                                                      : ((const float *)t)[at];
+
+                        if (v >= 0.0 && v < r->out_w[k] && v == floor(v))
+                                continue;
+                        return bad("%s: sample %zu holds %g (value %d of the sample): output "
+                                   "%d (cross-entropy) takes a class index, an integer in "
+                                   "[0, %d)", what, i, v, r->out_col[k], k, r->out_w[k]);
+                }
         }
         return 0;
 }
@@ -107,6 +151,12 @@ static int bce_agree(struct run *r, const struct strata_batch *b, double *agree)
         return 0;
 }
 
+/* Output @p k of a line of several outputs takes a class index (cross-entropy). */
+static int labelled(const struct run *r, int k)
+{
+        return r->layered && r->model.noutputs > 1 && k < r->model.noutputs && r->out_label[k];
+}
+
 /* The sum of every process's @p v (each process's device 0 holds it, the others 0). */
 static int job_sum(struct strata_runtime *rt, double *v)
 {
@@ -132,7 +182,7 @@ int eval_pass(struct run *r, struct evaluation *ev)
         struct strata_metrics m;
         double loss = 0.0, se = 0.0, ae = 0.0, agree = 0.0, rows = 0.0;
         double own[STRATA_MAX_OUTPUTS] = { 0.0 };
-        long correct = 0;
+        long correct = 0, right[STRATA_MAX_OUTPUTS] = { 0 };
         int rc;
 
         strata_loader_reset(&r->tloader, r->test_idx, r->test.n);
@@ -145,14 +195,18 @@ int eval_pass(struct run *r, struct evaluation *ev)
                 loss += m.loss * m.rows;
                 se += m.mse * m.rows;
                 ae += m.mae * m.rows;
-                for (int k = 0; k < m.noutputs; k++)
+                for (int k = 0; k < m.noutputs; k++) {
                         own[k] += m.losses[k] * m.rows;
+                        right[k] += m.corrects[k];
+                }
         }
         if (eval_fits_bce(r) && (rc = job_sum(r->rt, &agree)))
                 return rc;
         *ev = (struct evaluation){ .loss = loss / rows, .acc = NAN, .mse = NAN, .mae = NAN };
-        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++) {
                 ev->losses[k] = own[k] / rows;
+                ev->accs[k] = labelled(r, k) ? (double)right[k] / rows : NAN;
+        }
         if (regression(r)) {
                 ev->mse = se / rows;
                 ev->mae = ae / rows;
@@ -187,6 +241,54 @@ const char *losses_field(const struct run *r, const char *set, const double *v, 
         return buf;
 }
 
+/*
+ * A line of several outputs with a cross-entropy one: each output's accuracy as a field, JSON
+ * (",\"val_accs\":[null,0.9]") or text ("  val_accs -,0.9000"), a float output's none; "".
+ */
+static const char *accs_field(const struct run *r, const char *set, const double *v, int json,
+                              char *buf, size_t n)
+{
+        int nout = r->layered ? r->model.noutputs : 0, any = 0;
+        size_t at;
+        char num[32];
+
+        buf[0] = '\0';
+        for (int k = 0; k < nout; k++)
+                any |= labelled(r, k);
+        if (!any)
+                return buf;
+        at = (size_t)snprintf(buf, n, json ? ",\"%s_accs\":[" : "  %s_accs ", set);
+        for (int k = 0; k < nout && at < n; k++)
+                at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? "," : "",
+                                       json ? json_num(v[k], "%.17g", num)
+                                       : labelled(r, k) && isfinite(v[k])
+                                               ? json_num(v[k], "%.4f", num) : "-");
+        if (json && at < n)
+                snprintf(buf + at, n - at, "]");
+        return buf;
+}
+
+/**
+ * @brief The progress bar's short form of a model of several outputs: each one's mean loss so
+ *        far, @p sums over @p n batches, as " (0.1234,0.5678)"; "" for fewer than two outputs.
+ */
+const char *losses_short(const struct run *r, const double *sums, double n, char *buf,
+                         size_t size)
+{
+        int nout = r->cfg.model ? r->cfg.model->noutputs : 0;
+        size_t at;
+
+        buf[0] = '\0';
+        if (nout < 2 || size < 4)
+                return buf;
+        at = (size_t)snprintf(buf, size, " (");
+        for (int k = 0; k < nout && at < size; k++)
+                at += (size_t)snprintf(buf + at, size - at, "%s%.4f", k ? "," : "", sums[k] / n);
+        if (at < size)
+                snprintf(buf + at, size - at, ")");
+        return buf;
+}
+
 /**
  * @brief The figures of @p ev as text ("val_loss 0.1  val_acc 0.9") or JSON fields; a model
  *        of several outputs adds each one's loss (losses_field()).
@@ -196,14 +298,15 @@ const char *eval_fields(const struct run *r, const struct evaluation *ev, int js
 {
         const char *s = r->set, *f = json ? "\"%s_%s\":%s" : "%s_%s %s";
         const char *sep = json ? "," : "  ";
-        char v[3][32], a[3][96], own[320];
+        char v[3][32], a[3][96], own[320], accs[320];
 
         snprintf(a[0], sizeof(a[0]), f, s, "loss", json_num(ev->loss, "%.6g", v[0]));
         if (regression(r)) {
                 snprintf(a[1], sizeof(a[1]), f, s, "mse", json_num(ev->mse, "%.6g", v[1]));
                 snprintf(a[2], sizeof(a[2]), f, s, "mae", json_num(ev->mae, "%.6g", v[2]));
-                snprintf(buf, n, "%s%s%s%s%s%s", a[0], sep, a[1], sep, a[2],
-                         losses_field(r, s, ev->losses, json, own, sizeof(own)));
+                snprintf(buf, n, "%s%s%s%s%s%s%s", a[0], sep, a[1], sep, a[2],
+                         losses_field(r, s, ev->losses, json, own, sizeof(own)),
+                         accs_field(r, s, ev->accs, json, accs, sizeof(accs)));
         } else {
                 snprintf(a[1], sizeof(a[1]), f, s, "acc", json_num(ev->acc, "%.4f", v[1]));
                 snprintf(buf, n, "%s%s%s%s", a[0], sep, a[1],

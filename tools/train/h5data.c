@@ -42,6 +42,17 @@ static int h5_bce(const struct run *r, const struct h5_set *s)
         return bce_targets(r, s->t.data, s->t.type, s->t.n, (int)s->t.width, what);
 }
 
+/* A line of several outputs: each label output's values of @p s class indices. */
+static int h5_labels(const struct run *r, const struct h5_set *s)
+{
+        char what[1024];
+
+        if (s->t.type == STRATA_I32)
+                return 0; /* labels: data.c's loss_fits() refuses them for such a model */
+        snprintf(what, sizeof(what), "%s: dataset '%s'", s->t.file, s->t.name);
+        return label_targets(r, s->t.data, s->t.type, s->t.n, what);
+}
+
 /*
  * Read the arrays; the training and evaluation sets from them, the evaluation set named for
  * what it is: --test-data's file, the --val-fraction held out, or the training samples.
@@ -98,10 +109,14 @@ static int h5_model(struct run *r, const struct h5_set *train, const struct h5_s
         if (train->t.type == STRATA_I32 && last < out)
                 return bad("--model: %d output%s, but the labels go up to %d: %d outputs are "
                            "needed", last, last == 1 ? "" : "s", out - 1, out);
+        if (r->layered && r->model.noutputs > 1) /* a label output: one value of the row */
+                last = r->tvals;
         if (train->t.type != STRATA_I32 && last != out)
-                return bad("--model: %d output%s, but the targets have %d value%s a sample",
-                           last, last == 1 ? "" : "s", out, out == 1 ? "" : "s");
-        return 0;
+                return bad("--model: %d output%s, but the targets have %d value%s a sample%s",
+                           last, last == 1 ? "" : "s", out, out == 1 ? "" : "s",
+                           last != r->widths[r->nw - 1] ? " (the outputs take one class index "
+                           "each for cross-entropy, their widths for the others)" : "");
+        return h5_labels(r, train) || h5_labels(r, eval) ? 2 : 0;
 }
 
 /*

@@ -75,8 +75,18 @@ int layers_model(struct run *r, const char *images)
                 return bad("--model: %s", strata_last_error());
         if (!r->model.in_features && idx_layout(images, &r->h5_dims, &r->model))
                 return 2;
-        if (strata_model_output(&r->model, &out))
+        r->model.loss = r->o.loss; /* the outputs that name none take --loss */
+        if (strata_model_output(&r->model, &out) ||
+            strata_model_targets(&r->model, &r->tvals, r->out_w))
                 return bad("--model: %s", strata_last_error());
+        for (int k = 0, col = 0; k < r->model.noutputs; k++) {
+                const struct strata_loss_ops *loss = r->model.outputs[k].loss;
+
+                loss = loss ? loss : r->o.loss ? r->o.loss : &strata_softmax_cross_entropy;
+                r->out_label[k] = !loss->float_targets;
+                r->out_col[k] = col;
+                col += r->out_label[k] ? 1 : r->out_w[k];
+        }
         width = out.channels;
         for (int d = 0; d < out.ndim; d++)
                 width *= out.size[d];

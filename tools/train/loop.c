@@ -59,6 +59,7 @@ static void begin_epoch(struct run *r, struct epoch *e)
 static void show_progress(const struct run *r, struct epoch *e)
 {
         double el, rate;
+        char own[16 * STRATA_MAX_OUTPUTS];
 
         if (!r->tty || !(strata_tool_now() - e->t_bar > 0.1 || e->s == r->steps_per_epoch))
                 return;
@@ -66,6 +67,7 @@ static void show_progress(const struct run *r, struct epoch *e)
         rate = (double)(e->s - e->s0) / el;
         e->t_bar = strata_tool_now();
         progress(e->ep + 1, r->o.epochs, e->s, r->steps_per_epoch, e->loss_sum / e->s,
+                 losses_short(r, e->loss_sums, (double)e->s, own, sizeof(own)),
                  rate * r->o.batch, (double)(r->steps_per_epoch - e->s) / rate,
                  eta_run(r, e->ep, e->s));
 }
@@ -170,7 +172,7 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
                 e->loss_sums[k] += m.losses[k];
         e->s++;
         watch_loss(r, e, m.loss);
-        csv_step(r, e->ep, e->s, m.loss);
+        csv_step(r, e->ep, e->s, &m);
         show_progress(r, e);
         return after_step(r, e);
 }

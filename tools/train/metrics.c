@@ -2,9 +2,12 @@
  * strata-train's metrics log (--metrics-csv, the columns of Lightning's CSVLogger): a row
  * every --log-every batches and one per epoch, through a buffer of its own. The evaluation's
  * columns are those that fit the loss (eval.c: SET_loss and SET_acc, or SET_loss, SET_mse and
- * SET_mae), empty on step rows. A failed write is reported once; the run goes on and its exit
+ * SET_mae), empty on step rows; a model of several outputs adds each output's training loss
+ * (train_loss_0, train_loss_1, ...) and then its evaluation loss (SET_loss_0, ...), those
+ * empty on step rows. A failed write is reported once; the run goes on and its exit
  * status says so.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +40,7 @@ __attribute__((format(printf, 2, 3))) static void csv_put(struct csvlog *l, cons
         va_list ap;
         int n;
 
-        if (sizeof(l->buf) - l->fill < 256)
+        if (sizeof(l->buf) - l->fill < 1024) /* a row's most: several outputs' columns */
                 csv_flush(l);
         va_start(ap, fmt);
         n = vsnprintf(l->buf + l->fill, sizeof(l->buf) - l->fill, fmt, ap);
@@ -46,17 +49,49 @@ __attribute__((format(printf, 2, 3))) static void csv_put(struct csvlog *l, cons
                 l->fill += (size_t)n;
 }
 
-/** @brief One row: the evaluation's columns empty without @p ev (a step row). */
+/* Outputs of the model with a column each (several outputs), else 0. */
+static int csv_outputs(const struct run *r)
+{
+        int n = r->cfg.model ? r->cfg.model->noutputs : 0;
+
+        return n > 1 ? n : 0;
+}
+
+/*
+ * Several outputs: each one's training loss @p own (a step row's window mean, an epoch row's
+ * epoch mean), then on an epoch row its evaluation loss (@p ev; a step row leaves them empty).
+ */
+static const char *own_cols(const struct run *r, const double *own, const struct evaluation *ev,
+                            char *buf, size_t n)
+{
+        size_t at = 0;
+        char num[32];
+
+        buf[0] = '\0';
+        for (int k = 0; k < csv_outputs(r) && at < n; k++)
+                at += (size_t)snprintf(buf + at, n - at, ",%s",
+                                       isfinite(own[k]) ? json_num(own[k], "%.6f", num) : "");
+        for (int k = 0; k < csv_outputs(r) && at < n; k++)
+                at += (size_t)snprintf(buf + at, n - at, ",%s",
+                                       !ev || !isfinite(ev->losses[k]) ? ""
+                                       : json_num(ev->losses[k], "%.6f", num));
+        return buf;
+}
+
+/**
+ * @brief One row: the evaluation's columns empty without @p ev (a step row); a model of
+ *        several outputs adds each one's training loss @p own and evaluation loss.
+ */
 void csv_row(const struct run *r, long step, int epoch, double loss, double lr, double sps,
-             const struct evaluation *ev)
+             const struct evaluation *ev, const double *own)
 {
         struct csvlog *l = r->csv;
-        char cols[128];
+        char cols[128], per[40 * 2 * STRATA_MAX_OUTPUTS + 1];
 
         if (!l->on || l->failed)
                 return;
-        csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,%s\n", step, epoch, loss, lr, sps,
-                eval_row(r, ev, cols, sizeof(cols)));
+        csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,%s%s\n", step, epoch, loss, lr, sps,
+                eval_row(r, ev, cols, sizeof(cols)), own_cols(r, own, ev, per, sizeof(per)));
 }
 
 /*
@@ -75,9 +110,15 @@ int csv_open(const struct run *r, const char *path, int append)
         if ((append ? strata__out_append(&l->out, path) : strata__out_open(&l->out, path)) != 0)
                 return bad("%s", strata_last_error());
         l->on = 1;
-        if (fstat(l->out.fd, &st) == 0 && st.st_size == 0)
-                csv_put(l, "step,epoch,train_loss,lr,samples_per_s,%s\n",
+        if (fstat(l->out.fd, &st) == 0 && st.st_size == 0) {
+                csv_put(l, "step,epoch,train_loss,lr,samples_per_s,%s",
                         eval_header(r, cols, sizeof(cols)));
+                for (int k = 0; k < csv_outputs(r); k++) /* several outputs: each one's */
+                        csv_put(l, ",train_loss_%d", k);
+                for (int k = 0; k < csv_outputs(r); k++)
+                        csv_put(l, ",%s_loss_%d", r->set, k);
+                csv_put(l, "\n");
+        }
         csv_flush(l);
         if (!l->failed)
                 csv_check(l, strata__out_publish(&l->out));
@@ -90,23 +131,31 @@ void csv_window(struct csvlog *l, double t0)
         l->t0 = t0;
         l->rows_steps = 0;
         l->loss_sum = 0.0;
+        memset(l->loss_sums, 0, sizeof(l->loss_sums));
 }
 
-/** @brief Batch @p s of epoch @p ep trained with @p loss: a row at the window's end. */
-void csv_step(const struct run *r, int ep, long s, double loss)
+/** @brief Batch @p s of epoch @p ep trained with metrics @p m: a row at the window's end. */
+void csv_step(const struct run *r, int ep, long s, const struct strata_metrics *m)
 {
         struct csvlog *l = r->csv;
-        double now, lr;
+        double now, lr, own[STRATA_MAX_OUTPUTS];
         long g;
 
-        if (!l->on || (l->loss_sum += loss, ++l->rows_steps != r->o.log_every))
+        if (!l->on)
                 return;
+        l->loss_sum += m->loss;
+        for (int k = 0; k < m->noutputs; k++)
+                l->loss_sums[k] += m->losses[k];
+        if (++l->rows_steps != r->o.log_every)
+                return;
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                own[k] = l->loss_sums[k] / (double)l->rows_steps;
         now = strata_tool_now();
         g = (long)ep * r->steps_per_epoch + s;
         lr = strata_optim_lr(&r->cfg.optim,
                              (uint64_t)(g / r->o.accumulate > 0 ? g / r->o.accumulate : 1));
         csv_row(r, g, ep + 1, l->loss_sum / (double)l->rows_steps, lr,
-                (double)(l->rows_steps * r->o.batch) / (now - l->t0), NULL);
+                (double)(l->rows_steps * r->o.batch) / (now - l->t0), NULL, own);
         csv_window(l, now);
 }
 
@@ -122,7 +171,7 @@ double epoch_lr(const struct run *r, int ep)
 void csv_epoch(const struct run *r, int ep, long done, double ep_time)
 {
         csv_row(r, (long)(ep + 1) * r->steps_per_epoch, ep + 1, r->train_loss, epoch_lr(r, ep),
-                (double)(done * r->o.batch) / ep_time, &r->ev);
+                (double)(done * r->o.batch) / ep_time, &r->ev, r->train_losses);
         csv_flush(r->csv);
 }
 

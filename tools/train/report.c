@@ -62,10 +62,11 @@ void report_resumed(const struct run *r)
 
 /**
  * @brief The progress bar of a terminal: one line per epoch, rewritten in place (step/steps,
- *        mean loss so far, samples/s, time left in the epoch and in the run).
+ *        mean loss so far and @p own, each output's of a model of several (losses_short()),
+ *        samples/s, time left in the epoch and in the run).
  */
-void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
-              double eta, double eta_run)
+void progress(int epoch, int epochs, long step, long steps, double loss, const char *own,
+              double sps, double eta, double eta_run)
 {
         int width = 24, done = (int)(width * step / (steps ? steps : 1));
         char bar[32];
@@ -73,8 +74,8 @@ void progress(int epoch, int epochs, long step, long steps, double loss, double 
         for (int i = 0; i < width; i++)
                 bar[i] = i < done ? '=' : (i == done ? '>' : ' ');
         bar[width] = '\0';
-        printf("\repoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs (run %.0fs)"
-               "\033[K", epoch, epochs, bar, step, steps, loss, sps, eta, eta_run);
+        printf("\repoch %d/%d [%s] %ld/%ld  loss %.4f%s  %.0f samples/s  ETA %.0fs (run %.0fs)"
+               "\033[K", epoch, epochs, bar, step, steps, loss, own, sps, eta, eta_run);
         fflush(stdout);
 }
 

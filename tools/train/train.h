@@ -97,6 +97,9 @@ struct evaluation {
         double acc;
         double mse, mae;
         double losses[STRATA_MAX_OUTPUTS]; /* several outputs: each one's own loss */
+        /* several outputs: each cross-entropy output's accuracy (NaN: a float output, or not
+         * kept by the checkpoint a finished run resumed from) */
+        double accs[STRATA_MAX_OUTPUTS];
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -107,6 +110,7 @@ struct csvlog {
         int failed;             /* a write failed: reported once, the exit status says so */
         long rows_steps;        /* batches in the current logging window */
         double loss_sum, t0;    /* over the window */
+        double loss_sums[STRATA_MAX_OUTPUTS]; /* several outputs: each one's, the same */
         size_t fill;            /* bytes of rows waiting in buf */
         char buf[1 << 14];      /* rows wait here: logging never allocates */
         char opath[STRATA__OUT_PATH], otmp[STRATA__OUT_PATH]; /* the output's paths */
@@ -130,6 +134,10 @@ struct run {
         int rank;                       /* this process's in its job (job_setup()) */
         int widths[MAX_MODULES], nw;    /* --model (a line of modules: input and output) */
         int layered;                    /* --model is a line of modules: model is built */
+        /* --model's outputs (layered): a row of targets' values; each output's width, its
+         * column in that row, and whether its loss takes a class index */
+        int tvals, out_w[STRATA_MAX_OUTPUTS], out_col[STRATA_MAX_OUTPUTS];
+        unsigned char out_label[STRATA_MAX_OUTPUTS];
         struct strata_dims h5_dims;     /* an HDF5 input's sample layout (channels 0: none) */
         struct strata_module mods[MAX_MODULES];
         struct strata_model model;
@@ -194,6 +202,11 @@ const char *json_num(double v, const char *fmt, char *buf);
 int eval_fits_bce(const struct run *r);
 int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
                 int width, const char *what);
+int float_row(const struct run *r);
+int label_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
+                  const char *what);
+const char *losses_short(const struct run *r, const double *sums, double n, char *buf,
+                         size_t size);
 int eval_outputs(struct run *r);
 int eval_pass(struct run *r, struct evaluation *ev);
 const char *eval_fields(const struct run *r, const struct evaluation *ev, int json, char *buf,
@@ -210,8 +223,8 @@ int train_loop(struct run *r);
 int stdout_failed(void);
 void report_start(struct run *r);
 void report_resumed(const struct run *r);
-void progress(int epoch, int epochs, long step, long steps, double loss, double sps,
-              double eta, double eta_run);
+void progress(int epoch, int epochs, long step, long steps, double loss, const char *own,
+              double sps, double eta, double eta_run);
 double eta_run(const struct run *r, int ep, long s);
 void report_epoch(const struct run *r, int ep, long s, double ep_time);
 void report_final(const struct run *r, double t_total, long heap);
@@ -223,10 +236,10 @@ void stopped_summary(const struct opts *o, int ep, long s, double loss, double *
 /* metrics.c */
 int csv_open(const struct run *r, const char *path, int append);
 void csv_row(const struct run *r, long step, int epoch, double loss, double lr, double sps,
-             const struct evaluation *ev);
+             const struct evaluation *ev, const double *own);
 void csv_flush(struct csvlog *l);
 void csv_window(struct csvlog *l, double t0);
-void csv_step(const struct run *r, int ep, long s, double loss);
+void csv_step(const struct run *r, int ep, long s, const struct strata_metrics *m);
 void csv_epoch(const struct run *r, int ep, long done, double ep_time);
 double epoch_lr(const struct run *r, int ep);
 int csv_close(struct csvlog *l);
