@@ -30,6 +30,12 @@
 #include "base/base.h"
 #include "nn/init.h"
 
+/*
+ * The most output channels whose bias gradient sums a loop over rows keeps on the stack (the
+ * rows of a fused call, struct strata_row_hooks, arrive one at a time).
+ */
+#define BIAS_ROW_MAX 1024
+
 /* One convolution's geometry, as 3-D: dimension 3 - nd + i is spatial dimension i. */
 struct geom {
         int nd;                     /* spatial dimensions of the module: 1, 2, 3 */
@@ -227,7 +233,9 @@ static int conv_shape(const struct strata_layer *l, int nd, struct strata_module
                               { (size_t)g.cout, 1 } } },
                 .lp_fixed = fwd > dw ? fwd : dw,
                 .out_dims = { .channels = g.cout, .ndim = nd },
-                .host_loops = 1 };
+                .host_loops = 1,
+                /* fused, the bias gradient's sums are kept across rows on the stack */
+                .row_loop = !g.bias || g.cout <= BIAS_ROW_MAX };
         if ((size_t)g.cout * g.out_sp > (size_t)1 << 30)
                 return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d channels of %zu "
                                     "positions exceed a row's width", l->desc->ops->name,
@@ -819,6 +827,8 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                         direct_forward(&g, &pd, l->param,
                                        g.bias ? l->param + (size_t)g.cout * g.kk : NULL, xp,
                                        y + (size_t)n * l->out);
+                        if (c->fused) /* the modules after it, while the row is in cache */
+                                c->fused->forward(c->fused, n);
                 }
                 return;
         }
@@ -832,6 +842,8 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                 else
                         walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
                 forward_sample(l, c, &g, cols, yn, trans && n + 1 < rows ? yn + l->out : NULL);
+                if (c->fused)
+                        c->fused->forward(c->fused, n);
         }
 }
 
@@ -841,6 +853,13 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
  * side so that the chains' additions overlap (one channel alone waits on each addition).
  */
 #define BIAS_CHAINS 8
+
+/* Channels [o0, o0 + m)'s sums @p s into db: rounded once, written or added on. */
+static void bias_store(const struct strata_layer *l, const double *s, int o0, int m, float *db)
+{
+        for (int j = 0; j < m; j++)
+                db[o0 + j] = l->grad_fresh ? (float)s[j] : db[o0 + j] + (float)s[j];
+}
 
 static void bias_grad(const struct strata_layer *l, const struct geom *g, const float *dy,
                       int rows, float *db)
@@ -862,8 +881,32 @@ static void bias_grad(const struct strata_layer *l, const struct geom *g, const 
                                 for (int j = 0; j < BIAS_CHAINS; j++)
                                         s[j] += d[(size_t)j * g->out_sp + q];
                 }
-                for (int j = 0; j < m; j++)
-                        db[o0 + j] = l->grad_fresh ? (float)s[j] : db[o0 + j] + (float)s[j];
+                bias_store(l, s, o0, m, db);
+        }
+}
+
+/*
+ * bias_grad() a row at a time (a fused call's rows arrive one by one): row @p d's values
+ * added onto the sums @p s of every channel, each channel's chain in the same order.
+ */
+static void bias_row(const struct geom *g, const float *d, double *s)
+{
+        for (int o0 = 0; o0 < g->cout; o0 += BIAS_CHAINS) {
+                int m = g->cout - o0 < BIAS_CHAINS ? g->cout - o0 : BIAS_CHAINS;
+                const float *dd = d + (size_t)o0 * g->out_sp;
+                double t[BIAS_CHAINS];
+
+                memcpy(t, s + o0, (size_t)m * sizeof(double));
+                if (m < BIAS_CHAINS) {
+                        for (int j = 0; j < m; j++)
+                                for (size_t q = 0; q < g->out_sp; q++)
+                                        t[j] += dd[(size_t)j * g->out_sp + q];
+                } else {
+                        for (size_t q = 0; q < g->out_sp; q++)
+                                for (int j = 0; j < BIAS_CHAINS; j++)
+                                        t[j] += dd[(size_t)j * g->out_sp + q];
+                }
+                memcpy(s + o0, t, (size_t)m * sizeof(double));
         }
 }
 
@@ -874,6 +917,7 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         struct pad pd;
         int p, kk, trans, small_dx, direct;
         size_t cols_n;
+        double bsum[BIAS_ROW_MAX]; /* fused: the bias gradient's sums (shape: cout fits) */
 
         (void)x;
         (void)y;
@@ -885,9 +929,16 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         small_dx = small_path(c) && g.cout <= SMALL_K;
         /* the column gradient [K x P], or [P x K] where that fits the GEMM better */
         trans = !small_dx && transposed_fits(g.kk, g.out_sp);
+        if (c->fused && g.bias)
+                memset(bsum, 0, (size_t)g.cout * sizeof(double));
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n;
-                const float *dyn = dy + (size_t)n * l->out;
+                /* fused: the row's gradient through the modules after it, while hot */
+                const float *dyn = c->fused ? c->fused->backward(c->fused, n)
+                                            : dy + (size_t)n * l->out;
+
+                if (c->fused && g.bias)
+                        bias_row(&g, dyn, bsum);
 
                 if (direct)
                         direct_wgrad(&g, &pd, dyn, cols, n == 0 && l->grad_fresh, l->grad);
@@ -913,7 +964,9 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         }
         if (rows == 0 && l->grad_fresh)
                 memset(l->grad, 0, (size_t)g.cout * g.kk * sizeof(float));
-        if (g.bias)
+        if (g.bias && c->fused)
+                bias_store(l, bsum, 0, g.cout, l->grad + (size_t)g.cout * g.kk);
+        else if (g.bias)
                 bias_grad(l, &g, dy, rows, l->grad + (size_t)g.cout * g.kk);
 }
 

@@ -241,7 +241,7 @@ static int pool_shape(const struct strata_layer *l, int in, struct strata_module
         STRATA_TRY(out_width(l, &g, &out));
         *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g),
                                            .aux_per_row = max ? (size_t)out : 0,
-                                           .host_loops = 1 };
+                                           .host_loops = 1, .row_wise = 1 };
         return STRATA_OK;
 }
 

@@ -71,6 +71,7 @@ struct opts {
         enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
         int invariant;          /* --invariant: the same bits on any device count */
         enum strata_kernels kernels; /* --portable, --kernels: the CPU's kernel set */
+        int no_fusion;               /* --no-fusion: every module on its own (same bits) */
         int chunks;             /* --chunks C: invariant mode's chunks (0: the library's 8) */
         const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
         float huber_beta;       /* --huber-beta (0: 1.0) */
