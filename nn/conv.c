@@ -633,14 +633,29 @@ static size_t line_offset(const struct pad *pd, int od, int oh)
  */
 #define PAD_STACK 4096
 
+#define LINE_BLOCK 8 /* floats a line copy moves at once */
+
+/*
+ * A line of @p n values in blocks of LINE_BLOCK: up to LINE_BLOCK - 1 values past the line are
+ * read from @p src and written past @p dst, where the next line's copy writes them again
+ * (a call per short line, 14 values in the CNN, cost more than the copy).
+ */
+static inline void copy_line_over(float *restrict dst, const float *restrict src, int n)
+{
+        for (int q = 0; q < n; q += LINE_BLOCK)
+                memcpy(dst + q, src + q, LINE_BLOCK * sizeof(float));
+}
+
 STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd, const float *x,
                                       float *cols)
 {
-        float buf[PAD_STACK];
+        float buf[PAD_STACK + LINE_BLOCK]; /* a line's copy reads past the plane's end */
         struct geom one = *g;
         int ow = g->out[2];
+        float *end = cols + g->kk * g->out_sp; /* the last line is copied exactly */
 
         one.cin = 1;
+        memset(buf + pd->plane, 0, LINE_BLOCK * sizeof(float)); /* read, never kept */
         for (int c = 0; c < g->cin; c++) {
                 pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
                 for (size_t r = 0; r < g->kvol; r++) {
@@ -651,8 +666,10 @@ STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd
                                 for (int oh = 0; oh < g->out[1]; oh++, dst += ow) {
                                         const float *src = tap + line_offset(pd, od, oh);
 
-                                        for (int q = 0; q < ow; q++)
-                                                dst[q] = src[q];
+                                        if (dst + ow + LINE_BLOCK <= end)
+                                                copy_line_over(dst, src, ow);
+                                        else
+                                                memcpy(dst, src, (size_t)ow * sizeof(float));
                                 }
                 }
         }

@@ -144,6 +144,7 @@ struct run {
         struct strata_loader loader, tloader;
         uint32_t *test_idx;             /* the test set in order */
         double *step_times;             /* of every step of the run, for the median */
+        double *step_cpu;               /* the process's CPU time of each, the same */
         long nsteps;                    /* steps this run trained */
         long steps_per_epoch;
         struct position at;             /* where a resumed run starts */
