@@ -906,7 +906,7 @@ static void bias_grad(const struct strata_layer *l, const struct geom *g, const 
  * bias_grad() a row at a time (a fused call's rows arrive one by one): row @p d's values
  * added onto the sums @p s of every channel, each channel's chain in the same order.
  */
-static void bias_row(const struct geom *g, const float *d, double *s)
+STRATA_SIMD static void bias_row(const struct geom *g, const float *d, double *s)
 {
         for (int o0 = 0; o0 < g->cout; o0 += BIAS_CHAINS) {
                 int m = g->cout - o0 < BIAS_CHAINS ? g->cout - o0 : BIAS_CHAINS;
