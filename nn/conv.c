@@ -676,6 +676,43 @@ STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd
 }
 
 /*
+ * col2im of a stride-1 convolution with zero padding (the CNN's) onto a padded copy of one
+ * channel at a time on the stack: each row of the columns ([K x P], or [P x K] with @p trans)
+ * is added line by line onto the plane's shifted lines, with no edge to handle (what lands in
+ * the padding is dropped, as zero padding drops it), then the plane's inside is the channel's
+ * gradient. Each input position takes its terms in walk()'s order, onto 0 (the rows in order,
+ * a position at most once a row): the same bits.
+ */
+STRATA_SIMD static void col2im_padded(const struct geom *g, const struct pad *pd,
+                                      const float *cols, int trans, float *dx)
+{
+        float buf[PAD_STACK];
+        size_t rs = trans ? 1 : g->out_sp, ps = trans ? g->kk : 1;
+        int ow = g->out[2], nw = g->in[2];
+
+        for (int c = 0; c < g->cin; c++) {
+                memset(buf, 0, pd->plane * sizeof(float));
+                for (size_t r = 0; r < g->kvol; r++) {
+                        float *tap = buf + tap_offset(g, pd, r);
+                        const float *src = cols + ((size_t)c * g->kvol + r) * rs;
+
+                        for (int od = 0; od < g->out[0]; od++)
+                                for (int oh = 0; oh < g->out[1]; oh++, src += (size_t)ow * ps) {
+                                        float *dst = tap + line_offset(pd, od, oh);
+
+                                        for (int q = 0; q < ow; q++)
+                                                dst[q] += src[(size_t)q * ps];
+                                }
+                }
+                for (int id = 0; id < g->in[0]; id++)
+                        for (int ih = 0; ih < g->in[1]; ih++, dx += nw)
+                                memcpy(dx, buf + line_offset(pd, id + g->lo[0], ih + g->lo[1]) +
+                                                   g->lo[2],
+                                       (size_t)nw * sizeof(float));
+        }
+}
+
+/*
  * small_product()'s forward on the views: y[o][q] = sum_r W[o][r] xp[tap_r + q's] (+ b), each
  * output's chain t = 0, t = fmaf(W[o][r], x, t) in r order kept in y itself, a line at a time.
  */
@@ -932,7 +969,7 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
 {
         struct geom g;
         struct pad pd;
-        int p, kk, trans, small_dx, direct;
+        int p, kk, trans, small_dx, direct, fold;
         size_t cols_n;
         double bsum[BIAS_ROW_MAX]; /* fused: the bias gradient's sums (shape: cout fits) */
 
@@ -946,6 +983,8 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         small_dx = small_path(c) && g.cout <= SMALL_K;
         /* the column gradient [K x P], or [P x K] where that fits the GEMM better */
         trans = !small_dx && transposed_fits(g.kk, g.out_sp);
+        /* col2im onto a padded plane: stride 1, zero padding (direct set pd already) */
+        fold = g.mode == STRATA_PAD_ZEROS && (direct || pad_of(&g, &pd)) && pd.plane <= PAD_STACK;
         if (c->fused && g.bias)
                 memset(bsum, 0, (size_t)g.cout * sizeof(double));
         for (int n = 0; n < rows; n++) {
@@ -976,6 +1015,10 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 else
                         strata_gemm(c, 1, 0, kk, p, g.cout, 1.0f, l->param, kk, dyn, p, 0.0f,
                                     cols, p);
+                if (fold) {
+                        col2im_padded(&g, &pd, cols, trans, dx + (size_t)n * l->in);
+                        continue;
+                }
                 memset(dx + (size_t)n * l->in, 0, (size_t)l->in * sizeof(float));
                 walk(&g, dx + (size_t)n * l->in, cols, 1, trans);
         }
