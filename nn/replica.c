@@ -324,6 +324,9 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         int bf16 = bf16_activations(mem->drv, pl->compute);
         unsigned char io[STRATA__MODULES_MAX]; /* each module's bf16_io */
         unsigned char rl[STRATA__MODULES_MAX], rw[STRATA__MODULES_MAX]; /* row_loop, row_wise */
+        unsigned char ip[STRATA__MODULES_MAX]; /* in_place */
+        enum strata_dtype prev = STRATA_F32;   /* the previous module's output type */
+        int fused;
         short fl[STRATA__MODULES_MAX], fh[STRATA__MODULES_MAX]; /* plan_fusion()'s */
         int outw[STRATA__MODULES_MAX];         /* each module's output width */
         struct strata__shape_walk walk;
@@ -386,6 +389,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 /* invariant mode calls modules once per chunk: none runs in another's loop */
                 rl[i] = pl->fuse && !chunks && s.row_loop;
                 rw[i] = s.row_wise && !s.params && !s.state && !s.aux_fixed;
+                ip[i] = s.in_place;
                 outw[i] = s.out;
                 reads = s.reads_from || m->modules[i].branch;
                 sk.from[i] = reads ? (short)m->modules[i].from : STRATA__NO_SOURCE;
@@ -418,6 +422,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 STRATA_TRY(strata__chunks_layout(&ch, a, d, chunks, m->nmodules, lmax, width));
                 ch.k = r->k;
         }
+        fused = plan_fusion(m, &sk, rl, rw, fl, fh);
         STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
@@ -450,10 +455,19 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                                     &l->grad);
                 }
                 off += s.params;
-                STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out * strata_dtype_size(yt), 0,
-                                              &p));
-                if (r->layers)
-                        r->y[i] = p;
+                if (i > 0 && fh[i] == i - 1 && ip[i] && yt == STRATA_F32 && prev == STRATA_F32) {
+                        /* in place over its row_loop module's output, which nothing else
+                         * reads: that module's backward reads no y, its own no x */
+                        if (r->layers)
+                                r->y[i] = r->y[i - 1];
+                } else {
+                        STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out *
+                                                                 strata_dtype_size(yt),
+                                                      0, &p));
+                        if (r->layers)
+                                r->y[i] = p;
+                }
+                prev = yt;
                 STRATA_TRY(strata__arena_floats(d, s.state,
                                                 r->layers ? &l->state : &(float *){ 0 }));
                 STRATA_TRY(strata__arena_floats(d, s.aux_fixed + (size_t)rows * s.aux_per_row,
@@ -461,7 +475,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
         }
         STRATA_TRY(layout_skips(r, a, d, &sk, m->nmodules));
-        if (plan_fusion(m, &sk, rl, rw, fl, fh))
+        if (fused)
                 STRATA_TRY(layout_fusion(r, a, d, m->nmodules, fl, fh, outw));
         STRATA_TRY(layout_io(r, d, m, outw, rows));
         /* A row's targets: one int32 label, or one f32 per output. */

@@ -132,8 +132,8 @@ struct strata_module_shape {
          * Non-zero: its forward and backward go through the batch one row at a time and call
          * the step context's row hooks (struct strata_step_ctx fused) on each row when the
          * runtime sets them, so that the row_wise modules after it run inside that loop while
-         * the row's values are still in cache (the convolutions). The results are the same
-         * bits either way.
+         * the row's values are still in cache (the convolutions). Its backward does not read
+         * its output (y). The results are the same bits either way.
          */
         int row_loop;
         /**
@@ -143,6 +143,13 @@ struct strata_module_shape {
          * inside an earlier row_loop module's loop.
          */
         int row_wise;
+        /**
+         * Non-zero (row_wise modules): its forward may write y over x (the same pointer, both
+         * f32) and its backward reads y, not x (ReLU): where it runs in the loop of the
+         * row_loop module just before it, the runtime gives it that module's output buffer as
+         * its own (one activation fewer to write and keep).
+         */
+        int in_place;
 };
 
 struct strata_row_hooks;

@@ -6,7 +6,8 @@
  * fsdp, accumulation, bf16-mixed and 16-mixed, with plan == used and no heap call during the
  * steps. The fused path is taken where it should be and only there: modules that count their
  * calls' rows (the built-in ReLU and MaxPool underneath) see one row at a time when fused,
- * whole batches when not, in invariant mode, and past an output a skip connection reads.
+ * whole batches when not, in invariant mode, and past an output a skip connection reads. A
+ * fused ReLU writes over its convolution's output: the plan holds one activation fewer.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -231,4 +232,24 @@ Test(conv_fusion, no_fusion_refuses_other_values)
         cr_assert_eq(strata_config_set(&c, "no_fusion", 1), STRATA_OK, "%s",
                      strata_last_error());
         cr_assert_eq(c.device.no_fusion, 1);
+}
+
+Test(conv_fusion, a_fused_relu_keeps_no_buffer_of_its_own)
+{
+        struct strata_config c = skipnet_cfg(SKIPNET_CNN, STRATA_STRATEGY_SINGLE, 1);
+        struct strata_plan_info fused, alone;
+        /* the two ReLUs' outputs (4 x 6 x 6 and 8 x 3 x 3 a row) less one row's two gradient
+         * buffers of the widest fused input (4 x 6 x 6) */
+        size_t saved = sizeof(float) * (SKIPNET_BATCH * (4 * 36 + 8 * 9) - 2 * 4 * 36);
+
+        cr_assert_eq(strata_plan(&c, &fused), STRATA_OK, "%s", strata_last_error());
+        c.device.no_fusion = 1;
+        cr_assert_eq(strata_plan(&c, &alone), STRATA_OK, "%s", strata_last_error());
+        cr_assert_geq(alone.per_device, fused.per_device + saved - 1024,
+                      "fused %zu bytes a device, unfused %zu: %zu saved, not about %zu",
+                      fused.per_device, alone.per_device, alone.per_device - fused.per_device,
+                      saved);
+        cr_assert_leq(alone.per_device, fused.per_device + saved + 1024,
+                      "fused %zu bytes a device, unfused %zu", fused.per_device,
+                      alone.per_device);
 }
