@@ -18,6 +18,11 @@
  * run transposed where that fits the GEMM's tiles better, with the same bits. Every sum runs
  * in one fixed order: bitwise repeatable.
  *
+ * The module declares row_loop: where the runtime runs the modules after it inside its loop
+ * (c->fused, decision 0046), it calls their forward after each sample's output and takes
+ * each sample's output gradient from their backward, summing the bias gradient row by row in
+ * the same chains.
+ *
  * The unfolding runs on the host: the module declares host_loops, so a driver whose devices
  * have memory of their own (CUDA) refuses it when the run is planned.
  */

@@ -2,7 +2,8 @@
  * Replica layout and the per-device forward/backward/optimizer passes. What a strategy shards
  * is the replica's shard (nn/shard.c), invariant mode's passes its chunks' (nn/chunks.c), a
  * batch's rows the data layer's gathers (data/gather.c): the replica calls them, never the
- * other way round.
+ * other way round. The row_wise modules after a row_loop module run inside its loop over
+ * rows (plan_fusion(), the row hooks; decision 0046).
  */
 #include <math.h>
 #include <string.h>
