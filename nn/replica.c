@@ -668,7 +668,7 @@ struct fused {
         const float *dy; /* backward: module last's output gradient, every row */
 };
 
-/* Row @p row of @p rows values of @p type from @p base. */
+/* Row @p row of rows of @p width values of @p type from @p base. */
 static void *row_at(void *base, int row, int width, enum strata_dtype type)
 {
         return (char *)base + (size_t)row * (size_t)width * strata_dtype_size(type);
@@ -733,7 +733,7 @@ static const float *fused_backward(const struct strata_row_hooks *h, int row)
         return g;
 }
 
-/* The last module module @p i's loop over rows runs (itself when it runs none). */
+/* The last module that module @p i's loop over rows runs (itself when it runs none). */
 static int fused_last(const struct strata__replica *r, int i)
 {
         return r->fuse_last ? r->fuse_last[i] : i;

@@ -7,7 +7,8 @@
  * steps. The fused path is taken where it should be and only there: modules that count their
  * calls' rows (the built-in ReLU and MaxPool underneath) see one row at a time when fused,
  * whole batches when not, in invariant mode, and past an output a skip connection reads. A
- * fused ReLU writes over its convolution's output: the plan holds one activation fewer.
+ * fused ReLU writes over its convolution's output: the plan holds one activation fewer; one
+ * whose output is stored in bf16 (bf16-mixed, a Linear after it) gives the same bits too.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -252,4 +253,48 @@ Test(conv_fusion, a_fused_relu_keeps_no_buffer_of_its_own)
         cr_assert_leq(alone.per_device, fused.per_device + saved + 1024,
                       "fused %zu bytes a device, unfused %zu", fused.per_device,
                       alone.per_device);
+}
+
+/* conv2d(4,3,padding=1) relu linear(4): under bf16-mixed the ReLU's output, read by the
+ * Linear, is stored in bf16, so the fused ReLU writes bf16 rows (not in place). */
+static const struct strata_module conv_relu_linear[] = {
+        CONV(4), { .ops = &strata_relu }, { .ops = &strata_linear, .out = SKIPNET_CLASSES },
+};
+static const struct strata_model crl_model = {
+        .in_features = SKIPNET_IN, .nmodules = N(conv_relu_linear), .modules = conv_relu_linear,
+        .in_dims = { 1, 2, { SKIPNET_HW, SKIPNET_HW } } };
+
+/* STEPS steps of crl_model under bf16-mixed: the losses and parameters into @p out. */
+static void run_crl(int no_fusion, struct skipnet_run *out)
+{
+        struct strata_config c = skipnet_cfg(SKIPNET_CNN, STRATA_STRATEGY_SINGLE, 1);
+        struct strata_runtime *rt;
+        const float *p;
+        size_t n;
+
+        c.model = &crl_model;
+        c.precision.kind = STRATA_PRECISION_BF16_MIXED;
+        c.device.no_fusion = no_fusion;
+        memset(out, 0, sizeof(*out));
+        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK, "%s", strata_last_error());
+        skipnet_steps(rt, 0, STEPS, out);
+        cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+        cr_assert_leq(n, (size_t)SKIPNET_NP_MAX);
+        memcpy(out->p, p, n * sizeof(float));
+        out->np = n;
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(conv_fusion, a_fused_relu_with_bf16_output_gives_the_same_bits)
+{
+        static struct skipnet_run fused, alone;
+
+        run_crl(0, &fused);
+        run_crl(1, &alone);
+        cr_assert_eq(fused.np, alone.np);
+        cr_assert_eq(memcmp(fused.loss, alone.loss, sizeof(fused.loss)), 0,
+                     "the step losses differ");
+        cr_assert_eq(memcmp(fused.p, alone.p, fused.np * sizeof(float)), 0,
+                     "the trained parameters differ");
 }
