@@ -18,6 +18,11 @@
  * run transposed where that fits the GEMM's tiles better, with the same bits. Every sum runs
  * in one fixed order: bitwise repeatable.
  *
+ * The module declares row_loop: where the runtime runs the modules after it inside its loop
+ * (c->fused, decision 0046), it calls their forward after each sample's output and takes
+ * each sample's output gradient from their backward, summing the bias gradient row by row in
+ * the same chains.
+ *
  * The unfolding runs on the host: the module declares host_loops, so a driver whose devices
  * have memory of their own (CUDA) refuses it when the run is planned.
  */
@@ -29,6 +34,12 @@
 #include "arch/simd.h"
 #include "base/base.h"
 #include "nn/init.h"
+
+/*
+ * The most output channels whose bias gradient sums a loop over rows keeps on the stack (the
+ * rows of a fused call, struct strata_row_hooks, arrive one at a time).
+ */
+#define BIAS_ROW_MAX 1024
 
 /* One convolution's geometry, as 3-D: dimension 3 - nd + i is spatial dimension i. */
 struct geom {
@@ -227,7 +238,9 @@ static int conv_shape(const struct strata_layer *l, int nd, struct strata_module
                               { (size_t)g.cout, 1 } } },
                 .lp_fixed = fwd > dw ? fwd : dw,
                 .out_dims = { .channels = g.cout, .ndim = nd },
-                .host_loops = 1 };
+                .host_loops = 1,
+                /* fused, the bias gradient's sums are kept across rows on the stack */
+                .row_loop = !g.bias || g.cout <= BIAS_ROW_MAX };
         if ((size_t)g.cout * g.out_sp > (size_t)1 << 30)
                 return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d channels of %zu "
                                     "positions exceed a row's width", l->desc->ops->name,
@@ -625,14 +638,29 @@ static size_t line_offset(const struct pad *pd, int od, int oh)
  */
 #define PAD_STACK 4096
 
+#define LINE_BLOCK 8 /* floats a line copy moves at once */
+
+/*
+ * A line of @p n values in blocks of LINE_BLOCK: up to LINE_BLOCK - 1 values past the line are
+ * read from @p src and written past @p dst, where the next line's copy writes them again
+ * (a call per short line, 14 values in the CNN, cost more than the copy).
+ */
+static inline void copy_line_over(float *restrict dst, const float *restrict src, int n)
+{
+        for (int q = 0; q < n; q += LINE_BLOCK)
+                memcpy(dst + q, src + q, LINE_BLOCK * sizeof(float));
+}
+
 STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd, const float *x,
                                       float *cols)
 {
-        float buf[PAD_STACK];
+        float buf[PAD_STACK + LINE_BLOCK]; /* a line's copy reads past the plane's end */
         struct geom one = *g;
         int ow = g->out[2];
+        float *end = cols + g->kk * g->out_sp; /* the last line is copied exactly */
 
         one.cin = 1;
+        memset(buf + pd->plane, 0, LINE_BLOCK * sizeof(float)); /* read, never kept */
         for (int c = 0; c < g->cin; c++) {
                 pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
                 for (size_t r = 0; r < g->kvol; r++) {
@@ -643,10 +671,49 @@ STRATA_SIMD static void im2col_padded(const struct geom *g, const struct pad *pd
                                 for (int oh = 0; oh < g->out[1]; oh++, dst += ow) {
                                         const float *src = tap + line_offset(pd, od, oh);
 
-                                        for (int q = 0; q < ow; q++)
-                                                dst[q] = src[q];
+                                        if (dst + ow + LINE_BLOCK <= end)
+                                                copy_line_over(dst, src, ow);
+                                        else
+                                                memcpy(dst, src, (size_t)ow * sizeof(float));
                                 }
                 }
+        }
+}
+
+/*
+ * col2im of a stride-1 convolution with zero padding (the CNN's) onto a padded copy of one
+ * channel at a time on the stack: each row of the columns ([K x P], or [P x K] with @p trans)
+ * is added line by line onto the plane's shifted lines, with no edge to handle (what lands in
+ * the padding is dropped, as zero padding drops it), then the plane's inside is the channel's
+ * gradient. Each input position takes its terms in walk()'s order, onto 0 (the rows in order,
+ * a position at most once a row): the same bits.
+ */
+STRATA_SIMD static void col2im_padded(const struct geom *g, const struct pad *pd,
+                                      const float *cols, int trans, float *dx)
+{
+        float buf[PAD_STACK];
+        size_t rs = trans ? 1 : g->out_sp, ps = trans ? g->kk : 1;
+        int ow = g->out[2], nw = g->in[2];
+
+        for (int c = 0; c < g->cin; c++) {
+                memset(buf, 0, pd->plane * sizeof(float));
+                for (size_t r = 0; r < g->kvol; r++) {
+                        float *tap = buf + tap_offset(g, pd, r);
+                        const float *src = cols + ((size_t)c * g->kvol + r) * rs;
+
+                        for (int od = 0; od < g->out[0]; od++)
+                                for (int oh = 0; oh < g->out[1]; oh++, src += (size_t)ow * ps) {
+                                        float *dst = tap + line_offset(pd, od, oh);
+
+                                        for (int q = 0; q < ow; q++)
+                                                dst[q] += src[(size_t)q * ps];
+                                }
+                }
+                for (int id = 0; id < g->in[0]; id++)
+                        for (int ih = 0; ih < g->in[1]; ih++, dx += nw)
+                                memcpy(dx, buf + line_offset(pd, id + g->lo[0], ih + g->lo[1]) +
+                                                   g->lo[2],
+                                       (size_t)nw * sizeof(float));
         }
 }
 
@@ -819,6 +886,8 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                         direct_forward(&g, &pd, l->param,
                                        g.bias ? l->param + (size_t)g.cout * g.kk : NULL, xp,
                                        y + (size_t)n * l->out);
+                        if (c->fused) /* the modules after it, while the row is in cache */
+                                c->fused->forward(c->fused, n);
                 }
                 return;
         }
@@ -832,6 +901,8 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                 else
                         walk(&g, (float *)(x + (size_t)n * l->in), cols, 0, 0);
                 forward_sample(l, c, &g, cols, yn, trans && n + 1 < rows ? yn + l->out : NULL);
+                if (c->fused)
+                        c->fused->forward(c->fused, n);
         }
 }
 
@@ -841,6 +912,13 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
  * side so that the chains' additions overlap (one channel alone waits on each addition).
  */
 #define BIAS_CHAINS 8
+
+/* Channels [o0, o0 + m)'s sums @p s into db: rounded once, written or added on. */
+static void bias_store(const struct strata_layer *l, const double *s, int o0, int m, float *db)
+{
+        for (int j = 0; j < m; j++)
+                db[o0 + j] = l->grad_fresh ? (float)s[j] : db[o0 + j] + (float)s[j];
+}
 
 static void bias_grad(const struct strata_layer *l, const struct geom *g, const float *dy,
                       int rows, float *db)
@@ -862,8 +940,32 @@ static void bias_grad(const struct strata_layer *l, const struct geom *g, const 
                                 for (int j = 0; j < BIAS_CHAINS; j++)
                                         s[j] += d[(size_t)j * g->out_sp + q];
                 }
-                for (int j = 0; j < m; j++)
-                        db[o0 + j] = l->grad_fresh ? (float)s[j] : db[o0 + j] + (float)s[j];
+                bias_store(l, s, o0, m, db);
+        }
+}
+
+/*
+ * bias_grad() a row at a time (a fused call's rows arrive one by one): row @p d's values
+ * added onto the sums @p s of every channel, each channel's chain in the same order.
+ */
+STRATA_SIMD static void bias_row(const struct geom *g, const float *d, double *s)
+{
+        for (int o0 = 0; o0 < g->cout; o0 += BIAS_CHAINS) {
+                int m = g->cout - o0 < BIAS_CHAINS ? g->cout - o0 : BIAS_CHAINS;
+                const float *dd = d + (size_t)o0 * g->out_sp;
+                double t[BIAS_CHAINS];
+
+                memcpy(t, s + o0, (size_t)m * sizeof(double));
+                if (m < BIAS_CHAINS) {
+                        for (int j = 0; j < m; j++)
+                                for (size_t q = 0; q < g->out_sp; q++)
+                                        t[j] += dd[(size_t)j * g->out_sp + q];
+                } else {
+                        for (size_t q = 0; q < g->out_sp; q++)
+                                for (int j = 0; j < BIAS_CHAINS; j++)
+                                        t[j] += dd[(size_t)j * g->out_sp + q];
+                }
+                memcpy(s + o0, t, (size_t)m * sizeof(double));
         }
 }
 
@@ -872,8 +974,9 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
 {
         struct geom g;
         struct pad pd;
-        int p, kk, trans, small_dx, direct;
+        int p, kk, trans, small_dx, direct, fold;
         size_t cols_n;
+        double bsum[BIAS_ROW_MAX]; /* fused: the bias gradient's sums (shape: cout fits) */
 
         (void)x;
         (void)y;
@@ -885,9 +988,18 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         small_dx = small_path(c) && g.cout <= SMALL_K;
         /* the column gradient [K x P], or [P x K] where that fits the GEMM better */
         trans = !small_dx && transposed_fits(g.kk, g.out_sp);
+        /* col2im onto a padded plane: stride 1, zero padding (direct set pd already) */
+        fold = g.mode == STRATA_PAD_ZEROS && (direct || pad_of(&g, &pd)) && pd.plane <= PAD_STACK;
+        if (c->fused && g.bias)
+                memset(bsum, 0, (size_t)g.cout * sizeof(double));
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n;
-                const float *dyn = dy + (size_t)n * l->out;
+                /* fused: the row's gradient through the modules after it, while hot */
+                const float *dyn = c->fused ? c->fused->backward(c->fused, n)
+                                            : dy + (size_t)n * l->out;
+
+                if (c->fused && g.bias)
+                        bias_row(&g, dyn, bsum);
 
                 if (direct)
                         direct_wgrad(&g, &pd, dyn, cols, n == 0 && l->grad_fresh, l->grad);
@@ -908,12 +1020,18 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 else
                         strata_gemm(c, 1, 0, kk, p, g.cout, 1.0f, l->param, kk, dyn, p, 0.0f,
                                     cols, p);
+                if (fold) {
+                        col2im_padded(&g, &pd, cols, trans, dx + (size_t)n * l->in);
+                        continue;
+                }
                 memset(dx + (size_t)n * l->in, 0, (size_t)l->in * sizeof(float));
                 walk(&g, dx + (size_t)n * l->in, cols, 1, trans);
         }
         if (rows == 0 && l->grad_fresh)
                 memset(l->grad, 0, (size_t)g.cout * g.kk * sizeof(float));
-        if (g.bias)
+        if (g.bias && c->fused)
+                bias_store(l, bsum, 0, g.cout, l->grad + (size_t)g.cout * g.kk);
+        else if (g.bias)
                 bias_grad(l, &g, dy, rows, l->grad + (size_t)g.cout * g.kk);
 }
 

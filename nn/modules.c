@@ -136,7 +136,8 @@ const struct strata_module_ops strata_linear = {
 static int relu_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
         (void)l;
-        *s = (struct strata_module_shape){ .out = in, .bf16_io = 1 };
+        *s = (struct strata_module_shape){ .out = in, .bf16_io = 1, .row_wise = 1,
+                                           .in_place = 1 };
         return STRATA_OK;
 }
 
@@ -183,7 +184,7 @@ const struct strata_module_ops strata_relu = {
 static int act_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
         (void)l;
-        *s = (struct strata_module_shape){ .out = in };
+        *s = (struct strata_module_shape){ .out = in, .row_wise = 1 };
         return STRATA_OK;
 }
 

@@ -2,7 +2,8 @@
  * Replica layout and the per-device forward/backward/optimizer passes. What a strategy shards
  * is the replica's shard (nn/shard.c), invariant mode's passes its chunks' (nn/chunks.c), a
  * batch's rows the data layer's gathers (data/gather.c): the replica calls them, never the
- * other way round.
+ * other way round. The row_wise modules after a row_loop module run inside its loop over
+ * rows (plan_fusion(), the row hooks; decision 0046).
  */
 #include <math.h>
 #include <string.h>
@@ -244,6 +245,66 @@ static int is_output(const struct strata_model *m, int i)
 }
 
 /*
+ * Which modules run inside a row_loop module's loop over rows (@p rl): the row_wise ones
+ * (@p rw) that follow it in the chain, as long as no output in between is read by anything
+ * but the next module (a merge or branch module, or a loss, reads every row at once). @p fl:
+ * each module's last module its loop runs (itself when none); @p fh: a fused module's
+ * row_loop module, else -1. Returns how many modules are fused.
+ */
+static int plan_fusion(const struct strata_model *m, const struct skips *sk,
+                       const unsigned char *rl, const unsigned char *rw, short *fl, short *fh)
+{
+        int n = m->nmodules, fused = 0;
+
+        for (int i = 0; i < n; i++) {
+                fl[i] = (short)i;
+                fh[i] = -1;
+        }
+        for (int i = 0; i < n; i++) {
+                int j = i;
+
+                while (rl[i] && j + 1 < n && rw[j + 1] && !m->modules[j + 1].branch &&
+                       sk->from[j + 1] == STRATA__NO_SOURCE && sk->last[j] < 0 &&
+                       !is_output(m, j))
+                        fh[++j] = (short)i;
+                fused += j - i;
+                fl[i] = (short)j;
+                i = j;
+        }
+        return fused;
+}
+
+/*
+ * The fusion's tables (@p fl, @p fh of plan_fusion()) from @p a and one row's gradient
+ * buffers, two of the widest input of a fused module, from @p d; none when nothing is fused
+ * (r->fuse_last stays NULL).
+ */
+static int layout_fusion(struct strata__replica *r, struct strata_arena *a,
+                         struct strata_arena *d, int n, const short *fl, const short *fh,
+                         const int *outw)
+{
+        size_t w = 0;
+        void *p, *q;
+
+        for (int i = 0; i < n; i++)
+                if (fh[i] >= 0 && (size_t)outw[i - 1] > w)
+                        w = (size_t)outw[i - 1];
+        if (!w)
+                return STRATA_OK;
+        STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)n, 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)n, 0, &q));
+        STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[0]));
+        STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[1]));
+        if (!r->layers)
+                return STRATA_OK;
+        memcpy(p, fl, sizeof(short) * (size_t)n);
+        memcpy(q, fh, sizeof(short) * (size_t)n);
+        r->fuse_last = p;
+        r->fuse_head = q;
+        return STRATA_OK;
+}
+
+/*
  * The shard and the chunks (invariant mode, else NULL) the replica points to, from the
  * descriptors' arena @p a: carved after every tensor, so they move none (NULL when planning).
  */
@@ -280,6 +341,11 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         int rows = pl->rows_max, in = m->in_features, width = in;
         int bf16 = bf16_activations(mem->drv, pl->compute);
         unsigned char io[STRATA__MODULES_MAX]; /* each module's bf16_io */
+        unsigned char rl[STRATA__MODULES_MAX], rw[STRATA__MODULES_MAX]; /* row_loop, row_wise */
+        unsigned char ip[STRATA__MODULES_MAX]; /* in_place */
+        enum strata_dtype prev = STRATA_F32;   /* the previous module's output type */
+        int fused;
+        short fl[STRATA__MODULES_MAX], fh[STRATA__MODULES_MAX]; /* plan_fusion()'s */
         int outw[STRATA__MODULES_MAX];         /* each module's output width */
         struct strata__shape_walk walk;
         struct skips sk;
@@ -338,6 +404,10 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                             "their own", i, m->modules[i].ops->name,
                                             mem->drv->name);
                 io[i] = bf16 && s.bf16_io;
+                /* invariant mode calls modules once per chunk: none runs in another's loop */
+                rl[i] = pl->fuse && !chunks && s.row_loop;
+                rw[i] = s.row_wise && !s.params && !s.state && !s.aux_fixed;
+                ip[i] = s.in_place;
                 outw[i] = s.out;
                 reads = s.reads_from || m->modules[i].branch;
                 sk.from[i] = reads ? (short)m->modules[i].from : STRATA__NO_SOURCE;
@@ -370,6 +440,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 STRATA_TRY(strata__chunks_layout(&ch, a, d, chunks, m->nmodules, lmax, width));
                 ch.k = r->k;
         }
+        fused = plan_fusion(m, &sk, rl, rw, fl, fh);
         STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
                 struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
@@ -402,10 +473,19 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                                                     &l->grad);
                 }
                 off += s.params;
-                STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out * strata_dtype_size(yt), 0,
-                                              &p));
-                if (r->layers)
-                        r->y[i] = p;
+                if (i > 0 && fh[i] == i - 1 && ip[i] && yt == STRATA_F32 && prev == STRATA_F32) {
+                        /* in place over its row_loop module's output, which nothing else
+                         * reads: that module's backward reads no y, its own no x */
+                        if (r->layers)
+                                r->y[i] = r->y[i - 1];
+                } else {
+                        STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out *
+                                                                 strata_dtype_size(yt),
+                                                      0, &p));
+                        if (r->layers)
+                                r->y[i] = p;
+                }
+                prev = yt;
                 STRATA_TRY(strata__arena_floats(d, s.state,
                                                 r->layers ? &l->state : &(float *){ 0 }));
                 STRATA_TRY(strata__arena_floats(d, s.aux_fixed + (size_t)rows * s.aux_per_row,
@@ -413,6 +493,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
                 in = s.out;
         }
         STRATA_TRY(layout_skips(r, a, d, &sk, m->nmodules));
+        if (fused)
+                STRATA_TRY(layout_fusion(r, a, d, m->nmodules, fl, fh, outw));
         STRATA_TRY(layout_io(r, mem, m, outw, rows));
         /* A row's targets: one int32 label, or a row of f32 (one per output, or io's). */
         r->float_row = strata__float_row(m);
@@ -603,6 +685,89 @@ static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, in
         return STRATA_OK;
 }
 
+/*
+ * The modules (head, last] that run inside row_loop module head's loop over rows (struct
+ * strata_row_hooks first: the module's view of it), with the context of head's call.
+ */
+struct fused {
+        struct strata_row_hooks hooks;
+        struct strata__replica *r;
+        const struct strata_step_ctx *c;
+        int head, last;
+        const float *dy; /* backward: module last's output gradient, every row */
+};
+
+/* Row @p row of rows of @p width values of @p type from @p base. */
+static void *row_at(void *base, int row, int width, enum strata_dtype type)
+{
+        return (char *)base + (size_t)row * (size_t)width * strata_dtype_size(type);
+}
+
+/*
+ * Fused module @p k's call over one row @p row: its context (storage types and row0 as its
+ * own call's, no hooks) in @p cc, its saved values moved to the row's (returned: restore).
+ */
+static float *fused_row(const struct fused *f, int k, int row, struct strata_step_ctx *cc)
+{
+        struct strata_layer *l = &f->r->layers[k];
+        float *aux = l->aux;
+
+        *cc = *f->c;
+        cc->fused = NULL;
+        cc->row0 = f->c->row0 + row;
+        cc->x_type = f->r->ytype[k - 1];
+        cc->y_type = f->r->ytype[k];
+        l->aux = aux ? aux + (size_t)row * l->naux_per_row : NULL;
+        return aux;
+}
+
+/* struct strata_row_hooks forward: the fused modules over row @p row, in model order. */
+static void fused_forward(const struct strata_row_hooks *h, int row)
+{
+        const struct fused *f = (const struct fused *)(const void *)h;
+        struct strata__replica *r = f->r;
+
+        for (int k = f->head + 1; k <= f->last; k++) {
+                struct strata_layer *l = &r->layers[k];
+                struct strata_step_ctx cc;
+                float *aux = fused_row(f, k, row, &cc);
+
+                l->desc->ops->forward(l, &cc, row_at(r->y[k - 1], row, l->in, cc.x_type),
+                                      row_at(r->y[k], row, l->out, cc.y_type), 1);
+                l->aux = aux;
+        }
+}
+
+/*
+ * struct strata_row_hooks backward: the fused modules over row @p row in reverse order, from
+ * the last one's output gradient through the two row buffers; the head's output gradient.
+ */
+static const float *fused_backward(const struct strata_row_hooks *h, int row)
+{
+        const struct fused *f = (const struct fused *)(const void *)h;
+        struct strata__replica *r = f->r;
+        const float *g = f->dy + (size_t)row * (size_t)r->layers[f->last].out;
+
+        for (int k = f->last, b = 0; k > f->head; k--, b ^= 1) {
+                struct strata_layer *l = &r->layers[k];
+                struct strata_step_ctx cc;
+                float *aux = fused_row(f, k, row, &cc);
+
+                l->desc->ops->backward(l, &cc, row_at(r->y[k - 1], row, l->in, cc.x_type),
+                                       row_at(r->y[k], row, l->out, cc.y_type), g,
+                                       r->fuse_dx[b], 1);
+                l->aux = aux;
+                g = r->fuse_dx[b];
+        }
+        return g;
+}
+
+/* The last module that module @p i's loop over rows runs (itself when it runs none). */
+static int fused_last(const struct strata__replica *r, int i)
+{
+        return r->fuse_last ? r->fuse_last[i] : i;
+}
+
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
@@ -611,17 +776,22 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
         strata__shard_release(r->shard); /* a step or a load may have changed the shards */
         for (int i = 0; i < r->nlayers; i++) {
                 struct strata_layer *l = &r->layers[i];
+                struct fused f = { { fused_forward, fused_backward }, r, c, i,
+                                   fused_last(r, i), NULL };
                 uint64_t t0;
 
                 x = source(r, input_of(r, i));
                 STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
+                cc.fused = f.last > i ? &f.hooks : NULL;
                 if (cc.chunks)
                         strata__chunks_forward(l, c, x, r->y[i], r->rows);
                 else
                         l->desc->ops->forward(l, c, x, r->y[i], r->rows);
+                cc.fused = NULL;
                 strata__track_end(r->track, t0, i);
                 if (l->failed != STRATA_OK)
                         return l->failed;
+                i = f.last; /* the modules its loop ran */
         }
         return STRATA_OK;
 }
@@ -795,24 +965,35 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
 
         for (int i = r->nlayers - 1; i >= 0; i--) {
                 struct strata_layer *l = &r->layers[i];
-                int src = input_of(r, i);
+                int src = input_of(r, i), head = r->fuse_head ? r->fuse_head[i] : -1;
                 const float *x = source(r, src);
                 float *dx = src < 0 ? NULL : dx_of(r, l, cur);
                 int first = l->grad_fresh; /* the window's first backward */
+                struct fused f = { { fused_forward, fused_backward }, r, c, i,
+                                   fused_last(r, i), r->dbuf[cur] };
                 uint64_t t0;
 
                 /* its output's gradient from the merge and branch modules that read it and
-                 * its loss, after the next module's: every reader ran its backward already */
+                 * its loss, after the next module's: every reader ran its backward already
+                 * (inside a fused group only the last module's output has any) */
                 out_grad(r, i, r->dbuf[cur]);
+                if (head >= 0) { /* it runs in module head's loop, from this gradient */
+                        l->grad_fresh = 0;
+                        if (ready)
+                                STRATA_TRY(ready(h, r, i));
+                        continue;
+                }
                 /* the forward's last layer is still there: the fetch keeps it */
                 STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));
                 if (each) /* this micro-batch's own gradients, in the layer buffer */
                         l->grad_fresh = 1;
+                cc.fused = f.last > i ? &f.hooks : NULL;
                 if (cc.chunks)
                         l->failed = strata__chunks_backward(l, c, x, r->y[i], r->dbuf[cur], dx,
                                                             r->rows);
                 else
                         l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
+                cc.fused = NULL;
                 strata__track_end(r->track, t0, i);
                 l->grad_fresh = 0;
                 if (l->failed != STRATA_OK)

@@ -59,6 +59,10 @@ struct strata__replica {
                                     * k), else STRATA__NO_SOURCE; NULL: the model has none */
         float **gskip;             /* a skip source's output gradient from its readers, else
                                     * NULL: added to its gradient before its backward */
+        short *fuse_last;          /* a row_loop module: the last module its loop over rows
+                                    * runs (itself when none); NULL: no module is fused */
+        short *fuse_head;          /* a module run inside another's loop: that one, else -1 */
+        float *fuse_dx[2];         /* one row's gradients between the fused modules */
         size_t *poff;              /* offset of each layer's parameters in the flat vector */
         float *params, *grads, *opt_state;
         size_t nparam, nopt;       /* the model's parameters; optimizer state (one shard's) */
@@ -112,6 +116,7 @@ struct strata__replica_plan {
         int shards;                     /* devices the optimizer state is sharded over */
         unsigned how;                   /* what else is sharded (STRATA__SHARD_*) */
         const struct strata__chunk_plan *chunks; /* invariant mode, else NULL */
+        int fuse;                       /* run row_wise modules in a row_loop module's loop */
 };
 
 /**

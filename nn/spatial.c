@@ -241,7 +241,7 @@ static int pool_shape(const struct strata_layer *l, int in, struct strata_module
         STRATA_TRY(out_width(l, &g, &out));
         *s = (struct strata_module_shape){ .out = out, .out_dims = out_dims(&g),
                                            .aux_per_row = max ? (size_t)out : 0,
-                                           .host_loops = 1 };
+                                           .host_loops = 1, .row_wise = 1 };
         return STRATA_OK;
 }
 
@@ -494,26 +494,39 @@ static inline void pick_pairs(const float *restrict r, int32_t base, int n, floa
         }
 }
 
+/*
+ * Lanes a row of vertical picks runs in: a row runs to the next multiple of them (the CNN's
+ * rows of 14 and 7 outputs would leave scalar tails), computing values past its end into the
+ * slice's next output rows, which are written after it; near the slice's end, exactly.
+ */
+#define ROW_LANES 8
+
 /* Output rows of one (H, W) slice @p x (its first index @p base in the channel) into @p y. */
 STRATA_SIMD static void max_2x2_slice(const struct geom *g, const float *restrict x,
                                       int32_t base, float *restrict y, int32_t *restrict arg)
 {
         int ow = g->out[2], per = PAIRS / (2 * ow);
-        float h[PAIRS];
-        int32_t hi[PAIRS];
+        int wide = (ow + ROW_LANES - 1) / ROW_LANES * ROW_LANES;
+        float h[PAIRS + ROW_LANES];
+        int32_t hi[PAIRS + ROW_LANES];
 
         for (int a0 = 0; a0 < g->out[1]; a0 += per) {
                 int nr = g->out[1] - a0 < per ? g->out[1] - a0 : per;
                 int32_t off = 2 * a0 * g->in[2];
 
                 pick_pairs(x + off, base + off, 2 * nr * ow, h, hi);
+                for (int e = 2 * nr * ow; e < 2 * nr * ow + ROW_LANES; e++) { /* read past */
+                        h[e] = 0.0f;
+                        hi[e] = 0;
+                }
                 for (int a = 0; a < nr; a++) {
                         const float *u = h + 2 * a * ow, *v = u + ow;
                         const int32_t *ui = hi + 2 * a * ow, *vi = ui + ow;
                         float *yr = y + (size_t)(a0 + a) * ow;
                         int32_t *ar = arg + (size_t)(a0 + a) * ow;
+                        int n = (a0 + a) * ow + wide <= g->out[1] * ow ? wide : ow;
 
-                        for (int e = 0; e < ow; e++) { /* every operand read: no masks */
+                        for (int e = 0; e < n; e++) { /* every operand read: no masks */
                                 float top = u[e], bot = v[e];
                                 int32_t it = ui[e], ib = vi[e];
                                 int take = bot > top || isnan(bot);

@@ -20,6 +20,14 @@ double strata_tool_cpu_now(void)
         return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+double strata_tool_process_cpu_now(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 int strata_tool_cmp_double(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;

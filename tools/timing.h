@@ -13,6 +13,12 @@ double strata_tool_now(void);
  */
 double strata_tool_cpu_now(void);
 
+/**
+ * @brief The process's CPU time in seconds, every thread's: a step's work on its device
+ *        threads and the caller's wait, not counting turns they waited on a core.
+ */
+double strata_tool_process_cpu_now(void);
+
 /** @brief qsort comparator for doubles, ascending (medians). */
 int strata_tool_cmp_double(const void *a, const void *b);
 

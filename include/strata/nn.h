@@ -128,7 +128,31 @@ struct strata_module_shape {
          * gradient's buffer until the reverse pass reaches that module (struct strata_layer).
          */
         int reads_from;
+        /**
+         * Non-zero: its forward and backward go through the batch one row at a time and call
+         * the step context's row hooks (struct strata_step_ctx fused) on each row when the
+         * runtime sets them, so that the row_wise modules after it run inside that loop while
+         * the row's values are still in cache (the convolutions). Its backward does not read
+         * its output (y). The results are the same bits either way.
+         */
+        int row_loop;
+        /**
+         * Non-zero: a call over one row (rows 1, that row's slices of x, y, dy, dx and of the
+         * aux_per_row values) gives that row's values of a call over every row, and the module
+         * has no parameters, state or aux_fixed values (ReLU, the pools): the runtime may run it
+         * inside an earlier row_loop module's loop.
+         */
+        int row_wise;
+        /**
+         * Non-zero (row_wise modules): its forward may write y over x (the same pointer, both
+         * f32) and its backward reads y, not x (ReLU): where it runs in the loop of the
+         * row_loop module just before it, the runtime gives it that module's output buffer as
+         * its own (one activation fewer to write and keep).
+         */
+        int in_place;
 };
+
+struct strata_row_hooks;
 
 /**
  * How a loss reduces over the batch (PyTorch's `reduction`). Mean divides by the rows (label
@@ -177,6 +201,27 @@ struct strata_step_ctx {
          * modules read them); NULL otherwise. row0 is then the first row of the call.
          */
         const struct strata_chunks *chunks;
+        /**
+         * For a module that declared row_loop: the modules after it that run inside its loop
+         * over rows (struct strata_row_hooks); NULL: none (the module runs alone).
+         */
+        const struct strata_row_hooks *fused;
+};
+
+/**
+ * The row_wise modules that run inside a row_loop module's loop over rows, as the runtime
+ * gives them (struct strata_step_ctx fused): the module calls forward after each row of its
+ * output is final and backward before each row of its own backward.
+ */
+struct strata_row_hooks {
+        /** The fused modules' forward over row @p row of this call, from the module's output. */
+        void (*forward)(const struct strata_row_hooks *h, int row);
+        /**
+         * The fused modules' backward over row @p row of this call; returns the row's gradient
+         * of the module's output (out floats, valid until the next call), which the module uses
+         * instead of dy's row (dy is then the last fused module's output gradient).
+         */
+        const float *(*backward)(const struct strata_row_hooks *h, int row);
 };
 
 /**

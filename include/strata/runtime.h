@@ -108,7 +108,8 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, const struct strata_device_ops *, driver, NONE, NULL) /* NULL: the accelerator's */   \
         X(g, enum strata_bind, bind, INT, "bind")       /* pin threads (default) or not */         \
         X(g, enum strata_kernels, kernels, INT, "kernels") /* CPU kernel set (0: native) */       \
-        X(g, double, timeout_s, DOUBLE, "timeout_s")    /* bound on every wait (0 = 300 s) */
+        X(g, double, timeout_s, DOUBLE, "timeout_s")    /* bound on every wait (0 = 300 s) */      \
+        X(g, int, no_fusion, INT, "no_fusion")          /* see below */
 
 /** cfg.train: how a training step goes. */
 #define STRATA_CONFIG_TRAIN(X, g)                                                                  \
@@ -196,6 +197,10 @@ struct strata_config_process {
  *   infinite returns STRATA_OK (default 0: a NaN or infinite gradient, found and agreed by
  *   every device before the update, refuses the step, and a non-finite loss ends it, both
  *   with STRATA_ENONFINITE naming the step, so a diverging run stops).
+ * - device.no_fusion: 1: every module runs on its own. By default (0) a convolution runs the
+ *   ReLU and pooling that follow it inside its loop over samples, while a sample's output is
+ *   in cache, wherever nothing else reads the outputs in between (not in invariant mode). The
+ *   results are the same bits either way.
  * - precision.kind: mixed precision needs a driver with gemm_lp (the CPU's).
  * - trace.path: write a timeline of every device (Chrome Trace Event Format JSON, for Perfetto
  *   or chrome://tracing) to this file. It is written to a temporary file beside it and renamed

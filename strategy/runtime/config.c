@@ -149,6 +149,9 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
         if ((unsigned)c->device.bind > STRATA_BIND_NONE)
                 return strata__fail(STRATA_EINVAL, "bind %d is not STRATA_BIND_CORES or "
                                                    "STRATA_BIND_NONE", (int)c->device.bind);
+        if ((unsigned)c->device.no_fusion > 1)
+                return strata__fail(STRATA_EINVAL, "no_fusion %d is not 0 or 1",
+                                    c->device.no_fusion);
         if (c->trace.stall_s != c->trace.stall_s)
                 return strata__fail(STRATA_EINVAL, "stall_s is not a number");
         if (!(c->train.clip_norm >= 0.0f) || !(c->train.clip_value >= 0.0f) ||

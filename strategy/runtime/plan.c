@@ -107,7 +107,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                             .rows_max = rows, .compute = compute,
                                             .grad_comm = c->strategy.grad_allreduce,
                                             .shards = shards, .how = shard_how(c, st, drv),
-                                            .chunks = strata__chunks(c) ? &cp : NULL };
+                                            .chunks = strata__chunks(c) ? &cp : NULL,
+                                            .fuse = !c->device.no_fusion };
         STRATA_TRY(driver_scratch(drv, &plan, &p));
         STRATA_TRY(strata__replica_layout(&tmp, &mem, &rp, &sz));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */

@@ -2,7 +2,9 @@
  * Conv1d/2d/3d backward against the adjoint of PyTorch's definition in double: the input,
  * weight and bias gradients of every geometry of the table (padded positions folded back onto
  * the positions their mode read); the parameter gradients are the same bits without dx, and
- * accumulate when the gradients are not fresh.
+ * accumulate when the gradients are not fresh. Stride 1 with zero padding (the module folds
+ * onto a padded plane there): dx is bitwise the definition's col2im of the GEMM's column
+ * gradient, each input adding its terms onto 0 in the columns' row order.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -56,5 +58,56 @@ Test(conv_backward, no_dx_same_parameter_gradients_and_accumulation)
                         dp_want[k] *= 2.0;
                 err = conv_rel_err(r.l.grad, dp_want, r.l.nparam);
                 cr_assert_leq(err, 2e-5, "%s: accumulated relative error %g", cc->what, err);
+        }
+}
+
+/* 2-D, stride 1, zero padding: the CNN's second layer ([P x K] column gradient), its first
+ * (the direct path's), a 'same' padding with dilation and an uneven kernel. */
+static const struct conv_case folded[] = {
+        /* what, nd, cin, cout, rows, size, kernel, stride, dilation, padding, mode, no_bias */
+        { "cnn 32->64 k3 zeros 14x14", 2, 32, 64, 2, { 14, 14 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+          { 1, 1 }, STRATA_PAD_ZEROS, 0 },
+        { "cnn 1->32 k3 zeros 28x28", 2, 1, 32, 2, { 28, 28 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+          { 1, 1 }, STRATA_PAD_ZEROS, 0 },
+        { "2d 3->4 k2x5 zeros same d2x1 9x11", 2, 3, 4, 2, { 9, 11 }, { 2, 5 }, { 1, 1 },
+          { 2, 1 }, { STRATA_PADDING_SAME, STRATA_PADDING_SAME }, STRATA_PAD_ZEROS, 1 },
+};
+
+static float dcols[1 << 18], dx_bits[1 << 16];
+
+Test(conv_backward, stride_1_zero_padding_dx_is_col2im_bitwise)
+{
+        for (size_t i = 0; i < sizeof(folded) / sizeof(folded[0]); i++) {
+                const struct conv_case *cc = &folded[i];
+                int kh = cc->kernel[0], kw = cc->kernel[1], h = cc->size[0], w = cc->size[1];
+                int co = cc->cout, kk = cc->cin * kh * kw;
+                struct conv_rig r;
+                int oh, ow, p;
+
+                conv_rig_init(&r, cc);
+                oh = r.out[1];
+                ow = r.out[2];
+                p = oh * ow;
+                run(&r, cc, r.dx);
+                memset(dx_bits, 0, sizeof(float) * (size_t)cc->rows * r.l.in);
+                for (int n = 0; n < cc->rows; n++) {
+                        float *dxn = dx_bits + (size_t)n * r.l.in;
+
+                        r.c.k->gemm(1, 0, kk, p, co, 1.0f, r.l.param, kk,
+                                    r.dy + (size_t)n * r.l.out, p, 0.0f, dcols, p);
+                        for (int k = 0; k < kk; k++) { /* row k = (c, a, b), in order */
+                                int c = k / (kh * kw), a = k / kw % kh, b = k % kw;
+
+                                for (int q = 0; q < p; q++) {
+                                        int y = q / ow - r.lo[1] + a * cc->dilation[0];
+                                        int x = q % ow - r.lo[2] + b * cc->dilation[1];
+
+                                        if (y >= 0 && y < h && x >= 0 && x < w)
+                                                dxn[(c * h + y) * w + x] += dcols[(size_t)k * p + q];
+                                }
+                        }
+                }
+                cr_assert_eq(memcmp(dx_bits, r.dx, sizeof(float) * (size_t)cc->rows * r.l.in),
+                             0, "%s: dx differs from the definition's col2im", cc->what);
         }
 }

@@ -23,6 +23,12 @@ static const struct strata_module unet[] = {
         { .ops = &strata_flatten }, { .ops = &strata_linear, .out = SKIPNET_CLASSES }, /* 9, 10 */
 };
 
+static const struct strata_module cnn[] = {
+        CONV(4), { .ops = &strata_relu }, { .ops = &strata_maxpool2d, .kernel = { 2 } }, /* 0-2 */
+        CONV(8), { .ops = &strata_relu }, { .ops = &strata_maxpool2d, .kernel = { 2 } }, /* 3-5 */
+        { .ops = &strata_flatten }, { .ops = &strata_linear, .out = SKIPNET_CLASSES }, /* 6, 7 */
+};
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const struct strata_model models[] = {
@@ -30,11 +36,17 @@ static const struct strata_model models[] = {
                              .in_dims = { 1, 2, { SKIPNET_HW, SKIPNET_HW } } },
         [SKIPNET_UNET] = { .in_features = SKIPNET_IN, .nmodules = N(unet), .modules = unet,
                            .in_dims = { 1, 2, { SKIPNET_HW, SKIPNET_HW } } },
+        [SKIPNET_CNN] = { .in_features = SKIPNET_IN, .nmodules = N(cnn), .modules = cnn,
+                          .in_dims = { 1, 2, { SKIPNET_HW, SKIPNET_HW } } },
 };
 
-/* conv(1->4) 40, conv(4->4) 148 each, conv(4->8) 296, conv(12->4) 436, linear(144->4) 580 */
+/*
+ * conv(1->4) 40, conv(4->4) 148 each, conv(4->8) 296, conv(12->4) 436, linear(144->4) 580,
+ * linear(8->4) 36 (the CNN's 6 x 6 pooled to 3 x 3, then to 1 x 1)
+ */
 static const size_t nparams[] = { [SKIPNET_RESNET] = 40 + 4 * 148 + 580,
-                                  [SKIPNET_UNET] = 40 + 296 + 436 + 580 };
+                                  [SKIPNET_UNET] = 40 + 296 + 436 + 580,
+                                  [SKIPNET_CNN] = 40 + 296 + 36 };
 
 static _Alignas(4096) unsigned char data_mem[1 << 16];
 static struct strata_arena data;
@@ -111,7 +123,9 @@ void skipnet_params(struct strata_runtime *rt, const struct strata_config *c,
         size_t np, at = 0, len = 0, n;
         const float *p;
 
-        skipnet_model(c->model == &models[SKIPNET_UNET] ? SKIPNET_UNET : SKIPNET_RESNET, &np);
+        skipnet_model(c->model == &models[SKIPNET_UNET]  ? SKIPNET_UNET
+                      : c->model == &models[SKIPNET_CNN] ? SKIPNET_CNN
+                                                         : SKIPNET_RESNET, &np);
         out->np = np;
         if (c->strategy.kind != STRATA_STRATEGY_FSDP) {
                 cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);

@@ -27,6 +27,12 @@ enum skipnet_kind {
          * concat(from=1) conv2d(4,3,padding=1) relu flatten linear(4)
          */
         SKIPNET_UNET,
+        /*
+         * conv2d(4,3,padding=1) relu maxpool2d(2) conv2d(8,3,padding=1) relu maxpool2d(2)
+         * flatten linear(4): no skip connection, a LeNet-style chain (the convolutions run
+         * the ReLU and pooling after them in their loops over samples)
+         */
+        SKIPNET_CNN,
 };
 
 /** The model of @p kind (a static description) and its parameter count. */

@@ -125,7 +125,7 @@ Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
         final = strstr(out, "\"final\":true");
         cr_assert_not_null(final, "%s", out);
         for (const char *k = "train_loss\0test_acc\0samples_per_s\0step_us_median\0"
-                             "arena_bytes_planned\0arena_bytes_used\0heap_allocs\0";
+                             "step_cpu_us_median\0arena_bytes_planned\0arena_bytes_used\0heap_allocs\0";
              *k; k += strlen(k) + 1) {
                 char key[64];
 

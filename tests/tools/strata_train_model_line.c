@@ -1,7 +1,8 @@
 /*
  * strata-train --model as a line of modules: the same model as widths trains to the same
  * bits, the IDX images give the line its input layout, and a line that does not fit is
- * refused (exit 2) naming the module, before anything trains.
+ * refused (exit 2) naming the module, before anything trains; --no-fusion exports the
+ * same bytes.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -89,5 +90,22 @@ Test(model_line_cli, an_hdf5_arrays_dimensions_are_its_layout, .timeout = 120)
                  cli_path(dir, "f.h5"));
         cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 2, "%s", out);
         cr_assert_not_null(strstr(out, "conv3d (module 0)"), "%s", out);
+        cli_rmtree(dir);
+}
+
+/* --no-fusion: every module on its own; the CNN's exported weights are the same bytes. */
+Test(model_line_cli, no_fusion_exports_the_same_bytes, .timeout = 120)
+{
+        char dir[256], args[1024];
+        const char *line = "--model 'input(1,28,28) conv2d(4,3,padding=1) relu maxpool2d(2) "
+                           "conv2d(8,3,padding=1) relu maxpool2d(2) flatten linear(10)' ";
+
+        cli_mkdtemp(dir, sizeof(dir), "nofusion");
+        for (int k = 0; k < 2; k++) {
+                snprintf(args, sizeof(args), RUN "%s%s--export-safetensors %s", line,
+                         k ? "--no-fusion " : "", cli_path(dir, k ? "alone.st" : "fused.st"));
+                cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s -> %s", args, out);
+        }
+        cli_same_files(dir, "fused.st", "alone.st");
         cli_rmtree(dir);
 }

@@ -23,7 +23,7 @@ static size_t memory_limit(char *why, size_t n)
 
 /**
  * @brief Beside the data (r->data_bytes): index lists (12 bytes a sample), a staging batch,
- *        and the step times of the whole run, all sized from the data set itself (no built-in
+ *        and the step times (wall and CPU) of the whole run, all sized from the data set itself (no built-in
  *        budget); then one mapping for everything the tool keeps, if the memory limit allows.
  *        IDX files (@p p, or NULL) whose headers claim more than the limit are read through
  *        first: a cut file is called truncated.
@@ -33,7 +33,7 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
         const struct opts *o = &r->o;
 
         r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
-                         (size_t)o->epochs * samples * sizeof(double) /
+                         2 * (size_t)o->epochs * samples * sizeof(double) /
                                  (size_t)(o->batch ? o->batch : 1) +
                          (size_t)o->epochs * sizeof(double) * 8 +
                          /* float targets' staging and bce's outputs (the model's outputs,

@@ -86,6 +86,7 @@ static void fill_config(struct run *r)
         cfg->strategy.invariant = o->invariant;
         cfg->strategy.chunks = o->chunks;
         cfg->device.kernels = o->kernels;
+        cfg->device.no_fusion = o->no_fusion;
         if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
                 strata_patch_replication_callback(cfg);
 }

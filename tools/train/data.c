@@ -248,5 +248,9 @@ int data_loaders(struct run *r)
                                sizeof(double) * (size_t)r->steps_per_epoch * r->o.epochs, 0, &p))
                 return bad("%s", strata_last_error());
         r->step_times = p;
+        if (strata_arena_alloc(&r->data,
+                               sizeof(double) * (size_t)r->steps_per_epoch * r->o.epochs, 0, &p))
+                return bad("%s", strata_last_error());
+        r->step_cpu = p;
         return 0;
 }

@@ -158,7 +158,7 @@ static int stopped(struct run *r, struct epoch *e)
 static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 {
         struct strata_metrics m;
-        double t0 = strata_tool_now();
+        double t0 = strata_tool_now(), c0 = strata_tool_process_cpu_now();
         int rc;
 
         fault(r->rank, r->nsteps);
@@ -166,6 +166,7 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
                 return fail(r); /* the epoch's last batch closes its window */
         if ((rc = strata_train_step(r->rt, b, &m)))
                 return rc == STRATA_ESTOPPED ? stopped(r, e) : step_failed(r, e);
+        r->step_cpu[r->nsteps] = strata_tool_process_cpu_now() - c0;
         r->step_times[r->nsteps++] = strata_tool_now() - t0;
         e->loss_sum += m.loss;
         for (int k = 0; k < m.noutputs; k++)

@@ -114,8 +114,8 @@ enum { OPT_LOSS = 0x100, OPT_HUBER_BETA, OPT_SYNTH_REGRESSION };
 /* Invariant mode's codes, past every letter and the others'. */
 enum { OPT_INVARIANT = 0x4a01, OPT_CHUNKS };
 
-/* The kernel set's codes. */
-enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS };
+/* The kernel set's codes, and --no-fusion's. */
+enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS, OPT_NO_FUSION };
 
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
 enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE };
@@ -132,7 +132,10 @@ static int invariant_option(int c, const char *s, struct opts *o)
         return -1;
 }
 
-/* --portable, --kernels native|portable|avx512|scalar: 0, 2 after the message, -1 otherwise. */
+/*
+ * --portable, --kernels native|portable|avx512|scalar, --no-fusion: 0, 2 after the message, -1
+ * otherwise.
+ */
 static int kernels_option(int c, const char *s, struct opts *o)
 {
         static const char *const names[STRATA_KERNELS_COUNT] = { "native", "portable", "avx512",
@@ -140,6 +143,10 @@ static int kernels_option(int c, const char *s, struct opts *o)
 
         if (c == OPT_PORTABLE) {
                 o->kernels = STRATA_KERNELS_PORTABLE;
+                return 0;
+        }
+        if (c == OPT_NO_FUSION) {
+                o->no_fusion = 1;
                 return 0;
         }
         if (c != OPT_KERNELS)
@@ -204,6 +211,7 @@ static const struct option long_opts[] = {
         { "processes", 1, 0, OPT_PROCESSES },
         { "invariant", 0, 0, OPT_INVARIANT }, { "chunks", 1, 0, OPT_CHUNKS },
         { "portable", 0, 0, OPT_PORTABLE }, { "kernels", 1, 0, OPT_KERNELS },
+        { "no-fusion", 0, 0, OPT_NO_FUSION },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
         { "overwrite", 0, 0, OPT_OVERWRITE },
         { 0, 0, 0, 0 },

@@ -118,6 +118,7 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
                     long heap)
 {
         double med = strata_tool_median(r->step_times, (size_t)r->nsteps) * 1e6;
+        double cpu = strata_tool_median(r->step_cpu, (size_t)r->nsteps) * 1e6;
         double sps = t_total > 0.0 ? (double)r->nsteps * r->o.batch / t_total : 0.0;
         char num[32], lr[32], tm[512], own[320];
 
@@ -125,14 +126,14 @@ static void summary(const struct run *r, const struct strata_memory_info *mem, d
                 printf("{\"final\":true,\"epochs\":%d,\"batch\":%d,\"devices\":%d,"
                        "\"kernels\":\"%s\",\"train_loss\":%s%s,%s,\"lr\":%s,\"time_s\":%.3f,"
                        "\"samples_per_s\":%.0f,\"step_us_median\":%.1f,"
-                       "\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
+                       "\"step_cpu_us_median\":%.1f,\"arena_bytes_planned\":%zu,\"arena_bytes_used\":%zu,"
                        "\"arena_refusals\":%llu,\"heap_allocs\":%ld}\n",
                        r->o.epochs, r->o.batch, strata_world_size(r->rt), kernels_name(&r->o),
                        json_num(r->train_loss, "%.6f", num),
                        losses_field(r, "train", r->train_losses, 1, own, sizeof(own)),
                        eval_fields(r, &r->ev, 1, tm, sizeof(tm)),
                        json_num(epoch_lr(r, r->o.epochs - 1), "%.6g", lr), t_total, sps, med,
-                       mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
+                       cpu, mem->planned, mem->used, (unsigned long long)mem->refusals, heap);
         else if (!r->o.quiet)
                 printf("final: %s  time %.2fs  median step %.1f us  %.0f samples/s\n"
                        "memory: %zu bytes planned, %zu used, %llu refused; heap allocations "

@@ -72,6 +72,7 @@ struct opts {
         enum strata_dtype grad_allreduce; /* --grad-allreduce 32|bf16 */
         int invariant;          /* --invariant: the same bits on any device count */
         enum strata_kernels kernels; /* --portable, --kernels: the CPU's kernel set */
+        int no_fusion;               /* --no-fusion: every module on its own (same bits) */
         int chunks;             /* --chunks C: invariant mode's chunks (0: the library's 8) */
         const struct strata_loss_ops *loss; /* --loss (NULL: softmax cross-entropy) */
         float huber_beta;       /* --huber-beta (0: 1.0) */
@@ -152,6 +153,7 @@ struct run {
         struct strata_loader loader, tloader;
         uint32_t *test_idx;             /* the test set in order */
         double *step_times;             /* of every step of the run, for the median */
+        double *step_cpu;               /* the process's CPU time of each, the same */
         long nsteps;                    /* steps this run trained */
         long steps_per_epoch;
         struct position at;             /* where a resumed run starts */
