@@ -35,8 +35,9 @@ int strata__shard_plan(size_t nparam, size_t lmax, int shards, unsigned how,
         z->params = z->own_params ? z->len : z->npad;
         z->grads = z->own_params || z->own_grads ? z->len : z->npad;
         z->lbuf = z->own_params ? lmax : 0;
+        z->whole_grads = z->own_params && (how & STRATA__SHARD_WHOLE_GRADS);
         if (z->own_params)
-                z->lgrad = how & STRATA__SHARD_WHOLE_GRADS ? z->npad : lmax;
+                z->lgrad = z->whole_grads ? z->npad : lmax;
         else
                 z->lgrad = z->own_grads || z->each ? lmax : 0;
         return STRATA_OK;
@@ -88,7 +89,7 @@ int strata__shard_each(const struct strata__shard *s)
 
 int strata__shard_whole_grads(const struct strata__shard *s)
 {
-        return s->size.own_params && s->size.lgrad > s->size.lbuf;
+        return s->size.whole_grads; /* not lgrad > lbuf: npad may equal lmax */
 }
 
 /* Elements [*a, *b) of [off, off + n) that lie in the device's shard; whether there are any. */
@@ -189,7 +190,7 @@ void strata__shard_layer_vectors(const struct strata__shard *s, float *params, f
                 return;
         }
         *param = s->lbuf;
-        *grad = s->size.lgrad > s->size.lbuf ? s->lgrad + off : s->lgrad;
+        *grad = s->size.whole_grads ? s->lgrad + off : s->lgrad;
 }
 
 void strata__shard_keep(const struct strata__shard *s, float *shard, const float *layer,

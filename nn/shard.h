@@ -53,9 +53,10 @@ struct strata__shard_sizes {
          * micro-batch's gradients to lgrad (the largest layer's, or fsdp's whole local vector),
          * the strategy reduces them there and the replica adds what it holds of them into
          * grads, the window's sum (strata__shard_accumulate()); zero2 then always holds its
-         * shard alone (own_grads) from 2 devices.
+         * shard alone (own_grads) from 2 devices. whole_grads (own_params): lgrad is the
+         * whole local vector (STRATA__SHARD_WHOLE_GRADS), set even where npad equals lmax.
          */
-        int own_params, own_grads, each;
+        int own_params, own_grads, each, whole_grads;
 };
 
 struct strata__shard {
