@@ -18,7 +18,11 @@ struct strata__replica;
 
 /**
  * Called after layer @p layer's gradients are complete during backward (layers run last to
- * first), or before a layer computes (fsdp's gather); a non-OK status stops the pass.
+ * first), or before a layer computes (fsdp's gather); a non-OK status stops the pass. A module
+ * fused into a convolution's loop over samples (decision 0046) gets its call, in order, before
+ * its backward has run: its backward runs row by row inside its head's, which comes later. It
+ * has no parameters, so there is nothing of it to reduce; a hook must not count on its
+ * backward, or its input's gradient, having run.
  */
 typedef int (*strata__grad_ready_fn)(void *h, struct strata__replica *r, int layer);
 
