@@ -496,17 +496,20 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
         return STRATA_OK;
 }
 
-/* @p m's shapes walked and checked: its last layout, a row's predictions and targets. */
-static int walk_model(const struct strata_model *m, struct strata__shape_walk *w,
-                      int *outputs, int *targets)
+/*
+ * @p m's shapes walked and checked: its last layout, a row's predictions and targets; @p fn
+ * names the caller in the messages ("model output").
+ */
+static int walk_model(const char *fn, const struct strata_model *m,
+                      struct strata__shape_walk *w, int *outputs, int *targets)
 {
         struct strata_module_shape s;
         struct strata_layer l;
 
         if (!m || !m->modules || m->nmodules <= 0)
-                return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
+                return strata__fail(STRATA_EINVAL, "%s: NULL argument or no module", fn);
         if (m->in_features <= 0)
-                return strata__fail(STRATA_EINVAL, "model output: in_features %d <= 0",
+                return strata__fail(STRATA_EINVAL, "%s: in_features %d <= 0", fn,
                                     m->in_features);
         STRATA_TRY(strata__shape_start(m, w));
         for (int i = 0; i < m->nmodules; i++)
@@ -521,7 +524,7 @@ int strata_model_output(const struct strata_model *m, struct strata_dims *out)
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "model output: NULL argument or no module");
-        STRATA_TRY(walk_model(m, &w, &outputs, NULL));
+        STRATA_TRY(walk_model("model output", m, &w, &outputs, NULL));
         *out = m->noutputs ? (struct strata_dims){ .channels = outputs } : w.dims;
         return STRATA_OK;
 }
@@ -533,7 +536,7 @@ int strata_model_targets(const struct strata_model *m, int *values, int *widths)
 
         if (!values)
                 return strata__fail(STRATA_EINVAL, "model targets: NULL argument");
-        STRATA_TRY(walk_model(m, &w, NULL, &targets));
+        STRATA_TRY(walk_model("model targets", m, &w, NULL, &targets));
         *values = strata__float_row(m) ? targets : 1;
         for (int k = 0; widths && k < STRATA_MAX_OUTPUTS; k++)
                 widths[k] = k < m->noutputs ? w.width[m->outputs[k].module] : 0;

@@ -27,6 +27,26 @@ static void fresh(void)
         m.modules = mods;
 }
 
+/*
+ * @p model refused by strata_model_targets(), the message containing @p needle, *values and
+ * the widths unchanged.
+ */
+static void targets_refused(const struct strata_model *model, const char *what,
+                            const char *needle)
+{
+        int tv = -7, wd[STRATA_MAX_OUTPUTS];
+
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                wd[k] = -7 - k;
+        cr_assert_eq(strata_model_targets(model, &tv, wd), STRATA_EINVAL, "%s: targets accepted",
+                     what);
+        cr_assert(strstr(strata_last_error(), needle), "%s: targets' '%s' lacks '%s'", what,
+                  strata_last_error(), needle);
+        cr_assert_eq(tv, -7, "%s: *values changed", what);
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                cr_assert_eq(wd[k], -7 - k, "%s: width %d changed", what, k);
+}
+
 /* @p m refused by strata_model_output() and strata_init(), the message containing @p needle. */
 static void refused(const char *what, const char *needle)
 {
@@ -38,6 +58,7 @@ static void refused(const char *what, const char *needle)
         cr_assert(strstr(strata_last_error(), needle), "%s: '%s' lacks '%s'", what,
                   strata_last_error(), needle);
         cr_assert_eq(out.channels, -7, "%s: out changed", what);
+        targets_refused(&m, what, needle);
         c.model = &m;
         cr_assert_eq(strata_init(&rt, &c), STRATA_EINVAL, "%s: init accepted", what);
         cr_assert(strstr(strata_last_error(), needle), "%s: init's '%s' lacks '%s'", what,
@@ -322,4 +343,29 @@ Test(multi_io_bad_input, a_driver_without_add)
         cr_assert_eq(strata_plan(&c, &plan), STRATA_ENOTSUP);
         cr_assert(strstr(strata_last_error(), "model output 0 (module 0) is not the last "
                          "module: the cpu driver has no add kernel"), "%s", strata_last_error());
+}
+
+/*
+ * strata_model_targets() on a model it cannot walk: NULL, no module, no input, a module whose
+ * input does not fit; refused naming itself ("model targets: ") or the module, nothing written.
+ */
+Test(multi_io_bad_input, model_targets_refuses_a_model_it_cannot_walk)
+{
+        struct strata_module lm[8];
+        struct strata_model lmod = { 0 };
+
+        targets_refused(NULL, "NULL model", "model targets: NULL argument or no module");
+        fresh();
+        m.nmodules = 0;
+        targets_refused(&m, "no module", "model targets: NULL argument or no module");
+        fresh();
+        m.in_features = 0;
+        targets_refused(&m, "in_features 0", "model targets: in_features 0 <= 0");
+        cr_assert_eq(strata_model_parse("input(1,4,4) conv2d(2,3) maxpool2d(4)", lm, 8, &lmod),
+                     STRATA_OK, "%s", strata_last_error());
+        targets_refused(&lmod, "a pool larger than its input", "maxpool2d (module 1)");
+        fresh();
+        cr_assert_eq(strata_model_targets(&m, NULL, NULL), STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "model targets: NULL argument"), "%s",
+                  strata_last_error());
 }
