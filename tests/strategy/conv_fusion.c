@@ -298,3 +298,50 @@ Test(conv_fusion, a_fused_relu_with_bf16_output_gives_the_same_bits)
         cr_assert_eq(memcmp(fused.p, alone.p, fused.np * sizeof(float)), 0,
                      "the trained parameters differ");
 }
+
+/* ---- Fusion with the other features: accumulate_reduce each (decision 0047) ---- */
+
+/*
+ * The CNN under zero2, fsdp and ddp on 2 devices, accumulation 3 reduced every micro-batch
+ * (each layer's gradient reduced as its backward ends, the fused modules' ready() inside
+ * their head's loop): fused bitwise unfused, and zero2's and fsdp's bits ddp's.
+ */
+Test(conv_fusion, cnn_accumulate_reduce_each_same_bits, .timeout = 300)
+{
+        static const enum strata_strategy_kind kinds[] = { STRATA_STRATEGY_DDP,
+                                                           STRATA_STRATEGY_ZERO2,
+                                                           STRATA_STRATEGY_FSDP };
+        static const char *const names[] = { "ddp", "zero2", "fsdp" };
+        static struct skipnet_run fused, alone, ddp, window;
+
+        for (int i = 0; i < 3; i++) {
+                struct strata_config c = skipnet_cfg(SKIPNET_CNN, kinds[i], 2);
+
+                c.train.accumulate = 3;
+                c.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_EACH;
+                skipnet_train(&c, STEPS, &fused);
+                c.device.no_fusion = 1;
+                skipnet_train(&c, STEPS, &alone);
+                cr_assert_eq(fused.np, alone.np);
+                cr_assert_eq(memcmp(fused.loss, alone.loss, STEPS * sizeof(double)), 0,
+                             "%s each: the step losses differ fused and unfused", names[i]);
+                cr_assert_eq(memcmp(fused.p, alone.p, fused.np * sizeof(float)), 0,
+                             "%s each: the parameters differ fused and unfused", names[i]);
+                cr_assert_leq(fused.heap_calls, 0, "%s each: %ld heap calls", names[i],
+                              fused.heap_calls);
+                if (i == 0) {
+                        ddp = fused;
+                        c.device.no_fusion = 0;
+                        c.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_WINDOW;
+                        skipnet_train(&c, STEPS, &window);
+                        cr_assert_neq(memcmp(window.p, ddp.p, ddp.np * sizeof(float)), 0,
+                                      "ddp: each gave window's bits (nothing compared)");
+                        continue;
+                }
+                cr_assert_eq(fused.np, ddp.np);
+                cr_assert_eq(memcmp(fused.loss, ddp.loss, STEPS * sizeof(double)), 0,
+                             "%s each: the step losses differ from ddp each's", names[i]);
+                cr_assert_eq(memcmp(fused.p, ddp.p, ddp.np * sizeof(float)), 0,
+                             "%s each: the parameters differ from ddp each's", names[i]);
+        }
+}

@@ -109,3 +109,26 @@ Test(model_line_cli, no_fusion_exports_the_same_bytes, .timeout = 120)
         cli_same_files(dir, "fused.st", "alone.st");
         cli_rmtree(dir);
 }
+
+/*
+ * Fusion beside the other features: an output (MSE) on the last module of a fused group
+ * (conv relu maxpool) and a cross-entropy output after it, accumulation 2 reduced every
+ * micro-batch, zero2 on 2 devices: --no-fusion exports the same bytes.
+ */
+Test(model_line_cli, no_fusion_same_bytes_with_outputs_and_reduce_each, .timeout = 120)
+{
+        char dir[256], args[1024];
+        const char *run = "--synthetic-regression 512 --batch 32 --epochs 1 --quiet "
+                          "--accumulate 2 --accumulate-reduce each --strategy zero2 --devices 2 "
+                          "--model 'input(1,8,8) conv2d(4,3,padding=1) relu maxpool2d(2) "
+                          "output(mse) flatten linear(3) output(ce)' ";
+
+        cli_mkdtemp(dir, sizeof(dir), "nofusionout");
+        for (int k = 0; k < 2; k++) {
+                snprintf(args, sizeof(args), "%s%s--export-safetensors %s", run,
+                         k ? "--no-fusion " : "", cli_path(dir, k ? "alone.st" : "fused.st"));
+                cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s -> %s", args, out);
+        }
+        cli_same_files(dir, "fused.st", "alone.st");
+        cli_rmtree(dir);
+}
