@@ -347,3 +347,41 @@ Test(multi_io_cli, progress_bar_per_output, .timeout = 120)
                                  sizeof(out)), 0, "%s", out);
         cr_assert(!strncmp(after_bar_loss(), "  ", 2), "one output: %s", out);
 }
+
+/*
+ * A line whose outputs all take class indices (two cross-entropy heads) has no float output:
+ * its lines and metrics CSV give the loss and accuracy (each head's too), no MSE or MAE.
+ */
+Test(multi_io_cli, cross_entropy_outputs_alone_have_no_regression_figures, .timeout = 120)
+{
+        static char csv[1 << 14];
+        const char *head = "step,epoch,train_loss,lr,samples_per_s,test_loss,test_acc,"
+                           "train_loss_0,train_loss_1,test_loss_0,test_loss_1\n";
+        char dir[256], args[1024];
+        FILE *f;
+        size_t n;
+
+        cli_mkdtemp(dir, sizeof(dir), "mioceonly");
+        snprintf(args, sizeof(args), "--synthetic-regression 256 --batch 32 --epochs 1 "
+                 "--bind none --log-every 4 --metrics-csv %s/m.csv --model 'input(6) "
+                 "linear(8) tanh linear(3) output(ce) linear(4,from=1) output(ce)'", dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_null(strstr(out, "_mse"), "%s", out);
+        cr_assert_null(strstr(out, "_mae"), "%s", out);
+        cr_assert_not_null(strstr(out, "test_acc "), "%s", out);
+        cr_assert_not_null(strstr(out, "test_accs 0."), "each head's accuracy: %s", out);
+        f = fopen(cli_path(dir, "m.csv"), "r");
+        cr_assert_not_null(f);
+        n = fread(csv, 1, sizeof(csv) - 1, f);
+        csv[n] = '\0';
+        fclose(f);
+        cr_assert(!strncmp(csv, head, strlen(head)), "%s", csv);
+        cr_assert_null(strstr(csv, "mse"), "%s", csv);
+        snprintf(args, sizeof(args), "--synthetic-regression 256 --batch 32 --epochs 1 "
+                 "--bind none --json --model 'input(6) linear(8) tanh linear(3) output(ce) "
+                 "linear(4,from=1) output(ce)'");
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_null(strstr(out, "_mse"), "%s", out);
+        cr_assert_not_null(strstr(out, "\"test_acc\":"), "%s", out);
+        cli_rmtree(dir);
+}

@@ -99,10 +99,22 @@ int label_targets(const struct run *r, const void *t, enum strata_dtype type, ui
         return 0;
 }
 
-/* mse, l1, huber: MSE and MAE of the outputs (the library's). */
+/*
+ * mse, l1, huber: MSE and MAE of the outputs (the library's), where some output takes float
+ * targets: a line whose outputs all take class indices (cross-entropy) has float target rows
+ * but no float output, so its figures are the accuracy's.
+ */
 static int regression(const struct run *r)
 {
-        return r->train.t && !eval_fits_bce(r);
+        int labels = 0;
+
+        if (!r->train.t || eval_fits_bce(r))
+                return 0;
+        if (!r->layered || r->model.noutputs < 2)
+                return 1;
+        for (int k = 0; k < r->model.noutputs; k++)
+                labels += r->out_label[k] != 0;
+        return labels < r->model.noutputs;
 }
 
 /** @brief bce: one batch of outputs in the tool's arena (data_map() counted it). 0, or 2. */
@@ -309,8 +321,9 @@ const char *eval_fields(const struct run *r, const struct evaluation *ev, int js
                          accs_field(r, s, ev->accs, json, accs, sizeof(accs)));
         } else {
                 snprintf(a[1], sizeof(a[1]), f, s, "acc", json_num(ev->acc, "%.4f", v[1]));
-                snprintf(buf, n, "%s%s%s%s", a[0], sep, a[1],
-                         losses_field(r, s, ev->losses, json, own, sizeof(own)));
+                snprintf(buf, n, "%s%s%s%s%s", a[0], sep, a[1],
+                         losses_field(r, s, ev->losses, json, own, sizeof(own)),
+                         accs_field(r, s, ev->accs, json, accs, sizeof(accs)));
         }
         return buf;
 }
