@@ -422,3 +422,32 @@ Test(strata_train_cli, sigint_prints_the_summary_and_exits_130, .timeout = 60)
         cr_assert_not_null(strstr(out, "\"step_us_median\":"), "%s", out);
         cr_assert_not_null(strstr(out, "Interrupt at epoch"), "%s", out);
 }
+
+/*
+ * --accumulate-reduce each where it changes nothing (one micro-batch a step, or invariant
+ * mode) warns on stderr, once, and trains; with accumulation it is quiet.
+ */
+Test(strata_train_cli, accumulate_reduce_each_without_effect_warns, .timeout = 180)
+{
+        static char out[1 << 15];
+        const char *warn = "strata-train: warning: --accumulate-reduce each has no effect";
+        const char *base = "--synthetic 512 --batch 64 --epochs 1 --strategy ddp --devices 2 "
+                           "--quiet --accumulate-reduce each ";
+        char args[512];
+        const char *p;
+
+        snprintf(args, sizeof(args), "%s", base);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s -> %s", args, out);
+        p = strstr(out, warn);
+        cr_assert_not_null(p, "%s -> %s", args, out);
+        cr_assert_not_null(strstr(p, "without --accumulate N > 1\n"), "%s", out);
+        cr_assert_null(strstr(p + 1, warn), "warned twice: %s", out);
+        snprintf(args, sizeof(args), "%s--accumulate 2 --invariant", base);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s -> %s", args, out);
+        p = strstr(out, warn);
+        cr_assert_not_null(p, "%s -> %s", args, out);
+        cr_assert_not_null(strstr(p, "with --invariant"), "%s", out);
+        snprintf(args, sizeof(args), "%s--accumulate 2", base);
+        cr_assert_eq(run(args, out, sizeof(out)), 0, "%s -> %s", args, out);
+        cr_assert_null(strstr(out, "warning"), "%s -> %s", args, out);
+}

@@ -432,6 +432,23 @@ static int check_devices(struct opts *o)
         return 0;
 }
 
+/*
+ * --accumulate-reduce each where it changes nothing: one micro-batch a step (each is the
+ * window then), or invariant mode (its chunks' tree sums every micro-batch across devices in
+ * either order, decision 0047). A warning on stderr; the run goes on.
+ */
+static void warn_reduce_each(const struct opts *o)
+{
+        if (o->accumulate_reduce != STRATA_ACCUMULATE_REDUCE_EACH)
+                return;
+        if (o->accumulate <= 1)
+                fprintf(stderr, "strata-train: warning: --accumulate-reduce each has no effect "
+                                "without --accumulate N > 1\n");
+        else if (o->invariant)
+                fprintf(stderr, "strata-train: warning: --accumulate-reduce each has no effect "
+                                "with --invariant (its sums are the same in either order)\n");
+}
+
 /** @brief The command line into @p o: 0, or 2 after the message (--help exits 0). */
 int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -451,5 +468,6 @@ int parse_args(int argc, char **argv, struct opts *o)
                 return bad("unexpected argument '%s'", argv[optind]);
         if (check_h5(o))
                 return 2;
+        warn_reduce_each(o);
         return check_devices(o);
 }
