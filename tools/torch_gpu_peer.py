@@ -2,8 +2,9 @@
 # synthetic data of the same shape, in PyTorch eager and with the Lightning Trainer.
 # Batches come from host memory as in strata-train (pinned, copied each step).
 # usage: torch_gpu_peer.py MODEL BATCH STEPS [cuda|cpu]   (MODEL like 784-256-128-10)
+# env PEERS: which of torch_eager,lightning to run (default both)
 # prints one line per framework: "<name> steps_per_s=<x> step_us=<y>" or "<name> unavailable: why"
-import sys, time
+import os, sys, time
 
 import torch
 import torch.nn as nn
@@ -112,7 +113,10 @@ def main():
     batch, steps = int(sys.argv[2]), int(sys.argv[3])
     dev = sys.argv[4] if len(sys.argv) > 4 else "cuda"
     torch.set_num_threads(1)
+    want = os.environ.get("PEERS", "torch_eager,lightning").split(",")
     for name, fn in (("torch_eager", eager), ("lightning", lightning)):
+        if name not in want:
+            continue
         try:
             s = fn(widths, batch, steps, dev)
             print(f"{name} steps_per_s={1.0 / s:.1f} step_us={s * 1e6:.1f}", flush=True)
