@@ -59,7 +59,7 @@ ifeq ($(CUDA),1)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o) $(CUDA_C_SRCS:%.c=$(BUILD)/obj/%.o)
 CUDA_PLUGIN := $(BUILD)/libstrata-cuda.so
 TEST_CUDA_CFLAGS := -DSTRATA_HAVE_CUDA
-CUDA_LIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
+CUDA_LIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublasLt -lcublas -lcudart -lstdc++
 NVFLAGS   := -O3 -std=c++17 -Xcompiler -fPIC,-fno-exceptions,-fno-rtti -Iinclude -I. -MMD -MP \
              -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 endif

@@ -12,8 +12,13 @@
  * returned by sync(), which the strategy calls at the end of every step.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes" /* one declaration in CUDA 13's header */
+#include <cublasLt.h>
+#pragma GCC diagnostic pop
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <hwloc.h>
@@ -27,10 +32,23 @@
 #include "drivers/cuda/kernels.h"
 
 #define MAX_GPUS STRATA_MAX_DEVICES
+#define LT_SHAPES 48 /* GEMM shapes a logical device remembers (cuBLASLt path) */
 #define WS_BYTES ((size_t)32 << 20) /* cuBLAS workspace: NVIDIA's advice for Hopper */
 #define SCRATCH_BYTES ((size_t)64 << 10)
 #define OVERHEAD (WS_BYTES + SCRATCH_BYTES)
 #define PIN_HEAD ((size_t)4096)
+
+/*
+ * One GEMM shape on the cuBLASLt path: its descriptors in the driver's own memory (the Init
+ * variants allocate nothing) and the algorithm cuBLASLt's heuristic chose the first time.
+ */
+struct lt_shape {
+        int used, ok;
+        int dt, ta, tb, m, n, k, lda, ldb, ldc;
+        cublasLtMatmulDescOpaque_t desc;
+        cublasLtMatrixLayoutOpaque_t la, lb, lc;
+        cublasLtMatmulAlgo_t algo;
+};
 
 /* One logical device: its stream, cuBLAS handle and scratch. */
 struct gpu {
@@ -46,9 +64,13 @@ struct gpu {
         cudaError_t err;         /* first CUDA error, cudaSuccess when none */
         int blas_err;            /* first cuBLAS error */
         const char *err_op;
+        void *ws;                /* cuBLAS(Lt) workspace, WS_BYTES */
+        int tf32;                /* TF32 allowed (STRATA_DEV_TF32) */
+        cublasLtHandle_t lt;     /* NULL: GEMMs through cublasSgemm/cublasGemmEx */
 };
 
 static struct gpu gpus[MAX_GPUS];
+static struct lt_shape lt_shapes[MAX_GPUS][LT_SHAPES];
 static _Thread_local int cur; /* the calling thread's logical device (bind) */
 
 static struct gpu *me(void)
@@ -120,6 +142,9 @@ static void drop(struct gpu *g)
 
         if (g->blas)
                 cublasDestroy(g->blas);
+        if (g->lt)
+                cublasLtDestroy(g->lt);
+        memset(lt_shapes[g - gpus], 0, sizeof(lt_shapes[0]));
         if (g->stream)
                 cudaStreamDestroy(g->stream);
         if (dev)
@@ -145,6 +170,18 @@ static int setup_blas(struct gpu *g, unsigned char *ws, unsigned flags, int ordi
                     CUBLAS_STATUS_SUCCESS)
                 return strata__fail(STRATA_EDEVICE, "cuda device %d: cuBLAS set-up failed (%d)",
                                     ordinal, (int)s);
+        g->ws = ws;
+        g->tf32 = !!(flags & STRATA_DEV_TF32);
+        {
+                /* Experiment (decision 0051): STRATA_CUDA_GEMM=lt runs GEMMs through cuBLASLt. */
+                const char *v = getenv("STRATA_CUDA_GEMM");
+
+                if (v && !strcmp(v, "lt") &&
+                    (s = cublasLtCreate(&g->lt)) != CUBLAS_STATUS_SUCCESS)
+                        return strata__fail(STRATA_EDEVICE,
+                                            "cuda device %d: cublasLtCreate failed (%d)", ordinal,
+                                            (int)s);
+        }
         return STRATA_OK;
 }
 
@@ -323,9 +360,98 @@ static int cuda_local_pus(int dev_id, int *pus, int max)
 
 /* ---- compute ---- */
 
+/*
+ * The remembered shape for these arguments, described and given an algorithm on first sight;
+ * NULL when the table is full or cuBLASLt has no algorithm (the caller then uses cuBLAS).
+ */
+static struct lt_shape *lt_find(int dt, int ta, int tb, int m, int n, int k, int lda, int ldb,
+                                int ldc)
+{
+        struct lt_shape *t = lt_shapes[cur];
+        struct gpu *g = me();
+
+        for (int i = 0; i < LT_SHAPES; i++) {
+                struct lt_shape *x = &t[i];
+                cudaDataType_t ty = dt ? (dt == STRATA_BF16 ? CUDA_R_16BF : CUDA_R_16F)
+                                       : CUDA_R_32F;
+                cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+                cublasOperation_t opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+                cublasLtMatmulPreferenceOpaque_t pref;
+                cublasLtMatmulHeuristicResult_t r;
+                size_t wsb = WS_BYTES;
+                int got = 0;
+
+                if (x->used) {
+                        if (x->dt == dt && x->ta == ta && x->tb == tb && x->m == m &&
+                            x->n == n && x->k == k && x->lda == lda && x->ldb == ldb &&
+                            x->ldc == ldc)
+                                return x->ok ? x : NULL;
+                        continue;
+                }
+                memset(x, 0, sizeof(*x));
+                x->used = 1;
+                x->dt = dt, x->ta = ta, x->tb = tb, x->m = m, x->n = n, x->k = k;
+                x->lda = lda, x->ldb = ldb, x->ldc = ldc;
+                /* Row-major C = op(A) op(B) as column-major C' = op(B)' op(A)'. */
+                if (cublasLtMatmulDescInit((cublasLtMatmulDesc_t)&x->desc,
+                                           dt || !g->tf32 ? CUBLAS_COMPUTE_32F
+                                                          : CUBLAS_COMPUTE_32F_FAST_TF32,
+                                           CUDA_R_32F) ||
+                    cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
+                                                   CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                                   sizeof(opa)) ||
+                    cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
+                                                   CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                                   sizeof(opb)) ||
+                    cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->la, ty,
+                                             tb ? (uint64_t)k : (uint64_t)n,
+                                             tb ? (uint64_t)n : (uint64_t)k, ldb) ||
+                    cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lb, ty,
+                                             ta ? (uint64_t)m : (uint64_t)k,
+                                             ta ? (uint64_t)k : (uint64_t)m, lda) ||
+                    cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lc, CUDA_R_32F,
+                                             (uint64_t)n, (uint64_t)m, ldc) ||
+                    cublasLtMatmulPreferenceInit((cublasLtMatmulPreference_t)&pref) ||
+                    cublasLtMatmulPreferenceSetAttribute(
+                            (cublasLtMatmulPreference_t)&pref,
+                            CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)) ||
+                    cublasLtMatmulAlgoGetHeuristic(
+                            g->lt, (cublasLtMatmulDesc_t)&x->desc,
+                            (cublasLtMatrixLayout_t)&x->la, (cublasLtMatrixLayout_t)&x->lb,
+                            (cublasLtMatrixLayout_t)&x->lc, (cublasLtMatrixLayout_t)&x->lc,
+                            (cublasLtMatmulPreference_t)&pref, 1, &r, &got) ||
+                    got < 1)
+                        return NULL;
+                x->algo = r.algo;
+                x->ok = 1;
+                return x;
+        }
+        return NULL;
+}
+
+/* C = alpha op(A) op(B) + beta C through cuBLASLt when on and the shape is known; else 0. */
+static int lt_gemm(int dt, int ta, int tb, int m, int n, int k, float alpha, const void *a,
+                   int lda, const void *b, int ldb, float beta, float *c, int ldc)
+{
+        struct gpu *g = me();
+        struct lt_shape *x;
+
+        if (!g->lt || !(x = lt_find(dt, ta, tb, m, n, k, lda, ldb, ldc)))
+                return 0;
+        blas_note(cublasLtMatmul(g->lt, (cublasLtMatmulDesc_t)&x->desc, &alpha, b,
+                                 (cublasLtMatrixLayout_t)&x->la, a, (cublasLtMatrixLayout_t)&x->lb,
+                                 &beta, c, (cublasLtMatrixLayout_t)&x->lc, c,
+                                 (cublasLtMatrixLayout_t)&x->lc, &x->algo, g->ws, WS_BYTES,
+                                 g->stream),
+                  "gemm (cuBLASLt)");
+        return 1;
+}
+
 static void cuda_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
+        if (lt_gemm(0, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+                return;
         /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
         blas_note(cublasSgemm(me()->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                               ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
@@ -354,6 +480,9 @@ static void cuda_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int
         strata__k_round_half(S, a16, a, ar, ac, lda, bf);
         strata__k_round_half(S, b16, b, br, bc, ldb, bf);
         launched("round operands");
+        if (lt_gemm(dt, ta, tb, m, n, k, alpha, a16, ac > 0 ? ac : 1, b16, bc > 0 ? bc : 1, beta,
+                    c, ldc))
+                return;
         blas_note(cublasGemmEx(me()->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b16, t,
                                bc > 0 ? bc : 1, a16, t, ac > 0 ? ac : 1, &beta, c, CUDA_R_32F,
