@@ -407,6 +407,7 @@ Test(multi_io_cli, metrics_csv_accuracy_per_ce_output, .timeout = 120)
         static char csv[1 << 14];
         char dir[256], args[1024], accs[256], want[64];
         const char *row;
+        FILE *f;
 
         cli_mkdtemp(dir, sizeof(dir), "mioaccs");
         snprintf(args, sizeof(args), CE_JSON " --epochs 1 --log-every 4 --metrics-csv %s/m.csv",
@@ -429,6 +430,13 @@ Test(multi_io_cli, metrics_csv_accuracy_per_ce_output, .timeout = 120)
         cr_assert_eq(cli_run(PLOT, cli_path(dir, "m.csv"), out, sizeof(out)), 0, "%s", out);
         cr_assert_not_null(strstr(out, "(train loss, test loss, test MSE and MAE, output 1's "
                                        "test accuracy)"), "%s", out);
+        f = fopen(cli_path(dir, "bad.csv"), "w"); /* a column no run writes: refused */
+        cr_assert_not_null(f);
+        fputs("step,epoch,train_loss,lr,samples_per_s,test_loss,test_acc,test_acc_1,val_acc_2\n"
+              "1,1,0.5,0.1,10,,,,\n", f);
+        fclose(f);
+        cr_assert_eq(cli_run(PLOT, cli_path(dir, "bad.csv"), out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "not a strata-train metrics CSV"), "%s", out);
         cli_rmtree(dir);
 }
 
