@@ -166,48 +166,29 @@ static double cpu_softmax_xent(const float *logits, const int32_t *labels, int r
         return loss;
 }
 
-/*
- * One row of MSE: cpu_pointwise_loss()'s arithmetic (d = o - t, the loss d d into lane j & 7
- * in double, the gradient 2 d scale), written eight elements at a time so that the lanes
- * vectorise: the generic loop's per-element switch and j & 7 indexing kept them scalar.
- */
-static inline void mse_row(const float *o, const float *y, int cols, float scale, float *d,
-                           double lane[8])
+/* An element's term of lane_row()'s loss: MSE's d d, or L1's |d| (in double). */
+static inline double lane_term(int l1, float e)
 {
-        double a[8];
-        int j0 = 0;
+        return l1 ? (double)fabsf(e) : (double)(e * e);
+}
 
-        memcpy(a, lane, sizeof(a));
-        for (; d && j0 + 8 <= cols; j0 += 8)
-                for (int l = 0; l < 8; l++) {
-                        float e = o[j0 + l] - y[j0 + l];
-
-                        a[l] += (double)(e * e);
-                        d[j0 + l] = 2.0f * e * scale;
-                }
-        for (; !d && j0 + 8 <= cols; j0 += 8)
-                for (int l = 0; l < 8; l++) {
-                        float e = o[j0 + l] - y[j0 + l];
-
-                        a[l] += (double)(e * e);
-                }
-        for (int j = j0; j < cols; j++) {
-                float e = o[j] - y[j];
-
-                a[j & 7] += (double)(e * e);
-                if (d)
-                        d[j] = 2.0f * e * scale;
-        }
-        memcpy(lane, a, sizeof(a));
+/* Its gradient: MSE's 2 d scale, or L1's sign(d) scale (0 for a zero or a NaN d, as
+ * strata__ploss). */
+static inline float lane_grad(int l1, float e, float scale)
+{
+        return l1 ? (float)((e > 0.0f) - (e < 0.0f)) * scale : 2.0f * e * scale;
 }
 
 /*
- * One row of L1 the same way: the loss |d| into lane j & 7 in double, the gradient sign(d)
- * scale (0 for a zero or a NaN d, as strata__ploss). The runtime takes every step's sum of
- * absolute errors through it (the MAE a regression step reports), gradient-free.
+ * One row of MSE (@p l1 0) or L1 (@p l1 1): cpu_pointwise_loss()'s arithmetic (d = o - t, the
+ * loss term into lane j & 7 in double, the gradient), written eight elements at a time so
+ * that the lanes vectorise: the generic loop's per-element switch and j & 7 indexing kept
+ * them scalar. Inlined with a constant @p l1, each loss gets its own loops (the same machine
+ * code as when each had its own function). The runtime takes every step's sum of absolute
+ * errors through L1 (the MAE a regression step reports), gradient-free.
  */
-static inline void l1_row(const float *o, const float *y, int cols, float scale, float *d,
-                          double lane[8])
+static inline void lane_row(int l1, const float *o, const float *y, int cols, float scale,
+                            float *d, double lane[8])
 {
         double a[8];
         int j0 = 0;
@@ -217,18 +198,18 @@ static inline void l1_row(const float *o, const float *y, int cols, float scale,
                 for (int l = 0; l < 8; l++) {
                         float e = o[j0 + l] - y[j0 + l];
 
-                        a[l] += (double)fabsf(e);
-                        d[j0 + l] = (float)((e > 0.0f) - (e < 0.0f)) * scale;
+                        a[l] += lane_term(l1, e);
+                        d[j0 + l] = lane_grad(l1, e, scale);
                 }
         for (; !d && j0 + 8 <= cols; j0 += 8)
                 for (int l = 0; l < 8; l++)
-                        a[l] += (double)fabsf(o[j0 + l] - y[j0 + l]);
+                        a[l] += lane_term(l1, o[j0 + l] - y[j0 + l]);
         for (int j = j0; j < cols; j++) {
                 float e = o[j] - y[j];
 
-                a[j & 7] += (double)fabsf(e);
+                a[j & 7] += lane_term(l1, e);
                 if (d)
-                        d[j] = (float)((e > 0.0f) - (e < 0.0f)) * scale;
+                        d[j] = lane_grad(l1, e, scale);
         }
         memcpy(lane, a, sizeof(a));
 }
@@ -250,9 +231,9 @@ STRATA_SIMD static double cpu_pointwise_loss(enum strata_pointwise_loss kind, fl
                 float g;
 
                 if (kind == STRATA_PLOSS_MSE)
-                        mse_row(o, y, cols, scale, d, lane);
+                        lane_row(0, o, y, cols, scale, d, lane);
                 else if (kind == STRATA_PLOSS_L1)
-                        l1_row(o, y, cols, scale, d, lane);
+                        lane_row(1, o, y, cols, scale, d, lane);
                 for (int j = 0; j < cols && kind != STRATA_PLOSS_MSE && kind != STRATA_PLOSS_L1;
                      j++) {
                         lane[j & 7] += strata__ploss((int)kind, beta, o[j], y[j], &g);

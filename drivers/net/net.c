@@ -845,7 +845,10 @@ static void combine(const struct red *d, unsigned char *const *dst, int nd,
         strata__reduce_many(d->dt, d->cop, (void *const *)dst, nd, src, 2, a, b, 0);
 }
 
-/* The first r pairs fold: each odd rank's data to its even one, which sums (even + odd). */
+/*
+ * The first r pairs fold: each odd rank's data to its even one, which sums (even + odd).
+ * Without pairs (r 0) nothing moves: each rank's own data is its sum so far.
+ */
 static int pre_step(struct strata_comm *c, struct head *h, const struct world *w, struct red *d)
 {
         struct net_state *s = st(c);
@@ -853,6 +856,11 @@ static int pre_step(struct strata_comm *c, struct head *h, const struct world *w
         int rix[STRATA_MAX_DEVICES];
         size_t bytes = d ? d->m * d->es : 0;
 
+        if (!w->r) {
+                for (int l = 0; d && l < w->n; l++)
+                        d->cur[l] = d->src[l];
+                return STRATA_OK;
+        }
         for (int l = 0; l < w->n; l++) {
                 int g = w->g0 + l;
 
@@ -877,7 +885,7 @@ static int pre_step(struct strata_comm *c, struct head *h, const struct world *w
 }
 
 /* The even rank of each first pair sends the result (@p m elements of @p sum) to the odd one;
- * a process whose ranks are all such odd ones gets it in @p *sum. */
+ * a process whose ranks are all such odd ones gets it in @p *sum. Nothing without pairs. */
 static int post_step(struct strata_comm *c, struct head *h, const struct world *w,
                      const struct red *d, const unsigned char **sum)
 {
@@ -886,6 +894,8 @@ static int post_step(struct strata_comm *c, struct head *h, const struct world *
         int rix[STRATA_MAX_DEVICES] = { -1 };
         size_t bytes = d ? d->m * d->es : 0;
 
+        if (!w->r)
+                return STRATA_OK;
         for (int l = 0; l < w->n; l++) {
                 int g = w->g0 + l;
 
@@ -963,16 +973,11 @@ static int butterfly(struct strata_comm *c, struct head *h, struct red *d,
         struct world w = world_of(c);
 
         *sum = NULL;
-        if (w.r)
-                STRATA_TRY(pre_step(c, h, &w, d));
-        else
-                for (int l = 0; d && l < w.n; l++)
-                        d->cur[l] = d->src[l];
+        STRATA_TRY(pre_step(c, h, &w, d));
         STRATA_TRY(doubling(c, h, &w, d));
         for (int l = 0; d && l < w.n && !*sum; l++)
                 *sum = d->cur[l];
-        if (w.r)
-                STRATA_TRY(post_step(c, h, &w, d, sum));
+        STRATA_TRY(post_step(c, h, &w, d, sum));
         if (!h->bad)
                 return STRATA_OK;
         if (h->status != STRATA_OK)
@@ -1091,19 +1096,14 @@ static int tree_round(struct strata_comm *c, struct head *h, struct red *d,
 {
         struct world w = world_of(c);
 
-        if (w.r)
-                STRATA_TRY(pre_step(c, h, &w, d));
-        else
-                for (int l = 0; l < w.n; l++)
-                        d->cur[l] = d->src[l];
+        STRATA_TRY(pre_step(c, h, &w, d));
         STRATA_TRY(halving(c, h, &w, d));
         STRATA_TRY(gathering(c, h, &w, d));
         *sum = NULL;
         for (int l = 0; l < w.n && !*sum; l++)
                 if (vrank(&w, w.g0 + l) >= 0)
                         *sum = st(c)->res;
-        if (w.r)
-                STRATA_TRY(post_step(c, h, &w, d, sum));
+        STRATA_TRY(post_step(c, h, &w, d, sum));
         return STRATA_OK;
 }
 
@@ -1553,11 +1553,7 @@ static int tree_rs_blocks(struct strata_comm *c, const struct strata_coll *op, s
                         STRATA_TRY(rsb_whole(c, op, h, &sp, &d, x, y));
                         continue;
                 }
-                if (w.r)
-                        STRATA_TRY(pre_step(c, h, &w, &d));
-                else
-                        for (int l = 0; l < w.n; l++)
-                                d.cur[l] = d.src[l];
+                STRATA_TRY(pre_step(c, h, &w, &d));
                 for (int l = 0; l < w.n; l++) { /* positions bitrev(u) */
                         unsigned char *lane = s->res + (size_t)l * w.lane;
                         size_t off = 0;

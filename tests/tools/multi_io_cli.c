@@ -11,12 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "nn/checkpoint.h"
 #include "tests/support/cli.h"
 #include "tests/support/h5files.h"
 
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
+#define PLOT STRATA_SOURCE_DIR "/tools/strata-plot"
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
                "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
 #define LINE "'input(6) input(4) linear(16) tanh linear(8,from=input1) relu concat(from=1) " \
@@ -265,6 +268,18 @@ Test(multi_io_cli, class_indices_from_hdf5, .timeout = 120)
         cli_rmtree(dir);
 }
 
+/* The file @p name of @p dir into @p buf (@p n bytes), a string. */
+static void read_text(const char *dir, const char *name, char *buf, size_t n)
+{
+        FILE *f = fopen(cli_path(dir, name), "r");
+        size_t got;
+
+        cr_assert_not_null(f, "%s/%s", dir, name);
+        got = fread(buf, 1, n - 1, f);
+        buf[got] = '\0';
+        fclose(f);
+}
+
 /* The number of comma-separated fields of @p line (up to its newline). */
 static int fields_of(const char *line)
 {
@@ -285,19 +300,13 @@ Test(multi_io_cli, metrics_csv_columns_per_output, .timeout = 120)
         static char csv[1 << 14];
         char dir[256], args[1024];
         const char *row;
-        FILE *f;
-        size_t n;
 
         cli_mkdtemp(dir, sizeof(dir), "miocsv");
         snprintf(args, sizeof(args), "--synthetic-regression 256 --loss mse --batch 32 "
                  "--epochs 1 --bind none --quiet --log-every 4 --metrics-csv %s/m.csv --model "
                  LINE, dir);
         cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
-        f = fopen(cli_path(dir, "m.csv"), "r");
-        cr_assert_not_null(f);
-        n = fread(csv, 1, sizeof(csv) - 1, f);
-        csv[n] = '\0';
-        fclose(f);
+        read_text(dir, "m.csv", csv, sizeof(csv));
         cr_assert(!strncmp(csv, "step,epoch,train_loss,lr,samples_per_s,test_loss,test_mse,"
                            "test_mae,train_loss_0,train_loss_1,test_loss_0,test_loss_1\n", 106),
                   "%s", csv);
@@ -312,11 +321,7 @@ Test(multi_io_cli, metrics_csv_columns_per_output, .timeout = 120)
                  "--epochs 1 --bind none --quiet --log-every 4 --metrics-csv %s/one.csv "
                  "--model 'input(4) linear(3) output(mse)'", dir);
         cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
-        f = fopen(cli_path(dir, "one.csv"), "r");
-        cr_assert_not_null(f);
-        n = fread(csv, 1, sizeof(csv) - 1, f);
-        csv[n] = '\0';
-        fclose(f);
+        read_text(dir, "one.csv", csv, sizeof(csv));
         cr_assert(!strncmp(csv, "step,epoch,train_loss,lr,samples_per_s,test_loss,test_mse,"
                            "test_mae\n", 67), "%s", csv);
         for (row = csv; *row; row = strchr(row, '\n') + 1)
@@ -356,10 +361,9 @@ Test(multi_io_cli, cross_entropy_outputs_alone_have_no_regression_figures, .time
 {
         static char csv[1 << 14];
         const char *head = "step,epoch,train_loss,lr,samples_per_s,test_loss,test_acc,"
-                           "train_loss_0,train_loss_1,test_loss_0,test_loss_1\n";
+                           "train_loss_0,train_loss_1,test_loss_0,test_loss_1,"
+                           "test_acc_0,test_acc_1\n";
         char dir[256], args[1024];
-        FILE *f;
-        size_t n;
 
         cli_mkdtemp(dir, sizeof(dir), "mioceonly");
         snprintf(args, sizeof(args), "--synthetic-regression 256 --batch 32 --epochs 1 "
@@ -370,11 +374,7 @@ Test(multi_io_cli, cross_entropy_outputs_alone_have_no_regression_figures, .time
         cr_assert_null(strstr(out, "_mae"), "%s", out);
         cr_assert_not_null(strstr(out, "test_acc "), "%s", out);
         cr_assert_not_null(strstr(out, "test_accs 0."), "each head's accuracy: %s", out);
-        f = fopen(cli_path(dir, "m.csv"), "r");
-        cr_assert_not_null(f);
-        n = fread(csv, 1, sizeof(csv) - 1, f);
-        csv[n] = '\0';
-        fclose(f);
+        read_text(dir, "m.csv", csv, sizeof(csv));
         cr_assert(!strncmp(csv, head, strlen(head)), "%s", csv);
         cr_assert_null(strstr(csv, "mse"), "%s", csv);
         snprintf(args, sizeof(args), "--synthetic-regression 256 --batch 32 --epochs 1 "
@@ -383,5 +383,128 @@ Test(multi_io_cli, cross_entropy_outputs_alone_have_no_regression_figures, .time
         cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
         cr_assert_null(strstr(out, "_mse"), "%s", out);
         cr_assert_not_null(strstr(out, "\"test_acc\":"), "%s", out);
+        cli_rmtree(dir);
+}
+
+/* The text of @p key's JSON array ("\"test_accs\":[null,0.89...]") in the last line of out. */
+static void json_array(const char *key, char *buf, size_t n)
+{
+        const char *p = strstr(strstr(out, "{\"final\":true"), key), *e;
+
+        cr_assert_not_null(p, "no %s: %s", key, out);
+        e = strchr(p, ']');
+        cr_assert_not_null(e, "%s", out);
+        snprintf(buf, n, "%.*s", (int)(e + 1 - p), p);
+}
+
+/*
+ * --metrics-csv: each cross-entropy output's evaluation accuracy (SET_acc_K, K its output; no
+ * column for a float output) after the losses, empty on step rows, the --json line's value to
+ * 4 digits on epoch rows; strata-plot draws it.
+ */
+Test(multi_io_cli, metrics_csv_accuracy_per_ce_output, .timeout = 120)
+{
+        static char csv[1 << 14];
+        char dir[256], args[1024], accs[256], want[64];
+        const char *row;
+        FILE *f;
+
+        cli_mkdtemp(dir, sizeof(dir), "mioaccs");
+        snprintf(args, sizeof(args), CE_JSON " --epochs 1 --log-every 4 --metrics-csv %s/m.csv",
+                 dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        json_array("\"test_accs\":[null,", accs, sizeof(accs));
+        snprintf(want, sizeof(want), ",%.4f\n", strtod(accs + strlen("\"test_accs\":[null,"),
+                                                       NULL));
+        read_text(dir, "m.csv", csv, sizeof(csv));
+        cr_assert(!strncmp(csv, "step,epoch,train_loss,lr,samples_per_s,test_loss,test_mse,"
+                           "test_mae,train_loss_0,train_loss_1,test_loss_0,test_loss_1,"
+                           "test_acc_1\n", 118), "%s", csv);
+        row = strchr(csv, '\n') + 1; /* step 4's row */
+        cr_assert_eq(fields_of(row), 13, "%s", row);
+        cr_assert(!strncmp(strchr(row, '\n') - 3, ",,,\n", 4), "a step row: %s", row);
+        row = strstr(csv, "\n16,1,") + 1; /* the epoch's row follows step 16's */
+        row = strchr(row, '\n') + 1;
+        cr_assert_eq(fields_of(row), 13, "%s", row);
+        cr_assert_not_null(strstr(row, want), "%s in the epoch row: %s", want, row);
+        cr_assert_eq(cli_run(PLOT, cli_path(dir, "m.csv"), out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "(train loss, test loss, test MSE and MAE, output 1's "
+                                       "test accuracy)"), "%s", out);
+        f = fopen(cli_path(dir, "bad.csv"), "w"); /* a column no run writes: refused */
+        cr_assert_not_null(f);
+        fputs("step,epoch,train_loss,lr,samples_per_s,test_loss,test_acc,test_acc_1,val_acc_2\n"
+              "1,1,0.5,0.1,10,,,,\n", f);
+        fclose(f);
+        cr_assert_eq(cli_run(PLOT, cli_path(dir, "bad.csv"), out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "not a strata-train metrics CSV"), "%s", out);
+        cli_rmtree(dir);
+}
+
+/* Set the application block's length of checkpoint @p path to @p bytes (its header's CRC). */
+static void app_bytes(const char *path, uint32_t bytes)
+{
+        struct strata__ckpt_header hd;
+        FILE *f = fopen(path, "r+b");
+
+        cr_assert_not_null(f, "%s", path);
+        cr_assert_eq(fread(&hd, sizeof(hd), 1, f), 1);
+        hd.app_bytes = bytes;
+        hd.crc = strata__ckpt_header_crc(&hd);
+        rewind(f);
+        cr_assert_eq(fwrite(&hd, sizeof(hd), 1, f), 1);
+        fclose(f);
+}
+
+/*
+ * A finished run of a CE output beside an MSE output, resumed, prints the accuracy it ended
+ * with (JSON's 17 digits, the text line's); a block of the layout before the accuracies (208
+ * bytes) still loads and prints them unknown; a block of a length no strata-train wrote is
+ * refused by name, the checkpoint left as it was.
+ */
+Test(multi_io_cli, per_output_accuracy_resumes, .timeout = 120)
+{
+        char dir[256], args[1024], accs[256], again[256], ckpt[300];
+        struct stat st;
+        off_t size;
+
+        cli_mkdtemp(dir, sizeof(dir), "mioaccres");
+        snprintf(args, sizeof(args), CE_JSON " --ckpt-dir %s", dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        json_array("\"test_accs\":[", accs, sizeof(accs));
+        cr_assert_null(strstr(accs, "[null,null]"), "%s", accs);
+        snprintf(args, sizeof(args), CE_JSON " --resume %s", dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"finished\":true"), "%s", out);
+        json_array("\"test_accs\":[", again, sizeof(again));
+        cr_assert_str_eq(again, accs, "resumed: %s", out);
+        cr_assert_null(strstr(out, "was trained with"), "the same output losses: %s", out);
+        snprintf(args, sizeof(args), "--synthetic-regression 512 --batch 32 --epochs 2 "
+                 "--invariant --lr 0.2 --bind none --model " CE_LINE " --resume %s", dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        snprintf(again, sizeof(again), "test_accs -,%.4f", strtod(accs + 18, NULL));
+        cr_assert_not_null(strstr(out, again), "%s: %s", again, out);
+
+        snprintf(ckpt, sizeof(ckpt), "%s", cli_path(dir, "epoch-2.ckpt"));
+        app_bytes(ckpt, 208); /* the block as strata-train wrote it before */
+        snprintf(args, sizeof(args), CE_JSON " --resume %s", dir);
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        json_array("\"test_accs\":[", again, sizeof(again));
+        cr_assert_str_eq(again, "\"test_accs\":[null,null]", "an older block: %s", out);
+        json_array("\"test_losses\":[", again, sizeof(again));
+        cr_assert_null(strstr(again, "null"), "its losses stay known: %s", out);
+
+        app_bytes(ckpt, 212);
+        cr_assert_eq(stat(ckpt, &st), 0);
+        size = st.st_size;
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "holds a strata-train block of 212 bytes, a layout this "
+                                       "strata-train does not read"), "%s", out);
+        cr_assert_null(strstr(out, "\"final\""), "%s", out);
+        cr_assert_eq(stat(ckpt, &st), 0, "the checkpoint is kept");
+        cr_assert_eq(st.st_size, size);
+        app_bytes(ckpt, 248); /* the block again: the file lost nothing */
+        cr_assert_eq(cli_run(BIN, args, out, sizeof(out)), 0, "%s", out);
+        json_array("\"test_accs\":[", again, sizeof(again));
+        cr_assert_str_eq(again, accs, "%s", out);
         cli_rmtree(dir);
 }

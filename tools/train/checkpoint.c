@@ -36,13 +36,21 @@ struct app_state {
          * each one's loss in the evaluation */
         double out_losses[STRATA_MAX_OUTPUTS];
         double eval_losses[STRATA_MAX_OUTPUTS];
+        /* each cross-entropy output's accuracy in the evaluation, as the rows evaluated and
+         * each one's rows right (NO_ACC: a float output, or none evaluated), from which the
+         * same double is computed again (absent before: unknown) */
+        uint32_t eval_rows;
+        uint32_t eval_right[STRATA_MAX_OUTPUTS];
+        uint32_t pad2;
 };
 
-/* The block's sizes before it kept the last evaluation, before its loss and errors, and
- * before each output's losses. */
+/* The block's sizes before it kept the last evaluation, before its loss and errors, before
+ * each output's losses, and before each output's accuracy: a block's length is its version. */
 #define APP_STATE_V1 offsetof(struct app_state, test_acc)
 #define APP_STATE_V2 offsetof(struct app_state, eval_loss)
 #define APP_STATE_V3 offsetof(struct app_state, out_losses)
+#define APP_STATE_V4 offsetof(struct app_state, eval_rows)
+#define NO_ACC UINT32_MAX
 _Static_assert(sizeof(struct app_state) <= STRATA_CKPT_APP_BYTES,
                "strata-train's block fits a checkpoint's application block");
 
@@ -75,6 +83,31 @@ static int write_latest(const char *dir, const char *name)
         return io->commit(&h);
 }
 
+/* Each cross-entropy output's accuracy of @p ev into the block, as its counts. */
+static void keep_accs(struct app_state *a, const struct evaluation *ev)
+{
+        int rows = ev->rows > 0.0 && ev->rows < (double)NO_ACC;
+
+        a->eval_rows = rows ? (uint32_t)ev->rows : 0;
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                a->eval_right[k] = rows && isfinite(ev->accs[k]) && ev->rights[k] >= 0 &&
+                                   ev->rights[k] <= (long)ev->rows
+                                           ? (uint32_t)ev->rights[k] : NO_ACC;
+}
+
+/* The accuracies the block kept into @p ev (NaN: a float output, or a block without them). */
+static void load_accs(const struct app_state *a, size_t got, struct evaluation *ev)
+{
+        int known = got == sizeof(*a) && a->eval_rows > 0;
+
+        ev->rows = known ? (double)a->eval_rows : 0.0;
+        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++) {
+                known = ev->rows > 0.0 && a->eval_right[k] <= a->eval_rows;
+                ev->rights[k] = known ? (long)a->eval_right[k] : -1;
+                ev->accs[k] = known ? (double)a->eval_right[k] / ev->rows : NAN;
+        }
+}
+
 /**
  * Save DIR/epoch-E.ckpt (or DIR/epoch-E-step-S.ckpt inside an epoch), point DIR/latest at it,
  * and remove the checkpoint that falls out of the last --ckpt-keep.
@@ -93,6 +126,7 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
 
         memcpy(a.out_losses, at.step ? at.loss_sums : at.train_losses, sizeof(a.out_losses));
         memcpy(a.eval_losses, at.ev.losses, sizeof(a.eval_losses));
+        keep_accs(&a, &at.ev);
         if (nkept >= o->ckpt_keep) {
                 snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
                 STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
@@ -152,14 +186,18 @@ static int resolve(const char *path, char *out, size_t n)
         return 0;
 }
 
-/* Load the checkpoint --resume names; *at gets where that run stood and its last evaluation. */
-static int resume(struct strata_runtime *rt, const struct opts *o, struct position *at)
+/*
+ * Load the checkpoint --resume names; *at gets where that run stood and its last evaluation.
+ * @p mine: the loss a checkpoint records for this model (its first output's, as the library
+ * records it).
+ */
+static int resume(struct strata_runtime *rt, const struct opts *o,
+                  const struct strata_loss_ops *mine, struct position *at)
 {
         char path[STRATA_CKPT_PATH_MAX];
         struct strata_ckpt_info info;
         struct app_state a = { .test_acc = NAN, .train_loss = NAN, .eval_loss = NAN,
                                .eval_mse = NAN, .eval_mae = NAN };
-        const struct strata_loss_ops *mine = o->loss ? o->loss : &strata_softmax_cross_entropy;
         size_t got = 0;
 
         if (resolve(o->resume, path, sizeof(path)))
@@ -168,24 +206,27 @@ static int resume(struct strata_runtime *rt, const struct opts *o, struct positi
                 a.out_losses[k] = a.eval_losses[k] = NAN;
         if (strata_load_checkpoint(rt, path, &a, sizeof(a), &got, &info))
                 return bad("--resume: %s", strata_last_error());
-        if ((got != sizeof(a) && got != APP_STATE_V1 && got != APP_STATE_V2 &&
-             got != APP_STATE_V3) ||
-            memcmp(a.magic, "sttrain", 8) != 0)
+        if (got < sizeof(a.magic) || memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train", path);
+        if (got != sizeof(a) && got != APP_STATE_V1 && got != APP_STATE_V2 &&
+            got != APP_STATE_V3 && got != APP_STATE_V4)
+                return bad("--resume: %s holds a strata-train block of %zu bytes, a layout "
+                           "this strata-train does not read (it reads %zu, %zu, %zu, %zu or "
+                           "%zu): written by another version, or damaged", path, got,
+                           APP_STATE_V1, APP_STATE_V2, APP_STATE_V3, APP_STATE_V4, sizeof(a));
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
                 return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.train_loss, { a.eval_loss, a.test_acc, a.eval_mse,
-                                                 a.eval_mae, { 0.0 }, { 0.0 } }, { 0.0 },
-                                 { 0.0 } };
+                                                 a.eval_mae, { 0.0 }, { 0.0 }, 0.0, { 0 } },
+                                 { 0.0 }, { 0.0 } };
         memcpy(a.step_in_epoch ? at->loss_sums : at->train_losses, a.out_losses,
                sizeof(a.out_losses));
         if (a.step_in_epoch) /* the last epoch's: not kept, and printed only once recomputed */
                 for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
                         at->train_losses[k] = NAN;
         memcpy(at->ev.losses, a.eval_losses, sizeof(at->ev.losses));
-        for (int k = 0; k < STRATA_MAX_OUTPUTS; k++) /* the block has no room for them */
-                at->ev.accs[k] = NAN;
+        load_accs(&a, got, &at->ev);
         if (info.loss[0] && strcmp(info.loss, mine->name) != 0) /* a fine-tune may mean it */
                 fprintf(stderr, "strata-train: warning: %s was trained with the %s loss; this "
                                 "run goes on with %s\n", path, info.loss, mine->name);
@@ -331,12 +372,16 @@ int export_check(const struct opts *o)
 int ckpt_start(struct run *r)
 {
         const struct opts *o = &r->o;
+        const struct strata_model *m = &r->model;
+        const struct strata_loss_ops *mine = o->loss ? o->loss : &strata_softmax_cross_entropy;
 
+        if (r->layered && m->noutputs > 0 && m->outputs[0].loss) /* a line's output names it */
+                mine = m->outputs[0].loss;
         r->at.train_loss = NAN;
-        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN, { 0.0 }, { 0.0 } };
+        r->at.ev = (struct evaluation){ NAN, NAN, NAN, NAN, { 0.0 }, { 0.0 }, 0.0, { 0 } };
         for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
                 r->at.ev.losses[k] = r->at.ev.accs[k] = r->at.train_losses[k] = NAN;
-        if (o->resume && resume(r->rt, o, &r->at)) {
+        if (o->resume && resume(r->rt, o, mine, &r->at)) {
                 strata_teardown(r->rt);
                 return 2;
         }

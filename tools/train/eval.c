@@ -163,8 +163,8 @@ static int bce_agree(struct run *r, const struct strata_batch *b, double *agree)
         return 0;
 }
 
-/* Output @p k of a line of several outputs takes a class index (cross-entropy). */
-static int labelled(const struct run *r, int k)
+/** @brief Output @p k of a line of several outputs takes a class index (cross-entropy). */
+int out_labelled(const struct run *r, int k)
 {
         return r->layered && r->model.noutputs > 1 && k < r->model.noutputs && r->out_label[k];
 }
@@ -214,10 +214,12 @@ int eval_pass(struct run *r, struct evaluation *ev)
         }
         if (eval_fits_bce(r) && (rc = job_sum(r->rt, &agree)))
                 return rc;
-        *ev = (struct evaluation){ .loss = loss / rows, .acc = NAN, .mse = NAN, .mae = NAN };
+        *ev = (struct evaluation){ .loss = loss / rows, .acc = NAN, .mse = NAN, .mae = NAN,
+                                   .rows = rows };
         for (int k = 0; k < STRATA_MAX_OUTPUTS; k++) {
                 ev->losses[k] = own[k] / rows;
-                ev->accs[k] = labelled(r, k) ? (double)right[k] / rows : NAN;
+                ev->accs[k] = out_labelled(r, k) ? (double)right[k] / rows : NAN;
+                ev->rights[k] = out_labelled(r, k) ? right[k] : -1;
         }
         if (regression(r)) {
                 ev->mse = se / rows;
@@ -266,14 +268,14 @@ static const char *accs_field(const struct run *r, const char *set, const double
 
         buf[0] = '\0';
         for (int k = 0; k < nout; k++)
-                any |= labelled(r, k);
+                any |= out_labelled(r, k);
         if (!any)
                 return buf;
         at = (size_t)snprintf(buf, n, json ? ",\"%s_accs\":[" : "  %s_accs ", set);
         for (int k = 0; k < nout && at < n; k++)
                 at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? "," : "",
                                        json ? json_num(v[k], "%.17g", num)
-                                       : labelled(r, k) && isfinite(v[k])
+                                       : out_labelled(r, k) && isfinite(v[k])
                                                ? json_num(v[k], "%.4f", num) : "-");
         if (json && at < n)
                 snprintf(buf + at, n - at, "]");

@@ -3,8 +3,9 @@
  * every --log-every batches and one per epoch, through a buffer of its own. The evaluation's
  * columns are those that fit the loss (eval.c: SET_loss and SET_acc, or SET_loss, SET_mse and
  * SET_mae), empty on step rows; a model of several outputs adds each output's training loss
- * (train_loss_0, train_loss_1, ...) and then its evaluation loss (SET_loss_0, ...), those
- * empty on step rows. A failed write is reported once; the run goes on and its exit
+ * (train_loss_0, train_loss_1, ...), then its evaluation loss (SET_loss_0, ...), then each
+ * cross-entropy output's evaluation accuracy (SET_acc_K, K its output: none for a float
+ * output), those empty on step rows. A failed write is reported once; the run goes on and its exit
  * status says so.
  */
 #include <math.h>
@@ -40,7 +41,7 @@ __attribute__((format(printf, 2, 3))) static void csv_put(struct csvlog *l, cons
         va_list ap;
         int n;
 
-        if (sizeof(l->buf) - l->fill < 1024) /* a row's most: several outputs' columns */
+        if (sizeof(l->buf) - l->fill < 2048) /* a row's most: several outputs' columns */
                 csv_flush(l);
         va_start(ap, fmt);
         n = vsnprintf(l->buf + l->fill, sizeof(l->buf) - l->fill, fmt, ap);
@@ -59,7 +60,8 @@ static int csv_outputs(const struct run *r)
 
 /*
  * Several outputs: each one's training loss @p own (a step row's window mean, an epoch row's
- * epoch mean), then on an epoch row its evaluation loss (@p ev; a step row leaves them empty).
+ * epoch mean), then on an epoch row its evaluation loss (@p ev; a step row leaves them empty),
+ * then each cross-entropy output's evaluation accuracy (empty the same).
  */
 static const char *own_cols(const struct run *r, const double *own, const struct evaluation *ev,
                             char *buf, size_t n)
@@ -75,6 +77,11 @@ static const char *own_cols(const struct run *r, const double *own, const struct
                 at += (size_t)snprintf(buf + at, n - at, ",%s",
                                        !ev || !isfinite(ev->losses[k]) ? ""
                                        : json_num(ev->losses[k], "%.6f", num));
+        for (int k = 0; k < csv_outputs(r) && at < n; k++)
+                if (out_labelled(r, k))
+                        at += (size_t)snprintf(buf + at, n - at, ",%s",
+                                               !ev || !isfinite(ev->accs[k]) ? ""
+                                               : json_num(ev->accs[k], "%.4f", num));
         return buf;
 }
 
@@ -86,7 +93,7 @@ void csv_row(const struct run *r, long step, int epoch, double loss, double lr, 
              const struct evaluation *ev, const double *own)
 {
         struct csvlog *l = r->csv;
-        char cols[128], per[40 * 2 * STRATA_MAX_OUTPUTS + 1];
+        char cols[128], per[40 * 3 * STRATA_MAX_OUTPUTS + 1];
 
         if (!l->on || l->failed)
                 return;
@@ -117,6 +124,9 @@ int csv_open(const struct run *r, const char *path, int append)
                         csv_put(l, ",train_loss_%d", k);
                 for (int k = 0; k < csv_outputs(r); k++)
                         csv_put(l, ",%s_loss_%d", r->set, k);
+                for (int k = 0; k < csv_outputs(r); k++)
+                        if (out_labelled(r, k))
+                                csv_put(l, ",%s_acc_%d", r->set, k);
                 csv_put(l, "\n");
         }
         csv_flush(l);

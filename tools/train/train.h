@@ -101,6 +101,10 @@ struct evaluation {
         /* several outputs: each cross-entropy output's accuracy (NaN: a float output, or not
          * kept by the checkpoint a finished run resumed from) */
         double accs[STRATA_MAX_OUTPUTS];
+        /* what those accuracies are of, for the checkpoint: the rows evaluated and each
+         * cross-entropy output's rows right (-1: a float output) */
+        double rows;
+        long rights[STRATA_MAX_OUTPUTS];
 };
 
 /* The metrics log (--metrics-csv): rows of the logging steps and of each epoch. */
@@ -207,6 +211,7 @@ int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint
 int float_row(const struct run *r);
 int label_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
                   const char *what);
+int out_labelled(const struct run *r, int k);
 const char *losses_short(const struct run *r, const double *sums, double n, char *buf,
                          size_t size);
 int eval_outputs(struct run *r);
