@@ -289,14 +289,13 @@ static void bench_model(const char *spec, int reps, const double *peaks)
                        flops / sum * 1e-9, peaks[j] > 0 ? 100.0 * flops / sum * 1e-9 / peaks[j] : 0);
         }
         printf("\n");
-        if (d[2] && !strcmp(strata__cpu_lp_name(), "bf16:amx"))
-                for (int i = 0; i < ns; i++)
-                        printf("    bf16:amx %-3s %c%c %5dx%5dx%5d %7.1f GF/s %3.0f%%\n", sh[i].what,
-                               sh[i].ta ? 'T' : 'N', sh[i].tb ? 'T' : 'N', sh[i].m, sh[i].n,
-                               sh[i].k, 2.0 * sh[i].m * sh[i].n * sh[i].k / lp_med[i] * 1e-9,
-                               peaks[2] > 0 ? 100.0 * 2.0 * sh[i].m * sh[i].n * sh[i].k /
-                                                      lp_med[i] * 1e-9 / peaks[2]
-                                            : 0);
+        for (int i = 0; d[2] && !strcmp(strata__cpu_lp_name(), "bf16:amx") && i < ns; i++) {
+                double gf = 2.0 * sh[i].m * sh[i].n * sh[i].k / lp_med[i] * 1e-9;
+
+                printf("    bf16:amx %-3s %c%c %5dx%5dx%5d %7.1f GF/s %3.0f%%\n", sh[i].what,
+                       sh[i].ta ? 'T' : 'N', sh[i].tb ? 'T' : 'N', sh[i].m, sh[i].n, sh[i].k, gf,
+                       peaks[2] > 0 ? 100.0 * gf / peaks[2] : 0);
+        }
         for (int i = 0; i < ns; i++)
                 free(sh[i].a), free(sh[i].b), free(sh[i].c);
         strata__cpu_driver.forget(pack);

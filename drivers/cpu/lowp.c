@@ -104,37 +104,69 @@ static void load_bf16(uint16_t *row, const void *p, enum strata_dtype pt, size_t
 
 /*
  * A' panels: for each block of BM rows, every pair of k as [BM][2] bf16 (libxsmm's VNNI
- * layout for A: a panel is [kp / 2][BM][2]).
+ * layout for A: a panel is [kp / 2][BM][2]; element (i, kk) at ((i / BM) * BM * (kp / 2) +
+ * (kk / 2) * BM + i % BM) * 2 + (kk & 1)). The pairs are written whole, in the panel's order
+ * (a pair a 32-bit store; a block's pairs are contiguous): through @p stage (STAGE halves),
+ * BM rows of S by STAGE / BM of k, or two columns of S by STAGE / 2 of their rows.
  */
+#define STAGE (BM * BN * 2) /* halves: the f32 tile, free while the operands are packed */
 static void pack_vnni(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
-                      size_t r, size_t k, size_t rp, size_t kp, uint16_t *row)
+                      size_t r, size_t k, size_t rp, size_t kp, uint16_t *stage)
 {
-        uint32_t *d32 = (uint32_t *)(void *)dst; /* one VNNI pair */
+        uint32_t *d32 = (uint32_t *)(void *)dst, v; /* one VNNI pair */
 
         memset(dst, 0, sizeof(uint16_t) * rp * kp);
-        if (!t) { /* rows of S are contiguous: convert one, spread its pairs */
-                for (size_t i = 0; i < r; i++) {
-                        uint32_t *o = d32 + (i / BM) * BM * (kp / 2) + i % BM;
+        if (!t) { /* rows of S are contiguous: BM of them by kc of k, then their pairs */
+                enum { KC = STAGE / BM };
 
-                        load_bf16(row, p, pt, i * (size_t)ld, k);
-                        if (k & 1)
-                                row[k] = 0;
-                        for (size_t k2 = 0; k2 < (k + 1) / 2; k2++)
-                                memcpy(&o[k2 * BM], &row[2 * k2], 4);
-                }
+                for (size_t i0 = 0; i0 < r; i0 += BM)
+                        for (size_t k0 = 0; k0 < k; k0 += KC) {
+                                size_t ni = r - i0 < BM ? r - i0 : BM;
+                                size_t nk = k - k0 < KC ? k - k0 : KC;
+                                uint32_t *o = d32 + i0 * (kp / 2) + (k0 / 2) * BM;
+
+                                for (size_t i = 0; i < ni; i++) {
+                                        load_bf16(stage + i * KC, p, pt,
+                                                  (i0 + i) * (size_t)ld + k0, nk);
+                                        if (nk & 1) /* k odd: the last pair's second is 0 */
+                                                stage[i * KC + nk] = 0;
+                                }
+                                for (size_t k2 = 0; k2 < (nk + 1) / 2; k2++)
+                                        for (size_t i = 0; i < ni; i++) {
+                                                memcpy(&v, &stage[i * KC + 2 * k2], 4);
+                                                o[k2 * BM + i] = v;
+                                        }
+                        }
                 return;
         }
-        for (size_t kk = 0; kk < k; kk++) { /* columns of S are contiguous: interleave two */
-                load_bf16(row, p, pt, kk * (size_t)ld, r);
-                for (size_t i = 0; i < r; i++)
-                        dst[((i / BM) * BM * (kp / 2) + (kk / 2) * BM + i % BM) * 2 + (kk & 1)] =
-                                row[i];
-        }
+        for (size_t kk = 0; kk < k; kk += 2) /* columns of S are contiguous: two at a time */
+                for (size_t c0 = 0; c0 < r; c0 += STAGE / 2) {
+                        size_t nc = r - c0 < STAGE / 2 ? r - c0 : STAGE / 2;
+                        uint16_t *hi = stage + STAGE / 2;
+
+                        load_bf16(stage, p, pt, kk * (size_t)ld + c0, nc);
+                        if (kk + 1 < k)
+                                load_bf16(hi, p, pt, (kk + 1) * (size_t)ld + c0, nc);
+                        else
+                                memset(hi, 0, sizeof(uint16_t) * nc);
+                        for (size_t i0 = c0; i0 < c0 + nc; i0 += BM) { /* c0: whole blocks */
+                                size_t e = c0 + nc - i0 < BM ? c0 + nc : i0 + BM;
+                                uint32_t *o = d32 + i0 * (kp / 2) + (kk / 2) * BM;
+
+                                for (size_t i = i0; i < e; i++)
+                                        o[i - i0] = (uint32_t)stage[i - c0] |
+                                                    (uint32_t)hi[i - c0] << 16;
+                        }
+                }
 }
 
-/* B' panels: for each block of BN rows of S, every k-block as BN runs of KB bf16. */
+/*
+ * B' panels: for each block of BN rows of S, every k-block as BN runs of KB bf16 (element
+ * (j, kk) at (j / BN) * BN * kp + (kk / KB) * KB * BN + (j % BN) * KB + kk % KB). @p row:
+ * max(R, K) halves; @p stage: STAGE halves (KB x BN).
+ */
 static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
-                       size_t r, size_t k, size_t rp, size_t kp, uint16_t *row)
+                       size_t r, size_t k, size_t rp, size_t kp, uint16_t *row, uint16_t *stage)
 {
         memset(dst, 0, sizeof(uint16_t) * rp * kp);
         if (!t) {
@@ -148,13 +180,18 @@ static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t
                 }
                 return;
         }
-        for (size_t kk = 0; kk < k; kk++) {
-                uint16_t *o = dst + (kk / KB) * KB * BN + kk % KB;
+        for (size_t k0 = 0; k0 < k; k0 += KB) /* columns: a KB x BN piece, transposed */
+                for (size_t j0 = 0; j0 < r; j0 += BN) {
+                        size_t nj = r - j0 < BN ? r - j0 : BN, nk = k - k0 < KB ? k - k0 : KB;
+                        uint16_t *o = dst + j0 * kp + k0 * BN; /* the block's [BN][KB] */
 
-                load_bf16(row, p, pt, kk * (size_t)ld, r);
-                for (size_t j = 0; j < r; j++)
-                        o[(j / BN) * BN * kp + j % BN * KB] = row[j];
-        }
+                        for (size_t kk = 0; kk < nk; kk++)
+                                load_bf16(stage + kk * BN, p, pt, (k0 + kk) * (size_t)ld + j0,
+                                          nj);
+                        for (size_t j = 0; j < nj; j++)
+                                for (size_t kk = 0; kk < nk; kk++)
+                                        o[j * KB + kk] = stage[kk * BN + j];
+                }
 }
 
 /*
@@ -328,8 +365,10 @@ static void gemm_packed(const struct strata_gemm_io *g, void *scratch)
         int amx = path == LP_AMX && k > 0 && !emulate;
 
         /* A' = op(B)' (n x k), B' = op(A)' (k x m): both read as R x K matrices. */
-        pack_vnni(ap, g->b, g->bt, !g->tb, g->ldb, (size_t)n, (size_t)k, mp, kp, row);
-        pack_plain(bp, g->a, g->at, g->ta, g->lda, (size_t)m, (size_t)k, np, kp, row);
+        pack_vnni(ap, g->b, g->bt, !g->tb, g->ldb, (size_t)n, (size_t)k, mp, kp,
+                  (uint16_t *)(void *)tile);
+        pack_plain(bp, g->a, g->at, g->ta, g->lda, (size_t)m, (size_t)k, np, kp, row,
+                   (uint16_t *)(void *)tile);
 #if defined(__x86_64__)
         if (amx)
                 amx_begin();

@@ -527,15 +527,15 @@ Test(cpu_kernel_sets, bf16_fma_matches_a_reference_and_repeats_bitwise, .timeout
 
 /*
  * bf16:amx's shapes: all four transposes, m, n, k odd, below, at and past a tile (16), a
- * block (64 x 32), a k step (32) and a k block (64); m past a group of row blocks (JG * 64 =
- * 256); k = 0.
+ * block (64 x 32), a k step (32), a k block (64) and the packers' stage (128 k; 2048 columns
+ * of op(B)); m past a group of row blocks (JG * 64 = 256); k = 0.
  */
 static const int amx_shapes[][5] = { /* ta, tb, m, n, k */
         { 0, 0, 1, 1, 1 },      { 0, 1, 15, 17, 31 },   { 1, 0, 17, 15, 33 },
         { 1, 1, 33, 31, 65 },   { 0, 1, 200, 65, 784 }, { 1, 0, 65, 200, 17 },
         { 0, 0, 31, 33, 200 },  { 1, 1, 64, 32, 64 },   { 0, 0, 129, 97, 0 },
         { 0, 1, 784, 10, 15 },  { 1, 0, 10, 784, 33 },  { 0, 0, 300, 300, 129 },
-        { 1, 1, 257, 47, 96 },
+        { 1, 1, 257, 47, 96 },  { 0, 0, 3, 2100, 5 },   { 1, 0, 5, 2077, 3 },
 };
 
 static void amx_emulated(void)
