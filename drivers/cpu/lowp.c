@@ -88,9 +88,9 @@ static size_t round_up(size_t x, size_t b)
 
 /*
  * The operands are logical R x K matrices S over p: S(i, kk) = p[i * ld + kk], or, when
- * transposed (t), p[kk * ld + i], stored as f32 or bf16 (pt). Each packer brings whole source
- * rows (contiguous runs) into @p row (scratch of max(R, K) halves) as bf16 and places them;
- * what lies past R or K is zero.
+ * transposed (t), p[kk * ld + i], stored as f32 or bf16 (pt). Each packer converts runs of
+ * the source (contiguous rows or columns) to bf16 and places them; what lies past R or K is
+ * zeroed (only that: the panels are not cleared first).
  */
 
 /* Elements [off, off + n) of p, stored as @p pt, into row as bf16: rounded, or copied. */
@@ -114,8 +114,18 @@ static void pack_vnni(uint16_t *dst, const void *p, enum strata_dtype pt, int t,
                       size_t r, size_t k, size_t rp, size_t kp, uint16_t *stage)
 {
         uint32_t *d32 = (uint32_t *)(void *)dst, v; /* one VNNI pair */
+        size_t k2n = (k + 1) / 2; /* pairs written: an odd k's last one has a zero half */
 
-        memset(dst, 0, sizeof(uint16_t) * rp * kp);
+        /*
+         * Zero what is not written below: pairs from k2n on (they meet op(A)'s columns past
+         * k), and rows past r in the last block (their sums are dropped by combine(): zeroed
+         * so that no block computes on stale bits).
+         */
+        for (size_t i0 = 0; i0 < rp; i0 += BM)
+                memset(d32 + i0 * (kp / 2) + k2n * BM, 0, sizeof(v) * (kp / 2 - k2n) * BM);
+        for (size_t q = 0; r % BM && q < k2n; q++)
+                memset(d32 + (r - r % BM) * (kp / 2) + q * BM + r % BM, 0,
+                       sizeof(v) * (BM - r % BM));
         if (!t) { /* rows of S are contiguous: BM of them by kc of k, then their pairs */
                 enum { KC = STAGE / BM };
 
@@ -168,7 +178,13 @@ static void pack_vnni(uint16_t *dst, const void *p, enum strata_dtype pt, int t,
 static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
                        size_t r, size_t k, size_t rp, size_t kp, uint16_t *row, uint16_t *stage)
 {
-        memset(dst, 0, sizeof(uint16_t) * rp * kp);
+        /* zero what is not written below: past k (in the last k-block), rows past r */
+        for (size_t j = 0; k % KB && j < rp; j++)
+                memset(dst + (j - j % BN) * kp + (k - k % KB) * BN + (j % BN) * KB + k % KB, 0,
+                       sizeof(uint16_t) * (KB - k % KB));
+        for (size_t kb = 0; r % BN && kb < kp; kb += KB)
+                memset(dst + (r - r % BN) * kp + kb * BN + (r % BN) * KB, 0,
+                       sizeof(uint16_t) * (BN - r % BN) * KB);
         if (!t) {
                 for (size_t j = 0; j < r; j++) {
                         uint16_t *o = dst + (j / BN) * BN * kp + j % BN * KB;

@@ -459,7 +459,7 @@ static uint16_t *bf16_copy(const float *x, size_t n)
  * accumulation error of the double reference over the bf16-rounded operands, with alpha,
  * beta and a bf16 C's bias, operands stored as f32 or bf16 (A, B or neither, by shape and
  * variant); a second call gives the same bits; a row's bits do not depend on the call's row
- * count. The scratch is exactly gemm_lp_bytes.
+ * count. The scratch is exactly gemm_lp_bytes, filled with NaN before the first call.
  */
 static void check_bf16_path(const char *path, const int (*sh)[5], size_t ns)
 {
@@ -488,6 +488,7 @@ static void check_bf16_path(const char *path, const int (*sh)[5], size_t ns)
                         bytes = k->gemm_lp_bytes(STRATA_BF16,
                                                  (size_t)g.k * ((size_t)g.m + (size_t)g.n), dim);
                         scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+                        memset(scratch, 0xff, bytes); /* NaN wherever padding is not zeroed */
                         bias = malloc(sizeof(float) * (size_t)g.n);
                         fill(bias, (size_t)g.n, (unsigned)(9 * i + v));
                         c = run_bf16(k, &g, alpha, beta, bias, bf16_c, scratch);
