@@ -240,7 +240,6 @@ static void combine(const struct strata_gemm_io *g, float *tile, size_t ldt, siz
         }
 }
 
-#if defined(__x86_64__)
 /*
  * bf16:amx. One 64 x 32 block of C (BN rows from j0, BM columns from i0) into tile[BN][BM]:
  * pa = op(A)'s panel at row j0 (pack_plain: element (j, kk) at (kk / KB) * KB * BN + j * KB +
@@ -276,6 +275,7 @@ static void combine(const struct strata_gemm_io *g, float *tile, size_t ldt, siz
                 STORE(3, tile + (h + 16) * BM + 16, BM * 4);                                  \
         }
 
+#if defined(__x86_64__)
 __attribute__((target("amx-tile,amx-bf16"))) static void amx_block(const uint16_t *pa,
                                                                    const uint16_t *pb,
                                                                    float *tile, size_t kp)
