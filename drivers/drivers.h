@@ -25,7 +25,10 @@ void strata__cpu_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int
 void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch);
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim);
 int strata__cpu_prepare_lp(enum strata_dtype dt);
-/* The bf16 GEMMs' path: "bf16:avx512_bf16" where the CPU has AVX512_BF16, else "bf16:fma". */
+/*
+ * The bf16 GEMMs' path: "bf16:amx" where the CPU has AMX-BF16 and the kernel grants the tiles,
+ * else "bf16:avx512_bf16" where it has AVX512_BF16, else "bf16:fma".
+ */
 const char *strata__cpu_lp_name(void);
 #ifdef STRATA_TESTING
 /*
@@ -33,6 +36,17 @@ const char *strata__cpu_lp_name(void);
  * decides again). Call before a plan or prepare_lp(STRATA_BF16): the scratch size follows it.
  */
 void strata__cpu_lp_force_fma(int on);
+/* How strata__cpu_lp_force_amx() lets bf16 GEMMs use AMX. */
+enum strata__lp_amx {
+        STRATA__AMX_CPU,      /* where the CPU has it (the default) */
+        STRATA__AMX_OFF,      /* never: bf16:avx512_bf16 or bf16:fma as the CPU allows */
+        STRATA__AMX_EMULATED, /* always, its tile instructions run by a scalar emulator */
+};
+/*
+ * Tests only: bf16:amx on or off as @p how says (strata__cpu_lp_force_fma(1) still wins).
+ * Call before a plan or prepare_lp(STRATA_BF16): the scratch size follows it.
+ */
+void strata__cpu_lp_force_amx(enum strata__lp_amx how);
 #endif
 
 #endif /* STRATA_DRIVERS_DRIVERS_H */

@@ -2,7 +2,8 @@
  * strata-bench-kernels: each CPU kernel set's GFLOP/s over a training step's GEMMs (the
  * Linear module's shapes and transposes, packing included; conv:CIN-COUT-HxW, a Conv2d(3,
  * padding 1)'s per-sample GEMMs as nn/conv.c calls them), beside the peaks of this core
- * measured here (f32 FMA per ISA, AVX512_BF16 dot: the best of 21 bursts), one thread. The
+ * measured here (f32 FMA per ISA, AVX512_BF16 dot, AMX TDPBF16PS: the best of 21 bursts), one
+ * thread. Where bf16-mixed runs bf16:amx, each shape's bf16 GF/s is listed too. The
  * sets run alternated, shape by shape, and each figure is a sum of medians. Times are the
  * thread's CPU time, the peaks' too: on a shared core, wall time would count the other
  * processes' turns (a long GEMM is interrupted more often than a short one).
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "strata/strata.h"
+#include "arch/amx.h"
 #include "drivers/drivers.h"
 #include "tools/peak.h"
 #include "tools/timing.h"
@@ -23,6 +25,7 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include <stdint.h>
 
 #define R16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define ITERS 1000000L
@@ -63,6 +66,42 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(void)
         t0 = strata_tool_cpu_now() - t0;
         R16(U5)
         return sink == 1.0f ? 0.0 : ITERS * 16.0 * 64 / t0 * 1e-9;
+}
+
+/*
+ * AMX: 4 independent TDPBF16PS (tiles 0-3 += tiles 4, 5 x tiles 6, 7, 16 x 16 x 32 each) per
+ * round, operands in the tile registers, as the kernels' 2 x 2 blocks use them.
+ */
+__attribute__((target("amx-tile,amx-bf16"))) static double peak_amx(void)
+{
+        static uint16_t ab[16][32];
+        static float c[16][16];
+        long iters = ITERS / 4;
+        double t0;
+
+        for (int i = 0; i < 16; i++)
+                for (int j = 0; j < 32; j++)
+                        ab[i][j] = 0x3f80; /* 1.0 */
+        _tile_loadconfig(&strata__amx_16x64);
+        _tile_loadd(4, ab, 64);
+        _tile_loadd(5, ab, 64);
+        _tile_loadd(6, ab, 64);
+        _tile_loadd(7, ab, 64);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        t0 = strata_tool_cpu_now();
+        for (long it = 0; it < iters; it++) {
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(3, 5, 7);
+        }
+        t0 = strata_tool_cpu_now() - t0;
+        _tile_stored(0, c, 64);
+        _tile_release();
+        return c[0][0] == 1.0f ? 0.0 : iters * 4.0 * 16 * 16 * 32 * 2 / t0 * 1e-9;
 }
 
 static int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit)
@@ -181,7 +220,7 @@ static void bench_model(const char *spec, int reps, const double *peaks)
         struct shape sh[MAX_SHAPES];
         char model[128];
         int batch = 128, ns;
-        double flops = 0.0, *t = calloc((size_t)reps, sizeof(double));
+        double flops = 0.0, *t = calloc((size_t)reps, sizeof(double)), lp_med[MAX_SHAPES];
         void *scratch = NULL, *pack;
         size_t elems = 0, dim = 0;
         const char *colon = strchr(spec, ':');
@@ -243,11 +282,20 @@ static void bench_model(const char *spec, int reps, const double *peaks)
                                                 run(d[q]->kernels, &sh[i],
                                                     q == 2 ? scratch : NULL);
                         sum += strata_tool_median(t, (size_t)reps);
+                        if (j == 2)
+                                lp_med[i] = strata_tool_median(t, (size_t)reps);
                 }
                 printf(" | %-14s %6.1f GF/s %3.0f%%", strata_kernel_set(set[j], j == 2 ? STRATA_BF16 : STRATA_F32),
                        flops / sum * 1e-9, peaks[j] > 0 ? 100.0 * flops / sum * 1e-9 / peaks[j] : 0);
         }
         printf("\n");
+        for (int i = 0; d[2] && !strcmp(strata__cpu_lp_name(), "bf16:amx") && i < ns; i++) {
+                double gf = 2.0 * sh[i].m * sh[i].n * sh[i].k / lp_med[i] * 1e-9;
+
+                printf("    bf16:amx %-3s %c%c %5dx%5dx%5d %7.1f GF/s %3.0f%%\n", sh[i].what,
+                       sh[i].ta ? 'T' : 'N', sh[i].tb ? 'T' : 'N', sh[i].m, sh[i].n, sh[i].k, gf,
+                       peaks[2] > 0 ? 100.0 * gf / peaks[2] : 0);
+        }
         for (int i = 0; i < ns; i++)
                 free(sh[i].a), free(sh[i].b), free(sh[i].c);
         strata__cpu_driver.forget(pack);
@@ -258,8 +306,8 @@ static void bench_model(const char *spec, int reps, const double *peaks)
 
 int main(int argc, char **argv)
 {
-        double peaks[NSETS] = { 0 }, p512 = 0, p256 = 0, pbf = 0;
-        int reps = 40, have_bf16 = 0, have_amx = 0, nmodels = 0;
+        double peaks[NSETS] = { 0 }, p512 = 0, p256 = 0, pbf = 0, pamx = 0;
+        int reps = 40, have_bf16 = 0, have_amx = 0, amx_cpu = 0, nmodels = 0;
         const char *models[16];
 
         for (int i = 1; i < argc; i++) {
@@ -284,17 +332,25 @@ int main(int argc, char **argv)
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
                 p256 = peak(peak_avx2);
         have_bf16 = cpuid_bit(7, 1, 0, 5);
-        have_amx = cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24);
+        /* Linux grants the tile data on request (the library asks too, once) */
+        amx_cpu = cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24);
+        have_amx = amx_cpu && strata__amx_request();
         if (have_bf16)
                 pbf = peak(peak_bf16);
+        if (have_amx)
+                pamx = peak(peak_amx);
 #endif
         printf("one-core peaks: f32 FMA avx512 %.1f, avx2 %.1f GFLOP/s; avx512_bf16 dot %.1f "
-               "GFLOP/s; AMX-BF16 %s\n", p512, p256, pbf,
-               have_amx ? "present (not used by these kernels: not measured)" : "absent");
+               "GFLOP/s; ", p512, p256, pbf);
+        if (have_amx)
+                printf("AMX tdpbf16ps %.1f GFLOP/s\n", pamx);
+        else
+                printf("AMX-BF16 %s\n", amx_cpu ? "present, tile data not granted" : "absent");
         peaks[0] = p512 > 0 && !strcmp(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
                                         "libxsmm:avx512") ? p512 : p256;
         peaks[1] = p256;
-        peaks[2] = have_bf16 ? pbf : peaks[0]; /* bf16:fma multiplies with the f32 FMA */
+        /* bf16:fma multiplies with the f32 FMA */
+        peaks[2] = !strcmp(strata__cpu_lp_name(), "bf16:amx") ? pamx : have_bf16 ? pbf : peaks[0];
         printf("kernel sets: native %s, portable %s; %% of the matching peak\n",
                strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32),
                strata_kernel_set(STRATA_KERNELS_PORTABLE, STRATA_F32) ?

@@ -570,22 +570,26 @@ int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_o
  */
 const char *strata_kernel_set(enum strata_kernels kernels, enum strata_dtype compute)
 {
-        static const char *const with_bf16[][3] = { /* f32 set, bf16:avx512_bf16, bf16:fma */
-                { "libxsmm:avx512", "libxsmm:avx512 bf16:avx512_bf16",
+        static const char *const paths[] = { "bf16:amx", "bf16:avx512_bf16", "bf16:fma" };
+        static const char *const with_bf16[][4] = { /* f32 set, then with each of paths[] */
+                { "libxsmm:avx512", "libxsmm:avx512 bf16:amx", "libxsmm:avx512 bf16:avx512_bf16",
                   "libxsmm:avx512 bf16:fma" },
-                { "libxsmm:avx2", "libxsmm:avx2 bf16:avx512_bf16", "libxsmm:avx2 bf16:fma" },
-                { "strata:scalar", "strata:scalar bf16:avx512_bf16", "strata:scalar bf16:fma" },
+                { "libxsmm:avx2", "libxsmm:avx2 bf16:amx", "libxsmm:avx2 bf16:avx512_bf16",
+                  "libxsmm:avx2 bf16:fma" },
+                { "strata:scalar", "strata:scalar bf16:amx", "strata:scalar bf16:avx512_bf16",
+                  "strata:scalar bf16:fma" },
         };
         const char *f32 = (unsigned)kernels < STRATA_KERNELS_COUNT ? strata__sgemm_name(kernels)
                                                                    : NULL;
-        int fma;
+        size_t p = 0;
 
         if (!f32 || compute != STRATA_BF16)
                 return f32;
-        fma = strcmp(strata__cpu_lp_name(), "bf16:fma") == 0;
+        while (p + 1 < sizeof(paths) / sizeof(paths[0]) && strcmp(strata__cpu_lp_name(), paths[p]))
+                p++;
         for (size_t i = 0; i < sizeof(with_bf16) / sizeof(with_bf16[0]); i++)
                 if (!strcmp(with_bf16[i][0], f32))
-                        return with_bf16[i][1 + fma];
+                        return with_bf16[i][1 + p];
         return NULL;
 }
 

@@ -2,9 +2,10 @@
  * The CPU driver's mixed-precision GEMM: C = alpha op(A) op(B) + beta C with A and B rounded
  * to bf16 or f16 (round to nearest even) and the products accumulated in f32.
  *
- * bf16 has two paths with one numerics contract (operands rounded to bf16, products summed in
+ * bf16 has three paths with one numerics contract (operands rounded to bf16, products summed in
  * f32, alpha, beta and a bf16 C's bias applied to the finished sum as combine() does); which
- * one runs is decided once per process from CPUID (decision 0038):
+ * one runs is decided once per process from CPUID (decisions 0038, 0049), amx first, then
+ * avx512_bf16, then fma:
  *
  * - bf16:avx512_bf16, where the CPU has AVX512_BF16: libxsmm's batch-reduce kernel
  *   (vdpbf16ps), JIT-compiled once at prepare for one block shape, so a call allocates
@@ -22,6 +23,16 @@
  *   an f32 scratch of at most LP_ROWS rows (a row's bits do not depend on the call's rows) and
  *   through combine(). Subnormals are kept (IEEE).
  *
+ * - bf16:amx, where the CPU has AMX-BF16 and AMX-TILE and the kernel grants this process the
+ *   tile data (arch_prctl, asked once at detect; decision 0049): the same panels as
+ *   bf16:avx512_bf16, read by TDPBF16PS tiles of our own (libxsmm 1.17 cannot target AMX),
+ *   preferred to bf16:avx512_bf16. An A tile is 16 rows of op(A)'s panel (32 k each, stride
+ *   KB), a B tile 16 VNNI pairs of k of 16 columns of op(B) (stride BM pairs); a 64 x 32 block
+ *   of C is two halves of 2 x 2 C tiles summed over all of kp, stored to the f32 scratch tile
+ *   and combined as the other paths do. TDPBF16PS reads bf16 subnormals as zero and flushes
+ *   subnormal results. Under STRATA_TESTING the same code can run its tile operations through
+ *   a scalar emulator (strata__cpu_lp_force_amx), so any CPU tests its addresses and loops.
+ *
  * gemm_lp_io reads operands already stored in bf16 as they are and can round C to bf16 (with
  * a bias added first): bf16-mixed keeps the activations between Linear and ReLU in bf16.
  *
@@ -35,7 +46,13 @@
 
 #include <libxsmm.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include "strata/status.h"
+#include "arch/amx.h"
 #include "arch/half.h"
 #include "arch/reduce.h"
 #include "arch/simd.h"
@@ -51,9 +68,17 @@
  * so the f32 GEMM packs op(B) no more often than one call over all rows would.
  */
 #define LP_ROWS 256
+/*
+ * Row blocks of C (BN rows each) per sweep over op(B)'s panels: their op(A) panels (at most
+ * JG * BN * kp bf16, 1 MiB at k = 2048) stay in L2 while op(B)'s stream past them, so op(B)
+ * comes from memory m / (JG * BN) times rather than m / BN. Each block's sums do not depend
+ * on the order the blocks are computed in.
+ */
+#define JG 4
 
 static libxsmm_bsmmfunction_reducebatch_strd kernel;
-static int use_dpbf16; /* bf16:avx512_bf16 runs (else bf16:fma): set once by detect() */
+enum lp_path { LP_FMA, LP_DPBF16, LP_AMX };
+static enum lp_path path; /* which bf16 path runs: set once by detect() */
 static int use_f16c;   /* f16 rounding by F16C: set once by detect() */
 
 static size_t round_up(size_t x, size_t b)
@@ -63,9 +88,9 @@ static size_t round_up(size_t x, size_t b)
 
 /*
  * The operands are logical R x K matrices S over p: S(i, kk) = p[i * ld + kk], or, when
- * transposed (t), p[kk * ld + i], stored as f32 or bf16 (pt). Each packer brings whole source
- * rows (contiguous runs) into @p row (scratch of max(R, K) halves) as bf16 and places them;
- * what lies past R or K is zero.
+ * transposed (t), p[kk * ld + i], stored as f32 or bf16 (pt). Each packer converts runs of
+ * the source (contiguous rows or columns) to bf16 and places them; what lies past R or K is
+ * zeroed (only that: the panels are not cleared first).
  */
 
 /* Elements [off, off + n) of p, stored as @p pt, into row as bf16: rounded, or copied. */
@@ -79,39 +104,87 @@ static void load_bf16(uint16_t *row, const void *p, enum strata_dtype pt, size_t
 
 /*
  * A' panels: for each block of BM rows, every pair of k as [BM][2] bf16 (libxsmm's VNNI
- * layout for A: a panel is [kp / 2][BM][2]).
+ * layout for A: a panel is [kp / 2][BM][2]; element (i, kk) at ((i / BM) * BM * (kp / 2) +
+ * (kk / 2) * BM + i % BM) * 2 + (kk & 1)). The pairs are written whole, in the panel's order
+ * (a pair a 32-bit store; a block's pairs are contiguous): through @p stage (STAGE halves),
+ * BM rows of S by STAGE / BM of k, or two columns of S by STAGE / 2 of their rows.
  */
+#define STAGE (BM * BN * 2) /* halves: the f32 tile, free while the operands are packed */
 static void pack_vnni(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
-                      size_t r, size_t k, size_t rp, size_t kp, uint16_t *row)
+                      size_t r, size_t k, size_t rp, size_t kp, uint16_t *stage)
 {
-        uint32_t *d32 = (uint32_t *)(void *)dst; /* one VNNI pair */
+        uint32_t *d32 = (uint32_t *)(void *)dst, v; /* one VNNI pair */
+        size_t k2n = (k + 1) / 2; /* pairs written: an odd k's last one has a zero half */
 
-        memset(dst, 0, sizeof(uint16_t) * rp * kp);
-        if (!t) { /* rows of S are contiguous: convert one, spread its pairs */
-                for (size_t i = 0; i < r; i++) {
-                        uint32_t *o = d32 + (i / BM) * BM * (kp / 2) + i % BM;
+        /*
+         * Zero what is not written below: pairs from k2n on (they meet op(A)'s columns past
+         * k), and rows past r in the last block (their sums are dropped by combine(): zeroed
+         * so that no block computes on stale bits).
+         */
+        for (size_t i0 = 0; i0 < rp; i0 += BM)
+                memset(d32 + i0 * (kp / 2) + k2n * BM, 0, sizeof(v) * (kp / 2 - k2n) * BM);
+        for (size_t q = 0; r % BM && q < k2n; q++)
+                memset(d32 + (r - r % BM) * (kp / 2) + q * BM + r % BM, 0,
+                       sizeof(v) * (BM - r % BM));
+        if (!t) { /* rows of S are contiguous: BM of them by kc of k, then their pairs */
+                enum { KC = STAGE / BM };
 
-                        load_bf16(row, p, pt, i * (size_t)ld, k);
-                        if (k & 1)
-                                row[k] = 0;
-                        for (size_t k2 = 0; k2 < (k + 1) / 2; k2++)
-                                memcpy(&o[k2 * BM], &row[2 * k2], 4);
-                }
+                for (size_t i0 = 0; i0 < r; i0 += BM)
+                        for (size_t k0 = 0; k0 < k; k0 += KC) {
+                                size_t ni = r - i0 < BM ? r - i0 : BM;
+                                size_t nk = k - k0 < KC ? k - k0 : KC;
+                                uint32_t *o = d32 + i0 * (kp / 2) + (k0 / 2) * BM;
+
+                                for (size_t i = 0; i < ni; i++) {
+                                        load_bf16(stage + i * KC, p, pt,
+                                                  (i0 + i) * (size_t)ld + k0, nk);
+                                        if (nk & 1) /* k odd: the last pair's second is 0 */
+                                                stage[i * KC + nk] = 0;
+                                }
+                                for (size_t k2 = 0; k2 < (nk + 1) / 2; k2++)
+                                        for (size_t i = 0; i < ni; i++) {
+                                                memcpy(&v, &stage[i * KC + 2 * k2], 4);
+                                                o[k2 * BM + i] = v;
+                                        }
+                        }
                 return;
         }
-        for (size_t kk = 0; kk < k; kk++) { /* columns of S are contiguous: interleave two */
-                load_bf16(row, p, pt, kk * (size_t)ld, r);
-                for (size_t i = 0; i < r; i++)
-                        dst[((i / BM) * BM * (kp / 2) + (kk / 2) * BM + i % BM) * 2 + (kk & 1)] =
-                                row[i];
-        }
+        for (size_t kk = 0; kk < k; kk += 2) /* columns of S are contiguous: two at a time */
+                for (size_t c0 = 0; c0 < r; c0 += STAGE / 2) {
+                        size_t nc = r - c0 < STAGE / 2 ? r - c0 : STAGE / 2;
+                        uint16_t *hi = stage + STAGE / 2;
+
+                        load_bf16(stage, p, pt, kk * (size_t)ld + c0, nc);
+                        if (kk + 1 < k)
+                                load_bf16(hi, p, pt, (kk + 1) * (size_t)ld + c0, nc);
+                        else
+                                memset(hi, 0, sizeof(uint16_t) * nc);
+                        for (size_t i0 = c0; i0 < c0 + nc; i0 += BM) { /* c0: whole blocks */
+                                size_t e = c0 + nc - i0 < BM ? c0 + nc : i0 + BM;
+                                uint32_t *o = d32 + i0 * (kp / 2) + (kk / 2) * BM;
+
+                                for (size_t i = i0; i < e; i++)
+                                        o[i - i0] = (uint32_t)stage[i - c0] |
+                                                    (uint32_t)hi[i - c0] << 16;
+                        }
+                }
 }
 
-/* B' panels: for each block of BN rows of S, every k-block as BN runs of KB bf16. */
+/*
+ * B' panels: for each block of BN rows of S, every k-block as BN runs of KB bf16 (element
+ * (j, kk) at (j / BN) * BN * kp + (kk / KB) * KB * BN + (j % BN) * KB + kk % KB). @p row:
+ * max(R, K) halves; @p stage: STAGE halves (KB x BN).
+ */
 static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t, int ld,
-                       size_t r, size_t k, size_t rp, size_t kp, uint16_t *row)
+                       size_t r, size_t k, size_t rp, size_t kp, uint16_t *row, uint16_t *stage)
 {
-        memset(dst, 0, sizeof(uint16_t) * rp * kp);
+        /* zero what is not written below: past k (in the last k-block), rows past r */
+        for (size_t j = 0; k % KB && j < rp; j++)
+                memset(dst + (j - j % BN) * kp + (k - k % KB) * BN + (j % BN) * KB + k % KB, 0,
+                       sizeof(uint16_t) * (KB - k % KB));
+        for (size_t kb = 0; r % BN && kb < kp; kb += KB)
+                memset(dst + (r - r % BN) * kp + kb * BN + (r % BN) * KB, 0,
+                       sizeof(uint16_t) * (BN - r % BN) * KB);
         if (!t) {
                 for (size_t j = 0; j < r; j++) {
                         uint16_t *o = dst + (j / BN) * BN * kp + j % BN * KB;
@@ -123,13 +196,18 @@ static void pack_plain(uint16_t *dst, const void *p, enum strata_dtype pt, int t
                 }
                 return;
         }
-        for (size_t kk = 0; kk < k; kk++) {
-                uint16_t *o = dst + (kk / KB) * KB * BN + kk % KB;
+        for (size_t k0 = 0; k0 < k; k0 += KB) /* columns: a KB x BN piece, transposed */
+                for (size_t j0 = 0; j0 < r; j0 += BN) {
+                        size_t nj = r - j0 < BN ? r - j0 : BN, nk = k - k0 < KB ? k - k0 : KB;
+                        uint16_t *o = dst + j0 * kp + k0 * BN; /* the block's [BN][KB] */
 
-                load_bf16(row, p, pt, kk * (size_t)ld, r);
-                for (size_t j = 0; j < r; j++)
-                        o[(j / BN) * BN * kp + j % BN * KB] = row[j];
-        }
+                        for (size_t kk = 0; kk < nk; kk++)
+                                load_bf16(stage + kk * BN, p, pt, (k0 + kk) * (size_t)ld + j0,
+                                          nj);
+                        for (size_t j = 0; j < nj; j++)
+                                for (size_t kk = 0; kk < nk; kk++)
+                                        o[j * KB + kk] = stage[kk * BN + j];
+                }
 }
 
 /*
@@ -162,8 +240,136 @@ static void combine(const struct strata_gemm_io *g, float *tile, size_t ldt, siz
         }
 }
 
-/* bf16:avx512_bf16: both operands packed as bf16 panels, libxsmm's vdpbf16ps kernel per tile. */
-static void gemm_dpbf16(const struct strata_gemm_io *g, void *scratch)
+/*
+ * bf16:amx. One 64 x 32 block of C (BN rows from j0, BM columns from i0) into tile[BN][BM]:
+ * pa = op(A)'s panel at row j0 (pack_plain: element (j, kk) at (kk / KB) * KB * BN + j * KB +
+ * kk % KB), pb = op(B)'s VNNI panel at column i0 (pack_vnni: element (kk, i) at
+ * ((kk / 2) * BM + i) * 2 + (kk & 1)), kp a multiple of KB. Tiles 4, 5: 16 rows of op(A) by
+ * 32 k (row stride KB bf16); tiles 6, 7: 16 pairs of k by 16 columns (row stride BM pairs);
+ * tiles 0-3: the 2 x 2 C tiles of a half (32 rows). LOAD, DP, ZERO and STORE are the tile
+ * operations, taking literal tile numbers (the instructions encode them): the instructions,
+ * or under STRATA_TESTING a scalar emulation of them.
+ */
+#define AMX_BLOCK(LOAD, DP, ZERO, STORE)                                                     \
+        for (size_t h = 0; h < BN; h += 32) {                                                 \
+                ZERO(0);                                                                      \
+                ZERO(1);                                                                      \
+                ZERO(2);                                                                      \
+                ZERO(3);                                                                      \
+                for (size_t kk = 0; kk < kp; kk += 32) {                                      \
+                        const uint16_t *ta = pa + (kk / KB) * KB * BN + kk % KB + h * KB;     \
+                        const uint16_t *tb = pb + kk * BM;                                    \
+                                                                                              \
+                        LOAD(4, ta, KB * 2);                                                  \
+                        LOAD(6, tb, BM * 4);                                                  \
+                        LOAD(7, tb + 32, BM * 4);                                             \
+                        LOAD(5, ta + 16 * KB, KB * 2);                                        \
+                        DP(0, 4, 6);                                                          \
+                        DP(1, 4, 7);                                                          \
+                        DP(2, 5, 6);                                                          \
+                        DP(3, 5, 7);                                                          \
+                }                                                                             \
+                STORE(0, tile + h * BM, BM * 4);                                              \
+                STORE(1, tile + h * BM + 16, BM * 4);                                         \
+                STORE(2, tile + (h + 16) * BM, BM * 4);                                       \
+                STORE(3, tile + (h + 16) * BM + 16, BM * 4);                                  \
+        }
+
+#if defined(__x86_64__)
+__attribute__((target("amx-tile,amx-bf16"))) static void amx_block(const uint16_t *pa,
+                                                                   const uint16_t *pb,
+                                                                   float *tile, size_t kp)
+{
+        __asm__ volatile("" ::: "memory"); /* tileloadd's asm names no memory operand */
+        AMX_BLOCK(_tile_loadd, _tile_dpbf16ps, _tile_zero, _tile_stored)
+}
+
+/* The calling thread's tile configuration, loaded per GEMM call and released after it. */
+__attribute__((target("amx-tile"))) static void amx_begin(void)
+{
+        _tile_loadconfig(&strata__amx_16x64);
+}
+
+__attribute__((target("amx-tile"))) static void amx_end(void)
+{
+        _tile_release();
+}
+#endif
+
+#ifdef STRATA_TESTING
+/*
+ * Tests only: TILELOADD, TDPBF16PS, TILESTORED and TILEZERO on 8 emulated tiles of 16 rows of
+ * 64 bytes, as the SDM describes them: per row of C, the even and the odd products of each
+ * VNNI pair summed apart over the pairs, then added to C (bf16 inputs' subnormals read as
+ * zero, subnormal results flushed to zero).
+ */
+static _Thread_local unsigned char emu[8][16][64];
+static int emulate; /* strata__cpu_lp_force_amx(STRATA__AMX_EMULATED) */
+
+static void emu_load(int t, const void *p, size_t stride)
+{
+        for (int r = 0; r < 16; r++)
+                memcpy(emu[t][r], (const char *)p + r * stride, 64);
+}
+
+static void emu_store(int t, void *p, size_t stride)
+{
+        for (int r = 0; r < 16; r++)
+                memcpy((char *)p + r * stride, emu[t][r], 64);
+}
+
+static void emu_zero(int t)
+{
+        memset(emu[t], 0, sizeof(emu[t]));
+}
+
+static float emu_ftz(float x)
+{
+        uint32_t u;
+
+        memcpy(&u, &x, 4);
+        if (!(u & 0x7f800000u))
+                u &= 0x80000000u;
+        memcpy(&x, &u, 4);
+        return x;
+}
+
+/* Element @p e of row @p r of tile @p t as bf16, widened, a subnormal read as zero. */
+static float emu_bf16(int t, int r, int e)
+{
+        uint16_t h;
+
+        memcpy(&h, &emu[t][r][2 * e], 2);
+        return strata__bf16_to_f32((h & 0x7f80u) ? h : (uint16_t)(h & 0x8000u));
+}
+
+static void emu_dp(int c, int a, int b)
+{
+        for (int m = 0; m < 16; m++) {
+                float t[32] = { 0 }, *cr = (float *)(void *)emu[c][m];
+
+                for (int p = 0; p < 16; p++)
+                        for (int n = 0; n < 32; n++)
+                                t[n] = emu_ftz(t[n] + emu_bf16(a, m, 2 * p + (n & 1)) *
+                                                              emu_bf16(b, p, n));
+                for (int n = 0; n < 16; n++)
+                        cr[n] = emu_ftz(emu_ftz(cr[n] + t[2 * n]) + t[2 * n + 1]);
+        }
+}
+
+static void amx_block_emulated(const uint16_t *pa, const uint16_t *pb, float *tile, size_t kp)
+{
+        AMX_BLOCK(emu_load, emu_dp, emu_zero, emu_store)
+}
+#else
+static const int emulate = 0;
+#endif
+
+/*
+ * bf16:avx512_bf16 and bf16:amx: both operands packed as bf16 panels, then per block of C
+ * libxsmm's vdpbf16ps kernel or the AMX tiles.
+ */
+static void gemm_packed(const struct strata_gemm_io *g, void *scratch)
 {
         int m = g->m, n = g->n, k = g->k;
         size_t mp = round_up((size_t)n, BM), np = round_up((size_t)m, BN);
@@ -172,22 +378,44 @@ static void gemm_dpbf16(const struct strata_gemm_io *g, void *scratch)
         float *tile = (float *)(void *)(bp + np * kp);
         uint16_t *row = (uint16_t *)(void *)(tile + BM * BN);
         unsigned long long count = kp / KB;
+        int amx = path == LP_AMX && k > 0 && !emulate;
 
         /* A' = op(B)' (n x k), B' = op(A)' (k x m): both read as R x K matrices. */
-        pack_vnni(ap, g->b, g->bt, !g->tb, g->ldb, (size_t)n, (size_t)k, mp, kp, row);
-        pack_plain(bp, g->a, g->at, g->ta, g->lda, (size_t)m, (size_t)k, np, kp, row);
-        for (size_t j0 = 0; j0 < np; j0 += BN)
-                for (size_t i0 = 0; i0 < mp; i0 += BM) {
-                        size_t ni = (size_t)n - i0 < BM ? (size_t)n - i0 : BM;
-                        size_t nj = (size_t)m - j0 < BN ? (size_t)m - j0 : BN;
+        pack_vnni(ap, g->b, g->bt, !g->tb, g->ldb, (size_t)n, (size_t)k, mp, kp,
+                  (uint16_t *)(void *)tile);
+        pack_plain(bp, g->a, g->at, g->ta, g->lda, (size_t)m, (size_t)k, np, kp, row,
+                   (uint16_t *)(void *)tile);
+#if defined(__x86_64__)
+        if (amx)
+                amx_begin();
+#endif
+        for (size_t jg = 0; jg < np; jg += JG * BN)
+                for (size_t i0 = 0; i0 < mp; i0 += BM)
+                        for (size_t j0 = jg; j0 < np && j0 < jg + JG * BN; j0 += BN) {
+                                size_t ni = (size_t)n - i0 < BM ? (size_t)n - i0 : BM;
+                                size_t nj = (size_t)m - j0 < BN ? (size_t)m - j0 : BN;
 
-                        if (k == 0)
-                                memset(tile, 0, sizeof(float) * BM * BN);
-                        else
-                                kernel((const libxsmm_bfloat16 *)(ap + i0 * kp),
-                                       (const libxsmm_bfloat16 *)(bp + j0 * kp), tile, &count);
-                        combine(g, tile, BM, i0, j0, ni, nj);
-                }
+                                if (k == 0)
+                                        memset(tile, 0, sizeof(float) * BM * BN);
+#if defined(__x86_64__)
+                                else if (amx)
+                                        amx_block(bp + j0 * kp, ap + i0 * kp, tile, kp);
+#endif
+#ifdef STRATA_TESTING
+                                else if (path == LP_AMX)
+                                        amx_block_emulated(bp + j0 * kp, ap + i0 * kp, tile,
+                                                           kp);
+#endif
+                                else
+                                        kernel((const libxsmm_bfloat16 *)(ap + i0 * kp),
+                                               (const libxsmm_bfloat16 *)(bp + j0 * kp), tile,
+                                               &count);
+                                combine(g, tile, BM, i0, j0, ni, nj);
+                        }
+#if defined(__x86_64__)
+        if (amx)
+                amx_end();
+#endif
 }
 
 /*
@@ -232,7 +460,7 @@ STRATA_SIMD static void scale_row(float *x, float alpha, size_t n)
 /*
  * bf16:fma: op(A) and op(B) as bf16 values in f32 (each as stored, the f32 GEMM applies the
  * transposes), their products summed by the f32 GEMM with alpha 1 and beta 0, so that
- * combine() applies alpha, beta and the bias to the finished sums as gemm_dpbf16 does. An f32
+ * combine() applies alpha, beta and the bias to the finished sums as gemm_packed does. An f32
  * C with beta 0 takes the sums directly (alpha then scales them in place: combine's values).
  */
 static void gemm_bf16_fma(const struct strata_gemm_io *g, void *scratch)
@@ -266,8 +494,6 @@ static void gemm_bf16_fma(const struct strata_gemm_io *g, void *scratch)
 
 /* dst[i] = src[i] rounded to the nearest f16 value (F16C when the CPU has it). */
 #if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
 __attribute__((target("avx,f16c"))) static void round_f16_hw(float *dst, const float *src,
                                                              size_t n)
 {
@@ -317,8 +543,8 @@ void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch)
 {
         if (g->m <= 0 || g->n <= 0)
                 return;
-        if (g->dt == STRATA_BF16 && use_dpbf16)
-                gemm_dpbf16(g, scratch);
+        if (g->dt == STRATA_BF16 && path != LP_FMA)
+                gemm_packed(g, scratch);
         else if (g->dt == STRATA_BF16)
                 gemm_bf16_fma(g, scratch);
         else
@@ -364,22 +590,50 @@ static int have_f16c(void)
 #endif
 }
 
+/*
+ * CPUID.(7, 0):EDX bits 22 (AMX-BF16) and 24 (AMX-TILE), and the kernel's grant of the tile
+ * data to this process (Linux 5.16+: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA),
+ * process-wide, asked once): without the grant the first tile instruction faults.
+ */
+static int have_amx(void)
+{
+#if defined(__x86_64__)
+        unsigned a, b, c, d;
+
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24)))
+                return 0;
+        return strata__amx_request();
+#else
+        return 0;
+#endif
+}
+
+static int cpu_amx, cpu_dpbf16; /* what the CPU (and the kernel) allow: set once by detect() */
+
 #ifdef STRATA_TESTING
 static int forced_fma; /* strata__cpu_lp_force_fma() */
-
-void strata__cpu_lp_force_fma(int on)
-{
-        forced_fma = on;
-        use_dpbf16 = !on && have_avx512_bf16();
-}
+static int forced_amx; /* strata__cpu_lp_force_amx() */
 #else
-static const int forced_fma = 0;
+static const int forced_fma = 0, forced_amx = 0;
 #endif
+
+/* amx, else avx512_bf16, else fma; as the tests force it. */
+static void choose_path(void)
+{
+        if (forced_fma)
+                path = LP_FMA;
+        else if (forced_amx == 2 || (forced_amx == 0 && cpu_amx))
+                path = LP_AMX;
+        else
+                path = cpu_dpbf16 ? LP_DPBF16 : LP_FMA;
+}
 
 static void detect_features(void)
 {
         use_f16c = have_f16c();
-        use_dpbf16 = !forced_fma && have_avx512_bf16();
+        cpu_dpbf16 = have_avx512_bf16();
+        cpu_amx = have_amx();
+        choose_path();
 }
 
 static void detect(void)
@@ -389,17 +643,34 @@ static void detect(void)
         pthread_once(&once, detect_features);
 }
 
+#ifdef STRATA_TESTING
+void strata__cpu_lp_force_fma(int on)
+{
+        detect();
+        forced_fma = on;
+        choose_path();
+}
+
+void strata__cpu_lp_force_amx(enum strata__lp_amx how)
+{
+        detect();
+        forced_amx = (int)how;
+        emulate = how == STRATA__AMX_EMULATED;
+        choose_path();
+}
+#endif
+
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
 {
         detect();
         if (dt == STRATA_F16)
                 return elems * sizeof(float);
         /* bf16:fma: both operands in f32, then the f32 sums of at most LP_ROWS rows of C. */
-        if (!use_dpbf16)
+        if (path == LP_FMA)
                 return sizeof(float) * (elems + (dim < LP_ROWS ? dim : LP_ROWS) * dim);
         /*
          * Padded operands: (n + BM)(k + KB) + (m + BN)(k + KB) with m, n, k <= dim and
-         * (m + n) k <= elems, then the tile.
+         * (m + n) k <= elems, then the tile (bf16:avx512_bf16 and bf16:amx alike).
          */
         return sizeof(uint16_t) * (elems + (2 * KB + BM + BN) * dim + (BM + BN) * KB) +
                sizeof(float) * BM * BN + sizeof(uint16_t) * (dim + KB) + 64;
@@ -437,7 +708,7 @@ int strata__cpu_prepare_lp(enum strata_dtype dt)
         if (dt != STRATA_BF16)
                 return strata__fail(STRATA_EINVAL, "cpu: no mixed-precision GEMM for dtype %d",
                                     (int)dt);
-        if (!use_dpbf16)
+        if (path != LP_DPBF16) /* bf16:amx's tiles are ours: nothing to compile */
                 return STRATA_OK;
         pthread_once(&once, compile_kernel);
         if (!kernel)
@@ -449,5 +720,5 @@ int strata__cpu_prepare_lp(enum strata_dtype dt)
 const char *strata__cpu_lp_name(void)
 {
         detect();
-        return use_dpbf16 ? "bf16:avx512_bf16" : "bf16:fma";
+        return path == LP_AMX ? "bf16:amx" : path == LP_DPBF16 ? "bf16:avx512_bf16" : "bf16:fma";
 }

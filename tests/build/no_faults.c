@@ -11,7 +11,7 @@
 static const char *const names[] = { "strata__inject_failure", "strata__inject_nonfinite_grad",
                                      "strata__comm_inject", "strata__fault",
                                      "strata__fault_nonfinite", "strata__faults_take",
-                                     "strata__cpu_lp_force_fma" };
+                                     "strata__cpu_lp_force_fma", "strata__cpu_lp_force_amx" };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 /* Which of names[] `nm` lists (defined or undefined) for @p file, as a bit mask. */

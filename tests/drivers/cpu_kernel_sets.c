@@ -3,8 +3,10 @@
  * cannot run refused at init with the reason; every set exact against a double reference on
  * odd shapes and bitwise equal to every other; an element's bits independent of the call's row
  * count; two threads computing at once get the bits each gets alone; bf16-mixed on every CPU:
- * vdpbf16ps where the CPU has AVX512_BF16, else bf16 operands summed by the f32 GEMM's
- * fused multiply-adds (bf16:fma, also forced here to test it on any CPU).
+ * AMX tiles where the CPU has AMX-BF16 (bf16:amx, its exact code also run here through a scalar
+ * emulator of the tile instructions on any CPU), else vdpbf16ps where the CPU has AVX512_BF16,
+ * else bf16 operands summed by the f32 GEMM's fused multiply-adds (bf16:fma, also forced here
+ * to test it on any CPU).
  */
 #include <cpuid.h>
 #include <criterion/criterion.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
@@ -127,6 +131,7 @@ static const int shapes[][5] = { /* ta, tb, m, n, k */
 struct gemm_case {
         int ta, tb, m, n, k, lda, ldb, ldc;
         float *a, *b, *c0;
+        uint16_t *ah, *bh; /* bf16 gemm_lp_io only: A or B stored as bf16 where not NULL */
 };
 
 static void make_case(struct gemm_case *g, const int *s, unsigned seed)
@@ -156,7 +161,7 @@ static float *run_case(const struct strata_kernel_ops *k, const struct gemm_case
 
 static void free_case(struct gemm_case *g)
 {
-        free(g->a), free(g->b), free(g->c0);
+        free(g->a), free(g->b), free(g->c0), free(g->ah), free(g->bh);
 }
 
 /* |c - ref| within f32's rounding of a k-term sum; the padding columns untouched. */
@@ -312,13 +317,26 @@ Test(cpu_kernel_sets, two_threads_at_once_get_the_bits_of_one_alone, .timeout = 
 }
 
 /*
- * bf16-mixed runs on every CPU (decision 0038): bf16:avx512_bf16 where the CPU has
- * AVX512_BF16, bf16:fma elsewhere, appended to every f32 set's name.
+ * CPUID.(7, 0):EDX bits 22 and 24 (AMX-BF16, AMX-TILE), and Linux granting the process the
+ * tile data (asked here directly, as the probe of decision 0049 does).
  */
-Test(cpu_kernel_sets, bf16_takes_avx512_bf16_where_the_cpu_has_it_else_fma)
+static int cpu_has_amx(void)
+{
+        return cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24) &&
+               syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+}
+
+/*
+ * bf16-mixed runs on every CPU (decisions 0038, 0049): bf16:amx where the CPU has AMX-BF16,
+ * else bf16:avx512_bf16 where it has AVX512_BF16, else bf16:fma, appended to every f32 set's
+ * name.
+ */
+Test(cpu_kernel_sets, bf16_takes_amx_else_avx512_bf16_else_fma)
 {
         const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
-        const char *path = cpuid_bit(7, 1, 0, 5) ? "bf16:avx512_bf16" : "bf16:fma";
+        const char *path = cpu_has_amx()          ? "bf16:amx"
+                           : cpuid_bit(7, 1, 0, 5) ? "bf16:avx512_bf16"
+                                                   : "bf16:fma";
         char want[64];
 
         cr_assert_not_null(k);
@@ -375,7 +393,11 @@ static float *run_bf16(const struct strata_kernel_ops *k, const struct gemm_case
         k->gemm_lp_io(&(struct strata_gemm_io){ .dt = STRATA_BF16, .ta = g->ta, .tb = g->tb,
                                                 .m = g->m, .n = g->n, .k = g->k,
                                                 .alpha = alpha, .beta = bf16_c ? 0.0f : beta,
-                                                .a = g->a, .lda = g->lda, .b = g->b,
+                                                .a = g->ah ? (const void *)g->ah : g->a,
+                                                .at = g->ah ? STRATA_BF16 : STRATA_F32,
+                                                .lda = g->lda,
+                                                .b = g->bh ? (const void *)g->bh : g->b,
+                                                .bt = g->bh ? STRATA_BF16 : STRATA_F32,
                                                 .ldb = g->ldb, .c = bf16_c ? (void *)ch : c,
                                                 .ldc = g->ldc,
                                                 .ct = bf16_c ? STRATA_BF16 : STRATA_F32,
@@ -417,14 +439,29 @@ static void check_bf16_ref(const struct gemm_case *g, const float *c, float alph
                 }
 }
 
+/* @p n floats as bf16 bits, rounded to nearest even by bf16_of (a test's own rounding). */
+static uint16_t *bf16_copy(const float *x, size_t n)
+{
+        uint16_t *h = malloc(sizeof(uint16_t) * (n ? n : 1));
+
+        for (size_t i = 0; i < n; i++) {
+                float f = (float)bf16_of(x[i]);
+                uint32_t u;
+
+                memcpy(&u, &f, 4);
+                h[i] = (uint16_t)(u >> 16);
+        }
+        return h;
+}
+
 /*
- * bf16:fma, forced whatever the CPU, on the odd shapes (m past its row block of 256, k past
- * the f32 GEMM's chunk of 256): every element within f32 accumulation error of the double
- * reference over the bf16-rounded operands, with alpha, beta and a bf16 C's bias; a second
- * call gives the same bits; a row's bits do not depend on the call's row count.
+ * The bf16 path @p path (forced or the CPU's) on @p ns shapes: every element within f32
+ * accumulation error of the double reference over the bf16-rounded operands, with alpha,
+ * beta and a bf16 C's bias, operands stored as f32 or bf16 (A, B or neither, by shape and
+ * variant); a second call gives the same bits; a row's bits do not depend on the call's row
+ * count. The scratch is exactly gemm_lp_bytes, filled with NaN before the first call.
  */
-Test(cpu_kernel_sets, bf16_fma_matches_a_reference_and_repeats_bitwise, .timeout = 120,
-     .init = bf16_fma)
+static void check_bf16_path(const char *path, const int (*sh)[5], size_t ns)
 {
         static const float ab[][2] = { { 1.0f, 0.0f }, { 1.0f, 1.0f }, { -0.5f, 0.25f },
                                        { -0.5f, 0.0f } };
@@ -432,41 +469,47 @@ Test(cpu_kernel_sets, bf16_fma_matches_a_reference_and_repeats_bitwise, .timeout
 
         cr_assert_not_null(k);
         cr_assert_eq(k->prepare_lp(STRATA_BF16), STRATA_OK, "%s", strata_last_error());
-        cr_assert_str_eq(strata__cpu_lp_name(), "bf16:fma");
-        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+        cr_assert_str_eq(strata__cpu_lp_name(), path);
+        for (size_t i = 0; i < ns; i++)
                 for (size_t v = 0; v < sizeof(ab) / sizeof(ab[0]) * 2; v++) {
                         float alpha = ab[v / 2][0], beta = ab[v / 2][1], *bias, *c, *again;
-                        int bf16_c = (int)(v & 1);
+                        int bf16_c = (int)(v & 1), stored = (int)((i + v / 2) % 3);
                         size_t dim, bytes;
                         struct gemm_case g;
                         void *scratch;
 
-                        make_case(&g, shapes[i], (unsigned)(5 * i + v));
+                        make_case(&g, sh[i], (unsigned)(5 * i + v));
+                        if (stored == 1) /* A as bf16 */
+                                g.ah = bf16_copy(g.a, (size_t)g.lda * (g.ta ? g.k : g.m));
+                        if (stored == 2) /* B as bf16 */
+                                g.bh = bf16_copy(g.b, (size_t)g.ldb * (g.tb ? g.n : g.k));
                         dim = (size_t)(g.m > g.n ? (g.m > g.k ? g.m : g.k)
                                                  : (g.n > g.k ? g.n : g.k));
                         bytes = k->gemm_lp_bytes(STRATA_BF16,
                                                  (size_t)g.k * ((size_t)g.m + (size_t)g.n), dim);
                         scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+                        memset(scratch, 0xff, bytes); /* NaN wherever padding is not zeroed */
                         bias = malloc(sizeof(float) * (size_t)g.n);
                         fill(bias, (size_t)g.n, (unsigned)(9 * i + v));
                         c = run_bf16(k, &g, alpha, beta, bias, bf16_c, scratch);
                         again = run_bf16(k, &g, alpha, beta, bias, bf16_c, scratch);
                         check_bf16_ref(&g, c, alpha, beta, bias, bf16_c);
                         cr_assert_eq(memcmp(c, again, sizeof(float) * (size_t)g.ldc * g.m), 0,
-                                     "shape %zu: a second call differs", i);
+                                     "%s shape %zu: a second call differs", path, i);
                         if (g.m > 1 && !g.ta) { /* rows [m / 3, m / 3 + m / 2) alone */
                                 struct gemm_case part = g;
                                 int r0 = g.m / 3;
 
                                 part.m = g.m / 2;
                                 part.a = g.a + (size_t)r0 * g.lda;
+                                part.ah = g.ah ? g.ah + (size_t)r0 * g.lda : NULL;
                                 part.c0 = g.c0 + (size_t)r0 * g.ldc;
                                 free(again);
                                 again = run_bf16(k, &part, alpha, beta, bias, bf16_c, scratch);
                                 cr_assert_eq(memcmp(again, c + (size_t)r0 * g.ldc,
                                                     sizeof(float) * (size_t)g.ldc * part.m),
-                                             0, "shape %zu: rows %d.. of a %d-row call differ",
-                                             i, r0, part.m);
+                                             0, "%s shape %zu: rows %d.. of a %d-row call "
+                                             "differ", path, i, r0, part.m);
                         }
                         free(c), free(again), free(bias), free(scratch);
                         free_case(&g);
@@ -474,15 +517,100 @@ Test(cpu_kernel_sets, bf16_fma_matches_a_reference_and_repeats_bitwise, .timeout
 }
 
 /*
- * AMX is not used yet (decision 0034): on a CPU with AMX-BF16, bf16-mixed runs the
- * AVX512_BF16 kernels (every such CPU has them), and says so.
+ * bf16:fma, forced whatever the CPU, on the odd shapes (m past its row block of 256, k past
+ * the f32 GEMM's chunk of 256).
  */
-Test(cpu_kernel_sets, an_amx_cpu_runs_bf16_on_avx512_bf16)
+Test(cpu_kernel_sets, bf16_fma_matches_a_reference_and_repeats_bitwise, .timeout = 120,
+     .init = bf16_fma)
 {
-        if (!(cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24)))
-                cr_skip_test("this CPU has no AMX-BF16");
-        cr_expect_eq(kernels(STRATA_KERNELS_NATIVE)->prepare_lp(STRATA_BF16), STRATA_OK, "%s",
-                     strata_last_error());
-        cr_expect(strstr(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16),
-                         "bf16:avx512_bf16"));
+        check_bf16_path("bf16:fma", shapes, sizeof(shapes) / sizeof(shapes[0]));
 }
+
+/*
+ * bf16:amx's shapes: all four transposes, m, n, k odd, below, at and past a tile (16), a
+ * block (64 x 32), a k step (32), a k block (64) and the packers' stage (128 k; 2048 columns
+ * of op(B)); m past a group of row blocks (JG * 64 = 256); k = 0.
+ */
+static const int amx_shapes[][5] = { /* ta, tb, m, n, k */
+        { 0, 0, 1, 1, 1 },      { 0, 1, 15, 17, 31 },   { 1, 0, 17, 15, 33 },
+        { 1, 1, 33, 31, 65 },   { 0, 1, 200, 65, 784 }, { 1, 0, 65, 200, 17 },
+        { 0, 0, 31, 33, 200 },  { 1, 1, 64, 32, 64 },   { 0, 0, 129, 97, 0 },
+        { 0, 1, 784, 10, 15 },  { 1, 0, 10, 784, 33 },  { 0, 0, 300, 300, 129 },
+        { 1, 1, 257, 47, 96 },  { 0, 0, 3, 2100, 5 },   { 1, 0, 5, 2077, 3 },
+};
+
+static void amx_emulated(void)
+{
+        strata__cpu_lp_force_amx(STRATA__AMX_EMULATED);
+}
+
+/*
+ * bf16:amx's own code (panel addresses, tile loops, edge blocks, the tile configuration's
+ * shapes) on any CPU: its tile instructions run by the scalar emulator.
+ */
+Test(cpu_kernel_sets, bf16_amx_emulated_matches_a_reference_and_repeats_bitwise, .timeout = 240,
+     .init = amx_emulated)
+{
+        check_bf16_path("bf16:amx", amx_shapes, sizeof(amx_shapes) / sizeof(amx_shapes[0]));
+}
+
+/* The same on the real tile instructions, where the CPU has AMX-BF16 (the CPU's own choice). */
+Test(cpu_kernel_sets, bf16_amx_matches_a_reference_and_repeats_bitwise, .timeout = 120)
+{
+        if (!cpu_has_amx())
+                cr_skip_test("this CPU has no AMX-BF16, or Linux grants no tile data");
+        check_bf16_path("bf16:amx", amx_shapes, sizeof(amx_shapes) / sizeof(amx_shapes[0]));
+        check_bf16_path("bf16:amx", shapes, sizeof(shapes) / sizeof(shapes[0]));
+}
+
+/*
+ * On an AMX CPU, AMX forced off runs bf16:avx512_bf16 (every AMX CPU has AVX512_BF16), named
+ * so, with results near bf16:amx's on the same operands (each within f32 accumulation error
+ * of the double reference).
+ */
+Test(cpu_kernel_sets, an_amx_cpu_without_amx_runs_avx512_bf16_near_amx, .timeout = 120)
+{
+        const struct strata_kernel_ops *k;
+        size_t ns = sizeof(amx_shapes) / sizeof(amx_shapes[0]);
+
+        if (!cpu_has_amx())
+                cr_skip_test("this CPU has no AMX-BF16, or Linux grants no tile data");
+        k = kernels(STRATA_KERNELS_NATIVE);
+        cr_assert_not_null(k);
+        for (size_t i = 0; i < ns; i++) {
+                struct gemm_case g;
+                float *c[2];
+                size_t bytes;
+                void *scratch;
+
+                make_case(&g, amx_shapes[i], (unsigned)(3 * i + 1));
+                for (int off = 0; off < 2; off++) {
+                        strata__cpu_lp_force_amx(off ? STRATA__AMX_OFF : STRATA__AMX_CPU);
+                        cr_assert_eq(k->prepare_lp(STRATA_BF16), STRATA_OK, "%s",
+                                     strata_last_error());
+                        cr_assert_str_eq(strata__cpu_lp_name(),
+                                         off ? "bf16:avx512_bf16" : "bf16:amx");
+                        cr_assert(strstr(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_BF16),
+                                         off ? "bf16:avx512_bf16" : "bf16:amx"));
+                        bytes = k->gemm_lp_bytes(STRATA_BF16, (size_t)g.k * (g.m + g.n) + 1,
+                                                 (size_t)(g.m + g.n + g.k));
+                        scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+                        c[off] = run_bf16(k, &g, -0.5f, 0.25f, NULL, 0, scratch);
+                        free(scratch);
+                }
+                for (int r = 0; r < g.m; r++) /* the paths' sums differ by rounding only */
+                        for (int j = 0; j < g.n; j++) {
+                                float x = c[0][(size_t)r * g.ldc + j],
+                                      y = c[1][(size_t)r * g.ldc + j];
+
+                                cr_assert_leq(fabsf(x - y), 2e-6f * (g.k + 4) * (0.25f * g.k + 1),
+                                              "shape %zu at (%d, %d): amx %a, avx512_bf16 %a",
+                                              i, r, j, x, y);
+                        }
+                check_bf16_ref(&g, c[0], -0.5f, 0.25f, NULL, 0);
+                check_bf16_ref(&g, c[1], -0.5f, 0.25f, NULL, 0);
+                free(c[0]), free(c[1]);
+                free_case(&g);
+        }
+}
+

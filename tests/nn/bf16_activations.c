@@ -153,6 +153,18 @@ Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16_bf16_fma, .timeout = 60,
         gemm_lp_io_bf16();
 }
 
+/* bf16:amx whatever the CPU: its tile instructions emulated. */
+static void bf16_amx_emulated(void)
+{
+        strata__cpu_lp_force_amx(STRATA__AMX_EMULATED);
+}
+
+Test(bf16_activations, gemm_lp_io_reads_and_writes_bf16_bf16_amx_emulated, .timeout = 120,
+     .init = bf16_amx_emulated)
+{
+        gemm_lp_io_bf16();
+}
+
 Test(bf16_activations, relu_over_bf16_storage)
 {
         enum { N = 1500 }; /* several of the driver's chunks and a partial one */

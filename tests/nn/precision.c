@@ -114,7 +114,8 @@ static void bf16_subnormals(void)
         driver_round(STRATA_BF16, x, out, 2);
         cr_assert_eq(out[1], (float)bf16_ref(x[1]), "a normal input is rounded: %a", out[1]);
         d->gemm_lp(STRATA_BF16, 0, 0, 1, 1, 2, 1.0f, y, 2, z, 1, 0.0f, out + 1, 1, scratch);
-        if (!strcmp(strata__cpu_lp_name(), "bf16:avx512_bf16")) {
+        if (!strcmp(strata__cpu_lp_name(), "bf16:avx512_bf16") ||
+            !strcmp(strata__cpu_lp_name(), "bf16:amx")) {
                 cr_assert_eq(out[0], 0.0f, "a subnormal bf16 input counts as 0: %a", out[0]);
                 cr_assert_eq(out[1], 0.0f, "a subnormal product is flushed: %a", out[1]);
         } else {
@@ -139,6 +140,20 @@ static void bf16_fma(void)
 }
 
 Test(precision, bf16_subnormals_follow_the_path_bf16_fma, .init = bf16_fma)
+{
+        bf16_subnormals();
+}
+
+/*
+ * Tests named ..._bf16_amx_emulated run bf16:amx whatever the CPU, its tile instructions
+ * emulated (DAZ and FTZ as TDPBF16PS).
+ */
+static void bf16_amx_emulated(void)
+{
+        strata__cpu_lp_force_amx(STRATA__AMX_EMULATED);
+}
+
+Test(precision, bf16_subnormals_follow_the_path_bf16_amx_emulated, .init = bf16_amx_emulated)
 {
         bf16_subnormals();
 }
@@ -478,6 +493,18 @@ Test(precision, plan_equals_use_and_runs_repeat_bitwise_bf16_fma, .timeout = 60,
      .init = bf16_fma)
 {
         plan_equals_use_and_runs_repeat();
+}
+
+Test(precision, plan_equals_use_and_runs_repeat_bitwise_bf16_amx_emulated, .timeout = 120,
+     .init = bf16_amx_emulated)
+{
+        plan_equals_use_and_runs_repeat();
+}
+
+Test(precision, scales_and_bias_meet_the_finished_sum_bf16_amx_emulated,
+     .init = bf16_amx_emulated)
+{
+        scales_meet_the_finished_sum();
 }
 
 Test(precision, checkpoint_carries_the_loss_scale)

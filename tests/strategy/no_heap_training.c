@@ -93,6 +93,18 @@ Test(no_heap_training, mixed_precision_bf16_fma, .init = bf16_fma)
         no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
 }
 
+/* bf16:amx (its tiles emulated) whatever the CPU: the panels and the tile, planned. */
+static void bf16_amx_emulated(void)
+{
+        strata__cpu_lp_force_amx(STRATA__AMX_EMULATED);
+}
+
+Test(no_heap_training, mixed_precision_bf16_amx_emulated, .init = bf16_amx_emulated)
+{
+        no_heap(STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_BF16);
+        no_heap(STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
+}
+
 static double x64[256 * RIG_IN];
 
 /* Float targets: f64 rows of an arrays set converted where each device takes them. */
