@@ -26,8 +26,8 @@ void strata__cpu_gemm_lp_io(const struct strata_gemm_io *g, void *scratch);
 size_t strata__cpu_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim);
 int strata__cpu_prepare_lp(enum strata_dtype dt);
 /*
- * The bf16 GEMMs' path: "bf16:amx" where the CPU has AMX-BF16 and the kernel grants the tiles,
- * else "bf16:avx512_bf16" where it has AVX512_BF16, else "bf16:fma".
+ * The bf16 GEMMs' path: "bf16:amx" where the CPU has AMX-BF16, STRATA_AMX=1 opts in and the
+ * kernel grants the tiles, else "bf16:avx512_bf16" where it has AVX512_BF16, else "bf16:fma".
  */
 const char *strata__cpu_lp_name(void);
 #ifdef STRATA_TESTING
@@ -38,9 +38,10 @@ const char *strata__cpu_lp_name(void);
 void strata__cpu_lp_force_fma(int on);
 /* How strata__cpu_lp_force_amx() lets bf16 GEMMs use AMX. */
 enum strata__lp_amx {
-        STRATA__AMX_CPU,      /* where the CPU has it (the default) */
+        STRATA__AMX_CPU,      /* the default: where the CPU has it and STRATA_AMX=1 */
         STRATA__AMX_OFF,      /* never: bf16:avx512_bf16 or bf16:fma as the CPU allows */
         STRATA__AMX_EMULATED, /* always, its tile instructions run by a scalar emulator */
+        STRATA__AMX_ON,       /* where the CPU has it, opted in or not (the tiles asked for) */
 };
 /*
  * Tests only: bf16:amx on or off as @p how says (strata__cpu_lp_force_fma(1) still wins).

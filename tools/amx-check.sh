@@ -11,6 +11,7 @@ ANCHORS=${ANCHORS:-../shared/anchors}
 CORE=${CORE:-3}
 MODEL=784-2048-2048-10
 export OMP_NUM_THREADS=1
+export STRATA_AMX=1 # bf16:amx is opt-in until measured (decision 0049)
 for f in build/tests/strata-tests build/bin/strata-bench-kernels build/bin/strata-train \
          "$ANCHORS/torch_autocast_mlp.py"; do
         [ -e "$f" ] || { echo "missing $f (make -j; ANCHORS=...)"; exit 2; }

@@ -41,6 +41,7 @@
  * rounding, overflow to infinity that loss scaling handles), f32's speed.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -600,15 +601,26 @@ static int have_amx(void)
 #if defined(__x86_64__)
         unsigned a, b, c, d;
 
-        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24)))
-                return 0;
-        return strata__amx_request();
+        return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) && (d & (1u << 24));
 #else
         return 0;
 #endif
 }
 
-static int cpu_amx, cpu_dpbf16; /* what the CPU (and the kernel) allow: set once by detect() */
+/*
+ * bf16:amx is opt-in (STRATA_AMX=1 in the environment) until it has been measured on an AMX
+ * CPU (decision 0049): its tile code is checked by emulation only. Until then the tile data
+ * is not even asked for, since the grant enlarges every signal frame of the host process.
+ */
+static int amx_opted_in(void)
+{
+        const char *v = getenv("STRATA_AMX");
+
+        return v && !strcmp(v, "1");
+}
+
+/* What the CPU has (cpu_amx_hw), what may run (cpu_amx: asked for and granted): detect(). */
+static int cpu_amx_hw, cpu_amx, cpu_dpbf16;
 
 #ifdef STRATA_TESTING
 static int forced_fma; /* strata__cpu_lp_force_fma() */
@@ -622,7 +634,7 @@ static void choose_path(void)
 {
         if (forced_fma)
                 path = LP_FMA;
-        else if (forced_amx == 2 || (forced_amx == 0 && cpu_amx))
+        else if (forced_amx == 2 || (forced_amx != 1 && cpu_amx))
                 path = LP_AMX;
         else
                 path = cpu_dpbf16 ? LP_DPBF16 : LP_FMA;
@@ -632,7 +644,8 @@ static void detect_features(void)
 {
         use_f16c = have_f16c();
         cpu_dpbf16 = have_avx512_bf16();
-        cpu_amx = have_amx();
+        cpu_amx_hw = have_amx();
+        cpu_amx = cpu_amx_hw && amx_opted_in() && strata__amx_request();
         choose_path();
 }
 
@@ -656,6 +669,10 @@ void strata__cpu_lp_force_amx(enum strata__lp_amx how)
         detect();
         forced_amx = (int)how;
         emulate = how == STRATA__AMX_EMULATED;
+        if (how == STRATA__AMX_ON && cpu_amx_hw && !cpu_amx)
+                cpu_amx = strata__amx_request();
+        if (how == STRATA__AMX_CPU)
+                cpu_amx = cpu_amx_hw && amx_opted_in() && cpu_amx;
         choose_path();
 }
 #endif
