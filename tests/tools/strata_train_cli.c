@@ -64,6 +64,26 @@ Test(strata_train_cli, cuda_without_gpu_exit_2)
         expect_usage_error("--accelerator cuda --synthetic 256 --epochs 1", "cuda");
 }
 
+/*
+ * On a GPU a run trains, exits 0 and reports the heap calls the CUDA libraries made during
+ * it (decision 0051: the first GPU lent showed ~50 000, none from Strata's driver).
+ */
+Test(strata_train_cli, cuda_run_reports_library_heap_calls, .timeout = 120)
+{
+        const struct strata_device_ops *d;
+        char out[8192];
+
+        if (strata_device_driver(STRATA_ACCEL_CUDA, &d) != STRATA_OK)
+                cr_skip("no usable CUDA GPU here: %s", strata_last_error());
+        cr_assert_eq(run("--accelerator cuda --synthetic 1280 --batch 128 --epochs 1 --json", out,
+                         sizeof(out)),
+                     0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"kernels\":\"cublas\""), "%s", out);
+        cr_assert_not_null(strstr(out, "\"heap_allocs\":"), "%s", out);
+        if (!strstr(out, "\"heap_allocs\":0,") && !strstr(out, "\"heap_allocs\":0}"))
+                cr_assert_not_null(strstr(out, "made inside the CUDA libraries"), "%s", out);
+}
+
 Test(strata_train_cli, bad_data_exit_2)
 {
         char dir[64] = "/tmp/strata-cli-XXXXXX", cmd[1024], args[256];

@@ -229,8 +229,9 @@ static int epoch(struct run *r, int ep)
 
 /*
  * The run's end: the weights exported, the summary, the runtime down. Heap allocations
- * during training fail the run (under mpi, Open MPI's own count too: reported, not failed
- * on), as does a failed write to stdout or to the metrics log.
+ * during training fail the run (Open MPI's own under mpi and the CUDA libraries' on CUDA,
+ * decision 0051: reported, not failed on), as does a failed write to stdout or to the
+ * metrics log.
  */
 static int finish(struct run *r)
 {
@@ -244,7 +245,8 @@ static int finish(struct run *r)
                 report_finished(r);
         else
                 report_final(r, t_total, heap);
-        rc = heap > 0 && r->o.strategy != STRATA_STRATEGY_MPI;
+        /* Open MPI's and the CUDA libraries' own allocations are reported, not failed on. */
+        rc = heap > 0 && r->o.strategy != STRATA_STRATEGY_MPI && r->o.accel != STRATA_ACCEL_CUDA;
         if (strata_teardown(r->rt)) {
                 fprintf(stderr, "strata-train: %s\n", strata_last_error());
                 rc = 1;

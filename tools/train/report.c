@@ -160,6 +160,12 @@ void report_final(const struct run *r, double t_total, long heap)
                         r->o.strategy == STRATA_STRATEGY_MPI ? " (Open MPI's)" : "");
         if (first)
                 summary(r, &mem, t_total, heap);
+        if (first && heap > 0 && r->o.accel == STRATA_ACCEL_CUDA)
+                fprintf(stderr, "strata-train: warning: %ld heap allocations during training on "
+                                "the CUDA accelerator, made inside the CUDA libraries (Strata's "
+                                "CUDA driver calls no allocator; decision 0051): reported, not "
+                                "failed on; STRATA_HEAPCOUNT_WHO=1 names their callers\n",
+                        heap);
         if (r->o.precision == STRATA_PRECISION_16_MIXED && first && !r->o.json && !r->o.quiet &&
             strata_grad_scaler_state(r->rt, &gs) == STRATA_OK)
                 printf("loss scale: %g, %llu optimizer steps skipped\n", gs.scale,
