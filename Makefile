@@ -62,6 +62,8 @@ TEST_CUDA_CFLAGS := -DSTRATA_HAVE_CUDA
 CUDA_LIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublasLt -lcublas -lcudart -lstdc++
 NVFLAGS   := -O3 -std=c++17 -Xcompiler -fPIC,-fno-exceptions,-fno-rtti -Iinclude -I. -MMD -MP \
              -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# Which CUDA calls allocate on the host (decision 0051): run by tools/gpu-check.sh on a GPU.
+CUDA_TOOLS := $(BUILD)/bin/strata-cuda-heap-probe
 endif
 
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
@@ -123,7 +125,7 @@ all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
      $(MPI_PLUGIN) $(BUILD)/pkgconfig/strata.pc
-tools: $(TOOLS)
+tools: $(TOOLS) $(CUDA_TOOLS)
 
 # A change of compiler or flags rebuilds every object (the stamp changes only then).
 FLAGS_STAMP := $(BUILD)/.flags
@@ -193,6 +195,11 @@ $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(SANFLAGS) -pthread -o $@ $< $(TOOL_EXTRA_OBJS) $(TOOL_COMMON_OBJS) $(BUILD)/libstrata.a \
 	        $(LIBS) $(TOOL_EXTRA_LIBS)
+
+$(BUILD)/bin/strata-cuda-heap-probe: tools/cuda/heap_probe.cu tools/heapcount.c tools/heapcount.h
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) -O2 -std=c++17 -I. -Iinclude -o $@ tools/cuda/heap_probe.cu tools/heapcount.c \
+	        -Xlinker --export-dynamic -L$(CUDA_LIB) -Xlinker -rpath,$(CUDA_LIB) -lcublasLt -lcublas -ldl
 
 # The Open MPI peer of the collectives benchmark: built only where mpicc exists.
 $(BUILD)/bin/strata-bench-mpi: tools/mpi/strata-bench-mpi.c
