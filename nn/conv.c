@@ -33,6 +33,7 @@
 #include "strata/status.h"
 #include "arch/simd.h"
 #include "base/base.h"
+#include "nn/conv.h"
 #include "nn/init.h"
 
 /*
@@ -405,18 +406,30 @@ static void walk(const struct geom *g, float *x, float *cols, int back, int tran
 
 /*
  * Which way round a GEMM whose result is an [m x n] matrix or its transpose runs faster: the
- * CPU GEMM tiles the result's columns by 64 (drivers/cpu/gemm.c), so the orientation whose
- * columns leave less of their last tile empty. Either way each element is the same chain of
- * products in k order (the GEMM's contract): the same bits.
+ * CPU GEMM tiles the result's columns by 64, its last panel by 32, 16 or 8 where fewer are
+ * left (drivers/cpu/gemm.c), so the orientation whose columns leave less of their last tile
+ * empty; with @p plain, the transposed one only where it saves more than an eighth of the
+ * tiles' area (the forward's transposed product transposes both operands in its packing and
+ * its result into y, which cost more than a few empty columns: decision 0052). Either way
+ * each element is the same chain of products in k order (the GEMM's contract): the same bits.
  */
 #define GEMM_COLUMNS 64
 
-static int transposed_fits(size_t m, size_t n)
+/* @p n columns as the GEMM's panels hold them. */
+static size_t gemm_columns(size_t n)
 {
-        size_t pm = (m + GEMM_COLUMNS - 1) / GEMM_COLUMNS * GEMM_COLUMNS;
-        size_t pn = (n + GEMM_COLUMNS - 1) / GEMM_COLUMNS * GEMM_COLUMNS;
+        size_t whole = n / GEMM_COLUMNS * GEMM_COLUMNS, w = GEMM_COLUMNS;
 
-        return pm * n < pn * m;
+        while (n > whole && w > 8 && n - whole <= w / 2)
+                w /= 2;
+        return whole + (n > whole ? w : 0);
+}
+
+int strata__conv_transposed(size_t m, size_t n, int plain)
+{
+        size_t t = gemm_columns(m) * n, u = gemm_columns(n) * m;
+
+        return plain ? t * 8 < u * 7 : t < u;
 }
 
 /*
@@ -891,7 +904,7 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                 }
                 return;
         }
-        trans = transposed_fits((size_t)g.cout, g.out_sp);
+        trans = strata__conv_transposed((size_t)g.cout, g.out_sp, 1);
         padded = pad_of(&g, &pd) && pd.plane <= PAD_STACK;
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
@@ -987,7 +1000,7 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         cols_n = g.kk * g.out_sp;
         small_dx = small_path(c) && g.cout <= SMALL_K;
         /* the column gradient [K x P], or [P x K] where that fits the GEMM better */
-        trans = !small_dx && transposed_fits(g.kk, g.out_sp);
+        trans = !small_dx && strata__conv_transposed(g.kk, g.out_sp, 0);
         /* col2im onto a padded plane: stride 1, zero padding (direct set pd already) */
         fold = g.mode == STRATA_PAD_ZEROS && (direct || pad_of(&g, &pd)) && pd.plane <= PAD_STACK;
         if (c->fused && g.bias)

@@ -3,13 +3,13 @@
  * GEMM phase alone (the module's own GEMM calls: forward, weight gradient and, unless the
  * layer is a model's first, column gradient, each sample's in turn) and the whole module
  * (unfolding, bias, folding back included), in GFLOP/s of the GEMMs' 2 m n k. Medians of
- * --reps runs after 2 warm-up runs, fp32, the CPU driver's native set with its packing buffer.
+ * --reps runs after 2 warm-up runs (--split: each GEMM alone too), fp32, the CPU driver's native set with its packing buffer.
  * Times are the thread's CPU time (a core other processes share takes turns, which wall time
  * would count); each run is preceded by a measurement of the core's AVX2 FMA peak
  * (tools/peak.c, on the same clock), and the share of the peak is the median of each run's
  * rate over the peak measured just before it.
  *
- *   strata-bench-conv [--reps 9] [CIN-COUT-HxW:BATCH[:first] ...]
+ *   strata-bench-conv [--reps 9] [--split] [CIN-COUT-HxW:BATCH[:first] ...]
  *                     (default 1-32-28x28:128:first 32-64-28x28:128 32-64-14x14:128)
  */
 #include <stdio.h>
@@ -18,6 +18,7 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
+#include "nn/conv.h"
 #include "tools/peak.h"
 #include "tools/timing.h"
 
@@ -59,22 +60,21 @@ static int open_layer(struct layer *L, const char *spec, const struct strata_ker
         return L->l.param && L->l.grad && L->l.aux && L->x && L->dx && L->y && L->dy ? 0 : -1;
 }
 
-/* The orientation nn/conv.c picks: transposed where the 64-column tiles fit better. */
-static int transposed(size_t m, size_t n)
-{
-        return (m + 63) / 64 * 64 * n < (n + 63) / 64 * 64 * m;
-}
+/* Which of the module's GEMMs gemm_phase() runs: all, or the forward, dW or dX alone. */
+enum { ALL, FWD, DW, DX };
+static int only = ALL;
 
 /* The module's GEMMs alone, as it calls them (nn/conv.c), over the batch. */
 static double gemm_phase(struct layer *L)
 {
         const struct strata_kernel_ops *k = L->c.k;
         int p = L->h * L->w, kk = L->cin * 9, co = L->cout;
-        int tf = transposed((size_t)co, (size_t)p), tb = transposed((size_t)kk, (size_t)p);
+        int tf = strata__conv_transposed((size_t)co, (size_t)p, 1);
+        int tb = strata__conv_transposed((size_t)kk, (size_t)p, 0);
         size_t cols = (size_t)kk * p;
         double t0 = strata_tool_cpu_now();
 
-        for (int n = 0; n < L->batch; n++) {
+        for (int n = 0; n < L->batch && (only == ALL || only == FWD); n++) {
                 float *yn = L->y + (size_t)n * L->l.out;
 
                 if (tf && n + 1 < L->batch)
@@ -84,12 +84,14 @@ static double gemm_phase(struct layer *L)
                         k->gemm(0, 0, co, p, kk, 1.0f, L->l.param, kk, L->l.aux + n * cols, p,
                                 0.0f, yn, p);
         }
-        for (int n = 0; n < L->batch; n++) {
+        for (int n = 0; n < L->batch && only != FWD; n++) {
                 const float *dyn = L->dy + (size_t)n * L->l.out;
                 float *c = L->l.aux + n * cols;
 
-                k->gemm(0, 1, co, kk, p, 1.0f, dyn, p, c, p, n ? 1.0f : 0.0f, L->l.grad, kk);
-                if (L->first)
+                if (only != DX)
+                        k->gemm(0, 1, co, kk, p, 1.0f, dyn, p, c, p, n ? 1.0f : 0.0f,
+                                L->l.grad, kk);
+                if (L->first || only == DW)
                         continue;
                 if (tb)
                         k->gemm(1, 0, p, kk, co, 1.0f, dyn, p, L->l.param, kk, 0.0f, c, kk);
@@ -144,7 +146,7 @@ static double median_of(double (*f)(struct layer *), struct layer *L, int reps, 
         return strata_tool_median(t, (size_t)reps);
 }
 
-static void bench(const char *spec, int reps, const struct strata_kernel_ops *k)
+static void bench(const char *spec, int reps, int split, const struct strata_kernel_ops *k)
 {
         struct layer L;
         double flops, g, m, gs, ms, *t = calloc(2 * (size_t)reps, sizeof(double));
@@ -160,6 +162,17 @@ static void bench(const char *spec, int reps, const struct strata_kernel_ops *k)
         printf("%-22s GEMM phase %7.2f ms %5.1f GFLOP/s %3.0f%% | module fwd+bwd %7.2f ms "
                "%5.1f GFLOP/s %3.0f%%\n", spec, g * 1e3, flops / g * 1e-9, 100.0 * gs, m * 1e3,
                flops / m * 1e-9, 100.0 * ms);
+        if (split) { /* each GEMM alone: where the phase loses */
+                static const char *name[] = { "", "forward", "weight gradient", "input gradient" };
+                double f1 = flops / (L.first ? 2 : 3);
+
+                for (only = FWD; only <= (L.first ? DW : DX); only++) {
+                        g = median_of(gemm_phase, &L, reps, f1, t, &gs);
+                        printf("  %-20s %7.2f ms %5.1f GFLOP/s %3.0f%%\n", name[only], g * 1e3,
+                               f1 / g * 1e-9, 100.0 * gs);
+                }
+                only = ALL;
+        }
         free(L.l.param), free(L.l.grad), free(L.l.aux);
         free(L.x), free(L.dx), free(L.y), free(L.dy), free(t);
 }
@@ -167,12 +180,14 @@ static void bench(const char *spec, int reps, const struct strata_kernel_ops *k)
 int main(int argc, char **argv)
 {
         const char *specs[16] = { "1-32-28x28:128:first", "32-64-28x28:128", "32-64-14x14:128" };
-        int reps = 9, n = 0;
+        int reps = 9, n = 0, split = 0;
         void *pack;
 
         for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--reps") && i + 1 < argc)
                         reps = atoi(argv[++i]);
+                else if (!strcmp(argv[i], "--split"))
+                        split = 1;
                 else if (n < 16)
                         specs[n++] = argv[i];
         }
@@ -188,7 +203,7 @@ int main(int argc, char **argv)
                "%% of the AVX2 FMA peak (now %.1f GFLOP/s)\n",
                strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32), peak_now());
         for (int i = 0; i < n; i++)
-                bench(specs[i], reps, strata__cpu_driver.kernels);
+                bench(specs[i], reps, split, strata__cpu_driver.kernels);
         strata__cpu_driver.forget(pack);
         free(pack);
         return 0;

@@ -10,7 +10,9 @@
  *
  * Blocking. In libxsmm's column-major terms the row-major C[m x n] is C'[n x m] = op(B)'
  * op(A)'. For each chunk of KC along k, op(B)' is packed as panels of BM columns of C
- * ([kc][BM]) and op(A)' as blocks of rows of C ([kc / KB][rows][KB]; BN rows, then a tail of
+ * ([kc][BM]; a last panel that BM columns would leave mostly empty as 32, 16 or 8, so that
+ * a C of 196 or 288 columns multiplies 200 or 288, not 256 or 320: decision 0052) and
+ * op(A)' as blocks of rows of C ([kc / KB][rows][KB]; BN rows, then a tail of
  * 16, 8, 4, 2, 1 rows), zero-padded to whole KB. A kernel sums one chunk's products for a
  * tile into scratch, each element one chain of fused multiply-adds in k order (the same on
  * every instruction set), and the tile is added into C: c = alpha t + beta c for the first
@@ -51,7 +53,8 @@
 #ifndef MC
 #define MC 512 /* rows of C packed at a time */
 #endif
-#define NROWS 6 /* kernels per set: BN, 16, 8, 4, 2, 1 rows */
+#define NROWS 6 /* kernels per set and panel width: BN, 16, 8, 4, 2, 1 rows */
+#define NWIDTH 4 /* panel widths: BM, then the narrower last panels 32, 16, 8 */
 #define LDT_MAX (BM + 16)
 #define SLOT_FLOATS ((size_t)KC * (NC + MC) + (size_t)LDT_MAX * BN)
 #define SLOT_BYTES (SLOT_FLOATS * sizeof(float))
@@ -59,11 +62,12 @@
 
 typedef libxsmm_smmfunction_reducebatch_strd kernel_fn;
 
+
 /* One kernel set: libxsmm's kernels for each row count, or none (scalar). */
 struct kset {
         const char *name;       /* "libxsmm:avx512", "libxsmm:avx2", "strata:scalar" */
         int ldt;                /* the tile's leading dimension (kernels are cached by shape) */
-        kernel_fn k[NROWS];     /* by rows: BN, 16, 8, 4, 2, 1 */
+        kernel_fn k[NWIDTH][NROWS]; /* by panel width (BM, 32, 16, 8), rows (BN .. 1) */
 };
 
 static struct kset sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
@@ -94,14 +98,14 @@ static float *claim(void)
 
 /* ---- kernels ---- */
 
-static kernel_fn dispatch(int rows, int ldt)
+static kernel_fn dispatch(int width, int rows, int ldt)
 {
-        libxsmm_blasint lda = BM, ldb = KB, ldc = ldt;
+        libxsmm_blasint lda = width, ldb = KB, ldc = ldt;
         float alpha = 1.0f, beta = 0.0f;
         int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
 
-        return libxsmm_smmdispatch_reducebatch_strd(BM, rows, KB,
-                                                    (libxsmm_blasint)(sizeof(float) * BM * KB),
+        return libxsmm_smmdispatch_reducebatch_strd(width, rows, KB,
+                                                    (libxsmm_blasint)(sizeof(float) * width * KB),
                                                     (libxsmm_blasint)(sizeof(float) * KB * rows),
                                                     &lda, &ldb, &ldc, &alpha, &beta, &flags,
                                                     &prefetch);
@@ -114,8 +118,9 @@ static void compile_set(struct kset *s, const char *name, int ldt)
 
         s->name = name;
         s->ldt = ldt;
-        for (int i = 0; i < NROWS; i++)
-                if (!(s->k[i] = dispatch(rows[i], ldt))) {
+        for (int i = 0; i < NROWS * NWIDTH; i++)
+                if (!(s->k[i / NROWS][i % NROWS] = dispatch(BM >> (i / NROWS), rows[i % NROWS],
+                                                           ldt))) {
                         memset(s->k, 0, sizeof(s->k));
                         s->name = "strata:scalar";
                         return;
@@ -247,6 +252,22 @@ static void copy_rows(float *dst, size_t ld, const float *src, size_t ls, int ro
 }
 
 /*
+ * The width a panel of @p w <= BM columns is packed and multiplied at: BM, or for the last
+ * panel of a C whose columns do not fill it the narrowest of 32, 16, 8 that holds them (so a
+ * C of 196 columns computes 200, not 256). Its kernel's index into *@p which.
+ */
+static int panel_width(int w, int *which)
+{
+        int i = 0;
+
+        while (i + 1 < NWIDTH && (BM >> (i + 1)) >= w)
+                        i++;
+        if (which)
+                *which = i;
+        return BM >> i;
+}
+
+/*
  * op(B)' for columns [n0, n0 + nc) of C and k [k0, k0 + kc): panels of BM columns, each
  * [kcp][BM], zero past n and past kc.
  */
@@ -255,16 +276,16 @@ static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, in
 {
         for (int p = 0; p < nc; p += BM) {
                 float *d = dst + (size_t)p * kcp;
-                int w = nc - p < BM ? nc - p : BM;
+                int w = nc - p < BM ? nc - p : BM, wp = panel_width(w, NULL);
 
-                if (w < BM || kc < kcp)
-                        memset(d, 0, sizeof(float) * BM * (size_t)kcp);
+                if (w < wp || kc < kcp)
+                        memset(d, 0, sizeof(float) * (size_t)wp * (size_t)kcp);
                 if (!g->tb) /* B is k x n: a row of it is a row of the panel */
-                        copy_rows(d, BM, g->b + (size_t)k0 * g->ldb + n0 + p, (size_t)g->ldb,
-                                  kc, w);
+                        copy_rows(d, (size_t)wp, g->b + (size_t)k0 * g->ldb + n0 + p,
+                                  (size_t)g->ldb, kc, w);
                 else        /* B is n x k */
                         transpose(g->b + (size_t)(n0 + p) * g->ldb + k0, (size_t)g->ldb, w, kc,
-                                  d, BM);
+                                  d, (size_t)wp);
         }
 }
 
@@ -375,10 +396,11 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
                         int first, int ct)
 {
         unsigned long long count = (unsigned long long)(kcp / KB);
-        int w, bt, which;
+        int w, bt, which, wi;
 
         for (int p = 0; p < nc; p += BM) {
                 w = nc - p < BM ? nc - p : BM;
+                panel_width(w, &wi);
                 for (int r = 0; r < mc; r += bt) {
                         float *c = ct ? g->c + (size_t)(n0 + p) * g->ldc + m0 + r
                                       : g->c + (size_t)(m0 + r) * g->ldc + n0 + p;
@@ -388,7 +410,7 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
                         for (int j = 0; j < (ct ? w : bt); j++)
                                 for (int i = 0; i < (ct ? bt : w); i += 16)
                                         __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
-                        s->k[which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
+                        s->k[wi][which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
                         if (ct)
                                 combine_t(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
                                           first);
@@ -481,7 +503,7 @@ void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
                 scale_only(g);
                 return;
         }
-        if (set == STRATA_KERNELS_SCALAR || !s->k[0] || !(slot = claim())) {
+        if (set == STRATA_KERNELS_SCALAR || !s->k[0][0] || !(slot = claim())) {
                 gemm_scalar(g);
                 return;
         }
@@ -497,7 +519,7 @@ int strata__sgemm_prepare(enum strata_kernels set)
                 return strata__fail(STRATA_ENOTSUP, "cpu: the avx512 kernel set was asked for "
                                     "but this CPU (or libxsmm) has no AVX-512 (the native set "
                                     "here is %s)", sets[STRATA_KERNELS_NATIVE].name);
-        if (set == STRATA_KERNELS_PORTABLE && !sets[STRATA_KERNELS_PORTABLE].k[0])
+        if (set == STRATA_KERNELS_PORTABLE && !sets[STRATA_KERNELS_PORTABLE].k[0][0])
                 return strata__fail(STRATA_ENOTSUP, "cpu: the avx2 (portable) kernel set needs "
                                     "AVX2 and FMA, which this CPU does not have%s",
                                     have_avx2 ? " (libxsmm generated no AVX2 kernel)" : "");
@@ -547,7 +569,7 @@ const char *strata__sgemm_name(enum strata_kernels set)
         switch (set) {
         case STRATA_KERNELS_NATIVE: return sets[STRATA_KERNELS_NATIVE].name;
         case STRATA_KERNELS_PORTABLE:
-                return sets[STRATA_KERNELS_PORTABLE].k[0] ? sets[STRATA_KERNELS_PORTABLE].name
+                return sets[STRATA_KERNELS_PORTABLE].k[0][0] ? sets[STRATA_KERNELS_PORTABLE].name
                                                           : NULL;
         case STRATA_KERNELS_AVX512: return have_avx512 ? sets[STRATA_KERNELS_NATIVE].name : NULL;
         case STRATA_KERNELS_SCALAR: return "strata:scalar";

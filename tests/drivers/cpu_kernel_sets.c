@@ -121,11 +121,17 @@ Test(cpu_kernel_sets, a_forced_set_is_honoured_or_refused_with_the_reason)
         cr_expect(strstr(strata_last_error(), "kernels"), "%s", strata_last_error());
 }
 
-/* Odd shapes: tails of every block size, k past one chunk, strided operands. */
+/*
+ * Odd shapes: tails of every block size, k past one chunk, strided operands, a last panel
+ * of columns of every width (8: 70, 129, 520, 1030 and the CNN's forward 196; 16: 784; 32:
+ * 90 and the CNN's gradients' 288; 64: 63).
+ */
 static const int shapes[][5] = { /* ta, tb, m, n, k */
         { 0, 1, 1, 1, 1 },     { 0, 1, 37, 70, 300 },  { 1, 0, 65, 129, 257 },
         { 0, 0, 33, 10, 513 }, { 1, 1, 31, 63, 17 },   { 0, 1, 300, 17, 784 },
         { 1, 0, 10, 784, 64 }, { 0, 0, 600, 520, 31 }, { 0, 1, 3, 1030, 5 },
+        { 1, 1, 40, 90, 50 },  { 0, 0, 64, 196, 288 }, { 0, 1, 64, 288, 196 },
+        { 1, 0, 196, 288, 64 },
 };
 
 struct gemm_case {
