@@ -62,7 +62,6 @@
 
 typedef libxsmm_smmfunction_reducebatch_strd kernel_fn;
 
-
 /* One kernel set: libxsmm's kernels for each row count, or none (scalar). */
 struct kset {
         const char *name;       /* "libxsmm:avx512", "libxsmm:avx2", "strata:scalar" */
@@ -261,7 +260,7 @@ static int panel_width(int w, int *which)
         int i = 0;
 
         while (i + 1 < NWIDTH && (BM >> (i + 1)) >= w)
-                        i++;
+                i++;
         if (which)
                 *which = i;
         return BM >> i;

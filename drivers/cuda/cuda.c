@@ -361,72 +361,77 @@ static int cuda_local_pus(int dev_id, int *pus, int max)
 /* ---- compute ---- */
 
 /*
- * The remembered shape for these arguments, described and given an algorithm on first sight;
- * NULL when the table is full or cuBLASLt has no algorithm (the caller then uses cuBLAS).
+ * Describe slot @p x for these arguments and ask cuBLASLt's heuristic for its algorithm;
+ * 0 when cuBLASLt has none (the slot then stays known as one cuBLAS serves).
+ */
+static int lt_describe(struct lt_shape *x, int dt, int ta, int tb, int m, int n, int k,
+                       int lda, int ldb, int ldc)
+{
+        struct gpu *g = me();
+        cudaDataType_t ty = dt ? (dt == STRATA_BF16 ? CUDA_R_16BF : CUDA_R_16F) : CUDA_R_32F;
+        cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasLtMatmulPreferenceOpaque_t pref;
+        cublasLtMatmulHeuristicResult_t r;
+        size_t wsb = WS_BYTES;
+        int got = 0;
+
+        memset(x, 0, sizeof(*x));
+        x->used = 1;
+        x->dt = dt, x->ta = ta, x->tb = tb, x->m = m, x->n = n, x->k = k;
+        x->lda = lda, x->ldb = ldb, x->ldc = ldc;
+        /* Row-major C = op(A) op(B) as column-major C' = op(B)' op(A)'. */
+        if (cublasLtMatmulDescInit((cublasLtMatmulDesc_t)&x->desc,
+                                   dt || !g->tf32 ? CUBLAS_COMPUTE_32F
+                                                  : CUBLAS_COMPUTE_32F_FAST_TF32,
+                                   CUDA_R_32F) ||
+            cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
+                                           CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)) ||
+            cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
+                                           CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)) ||
+            cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->la, ty,
+                                     tb ? (uint64_t)k : (uint64_t)n,
+                                     tb ? (uint64_t)n : (uint64_t)k, ldb) ||
+            cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lb, ty,
+                                     ta ? (uint64_t)m : (uint64_t)k,
+                                     ta ? (uint64_t)k : (uint64_t)m, lda) ||
+            cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lc, CUDA_R_32F, (uint64_t)n,
+                                     (uint64_t)m, ldc) ||
+            cublasLtMatmulPreferenceInit((cublasLtMatmulPreference_t)&pref) ||
+            cublasLtMatmulPreferenceSetAttribute((cublasLtMatmulPreference_t)&pref,
+                                                 CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                 sizeof(wsb)) ||
+            cublasLtMatmulAlgoGetHeuristic(
+                    g->lt, (cublasLtMatmulDesc_t)&x->desc, (cublasLtMatrixLayout_t)&x->la,
+                    (cublasLtMatrixLayout_t)&x->lb, (cublasLtMatrixLayout_t)&x->lc,
+                    (cublasLtMatrixLayout_t)&x->lc, (cublasLtMatmulPreference_t)&pref, 1, &r,
+                    &got) ||
+            got < 1)
+                return 0;
+        x->algo = r.algo;
+        x->ok = 1;
+        return 1;
+}
+
+/*
+ * The remembered shape for these arguments, described on first sight; NULL when the table is
+ * full or cuBLASLt has no algorithm for it (the caller then uses cuBLAS).
  */
 static struct lt_shape *lt_find(int dt, int ta, int tb, int m, int n, int k, int lda, int ldb,
                                 int ldc)
 {
         struct lt_shape *t = lt_shapes[cur];
-        struct gpu *g = me();
+        int i = 0;
 
-        for (int i = 0; i < LT_SHAPES; i++) {
-                struct lt_shape *x = &t[i];
-                cudaDataType_t ty = dt ? (dt == STRATA_BF16 ? CUDA_R_16BF : CUDA_R_16F)
-                                       : CUDA_R_32F;
-                cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-                cublasOperation_t opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-                cublasLtMatmulPreferenceOpaque_t pref;
-                cublasLtMatmulHeuristicResult_t r;
-                size_t wsb = WS_BYTES;
-                int got = 0;
-
-                if (x->used) {
-                        if (x->dt == dt && x->ta == ta && x->tb == tb && x->m == m &&
-                            x->n == n && x->k == k && x->lda == lda && x->ldb == ldb &&
-                            x->ldc == ldc)
-                                return x->ok ? x : NULL;
-                        continue;
-                }
-                memset(x, 0, sizeof(*x));
-                x->used = 1;
-                x->dt = dt, x->ta = ta, x->tb = tb, x->m = m, x->n = n, x->k = k;
-                x->lda = lda, x->ldb = ldb, x->ldc = ldc;
-                /* Row-major C = op(A) op(B) as column-major C' = op(B)' op(A)'. */
-                if (cublasLtMatmulDescInit((cublasLtMatmulDesc_t)&x->desc,
-                                           dt || !g->tf32 ? CUBLAS_COMPUTE_32F
-                                                          : CUBLAS_COMPUTE_32F_FAST_TF32,
-                                           CUDA_R_32F) ||
-                    cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
-                                                   CUBLASLT_MATMUL_DESC_TRANSA, &opa,
-                                                   sizeof(opa)) ||
-                    cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
-                                                   CUBLASLT_MATMUL_DESC_TRANSB, &opb,
-                                                   sizeof(opb)) ||
-                    cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->la, ty,
-                                             tb ? (uint64_t)k : (uint64_t)n,
-                                             tb ? (uint64_t)n : (uint64_t)k, ldb) ||
-                    cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lb, ty,
-                                             ta ? (uint64_t)m : (uint64_t)k,
-                                             ta ? (uint64_t)k : (uint64_t)m, lda) ||
-                    cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lc, CUDA_R_32F,
-                                             (uint64_t)n, (uint64_t)m, ldc) ||
-                    cublasLtMatmulPreferenceInit((cublasLtMatmulPreference_t)&pref) ||
-                    cublasLtMatmulPreferenceSetAttribute(
-                            (cublasLtMatmulPreference_t)&pref,
-                            CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)) ||
-                    cublasLtMatmulAlgoGetHeuristic(
-                            g->lt, (cublasLtMatmulDesc_t)&x->desc,
-                            (cublasLtMatrixLayout_t)&x->la, (cublasLtMatrixLayout_t)&x->lb,
-                            (cublasLtMatrixLayout_t)&x->lc, (cublasLtMatrixLayout_t)&x->lc,
-                            (cublasLtMatmulPreference_t)&pref, 1, &r, &got) ||
-                    got < 1)
-                        return NULL;
-                x->algo = r.algo;
-                x->ok = 1;
-                return x;
-        }
-        return NULL;
+        for (; i < LT_SHAPES && t[i].used; i++)
+                if (t[i].dt == dt && t[i].ta == ta && t[i].tb == tb && t[i].m == m &&
+                    t[i].n == n && t[i].k == k && t[i].lda == lda && t[i].ldb == ldb &&
+                    t[i].ldc == ldc)
+                        return t[i].ok ? &t[i] : NULL;
+        if (i == LT_SHAPES ||
+            !lt_describe(&t[i], dt, ta, tb, m, n, k, lda, ldb, ldc))
+                return NULL;
+        return &t[i];
 }
 
 /* C = alpha op(A) op(B) + beta C through cuBLASLt when on and the shape is known; else 0. */
