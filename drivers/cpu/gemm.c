@@ -56,6 +56,7 @@
 #define NROWS 6 /* kernels per set and panel width: BN, 16, 8, 4, 2, 1 rows */
 #define NWIDTH 4 /* panel widths: BM, then the narrower last panels 32, 16, 8 */
 #define LDT_MAX (BM + 16)
+#define LDT_PROBE (BM + 32) /* compile_set()'s trial kernels */
 #define SLOT_FLOATS ((size_t)KC * (NC + MC) + (size_t)LDT_MAX * BN)
 #define SLOT_BYTES (SLOT_FLOATS * sizeof(float))
 #define MAX_BUFS 256 /* buffers registered at once, all runtimes together */
@@ -110,20 +111,70 @@ static kernel_fn dispatch(int width, int rows, int ldt)
                                                     &prefetch);
 }
 
-/* Set @p s to libxsmm's kernels for its current target, or to none when one is missing. */
-static void compile_set(struct kset *s, const char *name, int ldt)
+/*
+ * Whether @p k sums each element as one chain of fused multiply-adds in k order: the bits the
+ * scalar set gives. Some of libxsmm 1.17's AVX-512 kernels for narrow tiles (16 or 8 columns,
+ * 2 to 8 rows) split k over several accumulators, which changes the bits with the tile's
+ * shape; such a kernel is replaced (compile_set()). Checked on two batch-reduce blocks of
+ * fixed pseudo-random operands: a split order rounds differently almost everywhere.
+ */
+static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
+{
+        static float a[2 * KB * BM], b[2 * KB * BN], c[LDT_PROBE * BN]; /* under compiled */
+        unsigned long long count = 2;
+        uint32_t x = 12345u;
+
+        for (int i = 0; i < 2 * KB * width; i++)
+                a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        for (int i = 0; i < 2 * KB * rows; i++)
+                b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        k(a, b, c, &count);
+        for (int j = 0; j < rows; j++)
+                for (int i = 0; i < width; i++) {
+                        float s = 0.0f;
+
+                        for (int t = 0; t < 2; t++)
+                                for (int q = 0; q < KB; q++)
+                                        s = fmaf(a[(t * KB + q) * width + i],
+                                                 b[(t * rows + j) * KB + q], s);
+                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
+                                return 0;
+                }
+        return 1;
+}
+
+/*
+ * Set @p s to libxsmm's kernels for its current target, a shape whose kernel does not sum in k
+ * order given the AVX2 one (the same bits, fewer lanes), or to none when a shape has no kernel
+ * that does. libxsmm caches a kernel by its descriptor, not its target, so a shape is first
+ * tried at the leading dimension @p probe_ldt, which no set uses, and compiled for @p ldt
+ * only once its target is known.
+ */
+static void compile_set(struct kset *s, const char *name, int ldt, int probe_ldt)
 {
         static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
+        int target = libxsmm_get_target_archid();
 
         s->name = name;
         s->ldt = ldt;
-        for (int i = 0; i < NROWS * NWIDTH; i++)
-                if (!(s->k[i / NROWS][i % NROWS] = dispatch(BM >> (i / NROWS), rows[i % NROWS],
-                                                           ldt))) {
+        for (int i = 0; i < NROWS * NWIDTH; i++) {
+                int w = BM >> (i / NROWS), r = rows[i % NROWS];
+                kernel_fn k = target > LIBXSMM_X86_AVX2 ? dispatch(w, r, probe_ldt) : NULL;
+
+                if (k && !chains_in_k_order(k, w, r, probe_ldt)) {
+                        libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
+                        k = dispatch(w, r, ldt);
+                        libxsmm_set_target_archid(target);
+                } else {
+                        k = dispatch(w, r, ldt);
+                }
+                if (!k || !chains_in_k_order(k, w, r, ldt)) {
                         memset(s->k, 0, sizeof(s->k));
                         s->name = "strata:scalar";
                         return;
                 }
+                s->k[i / NROWS][i % NROWS] = k;
+        }
 }
 
 /*
@@ -145,11 +196,11 @@ static void compile(void)
         if (native < LIBXSMM_X86_AVX2)
                 return;
         libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
-        compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16);
+        compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16, 0);
         libxsmm_set_target_archid(native);
         have_avx512 = native >= LIBXSMM_X86_AVX512;
         if (have_avx512)
-                compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM);
+                compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM, LDT_PROBE);
         else
                 sets[STRATA_KERNELS_NATIVE] = sets[STRATA_KERNELS_PORTABLE];
 }

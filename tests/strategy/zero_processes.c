@@ -103,16 +103,18 @@ static int collect(struct strata_runtime *rt, int shards, struct result *out)
         int fsdp = strata__shard_own_params(rt->replicas[0].shard);
         struct strata_param p;
         const float *v;
+        size_t np; /* out->np is shared: the other processes read it while this one writes */
         int n;
 
         STRATA_TRY(strata_parameter_count(rt, &n));
         for (int d = 0; d < rt->nreplicas; d++) {
-                STRATA_TRY(strata_parameters(rt, d, &v, &out->np));
-                out->np = fsdp ? rt->replicas[0].nparam : out->np; /* fsdp: v is the shard */
-                if (out->np > NP_MAX)
+                STRATA_TRY(strata_parameters(rt, d, &v, &np));
+                np = fsdp ? rt->replicas[0].nparam : np; /* fsdp: v is the shard */
+                if (np > NP_MAX)
                         return STRATA_EOVERFLOW;
+                out->np = np;
                 if (!fsdp)
-                        memcpy(out->params[rt->rank0 + d], v, out->np * sizeof(float));
+                        memcpy(out->params[rt->rank0 + d], v, np * sizeof(float));
                 for (int g = 0; g < n && d < shards; g++) {
                         size_t lo, len;
 
@@ -124,7 +126,7 @@ static int collect(struct strata_runtime *rt, int shards, struct result *out)
                         for (size_t i = p.shard_lo; i < p.shard_hi; i++)
                                 out->owned[p.offset + i]++;
                         for (int j = 0; j < p.opt_slots; j++)
-                                memcpy(out->opt + out->np * (size_t)j + lo, p.opt_state[j], len);
+                                memcpy(out->opt + np * (size_t)j + lo, p.opt_state[j], len);
                         for (int e = 0; fsdp && e < WORLD; e++)
                                 memcpy(out->params[e] + lo, p.value, len);
                 }
