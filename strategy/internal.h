@@ -248,6 +248,20 @@ int strata__open_region(const struct strata_config *c, const struct strata_plan_
 /* strategy/common.c: what every strategy's actions use. */
 
 /** The registry of strategies, indexed by enum strata_strategy_kind (NULL = not built). */
+/** The number of configuration fields every process of a job must set alike (by-name keys
+ *  less those that say how one process runs: verbose, bind, kernels, timeouts, tracing). */
+int strata__config_shared_count(void);
+
+/**
+ * Shared field @p i (0 .. strata__config_shared_count() - 1) of @p cfg: its by-name key
+ * ("optim.lr"), its value's bits in *@p bits (equal values, equal bits; 0 when @p cfg is NULL),
+ * or NULL past the last.
+ */
+const char *strata__config_shared(const struct strata_config *cfg, int i, uint64_t *bits);
+
+/** Shared field @p i's value @p bits as the text a message shows, into @p buf of @p n bytes. */
+void strata__config_shared_text(int i, uint64_t bits, char *buf, size_t n);
+
 const struct strata__strategy *strata__strategy_get(enum strata_strategy_kind kind);
 
 /** Step context of a device's replica on the runtime's whole batch of @p rows_global rows. */

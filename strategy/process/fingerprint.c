@@ -181,13 +181,43 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
                 PUT(fp, invariant, "%d chunks", strata__chunks(c));
         else
                 PUT(fp, invariant, "%s", "off");
+        for (int i = 0; i < STRATA__FINGERPRINT_SETTINGS; i++)
+                strata__config_shared(c, i, &fp->settings[i]);
 }
 
 #undef PUT
 
+/*
+ * Every setting process @p p has other than process 0's, as "optim.lr 0.1, process 0 0.05;
+ * seed 2, process 0 1" into @p out: its length (0 when all match).
+ */
+static int settings_differ(const struct strata__fingerprint *a,
+                           const struct strata__fingerprint *zero, char *out, size_t n)
+{
+        size_t len = 0;
+
+        out[0] = '\0';
+        for (int i = 0; i < STRATA__FINGERPRINT_SETTINGS; i++) {
+                char mine[32], theirs[32];
+                const char *name;
+                uint64_t bits;
+
+                if (a->settings[i] == zero->settings[i] || len + 1 >= n)
+                        continue;
+                name = strata__config_shared(NULL, i, &bits);
+                strata__config_shared_text(i, a->settings[i], mine, sizeof(mine));
+                strata__config_shared_text(i, zero->settings[i], theirs, sizeof(theirs));
+                len += (size_t)snprintf(out + len, n - len, "%s%s %s, process 0 %s",
+                                        len ? "; " : "", name ? name : "?", mine, theirs);
+                len = len < n ? len : n - 1;
+        }
+        return (int)len;
+}
+
 int strata__fingerprint_check(const void *all, int n)
 {
         const char *zero = all;
+        char why[320];
 
         for (int p = 1; p < n; p++) {
                 const char *fp = zero + (size_t)p * STRATA__FINGERPRINT_BYTES;
@@ -204,6 +234,11 @@ int strata__fingerprint_check(const void *all, int n)
                                             (int)f->size, fp + f->off, (int)f->size,
                                             zero + f->off);
                 }
+                if (settings_differ((const void *)fp, (const void *)zero, why, sizeof(why)))
+                        return strata__fail(STRATA_EINVAL, "the processes are configured "
+                                            "differently: process %d has %s (every process "
+                                            "must run the same model, strategy and options)",
+                                            p, why);
         }
         return STRATA_OK;
 }

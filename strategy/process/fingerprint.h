@@ -5,7 +5,10 @@
  * set-up, before the first collective of a step, and refuses a difference naming the field,
  * both values and the process; the last field is the collective schedule itself (the world,
  * the shards, the gradient buckets or fsdp's layers). A strategy whose schedule depends on
- * more adds a field and one line of the field table.
+ * more adds a field and one line of the field table. After the text fields, every numeric
+ * setting of the configuration that must match (learning rate, momentum, seed, clipping, ...:
+ * the by-name keys less those that say how one process runs) travels by value, so a new field
+ * of struct strata_config is compared without a line here.
  */
 #ifndef STRATA_STRATEGY_FINGERPRINT_H
 #define STRATA_STRATEGY_FINGERPRINT_H
@@ -14,6 +17,9 @@
 
 /** Bytes of a fingerprint whatever its fields: what processes exchange never changes size. */
 #define STRATA__FINGERPRINT_BYTES ((size_t)1024)
+
+/** Settings a fingerprint carries by value (a test checks that every shared field fits). */
+#define STRATA__FINGERPRINT_SETTINGS 40
 
 /** One process's configuration, each field a NUL-terminated text (the message shows it). */
 struct strata__fingerprint {
@@ -35,6 +41,8 @@ struct strata__fingerprint {
         char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk),
                                * or fsdp's layers */
         char invariant[16];   /* invariant mode: its chunks, or "off" */
+        uint64_t settings[STRATA__FINGERPRINT_SETTINGS]; /* every field set by name that must
+                                                          * match (strata__config_shared()) */
 };
 _Static_assert(sizeof(struct strata__fingerprint) <= STRATA__FINGERPRINT_BYTES,
                "a fingerprint fits its fixed size");

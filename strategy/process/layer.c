@@ -27,6 +27,7 @@ struct strata__procs {
         int stop;                     /* a stop request seen by any process at the last step */
         unsigned char *prints;        /* this process's fingerprint, then every process's */
         unsigned char *chunk;         /* sharded checkpoints: a piece on its way to process 0 */
+        int refused_alike;            /* every process refused the configurations: none waits */
 };
 
 /* Bytes of a checkpoint piece that cross from its process to process 0 in one broadcast. */
@@ -125,7 +126,9 @@ static int agree_config(struct strata_runtime *rt)
         STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, s->prints,
                                           s->prints + STRATA__FINGERPRINT_BYTES, words,
                                           STRATA_I32));
-        return strata__fingerprint_check(s->prints + STRATA__FINGERPRINT_BYTES, s->net.size);
+        s->refused_alike = strata__fingerprint_check(s->prints + STRATA__FINGERPRINT_BYTES,
+                                                     s->net.size) != STRATA_OK;
+        return s->refused_alike ? STRATA_EINVAL : STRATA_OK;
 }
 
 /*
@@ -365,13 +368,17 @@ int strata__procs_join_job(struct strata_runtime *rt)
         return strata__procs_join_mpi(rt);
 }
 
-/* A failure in a job of several processes ends the job: the others would wait for this one. */
+/*
+ * A failure in a job of several processes ends the job: the others would wait for this one.
+ * Not a refusal every process made from the same fingerprints: each returns its status to its
+ * caller (an embedding simulation goes on), and no one is left waiting.
+ */
 static int on_error(void *obj, int state)
 {
         struct strata__procs *s = procs_of(obj);
 
         (void)state;
-        if (s->net.ops && s->net.ops->abort)
+        if (s->net.ops && s->net.ops->abort && !s->refused_alike)
                 s->net.ops->abort(&s->net, 1, strata_last_error());
         return STRATA_OK;
 }

@@ -6,11 +6,14 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strata/runtime.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "strategy/internal.h"
 
 /* How a value set by name is stored; enum fields are INT (their values are ints). NONE: a field
  * that is not a number (a pointer, or set by its own call), not settable by name. */
@@ -40,6 +43,101 @@ static const struct key keys[] = {
 };
 #undef K
 #undef K_OPTIM
+
+/*
+ * Fields a process of a job may set for itself: how it runs here, not what it computes. Every
+ * other field settable by name must be equal on every process (strata__config_shared()).
+ */
+static int own_field(const char *name)
+{
+        static const char *const own[] = { "verbose", "bind", "kernels", "timeout_s",
+                                           "no_fusion", "trace_events", "stall_s",
+                                           "mpi_comm_fortran" };
+
+        for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+                if (!strcmp(own[i], name))
+                        return 1;
+        return 0;
+}
+
+/* The @p i-th field every process must share, or NULL past the last. */
+static const struct key *shared_key(int i)
+{
+        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+                if (keys[k].kind != NONE && !own_field(keys[k].name) && i-- == 0)
+                        return &keys[k];
+        return NULL;
+}
+
+int strata__config_shared_count(void)
+{
+        int n = 0;
+
+        while (shared_key(n))
+                n++;
+        return n;
+}
+
+const char *strata__config_shared(const struct strata_config *cfg, int i, uint64_t *bits)
+{
+        const struct key *k = shared_key(i);
+        const char *f;
+        int64_t v;
+        double d;
+
+        *bits = 0;
+        if (!k || !cfg)
+                return k ? k->name : NULL;
+        f = (const char *)cfg + k->off;
+        switch (k->kind) {
+        case INT:
+                v = *(const int *)f;
+                memcpy(bits, &v, sizeof(v));
+                break;
+        case U64:
+                memcpy(bits, f, sizeof(uint64_t));
+                break;
+        case SIZE:
+                *bits = *(const size_t *)f;
+                break;
+        case FLOAT:
+                d = *(const float *)f;
+                memcpy(bits, &d, sizeof(d));
+                break;
+        case DOUBLE:
+        case NONE:
+                memcpy(bits, f, sizeof(double));
+                break;
+        }
+        return k->name;
+}
+
+void strata__config_shared_text(int i, uint64_t bits, char *buf, size_t n)
+{
+        const struct key *k = shared_key(i);
+        int64_t v;
+        double d;
+
+        if (!k || !n) {
+                if (n)
+                        buf[0] = '\0';
+                return;
+        }
+        memcpy(&v, &bits, sizeof(v));
+        memcpy(&d, &bits, sizeof(d));
+        if (k->kind == INT) {
+                snprintf(buf, n, "%lld", (long long)v);
+        } else if (k->kind == U64 || k->kind == SIZE) {
+                snprintf(buf, n, "%llu", (unsigned long long)bits);
+        } else { /* the fewest digits that give the value back: 0.1, not 0.100000001 */
+                for (int digits = 6; digits <= 17; digits++) {
+                        snprintf(buf, n, "%.*g", digits, d);
+                        if (k->kind == FLOAT ? (float)strtod(buf, NULL) == (float)d
+                                             : strtod(buf, NULL) == d)
+                                break;
+                }
+        }
+}
 
 /* An integer field must get an integral value in its type's range. */
 static int integral(double v, double lo, double hi)

@@ -32,7 +32,7 @@ static struct rig rig; /* set up by the parent: the children inherit it */
 static struct strata_module narrow[3];
 static struct strata_model narrow_model;
 
-enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER, STAGE, BUCKETS, EACH };
+enum change { WIDTHS, PRECISION, DEVICES, OPTIMIZER, STAGE, BUCKETS, EACH, LR, LR_SEED_CLIP };
 
 static enum strata_strategy_kind base = STRATA_STRATEGY_SPAWN; /* rank 0's strategy */
 
@@ -60,6 +60,14 @@ static struct strata_config cfg_of(int rank, enum change what)
                 c.strategy.devices = 1;
         if (what == OPTIMIZER)
                 c.optim.kind = STRATA_OPTIM_ADAMW;
+        if (what == LR || what == LR_SEED_CLIP)
+                c.optim.lr = 0.1f;
+        if (what == LR_SEED_CLIP) {
+                c.seed = 7;
+                c.train.clip_norm = 1.5f;
+        }
+        c.verbose = rank; /* how a process runs may differ: not refused */
+        c.device.timeout_s = 5.0 + rank;
         return c;
 }
 
@@ -119,6 +127,44 @@ Test(process_fingerprint, spawn_refused_at_init, .timeout = 120)
         refused(PRECISION, "process 1 has precision bf16-mixed, process 0 32");
         refused(DEVICES, "process 1 has devices per process 1, process 0 2");
         refused(OPTIMIZER, "process 1 has optimizer adamw, process 0 sgd");
+}
+
+/*
+ * Issue 58: every numeric setting that must match is compared by value (learning rate, seed,
+ * clipping, ...), each difference named with both values; how a process runs (verbose, its
+ * timeout) may differ. A refusal every process makes alike ends no process: each gets its
+ * status (the spawn's children exit by themselves, 0 when init returned STRATA_EINVAL).
+ */
+Test(process_fingerprint, settings_compared_by_value, .timeout = 120)
+{
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        rig_init(&rig, 0);
+        base = STRATA_STRATEGY_SPAWN;
+        refused(LR, "process 1 has optim.lr 0.1, process 0 0.05 (every process");
+        refused(LR_SEED_CLIP, "process 1 has seed 7, process 0 11; optim.lr 0.1, process 0 "
+                "0.05; clip_norm 1.5, process 0 0");
+}
+
+/* Every field settable by name that is not about one process's running fits a fingerprint. */
+Test(process_fingerprint, every_shared_setting_fits)
+{
+        int n = strata__config_shared_count(), lr = 0, verbose = 0;
+        uint64_t bits;
+
+        cr_assert_gt(n, 20);
+        cr_assert_leq(n, STRATA__FINGERPRINT_SETTINGS, "%d shared settings, room for %d", n,
+                      STRATA__FINGERPRINT_SETTINGS);
+        for (int i = 0; i < n; i++) {
+                const char *name = strata__config_shared(NULL, i, &bits);
+
+                cr_assert_not_null(name);
+                lr += !strcmp(name, "optim.lr");
+                verbose += !strcmp(name, "verbose") || !strcmp(name, "timeout_s");
+        }
+        cr_assert_eq(lr, 1);
+        cr_assert_eq(verbose, 0);
+        cr_assert_null(strata__config_shared(NULL, n, &bits));
 }
 
 /*
@@ -201,4 +247,27 @@ Test(process_fingerprint, mpi_models_differ, .timeout = 120)
         cr_assert(strstr(out, "process 1 has model widths 784-128-10, process 0 784-64-10"),
                   "%s", out);
         cr_assert_lt(now_s() - t0, 60.0, "took %.1f s", now_s() - t0);
+}
+
+/* Issue 58: another learning rate is refused on both processes, and nothing calls MPI_Abort. */
+Test(process_fingerprint, mpi_settings_differ_without_abort, .timeout = 120)
+{
+        static char out[1 << 16];
+        const char *a = " --strategy mpi --devices 1 --synthetic 2000 --epochs 1 --quiet "
+                        "--timeout 10";
+        char cmd[1024];
+        int rc;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (Open MPI's abort path, see processes.c)");
+        if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
+            cli_sh("command -v mpirun", out, sizeof(out)) != 0)
+                cr_skip_test("mpirun or libstrata-mpi.so missing");
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s : -np 1 %s%s --lr 0.1 2>&1", BIN, a, BIN,
+                 a);
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_neq(rc, 0, "different learning rates, exit 0:\n%s", out);
+        cr_assert(strstr(out, "process 1 has optim.lr 0.1, process 0 0.05"), "%s", out);
+        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
+        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
 }
