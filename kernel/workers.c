@@ -8,6 +8,7 @@
  * are counted so that the fast path makes no system call.
  */
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 #include <numa.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -56,6 +57,9 @@ struct strata__workers {
         size_t stack_bytes;
         hwloc_topology_t topo;
         hwloc_cpuset_t caller_saved;
+        cpu_set_t caller_set;  /* the caller's own set, between calls */
+        cpu_set_t caller_core; /* device 0's core, while the caller computes as device 0 */
+        int caller_swaps;      /* both sets known: the caller moves between them */
         struct strata__placement pl[MAX_DEV];
         struct seat self[MAX_DEV];
         unsigned char *stacks;
@@ -192,25 +196,51 @@ int strata__workers_barrier(struct strata__workers *w, int device)
         return rc;
 }
 
-static void bind_self(struct strata__workers *w, int dev)
+/* The calling thread onto device @p dev's core. */
+static void bind_core(struct strata__workers *w, int dev)
 {
-        hwloc_obj_t pu;
+        hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(w->topo, (unsigned)w->pl[dev].pu);
 
-        if (!w->bind)
-                return;
-        pu = hwloc_get_pu_obj_by_os_index(w->topo, (unsigned)w->pl[dev].pu);
         if (pu)
                 (void)hwloc_set_cpubind(w->topo, pu->cpuset, HWLOC_CPUBIND_THREAD);
+}
+
+static void bind_self(struct strata__workers *w, int dev)
+{
+        if (!w->bind)
+                return;
+        bind_core(w, dev);
         if (numa_available() >= 0 && numa_max_node() > 0)
                 numa_set_preferred(w->pl[dev].numa_node);
 }
 
-/* The caller's thread gets back the CPU set it had before it became device 0. */
+/*
+ * The caller's thread as device 0 is on device 0's core only while it computes (a run), and
+ * back in the CPU set it was given between calls: the threads a host creates then (an OpenMP
+ * pool) inherit the host's set, not one core (issue 58, item 13). Both sets are glibc's,
+ * made at start: hwloc's own call would allocate on every step.
+ */
+static void caller_enter(struct strata__workers *w)
+{
+        if (w->caller_swaps)
+                (void)pthread_setaffinity_np(pthread_self(), sizeof(w->caller_core),
+                                             &w->caller_core);
+}
+
+static void caller_leave(struct strata__workers *w)
+{
+        if (w->caller_swaps)
+                (void)pthread_setaffinity_np(pthread_self(), sizeof(w->caller_set),
+                                             &w->caller_set);
+}
+
+/* The caller's thread gets back the CPU set it had before it became device 0, for good. */
 static void restore_caller(struct strata__workers *w)
 {
         if (!w->caller_saved)
                 return;
         (void)hwloc_set_cpubind(w->topo, w->caller_saved, HWLOC_CPUBIND_THREAD);
+        w->caller_swaps = 0;
         hwloc_bitmap_free(w->caller_saved);
         w->caller_saved = NULL;
 }
@@ -341,6 +371,13 @@ int strata__workers_start(struct strata__workers **out, struct strata_arena *a,
                 if (w->caller_saved)
                         (void)hwloc_get_cpubind(w->topo, w->caller_saved, HWLOC_CPUBIND_THREAD);
                 bind_self(w, 0);
+                w->caller_swaps =
+                        w->caller_saved &&
+                        pthread_getaffinity_np(pthread_self(), sizeof(w->caller_core),
+                                               &w->caller_core) == 0 &&
+                        hwloc_cpuset_to_glibc_sched_affinity(w->topo, w->caller_saved,
+                                                             &w->caller_set,
+                                                             sizeof(w->caller_set)) == 0;
         }
         for (int d = w->caller0; d < w->n; d++) {
                 pthread_attr_t attr;
@@ -365,6 +402,7 @@ int strata__workers_start(struct strata__workers **out, struct strata_arena *a,
                 hwloc_topology_destroy(w->topo);
                 return rc;
         }
+        caller_leave(w); /* its threads are started: they bound themselves */
         atomic_fetch_add(&running, 1);
         *out = w;
         return STRATA_OK;
@@ -420,7 +458,9 @@ int strata__workers_run(struct strata__workers *w, strata__work_fn fn, void *arg
         atomic_fetch_add_explicit(&w->cmd.v, 1, memory_order_release);
         strata__wake(&w->cmd);
         if (w->caller0) {
+                caller_enter(w);
                 rc = fn(0, arg);
+                caller_leave(w);
                 if (rc != STRATA_OK)
                         strata__workers_fail(w, 0, rc);
         }
