@@ -28,6 +28,15 @@ int strata__vfail(int status, const char *fmt, va_list ap) __attribute__((format
  */
 int strata__set_error(int status, const char *msg);
 
+/*
+ * One line of the library's own to the log (strata_set_log(): the host's receiver, or standard
+ * error in one write so lines of several threads do not interleave). The text is formatted
+ * into a fixed buffer on the stack: no allocation, safe on the step path.
+ */
+void strata__log(enum strata_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+
 /** Checked a * b for sizes: 0 and *out set on success, -1 on overflow. */
 /* Seconds on the monotonic clock: every wait's deadline and bound. */
 static inline double strata__now_s(void)

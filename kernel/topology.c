@@ -195,8 +195,8 @@ int strata__topology_place_near(int n, int (*local)(int dev, int *pus, int max),
                                                     .shared = n > k };
         }
         if (n > k && !warned++)
-                fprintf(stderr, "strata: warning: %d devices share the %d core(s) of this "
-                                "process's CPU set; they will take turns\n", n, k);
+                strata__log(STRATA_LOG_WARNING, "strata: warning: %d devices share the %d "
+                            "core(s) of this process's CPU set; they will take turns", n, k);
         hwloc_bitmap_free(set);
         hwloc_topology_destroy(topo);
         return STRATA_OK;

@@ -330,14 +330,10 @@ int strata__trace_flush(struct strata__trace *tr)
         }
         STRATA_TRY(drain(tr));
         if (dropped > tr->reported_drops) {
-                char line[256];
-                int n = snprintf(line, sizeof(line),
-                                 "strata: trace: %llu events dropped so far (buffers of %u "
-                                 "events per device filled between flushes); raise "
-                                 "trace_events (--trace-events)\n",
-                                 (unsigned long long)dropped, (unsigned)tr->tracks[0].cap);
-
-                (void)!write(2, line, (size_t)n);
+                strata__log(STRATA_LOG_WARNING, "strata: trace: %llu events dropped so far "
+                            "(buffers of %u events per device filled between flushes); raise "
+                            "trace_events (--trace-events)", (unsigned long long)dropped,
+                            (unsigned)tr->tracks[0].cap);
                 tr->reported_drops = dropped;
         }
         return STRATA_OK;

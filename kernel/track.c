@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "kernel/trace.h"
 
 uint64_t strata__track_now(void)
@@ -111,9 +112,6 @@ void strata__track_stall(const struct strata__track *tracks, int self, const cha
                 len += (size_t)snprintf(line + len, sizeof(line) - len, "%s device %d (%s)",
                                         i ? ";" : "", late[i], where);
         }
-        if (len >= sizeof(line) - 1)
-                len = sizeof(line) - 2;
-        line[len++] = '\n';
-        /* One write: the line is not interleaved with another device's. */
-        (void)!write(2, line, len);
+        /* One line: not interleaved with another device's. */
+        strata__log(STRATA_LOG_WARNING, "%s", line);
 }

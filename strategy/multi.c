@@ -89,7 +89,7 @@ static int pool_start(struct strata_runtime *rt, struct strata__multi *m)
                         break; /* no placement asked for: memory stays where it is */
                 STRATA_TRY(strata_arena_bind_numa(&rt->replicas[d].arena, pl->numa_node, &why));
                 if (rt->cfg.verbose && d == 0 && why)
-                        fprintf(stderr, "strata: device memory not bound: %s\n", why);
+                        strata__log(STRATA_LOG_INFO, "strata: device memory not bound: %s", why);
         }
         if (m->peers)
                 return m->peers->open(rt, &comm);

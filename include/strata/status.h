@@ -71,6 +71,33 @@ const char *strata_last_error(void);
  */
 int strata_set_error(int status, const char *message);
 
+/** How much a line the library writes matters (strata_set_log()). */
+enum strata_log_level {
+        STRATA_LOG_WARNING = 1, /**< something the user should know: oversubscribed cores, a
+                                 *   trace that drops events, a stalled device */
+        STRATA_LOG_INFO = 2,    /**< what cfg.verbose asks for: placement, memory, kernels */
+};
+
+/**
+ * A receiver of the library's own lines: @p line is one whole line without its newline
+ * ("strata: warning: 4 devices share the 2 core(s) ..."). It may be called from any of the
+ * runtime's threads, also while a step runs: it must be thread-safe, must not block for long
+ * and must not call back into the library.
+ */
+typedef void (*strata_log_fn)(enum strata_log_level level, const char *line, void *user);
+
+/**
+ * @brief Send the library's warnings and verbose lines to @p fn instead of the process's
+ *        standard error (a host with its own logger, a GUI, a Python binding).
+ *
+ * Process-wide; takes effect for lines written after it returns. The library writes nothing
+ * else to any stream (errors are returned, with strata_last_error()).
+ * @param fn   The receiver, or NULL to write to standard error again (the default).
+ * @param user Passed to @p fn unchanged.
+ * @return STRATA_OK.
+ */
+int strata_set_log(strata_log_fn fn, void *user);
+
 /** Evaluate @p expr; return its status from the enclosing function if it is not STRATA_OK. */
 #define STRATA_TRY(expr)                                                                       \
         do {                                                                                   \

@@ -205,7 +205,7 @@ static uint64_t step_begin(struct strata_runtime *rt, const struct strata__span 
         for (int d = 0; d < rt->nreplicas; d++)
                 strata__track_restart(rt->replicas[d].track, rt->step);
         if (strata__trace_due(rt->trace) && strata__trace_flush(rt->trace) != STRATA_OK)
-                fprintf(stderr, "strata: %s\n", strata_last_error());
+                strata__log(STRATA_LOG_WARNING, "strata: %s", strata_last_error());
         *t = rt->replicas[0].track;
         return strata__track_begin(*t, k, NULL);
 }

@@ -96,19 +96,19 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         STRATA_TRY_GOTO(rc, strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP_ENVIRONMENT, NULL), fail);
         STRATA_TRY_GOTO(rc, live_add(rt), fail);
         if (cfg->verbose) {
-                fprintf(stderr, "strata: %s on %d %s device(s), %zu parameters, %zu bytes planned "
-                                "(%zu per device)\n",
+                strata__log(STRATA_LOG_INFO, "strata: %s on %d %s device(s), %zu parameters, "
+                            "%zu bytes planned (%zu per device)",
                         st->name, cfg->strategy.devices, dev->name, pi.params, pl.bytes,
                         pl.per_device);
                 if (pl.device_bytes)
-                        fprintf(stderr, "strata: per device %zu bytes of device memory (%zu for "
-                                        "the driver), %zu pinned staging\n",
+                        strata__log(STRATA_LOG_INFO, "strata: per device %zu bytes of device "
+                                    "memory (%zu for the driver), %zu pinned staging",
                                 pl.device_bytes, dev->device_overhead, pl.pinned_bytes);
                 for (int d = 0; d < cfg->strategy.devices && dev->describe; d++) {
                         char line[512];
 
                         dev->describe(d, line, sizeof(line));
-                        fprintf(stderr, "strata: %s\n", line);
+                        strata__log(STRATA_LOG_INFO, "strata: %s", line);
                 }
         }
         *out = rt;
