@@ -31,10 +31,12 @@
  * bits, slower.
  */
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libxsmm.h>
 
@@ -178,6 +180,20 @@ static void compile_set(struct kset *s, const char *name, int ldt, int probe_ldt
 }
 
 /*
+ * libxsmm 1.17's init creates /tmp/.libxsmm.<uid> and keeps it open as a lock deciding which
+ * process prints its statistics; only its clean exit removes it, so a job killed at its
+ * wall-time limit leaves it on the node (issue 58, item 18). Nothing Strata uses depends on
+ * it: the name goes at once, the open file with the process.
+ */
+static void forget_lock_file(void)
+{
+        char name[64];
+
+        snprintf(name, sizeof(name), "/tmp/.libxsmm.%u", (unsigned)getuid());
+        (void)unlink(name);
+}
+
+/*
  * Both sets under libxsmm's one global target: AVX2 ("hsw") first, then the CPU's own; the
  * tile's leading dimensions differ so that libxsmm's cache keeps them apart.
  */
@@ -192,6 +208,7 @@ static void compile(void)
         if (!have_avx2)
                 return;
         libxsmm_init();
+        forget_lock_file();
         native = libxsmm_get_target_archid();
         if (native < LIBXSMM_X86_AVX2)
                 return;
