@@ -130,18 +130,21 @@ static void show_placement(const struct strata_config *cfg, int devices)
 }
 
 /*
- * Batches per epoch, and what would only fail late: an accumulation window that outlasts an
- * epoch (the optimizer would step across epoch ends, or never). A last test batch of fewer
- * rows than devices is evaluated: the devices past its rows take part with none.
+ * Batches per epoch, the last partial one included unless --drop-last (decision 0059), and
+ * what would only fail late: an accumulation window that outlasts an epoch (the optimizer
+ * would step across epoch ends, or never). A last batch of fewer rows than devices trains and
+ * evaluates: the devices past its rows take part with none.
  */
 static int check_steps(struct run *r)
 {
         const struct opts *o = &r->o;
+        uint32_t batch = (uint32_t)o->batch;
 
-        r->steps_per_epoch = (long)(r->train.n / (uint32_t)o->batch);
+        r->steps_per_epoch = (long)(o->drop_last ? r->train.n / batch
+                                                 : (r->train.n + batch - 1) / batch);
         if (r->steps_per_epoch == 0)
-                return bad("--batch %d is larger than the %u training samples", o->batch,
-                           r->train.n);
+                return bad("--batch %d is larger than the %u training samples and --drop-last "
+                           "drops them all", o->batch, r->train.n);
         if (o->accumulate > r->steps_per_epoch)
                 return bad("--accumulate %d is longer than an epoch's %ld batches: use at most "
                            "that many", o->accumulate, r->steps_per_epoch);

@@ -118,7 +118,7 @@ enum { OPT_INVARIANT = 0x4a01, OPT_CHUNKS };
 enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS, OPT_NO_FUSION };
 
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
-enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE };
+enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE, OPT_DROP_LAST };
 
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
@@ -213,7 +213,7 @@ static const struct option long_opts[] = {
         { "portable", 0, 0, OPT_PORTABLE }, { "kernels", 1, 0, OPT_KERNELS },
         { "no-fusion", 0, 0, OPT_NO_FUSION },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
-        { "overwrite", 0, 0, OPT_OVERWRITE },
+        { "overwrite", 0, 0, OPT_OVERWRITE }, { "drop-last", 0, 0, OPT_DROP_LAST },
         { 0, 0, 0, 0 },
 };
 
@@ -324,6 +324,7 @@ static int plain_option(int c, const char *s, struct opts *o)
         case 'Q': o->mpi_allreduce = 1; break;
         case OPT_PLAN: o->plan = 1; break;
         case OPT_OVERWRITE: o->overwrite = 1; break;
+        case OPT_DROP_LAST: o->drop_last = 1; break;
         case 'd': o->data = s; break;
         case 'm': o->model = s; o->model_set = 1; break;
         case 'K': o->ckpt_dir = s; break;

@@ -84,6 +84,7 @@ struct opts {
         const char *test_data;  /* --test-data: the HDF5 file that evaluates */
         float val_fraction;     /* --val-fraction: the last fraction of --data evaluates */
         int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
+        int drop_last;          /* --drop-last: an epoch skips its last partial batch */
         int plan;               /* --plan: print the memory plan and exit */
 };
 

@@ -42,6 +42,8 @@ void usage(FILE *f)
                 "  --activation A      between the linears: relu (default), tanh, sigmoid, gelu,\n"
                 "                      gelu-tanh, silu, leaky-relu (slope 0.01) or none\n"
                 "  --epochs N          (default 10)      --batch N   global batch (default 128)\n"
+                "  --drop-last         skip each epoch's last, partial batch (default: trained,\n"
+                "                      its loss the mean over its rows, as PyTorch's DataLoader)\n"
                 "  --lr X              (default 0.05)    --momentum X   (default 0.9)\n"
                 "  --optim sgd|adamw   (default sgd)     --weight-decay X (default 0)\n"
                 "  --seed N            (default 0)\n"
