@@ -76,3 +76,11 @@ const struct strata_loss_ops *strata_loss_ops_by_name(const char *name)
                         return losses[i];
         return NULL;
 }
+
+int strata__model_batch_norm(const struct strata_model *m)
+{
+        for (int i = 0; i < m->nmodules; i++)
+                if (m->modules[i].ops == &strata_batchnorm1d)
+                        return 1;
+        return 0;
+}

@@ -45,4 +45,10 @@ struct strata__module_entry {
 /** The built-in module whose ops table is called @p name, or NULL (and for NULL). */
 const struct strata__module_entry *strata__module_entry(const char *name);
 
+/**
+ * Whether one of @p m's modules is a built-in whose statistics span the batch's rows
+ * (BatchNorm1d): without sync_bn each device normalises its own rows.
+ */
+int strata__model_batch_norm(const struct strata_model *m);
+
 #endif /* STRATA_NN_REGISTRY_H */
