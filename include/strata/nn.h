@@ -536,13 +536,14 @@ extern const struct strata_module_ops strata_conv2d; /**< "conv2d": input (C, H,
 extern const struct strata_module_ops strata_conv3d; /**< "conv3d": input (C, D, H, W) */
 
 /*
- * Spatial modules (nn/spatial.c), PyTorch's classes and defaults over a sample's layout
- * (strata_layer in_dims: the model's in_dims, or what the module before declares). Pooling
- * has one table per dimension as PyTorch has one class: a pool over a sample of another
- * dimension is refused by its shape. Rows are independent (invariant mode runs them per
- * chunk); activations stay f32 under mixed precision. They compute in host loops over the
- * device's memory (the CPU driver), Flatten through the kernels: a model with a pool, Upsample
- * or LayerNorm is refused on a driver whose devices have memory of their own (CUDA) for now.
+ * Spatial modules (nn/pool.c, nn/upsample.c, nn/norm.c), PyTorch's classes and defaults over
+ * a sample's layout (strata_layer in_dims: the model's in_dims, or what the module before
+ * declares). Pooling has one table per dimension as PyTorch has one class: a pool over a
+ * sample of another dimension is refused by its shape. Rows are independent (invariant mode
+ * runs them per chunk); activations stay f32 under mixed precision. They compute in host loops
+ * over the device's memory (the CPU driver), Flatten through the kernels: a model with a pool,
+ * Upsample or LayerNorm is refused on a driver whose devices have memory of their own (CUDA)
+ * for now.
  */
 /**
  * "maxpool1d", "maxpool2d", "maxpool3d": MaxPool with strata_module kernel, stride (0: the
