@@ -446,7 +446,7 @@ contains
   end function
 
   !> A model from one line ("input(1,32,32) conv2d(1,3,padding=1,padding_mode=circular)",
-  !> strata_model_parse in strata/runtime.h): mods receives the modules, model%modules points
+  !> strata_model_parse in strata/nn.h): mods receives the modules, model%modules points
   !> to them (mods must stay alive as long as the model), its loss is kept.
   function strata_model_parse(line, mods, model) result(rc)
     character(len=*), intent(in) :: line

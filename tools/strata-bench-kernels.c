@@ -166,7 +166,7 @@ static int shapes_of(const char *model, int batch, struct shape *sh)
  * A Conv2d(cin -> cout, 3 x 3, padding 1) on h x w, one sample, as nn/conv.c multiplies it:
  * the forward y = W cols (or t = cols' W' where the result's 64-column tiles fit better),
  * the weight gradient dW += dy cols' and, unless @p first, the column gradient W' dy (or its
- * transpose); nn/conv.c's own loops take a forward with K <= 16 terms, a weight gradient of
+ * transpose); nn/conv_small.c's loops take a forward with K <= 16 terms, a weight gradient of
  * <= 64 elements and a column gradient with cout <= 16 (not GEMMs: left out here).
  */
 static int conv_shapes(const char *spec, struct shape *sh)

@@ -536,13 +536,14 @@ extern const struct strata_module_ops strata_conv2d; /**< "conv2d": input (C, H,
 extern const struct strata_module_ops strata_conv3d; /**< "conv3d": input (C, D, H, W) */
 
 /*
- * Spatial modules (nn/spatial.c), PyTorch's classes and defaults over a sample's layout
- * (strata_layer in_dims: the model's in_dims, or what the module before declares). Pooling
- * has one table per dimension as PyTorch has one class: a pool over a sample of another
- * dimension is refused by its shape. Rows are independent (invariant mode runs them per
- * chunk); activations stay f32 under mixed precision. They compute in host loops over the
- * device's memory (the CPU driver), Flatten through the kernels: a model with a pool, Upsample
- * or LayerNorm is refused on a driver whose devices have memory of their own (CUDA) for now.
+ * Spatial modules (nn/pool.c, nn/upsample.c, nn/norm.c), PyTorch's classes and defaults over
+ * a sample's layout (strata_layer in_dims: the model's in_dims, or what the module before
+ * declares). Pooling has one table per dimension as PyTorch has one class: a pool over a
+ * sample of another dimension is refused by its shape. Rows are independent (invariant mode
+ * runs them per chunk); activations stay f32 under mixed precision. They compute in host loops
+ * over the device's memory (the CPU driver), Flatten through the kernels: a model with a pool,
+ * Upsample or LayerNorm is refused on a driver whose devices have memory of their own (CUDA)
+ * for now.
  */
 /**
  * "maxpool1d", "maxpool2d", "maxpool3d": MaxPool with strata_module kernel, stride (0: the
@@ -595,6 +596,76 @@ extern const struct strata_module_ops strata_add;
  * spatial extents, or both flat vectors (their features then).
  */
 extern const struct strata_module_ops strata_concat;
+
+/**
+ * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
+ *        "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d,
+ *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "add" or "concat" (NULL:
+ *        no such).
+ */
+const struct strata_module_ops *strata_module_ops_by_name(const char *name);
+
+/**
+ * @brief A model from one line of text, as the tool's --model and Fortran take it:
+ *        "input(1,28,28) conv2d(32,3,padding=1) relu maxpool2d(2) flatten linear(10)".
+ *
+ * Modules are separated by spaces: a built-in module's name (strata_module_ops_by_name()),
+ * then its arguments in parentheses, positional first and then name=value, as PyTorch's
+ * constructors take them: linear(out), conv1d/2d/3d(out, kernel, stride=, padding= (a count
+ * or same), dilation=, padding_mode=zeros|circular|reflect|replicate, bias=true|false),
+ * maxpool*d(kernel, stride=, padding=, dilation=), avgpool*d(kernel, stride=, padding=),
+ * upsample(scale, mode=nearest|linear|bilinear|trilinear), dropout(p), leaky-relu(slope),
+ * batchnorm1d(eps=, momentum=), layernorm(eps=), add(from) and concat(from) (the earlier
+ * module's index from 0, or input: the model's input; required); the others take none. A
+ * per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
+ * sets the model's in_dims and in_features; without it they are left as they were (in_dims
+ * cleared). A skip connection is written as its index: "input(1,8,8) conv2d(4,3,padding=1)
+ * relu conv2d(4,3,padding=1) add(from=1)" is a residual block over modules 2 and 3.
+ * Several inputs and outputs (struct strata_model inputs, outputs): one input(...) for each
+ * input, before the modules (two or more set ninputs and inputs, in_features their sum);
+ * from=inputK names input K (input is input0); from= on a module that merges nothing starts a
+ * branch there (strata_module branch); output(loss,weight=w) after a module makes it an output
+ * with that loss (mse, l1, huber, bce; none: the model's) and weight (1 when not given):
+ * "input(4) input(2) linear(8) relu linear(8,from=input1) add(from=1) linear(3) output(mse)
+ * linear(1,from=3) output(bce,weight=0.5)".
+ *
+ * @param line  The text (NUL-terminated).
+ * @param mods  Room for @p max modules, which @p model's modules then point to.
+ * @param model Receives nmodules, modules and, from input(...), in_features and in_dims (or
+ *              ninputs and inputs), from output(...) noutputs and outputs (none: 0); its
+ *              loss and reduction are kept. Unchanged when the line is refused.
+ * @retval STRATA_OK, or STRATA_EINVAL naming the module and the argument at fault. Shapes
+ *         are not checked: strata_model_output() does.
+ */
+int strata_model_parse(const char *line, struct strata_module *mods, int max,
+                       struct strata_model *model);
+
+/**
+ * @brief The layout of @p m's output, every module's shape checked in order as strata_init()
+ *        checks them; with outputs (m->noutputs) a flat vector of their widths' sum (a row
+ *        of strata_predict_step()'s values, cfg.classes), the outputs checked too.
+ * @retval STRATA_OK, or STRATA_EINVAL naming the module whose input does not fit (with both
+ *         shapes), *out unchanged.
+ */
+int strata_model_output(const struct strata_model *m, struct strata_dims *out);
+
+/**
+ * @brief The values of a row of @p m's targets, checked as strata_model_output() checks the
+ *        model: with several outputs each float output's width plus one per label output
+ *        (its class index), the batch's tdim; with float targets otherwise the output's
+ *        width; with labels 1 (the batch's y, one int32 a row).
+ * @param widths NULL, or STRATA_MAX_OUTPUTS ints: each output's width (its classes for a
+ *        label output), 0 past m->noutputs.
+ * @retval STRATA_OK, or STRATA_EINVAL as strata_model_output() (NULL @p values too),
+ *         *values and @p widths unchanged.
+ */
+int strata_model_targets(const struct strata_model *m, int *values, int *widths);
+
+/**
+ * @brief The built-in loss called @p name (its ops table's name: "softmax_cross_entropy",
+ *        "mse", ...), for callers that cannot name the table (Fortran); NULL: no such loss.
+ */
+const struct strata_loss_ops *strata_loss_ops_by_name(const char *name);
 
 /**
  * Precision plugins, by Lightning's names. Master weights, gradients and optimizer state are

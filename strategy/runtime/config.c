@@ -9,6 +9,7 @@
 #include "strata/version.h"
 #include "base/base.h"
 #include "drivers/drivers.h"
+#include "nn/registry.h"
 #include "strategy/internal.h"
 
 int strata__world(const struct strata_config *c, int *world)
@@ -45,15 +46,6 @@ static int check_loss(const struct strata_config *c)
         return STRATA_OK;
 }
 
-/* A BatchNorm without synchronised statistics normalises each device's rows on their own. */
-static int unsynced_bn(const struct strata_config *c)
-{
-        for (int i = 0; i < c->model->nmodules; i++)
-                if (c->model->modules[i].ops == &strata_batchnorm1d && !c->strategy.sync_bn)
-                        return 1;
-        return 0;
-}
-
 /* Invariant mode: what it needs of the strategy, the device count, the driver, the options. */
 static int check_invariant(const struct strata_config *c, const struct strata__strategy *st,
                            const struct strata_device_ops *dev, int world)
@@ -84,7 +76,8 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
                 return strata__fail(STRATA_EINVAL, "invariant mode sums gradients in f32 with "
                                     "its own tree: not with grad_allreduce bf16 or "
                                     "mpi_allreduce");
-        if (unsynced_bn(c))
+        /* a BatchNorm without synchronised statistics normalises each device's rows alone */
+        if (!c->strategy.sync_bn && strata__model_batch_norm(c->model))
                 return strata__fail(STRATA_EINVAL, "invariant mode needs synchronised "
                                     "BatchNorm (sync_bn): statistics over the global batch");
         return STRATA_OK;

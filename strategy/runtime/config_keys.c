@@ -208,34 +208,3 @@ size_t strata_config_bytes(void)
 {
         return sizeof(struct strata_config);
 }
-
-const struct strata_module_ops *strata_module_ops_by_name(const char *name)
-{
-        static const struct strata_module_ops *const all[] = {
-                &strata_linear,     &strata_relu,      &strata_batchnorm1d, &strata_dropout,
-                &strata_tanh,       &strata_sigmoid,   &strata_gelu,        &strata_gelu_tanh,
-                &strata_silu,       &strata_leaky_relu,
-                &strata_maxpool1d,  &strata_maxpool2d, &strata_maxpool3d,   &strata_avgpool1d,
-                &strata_avgpool2d,  &strata_avgpool3d, &strata_upsample,    &strata_flatten,
-                &strata_layernorm,  &strata_conv1d,    &strata_conv2d,      &strata_conv3d,
-                &strata_add,        &strata_concat,
-        };
-
-        for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
-                if (!strcmp(all[i]->name, name))
-                        return all[i];
-        return NULL;
-}
-
-const struct strata_loss_ops *strata_loss_ops_by_name(const char *name)
-{
-        static const struct strata_loss_ops *const all[] = {
-                &strata_softmax_cross_entropy, &strata_mse, &strata_l1, &strata_huber,
-                &strata_bce_with_logits,
-        };
-
-        for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
-                if (!strcmp(all[i]->name, name))
-                        return all[i];
-        return NULL;
-}

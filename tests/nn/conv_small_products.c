@@ -1,5 +1,5 @@
 /*
- * The convolution's small products (nn/conv.c runs a reduction of at most 16 terms, and a
+ * The convolution's small products (nn/conv_small.c runs a reduction of at most 16 terms, and a
  * weight gradient of at most 64 elements, in its own loops instead of the GEMM) give the
  * GEMM's bits: the forward output, the weight gradient and the column gradient against the
  * driver's gemm on the same operands, bitwise; and a step gives the same bits under every

@@ -19,72 +19,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strata/runtime.h"
+#include "strata/nn.h"
 #include "strata/status.h"
 #include "base/base.h"
 #include "nn/loss.h"
+#include "nn/registry.h"
 #include "nn/shape.h"
 
-/* What one argument sets in struct strata_module. */
-enum arg {
-        A_OUT, A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_SCALE, A_MODE, A_PMODE, A_BIAS,
-        A_P, A_EPS, A_MOMENTUM, A_SLOPE, A_FROM, A_BRANCH, A_NONE
+/* The key of each argument (nn/registry.h); from= on a module that merges none: a branch. */
+static const char *const arg_names[STRATA__ARG_COUNT] = {
+        [STRATA__ARG_OUT] = "out", [STRATA__ARG_KERNEL] = "kernel",
+        [STRATA__ARG_STRIDE] = "stride", [STRATA__ARG_PADDING] = "padding",
+        [STRATA__ARG_DILATION] = "dilation", [STRATA__ARG_SCALE] = "scale",
+        [STRATA__ARG_MODE] = "mode", [STRATA__ARG_PMODE] = "padding_mode",
+        [STRATA__ARG_BIAS] = "bias", [STRATA__ARG_P] = "p", [STRATA__ARG_EPS] = "eps",
+        [STRATA__ARG_MOMENTUM] = "momentum", [STRATA__ARG_SLOPE] = "slope",
+        [STRATA__ARG_FROM] = "from", [STRATA__ARG_BRANCH] = "from",
 };
-
-static const char *const arg_names[] = {
-        [A_OUT] = "out", [A_KERNEL] = "kernel", [A_STRIDE] = "stride",
-        [A_PADDING] = "padding", [A_DILATION] = "dilation", [A_SCALE] = "scale",
-        [A_MODE] = "mode", [A_PMODE] = "padding_mode", [A_BIAS] = "bias", [A_P] = "p",
-        [A_EPS] = "eps", [A_MOMENTUM] = "momentum", [A_SLOPE] = "slope", [A_FROM] = "from",
-        [A_BRANCH] = "from",
-};
-
-/* The arguments a kind of module takes, positional ones first (A_NONE ends the list). */
-struct schema {
-        const char *prefix; /* the module names it covers: "conv" covers conv1d..conv3d */
-        int positional;     /* how many of args may be given without their key */
-        enum arg args[8];
-};
-
-static const struct schema schemas[] = {
-        { "linear", 1, { A_OUT, A_NONE } },
-        { "conv", 2, { A_OUT, A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_PMODE, A_BIAS,
-                       A_NONE } },
-        { "maxpool", 1, { A_KERNEL, A_STRIDE, A_PADDING, A_DILATION, A_NONE } },
-        { "avgpool", 1, { A_KERNEL, A_STRIDE, A_PADDING, A_NONE } },
-        { "upsample", 1, { A_SCALE, A_MODE, A_NONE } },
-        { "dropout", 1, { A_P, A_NONE } },
-        { "leaky-relu", 1, { A_SLOPE, A_NONE } },
-        { "batchnorm", 0, { A_EPS, A_MOMENTUM, A_NONE } },
-        { "layernorm", 0, { A_EPS, A_NONE } },
-        { "add", 1, { A_FROM, A_NONE } },
-        { "concat", 1, { A_FROM, A_NONE } },
-        { "", 0, { A_NONE } }, /* every other module: no arguments */
-};
-
-static const struct schema *schema_of(const char *name)
-{
-        for (size_t i = 0;; i++)
-                if (!strncmp(name, schemas[i].prefix, strlen(schemas[i].prefix)))
-                        return &schemas[i];
-}
 
 /* Words some arguments take, and the value each stands for. */
 struct word {
-        enum arg arg;
+        enum strata__arg arg;
         const char *word;
         int value;
 };
 
 static const struct word words[] = {
-        { A_PADDING, "same", STRATA_PADDING_SAME },
-        { A_PMODE, "zeros", STRATA_PAD_ZEROS },       { A_PMODE, "circular", STRATA_PAD_CIRCULAR },
-        { A_PMODE, "reflect", STRATA_PAD_REFLECT },   { A_PMODE, "replicate", STRATA_PAD_REPLICATE },
-        { A_MODE, "nearest", STRATA_UPSAMPLE_NEAREST }, { A_MODE, "linear", STRATA_UPSAMPLE_LINEAR },
-        { A_MODE, "bilinear", STRATA_UPSAMPLE_LINEAR },
-        { A_MODE, "trilinear", STRATA_UPSAMPLE_LINEAR },
-        { A_BIAS, "true", 1 },                        { A_BIAS, "false", 0 },
-        { A_FROM, "input", -1 },                      { A_FROM, "-1", -1 },
+        { STRATA__ARG_PADDING, "same", STRATA_PADDING_SAME },
+        { STRATA__ARG_PMODE, "zeros", STRATA_PAD_ZEROS },
+        { STRATA__ARG_PMODE, "circular", STRATA_PAD_CIRCULAR },
+        { STRATA__ARG_PMODE, "reflect", STRATA_PAD_REFLECT },
+        { STRATA__ARG_PMODE, "replicate", STRATA_PAD_REPLICATE },
+        { STRATA__ARG_MODE, "nearest", STRATA_UPSAMPLE_NEAREST },
+        { STRATA__ARG_MODE, "linear", STRATA_UPSAMPLE_LINEAR },
+        { STRATA__ARG_MODE, "bilinear", STRATA_UPSAMPLE_LINEAR },
+        { STRATA__ARG_MODE, "trilinear", STRATA_UPSAMPLE_LINEAR },
+        { STRATA__ARG_BIAS, "true", 1 },
+        { STRATA__ARG_BIAS, "false", 0 },
+        { STRATA__ARG_FROM, "input", -1 },
+        { STRATA__ARG_FROM, "-1", -1 },
 };
 
 /* The line being read: where, and which module (for messages). */
@@ -152,7 +125,7 @@ static int parse_float(const char *s, size_t n, float *out)
 }
 
 /* A word's value for @p a, or -1 when @p s is none of its words (*v unchanged). */
-static int parse_word(enum arg a, const char *s, size_t n, int *v)
+static int parse_word(enum strata__arg a, const char *s, size_t n, int *v)
 {
         for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
                 if (words[i].arg == a && strlen(words[i].word) == n &&
@@ -164,22 +137,22 @@ static int parse_word(enum arg a, const char *s, size_t n, int *v)
 }
 
 /* Argument @p a of module @p m from the text s[0..n). */
-static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, const char *s,
-                   size_t n)
+static int set_arg(const struct cursor *c, struct strata_module *m, enum strata__arg a,
+                   const char *s, size_t n)
 {
         int v[STRATA_MAX_SPATIAL], *dims = NULL, k;
         float f;
 
         switch (a) {
-        case A_KERNEL: dims = m->kernel; break;
-        case A_STRIDE: dims = m->stride; break;
-        case A_PADDING: dims = m->padding; break;
-        case A_DILATION: dims = m->dilation; break;
-        case A_SCALE: dims = m->scale; break;
+        case STRATA__ARG_KERNEL: dims = m->kernel; break;
+        case STRATA__ARG_STRIDE: dims = m->stride; break;
+        case STRATA__ARG_PADDING: dims = m->padding; break;
+        case STRATA__ARG_DILATION: dims = m->dilation; break;
+        case STRATA__ARG_SCALE: dims = m->scale; break;
         default: break;
         }
         if (dims) {
-                if (a == A_PADDING && !parse_word(a, s, n, &v[0])) {
+                if (a == STRATA__ARG_PADDING && !parse_word(a, s, n, &v[0])) {
                         dims[0] = v[0];
                         return STRATA_OK;
                 }
@@ -188,26 +161,27 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, 
                                             "'%.*s' is not a count or counts like 3x5",
                                             c->module, c->name, arg_names[a], (int)n, s);
                 for (int d = 0; d < STRATA_MAX_SPATIAL; d++) /* 0 past the first: explicit */
-                        dims[d] = d < k && d > 0 && a == A_PADDING && v[d] == 0
+                        dims[d] = d < k && d > 0 && a == STRATA__ARG_PADDING && v[d] == 0
                                           ? STRATA_PADDING_NONE : v[d];
                 return STRATA_OK;
         }
-        if (a == A_PMODE || a == A_MODE || a == A_BIAS) {
+        if (a == STRATA__ARG_PMODE || a == STRATA__ARG_MODE || a == STRATA__ARG_BIAS) {
                 if (parse_word(a, s, n, &v[0]))
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
                                             "'%.*s' is not one of its words", c->module,
                                             c->name, arg_names[a], (int)n, s);
-                if (a == A_PMODE)
+                if (a == STRATA__ARG_PMODE)
                         m->padding_mode = v[0];
-                else if (a == A_MODE)
+                else if (a == STRATA__ARG_MODE)
                         m->mode = v[0];
                 else
                         m->no_bias = !v[0];
                 return STRATA_OK;
         }
-        if (a == A_FROM || a == A_BRANCH) { /* an index from 0, input, inputK (-1 - K) */
-                m->branch = a == A_BRANCH; /* from= on a module that merges none: a branch */
-                if (!parse_word(A_FROM, s, n, &m->from))
+        /* an index from 0, input, inputK (-1 - K); from= on a module that merges none: a branch */
+        if (a == STRATA__ARG_FROM || a == STRATA__ARG_BRANCH) {
+                m->branch = a == STRATA__ARG_BRANCH;
+                if (!parse_word(STRATA__ARG_FROM, s, n, &m->from))
                         return STRATA_OK;
                 if (n > 5 && !strncmp(s, "input", 5) && parse_ints(s + 5, n - 5, v) == 1 &&
                     v[0] < STRATA_MAX_INPUTS) {
@@ -222,7 +196,7 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, 
                 m->from = v[0];
                 return STRATA_OK;
         }
-        if (a == A_OUT) {
+        if (a == STRATA__ARG_OUT) {
                 if (parse_ints(s, n, v) != 1 || v[0] <= 0)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): out "
                                             "'%.*s' is not a positive count", c->module,
@@ -234,35 +208,36 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, 
                 return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s '%.*s' is "
                                     "not a number", c->module, c->name, arg_names[a], (int)n,
                                     s);
-        if (a == A_P)
+        if (a == STRATA__ARG_P)
                 m->p = f;
-        else if (a == A_EPS)
+        else if (a == STRATA__ARG_EPS)
                 m->eps = f;
-        else if (a == A_MOMENTUM)
+        else if (a == STRATA__ARG_MOMENTUM)
                 m->decay = f;
         else
                 m->slope = f;
         return STRATA_OK;
 }
 
-/* Which of @p sc's arguments the key s[0..n) names (A_NONE: none). */
-static enum arg arg_by_key(const struct schema *sc, const char *s, size_t n)
+/* Which of @p sc's arguments the key s[0..n) names (STRATA__ARG_NONE: none). */
+static enum strata__arg arg_by_key(const struct strata__module_entry *sc, const char *s,
+                                   size_t n)
 {
-        for (int i = 0; sc->args[i] != A_NONE; i++)
+        for (int i = 0; sc->args[i] != STRATA__ARG_NONE; i++)
                 if (strlen(arg_names[sc->args[i]]) == n && !strncmp(arg_names[sc->args[i]], s, n))
                         return sc->args[i];
-        return A_NONE;
+        return STRATA__ARG_NONE;
 }
 
 /* The arguments inside the parentheses s[0..n) of module @p m. */
-static int parse_args(const struct cursor *c, const struct schema *sc, struct strata_module *m,
-                      const char *s, size_t n)
+static int parse_args(const struct cursor *c, const struct strata__module_entry *sc,
+                      struct strata_module *m, const char *s, size_t n)
 {
         int pos = 0, keyed = 0, from_given = 0;
 
         while (n > 0) {
                 size_t len = 0, key = 0;
-                enum arg a;
+                enum strata__arg a;
 
                 while (len < n && s[len] != ',')
                         len++;
@@ -270,10 +245,10 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
                         key++;
                 if (key < len) {
                         keyed = 1;
-                        if ((a = arg_by_key(sc, s, key)) == A_NONE && key == 4 &&
+                        if ((a = arg_by_key(sc, s, key)) == STRATA__ARG_NONE && key == 4 &&
                             !strncmp(s, "from", 4))
-                                a = A_BRANCH; /* any module may start a branch */
-                        if (a == A_NONE)
+                                a = STRATA__ARG_BRANCH; /* any module may start a branch */
+                        if (a == STRATA__ARG_NONE)
                                 return strata__fail(STRATA_EINVAL, "model line, module %d (%s): "
                                                     "no argument '%.*s'", c->module, c->name,
                                                     (int)key, s);
@@ -284,7 +259,7 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
                         a = sc->args[pos++];
                         STRATA_TRY(set_arg(c, m, a, s, len));
                 }
-                from_given |= a == A_FROM;
+                from_given |= a == STRATA__ARG_FROM;
                 s += len;
                 n -= len;
                 if (n > 0) { /* the comma: another argument must follow */
@@ -293,9 +268,9 @@ static int parse_args(const struct cursor *c, const struct schema *sc, struct st
                                 return bad(c, "an argument is empty");
                 }
         }
-        if (sc->positional > 0 && sc->args[0] == A_OUT && m->out == 0)
+        if (sc->positional > 0 && sc->args[0] == STRATA__ARG_OUT && m->out == 0)
                 return bad(c, "its output count is missing, e.g. linear(10)");
-        if (sc->args[0] == A_FROM && !from_given)
+        if (sc->args[0] == STRATA__ARG_FROM && !from_given)
                 return bad(c, "the earlier module it reads is missing, e.g. add(from=3) or "
                            "concat(from=input)");
         if (sc->positional > 1 && m->kernel[0] == 0)
@@ -473,14 +448,15 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                                                 open ? (size_t)(close - open - 1) : 0, n - 1,
                                                 &m));
                 } else {
-                        struct strata_module mod = { .ops = strata_module_ops_by_name(c.name) };
+                        const struct strata__module_entry *e = strata__module_entry(c.name);
+                        struct strata_module mod = { .ops = e ? e->ops : NULL };
 
                         if (!mod.ops || len >= sizeof(c.name))
                                 return bad(&c, "no such module (see strata_module_ops_by_name)");
                         if (n == max)
                                 return strata__fail(STRATA_EINVAL, "model line: more than %d "
                                                     "modules", max);
-                        STRATA_TRY(parse_args(&c, schema_of(c.name), &mod,
+                        STRATA_TRY(parse_args(&c, e, &mod,
                                               open ? open + 1 : "",
                                               open ? (size_t)(close - open - 1) : 0));
                         mods[n++] = mod;
