@@ -395,4 +395,4 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d) \
-         $(TRAIN_OBJS:.o=.d) $(TESTING_OBJS:.o=.d)
+         $(TRAIN_OBJS:.o=.d) $(TESTING_OBJS:.o=.d) $(BUILD)/obj/drivers/mpi/mpi.d
