@@ -12,7 +12,7 @@
 #include "strata/status.h"
 #include "alloc/floats.h"
 #include "base/base.h"
-#include "nn/replica.h"
+#include "nn/replica_private.h"
 #include "nn/shape.h"
 
 /* Mixed precision: the GEMM scratch for the largest GEMM any module declares. */
@@ -53,13 +53,13 @@ static int layout_vectors(struct strata__replica *r, struct strata_arena *d,
                           const struct strata__shard_sizes *z, const struct strata_optim *o,
                           enum strata_dtype grad_comm, struct strata__shard *sh)
 {
-        if (strata__mul_size((size_t)strata_optim_state_per_param(o), z->len, &r->nopt))
+        if (strata__mul_size((size_t)strata_optim_state_per_param(o), z->len, &r->v.nopt))
                 return strata__fail(STRATA_EOVERFLOW, "model: optimizer state of %zu "
-                                    "parameters overflows a size", r->nparam);
-        STRATA_TRY(strata__arena_floats(d, z->params, &r->params));
-        STRATA_TRY(strata__arena_floats(d, z->grads, &r->grads));
-        STRATA_TRY(strata__shard_layout(sh, d, z, grad_comm, r->k));
-        return strata__arena_floats(d, r->nopt, &r->opt_state);
+                                    "parameters overflows a size", r->v.nparam);
+        STRATA_TRY(strata__arena_floats(d, z->params, &r->v.params));
+        STRATA_TRY(strata__arena_floats(d, z->grads, &r->v.grads));
+        STRATA_TRY(strata__shard_layout(sh, d, z, grad_comm, r->v.k));
+        return strata__arena_floats(d, r->v.nopt, &r->v.opt_state);
 }
 
 /*
@@ -85,7 +85,7 @@ static int layout_staging(struct strata__replica *r, const struct strata__replic
         STRATA_TRY(strata__arena_floats(mem->pinned, (size_t)rows * in, &r->x_host));
         STRATA_TRY(strata_arena_alloc(mem->pinned, tbytes, 0, &r->y_host));
         /* Host image: parameters + state at init, then any one of the vectors read back. */
-        n = r->nparam + r->nstate > r->nopt ? r->nparam + r->nstate : r->nopt;
+        n = r->v.nparam + r->nstate > r->v.nopt ? r->v.nparam + r->nstate : r->v.nopt;
         return strata__arena_floats(mem->pinned, n, &r->p_host);
 }
 
@@ -154,15 +154,15 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
         r->gskip = p;
         for (int k = 0; k < sk->nslots; k++)
                 STRATA_TRY(strata__arena_floats(d, sk->size[k], &buf[k]));
-        if (!r->layers)
+        if (!r->v.layers)
                 return STRATA_OK;
         for (int i = 0; i < n; i++) {
                 int s = sk->from[i];
 
                 r->from[i] = sk->from[i];
                 r->gskip[i] = sk->last[i] >= 0 ? buf[sk->slot[i]] : NULL;
-                r->layers[i].dskip = s >= 0 ? buf[sk->slot[s]] : NULL;
-                r->layers[i].dskip_add = s >= 0 && sk->last[s] != i;
+                r->v.layers[i].dskip = s >= 0 ? buf[sk->slot[s]] : NULL;
+                r->v.layers[i].dskip_add = s >= 0 && sk->last[s] != i;
         }
         return STRATA_OK;
 }
@@ -194,7 +194,7 @@ static int layout_io(struct strata__replica *r, const struct strata__replica_mem
         for (int k = 0; k < m->noutputs; k++) {
                 const struct strata_model_output *o = &m->outputs[k];
 
-                if (o->module != m->nmodules - 1 && !r->k->add)
+                if (o->module != m->nmodules - 1 && !r->v.k->add)
                         return strata__fail(STRATA_ENOTSUP, "model output %d (module %d) is "
                                             "not the last module: the %s driver has no add "
                                             "kernel for its loss's gradient", k, o->module,
@@ -292,7 +292,7 @@ static int layout_fusion(struct strata__replica *r, struct strata_arena *a,
         STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)n, 0, &q));
         STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[0]));
         STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[1]));
-        if (!r->layers)
+        if (!r->v.layers)
                 return STRATA_OK;
         memcpy(p, fl, sizeof(short) * (size_t)n);
         memcpy(q, fh, sizeof(short) * (size_t)n);
@@ -313,13 +313,13 @@ static int layout_parts(struct strata__replica *r, struct strata_arena *a,
         STRATA_TRY(strata_arena_alloc(a, sizeof(*sh), 0, &p));
         if (p)
                 memcpy(p, sh, sizeof(*sh));
-        r->shard = p;
+        r->v.shard = p;
         if (!ch)
                 return STRATA_OK;
         STRATA_TRY(strata_arena_alloc(a, sizeof(*ch), 0, &p));
         if (p)
                 memcpy(p, ch, sizeof(*ch));
-        r->chunks = p;
+        r->v.chunks = p;
         return STRATA_OK;
 }
 
@@ -408,7 +408,7 @@ static int shape_module(const struct strata__replica_mem *mem,
 
 /*
  * The shape pass: every module shaped in turn (nn/shape.c's walk), its sizes summed and its
- * flags kept in @p sh; the model's output width in r->out. Allocates nothing.
+ * flags kept in @p sh; the model's output width in r->v.out. Allocates nothing.
  */
 static int shape_pass(struct strata__replica *r, const struct strata__replica_mem *mem,
                       const struct strata__replica_plan *pl, struct shapes *sh)
@@ -429,7 +429,7 @@ static int shape_pass(struct strata__replica *r, const struct strata__replica_me
                 STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
                 STRATA_TRY(shape_module(mem, pl, i, &s, bf16, sh));
         }
-        return strata__shape_finish(m, &walk, &r->out, NULL);
+        return strata__shape_finish(m, &walk, &r->v.out, NULL);
 }
 
 /* Layer @p l (module @p i, shape @p s, parameters at @p off) set from its shape. */
@@ -437,7 +437,7 @@ static void carve_layer(struct strata__replica *r, const struct strata__replica_
                         int i, const struct strata_module_shape *s, size_t off,
                         struct strata__shard *shard, struct strata_chunks *ch)
 {
-        struct strata_layer *l = &r->layers[i];
+        struct strata_layer *l = &r->v.layers[i];
 
         l->nparam = s->params;
         l->nstate = s->state;
@@ -446,17 +446,17 @@ static void carve_layer(struct strata__replica *r, const struct strata__replica_
         l->grad_fresh = 1;
         l->ngroups = s->ngroups;
         memcpy(l->groups, s->groups, sizeof(l->groups));
-        r->poff[i] = off;
+        r->v.poff[i] = off;
         if (pl->chunks)
                 strata__chunks_layer(ch, i, s->batch_stats,
                                      pl->model->modules[i].ops == &strata_linear
                                              ? strata__linear_input_grad : NULL);
-        strata__shard_layer_vectors(shard, r->params, r->grads, off, &l->param, &l->grad);
+        strata__shard_layer_vectors(shard, r->v.params, r->v.grads, off, &l->param, &l->grad);
 }
 
 /*
  * The carve pass: each module shaped again (shapes are pure) and its layer, output, running
- * state and saved values taken from the device arena @p d in model order; with r->layers
+ * state and saved values taken from the device arena @p d in model order; with r->v.layers
  * NULL (planning) only the sizes count.
  */
 static int carve_pass(struct strata__replica *r, struct strata_arena *d,
@@ -472,7 +472,7 @@ static int carve_pass(struct strata__replica *r, struct strata_arena *d,
 
         STRATA_TRY(strata__shape_start(m, &walk));
         for (int i = 0; i < m->nmodules; i++) {
-                struct strata_layer *l = r->layers ? &r->layers[i] : NULL; /* NULL: planning */
+                struct strata_layer *l = r->v.layers ? &r->v.layers[i] : NULL; /* NULL: planning */
                 struct strata_module_shape s;
                 struct strata_layer tmp;
                 /* bf16 between two bf16_io modules, unless a merge or branch module or a
@@ -482,7 +482,7 @@ static int carve_pass(struct strata__replica *r, struct strata_arena *d,
                                        !is_output(m, i) ? STRATA_BF16 : STRATA_F32;
 
                 STRATA_TRY(strata__shape_step(m, i, &walk, &tmp, &s));
-                if (r->layers) {
+                if (r->v.layers) {
                         *l = tmp;
                         r->ytype[i] = yt;
                         carve_layer(r, pl, i, &s, off, shard, ch);
@@ -492,20 +492,20 @@ static int carve_pass(struct strata__replica *r, struct strata_arena *d,
                     prev == STRATA_F32) {
                         /* in place over its row_loop module's output, which nothing else
                          * reads: that module's backward reads no y, its own no x */
-                        if (r->layers)
+                        if (r->v.layers)
                                 r->y[i] = r->y[i - 1];
                 } else {
                         STRATA_TRY(strata_arena_alloc(d, (size_t)rows * s.out *
                                                                  strata_dtype_size(yt),
                                                       0, &p));
-                        if (r->layers)
+                        if (r->v.layers)
                                 r->y[i] = p;
                 }
                 prev = yt;
                 STRATA_TRY(strata__arena_floats(d, s.state,
-                                                r->layers ? &l->state : &(float *){ 0 }));
+                                                r->v.layers ? &l->state : &(float *){ 0 }));
                 STRATA_TRY(strata__arena_floats(d, s.aux_fixed + (size_t)rows * s.aux_per_row,
-                                                r->layers ? &l->aux : &(float *){ 0 }));
+                                                r->v.layers ? &l->aux : &(float *){ 0 }));
         }
         return STRATA_OK;
 }
@@ -519,17 +519,17 @@ static int layout_tables(struct strata__replica *r, struct strata_arena *a,
         void *p;
 
         memset(r, 0, sizeof(*r));
-        r->dev = pl->dev;
+        r->v.dev = pl->dev;
         r->drv = mem->drv;
-        r->k = mem->drv->kernels;
+        r->v.k = mem->drv->kernels;
         r->loss = strata__loss_of(m);
-        r->nlayers = m->nmodules;
+        r->v.nlayers = m->nmodules;
         STRATA_TRY(strata_arena_alloc(a, sizeof(struct strata_layer) * (size_t)m->nmodules, 0, &p));
-        r->layers = p;
+        r->v.layers = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)m->nmodules, 0, &p));
         r->y = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(size_t) * (size_t)m->nmodules, 0, &p));
-        r->poff = p;
+        r->v.poff = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(enum strata_dtype) * (size_t)m->nmodules, 0,
                                       &p));
         r->ytype = p;
@@ -555,7 +555,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(layout_tables(r, a, mem, pl));
         STRATA_TRY(shape_pass(r, mem, pl, &sh));
         skip_slots(&sh.sk, m->nmodules, sh.outw, rows);
-        r->nparam = sh.nparam;
+        r->v.nparam = sh.nparam;
         r->nstate = sh.nstate;
         STRATA_TRY(strata__shard_plan(sh.nparam, sh.lmax, pl->shards, pl->how, &z));
         if (sizes)
@@ -564,7 +564,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         if (chunks) {
                 STRATA_TRY(strata__chunks_layout(&ch, a, d, chunks, m->nmodules, sh.lmax,
                                                  sh.width));
-                ch.k = r->k;
+                ch.k = r->v.k;
         }
         fused = plan_fusion(m, &sh.sk, sh.rl, sh.rw, fl, fh);
         STRATA_TRY(carve_pass(r, d, pl, &sh, fh, &shard, &ch));
@@ -576,7 +576,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         r->float_row = strata__float_row(m);
         tbytes = (size_t)rows * (!r->float_row ? sizeof(int32_t)
                                  : sizeof(float) * (size_t)(m->noutputs > 1 ? r->io.tdim
-                                                                            : r->out));
+                                                                            : r->v.out));
         /* Every GEMM dimension is a layer width or the rows. */
         STRATA_TRY(layout_lp(r, mem, sh.lp_elems,
                              (size_t)(rows > sh.width ? rows : sh.width), pl->compute));
@@ -587,13 +587,13 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 /* Device memory the host cannot touch: initialise a host image, then copy it over. */
 static void init_through_host(struct strata__replica *r, uint64_t seed)
 {
-        float *state = r->p_host + r->nparam;
+        float *state = r->p_host + r->v.nparam;
 
-        for (int i = 0; i < r->nlayers; i++) {
-                struct strata_layer *l = &r->layers[i];
+        for (int i = 0; i < r->v.nlayers; i++) {
+                struct strata_layer *l = &r->v.layers[i];
                 float *dp = l->param, *ds = l->state;
 
-                l->param = r->p_host + r->poff[i];
+                l->param = r->p_host + r->v.poff[i];
                 l->state = state;
                 if (l->desc->ops->init)
                         l->desc->ops->init(l, seed);
@@ -603,31 +603,31 @@ static void init_through_host(struct strata__replica *r, uint64_t seed)
                 l->param = dp;
                 l->state = ds;
         }
-        r->drv->to_device(r->params, r->p_host, r->nparam * sizeof(float));
+        r->drv->to_device(r->v.params, r->p_host, r->v.nparam * sizeof(float));
 }
 
 void strata__replica_init(struct strata__replica *r, uint64_t seed)
 {
-        const struct strata__shard_sizes *z = &r->shard->size;
+        const struct strata__shard_sizes *z = &r->v.shard->size;
         size_t n = z->params;
 
-        strata__shard_release(r->shard);
+        strata__shard_release(r->v.shard);
         if (z->own_params) {
-                r->k->fill(r->params, 0.0f, n); /* the strategy keeps each layer's part */
+                r->v.k->fill(r->v.params, 0.0f, n); /* the strategy keeps each layer's part */
         } else if (!r->p_host) {
-                for (int i = 0; i < r->nlayers; i++)
-                        if (r->layers[i].desc->ops->init)
-                                r->layers[i].desc->ops->init(&r->layers[i], seed);
+                for (int i = 0; i < r->v.nlayers; i++)
+                        if (r->v.layers[i].desc->ops->init)
+                                r->v.layers[i].desc->ops->init(&r->v.layers[i], seed);
         } else {
                 init_through_host(r, seed);
         }
-        for (int i = 0; i < r->nlayers; i++)
-                r->layers[i].grad_fresh = 1;
-        r->k->fill(r->grads, 0.0f, z->grads);
-        if (!z->own_params && n > r->nparam) /* whole shards: zero padding */
-                r->k->fill(r->params + r->nparam, 0.0f, n - r->nparam);
-        if (r->nopt)
-                r->k->fill(r->opt_state, 0.0f, r->nopt);
+        for (int i = 0; i < r->v.nlayers; i++)
+                r->v.layers[i].grad_fresh = 1;
+        r->v.k->fill(r->v.grads, 0.0f, z->grads);
+        if (!z->own_params && n > r->v.nparam) /* whole shards: zero padding */
+                r->v.k->fill(r->v.params + r->v.nparam, 0.0f, n - r->v.nparam);
+        if (r->v.nopt)
+                r->v.k->fill(r->v.opt_state, 0.0f, r->v.nopt);
         r->opt_t = 0;
 }
 
@@ -635,4 +635,45 @@ void strata__replica_warm_up(const struct strata__replica *r)
 {
         if (r->drv->warm_up)
                 r->drv->warm_up(r->scratch);
+}
+
+const size_t strata__replica_bytes = sizeof(struct strata__replica);
+
+int strata__replica_plan_only(const struct strata__replica_mem *mem,
+                              const struct strata__replica_plan *p,
+                              struct strata__shard_sizes *sizes,
+                              struct strata__replica_view *v)
+{
+        struct strata__replica tmp;
+
+        STRATA_TRY(strata__replica_layout(&tmp, mem, p, sizes));
+        *v = tmp.v;
+        return STRATA_OK;
+}
+
+void strata__replica_place(struct strata__replica *r, void *scratch,
+                           const struct strata_arena *arena)
+{
+        r->scratch = scratch;
+        r->arena = *arena;
+}
+
+void strata__replica_set_track(struct strata__replica *r, struct strata__track *t)
+{
+        r->v.track = t;
+}
+
+struct strata_arena *strata__replica_arena(struct strata__replica *r)
+{
+        return &r->arena;
+}
+
+void *strata__replica_scratch(const struct strata__replica *r)
+{
+        return r->scratch;
+}
+
+float *strata__replica_host_image(const struct strata__replica *r)
+{
+        return r->p_host;
 }

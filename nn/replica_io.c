@@ -7,7 +7,7 @@
 #include "strata/status.h"
 #include "kernel/trace.h"
 #include "data/gather.h"
-#include "nn/replica.h"
+#include "nn/replica_private.h"
 
 /* What batch I/O and the loss show on the device's trace track. */
 static const struct strata__span span_load = { "load batch", "data", "rows", 0 };
@@ -22,7 +22,7 @@ static void split_rows(const struct strata__replica *r, const float *src, int ro
 {
         for (int k = 0; k < n; k++)
                 for (int i = 0; i < rows; i++)
-                        r->k->copy(dst[k] + (size_t)i * w[k],
+                        r->v.k->copy(dst[k] + (size_t)i * w[k],
                                    src + (size_t)i * width + off[k], (size_t)w[k]);
 }
 
@@ -37,8 +37,8 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
         struct strata__replica_io *io = &r->io;
         const float *t = NULL;
 
-        r->rows = rows;
-        r->row0 = lo;
+        r->v.rows = rows;
+        r->v.row0 = lo;
         r->x = r->drv->device_view(r->x_stage, strata__batch_inputs(b, lo, rows, r->x_host),
                                    sizeof(float) * (size_t)rows * b->dim);
         if (io->nin > 1)
@@ -73,15 +73,15 @@ static void load(struct strata__replica *r, const struct strata_batch *b, int lo
 void strata__replica_load(struct strata__replica *r, const struct strata_batch *b, int lo,
                           int rows, int with_labels)
 {
-        uint64_t t0 = strata__track_begin(r->track, &span_load, NULL);
+        uint64_t t0 = strata__track_begin(r->v.track, &span_load, NULL);
 
         load(r, b, lo, rows, with_labels);
-        strata__track_end(r->track, t0, rows);
+        strata__track_end(r->v.track, t0, rows);
 }
 
 void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world)
 {
-        strata__chunks_set(r->chunks, rows, chunks, g, world, &r->row0, &r->rows);
+        strata__chunks_set(r->v.chunks, rows, chunks, g, world, &r->v.row0, &r->v.rows);
 }
 
 void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst)
@@ -89,13 +89,13 @@ void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst
         const struct strata__replica_io *io = &r->io;
 
         if (io->nout <= 1) { /* the last module's output */
-                r->drv->to_host(dst, r->y[r->nlayers - 1],
-                                sizeof(float) * (size_t)r->rows * (size_t)r->out);
+                r->drv->to_host(dst, r->y[r->v.nlayers - 1],
+                                sizeof(float) * (size_t)r->v.rows * (size_t)r->v.out);
                 return;
         }
-        for (int i = 0; i < r->rows; i++)
+        for (int i = 0; i < r->v.rows; i++)
                 for (int k = 0; k < io->nout; k++)
-                        r->drv->to_host(dst + (size_t)i * r->out + io->ooff[k],
+                        r->drv->to_host(dst + (size_t)i * r->v.out + io->ooff[k],
                                         r->y[io->mod[k]] + (size_t)i * io->w[k],
                                         sizeof(float) * (size_t)io->w[k]);
 }
@@ -105,9 +105,9 @@ static void loss_chunks(struct strata__replica *r, const struct strata_step_ctx 
                         const float *out, int grad)
 {
         struct strata__chunks_loss cl = { .loss = r->loss, .out = out, .targets = r->targets,
-                                          .width = r->out, .dout = grad ? r->dbuf[0] : NULL };
+                                          .width = r->v.out, .dout = grad ? r->dbuf[0] : NULL };
 
-        strata__chunks_loss(r->chunks, c, &cl, 1);
+        strata__chunks_loss(r->v.chunks, c, &cl, 1);
         r->loss_sum = cl.sum;
         r->correct = cl.correct;
         r->sse = cl.sse;
@@ -149,8 +149,8 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
                         .loss = io->loss[k], .out = r->y[io->mod[k]], .targets = io->t[k],
                         .width = io->w[k], .weight = io->weight[k],
                         .dout = !grad ? NULL : io->gout[k] ? io->gout[k] : r->dbuf[0] };
-        if (r->chunks) {
-                strata__chunks_loss(r->chunks, c, cl, io->nout);
+        if (r->v.chunks) {
+                strata__chunks_loss(r->v.chunks, c, cl, io->nout);
                 r->loss_sum = cl[0].sum;
                 r->sse = cl[0].sse;
                 r->sae = cl[0].sae;
@@ -164,15 +164,15 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
                 float *dout = cl[k].dout;
 
                 cc.loss_scale = c->loss_scale * io->weight[k];
-                r->out_loss[k] = io->loss[k]->forward(&cc, out, io->t[k], r->rows, io->w[k],
+                r->out_loss[k] = io->loss[k]->forward(&cc, out, io->t[k], r->v.rows, io->w[k],
                                                       dout, io->label[k] ? &cl[k].correct
                                                                          : NULL);
                 r->loss_sum += (double)io->weight[k] * r->out_loss[k];
                 if (io->label[k])
                         continue;
-                r->sse += r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k], r->rows,
+                r->sse += r->v.k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, io->t[k], r->v.rows,
                                                io->w[k], 0.0f, NULL);
-                r->sae += r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k], r->rows,
+                r->sae += r->v.k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, io->t[k], r->v.rows,
                                                io->w[k], 0.0f, NULL);
         }
         outputs_correct(r, cl);
@@ -180,29 +180,57 @@ static void loss_outputs(struct strata__replica *r, const struct strata_step_ctx
 
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad)
 {
-        const struct strata_layer *last = &r->layers[r->nlayers - 1];
-        uint64_t t0 = strata__track_begin(r->track, &span_loss, NULL);
+        const struct strata_layer *last = &r->v.layers[r->v.nlayers - 1];
+        uint64_t t0 = strata__track_begin(r->v.track, &span_loss, NULL);
 
-        const float *out = r->y[r->nlayers - 1];
+        const float *out = r->y[r->v.nlayers - 1];
 
         if (r->io.nout) {
                 loss_outputs(r, c, grad);
-                strata__track_end(r->track, t0, r->rows);
+                strata__track_end(r->v.track, t0, r->v.rows);
                 return;
         }
-        if (r->chunks) {
+        if (r->v.chunks) {
                 loss_chunks(r, c, out, grad);
-                strata__track_end(r->track, t0, r->rows);
+                strata__track_end(r->v.track, t0, r->v.rows);
                 return;
         }
-        r->loss_sum = r->loss->forward(c, out, r->targets, r->rows, last->out,
+        r->loss_sum = r->loss->forward(c, out, r->targets, r->v.rows, last->out,
                                        grad ? r->dbuf[0] : NULL, &r->correct);
         if (r->loss->float_targets) {
                 r->correct = 0;
-                r->sse = r->k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, r->targets, r->rows,
+                r->sse = r->v.k->pointwise_loss(STRATA_PLOSS_MSE, 1.0f, out, r->targets, r->v.rows,
                                               last->out, 0.0f, NULL);
-                r->sae = r->k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, r->targets, r->rows,
+                r->sae = r->v.k->pointwise_loss(STRATA_PLOSS_L1, 1.0f, out, r->targets, r->v.rows,
                                               last->out, 0.0f, NULL);
         }
-        strata__track_end(r->track, t0, r->rows);
+        strata__track_end(r->v.track, t0, r->v.rows);
+}
+
+void strata__replica_metrics(const struct strata__replica *r, struct strata__replica_metrics *m)
+{
+        *m = (struct strata__replica_metrics){ .loss_sum = r->loss_sum, .sse = r->sse,
+                                               .sae = r->sae, .correct = r->correct,
+                                               .rows = r->v.rows };
+        for (int k = 0; k < r->io.nout; k++) {
+                m->out_loss[k] = r->out_loss[k];
+                m->out_correct[k] = r->out_correct[k];
+                m->label[k] = r->io.label[k];
+        }
+}
+
+const int *strata__replica_output_widths(const struct strata__replica *r)
+{
+        return r->io.w;
+}
+
+int strata__replica_float_width(const struct strata__replica *r)
+{
+        return r->io.fwidth;
+}
+
+void strata__replica_set_rows(struct strata__replica *r, int row0, int rows)
+{
+        r->v.row0 = row0;
+        r->v.rows = rows;
 }

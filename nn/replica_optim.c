@@ -8,7 +8,7 @@
 #include "strata/status.h"
 #include "kernel/trace.h"
 #include "nn/optim.h"
-#include "nn/replica.h"
+#include "nn/replica_private.h"
 
 /* What the optimizer side shows on the device's trace track. */
 static const struct strata__span span_clip = { "clip gradients", "compute", NULL, 0 };
@@ -17,7 +17,7 @@ static const struct strata__span span_step = { "optimizer step", "compute", "ste
 /* The reduced gradients the replica holds (its shard's under zero2 and fsdp). */
 static size_t grads_held(const struct strata__replica *r)
 {
-        return strata__shard_grads_held(r->shard);
+        return strata__shard_grads_held(r->v.shard);
 }
 
 void strata__replica_clip_sumsq(struct strata__replica *r, float max_norm, float max_value,
@@ -27,17 +27,17 @@ void strata__replica_clip_sumsq(struct strata__replica *r, float max_norm, float
 
         if (!(max_norm > 0.0f) && !(max_value > 0.0f))
                 return;
-        t0 = strata__track_begin(r->track, &span_clip, NULL);
+        t0 = strata__track_begin(r->v.track, &span_clip, NULL);
         if (max_norm > 0.0f) {
                 /* PyTorch clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above. */
                 float scale = (float)(max_norm / (sqrt(ss) + 1e-6));
 
                 if (scale < 1.0f)
-                        r->k->scale(r->grads, scale, grads_held(r));
+                        r->v.k->scale(r->v.grads, scale, grads_held(r));
         }
         if (max_value > 0.0f)
-                r->k->clamp(r->grads, max_value, grads_held(r));
-        strata__track_end(r->track, t0, 0);
+                r->v.k->clamp(r->v.grads, max_value, grads_held(r));
+        strata__track_end(r->v.track, t0, 0);
 }
 
 void strata__replica_clip(struct strata__replica *r, float max_norm, float max_value)
@@ -45,10 +45,10 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
         double ss = 0.0;
 
         if (max_norm > 0.0f) {
-                const float *g = strata__shard_own_params(r->shard)
-                                         ? strata__shard_layer_grads(r->shard) : r->grads;
+                const float *g = strata__shard_own_params(r->v.shard)
+                                         ? strata__shard_layer_grads(r->v.shard) : r->v.grads;
 
-                ss = r->k->sumsq(g, r->nparam);
+                ss = r->v.k->sumsq(g, r->v.nparam);
         }
         strata__replica_clip_sumsq(r, max_norm, max_value, ss);
 }
@@ -56,23 +56,23 @@ void strata__replica_clip(struct strata__replica *r, float max_norm, float max_v
 int strata__replica_unscale(struct strata__replica *r, float scale)
 {
         /* f32 squares cannot overflow a double: a non-finite sum is a non-finite gradient. */
-        if (!isfinite(r->k->sumsq(r->grads, grads_held(r))))
+        if (!isfinite(r->v.k->sumsq(r->v.grads, grads_held(r))))
                 return 1;
-        r->k->scale(r->grads, 1.0f / scale, grads_held(r)); /* a power of two: exact */
+        r->v.k->scale(r->v.grads, 1.0f / scale, grads_held(r)); /* a power of two: exact */
         return 0;
 }
 
 int strata__replica_nonfinite(const struct strata__replica *r)
 {
-        if (r->k->nonfinite)
-                return r->k->nonfinite(r->grads, grads_held(r));
-        return !isfinite(r->k->sumsq(r->grads, grads_held(r)));
+        if (r->v.k->nonfinite)
+                return r->v.k->nonfinite(r->v.grads, grads_held(r));
+        return !isfinite(r->v.k->sumsq(r->v.grads, grads_held(r)));
 }
 
 void strata__replica_skip(struct strata__replica *r)
 {
-        for (int i = 0; i < r->nlayers; i++)
-                r->layers[i].grad_fresh = 1;
+        for (int i = 0; i < r->v.nlayers; i++)
+                r->v.layers[i].grad_fresh = 1;
 }
 
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
@@ -81,39 +81,49 @@ void strata__replica_step_range(const struct strata__replica *r, const struct st
         struct strata_update u;
 
         strata__optim_scalars(o, r->opt_t, &u);
-        r->k->update_range(&u, p, r->grads, r->opt_state, r->nparam, lo, hi);
+        r->v.k->update_range(&u, p, r->v.grads, r->v.opt_state, r->v.nparam, lo, hi);
 }
 
 size_t strata__replica_param_offset(const struct strata__replica *r, int i)
 {
-        return r->poff[i];
+        return r->v.poff[i];
 }
 
 void strata__replica_keep(struct strata__replica *r, int i)
 {
-        strata__shard_keep(r->shard, r->params, strata__shard_layer_buffer(r->shard), r->poff[i],
-                           r->layers[i].nparam);
+        strata__shard_keep(r->v.shard, r->v.params, strata__shard_layer_buffer(r->v.shard),
+                           r->v.poff[i], r->v.layers[i].nparam);
 }
 
 void strata__replica_keep_grads(struct strata__replica *r, int i)
 {
-        strata__shard_keep(r->shard, r->grads, r->layers[i].grad, r->poff[i],
-                           r->layers[i].nparam);
+        strata__shard_keep(r->v.shard, r->v.grads, r->v.layers[i].grad, r->v.poff[i],
+                           r->v.layers[i].nparam);
 }
 
 void strata__replica_step(struct strata__replica *r, const struct strata_optim *o)
 {
         struct strata_update u;
-        uint64_t t0 = strata__track_begin(r->track, &span_step, NULL);
-        size_t at = strata__shard_at(r->shard, 0), gat = strata__shard_at(r->shard, 1);
+        uint64_t t0 = strata__track_begin(r->v.track, &span_step, NULL);
+        size_t at = strata__shard_at(r->v.shard, 0), gat = strata__shard_at(r->v.shard, 1);
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
         /* unsharded: shard_lo 0, shard_len nparam; sharded: padding updates zeros to zeros;
          * own_params: the vectors are the shard; own_grads: the gradients are */
-        r->k->update(&u, r->params + at, r->grads + gat, r->opt_state,
-                     strata__shard_len(r->shard));
-        strata__track_end(r->track, t0, (int64_t)r->opt_t);
-        for (int i = 0; i < r->nlayers; i++)
-                r->layers[i].grad_fresh = 1;
+        r->v.k->update(&u, r->v.params + at, r->v.grads + gat, r->v.opt_state,
+                     strata__shard_len(r->v.shard));
+        strata__track_end(r->v.track, t0, (int64_t)r->opt_t);
+        for (int i = 0; i < r->v.nlayers; i++)
+                r->v.layers[i].grad_fresh = 1;
+}
+
+uint64_t strata__replica_steps(const struct strata__replica *r)
+{
+        return r->opt_t;
+}
+
+void strata__replica_set_steps(struct strata__replica *r, uint64_t t)
+{
+        r->opt_t = t;
 }

@@ -6,7 +6,7 @@
  */
 #include "strata/status.h"
 #include "kernel/trace.h"
-#include "nn/replica.h"
+#include "nn/replica_private.h"
 
 /* What the passes show on the device's trace track. */
 static const struct strata__span span_fwd = { "forward", "compute", "layer", 0 };
@@ -22,7 +22,7 @@ static struct strata_step_ctx with_lp(const struct strata__replica *r,
         cc.lp_scratch = r->lp_scratch;
         cc.lp_elems = r->lp_elems;
         cc.lp_dim = r->lp_dim;
-        cc.chunks = r->chunks;
+        cc.chunks = r->v.chunks;
         return cc;
 }
 
@@ -37,7 +37,7 @@ static const float *source(const struct strata__replica *r, int s)
 /* Module @p i's input source: the previous module's output, or what a branch's from names. */
 static int input_of(const struct strata__replica *r, int i)
 {
-        const struct strata_module *d = r->layers[i].desc;
+        const struct strata_module *d = r->v.layers[i].desc;
 
         return d->branch ? d->from : i - 1;
 }
@@ -50,10 +50,10 @@ static int input_of(const struct strata__replica *r, int i)
 static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, int i,
                        const struct strata__span *span, uint64_t *t0)
 {
-        struct strata_layer *l = &r->layers[i];
+        struct strata_layer *l = &r->v.layers[i];
 
-        STRATA_TRY(strata__shard_fetch(r->shard, r, i, l->nparam));
-        *t0 = strata__track_begin(r->track, span, l->desc->ops->name);
+        STRATA_TRY(strata__shard_fetch(r->v.shard, r, i, l->nparam));
+        *t0 = strata__track_begin(r->v.track, span, l->desc->ops->name);
         cc->x_type = i > 0 && !l->desc->branch ? r->ytype[i - 1] : STRATA_F32;
         cc->y_type = r->ytype[i];
         if (r->from && r->from[i] != STRATA__NO_SOURCE) /* the earlier output, this batch's */
@@ -86,7 +86,7 @@ static void *row_at(void *base, int row, int width, enum strata_dtype type)
  */
 static float *fused_row(const struct fused *f, int k, int row, struct strata_step_ctx *cc)
 {
-        struct strata_layer *l = &f->r->layers[k];
+        struct strata_layer *l = &f->r->v.layers[k];
         float *aux = l->aux;
 
         *cc = *f->c;
@@ -105,7 +105,7 @@ static void fused_forward(const struct strata_row_hooks *h, int row)
         struct strata__replica *r = f->r;
 
         for (int k = f->head + 1; k <= f->last; k++) {
-                struct strata_layer *l = &r->layers[k];
+                struct strata_layer *l = &r->v.layers[k];
                 struct strata_step_ctx cc;
                 float *aux = fused_row(f, k, row, &cc);
 
@@ -123,10 +123,10 @@ static const float *fused_backward(const struct strata_row_hooks *h, int row)
 {
         const struct fused *f = (const struct fused *)(const void *)h;
         struct strata__replica *r = f->r;
-        const float *g = f->dy + (size_t)row * (size_t)r->layers[f->last].out;
+        const float *g = f->dy + (size_t)row * (size_t)r->v.layers[f->last].out;
 
         for (int k = f->last, b = 0; k > f->head; k--, b ^= 1) {
-                struct strata_layer *l = &r->layers[k];
+                struct strata_layer *l = &r->v.layers[k];
                 struct strata_step_ctx cc;
                 float *aux = fused_row(f, k, row, &cc);
 
@@ -150,9 +150,9 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         const float *x;
 
-        strata__shard_release(r->shard); /* a step or a load may have changed the shards */
-        for (int i = 0; i < r->nlayers; i++) {
-                struct strata_layer *l = &r->layers[i];
+        strata__shard_release(r->v.shard); /* a step or a load may have changed the shards */
+        for (int i = 0; i < r->v.nlayers; i++) {
+                struct strata_layer *l = &r->v.layers[i];
                 struct fused f = { { fused_forward, fused_backward }, r, c, i,
                                    fused_last(r, i), NULL };
                 uint64_t t0;
@@ -161,11 +161,11 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                 STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
                 cc.fused = f.last > i ? &f.hooks : NULL;
                 if (cc.chunks)
-                        strata__chunks_forward(l, c, x, r->y[i], r->rows);
+                        strata__chunks_forward(l, c, x, r->y[i], r->v.rows);
                 else
-                        l->desc->ops->forward(l, c, x, r->y[i], r->rows);
+                        l->desc->ops->forward(l, c, x, r->y[i], r->v.rows);
                 cc.fused = NULL;
-                strata__track_end(r->track, t0, i);
+                strata__track_end(r->v.track, t0, i);
                 if (l->failed != STRATA_OK)
                         return l->failed;
                 i = f.last; /* the modules its loop ran */
@@ -194,8 +194,8 @@ static float *dx_of(const struct strata__replica *r, const struct strata_layer *
 static void out_grad(const struct strata__replica *r, int i, float *g)
 {
         const float *part[2] = { r->gskip ? r->gskip[i] : NULL, NULL };
-        size_t n = (size_t)r->rows * (size_t)r->layers[i].out;
-        int chain = i == r->nlayers - 1 || !r->layers[i + 1].desc->branch;
+        size_t n = (size_t)r->v.rows * (size_t)r->v.layers[i].out;
+        int chain = i == r->v.nlayers - 1 || !r->v.layers[i + 1].desc->branch;
 
         for (int k = 0; k < r->io.nout; k++)
                 if (r->io.mod[k] == i && r->io.gout[k])
@@ -204,9 +204,9 @@ static void out_grad(const struct strata__replica *r, int i, float *g)
                 if (!part[j])
                         continue;
                 if (chain)
-                        r->k->add(g, part[j], n);
+                        r->v.k->add(g, part[j], n);
                 else
-                        r->k->copy(g, part[j], n);
+                        r->v.k->copy(g, part[j], n);
                 chain = 1;
         }
 }
@@ -215,10 +215,10 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                              strata__grad_ready_fn ready, void *h)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
-        int cur = 0, each = strata__shard_each(r->shard);
+        int cur = 0, each = strata__shard_each(r->v.shard);
 
-        for (int i = r->nlayers - 1; i >= 0; i--) {
-                struct strata_layer *l = &r->layers[i];
+        for (int i = r->v.nlayers - 1; i >= 0; i--) {
+                struct strata_layer *l = &r->v.layers[i];
                 int src = input_of(r, i), head = r->fuse_head ? r->fuse_head[i] : -1;
                 const float *x = source(r, src);
                 float *dx = src < 0 ? NULL : dx_of(r, l, cur);
@@ -244,21 +244,21 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 cc.fused = f.last > i ? &f.hooks : NULL;
                 if (cc.chunks)
                         l->failed = strata__chunks_backward(l, c, x, r->y[i], r->dbuf[cur], dx,
-                                                            r->rows);
+                                                            r->v.rows);
                 else
-                        l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->rows);
+                        l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->v.rows);
                 cc.fused = NULL;
-                strata__track_end(r->track, t0, i);
+                strata__track_end(r->v.track, t0, i);
                 l->grad_fresh = 0;
                 if (l->failed != STRATA_OK)
                         return l->failed;
                 if (l->desc->branch && dx && l->dskip_add) /* onto its source's gradient */
-                        r->k->add(l->dskip, dx, (size_t)r->rows * (size_t)l->in);
+                        r->v.k->add(l->dskip, dx, (size_t)r->v.rows * (size_t)l->in);
                 if (ready)
                         STRATA_TRY(ready(h, r, i));
                 /* each: reduced by the hook, added into the window's sum */
                 if (each)
-                        strata__shard_accumulate(r->shard, r->grads, l->grad, r->poff[i],
+                        strata__shard_accumulate(r->v.shard, r->v.grads, l->grad, r->v.poff[i],
                                                  l->nparam, first);
                 cur ^= 1;
         }
