@@ -351,10 +351,6 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
 /** training_step: forward through every module and the loss with its gradient. */
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
 
-/** backward: every module, last to first; @p ready is called as each layer completes. */
-int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                         strata__grad_ready_fn ready);
-
 /**
  * optimizer_step: the found-inf check (unscaling first with loss scaling; the skip agreed over
  * @p comm, or decided alone when NULL), clip, update; a skipped step leaves the parameters

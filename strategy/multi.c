@@ -323,7 +323,7 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         strata__device_fn after = STRATA__INHERITED(st, hooks.after_backward);
         strata__grad_ready_fn ready = hook ? hook(rt, strata__rep(rt, dev), m->args->sync) : NULL;
 
-        STRATA_TRY(strata__dev_backward(rt, dev, &c, ready));
+        STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c, ready, rt));
         return after ? after(rt, m, dev) : STRATA_OK;
 }
 

@@ -1,9 +1,10 @@
 /*
  * The work of one device for each step event, the same code whether the device is the
  * caller's thread (single) or a pinned worker (dp, ddp and the strategies over processes):
- * load its rows, forward with the loss, backward, the optimizer step, and the evaluation
- * steps. What differs between strategies (the step context's collectives, the hook when a
- * layer's gradients are complete, the communicator the devices agree over) is an argument.
+ * load its rows, forward with the loss, the optimizer step, and the evaluation steps (backward
+ * is the replica's own pass, strata__replica_backward(), which the multi-device parent calls
+ * with the strategy's hook). What differs between strategies (the step context's
+ * collectives, the communicator the devices agree over) is an argument.
  */
 #include "strata/status.h"
 #include "strategy/internal.h"
@@ -24,12 +25,6 @@ int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_
         STRATA_TRY(strata__replica_forward(r, c));
         strata__replica_loss(r, c, 1);
         return STRATA_OK;
-}
-
-int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                         strata__grad_ready_fn ready)
-{
-        return strata__replica_backward(strata__rep(rt, dev), c, ready, rt);
 }
 
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
