@@ -148,21 +148,22 @@ void strata__replica_load(struct strata__replica *r, const struct strata_batch *
 
 /**
  * Invariant mode: the chunks of replica @p r (global rank @p g of @p world devices) for a
- * batch of @p rows rows cut into @p chunks; r->rows and r->row0 then hold its share.
+ * batch of @p rows rows cut into @p chunks; the view's rows and row0 then hold its share.
  */
 void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world);
 
-/** Forward through every module (logits in r->y[last]); a module's collective may fail. */
+/** Forward through every module (each output kept for the loss); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
 
 /**
- * Loss (summed into r->loss_sum) and, when @p grad, dlogits scaled by c->loss_scale; with
- * float targets also the summed squared and absolute errors (r->sse, r->sae).
+ * Loss (summed, with its other figures, for strata__replica_metrics()) and, when @p grad,
+ * dlogits scaled by c->loss_scale; with float targets also the summed squared and absolute
+ * errors.
  */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
 /**
- * The model's outputs of the current batch to host memory @p dst: r->rows rows of r->out
+ * The model's outputs of the current batch to host memory @p dst: the view's rows rows of out
  * values, each output's in turn (strata_predict_step()'s values).
  */
 void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst);
