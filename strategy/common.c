@@ -48,18 +48,16 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
 
         if (strata__chunks(&rt->cfg)) { /* the same rows, cut into the batch's chunks */
                 for (int d = 0; d < rt->nreplicas; d++)
-                        strata__replica_chunks(&rt->replicas[d], b->rows,
+                        strata__replica_chunks(strata__rep(rt, d), b->rows,
                                                strata__chunks(&rt->cfg), rt->rank0 + d, n);
                 return;
         }
         for (int d = 0; d < rt->nreplicas; d++) {
-                struct strata__replica *r = &rt->replicas[d];
                 long g = rt->rank0 + d; /* the global rank: the layout does not change rows */
                 int lo = (int)(b->rows * g / n), hi = (int)(b->rows * (g + 1) / n);
 
                 /* Each device loads its own rows when it starts computing on them. */
-                r->rows = hi - lo;
-                r->row0 = lo;
+                strata__replica_set_rows(strata__rep(rt, d), lo, hi - lo);
         }
 }
 
@@ -114,8 +112,9 @@ static void metrics_means(const struct strata_runtime *rt, const double *sum, in
 {
         const struct strata_model *model = rt->cfg.model;
         int sum_red = model->reduction == STRATA_REDUCTION_SUM, j = 0;
-        double elems = (double)rows * (model->noutputs ? rt->replicas[0].io.fwidth
-                                                       : rt->cfg.classes);
+        double elems = (double)rows * (model->noutputs
+                                       ? strata__replica_float_width(strata__rep(rt, 0))
+                                       : rt->cfg.classes);
 
         *m = (struct strata_metrics){ .loss = sum_red ? sum[0] : sum[0] / rows,
                                       .correct = correct, .rows = rows,
@@ -185,31 +184,34 @@ void strata__metrics_local(const struct strata_runtime *rt, double *v)
         int nl = labels_of(&rt->cfg);
 
         for (int d = 0; d < rt->nreplicas; d++) {
-                const struct strata__replica *r = &rt->replicas[d];
+                const struct strata__replica *r = strata__rep(rt, d);
+                struct strata__replica_metrics rm;
                 double *o = v + (size_t)w * d;
                 double *lab = strata__chunks(&rt->cfg) ? o + 2 : o + w - nl;
 
+                strata__replica_metrics(r, &rm);
                 for (int k = 0, j = 0; k < nout; k++)
-                        if (r->io.label[k])
-                                lab[j++] = r->out_correct[k];
+                        if (rm.label[k])
+                                lab[j++] = rm.out_correct[k];
                 if (strata__chunks(&rt->cfg)) {
-                        o[0] = r->correct;
-                        o[1] = r->rows;
+                        o[0] = rm.correct;
+                        o[1] = rm.rows;
                         for (int b = 0; b < (w - 2 - nl) / (3 + nout); b++)
                                 for (int j = 0; j < 3 + nout; j++)
                                         o[2 + nl + (3 + nout) * b + j] =
-                                                strata__chunks_block_loss(r->chunks, b, j);
+                                                strata__chunks_block_loss(
+                                                        strata__replica_chunkset(r), b, j);
                         continue;
                 }
-                o[0] = r->loss_sum;
-                o[1] = r->correct;
-                o[2] = r->rows;
+                o[0] = rm.loss_sum;
+                o[1] = rm.correct;
+                o[2] = rm.rows;
                 if (metrics_base(&rt->cfg) == 5) {
-                        o[3] = r->sse;
-                        o[4] = r->sae;
+                        o[3] = rm.sse;
+                        o[4] = rm.sae;
                 }
                 for (int k = 0; k < nout; k++)
-                        o[metrics_base(&rt->cfg) + k] = r->out_loss[k];
+                        o[metrics_base(&rt->cfg) + k] = rm.out_loss[k];
         }
 }
 

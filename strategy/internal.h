@@ -170,7 +170,7 @@ struct strata_runtime {
         const struct strata__strategy *strategy;
         void *priv;                    /* the strategy's state, from its layout */
         struct strata_arena root;
-        struct strata__replica *replicas;
+        struct strata__replica *replicas; /* nreplicas of strata__replica_bytes: strata__rep() */
         int nreplicas;                 /* this process's devices */
         int world, rank0;              /* devices of every process; global rank of device 0 */
         uint64_t step;                 /* training steps taken */
@@ -188,6 +188,25 @@ struct strata_runtime {
         const struct strata__precision *prec;      /* the precision plugin */
         struct strata_grad_scaler scaler;          /* its loss scale (16-mixed) */
 };
+
+/** Device @p d's replica (its struct is nn/'s: strategies see its view and functions). */
+static inline struct strata__replica *strata__rep(const struct strata_runtime *rt, int d)
+{
+        return strata__replica_at(rt->replicas, d);
+}
+
+/** Device @p d's replica's view (nn/replica.h). */
+static inline const struct strata__replica_view *strata__repv(const struct strata_runtime *rt,
+                                                              int d)
+{
+        return strata__replica_view(strata__rep(rt, d));
+}
+
+/** Device @p d's shard (nn/shard.h). */
+static inline struct strata__shard *strata__rep_shard(const struct strata_runtime *rt, int d)
+{
+        return strata__replica_shard(strata__rep(rt, d));
+}
 
 /**
  * strategy/runtime/runtime.c: STRATA_OK when @p rt is a live runtime (initialised, not torn down);
@@ -345,10 +364,6 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
 
 /** training_step: forward through every module and the loss with its gradient. */
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
-
-/** backward: every module, last to first; @p ready is called as each layer completes. */
-int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                         strata__grad_ready_fn ready);
 
 /**
  * optimizer_step: the found-inf check (unscaling first with loss scaling; the skip agreed over

@@ -31,7 +31,7 @@ static const char st_meta[] = ",\"__metadata__\":{\"format\":\"pt\",\"producer\"
 /* The header into @p s (NULL: only measured into *len), padded with spaces to 8 bytes. */
 static int st_header(struct strata_runtime *rt, struct strata__ckpt_sink *s, uint64_t *len)
 {
-        const struct strata__replica *r0 = &rt->replicas[0];
+        const struct strata__replica *r0 = strata__rep(rt, 0);
         uint64_t off = 0, total = 1;
         struct strata_param p;
         char buf[384];
@@ -76,7 +76,7 @@ static int st_fill(struct strata_runtime *rt, struct strata__ckpt_sink *s,
         le = len; /* little-endian u64: the byte order checkpoints are written in */
         strata__ckpt_take(s, &le, sizeof(le));
         STRATA_TRY(st_header(rt, s, &len));
-        for (int g = 0; g < strata__replica_nparams(&rt->replicas[0]); g++) {
+        for (int g = 0; g < strata__replica_nparams(strata__rep(rt, 0)); g++) {
                 strata__ckpt_values(rt, g, &t); /* fsdp: sharded, from the owners */
                 STRATA_TRY(strata__ckpt_stream(rt, &t, s));
         }
@@ -91,5 +91,5 @@ int strata_export_safetensors(struct strata_runtime *rt, const char *path)
         /* across processes fsdp's values are in every process: all call it, process 0 writes */
         return strata__ckpt_written(rt, path, &c,
                                     strata__ckpt_across(rt) &&
-                                            strata__shard_own_params(rt->replicas[0].shard));
+                                            strata__shard_own_params(strata__rep_shard(rt, 0)));
 }
