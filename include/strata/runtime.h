@@ -623,6 +623,30 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
  */
 int strata_export_safetensors(struct strata_runtime *rt, const char *path);
 
+/**
+ * @brief load_weights: the tensors of safetensors file @p path into the model's parameter
+ *        and buffer groups by the names strata_export_safetensors() writes (a PyTorch
+ *        state_dict's names of the equivalent module), F32, F64, BF16 or F16 converted to the
+ *        parameters' f32. Strict (STRATA_WEIGHTS_STRICT): every group present with its
+ *        shape and no other tensor, else the file is refused naming each offending tensor
+ *        with both shapes, and nothing changes. STRATA_WEIGHTS_PARTIAL loads the tensors
+ *        that fit and lists the others in @p info. Between steps under every strategy (fsdp:
+ *        each device fills its shard; across processes every process calls it with the same
+ *        file); every device takes the values; optimizer state and step counts start at zero
+ *        (the global step and the loss scaler are kept). The header is parsed in fixed
+ *        memory: a malformed or hostile file is refused with a message.
+ * @param info Optional: what was loaded and left, and the file's metadata; filled on refusal
+ *        too.
+ * @retval STRATA_OK; STRATA_EINVAL (bad argument or flags; the file does not fit the model,
+ *         or in partial mode nothing of it does); STRATA_EFORMAT (not safetensors, malformed,
+ *         truncated, a tensor twice); STRATA_EBADSTATE (not READY or inside an accumulation
+ *         window); STRATA_EIO. On any of these nothing changed, except an I/O error while
+ *         values were read (the file changed under the reader), which leaves the runtime in its
+ *         error state.
+ */
+int strata_load_weights(struct strata_runtime *rt, const char *path, unsigned flags,
+                        struct strata_weights_info *info);
+
 /** Memory figures of a runtime. */
 struct strata_memory_info {
         size_t planned;      /**< strata_plan() bytes */
