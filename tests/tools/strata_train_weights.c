@@ -1,0 +1,108 @@
+/*
+ * strata-train's weights in and out: --export-initial writes the weights before the first
+ * step, --init-weights starts from a safetensors file (the run that loads a file exports it
+ * again as its initial weights; two runs from the same file are bitwise the same; fsdp's is
+ * ddp's), --init-weights-partial loads what fits and lists the rest, --shuffle off keeps the
+ * data's order; each wrong use is refused with exit 2 and a message before training.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/support/cli.h"
+
+#define BIN STRATA_BUILD_DIR "/bin/strata-train"
+#define RUN BIN " --synthetic-regression 256 --loss mse --batch 32 --epochs 1 --seed 5 "
+
+static char out[1 << 14];
+
+/* Run RUN @p args (dir substituted for every %s, at most 3); its exit status. */
+static int run(const char *dir, const char *args)
+{
+        char cmd[2048], a[1024];
+
+        snprintf(a, sizeof(a), args, dir, dir, dir);
+        snprintf(cmd, sizeof(cmd), RUN "%s 2>&1", a);
+        return cli_sh(cmd, out, sizeof(out));
+}
+
+Test(strata_train_weights, initial_and_init_round_trip, .timeout = 300)
+{
+        char dir[256];
+
+        cli_mkdtemp(dir, sizeof(dir), "train-weights");
+        cr_assert_eq(run(dir, "--model 16-32-4 --strategy ddp --devices 2 --quiet "
+                         "--export-initial %s/init.st --export-safetensors %s/final.st"), 0,
+                     "%s", out);
+        /* a run that loads a file starts from it */
+        cr_assert_eq(run(dir, "--model 16-32-4 --strategy ddp --devices 2 --init-weights "
+                         "%s/final.st --export-initial %s/again.st --export-safetensors "
+                         "%s/a.st"), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "final.st: 4 groups loaded"), "%s", out);
+        cli_same_files(dir, "final.st", "again.st");
+        /* loaded twice: the same run; under fsdp the same as under ddp */
+        cr_assert_eq(run(dir, "--model 16-32-4 --strategy ddp --devices 2 --init-weights "
+                         "%s/final.st --export-safetensors %s/b.st"), 0, "%s", out);
+        cli_same_files(dir, "a.st", "b.st");
+        cr_assert_eq(run(dir, "--model 16-32-4 --strategy fsdp --devices 2 --init-weights "
+                         "%s/final.st --export-safetensors %s/c.st"), 0, "%s", out);
+        cli_same_files(dir, "a.st", "c.st");
+        cli_rmtree(dir);
+}
+
+Test(strata_train_weights, shuffle_off_keeps_the_order, .timeout = 300)
+{
+        char dir[256], cmd[1024];
+
+        cli_mkdtemp(dir, sizeof(dir), "train-shuffle");
+        cr_assert_eq(run(dir, "--model 16-32-4 --devices 1 --strategy single --quiet "
+                         "--export-initial %s/init.st"), 0, "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --devices 1 --strategy single --quiet "
+                         "--shuffle off --init-weights %s/init.st --export-safetensors "
+                         "%s/off.st"), 0, "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --devices 1 --strategy single --quiet "
+                         "--shuffle off --init-weights %s/init.st --export-safetensors "
+                         "%s/off2.st"), 0, "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --devices 1 --strategy single --quiet "
+                         "--shuffle on --init-weights %s/init.st --export-safetensors "
+                         "%s/on.st"), 0, "%s", out);
+        cli_same_files(dir, "off.st", "off2.st");
+        snprintf(cmd, sizeof(cmd), "cmp -s %s/off.st %s/on.st", dir, dir);
+        cr_assert_neq(cli_sh(cmd, out, sizeof(out)), 0, "shuffled, another order");
+        cli_rmtree(dir);
+}
+
+Test(strata_train_weights, mismatch_partial_and_refusals, .timeout = 300)
+{
+        char dir[256];
+
+        cli_mkdtemp(dir, sizeof(dir), "train-weights-bad");
+        cr_assert_eq(run(dir, "--model 16-32-4 --devices 1 --strategy single --quiet "
+                         "--export-initial %s/init.st"), 0, "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-3 --devices 1 --strategy single "
+                         "--init-weights %s/init.st"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "layers.2.weight: file [4, 32] F32, model [3, 32]; "
+                                       "layers.2.bias: file [4] F32, model [3]"), "%s", out);
+        cr_assert_null(strstr(out, "epoch 1"), "refused before training: %s", out);
+        cr_assert_eq(run(dir, "--model 16-32-3 --devices 1 --strategy single "
+                         "--init-weights-partial %s/init.st"), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "init.st: 2 groups loaded"), "%s", out);
+        cr_assert_not_null(strstr(out, "left as initialised (0 missing, 2 of another shape, 0 "
+                                       "not in the model): layers.2.weight"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --init-weights %s/none.st"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "--init-weights"), "%s", out);
+        cr_assert_not_null(strstr(out, "No such file"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --init-weights %s"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "is not a regular file"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --init-weights %s/init.st --resume %s/x"), 2,
+                     "%s", out);
+        cr_assert_not_null(strstr(out, "both give the starting weights"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --export-initial %s/no/such/init.st"), 2, "%s",
+                     out);
+        cr_assert_not_null(strstr(out, "does not exist"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --export-initial %s"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "is a directory"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --shuffle maybe"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "--shuffle: 'maybe' is not on or off"), "%s", out);
+        cli_rmtree(dir);
+}

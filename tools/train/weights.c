@@ -1,0 +1,107 @@
+/*
+ * Weights in and out of strata-train around the loop: --init-weights[-partial] loads a
+ * safetensors file after the runtime connects (every process of a job, as the library asks),
+ * and --export-initial writes the weights the first step will start from. Each is checked
+ * before the data is read, so a wrong path fails fast.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tools/train/train.h"
+
+/* @p path (of option @p opt) names a file to write: not a directory, in one that exists. */
+static int writable(const char *opt, const char *path)
+{
+        char dir[PATH_BUF];
+        const char *slash = strrchr(path, '/');
+        struct stat st;
+
+        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        if (slash == path)
+                snprintf(dir, sizeof(dir), "/");
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                return bad("--%s %s: is a directory; name the file to write", opt, path);
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
+                return bad("--%s %s: its directory %s %s", opt, path, dir,
+                           stat(dir, &st) != 0 ? "does not exist" :
+                           !S_ISDIR(st.st_mode) ? "is not a directory" : "is not writable");
+        return 0;
+}
+
+/**
+ * @brief --init-weights and --export-initial, before any data is read: the file to load is
+ *        a readable file, not given with --resume (which brings its own weights), and the one
+ *        to write can be. 0, or 2 after the message.
+ */
+int weights_check(const struct opts *o)
+{
+        const char *opt = o->init_partial ? "init-weights-partial" : "init-weights";
+        struct stat st;
+
+        if (o->init_weights && o->resume)
+                return bad("--%s and --resume both give the starting weights: give one", opt);
+        if (o->init_weights && (stat(o->init_weights, &st) != 0 || !S_ISREG(st.st_mode) ||
+                                access(o->init_weights, R_OK) != 0))
+                return bad("--%s %s: %s", opt, o->init_weights,
+                           stat(o->init_weights, &st) != 0 ? strerror(errno) :
+                           !S_ISREG(st.st_mode) ? "is not a regular file" : "is not readable");
+        return o->export_initial ? writable("export-initial", o->export_initial) : 0;
+}
+
+/* What a load found, on stdout: the groups, what was left, the file's model and transform. */
+static void report_loaded(const struct run *r, const struct strata_weights_info *info)
+{
+        if (r->o.quiet || r->o.json || !strata_is_global_zero(r->rt))
+                return;
+        printf("strata-train: weights from %s: %d group%s loaded\n", r->o.init_weights,
+               info->loaded, info->loaded == 1 ? "" : "s");
+        if (info->left[0])
+                printf("strata-train: left as initialised (%d missing, %d of another shape, "
+                       "%d not in the model): %s\n", info->missing, info->mismatched,
+                       info->unexpected, info->left);
+        if (info->model[0])
+                printf("strata-train: the file's model: %s\n", info->model);
+        if (info->transform[0])
+                printf("strata-train: the file's input transform: %s\n", info->transform);
+}
+
+/**
+ * @brief After the runtime connects (and any --resume): --init-weights loads, then
+ *        --export-initial writes the weights the first step starts from. 0, 2 after a
+ *        refused load, 1 after a failed write (the runtime torn down either way).
+ */
+int weights_start(struct run *r)
+{
+        struct strata_weights_info info;
+        const struct opts *o = &r->o;
+
+        if (o->init_weights &&
+            strata_load_weights(r->rt, o->init_weights,
+                                o->init_partial ? STRATA_WEIGHTS_PARTIAL : STRATA_WEIGHTS_STRICT,
+                                &info)) {
+                bad("--%s: %s", o->init_partial ? "init-weights-partial" : "init-weights",
+                    strata_last_error());
+                strata_teardown(r->rt);
+                return 2;
+        }
+        if (o->init_weights)
+                report_loaded(r, &info);
+        if (o->export_initial && export_weights(r, o->export_initial)) {
+                fprintf(stderr, "strata-train: --export-initial: %s\n", strata_last_error());
+                strata_teardown(r->rt);
+                return 1;
+        }
+        return 0;
+}
+
+/**
+ * @brief The model's weights into safetensors file @p path (every process of a job calls it;
+ *        process 0 writes).
+ */
+int export_weights(struct run *r, const char *path)
+{
+        return strata_export_safetensors(r->rt, path);
+}
