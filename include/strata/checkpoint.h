@@ -49,6 +49,19 @@ struct strata_ckpt_handle {
 #define STRATA_WEIGHTS_LEFT 2048  /**< bytes of strata_weights_info's list of what was left */
 #define STRATA_WEIGHTS_META 1024  /**< bytes of a metadata value it reports */
 
+/** The most metadata pairs strata_export_safetensors_meta() writes. */
+#define STRATA_EXPORT_META 8
+
+/**
+ * One pair of a safetensors file's "__metadata__" (strings). strata-train writes
+ * "strata.model" (the model line) and "strata.transform" (the input transform), which
+ * strata_load_weights() reports.
+ */
+struct strata_meta_entry {
+        const char *key;   /**< under 256 bytes; not "format" or "producer" (the export's) */
+        const char *value; /**< under STRATA_WEIGHTS_META bytes */
+};
+
 /** What strata_load_weights() found: what it loaded, and what it left and why. */
 struct strata_weights_info {
         int loaded;      /**< groups loaded (parameters and running statistics) */

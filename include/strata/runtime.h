@@ -624,6 +624,18 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
 int strata_export_safetensors(struct strata_runtime *rt, const char *path);
 
 /**
+ * @brief strata_export_safetensors() with @p n pairs of the application's metadata after the
+ *        file's own ("format": "pt", "producer": "strata") in its "__metadata__" (JSON
+ *        strings, escaped): what a reader needs beside the weights, such as the model line
+ *        and the input transform.
+ * @retval As strata_export_safetensors(); STRATA_EINVAL also for more than
+ *         STRATA_EXPORT_META pairs, a NULL or empty key, a NULL value, a key or value too
+ *         long, a key of the export's own or one given twice (nothing written).
+ */
+int strata_export_safetensors_meta(struct strata_runtime *rt, const char *path,
+                                   const struct strata_meta_entry *meta, int n);
+
+/**
  * @brief load_weights: the tensors of safetensors file @p path into the model's parameter
  *        and buffer groups by the names strata_export_safetensors() writes (a PyTorch
  *        state_dict's names of the equivalent module), F32, F64, BF16 or F16 converted to the

@@ -154,6 +154,16 @@ static void other_rig(struct rig *r)
 
 Test(load_weights, strict_refusal_names_every_tensor, .timeout = 60)
 {
+        static const char *const named[] = {
+                "layers.0.weight: file [16, 20] F32, model [24, 20]",
+                "layers.0.bias: file [16] F32, model [24]",
+                "layers.1.weight: file [16] F32, model [24]",
+                "layers.1.bias: file [16] F32, model [24]",
+                "layers.1.running_mean: file [16] F32, model [24]",
+                "layers.1.running_var: file [16] F32, model [24]",
+                "layers.4.weight: file [4, 16] F32, model [3, 24]",
+                "layers.4.bias: file [4] F32, model [3]",
+        };
         static float before[4096], after[4096];
         struct strata_weights_info info;
         struct strata_runtime *rt;
@@ -169,11 +179,10 @@ Test(load_weights, strict_refusal_names_every_tensor, .timeout = 60)
         all_values(rt, 0, before, 4096);
         cr_assert_eq(strata_load_weights(rt, st, STRATA_WEIGHTS_STRICT, &info), STRATA_EINVAL);
         e = strata_last_error();
-        cr_assert_not_null(strstr(e, "layers.0.weight: file [16, 20] F32, model [24, 20]"), "%s", e);
-        cr_assert_not_null(strstr(e, "layers.4.bias: file [4] F32, model [3]"), "%s",
-                           e);
-        cr_assert_not_null(strstr(info.left, "layers.4.weight: file [4, 16] F32, model [3, 24]"), "%s", info.left);
-        cr_assert_not_null(strstr(info.left, "layers.1.running_var: file [16] F32, model [24]"), "%s", info.left);
+        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+                cr_assert_not_null(strstr(e, named[i]), "%s not in: %s", named[i], e);
+                cr_assert_not_null(strstr(info.left, named[i]), "%s", info.left);
+        }
         cr_assert_eq(info.mismatched, 8, "every group differs: %s", info.left);
         cr_assert_eq(info.loaded, 0);
         all_values(rt, 0, after, 4096);
@@ -188,8 +197,10 @@ Test(load_weights, strict_refusal_names_every_tensor, .timeout = 60)
         cr_assert_eq(strata_load_weights(rt, st, 0, &info), STRATA_EINVAL);
         cr_assert_eq(info.unexpected, 6, "%s", info.left);
         cr_assert_eq(info.missing, 2, "%s", info.left);
-        cr_assert_not_null(strstr(info.left, "layers.2.weight: file none, model [4, 16]"), "%s", info.left);
-        cr_assert_not_null(strstr(info.left, "layers.1.running_mean: file [16] F32, model none"), "%s", info.left);
+        cr_assert_not_null(strstr(info.left, "layers.2.weight: file none, model [4, 16]"), "%s",
+                           info.left);
+        cr_assert_not_null(strstr(info.left, "layers.1.running_mean: file [16] F32, model none"),
+                           "%s", info.left);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         dir_fini();
 }
@@ -424,6 +435,77 @@ Test(load_weights, bad_arguments_change_nothing, .timeout = 60)
                            strata_last_error());
         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(strata_load_weights(rt, st, 0, NULL), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        dir_fini();
+}
+
+Test(load_weights, export_metadata_round_trip_and_refusals, .timeout = 60)
+{
+        static char longv[STRATA_WEIGHTS_META + 8];
+        static const char model[] = "input(20) linear(16) batchnorm1d relu dropout(0.25) "
+                                    "linear(4) \"quoted\" back\\slash\nnewline\ttab \xc3\xa9";
+        struct strata_meta_entry meta[STRATA_EXPORT_META + 1] = {
+                { "strata.model", model },
+                { "strata.transform", "standardize mean=0.5 std=0.25" },
+        };
+        struct strata_weights_info info;
+        struct strata_runtime *rt;
+        char cmd[512], line[2048];
+        struct rig r;
+        FILE *py;
+
+        dir_init();
+        rig_init_full(&r);
+        rt = rig_open(&r.cfg);
+        cr_assert_eq(strata_export_safetensors_meta(rt, st, meta, 2), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_load_weights(rt, st, 0, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_str_eq(info.model, model);
+        cr_assert_str_eq(info.transform, "standardize mean=0.5 std=0.25");
+        /* Python's json reads the same strings */
+        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c 'import json,struct,sys; "
+                 "b=open(sys.argv[1],\"rb\").read(); n=struct.unpack(\"<Q\",b[:8])[0]; "
+                 "m=json.loads(b[8:8+n])"
+                 "[\"__metadata__\"]; print(m[\"format\"], m[\"producer\"], "
+                 "repr(m[\"strata.model\"]))' %s", st);
+        py = popen(cmd, "r");
+        cr_assert_not_null(py);
+        cr_assert_not_null(fgets(line, sizeof(line), py));
+        cr_assert_eq(pclose(py), 0);
+        cr_assert_str_eq(line, "pt strata 'input(20) linear(16) batchnorm1d relu dropout(0.25) "
+                         "linear(4) \"quoted\" back\\\\slash\\nnewline\\ttab \xc3\xa9'\n");
+        /* a file without them reports none */
+        cr_assert_eq(strata_export_safetensors(rt, st2), STRATA_OK);
+        cr_assert_eq(strata_load_weights(rt, st2, 0, &info), STRATA_OK);
+        cr_assert_str_empty(info.model);
+        cr_assert_str_empty(info.transform);
+
+        /* refusals: nothing written */
+        unlink(st2);
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, -1), STRATA_EINVAL);
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, STRATA_EXPORT_META + 1),
+                     STRATA_EINVAL);
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, NULL, 1), STRATA_EINVAL);
+        meta[2] = (struct strata_meta_entry){ NULL, "x" };
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, 3), STRATA_EINVAL);
+        meta[2] = (struct strata_meta_entry){ "", "x" };
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, 3), STRATA_EINVAL);
+        meta[2] = (struct strata_meta_entry){ "k", NULL };
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, 3), STRATA_EINVAL);
+        memset(longv, 'v', sizeof(longv) - 1);
+        meta[2] = (struct strata_meta_entry){ "k", longv };
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, 3), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "too long"), "%s", strata_last_error());
+        meta[2] = (struct strata_meta_entry){ "format", "x" };
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, 3), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "the export's own"), "%s",
+                           strata_last_error());
+        meta[2] = (struct strata_meta_entry){ "strata.model", "x" };
+        cr_assert_eq(strata_export_safetensors_meta(rt, st2, meta, 3), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "given twice"), "%s",
+                           strata_last_error());
+        cr_assert_eq(access(st2, F_OK), -1, "a refused export writes nothing");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         dir_fini();
 }

@@ -34,7 +34,8 @@ static void write_file(const char *json, long long len, size_t data)
 }
 
 /* The rig without BatchNorm: layers.0 [16, 20] and [16], layers.2 [4, 16] and [4]. */
-#define GOOD_HEAD "\"layers.0.weight\":{\"dtype\":\"F32\",\"shape\":[16,20],\"data_offsets\":[0,1280]}," \
+#define GOOD_HEAD                                                                            \
+        "\"layers.0.weight\":{\"dtype\":\"F32\",\"shape\":[16,20],\"data_offsets\":[0,1280]}," \
         "\"layers.0.bias\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[1280,1344]}," \
         "\"layers.2.weight\":{\"dtype\":\"F32\",\"shape\":[4,16],\"data_offsets\":[1344,1600]}"
 #define GOOD_TAIL "\"layers.2.bias\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[1600,1616]}"

@@ -106,3 +106,57 @@ Test(strata_train_weights, mismatch_partial_and_refusals, .timeout = 300)
         cr_assert_not_null(strstr(out, "--shuffle: 'maybe' is not on or off"), "%s", out);
         cli_rmtree(dir);
 }
+
+/* The metadata value @p key of safetensors file @p path into @p out (Python's json reads it). */
+static void meta_value(const char *path, const char *key, char *val, size_t n)
+{
+        char cmd[1024];
+
+        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c 'import json,struct,sys; "
+                 "b=open(sys.argv[1],\"rb\").read(); n=struct.unpack(\"<Q\",b[:8])[0]; "
+                 "print(json.loads(b[8:8+n])[\"__metadata__\"][sys.argv[2]], end=\"\")' %s %s",
+                 path, key);
+        cr_assert_eq(cli_sh(cmd, val, n), 0, "%s", val);
+}
+
+Test(strata_train_weights, export_stores_model_line_and_transform, .timeout = 300)
+{
+        static char line[2048], tr[512], cmd[4096];
+        char dir[256];
+
+        cli_mkdtemp(dir, sizeof(dir), "train-meta");
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --epochs 1 --devices 1 --strategy "
+                 "single --bn --dropout 0.1 --export-safetensors %s/a.st 2>&1", dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "a.st: model input(784) linear(256) batchnorm1d relu "
+                                       "dropout(0.1) linear(128) batchnorm1d relu dropout(0.1) "
+                                       "linear(10); input transform standardize mean="), "%s",
+                           out);
+        meta_value(cli_path(dir, "a.st"), "strata.model", line, sizeof(line));
+        meta_value(cli_path(dir, "a.st"), "strata.transform", tr, sizeof(tr));
+        cr_assert_eq(strncmp(tr, "standardize mean=", 17), 0, "%s", tr);
+        cr_assert_not_null(strstr(tr, "(byte / 255 - mean) / std"), "%s", tr);
+        /* the stored line builds the same model: the same run, the same file */
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --epochs 1 --devices 1 --strategy "
+                 "single --model '%s' --export-safetensors %s/b.st --quiet 2>&1", line, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cli_same_files(dir, "a.st", "b.st");
+        /* a load prints them; --raw-pixels stores its own transform */
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --epochs 1 --devices 1 --strategy "
+                 "single --bn --dropout 0.1 --raw-pixels --init-weights %s/a.st "
+                 "--export-initial %s/c.st 2>&1", dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "the file's model: input(784) linear(256)"), "%s", out);
+        cr_assert_not_null(strstr(out, "the file's input transform: standardize mean="), "%s",
+                           out);
+        meta_value(cli_path(dir, "c.st"), "strata.transform", tr, sizeof(tr));
+        cr_assert_str_eq(tr, "none (x = byte / 255)");
+        /* float arrays are used as they are */
+        cr_assert_eq(run(dir, "--model 16-32-4 --devices 1 --strategy single --quiet "
+                         "--export-initial %s/d.st"), 0, "%s", out);
+        meta_value(cli_path(dir, "d.st"), "strata.transform", tr, sizeof(tr));
+        cr_assert_str_eq(tr, "none");
+        meta_value(cli_path(dir, "d.st"), "strata.model", line, sizeof(line));
+        cr_assert_str_eq(line, "input(16) linear(32) relu linear(4)");
+        cli_rmtree(dir);
+}

@@ -2,7 +2,9 @@
  * Weights in and out of strata-train around the loop: --init-weights[-partial] loads a
  * safetensors file after the runtime connects (every process of a job, as the library asks),
  * and --export-initial writes the weights the first step will start from. Each is checked
- * before the data is read, so a wrong path fails fast.
+ * before the data is read, so a wrong path fails fast. Every export (--export-initial,
+ * --export-safetensors) stores the model line and the input transform in the file's metadata
+ * and prints them; a load prints those of its file.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -97,11 +99,81 @@ int weights_start(struct run *r)
         return 0;
 }
 
+/*
+ * The model as a line strata_model_parse() reads: --model's line (its input(...) added from
+ * the data when it gives none), or the widths' modules written out.
+ */
+static void model_line(const struct run *r, char *buf, size_t n)
+{
+        const struct strata_model *m = &r->model;
+        const struct strata_dims *d = &m->in_dims;
+        size_t at = 0;
+
+        if (r->layered && strstr(r->o.model, "input(")) {
+                snprintf(buf, n, "%s", r->o.model);
+                return;
+        }
+        if (d->channels) {
+                at += (size_t)snprintf(buf, n, "input(%d", d->channels);
+                for (int i = 0; i < d->ndim && at < n; i++)
+                        at += (size_t)snprintf(buf + at, n - at, ",%d", d->size[i]);
+                at += at < n ? (size_t)snprintf(buf + at, n - at, ")") : 0;
+        } else {
+                at += (size_t)snprintf(buf, n, "input(%d)", m->in_features);
+        }
+        if (r->layered) {
+                if (at < n)
+                        snprintf(buf + at, n - at, " %s", r->o.model);
+                return;
+        }
+        for (int i = 0; i < m->nmodules && at < n; i++) {
+                const struct strata_module *x = &m->modules[i];
+
+                at += (size_t)snprintf(buf + at, n - at, " %s", x->ops->name);
+                if (at < n && x->ops == &strata_linear)
+                        at += (size_t)snprintf(buf + at, n - at, "(%d)", x->out);
+                else if (at < n && x->ops == &strata_dropout)
+                        at += (size_t)snprintf(buf + at, n - at, "(%g)", (double)x->p);
+        }
+}
+
+/*
+ * The input transform the loader applies: byte images standardised (the training set's mean
+ * and std of pixels in [0, 1], and the f32 scale and shift that are applied), divided by 255
+ * (--raw-pixels), or float arrays used as they are.
+ */
+static void transform_text(const struct run *r, char *buf, size_t n)
+{
+        double a = r->loader.scale, b = r->loader.shift;
+
+        if (!r->train.images)
+                snprintf(buf, n, "none");
+        else if (r->o.raw)
+                snprintf(buf, n, "none (x = byte / 255)");
+        else
+                snprintf(buf, n, "standardize mean=%.6g std=%.6g (x = byte * %.9g %c %.9g = "
+                         "(byte / 255 - mean) / std)", -b / a / 255.0, 1.0 / (a * 255.0), a,
+                         b < 0.0 ? '-' : '+', b < 0.0 ? -b : b);
+}
+
 /**
  * @brief The model's weights into safetensors file @p path (every process of a job calls it;
- *        process 0 writes).
+ *        process 0 writes), with the model line and the input transform in its metadata,
+ *        both printed.
  */
 int export_weights(struct run *r, const char *path)
 {
-        return strata_export_safetensors(r->rt, path);
+        static char line[STRATA_WEIGHTS_META], tr[256];
+        const struct strata_meta_entry meta[] = {
+                { "strata.model", line }, { "strata.transform", tr },
+        };
+
+        model_line(r, line, sizeof(line));
+        transform_text(r, tr, sizeof(tr));
+        if (strata_export_safetensors_meta(r->rt, path, meta, 2))
+                return 1;
+        if (!r->o.quiet && !r->o.json && strata_is_global_zero(r->rt))
+                printf("strata-train: exported %s: model %s; input transform %s\n", path, line,
+                       tr);
+        return 0;
 }
