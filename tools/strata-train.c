@@ -29,6 +29,8 @@ static int train_start(struct run *r)
                 strata_teardown(r->rt);
                 return 1;
         }
+        if (r->o.evaluate)
+                return weights_evaluate(r);
         if ((rc = ckpt_start(r)) || (rc = weights_start(r)))
                 return rc;
         report_resumed(r);

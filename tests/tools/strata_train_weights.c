@@ -160,3 +160,67 @@ Test(strata_train_weights, export_stores_model_line_and_transform, .timeout = 30
         cr_assert_str_eq(line, "input(16) linear(32) relu linear(4)");
         cli_rmtree(dir);
 }
+
+/* The value of "@p key": in JSON line @p s, as text. */
+static void json_field(const char *s, const char *key, char *val, size_t n)
+{
+        char k[64];
+        const char *p;
+
+        snprintf(k, sizeof(k), "\"%s\":", key);
+        p = strstr(s, k);
+        cr_assert_not_null(p, "%s not in %s", key, s);
+        p += strlen(k);
+        snprintf(val, n, "%.*s", (int)strcspn(p, ",}"), p);
+}
+
+Test(strata_train_weights, evaluate_reports_what_training_reported, .timeout = 300)
+{
+        static char cmd[2048], final[4096], name[128];
+        char dir[256], acc[32], loss[32], v[64];
+        FILE *f;
+
+        cli_mkdtemp(dir, sizeof(dir), "train-evaluate");
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --epochs 2 --devices 2 --strategy ddp "
+                 "--bn --optim adamw --lr 1e-3 --ckpt-dir %s/c --export-safetensors %s/w.st "
+                 "--json 2>&1 | tail -1", dir, dir);
+        cr_assert_eq(cli_sh(cmd, final, sizeof(final)), 0, "%s", final);
+        json_field(final, "test_acc", acc, sizeof(acc));
+        json_field(final, "test_loss", loss, sizeof(loss));
+        f = fopen(cli_path(dir, "c/latest"), "r");
+        cr_assert_not_null(f);
+        cr_assert_not_null(fgets(name, sizeof(name), f));
+        fclose(f);
+        name[strcspn(name, "\n")] = '\0';
+        /* the checkpoint, with the run's options */
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --devices 2 --strategy ddp --bn --optim "
+                 "adamw --evaluate %s/c/%s --json 2>&1", dir, name);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "{\"evaluate\":\"checkpoint\""), "%s", out);
+        json_field(out, "test_acc", v, sizeof(v));
+        cr_assert_str_eq(v, acc, "%s", out);
+        json_field(out, "test_loss", v, sizeof(v));
+        cr_assert_str_eq(v, loss, "%s", out);
+        /* the weights, under fsdp and another optimizer: the same figures */
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --devices 2 --strategy fsdp --bn "
+                 "--evaluate %s/w.st --export-safetensors %s/again.st 2>&1", dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        snprintf(v, sizeof(v), "test_acc %s", acc);
+        cr_assert_not_null(strstr(out, v), "%s", out);
+        cr_assert_null(strstr(out, "epoch 1"), "nothing trained: %s", out);
+        cli_same_files(dir, "w.st", "again.st");
+        /* refusals: another optimizer's checkpoint, a file of neither kind, with --resume */
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic 512 --devices 2 --strategy ddp --bn "
+                 "--evaluate %s/c/%s 2>&1", dir, name);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "another optimizer's state"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --evaluate %s/c/latest"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "--evaluate: "), "%s", out);
+        cr_assert_not_null(strstr(out, "safetensors"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --evaluate %s/w.st --resume %s/c"), 2, "%s",
+                     out);
+        cr_assert_not_null(strstr(out, "--resume has no use with it"), "%s", out);
+        cr_assert_eq(run(dir, "--model 16-32-4 --evaluate %s/none.st"), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "No such file"), "%s", out);
+        cli_rmtree(dir);
+}

@@ -121,9 +121,10 @@ enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS, OPT_NO_FUSION };
 enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE };
 
 /* Weights in and out (tools/train/weights.c), and --shuffle: past every other code. */
-enum { OPT_INIT_WEIGHTS = 0x4d01, OPT_INIT_PARTIAL, OPT_EXPORT_INITIAL, OPT_SHUFFLE };
+enum { OPT_INIT_WEIGHTS = 0x4d01, OPT_INIT_PARTIAL, OPT_EXPORT_INITIAL, OPT_SHUFFLE,
+       OPT_EVALUATE };
 
-/* --init-weights[-partial] FILE, --export-initial FILE, --shuffle on|off: 0, 2, or -1. */
+/* --init-weights[-partial], --export-initial, --evaluate FILE, --shuffle on|off: 0, 2, -1. */
 static int weights_option(int c, const char *s, struct opts *o)
 {
         int w;
@@ -132,6 +133,7 @@ static int weights_option(int c, const char *s, struct opts *o)
         case OPT_INIT_PARTIAL: o->init_partial = 1; /* fall through */
         case OPT_INIT_WEIGHTS: o->init_weights = s; return 0;
         case OPT_EXPORT_INITIAL: o->export_initial = s; return 0;
+        case OPT_EVALUATE: o->evaluate = s; return 0;
         case OPT_SHUFFLE:
                 if ((w = word(s, "on", "off")) < 0)
                         return bad("--shuffle: '%s' is not on or off", s);
@@ -238,6 +240,7 @@ static const struct option long_opts[] = {
         { "init-weights", 1, 0, OPT_INIT_WEIGHTS },
         { "init-weights-partial", 1, 0, OPT_INIT_PARTIAL },
         { "export-initial", 1, 0, OPT_EXPORT_INITIAL }, { "shuffle", 1, 0, OPT_SHUFFLE },
+        { "evaluate", 1, 0, OPT_EVALUATE },
         { 0, 0, 0, 0 },
 };
 

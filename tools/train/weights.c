@@ -45,6 +45,12 @@ int weights_check(const struct opts *o)
 
         if (o->init_weights && o->resume)
                 return bad("--%s and --resume both give the starting weights: give one", opt);
+        if (o->evaluate && (o->resume || o->init_weights || o->ckpt_dir || o->export_initial))
+                return bad("--evaluate FILE trains nothing: --%s has no use with it",
+                           o->resume ? "resume" : o->init_weights ? opt :
+                           o->ckpt_dir ? "ckpt-dir" : "export-initial");
+        if (o->evaluate && access(o->evaluate, R_OK) != 0)
+                return bad("--evaluate %s: %s", o->evaluate, strerror(errno));
         if (o->init_weights && (stat(o->init_weights, &st) != 0 || !S_ISREG(st.st_mode) ||
                                 access(o->init_weights, R_OK) != 0))
                 return bad("--%s %s: %s", opt, o->init_weights,
@@ -54,11 +60,12 @@ int weights_check(const struct opts *o)
 }
 
 /* What a load found, on stdout: the groups, what was left, the file's model and transform. */
-static void report_loaded(const struct run *r, const struct strata_weights_info *info)
+static void report_loaded(const struct run *r, const char *path,
+                          const struct strata_weights_info *info)
 {
         if (r->o.quiet || r->o.json || !strata_is_global_zero(r->rt))
                 return;
-        printf("strata-train: weights from %s: %d group%s loaded\n", r->o.init_weights,
+        printf("strata-train: weights from %s: %d group%s loaded\n", path,
                info->loaded, info->loaded == 1 ? "" : "s");
         if (info->left[0])
                 printf("strata-train: left as initialised (%d missing, %d of another shape, "
@@ -90,7 +97,7 @@ int weights_start(struct run *r)
                 return 2;
         }
         if (o->init_weights)
-                report_loaded(r, &info);
+                report_loaded(r, o->init_weights, &info);
         if (o->export_initial && export_weights(r, o->export_initial)) {
                 fprintf(stderr, "strata-train: --export-initial: %s\n", strata_last_error());
                 strata_teardown(r->rt);
@@ -176,4 +183,65 @@ int export_weights(struct run *r, const char *path)
                 printf("strata-train: exported %s: model %s; input transform %s\n", path, line,
                        tr);
         return 0;
+}
+
+/* @p path starts as a Strata checkpoint does (its magic); 0 for anything else. */
+static int is_checkpoint(const char *path)
+{
+        char magic[8] = { 0 };
+        FILE *f = fopen(path, "rb");
+        size_t n = f ? fread(magic, 1, sizeof(magic), f) : 0;
+
+        if (f)
+                fclose(f);
+        return n == sizeof(magic) && !memcmp(magic, "STRATACK", sizeof(magic));
+}
+
+/* --evaluate's file into the runtime: a checkpoint whole, or a safetensors file's weights. */
+static int evaluate_load(struct run *r, const char *path, int ckpt)
+{
+        static unsigned char app[STRATA_CKPT_APP_BYTES];
+        struct strata_weights_info info;
+        size_t got;
+
+        if (ckpt)
+                return strata_load_checkpoint(r->rt, path, app, sizeof(app), &got, NULL);
+        if (strata_load_weights(r->rt, path, STRATA_WEIGHTS_STRICT, &info))
+                return 1;
+        report_loaded(r, path, &info);
+        return 0;
+}
+
+/**
+ * @brief --evaluate FILE: the weights of a checkpoint (its model and optimizer must be this
+ *        run's: the library checks) or of a safetensors file, the evaluation set evaluated
+ *        once and its figures printed (--json: one object); --export-safetensors then writes
+ *        them. Nothing is trained. The exit status.
+ */
+int weights_evaluate(struct run *r)
+{
+        const char *path = r->o.evaluate;
+        int ckpt = is_checkpoint(path), rc = 0;
+        struct evaluation ev;
+        char buf[1024];
+
+        if (evaluate_load(r, path, ckpt)) {
+                bad("--evaluate: %s", strata_last_error());
+                strata_teardown(r->rt);
+                return 2;
+        }
+        if (eval_pass(r, &ev) || (r->o.export_st && export_weights(r, r->o.export_st))) {
+                fprintf(stderr, "strata-train: --evaluate: %s\n", strata_last_error());
+                rc = 1;
+        } else if (r->o.json && strata_is_global_zero(r->rt)) {
+                printf("{\"evaluate\":\"%s\",%s}\n", ckpt ? "checkpoint" : "weights",
+                       eval_fields(r, &ev, 1, buf, sizeof(buf)));
+        } else if (!r->o.quiet && strata_is_global_zero(r->rt)) {
+                printf("evaluate %s: %s\n", path, eval_fields(r, &ev, 0, buf, sizeof(buf)));
+        }
+        if (strata_teardown(r->rt)) {
+                fprintf(stderr, "strata-train: %s\n", strata_last_error());
+                rc = 1;
+        }
+        return rc || stdout_failed() ? (rc ? rc : 1) : 0;
 }
