@@ -646,15 +646,18 @@ int strata_export_safetensors_meta(struct strata_runtime *rt, const char *path,
  *        each device fills its shard; across processes every process calls it with the same
  *        file); every device takes the values; optimizer state and step counts start at zero
  *        (the global step and the loss scaler are kept). The header is parsed in fixed
- *        memory: a malformed or hostile file is refused with a message.
+ *        memory: a malformed or hostile file is refused with a message. @p path may also be
+ *        a Strata checkpoint: its weights (device 0's values and running statistics) load
+ *        whatever its optimizer, strategy or device count, its training state passed over
+ *        and each tensor used checked against its checksum.
  * @param info Optional: what was loaded and left, and the file's metadata; filled on refusal
  *        too.
  * @retval STRATA_OK; STRATA_EINVAL (bad argument or flags; the file does not fit the model,
- *         or in partial mode nothing of it does); STRATA_EFORMAT (not safetensors, malformed,
- *         truncated, a tensor twice); STRATA_EBADSTATE (not READY or inside an accumulation
- *         window); STRATA_EIO. On any of these nothing changed, except an I/O error while
- *         values were read (the file changed under the reader), which leaves the runtime in its
- *         error state.
+ *         or in partial mode nothing of it does); STRATA_EFORMAT (not safetensors or a
+ *         checkpoint, malformed, truncated, corrupt, a tensor twice); STRATA_EBADSTATE (not
+ *         READY or inside an accumulation window); STRATA_EIO. On any of these nothing
+ *         changed, except an I/O error while values were read (the file changed under the
+ *         reader), which leaves the runtime in its error state.
  */
 int strata_load_weights(struct strata_runtime *rt, const char *path, unsigned flags,
                         struct strata_weights_info *info);

@@ -3,6 +3,9 @@
  * the names the export writes (PyTorch's state_dict names), in two passes like a checkpoint's
  * load. The first streams the header (nn/safetensors.h: fixed memory, any length) and matches
  * every tensor to a group: its name, its shape, a dtype that converts (f32, f64, bf16, f16);
+ * a Strata checkpoint's table is matched the same way (its weights whatever its optimizer,
+ * strategy or device count; its training state passed over, each used tensor's checksum
+ * verified);
  * strict, anything else (a group the file lacks, a tensor of another shape, a tensor the
  * model has no group for) refuses the file naming each, and nothing changes. The second
  * converts each matched tensor to f32 into device 0's group, or under fsdp into each local
@@ -94,6 +97,24 @@ static int step_counter(const struct strata__replica *r0, const char *name)
         return group_named(r0, mean, &p) >= 0;
 }
 
+/*
+ * Entry @p e has group @p p's shape and a dtype that converts; @p flat: a checkpoint's entry,
+ * whose shape is the group's first extent and the product of the others.
+ */
+static int same_shape(const struct strata__st_entry *e, const struct strata_param *p, int flat)
+{
+        int same = e->dtype != STRATA__ST_OTHER;
+
+        if (flat)
+                return same && e->shape[0] == p->group.shape[0] &&
+                       e->shape[0] * e->shape[1] == p->group.count &&
+                       e->ndim == (p->group.ndim > 2 ? 2 : p->group.ndim);
+        same = same && e->ndim == p->group.ndim;
+        for (int d = 0; same && d < e->ndim; d++)
+                same = e->shape[d] == p->group.shape[d];
+        return same;
+}
+
 /* Entry @p e against the model's groups: matched, differing or unexpected, reported. */
 static int match_entry(const struct strata__replica *r0, const struct strata__st_reader *rd,
                        const struct strata__st_entry *e, struct match *m)
@@ -114,9 +135,7 @@ static int match_entry(const struct strata__replica *r0, const struct strata__st
         if (m->state[g] != ABSENT)
                 return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' appears twice", rd->path,
                                     e->name);
-        same = e->ndim == p.group.ndim && e->dtype != STRATA__ST_OTHER;
-        for (int d = 0; same && d < e->ndim; d++)
-                same = e->shape[d] == p.group.shape[d];
+        same = same_shape(e, &p, rd->data == 0); /* a checkpoint's table: data at 0 */
         if (same) {
                 m->state[g] = MATCHED;
                 m->dtype[g] = (unsigned char)e->dtype;
@@ -133,19 +152,12 @@ static int match_entry(const struct strata__replica *r0, const struct strata__st
         return STRATA_OK;
 }
 
-/* Pass 1: the header against the model; *info filled, nothing live touched. */
-static int match_all(struct strata_runtime *rt, struct strata__st_reader *rd,
-                     struct strata__st_meta *meta, struct match *m)
+/* Every group the file lacks, reported. */
+static int missing_groups(struct strata_runtime *rt, struct match *m)
 {
         const struct strata__replica *r0 = &rt->replicas[0];
-        struct strata__st_entry e;
         struct strata_param p;
-        int rc;
 
-        while ((rc = strata__st_next(rd, &e, meta)) == 1)
-                STRATA_TRY(match_entry(r0, rd, &e, m));
-        if (rc < 0)
-                return rc;
         for (int g = 0; g < strata__replica_nparams(r0); g++) {
                 char model[160], why[200];
 
@@ -159,6 +171,22 @@ static int match_all(struct strata_runtime *rt, struct strata__st_reader *rd,
         }
         return STRATA_OK;
 }
+
+/* Pass 1: the header against the model; *info filled, nothing live touched. */
+static int match_all(struct strata_runtime *rt, struct strata__st_reader *rd,
+                     struct strata__st_meta *meta, struct match *m)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+        struct strata__st_entry e;
+        int rc;
+
+        while ((rc = strata__st_next(rd, &e, meta)) == 1)
+                STRATA_TRY(match_entry(r0, rd, &e, m));
+        if (rc < 0)
+                return rc;
+        return missing_groups(rt, m);
+}
+
 
 /*
  * Elements [lo, lo + n) of the tensor at file offset @p at (dtype @p t) converted into the
@@ -247,6 +275,89 @@ static int refuse(const struct strata_weights_info *info, const char *path)
                             info->unexpected, info->left);
 }
 
+/*
+ * A checkpoint's tensor that is training state, not weights (optimizer slots, other devices'
+ * running statistics, step counts): passed over.
+ */
+static int training_state(const char *name)
+{
+        const char *dot = strrchr(name, '.');
+
+        return !strncmp(name, "replicas.", 9) || !strcmp(name, "optimizer.steps") ||
+               (dot && (!strcmp(dot, ".momentum_buffer") || !strcmp(dot, ".exp_avg") ||
+                        !strcmp(dot, ".exp_avg_sq")));
+}
+
+/* Entry @p e's data (inside the file: checked) against its checksum. */
+static int entry_crc(const struct strata_checkpoint_io *io, struct strata_ckpt_handle *h,
+                     const struct strata__ckpt_entry *e, const char *path)
+{
+        unsigned char buf[8192];
+        uint32_t crc = 0;
+
+        for (uint64_t o = 0; o < e->bytes; o += sizeof(buf)) {
+                size_t k = e->bytes - o < sizeof(buf) ? (size_t)(e->bytes - o) : sizeof(buf);
+
+                STRATA_TRY(io->read_at(h, buf, k, e->offset + o));
+                crc = strata__crc32(crc, buf, k);
+        }
+        if (crc != e->crc)
+                return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' checksum mismatch "
+                                    "(corrupt)", path, e->name);
+        return STRATA_OK;
+}
+
+/*
+ * Pass 1 for a Strata checkpoint (of any optimizer, strategy or device count): its header
+ * checked, each table entry that is a group's values matched by name, element count and
+ * first extent (the table holds 2-D shapes), its checksum verified; training state passed
+ * over.
+ */
+static int match_checkpoint(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
+                            struct strata_ckpt_handle *h, uint64_t size, const char *path,
+                            struct match *m)
+{
+        const struct strata__replica *r0 = &rt->replicas[0];
+        struct strata__ckpt_header hd;
+        struct strata__st_entry se;
+        struct strata__st_reader rd = { .path = path, .data = 0, .size = size };
+
+        if (size < sizeof(hd))
+                return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
+                                    (unsigned long long)size);
+        STRATA_TRY(io->read_at(h, &hd, sizeof(hd), 0));
+        STRATA_TRY(strata__ckpt_check_header(&hd, path));
+        if (strata__ckpt_entry_at(hd.ntensors) > size)
+                return strata__fail(STRATA_EFORMAT, "'%s' is truncated in its tensor table",
+                                    path);
+        for (uint32_t i = 0; i < hd.ntensors; i++) {
+                struct strata__ckpt_entry e;
+
+                STRATA_TRY(io->read_at(h, &e, sizeof(e), strata__ckpt_entry_at(i)));
+                e.name[sizeof(e.name) - 1] = '\0';
+                if (training_state(e.name))
+                        continue;
+                if (e.offset > size || e.bytes > size - e.offset || e.ndim < 1 || e.ndim > 2)
+                        return strata__fail(STRATA_EFORMAT, "'%s': tensor '%s' lies outside "
+                                            "the file (truncated?)", path, e.name);
+                STRATA_TRY(entry_crc(io, h, &e, path));
+                memset(&se, 0, sizeof(se));
+                snprintf(se.name, sizeof(se.name), "%s", e.name);
+                snprintf(se.dtype_name, sizeof(se.dtype_name), "%s",
+                         e.dtype == STRATA_F32 ? "F32" : "other");
+                se.dtype = e.dtype == STRATA_F32 && e.shape[0] &&
+                                   e.shape[1] <= UINT64_MAX / 4 / e.shape[0] &&
+                                   e.bytes == e.shape[0] * e.shape[1] * 4
+                                   ? STRATA__ST_F32 : STRATA__ST_OTHER;
+                se.ndim = (int)e.ndim;
+                se.shape[0] = e.shape[0];
+                se.shape[1] = e.shape[1];
+                se.begin = e.offset;
+                STRATA_TRY(match_entry(r0, &rd, &se, m));
+        }
+        return STRATA_OK;
+}
+
 /* Pass 1 on the open file: the match, and whether this load may go on. */
 static int check(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
                  struct strata_ckpt_handle *h, uint64_t size, const char *path, unsigned flags,
@@ -256,9 +367,18 @@ static int check(struct strata_runtime *rt, const struct strata_checkpoint_io *i
         struct strata__st_meta meta;
         struct strata_weights_info *info = m->info;
 
+        char magic[8] = { 0 };
+
         meta_init(&meta);
-        STRATA_TRY(strata__st_open(&rd, io, h, size, path));
-        STRATA_TRY(match_all(rt, &rd, &meta, m));
+        if (size >= sizeof(magic))
+                STRATA_TRY(io->read_at(h, magic, sizeof(magic), 0));
+        if (!memcmp(magic, STRATA__CKPT_MAGIC, sizeof(magic))) {
+                STRATA_TRY(match_checkpoint(rt, io, h, size, path, m));
+                STRATA_TRY(missing_groups(rt, m));
+        } else {
+                STRATA_TRY(strata__st_open(&rd, io, h, size, path));
+                STRATA_TRY(match_all(rt, &rd, &meta, m));
+        }
         snprintf(info->model, sizeof(info->model), "%s", meta.values[0]);
         snprintf(info->transform, sizeof(info->transform), "%s", meta.values[1]);
         if (!(flags & STRATA_WEIGHTS_PARTIAL) &&

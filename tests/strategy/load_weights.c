@@ -509,3 +509,117 @@ Test(load_weights, export_metadata_round_trip_and_refusals, .timeout = 60)
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         dir_fini();
 }
+
+Test(load_weights, checkpoint_of_any_optimizer_and_strategy, .timeout = 120)
+{
+        static float want[4096], got[4096];
+        static unsigned char a[65536], b[65536];
+        struct strata_weights_info info;
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct rig r, o;
+        size_t n, na;
+        FILE *f;
+        long at;
+
+        dir_init();
+        /* an AdamW checkpoint of fsdp on 2 devices: its weights into an SGD runtime */
+        rig_init_full(&r);
+        r.cfg.optim.kind = STRATA_OPTIM_ADAMW;
+        r.cfg.optim.lr = 1e-3f;
+        c = rig_cfg(&r, STRATA_STRATEGY_FSDP, 2, 0);
+        rt = rig_open(&c);
+        rig_steps(&r, rt, 3, NULL);
+        cr_assert_eq(strata_save_checkpoint(rt, st, "x", 1), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_export_safetensors(rt, st2), STRATA_OK);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        na = file_bytes(st2, a, sizeof(a));
+        rig_init_full(&o);
+        rt = rig_open(&o.cfg);
+        rig_steps(&o, rt, 1, NULL);
+        cr_assert_eq(strata_load_weights(rt, st, 0, &info), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(info.loaded, 8);
+        cr_assert_str_empty(info.left);
+        cr_assert_eq(strata_export_safetensors(rt, st2), STRATA_OK);
+        cr_assert_eq(file_bytes(st2, b, sizeof(b)), na);
+        cr_assert_eq(memcmp(a, b, na), 0, "the checkpoint's weights, as fsdp exported them");
+        n = all_values(rt, 0, want, 4096);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+
+        /* a model of another width is refused naming each tensor (the table's 2-D shapes) */
+        rig_init_full(&o);
+        o.mods[0].out = 24;
+        rt = rig_open(&o.cfg);
+        cr_assert_eq(strata_load_weights(rt, st, 0, &info), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "layers.0.weight: file [16, 20] F32, "
+                                  "model [24, 20]"), "%s", strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "layers.4.weight: file [4, 16] F32, "
+                                  "model [4, 24]"), "%s", strata_last_error());
+        cr_assert_eq(info.mismatched, 7, "%s", info.left);
+        cr_assert_eq(info.loaded, 1, "layers.4.bias fits");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+
+        /* a corrupt value is refused by its checksum, nothing changed */
+        f = fopen(st, "r+b");
+        cr_assert_not_null(f);
+        fseek(f, 0, SEEK_END);
+        at = ftell(f) - 4; /* in the step counts: training state, passed over */
+        fseek(f, at, SEEK_SET);
+        fputc(0x5a, f);
+        fclose(f);
+        rt = rig_open(&r.cfg);
+        cr_assert_eq(strata_load_weights(rt, st, 0, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(all_values(rt, 0, got, 4096), n);
+        cr_assert_eq(memcmp(want, got, n * sizeof(float)), 0);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        f = fopen(st, "r+b");
+        cr_assert_not_null(f);
+        {
+                uint64_t off; /* the first table entry's data offset, after name, dtype, ndim,
+                               * shape: the first group's values */
+
+                fseek(f, 512 + 80 + 4 + 4 + 16, SEEK_SET);
+                cr_assert_eq(fread(&off, sizeof(off), 1, f), 1);
+                fseek(f, (long)off + 8, SEEK_SET);
+        }
+        fputc(0x5a, f);
+        fclose(f);
+        rt = rig_open(&r.cfg);
+        all_values(rt, 0, want, 4096);
+        cr_assert_eq(strata_load_weights(rt, st, 0, NULL), STRATA_EFORMAT);
+        cr_assert_not_null(strstr(strata_last_error(), "checksum mismatch"), "%s",
+                           strata_last_error());
+        all_values(rt, 0, got, 4096);
+        cr_assert_eq(memcmp(want, got, n * sizeof(float)), 0, "nothing changed");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        dir_fini();
+}
+
+Test(load_weights, conv_model_checkpoint_and_export, .timeout = 60)
+{
+        static float want[4096], got[4096];
+        struct strata_runtime *rt;
+        struct rig r;
+        size_t n;
+
+        dir_init();
+        rig_init_conv(&r);
+        rt = rig_open(&r.cfg);
+        rig_steps(&r, rt, 3, NULL);
+        n = all_values(rt, 0, want, 4096);
+        cr_assert_eq(strata_save_checkpoint(rt, st, NULL, 0), STRATA_OK);
+        cr_assert_eq(strata_export_safetensors(rt, st2), STRATA_OK);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        for (int i = 0; i < 2; i++) { /* a Conv2d weight [4, 1, 3, 3]: flat in the table */
+                rt = rig_open(&r.cfg);
+                cr_assert_eq(strata_load_weights(rt, i ? st2 : st, 0, NULL), STRATA_OK, "%s",
+                             strata_last_error());
+                cr_assert_eq(all_values(rt, 0, got, 4096), n);
+                cr_assert_eq(memcmp(want, got, n * sizeof(float)), 0, "file %d", i);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+        dir_fini();
+}

@@ -197,15 +197,11 @@ static int is_checkpoint(const char *path)
         return n == sizeof(magic) && !memcmp(magic, "STRATACK", sizeof(magic));
 }
 
-/* --evaluate's file into the runtime: a checkpoint whole, or a safetensors file's weights. */
-static int evaluate_load(struct run *r, const char *path, int ckpt)
+/* --evaluate's file's weights into the runtime (a checkpoint's whatever its optimizer). */
+static int evaluate_load(struct run *r, const char *path)
 {
-        static unsigned char app[STRATA_CKPT_APP_BYTES];
         struct strata_weights_info info;
-        size_t got;
 
-        if (ckpt)
-                return strata_load_checkpoint(r->rt, path, app, sizeof(app), &got, NULL);
         if (strata_load_weights(r->rt, path, STRATA_WEIGHTS_STRICT, &info))
                 return 1;
         report_loaded(r, path, &info);
@@ -213,10 +209,10 @@ static int evaluate_load(struct run *r, const char *path, int ckpt)
 }
 
 /**
- * @brief --evaluate FILE: the weights of a checkpoint (its model and optimizer must be this
- *        run's: the library checks) or of a safetensors file, the evaluation set evaluated
- *        once and its figures printed (--json: one object); --export-safetensors then writes
- *        them. Nothing is trained. The exit status.
+ * @brief --evaluate FILE: the weights of a checkpoint (of any optimizer, strategy or device
+ *        count) or of a safetensors file, the evaluation set evaluated once and its figures
+ *        printed (--json: one object); --export-safetensors then writes them. Nothing is
+ *        trained. The exit status.
  */
 int weights_evaluate(struct run *r)
 {
@@ -225,7 +221,7 @@ int weights_evaluate(struct run *r)
         struct evaluation ev;
         char buf[1024];
 
-        if (evaluate_load(r, path, ckpt)) {
+        if (evaluate_load(r, path)) {
                 bad("--evaluate: %s", strata_last_error());
                 strata_teardown(r->rt);
                 return 2;
