@@ -366,7 +366,6 @@ static int check(struct strata_runtime *rt, const struct strata_checkpoint_io *i
         struct strata__st_reader rd;
         struct strata__st_meta meta;
         struct strata_weights_info *info = m->info;
-
         char magic[8] = { 0 };
 
         meta_init(&meta);

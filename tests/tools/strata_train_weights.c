@@ -1,8 +1,8 @@
 /*
  * strata-train's weights in and out: --export-initial writes the weights before the first
  * step, --init-weights starts from a safetensors file (the run that loads a file exports it
- * again as its initial weights; two runs from the same file are bitwise the same; fsdp's is
- * ddp's), --init-weights-partial loads what fits and lists the rest, --shuffle off keeps the
+ * again as its initial weights; two runs from the same file are bitwise the same; fsdp's, in
+ * one process or across two, is ddp's), --init-weights-partial loads what fits and lists the rest, --shuffle off keeps the
  * data's order; each wrong use is refused with exit 2 and a message before training.
  */
 #include <criterion/criterion.h>
@@ -47,6 +47,13 @@ Test(strata_train_weights, initial_and_init_round_trip, .timeout = 300)
         cr_assert_eq(run(dir, "--model 16-32-4 --strategy fsdp --devices 2 --init-weights "
                          "%s/final.st --export-safetensors %s/c.st"), 0, "%s", out);
         cli_same_files(dir, "a.st", "c.st");
+        /* across processes: each loads its shard, and the file is the first run's */
+        cli_serial_jobs();
+        cr_assert_eq(run(dir, "--model 16-32-4 --strategy fsdp --processes 2 --devices 1 "
+                         "--init-weights %s/final.st --export-initial %s/p0.st "
+                         "--export-safetensors %s/p.st"), 0, "%s", out);
+        cli_same_files(dir, "final.st", "p0.st");
+        cli_same_files(dir, "a.st", "p.st");
         cli_rmtree(dir);
 }
 
