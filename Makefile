@@ -260,14 +260,14 @@ tsan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test \
 	        TSAN_OPTIONS=halt_on_error=1
 
-# libFuzzer on the checkpoint loader and the IDX/gzip reader, FUZZ_SECONDS each (default 60),
-# from the kept corpora (tools/fuzz/corpus/<target>).
+# libFuzzer on the checkpoint and weights loaders and the IDX/gzip reader, FUZZ_SECONDS each
+# (default 60), from the kept corpora (tools/fuzz/corpus/<target>).
 FUZZ_SECONDS ?= 60
 fuzz:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz SAN=fuzz CUDA=0 CC=clang fuzz-run
 
 # Each target gets FUZZ_SECONDS; a finding fails the run (the log's tail is shown either way).
-FUZZ_TARGETS := ckpt idx
+FUZZ_TARGETS := ckpt idx weights
 fuzz-run: $(BUILD)/libstrata.a
 	@mkdir -p $(BUILD)/bin
 	$(Q)for t in $(FUZZ_TARGETS); do \

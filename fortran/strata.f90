@@ -195,6 +195,7 @@ module strata
   public :: strata_train, strata_evaluate, strata_predict
   public :: strata_train_step, strata_eval_step, strata_predict_step
   public :: strata_save, strata_load, strata_export_safetensors, strata_error
+  public :: strata_load_weights
   public :: strata_status_name, strata_parameter_count, strata_parameter
 
   !> Set a numeric configuration field by name, from a real or an integer value.
@@ -317,6 +318,14 @@ module strata
       type(c_ptr), value :: rt, app, app_bytes, info
       character(kind=c_char), intent(in) :: path(*)
       integer(c_size_t), value :: app_cap
+      integer(c_int) :: rc
+    end function
+    function c_load_weights(rt, path, flags, info) bind(C, name="strata_load_weights") &
+        result(rc)
+      import :: c_ptr, c_char, c_int
+      type(c_ptr), value :: rt, info
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int), value :: flags
       integer(c_int) :: rc
     end function
     function c_export(rt, path) bind(C, name="strata_export_safetensors") result(rc)
@@ -506,6 +515,22 @@ contains
     character(len=*), intent(in) :: path
     integer(c_int) :: rc
     rc = c_export(rt, path // c_null_char)
+  end function
+
+  !> load_weights: a safetensors file's tensors into the model by their state_dict names,
+  !> strictly (every group, its shape, nothing else; a refusal changes nothing), or with
+  !> partial = .true. the tensors that fit; optimizer state starts at zero. strata_error()
+  !> names what did not fit.
+  function strata_load_weights(rt, path, partial) result(rc)
+    type(c_ptr), intent(in) :: rt
+    character(len=*), intent(in) :: path
+    logical, intent(in), optional :: partial
+    integer(c_int) :: rc, flags
+    flags = 0
+    if (present(partial)) then
+      if (partial) flags = 1
+    end if
+    rc = c_load_weights(rt, path // c_null_char, flags, c_null_ptr)
   end function
 
   ! ---- arrays as batches ----

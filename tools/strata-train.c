@@ -9,9 +9,10 @@
 #include "tools/train/train.h"
 
 /*
- * After the options and the job: --ckpt-dir and --export-safetensors checked, the data (for
- * --plan, its memory plan and the end), the runtime, the loaders; the header; --resume; the
- * metrics log; then the loop. 0, or the exit status.
+ * After the options and the job: --ckpt-dir, --export-safetensors, --init-weights and
+ * --export-initial checked, the data (for --plan, its memory plan and the end), the runtime,
+ * the loaders; the header; --resume or --init-weights, --export-initial; the metrics log; then
+ * the loop. 0, or the exit status.
  */
 static int train_start(struct run *r)
 {
@@ -20,14 +21,17 @@ static int train_start(struct run *r)
         if (r->o.plan)
                 return (rc = data_load(r)) ? rc : plan_show(r);
         if ((rc = ckpt_check(&r->o, r->rank)) || (rc = export_check(&r->o)) ||
-            (rc = data_load(r)) || (rc = config_start(r)) || (rc = data_loaders(r)))
+            (rc = weights_check(&r->o)) || (rc = data_load(r)) || (rc = config_start(r)) ||
+            (rc = data_loaders(r)))
                 return rc;
         report_start(r);
         if (stdout_failed()) {
                 strata_teardown(r->rt);
                 return 1;
         }
-        if ((rc = ckpt_start(r)))
+        if (r->o.evaluate)
+                return weights_evaluate(r);
+        if ((rc = ckpt_start(r)) || (rc = weights_start(r)))
                 return rc;
         report_resumed(r);
         if (r->o.metrics_csv && strata_is_global_zero(r->rt) &&

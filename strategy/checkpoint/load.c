@@ -224,8 +224,7 @@ static int same_modules(const struct strata_runtime *rt, struct strata__ckpt_hea
         return modules_differ(hd, m, i, path);
 }
 
-/* The header is a Strata checkpoint's of this format, intact. */
-static int check_header(const struct strata__ckpt_header *hd, const char *path)
+int strata__ckpt_check_header(const struct strata__ckpt_header *hd, const char *path)
 {
         if (memcmp(hd->magic, STRATA__CKPT_MAGIC, sizeof(hd->magic)) != 0)
                 return strata__fail(STRATA_EFORMAT, "'%s' is not a Strata checkpoint", path);
@@ -289,7 +288,7 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
                 return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
                                     (unsigned long long)size);
         STRATA_TRY(io->read_at(h, hd, sizeof(*hd), 0));
-        STRATA_TRY(check_header(hd, path));
+        STRATA_TRY(strata__ckpt_check_header(hd, path));
         STRATA_TRY(same_model(rt, io, h, hd, size, path));
         n = (int)hd->ntensors;
         after = strata__ckpt_entry_at((uint64_t)n);

@@ -229,7 +229,8 @@ int data_loaders(struct run *r)
 {
         void *p;
 
-        if (strata_sampler_init(&r->sampler, &r->data, r->train.n, 1, 0, 1, 0, r->o.seed) ||
+        if (strata_sampler_init(&r->sampler, &r->data, r->train.n, 1, 0, !r->o.no_shuffle, 0,
+                                r->o.seed) ||
             strata_loader_init(&r->loader, &r->data, &r->train, r->o.batch, r->o.drop_last) ||
             strata_loader_init(&r->tloader, &r->data, &r->test, r->o.batch, 0) ||
             strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))

@@ -239,7 +239,7 @@ static int finish(struct run *r)
         long heap = strata_heapcount_stop();
         int rc, csv_failed;
 
-        if (r->o.export_st && strata_export_safetensors(r->rt, r->o.export_st))
+        if (r->o.export_st && export_weights(r, r->o.export_st))
                 return fail(r);
         if (r->at.epoch >= r->o.epochs)
                 report_finished(r);

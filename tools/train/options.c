@@ -120,6 +120,29 @@ enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS, OPT_NO_FUSION };
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
 enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE, OPT_DROP_LAST };
 
+/* Weights in and out (tools/train/weights.c), and --shuffle: past every other code. */
+enum { OPT_INIT_WEIGHTS = 0x4d01, OPT_INIT_PARTIAL, OPT_EXPORT_INITIAL, OPT_SHUFFLE,
+       OPT_EVALUATE };
+
+/* --init-weights[-partial], --export-initial, --evaluate FILE, --shuffle on|off: 0, 2, -1. */
+static int weights_option(int c, const char *s, struct opts *o)
+{
+        int w;
+
+        switch (c) {
+        case OPT_INIT_PARTIAL: o->init_partial = 1; /* fall through */
+        case OPT_INIT_WEIGHTS: o->init_weights = s; return 0;
+        case OPT_EXPORT_INITIAL: o->export_initial = s; return 0;
+        case OPT_EVALUATE: o->evaluate = s; return 0;
+        case OPT_SHUFFLE:
+                if ((w = word(s, "on", "off")) < 0)
+                        return bad("--shuffle: '%s' is not on or off", s);
+                o->no_shuffle = w;
+                return 0;
+        }
+        return -1;
+}
+
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
 {
@@ -214,6 +237,10 @@ static const struct option long_opts[] = {
         { "no-fusion", 0, 0, OPT_NO_FUSION },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
         { "overwrite", 0, 0, OPT_OVERWRITE }, { "drop-last", 0, 0, OPT_DROP_LAST },
+        { "init-weights", 1, 0, OPT_INIT_WEIGHTS },
+        { "init-weights-partial", 1, 0, OPT_INIT_PARTIAL },
+        { "export-initial", 1, 0, OPT_EXPORT_INITIAL }, { "shuffle", 1, 0, OPT_SHUFFLE },
+        { "evaluate", 1, 0, OPT_EVALUATE },
         { 0, 0, 0, 0 },
 };
 
@@ -406,7 +433,7 @@ static int parse_option(int c, char **argv, struct opts *o)
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
             (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0 ||
-            (rc = kernels_option(c, optarg, o)) >= 0)
+            (rc = kernels_option(c, optarg, o)) >= 0 || (rc = weights_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'; see --help", argv[optind - 1]);
 }

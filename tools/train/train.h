@@ -12,6 +12,7 @@
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
+ *   weights.c     --init-weights[-partial], --export-initial, --evaluate
  *   launch.c      how the job's processes start: spawn's parent, mpi's launcher, the rank
  *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
  * A function returning int returns 0 on success, else the exit status (its message printed).
@@ -86,6 +87,11 @@ struct opts {
         int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
         int drop_last;          /* --drop-last: an epoch skips its last partial batch */
         int plan;               /* --plan: print the memory plan and exit */
+        const char *init_weights; /* --init-weights[-partial]: safetensors loaded at start */
+        int init_partial;       /* ...loading the tensors that fit (--init-weights-partial) */
+        const char *export_initial; /* --export-initial: safetensors before the first step */
+        int no_shuffle;         /* --shuffle off: every epoch in the data's order */
+        const char *evaluate;   /* --evaluate: a checkpoint or safetensors file, evaluated */
 };
 
 /*
@@ -261,6 +267,12 @@ void catch_stop_signals(void);
 int stop_requested(void);
 void stop_agree(struct strata_runtime *rt);
 int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at);
+
+/* weights.c: --init-weights[-partial], --export-initial, the exports' metadata */
+int weights_check(const struct opts *o);
+int weights_start(struct run *r);
+int export_weights(struct run *r, const char *path);
+int weights_evaluate(struct run *r);
 
 /* launch.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
  * process runs again with its rank. */
