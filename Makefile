@@ -345,7 +345,7 @@ bench-trace: tools bench-deps
 	tools/bench-trace.sh $(REPS)
 
 # The in-situ example (C, Fortran; alone and mpirun -np 2) against PyTorch on TorchFort's
-# advection workload (../shared/anchors/torch_insitu.py), with the step's floor.
+# advection workload (tools/peers/torch_insitu.py), with the step's floor.
 bench-insitu: tools bench-deps
 	tools/bench-insitu.sh $(REPS) $(STEPS)
 
