@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "tools/train/train.h"
@@ -108,40 +110,98 @@ static void load_accs(const struct app_state *a, size_t got, struct evaluation *
         }
 }
 
+/*
+ * Where a checkpoint name stands in training, as one number that orders them: epoch-E.ckpt
+ * after E epochs, epoch-E-step-B.ckpt after batch B of epoch E; -1 for any other name.
+ */
+static double ckpt_position(const char *name)
+{
+        long e, b;
+        int n = -1;
+
+        if (sscanf(name, "epoch-%ld-step-%ld.ckpt%n", &e, &b, &n) == 2 && n > 0 &&
+            !name[n] && e >= 1 && b >= 1)
+                return (double)(e - 1) + 1.0 - 1.0 / ((double)b + 1.0); /* inside epoch e */
+        n = -1;
+        if (sscanf(name, "epoch-%ld.ckpt%n", &e, &n) == 1 && n > 0 && !name[n] && e >= 0)
+                return (double)e;
+        return -1.0;
+}
+
+/*
+ * Keep the last @p keep checkpoints of @p dir: @p saved (just written) and the keep - 1 that
+ * come last in training among the others; the rest go, whichever run wrote them (a resumed
+ * run prunes its predecessors' too: issue 58, item 1). Only strata-train's names are counted.
+ */
+static int prune(const char *dir, const char *saved, int keep)
+{
+        static char names[256][64];
+        static char ents[1 << 14] __attribute__((aligned(8)));
+        double pos[256];
+        char path[STRATA_CKPT_PATH_MAX];
+        int n = 0, rc = STRATA_OK;
+        long got;
+        /* getdents64 into a static buffer: opendir() would allocate during training. */
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return STRATA_OK; /* nothing to list: nothing removed */
+        while ((got = syscall(SYS_getdents64, fd, ents, sizeof(ents))) > 0) {
+                for (long off = 0; off < got;) {
+                        const struct dirent64 *e = (const struct dirent64 *)(ents + off);
+                        double p = ckpt_position(e->d_name);
+
+                        off += e->d_reclen;
+                        if (p < 0.0 || !strcmp(e->d_name, saved) || strlen(e->d_name) >= 64 ||
+                            n == 256)
+                                continue;
+                        snprintf(names[n], sizeof(names[n]), "%s", e->d_name);
+                        pos[n++] = p;
+                }
+        }
+        close(fd);
+        /* The keep - 1 latest stay: remove the others, earliest first. */
+        for (int kept = n; kept > keep - 1; kept--) {
+                int first = -1;
+
+                for (int i = 0; i < n; i++)
+                        if (names[i][0] && (first < 0 || pos[i] < pos[first]))
+                                first = i;
+                snprintf(path, sizeof(path), "%s/%s", dir, names[first]);
+                if (rc == STRATA_OK)
+                        rc = strata_checkpoint_file_io()->remove(NULL, path);
+                names[first][0] = '\0';
+        }
+        return rc;
+}
+
 /**
  * Save DIR/epoch-E.ckpt (or DIR/epoch-E-step-S.ckpt inside an epoch), point DIR/latest at it,
- * and remove the checkpoint that falls out of the last --ckpt-keep.
+ * and remove the checkpoints that fall out of the last --ckpt-keep (the job's first process).
  */
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at)
 {
-        static char kept[64][64];
-        static int nkept;
         struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
                                .batch = (uint32_t)o->batch, .seed = o->seed,
                                .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum,
                                .test_acc = at.ev.acc, .train_loss = at.train_loss,
                                .eval_loss = at.ev.loss, .eval_mse = at.ev.mse,
                                .eval_mae = at.ev.mae };
-        char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
+        char name[64], path[STRATA_CKPT_PATH_MAX];
 
         memcpy(a.out_losses, at.step ? at.loss_sums : at.train_losses, sizeof(a.out_losses));
         memcpy(a.eval_losses, at.ev.losses, sizeof(a.eval_losses));
         keep_accs(&a, &at.ev);
-        if (nkept >= o->ckpt_keep) {
-                snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
-                STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
-        }
         if (at.step)
-                snprintf(name, 64, "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
+                snprintf(name, sizeof(name), "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
         else
-                snprintf(name, 64, "epoch-%d.ckpt", at.epoch);
+                snprintf(name, sizeof(name), "epoch-%d.ckpt", at.epoch);
         snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
         if (!strata_is_global_zero(rt)) /* a save of every process: process 0 writes */
                 return strata_save_checkpoint(rt, path, &a, sizeof(a));
         STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
         STRATA_TRY(write_latest(o->ckpt_dir, name));
-        nkept++;
-        return STRATA_OK;
+        return prune(o->ckpt_dir, name, o->ckpt_keep);
 }
 
 /* @p path names a checkpoints directory's pointer file, DIR/latest. */
