@@ -363,6 +363,8 @@ static int ckpt_dir_fresh(const struct opts *o, int rank)
                     unlink(path) != 0 && errno != ENOENT)
                         rc = bad("--ckpt-dir %s: %s cannot be removed (%s)", o->ckpt_dir,
                                  e->d_name, strerror(errno));
+                if (o->resume_auto && !ckpt_file(e->d_name))
+                        continue; /* --resume auto: the user's files beside a new run */
                 if (n < 3)
                         snprintf(seen[n], sizeof(seen[n]), "%.63s", e->d_name);
                 n++;
@@ -376,17 +378,42 @@ static int ckpt_dir_fresh(const struct opts *o, int rank)
                    n > 2 ? ", " : "", n > 2 ? seen[2] : "", n > 3 ? ", ..." : "", o->ckpt_dir);
 }
 
+/*
+ * --resume auto (issue 58, item 12; decision 0057): --ckpt-dir's latest when it has one, else
+ * a new run there; the directory's other files (the user's notes) stay. A file named auto is
+ * ./auto. 0, or 2 after the message.
+ */
+static int resume_auto(struct opts *o)
+{
+        char latest[PATH_BUF];
+        struct stat st;
+
+        if (!o->resume || strcmp(o->resume, "auto"))
+                return 0;
+        if (!o->ckpt_dir)
+                return bad("--resume auto continues --ckpt-dir's run when it has one: give "
+                           "--ckpt-dir");
+        if (o->overwrite)
+                return bad("--resume auto and --overwrite: continue or start afresh, not both");
+        snprintf(latest, sizeof(latest), "%s/latest", o->ckpt_dir);
+        o->resume = stat(latest, &st) == 0 ? o->ckpt_dir : NULL;
+        o->resume_auto = !o->resume;
+        return 0;
+}
+
 /**
  * @brief Before anything is loaded or started: --ckpt-every-steps only with --ckpt-dir; the
  *        directory made and usable, and without another run's files unless --resume or
  *        --overwrite (process @p rank of the job: its first removes them). 0, or 2.
  */
-int ckpt_check(const struct opts *o, int rank)
+int ckpt_check(struct opts *o, int rank)
 {
         if (o->ckpt_every && !o->ckpt_dir)
                 return bad("--ckpt-every-steps needs --ckpt-dir");
         if (o->overwrite && !o->ckpt_dir)
                 return bad("--overwrite starts a --ckpt-dir afresh: give --ckpt-dir");
+        if (resume_auto(o))
+                return 2;
         if (!o->ckpt_dir)
                 return 0;
         return ckpt_dir_usable(o->ckpt_dir) || ckpt_dir_fresh(o, rank) ? 2 : 0;
@@ -498,8 +525,10 @@ int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at
                 rc = save_ckpt(rt, o, at);
         fprintf(stderr, "strata-train: %s at epoch %d, step %ld%s%s\n", strsignal(sig),
                 at.epoch + 1, at.step, rc ? ": checkpoint failed: " : "",
-                rc ? strata_last_error() : o->ckpt_dir && sig != SIGINT ? "; checkpoint saved"
-                                                                         : "");
+                rc ? strata_last_error()
+                   : o->ckpt_dir && sig != SIGINT ? "; checkpoint saved"
+                   : o->ckpt_dir ? "; nothing saved (an interrupt stops without a checkpoint)"
+                                 : "; nothing saved (no --ckpt-dir)");
         strata_teardown(rt);
         return rc ? 1 : 128 + sig;
 }

@@ -55,6 +55,7 @@ struct opts {
         const char *ckpt_dir;   /* save at every epoch end */
         int ckpt_keep;          /* checkpoints kept in ckpt_dir */
         const char *resume;     /* a checkpoint file, or a directory: its latest */
+        int resume_auto;        /* --resume auto found no checkpoint: a new run */
         const char *export_st;  /* safetensors of the final weights */
         long ckpt_every;        /* also every N optimizer steps (0: epoch ends only) */
         const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
@@ -252,7 +253,7 @@ double epoch_lr(const struct run *r, int ep);
 int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
-int ckpt_check(const struct opts *o, int rank);
+int ckpt_check(struct opts *o, int rank);
 int export_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
