@@ -17,8 +17,9 @@ static int train_start(struct run *r)
 {
         int rc;
 
-        if (r->o.plan)
-                return (rc = data_load(r)) ? rc : plan_show(r);
+        if (r->o.plan) /* what training would refuse, then the plan */
+                return (rc = ckpt_plan_check(&r->o)) || (rc = export_check(&r->o)) ||
+                       (rc = data_load(r)) ? rc : plan_show(r);
         if ((rc = ckpt_check(&r->o, r->rank)) || (rc = export_check(&r->o)) ||
             (rc = data_load(r)) || (rc = config_start(r)) || (rc = data_loaders(r)))
                 return rc;

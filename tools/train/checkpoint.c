@@ -420,6 +420,31 @@ int ckpt_check(struct opts *o, int rank)
 }
 
 /**
+ * @brief --plan's share of ckpt_check(): the same refusals, the directory neither made nor
+ *        cleared; --resume's checkpoint must be there to read. 0, or 2 after the message.
+ */
+int ckpt_plan_check(struct opts *o)
+{
+        char path[STRATA_CKPT_PATH_MAX];
+        FILE *f;
+
+        if (o->ckpt_every && !o->ckpt_dir)
+                return bad("--ckpt-every-steps needs --ckpt-dir");
+        if (o->overwrite && !o->ckpt_dir)
+                return bad("--overwrite starts a --ckpt-dir afresh: give --ckpt-dir");
+        if (resume_auto(o))
+                return 2;
+        if (!o->resume)
+                return 0;
+        if (resolve(o->resume, path, sizeof(path)))
+                return 2;
+        if (!(f = fopen(path, "rb")))
+                return bad("--resume: %s cannot be read (%s)", path, strerror(errno));
+        fclose(f);
+        return 0;
+}
+
+/**
  * @brief --export-safetensors, before any training: its directory exists and this process can
  *        create files in it, and the path is not a directory. 0, or 2 after the message.
  */

@@ -199,6 +199,7 @@ void layers_h5_layout(struct run *r, int rank, const uint32_t *dims);
 
 /* config.c */
 int config_fill(struct run *r);
+int config_check(struct run *r);
 int config_start(struct run *r);
 
 /* plan.c */
@@ -254,6 +255,7 @@ int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
 int ckpt_check(struct opts *o, int rank);
+int ckpt_plan_check(struct opts *o);
 int export_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
