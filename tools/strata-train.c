@@ -1,5 +1,5 @@
 /*
- * strata-train: train an MLP on Fashion-MNIST (or synthetic data of the same shape) with any
+ * strata-train: train an MLP on Fashion-MNIST (or synthetic data shaped by --model) with any
  * Strata strategy, printing progress per epoch and a summary. Exit status 2 on bad input.
  * This file wires the run; its parts are in tools/train/ (see train.h).
  */

@@ -1,5 +1,5 @@
 /*
- * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples of the same shape, in
+ * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples shaped by --model, in
  * one arena sized from the data set itself before anything is read (arena.c), or an HDF5 file
  * (h5data.c); then the sampler and the loaders over it.
  */

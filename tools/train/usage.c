@@ -9,7 +9,10 @@ void usage(FILE *f)
         fprintf(f,
                 "usage: strata-train [options]\n"
                 "  --data DIR          Fashion-MNIST IDX files (default " DEFAULT_DATA ")\n"
-                "  --synthetic N       use N synthetic samples of the same shape instead\n"
+                "  --synthetic N       N synthetic samples (and 10000 test ones) instead,\n"
+                "                      shaped by --model: its input width, its output's\n"
+                "                      classes (2..256); a line without input(...) takes\n"
+                "                      Fashion-MNIST's 1x28x28\n"
                 "  --synthetic-regression N  N synthetic rows of float targets instead (and\n"
                 "                      2000 test rows): t = tanh(xW) + 0.1 sin(3xW), W fixed\n"
                 "  --loss L            ce (default), mse, l1, huber or bce (float targets in\n"
