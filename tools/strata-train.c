@@ -65,6 +65,8 @@ static int train(int argc, char **argv, int rank)
                 return spawn_parent(argc, argv, &r.o, train);
         if ((rc = job_setup(&r)))
                 return rc;
+        if (r.rank <= 0)
+                warn_ignored(&r.o);
         catch_stop_signals(); /* acted on at the first step boundary */
         return train_start(&r);
 }

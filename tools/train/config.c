@@ -69,6 +69,10 @@ static void fill_config(struct run *r)
         cfg->optim.lr = o->lr;
         cfg->optim.momentum = o->optim == STRATA_OPTIM_SGD ? o->momentum : 0.0f;
         cfg->optim.weight_decay = o->wd;
+        if (o->optim == STRATA_OPTIM_ADAMW) {
+                cfg->optim.beta1 = o->beta1;
+                cfg->optim.beta2 = o->beta2;
+        }
         cfg->strategy.sync_bn = o->sync_bn;
         cfg->train.accumulate = o->accumulate;
         cfg->train.accumulate_reduce = o->accumulate_reduce;

@@ -120,6 +120,9 @@ enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS, OPT_NO_FUSION };
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
 enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE };
 
+/* AdamW's betas (issue 58, item 9). */
+enum { OPT_BETAS = 0x4d01 };
+
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
 {
@@ -213,7 +216,7 @@ static const struct option long_opts[] = {
         { "portable", 0, 0, OPT_PORTABLE }, { "kernels", 1, 0, OPT_KERNELS },
         { "no-fusion", 0, 0, OPT_NO_FUSION },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
-        { "overwrite", 0, 0, OPT_OVERWRITE },
+        { "overwrite", 0, 0, OPT_OVERWRITE }, { "betas", 1, 0, OPT_BETAS },
         { 0, 0, 0, 0 },
 };
 
@@ -225,7 +228,9 @@ static int number_option(int c, const char *s, struct opts *o)
         case 'e': return parse_int("epochs", s, 1, 100000, &o->epochs);
         case 'b': return parse_int("batch", s, 1, 1 << 24, &o->batch);
         case 'l': return parse_float("lr", s, 1e-12, 1e6, &o->lr);
-        case 'M': return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
+        case 'M':
+                o->given |= GIVEN_MOMENTUM;
+                return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
         case 'w': return parse_float("weight-decay", s, 0.0, 1e6, &o->wd);
         case 'n': o->devices_set = 1; return parse_int("devices", s, 1, 64, &o->devices);
         case OPT_PROCESSES: return parse_int("processes", s, 1, 64, &o->processes);
@@ -268,6 +273,7 @@ static int choice_option(int c, const char *s, struct opts *o)
 
         switch (c) {
         case 'Z':
+                o->given |= GIVEN_ACTIVATION;
                 return activation_option(s, o);
         case 'a':
                 if ((w = word(s, "cpu", "cuda")) < 0)
@@ -372,6 +378,21 @@ static int check_h5(const struct opts *o)
         return 0;
 }
 
+/* --betas B1,B2: AdamW's moment decays, each in (0, 1). */
+static int betas_option(const char *s, struct opts *o)
+{
+        float b1, b2;
+        char tail;
+
+        if (sscanf(s, "%f,%f%c", &b1, &b2, &tail) != 2 || !(b1 > 0.0f && b1 < 1.0f) ||
+            !(b2 > 0.0f && b2 < 1.0f))
+                return bad("--betas: '%s' is not two numbers in (0, 1) like 0.9,0.999", s);
+        o->beta1 = b1;
+        o->beta2 = b2;
+        o->given |= GIVEN_BETAS;
+        return 0;
+}
+
 /* One option getopt returned: 0, 2 after the message, or --help's exit. */
 static int parse_option(int c, char **argv, struct opts *o)
 {
@@ -396,6 +417,8 @@ static int parse_option(int c, char **argv, struct opts *o)
                 o->seed = (uint64_t)v;
                 return 0;
         }
+        if (c == OPT_BETAS)
+                return betas_option(optarg, o);
         if (c == 'z') {
                 rc = parse_seconds("stall-report", optarg, 0.0, &o->stall_s);
                 if (!rc && o->stall_s == 0.0)
@@ -447,6 +470,39 @@ static void warn_reduce_each(const struct opts *o)
         else if (o->invariant)
                 fprintf(stderr, "strata-train: warning: --accumulate-reduce each has no effect "
                                 "with --invariant (its sums are the same in either order)\n");
+}
+
+/* One warning: "strata-train: warning: OPTION is ignored: WHY". */
+static void ignored(const char *option, const char *why)
+{
+        fprintf(stderr, "strata-train: warning: %s is ignored: %s\n", option, why);
+}
+
+/**
+ * @brief Options given that the run ignores, each named once with the reason (issue 58,
+ *        item 9): by the job's first process, once the job is known.
+ */
+void warn_ignored(const struct opts *o)
+{
+        int line = layers_given(o->model);
+
+        if (o->optim == STRATA_OPTIM_ADAMW && (o->given & GIVEN_MOMENTUM))
+                ignored("--momentum", "AdamW has no momentum term (its moments: --betas)");
+        if (o->optim == STRATA_OPTIM_SGD && (o->given & GIVEN_BETAS))
+                ignored("--betas", "they are AdamW's (--optim adamw); SGD takes --momentum");
+        if (o->tf32 && o->accel == STRATA_ACCEL_CPU)
+                ignored("--tf32", "TF32 is a GPU's tensor-core format; the CPU computes fp32");
+        if (o->huber_beta > 0.0f && o->loss != &strata_huber)
+                ignored("--huber-beta", "it is the huber loss's (--loss huber)");
+        if (o->sync_bn && (line ? !strstr(o->model, "batchnorm") : !o->bn))
+                ignored("--sync-bn", "the model has no BatchNorm (--bn, or batchnorm in the "
+                                     "--model line)");
+        if (line && o->bn)
+                ignored("--bn", "a --model line names its modules; add batchnorm to it");
+        if (line && o->dropout > 0.0f)
+                ignored("--dropout", "a --model line names its modules; add dropout(P) to it");
+        if (line && (o->given & GIVEN_ACTIVATION))
+                ignored("--activation", "a --model line names its modules and activations");
 }
 
 /** @brief The command line into @p o: 0, or 2 after the message (--help exits 0). */

@@ -86,7 +86,12 @@ struct opts {
         float val_fraction;     /* --val-fraction: the last fraction of --data evaluates */
         int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
         int plan;               /* --plan: print the memory plan and exit */
+        float beta1, beta2;     /* --betas: AdamW's (0: the library's 0.9, 0.999) */
+        unsigned given;         /* GIVEN_*: options given whose default is also a value */
 };
+
+/* Options given on the command line, for the warnings about ones a run ignores. */
+enum { GIVEN_MOMENTUM = 1u << 0, GIVEN_ACTIVATION = 1u << 1, GIVEN_BETAS = 1u << 2 };
 
 /*
  * What one evaluation pass found: the training loss function on the evaluation rows, and the
@@ -183,6 +188,7 @@ void usage(FILE *f);
 int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bad_silent(void);
 int parse_args(int argc, char **argv, struct opts *o);
+void warn_ignored(const struct opts *o);
 
 /* data.c */
 int data_load(struct run *r);

@@ -47,6 +47,8 @@ void usage(FILE *f)
                 "  --epochs N          (default 10)      --batch N   global batch (default 128)\n"
                 "  --lr X              (default 0.05)    --momentum X   (default 0.9)\n"
                 "  --optim sgd|adamw   (default sgd)     --weight-decay X (default 0)\n"
+                "  --betas B1,B2       AdamW's moment decays (default 0.9,0.999); --momentum\n"
+                "                      is SGD's. An option the run ignores is named on stderr\n"
                 "  --seed N            (default 0)\n"
                 "  --lr-schedule S     constant (default), step:N:GAMMA (decay every N optimizer\n"
                 "                      steps), cosine[:MIN] (to MIN over the run)\n"
