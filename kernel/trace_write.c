@@ -329,13 +329,13 @@ int strata__trace_flush(struct strata__trace *tr)
                 dropped += t->dropped;
         }
         STRATA_TRY(drain(tr));
-        if (dropped > tr->reported_drops) {
+        if (dropped && !tr->reported_drops) { /* once: the trace's end records the total */
                 char line[256];
                 int n = snprintf(line, sizeof(line),
-                                 "strata: trace: %llu events dropped so far (buffers of %u "
-                                 "events per device filled between flushes); raise "
-                                 "trace_events (--trace-events)\n",
-                                 (unsigned long long)dropped, (unsigned)tr->tracks[0].cap);
+                                 "strata: trace: events dropped (buffers of %u events "
+                                 "per device filled between flushes; the trace's end counts "
+                                 "them); raise trace_events (--trace-events)\n",
+                                 (unsigned)tr->tracks[0].cap);
 
                 (void)!write(2, line, (size_t)n);
                 tr->reported_drops = dropped;

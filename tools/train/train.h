@@ -213,6 +213,7 @@ int plan_show(struct run *r);
 
 /* eval.c */
 const char *json_num(double v, const char *fmt, char *buf);
+const char *text_num(double v, const char *fmt, char *buf);
 int eval_fits_bce(const struct run *r);
 int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
                 int width, const char *what);
