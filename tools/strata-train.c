@@ -19,7 +19,7 @@ static int train_start(struct run *r)
 
         if (r->o.plan) /* what training would refuse, then the plan */
                 return (rc = ckpt_plan_check(&r->o)) || (rc = export_check(&r->o)) ||
-                       (rc = data_load(r)) ? rc : plan_show(r);
+                       (rc = data_load(r)) ? rc : trainer_check(r) ? 2 : plan_show(r);
         if ((rc = ckpt_check(&r->o, r->rank)) || (rc = export_check(&r->o)) ||
             (rc = data_load(r)) || (rc = config_start(r)) || (rc = data_loaders(r)))
                 return rc;
@@ -30,6 +30,10 @@ static int train_start(struct run *r)
         }
         if ((rc = ckpt_start(r)))
                 return rc;
+        if (trainer_check(r)) {
+                strata_teardown(r->rt);
+                return 2;
+        }
         report_resumed(r);
         if (r->o.metrics_csv && strata_is_global_zero(r->rt) &&
             csv_open(r, r->o.metrics_csv, r->o.resume != NULL)) {

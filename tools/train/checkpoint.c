@@ -58,6 +58,8 @@ _Static_assert(sizeof(struct app_state) <= STRATA_CKPT_APP_BYTES,
 
 /* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
 static volatile sig_atomic_t stop_signal;
+/* --max-time: a stop asked for by the run itself, without a signal. */
+static volatile sig_atomic_t limit_stop;
 
 static void on_signal(int sig)
 {
@@ -131,9 +133,10 @@ static double ckpt_position(const char *name)
 /*
  * Keep the last @p keep checkpoints of @p dir: @p saved (just written) and the keep - 1 that
  * come last in training among the others; the rest go, whichever run wrote them (a resumed
- * run prunes its predecessors' too: issue 58, item 1). Only strata-train's names are counted.
+ * run prunes its predecessors' too: issue 58, item 1). Only strata-train's names are counted;
+ * with @p top_k the epoch checkpoints are --save-top-k's to keep, not counted here.
  */
-static int prune(const char *dir, const char *saved, int keep)
+static int prune(const char *dir, const char *saved, int keep, int top_k)
 {
         static char names[256][64];
         static char ents[1 << 14] __attribute__((aligned(8)));
@@ -152,8 +155,9 @@ static int prune(const char *dir, const char *saved, int keep)
                         double p = ckpt_position(e->d_name);
 
                         off += e->d_reclen;
+                        /* --save-top-k keeps the epoch checkpoints (trainer.c) */
                         if (p < 0.0 || !strcmp(e->d_name, saved) || strlen(e->d_name) >= 64 ||
-                            n == 256)
+                            n == 256 || (top_k && p == floor(p)))
                                 continue;
                         snprintf(names[n], sizeof(names[n]), "%s", e->d_name);
                         pos[n++] = p;
@@ -192,16 +196,22 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
         memcpy(a.out_losses, at.step ? at.loss_sums : at.train_losses, sizeof(a.out_losses));
         memcpy(a.eval_losses, at.ev.losses, sizeof(a.eval_losses));
         keep_accs(&a, &at.ev);
-        if (at.step)
-                snprintf(name, sizeof(name), "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
-        else
-                snprintf(name, sizeof(name), "epoch-%d.ckpt", at.epoch);
+        ckpt_name(at, name, sizeof(name));
         snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
         if (!strata_is_global_zero(rt)) /* a save of every process: process 0 writes */
                 return strata_save_checkpoint(rt, path, &a, sizeof(a));
         STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
         STRATA_TRY(write_latest(o->ckpt_dir, name));
-        return prune(o->ckpt_dir, name, o->ckpt_keep);
+        return prune(o->ckpt_dir, name, o->ckpt_keep, o->top_k > 0);
+}
+
+/** @brief The file name of a checkpoint taken at @p at (epoch-E.ckpt, epoch-E-step-B.ckpt). */
+void ckpt_name(struct position at, char *name, size_t n)
+{
+        if (at.step)
+                snprintf(name, n, "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
+        else
+                snprintf(name, n, "epoch-%d.ckpt", at.epoch);
 }
 
 /* @p path names a checkpoints directory's pointer file, DIR/latest. */
@@ -524,12 +534,31 @@ void stop_agree(struct strata_runtime *rt)
         int v[STRATA_MAX_DEVICES];
         void *bufs[STRATA_MAX_DEVICES];
 
+        /* signal * 2 + limit: a signal anywhere wins over a time limit anywhere */
         for (int d = 0; d < STRATA_MAX_DEVICES; d++) {
-                v[d] = stop_signal;
+                v[d] = stop_signal * 2 + !!limit_stop;
                 bufs[d] = &v[d];
         }
-        if (strata_reduce(rt, bufs, 1, STRATA_I32, STRATA_OP_MAX) == STRATA_OK && v[0] > 0)
-                stop_signal = v[0];
+        if (strata_reduce(rt, bufs, 1, STRATA_I32, STRATA_OP_MAX) == STRATA_OK && v[0] > 0) {
+                stop_signal = v[0] / 2;
+                limit_stop = v[0] == 1;
+        }
+}
+
+/** @brief --max-time reached: stop at the next step boundary, as a signal would. */
+void stop_for_limit(void)
+{
+        limit_stop = 1;
+        strata_request_stop();
+}
+
+/** @brief The agreed stop is --max-time's (no signal): 1, and the stop request is cleared. */
+int stop_limit(void)
+{
+        if (!limit_stop || stop_signal)
+                return 0;
+        strata_clear_stop(); /* the run evaluates and saves where it stands */
+        return 1;
 }
 
 /** @brief The stop signal received (0: none yet). */

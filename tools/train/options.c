@@ -72,6 +72,18 @@ static int parse_float(const char *name, const char *s, double lo, double hi, fl
         return 0;
 }
 
+/** @brief An integer option in [lo, hi] (trainer.c's too): 0, or 2 after the message. */
+int parse_long_option(const char *name, const char *s, long lo, long hi, long *out)
+{
+        return parse_long(name, s, lo, hi, out);
+}
+
+/** @brief A number option in [lo, hi]: 0, or 2 after the message. */
+int parse_float_option(const char *name, const char *s, double lo, double hi, float *out)
+{
+        return parse_float(name, s, lo, hi, out);
+}
+
 /* A duration in seconds, in [lo, 1e6]. */
 static int parse_seconds(const char *name, const char *s, double lo, double *out)
 {
@@ -217,6 +229,9 @@ static const struct option long_opts[] = {
         { "no-fusion", 0, 0, OPT_NO_FUSION },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
         { "overwrite", 0, 0, OPT_OVERWRITE }, { "betas", 1, 0, OPT_BETAS },
+        { "max-steps", 1, 0, OPT_MAX_STEPS }, { "max-time", 1, 0, OPT_MAX_TIME },
+        { "val-every-n-steps", 1, 0, OPT_VAL_EVERY }, { "early-stop", 1, 0, OPT_EARLY_STOP },
+        { "monitor", 1, 0, OPT_MONITOR }, { "save-top-k", 1, 0, OPT_SAVE_TOP_K },
         { 0, 0, 0, 0 },
 };
 
@@ -428,7 +443,7 @@ static int parse_option(int c, char **argv, struct opts *o)
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
             (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0 ||
-            (rc = kernels_option(c, optarg, o)) >= 0)
+            (rc = kernels_option(c, optarg, o)) >= 0 || (rc = trainer_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'; see --help", argv[optind - 1]);
 }

@@ -87,8 +87,18 @@ struct opts {
         int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
         int plan;               /* --plan: print the memory plan and exit */
         float beta1, beta2;     /* --betas: AdamW's (0: the library's 0.9, 0.999) */
+        long max_steps;         /* --max-steps: optimizer steps of the run (0: no limit) */
+        double max_time;        /* --max-time: seconds of training (0: no limit) */
+        long val_every;         /* --val-every-n-steps: an evaluation every N batches too */
+        long patience;          /* --early-stop: evaluations without improvement (0: off) */
+        const char *monitor;    /* --monitor: the metric watched (NULL: the evaluation loss) */
+        long top_k;             /* --save-top-k: the best K epoch checkpoints kept (0: off) */
         unsigned given;         /* GIVEN_*: options given whose default is also a value */
 };
+
+/* The Trainer options' codes (options.c's table; trainer.c parses them). */
+enum { OPT_MAX_STEPS = 0x4e01, OPT_MAX_TIME, OPT_VAL_EVERY, OPT_EARLY_STOP, OPT_MONITOR,
+       OPT_SAVE_TOP_K };
 
 /* Options given on the command line, for the warnings about ones a run ignores. */
 enum { GIVEN_MOMENTUM = 1u << 0, GIVEN_ACTIVATION = 1u << 1, GIVEN_BETAS = 1u << 2 };
@@ -177,6 +187,11 @@ struct run {
         const char *set;                /* what evaluates: "test", "val" or "train_eval" */
         float *outs;                    /* bce: one batch of outputs (eval.c) */
         char tpath[PATH_BUF];           /* this process's trace file */
+        int ended;                      /* the run has ended early (its exit status given) */
+        struct {                        /* --early-stop: the best monitored value so far */
+                double value;
+                int epoch;              /* its epoch (from 1; 0: none yet) */
+        } best;
         struct {                        /* the loss's growth (loop.c: watch_loss) */
                 double first, smooth;   /* the run's first step; smoothed since */
                 int warned;
@@ -189,6 +204,18 @@ int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bad_silent(void);
 int parse_args(int argc, char **argv, struct opts *o);
 void warn_ignored(const struct opts *o);
+
+int parse_long_option(const char *name, const char *s, long lo, long hi, long *out);
+int parse_float_option(const char *name, const char *s, double lo, double hi, float *out);
+
+/* trainer.c: --max-steps, --max-time, --val-every-n-steps, --early-stop, --save-top-k */
+int trainer_option(int c, const char *s, struct opts *o);
+int trainer_check(const struct run *r);
+int trainer_steps_done(const struct opts *o, long steps);
+void trainer_watch_time(const struct run *r);
+int trainer_mid_eval(struct run *r, int ep, long s);
+int trainer_early_stop(struct run *r, int ep);
+int trainer_top_k(const struct run *r, const char *name);
 
 /* data.c */
 int data_load(struct run *r);
@@ -266,8 +293,11 @@ int ckpt_plan_check(struct opts *o);
 int export_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
+void ckpt_name(struct position at, char *name, size_t n);
 void catch_stop_signals(void);
 int stop_requested(void);
+void stop_for_limit(void);
+int stop_limit(void);
 void stop_agree(struct strata_runtime *rt);
 int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at);
 
