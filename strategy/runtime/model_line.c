@@ -242,8 +242,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum arg a, 
                 if (parse_ints(s, n, v) != 1)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): from "
                                             "'%s' is not a module's index or input (input0.."
-                                            "input%d for each input)", c->module, c->name, SHOW(s, n),
-                                            STRATA_MAX_INPUTS - 1);
+                                            "input%d for each input)", c->module, c->name,
+                                            SHOW(s, n), STRATA_MAX_INPUTS - 1);
                 m->from = v[0];
                 return STRATA_OK;
         }
