@@ -581,19 +581,20 @@ contains
     integer(c_size_t), parameter :: most = huge(0_c_int)
     rc = STRATA_OK
     if (x%n < 1) then
-      rc = refuse("x is empty")
+      rc = refuse("the inputs x are empty")
     else if (x%rows > most .or. x%n / max(x%rows, 1_c_size_t) > most) then
-      rc = refuse("x has " // str(x%rows) // " samples of " // str(x%n / x%rows) // &
-                  " values: too many for one batch")
+      rc = refuse("the inputs x have " // str(x%rows) // " samples of " // &
+                  str(x%n / x%rows) // " values: too many for one batch")
     else if (t%dtype == STRATA_I32 .and. t%n /= x%rows) then
-      rc = refuse("y has " // str(t%n) // " labels; x has " // str(x%rows) // &
-                  " samples (its last dimension)")
+      rc = refuse("the labels have " // str(t%n) // " values; the inputs x have " // &
+                  str(x%rows) // " samples (their last dimension)")
     else if (c_associated(t%p) .and. t%dtype /= STRATA_I32 .and. t%rows /= x%rows) then
-      rc = refuse("t has " // str(t%rows) // " samples, x has " // str(x%rows) // &
-                  " (the last dimension of each)")
+      rc = refuse("the targets t have " // str(t%rows) // " samples, the inputs x " // &
+                  str(x%rows) // " (the last dimension of each)")
     else if (c_associated(t%p) .and. t%dtype /= STRATA_I32 .and. &
              t%n / max(t%rows, 1_c_size_t) > most) then
-      rc = refuse("t has " // str(t%n / max(t%rows, 1_c_size_t)) // " values a sample: too many")
+      rc = refuse("the targets t have " // str(t%n / max(t%rows, 1_c_size_t)) // &
+                  " values a sample: too many")
     end if
     if (rc /= STRATA_OK) return
     b%x = x%p
@@ -745,10 +746,11 @@ contains
     if (rc == STRATA_OK) rc = c_outputs(rt, k)
     if (rc /= STRATA_OK) return
     if (out%rows /= x%rows) then
-      rc = refuse("out has " // str(out%rows) // " samples, x has " // str(x%rows) // &
+      rc = refuse("the outputs out have room for " // str(out%rows) // &
+                  " samples, the inputs x have " // str(x%rows) // &
                   " (the last dimension of each)")
     else if (out%n /= x%rows * int(k, c_size_t)) then
-      rc = refuse("out has " // str(out%n / max(out%rows, 1_c_size_t)) // &
+      rc = refuse("the outputs out have " // str(out%n / max(out%rows, 1_c_size_t)) // &
                   " values a sample; the model has " // str(int(k, c_size_t)) // " outputs")
     else
       rc = strata_predict_step(rt, b, out%p, out%n)

@@ -226,10 +226,11 @@ int strata__world(const struct strata_config *c, int *world);
 
 /**
  * strategy/runtime/config.c: the common checks of @p c, then its strategy's; *st gets the
- * strategy's table and *dev the device driver (the configured one, or the accelerator's).
+ * strategy's table and *dev the device driver (the configured one, or the accelerator's,
+ * probed for a device unless @p planning: strata_plan() needs none).
  */
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
-                         const struct strata_device_ops **dev);
+                         const struct strata_device_ops **dev, int planning);
 
 /**
  * @brief The kernel set a runtime of configuration @p c computes with on driver @p dev, by

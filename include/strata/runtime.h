@@ -318,7 +318,10 @@ struct strata_runtime;
 
 /**
  * @brief Compute the exact memory a configuration needs, without touching any memory.
- * @retval STRATA_OK, STRATA_EINVAL (the message names the bad field), STRATA_EOVERFLOW.
+ *        The accelerator's driver must be loadable but not its device: a GPU job is planned
+ *        on a machine without the GPU (strata_init() then needs it).
+ * @retval STRATA_OK, STRATA_EINVAL (the message names the bad field), STRATA_EOVERFLOW,
+ *         STRATA_ENODEV (the accelerator's driver is not built or cannot be loaded).
  */
 int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out);
 

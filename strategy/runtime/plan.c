@@ -196,7 +196,7 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "plan: out is NULL");
-        STRATA_TRY(strata__check_config(cfg, &st, &dev));
+        STRATA_TRY(strata__check_config(cfg, &st, &dev, 1));
         STRATA_TRY(strata_arena_init_plan(&a, NULL));
         STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi));
         pi.bytes = strata_arena_used(&a);

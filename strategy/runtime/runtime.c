@@ -72,7 +72,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "init: runtime pointer is NULL");
-        STRATA_TRY(strata__check_config(cfg, &st, &dev));
+        STRATA_TRY(strata__check_config(cfg, &st, &dev, 0));
         STRATA_TRY(strata_plan(cfg, &pl));
         STRATA_TRY(strata__open_region(cfg, &pl, &root));
         STRATA_TRY_GOTO(rc, strata__reserve(cfg, dev, &pl, &rg), fail_region);

@@ -1,5 +1,5 @@
 /*
- * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples of the same shape, in
+ * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples shaped by --model, in
  * one arena sized from the data set itself before anything is read (arena.c), or an HDF5 file
  * (h5data.c); then the sampler and the loaders over it.
  */
@@ -160,9 +160,12 @@ static int loss_fits(const struct run *r)
                 return bad("--model's output takes %s; the data has %s",
                            m->outputs[0].loss->float_targets ? "float targets" : "labels",
                            r->train.t ? "float targets" : "labels");
+        if (!r->o.loss) /* the default, not the user's word: say what to give */
+                return bad("the data has %s, which the default loss (ce, class labels) does not "
+                           "take: give --loss mse, l1, huber or bce",
+                           r->train.t ? "float targets" : "labels");
         return bad("--loss %s does not fit the data's %s (float targets: mse, l1, huber or bce; "
-                   "labels: ce)", r->o.loss ? r->o.loss->name : "ce",
-                   r->train.t ? "float targets" : "labels");
+                   "labels: ce)", r->o.loss->name, r->train.t ? "float targets" : "labels");
 }
 
 /*
