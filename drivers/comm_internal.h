@@ -6,8 +6,6 @@
 #include <stdint.h>
 
 #include "strata/comm.h"
-#include "kernel/workers.h"
-#include "base/base.h"
 #include "base/faults.h"
 
 /*

@@ -7,7 +7,7 @@
  * The link offers one primitive, a step: this process sends a few other processes a message
  * each (a 64-byte header, then data) and receives a few messages, and waits for them all. Every
  * process takes part in every step of a collective (with no message, when its schedule has
- * none), so steps are counted alike everywhere. The `net` transport (drivers/net/net.c) builds
+ * none), so steps are counted alike everywhere. The `net` transport (drivers/net/) builds
  * every collective on steps: schedules of depth log P (recursive halving and doubling) or, for
  * 2 to 4 processes, one step to every peer; its reductions follow the order the world size
  * fixes (bitwise the same as one process's). Nothing in a link grows with the processes: a
