@@ -273,7 +273,7 @@ int strata__prepare(const struct strata_runtime *rt);
 int strata__accumulate_each(const struct strata_config *c);
 
 /** Invariant mode: the chunks a batch is cut into (0: normal mode). */
-int strata__chunks(const struct strata_config *c);
+int strata__invariant_chunks(const struct strata_config *c);
 
 /**
  * Assign each device its rows of @p b (sizes differ by at most one); in invariant mode the

@@ -92,7 +92,7 @@ int strata__net_rsb_direct(struct strata_comm *c, const struct strata_coll *op,
         size_t es = sp.es, per = strata__net_per_round(c, es), a[STRATA__NET_DIRECT],
                e[STRATA__NET_DIRECT], len[STRATA__NET_DIRECT];
         int n = c->n, P = strata__net_st(c)->net->size, me = strata__net_st(c)->net->rank;
-        int o = strata__world_op(op->op, op->dtype, c->world);
+        int o = strata__comm_world_op(op->op, op->dtype, c->world);
         const void *out[STRATA__NET_DIRECT], *src[STRATA_MAX_DEVICES * STRATA__NET_DIRECT];
         const unsigned char *in[STRATA__NET_DIRECT];
         unsigned char *pack = strata__net_st(c)->pack;

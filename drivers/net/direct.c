@@ -38,7 +38,7 @@ int strata__net_reduce_rounds(struct strata_comm *c, const struct strata_coll *o
 {
         size_t es = strata_dtype_size(op->dtype), per = strata__net_per_round(c, es);
         int n = c->n, P = strata__net_st(c)->net->size, root_local = op->root - c->rank0;
-        int o = strata__world_op(op->op, op->dtype, c->world);
+        int o = strata__comm_world_op(op->op, op->dtype, c->world);
         void *dst[STRATA_MAX_DEVICES];
         const void *src[STRATA_MAX_DEVICES * STRATA__NET_DIRECT];
         const unsigned char *data[STRATA__NET_DIRECT];
@@ -88,7 +88,7 @@ int strata__net_split_rounds(struct strata_comm *c, const struct strata_coll *op
 {
         size_t es = strata_dtype_size(op->dtype), per = strata__net_per_round(c, es);
         int n = c->n, P = strata__net_st(c)->net->size, me = strata__net_st(c)->net->rank;
-        int o = strata__world_op(op->op, op->dtype, c->world);
+        int o = strata__comm_world_op(op->op, op->dtype, c->world);
         void *dst[STRATA_MAX_DEVICES];
         const void *src[STRATA_MAX_DEVICES * STRATA__NET_DIRECT], *out[STRATA__NET_DIRECT];
         const unsigned char *in[STRATA__NET_DIRECT];
@@ -253,8 +253,8 @@ static void rs_reduce(struct strata_comm *c, const struct strata_coll *op,
                                 ? (const unsigned char *)strata__comm_peer(c, 0, s)->send +
                                           ((size_t)me * region + a) * es
                                 : in[p] + ((size_t)s * (hi - lo) + a - lo) * es;
-        strata__reduce_many(op->dtype, strata__world_op(op->op, op->dtype, c->world), dst, 1, src,
-                            P * n, 0, b - a, 0);
+        strata__reduce_many(op->dtype, strata__comm_world_op(op->op, op->dtype, c->world), dst, 1,
+                            src, P * n, 0, b - a, 0);
 }
 
 /*

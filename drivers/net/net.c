@@ -11,7 +11,7 @@
  * choice of schedule for each collective (net_move). drivers/net/net_internal.h lists the
  * parts, bottom to top.
  *
- * Reductions combine every element in the order the world size fixes (strata__world_op):
+ * Reductions combine every element in the order the world size fixes (strata__comm_world_op):
  * for f32/f64 sums of 5 ranks or more, recursive halving's; otherwise rank order. Both
  * schedules give the bits of one process's shm transport, whatever the split (P=1,D=8; P=2,D=4;
  * P=8,D=1 alike). Processes that disagree, or one whose ranks passed bad arguments, make every
