@@ -125,7 +125,11 @@ struct strata__strategy {
         struct strata__strategy_hooks hooks;
 };
 
-/** @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). */
+/**
+ * @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). A GNU
+ * statement expression (one evaluation of @p st, the member's own type): one of the few
+ * extensions the C11 build relies on, listed in docs/decisions/0055-smaller-mends.md.
+ */
 #define STRATA__INHERITED(st, f)                                                               \
         ({                                                                                     \
                 const struct strata__strategy *s__ = (st);                                     \
