@@ -219,7 +219,7 @@ static void load_mpi(void)
         }
 }
 
-int strata__net_mpi(const struct strata__net_ops **out)
+int strata__link_mpi(const struct strata__net_ops **out)
 {
         pthread_once(&mpi_once, load_mpi);
         if (!mpi_ops)

@@ -118,10 +118,10 @@ static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
                                         const struct strata__replica *r, int sync)
 {
         if (strata__shard_each(strata__replica_shard(r)))
-                return strata__reduce_layer;
+                return strata__zero_reduce_layer;
         if (!sync)
                 return NULL;
-        return rt->cfg.strategy.invariant ? keep_layer : strata__reduce_layer;
+        return rt->cfg.strategy.invariant ? keep_layer : strata__zero_reduce_layer;
 }
 
 /*
@@ -142,7 +142,7 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         if (skip)
                 return STRATA_OK;
         if (rt->cfg.train.clip_norm > 0.0f && !strata__shard_whole_grads(sh)) {
-                STRATA_TRY(strata__shard_sumsq(m, r, &ss));
+                STRATA_TRY(strata__zero_sumsq(m, r, &ss));
                 strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm,
                                            rt->cfg.train.clip_value, ss);
                 strata__replica_step(r, &rt->cfg.optim);

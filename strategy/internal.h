@@ -125,7 +125,11 @@ struct strata__strategy {
         struct strata__strategy_hooks hooks;
 };
 
-/** @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). */
+/**
+ * @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). A GNU
+ * statement expression (one evaluation of @p st, the member's own type): one of the few
+ * extensions the C11 build relies on, listed in docs/decisions/0055-smaller-mends.md.
+ */
 #define STRATA__INHERITED(st, f)                                                               \
         ({                                                                                     \
                 const struct strata__strategy *s__ = (st);                                     \
@@ -307,7 +311,7 @@ int strata__prepare(const struct strata_runtime *rt);
 int strata__accumulate_each(const struct strata_config *c);
 
 /** Invariant mode: the chunks a batch is cut into (0: normal mode). */
-int strata__chunks(const struct strata_config *c);
+int strata__invariant_chunks(const struct strata_config *c);
 
 /**
  * Assign each device its rows of @p b (sizes differ by at most one); in invariant mode the

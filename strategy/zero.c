@@ -105,7 +105,7 @@ static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
 static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 static const struct strata__span span_layer = { "reduce layer", "comm", "layer", 0 };
 
-int strata__reduce_layer(void *h, struct strata__replica *r, int layer)
+int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         size_t lo = strata__replica_param_offset(r, layer), hi = lo + v->layers[layer].nparam;
@@ -131,7 +131,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
         const struct strata__buckets *b = strata__ddp_buckets(rt);
 
         if (strata__shard_own_grads(strata__replica_shard(r)))
-                return strata__reduce_layer(h, r, layer);
+                return strata__zero_reduce_layer(h, r, layer);
         for (int k = 0; k < b->n; k++) {
                 uint64_t t0;
                 int rc;
@@ -159,7 +159,7 @@ static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
                                               const struct strata__replica *r, int sync)
 {
         if (strata__shard_each(strata__replica_shard(r)))
-                return strata__reduce_layer;
+                return strata__zero_reduce_layer;
         if (rt->cfg.strategy.invariant)
                 return STRATA__INHERITED(&strata__zero1, hooks.layer)(rt, r, sync);
         return sync ? bucket_ready : NULL;
@@ -235,7 +235,7 @@ static int gathered_sumsq(struct strata__multi *m, struct strata__replica *r, do
  * processes every device sums the gathered layers itself instead: sumsq_from continued over
  * any cut of the vector in order gives the same double.
  */
-int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
+int strata__zero_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct strata__shard *sh = strata__replica_shard(r);
@@ -256,7 +256,7 @@ int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, doub
 
 /*
  * zero2's optimizer_step with own_grads and clipping by norm: zero1's, the norm summed over
- * the owners' shards (strata__shard_sumsq) instead of a whole gathered vector.
+ * the owners' shards (strata__zero_sumsq) instead of a whole gathered vector.
  */
 static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
@@ -271,7 +271,7 @@ static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int de
         STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
         if (skip)
                 return STRATA_OK;
-        STRATA_TRY(strata__shard_sumsq(m, r, &ss));
+        STRATA_TRY(strata__zero_sumsq(m, r, &ss));
         strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value, ss);
         strata__replica_step(r, &rt->cfg.optim);
         return gather_shards(m, r, v->params);

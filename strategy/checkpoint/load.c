@@ -235,7 +235,7 @@ int strata__ckpt_check_header(const struct strata__ckpt_header *hd, const char *
             hd->entry_bytes != sizeof(struct strata__ckpt_entry))
                 return strata__fail(STRATA_EFORMAT, "'%s': format version %u, this library "
                                     "reads %d", path, hd->version, STRATA_CKPT_VERSION);
-        if (hd->crc != strata__ckpt_header_crc(hd))
+        if (hd->crc != strata__crc32_header(hd))
                 return strata__fail(STRATA_EFORMAT, "'%s': header checksum mismatch (corrupt)",
                                     path);
         if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES * STRATA_MAX_PROCESSES ||
@@ -396,7 +396,8 @@ static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t
 static int bitwise(const struct strata_runtime *rt, const struct strata__ckpt_header *hd,
                    int resharded)
 {
-        return hd->chunks == (uint32_t)strata__chunks(&rt->cfg) && (!resharded || hd->chunks);
+        return hd->chunks == (uint32_t)strata__invariant_chunks(&rt->cfg) &&
+               (!resharded || hd->chunks);
 }
 
 int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,

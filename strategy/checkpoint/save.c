@@ -291,7 +291,7 @@ static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *h
         hd->ntensors = (uint32_t)n;
         hd->world = (uint32_t)strata__ckpt_world(rt);
         hd->strategy = (uint32_t)rt->cfg.strategy.kind;
-        hd->chunks = (uint32_t)strata__chunks(&rt->cfg);
+        hd->chunks = (uint32_t)strata__invariant_chunks(&rt->cfg);
         hd->lib_version = STRATA_VERSION_HEX;
         hd->step = rt->step;
         hd->fingerprint = strata__ckpt_fingerprint(rt);
@@ -303,7 +303,7 @@ static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *h
         if (app_bytes)
                 memcpy(hd->app, app, app_bytes);
         model_kinds(rt->cfg.model, hd);
-        hd->crc = strata__ckpt_header_crc(hd);
+        hd->crc = strata__crc32_header(hd);
 }
 
 /*

@@ -180,8 +180,8 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, accumulate, "%d%s", c->train.accumulate > 1 ? c->train.accumulate : 1,
             strata__accumulate_each(c) ? " each" : ""); /* reduced every micro-batch */
         schedule(rt, fp->schedule, sizeof(fp->schedule));
-        if (strata__chunks(c))
-                PUT(fp, invariant, "%d chunks", strata__chunks(c));
+        if (strata__invariant_chunks(c))
+                PUT(fp, invariant, "%d chunks", strata__invariant_chunks(c));
         else
                 PUT(fp, invariant, "%s", "off");
         for (int i = 0; i < STRATA__FINGERPRINT_SETTINGS; i++)

@@ -91,8 +91,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
 
         STRATA_TRY(strata__world(c, &world));
         rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
-        if (strata__chunks(c)) { /* invariant mode: whole chunks, rounded up */
-                strata__chunks_plan(strata__chunks(c), world, c->batch, &cp);
+        if (strata__invariant_chunks(c)) { /* invariant mode: whole chunks, rounded up */
+                strata__chunks_plan(strata__invariant_chunks(c), world, c->batch, &cp);
                 rows = cp.rows;
         }
         /* zero1, zero2, fsdp: the optimizer state sharded over the world */
@@ -108,7 +108,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                             .rows_max = rows, .compute = compute,
                                             .grad_comm = c->strategy.grad_allreduce,
                                             .shards = shards, .how = shard_how(c, st, drv),
-                                            .chunks = strata__chunks(c) ? &cp : NULL,
+                                            .chunks = strata__invariant_chunks(c) ? &cp : NULL,
                                             .fuse = !c->device.no_fusion };
         STRATA_TRY(driver_scratch(drv, &plan, &p));
         STRATA_TRY(strata__replica_plan_only(&mem, &rp, &sz, &tmp));
