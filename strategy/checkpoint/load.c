@@ -102,36 +102,44 @@ static const char *const optim_said[3] = {
         "adamw (exp_avg, exp_avg_sq)",
 };
 
-/* The first difference of model or optimizer, as a status and a message naming it. */
+/*
+ * What differs, as a status and a message naming each: the model's first difference (@p model
+ * when same_modules() named one, else BatchNorm or the first parameter group) and the
+ * optimizer's, both when both differ (issue 58, item 7).
+ */
 static int name_difference(struct strata_runtime *rt, const struct strata_checkpoint_io *io,
                            struct strata_ckpt_handle *h, const struct strata__ckpt_header *hd,
-                           uint64_t size, const char *path)
+                           uint64_t size, const char *path, const char *model)
 {
+        char mtext[512] = "", otext[160] = "";
         struct side f, r;
 
         if (sides(rt, io, h, hd, size, 0, &f, &r))
                 return strata__fail(STRATA_EFORMAT, "'%s' is truncated in its tensor table",
                                     path);
-        if (!f.bn[0] != !r.bn[0])
-                return strata__fail(STRATA_EINVAL, "'%s' holds another model: BatchNorm is %s "
-                                    "in the checkpoint, %s in this model", path,
-                                    f.bn[0] ? f.bn : "absent", r.bn[0] ? r.bn : "absent");
-        for (int k = 0; hd->fingerprint != strata__ckpt_fingerprint(rt) &&
+        if (f.slots != r.slots)
+                snprintf(otext, sizeof(otext), "another optimizer's state: %s in the checkpoint, "
+                         "%s in this run", optim_said[f.slots], optim_said[r.slots]);
+        if (model && model[0])
+                snprintf(mtext, sizeof(mtext), "%s", model);
+        else if (!f.bn[0] != !r.bn[0])
+                snprintf(mtext, sizeof(mtext), "another model: BatchNorm is %s in the checkpoint, "
+                         "%s in this model", f.bn[0] ? f.bn : "absent",
+                         r.bn[0] ? r.bn : "absent");
+        for (int k = 0; !mtext[0] && hd->fingerprint != strata__ckpt_fingerprint(rt) &&
                         (f.group[0] || r.group[0]); k++) {
                 sides(rt, io, h, hd, size, k, &f, &r);
                 if (strcmp(f.group, r.group) != 0)
-                        return strata__fail(STRATA_EINVAL, "'%s' holds another model: parameter "
-                                            "group %d is %s in the checkpoint, %s in this model "
-                                            "(module index and width in its name and shape)",
-                                            path, k, f.group[0] ? f.group : "absent",
-                                            r.group[0] ? r.group : "absent");
+                        snprintf(mtext, sizeof(mtext), "another model: parameter group %d is %s "
+                                 "in the checkpoint, %s in this model (module index and width "
+                                 "in its name and shape)", k, f.group[0] ? f.group : "absent",
+                                 r.group[0] ? r.group : "absent");
         }
-        if (f.slots != r.slots)
-                return strata__fail(STRATA_EINVAL, "'%s' holds another optimizer's state: %s "
-                                    "in the checkpoint, %s in this run", path,
-                                    optim_said[f.slots], optim_said[r.slots]);
-        return strata__fail(STRATA_EINVAL, "'%s' holds another model (widths, modules or "
-                            "parameter groups differ)", path);
+        if (!mtext[0] && !otext[0])
+                snprintf(mtext, sizeof(mtext), "another model (widths, modules or parameter "
+                         "groups differ)");
+        return strata__fail(STRATA_EINVAL, "'%s' holds %s%s%s", path, mtext[0] ? mtext : otext,
+                            mtext[0] && otext[0] ? "; and " : "", mtext[0] ? otext : "");
 }
 
 /* Module @p i's kind in the file's list @p list into @p out; 0 past the names it holds. */
@@ -174,38 +182,37 @@ static int same_tail(const struct strata__ckpt_header *hd, int fi, const struct 
 }
 
 /*
- * Module @p i and the ones after it differ: one more in either, or another kind, named;
- * STRATA_OK for more than one change (same_model() then names the first parameter group that
- * differs).
+ * Module @p i and the ones after it differ: one more in either, or another kind, named into
+ * @p out ("another model: ..."), 1; 0 for more than one change (name_difference() then names
+ * the first parameter group that differs).
  */
 static int modules_differ(const struct strata__ckpt_header *hd, const struct strata_model *m,
-                          int i, const char *path)
+                          int i, char *out, size_t n)
 {
         char f[STRATA__CKPT_MODULES], after[STRATA__CKPT_MODULES + 16] = "the input";
 
         if (i > 0)
                 snprintf(after, sizeof(after), "module %d, %s", i - 1, module_kind(m, i - 1));
         if (i < m->nmodules && same_tail(hd, i, m, i + 1))
-                return strata__fail(STRATA_EINVAL, "'%s' holds another model: a %s at module %d "
-                                    "(after %s) in this model, none in the checkpoint", path,
-                                    module_kind(m, i), i, after);
+                return snprintf(out, n, "another model: a %s at module %d (after %s) in this "
+                                "model, none in the checkpoint", module_kind(m, i), i,
+                                after) > 0;
         if (file_module(hd->modules, i, f, sizeof(f)) && same_tail(hd, i + 1, m, i))
-                return strata__fail(STRATA_EINVAL, "'%s' holds another model: a %s at module %d "
-                                    "(after %s) in the checkpoint, none in this model", path, f,
-                                    i, after);
+                return snprintf(out, n, "another model: a %s at module %d (after %s) in the "
+                                "checkpoint, none in this model", f, i, after) > 0;
         if (i < m->nmodules && file_module(hd->modules, i, f, sizeof(f)))
-                return strata__fail(STRATA_EINVAL, "'%s' holds another model: module %d is %s in "
-                                    "the checkpoint, %s in this model", path, i, f,
-                                    module_kind(m, i));
-        return STRATA_OK; /* several: the parameter groups name the first difference */
+                return snprintf(out, n, "another model: module %d is %s in the checkpoint, %s "
+                                "in this model", i, f, module_kind(m, i)) > 0;
+        return 0; /* several: the parameter groups name the first difference */
 }
 
 /*
  * The file's modules, by kind, are this model's (an activation, a Dropout, a BatchNorm more or
- * less, or another, is named). A file from before they were recorded (nmodules 0) passes.
+ * less, or another, is named into @p out, or left empty for several changes: STRATA_EINVAL).
+ * A file from before they were recorded (nmodules 0) passes.
  */
 static int same_modules(const struct strata_runtime *rt, struct strata__ckpt_header *hd,
-                        const char *path)
+                        char *out, size_t n)
 {
         const struct strata_model *m = rt->cfg.model;
         char f[STRATA__CKPT_MODULES];
@@ -221,7 +228,8 @@ static int same_modules(const struct strata_runtime *rt, struct strata__ckpt_hea
                         break;
         if (i == (int)hd->nmodules && i == m->nmodules)
                 return STRATA_OK;
-        return modules_differ(hd, m, i, path);
+        modules_differ(hd, m, i, out, n);
+        return STRATA_EINVAL;
 }
 
 int strata__ckpt_check_header(const struct strata__ckpt_header *hd, const char *path)
@@ -253,11 +261,13 @@ static int same_model(struct strata_runtime *rt, const struct strata_checkpoint_
                       struct strata_ckpt_handle *h, struct strata__ckpt_header *hd,
                       uint64_t size, const char *path)
 {
-        STRATA_TRY(same_modules(rt, hd, path));
-        if (hd->fingerprint == strata__ckpt_fingerprint(rt) &&
+        char model[512] = "";
+
+        if (same_modules(rt, hd, model, sizeof(model)) == STRATA_OK &&
+            hd->fingerprint == strata__ckpt_fingerprint(rt) &&
             hd->ntensors == (uint32_t)strata__ckpt_count(rt, (int)hd->world))
                 return STRATA_OK;
-        return name_difference(rt, io, h, hd, size, path);
+        return name_difference(rt, io, h, hd, size, path, model);
 }
 
 /* Entry @p i matches this runtime's tensor @p t and lies inside the file. */

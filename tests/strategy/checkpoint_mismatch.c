@@ -2,7 +2,8 @@
  * A checkpoint of another model or optimizer is refused with what differs named: the
  * optimizer (sgd with or without momentum, adamw), a module more or less (a BatchNorm, a
  * Dropout) or of another kind (an activation), and the first parameter group that differs
- * (its module index in the name, its width in the shape); nothing of the runtime changes. A
+ * (its module index in the name, its width in the shape), and both a model's and the
+ * optimizer's difference when both differ; nothing of the runtime changes. A
  * checkpoint of another loss loads and says which (strata_ckpt_info.loss); one from before
  * the modules were recorded loads as before.
  */
@@ -68,6 +69,30 @@ Test(checkpoint_mismatch, optimizer_named)
         c = r.cfg;
         c.optim.momentum = 0.0f;
         refused(&c, "another optimizer", "sgd without momentum (no state) in this run");
+        unlink(path);
+}
+
+/* Issue 58, item 7: a model and an optimizer that both differ are both named. */
+Test(checkpoint_mismatch, model_and_optimizer_both_named)
+{
+        struct strata_config c;
+        struct rig r;
+
+        save();
+        rig_init(&r, 1); /* a BatchNorm more */
+        c = r.cfg;
+        c.optim.kind = STRATA_OPTIM_ADAMW;
+        c.optim.lr = 1e-3f;
+        refused(&c, "a batchnorm1d at module 1 (after module 0, linear) in this model, none in "
+                "the checkpoint; and another optimizer's state", "adamw (exp_avg, exp_avg_sq) "
+                "in this run");
+        rig_init(&r, 0); /* another width */
+        r.mods[0].out = 17;
+        c = r.cfg;
+        c.optim.momentum = 0.0f;
+        refused(&c, "layers.0.weight (17 x 20) in this model", "; and another optimizer's "
+                "state: sgd with momentum (momentum_buffer) in the checkpoint, sgd without "
+                "momentum (no state) in this run");
         unlink(path);
 }
 
