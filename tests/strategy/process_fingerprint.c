@@ -271,3 +271,32 @@ Test(process_fingerprint, mpi_settings_differ_without_abort, .timeout = 120)
         cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
         cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
 }
+
+/*
+ * Issue 58, item 3: strata-train's own options that decide the steps (--epochs here) are
+ * compared too: another --epochs is refused on both processes at once instead of a hang.
+ */
+Test(process_fingerprint, mpi_other_epochs_refused_not_hung, .timeout = 120)
+{
+        static char out[1 << 16];
+        const char *a = " --strategy mpi --devices 1 --synthetic 2000 --quiet --timeout 20";
+        char cmd[1024];
+        double t0 = now_s();
+        int rc;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (Open MPI's abort path, see processes.c)");
+        if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
+            cli_sh("command -v mpirun", out, sizeof(out)) != 0)
+                cr_skip_test("mpirun or libstrata-mpi.so missing");
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s --epochs 2 : -np 1 %s%s --epochs 3 2>&1",
+                 BIN, a, BIN, a);
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_neq(rc, 0, "different --epochs, exit 0:\n%s", out);
+        cr_assert(strstr(out, "--epochs is 2 in some and 3 in others, 2 in this one"), "%s",
+                  out);
+        cr_assert(strstr(out, "--epochs is 2 in some and 3 in others, 3 in this one"), "%s",
+                  out);
+        cr_assert_lt(now_s() - t0, 15.0, "took %.1f s: a wait ran into its timeout",
+                     now_s() - t0);
+}

@@ -236,6 +236,11 @@ int config_start(struct run *r)
                 return 2;
         if (strata_init(&r->rt, &r->cfg) || strata_connect(r->rt))
                 return bad("%s", strata_last_error());
+        if (agree_options(r)) {
+                strata_teardown(r->rt);
+                r->rt = NULL;
+                return 2;
+        }
         if (!strata_is_global_zero(r->rt)) { /* one voice per job: global rank 0's */
                 r->o.quiet = 1;
                 r->o.json = 0;

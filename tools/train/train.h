@@ -296,6 +296,8 @@ int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
 int ckpt_check(struct opts *o, int rank);
+
+int agree_options(struct run *r);
 int ckpt_plan_check(struct opts *o);
 int export_check(const struct opts *o);
 int ckpt_start(struct run *r);
