@@ -31,7 +31,7 @@ CSTD     := -std=c11 -D_GNU_SOURCE -fno-math-errno
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. $(SANFLAGS) $(EXTRA_CFLAGS)
-LIBS      = -lxsmm -lxsmmnoblas -lhwloc -lnuma -lz -lpthread -lm -ldl
+LIBS      = -lxsmm -lxsmmnoblas -lfftw3f -lhwloc -lnuma -lz -lpthread -lm -ldl
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)
@@ -285,7 +285,7 @@ fuzz-run: $(BUILD)/libstrata.a
 DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
         zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
         python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev \
-        libopenblas-pthread-dev
+        libopenblas-pthread-dev libfftw3-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
