@@ -2,7 +2,8 @@
  * SpectralConv1d and SpectralConv2d refuse what the reference FNO could not compute, with the
  * value at fault named: more modes than the extent has frequencies (1-D: W / 2 + 1; 2-D:
  * modes2 past W / 2 + 1, modes1 past H / 2, where the low and the high rows would overlap),
- * modes of 0 or below, no out channels, an input of another dimension count or a flat one.
+ * modes of 0 or below, no out channels, an input of another dimension count or a flat one, an
+ * extent with a prime factor above 31 or past 65536 (FFTW would allocate as it runs).
  * The model line reads spectralconv1d(out, modes) and spectralconv2d(out, modes1, modes2),
  * positional or by name, and refuses missing or non-positive modes, the model unchanged.
  */
@@ -53,6 +54,20 @@ Test(spectral_bad_input, modes_past_the_frequencies)
         /* modes2 0 takes modes1's value, as every per-dimension argument */
         accepted(&strata_spectralconv2d, 3, 0, hw);
         refused(&strata_spectralconv2d, 2, 4, -1, hw, STRATA_EINVAL, "modes2 -1");
+}
+
+/* Extents FFTW would transform with buffers it allocates as it runs (a prime factor > 31). */
+Test(spectral_bad_input, extents_with_a_large_prime_factor)
+{
+        accepted(&strata_spectralconv1d, 3, 0, (struct strata_dims){ 1, 1, { 62 } });
+        refused(&strata_spectralconv1d, 2, 3, 0, (struct strata_dims){ 1, 1, { 37 } },
+                STRATA_EINVAL, "W 37: extents up to 65536 whose prime factors are at most 31");
+        refused(&strata_spectralconv2d, 2, 3, 3, (struct strata_dims){ 1, 2, { 74, 8 } },
+                STRATA_EINVAL, "H 74");
+        refused(&strata_spectralconv2d, 2, 3, 3, (struct strata_dims){ 1, 2, { 8, 82 } },
+                STRATA_EINVAL, "W 82");
+        refused(&strata_spectralconv1d, 2, 3, 0, (struct strata_dims){ 1, 1, { 65537 * 2 } },
+                STRATA_EINVAL, "W 131074");
 }
 
 Test(spectral_bad_input, channels_and_layouts)
