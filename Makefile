@@ -120,7 +120,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -241,9 +241,9 @@ $(TEST_OBJS): EXTRA_CFLAGS += -DSTRATA_TESTING $(TEST_CUDA_CFLAGS) -DSTRATA_BUIL
         -DSTRATA_SOURCE_DIR='"$(CURDIR)"' -DSTRATA_SAN='"$(SAN)"' $(HDF5_CFLAGS)
 
 # The suite: Criterion's own summary line closes it. The heap and install checks are tests too.
-# `make test` and `make run` check the system dependencies first (installing what is
+# `make test` and `make run` check their system dependencies first (installing what is
 # missing, idempotently), so that each works alone on a fresh clone.
-test: deps
+test: test-deps
 	+$(Q)$(MAKE) --no-print-directory test-suite
 
 test-suite: all $(TEST_BIN)
@@ -260,14 +260,14 @@ tsan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan CUDA=0 CC=clang test \
 	        TSAN_OPTIONS=halt_on_error=1
 
-# libFuzzer on the checkpoint loader and the IDX/gzip reader, FUZZ_SECONDS each (default 60),
-# from the kept corpora (tools/fuzz/corpus/<target>).
+# libFuzzer on the checkpoint and weights loaders and the IDX/gzip reader, FUZZ_SECONDS each
+# (default 60), from the kept corpora (tools/fuzz/corpus/<target>).
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: test-deps
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz SAN=fuzz CUDA=0 CC=clang fuzz-run
 
 # Each target gets FUZZ_SECONDS; a finding fails the run (the log's tail is shown either way).
-FUZZ_TARGETS := ckpt idx
+FUZZ_TARGETS := ckpt idx weights
 fuzz-run: $(BUILD)/libstrata.a
 	@mkdir -p $(BUILD)/bin
 	$(Q)for t in $(FUZZ_TARGETS); do \
@@ -280,14 +280,24 @@ fuzz-run: $(BUILD)/libstrata.a
 	        rc=$$?; tail -12 $(BUILD)/fuzz-$$t.log; [ $$rc = 0 ] || exit $$rc; \
 	done
 
-# Every system dependency, non-interactively and idempotently. libopenblas-pthread-dev: the
-# host-BLAS test (tests/build/host_blas.sh) links it as an application would; Strata never does.
-DEPS := build-essential clang bc pkg-config libhwloc-dev libnuma-dev libcriterion-dev \
-        zlib1g-dev openmpi-bin libopenmpi-dev dataset-fashion-mnist \
-        python3-torch gnuplot-nox fonts-liberation gfortran libdnnl-dev libxsmm-dev libhdf5-dev \
-        libopenblas-pthread-dev libfftw3-dev
-deps:
-	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+# System dependencies in three sets, each installed (non-interactively, idempotently, only what
+# is missing) by the target that needs it (issue 58, item 19):
+#  - DEPS, `make deps` (and so `make run`, `make all` on a fresh machine): what the library,
+#    strata-train and strata-plot need to build and run the main job, and its data (FFTW:
+#    the spectral convolutions, decision 0061);
+#  - TEST_DEPS, added by `make test` (asan, tsan): the suite's framework and what its tests
+#    drive: Open MPI (the mpi strategy), gfortran (the Fortran bindings), PyTorch (a
+#    safetensors export loaded), a threaded OpenBLAS (the host-BLAS test links it as an
+#    application would; Strata never does), clang (tsan, fuzz);
+#  - BENCH_DEPS, added by every `make bench-*`: the peers' needs (PyTorch, Open MPI, gfortran
+#    for the Fortran example), oneDNN (strata-bench-gemm --bf16), bc (the scripts' ratios).
+DEPS       := build-essential pkg-config libhwloc-dev libnuma-dev zlib1g-dev libxsmm-dev \
+              libhdf5-dev libfftw3-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
+TEST_DEPS  := libcriterion-dev clang openmpi-bin libopenmpi-dev gfortran python3-torch \
+              libopenblas-pthread-dev
+BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev
+# $(call install_missing,PACKAGES): apt-get install those of PACKAGES not installed yet.
+install_missing = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	        echo "installing:$$missing"; \
@@ -295,11 +305,14 @@ deps:
 	        $$SUDO apt-get update -qq && \
 	        DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+deps:
+	$(call install_missing,$(DEPS))
 
-# PyTorch is in DEPS for the test that loads a safetensors export; the library never needs it.
+test-deps: deps
+	$(call install_missing,$(TEST_DEPS))
+
 bench-deps: deps
-	@dpkg-query -W -f='$${Status}\n' python3-torch 2>/dev/null | grep -q 'install ok installed' || \
-	        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch; }
+	$(call install_missing,$(BENCH_DEPS))
 
 # The main job: the default model on Fashion-MNIST with the default strategy; its metrics and
 # their curves land in $(BUILD)/run/ (metrics.csv, metrics.png).
@@ -311,65 +324,79 @@ run-main: tools
 	$(BUILD)/bin/strata-train --metrics-csv $(BUILD)/run/metrics.csv
 	tools/strata-plot $(BUILD)/run/metrics.csv
 
-bench-coll: tools
+bench-coll: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-coll.sh
 
 # Processes: training (spawn, mpi) against ddp's threads and PyTorch DDP, and all_reduce across
 # processes against Open MPI's MPI_Allreduce.
-bench-procs: tools
+bench-procs: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-procs.sh
 
-bench-precision: tools
+bench-precision: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-precision.sh
 
 # The CPU kernel sets: GFLOP/s over the step's GEMMs beside the measured peaks, and training
 # against PyTorch fp32 and autocast (decision 0034).
-bench-kernels: tools
+bench-kernels: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-kernels.sh $(REPS)
 
 # Gradients all-reduced in f32 or bf16 on 2 devices: speed (ddp, spawn, PyTorch DDP) and
 # accuracy after 10 epochs.
-bench-grad-allreduce: tools
+bench-grad-allreduce: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-grad-allreduce.sh $(REPS)
 
 # One GPU: Strata against PyTorch eager and Lightning (both must be installed there).
-bench-gpu: tools
+bench-gpu: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-gpu.sh $(REPS)
 
 # Checkpoint save/load against torch.save/torch.load and the fsync floors.
-bench-ckpt: tools
+bench-ckpt: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-ckpt.sh $(REPS)
 
 # What --trace costs, against PyTorch's profiler.
-bench-trace: tools bench-deps
+bench-trace: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-trace.sh $(REPS)
 
 # The in-situ example (C, Fortran; alone and mpirun -np 2) against PyTorch on TorchFort's
-# advection workload (../shared/anchors/torch_insitu.py), with the step's floor.
-bench-insitu: tools bench-deps
+# advection workload (tools/peers/torch_insitu.py), with the step's floor.
+bench-insitu: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-insitu.sh $(REPS) $(STEPS)
 
-bench-train: tools bench-deps
+bench-train: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-train.sh $(REPS)
 
 # The sharded strategies (issue 33): zero1, zero2 (and fsdp once strata-train accepts it) on 2
 # devices against single and ddp, against PyTorch's ZeroRedundancyOptimizer over DDP/Gloo, and
 # their per-device plan at 1, 2 and 4 devices beside the ZeRO formulas. EPOCHS per run (1).
-bench-sharded: tools bench-deps
+bench-sharded: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-sharded.sh $(or $(REPS),3) $(or $(EPOCHS),1)
 
 # Convolutional models against PyTorch: TorchFort's FCN in-situ, the Fashion-MNIST CNN.
-bench-conv: tools bench-deps
+bench-conv: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-conv.sh
 
-bench-invariant: tools
+bench-invariant: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-invariant.sh $(or $(REPS),3) $(or $(EPOCHS),1)
 
 # The alpha-beta model of the collectives at 2 ... 16 384 processes (issue 46, decision 0037):
 # alpha and beta of shared memory and of TCP between network namespaces, the sum kernel's
 # rate, the model checked against runs at PROCS processes here, and its curves
 # ($(BUILD)/scale/scale.png, drawn by gnuplot).
-bench-scale: tools
+bench-scale: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
 	BUILD=$(BUILD) tools/bench-scale.sh $(or $(REPS),5) $(or $(PROCS),2 4 8 16)
 
 install: lib tools
@@ -395,4 +422,4 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d) \
-         $(TRAIN_OBJS:.o=.d) $(TESTING_OBJS:.o=.d)
+         $(TRAIN_OBJS:.o=.d) $(TESTING_OBJS:.o=.d) $(BUILD)/obj/drivers/mpi/mpi.d

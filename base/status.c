@@ -6,7 +6,7 @@
 #include "strata/version.h"
 #include "base/base.h"
 
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[2048];
 
 const char *strata_strerror(int status)
 {

@@ -168,7 +168,7 @@ int strata_dataset_arrays(struct strata_dataset *ds, const void *x, enum strata_
                 return strata__fail(STRATA_EINVAL, "arrays data set: inputs f32 or f64, "
                                     "targets f32, f64 or i32 labels (tdim 1); got types %d, "
                                     "%d, tdim %d", (int)xtype, (int)ttype, tdim);
-        STRATA_TRY(check_finite("x", x, xtype, n, (int)dim));
+        STRATA_TRY(check_finite("inputs", x, xtype, n, (int)dim));
         if (labels)
                 STRATA_TRY(check_labels(targets, n, &classes));
         else

@@ -8,14 +8,13 @@
 #include "strata/comm.h"
 #include "strata/device.h"
 #include "strata/status.h"
+#include "base/base.h"
 #include "base/faults.h"
 #include "kernel/trace.h"
-#include "arch/arch.h"
 #include "arch/reduce.h"
 #include "drivers/comm_blocks.h"
 #include "drivers/comm_internal.h"
 #include "drivers/comm_workers.h"
-#include "drivers/net.h"
 #include "kernel/wait.h"
 
 /* Every mailbox starts on its own cache line: no two ranks write one line. */

@@ -6,8 +6,6 @@
 #include <stdint.h>
 
 #include "strata/comm.h"
-#include "kernel/workers.h"
-#include "base/base.h"
 #include "base/faults.h"
 
 /*
@@ -171,7 +169,7 @@ int strata__comm_run_blocks(struct strata_comm *c, int rank, const struct strata
  */
 #define STRATA__HALVING_FROM 5
 
-int strata__world_op(int op, enum strata_dtype dt, int world);
+int strata__comm_world_op(int op, enum strata_dtype dt, int world);
 
 /* drivers/registry.c: the first transport whose probe accepts @p cfg (NULL: *why says why). */
 const struct strata__transport *strata__transport_pick(const struct strata_comm_config *cfg,

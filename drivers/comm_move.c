@@ -7,7 +7,7 @@
 #include "drivers/comm_internal.h"
 #include "strata/device.h"
 
-int strata__world_op(int op, enum strata_dtype dt, int world)
+int strata__comm_world_op(int op, enum strata_dtype dt, int world)
 {
         if (world < STRATA__HALVING_FROM || (dt != STRATA_F32 && dt != STRATA_F64))
                 return op;
@@ -26,8 +26,8 @@ void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *
                 c->dev->reduce_many((float *const *)dst, ndst, (const float *const *)src, nsrc,
                                     lo, hi, op->op == STRATA_OP_MEAN);
         else
-                strata__reduce_many(op->dtype, strata__world_op(op->op, op->dtype, c->world), dst,
-                                    ndst, src, nsrc, lo, hi, nt);
+                strata__reduce_many(op->dtype, strata__comm_world_op(op->op, op->dtype, c->world),
+                                    dst, ndst, src, nsrc, lo, hi, nt);
 }
 
 void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,

@@ -15,6 +15,14 @@ extern const struct strata_device_ops strata__cuda_driver;
  */
 int strata__cpu_driver_for(enum strata_kernels set, const struct strata_device_ops **out);
 
+/**
+ * The accelerator's driver as strata_device_driver() gives it, without probing for a device:
+ * for strata_plan(), whose sizes are the driver's own numbers, so a GPU job is planned on a
+ * machine without the GPU (issue 58, item 10).
+ */
+int strata__device_driver_unprobed(enum strata_accelerator kind,
+                                   const struct strata_device_ops **out);
+
 /** 1 when @p dev is one of the CPU driver's tables (one per kernel set). */
 int strata__cpu_is(const struct strata_device_ops *dev);
 

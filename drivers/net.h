@@ -7,7 +7,7 @@
  * The link offers one primitive, a step: this process sends a few other processes a message
  * each (a 64-byte header, then data) and receives a few messages, and waits for them all. Every
  * process takes part in every step of a collective (with no message, when its schedule has
- * none), so steps are counted alike everywhere. The `net` transport (drivers/net/net.c) builds
+ * none), so steps are counted alike everywhere. The `net` transport (drivers/net/) builds
  * every collective on steps: schedules of depth log P (recursive halving and doubling) or, for
  * 2 to 4 processes, one step to every peer; its reductions follow the order the world size
  * fixes (bitwise the same as one process's). Nothing in a link grows with the processes: a
@@ -130,7 +130,7 @@ int strata__net_warm_up(struct strata_comm *c, int rounds);
 void strata__net_counts(const struct strata_comm *c, uint64_t *msgs, uint64_t *bytes);
 
 /** drivers/registry.c: the MPI link (loads libstrata-mpi.so the first time). */
-int strata__net_mpi(const struct strata__net_ops **out);
+int strata__link_mpi(const struct strata__net_ops **out);
 
 /** What the MPI link's open() takes: the application's communicator (NULL: MPI_COMM_WORLD), a
  *  C `MPI_Comm *` or, with @c fortran, a Fortran handle (`MPI_Fint *`). */
@@ -140,22 +140,22 @@ struct strata__mpi_where {
 };
 
 /** drivers/shm/spawn_link.c: the link among the processes of strata_spawn(), over a shared region
- *  of strata__procs_bytes(size) bytes mapped before the fork. */
-extern const struct strata__net_ops strata__procs_net;
+ *  of strata__shm_spawn_bytes(size) bytes mapped before the fork. */
+extern const struct strata__net_ops strata__shm_spawn_link;
 
 /** What the spawn link's open() takes: the region, this process, the processes. */
-struct strata__procs_where {
+struct strata__shm_spawn_where {
         void *region;
         int rank, size;
 };
 
-/** Bytes of the region strata__procs_net joins @p size processes over. */
-size_t strata__procs_bytes(int size);
+/** Bytes of the region strata__shm_spawn_link joins @p size processes over. */
+size_t strata__shm_spawn_bytes(int size);
 
 /** The region's abort word: set by whoever sees process @p culprit fail (the first wins). */
-void strata__procs_abort(void *region, int culprit, const char *why);
+void strata__shm_spawn_abort(void *region, int culprit, const char *why);
 
 /** Whether the region was aborted: the culprit (-1: not aborted) and the message. */
-int strata__procs_aborted(void *region, char *why, size_t n);
+int strata__shm_spawn_aborted(void *region, char *why, size_t n);
 
 #endif /* STRATA_DRIVERS_NET_H */

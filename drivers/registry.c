@@ -145,7 +145,9 @@ static int complete(const struct strata_device_ops *d)
                !d->reserve == !d->unreserve && kernels_complete(d->kernels);
 }
 
-int strata_device_driver(enum strata_accelerator kind, const struct strata_device_ops **out)
+/* The accelerator's driver, loaded; probed for a device unless @p probe is 0. */
+static int driver_of(enum strata_accelerator kind, int probe,
+                     const struct strata_device_ops **out)
 {
         const struct strata_device_ops *d;
 
@@ -158,9 +160,24 @@ int strata_device_driver(enum strata_accelerator kind, const struct strata_devic
         if (!d)
                 return strata__fail(STRATA_ENODEV, "device driver %s: %s", names[kind],
                                     kind == STRATA_ACCEL_CUDA ? cuda_why : "not built");
-        STRATA_TRY(strata_device_check(d));
+        if (probe)
+                STRATA_TRY(strata_device_check(d));
+        else if (!complete(d))
+                return strata__fail(STRATA_EINVAL, "device driver %s lacks a mandatory "
+                                    "operation", d->name);
         *out = d;
         return STRATA_OK;
+}
+
+int strata_device_driver(enum strata_accelerator kind, const struct strata_device_ops **out)
+{
+        return driver_of(kind, 1, out);
+}
+
+int strata__device_driver_unprobed(enum strata_accelerator kind,
+                                   const struct strata_device_ops **out)
+{
+        return driver_of(kind, 0, out);
 }
 
 int strata_device_check(const struct strata_device_ops *d)
@@ -202,7 +219,7 @@ static void load_mpi(void)
         }
 }
 
-int strata__net_mpi(const struct strata__net_ops **out)
+int strata__link_mpi(const struct strata__net_ops **out)
 {
         pthread_once(&mpi_once, load_mpi);
         if (!mpi_ops)

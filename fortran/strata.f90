@@ -198,6 +198,7 @@ module strata
   public :: strata_train, strata_evaluate, strata_predict
   public :: strata_train_step, strata_eval_step, strata_predict_step
   public :: strata_save, strata_load, strata_export_safetensors, strata_error
+  public :: strata_load_weights
   public :: strata_status_name, strata_parameter_count, strata_parameter
 
   !> Set a numeric configuration field by name, from a real or an integer value.
@@ -320,6 +321,14 @@ module strata
       type(c_ptr), value :: rt, app, app_bytes, info
       character(kind=c_char), intent(in) :: path(*)
       integer(c_size_t), value :: app_cap
+      integer(c_int) :: rc
+    end function
+    function c_load_weights(rt, path, flags, info) bind(C, name="strata_load_weights") &
+        result(rc)
+      import :: c_ptr, c_char, c_int
+      type(c_ptr), value :: rt, info
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int), value :: flags
       integer(c_int) :: rc
     end function
     function c_export(rt, path) bind(C, name="strata_export_safetensors") result(rc)
@@ -511,6 +520,22 @@ contains
     rc = c_export(rt, path // c_null_char)
   end function
 
+  !> load_weights: a safetensors file's tensors into the model by their state_dict names,
+  !> strictly (every group, its shape, nothing else; a refusal changes nothing), or with
+  !> partial = .true. the tensors that fit; optimizer state starts at zero. strata_error()
+  !> names what did not fit.
+  function strata_load_weights(rt, path, partial) result(rc)
+    type(c_ptr), intent(in) :: rt
+    character(len=*), intent(in) :: path
+    logical, intent(in), optional :: partial
+    integer(c_int) :: rc, flags
+    flags = 0
+    if (present(partial)) then
+      if (partial) flags = 1
+    end if
+    rc = c_load_weights(rt, path // c_null_char, flags, c_null_ptr)
+  end function
+
   ! ---- arrays as batches ----
 
   function ref_s(a) result(ref)
@@ -559,19 +584,20 @@ contains
     integer(c_size_t), parameter :: most = huge(0_c_int)
     rc = STRATA_OK
     if (x%n < 1) then
-      rc = refuse("x is empty")
+      rc = refuse("the inputs x are empty")
     else if (x%rows > most .or. x%n / max(x%rows, 1_c_size_t) > most) then
-      rc = refuse("x has " // str(x%rows) // " samples of " // str(x%n / x%rows) // &
-                  " values: too many for one batch")
+      rc = refuse("the inputs x have " // str(x%rows) // " samples of " // &
+                  str(x%n / x%rows) // " values: too many for one batch")
     else if (t%dtype == STRATA_I32 .and. t%n /= x%rows) then
-      rc = refuse("y has " // str(t%n) // " labels; x has " // str(x%rows) // &
-                  " samples (its last dimension)")
+      rc = refuse("the labels have " // str(t%n) // " values; the inputs x have " // &
+                  str(x%rows) // " samples (their last dimension)")
     else if (c_associated(t%p) .and. t%dtype /= STRATA_I32 .and. t%rows /= x%rows) then
-      rc = refuse("t has " // str(t%rows) // " samples, x has " // str(x%rows) // &
-                  " (the last dimension of each)")
+      rc = refuse("the targets t have " // str(t%rows) // " samples, the inputs x " // &
+                  str(x%rows) // " (the last dimension of each)")
     else if (c_associated(t%p) .and. t%dtype /= STRATA_I32 .and. &
              t%n / max(t%rows, 1_c_size_t) > most) then
-      rc = refuse("t has " // str(t%n / max(t%rows, 1_c_size_t)) // " values a sample: too many")
+      rc = refuse("the targets t have " // str(t%n / max(t%rows, 1_c_size_t)) // &
+                  " values a sample: too many")
     end if
     if (rc /= STRATA_OK) return
     b%x = x%p
@@ -723,10 +749,11 @@ contains
     if (rc == STRATA_OK) rc = c_outputs(rt, k)
     if (rc /= STRATA_OK) return
     if (out%rows /= x%rows) then
-      rc = refuse("out has " // str(out%rows) // " samples, x has " // str(x%rows) // &
+      rc = refuse("the outputs out have room for " // str(out%rows) // &
+                  " samples, the inputs x have " // str(x%rows) // &
                   " (the last dimension of each)")
     else if (out%n /= x%rows * int(k, c_size_t)) then
-      rc = refuse("out has " // str(out%n / max(out%rows, 1_c_size_t)) // &
+      rc = refuse("the outputs out have " // str(out%n / max(out%rows, 1_c_size_t)) // &
                   " values a sample; the model has " // str(int(k, c_size_t)) // " outputs")
     else
       rc = strata_predict_step(rt, b, out%p, out%n)

@@ -329,10 +329,10 @@ int strata__trace_flush(struct strata__trace *tr)
                 dropped += t->dropped;
         }
         STRATA_TRY(drain(tr));
-        if (dropped > tr->reported_drops) {
-                strata__log(STRATA_LOG_WARNING, "strata: trace: %llu events dropped so far "
-                            "(buffers of %u events per device filled between flushes); raise "
-                            "trace_events (--trace-events)", (unsigned long long)dropped,
+        if (dropped && !tr->reported_drops) { /* once: the trace's end records the total */
+                strata__log(STRATA_LOG_WARNING, "strata: trace: events dropped (buffers of %u "
+                            "events per device filled between flushes; the trace's end counts "
+                            "them); raise trace_events (--trace-events)",
                             (unsigned)tr->tracks[0].cap);
                 tr->reported_drops = dropped;
         }

@@ -73,15 +73,38 @@ static int check_clock(struct strata__wait *w)
         return STRATA_OK;
 }
 
-/* One blocking round: a timed sleep on the futex word unless it changed, else a yield. */
-static void block(const struct strata__wait *w)
+/*
+ * A blocking round of a wait with no futex word: the first YIELDS yield the core (a peer of
+ * this process may be waiting for it), the next ones nap, each twice the last up to NAP_MAX_NS.
+ * A yielding thread stays on the run queue and takes a share of its core from every other
+ * thread there; with other processes holding the cores (a simulation's own threads) the late
+ * device then gets a third of a core instead of half. A nap leaves the queue.
+ */
+#define YIELDS 32
+#define NAP_MIN_NS 10000L
+#define NAP_MAX_NS 640000L
+
+static void yield_or_nap(struct strata__wait *w)
+{
+        unsigned naps = w->yields < YIELDS ? 0 : w->yields - YIELDS;
+        long ns = naps >= 6 ? NAP_MAX_NS : NAP_MIN_NS << naps;
+        struct timespec t = { 0, ns };
+
+        if (w->yields++ < YIELDS)
+                sched_yield();
+        else
+                nanosleep(&t, NULL);
+}
+
+/* One blocking round: a timed sleep on the futex word unless it changed, else yield_or_nap(). */
+static void block(struct strata__wait *w)
 {
         struct strata__futex *f = w->word;
         long ns = w->slice_ns > 0 ? w->slice_ns : SLICE_NS;
         struct timespec slice = { ns / 1000000000L, ns % 1000000000L };
 
         if (!f) {
-                sched_yield(); /* the peer may be waiting for this core */
+                yield_or_nap(w);
                 return;
         }
         atomic_fetch_add(&f->sleepers, 1);

@@ -19,7 +19,6 @@
 #include "strata/status.h"
 #include "kernel/trace.h"
 #include "kernel/workers.h"
-#include "arch/arch.h"
 #include "base/base.h"
 #include "kernel/wait.h"
 

@@ -31,7 +31,7 @@ uint32_t strata__crc32(uint32_t crc, const void *p, size_t n)
         return crc;
 }
 
-uint32_t strata__ckpt_header_crc(const struct strata__ckpt_header *h)
+uint32_t strata__crc32_header(const struct strata__ckpt_header *h)
 {
         struct strata__ckpt_header c = *h;
 

@@ -62,6 +62,6 @@ _Static_assert(sizeof(struct strata__ckpt_entry) == 128, "checkpoint entry is 12
 uint32_t strata__crc32(uint32_t crc, const void *p, size_t n);
 
 /* The header's own CRC (computed with its crc field taken as 0). */
-uint32_t strata__ckpt_header_crc(const struct strata__ckpt_header *h);
+uint32_t strata__crc32_header(const struct strata__ckpt_header *h);
 
 #endif /* STRATA_NN_CHECKPOINT_H */

@@ -69,6 +69,31 @@ struct cursor {
         char name[32];
 };
 
+/* A value of the line as a message shows it: at most 40 characters (then "..."), control
+ * characters escaped ("\n"), so the reason after it is never cut off and the message stays
+ * one line (issue 58, item 7). */
+#define SHOWN 64
+static const char *shown(const char *s, size_t n, char *buf)
+{
+        size_t at = 0;
+
+        for (size_t i = 0; i < n && at < 40; i++) {
+                unsigned char ch = (unsigned char)s[i];
+
+                if (ch == '\n' || ch == '\t' || ch == '\r') {
+                        buf[at++] = '\\';
+                        buf[at++] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
+                } else {
+                        buf[at++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+                }
+        }
+        if (at >= 40 && n > 0)
+                memcpy(buf + at, "...", 3), at += 3;
+        buf[at] = '\0';
+        return buf;
+}
+#define SHOW(s, n) shown((s), (size_t)(n), (char[SHOWN]){ 0 })
+
 static int bad(const struct cursor *c, const char *what)
 {
         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s", c->module, c->name,
@@ -160,8 +185,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 }
                 if ((k = parse_ints(s, n, v)) < 0)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
-                                            "'%.*s' is not a count or counts like 3x5",
-                                            c->module, c->name, arg_names[a], (int)n, s);
+                                            "'%s' is not a count or counts like 3x5",
+                                            c->module, c->name, arg_names[a], SHOW(s, n));
                 for (int d = 0; d < STRATA_MAX_SPATIAL; d++) /* 0 past the first: explicit */
                         dims[d] = d < k && d > 0 && a == STRATA__ARG_PADDING && v[d] == 0
                                           ? STRATA_PADDING_NONE : v[d];
@@ -170,8 +195,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
         if (a == STRATA__ARG_PMODE || a == STRATA__ARG_MODE || a == STRATA__ARG_BIAS) {
                 if (parse_word(a, s, n, &v[0]))
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
-                                            "'%.*s' is not one of its words", c->module,
-                                            c->name, arg_names[a], (int)n, s);
+                                            "'%s' is not one of its words", c->module,
+                                            c->name, arg_names[a], SHOW(s, n));
                 if (a == STRATA__ARG_PMODE)
                         m->padding_mode = v[0];
                 else if (a == STRATA__ARG_MODE)
@@ -192,9 +217,9 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 }
                 if (parse_ints(s, n, v) != 1)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): from "
-                                            "'%.*s' is not a module's index or input (input0.."
-                                            "input%d for each input)", c->module, c->name, (int)n, s,
-                                            STRATA_MAX_INPUTS - 1);
+                                            "'%s' is not a module's index or input (input0.."
+                                            "input%d for each input)", c->module, c->name,
+                                            SHOW(s, n), STRATA_MAX_INPUTS - 1);
                 m->from = v[0];
                 return STRATA_OK;
         }
@@ -202,8 +227,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
             a == STRATA__ARG_MODES2) {
                 if (parse_ints(s, n, v) != 1 || v[0] <= 0)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
-                                            "'%.*s' is not a positive count", c->module,
-                                            c->name, arg_names[a], (int)n, s);
+                                            "'%s' is not a positive count", c->module,
+                                            c->name, arg_names[a], SHOW(s, n));
                 if (a == STRATA__ARG_OUT)
                         m->out = v[0];
                 else
@@ -211,9 +236,9 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 return STRATA_OK;
         }
         if (parse_float(s, n, &f))
-                return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s '%.*s' is "
-                                    "not a number", c->module, c->name, arg_names[a], (int)n,
-                                    s);
+                return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s '%s' is "
+                                    "not a number", c->module, c->name, arg_names[a],
+                                    SHOW(s, n));
         if (a == STRATA__ARG_P)
                 m->p = f;
         else if (a == STRATA__ARG_EPS)
@@ -256,8 +281,8 @@ static int parse_args(const struct cursor *c, const struct strata__module_entry 
                                 a = STRATA__ARG_BRANCH; /* any module may start a branch */
                         if (a == STRATA__ARG_NONE)
                                 return strata__fail(STRATA_EINVAL, "model line, module %d (%s): "
-                                                    "no argument '%.*s'", c->module, c->name,
-                                                    (int)key, s);
+                                                    "no argument '%s'", c->module, c->name,
+                                                    SHOW(s, key));
                         STRATA_TRY(set_arg(c, m, a, s + key + 1, len - key - 1));
                 } else {
                         if (keyed || pos >= sc->positional)
@@ -354,9 +379,9 @@ static int parse_output(const char *s, size_t n, int module, struct strata_model
                         /* > 0: a weight of 0 in the struct means 1 */
                         if (parse_float(s + 7, len - 7, &o.weight) || !(o.weight > 0.0f))
                                 return strata__fail(STRATA_EINVAL, "model line, output %d "
-                                                    "(module %d): weight '%.*s' is not a "
+                                                    "(module %d): weight '%s' is not a "
                                                     "finite number > 0", k, module,
-                                                    (int)(len - 7), s + 7);
+                                                    SHOW(s + 7, len - 7));
                 } else {
                         snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
                         o.loss = strata_loss_ops_by_name(!strcmp(buf, "bce") ? "bce_with_logits"
@@ -365,9 +390,9 @@ static int parse_output(const char *s, size_t n, int module, struct strata_model
                                                                  : buf);
                         if (o.loss == NULL || len >= sizeof(buf))
                                 return strata__fail(STRATA_EINVAL, "model line, output %d "
-                                                    "(module %d): loss '%.*s' is not mse, "
+                                                    "(module %d): loss '%s' is not mse, "
                                                     "l1, huber, bce or ce", k, module,
-                                                    (int)len, s);
+                                                    SHOW(s, len));
                 }
                 s += len;
                 n -= len;
@@ -443,7 +468,7 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                 c.module = n;
                 if (!(end = token(s, &open, &close)))
                         return strata__fail(STRATA_EINVAL, "model line: unbalanced parentheses "
-                                            "after module %d: '%.40s'", n, s);
+                                            "after module %d: '%s'", n, SHOW(s, strlen(s)));
                 len = (size_t)((open ? open : end) - s);
                 snprintf(c.name, sizeof(c.name), "%.*s", (int)len, s);
                 if (*end && *end != ' ' && *end != '\t' && *end != '\n')

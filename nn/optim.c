@@ -29,16 +29,17 @@ int strata_optim_check(const struct strata_optim *o)
         if ((unsigned)o->schedule >= STRATA_LR_SCHEDULE_COUNT)
                 return strata__fail(STRATA_EINVAL, "learning-rate schedule %d unknown",
                                     (int)o->schedule);
-        if (o->schedule == STRATA_LR_STEP &&
-            (o->step_size == 0 || !(o->gamma > 0.0f && o->gamma <= 1.0f)))
-                return strata__fail(STRATA_EINVAL, "step schedule: step_size %llu must be > 0 "
-                                                   "and gamma %g in (0, 1]",
-                                    (unsigned long long)o->step_size, o->gamma);
-        if (o->schedule == STRATA_LR_COSINE &&
-            (o->t_max == 0 || !(o->lr_min >= 0.0f && o->lr_min <= o->lr)))
-                return strata__fail(STRATA_EINVAL, "cosine schedule: t_max %llu must be > 0 "
-                                                   "and lr_min %g in [0, lr]",
-                                    (unsigned long long)o->t_max, o->lr_min);
+        /* Each schedule's fields checked one by one: the message names the one that is bad. */
+        if (o->schedule == STRATA_LR_STEP && o->step_size == 0)
+                return strata__fail(STRATA_EINVAL, "step schedule: step_size must be > 0");
+        if (o->schedule == STRATA_LR_STEP && !(o->gamma > 0.0f && o->gamma <= 1.0f))
+                return strata__fail(STRATA_EINVAL, "step schedule: gamma %g not in (0, 1]",
+                                    o->gamma);
+        if (o->schedule == STRATA_LR_COSINE && o->t_max == 0)
+                return strata__fail(STRATA_EINVAL, "cosine schedule: t_max must be > 0");
+        if (o->schedule == STRATA_LR_COSINE && !(o->lr_min >= 0.0f && o->lr_min <= o->lr))
+                return strata__fail(STRATA_EINVAL, "cosine schedule: lr_min %g not in [0, lr "
+                                    "%g] (the floor the rate anneals to)", o->lr_min, o->lr);
         if (o->kind == STRATA_OPTIM_SGD) {
                 if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
                         return strata__fail(STRATA_EINVAL, "momentum %g not in [0, 1)",

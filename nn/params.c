@@ -7,14 +7,14 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "nn/replica.h"
+#include "nn/replica_private.h"
 
 int strata__replica_nparams(const struct strata__replica *r)
 {
         int n = 0;
 
-        for (int i = 0; i < r->nlayers; i++)
-                n += r->layers[i].ngroups;
+        for (int i = 0; i < r->v.nlayers; i++)
+                n += r->v.layers[i].ngroups;
         return n;
 }
 
@@ -22,27 +22,27 @@ int strata__replica_nparams(const struct strata__replica *r)
 static void trained_group(const struct strata__replica *r, const struct strata_param_group *g,
                           size_t poff, struct strata_param *out)
 {
-        const struct strata__shard *s = r->shard;
+        const struct strata__shard *s = r->v.shard;
         size_t at = strata__shard_part(s, poff, g->count, &out->shard_lo, &out->shard_hi);
         size_t len = strata__shard_len(s);
-        int slots = len ? (int)(r->nopt / len) : 0, in = out->shard_hi > out->shard_lo;
+        int slots = len ? (int)(r->v.nopt / len) : 0, in = out->shard_hi > out->shard_lo;
         /* own_params: the shard's part, as the optimizer state */
         size_t v = !strata__shard_own_params(s) ? poff : in ? at : 0;
         size_t gv = !strata__shard_own_grads(s) ? v : in ? at : 0;
 
-        out->value = r->params + v;
-        out->grad = r->grads + gv;
+        out->value = r->v.params + v;
+        out->grad = r->v.grads + gv;
         out->opt_slots = slots;
         for (int j = 0; j < slots && in; j++)
-                out->opt_state[j] = r->opt_state + len * (size_t)j + at;
+                out->opt_state[j] = r->v.opt_state + len * (size_t)j + at;
 }
 
 int strata__replica_param(const struct strata__replica *r, int index, struct strata_param *out)
 {
         size_t poff = 0, soff = 0;
 
-        for (int i = 0; i < r->nlayers; i++) {
-                const struct strata_layer *l = &r->layers[i];
+        for (int i = 0; i < r->v.nlayers; i++) {
+                const struct strata_layer *l = &r->v.layers[i];
                 size_t lsoff = 0; /* a layer's running state is its own vector */
 
                 for (int k = 0; k < l->ngroups; k++) {

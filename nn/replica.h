@@ -15,86 +15,72 @@
 #include "nn/loss.h"
 #include "nn/shard.h"
 
-/* struct strata__replica from: a module that reads no earlier output (nor branches off one). */
-#define STRATA__NO_SOURCE (-32768)
+struct strata__replica; /* private to nn/ (nn/replica_private.h) */
+struct strata__track;
 
 /*
- * A model's several inputs and outputs (struct strata_model inputs, outputs) on one replica:
- * where each input's values lie in a row and the buffer its rows are split into, and each
- * output's module, loss, weight, targets and loss gradient. nin and nout 0: the model gives
- * none (one input, the last module's output with the model's loss): nothing here is used.
- * With several outputs a label output's class index is one float of the targets row, made an
- * int32 label as the rows load (lab_host, then the device's view in tout).
+ * What strategies, checkpoints and the fingerprint see of a replica: its flat vectors, each
+ * layer's place in them and the current batch's rows. Set by the replica's layout and its
+ * load; read-only outside nn/ (a strategy changes a replica through the functions below).
+ * It is the replica's first member: strata__replica_view() is a cast, free on the step path.
+ * Its order keeps the replica's size (the runtime's plan) what it was before the view.
  */
-struct strata__replica_io {
-        int nin, nout;
-        int in_off[STRATA_MAX_INPUTS], in_w[STRATA_MAX_INPUTS];
-        float *xin[STRATA_MAX_INPUTS];     /* input k's rows of this batch (nin > 1) */
-        int mod[STRATA_MAX_OUTPUTS];       /* output k's module */
-        int w[STRATA_MAX_OUTPUTS], toff[STRATA_MAX_OUTPUTS]; /* its width, place in targets */
-        int ooff[STRATA_MAX_OUTPUTS];      /* its place in a row of predictions */
-        int tw[STRATA_MAX_OUTPUTS];        /* its values in a row of targets (label: 1) */
-        int tdim;                          /* a row of targets: the tw's sum (nout > 1) */
-        int fwidth;                        /* the float outputs' widths' sum */
-        unsigned char label[STRATA_MAX_OUTPUTS]; /* its loss takes labels */
-        int32_t *lab_host[STRATA_MAX_OUTPUTS];   /* a label output's labels, host (nout > 1) */
-        float weight[STRATA_MAX_OUTPUTS];
-        const struct strata_loss_ops *loss[STRATA_MAX_OUTPUTS];
-        float *gout[STRATA_MAX_OUTPUTS];   /* its loss gradient (the last module's: dbuf[0]) */
-        float *tout[STRATA_MAX_OUTPUTS];   /* its targets split from the row (nout > 1; a
-                                            * label output's int32 labels, device memory) */
-        const void *t[STRATA_MAX_OUTPUTS]; /* its targets of this batch */
+struct strata__replica_view {
+        int dev;                           /* the device (local index) */
+        const struct strata_kernel_ops *k; /* the driver's kernels */
+        int nlayers;                       /* modules, one layer each */
+        struct strata_layer *layers;       /* each module's layer: its param, grad, state,
+                                            * nparam (the length of its part of the vectors) */
+        size_t *poff;                      /* offset of each layer's parameters in them */
+        float *params, *grads, *opt_state; /* the flat vectors (the shard's part when sharded) */
+        size_t nparam, nopt;               /* the model's parameters; optimizer state */
+        struct strata__track *track;       /* this device's trace track, or NULL */
+        struct strata__shard *shard;       /* strata__replica_shard() */
+        struct strata_chunks *chunks;      /* strata__replica_chunkset() */
+        int rows, row0;                    /* the current batch's rows, its first row's index */
+        int out;                           /* a row of outputs (the model's output width) */
 };
 
-struct strata__replica {
-        int dev;
-        const struct strata_device_ops *drv;
-        const struct strata_kernel_ops *k; /* drv->kernels */
-        const struct strata_loss_ops *loss; /* the model's */
-        int nlayers;
-        struct strata_layer *layers;
-        float **y;                 /* output of each layer, stored as ytype says */
-        enum strata_dtype *ytype;  /* f32, or bf16 between two bf16_io modules (bf16-mixed) */
-        short *from;               /* each merge or branch module's source (-1 - k: input
-                                    * k), else STRATA__NO_SOURCE; NULL: the model has none */
-        float **gskip;             /* a skip source's output gradient from its readers, else
-                                    * NULL: added to its gradient before its backward */
-        short *fuse_last;          /* a row_loop module: the last module its loop over rows
-                                    * runs (itself when none); NULL: no module is fused */
-        short *fuse_head;          /* a module run inside another's loop: that one, else -1 */
-        float *fuse_dx[2];         /* one row's gradients between the fused modules */
-        size_t *poff;              /* offset of each layer's parameters in the flat vector */
-        float *params, *grads, *opt_state;
-        size_t nparam, nopt;       /* the model's parameters; optimizer state (one shard's) */
-        struct strata__shard *shard; /* what the device holds of the flat vectors */
-        float *dbuf[2];            /* ping-pong activation gradients */
-        float *x_stage;            /* batch_to_device: the batch in device memory */
-        void *y_stage;             /* its targets: int32 labels, or f32 [rows, out] */
-        float *x_host;             /* host staging of the same (== x_stage without staging) */
-        void *y_host;
-        float *p_host;             /* staged devices: host image of parameters then state */
-        size_t nstate;             /* floats of running state over all layers */
-        const float *x;            /* current input (staging or caller's, read-only) */
-        const void *targets;       /* current labels or float targets (device memory) */
-        int out;                   /* a row of targets: the last module's width, or the
-                                    * outputs' widths' sum (io.nout) */
-        struct strata__replica_io io; /* several inputs and outputs */
-        int rows;                  /* rows of the current batch */
-        int row0;                  /* global index of its first row */
-        double loss_sum;           /* summed loss of the current batch */
-        double out_loss[STRATA_MAX_OUTPUTS]; /* several outputs: each one's, unweighted */
-        int out_correct[STRATA_MAX_OUTPUTS]; /* each label output's rows predicted right */
-        int correct;               /* labels: rows predicted right (the first label output's) */
-        int float_row;             /* targets are a row of floats (strata__float_row()) */
-        double sse, sae;           /* float targets: summed squared and absolute errors */
-        uint64_t opt_t;            /* optimizer steps taken */
-        enum strata_dtype compute; /* GEMM operand type (the precision plugin's) */
-        void *lp_scratch;          /* mixed precision: the GEMM scratch (NULL in fp32) */
-        size_t lp_elems, lp_dim;   /* what it was sized for */
-        struct strata__track *track; /* this device's track (kernel/trace.h), or NULL */
-        void *scratch;             /* the driver's scratch for this device (plan.c), or NULL */
-        struct strata_arena arena;
-        struct strata_chunks *chunks; /* invariant mode, else NULL */
+/** The view of replica @p r (its first member). */
+static inline const struct strata__replica_view *
+strata__replica_view(const struct strata__replica *r)
+{
+        return (const struct strata__replica_view *)(const void *)r;
+}
+
+/** What the device holds of the flat vectors (nn/shard.h): the shard's functions take it. */
+static inline struct strata__shard *strata__replica_shard(const struct strata__replica *r)
+{
+        return strata__replica_view(r)->shard;
+}
+
+/** Invariant mode's chunks of replica @p r (nn/chunks.h), else NULL. */
+static inline struct strata_chunks *strata__replica_chunkset(const struct strata__replica *r)
+{
+        return strata__replica_view(r)->chunks;
+}
+
+/** Bytes of one replica: the runtime carves its array of them (strategy/runtime/plan.c). */
+extern const size_t strata__replica_bytes;
+
+/** Replica @p d of the array @p reps of strata__replica_bytes each. */
+static inline struct strata__replica *strata__replica_at(struct strata__replica *reps, int d)
+{
+        return (struct strata__replica *)(void *)((char *)reps +
+                                                   (size_t)d * strata__replica_bytes);
+}
+
+/**
+ * A replica's figures of its current batch (strata__replica_loss()): the summed loss, rows
+ * predicted right, float targets' summed squared and absolute errors and, with several
+ * outputs, each output's own loss and (label outputs) rows predicted right.
+ */
+struct strata__replica_metrics {
+        double loss_sum, sse, sae;
+        int correct, rows;
+        double out_loss[STRATA_MAX_OUTPUTS];
+        int out_correct[STRATA_MAX_OUTPUTS];
+        unsigned char label[STRATA_MAX_OUTPUTS]; /* output k's loss takes labels */
 };
 
 /** Where a replica's memory comes from (planning arenas only count). */
@@ -162,21 +148,22 @@ void strata__replica_load(struct strata__replica *r, const struct strata_batch *
 
 /**
  * Invariant mode: the chunks of replica @p r (global rank @p g of @p world devices) for a
- * batch of @p rows rows cut into @p chunks; r->rows and r->row0 then hold its share.
+ * batch of @p rows rows cut into @p chunks; the view's rows and row0 then hold its share.
  */
 void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world);
 
-/** Forward through every module (logits in r->y[last]); a module's collective may fail. */
+/** Forward through every module (each output kept for the loss); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
 
 /**
- * Loss (summed into r->loss_sum) and, when @p grad, dlogits scaled by c->loss_scale; with
- * float targets also the summed squared and absolute errors (r->sse, r->sae).
+ * Loss (summed, with its other figures, for strata__replica_metrics()) and, when @p grad,
+ * dlogits scaled by c->loss_scale; with float targets also the summed squared and absolute
+ * errors.
  */
 void strata__replica_loss(struct strata__replica *r, const struct strata_step_ctx *c, int grad);
 
 /**
- * The model's outputs of the current batch to host memory @p dst: r->rows rows of r->out
+ * The model's outputs of the current batch to host memory @p dst: the view's rows rows of out
  * values, each output's in turn (strata_predict_step()'s values).
  */
 void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst);
@@ -214,7 +201,10 @@ int strata__replica_unscale(struct strata__replica *r, float scale);
 /** Non-zero when one of the gradients is NaN or infinite (the driver's cheapest check). */
 int strata__replica_nonfinite(const struct strata__replica *r);
 
-/** A skipped optimizer step: parameters and step count unchanged; the next backward overwrites. */
+/**
+ * The gradients are used up (a skipped optimizer step, or dp's master took them): parameters
+ * and step count unchanged; the next backward overwrites them.
+ */
 void strata__replica_skip(struct strata__replica *r);
 
 /**
@@ -249,5 +239,58 @@ void strata__replica_keep_grads(struct strata__replica *r, int i);
 
 /** Offset of layer @p i's parameters in the flat vector. */
 size_t strata__replica_param_offset(const struct strata__replica *r, int i);
+
+/** Fill @p m with the figures of replica @p r's current batch. */
+void strata__replica_metrics(const struct strata__replica *r, struct strata__replica_metrics *m);
+
+/** Each output's width (several outputs: struct strata_model outputs' order). */
+const int *strata__replica_output_widths(const struct strata__replica *r);
+
+/** The float outputs' widths' sum (several outputs; the elements of a row's errors). */
+int strata__replica_float_width(const struct strata__replica *r);
+
+/**
+ * Without chunks: the current batch is rows [@p row0, @p row0 + @p rows) of it (the
+ * strategy's split); strata__replica_load() then loads them.
+ */
+void strata__replica_set_rows(struct strata__replica *r, int row0, int rows);
+
+/** Optimizer steps taken (the update's step count). */
+uint64_t strata__replica_steps(const struct strata__replica *r);
+
+/** Set the optimizer's step count to @p t (a checkpoint's, or dp's split step's). */
+void strata__replica_set_steps(struct strata__replica *r, uint64_t t);
+
+/**
+ * Where the layout put replica @p r: its arena @p arena (kept, to seal and count refusals)
+ * and the driver's scratch @p scratch for its device (or NULL).
+ */
+void strata__replica_place(struct strata__replica *r, void *scratch,
+                           const struct strata_arena *arena);
+
+/** The trace track @p t the replica's passes record on (NULL: none). */
+void strata__replica_set_track(struct strata__replica *r, struct strata__track *t);
+
+/** The replica's arena (strata__replica_place()). */
+struct strata_arena *strata__replica_arena(struct strata__replica *r);
+
+/** The driver's scratch for the replica's device (strata__replica_place()), or NULL. */
+void *strata__replica_scratch(const struct strata__replica *r);
+
+/**
+ * The host image of a device that has memory of its own (parameters and state at init, then
+ * any one vector read back), else NULL (the device's memory is host memory).
+ */
+float *strata__replica_host_image(const struct strata__replica *r);
+
+/**
+ * Lay out a replica for plan @p p against planning arenas (strata__replica_layout() with a
+ * replica of its own, not kept): what the view says of it to @p v, the shard's sizes to
+ * @p sizes.
+ */
+int strata__replica_plan_only(const struct strata__replica_mem *mem,
+                              const struct strata__replica_plan *p,
+                              struct strata__shard_sizes *sizes,
+                              struct strata__replica_view *v);
 
 #endif /* STRATA_NN_REPLICA_H */

@@ -35,7 +35,7 @@ int strata__accumulate_each(const struct strata_config *c)
                c->train.accumulate_reduce == STRATA_ACCUMULATE_REDUCE_EACH;
 }
 
-int strata__chunks(const struct strata_config *c)
+int strata__invariant_chunks(const struct strata_config *c)
 {
         if (!c->strategy.invariant)
                 return 0;
@@ -46,20 +46,18 @@ void strata__split(struct strata_runtime *rt, const struct strata_batch *b)
 {
         int n = rt->world;
 
-        if (strata__chunks(&rt->cfg)) { /* the same rows, cut into the batch's chunks */
+        if (strata__invariant_chunks(&rt->cfg)) { /* the same rows, cut into the batch's chunks */
                 for (int d = 0; d < rt->nreplicas; d++)
-                        strata__replica_chunks(&rt->replicas[d], b->rows,
-                                               strata__chunks(&rt->cfg), rt->rank0 + d, n);
+                        strata__replica_chunks(strata__rep(rt, d), b->rows,
+                                               strata__invariant_chunks(&rt->cfg), rt->rank0 + d, n);
                 return;
         }
         for (int d = 0; d < rt->nreplicas; d++) {
-                struct strata__replica *r = &rt->replicas[d];
                 long g = rt->rank0 + d; /* the global rank: the layout does not change rows */
                 int lo = (int)(b->rows * g / n), hi = (int)(b->rows * (g + 1) / n);
 
                 /* Each device loads its own rows when it starts computing on them. */
-                r->rows = hi - lo;
-                r->row0 = lo;
+                strata__replica_set_rows(strata__rep(rt, d), lo, hi - lo);
         }
 }
 
@@ -67,8 +65,8 @@ void strata__own_rows(const struct strata_runtime *rt, int rows, int *lo, int *h
 {
         int g0 = rt->rank0, g1 = rt->rank0 + rt->nreplicas, n = rt->world;
 
-        if (strata__chunks(&rt->cfg)) {
-                strata__chunks_rows(rows, strata__chunks(&rt->cfg), g0, g1, n, lo, hi);
+        if (strata__invariant_chunks(&rt->cfg)) {
+                strata__chunks_rows(rows, strata__invariant_chunks(&rt->cfg), g0, g1, n, lo, hi);
                 return;
         }
         *lo = (int)((long)rows * g0 / n);
@@ -97,9 +95,9 @@ int strata__metrics_width(const struct strata_config *c, int world)
 {
         struct strata__chunk_plan p;
 
-        if (!strata__chunks(c))
+        if (!strata__invariant_chunks(c))
                 return metrics_base(c) + outputs_of(c) + labels_of(c);
-        strata__chunks_plan(strata__chunks(c), world, c->batch, &p);
+        strata__chunks_plan(strata__invariant_chunks(c), world, c->batch, &p);
         /* correct, rows, each label output's correct, then each block's loss, sse, sae and
          * each output's own loss */
         return 2 + labels_of(c) + (3 + outputs_of(c)) * p.blocks;
@@ -114,8 +112,9 @@ static void metrics_means(const struct strata_runtime *rt, const double *sum, in
 {
         const struct strata_model *model = rt->cfg.model;
         int sum_red = model->reduction == STRATA_REDUCTION_SUM, j = 0;
-        double elems = (double)rows * (model->noutputs ? rt->replicas[0].io.fwidth
-                                                       : rt->cfg.classes);
+        double elems = (double)rows * (model->noutputs
+                                       ? strata__replica_float_width(strata__rep(rt, 0))
+                                       : rt->cfg.classes);
 
         *m = (struct strata_metrics){ .loss = sum_red ? sum[0] : sum[0] / rows,
                                       .correct = correct, .rows = rows,
@@ -136,7 +135,7 @@ static void metrics_means(const struct strata_runtime *rt, const double *sum, in
 static void metrics_tree(const struct strata_runtime *rt, const double *v, int n,
                          struct strata_metrics *m)
 {
-        int chunks = strata__chunks(&rt->cfg), w = strata__metrics_width(&rt->cfg, n);
+        int chunks = strata__invariant_chunks(&rt->cfg), w = strata__metrics_width(&rt->cfg, n);
         int nl = labels_of(&rt->cfg), per = 3 + outputs_of(&rt->cfg);
         int blocks = (w - 2 - nl) / per, rows = 0, correct = 0;
         int lab[STRATA_MAX_OUTPUTS] = { 0 };
@@ -163,7 +162,7 @@ void strata__metrics_sum(const struct strata_runtime *rt, const double *v, int n
 
         if (!m)
                 return;
-        if (strata__chunks(&rt->cfg)) {
+        if (strata__invariant_chunks(&rt->cfg)) {
                 metrics_tree(rt, v, n, m);
                 return;
         }
@@ -185,31 +184,34 @@ void strata__metrics_local(const struct strata_runtime *rt, double *v)
         int nl = labels_of(&rt->cfg);
 
         for (int d = 0; d < rt->nreplicas; d++) {
-                const struct strata__replica *r = &rt->replicas[d];
+                const struct strata__replica *r = strata__rep(rt, d);
+                struct strata__replica_metrics rm;
                 double *o = v + (size_t)w * d;
-                double *lab = strata__chunks(&rt->cfg) ? o + 2 : o + w - nl;
+                double *lab = strata__invariant_chunks(&rt->cfg) ? o + 2 : o + w - nl;
 
+                strata__replica_metrics(r, &rm);
                 for (int k = 0, j = 0; k < nout; k++)
-                        if (r->io.label[k])
-                                lab[j++] = r->out_correct[k];
-                if (strata__chunks(&rt->cfg)) {
-                        o[0] = r->correct;
-                        o[1] = r->rows;
+                        if (rm.label[k])
+                                lab[j++] = rm.out_correct[k];
+                if (strata__invariant_chunks(&rt->cfg)) {
+                        o[0] = rm.correct;
+                        o[1] = rm.rows;
                         for (int b = 0; b < (w - 2 - nl) / (3 + nout); b++)
                                 for (int j = 0; j < 3 + nout; j++)
                                         o[2 + nl + (3 + nout) * b + j] =
-                                                strata__chunks_block_loss(r->chunks, b, j);
+                                                strata__chunks_block_loss(
+                                                        strata__replica_chunkset(r), b, j);
                         continue;
                 }
-                o[0] = r->loss_sum;
-                o[1] = r->correct;
-                o[2] = r->rows;
+                o[0] = rm.loss_sum;
+                o[1] = rm.correct;
+                o[2] = rm.rows;
                 if (metrics_base(&rt->cfg) == 5) {
-                        o[3] = r->sse;
-                        o[4] = r->sae;
+                        o[3] = rm.sse;
+                        o[4] = rm.sae;
                 }
                 for (int k = 0; k < nout; k++)
-                        o[metrics_base(&rt->cfg) + k] = r->out_loss[k];
+                        o[metrics_base(&rt->cfg) + k] = rm.out_loss[k];
         }
 }
 

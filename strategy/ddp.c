@@ -56,14 +56,15 @@ int strata__ddp_layout(const struct strata_config *c, const struct strata_device
 /* rank 0's parameters and running state become everyone's. */
 static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
 
         strata__replica_init(r, rt->cfg.seed);
-        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->params, r->nparam, STRATA_F32, 0));
-        for (int i = 0; i < r->nlayers; i++)
-                if (r->layers[i].nstate)
-                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->layers[i].state,
-                                                         r->layers[i].nstate, STRATA_F32, 0));
+        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, v->params, v->nparam, STRATA_F32, 0));
+        for (int i = 0; i < v->nlayers; i++)
+                if (v->layers[i].nstate)
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, v->layers[i].state,
+                                                         v->layers[i].nstate, STRATA_F32, 0));
         return STRATA_OK;
 }
 
@@ -75,10 +76,11 @@ size_t strata__ddp_bucket_cap(const struct strata_config *c)
 void strata__ddp_bucket_walk(const struct strata__replica *r, size_t cap,
                              void (*fn)(void *arg, size_t lo, size_t hi, int close), void *arg)
 {
-        size_t hi = r->nparam, bytes = 0;
+        const struct strata__replica_view *v = strata__replica_view(r);
+        size_t hi = v->nparam, bytes = 0;
 
-        for (int i = r->nlayers - 1; i >= 0; i--) {
-                bytes += r->layers[i].nparam * sizeof(float);
+        for (int i = v->nlayers - 1; i >= 0; i--) {
+                bytes += v->layers[i].nparam * sizeof(float);
                 if (bytes >= cap || i == 0) {
                         size_t lo = strata__replica_param_offset(r, i);
 
@@ -108,12 +110,15 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
  */
 static int tree_buckets(const struct strata_runtime *rt, const struct strata__replica *r)
 {
-        if (!rt->cfg.strategy.invariant || strata__chunks_gathered(r->chunks) || rt->world < 2 ||
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata_chunks *ch = strata__replica_chunkset(r);
+
+        if (!rt->cfg.strategy.invariant || strata__chunks_gathered(ch) || rt->world < 2 ||
             rt->cfg.train.accumulate > 1 ||
-            strata__shard_own_params(r->shard)) /* fsdp keeps its shard per layer */
+            strata__shard_own_params(strata__replica_shard(r))) /* fsdp: its shard per layer */
                 return 0;
-        for (int i = 0; i < r->nlayers; i++)
-                if (strata__chunks_batch_stats(r->chunks, i))
+        for (int i = 0; i < v->nlayers; i++)
+                if (strata__chunks_batch_stats(ch, i))
                         return 0;
         return 1;
 }
@@ -124,11 +129,11 @@ static int ddp_setup(struct strata_runtime *rt)
         struct ddp *d = ddp_of(rt);
 
         d->b.n = 0;
-        strata__ddp_bucket_walk(&rt->replicas[0], strata__ddp_bucket_cap(&rt->cfg), add_bucket,
+        strata__ddp_bucket_walk(strata__rep(rt, 0), strata__ddp_bucket_cap(&rt->cfg), add_bucket,
                                 &d->b);
         for (int dev = 0; dev < rt->nreplicas; dev++)
-                strata__chunks_set_defer(rt->replicas[dev].chunks,
-                                         tree_buckets(rt, &rt->replicas[dev]));
+                strata__chunks_set_defer(strata__replica_chunkset(strata__rep(rt, dev)),
+                                         tree_buckets(rt, strata__rep(rt, dev)));
         return STRATA_OK;
 }
 
@@ -140,15 +145,16 @@ static int ddp_setup(struct strata_runtime *rt)
 static int all_reduce_grads(struct ddp *d, struct strata__replica *r, float *g, size_t lo,
                             size_t n)
 {
-        uint16_t *s = strata__shard_grad_stage(r->shard);
+        const struct strata__replica_view *v = strata__replica_view(r);
+        uint16_t *s = strata__shard_grad_stage(strata__replica_shard(r));
 
         if (!s) /* invariant mode: the devices' blocks, the top of the tree */
-                return strata_comm_all_reduce(d->m.dcomm, r->dev, g, g, n, STRATA_F32,
-                                              strata__chunks_defer(r->chunks)
+                return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32,
+                                              strata__chunks_defer(strata__replica_chunkset(r))
                                                       ? STRATA_OP_SUM_TREE : STRATA_OP_SUM);
         s += lo;
         strata__to_bf16(s, g, n);
-        STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, r->dev, s, s, n, STRATA_BF16,
+        STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, v->dev, s, s, n, STRATA_BF16,
                                           STRATA_OP_SUM));
         strata__from_bf16(g, s, n);
         return STRATA_OK;
@@ -159,6 +165,7 @@ static const struct strata__span span_bucket = { "gradient bucket", "comm", "buc
 /* All-reduce every bucket whose last layer's gradients just became ready. */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
+        const struct strata__replica_view *v = strata__replica_view(r);
         struct ddp *d = ddp_of(h);
 
         for (int k = 0; k < d->b.n; k++) {
@@ -167,10 +174,10 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 
                 if (d->b.close[k] != layer)
                         continue;
-                t0 = strata__track_begin(r->track, &span_bucket, NULL);
-                rc = all_reduce_grads(d, r, r->grads + d->b.lo[k], d->b.lo[k],
+                t0 = strata__track_begin(v->track, &span_bucket, NULL);
+                rc = all_reduce_grads(d, r, v->grads + d->b.lo[k], d->b.lo[k],
                                       d->b.hi[k] - d->b.lo[k]);
-                strata__track_end(r->track, t0, k);
+                strata__track_end(v->track, t0, k);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
@@ -185,15 +192,16 @@ static const struct strata__span span_layer = { "reduce layer", "comm", "layer",
  */
 static int layer_each(void *h, struct strata__replica *r, int layer)
 {
-        const struct strata_layer *l = &r->layers[layer];
+        const struct strata__replica_view *v = strata__replica_view(r);
+        const struct strata_layer *l = &v->layers[layer];
         uint64_t t0;
         int rc;
 
         if (!l->nparam)
                 return STRATA_OK;
-        t0 = strata__track_begin(r->track, &span_layer, NULL);
-        rc = all_reduce_grads(ddp_of(h), r, l->grad, r->poff[layer], l->nparam);
-        strata__track_end(r->track, t0, layer);
+        t0 = strata__track_begin(v->track, &span_layer, NULL);
+        rc = all_reduce_grads(ddp_of(h), r, l->grad, v->poff[layer], l->nparam);
+        strata__track_end(v->track, t0, layer);
         return rc;
 }
 
@@ -206,9 +214,10 @@ static int layer_each(void *h, struct strata__replica *r, int layer)
 static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
                                         const struct strata__replica *r, int sync)
 {
-        int buckets = sync && (!rt->cfg.strategy.invariant || strata__chunks_defer(r->chunks));
+        int buckets = sync && (!rt->cfg.strategy.invariant ||
+                               strata__chunks_defer(strata__replica_chunkset(r)));
 
-        if (strata__shard_each(r->shard))
+        if (strata__shard_each(strata__replica_shard(r)))
                 return layer_each;
         return buckets ? bucket_ready : NULL;
 }
@@ -221,19 +230,22 @@ const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *r
 /* Rank 0's running statistics (BatchNorm's) become everyone's. */
 static int share_running_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
 
-        for (int i = 0; i < r->nlayers; i++)
-                if (r->layers[i].nstate)
-                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, r->layers[i].state,
-                                                         r->layers[i].nstate, STRATA_F32, 0));
+        for (int i = 0; i < v->nlayers; i++)
+                if (v->layers[i].nstate)
+                        STRATA_TRY(strata_comm_broadcast(m->dcomm, dev, v->layers[i].state,
+                                                         v->layers[i].nstate, STRATA_F32, 0));
         return STRATA_OK;
 }
 
 static int has_running(const struct strata__replica *r)
 {
-        for (int i = 0; i < r->nlayers; i++)
-                if (r->layers[i].nstate)
+        const struct strata__replica_view *v = strata__replica_view(r);
+
+        for (int i = 0; i < v->nlayers; i++)
+                if (v->layers[i].nstate)
                         return 1;
         return 0;
 }
@@ -248,7 +260,7 @@ static int has_running(const struct strata__replica *r)
 static int ddp_align(struct strata_runtime *rt, int event)
 {
         if ((event == STRATA__EV_VALIDATION_STEP || event == STRATA__EV_PREDICT_STEP) &&
-            rt->world > 1 && !rt->cfg.strategy.sync_bn && has_running(&rt->replicas[0]))
+            rt->world > 1 && !rt->cfg.strategy.sync_bn && has_running(strata__rep(rt, 0)))
                 return strata__multi_run(rt, share_running_dev);
         return STRATA_OK;
 }

@@ -77,32 +77,36 @@ static int dp_layout(const struct strata_config *c, const struct strata_device_o
 /* Copy the master's running state, and its parameters unless every replica holds them. */
 static int replicate_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        const struct strata__replica *src = &rt->replicas[0];
-        struct strata__replica *dst = &rt->replicas[dev];
+        const struct strata__replica *src = strata__rep(rt, 0);
+        const struct strata__replica_view *vs = strata__replica_view(src);
+        struct strata__replica *dst = strata__rep(rt, dev);
+        const struct strata__replica_view *vd = strata__replica_view(dst);
 
         if (dev == 0)
                 return STRATA_OK;
         if (!((struct dp *)m)->replicas_current)
-                rt->dev->kernels->copy(dst->params, src->params, src->nparam);
-        for (int i = 0; i < src->nlayers; i++)
-                if (src->layers[i].nstate)
-                        rt->dev->kernels->copy(dst->layers[i].state, src->layers[i].state,
-                                               src->layers[i].nstate);
+                rt->dev->kernels->copy(vd->params, vs->params, vs->nparam);
+        for (int i = 0; i < vs->nlayers; i++)
+                if (vs->layers[i].nstate)
+                        rt->dev->kernels->copy(vd->layers[i].state, vs->layers[i].state,
+                                               vs->layers[i].nstate);
         return STRATA_OK;
 }
 
 /* Every module's replication callback: copy 0 first, then the others. */
 static int callbacks(struct strata_runtime *rt)
 {
+        const struct strata__replica_view *v0 = strata__repv(rt, 0);
+
         if (!rt->cfg.strategy.replication_callbacks)
                 return STRATA_OK;
-        for (int i = 0; i < rt->replicas[0].nlayers; i++) {
-                const struct strata_module_ops *ops = rt->replicas[0].layers[i].desc->ops;
+        for (int i = 0; i < v0->nlayers; i++) {
+                const struct strata_module_ops *ops = v0->layers[i].desc->ops;
 
                 if (!ops->replicate)
                         continue;
                 for (int copy = 0; copy < rt->nreplicas; copy++)
-                        STRATA_TRY(ops->replicate(&rt->replicas[copy].layers[i],
+                        STRATA_TRY(ops->replicate(&strata__repv(rt, copy)->layers[i],
                                                   dp_of(rt)->layer_ctx[i], copy, rt->nreplicas));
         }
         return STRATA_OK;
@@ -123,16 +127,17 @@ static int dp_align(struct strata_runtime *rt, int event)
  */
 static int reduce_to_master(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
 
         if (!m->args->sync)
                 return STRATA_OK;
-        if (!strata__shard_each(r->shard))
-                STRATA_TRY(strata_comm_reduce(m->dcomm, dev, r->grads,
-                                              dev == 0 ? r->grads : NULL, r->nparam, STRATA_F32,
+        if (!strata__shard_each(strata__replica_shard(r)))
+                STRATA_TRY(strata_comm_reduce(m->dcomm, dev, v->grads,
+                                              dev == 0 ? v->grads : NULL, v->nparam, STRATA_F32,
                                               STRATA_OP_SUM, 0));
-        for (int i = 0; dev != 0 && i < r->nlayers; i++)
-                r->layers[i].grad_fresh = 1; /* consumed by the master */
+        if (dev != 0)
+                strata__replica_skip(r); /* consumed by the master */
         return STRATA_OK;
 }
 
@@ -143,12 +148,13 @@ static int reduce_to_master(struct strata_runtime *rt, struct strata__multi *m, 
  */
 static int layer_to_master(void *h, struct strata__replica *r, int layer)
 {
-        const struct strata_layer *l = &r->layers[layer];
+        const struct strata__replica_view *v = strata__replica_view(r);
+        const struct strata_layer *l = &v->layers[layer];
 
         if (!l->nparam)
                 return STRATA_OK;
-        return strata_comm_reduce(strata__multi(h)->dcomm, r->dev, l->grad,
-                                  r->dev == 0 ? l->grad : NULL, l->nparam, STRATA_F32,
+        return strata_comm_reduce(strata__multi(h)->dcomm, v->dev, l->grad,
+                                  v->dev == 0 ? l->grad : NULL, l->nparam, STRATA_F32,
                                   STRATA_OP_SUM, 0);
 }
 
@@ -156,7 +162,7 @@ static strata__grad_ready_fn dp_layer_hook(const struct strata_runtime *rt,
                                            const struct strata__replica *r, int sync)
 {
         (void)rt, (void)sync;
-        return strata__shard_each(r->shard) ? layer_to_master : NULL;
+        return strata__shard_each(strata__replica_shard(r)) ? layer_to_master : NULL;
 }
 
 /* The split step needs the driver's range updates; otherwise the master steps alone. */
@@ -167,7 +173,7 @@ static int split_step(const struct strata_runtime *rt)
 
 static int master_step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *master = &rt->replicas[0];
+        struct strata__replica *master = strata__rep(rt, 0);
 
         (void)m;
         if (dev == 0) {
@@ -190,7 +196,9 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
 {
         static const struct strata__span span_range = { "optimizer step (range)", "compute",
                                                        "elements", 0 };
-        struct strata__replica *master = &rt->replicas[0], *mine = &rt->replicas[dev];
+        struct strata__replica *master = strata__rep(rt, 0), *mine = strata__rep(rt, dev);
+        const struct strata__replica_view *vme = strata__replica_view(mine);
+        const struct strata__replica_view *vm = strata__replica_view(master);
         uint64_t t0;
         size_t lo, hi;
 
@@ -199,20 +207,20 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
                         strata__replica_clip(master, rt->cfg.train.clip_norm, 0.0f);
                 STRATA_TRY(strata__workers_barrier(m->workers, dev));
         }
-        strata_comm_slice(m->dcomm, master->nparam, sizeof(float), dev, &lo, &hi);
+        strata_comm_slice(m->dcomm, vm->nparam, sizeof(float), dev, &lo, &hi);
         if (rt->cfg.train.clip_value > 0.0f)
-                master->k->clamp(master->grads + lo, rt->cfg.train.clip_value, hi - lo);
+                vm->k->clamp(vm->grads + lo, rt->cfg.train.clip_value, hi - lo);
         /* The coordinator counted the step (opt_t) before posting it. */
-        t0 = strata__track_begin(mine->track, &span_range, NULL);
-        strata__replica_step_range(master, &rt->cfg.optim, mine->params, lo, hi);
-        strata__track_end(mine->track, t0, (int64_t)(hi - lo));
+        t0 = strata__track_begin(vme->track, &span_range, NULL);
+        strata__replica_step_range(master, &rt->cfg.optim, vme->params, lo, hi);
+        strata__track_end(vme->track, t0, (int64_t)(hi - lo));
         for (int e = 0; e < rt->nreplicas; e++)
                 if (e != dev)
-                        memcpy(rt->replicas[e].params + lo, mine->params + lo,
+                        memcpy(strata__repv(rt, e)->params + lo, vme->params + lo,
                                (hi - lo) * sizeof(float));
         STRATA_TRY(strata__workers_barrier(m->workers, dev));
-        for (int i = 0; dev == 0 && i < master->nlayers; i++)
-                master->layers[i].grad_fresh = 1;
+        if (dev == 0)
+                strata__replica_skip(master); /* the next backward overwrites them */
         return STRATA_OK;
 }
 
@@ -220,6 +228,7 @@ static int split_step_dev(struct strata_runtime *rt, struct strata__multi *m, in
 static int dp_backward_done(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
+        struct strata__replica *master = strata__rep(rt, 0);
         struct dp *d = dp_of(rt);
         int skip;
 
@@ -233,7 +242,8 @@ static int dp_backward_done(void *obj, int state, int event, void *arg)
         d->replicas_current = 0; /* until every device has finished the step */
         if (!split_step(rt))
                 return strata__multi_post(rt, event, arg, master_step_dev, 1);
-        rt->replicas[0].opt_t++; /* one step number for every device's range */
+        /* one step number for every device's range */
+        strata__replica_set_steps(master, strata__replica_steps(master) + 1);
         STRATA_TRY(strata__multi_post(rt, event, arg, split_step_dev, 0));
         d->replicas_current = 1; /* the split step left the master's in every replica */
         return STRATA_OK;

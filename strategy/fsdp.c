@@ -49,18 +49,20 @@ static const struct strata__span span_gather = { "gather layer", "comm", "layer"
  */
 static int gather_layer(void *h, struct strata__replica *r, int i)
 {
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata__shard *sh = strata__replica_shard(r);
         struct strata_comm *comm = strata__multi(h)->dcomm;
-        size_t lo = r->poff[i], hi = lo + r->layers[i].nparam, len = strata__shard_len(r->shard);
-        size_t own = strata__shard_lo(r->shard), a = own > lo ? own : lo;
-        const float *mine = a < hi && a < own + len ? r->params + (a - own) : NULL;
-        uint64_t t0 = strata__track_begin(r->track, &span_gather, NULL);
+        size_t lo = v->poff[i], hi = lo + v->layers[i].nparam, len = strata__shard_len(sh);
+        size_t own = strata__shard_lo(sh), a = own > lo ? own : lo;
+        const float *mine = a < hi && a < own + len ? v->params + (a - own) : NULL;
+        uint64_t t0 = strata__track_begin(v->track, &span_gather, NULL);
         int rc = STRATA_OK;
 
         if (lo < hi)
-                rc = strata__comm_all_gather_blocks(comm, r->dev, mine,
-                                                    strata__shard_layer_buffer(r->shard), hi - lo,
+                rc = strata__comm_all_gather_blocks(comm, v->dev, mine,
+                                                    strata__shard_layer_buffer(sh), hi - lo,
                                                     lo, len, STRATA_F32);
-        strata__track_end(r->track, t0, i);
+        strata__track_end(v->track, t0, i);
         return rc;
 }
 
@@ -70,19 +72,21 @@ static int gather_layer(void *h, struct strata__replica *r, int i)
  */
 static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata__shard *sh = strata__replica_shard(r);
 
-        strata__shard_set(r->shard, rt->rank0 + dev);
-        strata__shard_set_fetch(r->shard, gather_layer, rt);
+        strata__shard_set(sh, rt->rank0 + dev);
+        strata__shard_set_fetch(sh, gather_layer, rt);
         strata__replica_init(r, rt->cfg.seed);
-        for (int i = 0; i < r->nlayers; i++) {
-                struct strata_layer *l = &r->layers[i];
+        for (int i = 0; i < v->nlayers; i++) {
+                struct strata_layer *l = &v->layers[i];
 
                 if (l->desc->ops->init)
                         l->desc->ops->init(l, rt->cfg.seed);
                 if (l->nparam) {
                         STRATA_TRY(strata_comm_broadcast(m->dcomm, dev,
-                                                         strata__shard_layer_buffer(r->shard),
+                                                         strata__shard_layer_buffer(sh),
                                                          l->nparam, STRATA_F32, 0));
                         strata__replica_keep(r, i);
                 }
@@ -113,11 +117,11 @@ static int keep_layer(void *h, struct strata__replica *r, int layer)
 static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
                                         const struct strata__replica *r, int sync)
 {
-        if (strata__shard_each(r->shard))
-                return strata__reduce_layer;
+        if (strata__shard_each(strata__replica_shard(r)))
+                return strata__zero_reduce_layer;
         if (!sync)
                 return NULL;
-        return rt->cfg.strategy.invariant ? keep_layer : strata__reduce_layer;
+        return rt->cfg.strategy.invariant ? keep_layer : strata__zero_reduce_layer;
 }
 
 /*
@@ -129,24 +133,25 @@ static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
  */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        struct strata__shard *sh = strata__replica_shard(r);
         double ss;
         int skip;
 
         STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
         if (skip)
                 return STRATA_OK;
-        if (rt->cfg.train.clip_norm > 0.0f && !strata__shard_whole_grads(r->shard)) {
-                STRATA_TRY(strata__shard_sumsq(m, r, &ss));
+        if (rt->cfg.train.clip_norm > 0.0f && !strata__shard_whole_grads(sh)) {
+                STRATA_TRY(strata__zero_sumsq(m, r, &ss));
                 strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm,
                                            rt->cfg.train.clip_value, ss);
                 strata__replica_step(r, &rt->cfg.optim);
                 return STRATA_OK;
         }
         if (rt->cfg.train.clip_norm > 0.0f)
-                STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, r->grads,
-                                                  strata__shard_layer_grads(r->shard),
-                                                  strata__shard_len(r->shard), STRATA_F32));
+                STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, strata__replica_view(r)->grads,
+                                                  strata__shard_layer_grads(sh),
+                                                  strata__shard_len(sh), STRATA_F32));
         strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
         strata__replica_step(r, &rt->cfg.optim);
         return STRATA_OK;

@@ -125,7 +125,11 @@ struct strata__strategy {
         struct strata__strategy_hooks hooks;
 };
 
-/** @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). */
+/**
+ * @p st's member @p f, or its nearest ancestor's where it is NULL (NULL if none has one). A GNU
+ * statement expression (one evaluation of @p st, the member's own type): one of the few
+ * extensions the C11 build relies on, listed in docs/decisions/0055-smaller-mends.md.
+ */
 #define STRATA__INHERITED(st, f)                                                               \
         ({                                                                                     \
                 const struct strata__strategy *s__ = (st);                                     \
@@ -170,7 +174,7 @@ struct strata_runtime {
         const struct strata__strategy *strategy;
         void *priv;                    /* the strategy's state, from its layout */
         struct strata_arena root;
-        struct strata__replica *replicas;
+        struct strata__replica *replicas; /* nreplicas of strata__replica_bytes: strata__rep() */
         int nreplicas;                 /* this process's devices */
         int world, rank0;              /* devices of every process; global rank of device 0 */
         uint64_t step;                 /* training steps taken */
@@ -188,6 +192,25 @@ struct strata_runtime {
         const struct strata__precision *prec;      /* the precision plugin */
         struct strata_grad_scaler scaler;          /* its loss scale (16-mixed) */
 };
+
+/** Device @p d's replica (its struct is nn/'s: strategies see its view and functions). */
+static inline struct strata__replica *strata__rep(const struct strata_runtime *rt, int d)
+{
+        return strata__replica_at(rt->replicas, d);
+}
+
+/** Device @p d's replica's view (nn/replica.h). */
+static inline const struct strata__replica_view *strata__repv(const struct strata_runtime *rt,
+                                                              int d)
+{
+        return strata__replica_view(strata__rep(rt, d));
+}
+
+/** Device @p d's shard (nn/shard.h). */
+static inline struct strata__shard *strata__rep_shard(const struct strata_runtime *rt, int d)
+{
+        return strata__replica_shard(strata__rep(rt, d));
+}
 
 /**
  * strategy/runtime/runtime.c: STRATA_OK when @p rt is a live runtime (initialised, not torn down);
@@ -207,10 +230,11 @@ int strata__world(const struct strata_config *c, int *world);
 
 /**
  * strategy/runtime/config.c: the common checks of @p c, then its strategy's; *st gets the
- * strategy's table and *dev the device driver (the configured one, or the accelerator's).
+ * strategy's table and *dev the device driver (the configured one, or the accelerator's,
+ * probed for a device unless @p planning: strata_plan() needs none).
  */
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
-                         const struct strata_device_ops **dev);
+                         const struct strata_device_ops **dev, int planning);
 
 /**
  * @brief The kernel set a runtime of configuration @p c computes with on driver @p dev, by
@@ -287,7 +311,7 @@ int strata__prepare(const struct strata_runtime *rt);
 int strata__accumulate_each(const struct strata_config *c);
 
 /** Invariant mode: the chunks a batch is cut into (0: normal mode). */
-int strata__chunks(const struct strata_config *c);
+int strata__invariant_chunks(const struct strata_config *c);
 
 /**
  * Assign each device its rows of @p b (sizes differ by at most one); in invariant mode the
@@ -345,10 +369,6 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
 
 /** training_step: forward through every module and the loss with its gradient. */
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
-
-/** backward: every module, last to first; @p ready is called as each layer completes. */
-int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                         strata__grad_ready_fn ready);
 
 /**
  * optimizer_step: the found-inf check (unscaling first with loss scaling; the skip agreed over

@@ -87,7 +87,8 @@ static int pool_start(struct strata_runtime *rt, struct strata__multi *m)
 
                 if (!wc.bind)
                         break; /* no placement asked for: memory stays where it is */
-                STRATA_TRY(strata_arena_bind_numa(&rt->replicas[d].arena, pl->numa_node, &why));
+                STRATA_TRY(strata_arena_bind_numa(strata__replica_arena(strata__rep(rt, d)),
+                                                  pl->numa_node, &why));
                 if (rt->cfg.verbose && d == 0 && why)
                         strata__log(STRATA_LOG_INFO, "strata: device memory not bound: %s", why);
         }
@@ -141,7 +142,7 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
 
         c.rank = dev;
         c.world = rt->world;
-        c.row0 = rt->replicas[dev].row0;
+        c.row0 = strata__repv(rt, dev)->row0;
         c.sync = rt->cfg.strategy.sync_bn && train;
         c.all_sum = m->sum_stats ? all_sum : NULL;
         c.barrier = barrier;
@@ -200,7 +201,7 @@ static int event_fn(int dev, void *arg)
 {
         struct strata_runtime *rt = arg;
         int event = strata__multi(rt)->event, rc;
-        struct strata__track *t = rt->replicas[dev].track;
+        struct strata__track *t = strata__repv(rt, dev)->track;
         uint64_t t0;
 
         STRATA_TRY(STRATA__INJECTED(rt, dev, event));
@@ -283,14 +284,14 @@ static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 
         if (hook)
                 return hook(rt, m, dev);
-        strata__replica_init(&rt->replicas[dev], rt->cfg.seed);
+        strata__replica_init(strata__rep(rt, dev), rt->cfg.seed);
         return STRATA_OK;
 }
 
 static int warm_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         (void)m;
-        strata__replica_warm_up(&rt->replicas[dev]);
+        strata__replica_warm_up(strata__rep(rt, dev));
         return STRATA_OK;
 }
 
@@ -320,9 +321,9 @@ static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int 
         strata__grad_ready_fn (*hook)(const struct strata_runtime *, const struct strata__replica *,
                                       int) = STRATA__INHERITED(st, hooks.layer);
         strata__device_fn after = STRATA__INHERITED(st, hooks.after_backward);
-        strata__grad_ready_fn ready = hook ? hook(rt, &rt->replicas[dev], m->args->sync) : NULL;
+        strata__grad_ready_fn ready = hook ? hook(rt, strata__rep(rt, dev), m->args->sync) : NULL;
 
-        STRATA_TRY(strata__dev_backward(rt, dev, &c, ready));
+        STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c, ready, rt));
         return after ? after(rt, m, dev) : STRATA_OK;
 }
 

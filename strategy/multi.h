@@ -141,14 +141,14 @@ struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int
  * micro-batch is reduced (strata__shard_each()) in place in the layer's gradients, for the
  * replica to add into the window's sum.
  */
-int strata__reduce_layer(void *h, struct strata__replica *r, int layer);
+int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer);
 
 /**
  * ddp's sum of squares of the whole reduced gradient into *@p ss on every device, from the
  * shards alone (zero2's own_grads, fsdp's own_params): the owners continue one running double
  * shard after shard (the kernels' sumsq_from), each broadcasting it (decision 0036).
  */
-int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss);
+int strata__zero_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss);
 
 /** Lay out the workers' and communicators' memory (plan and real alike; @p m NULL planning). */
 int strata__multi_layout(const struct strata_config *c, const struct strata_device_ops *drv,

@@ -18,7 +18,7 @@ static int spawn_processes(const struct strata_config *c, int *procs)
 
 static int spawn_join(struct strata_runtime *rt)
 {
-        return strata__procs_join(rt, &strata__procs_net, strata__spawned());
+        return strata__procs_join(rt, &strata__shm_spawn_link, strata__spawned());
 }
 
 const struct strata__strategy strata__spawn = {

@@ -1,9 +1,10 @@
 /*
  * The work of one device for each step event, the same code whether the device is the
  * caller's thread (single) or a pinned worker (dp, ddp and the strategies over processes):
- * load its rows, forward with the loss, backward, the optimizer step, and the evaluation
- * steps. What differs between strategies (the step context's collectives, the hook when a
- * layer's gradients are complete, the communicator the devices agree over) is an argument.
+ * load its rows, forward with the loss, the optimizer step, and the evaluation steps (backward
+ * is the replica's own pass, strata__replica_backward(), which the multi-device parent calls
+ * with the strategy's hook). What differs between strategies (the step context's
+ * collectives, the communicator the devices agree over) is an argument.
  */
 #include "strata/status.h"
 #include "strategy/internal.h"
@@ -11,24 +12,19 @@
 void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
                       int labels)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
 
-        strata__replica_load(r, a->batch, r->row0, r->rows, labels);
+        strata__replica_load(r, a->batch, v->row0, v->rows, labels);
 }
 
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
 
         STRATA_TRY(strata__replica_forward(r, c));
         strata__replica_loss(r, c, 1);
         return STRATA_OK;
-}
-
-int strata__dev_backward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c,
-                         strata__grad_ready_fn ready)
-{
-        return strata__replica_backward(&rt->replicas[dev], c, ready, rt);
 }
 
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
@@ -39,8 +35,8 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
         *skip = 0;
         if (!scaled && rt->cfg.train.allow_nonfinite)
                 return STRATA_OK; /* the opt-out: the update takes the gradients as they are */
-        inf = scaled ? strata__replica_unscale(&rt->replicas[dev], rt->scaler.scale)
-                     : strata__replica_nonfinite(&rt->replicas[dev]);
+        inf = scaled ? strata__replica_unscale(strata__rep(rt, dev), rt->scaler.scale)
+                     : strata__replica_nonfinite(strata__rep(rt, dev));
         /* A test's: this device alone saw an overflow (deciding alone, this replica's
          * gradients hold every device's, as dp's master does). */
         for (int d = comm ? dev : 0; d < (comm ? dev + 1 : rt->nreplicas); d++)
@@ -51,7 +47,7 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
         if (scaled && dev == 0)
                 rt->prec->update(&rt->scaler, inf);
         if (inf)
-                strata__replica_skip(&rt->replicas[dev]);
+                strata__replica_skip(strata__rep(rt, dev));
         if (inf && !scaled && dev == 0 && a->nonfinite)
                 *a->nonfinite = 1; /* an error for the step; the scaler's skip is not */
         *skip = inf;
@@ -61,7 +57,7 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
 int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                      const struct strata__step_args *a)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
         int skip;
 
         STRATA_TRY(strata__unscale_step(rt, dev, comm, a, &skip));
@@ -75,11 +71,13 @@ int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *com
 int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
                      const struct strata_step_ctx *c, int predict)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
+
         strata__dev_load(rt, dev, a, !predict);
         STRATA_TRY(strata__replica_forward(r, c));
         if (predict)
-                strata__replica_outputs_to_host(r, a->logits + (size_t)r->row0 * r->out);
+                strata__replica_outputs_to_host(r, a->logits + (size_t)v->row0 * v->out);
         else
                 strata__replica_loss(r, c, 0);
         return STRATA_OK;

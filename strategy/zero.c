@@ -50,16 +50,19 @@ static int zero_validate(const struct strata__strategy *st, const struct strata_
 /* Every device's copy of @p v (its whole shards) from the shards' owners. */
 static int gather_shards(struct strata__multi *m, const struct strata__replica *r, float *v)
 {
-        if (strata__shard_count(r->shard) == 1)
+        struct strata__shard *sh = strata__replica_shard(r);
+
+        if (strata__shard_count(sh) == 1)
                 return STRATA_OK;
-        return strata_comm_all_gather(m->dcomm, r->dev, v + strata__shard_lo(r->shard), v,
-                                      strata__shard_len(r->shard), STRATA_F32);
+        return strata_comm_all_gather(m->dcomm, strata__replica_view(r)->dev,
+                                      v + strata__shard_lo(sh), v,
+                                      strata__shard_len(sh), STRATA_F32);
 }
 
 /* connect: each device owns the shard of its global rank; then ddp's initial values. */
 static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        strata__shard_set(rt->replicas[dev].shard, rt->rank0 + dev);
+        strata__shard_set(strata__rep_shard(rt, dev), rt->rank0 + dev);
         return STRATA__INHERITED(&strata__procs, hooks.connect)(rt, m, dev);
 }
 
@@ -69,10 +72,11 @@ static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int d
  */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
 
         STRATA_TRY(strata__dev_step(rt, dev, m->comm, m->args));
-        return gather_shards(m, r, r->params);
+        return gather_shards(m, r, v->params);
 }
 
 /*
@@ -86,30 +90,33 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r, float *src,
                             size_t lo, size_t hi)
 {
-        size_t len = strata__shard_len(r->shard), own = strata__shard_lo(r->shard);
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata__shard *sh = strata__replica_shard(r);
+        size_t len = strata__shard_len(sh), own = strata__shard_lo(sh);
         size_t a = own > lo ? own : lo, b = own + len < hi ? own + len : hi;
         float *dst = a >= b ? NULL
-                     : strata__shard_each(r->shard) ? src + (a - lo)
-                     : strata__shard_grad_at(r->shard, r->grads, a);
+                     : strata__shard_each(sh) ? src + (a - lo)
+                     : strata__shard_grad_at(sh, v->grads, a);
 
-        return strata__comm_reduce_scatter_blocks(comm, r->dev, src, dst, hi - lo, lo, len,
+        return strata__comm_reduce_scatter_blocks(comm, v->dev, src, dst, hi - lo, lo, len,
                                                   STRATA_F32, STRATA_OP_SUM);
 }
 
 static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 static const struct strata__span span_layer = { "reduce layer", "comm", "layer", 0 };
 
-int strata__reduce_layer(void *h, struct strata__replica *r, int layer)
+int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer)
 {
-        size_t lo = strata__replica_param_offset(r, layer), hi = lo + r->layers[layer].nparam;
+        const struct strata__replica_view *v = strata__replica_view(r);
+        size_t lo = strata__replica_param_offset(r, layer), hi = lo + v->layers[layer].nparam;
         uint64_t t0;
         int rc;
 
         if (lo == hi)
                 return STRATA_OK;
-        t0 = strata__track_begin(r->track, &span_layer, NULL);
-        rc = reduce_to_owners(strata__multi(h)->dcomm, r, r->layers[layer].grad, lo, hi);
-        strata__track_end(r->track, t0, layer);
+        t0 = strata__track_begin(v->track, &span_layer, NULL);
+        rc = reduce_to_owners(strata__multi(h)->dcomm, r, v->layers[layer].grad, lo, hi);
+        strata__track_end(v->track, t0, layer);
         return rc;
 }
 
@@ -119,21 +126,22 @@ int strata__reduce_layer(void *h, struct strata__replica *r, int layer)
  */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
+        const struct strata__replica_view *v = strata__replica_view(r);
         struct strata_runtime *rt = h;
         const struct strata__buckets *b = strata__ddp_buckets(rt);
 
-        if (strata__shard_own_grads(r->shard))
-                return strata__reduce_layer(h, r, layer);
+        if (strata__shard_own_grads(strata__replica_shard(r)))
+                return strata__zero_reduce_layer(h, r, layer);
         for (int k = 0; k < b->n; k++) {
                 uint64_t t0;
                 int rc;
 
                 if (b->close[k] != layer)
                         continue;
-                t0 = strata__track_begin(r->track, &span_bucket, NULL);
-                rc = reduce_to_owners(strata__multi(rt)->dcomm, r, r->grads + b->lo[k],
+                t0 = strata__track_begin(v->track, &span_bucket, NULL);
+                rc = reduce_to_owners(strata__multi(rt)->dcomm, r, v->grads + b->lo[k],
                                       b->lo[k], b->hi[k]);
-                strata__track_end(r->track, t0, k);
+                strata__track_end(v->track, t0, k);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
@@ -150,8 +158,8 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
                                               const struct strata__replica *r, int sync)
 {
-        if (strata__shard_each(r->shard))
-                return strata__reduce_layer;
+        if (strata__shard_each(strata__replica_shard(r)))
+                return strata__zero_reduce_layer;
         if (rt->cfg.strategy.invariant)
                 return STRATA__INHERITED(&strata__zero1, hooks.layer)(rt, r, sync);
         return sync ? bucket_ready : NULL;
@@ -164,12 +172,13 @@ static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
  */
 static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
 
         if (rt->cfg.strategy.invariant || !m->args->sync || !(rt->cfg.train.clip_norm > 0.0f) ||
-            strata__shard_own_grads(r->shard))
+            strata__shard_own_grads(strata__replica_shard(r)))
                 return STRATA_OK;
-        return gather_shards(m, r, r->grads);
+        return gather_shards(m, r, v->grads);
 }
 
 /*
@@ -196,20 +205,22 @@ int strata__sumsq_gather_from = 64;
  */
 static int gathered_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
 {
-        size_t len = strata__shard_len(r->shard), own = strata__shard_lo(r->shard);
-        float *buf = strata__shard_layer_grads(r->shard);
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata__shard *sh = strata__replica_shard(r);
+        size_t len = strata__shard_len(sh), own = strata__shard_lo(sh);
+        float *buf = strata__shard_layer_grads(sh);
 
         *ss = 0.0;
-        for (int i = 0; i < r->nlayers; i++) {
-                size_t lo = r->poff[i], n = r->layers[i].nparam;
+        for (int i = 0; i < v->nlayers; i++) {
+                size_t lo = v->poff[i], n = v->layers[i].nparam;
                 size_t a = own > lo ? own : lo, b = own + len < lo + n ? own + len : lo + n;
 
                 if (!n)
                         continue;
-                STRATA_TRY(strata__comm_all_gather_blocks(m->dcomm, r->dev,
-                                                          a < b ? r->grads + (a - own) : NULL,
+                STRATA_TRY(strata__comm_all_gather_blocks(m->dcomm, v->dev,
+                                                          a < b ? v->grads + (a - own) : NULL,
                                                           buf, n, lo, len, STRATA_F32));
-                *ss = r->k->sumsq_from(*ss, buf, n);
+                *ss = v->k->sumsq_from(*ss, buf, n);
         }
         return STRATA_OK;
 }
@@ -224,42 +235,46 @@ static int gathered_sumsq(struct strata__multi *m, struct strata__replica *r, do
  * processes every device sums the gathered layers itself instead: sumsq_from continued over
  * any cut of the vector in order gives the same double.
  */
-int strata__shard_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
+int strata__zero_sumsq(struct strata__multi *m, struct strata__replica *r, double *ss)
 {
-        size_t len = strata__shard_len(r->shard), lo = strata__shard_lo(r->shard);
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata__shard *sh = strata__replica_shard(r);
+        size_t len = strata__shard_len(sh), lo = strata__shard_lo(sh);
 
-        if (m->peers && strata__shard_count(r->shard) >= GATHER_FROM)
+        if (m->peers && strata__shard_count(sh) >= GATHER_FROM)
                 return gathered_sumsq(m, r, ss);
         *ss = 0.0;
-        for (int g = 0; g < strata__shard_count(r->shard) && (size_t)g * len < r->nparam; g++) {
-                size_t a = (size_t)g * len, n = r->nparam - a < len ? r->nparam - a : len;
+        for (int g = 0; g < strata__shard_count(sh) && (size_t)g * len < v->nparam; g++) {
+                size_t a = (size_t)g * len, n = v->nparam - a < len ? v->nparam - a : len;
 
                 if (a == lo)
-                        *ss = r->k->sumsq_from(*ss, r->grads, n);
-                STRATA_TRY(strata_comm_broadcast(m->comm, r->dev, ss, 1, STRATA_F64, g));
+                        *ss = v->k->sumsq_from(*ss, v->grads, n);
+                STRATA_TRY(strata_comm_broadcast(m->comm, v->dev, ss, 1, STRATA_F64, g));
         }
         return STRATA_OK;
 }
 
 /*
  * zero2's optimizer_step with own_grads and clipping by norm: zero1's, the norm summed over
- * the owners' shards (strata__shard_sumsq) instead of a whole gathered vector.
+ * the owners' shards (strata__zero_sumsq) instead of a whole gathered vector.
  */
 static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        struct strata__replica *r = &rt->replicas[dev];
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
         double ss;
         int skip;
 
-        if (!strata__shard_own_grads(r->shard) || !(rt->cfg.train.clip_norm > 0.0f))
+        if (!strata__shard_own_grads(strata__replica_shard(r)) ||
+            !(rt->cfg.train.clip_norm > 0.0f))
                 return step_dev(rt, m, dev);
         STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
         if (skip)
                 return STRATA_OK;
-        STRATA_TRY(strata__shard_sumsq(m, r, &ss));
+        STRATA_TRY(strata__zero_sumsq(m, r, &ss));
         strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value, ss);
         strata__replica_step(r, &rt->cfg.optim);
-        return gather_shards(m, r, r->params);
+        return gather_shards(m, r, v->params);
 }
 
 const struct strata__strategy strata__zero1 = {

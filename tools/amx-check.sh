@@ -4,17 +4,17 @@
 #     repeatable, its name; AMX forced off runs bf16:avx512_bf16 near it);
 #  2. the bf16 GEMMs' GFLOP/s on the wide model's shapes beside the AMX TDPBF16PS peak;
 #  3. 3 alternated pairs, one core: strata-train bf16-mixed against PyTorch autocast(bfloat16).
-# usage: ANCHORS=../shared/anchors CORE=3 tools/amx-check.sh
+# usage: CORE=3 tools/amx-check.sh ; env PEERS (default tools/peers)
 set -u
 cd "$(dirname "$0")/.."
-ANCHORS=${ANCHORS:-../shared/anchors}
+PEERS=${PEERS:-tools/peers}
 CORE=${CORE:-3}
 MODEL=784-2048-2048-10
 export OMP_NUM_THREADS=1
 export STRATA_AMX=1 # bf16:amx is opt-in until measured (decision 0049)
 for f in build/tests/strata-tests build/bin/strata-bench-kernels build/bin/strata-train \
-         "$ANCHORS/torch_autocast_mlp.py"; do
-        [ -e "$f" ] || { echo "missing $f (make -j; ANCHORS=...)"; exit 2; }
+         "$PEERS/torch_autocast_mlp.py"; do
+        [ -e "$f" ] || { echo "missing $f (make -j; PEERS=...)"; exit 2; }
 done
 grep -m1 'model name' /proc/cpuinfo
 echo "flags: $(grep -m1 -o -w -E 'avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
@@ -32,7 +32,7 @@ for i in 1 2 3; do
         s=$(timeout 60 taskset -c "$CORE" build/bin/strata-train --strategy single --model "$MODEL" \
                 --batch 512 --synthetic 6144 --epochs 1 --precision bf16-mixed --json 2>&1 |
                 grep '"final"')
-        t=$(timeout 60 taskset -c "$CORE" python3 "$ANCHORS/torch_autocast_mlp.py" "$MODEL" 512 12 \
+        t=$(timeout 60 taskset -c "$CORE" python3 "$PEERS/torch_autocast_mlp.py" "$MODEL" 512 12 \
                 bf16 2>/dev/null | tail -1)
         out+=("$s" "$t")
 done

@@ -22,7 +22,7 @@ epochs=${EPOCHS:-10}
 cnn="conv2d(32,3,padding=1) relu maxpool2d(2) conv2d(64,3,padding=1) relu maxpool2d(2) flatten"
 cnn="$cnn linear(128) relu linear(10)"
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio, step_sps
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio, step_sps
 dir=$build/bench-conv
 mkdir -p "$dir"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

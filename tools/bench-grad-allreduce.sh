@@ -7,18 +7,18 @@
 #    same run. (PyTorch's bf16_compress_hook cannot run here: Gloo refuses bf16 all_reduce.)
 #  - accuracy: ddp 2, Fashion-MNIST, 10 epochs, f32 vs bf16 gradients, under precision 32
 #    and bf16-mixed, seeds 0..SEEDS-1 (deterministic: one run each; the seeds show the spread).
-# Usage: tools/bench-grad-allreduce.sh [REPS] ; env BUILD (default build), ANCHORS, SEEDS (4).
+# Usage: tools/bench-grad-allreduce.sh [REPS] ; env BUILD (default build), PEERS (tools/peers), SEEDS (4).
 set -euo pipefail
 reps=${1:-3}
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 
 strata_sps() { # strategy model batch samples grad-type -> samples/s of the median step
         "$train" --strategy "$1" --devices 2 --model "$2" --batch "$3" --synthetic "$4" \
                 --epochs 1 --grad-allreduce "$5" --json 2>/dev/null | step_sps "$3"
 }
 torch_ddp_sps() { # PyTorch DDP, Gloo, 2 processes, global batch 128, one thread each
-        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_mlp_fmnist.py" 2 1 128 |
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$peers/torch_mlp_fmnist.py" 2 1 128 |
                 sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-insitu: the in-situ example (examples/c/insitu.c, examples/fortran/insitu.f90)
-# against its PyTorch peer on the same loop (../shared/anchors/torch_insitu.py: 2-D advection,
+# against its PyTorch peer on the same loop (tools/peers/torch_insitu.py: 2-D advection,
 # 1024-1024 Linear, MSE, Adam + cosine), one thread per process, runs alternated REPS times,
 # medians:
 #  - training steps/s at batch 16 and 128 against PyTorch tuned (foreach Adam, flushed
@@ -10,13 +10,13 @@
 #  - batch-1 inference latency against PyTorch eager no_grad, and the GEMV's bandwidth floor
 #  - the step's floor at batch 16: the GEMMs at this machine's measured rate
 #    (strata-bench-gemm) plus Adam's memory traffic at its measured bandwidth (memband.c)
-# Usage: tools/bench-insitu.sh [REPS [STEPS]] ; env BUILD (default build), ANCHORS.
+# Usage: tools/bench-insitu.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
 steps=${2:-2000}
 mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2"
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, py; median, ratio
 dir=$build/bench-insitu
 mkdir -p "$dir"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -29,14 +29,14 @@ mpicc -std=c11 -O3 -I"$here/include" -o "$dir/insitu-c" "$here/examples/c/insitu
 (cd "$dir" && gfortran -std=f2018 -O3 -c "$here/fortran/strata.f90" &&
         mpifort -std=f2018 -O3 -o insitu-f90 "$here/examples/fortran/insitu.f90" strata.o \
                 -L"$lib" -lstrata -Wl,-rpath,"$lib")
-gcc -O3 -march=native -pthread "$anchors/memband.c" -o "$dir/memband"
+gcc -O3 -march=native -pthread "$peers/memband.c" -o "$dir/memband"
 
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 strata() { # launcher program batch -> the example's JSON line
         $1 "$dir/$2" "$steps" "$3" 1 --ckpt "$dir/$2-$$.ckpt" | grep '^{'
 }
 torch() { # nprocs batch tuned -> the peer's JSON line
-        TUNED=$3 "$py" "$anchors/torch_insitu.py" "$1" "$steps" "$2" | grep '^{'
+        TUNED=$3 "$py" "$peers/torch_insitu.py" "$1" "$steps" "$2" | grep '^{'
 }
 torch_infer_us() { # PyTorch eager, no_grad, batch 1: median us of a Linear(1024, 1024) call
         "$py" - <<'EOF'

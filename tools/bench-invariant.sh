@@ -25,7 +25,7 @@ parts=" ${PARTS:-cost accuracy} "
 batch=128
 default_mlp=784-256-128-10
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 
 mode_args() { # normal|invariant -> strata-train's options
         [ "$1" = invariant ] && echo "--invariant" || true

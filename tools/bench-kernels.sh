@@ -7,11 +7,11 @@
 #  2. training samples/s, alternated REPS times, medians: Strata native and portable (32),
 #     Strata bf16-mixed, PyTorch fp32 and autocast(bfloat16), on the default MLP and the wide
 #     one.
-# Usage: tools/bench-kernels.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
+# Usage: tools/bench-kernels.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-5}
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 cpuinfo() { grep -m1 "^$1" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
 echo "CPU: $(cpuinfo 'model name') (family $(cpuinfo 'cpu family'), model $(cpuinfo 'model\s'))"
 "$build/bin/strata-bench-kernels"
@@ -22,7 +22,7 @@ strata_sps() { # model batch samples precision kernels -> samples/s of the media
                 --precision "$4" --kernels "$5" --json 2>/dev/null | step_sps "$2" || true
 }
 torch_sps() { # model batch steps fp32|bf16
-        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_autocast_mlp.py" "$@"
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$peers/torch_autocast_mlp.py" "$@"
 }
 # PyTorch's autocast(bfloat16) without AVX512_BF16 or AMX-BF16 emulates bf16 (minutes per
 # run on the wide model): measured only where the CPU has one of them, or with TORCH_BF16=1.

@@ -1,9 +1,10 @@
 # What the tools/bench-*.sh scripts share (sourced): where things are (env BUILD, default
-# build; ANCHORS, default ../shared/anchors), the median of numbers on stdin, and a / b to
-# full precision; the median of its arguments; samples/s of strata-train's median step.
+# build; PEERS, default tools/peers: the PyTorch and C peers), the median of numbers on stdin,
+# and a / b to full precision; the median of its arguments; samples/s of strata-train's
+# median step.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$here/build}
-anchors=${ANCHORS:-$here/../shared/anchors}
+peers=${PEERS:-$here/tools/peers}
 train=$build/bin/strata-train
 py=/usr/bin/python3
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }

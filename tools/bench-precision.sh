@@ -4,17 +4,17 @@
 # PyTorch: the anchor's timed steps):
 #  - the GEMM-bound MLP 784-2048-2048-10, batch 512, and the default 784-256-128-10, batch 128
 #  - Strata 32, bf16-mixed and 16-mixed; PyTorch fp32 and autocast(bfloat16), one thread
-# Usage: tools/bench-precision.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
+# Usage: tools/bench-precision.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 strata_sps() { # model batch samples precision -> samples/s of the median training step
         "$train" --strategy single --model "$1" --batch "$2" --synthetic "$3" --epochs 1 \
                 --precision "$4" --json 2>/dev/null | step_sps "$2"
 }
 torch_sps() { # model batch steps fp32|bf16
-        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_autocast_mlp.py" "$@"
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$peers/torch_autocast_mlp.py" "$@"
 }
 
 row() { printf '%-28s %12.0f %10.2f %12.2f %12.2f\n' "$1" "$2" "$(ratio "$2" "$3")" \

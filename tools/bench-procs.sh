@@ -5,18 +5,18 @@
 #    --mpi-allreduce), and PyTorch DDP over Gloo with 2 processes (one thread each)
 #  - all_reduce across 2 processes (strata-bench-procs): Strata's fixed-order protocol,
 #    Strata over MPI_Allreduce, and MPI_Allreduce itself, busbw at 4 KiB, 1 MiB, 64 MiB
-# Usage: tools/bench-procs.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
+# Usage: tools/bench-procs.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-5}
 mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 sps() { # launcher args... -> training samples/s of one epoch (global rank 0's line)
         "$@" --epochs 1 --json 2>/dev/null | grep '"epoch":1,' |
                 sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
 }
 torch_sps() {
-        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$anchors/torch_mlp_fmnist.py" 2 1 128 |
+        OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$peers/torch_mlp_fmnist.py" 2 1 128 |
                 sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
 

@@ -6,7 +6,7 @@
 #    and AdamW (lr 1e-3, weight decay 0.01): single (1 device) and each of STRATEGIES on 2
 #    devices, beside single and ddp with ratios
 #  - against PyTorch's ZeroRedundancyOptimizer over DDP with Gloo, 2 processes of one thread
-#    (../shared/anchors/torch_mlp_fmnist.py, mode zero), same models, batch, optimizers and
+#    (tools/peers/torch_mlp_fmnist.py, mode zero), same models, batch, optimizers and
 #    data: steps/s of each sharded strategy beside it, with the ratio
 #  - per-device memory under AdamW at 1, 2 and 4 devices: strata-train's plan (--verbose:
 #    bytes per device) and the region's planned and used bytes (--json), beside the ZeRO
@@ -15,7 +15,7 @@
 # Every configuration of the speed part, the peer included, runs once per rep; the order is
 # reversed on every other rep; figures are medians over the reps. A strategy strata-train
 # refuses (fsdp, before it exists) is left out with a note.
-# Usage: tools/bench-sharded.sh [REPS [EPOCHS]] ; env BUILD (default build), ANCHORS,
+# Usage: tools/bench-sharded.sh [REPS [EPOCHS]] ; env BUILD (default build), PEERS (tools/peers),
 # STRATEGIES (default "ddp zero1 zero2 fsdp"), MODELS (default "784-256-128-10
 # 784-2048-2048-10"), OPTIMS (default "sgd adamw"), MEM_DEVICES (default "1 2 4"),
 # PEER (default 1; 0 leaves PyTorch out), PARTS (default "speed memory").
@@ -32,7 +32,7 @@ batch=128
 default_mlp=784-256-128-10
 wide=784-2048-2048-10
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 # One thread per process for the peer: torch.set_num_threads(1) in the anchor does not reach
 # the OpenBLAS PyTorch calls through libblas.so.3 (bench-train.sh), these do. Strata's BLAS
 # runs single-threaded inside each device's pinned worker either way.
@@ -71,7 +71,7 @@ strata_sps() { # strategy devices model optim -> training samples / training tim
                 awk '{ n += $1 * $2; t += $2 } END { if (t > 0) printf "%.0f\n", n / t }'
 }
 torch_sps() { # model optim -> samples/s of PyTorch DDP + ZeroRedundancyOptimizer, 2 processes
-        "$py" "$anchors/torch_mlp_fmnist.py" 2 "$epochs" "$batch" "$2" zero "$1" |
+        "$py" "$peers/torch_mlp_fmnist.py" 2 "$epochs" "$batch" "$2" zero "$1" |
                 sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p'
 }
 

@@ -8,11 +8,11 @@
 #  - at start and end, and before each 2-device rep, the one-way cache-line handoff between the
 #    two cores: this VM moves between states (see handoff() below), and the scaling figures
 #    move with them
-# Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), ANCHORS (../shared/anchors).
+# Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, anchors, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
 
 strata_sps() { # args... -> training samples/s of one epoch
         "$train" --epochs 1 --json "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
@@ -24,7 +24,7 @@ torch_run() { # env-args... -- nprocs batch
         local e=()
         while [ "$1" != -- ]; do e+=("$1"); shift; done
         shift
-        env "${e[@]}" "$py" "$anchors/torch_mlp_fmnist.py" "$1" 1 "$2" |
+        env "${e[@]}" "$py" "$peers/torch_mlp_fmnist.py" "$1" 1 "$2" |
                 sed 's/.*samples_per_s=\([0-9.]*\).*/\1/'
 }
 torch_sps() { torch_run OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 -- "$@"; }

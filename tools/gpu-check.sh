@@ -16,7 +16,7 @@ bins="build/tests/strata-tests build/bin/strata-train build/bin/strata-bench-ker
       build/bin/strata-cuda-heap-probe build/libstrata-cuda.so"
 bins=$(echo $bins)
 if [ "$mode" = bundle ]; then
-        mkdir -p .gpu/lib .gpu/anchors
+        mkdir -p .gpu/lib
         grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo /.gpu/ >> .git/info/exclude
         rm -rf .gpu/lib/*
         for f in $bins; do
@@ -25,7 +25,6 @@ if [ "$mode" = bundle ]; then
         done | awk '$3 ~ /^\// {print $3}' | sort -u |
                 grep -v -E '/(libc|libm|libpthread|libdl|librt|libresolv|libgcc_s|libstdc\+\+)\.so|/libcu|/libnv' |
                 xargs -r -I{} cp -L {} .gpu/lib/
-        cp "${ANCHORS:-../shared/anchors}/torch_autocast_mlp.py" .gpu/anchors/ 2>/dev/null
         echo "carry: $bins .gpu ($(du -shc $bins .gpu | tail -1 | cut -f1))"
         exit 0
 fi
@@ -60,7 +59,7 @@ T=build/bin/strata-train
         PEERS=torch_eager timeout 60 python3 tools/torch_gpu_peer.py 784-4096-4096-10 8192 40 cuda 2>&1 | grep steps_per
   done; date; } > "$out/gpu.log" 2>&1
 if grep -q -w amx_bf16 /proc/cpuinfo; then
-        ANCHORS=$PWD/.gpu/anchors CORE=3 timeout 120 bash tools/amx-check.sh > "$out/amx.log" 2>&1
+        CORE=3 timeout 120 bash tools/amx-check.sh > "$out/amx.log" 2>&1
 fi
 cpus=$([ "$(nproc)" -ge 6 ] && echo 4,5 || echo 0,1)
 cnn="input(1,28,28) conv2d(32,3,padding=1) relu maxpool2d(2) conv2d(64,3,padding=1) relu maxpool2d(2)"

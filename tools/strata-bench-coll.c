@@ -74,7 +74,7 @@ static int timed(int rank, void *arg)
         return STRATA_OK;
 }
 
-/* The 2-input sum kernel of ../shared/anchors/memband.c, one slice per device. */
+/* The 2-input sum kernel of tools/peers/memband.c, one slice per device. */
 static int sum_kernel(int rank, void *arg)
 {
         struct bench *b = arg;

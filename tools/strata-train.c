@@ -1,5 +1,5 @@
 /*
- * strata-train: train an MLP on Fashion-MNIST (or synthetic data of the same shape) with any
+ * strata-train: train an MLP on Fashion-MNIST (or synthetic data shaped by --model) with any
  * Strata strategy, printing progress per epoch and a summary. Exit status 2 on bad input.
  * This file wires the run; its parts are in tools/train/ (see train.h).
  */
@@ -9,26 +9,35 @@
 #include "tools/train/train.h"
 
 /*
- * After the options and the job: --ckpt-dir and --export-safetensors checked, the data (for
- * --plan, its memory plan and the end), the runtime, the loaders; the header; --resume; the
- * metrics log; then the loop. 0, or the exit status.
+ * After the options and the job: --ckpt-dir, --export-safetensors, --init-weights and
+ * --export-initial checked, the data (for --plan, its memory plan and the end), the runtime,
+ * the loaders; the header; --resume or --init-weights, --export-initial; the metrics log; then
+ * the loop. 0, or the exit status.
  */
 static int train_start(struct run *r)
 {
         int rc;
 
-        if (r->o.plan)
-                return (rc = data_load(r)) ? rc : plan_show(r);
+        if (r->o.plan) /* what training would refuse, then the plan */
+                return (rc = ckpt_plan_check(&r->o)) || (rc = export_check(&r->o)) ||
+                       (rc = data_load(r)) ? rc : trainer_check(r) ? 2 : plan_show(r);
         if ((rc = ckpt_check(&r->o, r->rank)) || (rc = export_check(&r->o)) ||
-            (rc = data_load(r)) || (rc = config_start(r)) || (rc = data_loaders(r)))
+            (rc = weights_check(&r->o)) || (rc = data_load(r)) || (rc = config_start(r)) ||
+            (rc = data_loaders(r)))
                 return rc;
         report_start(r);
         if (stdout_failed()) {
                 strata_teardown(r->rt);
                 return 1;
         }
-        if ((rc = ckpt_start(r)))
+        if (r->o.evaluate)
+                return weights_evaluate(r);
+        if ((rc = ckpt_start(r)) || (rc = weights_start(r)))
                 return rc;
+        if (trainer_check(r)) {
+                strata_teardown(r->rt);
+                return 2;
+        }
         report_resumed(r);
         if (r->o.metrics_csv && strata_is_global_zero(r->rt) &&
             csv_open(r, r->o.metrics_csv, r->o.resume != NULL)) {
@@ -64,6 +73,8 @@ static int train(int argc, char **argv, int rank)
                 return spawn_parent(argc, argv, &r.o, train);
         if ((rc = job_setup(&r)))
                 return rc;
+        if (r.rank <= 0)
+                warn_ignored(&r.o);
         catch_stop_signals(); /* acted on at the first step boundary */
         return train_start(&r);
 }

@@ -29,80 +29,13 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "drivers/drivers.h"
+#include "drivers/cuda/gpu.h"
 #include "drivers/cuda/kernels.h"
 
 #define MAX_GPUS STRATA_MAX_DEVICES
-#define LT_SHAPES 48 /* GEMM shapes a logical device remembers (cuBLASLt path) */
-#define WS_BYTES ((size_t)32 << 20) /* cuBLAS workspace: NVIDIA's advice for Hopper */
 #define SCRATCH_BYTES ((size_t)64 << 10)
-#define OVERHEAD (WS_BYTES + SCRATCH_BYTES)
+#define OVERHEAD (STRATA__CUDA_WS_BYTES + SCRATCH_BYTES)
 #define PIN_HEAD ((size_t)4096)
-
-/*
- * One GEMM shape on the cuBLASLt path: its descriptors in the driver's own memory (the Init
- * variants allocate nothing) and the algorithm cuBLASLt's heuristic chose the first time.
- */
-struct lt_shape {
-        int used, ok;
-        int dt, ta, tb, m, n, k, lda, ldb, ldc;
-        cublasLtMatmulDescOpaque_t desc;
-        cublasLtMatrixLayoutOpaque_t la, lb, lc;
-        cublasLtMatmulAlgo_t algo;
-};
-
-/* One logical device: its stream, cuBLAS handle and scratch. */
-struct gpu {
-        int live;
-        int ordinal;             /* the CUDA device it runs on */
-        void *base, *host_base;  /* the blocks reserve() took */
-        cudaStream_t stream;
-        cublasHandle_t blas;
-        double *partial, *total; /* device scratch for whole-vector reductions */
-        int *partial_n, *count;
-        double *h_total;         /* pinned readback */
-        int *h_count;
-        cudaError_t err;         /* first CUDA error, cudaSuccess when none */
-        int blas_err;            /* first cuBLAS error */
-        const char *err_op;
-        void *ws;                /* cuBLAS(Lt) workspace, WS_BYTES */
-        int tf32;                /* TF32 allowed (STRATA_DEV_TF32) */
-        cublasLtHandle_t lt;     /* NULL: GEMMs through cublasSgemm/cublasGemmEx */
-};
-
-static struct gpu gpus[MAX_GPUS];
-static struct lt_shape lt_shapes[MAX_GPUS][LT_SHAPES];
-static _Thread_local int cur; /* the calling thread's logical device (bind) */
-
-static struct gpu *me(void)
-{
-        return &gpus[cur];
-}
-
-/* Keep the first error of the current device; later ones add nothing. */
-static void note(cudaError_t e, const char *op)
-{
-        struct gpu *g = me();
-
-        if (e != cudaSuccess && g->err == cudaSuccess) {
-                g->err = e;
-                g->err_op = op;
-        }
-}
-
-static void launched(const char *op)
-{
-        note(cudaGetLastError(), op);
-}
-
-static void blas_note(cublasStatus_t s, const char *op)
-{
-        struct gpu *g = me();
-
-        if (s != CUBLAS_STATUS_SUCCESS && !g->blas_err) {
-                g->blas_err = (int)s;
-                g->err_op = op;
-        }
-}
 
 static int cuda_probe(const char **why)
 {
@@ -136,7 +69,7 @@ static int fail_cuda(cudaError_t e, int ordinal, const char *what)
                             "cuda device %d: %s: %s", ordinal, what, cudaGetErrorString(e));
 }
 
-static void drop(struct gpu *g)
+static void drop(struct strata__cuda_gpu *g)
 {
         void *dev = g->base, *host = g->host_base;
 
@@ -144,7 +77,7 @@ static void drop(struct gpu *g)
                 cublasDestroy(g->blas);
         if (g->lt)
                 cublasLtDestroy(g->lt);
-        memset(lt_shapes[g - gpus], 0, sizeof(lt_shapes[0]));
+        strata__cuda_blas_forget((int)(g - strata__cuda_gpu(0)));
         if (g->stream)
                 cudaStreamDestroy(g->stream);
         if (dev)
@@ -155,7 +88,7 @@ static void drop(struct gpu *g)
 }
 
 /* The driver's head of the device block: workspace, then scratch. */
-static int setup_blas(struct gpu *g, unsigned char *ws, unsigned flags, int ordinal)
+static int setup_blas(struct strata__cuda_gpu *g, unsigned char *ws, unsigned flags, int ordinal)
 {
         cublasStatus_t s;
 
@@ -163,7 +96,7 @@ static int setup_blas(struct gpu *g, unsigned char *ws, unsigned flags, int ordi
                 return strata__fail(STRATA_EDEVICE, "cuda device %d: cublasCreate failed (%d)",
                                     ordinal, (int)s);
         if ((s = cublasSetStream(g->blas, g->stream)) != CUBLAS_STATUS_SUCCESS ||
-            (s = cublasSetWorkspace(g->blas, ws, WS_BYTES)) != CUBLAS_STATUS_SUCCESS ||
+            (s = cublasSetWorkspace(g->blas, ws, STRATA__CUDA_WS_BYTES)) != CUBLAS_STATUS_SUCCESS ||
             (s = cublasSetMathMode(g->blas, flags & STRATA_DEV_TF32
                                                     ? CUBLAS_TF32_TENSOR_OP_MATH
                                                     : CUBLAS_DEFAULT_MATH)) !=
@@ -188,7 +121,7 @@ static int setup_blas(struct gpu *g, unsigned char *ws, unsigned flags, int ordi
 static int cuda_reserve(int dev_id, size_t dev_bytes, size_t host_bytes, unsigned flags,
                         void **dev, void **host)
 {
-        struct gpu *g;
+        struct strata__cuda_gpu *g;
         unsigned char *d = NULL, *h = NULL;
         cudaError_t e;
         int n = 0, ordinal, rc;
@@ -202,7 +135,7 @@ static int cuda_reserve(int dev_id, size_t dev_bytes, size_t host_bytes, unsigne
         if ((e = cudaGetDeviceCount(&n)) != cudaSuccess || n <= 0)
                 return strata__fail(STRATA_ENODEV, "cuda: %s",
                                     e != cudaSuccess ? cudaGetErrorString(e) : "no device");
-        g = &gpus[dev_id];
+        g = strata__cuda_gpu(dev_id);
         if (g->live)
                 return strata__fail(STRATA_EBADSTATE, "cuda device %d is already reserved",
                                     dev_id);
@@ -236,7 +169,7 @@ static int cuda_reserve(int dev_id, size_t dev_bytes, size_t host_bytes, unsigne
                 drop(g);
                 return rc;
         }
-        g->partial = (double *)(d + WS_BYTES);
+        g->partial = (double *)(d + STRATA__CUDA_WS_BYTES);
         g->partial_n = (int *)(g->partial + STRATA__CUDA_PARTIALS);
         g->total = (double *)(g->partial_n + STRATA__CUDA_PARTIALS);
         g->count = (int *)(g->total + 1);
@@ -252,42 +185,46 @@ static void cuda_unreserve(int dev_id, void *dev, void *host)
 {
         (void)dev;
         (void)host;
-        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live)
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !strata__cuda_gpu(dev_id)->live)
                 return;
-        cudaSetDevice(gpus[dev_id].ordinal);
-        cudaStreamSynchronize(gpus[dev_id].stream);
-        drop(&gpus[dev_id]);
+        cudaSetDevice(strata__cuda_gpu(dev_id)->ordinal);
+        cudaStreamSynchronize(strata__cuda_gpu(dev_id)->stream);
+        drop(strata__cuda_gpu(dev_id));
 }
 
 static int cuda_bind(int dev_id)
 {
         cudaError_t e;
 
-        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live)
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !strata__cuda_gpu(dev_id)->live)
                 return strata__fail(STRATA_EINVAL, "cuda bind: device %d is not reserved",
                                     dev_id);
-        if ((e = cudaSetDevice(gpus[dev_id].ordinal)) != cudaSuccess)
-                return fail_cuda(e, gpus[dev_id].ordinal, "cudaSetDevice");
-        cur = dev_id;
+        if ((e = cudaSetDevice(strata__cuda_gpu(dev_id)->ordinal)) != cudaSuccess)
+                return fail_cuda(e, strata__cuda_gpu(dev_id)->ordinal, "cudaSetDevice");
+        strata__cuda_bind_thread(dev_id);
         return STRATA_OK;
 }
 
 static void cuda_to_device(void *dst, const void *src, size_t bytes)
 {
-        note(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, me()->stream), "to_device");
+        strata__cuda_note(
+                cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, strata__cuda_me()->stream),
+                "to_device");
 }
 
 static void cuda_to_host(void *dst, const void *src, size_t bytes)
 {
-        note(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, me()->stream), "to_host");
-        note(cudaStreamSynchronize(me()->stream), "to_host");
+        strata__cuda_note(
+                cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, strata__cuda_me()->stream),
+                "to_host");
+        strata__cuda_note(cudaStreamSynchronize(strata__cuda_me()->stream), "to_host");
 }
 
 static int cuda_sync(void)
 {
-        struct gpu *g = me();
+        struct strata__cuda_gpu *g = strata__cuda_me();
 
-        note(cudaStreamSynchronize(g->stream), "sync");
+        strata__cuda_note(cudaStreamSynchronize(g->stream), "sync");
         if (g->err != cudaSuccess)
                 return strata__fail(STRATA_EDEVICE, "cuda device %d: %s: %s", g->ordinal,
                                     g->err_op, cudaGetErrorString(g->err));
@@ -327,11 +264,11 @@ static void cuda_describe(int dev_id, char *buf, size_t n)
 
         if (!buf || n == 0)
                 return;
-        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live) {
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !strata__cuda_gpu(dev_id)->live) {
                 snprintf(buf, n, "cuda device %d: not reserved", dev_id);
                 return;
         }
-        ordinal = gpus[dev_id].ordinal;
+        ordinal = strata__cuda_gpu(dev_id)->ordinal;
         if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess)
                 snprintf(prop.name, sizeof(prop.name), "?");
         if ((set = gpu_cpuset(ordinal)) != NULL) {
@@ -348,9 +285,9 @@ static int cuda_local_pus(int dev_id, int *pus, int max)
         hwloc_bitmap_t set;
         int n = 0;
 
-        if (dev_id < 0 || dev_id >= MAX_GPUS || !gpus[dev_id].live || !pus || max <= 0)
+        if (dev_id < 0 || dev_id >= MAX_GPUS || !strata__cuda_gpu(dev_id)->live || !pus || max <= 0)
                 return 0;
-        if ((set = gpu_cpuset(gpus[dev_id].ordinal)) == NULL)
+        if ((set = gpu_cpuset(strata__cuda_gpu(dev_id)->ordinal)) == NULL)
                 return 0;
         for (int i = hwloc_bitmap_first(set); i >= 0 && n < max; i = hwloc_bitmap_next(set, i))
                 pus[n++] = i;
@@ -358,206 +295,59 @@ static int cuda_local_pus(int dev_id, int *pus, int max)
         return n;
 }
 
-/* ---- compute ---- */
+/* ---- compute (the GEMMs: blas.c) ---- */
 
-/*
- * Describe slot @p x for these arguments and ask cuBLASLt's heuristic for its algorithm;
- * 0 when cuBLASLt has none (the slot then stays known as one cuBLAS serves).
- */
-static int lt_describe(struct lt_shape *x, int dt, int ta, int tb, int m, int n, int k,
-                       int lda, int ldb, int ldc)
-{
-        struct gpu *g = me();
-        cudaDataType_t ty = dt ? (dt == STRATA_BF16 ? CUDA_R_16BF : CUDA_R_16F) : CUDA_R_32F;
-        cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-        cublasOperation_t opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-        cublasLtMatmulPreferenceOpaque_t pref;
-        cublasLtMatmulHeuristicResult_t r;
-        size_t wsb = WS_BYTES;
-        int got = 0;
-
-        memset(x, 0, sizeof(*x));
-        x->used = 1;
-        x->dt = dt, x->ta = ta, x->tb = tb, x->m = m, x->n = n, x->k = k;
-        x->lda = lda, x->ldb = ldb, x->ldc = ldc;
-        /* Row-major C = op(A) op(B) as column-major C' = op(B)' op(A)'. */
-        if (cublasLtMatmulDescInit((cublasLtMatmulDesc_t)&x->desc,
-                                   dt || !g->tf32 ? CUBLAS_COMPUTE_32F
-                                                  : CUBLAS_COMPUTE_32F_FAST_TF32,
-                                   CUDA_R_32F) ||
-            cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
-                                           CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)) ||
-            cublasLtMatmulDescSetAttribute((cublasLtMatmulDesc_t)&x->desc,
-                                           CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)) ||
-            cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->la, ty,
-                                     tb ? (uint64_t)k : (uint64_t)n,
-                                     tb ? (uint64_t)n : (uint64_t)k, ldb) ||
-            cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lb, ty,
-                                     ta ? (uint64_t)m : (uint64_t)k,
-                                     ta ? (uint64_t)k : (uint64_t)m, lda) ||
-            cublasLtMatrixLayoutInit((cublasLtMatrixLayout_t)&x->lc, CUDA_R_32F, (uint64_t)n,
-                                     (uint64_t)m, ldc) ||
-            cublasLtMatmulPreferenceInit((cublasLtMatmulPreference_t)&pref) ||
-            cublasLtMatmulPreferenceSetAttribute((cublasLtMatmulPreference_t)&pref,
-                                                 CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                                 sizeof(wsb)) ||
-            cublasLtMatmulAlgoGetHeuristic(
-                    g->lt, (cublasLtMatmulDesc_t)&x->desc, (cublasLtMatrixLayout_t)&x->la,
-                    (cublasLtMatrixLayout_t)&x->lb, (cublasLtMatrixLayout_t)&x->lc,
-                    (cublasLtMatrixLayout_t)&x->lc, (cublasLtMatmulPreference_t)&pref, 1, &r,
-                    &got) ||
-            got < 1)
-                return 0;
-        x->algo = r.algo;
-        x->ok = 1;
-        return 1;
-}
-
-/*
- * The remembered shape for these arguments, described on first sight; NULL when the table is
- * full or cuBLASLt has no algorithm for it (the caller then uses cuBLAS).
- */
-static struct lt_shape *lt_find(int dt, int ta, int tb, int m, int n, int k, int lda, int ldb,
-                                int ldc)
-{
-        struct lt_shape *t = lt_shapes[cur];
-        int i = 0;
-
-        for (; i < LT_SHAPES && t[i].used; i++)
-                if (t[i].dt == dt && t[i].ta == ta && t[i].tb == tb && t[i].m == m &&
-                    t[i].n == n && t[i].k == k && t[i].lda == lda && t[i].ldb == ldb &&
-                    t[i].ldc == ldc)
-                        return t[i].ok ? &t[i] : NULL;
-        if (i == LT_SHAPES ||
-            !lt_describe(&t[i], dt, ta, tb, m, n, k, lda, ldb, ldc))
-                return NULL;
-        return &t[i];
-}
-
-/* C = alpha op(A) op(B) + beta C through cuBLASLt when on and the shape is known; else 0. */
-static int lt_gemm(int dt, int ta, int tb, int m, int n, int k, float alpha, const void *a,
-                   int lda, const void *b, int ldb, float beta, float *c, int ldc)
-{
-        struct gpu *g = me();
-        struct lt_shape *x;
-
-        if (!g->lt || !(x = lt_find(dt, ta, tb, m, n, k, lda, ldb, ldc)))
-                return 0;
-        blas_note(cublasLtMatmul(g->lt, (cublasLtMatmulDesc_t)&x->desc, &alpha, b,
-                                 (cublasLtMatrixLayout_t)&x->la, a, (cublasLtMatrixLayout_t)&x->lb,
-                                 &beta, c, (cublasLtMatrixLayout_t)&x->lc, c,
-                                 (cublasLtMatrixLayout_t)&x->lc, &x->algo, g->ws, WS_BYTES,
-                                 g->stream),
-                  "gemm (cuBLASLt)");
-        return 1;
-}
-
-static void cuda_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                      const float *b, int ldb, float beta, float *c, int ldc)
-{
-        if (lt_gemm(0, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-                return;
-        /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
-        blas_note(cublasSgemm(me()->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
-                              &beta, c, ldc),
-                  "gemm");
-}
-
-#define S (me()->stream)
-
-/*
- * Mixed precision: both operands, as stored, rounded into the scratch as bf16 or f16, then
- * cublasGemmEx with f32 output and f32 compute (TF32 never: the operands are already low
- * precision). Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in gemm.
- */
-static void cuda_gemm_lp(enum strata_dtype dt, int ta, int tb, int m, int n, int k, float alpha,
-                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                         int ldc, void *scratch)
-{
-        int bf = dt == STRATA_BF16, ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k;
-        int bc = tb ? k : n;
-        cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
-        char *a16 = scratch, *b16 = a16 + ((size_t)ar * ac * 2 + 255) / 256 * 256;
-
-        if (m <= 0 || n <= 0)
-                return;
-        strata__k_round_half(S, a16, a, ar, ac, lda, bf);
-        strata__k_round_half(S, b16, b, br, bc, ldb, bf);
-        launched("round operands");
-        if (lt_gemm(dt, ta, tb, m, n, k, alpha, a16, ac > 0 ? ac : 1, b16, bc > 0 ? bc : 1, beta,
-                    c, ldc))
-                return;
-        blas_note(cublasGemmEx(me()->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                               ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b16, t,
-                               bc > 0 ? bc : 1, a16, t, ac > 0 ? ac : 1, &beta, c, CUDA_R_32F,
-                               ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                  "gemm_lp");
-}
-
-static size_t cuda_gemm_lp_bytes(enum strata_dtype dt, size_t elems, size_t dim)
-{
-        (void)dt, (void)dim;
-        return elems * 2 + 512; /* two 256-byte aligned halves */
-}
-
-static int cuda_prepare_lp(enum strata_dtype dt)
-{
-        if (dt != STRATA_BF16 && dt != STRATA_F16)
-                return strata__fail(STRATA_EINVAL, "cuda: no mixed-precision GEMM for dtype %d",
-                                    (int)dt);
-        return STRATA_OK;
-}
+#define S (strata__cuda_me()->stream)
 
 static void cuda_fill_rows(float *y, const float *bias, int rows, int cols)
 {
         strata__k_fill_rows(S, y, bias, rows, cols);
-        launched("fill_rows");
+        strata__cuda_launched("fill_rows");
 }
 
 static void cuda_relu(const float *x, float *y, size_t n)
 {
         strata__k_relu(S, x, y, n);
-        launched("relu");
+        strata__cuda_launched("relu");
 }
 
 static void cuda_relu_backward(const float *y, const float *dy, float *dx, size_t n)
 {
         strata__k_relu_backward(S, y, dy, dx, n);
-        launched("relu_backward");
+        strata__cuda_launched("relu_backward");
 }
 
 static void cuda_act(enum strata_activation kind, float a, const float *x, float *y, size_t n)
 {
         strata__k_act(S, kind, a, x, y, n);
-        launched("act");
+        strata__cuda_launched("act");
 }
 
 static void cuda_act_backward(enum strata_activation kind, float a, const float *x,
                               const float *y, const float *dy, float *dx, size_t n)
 {
         strata__k_act_backward(S, kind, a, x, y, dy, dx, n);
-        launched("act_backward");
+        strata__cuda_launched("act_backward");
 }
 
 static void cuda_col_sums(const float *x, int rows, int cols, float *s, int acc)
 {
         strata__k_col_sums(S, x, rows, cols, s, acc);
-        launched("col_sums");
+        strata__cuda_launched("col_sums");
 }
 
 static double cuda_softmax_xent(const float *logits, const int32_t *labels, int rows, int cols,
                                 float scale, float *dlogits, int *correct)
 {
-        struct gpu *g = me();
+        struct strata__cuda_gpu *g = strata__cuda_me();
 
         strata__k_softmax_xent(S, logits, labels, rows, cols, scale, dlogits, g->partial,
                                g->partial_n, g->total, g->count);
-        launched("softmax_xent");
-        note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double) + sizeof(int),
-                             cudaMemcpyDeviceToHost, g->stream),
-             "softmax_xent readback");
-        note(cudaStreamSynchronize(g->stream), "softmax_xent");
+        strata__cuda_launched("softmax_xent");
+        strata__cuda_note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double) + sizeof(int),
+                                          cudaMemcpyDeviceToHost, g->stream),
+                          "softmax_xent readback");
+        strata__cuda_note(cudaStreamSynchronize(g->stream), "softmax_xent");
         if (correct)
                 *correct = *g->h_count;
         return *g->h_total;
@@ -566,15 +356,15 @@ static double cuda_softmax_xent(const float *logits, const int32_t *labels, int 
 static double cuda_pointwise_loss(enum strata_pointwise_loss kind, float beta, const float *out,
                                   const float *t, int rows, int cols, float scale, float *dout)
 {
-        struct gpu *g = me();
+        struct strata__cuda_gpu *g = strata__cuda_me();
 
         strata__k_pointwise_loss(S, (int)kind, beta, out, t, rows, cols, scale, dout,
                                  g->partial, g->total);
-        launched("pointwise_loss");
-        note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double), cudaMemcpyDeviceToHost,
-                             g->stream),
-             "pointwise_loss readback");
-        note(cudaStreamSynchronize(g->stream), "pointwise_loss");
+        strata__cuda_launched("pointwise_loss");
+        strata__cuda_note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double),
+                                          cudaMemcpyDeviceToHost, g->stream),
+                          "pointwise_loss readback");
+        strata__cuda_note(cudaStreamSynchronize(g->stream), "pointwise_loss");
         return *g->h_total;
 }
 
@@ -582,43 +372,44 @@ static void cuda_dropout(const float *x, float *y, float *mask, size_t n, float 
                          uint64_t stream, uint64_t first)
 {
         strata__k_dropout(S, x, y, mask, n, p, seed, stream, first);
-        launched("dropout");
+        strata__cuda_launched("dropout");
 }
 
 static void cuda_copy(float *dst, const float *src, size_t n)
 {
-        note(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, S), "copy");
+        strata__cuda_note(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, S),
+                          "copy");
 }
 
 static void cuda_fill(float *dst, float value, size_t n)
 {
         strata__k_fill(S, dst, value, n);
-        launched("fill");
+        strata__cuda_launched("fill");
 }
 
 static void cuda_mul(const float *a, const float *b, float *dst, size_t n)
 {
         strata__k_mul(S, a, b, dst, n);
-        launched("mul");
+        strata__cuda_launched("mul");
 }
 
 static void cuda_col_stats(const float *x, int rows, int cols, const float *center, float *out)
 {
         strata__k_col_stats(S, x, rows, cols, center, out);
-        launched("col_stats");
+        strata__cuda_launched("col_stats");
 }
 
 static void cuda_div(float *dst, const float *src, float d, size_t n)
 {
         strata__k_div(S, dst, src, d, n);
-        launched("div");
+        strata__cuda_launched("div");
 }
 
 static void cuda_bn_moments(const float *sq, const float *mean, float *running, float *invstd,
                             int f, int n, float mom, float eps)
 {
         strata__k_bn_moments(S, sq, mean, running, invstd, f, n, mom, eps);
-        launched("bn_moments");
+        strata__cuda_launched("bn_moments");
 }
 
 static void cuda_bn_normalize(const float *x, const float *mean, const float *invstd,
@@ -626,28 +417,28 @@ static void cuda_bn_normalize(const float *x, const float *mean, const float *in
                               int f)
 {
         strata__k_bn_normalize(S, x, mean, invstd, g, b, xhat, y, rows, f);
-        launched("bn_normalize");
+        strata__cuda_launched("bn_normalize");
 }
 
 static void cuda_bn_eval(const float *x, const float *running, const float *g, const float *b,
                          float eps, float *y, int rows, int f)
 {
         strata__k_bn_eval(S, x, running, g, b, eps, y, rows, f);
-        launched("bn_eval");
+        strata__cuda_launched("bn_eval");
 }
 
 static void cuda_bn_grad_sums(const float *dy, const float *xhat, float *sums, float *dg,
                               float *db, int rows, int f, int fresh)
 {
         strata__k_bn_grad_sums(S, dy, xhat, sums, dg, db, rows, f, fresh);
-        launched("bn_grad_sums");
+        strata__cuda_launched("bn_grad_sums");
 }
 
 static void cuda_bn_dx(const float *dy, const float *xhat, const float *sums, const float *g,
                        const float *invstd, float *dx, int rows, int f, int n)
 {
         strata__k_bn_dx(S, dy, xhat, sums, g, invstd, dx, rows, f, n);
-        launched("bn_dx");
+        strata__cuda_launched("bn_dx");
 }
 
 /* The scalars come from nn/ (struct strata_update), the same the CPU kernels get. */
@@ -659,32 +450,32 @@ static void cuda_update(const struct strata_update *u, float *p, float *g, float
         else
                 strata__k_sgd(S, p, g, state, u->lr, u->weight_decay, u->momentum, u->damp,
                               u->first, u->nesterov, u->rule == STRATA_UPDATE_SGD_MOMENTUM, n);
-        launched("optimizer");
+        strata__cuda_launched("optimizer");
 }
 
 static double cuda_sumsq(const float *x, size_t n)
 {
-        struct gpu *g = me();
+        struct strata__cuda_gpu *g = strata__cuda_me();
 
         strata__k_sumsq(S, x, n, g->partial, g->total);
-        launched("sumsq");
-        note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double), cudaMemcpyDeviceToHost,
-                             g->stream),
-             "sumsq readback");
-        note(cudaStreamSynchronize(g->stream), "sumsq");
+        strata__cuda_launched("sumsq");
+        strata__cuda_note(cudaMemcpyAsync(g->h_total, g->total, sizeof(double),
+                                          cudaMemcpyDeviceToHost, g->stream),
+                          "sumsq readback");
+        strata__cuda_note(cudaStreamSynchronize(g->stream), "sumsq");
         return *g->h_total;
 }
 
 static void cuda_scale(float *x, float s, size_t n)
 {
         strata__k_scale(S, x, s, n);
-        launched("scale");
+        strata__cuda_launched("scale");
 }
 
 static void cuda_clamp(float *x, float v, size_t n)
 {
         strata__k_clamp(S, x, v, n);
-        launched("clamp");
+        strata__cuda_launched("clamp");
 }
 
 /* The communicator's data movement; the buffers may be other logical devices' (same GPU, or
@@ -693,20 +484,21 @@ static void cuda_reduce_many(float *const *dst, int nd, const float *const *src,
                              size_t lo, size_t hi, int mean)
 {
         if (nd > STRATA__CUDA_MANY || ns > STRATA__CUDA_MANY || ns < 1) {
-                note(cudaErrorInvalidValue, "reduce_many: too many buffers");
+                strata__cuda_note(cudaErrorInvalidValue, "reduce_many: too many buffers");
                 return;
         }
         strata__k_reduce_many(S, dst, nd, src, ns, lo, hi, mean);
-        launched("reduce_many");
+        strata__cuda_launched("reduce_many");
 }
 
 static void cuda_copy_many(void *const *dst, int nd, const void *src, size_t lo, size_t hi)
 {
         for (int d = 0; d < nd && hi > lo; d++)
                 if ((char *)dst[d] != (const char *)src)
-                        note(cudaMemcpyAsync((char *)dst[d] + lo, (const char *)src + lo, hi - lo,
-                                             cudaMemcpyDefault, S),
-                             "copy_many");
+                        strata__cuda_note(cudaMemcpyAsync((char *)dst[d] + lo,
+                                                          (const char *)src + lo, hi - lo,
+                                                          cudaMemcpyDefault, S),
+                                          "copy_many");
 }
 
 /* Host data the device reads, and device data the host reads: always through a copy. */
@@ -723,7 +515,7 @@ static const void *cuda_host_view(void *host, const void *src, size_t bytes)
 }
 
 static const struct strata_kernel_ops cuda_kernels = {
-        .gemm = cuda_gemm,
+        .gemm = strata__cuda_gemm,
         .fill_rows = cuda_fill_rows,
         .relu = cuda_relu,
         .relu_backward = cuda_relu_backward,
@@ -746,9 +538,9 @@ static const struct strata_kernel_ops cuda_kernels = {
         .sumsq = cuda_sumsq,
         .scale = cuda_scale,
         .clamp = cuda_clamp,
-        .gemm_lp = cuda_gemm_lp,
-        .gemm_lp_bytes = cuda_gemm_lp_bytes,
-        .prepare_lp = cuda_prepare_lp,
+        .gemm_lp = strata__cuda_gemm_lp,
+        .gemm_lp_bytes = strata__cuda_gemm_lp_bytes,
+        .prepare_lp = strata__cuda_prepare_lp,
         .pointwise_loss = cuda_pointwise_loss,
 };
 

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "strata/status.h"
-#include "arch/reduce.h"
 #include "drivers/comm_internal.h"
 
 #define NT_BYTES ((size_t)32 << 20) /* streaming stores from this size on (past the caches) */

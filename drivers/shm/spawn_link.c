@@ -43,7 +43,7 @@ struct proc {
 #define CTL_BYTES ((sizeof(struct ctl) + 63) / 64 * 64)
 #define PROC_BYTES ((sizeof(struct proc) + 63) / 64 * 64)
 
-size_t strata__procs_bytes(int size)
+size_t strata__shm_spawn_bytes(int size)
 {
         return CTL_BYTES + (size_t)size * (PROC_BYTES + 2 * STRATA__NET_BLOCK);
 }
@@ -64,7 +64,7 @@ static unsigned char *slot(const struct strata_net *n, int p, int parity)
                ((size_t)p * 2 + (size_t)parity) * STRATA__NET_BLOCK;
 }
 
-void strata__procs_abort(void *region, int culprit, const char *why)
+void strata__shm_spawn_abort(void *region, int culprit, const char *why)
 {
         struct ctl *c = ctl(region);
         int expect = 0;
@@ -76,7 +76,7 @@ void strata__procs_abort(void *region, int culprit, const char *why)
         }
 }
 
-int strata__procs_aborted(void *region, char *why, size_t n)
+int strata__shm_spawn_aborted(void *region, char *why, size_t n)
 {
         struct ctl *c = ctl(region);
 
@@ -89,7 +89,7 @@ int strata__procs_aborted(void *region, char *why, size_t n)
 
 static int procs_open(struct strata_net *n, const void *where)
 {
-        const struct strata__procs_where *w = where;
+        const struct strata__shm_spawn_where *w = where;
 
         if (!w || !w->region || w->size < 1 || w->rank < 0 || w->rank >= w->size)
                 return strata__fail(STRATA_EINVAL, "strategy spawn runs in a process that "
@@ -114,7 +114,7 @@ static int late(struct strata_net *n, int p, double timeout_s)
         snprintf(why, sizeof(why), "process %d waited %.3g s at step %llu; process %d has not "
                  "arrived (hung or dead)", n->rank, timeout_s,
                  n->step ? (unsigned long long)*n->step : 0ull, p);
-        strata__procs_abort(n->h, p, why);
+        strata__shm_spawn_abort(n->h, p, why);
         return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
 }
 
@@ -236,10 +236,10 @@ static void procs_abort(struct strata_net *n, int code, const char *why)
 {
         (void)code;
         if (n->h)
-                strata__procs_abort(n->h, n->rank, why);
+                strata__shm_spawn_abort(n->h, n->rank, why);
 }
 
-const struct strata__net_ops strata__procs_net = {
+const struct strata__net_ops strata__shm_spawn_link = {
         .name = "spawn",
         .open = procs_open,
         .close = procs_close,

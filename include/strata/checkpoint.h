@@ -42,6 +42,42 @@ struct strata_ckpt_handle {
         char tmp[STRATA_CKPT_PATH_MAX];  /**< what is written until commit */
 };
 
+/** strata_load_weights() flags. */
+#define STRATA_WEIGHTS_STRICT 0u  /**< every group present with its shape, no other tensor */
+#define STRATA_WEIGHTS_PARTIAL 1u /**< load the tensors that fit, report the rest */
+
+#define STRATA_WEIGHTS_LEFT 2048  /**< bytes of strata_weights_info's list of what was left */
+#define STRATA_WEIGHTS_META 1024  /**< bytes of a metadata value it reports */
+
+/** The most metadata pairs strata_export_safetensors_meta() writes. */
+#define STRATA_EXPORT_META 8
+
+/**
+ * One pair of a safetensors file's "__metadata__" (strings). strata-train writes
+ * "strata.model" (the model line) and "strata.transform" (the input transform), which
+ * strata_load_weights() reports.
+ */
+struct strata_meta_entry {
+        const char *key;   /**< under 256 bytes; not "format" or "producer" (the export's) */
+        const char *value; /**< under STRATA_WEIGHTS_META bytes */
+};
+
+/** What strata_load_weights() found: what it loaded, and what it left and why. */
+struct strata_weights_info {
+        int loaded;      /**< groups loaded (parameters and running statistics) */
+        int missing;     /**< groups of the model the file lacks (kept as they were) */
+        int mismatched;  /**< tensors named as a group with another shape or an unread dtype */
+        int unexpected;  /**< tensors the model has no group for (BatchNorm's
+                              num_batches_tracked, which the model does not keep, excepted) */
+        /** each tensor left, "name: file [16, 20] F32, model [24, 20]" ("none" for a side
+         *  that lacks it), "; " between them, cut with "..." when it does not fit */
+        char left[STRATA_WEIGHTS_LEFT];
+        /** the file's metadata "strata.model": the model line that wrote it ("" none) */
+        char model[STRATA_WEIGHTS_META];
+        /** the file's metadata "strata.transform": the input transform ("" none) */
+        char transform[STRATA_WEIGHTS_META];
+};
+
 /** What strata_load_checkpoint() found. */
 struct strata_ckpt_info {
         uint64_t step;  /**< training steps the saving run had taken */

@@ -164,8 +164,15 @@ enum strata_reduction {
         STRATA_REDUCTION_COUNT
 };
 
-/** Per-call context handed to forward/backward. */
+/**
+ * Per-call context handed to forward/backward, const to the module. Its sections: read-only
+ * (what a module reads) and runtime-private (the runtime's own, and what strata_gemm() reads:
+ * a module leaves them alone); nothing in it is module-writable. The fields keep the order of
+ * earlier releases (a module built against libstrata.so.0 reads them where they were), so the
+ * sections interleave.
+ */
 struct strata_step_ctx {
+        /* read-only */
         const struct strata_kernel_ops *k;   /**< the device's kernels */
         uint64_t seed;                       /**< run seed */
         uint64_t step;                       /**< global step, for random streams */
@@ -182,11 +189,15 @@ struct strata_step_ctx {
         int (*all_sum)(const struct strata_step_ctx *c, float *buf, size_t n);
         /** Barrier across all devices; NULL on one device. */
         int (*barrier)(const struct strata_step_ctx *c);
+        /* runtime-private */
         void *h;                             /**< the strategy's handle for the two above */
+        /* read-only */
         /** GEMM operand type: STRATA_F32, or STRATA_BF16 / STRATA_F16 under mixed precision. */
         enum strata_dtype compute;
+        /* runtime-private (strata_gemm()'s, and the built-in modules' bf16 GEMMs) */
         void *lp_scratch;                    /**< the device's GEMM scratch (mixed precision) */
         size_t lp_elems, lp_dim;             /**< what the scratch was sized for */
+        /* read-only */
         /**
          * How this call's x and y are stored: STRATA_F32, or STRATA_BF16 (the pointers then
          * hold uint16_t bf16 values) only for a module that declared bf16_io. Gradients (dy,
@@ -442,8 +453,16 @@ struct strata_model {
         struct strata_model_output outputs[STRATA_MAX_OUTPUTS];
 };
 
-/** A module instance on one device (filled by the runtime). */
+/**
+ * A module instance on one device (filled by the runtime). Its sections: read-only (the runtime
+ * sets them and the module reads them; the module writes the arrays that param, grad, state,
+ * aux and dskip point to, never the pointers) and module-writable (what the module's replicate,
+ * forward and backward set); no field is private to the runtime. The fields keep the order of
+ * earlier releases (a module built against libstrata.so.0 reads them where they were), so the
+ * sections interleave.
+ */
 struct strata_layer {
+        /* read-only */
         const struct strata_module *desc;
         int index;       /**< position in the model */
         int in, out;     /**< widths */
@@ -453,10 +472,12 @@ struct strata_layer {
         float *aux;      /**< saved activations: aux_fixed + rows * aux_per_row */
         size_t nparam, nstate, naux_fixed, naux_per_row;
         int grad_fresh;  /**< next backward overwrites the gradients */
+        /* module-writable */
         void *shared;    /**< dp: the context its copies share (set by replicate) */
         int copy_id;     /**< dp: which copy this is */
         int copies;      /**< dp: how many copies share the context */
         int failed;      /**< a collective inside forward/backward failed: its status */
+        /* read-only */
         int ngroups;     /**< its parameter groups (from shape, checked) */
         struct strata_param_group groups[STRATA_MAX_GROUPS];
         /** its input sample's layout (a flat vector of @c in when the model gives none) */

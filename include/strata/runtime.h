@@ -318,7 +318,10 @@ struct strata_runtime;
 
 /**
  * @brief Compute the exact memory a configuration needs, without touching any memory.
- * @retval STRATA_OK, STRATA_EINVAL (the message names the bad field), STRATA_EOVERFLOW.
+ *        The accelerator's driver must be loadable but not its device: a GPU job is planned
+ *        on a machine without the GPU (strata_init() then needs it).
+ * @retval STRATA_OK, STRATA_EINVAL (the message names the bad field), STRATA_EOVERFLOW,
+ *         STRATA_ENODEV (the accelerator's driver is not built or cannot be loaded).
  */
 int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out);
 
@@ -552,6 +555,45 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
  * @retval As strata_save_checkpoint().
  */
 int strata_export_safetensors(struct strata_runtime *rt, const char *path);
+
+/**
+ * @brief strata_export_safetensors() with @p n pairs of the application's metadata after the
+ *        file's own ("format": "pt", "producer": "strata") in its "__metadata__" (JSON
+ *        strings, escaped): what a reader needs beside the weights, such as the model line
+ *        and the input transform.
+ * @retval As strata_export_safetensors(); STRATA_EINVAL also for more than
+ *         STRATA_EXPORT_META pairs, a NULL or empty key, a NULL value, a key or value too
+ *         long, a key of the export's own or one given twice (nothing written).
+ */
+int strata_export_safetensors_meta(struct strata_runtime *rt, const char *path,
+                                   const struct strata_meta_entry *meta, int n);
+
+/**
+ * @brief load_weights: the tensors of safetensors file @p path into the model's parameter
+ *        and buffer groups by the names strata_export_safetensors() writes (a PyTorch
+ *        state_dict's names of the equivalent module), F32, F64, BF16 or F16 converted to the
+ *        parameters' f32. Strict (STRATA_WEIGHTS_STRICT): every group present with its
+ *        shape and no other tensor, else the file is refused naming each offending tensor
+ *        with both shapes, and nothing changes. STRATA_WEIGHTS_PARTIAL loads the tensors
+ *        that fit and lists the others in @p info. Between steps under every strategy (fsdp:
+ *        each device fills its shard; across processes every process calls it with the same
+ *        file); every device takes the values; optimizer state and step counts start at zero
+ *        (the global step and the loss scaler are kept). The header is parsed in fixed
+ *        memory: a malformed or hostile file is refused with a message. @p path may also be
+ *        a Strata checkpoint: its weights (device 0's values and running statistics) load
+ *        whatever its optimizer, strategy or device count, its training state passed over
+ *        and each tensor used checked against its checksum.
+ * @param info Optional: what was loaded and left, and the file's metadata; filled on refusal
+ *        too.
+ * @retval STRATA_OK; STRATA_EINVAL (bad argument or flags; the file does not fit the model,
+ *         or in partial mode nothing of it does); STRATA_EFORMAT (not safetensors or a
+ *         checkpoint, malformed, truncated, corrupt, a tensor twice); STRATA_EBADSTATE (not
+ *         READY or inside an accumulation window); STRATA_EIO. On any of these nothing
+ *         changed, except an I/O error while values were read (the file changed under the
+ *         reader), which leaves the runtime in its error state.
+ */
+int strata_load_weights(struct strata_runtime *rt, const char *path, unsigned flags,
+                        struct strata_weights_info *info);
 
 /** Memory figures of a runtime. */
 struct strata_memory_info {

@@ -64,6 +64,9 @@ int strata__ckpt_tensor_at(struct strata_runtime *rt, int world, int i,
 /* Group @p g of device 0's values as a tensor (the first of its checkpoint tensors). */
 void strata__ckpt_values(const struct strata_runtime *rt, int g, struct strata__ckpt_tensor *t);
 
+/* The header @p hd of file @p path is a Strata checkpoint's of this format, intact. */
+int strata__ckpt_check_header(const struct strata__ckpt_header *hd, const char *path);
+
 /* How many tensors a checkpoint of this model saved on @p world devices holds. */
 int strata__ckpt_count(struct strata_runtime *rt, int world);
 

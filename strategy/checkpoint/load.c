@@ -224,8 +224,7 @@ static int same_modules(const struct strata_runtime *rt, struct strata__ckpt_hea
         return modules_differ(hd, m, i, path);
 }
 
-/* The header is a Strata checkpoint's of this format, intact. */
-static int check_header(const struct strata__ckpt_header *hd, const char *path)
+int strata__ckpt_check_header(const struct strata__ckpt_header *hd, const char *path)
 {
         if (memcmp(hd->magic, STRATA__CKPT_MAGIC, sizeof(hd->magic)) != 0)
                 return strata__fail(STRATA_EFORMAT, "'%s' is not a Strata checkpoint", path);
@@ -236,7 +235,7 @@ static int check_header(const struct strata__ckpt_header *hd, const char *path)
             hd->entry_bytes != sizeof(struct strata__ckpt_entry))
                 return strata__fail(STRATA_EFORMAT, "'%s': format version %u, this library "
                                     "reads %d", path, hd->version, STRATA_CKPT_VERSION);
-        if (hd->crc != strata__ckpt_header_crc(hd))
+        if (hd->crc != strata__crc32_header(hd))
                 return strata__fail(STRATA_EFORMAT, "'%s': header checksum mismatch (corrupt)",
                                     path);
         if (hd->world < 1 || hd->world > STRATA_MAX_DEVICES * STRATA_MAX_PROCESSES ||
@@ -289,7 +288,7 @@ static int validate(struct strata_runtime *rt, const struct strata_checkpoint_io
                 return strata__fail(STRATA_EFORMAT, "'%s' is truncated (%llu bytes)", path,
                                     (unsigned long long)size);
         STRATA_TRY(io->read_at(h, hd, sizeof(*hd), 0));
-        STRATA_TRY(check_header(hd, path));
+        STRATA_TRY(strata__ckpt_check_header(hd, path));
         STRATA_TRY(same_model(rt, io, h, hd, size, path));
         n = (int)hd->ntensors;
         after = strata__ckpt_entry_at((uint64_t)n);
@@ -325,7 +324,8 @@ static int restore_piece(struct strata_runtime *rt, const struct strata_checkpoi
         if (!t->ptr || !t->bytes)
                 return STRATA_OK;
         /* device memory is read into its replica's host staging, then copied */
-        dst = t->dev < 0 || !rt->replicas[t->dev].p_host ? t->ptr : rt->replicas[t->dev].p_host;
+        dst = t->dev < 0 ? NULL : strata__replica_host_image(strata__rep(rt, t->dev));
+        dst = dst ? dst : t->ptr;
         STRATA_TRY(io->read_at(h, dst, t->bytes, off));
         if (dst != t->ptr)
                 rt->dev->to_device(t->ptr, dst, t->bytes);
@@ -364,26 +364,27 @@ static int restore(struct strata_runtime *rt, const struct strata_checkpoint_io 
  */
 static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t steps0)
 {
-        const struct strata__replica *r0 = &rt->replicas[0];
+        const struct strata__replica_view *v0 = strata__repv(rt, 0);
         int first = strata__ckpt_across(rt) ? rt->rank0 : 0; /* the global rank of replica 0 */
 
         for (int d = 0; d < rt->nreplicas; d++) {
-                struct strata__replica *r = &rt->replicas[d];
+                struct strata__replica *r = strata__rep(rt, d);
+                const struct strata__replica_view *v = strata__replica_view(r);
+                struct strata__shard *sh = strata__replica_shard(r);
 
-                r->opt_t = resharded ? steps0 : rt->ckpt_steps[d];
-                for (int i = 0; i < r->nlayers; i++) {
-                        r->layers[i].grad_fresh = 1;
-                        if (first + d >= world && r->layers[i].nstate)
-                                rt->dev->kernels->copy(r->layers[i].state,
-                                                       r0->layers[i].state,
-                                                       r->layers[i].nstate);
-                }
+                strata__replica_set_steps(r, resharded ? steps0 : rt->ckpt_steps[d]);
+                strata__replica_skip(r); /* the next backward overwrites the gradients */
+                for (int i = 0; i < v->nlayers; i++)
+                        if (first + d >= world && v->layers[i].nstate)
+                                rt->dev->kernels->copy(v->layers[i].state,
+                                                       v0->layers[i].state,
+                                                       v->layers[i].nstate);
                 /* fsdp: each device restored its shard */
-                if (d == 0 || strata__shard_own_params(r->shard))
+                if (d == 0 || strata__shard_own_params(sh))
                         continue;
-                rt->dev->kernels->copy(r->params, r0->params, r0->nparam);
-                if (strata__shard_count(r->shard) == 1) /* sharded: each restored its own */
-                        rt->dev->kernels->copy(r->opt_state, r0->opt_state, r0->nopt);
+                rt->dev->kernels->copy(v->params, v0->params, v0->nparam);
+                if (strata__shard_count(sh) == 1) /* sharded: each restored its own */
+                        rt->dev->kernels->copy(v->opt_state, v0->opt_state, v0->nopt);
         }
 }
 
@@ -395,7 +396,8 @@ static void spread(struct strata_runtime *rt, int world, int resharded, uint64_t
 static int bitwise(const struct strata_runtime *rt, const struct strata__ckpt_header *hd,
                    int resharded)
 {
-        return hd->chunks == (uint32_t)strata__chunks(&rt->cfg) && (!resharded || hd->chunks);
+        return hd->chunks == (uint32_t)strata__invariant_chunks(&rt->cfg) &&
+               (!resharded || hd->chunks);
 }
 
 int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *app,

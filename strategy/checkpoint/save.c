@@ -48,12 +48,12 @@ static void group_tensor(const struct strata__replica *r0, const struct strata_p
                 snprintf(t->name, sizeof(t->name), "%s", p->name);
                 t->ptr = p->value;
                 /* fsdp: trained values */
-                t->sharded = strata__shard_own_params(r0->shard) && p->grad;
+                t->sharded = strata__shard_own_params(strata__replica_shard(r0)) && p->grad;
         } else {
                 snprintf(t->name, sizeof(t->name), "%.63s.%s", p->name,
                          slot_names[p->opt_slots - 1][slot]);
                 t->ptr = p->opt_state[slot];
-                t->sharded = strata__shard_count(r0->shard) > 1;
+                t->sharded = strata__shard_count(strata__replica_shard(r0)) > 1;
         }
         t->group = g;
         t->slot = slot;
@@ -69,15 +69,15 @@ void strata__ckpt_values(const struct strata_runtime *rt, int g, struct strata__
 {
         struct strata_param p;
 
-        strata__replica_param(&rt->replicas[0], g, &p);
+        strata__replica_param(strata__rep(rt, 0), g, &p);
         memset(t, 0, sizeof(*t));
-        group_tensor(&rt->replicas[0], &p, g, -1, t);
+        group_tensor(strata__rep(rt, 0), &p, g, -1, t);
 }
 
 int strata__ckpt_tensor_at(struct strata_runtime *rt, int world, int i,
                            struct strata__ckpt_tensor *t)
 {
-        const struct strata__replica *r0 = &rt->replicas[0];
+        const struct strata__replica *r0 = strata__rep(rt, 0);
         int ngroups = strata__replica_nparams(r0);
         struct strata_param p;
 
@@ -96,7 +96,7 @@ int strata__ckpt_tensor_at(struct strata_runtime *rt, int world, int i,
                 for (int g = 0; g < ngroups; g++) {
                         int l = local(rt, d);
 
-                        strata__replica_param(&rt->replicas[l >= 0 ? l : 0], g, &p);
+                        strata__replica_param(strata__rep(rt, l >= 0 ? l : 0), g, &p);
                         if (p.group.role != STRATA_ROLE_RUNNING || i-- != 0)
                                 continue;
                         snprintf(t->name, sizeof(t->name), "replicas.%d.%.56s", d, p.name);
@@ -136,7 +136,7 @@ int strata__ckpt_count(struct strata_runtime *rt, int world)
 
 uint64_t strata__ckpt_fingerprint(const struct strata_runtime *rt)
 {
-        const struct strata__replica *r0 = &rt->replicas[0];
+        const struct strata__replica *r0 = strata__rep(rt, 0);
         uint64_t h = 0xcbf29ce484222325ull;
         int dims[2] = { rt->cfg.model->in_features, rt->cfg.classes };
         struct strata_param p;
@@ -155,14 +155,15 @@ static const void *host_bytes(struct strata_runtime *rt, const struct strata__ck
 {
         if (t->dev < 0 || !t->bytes)
                 return t->ptr;
-        return rt->dev->host_view(rt->replicas[t->dev].p_host, t->ptr, t->bytes);
+        return rt->dev->host_view(strata__replica_host_image(strata__rep(rt, t->dev)), t->ptr,
+                                  t->bytes);
 }
 
 /* Elements [*lo, *hi) of group @p p that shard @p k holds (empty: *lo == *hi). */
 static void shard_part(const struct strata__replica *r, const struct strata_param *p, int k,
                        size_t *lo, size_t *hi)
 {
-        size_t a = (size_t)k * strata__shard_len(r->shard), b = a + strata__shard_len(r->shard);
+        size_t len = strata__shard_len(strata__replica_shard(r)), a = (size_t)k * len, b = a + len;
 
         *lo = a > p->offset ? a - p->offset : 0;
         *hi = b > p->offset ? b - p->offset : 0;
@@ -173,7 +174,7 @@ static void shard_part(const struct strata__replica *r, const struct strata_para
 int strata__ckpt_piece(struct strata_runtime *rt, const struct strata__ckpt_tensor *t, int k,
                        struct strata__ckpt_tensor *out, size_t *at)
 {
-        const struct strata__replica *r0 = &rt->replicas[0];
+        const struct strata__replica *r0 = strata__rep(rt, 0);
         int l = local(rt, k);
         struct strata_param p;
         size_t lo, hi;
@@ -189,9 +190,9 @@ int strata__ckpt_piece(struct strata_runtime *rt, const struct strata__ckpt_tens
         }
         if (!t->sharded)
                 return k == 0;
-        if (k >= strata__shard_count(r0->shard))
+        if (k >= strata__shard_count(strata__replica_shard(r0)))
                 return 0;
-        strata__replica_param(&rt->replicas[l >= 0 ? l : 0], t->group, &p);
+        strata__replica_param(strata__rep(rt, l >= 0 ? l : 0), t->group, &p);
         shard_part(r0, &p, k, &lo, &hi);
         out->ptr = l < 0 ? NULL : t->slot < 0 ? p.value : p.opt_state[t->slot];
         out->bytes = (hi - lo) * sizeof(float);
@@ -290,7 +291,7 @@ static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *h
         hd->ntensors = (uint32_t)n;
         hd->world = (uint32_t)strata__ckpt_world(rt);
         hd->strategy = (uint32_t)rt->cfg.strategy.kind;
-        hd->chunks = (uint32_t)strata__chunks(&rt->cfg);
+        hd->chunks = (uint32_t)strata__invariant_chunks(&rt->cfg);
         hd->lib_version = STRATA_VERSION_HEX;
         hd->step = rt->step;
         hd->fingerprint = strata__ckpt_fingerprint(rt);
@@ -302,7 +303,7 @@ static void fill_header(struct strata_runtime *rt, struct strata__ckpt_header *h
         if (app_bytes)
                 memcpy(hd->app, app, app_bytes);
         model_kinds(rt->cfg.model, hd);
-        hd->crc = strata__ckpt_header_crc(hd);
+        hd->crc = strata__crc32_header(hd);
 }
 
 /*
@@ -397,6 +398,6 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
                                     "bytes (at most %d, non-NULL)", app_bytes,
                                     STRATA_CKPT_APP_BYTES);
         for (int d = 0; d < rt->nreplicas; d++)
-                rt->ckpt_steps[d] = rt->replicas[d].opt_t;
+                rt->ckpt_steps[d] = strata__replica_steps(strata__rep(rt, d));
         return strata__ckpt_written(rt, path, &c, strata__ckpt_across(rt));
 }

@@ -124,9 +124,11 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
 /* fsdp's unit of gathering and reducing: each layer with parameters, in forward order. */
 static void add_layers(const struct strata__replica *r, struct text *t)
 {
-        for (int i = 0; i < r->nlayers; i++)
-                if (r->layers[i].nparam)
-                        add_bucket(t, r->poff[i], r->poff[i] + r->layers[i].nparam, i);
+        const struct strata__replica_view *v = strata__replica_view(r);
+
+        for (int i = 0; i < v->nlayers; i++)
+                if (v->layers[i].nparam)
+                        add_bucket(t, v->poff[i], v->poff[i] + v->layers[i].nparam, i);
 }
 
 /*
@@ -137,12 +139,13 @@ static void add_layers(const struct strata__replica *r, struct text *t)
  */
 static void schedule(const struct strata_runtime *rt, char *out, size_t n)
 {
-        const struct strata__replica *r = &rt->replicas[0];
+        const struct strata__replica *r = strata__rep(rt, 0);
+        const struct strata__shard *sh = strata__replica_shard(r);
         struct text t = { out, n, 0, 2166136261u, 0 };
         char head[64];
 
         snprintf(head, sizeof(head), "world %d, %d shards of %zu, %s", rt->world,
-                 strata__shard_count(r->shard), strata__shard_len(r->shard),
+                 strata__shard_count(sh), strata__shard_len(sh),
                  (strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS) ? "layers" : "buckets");
         append(&t, "", head);
         if ((strata__caps(rt->strategy) & STRATA__CAP_SHARD_PARAMS))
@@ -166,7 +169,7 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
                            sizeof(fp->modules));
         PUT(fp, loss, "%s", strata__loss_of(c->model)->name);
         outputs(c->model, fp->loss, sizeof(fp->loss));
-        PUT(fp, parameters, "%zu", rt->replicas[0].nparam);
+        PUT(fp, parameters, "%zu", strata__repv(rt, 0)->nparam);
         PUT(fp, batch, "%d", c->batch);
         PUT(fp, precision, "%s", strata_precision_name(c->precision.kind));
         PUT(fp, bucket, "%zu", strata__ddp_bucket_cap(c));
@@ -177,8 +180,8 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, accumulate, "%d%s", c->train.accumulate > 1 ? c->train.accumulate : 1,
             strata__accumulate_each(c) ? " each" : ""); /* reduced every micro-batch */
         schedule(rt, fp->schedule, sizeof(fp->schedule));
-        if (strata__chunks(c))
-                PUT(fp, invariant, "%d chunks", strata__chunks(c));
+        if (strata__invariant_chunks(c))
+                PUT(fp, invariant, "%d chunks", strata__invariant_chunks(c));
         else
                 PUT(fp, invariant, "%s", "off");
         for (int i = 0; i < STRATA__FINGERPRINT_SETTINGS; i++)

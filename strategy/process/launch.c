@@ -88,13 +88,13 @@ struct result {
 };
 
 /* In a spawned process: where the job's region is and who this process is. */
-static struct strata__procs_where self;
+static struct strata__shm_spawn_where self;
 static struct result *self_result;
 
 /* The region: the link's part, on whole cache lines, then rank 0's result. */
 static size_t link_bytes(int n)
 {
-        return (strata__procs_bytes(n) + 63) / 64 * 64;
+        return (strata__shm_spawn_bytes(n) + 63) / 64 * 64;
 }
 
 static struct result *result_of(void *region, int n)
@@ -182,7 +182,7 @@ static void child(int rank, int n, strata_spawn_fn fn, void *arg, void *region, 
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphans if the parent dies */
         if (getppid() != parent)
                 _exit(128 + SIGKILL);
-        self = (struct strata__procs_where){ region, rank, n };
+        self = (struct strata__shm_spawn_where){ region, rank, n };
         self_result = result_of(region, n);
         rc = fn(rank, n, arg);
         fflush(NULL);
@@ -225,7 +225,7 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                         child(i, nprocs, fn, arg, region, parent, &mask);
                 if (pid[i] < 0) {
                         sigprocmask(SIG_SETMASK, &mask, NULL);
-                        strata__procs_abort(region, -1, "spawn: fork failed");
+                        strata__shm_spawn_abort(region, -1, "spawn: fork failed");
                         for (int k = 0; k < i; k++)
                                 kill(pid[k], SIGKILL);
                         for (int k = 0; k < i; k++)
@@ -256,7 +256,7 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
                                 r.status = WIFSIGNALED(st) ? 128 + WTERMSIG(st)
                                                            : WEXITSTATUS(st);
                                 describe(st, i, r.why, sizeof(r.why));
-                                strata__procs_abort(region, i, r.why);
+                                strata__shm_spawn_abort(region, i, r.why);
                                 kill_at = strata__now_s() + 1.0;
                         }
                         continue;
@@ -277,7 +277,7 @@ int strata_spawn(int nprocs, strata_spawn_fn fn, void *arg, double timeout_s, vo
         {
                 /* A process that saw another hang names it: that is the culprit to report. */
                 char why[256];
-                int culprit = strata__procs_aborted(region, why, sizeof(why));
+                int culprit = strata__shm_spawn_aborted(region, why, sizeof(why));
 
                 if (r.failed_rank >= 0 && culprit >= 0 && culprit != r.failed_rank) {
                         r.failed_rank = culprit;
@@ -310,7 +310,7 @@ int strata_spawn_return(const void *data, size_t bytes)
         return STRATA_OK;
 }
 
-const struct strata__procs_where *strata__spawned(void)
+const struct strata__shm_spawn_where *strata__spawned(void)
 {
         return &self;
 }

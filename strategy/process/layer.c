@@ -318,7 +318,7 @@ int strata__procs_agree(struct strata_runtime *rt, int *status)
 
 int strata__procs_spawned(const struct strata_config *c, int *procs)
 {
-        const struct strata__procs_where *w = strata__spawned();
+        const struct strata__shm_spawn_where *w = strata__spawned();
 
         if (c->process.count > 0 && c->process.count != w->size)
                 return strata__fail(STRATA_EINVAL, "processes %d, but strata_spawn() started %d",
@@ -355,7 +355,7 @@ int strata__procs_join_mpi(struct strata_runtime *rt)
         struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
                                            rt->cfg.process.mpi_comm_fortran };
 
-        STRATA_TRY(strata__net_mpi(&ops));
+        STRATA_TRY(strata__link_mpi(&ops));
         return strata__procs_join(rt, ops, &where);
 }
 
@@ -364,7 +364,7 @@ int strata__procs_join_job(struct strata_runtime *rt)
         if (rt->world == rt->nreplicas)
                 return STRATA_OK; /* one process: ddp's own placement and communicators */
         if (strata__spawned()->region)
-                return strata__procs_join(rt, &strata__procs_net, strata__spawned());
+                return strata__procs_join(rt, &strata__shm_spawn_link, strata__spawned());
         return strata__procs_join_mpi(rt);
 }
 

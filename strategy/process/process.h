@@ -69,6 +69,6 @@ int strata__procs_join_mpi(struct strata_runtime *rt);
 int strata__procs_join_job(struct strata_runtime *rt);
 
 /** In a process strata_spawn() started: its region, rank and size (region NULL elsewhere). */
-const struct strata__procs_where *strata__spawned(void);
+const struct strata__shm_spawn_where *strata__spawned(void);
 
 #endif /* STRATA_STRATEGY_PROCESS_PROCESS_H */

@@ -137,7 +137,7 @@ static int check_local(const struct strata_runtime *rt, const struct strata_batc
         rc = check_index(&own);
         if (rc == STRATA_OK && targets)
                 rc = strata__targets_check(rt->cfg.model, &own, rt->cfg.classes,
-                                           rt->replicas[0].io.w);
+                                           strata__replica_output_widths(strata__rep(rt, 0)));
         return rc != STRATA_OK && lo > 0 ? from_row(rc, lo) : rc;
 }
 
@@ -203,10 +203,10 @@ static uint64_t step_begin(struct strata_runtime *rt, const struct strata__span 
                            struct strata__track **t)
 {
         for (int d = 0; d < rt->nreplicas; d++)
-                strata__track_restart(rt->replicas[d].track, rt->step);
+                strata__track_restart(strata__repv(rt, d)->track, rt->step);
         if (strata__trace_due(rt->trace) && strata__trace_flush(rt->trace) != STRATA_OK)
                 strata__log(STRATA_LOG_WARNING, "strata: %s", strata_last_error());
-        *t = rt->replicas[0].track;
+        *t = strata__repv(rt, 0)->track;
         return strata__track_begin(*t, k, NULL);
 }
 

@@ -84,7 +84,7 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
 }
 
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
-                         const struct strata_device_ops **dev)
+                         const struct strata_device_ops **dev, int planning)
 {
         int (*validate)(const struct strata__strategy *, const struct strata_config *,
                         const struct strata_device_ops *);
@@ -121,6 +121,8 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                 *dev = c->device.driver;
         } else if (c->device.accelerator == STRATA_ACCEL_CPU) {
                 STRATA_TRY(strata__cpu_driver_for(c->device.kernels, dev));
+        } else if (planning) {
+                STRATA_TRY(strata__device_driver_unprobed(c->device.accelerator, dev));
         } else {
                 STRATA_TRY(strata_device_driver(c->device.accelerator, dev));
         }

@@ -78,7 +78,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
 {
         struct strata_arena plan, pdev, ppin, child, dev, pin;
         struct strata__replica_mem mem = { &plan, &plan, NULL, drv };
-        struct strata__replica tmp, *reps;
+        struct strata__replica_view tmp;
+        struct strata__replica *reps;
         struct strata_runtime *rt;
         struct strata__trace *tr;
         struct strata__chunk_plan cp;
@@ -90,8 +91,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
 
         STRATA_TRY(strata__world(c, &world));
         rows = (c->batch + world - 1) / world; /* each device's share of the global batch */
-        if (strata__chunks(c)) { /* invariant mode: whole chunks, rounded up */
-                strata__chunks_plan(strata__chunks(c), world, c->batch, &cp);
+        if (strata__invariant_chunks(c)) { /* invariant mode: whole chunks, rounded up */
+                strata__chunks_plan(strata__invariant_chunks(c), world, c->batch, &cp);
                 rows = cp.rows;
         }
         /* zero1, zero2, fsdp: the optimizer state sharded over the world */
@@ -107,10 +108,10 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                             .rows_max = rows, .compute = compute,
                                             .grad_comm = c->strategy.grad_allreduce,
                                             .shards = shards, .how = shard_how(c, st, drv),
-                                            .chunks = strata__chunks(c) ? &cp : NULL,
+                                            .chunks = strata__invariant_chunks(c) ? &cp : NULL,
                                             .fuse = !c->device.no_fusion };
         STRATA_TRY(driver_scratch(drv, &plan, &p));
-        STRATA_TRY(strata__replica_layout(&tmp, &mem, &rp, &sz));
+        STRATA_TRY(strata__replica_plan_only(&mem, &rp, &sz, &tmp));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */
                 return strata__fail(STRATA_EINVAL, "the model outputs %d values per row (%s%s)"
                                                    "; classes is %d", tmp.out,
@@ -127,10 +128,10 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         pi->layer_bytes = (sz.lbuf + sz.lgrad) * sizeof(float);
         STRATA_TRY(strata_arena_alloc(a, sizeof(*rt), 0, &p));
         rt = p;
-        STRATA_TRY(strata_arena_alloc(a, sizeof(*reps) * (size_t)c->strategy.devices, 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, strata__replica_bytes * (size_t)c->strategy.devices, 0,
+                                      &p));
         reps = p;
         for (int d = 0; d < c->strategy.devices; d++) {
-                struct strata__replica *r = reps ? &reps[d] : &tmp;
                 struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
 
                 o.name = "device";
@@ -146,9 +147,14 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 }
                 rp.dev = d;
                 STRATA_TRY(driver_scratch(drv, &child, &p));
-                STRATA_TRY(strata__replica_layout(r, &mem, &rp, NULL));
-                r->scratch = p;
-                r->arena = child;
+                if (reps) {
+                        struct strata__replica *r = strata__replica_at(reps, d);
+
+                        STRATA_TRY(strata__replica_layout(r, &mem, &rp, NULL));
+                        strata__replica_place(r, p, &child);
+                } else {
+                        STRATA_TRY(strata__replica_plan_only(&mem, &rp, NULL, &tmp));
+                }
         }
         STRATA_TRY(strata__trace_layout(a, c->strategy.devices,
                                        c->trace.events ? c->trace.events : (size_t)1 << 16,
@@ -157,7 +163,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 memset(rt, 0, sizeof(*rt));
                 rt->trace = tr;
                 for (int d = 0; d < c->strategy.devices; d++)
-                        reps[d].track = strata__trace_track(tr, d);
+                        strata__replica_set_track(strata__replica_at(reps, d),
+                                                  strata__trace_track(tr, d));
                 rt->replicas = reps;
                 rt->nreplicas = c->strategy.devices;
                 rt->world = world; /* rank0 is set when the processes are joined */
@@ -189,7 +196,7 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "plan: out is NULL");
-        STRATA_TRY(strata__check_config(cfg, &st, &dev));
+        STRATA_TRY(strata__check_config(cfg, &st, &dev, 1));
         STRATA_TRY(strata_arena_init_plan(&a, NULL));
         STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi));
         pi.bytes = strata_arena_used(&a);

@@ -57,7 +57,7 @@ static int live_has(const struct strata_runtime *rt)
 static void forget_scratch(const struct strata_runtime *rt)
 {
         for (int d = 0; d < rt->nreplicas && rt->dev->forget; d++)
-                rt->dev->forget(rt->replicas[d].scratch);
+                rt->dev->forget(strata__replica_scratch(strata__rep(rt, d)));
 }
 
 int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
@@ -72,7 +72,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
 
         if (!out)
                 return strata__fail(STRATA_EINVAL, "init: runtime pointer is NULL");
-        STRATA_TRY(strata__check_config(cfg, &st, &dev));
+        STRATA_TRY(strata__check_config(cfg, &st, &dev, 0));
         STRATA_TRY(strata_plan(cfg, &pl));
         STRATA_TRY(strata__open_region(cfg, &pl, &root));
         STRATA_TRY_GOTO(rc, strata__reserve(cfg, dev, &pl, &rg), fail_region);
@@ -143,7 +143,7 @@ int strata_connect(struct strata_runtime *rt)
         STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP, NULL));
         strata_arena_seal(&rt->root);
         for (int d = 0; d < rt->nreplicas; d++)
-                strata_arena_seal(&rt->replicas[d].arena);
+                strata_arena_seal(strata__replica_arena(strata__rep(rt, d)));
         return STRATA_OK;
 }
 
@@ -221,7 +221,8 @@ static const float *host_view(const struct strata_runtime *rt, int dev, const fl
 {
         if (!n)
                 return src;
-        return rt->dev->host_view(rt->replicas[dev].p_host, src, n * sizeof(float));
+        return rt->dev->host_view(strata__replica_host_image(strata__rep(rt, dev)), src,
+                                  n * sizeof(float));
 }
 
 int strata_parameters(const struct strata_runtime *rt, int dev, const float **p, size_t *n)
@@ -229,8 +230,8 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
         STRATA_TRY(connected(rt, dev));
         if (!p || !n)
                 return strata__fail(STRATA_EINVAL, "parameters: NULL output");
-        *n = strata__shard_owned(rt->replicas[dev].shard); /* fsdp: the device's shard */
-        *p = host_view(rt, dev, rt->replicas[dev].params, *n);
+        *n = strata__shard_owned(strata__rep_shard(rt, dev)); /* fsdp: the device's shard */
+        *p = host_view(rt, dev, strata__repv(rt, dev)->params, *n);
         return STRATA_OK;
 }
 
@@ -240,9 +241,9 @@ int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float
         STRATA_TRY(connected(rt, dev));
         if (!state || !n || !step)
                 return strata__fail(STRATA_EINVAL, "optimizer state: NULL output");
-        *state = host_view(rt, dev, rt->replicas[dev].opt_state, rt->replicas[dev].nopt);
-        *n = rt->replicas[dev].nopt;
-        *step = rt->replicas[dev].opt_t;
+        *state = host_view(rt, dev, strata__repv(rt, dev)->opt_state, strata__repv(rt, dev)->nopt);
+        *n = strata__repv(rt, dev)->nopt;
+        *step = strata__replica_steps(strata__rep(rt, dev));
         return STRATA_OK;
 }
 
@@ -251,7 +252,7 @@ int strata_parameter_count(const struct strata_runtime *rt, int *n)
         STRATA_TRY(connected(rt, 0));
         if (!n)
                 return strata__fail(STRATA_EINVAL, "parameter count: NULL output");
-        *n = strata__replica_nparams(&rt->replicas[0]);
+        *n = strata__replica_nparams(strata__rep(rt, 0));
         return STRATA_OK;
 }
 
@@ -263,9 +264,9 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
         STRATA_TRY(connected(rt, dev));
         if (!out)
                 return strata__fail(STRATA_EINVAL, "parameter: NULL output");
-        if (index < 0 || strata__replica_param(&rt->replicas[dev], index, &p) != 0)
+        if (index < 0 || strata__replica_param(strata__rep(rt, dev), index, &p) != 0)
                 return strata__fail(STRATA_EINVAL, "parameter %d not in [0, %d)", index,
-                                    strata__replica_nparams(&rt->replicas[dev]));
+                                    strata__replica_nparams(strata__rep(rt, dev)));
         *out = p;
         return STRATA_OK;
 }
@@ -311,7 +312,7 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
                 return strata__fail(STRATA_EINVAL, "memory: out is NULL");
         refused = strata_arena_refusals(&rt->root);
         for (int d = 0; d < rt->nreplicas; d++)
-                refused += strata_arena_refusals(&rt->replicas[d].arena);
+                refused += strata_arena_refusals(strata__replica_arena(strata__rep(rt, d)));
         *out = (struct strata_memory_info){ .planned = rt->plan.bytes,
                                             .used = strata_arena_high_water(&rt->root),
                                             .refusals = refused };

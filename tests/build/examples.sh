@@ -1,6 +1,6 @@
 #!/bin/sh
 # The examples as a user builds them: install into a scratch prefix, then compile with
-# pkg-config only — the C++ examples (classification; regression on f64 arrays with batch-1
+# pkg-config only — the plain C one (no MPI), the C++ examples (classification; regression on f64 arrays with batch-1
 # inference; two inputs and two outputs) against the shared library and, with --static,
 # against the archive; the Fortran examples (classification; two inputs and two outputs) with
 # the installed strata.f90 — and run them.
@@ -11,6 +11,13 @@ rm -rf "$prefix"
 env -u MAKEFLAGS -u MFLAGS make -s -C "$src" BUILD="$build" PREFIX="$prefix" install >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cxx="g++ -std=c++17 -Wall -Wextra -Werror"
+# Plain C, one process, no MPI: it must not need mpi.h (issue 58, item 15).
+if grep -q 'mpi\.h' "$src/examples/c/train.c"; then
+        echo "examples/c/train.c includes mpi.h"; exit 1
+fi
+cc -std=c11 -Wall -Wextra -Werror -o "$build/example-c" "$src/examples/c/train.c" \
+        $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
+"$build/example-c"
 $cxx -o "$build/example-cpp" "$src/examples/cpp/train.cpp" \
         $(pkg-config --cflags --libs strata) -Wl,-rpath,"$prefix/lib"
 "$build/example-cpp"

@@ -49,16 +49,19 @@ program sizes
   call check(strata_connect(rt), "connect")
 
   call check(strata_train(rt, x, t), "train")
-  call refused(strata_train(rt, x, t7), "t has 7 samples, x has 8 (the last dimension of each)")
-  call refused(strata_evaluate(rt, x, t7), "t has 7 samples, x has 8")
+  call refused(strata_train(rt, x, t7), "the targets t have 7 samples, the inputs x 8 (the last &
+                                     &dimension of each)")
+  call refused(strata_evaluate(rt, x, t7), "the targets t have 7 samples, the inputs x 8")
   call check(strata_predict(rt, x, o), "predict")
-  call refused(strata_predict(rt, x, o7), "out has 7 samples, x has 8")
-  call refused(strata_predict(rt, x, o2), "out has 2 values a sample; the model has 3 outputs")
-  call refused(strata_predict(rt, x, o1), "out has 1 samples, x has 8")
+  call refused(strata_predict(rt, x, o7), "the outputs out have room for 7 samples, the &
+                                         &inputs x have 8")
+  call refused(strata_predict(rt, x, o2), "the outputs out have 2 values a sample; the model has &
+                                         &3 outputs")
+  call refused(strata_predict(rt, x, o1), "the outputs out have room for 1 samples")
   call check(strata_predict(rt, x, o64), "predict real64")
   if (maxval(abs(o64 - real(o, real64))) > 0) call fail("real64 outputs differ from real32")
-  call refused(strata_predict(rt, x, o64small), "out has 7 samples, x has 8")
-  call refused(strata_predict(rt, x(:, 1:0), o), "x is empty")
+  call refused(strata_predict(rt, x, o64small), "the outputs out have room for 7 samples")
+  call refused(strata_predict(rt, x(:, 1:0), o), "the inputs x are empty")
 
   if (strata_status_name(STRATA_ENONFINITE) /= "STRATA_ENONFINITE") call fail("status name")
   if (STRATA_ESTOPPED /= -16) call fail("STRATA_ESTOPPED")

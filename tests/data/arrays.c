@@ -42,7 +42,8 @@ Test(arrays, bad_arrays_are_refused_with_a_message, .init = fill)
         x[4 * DIM + 2] = NAN;
         cr_assert_eq(strata_dataset_arrays(&ds, x, STRATA_F64, N, DIM, t, STRATA_F64, TD),
                      STRATA_EINVAL);
-        cr_assert(strstr(strata_last_error(), "x row 4, column 2"), "%s", strata_last_error());
+        cr_assert(strstr(strata_last_error(), "inputs row 4, column 2"), "%s",
+                  strata_last_error());
         x[4 * DIM + 2] = 0.0;
         t[7 * TD + 1] = -INFINITY;
         cr_assert_eq(strata_dataset_arrays(&ds, x, STRATA_F64, N, DIM, t, STRATA_F64, TD),

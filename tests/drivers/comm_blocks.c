@@ -234,7 +234,7 @@ static int run_cases(int devices, int rank0, struct strata_net *net, enum mode m
 
 static int child(int rank, int size, void *arg)
 {
-        struct strata_net net = { .ops = &strata__procs_net };
+        struct strata_net net = { .ops = &strata__shm_spawn_link };
         int rc;
 
         (void)arg;

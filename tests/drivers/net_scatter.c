@@ -219,7 +219,7 @@ static int run_cases(int devices, int rank0, struct strata_net *net)
 /* A process of a spawned job: its link to the others, then every case. */
 static int child(int rank, int size, void *arg)
 {
-        struct strata_net net = { .ops = &strata__procs_net };
+        struct strata_net net = { .ops = &strata__shm_spawn_link };
         int rc;
 
         (void)arg;

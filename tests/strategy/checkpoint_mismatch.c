@@ -169,7 +169,7 @@ Test(checkpoint_mismatch, older_files_without_modules_load)
         memset(hd.loss, 0, sizeof(hd.loss));
         memset(hd.modules, 0, sizeof(hd.modules));
         hd.nmodules = 0;
-        hd.crc = strata__ckpt_header_crc(&hd);
+        hd.crc = strata__crc32_header(&hd);
         rewind(f);
         cr_assert_eq(fwrite(&hd, sizeof(hd), 1, f), 1);
         fclose(f);

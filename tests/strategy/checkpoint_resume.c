@@ -7,9 +7,11 @@
  * checkpoint that does not load.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <glob.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -64,16 +66,40 @@ static void finish(struct rig *r, struct strata_runtime *rt, struct result *o)
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
+/* This test's directory (made by the first tmp_path()) and the process that made it. */
+static char tmp_dir[64];
+static pid_t tmp_owner;
+
+/* At the test process's exit: its directory and the files in it go (issue 58, item 16). */
+static void tmp_remove(void)
+{
+        char path[160];
+        struct dirent *e;
+        DIR *d;
+
+        if (getpid() != tmp_owner || !(d = opendir(tmp_dir)))
+                return;
+        while ((e = readdir(d)))
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+                    snprintf(path, sizeof(path), "%s/%s", tmp_dir, e->d_name) < (int)sizeof(path))
+                        unlink(path);
+        closedir(d);
+        rmdir(tmp_dir);
+}
+
 /* A path in this test's directory; the string stays valid for the next three calls only. */
 static const char *tmp_path(const char *name)
 {
-        static char dir[64], path[4][128];
+        static char path[4][128];
         static int k;
         char *p = path[k++ & 3];
+        char *dir = tmp_dir;
 
         if (!dir[0]) {
                 strcpy(dir, "/tmp/strata-ckpt-XXXXXX");
                 cr_assert_not_null(mkdtemp(dir));
+                tmp_owner = getpid();
+                atexit(tmp_remove);
         }
         snprintf(p, 128, "%s/%s", dir, name);
         return p;
@@ -477,4 +503,32 @@ Test(checkpoint_resume, safetensors_loads_in_pytorch, .timeout = 120)
         cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES), STRATA_OK);
         rig_pytorch_matches(st, b.x, logits, b.rows);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* The test's directory and its files are gone once its process exits (issue 58, item 16). */
+Test(checkpoint_resume, the_test_directory_goes_at_exit)
+{
+        struct stat st;
+        int fd[2], status;
+        char dir[64] = "";
+        pid_t pid;
+
+        cr_assert_eq(pipe(fd), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                const char *path = tmp_path("left.ckpt");
+                FILE *f = fopen(path, "w");
+
+                if (f)
+                        fclose(f);
+                if (write(fd[1], tmp_dir, sizeof(tmp_dir)) != (ssize_t)sizeof(tmp_dir))
+                        _exit(3);
+                exit(f ? 0 : 2);
+        }
+        cr_assert_eq(read(fd[0], dir, sizeof(dir)), (ssize_t)sizeof(dir));
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        cr_assert_str_neq(dir, "");
+        cr_expect_neq(stat(dir, &st), 0, "%s is still there after its process exited", dir);
 }

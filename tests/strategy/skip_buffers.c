@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 
+#include "nn/replica_private.h"
 #include "strategy/internal.h"
 #include "tests/support/skipnet.h"
 
@@ -25,15 +26,15 @@ Test(skip_buffers, only_sources_and_shared_when_apart)
         struct strata_runtime *rt = open_cfg(&c);
 
         for (int d = 0; d < 2; d++) {
-                const struct strata__replica *r = &rt->replicas[d];
+                const struct strata__replica *r = strata__rep(rt, d);
 
-                for (int i = 0; i < r->nlayers; i++)
+                for (int i = 0; i < r->v.nlayers; i++)
                         cr_assert_eq(r->gskip[i] != NULL, i == 1 || i == 6,
                                      "module %d: a buffer only for the sources 1 and 6", i);
                 cr_assert_eq(r->gskip[1], r->gskip[6], "apart in the reverse pass: one buffer");
-                cr_assert_eq(r->layers[5].dskip, r->gskip[1]);
-                cr_assert_eq(r->layers[10].dskip, r->gskip[6]);
-                cr_assert_eq(r->layers[5].dskip_add + r->layers[10].dskip_add, 0);
+                cr_assert_eq(r->v.layers[5].dskip, r->gskip[1]);
+                cr_assert_eq(r->v.layers[10].dskip, r->gskip[6]);
+                cr_assert_eq(r->v.layers[5].dskip_add + r->v.layers[10].dskip_add, 0);
         }
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
@@ -57,15 +58,15 @@ Test(skip_buffers, nested_spans_apart_and_readers_in_order)
         c.batch = 8;
         c.classes = 4;
         rt = open_cfg(&c);
-        r = &rt->replicas[0];
+        r = strata__rep(rt, 0);
         cr_assert_not_null(r->gskip[1]);
         cr_assert_not_null(r->gskip[3]);
         cr_assert_neq(r->gskip[1], r->gskip[3], "nested spans: two buffers");
-        cr_assert_eq(r->layers[6].dskip, r->gskip[1]);
-        cr_assert_eq(r->layers[6].dskip_add, 0, "the last reader writes");
-        cr_assert_eq(r->layers[4].dskip, r->gskip[1]);
-        cr_assert_eq(r->layers[4].dskip_add, 1, "an earlier reader adds");
-        cr_assert_eq(r->layers[5].dskip, r->gskip[3]);
+        cr_assert_eq(r->v.layers[6].dskip, r->gskip[1]);
+        cr_assert_eq(r->v.layers[6].dskip_add, 0, "the last reader writes");
+        cr_assert_eq(r->v.layers[4].dskip, r->gskip[1]);
+        cr_assert_eq(r->v.layers[4].dskip_add, 1, "an earlier reader adds");
+        cr_assert_eq(r->v.layers[5].dskip, r->gskip[3]);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
@@ -87,7 +88,7 @@ Test(skip_buffers, a_source_stays_f32_under_bf16_mixed)
         c.classes = 4;
         c.precision.kind = STRATA_PRECISION_BF16_MIXED;
         rt = open_cfg(&c);
-        r = &rt->replicas[0];
+        r = strata__rep(rt, 0);
         cr_assert_eq(r->ytype[0], STRATA_BF16, "linear -> relu: bf16 as without skips");
         cr_assert_eq(r->ytype[1], STRATA_F32, "relu -> linear, read by add: f32");
         cr_assert_eq(r->ytype[2], STRATA_BF16);

@@ -193,11 +193,16 @@ Test(trace, overflow_is_reported_never_silent)
         capture(1, NULL, 0);
         rig_steps(&r, rt, 4, NULL);
         cr_assert_eq(strata_flush_trace(rt), STRATA_OK);
+        /* More drops, another flush: said once, not once a flush (issue 58, item 8). */
+        rig_steps(&r, rt, 4, NULL);
+        cr_assert_eq(strata_flush_trace(rt), STRATA_OK);
         capture(0, err, sizeof(err));
         cr_assert_eq(strata_trace_counts(rt, &written, &dropped), STRATA_OK);
         cr_assert_gt(dropped, 0);
         cr_assert_gt(written, 0);
         cr_assert_not_null(strstr(err, "events dropped"), "stderr: %s", err);
+        cr_assert_null(strstr(strstr(err, "events dropped") + 1, "events dropped"),
+                       "said more than once: %s", err);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         check_trace(path, 2, "'trace events dropped'");
         snprintf(cmd, sizeof(cmd), "grep -q '\"dropped\":%llu' %s", (unsigned long long)dropped,

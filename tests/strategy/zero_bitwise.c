@@ -200,10 +200,12 @@ static void check_plan(struct strata_runtime *rt, const struct strata_config *c)
         struct strata_memory_info mi;
 
         cr_assert_eq(strata_plan(c, &pl), STRATA_OK);
-        for (int d = 0; d < rt->nreplicas; d++)
-                cr_assert_eq(strata_arena_used(&rt->replicas[d].arena), pl.per_device,
-                             "device %d used %zu bytes, planned %zu", d,
-                             strata_arena_used(&rt->replicas[d].arena), pl.per_device);
+        for (int d = 0; d < rt->nreplicas; d++) {
+                size_t used = strata_arena_used(strata__replica_arena(strata__rep(rt, d)));
+
+                cr_assert_eq(used, pl.per_device, "device %d used %zu bytes, planned %zu", d,
+                             used, pl.per_device);
+        }
         cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
         cr_assert_eq(mi.used, mi.planned);
         cr_assert_eq(mi.refusals, 0);
@@ -227,10 +229,10 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
          * clipping by norm too; accumulation keeps the whole vector (decision 0036) unless
          * every micro-batch is reduced (0047) */
         if (kind == STRATA_STRATEGY_ZERO2)
-                cr_assert_eq(strata__shard_own_grads(rt->replicas[0].shard),
+                cr_assert_eq(strata__shard_own_grads(strata__rep_shard(rt, 0)),
                              devices > 1 && (k->each || (k->model >= DEEP && micro == 1)),
                              "%s", k->name);
-        cr_assert_eq(strata__shard_each(rt->replicas[0].shard), k->each, "%s", k->name);
+        cr_assert_eq(strata__shard_each(strata__rep_shard(rt, 0)), k->each, "%s", k->name);
         strata_loader_reset(&r.loader, r.idx, 256);
         for (int s = 0; s < STEPS; s++) {
                 if (k->inject && s == 3 * micro - 1)
@@ -246,12 +248,12 @@ static void run(const struct conf *k, enum strata_strategy_kind kind, int device
         out->eval_correct = m.correct;
         for (int d = 0; d < devices; d++) {
                 cr_assert_eq(strata_parameters(rt, d, &p, &n), STRATA_OK);
-                out->np = fsdp ? rt->replicas[0].nparam : n; /* fsdp: the shard */
+                out->np = fsdp ? strata__repv(rt, 0)->nparam : n; /* fsdp: the shard */
                 cr_assert_leq(out->np, NP_MAX);
                 cr_assert_leq(n, out->np);
                 memcpy(out->params[d], p, n * sizeof(float));
         }
-        out->opt_t = rt->replicas[0].opt_t;
+        out->opt_t = strata__replica_steps(strata__rep(rt, 0));
         /* ddp, dp, single: every device holds the whole state (dp: the master's) */
         consolidate(rt, strata__caps(rt->strategy) & STRATA__CAP_SHARD_STATE ? devices : 1,
                     fsdp, out);

@@ -100,7 +100,7 @@ static void configure(const struct conf *k, enum strata_strategy_kind kind, int 
  */
 static int collect(struct strata_runtime *rt, int shards, struct result *out)
 {
-        int fsdp = strata__shard_own_params(rt->replicas[0].shard);
+        int fsdp = strata__shard_own_params(strata__rep_shard(rt, 0));
         struct strata_param p;
         const float *v;
         size_t np; /* out->np is shared: the other processes read it while this one writes */
@@ -109,7 +109,7 @@ static int collect(struct strata_runtime *rt, int shards, struct result *out)
         STRATA_TRY(strata_parameter_count(rt, &n));
         for (int d = 0; d < rt->nreplicas; d++) {
                 STRATA_TRY(strata_parameters(rt, d, &v, &np));
-                np = fsdp ? rt->replicas[0].nparam : np; /* fsdp: v is the shard */
+                np = fsdp ? strata__repv(rt, 0)->nparam : np; /* fsdp: v is the shard */
                 if (np > NP_MAX)
                         return STRATA_EOVERFLOW;
                 out->np = np;
@@ -143,7 +143,7 @@ static int as_planned(struct strata_runtime *rt, const struct strata_config *c)
         STRATA_TRY(strata_plan(c, &pl));
         STRATA_TRY(strata_memory(rt, &mi));
         for (int d = 0; d < rt->nreplicas; d++)
-                if (strata_arena_used(&rt->replicas[d].arena) != pl.per_device)
+                if (strata_arena_used(strata__replica_arena(strata__rep(rt, d))) != pl.per_device)
                         return STRATA_EINVAL;
         return mi.used == mi.planned && mi.refusals == 0 ? STRATA_OK : STRATA_EINVAL;
 }
@@ -173,7 +173,7 @@ static int train(struct strata_runtime *rt, const struct conf *k, int last_dev,
         STRATA_TRY(strata_eval_step(rt, &b, &m));
         out->eval_loss = m.loss;
         out->eval_correct = m.correct;
-        out->opt_t = rt->replicas[0].opt_t;
+        out->opt_t = strata__replica_steps(strata__rep(rt, 0));
         return STRATA_OK;
 }
 

@@ -88,12 +88,12 @@ static int params_out(struct strata_runtime *rt, int d, int global)
         int n;
 
         STRATA_TRY(strata_parameters(rt, d, &v, &out->np));
-        if (!strata__shard_own_params(rt->replicas[d].shard)) {
+        if (!strata__shard_own_params(strata__rep_shard(rt, d))) {
                 if (out->np <= NP_MAX)
                         memcpy(out->params[global], v, out->np * sizeof(float));
                 return STRATA_OK;
         }
-        out->np = rt->replicas[d].nparam;
+        out->np = strata__repv(rt, d)->nparam;
         STRATA_TRY(strata_parameter_count(rt, &n));
         for (int g = 0; g < n && out->np <= NP_MAX; g++) {
                 STRATA_TRY(strata_parameter(rt, d, g, &p));

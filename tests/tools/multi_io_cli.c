@@ -449,7 +449,7 @@ static void app_bytes(const char *path, uint32_t bytes)
         cr_assert_not_null(f, "%s", path);
         cr_assert_eq(fread(&hd, sizeof(hd), 1, f), 1);
         hd.app_bytes = bytes;
-        hd.crc = strata__ckpt_header_crc(&hd);
+        hd.crc = strata__crc32_header(&hd);
         rewind(f);
         cr_assert_eq(fwrite(&hd, sizeof(hd), 1, f), 1);
         fclose(f);

@@ -99,7 +99,8 @@ Test(strata_train_h5_cli, model_and_options_exit_2)
         file_exits_2("--inputs x", "give both");
         file_exits_2("", "needs --inputs NAME and --targets NAME");
         file_exits_2("--inputs x --targets y --synthetic 100", "--synthetic and --inputs");
-        file_exits_2("--inputs x --targets y", "--loss ce does not fit the data's float targets");
+        file_exits_2("--inputs x --targets y", "the data has float targets, which the default "
+                     "loss (ce, class labels) does not take: give --loss");
         file_exits_2("--inputs x --targets yi --loss mse", "--loss mse does not fit the data's "
                      "labels");
         exits_2("--val-fraction 0.1", "--val-fraction needs an HDF5 --data file");

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "tools/train/train.h"
@@ -56,6 +58,8 @@ _Static_assert(sizeof(struct app_state) <= STRATA_CKPT_APP_BYTES,
 
 /* SIGTERM / SIGUSR1 (a scheduler's warning) and SIGINT: stop at the next step boundary. */
 static volatile sig_atomic_t stop_signal;
+/* --max-time: a stop asked for by the run itself, without a signal. */
+static volatile sig_atomic_t limit_stop;
 
 static void on_signal(int sig)
 {
@@ -108,40 +112,106 @@ static void load_accs(const struct app_state *a, size_t got, struct evaluation *
         }
 }
 
+/*
+ * Where a checkpoint name stands in training, as one number that orders them: epoch-E.ckpt
+ * after E epochs, epoch-E-step-B.ckpt after batch B of epoch E; -1 for any other name.
+ */
+static double ckpt_position(const char *name)
+{
+        long e, b;
+        int n = -1;
+
+        if (sscanf(name, "epoch-%ld-step-%ld.ckpt%n", &e, &b, &n) == 2 && n > 0 &&
+            !name[n] && e >= 1 && b >= 1)
+                return (double)(e - 1) + 1.0 - 1.0 / ((double)b + 1.0); /* inside epoch e */
+        n = -1;
+        if (sscanf(name, "epoch-%ld.ckpt%n", &e, &n) == 1 && n > 0 && !name[n] && e >= 0)
+                return (double)e;
+        return -1.0;
+}
+
+/*
+ * Keep the last @p keep checkpoints of @p dir: @p saved (just written) and the keep - 1 that
+ * come last in training among the others; the rest go, whichever run wrote them (a resumed
+ * run prunes its predecessors' too: issue 58, item 1). Only strata-train's names are counted;
+ * with @p top_k the epoch checkpoints are --save-top-k's to keep, not counted here.
+ */
+static int prune(const char *dir, const char *saved, int keep, int top_k)
+{
+        static char names[256][64];
+        static char ents[1 << 14] __attribute__((aligned(8)));
+        double pos[256];
+        char path[STRATA_CKPT_PATH_MAX];
+        int n = 0, rc = STRATA_OK;
+        long got;
+        /* getdents64 into a static buffer: opendir() would allocate during training. */
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return STRATA_OK; /* nothing to list: nothing removed */
+        while ((got = syscall(SYS_getdents64, fd, ents, sizeof(ents))) > 0) {
+                for (long off = 0; off < got;) {
+                        const struct dirent64 *e = (const struct dirent64 *)(ents + off);
+                        double p = ckpt_position(e->d_name);
+
+                        off += e->d_reclen;
+                        /* --save-top-k keeps the epoch checkpoints (trainer.c) */
+                        if (p < 0.0 || !strcmp(e->d_name, saved) || strlen(e->d_name) >= 64 ||
+                            n == 256 || (top_k && p == floor(p)))
+                                continue;
+                        snprintf(names[n], sizeof(names[n]), "%s", e->d_name);
+                        pos[n++] = p;
+                }
+        }
+        close(fd);
+        /* The keep - 1 latest stay: remove the others, earliest first. */
+        for (int kept = n; kept > keep - 1; kept--) {
+                int first = -1;
+
+                for (int i = 0; i < n; i++)
+                        if (names[i][0] && (first < 0 || pos[i] < pos[first]))
+                                first = i;
+                snprintf(path, sizeof(path), "%s/%s", dir, names[first]);
+                if (rc == STRATA_OK)
+                        rc = strata_checkpoint_file_io()->remove(NULL, path);
+                names[first][0] = '\0';
+        }
+        return rc;
+}
+
 /**
  * Save DIR/epoch-E.ckpt (or DIR/epoch-E-step-S.ckpt inside an epoch), point DIR/latest at it,
- * and remove the checkpoint that falls out of the last --ckpt-keep.
+ * and remove the checkpoints that fall out of the last --ckpt-keep (the job's first process).
  */
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at)
 {
-        static char kept[64][64];
-        static int nkept;
         struct app_state a = { .magic = "sttrain", .epochs_done = (uint32_t)at.epoch,
                                .batch = (uint32_t)o->batch, .seed = o->seed,
                                .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum,
                                .test_acc = at.ev.acc, .train_loss = at.train_loss,
                                .eval_loss = at.ev.loss, .eval_mse = at.ev.mse,
                                .eval_mae = at.ev.mae };
-        char *name = kept[nkept % o->ckpt_keep], path[STRATA_CKPT_PATH_MAX];
+        char name[64], path[STRATA_CKPT_PATH_MAX];
 
         memcpy(a.out_losses, at.step ? at.loss_sums : at.train_losses, sizeof(a.out_losses));
         memcpy(a.eval_losses, at.ev.losses, sizeof(a.eval_losses));
         keep_accs(&a, &at.ev);
-        if (nkept >= o->ckpt_keep) {
-                snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
-                STRATA_TRY(strata_checkpoint_file_io()->remove(NULL, path));
-        }
-        if (at.step)
-                snprintf(name, 64, "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
-        else
-                snprintf(name, 64, "epoch-%d.ckpt", at.epoch);
+        ckpt_name(at, name, sizeof(name));
         snprintf(path, sizeof(path), "%s/%s", o->ckpt_dir, name);
         if (!strata_is_global_zero(rt)) /* a save of every process: process 0 writes */
                 return strata_save_checkpoint(rt, path, &a, sizeof(a));
         STRATA_TRY(strata_save_checkpoint(rt, path, &a, sizeof(a)));
         STRATA_TRY(write_latest(o->ckpt_dir, name));
-        nkept++;
-        return STRATA_OK;
+        return prune(o->ckpt_dir, name, o->ckpt_keep, o->top_k > 0);
+}
+
+/** @brief The file name of a checkpoint taken at @p at (epoch-E.ckpt, epoch-E-step-B.ckpt). */
+void ckpt_name(struct position at, char *name, size_t n)
+{
+        if (at.step)
+                snprintf(name, n, "epoch-%d-step-%ld.ckpt", at.epoch + 1, at.step);
+        else
+                snprintf(name, n, "epoch-%d.ckpt", at.epoch);
 }
 
 /* @p path names a checkpoints directory's pointer file, DIR/latest. */
@@ -303,6 +373,8 @@ static int ckpt_dir_fresh(const struct opts *o, int rank)
                     unlink(path) != 0 && errno != ENOENT)
                         rc = bad("--ckpt-dir %s: %s cannot be removed (%s)", o->ckpt_dir,
                                  e->d_name, strerror(errno));
+                if (o->resume_auto && !ckpt_file(e->d_name))
+                        continue; /* --resume auto: the user's files beside a new run */
                 if (n < 3)
                         snprintf(seen[n], sizeof(seen[n]), "%.63s", e->d_name);
                 n++;
@@ -316,20 +388,70 @@ static int ckpt_dir_fresh(const struct opts *o, int rank)
                    n > 2 ? ", " : "", n > 2 ? seen[2] : "", n > 3 ? ", ..." : "", o->ckpt_dir);
 }
 
+/*
+ * --resume auto (issue 58, item 12; decision 0057): --ckpt-dir's latest when it has one, else
+ * a new run there; the directory's other files (the user's notes) stay. A file named auto is
+ * ./auto. 0, or 2 after the message.
+ */
+static int resume_auto(struct opts *o)
+{
+        char latest[PATH_BUF];
+        struct stat st;
+
+        if (!o->resume || strcmp(o->resume, "auto"))
+                return 0;
+        if (!o->ckpt_dir)
+                return bad("--resume auto continues --ckpt-dir's run when it has one: give "
+                           "--ckpt-dir");
+        if (o->overwrite)
+                return bad("--resume auto and --overwrite: continue or start afresh, not both");
+        snprintf(latest, sizeof(latest), "%s/latest", o->ckpt_dir);
+        o->resume = stat(latest, &st) == 0 ? o->ckpt_dir : NULL;
+        o->resume_auto = !o->resume;
+        return 0;
+}
+
 /**
  * @brief Before anything is loaded or started: --ckpt-every-steps only with --ckpt-dir; the
  *        directory made and usable, and without another run's files unless --resume or
  *        --overwrite (process @p rank of the job: its first removes them). 0, or 2.
  */
-int ckpt_check(const struct opts *o, int rank)
+int ckpt_check(struct opts *o, int rank)
 {
         if (o->ckpt_every && !o->ckpt_dir)
                 return bad("--ckpt-every-steps needs --ckpt-dir");
         if (o->overwrite && !o->ckpt_dir)
                 return bad("--overwrite starts a --ckpt-dir afresh: give --ckpt-dir");
+        if (resume_auto(o))
+                return 2;
         if (!o->ckpt_dir)
                 return 0;
         return ckpt_dir_usable(o->ckpt_dir) || ckpt_dir_fresh(o, rank) ? 2 : 0;
+}
+
+/**
+ * @brief --plan's share of ckpt_check(): the same refusals, the directory neither made nor
+ *        cleared; --resume's checkpoint must be there to read. 0, or 2 after the message.
+ */
+int ckpt_plan_check(struct opts *o)
+{
+        char path[STRATA_CKPT_PATH_MAX];
+        FILE *f;
+
+        if (o->ckpt_every && !o->ckpt_dir)
+                return bad("--ckpt-every-steps needs --ckpt-dir");
+        if (o->overwrite && !o->ckpt_dir)
+                return bad("--overwrite starts a --ckpt-dir afresh: give --ckpt-dir");
+        if (resume_auto(o))
+                return 2;
+        if (!o->resume)
+                return 0;
+        if (resolve(o->resume, path, sizeof(path)))
+                return 2;
+        if (!(f = fopen(path, "rb")))
+                return bad("--resume: %s cannot be read (%s)", path, strerror(errno));
+        fclose(f);
+        return 0;
 }
 
 /**
@@ -412,12 +534,31 @@ void stop_agree(struct strata_runtime *rt)
         int v[STRATA_MAX_DEVICES];
         void *bufs[STRATA_MAX_DEVICES];
 
+        /* signal * 2 + limit: a signal anywhere wins over a time limit anywhere */
         for (int d = 0; d < STRATA_MAX_DEVICES; d++) {
-                v[d] = stop_signal;
+                v[d] = stop_signal * 2 + !!limit_stop;
                 bufs[d] = &v[d];
         }
-        if (strata_reduce(rt, bufs, 1, STRATA_I32, STRATA_OP_MAX) == STRATA_OK && v[0] > 0)
-                stop_signal = v[0];
+        if (strata_reduce(rt, bufs, 1, STRATA_I32, STRATA_OP_MAX) == STRATA_OK && v[0] > 0) {
+                stop_signal = v[0] / 2;
+                limit_stop = v[0] == 1;
+        }
+}
+
+/** @brief --max-time reached: stop at the next step boundary, as a signal would. */
+void stop_for_limit(void)
+{
+        limit_stop = 1;
+        strata_request_stop();
+}
+
+/** @brief The agreed stop is --max-time's (no signal): 1, and the stop request is cleared. */
+int stop_limit(void)
+{
+        if (!limit_stop || stop_signal)
+                return 0;
+        strata_clear_stop(); /* the run evaluates and saves where it stands */
+        return 1;
 }
 
 /** @brief The stop signal received (0: none yet). */
@@ -438,8 +579,10 @@ int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at
                 rc = save_ckpt(rt, o, at);
         fprintf(stderr, "strata-train: %s at epoch %d, step %ld%s%s\n", strsignal(sig),
                 at.epoch + 1, at.step, rc ? ": checkpoint failed: " : "",
-                rc ? strata_last_error() : o->ckpt_dir && sig != SIGINT ? "; checkpoint saved"
-                                                                         : "");
+                rc ? strata_last_error()
+                   : o->ckpt_dir && sig != SIGINT ? "; checkpoint saved"
+                   : o->ckpt_dir ? "; nothing saved (an interrupt stops without a checkpoint)"
+                                 : "; nothing saved (no --ckpt-dir)");
         strata_teardown(rt);
         return rc ? 1 : 128 + sig;
 }

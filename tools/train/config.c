@@ -69,6 +69,10 @@ static void fill_config(struct run *r)
         cfg->optim.lr = o->lr;
         cfg->optim.momentum = o->optim == STRATA_OPTIM_SGD ? o->momentum : 0.0f;
         cfg->optim.weight_decay = o->wd;
+        if (o->optim == STRATA_OPTIM_ADAMW) {
+                cfg->optim.beta1 = o->beta1;
+                cfg->optim.beta2 = o->beta2;
+        }
         cfg->strategy.sync_bn = o->sync_bn;
         cfg->train.accumulate = o->accumulate;
         cfg->train.accumulate_reduce = o->accumulate_reduce;
@@ -210,6 +214,15 @@ int config_fill(struct run *r)
 }
 
 /**
+ * @brief What training refuses before it starts, --plan too (issue 58, item 10): batches per
+ *        epoch against the data and the accumulation, the schedule. 0, or 2 after the message.
+ */
+int config_check(struct run *r)
+{
+        return check_steps(r) || set_schedule(&r->o, r->steps_per_epoch, &r->cfg.optim) ? 2 : 0;
+}
+
+/**
  * @brief The model and the configuration from the options, checked (plan, steps, schedule);
  *        then the runtime started and connected. Only the job's first process keeps a voice.
  */
@@ -219,7 +232,7 @@ int config_start(struct run *r)
                 return 2;
         if (r->o.verbose)
                 show_placement(&r->cfg, r->o.devices);
-        if (check_steps(r) || set_schedule(&r->o, r->steps_per_epoch, &r->cfg.optim))
+        if (config_check(r))
                 return 2;
         if (strata_init(&r->rt, &r->cfg) || strata_connect(r->rt))
                 return bad("%s", strata_last_error());

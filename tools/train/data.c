@@ -1,5 +1,5 @@
 /*
- * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples of the same shape, in
+ * strata-train's data: Fashion-MNIST's IDX files, or synthetic samples shaped by --model, in
  * one arena sized from the data set itself before anything is read (arena.c), or an HDF5 file
  * (h5data.c); then the sampler and the loaders over it.
  */
@@ -160,9 +160,12 @@ static int loss_fits(const struct run *r)
                 return bad("--model's output takes %s; the data has %s",
                            m->outputs[0].loss->float_targets ? "float targets" : "labels",
                            r->train.t ? "float targets" : "labels");
+        if (!r->o.loss) /* the default, not the user's word: say what to give */
+                return bad("the data has %s, which the default loss (ce, class labels) does not "
+                           "take: give --loss mse, l1, huber or bce",
+                           r->train.t ? "float targets" : "labels");
         return bad("--loss %s does not fit the data's %s (float targets: mse, l1, huber or bce; "
-                   "labels: ce)", r->o.loss ? r->o.loss->name : "ce",
-                   r->train.t ? "float targets" : "labels");
+                   "labels: ce)", r->o.loss->name, r->train.t ? "float targets" : "labels");
 }
 
 /*
@@ -229,7 +232,8 @@ int data_loaders(struct run *r)
 {
         void *p;
 
-        if (strata_sampler_init(&r->sampler, &r->data, r->train.n, 1, 0, 1, 0, r->o.seed) ||
+        if (strata_sampler_init(&r->sampler, &r->data, r->train.n, 1, 0, !r->o.no_shuffle, 0,
+                                r->o.seed) ||
             strata_loader_init(&r->loader, &r->data, &r->train, r->o.batch, r->o.drop_last) ||
             strata_loader_init(&r->tloader, &r->data, &r->test, r->o.batch, 0) ||
             strata_arena_alloc(&r->data, sizeof(uint32_t) * r->test.n, 0, &p))

@@ -26,6 +26,21 @@ const char *json_num(double v, const char *fmt, char *buf)
         return buf;
 }
 
+/* A number for a text line: as JSON's, but a non-finite value is nan, inf or -inf (what
+ * --allow-nonfinite runs show), not JSON's null. */
+static const char *field_num(int json, double v, const char *fmt, char *buf)
+{
+        if (json || isfinite(v))
+                return json_num(v, fmt, buf);
+        return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+
+/** @brief A number for a text line (nan, inf, -inf when not finite). */
+const char *text_num(double v, const char *fmt, char *buf)
+{
+        return field_num(0, v, fmt, buf);
+}
+
 /** @brief The loss is BCE: its metric is computed here from the outputs. */
 int eval_fits_bce(const struct run *r)
 {
@@ -249,7 +264,7 @@ const char *losses_field(const struct run *r, const char *set, const double *v, 
         for (int k = 0; k < nout && at < n; k++)
                 at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? "," : "",
                                        json ? json_num(v[k], "%.17g", num)
-                                            : json_num(v[k], "%.4f", num));
+                                            : field_num(0, v[k], "%.4f", num));
         if (json && at < n)
                 snprintf(buf + at, n - at, "]");
         return buf;
@@ -314,15 +329,15 @@ const char *eval_fields(const struct run *r, const struct evaluation *ev, int js
         const char *sep = json ? "," : "  ";
         char v[3][32], a[3][96], own[320], accs[320];
 
-        snprintf(a[0], sizeof(a[0]), f, s, "loss", json_num(ev->loss, "%.6g", v[0]));
+        snprintf(a[0], sizeof(a[0]), f, s, "loss", field_num(json, ev->loss, "%.6g", v[0]));
         if (regression(r)) {
-                snprintf(a[1], sizeof(a[1]), f, s, "mse", json_num(ev->mse, "%.6g", v[1]));
-                snprintf(a[2], sizeof(a[2]), f, s, "mae", json_num(ev->mae, "%.6g", v[2]));
+                snprintf(a[1], sizeof(a[1]), f, s, "mse", field_num(json, ev->mse, "%.6g", v[1]));
+                snprintf(a[2], sizeof(a[2]), f, s, "mae", field_num(json, ev->mae, "%.6g", v[2]));
                 snprintf(buf, n, "%s%s%s%s%s%s%s", a[0], sep, a[1], sep, a[2],
                          losses_field(r, s, ev->losses, json, own, sizeof(own)),
                          accs_field(r, s, ev->accs, json, accs, sizeof(accs)));
         } else {
-                snprintf(a[1], sizeof(a[1]), f, s, "acc", json_num(ev->acc, "%.4f", v[1]));
+                snprintf(a[1], sizeof(a[1]), f, s, "acc", field_num(json, ev->acc, "%.4f", v[1]));
                 snprintf(buf, n, "%s%s%s%s%s", a[0], sep, a[1],
                          losses_field(r, s, ev->losses, json, own, sizeof(own)),
                          accs_field(r, s, ev->accs, json, accs, sizeof(accs)));

@@ -1,8 +1,9 @@
 /*
  * --model as a line of modules ("input(1,28,28) conv2d(32,3,padding=1) relu ... linear(10)",
  * strata_model_parse()) instead of widths: the model is the line, its input layout the line's
- * input(...) or, without one, the data's (IDX images: 1 x rows x columns), and its widths for
- * the rest of the tool the input's and the output's.
+ * input(...) or, without one, the data's (IDX images: 1 x rows x columns; --synthetic:
+ * Fashion-MNIST's 1 x 28 x 28), and its widths for the rest of the tool the input's and the
+ * output's.
  */
 #include <string.h>
 
@@ -73,6 +74,10 @@ int layers_model(struct run *r, const char *images)
         r->model = (struct strata_model){ 0 };
         if (strata_model_parse(r->o.model, r->mods, MAX_MODULES, &r->model))
                 return bad("--model: %s", strata_last_error());
+        if (!r->model.in_features && r->o.synthetic) { /* the images it stands in for */
+                r->model.in_dims = (struct strata_dims){ 1, 2, { 28, 28 } };
+                r->model.in_features = 28 * 28;
+        }
         if (!r->model.in_features && idx_layout(images, &r->h5_dims, &r->model))
                 return 2;
         r->model.loss = r->o.loss; /* the outputs that name none take --loss */

@@ -29,6 +29,9 @@ static struct position here(const struct run *r, const struct epoch *e)
         return p;
 }
 
+static int finish(struct run *r);
+static int stopped(struct run *r, struct epoch *e);
+
 /* A step or an evaluation failed: the library's message, the runtime down, exit status 1. */
 static int fail(struct run *r)
 {
@@ -88,17 +91,58 @@ static long optimizer_steps(const struct run *r, int ep, long s)
 }
 
 /*
- * After a step: a checkpoint every --ckpt-every-steps optimizer steps of the run (Lightning's
- * every_n_train_steps; the epoch's end has its own), and a stop signal acted on, both at the
- * end of an accumulation window.
+ * --max-steps or --max-time inside an epoch (@p why names it): the batches trained so far are
+ * the epoch's, evaluated, logged and checkpointed where the run stands (a resume continues
+ * from there), then the run ends as a finished one does (exit status 0).
+ */
+static int limit_end(struct run *r, struct epoch *e, const char *why)
+{
+        double t = strata_tool_now() - e->t0;
+        long g = (long)e->ep * r->steps_per_epoch + e->s;
+        int rc;
+
+        r->ended = 1;
+        if (e->s > e->s0) {
+                r->train_loss = e->loss_sum / (double)e->s;
+                for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
+                        r->train_losses[k] = e->loss_sums[k] / (double)e->s;
+        }
+        if ((rc = eval_pass(r, &r->ev)))
+                return fail(r);
+        if (r->tty)
+                printf("\r\033[K");
+        if (strata_is_global_zero(r->rt))
+                fprintf(stderr, "strata-train: %s reached at epoch %d, batch %ld: the run ends "
+                                "there%s\n", why, e->ep + 1, e->s,
+                        r->o.ckpt_dir ? " (checkpoint saved)" : "");
+        csv_row(r, g, e->ep + 1, r->train_loss, epoch_lr(r, e->ep),
+                (double)((e->s - e->s0) * r->o.batch) / t, &r->ev, r->train_losses);
+        if (r->o.ckpt_dir && save_ckpt(r->rt, &r->o, here(r, e)))
+                return fail(r);
+        report_epoch(r, e->ep, e->s, t);
+        return finish(r);
+}
+
+/*
+ * After a step: --val-every-n-steps's evaluation; at the end of an accumulation window a
+ * checkpoint every --ckpt-every-steps optimizer steps of the run (Lightning's
+ * every_n_train_steps; the epoch's end has its own), --max-steps and --max-time.
  */
 static int after_step(struct run *r, struct epoch *e)
 {
+        int rc;
+
+        if ((rc = trainer_mid_eval(r, e->ep, e->s)))
+                return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
         if (!window_end(r, e->s))
                 return 0;
         if (r->o.ckpt_every && optimizer_steps(r, e->ep, e->s) % r->o.ckpt_every == 0 &&
             e->s < r->steps_per_epoch && save_ckpt(r->rt, &r->o, here(r, e)))
                 return fail(r);
+        if (e->s < r->steps_per_epoch &&
+            trainer_steps_done(&r->o, optimizer_steps(r, e->ep, e->s)))
+                return limit_end(r, e, "--max-steps");
+        trainer_watch_time(r);
         return 0;
 }
 
@@ -149,6 +193,8 @@ static int step_failed(struct run *r, const struct epoch *e)
 static int stopped(struct run *r, struct epoch *e)
 {
         stop_agree(r->rt);
+        if (stop_limit()) /* --max-time, agreed by every process: no signal */
+                return limit_end(r, e, "--max-time");
         stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
                         r->step_times, r->nsteps, strata_tool_now() - r->t_start);
         return stop_run(r->rt, &r->o, here(r, e));
@@ -182,6 +228,7 @@ static int step(struct run *r, struct epoch *e, const struct strata_batch *b)
 static int end_epoch(struct run *r, struct epoch *e)
 {
         double ep_time = strata_tool_now() - e->t0;
+        char name[64];
         int rc;
 
         r->train_loss = e->loss_sum / (double)e->s;
@@ -203,6 +250,10 @@ static int end_epoch(struct run *r, struct epoch *e)
                 memset(next.loss_sums, 0, sizeof(next.loss_sums));
                 if (save_ckpt(r->rt, &r->o, next))
                         return fail(r);
+                ckpt_name(next, name, sizeof(name));
+                if (trainer_top_k(r, name))
+                        fprintf(stderr, "strata-train: --save-top-k: %s/topk could not be "
+                                        "written\n", r->o.ckpt_dir);
         }
         report_epoch(r, e->ep, e->s, ep_time);
         if (stdout_failed()) {
@@ -221,7 +272,7 @@ static int epoch(struct run *r, int ep)
 
         begin_epoch(r, &e);
         while (strata_loader_next_indexed(&r->loader, &b) > 0) {
-                if ((rc = step(r, &e, &b)))
+                if ((rc = step(r, &e, &b)) || r->ended)
                         return rc;
         }
         return end_epoch(r, &e);
@@ -239,7 +290,7 @@ static int finish(struct run *r)
         long heap = strata_heapcount_stop();
         int rc, csv_failed;
 
-        if (r->o.export_st && strata_export_safetensors(r->rt, r->o.export_st))
+        if (r->o.export_st && export_weights(r, r->o.export_st))
                 return fail(r);
         if (r->at.epoch >= r->o.epochs)
                 report_finished(r);
@@ -267,8 +318,12 @@ int train_loop(struct run *r)
         strata_heapcount_start();
         r->t_start = strata_tool_now();
         for (int ep = r->at.epoch; ep < r->o.epochs; ep++) {
-                if ((rc = epoch(r, ep)))
+                if ((rc = epoch(r, ep)) || r->ended)
                         return rc;
+                /* Lightning's EarlyStopping and max_steps at an epoch's end */
+                if (trainer_early_stop(r, ep) ||
+                    trainer_steps_done(&r->o, optimizer_steps(r, ep, r->steps_per_epoch)))
+                        break;
         }
         return finish(r);
 }

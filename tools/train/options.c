@@ -72,6 +72,18 @@ static int parse_float(const char *name, const char *s, double lo, double hi, fl
         return 0;
 }
 
+/** @brief An integer option in [lo, hi] (trainer.c's too): 0, or 2 after the message. */
+int parse_long_option(const char *name, const char *s, long lo, long hi, long *out)
+{
+        return parse_long(name, s, lo, hi, out);
+}
+
+/** @brief A number option in [lo, hi]: 0, or 2 after the message. */
+int parse_float_option(const char *name, const char *s, double lo, double hi, float *out)
+{
+        return parse_float(name, s, lo, hi, out);
+}
+
 /* A duration in seconds, in [lo, 1e6]. */
 static int parse_seconds(const char *name, const char *s, double lo, double *out)
 {
@@ -119,6 +131,32 @@ enum { OPT_PORTABLE = 0x4c01, OPT_KERNELS, OPT_NO_FUSION };
 
 /* What the tool is and needs, and a fresh --ckpt-dir: past every other code. */
 enum { OPT_VERSION = 0x4b01, OPT_PLAN, OPT_OVERWRITE, OPT_ACCUMULATE_REDUCE, OPT_DROP_LAST };
+
+/* Weights in and out (tools/train/weights.c), and --shuffle: past every other code. */
+enum { OPT_INIT_WEIGHTS = 0x4d01, OPT_INIT_PARTIAL, OPT_EXPORT_INITIAL, OPT_SHUFFLE,
+       OPT_EVALUATE };
+
+/* --init-weights[-partial], --export-initial, --evaluate FILE, --shuffle on|off: 0, 2, -1. */
+static int weights_option(int c, const char *s, struct opts *o)
+{
+        int w;
+
+        switch (c) {
+        case OPT_INIT_PARTIAL: o->init_partial = 1; /* fall through */
+        case OPT_INIT_WEIGHTS: o->init_weights = s; return 0;
+        case OPT_EXPORT_INITIAL: o->export_initial = s; return 0;
+        case OPT_EVALUATE: o->evaluate = s; return 0;
+        case OPT_SHUFFLE:
+                if ((w = word(s, "on", "off")) < 0)
+                        return bad("--shuffle: '%s' is not on or off", s);
+                o->no_shuffle = w;
+                return 0;
+        }
+        return -1;
+}
+
+/* AdamW's betas (issue 58, item 9). */
+enum { OPT_BETAS = 0x4f01 };
 
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
@@ -214,6 +252,13 @@ static const struct option long_opts[] = {
         { "no-fusion", 0, 0, OPT_NO_FUSION },
         { "version", 0, 0, OPT_VERSION }, { "plan", 0, 0, OPT_PLAN },
         { "overwrite", 0, 0, OPT_OVERWRITE }, { "drop-last", 0, 0, OPT_DROP_LAST },
+        { "init-weights", 1, 0, OPT_INIT_WEIGHTS },
+        { "init-weights-partial", 1, 0, OPT_INIT_PARTIAL },
+        { "export-initial", 1, 0, OPT_EXPORT_INITIAL }, { "shuffle", 1, 0, OPT_SHUFFLE },
+        { "evaluate", 1, 0, OPT_EVALUATE }, { "betas", 1, 0, OPT_BETAS },
+        { "max-steps", 1, 0, OPT_MAX_STEPS }, { "max-time", 1, 0, OPT_MAX_TIME },
+        { "val-every-n-steps", 1, 0, OPT_VAL_EVERY }, { "early-stop", 1, 0, OPT_EARLY_STOP },
+        { "monitor", 1, 0, OPT_MONITOR }, { "save-top-k", 1, 0, OPT_SAVE_TOP_K },
         { 0, 0, 0, 0 },
 };
 
@@ -225,7 +270,9 @@ static int number_option(int c, const char *s, struct opts *o)
         case 'e': return parse_int("epochs", s, 1, 100000, &o->epochs);
         case 'b': return parse_int("batch", s, 1, 1 << 24, &o->batch);
         case 'l': return parse_float("lr", s, 1e-12, 1e6, &o->lr);
-        case 'M': return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
+        case 'M':
+                o->given |= GIVEN_MOMENTUM;
+                return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
         case 'w': return parse_float("weight-decay", s, 0.0, 1e6, &o->wd);
         case 'n': o->devices_set = 1; return parse_int("devices", s, 1, 64, &o->devices);
         case OPT_PROCESSES: return parse_int("processes", s, 1, 64, &o->processes);
@@ -268,6 +315,7 @@ static int choice_option(int c, const char *s, struct opts *o)
 
         switch (c) {
         case 'Z':
+                o->given |= GIVEN_ACTIVATION;
                 return activation_option(s, o);
         case 'a':
                 if ((w = word(s, "cpu", "cuda")) < 0)
@@ -373,6 +421,21 @@ static int check_h5(const struct opts *o)
         return 0;
 }
 
+/* --betas B1,B2: AdamW's moment decays, each in (0, 1). */
+static int betas_option(const char *s, struct opts *o)
+{
+        float b1, b2;
+        char tail;
+
+        if (sscanf(s, "%f,%f%c", &b1, &b2, &tail) != 2 || !(b1 > 0.0f && b1 < 1.0f) ||
+            !(b2 > 0.0f && b2 < 1.0f))
+                return bad("--betas: '%s' is not two numbers in (0, 1) like 0.9,0.999", s);
+        o->beta1 = b1;
+        o->beta2 = b2;
+        o->given |= GIVEN_BETAS;
+        return 0;
+}
+
 /* One option getopt returned: 0, 2 after the message, or --help's exit. */
 static int parse_option(int c, char **argv, struct opts *o)
 {
@@ -397,6 +460,8 @@ static int parse_option(int c, char **argv, struct opts *o)
                 o->seed = (uint64_t)v;
                 return 0;
         }
+        if (c == OPT_BETAS)
+                return betas_option(optarg, o);
         if (c == 'z') {
                 rc = parse_seconds("stall-report", optarg, 0.0, &o->stall_s);
                 if (!rc && o->stall_s == 0.0)
@@ -406,7 +471,8 @@ static int parse_option(int c, char **argv, struct opts *o)
         if ((rc = number_option(c, optarg, o)) >= 0 || (rc = choice_option(c, optarg, o)) >= 0 ||
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
             (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0 ||
-            (rc = kernels_option(c, optarg, o)) >= 0)
+            (rc = kernels_option(c, optarg, o)) >= 0 || (rc = weights_option(c, optarg, o)) >= 0 ||
+            (rc = trainer_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'; see --help", argv[optind - 1]);
 }
@@ -448,6 +514,39 @@ static void warn_reduce_each(const struct opts *o)
         else if (o->invariant)
                 fprintf(stderr, "strata-train: warning: --accumulate-reduce each has no effect "
                                 "with --invariant (its sums are the same in either order)\n");
+}
+
+/* One warning: "strata-train: warning: OPTION is ignored: WHY". */
+static void ignored(const char *option, const char *why)
+{
+        fprintf(stderr, "strata-train: warning: %s is ignored: %s\n", option, why);
+}
+
+/**
+ * @brief Options given that the run ignores, each named once with the reason (issue 58,
+ *        item 9): by the job's first process, once the job is known.
+ */
+void warn_ignored(const struct opts *o)
+{
+        int line = layers_given(o->model);
+
+        if (o->optim == STRATA_OPTIM_ADAMW && (o->given & GIVEN_MOMENTUM))
+                ignored("--momentum", "AdamW has no momentum term (its moments: --betas)");
+        if (o->optim == STRATA_OPTIM_SGD && (o->given & GIVEN_BETAS))
+                ignored("--betas", "they are AdamW's (--optim adamw); SGD takes --momentum");
+        if (o->tf32 && o->accel == STRATA_ACCEL_CPU)
+                ignored("--tf32", "TF32 is a GPU's tensor-core format; the CPU computes fp32");
+        if (o->huber_beta > 0.0f && o->loss != &strata_huber)
+                ignored("--huber-beta", "it is the huber loss's (--loss huber)");
+        if (o->sync_bn && (line ? !strstr(o->model, "batchnorm") : !o->bn))
+                ignored("--sync-bn", "the model has no BatchNorm (--bn, or batchnorm in the "
+                                     "--model line)");
+        if (line && o->bn)
+                ignored("--bn", "a --model line names its modules; add batchnorm to it");
+        if (line && o->dropout > 0.0f)
+                ignored("--dropout", "a --model line names its modules; add dropout(P) to it");
+        if (line && (o->given & GIVEN_ACTIVATION))
+                ignored("--activation", "a --model line names its modules and activations");
 }
 
 /** @brief The command line into @p o: 0, or 2 after the message (--help exits 0). */

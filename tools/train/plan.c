@@ -78,7 +78,7 @@ int plan_show(struct run *r)
         int procs = job_size(), rc;
         size_t total;
 
-        if ((rc = config_fill(r)))
+        if ((rc = config_fill(r)) || (rc = config_check(r)))
                 return rc;
         if (strata_plan(&r->cfg, &p))
                 return bad("%s", strata_last_error());

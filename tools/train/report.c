@@ -105,8 +105,8 @@ void report_epoch(const struct run *r, int ep, long s, double ep_time)
                        eval_fields(r, &r->ev, 1, ev, sizeof(ev)), sps, ep_time,
                        json_num(epoch_lr(r, ep), "%.6g", lr), eta);
         else if (!r->o.quiet)
-                printf("epoch %3d  train_loss %.4f%s  %s  lr %.4g  %8.0f samples/s  %.2fs  "
-                       "ETA %.0fs\n", ep + 1, r->train_loss,
+                printf("epoch %3d  train_loss %s%s  %s  lr %.4g  %8.0f samples/s  %.2fs  "
+                       "ETA %.0fs\n", ep + 1, text_num(r->train_loss, "%.4f", num),
                        losses_field(r, "train", r->train_losses, 0, own, sizeof(own)),
                        eval_fields(r, &r->ev, 0, ev, sizeof(ev)), epoch_lr(r, ep), sps, ep_time,
                        eta);

@@ -12,6 +12,7 @@
  *   report.c      what stdout shows: header, progress bar, epoch lines, summaries
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
+ *   weights.c     --init-weights[-partial], --export-initial, --evaluate
  *   launch.c      how the job's processes start: spawn's parent, mpi's launcher, the rank
  *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
  * A function returning int returns 0 on success, else the exit status (its message printed).
@@ -55,6 +56,7 @@ struct opts {
         const char *ckpt_dir;   /* save at every epoch end */
         int ckpt_keep;          /* checkpoints kept in ckpt_dir */
         const char *resume;     /* a checkpoint file, or a directory: its latest */
+        int resume_auto;        /* --resume auto found no checkpoint: a new run */
         const char *export_st;  /* safetensors of the final weights */
         long ckpt_every;        /* also every N optimizer steps (0: epoch ends only) */
         const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
@@ -86,7 +88,27 @@ struct opts {
         int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
         int drop_last;          /* --drop-last: an epoch skips its last partial batch */
         int plan;               /* --plan: print the memory plan and exit */
+        const char *init_weights; /* --init-weights[-partial]: safetensors loaded at start */
+        int init_partial;       /* ...loading the tensors that fit (--init-weights-partial) */
+        const char *export_initial; /* --export-initial: safetensors before the first step */
+        int no_shuffle;         /* --shuffle off: every epoch in the data's order */
+        const char *evaluate;   /* --evaluate: a checkpoint or safetensors file, evaluated */
+        float beta1, beta2;     /* --betas: AdamW's (0: the library's 0.9, 0.999) */
+        long max_steps;         /* --max-steps: optimizer steps of the run (0: no limit) */
+        double max_time;        /* --max-time: seconds of training (0: no limit) */
+        long val_every;         /* --val-every-n-steps: an evaluation every N batches too */
+        long patience;          /* --early-stop: evaluations without improvement (0: off) */
+        const char *monitor;    /* --monitor: the metric watched (NULL: the evaluation loss) */
+        long top_k;             /* --save-top-k: the best K epoch checkpoints kept (0: off) */
+        unsigned given;         /* GIVEN_*: options given whose default is also a value */
 };
+
+/* The Trainer options' codes (options.c's table; trainer.c parses them). */
+enum { OPT_MAX_STEPS = 0x4e01, OPT_MAX_TIME, OPT_VAL_EVERY, OPT_EARLY_STOP, OPT_MONITOR,
+       OPT_SAVE_TOP_K };
+
+/* Options given on the command line, for the warnings about ones a run ignores. */
+enum { GIVEN_MOMENTUM = 1u << 0, GIVEN_ACTIVATION = 1u << 1, GIVEN_BETAS = 1u << 2 };
 
 /*
  * What one evaluation pass found: the training loss function on the evaluation rows, and the
@@ -172,6 +194,11 @@ struct run {
         const char *set;                /* what evaluates: "test", "val" or "train_eval" */
         float *outs;                    /* bce: one batch of outputs (eval.c) */
         char tpath[PATH_BUF];           /* this process's trace file */
+        int ended;                      /* the run has ended early (its exit status given) */
+        struct {                        /* --early-stop: the best monitored value so far */
+                double value;
+                int epoch;              /* its epoch (from 1; 0: none yet) */
+        } best;
         struct {                        /* the loss's growth (loop.c: watch_loss) */
                 double first, smooth;   /* the run's first step; smoothed since */
                 int warned;
@@ -183,6 +210,19 @@ void usage(FILE *f);
 int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bad_silent(void);
 int parse_args(int argc, char **argv, struct opts *o);
+void warn_ignored(const struct opts *o);
+
+int parse_long_option(const char *name, const char *s, long lo, long hi, long *out);
+int parse_float_option(const char *name, const char *s, double lo, double hi, float *out);
+
+/* trainer.c: --max-steps, --max-time, --val-every-n-steps, --early-stop, --save-top-k */
+int trainer_option(int c, const char *s, struct opts *o);
+int trainer_check(const struct run *r);
+int trainer_steps_done(const struct opts *o, long steps);
+void trainer_watch_time(const struct run *r);
+int trainer_mid_eval(struct run *r, int ep, long s);
+int trainer_early_stop(struct run *r, int ep);
+int trainer_top_k(const struct run *r, const char *name);
 
 /* data.c */
 int data_load(struct run *r);
@@ -199,6 +239,7 @@ void layers_h5_layout(struct run *r, int rank, const uint32_t *dims);
 
 /* config.c */
 int config_fill(struct run *r);
+int config_check(struct run *r);
 int config_start(struct run *r);
 
 /* plan.c */
@@ -206,6 +247,7 @@ int plan_show(struct run *r);
 
 /* eval.c */
 const char *json_num(double v, const char *fmt, char *buf);
+const char *text_num(double v, const char *fmt, char *buf);
 int eval_fits_bce(const struct run *r);
 int bce_targets(const struct run *r, const void *t, enum strata_dtype type, uint32_t n,
                 int width, const char *what);
@@ -253,14 +295,24 @@ double epoch_lr(const struct run *r, int ep);
 int csv_close(struct csvlog *l);
 
 /* checkpoint.c */
-int ckpt_check(const struct opts *o, int rank);
+int ckpt_check(struct opts *o, int rank);
+int ckpt_plan_check(struct opts *o);
 int export_check(const struct opts *o);
 int ckpt_start(struct run *r);
 int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position at);
+void ckpt_name(struct position at, char *name, size_t n);
 void catch_stop_signals(void);
 int stop_requested(void);
+void stop_for_limit(void);
+int stop_limit(void);
 void stop_agree(struct strata_runtime *rt);
 int stop_run(struct strata_runtime *rt, const struct opts *o, struct position at);
+
+/* weights.c: --init-weights[-partial], --export-initial, the exports' metadata */
+int weights_check(const struct opts *o);
+int weights_start(struct run *r);
+int export_weights(struct run *r, const char *path);
+int weights_evaluate(struct run *r);
 
 /* launch.c: @p entry is the whole run of one process (strata-train.c's), which a spawned
  * process runs again with its rank. */

@@ -1,0 +1,266 @@
+/*
+ * A replica's forward and backward passes over its modules. The row_wise modules after a
+ * row_loop module run inside its loop over rows (plan_fusion() in replica.c, the row hooks
+ * here; decision 0046); where the shard holds a layer's parameters elsewhere it fetches them
+ * before the layer runs (nn/shard.c), invariant mode runs each module per chunk (nn/chunks.c).
+ */
+#include "strata/status.h"
+#include "kernel/trace.h"
+#include "nn/replica_private.h"
+
+/* What the passes show on the device's trace track. */
+static const struct strata__span span_fwd = { "forward", "compute", "layer", 0 };
+static const struct strata__span span_bwd = { "backward", "compute", "layer", 0 };
+
+/* The step context with this replica's GEMM precision and scratch (storage types per call). */
+static struct strata_step_ctx with_lp(const struct strata__replica *r,
+                                      const struct strata_step_ctx *c)
+{
+        struct strata_step_ctx cc = *c;
+
+        cc.compute = r->compute;
+        cc.lp_scratch = r->lp_scratch;
+        cc.lp_elems = r->lp_elems;
+        cc.lp_dim = r->lp_dim;
+        cc.chunks = r->v.chunks;
+        return cc;
+}
+
+/* Source @p s of this batch: module s's output, or (-1 - k) input k's rows. */
+static const float *source(const struct strata__replica *r, int s)
+{
+        if (s >= 0)
+                return r->y[s];
+        return r->io.nin > 1 ? r->io.xin[-1 - s] : r->x;
+}
+
+/* Module @p i's input source: the previous module's output, or what a branch's from names. */
+static int input_of(const struct strata__replica *r, int i)
+{
+        const struct strata_module *d = r->v.layers[i].desc;
+
+        return d->branch ? d->from : i - 1;
+}
+
+/*
+ * Before layer @p i computes (forward or backward): its parameters fetched where the shard
+ * holds them elsewhere, its span opened on the track (returned), its storage types set in
+ * @p cc, a merge module's earlier output pointed to, and its failure cleared.
+ */
+static int layer_begin(struct strata__replica *r, struct strata_step_ctx *cc, int i,
+                       const struct strata__span *span, uint64_t *t0)
+{
+        struct strata_layer *l = &r->v.layers[i];
+
+        STRATA_TRY(strata__shard_fetch(r->v.shard, r, i, l->nparam));
+        *t0 = strata__track_begin(r->v.track, span, l->desc->ops->name);
+        cc->x_type = i > 0 && !l->desc->branch ? r->ytype[i - 1] : STRATA_F32;
+        cc->y_type = r->ytype[i];
+        if (r->from && r->from[i] != STRATA__NO_SOURCE) /* the earlier output, this batch's */
+                l->skip = source(r, r->from[i]);
+        l->failed = STRATA_OK;
+        return STRATA_OK;
+}
+
+/*
+ * The modules (head, last] that run inside row_loop module head's loop over rows (struct
+ * strata_row_hooks first: the module's view of it), with the context of head's call.
+ */
+struct fused {
+        struct strata_row_hooks hooks;
+        struct strata__replica *r;
+        const struct strata_step_ctx *c;
+        int head, last;
+        const float *dy; /* backward: module last's output gradient, every row */
+};
+
+/* Row @p row of rows of @p width values of @p type from @p base. */
+static void *row_at(void *base, int row, int width, enum strata_dtype type)
+{
+        return (char *)base + (size_t)row * (size_t)width * strata_dtype_size(type);
+}
+
+/*
+ * Fused module @p k's call over one row @p row: its context (storage types and row0 as its
+ * own call's, no hooks) in @p cc, its saved values moved to the row's (returned: restore).
+ */
+static float *fused_row(const struct fused *f, int k, int row, struct strata_step_ctx *cc)
+{
+        struct strata_layer *l = &f->r->v.layers[k];
+        float *aux = l->aux;
+
+        *cc = *f->c;
+        cc->fused = NULL;
+        cc->row0 = f->c->row0 + row;
+        cc->x_type = f->r->ytype[k - 1];
+        cc->y_type = f->r->ytype[k];
+        l->aux = aux ? aux + (size_t)row * l->naux_per_row : NULL;
+        return aux;
+}
+
+/* struct strata_row_hooks forward: the fused modules over row @p row, in model order. */
+static void fused_forward(const struct strata_row_hooks *h, int row)
+{
+        const struct fused *f = (const struct fused *)(const void *)h;
+        struct strata__replica *r = f->r;
+
+        for (int k = f->head + 1; k <= f->last; k++) {
+                struct strata_layer *l = &r->v.layers[k];
+                struct strata_step_ctx cc;
+                float *aux = fused_row(f, k, row, &cc);
+
+                l->desc->ops->forward(l, &cc, row_at(r->y[k - 1], row, l->in, cc.x_type),
+                                      row_at(r->y[k], row, l->out, cc.y_type), 1);
+                l->aux = aux;
+        }
+}
+
+/*
+ * struct strata_row_hooks backward: the fused modules over row @p row in reverse order, from
+ * the last one's output gradient through the two row buffers; the head's output gradient.
+ */
+static const float *fused_backward(const struct strata_row_hooks *h, int row)
+{
+        const struct fused *f = (const struct fused *)(const void *)h;
+        struct strata__replica *r = f->r;
+        const float *g = f->dy + (size_t)row * (size_t)r->v.layers[f->last].out;
+
+        for (int k = f->last, b = 0; k > f->head; k--, b ^= 1) {
+                struct strata_layer *l = &r->v.layers[k];
+                struct strata_step_ctx cc;
+                float *aux = fused_row(f, k, row, &cc);
+
+                l->desc->ops->backward(l, &cc, row_at(r->y[k - 1], row, l->in, cc.x_type),
+                                       row_at(r->y[k], row, l->out, cc.y_type), g,
+                                       r->fuse_dx[b], 1);
+                l->aux = aux;
+                g = r->fuse_dx[b];
+        }
+        return g;
+}
+
+/* The last module that module @p i's loop over rows runs (itself when it runs none). */
+static int fused_last(const struct strata__replica *r, int i)
+{
+        return r->fuse_last ? r->fuse_last[i] : i;
+}
+
+int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
+{
+        struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
+        const float *x;
+
+        strata__shard_release(r->v.shard); /* a step or a load may have changed the shards */
+        for (int i = 0; i < r->v.nlayers; i++) {
+                struct strata_layer *l = &r->v.layers[i];
+                struct fused f = { { fused_forward, fused_backward }, r, c, i,
+                                   fused_last(r, i), NULL };
+                uint64_t t0;
+
+                x = source(r, input_of(r, i));
+                STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
+                cc.fused = f.last > i ? &f.hooks : NULL;
+                if (cc.chunks)
+                        strata__chunks_forward(l, c, x, r->y[i], r->v.rows);
+                else
+                        l->desc->ops->forward(l, c, x, r->y[i], r->v.rows);
+                cc.fused = NULL;
+                strata__track_end(r->v.track, t0, i);
+                if (l->failed != STRATA_OK)
+                        return l->failed;
+                i = f.last; /* the modules its loop ran */
+        }
+        return STRATA_OK;
+}
+
+/*
+ * Where module @p l's backward writes its input's gradient: the chain's next buffer, or for a
+ * branch the gradient of the output it reads (the buffer itself when it is that output's last
+ * reader, else the chain's free buffer, added on after).
+ */
+static float *dx_of(const struct strata__replica *r, const struct strata_layer *l, int cur)
+{
+        if (!l->desc->branch || l->dskip_add)
+                return r->dbuf[cur ^ 1];
+        return l->dskip;
+}
+
+/*
+ * Module @p i's output gradient in @p g, in a fixed order: the next module's (the chain's,
+ * or the loss's for the last module), then the merge and branch modules' (gskip), then its
+ * loss's when it is an output before the last module. Where the next module is a branch the
+ * chain gives nothing: the first of the others is copied in.
+ */
+static void out_grad(const struct strata__replica *r, int i, float *g)
+{
+        const float *part[2] = { r->gskip ? r->gskip[i] : NULL, NULL };
+        size_t n = (size_t)r->v.rows * (size_t)r->v.layers[i].out;
+        int chain = i == r->v.nlayers - 1 || !r->v.layers[i + 1].desc->branch;
+
+        for (int k = 0; k < r->io.nout; k++)
+                if (r->io.mod[k] == i && r->io.gout[k])
+                        part[1] = r->io.gout[k];
+        for (int j = 0; j < 2; j++) {
+                if (!part[j])
+                        continue;
+                if (chain)
+                        r->v.k->add(g, part[j], n);
+                else
+                        r->v.k->copy(g, part[j], n);
+                chain = 1;
+        }
+}
+
+int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
+                             strata__grad_ready_fn ready, void *h)
+{
+        struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
+        int cur = 0, each = strata__shard_each(r->v.shard);
+
+        for (int i = r->v.nlayers - 1; i >= 0; i--) {
+                struct strata_layer *l = &r->v.layers[i];
+                int src = input_of(r, i), head = r->fuse_head ? r->fuse_head[i] : -1;
+                const float *x = source(r, src);
+                float *dx = src < 0 ? NULL : dx_of(r, l, cur);
+                int first = l->grad_fresh; /* the window's first backward */
+                struct fused f = { { fused_forward, fused_backward }, r, c, i,
+                                   fused_last(r, i), r->dbuf[cur] };
+                uint64_t t0;
+
+                /* its output's gradient from the merge and branch modules that read it and
+                 * its loss, after the next module's: every reader ran its backward already
+                 * (inside a fused group only the last module's output has any) */
+                out_grad(r, i, r->dbuf[cur]);
+                if (head >= 0) { /* it runs in module head's loop, from this gradient */
+                        l->grad_fresh = 0;
+                        if (ready)
+                                STRATA_TRY(ready(h, r, i));
+                        continue;
+                }
+                /* the forward's last layer is still there: the fetch keeps it */
+                STRATA_TRY(layer_begin(r, &cc, i, &span_bwd, &t0));
+                if (each) /* this micro-batch's own gradients, in the layer buffer */
+                        l->grad_fresh = 1;
+                cc.fused = f.last > i ? &f.hooks : NULL;
+                if (cc.chunks)
+                        l->failed = strata__chunks_backward(l, c, x, r->y[i], r->dbuf[cur], dx,
+                                                            r->v.rows);
+                else
+                        l->desc->ops->backward(l, c, x, r->y[i], r->dbuf[cur], dx, r->v.rows);
+                cc.fused = NULL;
+                strata__track_end(r->v.track, t0, i);
+                l->grad_fresh = 0;
+                if (l->failed != STRATA_OK)
+                        return l->failed;
+                if (l->desc->branch && dx && l->dskip_add) /* onto its source's gradient */
+                        r->v.k->add(l->dskip, dx, (size_t)r->v.rows * (size_t)l->in);
+                if (ready)
+                        STRATA_TRY(ready(h, r, i));
+                /* each: reduced by the hook, added into the window's sum */
+                if (each)
+                        strata__shard_accumulate(r->v.shard, r->v.grads, l->grad, r->v.poff[i],
+                                                 l->nparam, first);
+                cur ^= 1;
+        }
+        return STRATA_OK;
+}
