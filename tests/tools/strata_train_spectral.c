@@ -1,8 +1,9 @@
 /*
  * strata-train with Fourier layers: --help gives spectralconv1d's and spectralconv2d's
- * arguments; an FNO block in --model trains on the images (their 1 x 28 x 28 layout) under
- * ddp with the same final line twice (synthetic images with input(1,28,28)); modes past what 28 points allow are refused (exit 2)
- * naming the module and the value, before anything trains.
+ * arguments; an FNO block in --model (synthetic images, input(1,28,28)) trains under ddp to
+ * the same final line twice, with no heap call in its steps (the tool exits 1 on one); modes
+ * past what 28 points allow are refused (exit 2) naming the module and the value, before
+ * anything trains.
  */
 #include <criterion/criterion.h>
 #include <string.h>
