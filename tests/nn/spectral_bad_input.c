@@ -135,3 +135,27 @@ Test(spectral_bad_input, the_model_line)
                              bad[i].line);
         }
 }
+
+/* The guide's FNO-2D (a lift, four blocks, a projection) is a line that fits its input. */
+Test(spectral_bad_input, the_guides_fno2d)
+{
+        static const char line[] =
+                "input(3,64,64) conv2d(32,1) "
+                "spectralconv2d(32,12,12) conv2d(32,1,from=0) add(from=1) gelu "
+                "spectralconv2d(32,12,12) conv2d(32,1,from=4) add(from=5) gelu "
+                "spectralconv2d(32,12,12) conv2d(32,1,from=8) add(from=9) gelu "
+                "spectralconv2d(32,12,12) conv2d(32,1,from=12) add(from=13) "
+                "conv2d(128,1) gelu conv2d(1,1)";
+        struct strata_module mods[24];
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse(line, mods, 24, &m), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(m.nmodules, 19);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert(out.channels == 1 && out.ndim == 2 && out.size[0] == 64 && out.size[1] == 64);
+        for (int s = 1; s < 16; s += 4)
+                cr_assert(mods[s].ops == &strata_spectralconv2d && mods[s + 1].from == s - 1 &&
+                          mods[s + 1].branch && mods[s + 2].from == s, "block at %d", s);
+}
