@@ -3,8 +3,8 @@
  * on the same input, their sum, GELU; then a Linear head) trained on the conv rig's samples:
  * under ddp and dp runs repeat bitwise, one device is bitwise the single strategy, two within
  * 1e-5 of it; in invariant mode one, two and four devices give bitwise the same parameters;
- * fsdp on two devices is bitwise ddp on two; bf16-mixed runs repeat bitwise (the FFTs stay
- * fp32). The weights are named as the export writes them.
+ * fsdp and zero2 on two devices are bitwise ddp on two; bf16-mixed runs repeat bitwise (the
+ * FFTs stay fp32). The weights are named as the export writes them.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -51,9 +51,9 @@ static void train_parts(struct rig *r, const struct strata_config *c, int groups
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
-Test(spectral_parallel, fsdp_is_ddp, .timeout = 120)
+Test(spectral_parallel, sharded_are_ddp, .timeout = 120)
 {
-        static float ddp[NP], fsdp[NP];
+        static float ddp[NP], got[NP];
         struct strata_config c;
         struct rig r;
 
@@ -61,8 +61,11 @@ Test(spectral_parallel, fsdp_is_ddp, .timeout = 120)
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
         train_parts(&r, &c, 1, ddp);
         c = rig_cfg(&r, STRATA_STRATEGY_FSDP, 2, 0);
-        train_parts(&r, &c, 2, fsdp);
-        cr_assert_eq(memcmp(ddp, fsdp, sizeof(ddp)), 0, "fsdp differs from ddp");
+        train_parts(&r, &c, 2, got);
+        cr_assert_eq(memcmp(ddp, got, sizeof(ddp)), 0, "fsdp differs from ddp");
+        c = rig_cfg(&r, STRATA_STRATEGY_ZERO2, 2, 0);
+        train_parts(&r, &c, 1, got);
+        cr_assert_eq(memcmp(ddp, got, sizeof(ddp)), 0, "zero2 differs from ddp");
 }
 
 Test(spectral_parallel, invariant_on_any_device_count, .timeout = 120)
