@@ -225,7 +225,8 @@ static int spec_shape(const struct strata_layer *l, int in, int nd,
         STRATA_TRY(check_extent(l, "W", g.w));
         w = (unsigned long long)g.cin * (unsigned long long)g.cout * g.modes * 2;
         if ((unsigned long long)g.cout * g.npts > INT_MAX || w > (1ULL << 40) ||
-            (unsigned long long)g.cin + (unsigned long long)g.cout > (1ULL << 24))
+            (unsigned long long)g.cin + (unsigned long long)g.cout > (1ULL << 24) ||
+            row_room(&g) > ((size_t)1 << 36))
                 return strata__fail(STRATA_EOVERFLOW, "%s (module %d): %d to %d channels of "
                                     "%zu points with %zu modes are too large", name, l->index,
                                     g.cin, g.cout, g.npts, g.modes);

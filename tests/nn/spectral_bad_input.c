@@ -81,6 +81,8 @@ Test(spectral_bad_input, channels_and_layouts)
         refused(&strata_spectralconv2d, 2, 2, 2, w16, STRATA_EINVAL, "2 channels of 16");
         refused(&strata_spectralconv2d, 2, 2, 2, d3, STRATA_EINVAL, "1 channels of 4 x 4 x 4");
         refused(&strata_spectralconv1d, 2, 2, 0, flat, STRATA_EINVAL, "a flat vector");
+        refused(&strata_spectralconv1d, 1 << 20, 9, 0, (struct strata_dims){ 1 << 20, 1, { 16 } },
+                STRATA_EOVERFLOW, "1048576 to 1048576 channels of 16 points with 9 modes");
 }
 
 Test(spectral_bad_input, the_model_line)
