@@ -31,7 +31,7 @@ CSTD     := -std=c11 -D_GNU_SOURCE -fno-math-errno
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. $(SANFLAGS) $(EXTRA_CFLAGS)
-LIBS      = -lxsmm -lxsmmnoblas -lhwloc -lnuma -lz -lpthread -lm -ldl
+LIBS      = -lxsmm -lxsmmnoblas -lfftw3f -lhwloc -lnuma -lz -lpthread -lm -ldl
 TESTLIBS := -lcriterion
 
 ifeq ($(SAN),asan)
@@ -283,7 +283,8 @@ fuzz-run: $(BUILD)/libstrata.a
 # System dependencies in three sets, each installed (non-interactively, idempotently, only what
 # is missing) by the target that needs it (issue 58, item 19):
 #  - DEPS, `make deps` (and so `make run`, `make all` on a fresh machine): what the library,
-#    strata-train and strata-plot need to build and run the main job, and its data;
+#    strata-train and strata-plot need to build and run the main job, and its data (FFTW:
+#    the spectral convolutions, decision 0061);
 #  - TEST_DEPS, added by `make test` (asan, tsan): the suite's framework and what its tests
 #    drive: Open MPI (the mpi strategy), gfortran (the Fortran bindings), PyTorch (a
 #    safetensors export loaded), a threaded OpenBLAS (the host-BLAS test links it as an
@@ -291,7 +292,7 @@ fuzz-run: $(BUILD)/libstrata.a
 #  - BENCH_DEPS, added by every `make bench-*`: the peers' needs (PyTorch, Open MPI, gfortran
 #    for the Fortran example), oneDNN (strata-bench-gemm --bf16), bc (the scripts' ratios).
 DEPS       := build-essential pkg-config libhwloc-dev libnuma-dev zlib1g-dev libxsmm-dev \
-              libhdf5-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
+              libhdf5-dev libfftw3-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
 TEST_DEPS  := libcriterion-dev clang openmpi-bin libopenmpi-dev gfortran python3-torch \
               libopenblas-pthread-dev
 BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev

@@ -81,6 +81,9 @@ module strata
     integer(c_int) :: from = 0
     !> non-zero: the module's input is what from names (a branch), not the previous output
     integer(c_int) :: branch = 0
+    !> spectral convolutions: the lowest frequencies kept per spatial dimension (modes, or
+    !> modes1 and modes2)
+    integer(c_int) :: modes(3) = 0
   end type
 
   ! Most inputs and outputs of a model (strata_model%inputs, strata_model%outputs)

@@ -35,6 +35,8 @@ static const char *const arg_names[STRATA__ARG_COUNT] = {
         [STRATA__ARG_BIAS] = "bias", [STRATA__ARG_P] = "p", [STRATA__ARG_EPS] = "eps",
         [STRATA__ARG_MOMENTUM] = "momentum", [STRATA__ARG_SLOPE] = "slope",
         [STRATA__ARG_FROM] = "from", [STRATA__ARG_BRANCH] = "from",
+        [STRATA__ARG_MODES] = "modes", [STRATA__ARG_MODES1] = "modes1",
+        [STRATA__ARG_MODES2] = "modes2",
 };
 
 /* Words some arguments take, and the value each stands for. */
@@ -221,12 +223,16 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 m->from = v[0];
                 return STRATA_OK;
         }
-        if (a == STRATA__ARG_OUT) {
+        if (a == STRATA__ARG_OUT || a == STRATA__ARG_MODES || a == STRATA__ARG_MODES1 ||
+            a == STRATA__ARG_MODES2) {
                 if (parse_ints(s, n, v) != 1 || v[0] <= 0)
-                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): out "
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
                                             "'%s' is not a positive count", c->module,
-                                            c->name, SHOW(s, n));
-                m->out = v[0];
+                                            c->name, arg_names[a], SHOW(s, n));
+                if (a == STRATA__ARG_OUT)
+                        m->out = v[0];
+                else
+                        m->modes[a == STRATA__ARG_MODES2] = v[0];
                 return STRATA_OK;
         }
         if (parse_float(s, n, &f))
@@ -298,8 +304,13 @@ static int parse_args(const struct cursor *c, const struct strata__module_entry 
         if (sc->args[0] == STRATA__ARG_FROM && !from_given)
                 return bad(c, "the earlier module it reads is missing, e.g. add(from=3) or "
                            "concat(from=input)");
-        if (sc->positional > 1 && m->kernel[0] == 0)
+        if (sc->positional > 1 && sc->args[1] == STRATA__ARG_KERNEL && m->kernel[0] == 0)
                 return bad(c, "its kernel size is missing, e.g. conv2d(16,3)");
+        if (sc->positional > 1 && sc->args[1] == STRATA__ARG_MODES && m->modes[0] == 0)
+                return bad(c, "its modes are missing, e.g. spectralconv1d(16,8)");
+        if (sc->positional > 2 && sc->args[1] == STRATA__ARG_MODES1 &&
+            (m->modes[0] == 0 || m->modes[1] == 0))
+                return bad(c, "its modes1 and modes2 are missing, e.g. spectralconv2d(16,8,8)");
         return STRATA_OK;
 }
 

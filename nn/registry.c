@@ -18,6 +18,7 @@
 #define MAXPOOL                                                                                \
         1, { STRATA__ARG_KERNEL, STRATA__ARG_STRIDE, STRATA__ARG_PADDING, STRATA__ARG_DILATION }
 #define AVGPOOL 1, { STRATA__ARG_KERNEL, STRATA__ARG_STRIDE, STRATA__ARG_PADDING }
+#define SPECTRAL2 3, { STRATA__ARG_OUT, STRATA__ARG_MODES1, STRATA__ARG_MODES2 }
 #define NO_ARGS 0, { STRATA__ARG_NONE }
 
 /* Every built-in module, one line each. */
@@ -44,6 +45,8 @@ static const struct strata__module_entry modules[] = {
         { &strata_conv1d, CONV },
         { &strata_conv2d, CONV },
         { &strata_conv3d, CONV },
+        { &strata_spectralconv1d, 2, { STRATA__ARG_OUT, STRATA__ARG_MODES } },
+        { &strata_spectralconv2d, SPECTRAL2 },
         { &strata_add, 1, { STRATA__ARG_FROM } },
         { &strata_concat, 1, { STRATA__ARG_FROM } },
 };

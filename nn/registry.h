@@ -29,6 +29,9 @@ enum strata__arg {
         STRATA__ARG_SLOPE,    /**< slope (LeakyReLU) */
         STRATA__ARG_FROM,     /**< from: the earlier output a merge module reads */
         STRATA__ARG_BRANCH,   /**< from= on any other module: a branch (never listed) */
+        STRATA__ARG_MODES,    /**< modes: a positive count (SpectralConv1d) */
+        STRATA__ARG_MODES1,   /**< modes1: a positive count (SpectralConv2d, along H) */
+        STRATA__ARG_MODES2,   /**< modes2: a positive count (SpectralConv2d, along W) */
         STRATA__ARG_COUNT
 };
 

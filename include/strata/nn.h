@@ -330,6 +330,12 @@ struct strata_module {
          * head on a shared trunk. 0 (the default): the previous module's output.
          */
         int branch;
+        /**
+         * Spectral convolutions (strata_spectralconv1d, 2d): the lowest frequencies kept in
+         * each spatial dimension, PyTorch's modes (1-D) or modes1, modes2 (2-D); past the
+         * first, 0 takes the first's value.
+         */
+        int modes[STRATA_MAX_SPATIAL];
 };
 
 /**
@@ -618,11 +624,36 @@ extern const struct strata_module_ops strata_add;
  */
 extern const struct strata_module_ops strata_concat;
 
+/*
+ * Spectral convolutions (nn/spectral.c; decision 0061), the Fourier layer of Fourier neural
+ * operators as the reference FNO writes it: per sample, the real FFT of each input channel over
+ * its spatial extents (torch.fft.rfft, rfft2), the kept frequencies multiplied by complex
+ * weights and summed over input channels, the others zero, and the inverse real FFT back to the
+ * input's extents (irfft, irfft2: scaled by 1 / points). In channels and extents from the input's
+ * layout, out channels strata_module out, no bias. The weights do not depend on the extents, so
+ * a model trained at one resolution runs at another with the same values. Complex weights are
+ * stored as torch.view_as_real() gives them, (real, imaginary) pairs in the last dimension,
+ * initialised as the reference (both parts uniform in [0, 1 / (in * out))). FFTs are FFTW's in
+ * fp32 under every precision, planned at connect (never during a step), computed on the host
+ * (host_loops: the CPU driver). Rows are independent.
+ */
+/**
+ * "spectralconv1d": input (C, W), modes[0] the frequencies 0..modes-1 kept (1 to W / 2 + 1);
+ * group "weights1" [in, out, modes, 2].
+ */
+extern const struct strata_module_ops strata_spectralconv1d;
+/**
+ * "spectralconv2d": input (C, H, W), the rows 0..modes1-1 (weights1) and H-modes1..H-1
+ * (weights2) of the columns 0..modes2-1 (modes1 1 to H / 2, modes2 1 to W / 2 + 1); groups
+ * "weights1" and "weights2" [in, out, modes1, modes2, 2].
+ */
+extern const struct strata_module_ops strata_spectralconv2d;
+
 /**
  * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
  *        "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d,
- *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "add" or "concat" (NULL:
- *        no such).
+ *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "spectralconv1d" (2d),
+ *        "add" or "concat" (NULL: no such).
  */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
 
@@ -636,7 +667,8 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name);
  * or same), dilation=, padding_mode=zeros|circular|reflect|replicate, bias=true|false),
  * maxpool*d(kernel, stride=, padding=, dilation=), avgpool*d(kernel, stride=, padding=),
  * upsample(scale, mode=nearest|linear|bilinear|trilinear), dropout(p), leaky-relu(slope),
- * batchnorm1d(eps=, momentum=), layernorm(eps=), add(from) and concat(from) (the earlier
+ * batchnorm1d(eps=, momentum=), layernorm(eps=), spectralconv1d(out, modes),
+ * spectralconv2d(out, modes1, modes2), add(from) and concat(from) (the earlier
  * module's index from 0, or input: the model's input; required); the others take none. A
  * per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
  * sets the model's in_dims and in_features; without it they are left as they were (in_dims

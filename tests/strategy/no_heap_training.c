@@ -130,6 +130,32 @@ Test(no_heap_training, fsdp)
 }
 
 /*
+ * SpectralConv2d in an FNO block: FFTW's plans are made at connect, the steps only execute
+ * them (new-array interface) on the layer's planned room; single, ddp, invariant, bf16-mixed.
+ */
+static void fno_rig(struct rig *r)
+{
+        rig_init_conv(r);
+        cr_assert_eq(strata_model_parse("input(1,6,6) conv2d(8,1) spectralconv2d(8,3,2) "
+                                        "conv2d(8,1,from=0) add(from=1) gelu linear(4)",
+                                        r->mods, 6, &r->model), STRATA_OK, "%s",
+                     strata_last_error());
+}
+
+Test(no_heap_training, spectral)
+{
+        struct rig r;
+
+        fno_rig(&r);
+        no_heap_rig(&r, STRATA_STRATEGY_SINGLE, 1, 1, STRATA_PRECISION_32, STRATA_F32);
+        fno_rig(&r);
+        no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_BF16_MIXED, STRATA_F32);
+        fno_rig(&r);
+        r.cfg.strategy.invariant = 1;
+        no_heap_rig(&r, STRATA_STRATEGY_DDP, 2, 0, STRATA_PRECISION_32, STRATA_F32);
+}
+
+/*
  * Invariant mode: chunk GEMMs, the pairwise tree's slots and the tree all-reduce, planned;
  * on 3 devices the gathered blocks, zero1's sharded state and fsdp's sharded parameters.
  */
