@@ -1,7 +1,7 @@
 /*
  * The sharded strategies `zero1` and `zero2` (ZeRO stages 1 and 2): ddp whose optimizer state is
  * sharded, over the devices of this process or of every process of its job (strata_spawn()'s, or an
- * MPI launcher's: the runtime's job, `auto`; decision 0027). Device g (its global rank) owns shard g of
+ * MPI launcher's: the job auto; decision 0027). Device g (its global rank) owns shard g of
  * the flat parameter vector, elements [g * L, (g + 1) * L) with L = strata__shard_len_for() (at
  * least 1/N of the parameters, a 64-byte multiple; the vectors are padded with zeros to N * L), and
  * holds the optimizer state of that shard only (the plan lays out one shard per device).
