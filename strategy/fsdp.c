@@ -1,7 +1,7 @@
 /*
  * The `fsdp` strategy (ZeRO stage 3, the seed's model_sharded_context): zero2 whose parameters
  * are sharded too, over the devices of this process or of every process of its job
- * (strata__procs_job(), as zero1's and zero2's; decision 0027). Device g (its global rank)
+ * (the runtime's job, `auto`, as zero1's and zero2's; decision 0027). Device g (its global rank)
  * owns elements [g * L, (g + 1) * L)
  * of the flat parameter vector, L = strata__shard_len_for() as under zero1 and zero2, and
  * holds that shard alone of the parameters, of the reduced gradients and of the optimizer
@@ -27,7 +27,7 @@
  */
 #include "strata/status.h"
 #include "drivers/comm_blocks.h"
-#include "strategy/process/process.h"
+#include "strategy/multi.h"
 
 static int fsdp_validate(const struct strata__strategy *st, const struct strata_config *c,
                          const struct strata_device_ops *drv)

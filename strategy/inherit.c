@@ -2,8 +2,9 @@
  * Strategy inheritance: the lifecycle machine of every runtime runs these state actions, and
  * each hands the state's work to the runtime's strategy table or, where that table has no
  * action for it (or its run action hands the event up), to its parent, and so on up the chain
- * (single, dp, ddp -> multi; spawn, mpi, zero1 -> process layer -> ddp; zero2, fsdp -> zero1).
- * A strategy thus writes only the states and hooks where it differs from its parent.
+ * (single, dp -> multi; fsdp -> zero1 -> ddp -> multi; zero2 -> zero1; spawn, mpi -> ddp: the
+ * chain is how devices synchronise, the runtime's job where they live). A strategy thus writes
+ * only the states and hooks where it differs from its parent.
  */
 #include <stddef.h>
 

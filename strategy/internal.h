@@ -38,6 +38,7 @@ typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi
 #define STRATA__CAP_SHARD_GRADS 32u
 
 struct strata__strategy;
+struct strata__job_ops;
 
 /** A strategy's operations: what the runtime calls on it outside the state machine. */
 struct strata__strategy_ops {
@@ -59,13 +60,6 @@ struct strata__strategy_ops {
          */
         int (*collective)(struct strata_runtime *rt, const struct strata_coll *op,
                           void *const *bufs, const void *const *send);
-        /**
-         * Strategies over several processes: how many the configuration runs in (the memory
-         * plan splits the batch over processes x devices). NULL: one.
-         */
-        int (*processes)(const struct strata_config *c, int *procs);
-        /** Strategies over several processes: join them (setup_environment, first). */
-        int (*join)(struct strata_runtime *rt);
         /** setup (CONNECTED), before the devices warm up: plan what the strategy needs. */
         int (*setup)(struct strata_runtime *rt);
         /**
@@ -74,19 +68,6 @@ struct strata__strategy_ops {
          * statistics for an evaluation); NULL: nothing.
          */
         int (*align)(struct strata_runtime *rt, int event);
-        /**
-         * Whether a stop request (strata_request_stop()) ends the run at this step boundary,
-         * as every process agrees. NULL: this process's request, at once.
-         */
-        int (*stop_due)(const struct strata_runtime *rt);
-        /**
-         * Strategies over several processes: agree on a step's batch before any collective of
-         * the step. *@p status is this process's verdict on its rows of the batch, @p rows the
-         * batch's rows; every process's *@p status becomes the status of the lowest process
-         * that refused (with its message), or a refusal when the processes' rows differ. The
-         * return is the exchange's own (a process hung or gone). NULL: one process.
-         */
-        int (*agree)(struct strata_runtime *rt, int *status, int rows);
 };
 
 /** One device's share of a step event, run by the multi-device parent on every device. */
@@ -172,6 +153,7 @@ struct strata_runtime {
         struct strata_config cfg;
         const struct strata_device_ops *dev;
         const struct strata__strategy *strategy;
+        const struct strata__job_ops *job; /* where its ranks live (strategy/job.h) */
         void *priv;                    /* the strategy's state, from its layout */
         struct strata_arena root;
         struct strata__replica *replicas; /* nreplicas of strata__replica_bytes: strata__rep() */
@@ -181,7 +163,9 @@ struct strata_runtime {
         struct strata_plan_info plan;
         int region_mapped;             /* root maps its own region: unmap at teardown */
         int abandoned;                 /* teardown left a stuck device running: keep memory */
-        char abandoned_why[512];       /* ...and what strata_teardown() then says */
+        /* ...and what strata_teardown() then says (504: the job's pointer took 8 bytes, so the
+         * runtime, and every plan, keeps its size) */
+        char abandoned_why[504];
         struct strata__regions regions; /* driver reservations (memory of its own) */
         int micro;                     /* micro-batch within the accumulation window */
         int end_window;                /* the next step ends the window (a partial one) */
@@ -219,7 +203,7 @@ static inline struct strata__shard *strata__rep_shard(const struct strata_runtim
 int strata__check_rt(const struct strata_runtime *rt);
 
 /**
- * Processes a job may have. Per process, only the process layer's own tables grow with it (a
+ * Processes a job may have. Per process, only the job's own tables grow with it (a
  * 1 KiB fingerprint and the metrics of each process, planned); the collectives' staging does
  * not (decision 0035). 64 until decision 0037: a job of 128 processes was refused.
  */

@@ -5,13 +5,16 @@
  * (single), with the per-device work every strategy runs (strategy/step.c) and the strategy's
  * hooks where they differ (connect_dev, layer_hook, after_backward, step_dev). A child
  * strategy overrides the states whose coordination differs and hands the rest up
- * (STRATA__SM_PARENT). A job of several processes adds its placement, communicators and
- * metrics through peers (strategy/process/layer.c); nothing here knows processes.
+ * (STRATA__SM_PARENT). The runtime's job (strategy/job.h) is joined before the devices start,
+ * aborted on entering ERROR and left after they stop; one of several processes adds its
+ * placement, communicators and metrics through peers (strategy/process/job.c). Nothing here
+ * knows processes.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "strata/status.h"
+#include "strategy/job.h"
 #include "strategy/multi.h"
 
 int strata__multi_validate(const struct strata__strategy *st, const struct strata_config *c,
@@ -371,12 +374,15 @@ static int metrics(struct strata_runtime *rt)
 
 /* ---- the parent states' actions ---- */
 
+/* setup_environment: join the runtime's job (nothing alone), then start the executor. */
 static int on_setup_environment(void *obj, int state, int event, void *arg)
 {
-        struct strata__multi *m = strata__multi(obj);
+        struct strata_runtime *rt = obj;
+        struct strata__multi *m = strata__multi(rt);
 
         (void)state, (void)event, (void)arg;
-        return m->ex->begin(obj, m);
+        STRATA_TRY(rt->job->join(rt));
+        return m->ex->begin(rt, m);
 }
 
 static int on_connect(void *obj, int state, int event, void *arg)
@@ -444,12 +450,25 @@ static int on_backward_done(void *obj, int state, int event, void *arg)
         return on_batch_end(obj, state, event, arg);
 }
 
-static int on_torndown(void *obj, int state)
+/* A failure ends the job: the other processes would wait for this one. */
+static int on_error(void *obj, int state)
 {
-        struct strata__multi *m = strata__multi(obj);
+        struct strata_runtime *rt = obj;
 
         (void)state;
-        m->ex->end(obj, m);
+        rt->job->abort(rt);
+        return STRATA_OK;
+}
+
+/* Entering TORNDOWN: the executor stops, then the job is left. */
+static int on_torndown(void *obj, int state)
+{
+        struct strata_runtime *rt = obj;
+        struct strata__multi *m = strata__multi(rt);
+
+        (void)state;
+        m->ex->end(rt, m);
+        rt->job->close(rt);
         return STRATA_OK;
 }
 
@@ -463,6 +482,7 @@ static const struct strata__sm_state multi_states[STRATA_STATE_COUNT] = {
         [STRATA_STATE_BACKWARD_DONE] = { .run = on_backward_done },
         [STRATA_STATE_STEPPED] = { .run = on_batch_end },
         [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
+        [STRATA_STATE_ERROR] = { .entry = on_error },
 };
 
 /* The Strategy API's collectives on every device's thread (inline on one device). */

@@ -16,8 +16,9 @@
 struct strata__multi;
 
 /**
- * What a job of several processes adds to the devices of this one (strategy/process/layer.c):
- * the multi-device parent calls these where a job spans processes, and its own otherwise.
+ * What a job of several processes adds to the devices of this one (strategy/process/job.c,
+ * set when it joins them): the multi-device parent calls these where the job spans processes,
+ * and its own otherwise.
  */
 struct strata__peers {
         /** Place this process's workers beside the other processes' (STRATA_ENOTSUP: don't). */
@@ -58,7 +59,7 @@ struct strata__multi {
         size_t pool_bytes, comm_bytes;
         int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
         const struct strata__peers *peers; /* a job of several processes, or NULL */
-        void *peers_state;             /* the process layer's state (strategy/process/layer.c) */
+        void *job_state;               /* the job's, laid out after this (strategy/job.h) */
         int event;                     /* the lifecycle event of the current job */
         const struct strata__step_args *args; /* its event argument (NULL outside steps) */
         strata__device_fn job;         /* what every device runs now */
@@ -81,7 +82,7 @@ static inline struct strata__multi *strata__multi(const struct strata_runtime *r
  */
 extern const struct strata__strategy strata__multi_parent;
 
-/** ddp (strategy/ddp.c): the parent of the process layer. */
+/** ddp (strategy/ddp.c): the parent of zero1 (spawn and mpi are ddp in a job of processes). */
 extern const struct strata__strategy strata__ddp;
 
 /**
@@ -105,10 +106,10 @@ size_t strata__ddp_bucket_cap(const struct strata_config *c);
 void strata__ddp_bucket_walk(const struct strata__replica *r, size_t cap,
                              void (*fn)(void *arg, size_t lo, size_t hi, int close), void *arg);
 
-/** The buckets of a runtime whose state is ddp's (ddp, the process layer, zero1, zero2). */
+/** The buckets of a runtime whose state is ddp's (ddp, spawn, mpi, zero1, zero2). */
 const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt);
 
-/** ddp's layout, the process layer's first part. */
+/** ddp's layout, which zero1, zero2 and fsdp inherit. */
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                        struct strata_arena *a, void **priv);
 

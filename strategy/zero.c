@@ -1,7 +1,7 @@
 /*
  * The sharded strategies `zero1` and `zero2` (ZeRO stages 1 and 2): ddp whose optimizer state is
  * sharded, over the devices of this process or of every process of its job (strata_spawn()'s, or an
- * MPI launcher's: strata__procs_job(); decision 0027). Device g (its global rank) owns shard g of
+ * MPI launcher's: the job auto; decision 0027). Device g (its global rank) owns shard g of
  * the flat parameter vector, elements [g * L, (g + 1) * L) with L = strata__shard_len_for() (at
  * least 1/N of the parameters, a 64-byte multiple; the vectors are padded with zeros to N * L), and
  * holds the optimizer state of that shard only (the plan lays out one shard per device).
@@ -23,29 +23,14 @@
  * invariant backward (the chunks' tree gives every device the whole reduced gradient) and
  * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
  *
- * Parents: zero1's is the process layer (itself ddp's child): setup_environment first joins
- * the job's other processes, if any; connect also assigns the shards by global rank; its
- * step hook updates the shard and gathers the parameters. zero2's is zero1: its backward hooks
- * reduce each bucket to its owners (and gather the shards for clipping by norm).
+ * Parents: zero1's is ddp (the job's processes, if any, are joined by the runtime's job at
+ * setup_environment); connect also assigns the shards by global rank; its step hook updates
+ * the shard and gathers the parameters. zero2's is zero1: its backward hooks reduce each
+ * bucket to its owners (and gather the shards for clipping by norm).
  */
 #include "strata/status.h"
 #include "drivers/comm_blocks.h"
-#include "strategy/process/process.h"
-
-/* Checks of every sharded stage: across processes, host memory only (the link moves host
- * buffers). */
-static int zero_validate(const struct strata__strategy *st, const struct strata_config *c,
-                         const struct strata_device_ops *drv)
-{
-        int procs;
-
-        STRATA_TRY(strata__procs_job(c, &procs));
-        if (procs > 1 && strata__own_memory(drv))
-                return strata__fail(STRATA_ENOTSUP, "strategy %s across %d processes on %s: "
-                                                    "device memory across processes is not "
-                                                    "supported", st->name, procs, drv->name);
-        return strata__multi_validate(st, c, drv);
-}
+#include "strategy/multi.h"
 
 /* Every device's copy of @p v (its whole shards) from the shards' owners. */
 static int gather_shards(struct strata__multi *m, const struct strata__replica *r, float *v)
@@ -63,7 +48,7 @@ static int gather_shards(struct strata__multi *m, const struct strata__replica *
 static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         strata__shard_set(strata__rep_shard(rt, dev), rt->rank0 + dev);
-        return STRATA__INHERITED(&strata__procs, hooks.connect)(rt, m, dev);
+        return STRATA__INHERITED(&strata__ddp, hooks.connect)(rt, m, dev);
 }
 
 /*
@@ -279,10 +264,8 @@ static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int de
 
 const struct strata__strategy strata__zero1 = {
         .name = "zero1",
-        .parent = &strata__procs,
+        .parent = &strata__ddp,
         .caps = STRATA__CAP_SHARD_STATE,
-        .ops = { .validate = zero_validate, .layout = strata__procs_layout_sharded,
-                 .processes = strata__procs_job, .join = strata__procs_join_job },
         .hooks = { .connect = connect_dev, .step = step_dev },
 };
 

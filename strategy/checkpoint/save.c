@@ -12,7 +12,7 @@
  * window). A job whose optimizer state is sharded over several processes (zero1, zero2, fsdp)
  * saves together: every process calls it, each sends the pieces it holds (its shards, fsdp's
  * trained values among them, its devices' running statistics and step counts) to process 0
- * through the process layer's planned buffer, and process 0 alone writes the consolidated
+ * through the runtime's job (its planned buffer), and process 0 alone writes the consolidated
  * file, every device of the job in global order.
  */
 #include <stdio.h>
@@ -21,7 +21,7 @@
 #include "strata/status.h"
 #include "strata/version.h"
 #include "nn/checkpoint.h"
-#include "strategy/process/process.h"
+#include "strategy/job.h"
 #include "strategy/checkpoint/checkpoint.h"
 
 /* This process's replica of global device @p d, or -1 when another process holds it. */
@@ -223,8 +223,8 @@ int strata__ckpt_stream(struct strata_runtime *rt, const struct strata__ckpt_ten
                 if (!strata__ckpt_across(rt))
                         strata__ckpt_take(s, host_bytes(rt, &pc), pc.bytes);
                 else
-                        STRATA_TRY(strata__procs_to_zero(rt, pc.owner / rt->nreplicas,
-                                                         pc.ptr, pc.bytes, strata__ckpt_take, s));
+                        STRATA_TRY(rt->job->to_zero(rt, pc.owner / rt->nreplicas, pc.ptr,
+                                                    pc.bytes, strata__ckpt_take, s));
         }
         return STRATA_OK;
 }
@@ -379,7 +379,7 @@ int strata__ckpt_written(struct strata_runtime *rt, const char *path,
                 rc = io->commit(s.h);
         if (!together || rc == STRATA_ETIMEDOUT || rc == STRATA_EABORTED)
                 return rc; /* a transfer failed: the job is failing already */
-        STRATA_TRY(strata__procs_agree(rt, &rc));
+        STRATA_TRY(rt->job->agree(rt, &rc));
         if (rc != STRATA_OK && !writer)
                 return strata__fail(rc, "%s: process 0 could not write '%s' (%s)", c->what,
                                     path, strata_status_name(rc));

@@ -1,7 +1,7 @@
 /*
  * The configuration fingerprint of a job of several processes (internal to strategy/): what
  * every process must share for the collectives to match and the replicas to have one shape,
- * as one fixed-size record of named text fields. The process layer gathers every process's at
+ * as one fixed-size record of named text fields. The job (process/job.c) gathers every process's at
  * set-up, before the first collective of a step, and refuses a difference naming the field,
  * both values and the process; the last field is the collective schedule itself (the world,
  * the shards, the gradient buckets or fsdp's layers). A strategy whose schedule depends on

@@ -13,7 +13,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "data/gather.h"
-#include "strategy/internal.h"
+#include "strategy/job.h"
 
 /*
  * The batch's form, before any of its values is read: one kind of inputs (rows of x; or an
@@ -149,13 +149,8 @@ static int check_local(const struct strata_runtime *rt, const struct strata_batc
  */
 static int agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
 {
-        int (*agree)(struct strata_runtime *, int *, int) = STRATA__INHERITED(rt->strategy,
-                                                                              ops.agree);
-        int comm;
+        int comm = rt->job->agree_batch(rt, &rc, b ? b->rows : -1);
 
-        if (!agree)
-                return rc;
-        comm = agree(rt, &rc, b ? b->rows : -1);
         if (comm != STRATA_OK) {
                 (void)strata__sm_dispatch(&rt->sm, STRATA__EV_EXCEPTION, NULL);
                 return comm;
@@ -176,9 +171,7 @@ static int need_ready(const struct strata_runtime *rt)
 /* A stop request ends the run here: the process's own, or as the job's processes agree. */
 static int stop_due(const struct strata_runtime *rt)
 {
-        int (*due)(const struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.stop_due);
-
-        return due ? due(rt) : strata_stop_requested();
+        return rt->job->stop_due(rt);
 }
 
 static int stopped(void)

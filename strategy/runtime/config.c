@@ -10,18 +10,15 @@
 #include "base/base.h"
 #include "drivers/drivers.h"
 #include "nn/registry.h"
-#include "strategy/internal.h"
+#include "strategy/job.h"
 
 int strata__world(const struct strata_config *c, int *world)
 {
-        const struct strata__strategy *st = strata__strategy_get(c->strategy.kind);
+        const struct strata__job_ops *job = strata__strategy_job(c->strategy.kind);
         int procs = 1;
 
-        int (*processes)(const struct strata_config *, int *) =
-                st ? STRATA__INHERITED(st, ops.processes) : NULL;
-
-        if (processes)
-                STRATA_TRY(processes(c, &procs));
+        if (job)
+                STRATA_TRY(job->processes(c, &procs));
         if (procs < 1 || procs > STRATA_MAX_PROCESSES)
                 return strata__fail(STRATA_EINVAL, "%d processes not in [1, %d]", procs,
                                     STRATA_MAX_PROCESSES);
@@ -178,6 +175,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
         STRATA_TRY(check_invariant(c, *st, *dev, world));
+        STRATA_TRY(strata__strategy_job(c->strategy.kind)->validate((*st)->name, c, *dev));
         validate = STRATA__INHERITED(*st, ops.validate);
         return validate ? validate(*st, c, *dev) : STRATA_OK;
 }

@@ -10,7 +10,7 @@
 #include "alloc/limit.h"
 #include "strata/status.h"
 #include "base/base.h"
-#include "strategy/internal.h"
+#include "strategy/job.h"
 
 #define REGION_ALIGN STRATA_ALIGN_PAGE
 
@@ -179,6 +179,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
 
                 resolved.process.count = world / c->strategy.devices;
                 STRATA_TRY(STRATA__INHERITED(st, ops.layout)(&resolved, drv, a, &p));
+                STRATA_TRY(strata__strategy_job(c->strategy.kind)->layout(
+                        &resolved, !!(strata__caps(st) & STRATA__CAP_SHARD_STATE), a, p));
         }
         if (rt)
                 rt->priv = p;

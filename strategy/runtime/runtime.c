@@ -13,7 +13,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "drivers/drivers.h"
-#include "strategy/internal.h"
+#include "strategy/job.h"
 
 /*
  * The live runtimes. Every call checks its runtime here before touching it, so a runtime that
@@ -80,6 +80,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         rt->cfg = *cfg;
         rt->dev = dev;
         rt->strategy = st;
+        rt->job = strata__strategy_job(cfg->strategy.kind);
         rt->plan = pl;
         rt->region_mapped = !cfg->memory;
         rt->root = root;

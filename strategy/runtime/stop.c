@@ -1,7 +1,8 @@
 /*
  * The stop request (strata_request_stop()): one flag for the process, set from signal
- * handlers, read between steps (strategy/runtime/api.c) and, in a job of several processes, carried
- * to the others on the step's exchange (strategy/process/layer.c). Alone in its file, below both.
+ * handlers, read between steps (strategy/runtime/api.c) and, in a job of several processes,
+ * carried to the others on the step's exchange (the runtime's job, strategy/process/job.c).
+ * Alone in its file, below both.
  */
 #include <stdatomic.h>
 

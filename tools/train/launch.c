@@ -71,7 +71,7 @@ int spawn_parent(int argc, char **argv, const struct opts *o,
         return res.failed_rank >= 0 ? 1 : 2;
 }
 
-/* Strategies that span a launcher's processes themselves (or through the process layer). */
+/* Strategies that span a launcher's processes themselves (their job: mpi, auto). */
 static int spans_processes(const struct opts *o)
 {
         return o->strategy == STRATA_STRATEGY_MPI ||

@@ -1,13 +1,13 @@
 /*
- * The process layer: what a job of several processes (spawn, mpi) adds to ddp across the
- * devices of this one. Its parent states sit between ddp's and the strategies over processes:
- * the child joins the processes over its link at setup_environment (strata__procs_join()),
- * then ddp's parents start the workers, which this layer places beside the other processes'
- * on a shared host and whose communicators it opens over the link (every device of every
- * process, and one among the processes' device 0s for the step's metrics), and refuses
- * processes configured differently (strategy/process/fingerprint.h) before the first step.
- * Entering ERROR aborts the job through the link; entering TORNDOWN closes it after the
- * workers stop.
+ * The job as a component (strategy/job.h): the four kinds of job, and the state of one that
+ * spans processes. The runtime holds its job beside its strategy; the multi-device parent
+ * joins it at setup_environment before the devices start, aborts it on entering ERROR and
+ * closes it on entering TORNDOWN after the devices stopped. Joined over several processes, it
+ * places this process's workers beside the other processes' on a shared host, opens the
+ * devices' communicators over the link (every device of every process, and one among the
+ * processes' device 0s for the step's metrics) and refuses processes configured differently
+ * (strategy/process/fingerprint.h) before the first step; the step's metrics carry every
+ * process's stop request. Checkpoint pieces cross to process 0 through its planned buffer.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +18,7 @@
 #include "strategy/process/fingerprint.h"
 #include "strategy/process/process.h"
 
-struct strata__procs {
+struct job {
         struct strata_net net;        /* the link to the other processes */
         struct strata_comm *pcomm;    /* the processes' coordinators (device 0 of each) */
         void *pcomm_mem;
@@ -33,25 +33,28 @@ struct strata__procs {
 /* Bytes of a checkpoint piece that cross from its process to process 0 in one broadcast. */
 #define CHUNK_BYTES ((size_t)64 << 10)
 
-static struct strata__procs *procs_of(const struct strata_runtime *rt)
+static struct job *procs_of(const struct strata_runtime *rt)
 {
-        return strata__multi(rt)->peers_state;
+        return strata__multi(rt)->job_state;
 }
 
-/* The layout of a strategy over processes; @p chunk bytes for checkpoint pieces (sharded). */
-static int layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                  struct strata_arena *a, void **priv, size_t chunk)
+/*
+ * The state of a job that may span processes, after the strategy's (whose multi-device state
+ * @p priv holds it): the link, and over several processes the coordinators' communicator,
+ * the metrics' table, the fingerprints and, with @p pieces, a buffer for checkpoint pieces.
+ */
+static int layout(const struct strata_config *c, int pieces, struct strata_arena *a, void *priv)
 {
+        size_t chunk = pieces ? CHUNK_BYTES : 0;
         struct strata_comm_config pc = STRATA_COMM_CONFIG_INIT;
         int devices = c->strategy.devices;
         /* c->process.count: resolved by the runtime's plan (strata__world) */
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
         int width = strata__metrics_width(c, world);
-        struct strata__procs *s;
+        struct job *s;
         void *p, *pq = NULL, *st = NULL, *fp = NULL, *ck = NULL;
         size_t pcomm = 0;
 
-        STRATA_TRY(strata__ddp_layout(c, drv, a, priv));
         STRATA_TRY(strata_arena_alloc(a, sizeof(*s), 64, &p));
         s = p;
         if (world > devices) {
@@ -73,23 +76,9 @@ static int layout(const struct strata_config *c, const struct strata_device_ops 
                 s->stats = st;
                 s->prints = fp;
                 s->chunk = ck;
-                ((struct strata__multi *)*priv)->peers_state = s;
+                ((struct strata__multi *)priv)->job_state = s;
         }
         return STRATA_OK;
-}
-
-/* The layout of a strategy over processes: ddp's, then the process layer's state. */
-static int procs_layout(const struct strata_config *c, const struct strata_device_ops *drv,
-                        struct strata_arena *a, void **priv)
-{
-        return layout(c, drv, a, priv, 0);
-}
-
-int strata__procs_layout_sharded(const struct strata_config *c,
-                                 const struct strata_device_ops *drv, struct strata_arena *a,
-                                 void **priv)
-{
-        return layout(c, drv, a, priv, CHUNK_BYTES);
 }
 
 /*
@@ -119,7 +108,7 @@ static int place_beside(const struct strata_runtime *rt, struct strata__placemen
  */
 static int agree_config(struct strata_runtime *rt)
 {
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         size_t words = STRATA__FINGERPRINT_BYTES / sizeof(int32_t);
 
         strata__fingerprint_make(rt, s->prints);
@@ -139,7 +128,7 @@ static int agree_config(struct strata_runtime *rt)
 static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
 {
         struct strata__multi *m = strata__multi(rt);
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         struct strata_comm_config cc = STRATA_COMM_CONFIG_INIT;
         struct strata_arena pa;
         struct strata_group g;
@@ -170,7 +159,7 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
  */
 static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 {
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         size_t per = (size_t)strata__metrics_width(&rt->cfg, rt->world) * (size_t)rt->nreplicas;
         double v[STRATA__METRICS_ALL + 1];
 
@@ -203,7 +192,7 @@ static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
 static int agree_batch(struct strata_runtime *rt, int *status, int rows)
 {
         int32_t mine[2] = { *status, rows }, *all;
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         char msg[AGREE_MSG] = "", line[AGREE_MSG + 96];
         int first = -1, me;
 
@@ -259,10 +248,13 @@ static const struct strata__peers peers = {
         .metrics = metrics,
 };
 
-int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *ops,
-                       const void *where)
+/*
+ * setup_environment of a job over link @p ops at @p where (drivers/net.h): join the processes,
+ * check the job against the plan and set the runtime's global ranks.
+ */
+static int join(struct strata_runtime *rt, const struct strata__net_ops *ops, const void *where)
 {
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         int procs = rt->world / rt->nreplicas;
 
         s->net = (struct strata_net){ .ops = ops, .step = &rt->step,
@@ -279,15 +271,16 @@ int strata__procs_join(struct strata_runtime *rt, const struct strata__net_ops *
                                     rt->strategy->name, size, procs);
         }
         rt->rank0 = s->net.rank * rt->nreplicas;
-        if (s->net.size > 1) /* one process: ddp's own placement and communicators */
+        if (s->net.size > 1) /* one process: the strategy's own placement and communicators */
                 strata__multi(rt)->peers = &peers;
         return STRATA_OK;
 }
 
-int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
-                          void (*take)(void *arg, const void *p, size_t n), void *arg)
+/* Through a planned buffer of 64 KiB at a time (one broadcast each over the coordinators). */
+static int to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
+                   void (*take)(void *arg, const void *p, size_t n), void *arg)
 {
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         int me = s->net.rank;
 
         if (from == 0) {
@@ -306,9 +299,9 @@ int strata__procs_to_zero(struct strata_runtime *rt, int from, const void *src, 
         return STRATA_OK;
 }
 
-int strata__procs_agree(struct strata_runtime *rt, int *status)
+static int agree(struct strata_runtime *rt, int *status)
 {
-        struct strata__procs *s = procs_of(rt);
+        struct job *s = procs_of(rt);
         int32_t v = *status;
 
         STRATA_TRY(strata_comm_broadcast(s->pcomm, 0, &v, 1, STRATA_I32, 0));
@@ -316,7 +309,8 @@ int strata__procs_agree(struct strata_runtime *rt, int *status)
         return STRATA_OK;
 }
 
-int strata__procs_spawned(const struct strata_config *c, int *procs)
+/* The processes strata_spawn() started (this is one): cfg.process.count, when set, agrees. */
+static int spawned(const struct strata_config *c, int *procs)
 {
         const struct strata__shm_spawn_where *w = strata__spawned();
 
@@ -327,7 +321,17 @@ int strata__procs_spawned(const struct strata_config *c, int *procs)
         return STRATA_OK;
 }
 
-int strata__procs_launched(const struct strata_config *c, int *procs)
+/* spawn: only in a process strata_spawn() started. */
+static int spawn_processes(const struct strata_config *c, int *procs)
+{
+        if (!strata__spawned()->region)
+                return strata__fail(STRATA_EINVAL, "strategy spawn runs in the processes "
+                                                   "strata_spawn() starts");
+        return spawned(c, procs);
+}
+
+/* An MPI job's: cfg.process.count, or the launcher's (1 without one). */
+static int launched(const struct strata_config *c, int *procs)
 {
         struct strata_launch l;
 
@@ -342,30 +346,38 @@ int strata__procs_launched(const struct strata_config *c, int *procs)
         return STRATA_OK;
 }
 
-int strata__procs_job(const struct strata_config *c, int *procs)
+/* The job this process belongs to: strata_spawn()'s, else the configuration's or launcher's. */
+static int belongs_to(const struct strata_config *c, int *procs)
 {
         if (strata__spawned()->region)
-                return strata__procs_spawned(c, procs);
-        return strata__procs_launched(c, procs);
+                return spawned(c, procs);
+        return launched(c, procs);
 }
 
-int strata__procs_join_mpi(struct strata_runtime *rt)
+static int join_spawn(struct strata_runtime *rt)
+{
+        return join(rt, &strata__shm_spawn_link, strata__spawned());
+}
+
+/* Over the MPI link (cfg.process.mpi_comm, or MPI_COMM_WORLD). */
+static int join_mpi(struct strata_runtime *rt)
 {
         const struct strata__net_ops *ops;
         struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
                                            rt->cfg.process.mpi_comm_fortran };
 
         STRATA_TRY(strata__link_mpi(&ops));
-        return strata__procs_join(rt, ops, &where);
+        return join(rt, ops, &where);
 }
 
-int strata__procs_join_job(struct strata_runtime *rt)
+/* Nothing alone; the spawn link in a process strata_spawn() started; the MPI link otherwise. */
+static int join_auto(struct strata_runtime *rt)
 {
         if (rt->world == rt->nreplicas)
-                return STRATA_OK; /* one process: ddp's own placement and communicators */
+                return STRATA_OK; /* one process: the strategy's own placement and communicators */
         if (strata__spawned()->region)
-                return strata__procs_join(rt, &strata__shm_spawn_link, strata__spawned());
-        return strata__procs_join_mpi(rt);
+                return join_spawn(rt);
+        return join_mpi(rt);
 }
 
 /*
@@ -373,60 +385,163 @@ int strata__procs_join_job(struct strata_runtime *rt)
  * Not a refusal every process made from the same fingerprints: each returns its status to its
  * caller (an embedding simulation goes on), and no one is left waiting.
  */
-static int on_error(void *obj, int state)
+static void abort_job(struct strata_runtime *rt)
 {
-        struct strata__procs *s = procs_of(obj);
+        struct job *s = procs_of(rt);
 
-        (void)state;
         if (s->net.ops && s->net.ops->abort && !s->refused_alike)
                 s->net.ops->abort(&s->net, 1, strata_last_error());
-        return STRATA_OK;
 }
 
-/* After ddp's parents stopped the workers (their entry runs first): the link closes. */
-static int on_torndown(void *obj, int state)
+/* After the devices stopped: the link closes. */
+static void close_job(struct strata_runtime *rt)
 {
-        struct strata__procs *s = procs_of(obj);
+        struct job *s = procs_of(rt);
 
-        (void)state;
         if (s->net.ops)
                 s->net.ops->close(&s->net);
         s->net.ops = NULL;
-        return STRATA_OK;
 }
 
-/* Across processes the link moves host buffers: a driver with memory of its own is refused. */
-static int procs_validate(const struct strata__strategy *st, const struct strata_config *c,
-                          const struct strata_device_ops *drv)
+/* spawn, mpi: the link moves host buffers, so a driver with memory of its own is refused. */
+static int link_validate(const char *strategy, const struct strata_config *c,
+                         const struct strata_device_ops *drv)
 {
+        (void)c;
         if (strata__own_memory(drv))
                 return strata__fail(STRATA_ENOTSUP, "strategy %s on %s: device memory across "
                                                     "processes is not supported",
-                                    st->name, drv->name);
-        return strata__multi_validate(st, c, drv);
+                                    strategy, drv->name);
+        return STRATA_OK;
 }
 
-/* setup_environment: join the job's processes over the strategy's link, then ddp's. */
-static int on_environment(void *obj, int state, int event, void *arg)
+/* auto: the same, where the job this process belongs to has several processes. */
+static int auto_validate(const char *strategy, const struct strata_config *c,
+                         const struct strata_device_ops *drv)
 {
-        struct strata_runtime *rt = obj;
-        int (*join)(struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.join);
+        int procs = 1;
 
-        (void)state, (void)event, (void)arg;
-        if (join)
-                STRATA_TRY(join(rt));
-        return STRATA__SM_PARENT;
+        STRATA_TRY(belongs_to(c, &procs));
+        if (procs > 1 && strata__own_memory(drv))
+                return strata__fail(STRATA_ENOTSUP, "strategy %s across %d processes on %s: "
+                                                    "device memory across processes is not "
+                                                    "supported", strategy, procs, drv->name);
+        return STRATA_OK;
 }
 
-static const struct strata__sm_state procs_states[STRATA_STATE_COUNT] = {
-        [STRATA_STATE_CREATED] = { .run = on_environment },
-        [STRATA_STATE_ERROR] = { .entry = on_error },
-        [STRATA_STATE_TORNDOWN] = { .entry = on_torndown },
+const struct strata__job_ops strata__job_spawn = {
+        .name = "spawn",
+        .validate = link_validate,
+        .processes = spawn_processes,
+        .layout = layout,
+        .join = join_spawn,
+        .agree_batch = agree_batch,
+        .stop_due = procs_stop_due,
+        .to_zero = to_zero,
+        .agree = agree,
+        .abort = abort_job,
+        .close = close_job,
 };
 
-const struct strata__strategy strata__procs = {
-        .parent = &strata__ddp,
-        .ops = { .validate = procs_validate, .layout = procs_layout,
-                 .stop_due = procs_stop_due, .agree = agree_batch },
-        .states = procs_states,
+/* The plan needs the processes before MPI is initialised: the launcher's count. */
+const struct strata__job_ops strata__job_mpi = {
+        .name = "mpi",
+        .validate = link_validate,
+        .processes = launched,
+        .layout = layout,
+        .join = join_mpi,
+        .agree_batch = agree_batch,
+        .stop_due = procs_stop_due,
+        .to_zero = to_zero,
+        .agree = agree,
+        .abort = abort_job,
+        .close = close_job,
+};
+
+const struct strata__job_ops strata__job_auto = {
+        .name = "auto",
+        .validate = auto_validate,
+        .processes = belongs_to,
+        .layout = layout,
+        .join = join_auto,
+        .agree_batch = agree_batch,
+        .stop_due = procs_stop_due,
+        .to_zero = to_zero,
+        .agree = agree,
+        .abort = abort_job,
+        .close = close_job,
+};
+
+/* ---- none: this process alone, no state ---- */
+
+static int none_validate(const char *strategy, const struct strata_config *c,
+                         const struct strata_device_ops *drv)
+{
+        (void)strategy, (void)c, (void)drv;
+        return STRATA_OK;
+}
+
+static int none_processes(const struct strata_config *c, int *procs)
+{
+        (void)c;
+        *procs = 1;
+        return STRATA_OK;
+}
+
+static int none_layout(const struct strata_config *c, int pieces, struct strata_arena *a,
+                       void *priv)
+{
+        (void)c, (void)pieces, (void)a, (void)priv;
+        return STRATA_OK;
+}
+
+static int none_join(struct strata_runtime *rt)
+{
+        (void)rt;
+        return STRATA_OK;
+}
+
+static int none_agree_batch(struct strata_runtime *rt, int *status, int rows)
+{
+        (void)rt, (void)status, (void)rows;
+        return STRATA_OK; /* one process: its own verdict */
+}
+
+static int none_stop_due(const struct strata_runtime *rt)
+{
+        (void)rt;
+        return strata_stop_requested();
+}
+
+static int none_to_zero(struct strata_runtime *rt, int from, const void *src, size_t bytes,
+                        void (*take)(void *arg, const void *p, size_t n), void *arg)
+{
+        (void)rt, (void)from;
+        take(arg, src, bytes);
+        return STRATA_OK;
+}
+
+static int none_agree(struct strata_runtime *rt, int *status)
+{
+        (void)rt, (void)status;
+        return STRATA_OK;
+}
+
+static void none_leave(struct strata_runtime *rt)
+{
+        (void)rt;
+}
+
+const struct strata__job_ops strata__job_none = {
+        .name = "none",
+        .validate = none_validate,
+        .processes = none_processes,
+        .layout = none_layout,
+        .join = none_join,
+        .agree_batch = none_agree_batch,
+        .stop_due = none_stop_due,
+        .to_zero = none_to_zero,
+        .agree = none_agree,
+        .abort = none_leave,
+        .close = none_leave,
 };
