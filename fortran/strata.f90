@@ -81,6 +81,8 @@ module strata
     integer(c_int) :: from = 0
     !> non-zero: the module's input is what from names (a branch), not the previous output
     integer(c_int) :: branch = 0
+    !> mha: heads (must divide the embedding) and a causal mask (0 or 1)
+    integer(c_int) :: heads = 0, causal = 0
   end type
 
   ! Most inputs and outputs of a model (strata_model%inputs, strata_model%outputs)

@@ -1,7 +1,8 @@
 /*
  * The norms (PyTorch semantics): BatchNorm1d over a batch's rows, per feature, and LayerNorm
- * over each sample, whatever its layout (nn/spatial.h checks it).
+ * and RMSNorm over each sample, whatever its layout (nn/spatial.h checks it).
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -268,22 +269,31 @@ static double ln_eps(const struct strata_layer *l)
         return l->desc->eps > 0.0f ? (double)l->desc->eps : 1e-5;
 }
 
-static int ln_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+/* A norm's weight: shaped (C, spatial...) when the sample has a layout, else (features). */
+static int norm_weight(const struct strata_layer *l, int in, struct strata_param_group *w)
 {
         const struct strata_dims *d = &l->in_dims;
-        struct strata_param_group w = { "weight", STRATA_F32, (size_t)in, STRATA_ROLE_WEIGHT, 1,
-                                        { (size_t)in, 1 } };
+
+        *w = (struct strata_param_group){ "weight", STRATA_F32, (size_t)in, STRATA_ROLE_WEIGHT,
+                                          1, { (size_t)in, 1 } };
+        if (d->ndim > 0) { /* normalized_shape (C, spatial...) when the sample has a layout */
+                STRATA_TRY(strata__spatial_check(l, in, 0, "a layout that holds its width"));
+                w->ndim = 1 + d->ndim;
+                w->shape[0] = (size_t)d->channels;
+                for (int i = 0; i < d->ndim; i++)
+                        w->shape[1 + i] = (size_t)d->size[i];
+        }
+        return STRATA_OK;
+}
+
+static int ln_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        struct strata_param_group w;
 
         if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)))
                 return strata__fail(STRATA_EINVAL, "layernorm (module %d): eps %g (>= 0, 0 "
                                     "for 1e-5)", l->index, l->desc->eps);
-        if (d->ndim > 0) { /* normalized_shape (C, spatial...) when the sample has a layout */
-                STRATA_TRY(strata__spatial_check(l, in, 0, "a layout that holds its width"));
-                w.ndim = 1 + d->ndim;
-                w.shape[0] = (size_t)d->channels;
-                for (int i = 0; i < d->ndim; i++)
-                        w.shape[1 + i] = (size_t)d->size[i];
-        }
+        STRATA_TRY(norm_weight(l, in, &w));
         *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)in,
                                            .aux_per_row = LN_AUX, .ngroups = 2,
                                            .groups = { w, w }, .host_loops = 1 };
@@ -396,4 +406,113 @@ const struct strata_module_ops strata_layernorm = {
         .init = ln_init,
         .forward = ln_forward,
         .backward = ln_backward,
+};
+
+/*
+ * ---- RMSNorm over the whole sample: weight shaped (C, D, H, W) or (features) ----
+ *
+ * Per row: the mean square in double (in order), 1/rms = 1 / sqrt(ms + eps),
+ * y = x / rms * weight rounded once. aux keeps each row's 1/rms as a double (two floats) for
+ * the backward: dx = (g - xhat mean(g xhat)) / rms with g = dy * weight, xhat = x / rms; the
+ * weight's gradient sums dy xhat over rows in row order, in double, per feature.
+ */
+
+#define RMS_AUX 2 /* floats per row: 1/rms, a double */
+
+static double rms_eps(const struct strata_layer *l)
+{
+        return l->desc->eps > 0.0f ? (double)l->desc->eps : (double)FLT_EPSILON;
+}
+
+static int rms_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        struct strata_param_group w;
+
+        if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)))
+                return strata__fail(STRATA_EINVAL, "rmsnorm (module %d): eps %g (>= 0, 0 "
+                                    "for FLT_EPSILON)", l->index, l->desc->eps);
+        STRATA_TRY(norm_weight(l, in, &w));
+        *s = (struct strata_module_shape){ .out = in, .params = (size_t)in,
+                                           .aux_per_row = RMS_AUX, .ngroups = 1,
+                                           .groups = { w }, .host_loops = 1 };
+        return STRATA_OK;
+}
+
+static void rms_init(struct strata_layer *l, uint64_t seed)
+{
+        (void)seed;
+        for (int j = 0; j < l->in; j++)
+                l->param[j] = 1.0f;
+}
+
+static double rms_rstd(const struct strata_layer *l, int r)
+{
+        double v;
+
+        memcpy(&v, l->aux + (size_t)r * RMS_AUX, sizeof(v));
+        return v;
+}
+
+static void rms_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                        float *y, int rows)
+{
+        const float *w = l->param;
+        int f = l->in;
+
+        (void)c;
+        for (int r = 0; r < rows; r++) {
+                const float *xr = x + (size_t)r * f;
+                float *yr = y + (size_t)r * f;
+                double sq = 0.0, rstd;
+
+                for (int j = 0; j < f; j++)
+                        sq += (double)xr[j] * xr[j];
+                rstd = 1.0 / sqrt(sq / f + rms_eps(l));
+                memcpy(l->aux + (size_t)r * RMS_AUX, &rstd, sizeof(rstd));
+                for (int j = 0; j < f; j++)
+                        yr[j] = (float)(xr[j] * rstd * w[j]);
+        }
+}
+
+static void rms_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                         const float *y, const float *dy, float *dx, int rows)
+{
+        const float *w = l->param;
+        float *dw = l->grad;
+        int f = l->in;
+
+        (void)c;
+        (void)y;
+        for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's rows in row order */
+                int nj = f - j0 < LN_BLOCK ? f - j0 : LN_BLOCK;
+                double gw[LN_BLOCK] = { 0 };
+
+                for (int r = 0; r < rows; r++) {
+                        const float *xr = x + (size_t)r * f + j0, *dr = dy + (size_t)r * f + j0;
+                        double rstd = rms_rstd(l, r);
+
+                        for (int j = 0; j < nj; j++)
+                                gw[j] += dr[j] * (xr[j] * rstd);
+                }
+                for (int j = 0; j < nj; j++)
+                        dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
+        }
+        for (int r = 0; dx && r < rows; r++) {
+                const float *xr = x + (size_t)r * f, *dr = dy + (size_t)r * f;
+                double rstd = rms_rstd(l, r), sgx = 0.0;
+
+                for (int j = 0; j < f; j++)
+                        sgx += (double)dr[j] * w[j] * xr[j] * rstd;
+                for (int j = 0; j < f; j++)
+                        dx[(size_t)r * f + j] = (float)(rstd * ((double)dr[j] * w[j] -
+                                                                xr[j] * rstd * sgx / f));
+        }
+}
+
+const struct strata_module_ops strata_rmsnorm = {
+        .name = "rmsnorm",
+        .shape = rms_shape,
+        .init = rms_init,
+        .forward = rms_forward,
+        .backward = rms_backward,
 };

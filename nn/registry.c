@@ -41,9 +41,12 @@ static const struct strata__module_entry modules[] = {
         { &strata_upsample, 1, { STRATA__ARG_SCALE, STRATA__ARG_MODE } },
         { &strata_flatten, NO_ARGS },
         { &strata_layernorm, 0, { STRATA__ARG_EPS } },
+        { &strata_rmsnorm, 0, { STRATA__ARG_EPS } },
         { &strata_conv1d, CONV },
         { &strata_conv2d, CONV },
         { &strata_conv3d, CONV },
+        { &strata_mha, 1, { STRATA__ARG_HEADS, STRATA__ARG_CAUSAL } },
+        { &strata_posembed, NO_ARGS },
         { &strata_add, 1, { STRATA__ARG_FROM } },
         { &strata_concat, 1, { STRATA__ARG_FROM } },
 };

@@ -29,6 +29,8 @@ enum strata__arg {
         STRATA__ARG_SLOPE,    /**< slope (LeakyReLU) */
         STRATA__ARG_FROM,     /**< from: the earlier output a merge module reads */
         STRATA__ARG_BRANCH,   /**< from= on any other module: a branch (never listed) */
+        STRATA__ARG_HEADS,    /**< heads (mha): a positive count */
+        STRATA__ARG_CAUSAL,   /**< causal (mha): 0 or 1 */
         STRATA__ARG_COUNT
 };
 

@@ -319,6 +319,10 @@ struct strata_module {
          * head on a shared trunk. 0 (the default): the previous module's output.
          */
         int branch;
+        /** MultiheadAttention (strata_mha): heads, each of E / heads features (must divide E) */
+        int heads;
+        /** MultiheadAttention: non-zero masks every key after its query (0 or 1) */
+        int causal;
 };
 
 /**
@@ -580,6 +584,25 @@ extern const struct strata_module_ops strata_flatten;
  * groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
  */
 extern const struct strata_module_ops strata_layernorm;
+/**
+ * RMSNorm over the whole sample (PyTorch's nn.RMSNorm(normalized_shape) with the sample's
+ * shape): y = x / sqrt(mean(x^2) + eps) * weight; eps 0 is FLT_EPSILON (PyTorch's None for
+ * float32). Its weight, "weight", has the sample's shape.
+ */
+extern const struct strata_module_ops strata_rmsnorm;
+/**
+ * Multi-head self-attention over a sequence sample (L, E) laid out as PyTorch's batch_first
+ * (N, L, E): a layout of L channels over one extent E (input(L,E) in the model line). PyTorch's
+ * nn.MultiheadAttention(E, heads, batch_first=True) called as attn(x, x, x): a fused QKV
+ * projection (in_proj_weight [3E, E], in_proj_bias), softmax(Q K^T / sqrt(E / heads)) V per
+ * head, with strata_module causal PyTorch's causal attn_mask, and out_proj (weight, bias).
+ */
+extern const struct strata_module_ops strata_mha;
+/**
+ * A learned positional embedding: y = x + weight, weight of the sample's shape ([L, E] for a
+ * sequence), initialised to zero (the ViT convention's parameter, a model's pos_embed).
+ */
+extern const struct strata_module_ops strata_posembed;
 
 /*
  * Merge modules: skip connections, which make a model a small static graph (ResNet blocks, a

@@ -1,0 +1,263 @@
+/*
+ * The attention family (RMSNorm, multi-head self-attention, the positional embedding) against
+ * PyTorch in float64: the same weights, inputs and targets, three SGD steps of
+ * sum((y - t)^2) / 2 on each side (tests/tools/attention_reference.py: nn.MultiheadAttention
+ * with batch_first, with and without the causal mask; RMSNorm by its definition), the weights
+ * within 1e-5 relative. Their backward against central differences; their groups by PyTorch's
+ * names and shapes; bad arguments refused with the value named.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/fdcheck.h"
+#include "tests/support/modcall.h"
+
+#define ROWS 3
+#define STEPS 3
+#define LR 0.05f
+
+static float x[MODCALL_MAX], y[MODCALL_MAX], t[MODCALL_MAX], dy[MODCALL_MAX], dx[MODCALL_MAX];
+static double want[MODCALL_MAX];
+
+static void write_f32(const char *dir, const char *name, const float *v, size_t n)
+{
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        cr_assert_not_null(f = fopen(path, "wb"), "%s", path);
+        cr_assert_eq(fwrite(v, sizeof(float), n, f), n);
+        fclose(f);
+}
+
+static void read_f64(const char *dir, const char *name, double *v, size_t n)
+{
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        cr_assert_not_null(f = fopen(path, "rb"), "%s", path);
+        cr_assert_eq(fread(v, sizeof(double), n, f), n, "%s: too short", path);
+        fclose(f);
+}
+
+/* @p steps SGD steps of sum((y - t)^2) / 2 over ROWS rows through the module's ops. */
+static void sgd(struct modcall *m, int steps)
+{
+        int n = ROWS * m->l.out;
+
+        for (int s = 0; s < steps; s++) {
+                m->desc.ops->forward(&m->l, &m->c, x, y, ROWS);
+                for (int i = 0; i < n; i++)
+                        dy[i] = y[i] - t[i];
+                m->l.grad_fresh = 1;
+                m->desc.ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+                for (size_t i = 0; i < m->s.params; i++)
+                        m->param[i] -= LR * m->grad[i];
+        }
+}
+
+/* Module @p desc over (L, E) samples: Strata's weights after the steps against PyTorch's. */
+static void against_pytorch(const char *kind, struct strata_module desc, int l, int e)
+{
+        struct modcall *m = &(struct modcall){ 0 };
+        struct strata_dims in = { l, 1, { e } };
+        char dir[] = "/tmp/strata-attn-XXXXXX", cmd[1024], line[256];
+        int n = ROWS * l * e, done = 0;
+        FILE *py;
+
+        modcall_init(m, &desc, in, ROWS);
+        for (size_t i = 0; i < m->s.params; i++) /* distinct from init: biases not 0 */
+                m->param[i] += 0.1f * (float)sin(0.37 * (double)i + 0.2);
+        modcall_wave(x, n, 0.71, 0.3);
+        modcall_wave(t, n, 0.23, 1.1);
+        cr_assert_not_null(mkdtemp(dir));
+        write_f32(dir, "w0.f32", m->param, m->s.params);
+        write_f32(dir, "x.f32", x, (size_t)n);
+        write_f32(dir, "t.f32", t, (size_t)n);
+        snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/attention_reference.py "
+                 "%s %d %d %d %d %.9g %d %d %.9g %s 2>&1", STRATA_SOURCE_DIR, kind, l, e,
+                 desc.heads, desc.causal, (double)desc.eps, ROWS, STEPS, (double)LR, dir);
+        cr_assert_not_null(py = popen(cmd, "r"));
+        while (fgets(line, sizeof(line), py)) {
+                cr_log_info("%s", line);
+                done |= !strncmp(line, "done", 4);
+        }
+        cr_assert_eq(pclose(py), 0, "the reference failed (see the log)");
+        cr_assert(done);
+        read_f64(dir, "w.f64", want, m->s.params);
+        cr_assert_geq(modcall_rel_diff(m->param, want, (int)m->s.params), 1e-3,
+                      "the steps moved the weights");
+        sgd(m, STEPS);
+        cr_log_info("%s heads %d causal %d: %.3g relative\n", kind, desc.heads, desc.causal,
+                    modcall_rel_diff(m->param, want, (int)m->s.params));
+        cr_assert_leq(modcall_rel_diff(m->param, want, (int)m->s.params), 1e-5,
+                      "%s heads %d causal %d: %g", kind, desc.heads, desc.causal,
+                      modcall_rel_diff(m->param, want, (int)m->s.params));
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        cr_assert_eq(system(cmd), 0);
+}
+
+Test(attention, mha_matches_pytorch)
+{
+        against_pytorch("mha", (struct strata_module){ .ops = &strata_mha, .heads = 2 }, 5, 8);
+        against_pytorch("mha", (struct strata_module){ .ops = &strata_mha, .heads = 1 }, 4, 6);
+        against_pytorch("mha", (struct strata_module){ .ops = &strata_mha, .heads = 4 }, 6, 8);
+}
+
+Test(attention, mha_causal_matches_pytorch)
+{
+        against_pytorch("mha", (struct strata_module){ .ops = &strata_mha, .heads = 2,
+                                                       .causal = 1 }, 5, 8);
+        against_pytorch("mha", (struct strata_module){ .ops = &strata_mha, .heads = 3,
+                                                       .causal = 1 }, 7, 6);
+}
+
+Test(attention, rmsnorm_matches_pytorch)
+{
+        against_pytorch("rmsnorm", (struct strata_module){ .ops = &strata_rmsnorm,
+                                                           .eps = 1e-3f }, 4, 6);
+        against_pytorch("rmsnorm", (struct strata_module){ .ops = &strata_rmsnorm,
+                                                           .eps = 0.25f }, 3, 5);
+}
+
+Test(attention, posembed_matches_pytorch)
+{
+        against_pytorch("posembed", (struct strata_module){ .ops = &strata_posembed }, 4, 6);
+}
+
+/* ---- gradients against central differences of sum(y * w) ---- */
+
+static double objective(void *ctx)
+{
+        struct modcall *m = ctx;
+        double s = 0.0;
+
+        m->desc.ops->forward(&m->l, &m->c, x, y, ROWS);
+        for (int i = 0; i < ROWS * m->l.out; i++)
+                s += (double)y[i] * dy[i];
+        return s;
+}
+
+static void gradcheck(struct strata_module desc, struct strata_dims in)
+{
+        struct modcall *m = &(struct modcall){ 0 };
+        int n = ROWS * modcall_count(in);
+
+        modcall_init(m, &desc, in, ROWS);
+        for (size_t i = 0; i < m->s.params; i++)
+                m->param[i] += 0.2f * (float)sin(0.53 * (double)i + 0.4);
+        modcall_wave(x, n, 0.71, 0.3);
+        modcall_wave(dy, n, 1.3, 0.0);
+        objective(m);
+        desc.ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+        fd_check(objective, m, x, dx, (size_t)n, 1e-2f, 2e-2, desc.ops->name, "dx");
+        objective(m); /* the backward consumed the saved values */
+        desc.ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+        memcpy(t, m->grad, m->s.params * sizeof(float));
+        fd_check(objective, m, m->param, t, m->s.params, 1e-2f, 2e-2, desc.ops->name,
+                 "dparam");
+}
+
+Test(attention, gradients_match_differences)
+{
+        gradcheck((struct strata_module){ .ops = &strata_mha, .heads = 2 },
+                  (struct strata_dims){ 4, 1, { 6 } });
+        gradcheck((struct strata_module){ .ops = &strata_mha, .heads = 2, .causal = 1 },
+                  (struct strata_dims){ 5, 1, { 4 } });
+        gradcheck((struct strata_module){ .ops = &strata_rmsnorm },
+                  (struct strata_dims){ 3, 1, { 5 } });
+        gradcheck((struct strata_module){ .ops = &strata_rmsnorm, .eps = 0.1f },
+                  (struct strata_dims){ 7, 0, { 0 } });
+        gradcheck((struct strata_module){ .ops = &strata_posembed },
+                  (struct strata_dims){ 3, 1, { 4 } });
+}
+
+/* A second backward over the same forward adds its gradients (grad_fresh 0). */
+Test(attention, gradients_accumulate)
+{
+        struct strata_module desc = { .ops = &strata_mha, .heads = 2, .causal = 1 };
+        struct modcall *m = &(struct modcall){ 0 };
+        struct strata_dims in = { 4, 1, { 6 } };
+        int n = ROWS * 24;
+        static float once[MODCALL_MAX];
+
+        modcall_init(m, &desc, in, ROWS);
+        modcall_wave(x, n, 0.71, 0.3);
+        modcall_wave(dy, n, 1.3, 0.0);
+        desc.ops->forward(&m->l, &m->c, x, y, ROWS);
+        desc.ops->backward(&m->l, &m->c, x, y, dy, NULL, ROWS);
+        memcpy(once, m->grad, m->s.params * sizeof(float));
+        m->l.grad_fresh = 0;
+        desc.ops->forward(&m->l, &m->c, x, y, ROWS);
+        desc.ops->backward(&m->l, &m->c, x, y, dy, NULL, ROWS);
+        for (size_t i = 0; i < m->s.params; i++)
+                cr_assert_float_eq(m->grad[i], 2.0f * once[i], 1e-5f * (1.0f + fabsf(once[i])),
+                                   "%zu", i);
+}
+
+/* Groups by PyTorch's state_dict names and shapes; the output keeps the sequence's layout. */
+Test(attention, groups_have_pytorch_names)
+{
+        struct modcall *m = &(struct modcall){ 0 };
+        struct strata_module desc = { .ops = &strata_mha, .heads = 2 };
+
+        modcall_init(m, &desc, (struct strata_dims){ 5, 1, { 8 } }, 1);
+        cr_assert_eq(m->s.ngroups, 4);
+        cr_assert_str_eq(m->s.groups[0].name, "in_proj_weight");
+        cr_assert_eq(m->s.groups[0].shape[0], 24);
+        cr_assert_eq(m->s.groups[0].shape[1], 8);
+        cr_assert_str_eq(m->s.groups[1].name, "in_proj_bias");
+        cr_assert_eq(m->s.groups[1].count, 24);
+        cr_assert_str_eq(m->s.groups[2].name, "out_proj.weight");
+        cr_assert_str_eq(m->s.groups[3].name, "out_proj.bias");
+        cr_assert_eq(m->s.params, 4 * 64 + 32);
+        cr_assert_eq(m->s.out_dims.channels, 5);
+        cr_assert_eq(m->s.out_dims.size[0], 8);
+        cr_assert_eq(m->s.aux_fixed, 0, "invariant mode runs it per chunk");
+        for (int j = 0; j < 24; j++) /* PyTorch's init: biases 0 */
+                cr_assert(m->param[3 * 64 + j] == 0.0f);
+        desc = (struct strata_module){ .ops = &strata_rmsnorm };
+        modcall_init(m, &desc, (struct strata_dims){ 5, 1, { 8 } }, 1);
+        cr_assert_eq(m->s.ngroups, 1);
+        cr_assert_str_eq(m->s.groups[0].name, "weight");
+        cr_assert_eq(m->s.groups[0].ndim, 2);
+        cr_assert(m->param[0] == 1.0f && m->param[39] == 1.0f, "init 1");
+        desc = (struct strata_module){ .ops = &strata_posembed };
+        modcall_init(m, &desc, (struct strata_dims){ 5, 1, { 8 } }, 1);
+        cr_assert_eq(m->s.groups[0].shape[0], 5);
+        cr_assert_eq(m->s.groups[0].shape[1], 8);
+        cr_assert(m->param[0] == 0.0f && m->param[39] == 0.0f, "init 0");
+}
+
+/* The shape refuses @p desc over @p in with a message that holds @p named. */
+static void refused(struct strata_module desc, struct strata_dims in, const char *named)
+{
+        struct modcall *m = &(struct modcall){ 0 };
+
+        cr_assert_eq(modcall_shape(m, &desc, in), STRATA_EINVAL, "%s", named);
+        cr_assert_not_null(strstr(strata_last_error(), named), "'%s' not in '%s'", named,
+                           strata_last_error());
+}
+
+Test(attention, bad_arguments_named)
+{
+        struct strata_dims seq = { 5, 1, { 8 } };
+
+        refused((struct strata_module){ .ops = &strata_mha, .heads = 3 }, seq,
+                "heads 3 does not divide the embedding 8");
+        refused((struct strata_module){ .ops = &strata_mha, .heads = 0 }, seq, "heads 0");
+        refused((struct strata_module){ .ops = &strata_mha, .heads = -2 }, seq, "heads -2");
+        refused((struct strata_module){ .ops = &strata_mha, .heads = 2, .causal = 2 }, seq,
+                "causal 2");
+        refused((struct strata_module){ .ops = &strata_mha, .heads = 2 },
+                (struct strata_dims){ 40, 0, { 0 } }, "40 channels over 0 dimensions");
+        refused((struct strata_module){ .ops = &strata_mha, .heads = 2 },
+                (struct strata_dims){ 2, 2, { 4, 5 } }, "2 channels over 2 dimensions");
+        refused((struct strata_module){ .ops = &strata_rmsnorm, .eps = -1.0f }, seq,
+                "eps -1");
+        refused((struct strata_module){ .ops = &strata_rmsnorm, .eps = NAN }, seq, "eps nan");
+}
