@@ -1,0 +1,146 @@
+/*
+ * A small transformer-style model on sequences (5 tokens of 4 features, batch_first) through
+ * the runtime: posembed, causal mha(2) with a residual add, rmsnorm, linear. Runs repeat
+ * bitwise; in invariant mode one device and ddp on 2 are the same bits; training, evaluation
+ * and prediction allocate nothing and use exactly the planned memory under single, ddp, fsdp,
+ * bf16-mixed and invariant mode; the safetensors export has PyTorch's names
+ * (layers.1.out_proj.weight) and PyTorch's model loaded from it predicts what Strata predicts.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/rig.h"
+#include "tools/heapcount.h"
+
+#define SEQ 5
+#define EMB 4 /* SEQ * EMB == RIG_IN */
+#define STEPS 6
+
+/* The rig's data and loader with the attention model over (SEQ, EMB) samples. */
+static void attention_rig(struct rig *r)
+{
+        rig_init(r, 0);
+        r->mods[0] = (struct strata_module){ .ops = &strata_posembed };
+        r->mods[1] = (struct strata_module){ .ops = &strata_mha, .heads = 2, .causal = 1 };
+        r->mods[2] = (struct strata_module){ .ops = &strata_add, .from = 0 };
+        r->mods[3] = (struct strata_module){ .ops = &strata_rmsnorm, .eps = 1e-5f };
+        r->mods[4] = (struct strata_module){ .ops = &strata_linear, .out = RIG_CLASSES };
+        r->model.nmodules = 5;
+        r->model.in_dims = (struct strata_dims){ SEQ, 1, { EMB } };
+}
+
+static size_t params_of(struct rig *r, float *out)
+{
+        struct strata_runtime *rt = rig_open(&r->cfg);
+        const float *p;
+        size_t np;
+
+        rig_steps(r, rt, STEPS, NULL);
+        cr_assert_eq(strata_parameters(rt, 0, &p, &np), STRATA_OK);
+        memcpy(out, p, np * sizeof(float));
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        return np;
+}
+
+Test(attention_parallel, runs_repeat_and_invariant_mode_is_the_same_bits_on_2_devices,
+     .timeout = 120)
+{
+        static float single[4096], again[4096], ddp[4096], inv1[4096], inv2[4096];
+        struct rig r;
+        size_t np;
+
+        attention_rig(&r);
+        np = params_of(&r, single);
+        cr_assert_eq(np, SEQ * EMB + 4 * EMB * EMB + 4 * EMB + SEQ * EMB +
+                                 (size_t)RIG_IN * RIG_CLASSES + RIG_CLASSES);
+        cr_assert_eq(params_of(&r, again), np);
+        cr_assert_eq(memcmp(single, again, np * sizeof(float)), 0, "single runs differ");
+        r.cfg = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        params_of(&r, ddp);
+        cr_assert_leq(rig_rel_diff(ddp, single, np), 1e-5, "ddp on 2: %g",
+                      rig_rel_diff(ddp, single, np));
+        r.cfg.strategy.invariant = 1;
+        params_of(&r, inv2);
+        r.cfg.strategy.kind = STRATA_STRATEGY_SINGLE;
+        r.cfg.strategy.devices = 1;
+        params_of(&r, inv1);
+        cr_assert_eq(memcmp(inv1, inv2, np * sizeof(float)), 0,
+                     "invariant mode: one device and ddp on 2 differ (%g)",
+                     rig_rel_diff(inv2, inv1, np));
+}
+
+static void no_heap(enum strata_strategy_kind kind, int n, enum strata_precision prec,
+                    int invariant)
+{
+        static float logits[RIG_BATCH * RIG_CLASSES];
+        struct strata_runtime *rt;
+        struct strata_memory_info mi;
+        struct strata_metrics m;
+        struct strata_batch b;
+        struct rig r;
+        long calls;
+
+        attention_rig(&r);
+        r.cfg.strategy.kind = kind;
+        r.cfg.strategy.devices = n;
+        r.cfg.strategy.invariant = invariant;
+        r.cfg.precision.kind = prec;
+        rt = rig_open(&r.cfg);
+        strata_loader_reset(&r.loader, r.idx, 256);
+        strata_heapcount_start();
+        while (strata_loader_next(&r.loader, &b)) {
+                cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
+                cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK);
+                cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES),
+                             STRATA_OK);
+        }
+        calls = strata_heapcount_stop();
+        cr_assert_eq(calls, 0, "strategy %d on %d: %ld heap calls during training", kind, n,
+                     calls);
+        cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
+        cr_assert_eq(mi.used, mi.planned, "strategy %d: used %zu bytes, planned %zu", kind,
+                     mi.used, mi.planned);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(attention_parallel, no_heap_and_plan_is_used, .timeout = 120)
+{
+        strata_heapcount_start();
+        if (strata_heapcount_stop() < 0)
+                cr_skip("the sanitizer owns malloc in this build; counted in the plain build");
+        no_heap(STRATA_STRATEGY_SINGLE, 1, STRATA_PRECISION_32, 0);
+        no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_32, 0);
+        no_heap(STRATA_STRATEGY_FSDP, 2, STRATA_PRECISION_32, 0);
+        no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_BF16_MIXED, 0);
+        no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_32, 1);
+}
+
+Test(attention_parallel, pytorch_predicts_what_strata_predicts, .timeout = 120)
+{
+        static float out[RIG_BATCH * RIG_CLASSES];
+        char dir[] = "/tmp/strata-export-attn-XXXXXX", st[128];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct rig r;
+
+        if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+                cr_skip_test("python3-torch is not installed (make deps installs it)");
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(st, sizeof(st), "%s/model.safetensors", dir);
+        attention_rig(&r);
+        r.cfg = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        rt = rig_open(&r.cfg);
+        rig_steps(&r, rt, STEPS, NULL);
+        cr_assert_eq(strata_export_safetensors(rt, st), STRATA_OK, "%s", strata_last_error());
+        strata_loader_reset(&r.loader, r.idx + 64, 64);
+        cr_assert_eq(strata_loader_next(&r.loader, &b), 1);
+        cr_assert_eq(strata_predict_step(rt, &b, out, RIG_BATCH * RIG_CLASSES), STRATA_OK);
+        rig_pytorch_script("load_attention_safetensors.py", st, b.x, RIG_IN, out, RIG_CLASSES,
+                           b.rows);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        unlink(st);
+        rmdir(dir);
+}
