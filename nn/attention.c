@@ -359,3 +359,61 @@ const struct strata_module_ops strata_posembed = {
         .forward = pos_forward,
         .backward = pos_backward,
 };
+
+/*
+ * ---- Tokens: a (C, spatial...) sample as a sequence (L, E) = (the spatial extents' product, C)
+ *
+ * PyTorch's x.flatten(2).transpose(1, 2): the step of a ViT's patch embedding after its
+ * strided convolution, so conv2d(E,P,stride=P) tokens is PatchEmbed. On a sequence (L, E) it
+ * gives (E, L), so a second tokens undoes the first (a kernel-1 conv1d between them is a
+ * Linear applied to each token).
+ */
+
+static int tok_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        const struct strata_dims *d = &l->in_dims;
+        int sp = d->channels > 0 ? in / d->channels : 0;
+
+        if (d->ndim < 1 || d->channels <= 0 || (long long)sp * d->channels != in)
+                return strata__fail(STRATA_EINVAL, "tokens (module %d): input of %d features "
+                                    "laid out as %d channels over %d dimensions; it reads "
+                                    "(C, spatial...)", l->index, in, d->channels, d->ndim);
+        *s = (struct strata_module_shape){ .out = in, .host_loops = 1,
+                                           .out_dims = { sp, 1, { d->channels } } };
+        return STRATA_OK;
+}
+
+/* @p rows samples [a, b] into [b, a]. */
+static void transpose_rows(const float *x, float *y, int rows, int a, int b)
+{
+        size_t n = (size_t)a * b;
+
+        for (int r = 0; r < rows; r++)
+                for (int i = 0; i < a; i++)
+                        for (int j = 0; j < b; j++)
+                                y[r * n + (size_t)j * a + i] = x[r * n + (size_t)i * b + j];
+}
+
+static void tok_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                        float *y, int rows)
+{
+        (void)c;
+        transpose_rows(x, y, rows, l->in_dims.channels, l->in / l->in_dims.channels);
+}
+
+static void tok_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                         const float *y, const float *dy, float *dx, int rows)
+{
+        (void)c;
+        (void)x;
+        (void)y;
+        if (dx)
+                transpose_rows(dy, dx, rows, l->in / l->in_dims.channels, l->in_dims.channels);
+}
+
+const struct strata_module_ops strata_tokens = {
+        .name = "tokens",
+        .shape = tok_shape,
+        .forward = tok_forward,
+        .backward = tok_backward,
+};

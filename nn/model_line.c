@@ -36,6 +36,7 @@ static const char *const arg_names[STRATA__ARG_COUNT] = {
         [STRATA__ARG_MOMENTUM] = "momentum", [STRATA__ARG_SLOPE] = "slope",
         [STRATA__ARG_FROM] = "from", [STRATA__ARG_BRANCH] = "from",
         [STRATA__ARG_HEADS] = "heads", [STRATA__ARG_CAUSAL] = "causal",
+        [STRATA__ARG_DIMS] = "dims",
 };
 
 /* Words some arguments take, and the value each stands for. */
@@ -208,6 +209,14 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                                             "'%.*s' is not a positive count", c->module,
                                             c->name, arg_names[a], (int)n, s);
                 *(a == STRATA__ARG_OUT ? &m->out : &m->heads) = v[0];
+                return STRATA_OK;
+        }
+        if (a == STRATA__ARG_DIMS) {
+                if (parse_ints(s, n, v) != 1 || v[0] > STRATA_MAX_SPATIAL)
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): dims "
+                                            "'%.*s' is not a count of 0 to %d", c->module,
+                                            c->name, (int)n, s, STRATA_MAX_SPATIAL);
+                m->norm_dims = v[0];
                 return STRATA_OK;
         }
         if (parse_float(s, n, &f))

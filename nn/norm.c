@@ -409,31 +409,59 @@ const struct strata_module_ops strata_layernorm = {
 };
 
 /*
- * ---- RMSNorm over the whole sample: weight shaped (C, D, H, W) or (features) ----
+ * ---- RMSNorm over the sample's last dims dimensions (0: all): weight of their shape ----
  *
- * Per row: the mean square in double (in order), 1/rms = 1 / sqrt(ms + eps),
- * y = x / rms * weight rounded once. aux keeps each row's 1/rms as a double (two floats) for
- * the backward: dx = (g - xhat mean(g xhat)) / rms with g = dy * weight, xhat = x / rms; the
- * weight's gradient sums dy xhat over rows in row order, in double, per feature.
+ * The sample's shape (C, spatial...) splits into groups of its last dims extents
+ * (PyTorch's normalized_shape): a sequence (L, E) with dims 1 is RMSNorm(E) on each token.
+ * Per group: the mean square in double (in order), 1/rms = 1 / sqrt(ms + eps),
+ * y = x / rms * weight rounded once. aux keeps each group's 1/rms as a double (two floats)
+ * for the backward: dx = (g - xhat mean(g xhat)) / rms with g = dy * weight, xhat = x / rms;
+ * the weight's gradient sums dy xhat over rows and groups in order, in double, per feature.
  */
-
-#define RMS_AUX 2 /* floats per row: 1/rms, a double */
 
 static double rms_eps(const struct strata_layer *l)
 {
         return l->desc->eps > 0.0f ? (double)l->desc->eps : (double)FLT_EPSILON;
 }
 
+/* Features of one group: the product of the sample's last dims extents (all for 0). */
+static int rms_group(const struct strata_layer *l)
+{
+        const struct strata_dims *d = &l->in_dims;
+        int k = l->desc->norm_dims, g = 1;
+
+        if (k <= 0 || d->ndim <= 0 || k > d->ndim)
+                return l->in;
+        for (int i = d->ndim - k; i < d->ndim; i++)
+                g *= d->size[i];
+        return g;
+}
+
 static int rms_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
 {
+        const struct strata_dims *d = &l->in_dims;
+        int k = l->desc->norm_dims, g;
         struct strata_param_group w;
 
         if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)))
                 return strata__fail(STRATA_EINVAL, "rmsnorm (module %d): eps %g (>= 0, 0 "
                                     "for FLT_EPSILON)", l->index, l->desc->eps);
+        if (k < 0 || (k > 0 && k > d->ndim))
+                return strata__fail(STRATA_EINVAL, "rmsnorm (module %d): dims %d over a sample "
+                                    "of %d spatial dimensions (0 for all, up to %d)", l->index,
+                                    k, d->ndim, d->ndim);
         STRATA_TRY(norm_weight(l, in, &w));
-        *s = (struct strata_module_shape){ .out = in, .params = (size_t)in,
-                                           .aux_per_row = RMS_AUX, .ngroups = 1,
+        g = rms_group(l);
+        if (g != in) { /* the last k extents of (C, spatial...) */
+                w.count = (size_t)g;
+                w.ndim = k;
+                for (int i = 0; i < STRATA_MAX_PARAM_DIMS; i++)
+                        w.shape[i] = i < k ? (size_t)d->size[d->ndim - k + i] : 0;
+                if (k == 1)
+                        w.shape[1] = 1;
+        }
+        *s = (struct strata_module_shape){ .out = in, .params = (size_t)g,
+                                           .aux_per_row = 2 * (size_t)(in / g), .ngroups = 1,
                                            .groups = { w }, .host_loops = 1 };
         return STRATA_OK;
 }
@@ -441,15 +469,16 @@ static int rms_shape(const struct strata_layer *l, int in, struct strata_module_
 static void rms_init(struct strata_layer *l, uint64_t seed)
 {
         (void)seed;
-        for (int j = 0; j < l->in; j++)
+        for (size_t j = 0; j < l->nparam; j++)
                 l->param[j] = 1.0f;
 }
 
-static double rms_rstd(const struct strata_layer *l, int r)
+/* 1/rms of group @p k of row @p r, as the forward saved it. */
+static double rms_rstd(const struct strata_layer *l, int r, int k)
 {
         double v;
 
-        memcpy(&v, l->aux + (size_t)r * RMS_AUX, sizeof(v));
+        memcpy(&v, l->aux + (size_t)r * l->naux_per_row + 2 * (size_t)k, sizeof(v));
         return v;
 }
 
@@ -457,56 +486,67 @@ static void rms_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                         float *y, int rows)
 {
         const float *w = l->param;
-        int f = l->in;
+        int g = rms_group(l), n = l->in / g;
 
         (void)c;
-        for (int r = 0; r < rows; r++) {
-                const float *xr = x + (size_t)r * f;
-                float *yr = y + (size_t)r * f;
-                double sq = 0.0, rstd;
+        for (int r = 0; r < rows; r++)
+                for (int k = 0; k < n; k++) {
+                        const float *xr = x + (size_t)r * l->in + (size_t)k * g;
+                        float *yr = y + (size_t)r * l->in + (size_t)k * g;
+                        double sq = 0.0, rstd;
 
-                for (int j = 0; j < f; j++)
-                        sq += (double)xr[j] * xr[j];
-                rstd = 1.0 / sqrt(sq / f + rms_eps(l));
-                memcpy(l->aux + (size_t)r * RMS_AUX, &rstd, sizeof(rstd));
-                for (int j = 0; j < f; j++)
-                        yr[j] = (float)(xr[j] * rstd * w[j]);
-        }
+                        for (int j = 0; j < g; j++)
+                                sq += (double)xr[j] * xr[j];
+                        rstd = 1.0 / sqrt(sq / g + rms_eps(l));
+                        memcpy(l->aux + (size_t)r * l->naux_per_row + 2 * (size_t)k, &rstd,
+                               sizeof(rstd));
+                        for (int j = 0; j < g; j++)
+                                yr[j] = (float)(xr[j] * rstd * w[j]);
+                }
+}
+
+/* The input gradient of group @p k of row @p r. */
+static void rms_dx(const struct strata_layer *l, int r, int k, int g, const float *xr,
+                   const float *dr, float *dxr)
+{
+        const float *w = l->param;
+        double rstd = rms_rstd(l, r, k), sgx = 0.0;
+
+        for (int j = 0; j < g; j++)
+                sgx += (double)dr[j] * w[j] * xr[j] * rstd;
+        for (int j = 0; j < g; j++)
+                dxr[j] = (float)(rstd * ((double)dr[j] * w[j] - xr[j] * rstd * sgx / g));
 }
 
 static void rms_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                          const float *y, const float *dy, float *dx, int rows)
 {
-        const float *w = l->param;
         float *dw = l->grad;
-        int f = l->in;
+        int g = rms_group(l), n = l->in / g;
 
         (void)c;
         (void)y;
-        for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's rows in row order */
-                int nj = f - j0 < LN_BLOCK ? f - j0 : LN_BLOCK;
+        for (int j0 = 0; j0 < g; j0 += LN_BLOCK) { /* each feature's rows in row order */
+                int nj = g - j0 < LN_BLOCK ? g - j0 : LN_BLOCK;
                 double gw[LN_BLOCK] = { 0 };
 
-                for (int r = 0; r < rows; r++) {
-                        const float *xr = x + (size_t)r * f + j0, *dr = dy + (size_t)r * f + j0;
-                        double rstd = rms_rstd(l, r);
+                for (int r = 0; r < rows; r++)
+                        for (int k = 0; k < n; k++) {
+                                size_t at = (size_t)r * l->in + (size_t)k * g + j0;
+                                double rstd = rms_rstd(l, r, k);
 
-                        for (int j = 0; j < nj; j++)
-                                gw[j] += dr[j] * (xr[j] * rstd);
-                }
+                                for (int j = 0; j < nj; j++)
+                                        gw[j] += dy[at + j] * (x[at + j] * rstd);
+                        }
                 for (int j = 0; j < nj; j++)
                         dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
         }
-        for (int r = 0; dx && r < rows; r++) {
-                const float *xr = x + (size_t)r * f, *dr = dy + (size_t)r * f;
-                double rstd = rms_rstd(l, r), sgx = 0.0;
+        for (int r = 0; dx && r < rows; r++)
+                for (int k = 0; k < n; k++) {
+                        size_t at = (size_t)r * l->in + (size_t)k * g;
 
-                for (int j = 0; j < f; j++)
-                        sgx += (double)dr[j] * w[j] * xr[j] * rstd;
-                for (int j = 0; j < f; j++)
-                        dx[(size_t)r * f + j] = (float)(rstd * ((double)dr[j] * w[j] -
-                                                                xr[j] * rstd * sgx / f));
-        }
+                        rms_dx(l, r, k, g, x + at, dy + at, dx + at);
+                }
 }
 
 const struct strata_module_ops strata_rmsnorm = {

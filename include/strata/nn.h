@@ -323,6 +323,11 @@ struct strata_module {
         int heads;
         /** MultiheadAttention: non-zero masks every key after its query (0 or 1) */
         int causal;
+        /**
+         * RMSNorm: normalise over the sample's last norm_dims dimensions of (C, spatial...),
+         * PyTorch's normalized_shape (1 on a sequence (L, E): each token); 0: all of them
+         */
+        int norm_dims;
 };
 
 /**
@@ -585,9 +590,9 @@ extern const struct strata_module_ops strata_flatten;
  */
 extern const struct strata_module_ops strata_layernorm;
 /**
- * RMSNorm over the whole sample (PyTorch's nn.RMSNorm(normalized_shape) with the sample's
- * shape): y = x / sqrt(mean(x^2) + eps) * weight; eps 0 is FLT_EPSILON (PyTorch's None for
- * float32). Its weight, "weight", has the sample's shape.
+ * RMSNorm (PyTorch's nn.RMSNorm(normalized_shape)) over the sample's last strata_module
+ * norm_dims dimensions, 0 for the whole sample: y = x / sqrt(mean(x^2) + eps) * weight; eps 0
+ * is FLT_EPSILON (PyTorch's None for float32). Its weight, "weight", has normalized_shape.
  */
 extern const struct strata_module_ops strata_rmsnorm;
 /**
@@ -603,6 +608,12 @@ extern const struct strata_module_ops strata_mha;
  * sequence), initialised to zero (the ViT convention's parameter, a model's pos_embed).
  */
 extern const struct strata_module_ops strata_posembed;
+/**
+ * A (C, spatial...) sample as a sequence (L, E) = (the spatial extents' product, C): PyTorch's
+ * x.flatten(2).transpose(1, 2), the step of a ViT's patch embedding after its strided
+ * convolution; on a sequence (L, E) it gives (E, L), so two undo each other.
+ */
+extern const struct strata_module_ops strata_tokens;
 
 /*
  * Merge modules: skip connections, which make a model a small static graph (ResNet blocks, a

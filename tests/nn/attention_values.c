@@ -1,6 +1,6 @@
 /*
- * The attention family (RMSNorm, multi-head self-attention, the positional embedding) against
- * PyTorch in float64: the same weights, inputs and targets, three SGD steps of
+ * The attention family (RMSNorm, multi-head self-attention, the positional embedding, tokens)
+ * against PyTorch in float64: the same weights, inputs and targets, three SGD steps of
  * sum((y - t)^2) / 2 on each side (tests/tools/attention_reference.py: nn.MultiheadAttention
  * with batch_first, with and without the causal mask; RMSNorm by its definition), the weights
  * within 1e-5 relative. Their backward against central differences; their groups by PyTorch's
@@ -82,7 +82,8 @@ static void against_pytorch(const char *kind, struct strata_module desc, int l, 
         write_f32(dir, "t.f32", t, (size_t)n);
         snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/attention_reference.py "
                  "%s %d %d %d %d %.9g %d %d %.9g %s 2>&1", STRATA_SOURCE_DIR, kind, l, e,
-                 desc.heads, desc.causal, (double)desc.eps, ROWS, STEPS, (double)LR, dir);
+                 desc.ops == &strata_rmsnorm ? desc.norm_dims : desc.heads, desc.causal,
+                 (double)desc.eps, ROWS, STEPS, (double)LR, dir);
         cr_assert_not_null(py = popen(cmd, "r"));
         while (fgets(line, sizeof(line), py)) {
                 cr_log_info("%s", line);
@@ -124,6 +125,14 @@ Test(attention, rmsnorm_matches_pytorch)
                                                            .eps = 1e-3f }, 4, 6);
         against_pytorch("rmsnorm", (struct strata_module){ .ops = &strata_rmsnorm,
                                                            .eps = 0.25f }, 3, 5);
+}
+
+/* dims 1 on a sequence: PyTorch's RMSNorm(E) on each token, weight [E]. */
+Test(attention, rmsnorm_per_token_matches_pytorch)
+{
+        against_pytorch("rmsnorm", (struct strata_module){ .ops = &strata_rmsnorm,
+                                                           .eps = 1e-3f, .norm_dims = 1 },
+                        5, 6);
 }
 
 Test(attention, posembed_matches_pytorch)
@@ -174,8 +183,38 @@ Test(attention, gradients_match_differences)
                   (struct strata_dims){ 3, 1, { 5 } });
         gradcheck((struct strata_module){ .ops = &strata_rmsnorm, .eps = 0.1f },
                   (struct strata_dims){ 7, 0, { 0 } });
+        gradcheck((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = 1 },
+                  (struct strata_dims){ 4, 1, { 5 } });
+        gradcheck((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = 2 },
+                  (struct strata_dims){ 2, 2, { 3, 4 } });
         gradcheck((struct strata_module){ .ops = &strata_posembed },
                   (struct strata_dims){ 3, 1, { 4 } });
+        gradcheck((struct strata_module){ .ops = &strata_tokens },
+                  (struct strata_dims){ 3, 2, { 2, 4 } });
+}
+
+/* tokens is x.flatten(2).transpose(1, 2): (C, H, W) -> (H W, C); twice on (L, E) is itself. */
+Test(attention, tokens_transposes_channels_and_positions)
+{
+        struct modcall *m = &(struct modcall){ 0 };
+        struct strata_module desc = { .ops = &strata_tokens };
+        static float back[MODCALL_MAX];
+        int c = 3, sp = 8, n = c * sp;
+
+        modcall_init(m, &desc, (struct strata_dims){ c, 2, { 2, 4 } }, ROWS);
+        cr_assert_eq(m->s.out_dims.channels, sp);
+        cr_assert_eq(m->s.out_dims.ndim, 1);
+        cr_assert_eq(m->s.out_dims.size[0], c);
+        cr_assert_eq(m->s.params, 0);
+        modcall_wave(x, ROWS * n, 0.71, 0.3);
+        desc.ops->forward(&m->l, &m->c, x, y, ROWS);
+        for (int r = 0; r < ROWS; r++)
+                for (int ch = 0; ch < c; ch++)
+                        for (int s = 0; s < sp; s++)
+                                cr_assert(y[r * n + s * c + ch] == x[r * n + ch * sp + s]);
+        modcall_init(m, &desc, (struct strata_dims){ sp, 1, { c } }, ROWS);
+        desc.ops->forward(&m->l, &m->c, y, back, ROWS);
+        cr_assert_eq(memcmp(back, x, (size_t)ROWS * n * sizeof(float)), 0);
 }
 
 /* A second backward over the same forward adds its gradients (grad_fresh 0). */
@@ -262,4 +301,10 @@ Test(attention, bad_arguments_named)
         refused((struct strata_module){ .ops = &strata_rmsnorm, .eps = -1.0f }, seq,
                 "eps -1");
         refused((struct strata_module){ .ops = &strata_rmsnorm, .eps = NAN }, seq, "eps nan");
+        refused((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = 2 }, seq,
+                "dims 2 over a sample of 1 spatial dimensions");
+        refused((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = -1 }, seq,
+                "dims -1");
+        refused((struct strata_module){ .ops = &strata_tokens },
+                (struct strata_dims){ 12, 0, { 0 } }, "12 channels over 0 dimensions");
 }

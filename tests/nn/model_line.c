@@ -8,7 +8,7 @@
 
 #include "strata/strata.h"
 
-static struct strata_module mods[8];
+static struct strata_module mods[16];
 
 Test(model_line, an_input_and_modules_set_the_model)
 {
@@ -274,6 +274,17 @@ Test(model_line, attention_modules_take_their_arguments)
         refused("input(6,8) mha(2,causal=2)", 8, "causal '2' is not one of its words");
         refused("input(6,8) mha(2,1)", 8, "too many arguments");
         refused("input(6,8) rmsnorm(eps=x)", 8, "eps 'x' is not a number");
+        refused("input(6,8) rmsnorm(dims=4)", 8, "dims '4' is not a count of 0 to 3");
+        refused("input(6,8) tokens(1)", 8, "too many arguments");
+        m = (struct strata_model){ 0 };
+        cr_assert_eq(strata_model_parse("input(3,8,8) conv2d(16,4,stride=4) tokens posembed "
+                                        "rmsnorm(dims=1) mha(4) tokens conv1d(32,1) gelu "
+                                        "conv1d(16,1) tokens", mods, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(mods[3].norm_dims, 1);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 4, "(L, E) = (4, 16) patches of 4 x 4");
+        cr_assert_eq(out.size[0], 16);
         m = (struct strata_model){ 0 };
         cr_assert_eq(strata_model_parse("input(6,8) mha(3)", mods, 8, &m), STRATA_OK);
         cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);

@@ -1,7 +1,8 @@
 """PyTorch's float64 reference for the attention family's modules after SGD steps.
 
 usage: attention_reference.py KIND L E HEADS CAUSAL EPS ROWS STEPS LR DIR
-KIND is rmsnorm, mha or posembed over samples (L, E) (batch_first). DIR holds w0.f32 (the
+KIND is rmsnorm, mha or posembed over samples (L, E) (batch_first); for rmsnorm HEADS is
+its dims (0: over (L, E), 1: over E, each token). DIR holds w0.f32 (the
 module's parameters in Strata's order: its groups one after the other), x.f32 [ROWS, L, E]
 and t.f32 (targets, the same shape). Each step: y = module(x), loss = sum((y - t)^2) / 2,
 backward, w -= LR * grad, in float64. Writes DIR/w.f64 (the parameters after STEPS steps in
@@ -14,9 +15,9 @@ import torch
 from torch import nn
 
 
-def rmsnorm(x, w, eps):
-    """nn.RMSNorm(normalized_shape=(L, E), eps) (torch 2.4's definition)."""
-    ms = x.pow(2).mean(dim=(1, 2), keepdim=True)
+def rmsnorm(x, w, eps, dims):
+    """nn.RMSNorm(normalized_shape=(L, E) or E, eps) (torch 2.4's definition)."""
+    ms = x.pow(2).mean(dim=(2,) if dims == 1 else (1, 2), keepdim=True)
     return x * torch.rsqrt(ms + eps) * w
 
 
@@ -48,11 +49,12 @@ def main():
         def f(v):
             return m(v, v, v, need_weights=False, attn_mask=mask)[0]
     else:
-        w = w0.clone().reshape(ln, e).requires_grad_(True)
+        w = w0.clone().reshape((e,) if kind == "rmsnorm" and heads == 1 else (ln, e))
+        w.requires_grad_(True)
         order = params = [w]
 
         def f(v):
-            return rmsnorm(v, w, eps) if kind == "rmsnorm" else v + w
+            return rmsnorm(v, w, eps, heads) if kind == "rmsnorm" else v + w
     for _ in range(steps):
         for p in params:
             p.grad = None
