@@ -63,8 +63,9 @@ static int check_groups(struct strata_module_shape *s, int i)
                     (unsigned)g->role >= STRATA_ROLE_COUNT || g->ndim < 1 ||
                     g->ndim > STRATA_MAX_PARAM_DIMS || extent_product(g) != g->count)
                         return strata__fail(STRATA_EINVAL, "module %d, group %d (%s): name must "
-                                                           "be [a-z0-9_.]{1,24}, dtype f32, "
-                                                           "shape matching count %zu", i, k,
+                                                           "be [a-z0-9_]{1,24} (parts joined by "
+                                                           "'.'), dtype f32, shape matching "
+                                                           "count %zu", i, k,
                                             g->name ? g->name : "NULL", g->count);
                 if (g->role == STRATA_ROLE_RUNNING)
                         running += g->count;

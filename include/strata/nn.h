@@ -65,7 +65,7 @@ struct strata_dims {
  * slice of the device's flat parameter vector, buffers in its running state.
  */
 struct strata_param_group {
-        const char *name;        /**< stable, [a-z0-9_]: part of checkpoint names */
+        const char *name;        /**< stable, [a-z0-9_] (a '.' may join parts): checkpoint names */
         enum strata_dtype dtype; /**< storage type (STRATA_F32 today) */
         size_t count;            /**< elements */
         enum strata_param_role role;

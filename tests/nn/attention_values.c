@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/shape.h"
 #include "tests/support/fdcheck.h"
 #include "tests/support/modcall.h"
 
@@ -307,4 +308,51 @@ Test(attention, bad_arguments_named)
                 "dims -1");
         refused((struct strata_module){ .ops = &strata_tokens },
                 (struct strata_dims){ 12, 0, { 0 } }, "12 channels over 0 dimensions");
+}
+
+/* A group's name may join parts with '.' (out_proj.weight), never at an end or twice. */
+static const char *group_name;
+
+static int named_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        (void)l;
+        *s = (struct strata_module_shape){ .out = in, .params = 2, .ngroups = 1,
+                                           .groups = { { group_name, STRATA_F32, 2,
+                                                         STRATA_ROLE_WEIGHT, 1, { 2, 1 } } } };
+        return STRATA_OK;
+}
+
+static void noop_fwd(struct strata_layer *l, const struct strata_step_ctx *c, const float *in,
+                     float *out, int rows)
+{
+        (void)l, (void)c, (void)in, (void)out, (void)rows;
+}
+
+static void noop_bwd(struct strata_layer *l, const struct strata_step_ctx *c, const float *in,
+                     const float *out, const float *dout, float *din, int rows)
+{
+        (void)l, (void)c, (void)in, (void)out, (void)dout, (void)din, (void)rows;
+}
+
+Test(attention, group_names_join_parts_with_a_dot)
+{
+        static const struct strata_module_ops ops = { "named", named_shape, NULL, noop_fwd,
+                                                      noop_bwd, NULL };
+        static const char *const good[] = { "out_proj.weight", "a.b.c", "weight" };
+        static const char *const bad[] = { ".weight", "weight.", "out..weight", "." };
+        struct strata_module desc = { .ops = &ops };
+        struct strata_layer l = { .desc = &desc, .index = 2, .in = 4 };
+        struct strata_module_shape s;
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                group_name = good[i];
+                cr_assert_eq(strata__module_shape(&l, 4, &s), STRATA_OK, "%s: %s", good[i],
+                             strata_last_error());
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                group_name = bad[i];
+                cr_assert_eq(strata__module_shape(&l, 4, &s), STRATA_EINVAL, "%s", bad[i]);
+                cr_assert_not_null(strstr(strata_last_error(), bad[i]), "%s",
+                                   strata_last_error());
+        }
 }
