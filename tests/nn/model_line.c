@@ -285,6 +285,15 @@ Test(model_line, attention_modules_take_their_arguments)
         cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(out.channels, 4, "(L, E) = (4, 16) patches of 4 x 4");
         cr_assert_eq(out.size[0], 16);
+        m = (struct strata_model){ 0 }; /* the guide's ViT-style line */
+        cr_assert_eq(strata_model_parse("input(1,32,32) conv2d(64,4,stride=4) tokens posembed "
+                                        "rmsnorm(dims=1) mha(4) add(from=2) "
+                                        "rmsnorm(dims=1) tokens conv1d(128,1) gelu conv1d(64,1) "
+                                        "tokens add(from=5) rmsnorm(dims=1) flatten linear(10)",
+                                        mods, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 10);
         m = (struct strata_model){ 0 };
         cr_assert_eq(strata_model_parse("input(6,8) mha(3)", mods, 8, &m), STRATA_OK);
         cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);

@@ -144,3 +144,57 @@ Test(attention_parallel, pytorch_predicts_what_strata_predicts, .timeout = 120)
         unlink(st);
         rmdir(dir);
 }
+
+/* The guide's ViT-style line (a patch embedding, one encoder block, a head) on 1 x 8 x 8. */
+static const char vit_line[] =
+        "input(1,8,8) conv2d(8,4,stride=4) tokens posembed "
+        "rmsnorm(dims=1) mha(2,causal=1) add(from=2) "
+        "rmsnorm(dims=1) tokens conv1d(16,1) gelu conv1d(8,1) tokens add(from=5) "
+        "rmsnorm(dims=1) flatten linear(4)";
+
+Test(attention_parallel, an_encoder_block_in_the_line_predicts_as_pytorch, .timeout = 120)
+{
+        static _Alignas(4096) unsigned char mem[1 << 18];
+        static float out[RIG_BATCH * RIG_CLASSES];
+        static struct strata_module mods[16];
+        static uint32_t idx[256];
+        char dir[] = "/tmp/strata-export-vit-XXXXXX", st[128];
+        struct strata_config c = STRATA_CONFIG_INIT;
+        struct strata_model model = { 0 };
+        struct strata_runtime *rt;
+        struct strata_dataset ds;
+        struct strata_loader ld;
+        struct strata_arena a;
+        struct strata_batch b;
+
+        if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+                cr_skip_test("python3-torch is not installed (make deps installs it)");
+        cr_assert_eq(strata_model_parse(vit_line, mods, 16, &model), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_arena_init(&a, mem, sizeof(mem), NULL), STRATA_OK);
+        cr_assert_eq(strata_dataset_synthetic(&ds, &a, 256, 64, RIG_CLASSES, 5), STRATA_OK);
+        cr_assert_eq(strata_loader_init(&ld, &a, &ds, RIG_BATCH, 1), STRATA_OK);
+        for (uint32_t i = 0; i < 256; i++)
+                idx[i] = (i * 37u) % 256u;
+        c.model = &model;
+        c.batch = RIG_BATCH;
+        c.classes = RIG_CLASSES;
+        c.seed = 11;
+        c.strategy.kind = STRATA_STRATEGY_DDP;
+        c.strategy.devices = 2;
+        rt = rig_open(&c);
+        strata_loader_reset(&ld, idx, 256);
+        for (int s = 0; s < STEPS && strata_loader_next(&ld, &b); s++)
+                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
+                             strata_last_error());
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(st, sizeof(st), "%s/model.safetensors", dir);
+        cr_assert_eq(strata_export_safetensors(rt, st), STRATA_OK, "%s", strata_last_error());
+        strata_loader_reset(&ld, idx + 64, 64);
+        cr_assert_eq(strata_loader_next(&ld, &b), 1);
+        cr_assert_eq(strata_predict_step(rt, &b, out, RIG_BATCH * RIG_CLASSES), STRATA_OK);
+        rig_pytorch_script("load_vit_safetensors.py", st, b.x, 64, out, RIG_CLASSES, b.rows);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        unlink(st);
+        rmdir(dir);
+}
