@@ -1,10 +1,12 @@
 /*
  * A small transformer-style model on sequences (5 tokens of 4 features, batch_first) through
  * the runtime: posembed, causal mha(2) with a residual add, rmsnorm, linear. Runs repeat
- * bitwise; in invariant mode one device and ddp on 2 are the same bits; training, evaluation
- * and prediction allocate nothing and use exactly the planned memory under single, ddp, fsdp,
- * bf16-mixed and invariant mode; the safetensors export has PyTorch's names
- * (layers.1.out_proj.weight) and PyTorch's model loaded from it predicts what Strata predicts.
+ * bitwise; in invariant mode one device and ddp on 2 are the same bits; zero1, zero2 and fsdp
+ * on 2 are ddp's bits, dp within 1e-5 of single; a checkpoint resumes bitwise; training,
+ * evaluation and prediction allocate nothing and use exactly the planned memory under single,
+ * ddp, fsdp, zero2, 16- and bf16-mixed and invariant mode; the safetensors export has
+ * PyTorch's names (layers.1.out_proj.weight) and PyTorch's model loaded from it predicts what
+ * Strata predicts, for this model and for the guide's ViT-style line.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -32,17 +34,36 @@ static void attention_rig(struct rig *r)
         r->model.in_dims = (struct strata_dims){ SEQ, 1, { EMB } };
 }
 
+/* The attention rig's parameter count. */
+#define NP (SEQ * EMB + 4 * EMB * EMB + 4 * EMB + SEQ * EMB + RIG_IN * RIG_CLASSES + RIG_CLASSES)
+
+/* @p rt's parameters into @p out (fsdp's shards put together; zero1/2 pad theirs). */
+static void gather(struct strata_runtime *rt, const struct strata_config *c, float *out)
+{
+        size_t n, at = 0, len = 0;
+        const float *p;
+
+        if (c->strategy.kind != STRATA_STRATEGY_FSDP) {
+                cr_assert_eq(strata_parameters(rt, 0, &p, &n), STRATA_OK);
+                cr_assert_geq(n, NP);
+                memcpy(out, p, NP * sizeof(float));
+                return;
+        }
+        for (int d = 0; d < c->strategy.devices && at < NP; d++, at += len) {
+                cr_assert_eq(strata_parameters(rt, d, &p, &n), STRATA_OK);
+                len = d == 0 ? n : len;
+                memcpy(out + at, p, sizeof(float) * (at + n > NP ? NP - at : n));
+        }
+}
+
 static size_t params_of(struct rig *r, float *out)
 {
         struct strata_runtime *rt = rig_open(&r->cfg);
-        const float *p;
-        size_t np;
 
         rig_steps(r, rt, STEPS, NULL);
-        cr_assert_eq(strata_parameters(rt, 0, &p, &np), STRATA_OK);
-        memcpy(out, p, np * sizeof(float));
+        gather(rt, &r->cfg, out);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
-        return np;
+        return NP;
 }
 
 Test(attention_parallel, runs_repeat_and_invariant_mode_is_the_same_bits_on_2_devices,
@@ -54,8 +75,6 @@ Test(attention_parallel, runs_repeat_and_invariant_mode_is_the_same_bits_on_2_de
 
         attention_rig(&r);
         np = params_of(&r, single);
-        cr_assert_eq(np, SEQ * EMB + 4 * EMB * EMB + 4 * EMB + SEQ * EMB +
-                                 (size_t)RIG_IN * RIG_CLASSES + RIG_CLASSES);
         cr_assert_eq(params_of(&r, again), np);
         cr_assert_eq(memcmp(single, again, np * sizeof(float)), 0, "single runs differ");
         r.cfg = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
@@ -70,6 +89,71 @@ Test(attention_parallel, runs_repeat_and_invariant_mode_is_the_same_bits_on_2_de
         cr_assert_eq(memcmp(inv1, inv2, np * sizeof(float)), 0,
                      "invariant mode: one device and ddp on 2 differ (%g)",
                      rig_rel_diff(inv2, inv1, np));
+}
+
+/* zero1, zero2 and fsdp on 2 devices are bitwise ddp on 2; dp on 2 is within 1e-5 of single. */
+Test(attention_parallel, sharded_strategies_are_ddp_bits, .timeout = 120)
+{
+        static const enum strata_strategy_kind sharded[] = {
+                STRATA_STRATEGY_ZERO1, STRATA_STRATEGY_ZERO2, STRATA_STRATEGY_FSDP,
+        };
+        static float single[NP], ddp[NP], other[NP];
+        struct rig r;
+
+        attention_rig(&r);
+        params_of(&r, single);
+        r.cfg = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        params_of(&r, ddp);
+        for (size_t i = 0; i < sizeof(sharded) / sizeof(sharded[0]); i++) {
+                r.cfg.strategy.kind = sharded[i];
+                params_of(&r, other);
+                cr_assert_eq(memcmp(other, ddp, sizeof(ddp)), 0, "%s on 2 is not ddp's bits",
+                             strata_strategy_name(sharded[i]));
+        }
+        r.cfg = rig_cfg(&r, STRATA_STRATEGY_DP, 2, 0);
+        params_of(&r, other);
+        cr_assert_leq(rig_rel_diff(other, single, NP), 1e-5, "dp on 2: %g",
+                      rig_rel_diff(other, single, NP));
+}
+
+/* Train STEPS, save, load into a fresh runtime, train STEPS more: the run that never stopped. */
+Test(attention_parallel, a_checkpoint_resumes_bitwise, .timeout = 120)
+{
+        static float straight[NP], resumed[NP];
+        char dir[] = "/tmp/strata-ckpt-attn-XXXXXX", path[128];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct rig r;
+
+        attention_rig(&r);
+        r.cfg = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        rt = rig_open(&r.cfg);
+        rig_steps(&r, rt, 2 * STEPS, NULL);
+        gather(rt, &r.cfg, straight);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/run.ckpt", dir);
+        rt = rig_open(&r.cfg);
+        rig_steps(&r, rt, STEPS, NULL);
+        cr_assert_eq(strata_save_checkpoint(rt, path, NULL, 0), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        rt = rig_open(&r.cfg);
+        cr_assert_eq(strata_load_checkpoint(rt, path, NULL, 0, NULL, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        strata_loader_reset(&r.loader, r.idx, 256);
+        for (int s = 0; s < 2 * STEPS; s++) {
+                cr_assert(strata_loader_next(&r.loader, &b));
+                if (s >= STEPS)
+                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK, "%s",
+                                     strata_last_error());
+        }
+        gather(rt, &r.cfg, resumed);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert_eq(memcmp(straight, resumed, sizeof(straight)), 0, "resumed run differs (%g)",
+                     rig_rel_diff(resumed, straight, NP));
+        unlink(path);
+        rmdir(dir);
 }
 
 static void no_heap(enum strata_strategy_kind kind, int n, enum strata_precision prec,
@@ -114,7 +198,9 @@ Test(attention_parallel, no_heap_and_plan_is_used, .timeout = 120)
         no_heap(STRATA_STRATEGY_SINGLE, 1, STRATA_PRECISION_32, 0);
         no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_32, 0);
         no_heap(STRATA_STRATEGY_FSDP, 2, STRATA_PRECISION_32, 0);
+        no_heap(STRATA_STRATEGY_ZERO2, 2, STRATA_PRECISION_32, 0);
         no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_BF16_MIXED, 0);
+        no_heap(STRATA_STRATEGY_FSDP, 2, STRATA_PRECISION_16_MIXED, 0);
         no_heap(STRATA_STRATEGY_DDP, 2, STRATA_PRECISION_32, 1);
 }
 
