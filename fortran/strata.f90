@@ -83,7 +83,7 @@ module strata
     integer(c_int) :: branch = 0
     !> mha: heads (must divide the embedding) and a causal mask (0 or 1)
     integer(c_int) :: heads = 0, causal = 0
-    !> rmsnorm: normalise over the sample's last norm_dims dimensions (0: all)
+    !> layernorm, rmsnorm: normalise over the sample's last norm_dims dimensions (0: all)
     integer(c_int) :: norm_dims = 0
   end type
 

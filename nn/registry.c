@@ -40,7 +40,7 @@ static const struct strata__module_entry modules[] = {
         { &strata_avgpool3d, AVGPOOL },
         { &strata_upsample, 1, { STRATA__ARG_SCALE, STRATA__ARG_MODE } },
         { &strata_flatten, NO_ARGS },
-        { &strata_layernorm, 0, { STRATA__ARG_EPS } },
+        { &strata_layernorm, 0, { STRATA__ARG_EPS, STRATA__ARG_DIMS } },
         { &strata_rmsnorm, 0, { STRATA__ARG_EPS, STRATA__ARG_DIMS } },
         { &strata_conv1d, CONV },
         { &strata_conv2d, CONV },

@@ -31,7 +31,7 @@ enum strata__arg {
         STRATA__ARG_BRANCH,   /**< from= on any other module: a branch (never listed) */
         STRATA__ARG_HEADS,    /**< heads (mha): a positive count */
         STRATA__ARG_CAUSAL,   /**< causal (mha): 0 or 1 */
-        STRATA__ARG_DIMS,     /**< dims (rmsnorm): the sample's last dimensions it normalises */
+        STRATA__ARG_DIMS,     /**< dims (norms): the sample's last dimensions they normalise */
         STRATA__ARG_COUNT
 };
 

@@ -324,8 +324,9 @@ struct strata_module {
         /** MultiheadAttention: non-zero masks every key after its query (0 or 1) */
         int causal;
         /**
-         * RMSNorm: normalise over the sample's last norm_dims dimensions of (C, spatial...),
-         * PyTorch's normalized_shape (1 on a sequence (L, E): each token); 0: all of them
+         * LayerNorm, RMSNorm: normalise over the sample's last norm_dims dimensions of
+         * (C, spatial...), PyTorch's normalized_shape (1 on a sequence (L, E): each token);
+         * 0: all of them
          */
         int norm_dims;
 };
@@ -585,8 +586,9 @@ extern const struct strata_module_ops strata_upsample;
 extern const struct strata_module_ops strata_flatten;
 /**
  * "layernorm": LayerNorm over the whole sample, normalized_shape its (C, D, H, W) (or its
- * features when flat), biased variance, eps from strata_module eps (0: 1e-5), sums in double;
- * groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
+ * features when flat), or over its last strata_module norm_dims dimensions (1 on a sequence
+ * (L, E): LayerNorm(E) on each token); biased variance, eps from strata_module eps (0: 1e-5),
+ * sums in double; groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
  */
 extern const struct strata_module_ops strata_layernorm;
 /**

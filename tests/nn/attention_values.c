@@ -1,6 +1,6 @@
 /*
- * The attention family (RMSNorm, multi-head self-attention, the positional embedding, tokens)
- * against PyTorch in float64: the same weights, inputs and targets, three SGD steps of
+ * The attention family (RMSNorm, LayerNorm per token, multi-head self-attention, the
+ * positional embedding, tokens) against PyTorch in float64: the same weights, inputs and targets, three SGD steps of
  * sum((y - t)^2) / 2 on each side (tests/tools/attention_reference.py: nn.MultiheadAttention
  * with batch_first, with and without the causal mask; RMSNorm by its definition), the weights
  * within 1e-5 relative. Their backward against central differences; their groups by PyTorch's
@@ -83,7 +83,7 @@ static void against_pytorch(const char *kind, struct strata_module desc, int l, 
         write_f32(dir, "t.f32", t, (size_t)n);
         snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/attention_reference.py "
                  "%s %d %d %d %d %.9g %d %d %.9g %s 2>&1", STRATA_SOURCE_DIR, kind, l, e,
-                 desc.ops == &strata_rmsnorm ? desc.norm_dims : desc.heads, desc.causal,
+                 desc.ops == &strata_mha ? desc.heads : desc.norm_dims, desc.causal,
                  (double)desc.eps, ROWS, STEPS, (double)LR, dir);
         cr_assert_not_null(py = popen(cmd, "r"));
         while (fgets(line, sizeof(line), py)) {
@@ -128,12 +128,17 @@ Test(attention, rmsnorm_matches_pytorch)
                                                            .eps = 0.25f }, 3, 5);
 }
 
-/* dims 1 on a sequence: PyTorch's RMSNorm(E) on each token, weight [E]. */
-Test(attention, rmsnorm_per_token_matches_pytorch)
+/* dims 1 on a sequence: PyTorch's RMSNorm(E) and nn.LayerNorm(E) on each token. */
+Test(attention, norms_per_token_match_pytorch)
 {
         against_pytorch("rmsnorm", (struct strata_module){ .ops = &strata_rmsnorm,
                                                            .eps = 1e-3f, .norm_dims = 1 },
                         5, 6);
+        against_pytorch("layernorm", (struct strata_module){ .ops = &strata_layernorm,
+                                                             .eps = 1e-3f, .norm_dims = 1 },
+                        5, 6);
+        against_pytorch("layernorm", (struct strata_module){ .ops = &strata_layernorm,
+                                                             .eps = 1e-4f }, 3, 4);
 }
 
 Test(attention, posembed_matches_pytorch)
@@ -187,6 +192,10 @@ Test(attention, gradients_match_differences)
         gradcheck((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = 1 },
                   (struct strata_dims){ 4, 1, { 5 } });
         gradcheck((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = 2 },
+                  (struct strata_dims){ 2, 2, { 3, 4 } });
+        gradcheck((struct strata_module){ .ops = &strata_layernorm, .norm_dims = 1 },
+                  (struct strata_dims){ 4, 1, { 5 } });
+        gradcheck((struct strata_module){ .ops = &strata_layernorm, .norm_dims = 2 },
                   (struct strata_dims){ 2, 2, { 3, 4 } });
         gradcheck((struct strata_module){ .ops = &strata_posembed },
                   (struct strata_dims){ 3, 1, { 4 } });
@@ -306,6 +315,8 @@ Test(attention, bad_arguments_named)
                 "dims 2 over a sample of 1 spatial dimensions");
         refused((struct strata_module){ .ops = &strata_rmsnorm, .norm_dims = -1 }, seq,
                 "dims -1");
+        refused((struct strata_module){ .ops = &strata_layernorm, .norm_dims = 2 }, seq,
+                "layernorm (module 3): dims 2 over a sample of 1 spatial dimensions");
         refused((struct strata_module){ .ops = &strata_tokens },
                 (struct strata_dims){ 12, 0, { 0 } }, "12 channels over 0 dimensions");
 }

@@ -285,6 +285,11 @@ Test(model_line, attention_modules_take_their_arguments)
         cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
         cr_assert_eq(out.channels, 4, "(L, E) = (4, 16) patches of 4 x 4");
         cr_assert_eq(out.size[0], 16);
+        m = (struct strata_model){ 0 };
+        cr_assert_eq(strata_model_parse("input(6,8) layernorm(dims=1,eps=1e-6)", mods, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(mods[0].norm_dims, 1);
+        cr_assert_float_eq(mods[0].eps, 1e-6f, 0);
         m = (struct strata_model){ 0 }; /* the guide's ViT-style line */
         cr_assert_eq(strata_model_parse("input(1,32,32) conv2d(64,4,stride=4) tokens posembed "
                                         "rmsnorm(dims=1) mha(4) add(from=2) "

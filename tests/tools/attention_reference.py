@@ -1,8 +1,8 @@
 """PyTorch's float64 reference for the attention family's modules after SGD steps.
 
 usage: attention_reference.py KIND L E HEADS CAUSAL EPS ROWS STEPS LR DIR
-KIND is rmsnorm, mha or posembed over samples (L, E) (batch_first); for rmsnorm HEADS is
-its dims (0: over (L, E), 1: over E, each token). DIR holds w0.f32 (the
+KIND is rmsnorm, layernorm, mha or posembed over samples (L, E) (batch_first); for the norms
+HEADS is their dims (0: over (L, E), 1: over E, each token). DIR holds w0.f32 (the
 module's parameters in Strata's order: its groups one after the other), x.f32 [ROWS, L, E]
 and t.f32 (targets, the same shape). Each step: y = module(x), loss = sum((y - t)^2) / 2,
 backward, w -= LR * grad, in float64. Writes DIR/w.f64 (the parameters after STEPS steps in
@@ -48,6 +48,13 @@ def main():
 
         def f(v):
             return m(v, v, v, need_weights=False, attn_mask=mask)[0]
+    elif kind == "layernorm":
+        m = nn.LayerNorm((e,) if heads == 1 else (ln, e), eps=eps).double()
+        half = w0.numel() // 2
+        m.load_state_dict({"weight": w0[:half].reshape(m.weight.shape),
+                           "bias": w0[half:].reshape(m.bias.shape)}, strict=True)
+        order = params = [m.weight, m.bias]
+        f = m
     else:
         w = w0.clone().reshape((e,) if kind == "rmsnorm" and heads == 1 else (ln, e))
         w.requires_grad_(True)
