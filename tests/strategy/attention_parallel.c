@@ -6,7 +6,8 @@
  * evaluation and prediction allocate nothing and use exactly the planned memory under single,
  * ddp, fsdp, zero2, 16- and bf16-mixed and invariant mode; the safetensors export has
  * PyTorch's names (layers.1.out_proj.weight) and PyTorch's model loaded from it predicts what
- * Strata predicts, for this model and for the guide's ViT-style line.
+ * Strata predicts, for this model and for the guide's ViT-style line; spawn on 2 processes
+ * gives ddp's bits on 2.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -283,4 +284,49 @@ Test(attention_parallel, an_encoder_block_in_the_line_predicts_as_pytorch, .time
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         unlink(st);
         rmdir(dir);
+}
+
+/* ---- spawn: one process a device, as ddp's threads ---- */
+
+static struct rig spawn_rig; /* set up by the parent: the children inherit it */
+
+/*
+ * A spawned process trains ddp over the processes; rank 0 returns its parameters. No
+ * Criterion assertion here: a child's would be reported to the runner as the test's.
+ */
+static int attention_child(int rank, int size, void *arg)
+{
+        struct strata_config c = rig_cfg(&spawn_rig, STRATA_STRATEGY_SPAWN, 1, 0);
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        const float *p;
+        size_t np;
+
+        (void)rank, (void)size, (void)arg;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        strata_loader_reset(&spawn_rig.loader, spawn_rig.idx, 256);
+        for (int s = 0; s < STEPS; s++)
+                if (!strata_loader_next(&spawn_rig.loader, &b) ||
+                    strata_train_step(rt, &b, NULL) != STRATA_OK)
+                        return 11;
+        if (strata_parameters(rt, 0, &p, &np) || strata_spawn_return(p, NP * sizeof(*p)))
+                return 12;
+        return strata_teardown(rt) == STRATA_OK ? 0 : 13;
+}
+
+Test(attention_parallel, spawn_on_2_processes_is_ddp_on_2, .timeout = 60)
+{
+        static float ref[NP], got[NP];
+        struct strata_spawn_result res;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (forks after threads: tests/strategy/processes.c)");
+        attention_rig(&spawn_rig);
+        cr_assert_eq(strata_spawn(2, attention_child, NULL, 20.0, got, sizeof(got), &res),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(res.failed_rank, -1);
+        spawn_rig.cfg = rig_cfg(&spawn_rig, STRATA_STRATEGY_DDP, 2, 0);
+        params_of(&spawn_rig, ref);
+        cr_assert_eq(memcmp(ref, got, sizeof(ref)), 0, "spawn 2 != ddp 2");
 }
