@@ -367,3 +367,57 @@ Test(attention, group_names_join_parts_with_a_dot)
                                    strata_last_error());
         }
 }
+
+/*
+ * Under bf16-mixed and 16-mixed every product runs on rounded operands (the module declares
+ * lp_fixed for its largest): the output and the gradients stay near fp32's, and differ from
+ * them (the mixed GEMM ran).
+ */
+Test(attention, mixed_precision_products)
+{
+        static const enum strata_dtype types[] = { STRATA_BF16, STRATA_F16 };
+        static float y32[MODCALL_MAX], dx32[MODCALL_MAX], g32[MODCALL_MAX];
+        struct strata_module desc = { .ops = &strata_mha, .heads = 2, .causal = 1 };
+        struct strata_dims in = { 6, 1, { 8 } };
+        struct modcall *m = &(struct modcall){ 0 };
+        static double ref[MODCALL_MAX];
+        int n = ROWS * 48;
+
+        modcall_init(m, &desc, in, ROWS);
+        cr_assert_gt(m->s.lp_fixed, 0);
+        modcall_wave(x, n, 0.71, 0.3);
+        modcall_wave(dy, n, 1.3, 0.0);
+        desc.ops->forward(&m->l, &m->c, x, y32, ROWS);
+        desc.ops->backward(&m->l, &m->c, x, y32, dy, dx32, ROWS);
+        memcpy(g32, m->grad, m->s.params * sizeof(float));
+        for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+                size_t dim = 3 * 8 + 6 * 8, bytes;
+                void *scratch;
+
+                bytes = m->c.k->gemm_lp_bytes(types[k], m->s.lp_fixed, dim);
+                cr_assert_eq(m->c.k->prepare_lp(types[k]), STRATA_OK, "%s", strata_last_error());
+                cr_assert_not_null(scratch = aligned_alloc(64, (bytes + 63) / 64 * 64));
+                m->c.compute = types[k];
+                m->c.lp_scratch = scratch;
+                m->c.lp_elems = m->s.lp_fixed;
+                m->c.lp_dim = dim;
+                desc.ops->forward(&m->l, &m->c, x, y, ROWS);
+                desc.ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+                cr_assert_neq(memcmp(y, y32, (size_t)n * sizeof(float)), 0, "fp32's bits");
+                for (int i = 0; i < n; i++)
+                        ref[i] = y32[i];
+                cr_assert_leq(modcall_rel_diff(y, ref, n), 2e-2, "y %g",
+                              modcall_rel_diff(y, ref, n));
+                for (int i = 0; i < n; i++)
+                        ref[i] = dx32[i];
+                cr_assert_leq(modcall_rel_diff(dx, ref, n), 5e-2, "dx %g",
+                              modcall_rel_diff(dx, ref, n));
+                for (size_t i = 0; i < m->s.params; i++)
+                        ref[i] = g32[i];
+                cr_assert_leq(modcall_rel_diff(m->grad, ref, (int)m->s.params), 5e-2,
+                              "dparam %g", modcall_rel_diff(m->grad, ref, (int)m->s.params));
+                m->c.compute = STRATA_F32;
+                m->c.lp_scratch = NULL;
+                free(scratch);
+        }
+}
