@@ -10,6 +10,7 @@
  * gives ddp's bits on 2.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,40 @@ Test(attention_parallel, runs_repeat_and_invariant_mode_is_the_same_bits_on_2_de
         cr_assert_eq(memcmp(inv1, inv2, np * sizeof(float)), 0,
                      "invariant mode: one device and ddp on 2 differ (%g)",
                      rig_rel_diff(inv2, inv1, np));
+}
+
+/* The groups by PyTorch's names, initialised as PyTorch's (xavier in_proj, zero biases). */
+Test(attention_parallel, groups_named_and_initialised_as_pytorch)
+{
+        static const char *const names[] = {
+                "layers.0.weight", "layers.1.in_proj_weight", "layers.1.in_proj_bias",
+                "layers.1.out_proj.weight", "layers.1.out_proj.bias", "layers.3.weight",
+                "layers.4.weight", "layers.4.bias",
+        };
+        float bound = sqrtf(6.0f / (float)(4 * EMB)), largest = 0.0f;
+        struct strata_runtime *rt;
+        struct strata_param p;
+        struct rig r;
+
+        attention_rig(&r);
+        rt = rig_open(&r.cfg);
+        for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
+                cr_assert_eq(strata_parameter(rt, 0, i, &p), STRATA_OK);
+                cr_assert_str_eq(p.name, names[i]);
+        }
+        cr_assert_eq(strata_parameter(rt, 0, 8, &p), STRATA_EINVAL, "8 groups");
+        cr_assert_eq(strata_parameter(rt, 0, 1, &p), STRATA_OK);
+        cr_assert_eq(p.group.shape[0], 3 * EMB);
+        cr_assert_eq(p.group.shape[1], EMB);
+        for (size_t i = 0; i < p.group.count; i++) {
+                cr_assert_leq(fabsf(p.value[i]), bound);
+                largest = fabsf(p.value[i]) > largest ? fabsf(p.value[i]) : largest;
+        }
+        cr_assert_geq(largest, 0.5f * bound, "drawn over the bound's range");
+        cr_assert_eq(strata_parameter(rt, 0, 2, &p), STRATA_OK);
+        for (size_t i = 0; i < p.group.count; i++)
+                cr_assert(p.value[i] == 0.0f, "in_proj_bias 0");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 /* zero1, zero2 and fsdp on 2 devices are bitwise ddp on 2; dp on 2 is within 1e-5 of single. */
