@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -125,6 +126,24 @@ Test(attention_parallel, groups_named_and_initialised_as_pytorch)
         for (size_t i = 0; i < p.group.count; i++)
                 cr_assert(p.value[i] == 0.0f, "in_proj_bias 0");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* The sequence modules compute on the host: refused on a device with memory of its own. */
+Test(attention_parallel, refused_where_memory_is_the_devices)
+{
+        static const char *const want[] = { "module 0 (posembed) computes on the host",
+                                            "module 1 (mha) computes on the host" };
+        struct strata_plan_info pl;
+        struct rig r;
+
+        attention_rig(&r);
+        r.cfg.device.driver = devsim_driver();
+        for (int i = 0; i < 2; i++) {
+                cr_assert_eq(strata_plan(&r.cfg, &pl), STRATA_ENOTSUP);
+                cr_assert_not_null(strstr(strata_last_error(), want[i]), "%s",
+                                   strata_last_error());
+                r.mods[0] = (struct strata_module){ .ops = &strata_relu }; /* kernels */
+        }
 }
 
 /* zero1, zero2 and fsdp on 2 devices are bitwise ddp on 2; dp on 2 is within 1e-5 of single. */
