@@ -1,6 +1,7 @@
 /*
- * The attention family (PyTorch semantics): multi-head self-attention over a sequence and a
- * learned positional embedding.
+ * The attention family (PyTorch semantics): multi-head self-attention over a sequence, a
+ * learned positional embedding, and tokens, which turns a (C, spatial...) sample into a
+ * sequence (a patch embedding after a strided convolution).
  *
  * A sequence sample (L, E) is PyTorch's batch_first (N, L, E) row as it stands: a layout of L
  * channels over one extent E (struct strata_dims { L, 1, { E } }, input(L,E) in the model
