@@ -84,6 +84,10 @@ module strata
     !> spectral convolutions: the lowest frequencies kept per spatial dimension (modes, or
     !> modes1 and modes2)
     integer(c_int) :: modes(3) = 0
+    !> mha: heads (must divide the embedding) and a causal mask (0 or 1)
+    integer(c_int) :: heads = 0, causal = 0
+    !> layernorm, rmsnorm: normalise over the sample's last norm_dims dimensions (0: all)
+    integer(c_int) :: norm_dims = 0
   end type
 
   ! Most inputs and outputs of a model (strata_model%inputs, strata_model%outputs)

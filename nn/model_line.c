@@ -37,6 +37,8 @@ static const char *const arg_names[STRATA__ARG_COUNT] = {
         [STRATA__ARG_FROM] = "from", [STRATA__ARG_BRANCH] = "from",
         [STRATA__ARG_MODES] = "modes", [STRATA__ARG_MODES1] = "modes1",
         [STRATA__ARG_MODES2] = "modes2",
+        [STRATA__ARG_HEADS] = "heads", [STRATA__ARG_CAUSAL] = "causal",
+        [STRATA__ARG_DIMS] = "dims",
 };
 
 /* Words some arguments take, and the value each stands for. */
@@ -58,6 +60,8 @@ static const struct word words[] = {
         { STRATA__ARG_MODE, "trilinear", STRATA_UPSAMPLE_LINEAR },
         { STRATA__ARG_BIAS, "true", 1 },
         { STRATA__ARG_BIAS, "false", 0 },
+        { STRATA__ARG_CAUSAL, "0", 0 },
+        { STRATA__ARG_CAUSAL, "1", 1 },
         { STRATA__ARG_FROM, "input", -1 },
         { STRATA__ARG_FROM, "-1", -1 },
 };
@@ -192,7 +196,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                                           ? STRATA_PADDING_NONE : v[d];
                 return STRATA_OK;
         }
-        if (a == STRATA__ARG_PMODE || a == STRATA__ARG_MODE || a == STRATA__ARG_BIAS) {
+        if (a == STRATA__ARG_PMODE || a == STRATA__ARG_MODE || a == STRATA__ARG_BIAS ||
+            a == STRATA__ARG_CAUSAL) {
                 if (parse_word(a, s, n, &v[0]))
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
                                             "'%s' is not one of its words", c->module,
@@ -201,6 +206,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                         m->padding_mode = v[0];
                 else if (a == STRATA__ARG_MODE)
                         m->mode = v[0];
+                else if (a == STRATA__ARG_CAUSAL)
+                        m->causal = v[0];
                 else
                         m->no_bias = !v[0];
                 return STRATA_OK;
@@ -224,15 +231,25 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 return STRATA_OK;
         }
         if (a == STRATA__ARG_OUT || a == STRATA__ARG_MODES || a == STRATA__ARG_MODES1 ||
-            a == STRATA__ARG_MODES2) {
+            a == STRATA__ARG_MODES2 || a == STRATA__ARG_HEADS) {
                 if (parse_ints(s, n, v) != 1 || v[0] <= 0)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
                                             "'%s' is not a positive count", c->module,
                                             c->name, arg_names[a], SHOW(s, n));
                 if (a == STRATA__ARG_OUT)
                         m->out = v[0];
+                else if (a == STRATA__ARG_HEADS)
+                        m->heads = v[0];
                 else
                         m->modes[a == STRATA__ARG_MODES2] = v[0];
+                return STRATA_OK;
+        }
+        if (a == STRATA__ARG_DIMS) {
+                if (parse_ints(s, n, v) != 1 || v[0] > STRATA_MAX_SPATIAL)
+                        return strata__fail(STRATA_EINVAL, "model line, module %d (%s): dims "
+                                            "'%s' is not a count of 0 to %d", c->module,
+                                            c->name, SHOW(s, n), STRATA_MAX_SPATIAL);
+                m->norm_dims = v[0];
                 return STRATA_OK;
         }
         if (parse_float(s, n, &f))
@@ -301,6 +318,8 @@ static int parse_args(const struct cursor *c, const struct strata__module_entry 
         }
         if (sc->positional > 0 && sc->args[0] == STRATA__ARG_OUT && m->out == 0)
                 return bad(c, "its output count is missing, e.g. linear(10)");
+        if (sc->args[0] == STRATA__ARG_HEADS && m->heads == 0)
+                return bad(c, "its head count is missing, e.g. mha(4) or mha(4,causal=1)");
         if (sc->args[0] == STRATA__ARG_FROM && !from_given)
                 return bad(c, "the earlier module it reads is missing, e.g. add(from=3) or "
                            "concat(from=input)");

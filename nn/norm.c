@@ -1,7 +1,9 @@
 /*
  * The norms (PyTorch semantics): BatchNorm1d over a batch's rows, per feature, and LayerNorm
- * over each sample, whatever its layout (nn/spatial.h checks it).
+ * and RMSNorm over each sample, whatever its layout (nn/spatial.h checks it), or over its
+ * last norm_dims dimensions (PyTorch's normalized_shape: each token of a sequence).
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -252,41 +254,83 @@ const struct strata_module_ops strata_batchnorm1d = {
 };
 
 /*
- * ---- LayerNorm over the whole sample: weight, bias shaped (C, D, H, W) or (features) ----
+ * ---- LayerNorm over the sample's last dims dimensions (0: all): weight, bias of their shape
  *
- * Per row: mean and biased variance in double (two passes, in order), 1/std =
- * 1 / sqrt(var + eps), y = (x - mean) / std * weight + bias rounded once. aux keeps each
- * row's mean and 1/std as two doubles (four floats) for the backward:
- * dx = (g - mean(g) - xhat mean(g xhat)) / std with g = dy * weight; the parameter
- * gradients sum over rows in row order, in double, per feature.
+ * The sample's shape (C, spatial...) splits into groups of its last norm_dims extents
+ * (PyTorch's normalized_shape; 0 the whole sample, one group a row). Per group: mean and
+ * biased variance in double (two passes, in order), 1/std = 1 / sqrt(var + eps),
+ * y = (x - mean) / std * weight + bias rounded once. aux keeps each group's mean and 1/std as
+ * two doubles (four floats) for the backward: dx = (g - mean(g) - xhat mean(g xhat)) / std
+ * with g = dy * weight; the parameter gradients sum over rows and groups in order, in double,
+ * per feature.
  */
 
-#define LN_AUX 4 /* floats per row: mean and 1/std, doubles */
+#define LN_AUX 4 /* floats per group: mean and 1/std, doubles */
 
 static double ln_eps(const struct strata_layer *l)
 {
         return l->desc->eps > 0.0f ? (double)l->desc->eps : 1e-5;
 }
 
-static int ln_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+/* Features of one group: the product of the sample's last norm_dims extents (all for 0). */
+static int norm_group(const struct strata_layer *l)
 {
         const struct strata_dims *d = &l->in_dims;
-        struct strata_param_group w = { "weight", STRATA_F32, (size_t)in, STRATA_ROLE_WEIGHT, 1,
-                                        { (size_t)in, 1 } };
+        int k = l->desc->norm_dims, g = 1;
+
+        if (k <= 0 || d->ndim <= 0 || k > d->ndim)
+                return l->in;
+        for (int i = d->ndim - k; i < d->ndim; i++)
+                g *= d->size[i];
+        return g;
+}
+
+/*
+ * A norm's weight, of normalized_shape: the sample's (C, spatial...) when it has a layout,
+ * else (features); its last norm_dims extents when that is set (checked here).
+ */
+static int norm_weight(const struct strata_layer *l, int in, struct strata_param_group *w)
+{
+        const struct strata_dims *d = &l->in_dims;
+        int k = l->desc->norm_dims;
+
+        if (k < 0 || (k > 0 && k > d->ndim))
+                return strata__fail(STRATA_EINVAL, "%s (module %d): dims %d over a sample of "
+                                    "%d spatial dimensions (0 for all, up to %d)",
+                                    l->desc->ops->name, l->index, k, d->ndim, d->ndim);
+        *w = (struct strata_param_group){ "weight", STRATA_F32, (size_t)in, STRATA_ROLE_WEIGHT,
+                                          1, { (size_t)in, 1 } };
+        if (d->ndim > 0) { /* normalized_shape (C, spatial...) when the sample has a layout */
+                STRATA_TRY(strata__spatial_check(l, in, 0, "a layout that holds its width"));
+                w->ndim = 1 + d->ndim;
+                w->shape[0] = (size_t)d->channels;
+                for (int i = 0; i < d->ndim; i++)
+                        w->shape[1 + i] = (size_t)d->size[i];
+        }
+        if (k > 0) { /* the last k extents of (C, spatial...) */
+                w->count = (size_t)norm_group(l);
+                w->ndim = k;
+                for (int i = 0; i < STRATA_MAX_PARAM_DIMS; i++)
+                        w->shape[i] = i < k ? (size_t)d->size[d->ndim - k + i] : 0;
+                if (k == 1)
+                        w->shape[1] = 1;
+        }
+        return STRATA_OK;
+}
+
+static int ln_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        struct strata_param_group w;
+        int g;
 
         if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)))
                 return strata__fail(STRATA_EINVAL, "layernorm (module %d): eps %g (>= 0, 0 "
                                     "for 1e-5)", l->index, l->desc->eps);
-        if (d->ndim > 0) { /* normalized_shape (C, spatial...) when the sample has a layout */
-                STRATA_TRY(strata__spatial_check(l, in, 0, "a layout that holds its width"));
-                w.ndim = 1 + d->ndim;
-                w.shape[0] = (size_t)d->channels;
-                for (int i = 0; i < d->ndim; i++)
-                        w.shape[1 + i] = (size_t)d->size[i];
-        }
-        *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)in,
-                                           .aux_per_row = LN_AUX, .ngroups = 2,
-                                           .groups = { w, w }, .host_loops = 1 };
+        STRATA_TRY(norm_weight(l, in, &w));
+        g = norm_group(l);
+        *s = (struct strata_module_shape){ .out = in, .params = 2 * (size_t)g,
+                                           .aux_per_row = LN_AUX * (size_t)(in / g),
+                                           .ngroups = 2, .groups = { w, w }, .host_loops = 1 };
         s->groups[1].name = "bias";
         s->groups[1].role = STRATA_ROLE_BIAS;
         return STRATA_OK;
@@ -294,19 +338,21 @@ static int ln_shape(const struct strata_layer *l, int in, struct strata_module_s
 
 static void ln_init(struct strata_layer *l, uint64_t seed)
 {
+        int g = norm_group(l);
+
         (void)seed;
-        for (int j = 0; j < l->in; j++) {
+        for (int j = 0; j < g; j++) {
                 l->param[j] = 1.0f;
-                l->param[l->in + j] = 0.0f;
+                l->param[g + j] = 0.0f;
         }
 }
 
-/* Row @p r's mean and 1/std, as the forward saved them. */
-static void ln_stats(const struct strata_layer *l, int r, double *mean, double *rstd)
+/* Group @p i's mean and 1/std (row r's group k is r * groups + k), as the forward saved them. */
+static void ln_stats(const struct strata_layer *l, size_t i, double *mean, double *rstd)
 {
         double m[2];
 
-        memcpy(m, l->aux + (size_t)r * LN_AUX, sizeof(m));
+        memcpy(m, l->aux + i * LN_AUX, sizeof(m));
         *mean = m[0];
         *rstd = m[1];
 }
@@ -314,13 +360,13 @@ static void ln_stats(const struct strata_layer *l, int r, double *mean, double *
 static void ln_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                        float *y, int rows)
 {
-        const float *w = l->param, *b = l->param + l->in;
-        int f = l->in;
+        int f = norm_group(l), n = l->in / f;
+        const float *w = l->param, *b = l->param + f;
 
         (void)c;
-        for (int r = 0; r < rows; r++) {
-                const float *xr = x + (size_t)r * f;
-                float *yr = y + (size_t)r * f;
+        for (size_t i = 0; i < (size_t)rows * n; i++) { /* row r's group k: r * n + k */
+                const float *xr = x + i * f;
+                float *yr = y + i * f;
                 double sum = 0.0, sq = 0.0, m[2];
 
                 for (int j = 0; j < f; j++)
@@ -329,21 +375,20 @@ static void ln_forward(struct strata_layer *l, const struct strata_step_ctx *c, 
                 for (int j = 0; j < f; j++)
                         sq += (xr[j] - m[0]) * (xr[j] - m[0]);
                 m[1] = 1.0 / sqrt(sq / f + ln_eps(l));
-                memcpy(l->aux + (size_t)r * LN_AUX, m, sizeof(m));
+                memcpy(l->aux + i * LN_AUX, m, sizeof(m));
                 for (int j = 0; j < f; j++)
                         yr[j] = (float)((xr[j] - m[0]) * m[1] * w[j] + b[j]);
         }
 }
 
-/* The input gradient of row @p r. */
-static void ln_dx(const struct strata_layer *l, int r, const float *xr, const float *dyr,
-                  float *dxr)
+/* The input gradient of group @p i of @p f features. */
+static void ln_dx(const struct strata_layer *l, size_t i, int f, const float *xr,
+                  const float *dyr, float *dxr)
 {
         const float *w = l->param;
         double mean, rstd, sg = 0.0, sgx = 0.0;
-        int f = l->in;
 
-        ln_stats(l, r, &mean, &rstd);
+        ln_stats(l, i, &mean, &rstd);
         for (int j = 0; j < f; j++) {
                 double g = (double)dyr[j] * w[j];
 
@@ -361,19 +406,20 @@ static void ln_dx(const struct strata_layer *l, int r, const float *xr, const fl
 static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                         const float *y, const float *dy, float *dx, int rows)
 {
-        float *dw = l->grad, *db = l->grad + l->in;
-        int f = l->in;
+        int f = norm_group(l);
+        size_t groups = (size_t)rows * (size_t)(l->in / f);
+        float *dw = l->grad, *db = l->grad + f;
 
         (void)c;
         (void)y;
-        for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's rows in row order */
+        for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's groups in order */
                 int nj = f - j0 < LN_BLOCK ? f - j0 : LN_BLOCK;
                 double gw[LN_BLOCK] = { 0 }, gb[LN_BLOCK] = { 0 }, mean, rstd;
 
-                for (int r = 0; r < rows; r++) {
-                        const float *xr = x + (size_t)r * f + j0, *dr = dy + (size_t)r * f + j0;
+                for (size_t i = 0; i < groups; i++) {
+                        const float *xr = x + i * f + j0, *dr = dy + i * f + j0;
 
-                        ln_stats(l, r, &mean, &rstd);
+                        ln_stats(l, i, &mean, &rstd);
                         for (int j = 0; j < nj; j++) {
                                 gw[j] += dr[j] * ((xr[j] - mean) * rstd);
                                 gb[j] += dr[j];
@@ -386,8 +432,8 @@ static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c,
         }
         if (!dx)
                 return;
-        for (int r = 0; r < rows; r++)
-                ln_dx(l, r, x + (size_t)r * f, dy + (size_t)r * f, dx + (size_t)r * f);
+        for (size_t i = 0; i < groups; i++)
+                ln_dx(l, i, f, x + i * f, dy + i * f, dx + i * f);
 }
 
 const struct strata_module_ops strata_layernorm = {
@@ -396,4 +442,127 @@ const struct strata_module_ops strata_layernorm = {
         .init = ln_init,
         .forward = ln_forward,
         .backward = ln_backward,
+};
+
+/*
+ * ---- RMSNorm over the sample's last dims dimensions (0: all): weight of their shape ----
+ *
+ * The sample's shape (C, spatial...) splits into groups of its last dims extents
+ * (PyTorch's normalized_shape): a sequence (L, E) with dims 1 is RMSNorm(E) on each token.
+ * Per group: the mean square in double (in order), 1/rms = 1 / sqrt(ms + eps),
+ * y = x / rms * weight rounded once. aux keeps each group's 1/rms as a double (two floats)
+ * for the backward: dx = (g - xhat mean(g xhat)) / rms with g = dy * weight, xhat = x / rms;
+ * the weight's gradient sums dy xhat over rows and groups in order, in double, per feature.
+ */
+
+static double rms_eps(const struct strata_layer *l)
+{
+        return l->desc->eps > 0.0f ? (double)l->desc->eps : (double)FLT_EPSILON;
+}
+
+static int rms_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
+{
+        struct strata_param_group w;
+        int g;
+
+        if (!(l->desc->eps >= 0.0f && isfinite(l->desc->eps)))
+                return strata__fail(STRATA_EINVAL, "rmsnorm (module %d): eps %g (>= 0, 0 "
+                                    "for FLT_EPSILON)", l->index, l->desc->eps);
+        STRATA_TRY(norm_weight(l, in, &w));
+        g = norm_group(l);
+        *s = (struct strata_module_shape){ .out = in, .params = (size_t)g,
+                                           .aux_per_row = 2 * (size_t)(in / g), .ngroups = 1,
+                                           .groups = { w }, .host_loops = 1 };
+        return STRATA_OK;
+}
+
+static void rms_init(struct strata_layer *l, uint64_t seed)
+{
+        (void)seed;
+        for (size_t j = 0; j < l->nparam; j++)
+                l->param[j] = 1.0f;
+}
+
+/* 1/rms of group @p k of row @p r, as the forward saved it. */
+static double rms_rstd(const struct strata_layer *l, int r, int k)
+{
+        double v;
+
+        memcpy(&v, l->aux + (size_t)r * l->naux_per_row + 2 * (size_t)k, sizeof(v));
+        return v;
+}
+
+static void rms_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                        float *y, int rows)
+{
+        const float *w = l->param;
+        int g = norm_group(l), n = l->in / g;
+
+        (void)c;
+        for (int r = 0; r < rows; r++)
+                for (int k = 0; k < n; k++) {
+                        const float *xr = x + (size_t)r * l->in + (size_t)k * g;
+                        float *yr = y + (size_t)r * l->in + (size_t)k * g;
+                        double sq = 0.0, rstd;
+
+                        for (int j = 0; j < g; j++)
+                                sq += (double)xr[j] * xr[j];
+                        rstd = 1.0 / sqrt(sq / g + rms_eps(l));
+                        memcpy(l->aux + (size_t)r * l->naux_per_row + 2 * (size_t)k, &rstd,
+                               sizeof(rstd));
+                        for (int j = 0; j < g; j++)
+                                yr[j] = (float)(xr[j] * rstd * w[j]);
+                }
+}
+
+/* The input gradient of group @p k of row @p r. */
+static void rms_dx(const struct strata_layer *l, int r, int k, int g, const float *xr,
+                   const float *dr, float *dxr)
+{
+        const float *w = l->param;
+        double rstd = rms_rstd(l, r, k), sgx = 0.0;
+
+        for (int j = 0; j < g; j++)
+                sgx += (double)dr[j] * w[j] * xr[j] * rstd;
+        for (int j = 0; j < g; j++)
+                dxr[j] = (float)(rstd * ((double)dr[j] * w[j] - xr[j] * rstd * sgx / g));
+}
+
+static void rms_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
+                         const float *y, const float *dy, float *dx, int rows)
+{
+        float *dw = l->grad;
+        int g = norm_group(l), n = l->in / g;
+
+        (void)c;
+        (void)y;
+        for (int j0 = 0; j0 < g; j0 += LN_BLOCK) { /* each feature's rows in row order */
+                int nj = g - j0 < LN_BLOCK ? g - j0 : LN_BLOCK;
+                double gw[LN_BLOCK] = { 0 };
+
+                for (int r = 0; r < rows; r++)
+                        for (int k = 0; k < n; k++) {
+                                size_t at = (size_t)r * l->in + (size_t)k * g + j0;
+                                double rstd = rms_rstd(l, r, k);
+
+                                for (int j = 0; j < nj; j++)
+                                        gw[j] += dy[at + j] * (x[at + j] * rstd);
+                        }
+                for (int j = 0; j < nj; j++)
+                        dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
+        }
+        for (int r = 0; dx && r < rows; r++)
+                for (int k = 0; k < n; k++) {
+                        size_t at = (size_t)r * l->in + (size_t)k * g;
+
+                        rms_dx(l, r, k, g, x + at, dy + at, dx + at);
+                }
+}
+
+const struct strata_module_ops strata_rmsnorm = {
+        .name = "rmsnorm",
+        .shape = rms_shape,
+        .init = rms_init,
+        .forward = rms_forward,
+        .backward = rms_backward,
 };

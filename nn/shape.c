@@ -6,15 +6,19 @@
 #include "base/base.h"
 #include "nn/shape.h"
 
-/* Non-zero unless @p s is a group's name: [a-z0-9_]{1,24}. */
+/*
+ * Non-zero unless @p s is a group's name: [a-z0-9_]{1,24}, where a '.' may join two parts
+ * (a submodule's parameter as PyTorch names it: out_proj.weight).
+ */
 static int bad_name(const char *s)
 {
         size_t n = 0;
 
-        if (!s || !*s)
+        if (!s || !*s || *s == '.')
                 return 1;
         for (; s[n]; n++)
-                if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_'))
+                if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') ||
+                      s[n] == '_' || (s[n] == '.' && s[n - 1] != '.' && s[n + 1])))
                         return 1;
         return n > 24;
 }
@@ -59,8 +63,9 @@ static int check_groups(struct strata_module_shape *s, int i)
                     (unsigned)g->role >= STRATA_ROLE_COUNT || g->ndim < 1 ||
                     g->ndim > STRATA_MAX_PARAM_DIMS || extent_product(g) != g->count)
                         return strata__fail(STRATA_EINVAL, "module %d, group %d (%s): name must "
-                                                           "be [a-z0-9_]{1,24}, dtype f32, "
-                                                           "shape matching count %zu", i, k,
+                                                           "be [a-z0-9_]{1,24} (parts joined by "
+                                                           "'.'), dtype f32, shape matching "
+                                                           "count %zu", i, k,
                                             g->name ? g->name : "NULL", g->count);
                 if (g->role == STRATA_ROLE_RUNNING)
                         running += g->count;

@@ -9,9 +9,10 @@
 
 /**
  * Module @p l's sizes and parameter groups for input width @p in, from its ops' shape: the
- * ops table complete, a positive output width, the groups named [a-z0-9_]{1,24}, f32, shaped
- * to their counts and adding up to the declared trained and running sizes; a module that
- * declares no groups gets the default ones ("param" and "state").
+ * ops table complete, a positive output width, the groups named [a-z0-9_]{1,24} (a '.' may
+ * join parts: out_proj.weight), f32, shaped to their counts and adding up to the declared
+ * trained and running sizes; a module that declares no groups gets the default ones ("param"
+ * and "state").
  */
 int strata__module_shape(const struct strata_layer *l, int in, struct strata_module_shape *s);
 

@@ -65,7 +65,7 @@ struct strata_dims {
  * slice of the device's flat parameter vector, buffers in its running state.
  */
 struct strata_param_group {
-        const char *name;        /**< stable, [a-z0-9_]: part of checkpoint names */
+        const char *name;        /**< stable, [a-z0-9_] (a '.' may join parts): checkpoint names */
         enum strata_dtype dtype; /**< storage type (STRATA_F32 today) */
         size_t count;            /**< elements */
         enum strata_param_role role;
@@ -336,6 +336,16 @@ struct strata_module {
          * first, 0 takes the first's value.
          */
         int modes[STRATA_MAX_SPATIAL];
+        /** MultiheadAttention (strata_mha): heads, each of E / heads features (must divide E) */
+        int heads;
+        /** MultiheadAttention: non-zero masks every key after its query (0 or 1) */
+        int causal;
+        /**
+         * LayerNorm, RMSNorm: normalise over the sample's last norm_dims dimensions of
+         * (C, spatial...), PyTorch's normalized_shape (1 on a sequence (L, E): each token);
+         * 0: all of them
+         */
+        int norm_dims;
 };
 
 /**
@@ -603,10 +613,36 @@ extern const struct strata_module_ops strata_upsample;
 extern const struct strata_module_ops strata_flatten;
 /**
  * "layernorm": LayerNorm over the whole sample, normalized_shape its (C, D, H, W) (or its
- * features when flat), biased variance, eps from strata_module eps (0: 1e-5), sums in double;
- * groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
+ * features when flat), or over its last strata_module norm_dims dimensions (1 on a sequence
+ * (L, E): LayerNorm(E) on each token); biased variance, eps from strata_module eps (0: 1e-5),
+ * sums in double; groups "weight" (init 1) and "bias" (init 0) shaped as the normalized shape.
  */
 extern const struct strata_module_ops strata_layernorm;
+/**
+ * RMSNorm (PyTorch's nn.RMSNorm(normalized_shape)) over the sample's last strata_module
+ * norm_dims dimensions, 0 for the whole sample: y = x / sqrt(mean(x^2) + eps) * weight; eps 0
+ * is FLT_EPSILON (PyTorch's None for float32). Its weight, "weight", has normalized_shape.
+ */
+extern const struct strata_module_ops strata_rmsnorm;
+/**
+ * Multi-head self-attention over a sequence sample (L, E) laid out as PyTorch's batch_first
+ * (N, L, E): a layout of L channels over one extent E (input(L,E) in the model line). PyTorch's
+ * nn.MultiheadAttention(E, heads, batch_first=True) called as attn(x, x, x): a fused QKV
+ * projection (in_proj_weight [3E, E], in_proj_bias), softmax(Q K^T / sqrt(E / heads)) V per
+ * head, with strata_module causal PyTorch's causal attn_mask, and out_proj (weight, bias).
+ */
+extern const struct strata_module_ops strata_mha;
+/**
+ * A learned positional embedding: y = x + weight, weight of the sample's shape ([L, E] for a
+ * sequence), initialised to zero (the ViT convention's parameter, a model's pos_embed).
+ */
+extern const struct strata_module_ops strata_posembed;
+/**
+ * A (C, spatial...) sample as a sequence (L, E) = (the spatial extents' product, C): PyTorch's
+ * x.flatten(2).transpose(1, 2), the step of a ViT's patch embedding after its strided
+ * convolution; on a sequence (L, E) it gives (E, L), so two undo each other.
+ */
+extern const struct strata_module_ops strata_tokens;
 
 /*
  * Merge modules: skip connections, which make a model a small static graph (ResNet blocks, a

@@ -55,3 +55,7 @@ mkdir -p "$build/example-fortran"
 "$src/examples/unet.sh" "$build" 256 1 single 1 > "$build/example-unet.out"
 grep -q "heap allocations during training: 0" "$build/example-unet.out" ||
         { cat "$build/example-unet.out"; echo "examples/unet.sh did not end as it should"; exit 1; }
+# The ViT-style surrogate on the same fields (examples/vit.sh), briefly, under ddp on 2.
+"$src/examples/vit.sh" "$build" 256 1 ddp 2 > "$build/example-vit.out"
+grep -q "heap allocations during training: 0" "$build/example-vit.out" ||
+        { cat "$build/example-vit.out"; echo "examples/vit.sh did not end as it should"; exit 1; }

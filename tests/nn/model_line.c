@@ -8,7 +8,7 @@
 
 #include "strata/strata.h"
 
-static struct strata_module mods[8];
+static struct strata_module mods[16];
 
 Test(model_line, an_input_and_modules_set_the_model)
 {
@@ -244,4 +244,65 @@ Test(model_line, a_module_that_does_not_fit_its_input_is_named)
         refused("conv2d(4,3,bias=maybe)", 8, "not one of its words");
         refused("upsample(2,mode=cubic)", 8, "not one of its words");
         refused("maxpool2d(2,padding_mode=circular)", 8, "no argument 'padding_mode'");
+}
+
+/* The attention family: mha(heads, causal=0|1), rmsnorm(eps=), posembed over input(L,E). */
+Test(model_line, attention_modules_take_their_arguments)
+{
+        struct strata_model m = { 0 };
+        struct strata_dims out;
+
+        cr_assert_eq(strata_model_parse("input(6,8) posembed rmsnorm(eps=1e-6) mha(2) "
+                                        "add(from=1) mha(heads=4,causal=1) gelu",
+                                        mods, 8, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(m.nmodules, 6);
+        cr_assert_eq(mods[0].ops, &strata_posembed);
+        cr_assert_eq(mods[1].ops, &strata_rmsnorm);
+        cr_assert_float_eq(mods[1].eps, 1e-6f, 0);
+        cr_assert_eq(mods[2].ops, &strata_mha);
+        cr_assert_eq(mods[2].heads, 2);
+        cr_assert_eq(mods[2].causal, 0);
+        cr_assert_eq(mods[4].heads, 4);
+        cr_assert_eq(mods[4].causal, 1);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 6, "the sequence's layout kept: L");
+        cr_assert_eq(out.ndim, 1);
+        cr_assert_eq(out.size[0], 8);
+        refused("input(6,8) mha", 8, "module 0 (mha): its head count is missing");
+        refused("input(6,8) mha(0)", 8, "heads '0' is not a positive count");
+        refused("input(6,8) mha(2,causal=2)", 8, "causal '2' is not one of its words");
+        refused("input(6,8) mha(2,1)", 8, "too many arguments");
+        refused("input(6,8) rmsnorm(eps=x)", 8, "eps 'x' is not a number");
+        refused("input(6,8) rmsnorm(dims=4)", 8, "dims '4' is not a count of 0 to 3");
+        refused("input(6,8) tokens(1)", 8, "too many arguments");
+        m = (struct strata_model){ 0 };
+        cr_assert_eq(strata_model_parse("input(3,8,8) conv2d(16,4,stride=4) tokens posembed "
+                                        "rmsnorm(dims=1) mha(4) tokens conv1d(32,1) gelu "
+                                        "conv1d(16,1) tokens", mods, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(mods[3].norm_dims, 1);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 4, "(L, E) = (4, 16) patches of 4 x 4");
+        cr_assert_eq(out.size[0], 16);
+        m = (struct strata_model){ 0 };
+        cr_assert_eq(strata_model_parse("input(6,8) layernorm(dims=1,eps=1e-6)", mods, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(mods[0].norm_dims, 1);
+        cr_assert_float_eq(mods[0].eps, 1e-6f, 0);
+        m = (struct strata_model){ 0 }; /* the guide's ViT-style line */
+        cr_assert_eq(strata_model_parse("input(1,32,32) conv2d(64,4,stride=4) tokens posembed "
+                                        "rmsnorm(dims=1) mha(4) add(from=2) "
+                                        "rmsnorm(dims=1) tokens conv1d(128,1) gelu conv1d(64,1) "
+                                        "tokens add(from=5) rmsnorm(dims=1) flatten linear(10)",
+                                        mods, 16, &m),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 10);
+        m = (struct strata_model){ 0 };
+        cr_assert_eq(strata_model_parse("input(6,8) mha(3)", mods, 8, &m), STRATA_OK);
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL);
+        cr_assert_not_null(strstr(strata_last_error(), "heads 3 does not divide the "
+                                                       "embedding 8"), "%s",
+                           strata_last_error());
 }
