@@ -120,7 +120,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -386,6 +386,11 @@ bench-sharded: bench-deps
 bench-conv: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-conv.sh
+
+# Training beside busy threads of other processes (issue 58, item 17): quiet against loaded.
+bench-contention: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
+	tools/bench-contention.sh $(or $(REPS),5)
 
 bench-invariant: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools

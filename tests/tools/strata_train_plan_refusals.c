@@ -35,7 +35,8 @@ Test(plan_refusals, what_training_refuses, .timeout = 60)
         both_refuse("--ckpt-every-steps 5", "--ckpt-every-steps needs --ckpt-dir");
         both_refuse("--resume auto", "--resume auto continues --ckpt-dir's run");
         both_refuse("--accumulate 100", "--accumulate 100 is longer than an epoch's 16 batches");
-        both_refuse("--batch 4096", "--batch 4096 is larger than the 1024 training samples");
+        both_refuse("--batch 4096 --drop-last", "--batch 4096 is larger than the 1024 training "
+                    "samples and --drop-last drops them all");
 }
 
 Test(plan_refusals, an_unreadable_resume, .timeout = 60)
