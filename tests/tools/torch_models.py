@@ -1,0 +1,213 @@
+"""PyTorch models and checks for strata-from-torch and strata-to-torch's round trips.
+
+The models (what strata-from-torch imports: `strata-from-torch torch_models.py 'cnn()' ...`):
+mlp, cnn (the Fashion-MNIST CNN), unet (a U-Net-like skip model: its encoder's features
+concatenated to the upsampled decoder's), resblock (a ResNet block, its shortcut an add), one
+per conv padding mode (conv_mode('reflect')), and models Strata has no module for (refused).
+
+usage: torch_models.py data DIR            IDX files of 28x28 images in DIR (seeded)
+       torch_models.py check DIR NET.py WEIGHTS LOSS ACC
+           NET.py's load(WEIGHTS) on DIR's test images: its mean cross-entropy and accuracy
+           against Strata's LOSS and ACC; prints "agree" or exits 1
+       torch_models.py direct DIR EXPR WEIGHTS LOSS ACC
+           the original module EXPR (here) on DIR's test images, with the transform stored in
+           export WEIGHTS (Strata's own, read from its metadata), against LOSS and ACC
+"""
+import gzip
+import importlib.util
+import json
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+TRAIN, TEST = 256, 200
+
+
+def seeded(fn):
+    def make(*a):
+        torch.manual_seed(11)
+        return fn(*a)
+    return make
+
+
+@seeded
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.BatchNorm1d(32), nn.GELU(),
+                         nn.Dropout(0.1), nn.Linear(32, 16), nn.Tanh(), nn.Linear(16, 10))
+
+
+@seeded
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(16 * 7 * 7, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+class UNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(1, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.mid = nn.Conv2d(4, 8, 3, padding="same", padding_mode="circular")
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec = nn.Conv2d(12, 4, 3, padding=1, padding_mode="replicate")
+        self.down = nn.AvgPool2d(4)
+        self.norm = nn.LayerNorm([4, 7, 7])
+        self.head = nn.Linear(4 * 7 * 7, 10)
+
+    def forward(self, x):
+        e = torch.relu(self.enc(x))
+        m = F.silu(self.mid(self.pool(e)))
+        d = torch.cat((self.up(m), e), dim=1)
+        d = self.norm(self.down(torch.tanh(self.dec(d))))
+        return self.head(torch.flatten(d, 1))
+
+
+class ResBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 4, 3, stride=2, padding=1)
+        self.c1 = nn.Conv2d(4, 4, 3, padding=2, dilation=2, padding_mode="reflect")
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.act = nn.LeakyReLU(0.2)
+        self.head = nn.Linear(4 * 14 * 14, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        h = self.c2(self.act(self.c1(x)))
+        h = h + x
+        return self.head(F.relu(h).flatten(1))
+
+
+@seeded
+def unet():
+    return UNet()
+
+
+@seeded
+def resblock():
+    return ResBlock()
+
+
+@seeded
+def conv_mode(mode):
+    return nn.Sequential(nn.Conv2d(1, 3, 5, padding=2, stride=2, padding_mode=mode),
+                         nn.Sigmoid(), nn.Flatten(), nn.Linear(3 * 14 * 14, 10))
+
+
+# ---- models Strata has no module for: each refused, naming the node and its op ----
+
+def softmax():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.Softmax(dim=1))
+
+
+class Mul(nn.Module):
+    def forward(self, x):
+        return torch.flatten(x, 1) * 2.0
+
+
+def mul():
+    return Mul()
+
+
+def grouped():
+    return nn.Sequential(nn.Conv2d(2, 4, 3, groups=2), nn.Flatten())
+
+
+def ceil_pool():
+    return nn.Sequential(nn.MaxPool2d(3, ceil_mode=True), nn.Flatten())
+
+
+class Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(self.fc(x))
+
+
+def shared():
+    return Shared()
+
+
+def not_a_module():
+    return 3
+
+
+# ---- data and checks ----
+
+def write_idx(path, data, dims):
+    code = 0x08
+    head = struct.pack(">BBBB", 0, 0, code, len(dims)) + b"".join(struct.pack(">I", d)
+                                                                   for d in dims)
+    with gzip.open(path, "wb") as f:
+        f.write(head + bytes(data))
+
+
+def data(d):
+    g = torch.Generator().manual_seed(3)
+    for prefix, n in (("train", TRAIN), ("t10k", TEST)):
+        labels = torch.randint(0, 10, (n,), generator=g)
+        img = torch.randint(0, 256, (n, 28, 28), generator=g)
+        img[:, :, :] = (img // 2 + labels.view(n, 1, 1) * 12).clamp(0, 255)
+        write_idx(f"{d}/{prefix}-images-idx3-ubyte.gz", img.to(torch.uint8).reshape(-1).tolist(),
+                  (n, 28, 28))
+        write_idx(f"{d}/{prefix}-labels-idx1-ubyte.gz", labels.to(torch.uint8).tolist(), (n,))
+    print("written")
+
+
+def test_set(d):
+    with gzip.open(f"{d}/t10k-images-idx3-ubyte.gz") as f:
+        x = torch.tensor(list(f.read()[16:]), dtype=torch.uint8).reshape(TEST, 1, 28, 28)
+    with gzip.open(f"{d}/t10k-labels-idx1-ubyte.gz") as f:
+        y = torch.tensor(list(f.read()[8:]), dtype=torch.int64)
+    return x, y
+
+
+def compare(logits, y, loss, acc):
+    mine = F.cross_entropy(logits.double(), y).item()
+    right = (logits.argmax(1) == y).double().mean().item()
+    rel = abs(mine - loss) / max(abs(loss), 1e-30)
+    print(f"pytorch loss {mine:.10g} acc {right:.6g}; strata loss {loss:.10g} acc {acc:.6g}; "
+          f"relative {rel:.3g}")
+    if rel > 1e-5 or abs(right - acc) > 1.5 / TEST:
+        sys.exit(1)
+    print("agree")
+
+
+def check(d, net, weights, loss, acc):
+    spec = importlib.util.spec_from_file_location("net", net)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = mod.load(weights)
+    x, y = test_set(d)
+    with torch.no_grad():
+        compare(model(x), y, loss, acc)
+
+
+def direct(d, expr, weights, loss, acc):
+    with open(weights, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        meta = json.loads(f.read(n))["__metadata__"]
+    t = meta["strata.transform"]
+    scale = float(t.split("byte * ")[1].split(" ")[0])
+    sign, shift = t.split("byte * ")[1].split(" ")[1:3]
+    shift = float(shift) * (-1.0 if sign == "-" else 1.0)
+    model = eval(expr).eval()
+    x, y = test_set(d)
+    x = x.to(torch.float32) * torch.tensor(scale) + torch.tensor(shift)
+    with torch.no_grad():
+        compare(model(x), y, loss, acc)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "data":
+        data(sys.argv[2])
+    elif sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]))
+    else:
+        direct(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]))
