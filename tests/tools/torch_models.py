@@ -134,6 +134,10 @@ def shared():
     return Shared()
 
 
+def linear_on_image():
+    return nn.Sequential(nn.Linear(28, 10))
+
+
 def not_a_module():
     return 3
 
