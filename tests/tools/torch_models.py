@@ -9,6 +9,8 @@ usage: torch_models.py data DIR            IDX files of 28x28 images in DIR (see
        torch_models.py check DIR NET.py WEIGHTS LOSS ACC
            NET.py's load(WEIGHTS) on DIR's test images: its mean cross-entropy and accuracy
            against Strata's LOSS and ACC; prints "agree" or exits 1
+       torch_models.py same NET.py WEIGHTS EXPR
+           NET.py's load(WEIGHTS) and the module EXPR on the same random inputs: equal outputs
        torch_models.py direct DIR EXPR WEIGHTS LOSS ACC
            the original module EXPR (here) on DIR's test images, with the transform stored in
            export WEIGHTS (Strata's own, read from its metadata), against LOSS and ACC
@@ -96,6 +98,26 @@ def resblock():
 def conv_mode(mode):
     return nn.Sequential(nn.Conv2d(1, 3, 5, padding=2, stride=2, padding_mode=mode),
                          nn.Sigmoid(), nn.Flatten(), nn.Linear(3 * 14 * 14, 10))
+
+
+class Two(nn.Module):
+    """Two inputs, two outputs: the guide's multi-argument model."""
+
+    def __init__(self, swapped=False):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 16), nn.Linear(4, 16)
+        self.head1, self.head2 = nn.Linear(32, 4), nn.Linear(32, 4)
+        self.swapped = swapped
+
+    def forward(self, x, y):
+        ha, hb = torch.tanh(self.a(x)), torch.tanh(self.b(y))
+        h = torch.cat((ha, hb) if self.swapped else (hb, ha), 1)
+        return self.head1(h), self.head2(h)
+
+
+@seeded
+def two(swapped=False):
+    return Two(swapped)
 
 
 # ---- models Strata has no module for: each refused, naming the node and its op ----
@@ -208,8 +230,27 @@ def direct(d, expr, weights, loss, acc):
         compare(model(x), y, loss, acc)
 
 
+def same(net, weights, expr):
+    """NET.py's load(WEIGHTS) and the module EXPR give the same outputs on random inputs."""
+    spec = importlib.util.spec_from_file_location("net", net)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model, orig = mod.load(weights), eval(expr).eval()
+    xs = [torch.randn((5,) + tuple(s)) for s in mod.INPUTS]
+    with torch.no_grad():
+        a, b = model(*xs), orig(*xs)
+    a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+    diff = max(float((p - q).abs().max()) for p, q in zip(a, b))
+    print(f"{len(a)} outputs, largest difference {diff}")
+    if len(a) != len(b) or diff > 1e-6:
+        sys.exit(1)
+    print("agree")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "data":
+    if sys.argv[1] == "same":
+        same(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "data":
         data(sys.argv[2])
     elif sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]))

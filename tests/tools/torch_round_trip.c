@@ -22,6 +22,8 @@
 
 static char out[1 << 14];
 
+static void refused(const char *dir, const char *expr, const char *shape, const char *want);
+
 static void need_torch(void)
 {
         if (cli_sh(PY "-c 'import torch, torch.fx' 2>&1", out, sizeof(out)) != 0)
@@ -158,6 +160,38 @@ Test(torch_round_trip, conv_each_padding_mode, .timeout = 300)
                 snprintf(tag, sizeof(tag), "torch-%s", modes[i]);
                 round_trip(expr, tag);
         }
+}
+
+Test(torch_round_trip, several_inputs_and_outputs, .timeout = 120)
+{
+        static char cmd[2048];
+        char dir[256];
+        FILE *f;
+
+        need_torch();
+        cli_mkdtemp(dir, sizeof(dir), "torch-two");
+        cr_assert_eq(from_torch(dir, "two()", "4 --input-shape 4 --loss mse --loss l1"), 0,
+                     "%s", out);
+        f = fopen(cli_path(dir, "m.line"), "r");
+        cr_assert_not_null(f);
+        cr_assert_not_null(fgets(cmd, sizeof(cmd), f));
+        fclose(f);
+        cr_assert_str_eq(cmd, "input(4) input(4) linear(16) tanh linear(16,from=input1) tanh "
+                         "concat(from=1) linear(4) output(mse) linear(4,from=4) output(l1)\n");
+        /* Strata takes the line and the weights; the module written back predicts as the
+         * original does */
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic-regression 64 --model \"$(cat %s/m.line)\" "
+                 "--devices 1 --strategy single --evaluate %s/m.st --export-safetensors %s/e.st "
+                 "2>&1", dir, dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        snprintf(cmd, sizeof(cmd), TO " %s/e.st -o %s/e.py 2>&1 && " PY MODELS " same %s/e.py "
+                 "%s/e.st 'two()' 2>&1", dir, dir, dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "2 outputs, largest difference 0.0"), "%s", out);
+        /* torch.cat's first tensor must be the module just before it */
+        refused(dir, "two(True)", "4 --input-shape 4", "node 'cat' (call_function torch.cat): "
+                "concat: Strata's merges the module just before it with an earlier one");
+        cli_rmtree(dir);
 }
 
 /* strata-from-torch refuses @p expr on samples of @p shape, exit 2 naming @p want. */
