@@ -11,9 +11,10 @@ usage: torch_models.py data DIR            IDX files of 28x28 images in DIR (see
            against Strata's LOSS and ACC; prints "agree" or exits 1
        torch_models.py same NET.py WEIGHTS EXPR
            NET.py's load(WEIGHTS) and the module EXPR on the same random inputs: equal outputs
-       torch_models.py direct DIR EXPR WEIGHTS LOSS ACC
+       torch_models.py direct DIR EXPR WEIGHTS LOSS ACC SHAPE
            the original module EXPR (here) on DIR's test images, with the transform stored in
-           export WEIGHTS (Strata's own, read from its metadata), against LOSS and ACC
+           export WEIGHTS (Strata's own, read from its metadata), against LOSS and ACC; the
+           images reshaped to SHAPE (C,H,W or another layout of their 784 bytes)
 """
 import gzip
 import importlib.util
@@ -120,6 +121,49 @@ def two(swapped=False):
     return Two(swapped)
 
 
+@seeded
+def conv1d():
+    """On a sample of 28 channels of 28: the image's rows as channels."""
+    return nn.Sequential(nn.Conv1d(28, 4, 5, stride=2, padding=2, padding_mode="reflect"),
+                         nn.ReLU(), nn.MaxPool1d(2), nn.Upsample(scale_factor=2, mode="linear"),
+                         nn.Flatten(), nn.Linear(4 * 14, 10))
+
+
+@seeded
+def conv3d():
+    """On a sample of 1 x 4 x 14 x 14: the image's bytes in another layout."""
+    return nn.Sequential(nn.Conv3d(1, 2, 3, padding=1, padding_mode="circular"),
+                         nn.GELU(approximate="tanh"), nn.AvgPool3d((1, 2, 2)),
+                         nn.Upsample(scale_factor=(1, 2, 2)), nn.Flatten(),
+                         nn.Linear(2 * 4 * 14 * 14, 10))
+
+
+class Functional(nn.Module):
+    """Pools, dropout and activations as functions and tensor methods."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 2, 3)
+        self.l = nn.Linear(2 * 7 * 7, 10)
+
+    def forward(self, x):
+        h = F.max_pool2d(self.c(x), 2).sigmoid()
+        h = F.leaky_relu(F.avg_pool2d(h, 2, padding=1), 0.1)
+        h = F.dropout(h, 0.2, training=self.training)
+        return self.l(F.gelu(h.flatten(1)))
+
+
+@seeded
+def functional():
+    return Functional()
+
+
+@seeded
+def fcn():
+    """TorchFort's FCN: one periodic convolution."""
+    return nn.Sequential(nn.Conv2d(1, 1, 3, padding=1, padding_mode="circular"))
+
+
 # ---- models Strata has no module for: each refused, naming the node and its op ----
 
 def softmax():
@@ -215,7 +259,7 @@ def check(d, net, weights, loss, acc):
         compare(model(x), y, loss, acc)
 
 
-def direct(d, expr, weights, loss, acc):
+def direct(d, expr, weights, loss, acc, shape):
     with open(weights, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         meta = json.loads(f.read(n))["__metadata__"]
@@ -225,7 +269,7 @@ def direct(d, expr, weights, loss, acc):
     shift = float(shift) * (-1.0 if sign == "-" else 1.0)
     model = eval(expr).eval()
     x, y = test_set(d)
-    x = x.to(torch.float32) * torch.tensor(scale) + torch.tensor(shift)
+    x = x.reshape((TEST,) + shape).to(torch.float32) * torch.tensor(scale) + torch.tensor(shift)
     with torch.no_grad():
         compare(model(x), y, loss, acc)
 
@@ -255,4 +299,5 @@ if __name__ == "__main__":
     elif sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]))
     else:
-        direct(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]))
+        direct(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]),
+               tuple(int(v) for v in sys.argv[7].split(",")))

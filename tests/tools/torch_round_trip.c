@@ -86,12 +86,12 @@ static void train(const char *dir, const char *args, const char *name, char *los
  * on dir's test images with export dir/@p st, against Strata's @p loss and @p acc.
  */
 static void pytorch_agrees(const char *dir, const char *mode, const char *arg, const char *st,
-                           const char *loss, const char *acc)
+                           const char *loss, const char *acc, const char *shape)
 {
         char cmd[1024];
 
-        snprintf(cmd, sizeof(cmd), PY MODELS " %s %s \"%s\" %s/%s %s %s 2>&1", mode, dir, arg,
-                 dir, st, loss, acc);
+        snprintf(cmd, sizeof(cmd), PY MODELS " %s %s \"%s\" %s/%s %s %s %s 2>&1", mode, dir,
+                 arg, dir, st, loss, acc, shape);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s: %s", cmd, out);
         cr_assert_not_null(strstr(out, "agree"), "%s", out);
 }
@@ -104,22 +104,22 @@ static void back_to_torch(const char *dir, const char *st, const char *loss, con
         snprintf(net, sizeof(net), "%s/%s.py", dir, st);
         snprintf(cmd, sizeof(cmd), TO " %s/%s -o %s 2>&1", dir, st, net);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
-        pytorch_agrees(dir, "check", net, st, loss, acc);
+        pytorch_agrees(dir, "check", net, st, loss, acc, "");
 }
 
 /*
  * The round trip of @p expr: the converted weights predict as the module does; trained under
  * ddp and under fsdp on 2 devices, each export back in PyTorch gives Strata's figures.
  */
-static void round_trip(const char *expr, const char *tag)
+static void round_trip_shaped(const char *expr, const char *tag, const char *shape)
 {
         char dir[256], loss[32], acc[32];
 
         need_torch();
         data_dir(dir, sizeof(dir), tag);
-        cr_assert_eq(from_torch(dir, expr, "1,28,28"), 0, "%s", out);
+        cr_assert_eq(from_torch(dir, expr, shape), 0, "%s", out);
         train(dir, "--strategy ddp --devices 2 --evaluate %s/m.st", "e.st", loss, acc);
-        pytorch_agrees(dir, "direct", expr, "e.st", loss, acc);
+        pytorch_agrees(dir, "direct", expr, "e.st", loss, acc, shape);
         back_to_torch(dir, "e.st", loss, acc);
         train(dir, "--strategy ddp --devices 2 --epochs 1 --init-weights %s/m.st", "ddp.st",
               loss, acc);
@@ -128,6 +128,11 @@ static void round_trip(const char *expr, const char *tag)
               loss, acc);
         back_to_torch(dir, "fsdp.st", loss, acc);
         cli_rmtree(dir);
+}
+
+static void round_trip(const char *expr, const char *tag)
+{
+        round_trip_shaped(expr, tag, "1,28,28");
 }
 
 Test(torch_round_trip, mlp, .timeout = 300)
@@ -191,6 +196,38 @@ Test(torch_round_trip, several_inputs_and_outputs, .timeout = 120)
         /* torch.cat's first tensor must be the module just before it */
         refused(dir, "two(True)", "4 --input-shape 4", "node 'cat' (call_function torch.cat): "
                 "concat: Strata's merges the module just before it with an earlier one");
+        cli_rmtree(dir);
+}
+
+Test(torch_round_trip, conv1d_and_conv3d, .timeout = 300)
+{
+        round_trip_shaped("conv1d()", "torch-conv1d", "28,28");
+        round_trip_shaped("conv3d()", "torch-conv3d", "1,4,14,14");
+}
+
+Test(torch_round_trip, functions_and_methods, .timeout = 300)
+{
+        round_trip("functional()", "torch-functional");
+}
+
+/* TorchFort's FCN: the guide's line, and the module written back predicts as the original. */
+Test(torch_round_trip, torchfort_fcn, .timeout = 120)
+{
+        static char cmd[4096];
+        char dir[256];
+
+        need_torch();
+        cli_mkdtemp(dir, sizeof(dir), "torch-fcn");
+        cr_assert_eq(from_torch(dir, "fcn()", "1,32,32"), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "input(1,32,32) conv2d(1,3,padding=1,padding_mode="
+                                       "circular)\n"), "%s", out);
+        snprintf(cmd, sizeof(cmd), BIN " --synthetic-regression 64 --loss mse --model "
+                 "\"$(cat %s/m.line)\" --devices 2 --strategy ddp --evaluate %s/m.st "
+                 "--export-safetensors %s/e.st 2>&1 && " TO " %s/e.st -o %s/e.py 2>&1 && "
+                 PY MODELS " same %s/e.py %s/e.st 'fcn()' 2>&1", dir, dir, dir, dir, dir, dir,
+                 dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "1 outputs, largest difference 0.0"), "%s", out);
         cli_rmtree(dir);
 }
 
