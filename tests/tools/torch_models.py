@@ -204,6 +204,44 @@ def linear_on_image():
     return nn.Sequential(nn.Linear(28, 10))
 
 
+class Lambda(nn.Module):
+    def __init__(self, fn, *mods):
+        super().__init__()
+        self.m = nn.ModuleList(mods)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x, self.m)
+
+
+# each on a sample of 2 x 8 x 8 (batchnorm_image: 2 x 8): a module or call Strata has, with arguments it has not
+BAD = {
+    "flatten2": lambda: nn.Sequential(nn.Flatten(2)),
+    "layernorm_part": lambda: nn.Sequential(nn.LayerNorm([8, 8])),
+    "layernorm_plain": lambda: nn.Sequential(nn.LayerNorm([2, 8, 8], elementwise_affine=False)),
+    "batchnorm_image": lambda: nn.Sequential(nn.BatchNorm1d(2)),
+    "bn_no_stats": lambda: nn.Sequential(nn.Flatten(), nn.BatchNorm1d(128,
+                                                                      track_running_stats=False)),
+    "upsample_frac": lambda: nn.Sequential(nn.Upsample(scale_factor=1.5)),
+    "upsample_align": lambda: nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear",
+                                                        align_corners=True)),
+    "upsample_mode": lambda: nn.Sequential(nn.Upsample(scale_factor=2, mode="bicubic")),
+    "upsample_size": lambda: nn.Sequential(nn.Upsample(size=(12, 12))),
+    "avg_exclude": lambda: nn.Sequential(nn.AvgPool2d(2, count_include_pad=False)),
+    "linear_nobias": lambda: nn.Sequential(nn.Flatten(), nn.Linear(128, 4, bias=False)),
+    "transposed": lambda: nn.Sequential(nn.ConvTranspose2d(2, 2, 3)),
+    "identity": lambda: nn.Sequential(nn.Identity()),
+    "cat3": lambda: Lambda(lambda x, m: torch.cat((m[0](x), x, x), 1), nn.ReLU()),
+    "cat_dim2": lambda: Lambda(lambda x, m: torch.cat((m[0](x), x), 2), nn.ReLU()),
+    "add_alpha": lambda: Lambda(lambda x, m: torch.add(m[0](x), x, alpha=2), nn.ReLU()),
+    "add_const": lambda: Lambda(lambda x, m: m[0](x) + 1.0, nn.ReLU()),
+}
+
+
+def bad(kind):
+    return BAD[kind]()
+
+
 def not_a_module():
     return 3
 

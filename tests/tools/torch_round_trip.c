@@ -239,6 +239,36 @@ static void refused(const char *dir, const char *expr, const char *shape, const 
         cr_assert_null(strstr(out, "Traceback"), "%s", out);
 }
 
+/* Modules and calls Strata has, with arguments it has not (torch_models.py's BAD). */
+static const struct {
+        const char *kind, *shape, *want;
+} bad[] = {
+        { "flatten2", NULL, "node '_0' (call_module 0): Flatten(start_dim=2, end_dim=-1): "
+                            "Strata's flattens the whole sample" },
+        { "layernorm_part", NULL, "LayerNorm over [8, 8] of a sample [2, 8, 8]" },
+        { "layernorm_plain", NULL, "LayerNorm without elementwise_affine" },
+        { "batchnorm_image", "2,8", "node '_0' (call_module 0): BatchNorm1d over an input of "
+                                    "shape [2, 8]" },
+        { "bn_no_stats", NULL, "node '_1' (call_module 1): BatchNorm1d without affine, "
+                               "running statistics or a momentum" },
+        { "upsample_frac", NULL, "Upsample by [1.5, 1.5]: Strata's scales by whole numbers" },
+        { "upsample_align", NULL, "Upsample with align_corners=True" },
+        { "upsample_mode", NULL, "Upsample mode 'bicubic' on 2 spatial dimensions" },
+        { "upsample_size", NULL, "Upsample to size [12, 12]: not a whole multiple of [8, 8]" },
+        { "avg_exclude", NULL, "AvgPool2d with count_include_pad=False" },
+        { "linear_nobias", NULL, "node '_1' (call_module 1): Linear without a bias" },
+        { "transposed", NULL, "node '_0' (call_module 0): ConvTranspose2d: Strata has no such "
+                              "module" },
+        { "identity", NULL, "node '_0' (call_module 0): Identity: Strata has no module" },
+        { "cat3", NULL, "node 'cat' (call_function torch.cat): torch.cat of 3 tensors along "
+                        "dim 1" },
+        { "cat_dim2", NULL, "torch.cat of 2 tensors along dim 2" },
+        { "add_alpha", NULL, "node 'add' (call_function torch.add): an add of other than two "
+                             "tensors" },
+        { "add_const", NULL, "node 'add' (call_function _operator.add): merges a value that is "
+                             "not a module's output or an input" },
+};
+
 Test(torch_round_trip, from_torch_refusals, .timeout = 120)
 {
         char dir[256], cmd[1024];
@@ -261,6 +291,13 @@ Test(torch_round_trip, from_torch_refusals, .timeout = 120)
                 "--input-shape given");
         refused(dir, "linear_on_image()", "1,28,28", "node '_0' (call_module 0): Linear over "
                 "an input of shape [1, 28, 28]");
+        refused(dir, "two()", "4 --input-shape 4 --loss mse", "1 --loss given for 2 outputs");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char expr[64];
+
+                snprintf(expr, sizeof(expr), "bad('%s')", bad[i].kind);
+                refused(dir, expr, bad[i].shape ? bad[i].shape : "2,8,8", bad[i].want);
+        }
         cr_assert_null(fopen(cli_path(dir, "m.st"), "r"), "a refusal writes nothing");
         snprintf(cmd, sizeof(cmd), FROM " %s/none.py 'm()' --input-shape 8 --line %s/l "
                  "--weights %s/w 2>&1", dir, dir, dir);
