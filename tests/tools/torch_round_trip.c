@@ -259,7 +259,6 @@ static const struct {
         { "linear_nobias", NULL, "node '_1' (call_module 1): Linear without a bias" },
         { "transposed", NULL, "node '_0' (call_module 0): ConvTranspose2d: Strata has no such "
                               "module" },
-        { "identity", NULL, "node '_0' (call_module 0): Identity: Strata has no module" },
         { "cat3", NULL, "node 'cat' (call_function torch.cat): torch.cat of 3 tensors along "
                         "dim 1" },
         { "cat_dim2", NULL, "torch.cat of 2 tensors along dim 2" },
