@@ -215,7 +215,8 @@ class Lambda(nn.Module):
         return self.fn(x, self.m)
 
 
-# each on a sample of 2 x 8 x 8 (batchnorm_image: 2 x 8): a module or call Strata has, with arguments it has not
+# each on a sample of 2 x 8 x 8 (batchnorm_image: 2 x 8): a module or call Strata has, with
+# arguments it has not
 BAD = {
     "flatten2": lambda: nn.Sequential(nn.Flatten(2)),
     "layernorm_part": lambda: nn.Sequential(nn.LayerNorm([8, 8])),
