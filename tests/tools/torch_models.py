@@ -9,6 +9,7 @@ usage: torch_models.py data DIR            IDX files of 28x28 images in DIR (see
        torch_models.py check DIR NET.py WEIGHTS LOSS ACC
            NET.py's load(WEIGHTS) on DIR's test images: its mean cross-entropy and accuracy
            against Strata's LOSS and ACC; prints "agree" or exits 1
+       torch_models.py onnx EXPR SHAPE OUT.onnx       the module EXPR exported as ONNX
        torch_models.py same NET.py WEIGHTS EXPR
            NET.py's load(WEIGHTS) and the module EXPR on the same random inputs: equal outputs
        torch_models.py direct DIR EXPR WEIGHTS LOSS ACC SHAPE
@@ -330,8 +331,18 @@ def same(net, weights, expr):
     print("agree")
 
 
+def to_onnx(expr, shape, out):
+    """The module EXPR as an ONNX file (PyTorch's exporter), its batch dynamic."""
+    model = eval(expr).eval()
+    x = torch.zeros((1,) + tuple(int(v) for v in shape.split(",")))
+    torch.onnx.export(model, x, out, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    print("exported")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "same":
+    if sys.argv[1] == "onnx":
+        to_onnx(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "same":
         same(sys.argv[2], sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "data":
         data(sys.argv[2])

@@ -210,6 +210,56 @@ Test(torch_round_trip, functions_and_methods, .timeout = 300)
         round_trip("functional()", "torch-functional");
 }
 
+/* The module @p expr exported as dir/m.onnx by PyTorch; skips without python3-onnx. */
+static void to_onnx(const char *dir, const char *expr, const char *shape)
+{
+        char cmd[1024];
+
+        if (cli_sh(PY "-c 'import onnx' 2>&1", out, sizeof(out)) != 0)
+                cr_skip_test("Python has no onnx (Debian's python3-onnx)");
+        snprintf(cmd, sizeof(cmd), PY MODELS " onnx \"%s\" %s %s/m.onnx 2>&1", expr, shape,
+                 dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+}
+
+/* An ONNX file of the CNN and of a convolution: Strata's figures are PyTorch's module's. */
+Test(torch_round_trip, onnx_in, .timeout = 300)
+{
+        static const char *const models[] = { "cnn()", "conv_mode('zeros')" };
+        static char cmd[2048];
+        char dir[256], loss[32], acc[32];
+
+        need_torch();
+        data_dir(dir, sizeof(dir), "torch-onnx");
+        for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+                to_onnx(dir, models[i], "1,28,28");
+                snprintf(cmd, sizeof(cmd), FROM " %s/m.onnx --input-shape 1,28,28 --line "
+                         "%s/m.line --weights %s/m.st 2>&1", dir, dir, dir);
+                cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+                train(dir, "--strategy ddp --devices 2 --evaluate %s/m.st", "e.st", loss, acc);
+                pytorch_agrees(dir, "direct", models[i], "e.st", loss, acc, "1,28,28");
+                train(dir, "--strategy fsdp --devices 2 --epochs 1 --init-weights %s/m.st",
+                      "f.st", loss, acc);
+                back_to_torch(dir, "f.st", loss, acc);
+        }
+        /* an op Strata has no module for, named */
+        to_onnx(dir, "mul()", "1,28,28");
+        snprintf(cmd, sizeof(cmd), FROM " %s/m.onnx --input-shape 1,28,28 --line %s/m.line "
+                 "--weights %s/x.st 2>&1", dir, dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "(ONNX op Mul): Strata has no module for it"), "%s", out);
+        to_onnx(dir, "softmax()", "1,28,28");
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "(ONNX op Softmax): Strata has no module for it"), "%s",
+                           out);
+        snprintf(cmd, sizeof(cmd), "echo junk > %s/j.onnx; " FROM " %s/j.onnx --input-shape 8 "
+                 "--line %s/m.line --weights %s/x.st 2>&1", dir, dir, dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "j.onnx: not an ONNX file"), "%s", out);
+        cr_assert_null(fopen(cli_path(dir, "x.st"), "r"), "a refusal writes nothing");
+        cli_rmtree(dir);
+}
+
 /* TorchFort's FCN: the guide's line, and the module written back predicts as the original. */
 Test(torch_round_trip, torchfort_fcn, .timeout = 120)
 {
