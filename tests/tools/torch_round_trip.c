@@ -356,6 +356,11 @@ Test(torch_round_trip, from_torch_refusals, .timeout = 120)
                  "--weights %s/w 2>&1", dir, dir);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
         cr_assert_not_null(strstr(out, "'1,x' is not C[,D][,H][,W]"), "%s", out);
+        snprintf(cmd, sizeof(cmd), FROM " " MODELS " --input-shape 8 --line %s/l --weights "
+                 "%s/w 2>&1", dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_assert_not_null(strstr(out, "an expression that builds the module is needed"), "%s",
+                           out);
         cli_rmtree(dir);
 }
 
