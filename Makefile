@@ -407,7 +407,8 @@ bench-scale: bench-deps
 install: lib tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	        $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BUILD)/bin/strata-train tools/strata-plot $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/bin/strata-train tools/strata-plot tools/strata-from-torch \
+	        tools/strata-to-torch $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
 	$(if $(CUDA_PLUGIN),install -m 755 $(CUDA_PLUGIN) $(DESTDIR)$(PREFIX)/lib/)
@@ -421,7 +422,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/libstrata.* \
 	       $(DESTDIR)$(PREFIX)/lib/libstrata-cuda.so $(DESTDIR)$(PREFIX)/lib/libstrata-mpi.so \
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc $(DESTDIR)$(PREFIX)/bin/strata-train \
-	       $(DESTDIR)$(PREFIX)/bin/strata-plot
+	       $(DESTDIR)$(PREFIX)/bin/strata-plot $(DESTDIR)$(PREFIX)/bin/strata-from-torch \
+	       $(DESTDIR)$(PREFIX)/bin/strata-to-torch
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

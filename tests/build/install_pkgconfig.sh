@@ -50,3 +50,6 @@ out=$("$build/stage-hello")
 "$prefix/bin/strata-train" --help | grep -q -- '--metrics-csv' ||
         { echo "installed strata-train missing or broken"; exit 1; }
 [ -x "$prefix/bin/strata-plot" ] || { echo "strata-plot not installed"; exit 1; }
+for t in strata-from-torch strata-to-torch; do
+        [ -x "$prefix/bin/$t" ] || { echo "$t not installed"; exit 1; }
+done
