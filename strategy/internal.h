@@ -87,6 +87,15 @@ struct strata__strategy_ops {
          * return is the exchange's own (a process hung or gone). NULL: one process.
          */
         int (*agree)(struct strata_runtime *rt, int *status, int rows);
+        /**
+         * The synchronisation variant configuration @p c runs on driver @p drv. The plan asks
+         * with @p rt NULL (only the variant's shard is read); setup asks once with the
+         * runtime, whose replicas' shards and chunks may narrow the choice (a shard smaller
+         * than the whole vector, the devices' tree), and keeps the answer.
+         */
+        const struct strata__sync *(*pick)(const struct strata_config *c,
+                                           const struct strata_device_ops *drv,
+                                           const struct strata_runtime *rt);
 };
 
 /** One device's share of a step event, run by the multi-device parent on every device. */
@@ -94,15 +103,33 @@ struct strata__strategy_hooks {
         /** connect: initialise the device's replica (and share rank 0's values). */
         strata__device_fn connect;
         /**
-         * backward: the hook the replica calls as each layer's gradients complete, for a
-         * backward that ends the accumulation window (@p sync) or not; NULL: none.
+         * optimizer_step: the device's found-inf check, clipping and update, where the
+         * strategy does not take the generic one (strata__dev_step(); dp's master step).
          */
-        strata__grad_ready_fn (*layer)(const struct strata_runtime *rt,
-                                       const struct strata__replica *r, int sync);
-        /** backward: after the device's pass (NULL: nothing more). */
-        strata__device_fn after_backward;
-        /** optimizer_step: the device's found-inf check, clipping and update. */
         strata__device_fn step;
+};
+
+/**
+ * A synchronisation variant (decision 0062): how one strategy sums gradients across devices
+ * and steps, as one named constant table. Each strategy's pick() turns the configuration, the
+ * driver and (at setup) what the shard made of the plan into one of its variants, once; the
+ * multi-device parent keeps the pointer and calls its members, which test no mode of their
+ * own (NCCL's algorithm choice: picked once, then a function pointer).
+ */
+struct strata__sync {
+        const char *name;               /* "buckets", "own-grads", "each", "tree", ... */
+        /* backward: each layer's hook on the window's last micro-batch, and on the others
+         * (NULL: none; no_sync) */
+        strata__grad_ready_fn layer, micro;
+        /* at the window's end, after the device's pass (NULL: nothing) */
+        strata__device_fn after_backward;
+        /* clipping by norm: the global sum of squares of the reduced gradients into *ss
+         * (NULL: the replica sums the whole vector it holds) */
+        int (*sumsq)(struct strata_runtime *rt, struct strata__multi *m, int dev, double *ss);
+        /* after the update: every shard's new parameters to every device (NULL: none) */
+        strata__device_fn gather;
+        unsigned shard;                 /* STRATA__SHARD_* the plan asks of the shard */
+        int tree;                       /* the buckets complete invariant mode's tree */
 };
 
 /**
@@ -366,12 +393,15 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
 
 /**
- * optimizer_step: the found-inf check (unscaling first with loss scaling; the skip agreed over
- * @p comm, or decided alone when NULL), clip, update; a skipped step leaves the parameters
- * and the optimizer state as they were.
+ * optimizer_step, the one device step of every strategy but dp: the found-inf check
+ * (unscaling first with loss scaling; the skip agreed over @p m's host communicator), the sum
+ * of squares as variant @p s takes it when clipping by norm, clip, update, then @p s's gather
+ * of the parameters; a skipped step leaves the parameters and the optimizer state as they
+ * were.
  */
-int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
-                     const struct strata__step_args *a);
+int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev,
+                     struct strata_comm *comm, const struct strata__step_args *a,
+                     const struct strata__sync *s);
 
 /**
  * optimizer_step's found-inf check, before replica @p dev's optimizer step, in every precision:

@@ -26,34 +26,14 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
 }
 
 /*
- * What a replica shards besides the optimizer state: under fsdp the parameters and reduced
- * gradients, and layers' gradients go to a whole local vector where micro-batches accumulate
- * there or clipping by norm gathers every shard's reduced gradients into it; under zero2 the
- * reduced gradients, where the replica finds it smaller, unless micro-batches accumulate
- * locally (each device's local sum of every element is ddp's operand: decision 0036) or
- * clipping by norm needs every reduced gradient (kernels without sumsq_from, which sums it
- * shard by shard). Where every micro-batch is reduced (accumulate_reduce each), every
- * strategy's layers write to a layer buffer, reduced there and added into the window's sum
- * (STRATA__SHARD_EACH): zero2 and fsdp then keep their shard of the sum alone (decision 0047).
+ * What a replica shards besides the optimizer state: what the strategy's synchronisation
+ * variant asks of it (strata__strategy_ops.pick(), decision 0062), picked from the
+ * configuration and the driver before any replica exists.
  */
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st,
                           const struct strata_device_ops *drv)
 {
-        int clip = c->train.clip_norm > 0.0f, each = strata__accumulate_each(c);
-        int gather = clip && !drv->kernels->sumsq_from; /* clipping needs every element */
-        unsigned e = each ? STRATA__SHARD_EACH : 0;
-
-        if ((strata__caps(st) & STRATA__CAP_SHARD_GRADS) && (c->train.accumulate <= 1 || each) &&
-            /* invariant: every device gets the whole gradient */
-            !gather && !c->strategy.invariant)
-                return STRATA__SHARD_GRADS | e;
-        if (!(strata__caps(st) & STRATA__CAP_SHARD_PARAMS))
-                return e;
-        if (each)
-                return STRATA__SHARD_PARAMS | e | (gather ? STRATA__SHARD_WHOLE_GRADS : 0);
-        if (c->train.accumulate > 1 || clip)
-                return STRATA__SHARD_PARAMS | STRATA__SHARD_WHOLE_GRADS;
-        return STRATA__SHARD_PARAMS;
+        return STRATA__INHERITED(st, ops.pick)(c, drv, NULL)->shard;
 }
 
 /*
