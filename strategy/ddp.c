@@ -108,12 +108,13 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
  * buckets complete the tree with the pairwise tree over devices: the same bits in fewer
  * collectives than the replica's per layer (ddp's tree variant).
  */
-static int tree_buckets(const struct strata_runtime *rt, const struct strata__replica *r)
+static int tree_buckets(const struct strata_config *c, const struct strata_runtime *rt,
+                        const struct strata__replica *r)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct strata_chunks *ch = strata__replica_chunkset(r);
 
-        if (strata__chunks_gathered(ch) || rt->world < 2 || rt->cfg.train.accumulate > 1)
+        if (strata__chunks_gathered(ch) || rt->world < 2 || c->train.accumulate > 1)
                 return 0;
         for (int i = 0; i < v->nlayers; i++)
                 if (strata__chunks_batch_stats(ch, i))
@@ -123,7 +124,7 @@ static int tree_buckets(const struct strata_runtime *rt, const struct strata__re
 
 /*
  * setup: the gradient buckets from the layer sizes, and whether they complete the chunks'
- * tree (the variant's, picked just before), then the parent's warm-up.
+ * tree (the variant's, picked at init), then the parent's warm-up.
  */
 static int ddp_setup(struct strata_runtime *rt)
 {
@@ -238,19 +239,20 @@ const struct strata__sync *strata__ddp_pick_from(const struct strata__sync *cons
                 return set[STRATA__DDP_EACH];
         if (!c->strategy.invariant)
                 return set[STRATA__DDP_BUCKETS];
-        return set[rt && tree_buckets(rt, strata__rep(rt, 0)) ? STRATA__DDP_TREE
+        return set[rt && tree_buckets(c, rt, strata__rep(rt, 0)) ? STRATA__DDP_TREE
                                                               : STRATA__DDP_INVARIANT];
 }
 
 static const struct strata__sync *ddp_pick(const struct strata_config *c,
                                            const struct strata_device_ops *drv,
+                                           const struct strata__shard_sizes *z,
                                            const struct strata_runtime *rt)
 {
         static const struct strata__sync *const set[STRATA__DDP_SYNCS] = {
                 &sync_buckets, &sync_each, &sync_tree, &sync_invariant
         };
 
-        (void)drv;
+        (void)drv, (void)z;
         return strata__ddp_pick_from(set, c, rt);
 }
 

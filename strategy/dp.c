@@ -173,9 +173,10 @@ static const struct strata__sync sync_each = { .name = "each", .layer = layer_to
 
 static const struct strata__sync *dp_pick(const struct strata_config *c,
                                           const struct strata_device_ops *drv,
+                                          const struct strata__shard_sizes *z,
                                           const struct strata_runtime *rt)
 {
-        (void)drv, (void)rt;
+        (void)drv, (void)z, (void)rt;
         return strata__accumulate_each(c) ? &sync_each : &sync_master;
 }
 

@@ -167,11 +167,12 @@ static const struct strata__sync fsdp_invariant_whole =
  */
 static const struct strata__sync *fsdp_pick(const struct strata_config *c,
                                             const struct strata_device_ops *drv,
+                                            const struct strata__shard_sizes *z,
                                             const struct strata_runtime *rt)
 {
         int clip = c->train.clip_norm > 0.0f;
 
-        (void)rt;
+        (void)z, (void)rt;
         if (strata__accumulate_each(c))
                 return clip && !drv->kernels->sumsq_from ? &fsdp_each_whole : &fsdp_each;
         if (c->strategy.invariant)

@@ -88,13 +88,16 @@ struct strata__strategy_ops {
          */
         int (*agree)(struct strata_runtime *rt, int *status, int rows);
         /**
-         * The synchronisation variant configuration @p c runs on driver @p drv. The plan asks
-         * with @p rt NULL (only the variant's shard is read); setup asks once with the
-         * runtime, whose replicas' shards and chunks may narrow the choice (a shard smaller
-         * than the whole vector, the devices' tree), and keeps the answer.
+         * The synchronisation variant configuration @p c runs on driver @p drv. The layout
+         * asks first with @p z and @p rt NULL, for the variant's shard (what the replicas
+         * shard), then once more with the sizes @p z the shard made of it (zero2: whether a
+         * shard is smaller than the whole vector) and, building a runtime, @p rt (its
+         * replicas laid out: whether ddp's buckets can complete invariant mode's tree); a
+         * runtime keeps that answer.
          */
         const struct strata__sync *(*pick)(const struct strata_config *c,
                                            const struct strata_device_ops *drv,
+                                           const struct strata__shard_sizes *z,
                                            const struct strata_runtime *rt);
 };
 
@@ -112,7 +115,7 @@ struct strata__strategy_hooks {
 /**
  * A synchronisation variant (decision 0062): how one strategy sums gradients across devices
  * and steps, as one named constant table. Each strategy's pick() turns the configuration, the
- * driver and (at setup) what the shard made of the plan into one of its variants, once; the
+ * driver and (at init) what the shard made of the plan into one of its variants, once; the
  * multi-device parent keeps the pointer and calls its members, which test no mode of their
  * own (NCCL's algorithm choice: picked once, then a function pointer).
  */
@@ -270,12 +273,13 @@ const char *strata__kernels_of(const struct strata_config *c, const struct strat
 /**
  * The single layout of a runtime, from arena @p a: with a planning arena *out stays NULL,
  * nothing is built and @p pi gets the per-device sizes; on the real region (with the driver's
- * reservations @p rg) *out is the runtime.
+ * reservations @p rg) *out is the runtime. *@p sync (@p sync may be NULL): the strategy's
+ * synchronisation variant, picked from what the layout made (strata__strategy_ops.pick()).
  */
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
                    const struct strata__regions *rg, struct strata_runtime **out,
-                   struct strata_plan_info *pi);
+                   struct strata_plan_info *pi, const struct strata__sync **sync);
 
 /** Reserve each device's memory and staging from the driver, all or nothing. */
 int strata__reserve(const struct strata_config *c, const struct strata_device_ops *dev,

@@ -351,9 +351,10 @@ static const struct strata__sync sync_local_each = { .name = "each", .shard = ST
 
 static const struct strata__sync *local_pick(const struct strata_config *c,
                                              const struct strata_device_ops *drv,
+                                             const struct strata__shard_sizes *z,
                                              const struct strata_runtime *rt)
 {
-        (void)drv, (void)rt;
+        (void)drv, (void)z, (void)rt;
         return strata__accumulate_each(c) ? &sync_local_each : &sync_local;
 }
 
@@ -407,7 +408,6 @@ static int on_setup(void *obj, int state, int event, void *arg)
         int (*setup)(struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.setup);
 
         (void)state;
-        strata__multi(rt)->sync = STRATA__INHERITED(rt->strategy, ops.pick)(&rt->cfg, rt->dev, rt);
         if (setup)
                 STRATA_TRY(setup(rt));
         STRATA_TRY(strata__prepare(obj));

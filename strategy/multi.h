@@ -60,7 +60,7 @@ struct strata__multi {
         int event;                     /* the lifecycle event of the current job */
         const struct strata__peers *peers; /* a job of several processes, or NULL */
         void *peers_state;             /* the process layer's state (strategy/process/layer.c) */
-        /* the synchronisation variant, picked once at setup (in event's old padding: the
+        /* the synchronisation variant, picked once at init (in event's old padding: the
          * struct's size, and so the plan, is what it was) */
         const struct strata__sync *sync;
         const struct strata__step_args *args; /* its event argument (NULL outside steps) */

@@ -260,13 +260,14 @@ static const struct strata__sync zero1_invariant = { .name = "invariant",
 
 static const struct strata__sync *zero1_pick(const struct strata_config *c,
                                              const struct strata_device_ops *drv,
+                                             const struct strata__shard_sizes *z,
                                              const struct strata_runtime *rt)
 {
         static const struct strata__sync *const set[STRATA__DDP_SYNCS] = {
                 &zero1_buckets, &zero1_each, &zero1_tree, &zero1_invariant
         };
 
-        (void)drv;
+        (void)drv, (void)z;
         return strata__ddp_pick_from(set, c, rt);
 }
 
@@ -311,19 +312,20 @@ static const struct strata__sync zero2_each_gather = { .name = "each-gather",
  * The plan asks the shard for the reduced gradients alone where micro-batches do not
  * accumulate locally (each device's local sum of every element is ddp's operand: decision
  * 0036) and clipping by norm can chain the sum of squares (the kernels' sumsq_from); the
- * shard holds them alone (own_grads) where that is smaller, which setup reads back.
+ * shard holds them alone (own_grads) where that is smaller, which its sizes @p z say.
  */
 static const struct strata__sync *zero2_pick(const struct strata_config *c,
                                              const struct strata_device_ops *drv,
+                                             const struct strata__shard_sizes *z,
                                              const struct strata_runtime *rt)
 {
         int clip = c->train.clip_norm > 0.0f, each = strata__accumulate_each(c);
         int own = (c->train.accumulate <= 1 || each) && (!clip || drv->kernels->sumsq_from);
 
         if (c->strategy.invariant)
-                return zero1_pick(c, drv, rt);
-        if (own && rt)
-                own = strata__shard_own_grads(strata__rep_shard(rt, 0));
+                return zero1_pick(c, drv, z, rt);
+        if (own && z)
+                own = z->own_grads;
         if (each)
                 return own ? &zero2_each : clip ? &zero2_each_gather : &zero2_each_whole;
         return own ? &zero2_own : clip ? &zero2_buckets_gather : &zero2_buckets;

@@ -33,7 +33,7 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st,
                           const struct strata_device_ops *drv)
 {
-        return STRATA__INHERITED(st, ops.pick)(c, drv, NULL)->shard;
+        return STRATA__INHERITED(st, ops.pick)(c, drv, NULL, NULL)->shard;
 }
 
 /*
@@ -54,7 +54,7 @@ static int driver_scratch(const struct strata_device_ops *drv, struct strata_are
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
                    const struct strata__regions *rg, struct strata_runtime **out,
-                   struct strata_plan_info *pi)
+                   struct strata_plan_info *pi, const struct strata__sync **sync)
 {
         struct strata_arena plan, pdev, ppin, child, dev, pin;
         struct strata__replica_mem mem = { &plan, &plan, NULL, drv };
@@ -162,6 +162,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         }
         if (rt)
                 rt->priv = p;
+        if (sync) /* the variant once more, from what the shard and the replicas made */
+                *sync = STRATA__INHERITED(st, ops.pick)(c, drv, &sz, rt);
         *out = rt;
         return STRATA_OK;
 }
@@ -178,13 +180,32 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
                 return strata__fail(STRATA_EINVAL, "plan: out is NULL");
         STRATA_TRY(strata__check_config(cfg, &st, &dev));
         STRATA_TRY(strata_arena_init_plan(&a, NULL));
-        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi));
+        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi, NULL));
         pi.bytes = strata_arena_used(&a);
         pi.align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
                                                              : REGION_ALIGN;
         if (pi.device_bytes)
                 pi.device_bytes += dev->device_overhead;
         *out = pi;
+        return STRATA_OK;
+}
+
+int strata_plan_sync(const struct strata_config *cfg, const char **name)
+{
+        const struct strata__strategy *st;
+        const struct strata_device_ops *dev;
+
+        const struct strata__sync *sync;
+        struct strata_plan_info pi = { 0 };
+        struct strata_runtime *rt;
+        struct strata_arena a;
+
+        if (!name)
+                return strata__fail(STRATA_EINVAL, "plan_sync: name is NULL");
+        STRATA_TRY(strata__check_config(cfg, &st, &dev));
+        STRATA_TRY(strata_arena_init_plan(&a, NULL));
+        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi, &sync));
+        *name = sync->name;
         return STRATA_OK;
 }
 
