@@ -222,13 +222,20 @@ int strata__ddp_layer_each(void *h, struct strata__replica *r, int layer)
  * layer across devices itself, every micro-batch (nn/chunks.c); tree: the buckets complete
  * the chunks' tree instead (chunks.defer, tree_buckets()).
  */
-static const struct strata__sync sync_buckets = { .name = "buckets",
-                                                  .layer = strata__ddp_bucket_ready };
-static const struct strata__sync sync_each = { .name = "each", .layer = strata__ddp_layer_each,
-                                               .micro = strata__ddp_layer_each,
-                                               .shard = STRATA__SHARD_EACH };
-static const struct strata__sync sync_tree = { .name = "tree", .layer = strata__ddp_tree_ready,
-                                               .tree = 1 };
+static const struct strata__sync sync_buckets = {
+        .name = "buckets",
+        .hooks = { .ready = strata__ddp_bucket_ready },
+};
+static const struct strata__sync sync_each = {
+        .name = "each",
+        .hooks = { .ready = strata__ddp_layer_each, .micro = strata__ddp_layer_each },
+        .shard = STRATA__SHARD_EACH,
+};
+static const struct strata__sync sync_tree = {
+        .name = "tree",
+        .hooks = { .ready = strata__ddp_tree_ready },
+        .tree = 1,
+};
 static const struct strata__sync sync_invariant = { .name = "invariant" };
 
 const struct strata__sync *strata__ddp_pick_from(const struct strata__sync *const *set,

@@ -164,12 +164,16 @@ static int layer_to_master(void *h, struct strata__replica *r, int layer)
  * dp's variants: master, every device's gradients reduced into the master's at the window's
  * end; each (accumulate_reduce each), every micro-batch's layers reduced into it.
  */
-static const struct strata__sync sync_master = { .name = "master",
-                                                 .after_backward = reduce_to_master };
-static const struct strata__sync sync_each = { .name = "each", .layer = layer_to_master,
-                                               .micro = layer_to_master,
-                                               .after_backward = release_copies,
-                                               .shard = STRATA__SHARD_EACH };
+static const struct strata__sync sync_master = {
+        .name = "master",
+        .after_backward = reduce_to_master,
+};
+static const struct strata__sync sync_each = {
+        .name = "each",
+        .hooks = { .ready = layer_to_master, .micro = layer_to_master },
+        .after_backward = release_copies,
+        .shard = STRATA__SHARD_EACH,
+};
 
 static const struct strata__sync *dp_pick(const struct strata_config *c,
                                           const struct strata_device_ops *drv,

@@ -77,7 +77,6 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         struct strata__shard *sh = strata__replica_shard(r);
 
         strata__shard_set(sh, rt->rank0 + dev);
-        strata__shard_set_fetch(sh, gather_layer, rt);
         strata__replica_init(r, rt->cfg.seed);
         for (int i = 0; i < v->nlayers; i++) {
                 struct strata_layer *l = &v->layers[i];
@@ -143,8 +142,8 @@ static int chain_sumsq(struct strata_runtime *rt, struct strata__multi *m, int d
  * reduced gradient on every device, every micro-batch; the device keeps its shard's part.
  */
 #define FSDP_SYNC(nm, lay, mic, ss, how)                                                       \
-        { .name = nm, .layer = lay, .micro = mic, .sumsq = ss,                                 \
-          .shard = STRATA__SHARD_PARAMS | (how) }
+        { .name = nm, .hooks = { .ready = lay, .micro = mic, .fetch = gather_layer },       \
+          .sumsq = ss, .shard = STRATA__SHARD_PARAMS | (how) }
 static const struct strata__sync fsdp_layer =
         FSDP_SYNC("layer", strata__reduce_layer, NULL, NULL, 0);
 static const struct strata__sync fsdp_whole =

@@ -121,9 +121,10 @@ struct strata__strategy_hooks {
  */
 struct strata__sync {
         const char *name;               /* "buckets", "own-grads", "each", "tree", ... */
-        /* backward: each layer's hook on the window's last micro-batch, and on the others
-         * (NULL: none; no_sync) */
-        strata__grad_ready_fn layer, micro;
+        /* how the replica calls up into the strategy, given to it at connect: after each
+         * layer's backward on the window's last micro-batch (ready) and on the others
+         * (micro; NULL: none, no_sync), and before a layer computes (fetch: fsdp's gather) */
+        struct strata__replica_hooks hooks;
         /* at the window's end, after the device's pass (NULL: nothing) */
         strata__device_fn after_backward;
         /* clipping by norm: the global sum of squares of the reduced gradients into *ss

@@ -282,6 +282,8 @@ static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 {
         strata__device_fn hook = STRATA__INHERITED(rt->strategy, hooks.connect);
 
+        /* the variant's upcalls, once: the replica calls them with the runtime */
+        strata__replica_set_hooks(strata__rep(rt, dev), &m->sync->hooks, rt);
         if (hook)
                 return hook(rt, m, dev);
         strata__replica_init(strata__rep(rt, dev), rt->cfg.seed);
@@ -311,19 +313,17 @@ static int forward_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 }
 
 /*
- * backward: the replica's pass, with the variant's hook as each layer's gradients complete
- * (how they are summed across devices; another on an accumulation micro-batch), then what the
- * variant does after the pass at the window's end.
+ * backward: the replica's pass, calling the variant's hook (given at connect) as each layer's
+ * gradients complete (how they are summed across devices; another on an accumulation
+ * micro-batch), then what the variant does after the pass at the window's end.
  */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        const struct strata__sync *s = m->sync;
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
         int sync = m->args->sync;
 
-        STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c,
-                                            sync ? s->layer : s->micro, rt));
-        return sync && s->after_backward ? s->after_backward(rt, m, dev) : STRATA_OK;
+        STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c, sync));
+        return sync && m->sync->after_backward ? m->sync->after_backward(rt, m, dev) : STRATA_OK;
 }
 
 /*
@@ -347,7 +347,10 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
  * the window's sum.
  */
 static const struct strata__sync sync_local = { .name = "local" };
-static const struct strata__sync sync_local_each = { .name = "each", .shard = STRATA__SHARD_EACH };
+static const struct strata__sync sync_local_each = {
+        .name = "each",
+        .shard = STRATA__SHARD_EACH,
+};
 
 static const struct strata__sync *local_pick(const struct strata_config *c,
                                              const struct strata_device_ops *drv,

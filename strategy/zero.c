@@ -245,18 +245,27 @@ static int chain_sumsq(struct strata_runtime *rt, struct strata__multi *m, int d
  * the gather of every shard's parameters after the update. zero2's in invariant mode too: the
  * chunks' tree gives every device the whole reduced gradient.
  */
-static const struct strata__sync zero1_buckets = { .name = "buckets",
-                                                   .layer = strata__ddp_bucket_ready,
-                                                   .gather = gather_params };
-static const struct strata__sync zero1_each = { .name = "each",
-                                                .layer = strata__ddp_layer_each,
-                                                .micro = strata__ddp_layer_each,
-                                                .gather = gather_params,
-                                                .shard = STRATA__SHARD_EACH };
-static const struct strata__sync zero1_tree = { .name = "tree", .layer = strata__ddp_tree_ready,
-                                                .gather = gather_params, .tree = 1 };
-static const struct strata__sync zero1_invariant = { .name = "invariant",
-                                                     .gather = gather_params };
+static const struct strata__sync zero1_buckets = {
+        .name = "buckets",
+        .hooks = { .ready = strata__ddp_bucket_ready },
+        .gather = gather_params,
+};
+static const struct strata__sync zero1_each = {
+        .name = "each",
+        .hooks = { .ready = strata__ddp_layer_each, .micro = strata__ddp_layer_each },
+        .gather = gather_params,
+        .shard = STRATA__SHARD_EACH,
+};
+static const struct strata__sync zero1_tree = {
+        .name = "tree",
+        .hooks = { .ready = strata__ddp_tree_ready },
+        .gather = gather_params,
+        .tree = 1,
+};
+static const struct strata__sync zero1_invariant = {
+        .name = "invariant",
+        .gather = gather_params,
+};
 
 static const struct strata__sync *zero1_pick(const struct strata_config *c,
                                              const struct strata_device_ops *drv,
@@ -281,32 +290,44 @@ static const struct strata__sync *zero1_pick(const struct strata_config *c,
  * end, and each-whole; with clipping by norm (their -gather) every reduced shard is gathered
  * after backward for ddp's sum of squares of the whole vector.
  */
-static const struct strata__sync zero2_own = { .name = "own-grads",
-                                               .layer = strata__reduce_layer,
-                                               .sumsq = chain_sumsq, .gather = gather_params,
-                                               .shard = STRATA__SHARD_GRADS };
-static const struct strata__sync zero2_each = { .name = "each",
-                                                .layer = strata__reduce_layer_each,
-                                                .micro = strata__reduce_layer_each,
-                                                .sumsq = chain_sumsq, .gather = gather_params,
-                                                .shard = STRATA__SHARD_GRADS | STRATA__SHARD_EACH };
-static const struct strata__sync zero2_buckets = { .name = "buckets", .layer = bucket_ready,
-                                                   .gather = gather_params };
-static const struct strata__sync zero2_buckets_gather = { .name = "buckets-gather",
-                                                          .layer = bucket_ready,
-                                                          .after_backward = gather_grads,
-                                                          .gather = gather_params };
-static const struct strata__sync zero2_each_whole = { .name = "each-whole",
-                                                      .layer = strata__reduce_layer_each,
-                                                      .micro = strata__reduce_layer_each,
-                                                      .gather = gather_params,
-                                                      .shard = STRATA__SHARD_EACH };
-static const struct strata__sync zero2_each_gather = { .name = "each-gather",
-                                                       .layer = strata__reduce_layer_each,
-                                                       .micro = strata__reduce_layer_each,
-                                                       .after_backward = gather_grads,
-                                                       .gather = gather_params,
-                                                       .shard = STRATA__SHARD_EACH };
+static const struct strata__sync zero2_own = {
+        .name = "own-grads",
+        .hooks = { .ready = strata__reduce_layer },
+        .sumsq = chain_sumsq,
+        .gather = gather_params,
+        .shard = STRATA__SHARD_GRADS,
+};
+static const struct strata__sync zero2_each = {
+        .name = "each",
+        .hooks = { .ready = strata__reduce_layer_each, .micro = strata__reduce_layer_each },
+        .sumsq = chain_sumsq,
+        .gather = gather_params,
+        .shard = STRATA__SHARD_GRADS | STRATA__SHARD_EACH,
+};
+static const struct strata__sync zero2_buckets = {
+        .name = "buckets",
+        .hooks = { .ready = bucket_ready },
+        .gather = gather_params,
+};
+static const struct strata__sync zero2_buckets_gather = {
+        .name = "buckets-gather",
+        .hooks = { .ready = bucket_ready },
+        .after_backward = gather_grads,
+        .gather = gather_params,
+};
+static const struct strata__sync zero2_each_whole = {
+        .name = "each-whole",
+        .hooks = { .ready = strata__reduce_layer_each, .micro = strata__reduce_layer_each },
+        .gather = gather_params,
+        .shard = STRATA__SHARD_EACH,
+};
+static const struct strata__sync zero2_each_gather = {
+        .name = "each-gather",
+        .hooks = { .ready = strata__reduce_layer_each, .micro = strata__reduce_layer_each },
+        .after_backward = gather_grads,
+        .gather = gather_params,
+        .shard = STRATA__SHARD_EACH,
+};
 
 /*
  * The plan asks the shard for the reduced gradients alone where micro-batches do not
