@@ -3,8 +3,10 @@
  * shards it (zero1, zero2, fsdp), what of the parameters and gradients the replica then holds,
  * and the buffers the strategy's collectives move them through: fsdp's layer buffer and its
  * layers' gradients, zero2's layer gradients, the gradients staged in the all-reduce's type
- * (internal). The replica points to its shard and calls into it; the shard never calls the
- * replica (the fetch is the strategy's, given the replica back).
+ * (internal), and the strategy's hooks the replica calls up into (struct
+ * strata__replica_hooks, given once at connect). The replica points to its shard and calls
+ * into it; the shard never calls the replica (the fetch is the strategy's, given the replica
+ * back).
  */
 #ifndef STRATA_NN_SHARD_H
 #define STRATA_NN_SHARD_H

@@ -21,9 +21,10 @@
  * layer's whole reduced gradient, every micro-batch, and the device keeps its shard's part.
  *
  * Parent: zero1 (the job's processes joined at setup_environment, the shards assigned by
- * global rank); fsdp's hooks: connect initialises each layer into the layer buffer, global
- * device 0's broadcast as ddp does, and keeps the shard's part; backward reduces each layer to
- * its owners; optimizer_step unscales, clips and updates the shard.
+ * global rank); fsdp's connect initialises each layer into the layer buffer, global device
+ * 0's broadcast as ddp does, and keeps the shard's part; its variants (decision 0062) fetch
+ * each layer and reduce it to its owners, and sum the squares for the one device step, which
+ * unscales, clips and updates the shard.
  */
 #include "strata/status.h"
 #include "drivers/comm_blocks.h"

@@ -25,8 +25,9 @@
  *
  * Parents: zero1's is the process layer (itself ddp's child): setup_environment first joins
  * the job's other processes, if any; connect also assigns the shards by global rank; its
- * step hook updates the shard and gathers the parameters. zero2's is zero1: its backward hooks
- * reduce each bucket to its owners (and gather the shards for clipping by norm).
+ * variants (ddp's, decision 0062) gather the parameters after the one device step updates the
+ * shard. zero2's is zero1: its variants reduce each bucket or layer to its owners (and gather
+ * the shards for clipping by norm, or chain the norm over them).
  */
 #include "strata/status.h"
 #include "drivers/comm_blocks.h"
