@@ -169,13 +169,22 @@ void strata__replica_loss(struct strata__replica *r, const struct strata_step_ct
 void strata__replica_outputs_to_host(const struct strata__replica *r, float *dst);
 
 /**
- * Backward through every module from the loss gradient, @p ready(@p h, r, layer) after each
- * layer's. Where the shard reduces every micro-batch (strata__shard_each()), each layer
- * writes its micro-batch's gradients alone to the layer buffer, @p ready reduces them there,
- * and what the replica holds of them is added into its gradients, the window's sum.
+ * Backward through every module from the loss gradient, the strategy's layer hook after each
+ * layer's (strata__replica_set_hooks(): its ready where this backward ends the accumulation
+ * window, @p sync, else its micro). Where the shard reduces every micro-batch
+ * (strata__shard_each()), each layer writes its micro-batch's gradients alone to the layer
+ * buffer, the hook reduces them there, and what the replica holds of them is added into its
+ * gradients, the window's sum.
  */
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
-                             strata__grad_ready_fn ready, void *h);
+                             int sync);
+
+/**
+ * The strategy's upcalls (its layer hooks and fetch), each called with @p h: given once, at
+ * connect, and kept in the replica's shard.
+ */
+void strata__replica_set_hooks(struct strata__replica *r,
+                               const struct strata__replica_hooks *hooks, void *h);
 
 /**
  * Clip the gradients (global norm over the flat vector, then value); 0 disables each. With

@@ -89,6 +89,12 @@ size_t strata__replica_param_offset(const struct strata__replica *r, int i)
         return r->v.poff[i];
 }
 
+void strata__replica_set_hooks(struct strata__replica *r,
+                               const struct strata__replica_hooks *hooks, void *h)
+{
+        strata__shard_set_hooks(r->v.shard, hooks, h);
+}
+
 void strata__replica_keep(struct strata__replica *r, int i)
 {
         strata__shard_keep(r->v.shard, r->v.params, strata__shard_layer_buffer(r->v.shard),

@@ -212,10 +212,12 @@ static void out_grad(const struct strata__replica *r, int i, float *g)
 }
 
 int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
-                             strata__grad_ready_fn ready, void *h)
+                             int sync)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         int cur = 0, each = strata__shard_each(r->v.shard);
+        void *h;
+        strata__grad_ready_fn ready = strata__shard_ready(r->v.shard, sync, &h);
 
         for (int i = r->v.nlayers - 1; i >= 0; i--) {
                 struct strata_layer *l = &r->v.layers[i];

@@ -215,10 +215,19 @@ size_t strata__shard_part(const struct strata__shard *s, size_t poff, size_t cou
         return poff + *lo - s0;
 }
 
-void strata__shard_set_fetch(struct strata__shard *s, strata__grad_ready_fn fn, void *h)
+void strata__shard_set_hooks(struct strata__shard *s, const struct strata__replica_hooks *hooks,
+                             void *h)
 {
-        s->fetch = fn;
-        s->fetch_h = h;
+        s->hooks = hooks;
+        s->hooks_h = h;
+}
+
+strata__grad_ready_fn strata__shard_ready(const struct strata__shard *s, int sync, void **h)
+{
+        *h = s->hooks_h;
+        if (!s->hooks)
+                return NULL;
+        return sync ? s->hooks->ready : s->hooks->micro;
 }
 
 void strata__shard_release(struct strata__shard *s)
@@ -229,10 +238,10 @@ void strata__shard_release(struct strata__shard *s)
 int strata__shard_fetch(struct strata__shard *s, struct strata__replica *r, int i,
                         size_t nparam)
 {
-        if (!s->fetch || !nparam || s->held == i)
+        if (!s->hooks || !s->hooks->fetch || !nparam || s->held == i)
                 return STRATA_OK;
         s->held = -1;
-        STRATA_TRY(s->fetch(s->fetch_h, r, i));
+        STRATA_TRY(s->hooks->fetch(s->hooks_h, r, i));
         s->held = i;
         return STRATA_OK;
 }

@@ -3,8 +3,10 @@
  * shards it (zero1, zero2, fsdp), what of the parameters and gradients the replica then holds,
  * and the buffers the strategy's collectives move them through: fsdp's layer buffer and its
  * layers' gradients, zero2's layer gradients, the gradients staged in the all-reduce's type
- * (internal). The replica points to its shard and calls into it; the shard never calls the
- * replica (the fetch is the strategy's, given the replica back).
+ * (internal), and the strategy's hooks the replica calls up into (struct
+ * strata__replica_hooks, given once at connect). The replica points to its shard and calls
+ * into it; the shard never calls the replica (the fetch is the strategy's, given the replica
+ * back).
  */
 #ifndef STRATA_NN_SHARD_H
 #define STRATA_NN_SHARD_H
@@ -25,6 +27,17 @@ struct strata__replica;
  * backward, or its input's gradient, having run.
  */
 typedef int (*strata__grad_ready_fn)(void *h, struct strata__replica *r, int layer);
+
+/**
+ * How a replica calls up into the strategy that runs it, given once at connect
+ * (strata__replica_set_hooks(), with the handle every call gets): the layer hooks of its
+ * backward and its shard's fetch. NULL members are not called.
+ */
+struct strata__replica_hooks {
+        strata__grad_ready_fn ready;    /* after each layer's backward, the window's last */
+        strata__grad_ready_fn micro;    /* the same on the window's other micro-batches */
+        strata__grad_ready_fn fetch;    /* own_params: a layer into the layer buffer */
+};
 
 /** What a replica shards besides the optimizer state (strata__shard_plan()'s @p how). */
 #define STRATA__SHARD_PARAMS 1u /* fsdp: the parameters and reduced gradients too */
@@ -69,8 +82,9 @@ struct strata__shard {
         int held;                       /* the layer lbuf holds, -1 none */
         float *lbuf, *lgrad;            /* own_params, own_grads: see above, else NULL */
         void *grad_stage;               /* gradients in the all-reduce's type, when not f32 */
-        strata__grad_ready_fn fetch;    /* own_params: the strategy's gather of a layer */
-        void *fetch_h;
+        /* the strategy's upcalls and their handle (strata__replica_hooks) */
+        const struct strata__replica_hooks *hooks;
+        void *hooks_h;
         const struct strata_kernel_ops *k;
 };
 
@@ -184,15 +198,22 @@ void strata__shard_keep(const struct strata__shard *s, float *shard, const float
 size_t strata__shard_part(const struct strata__shard *s, size_t poff, size_t count, size_t *lo,
                           size_t *hi);
 
-/** own_params: the strategy's gather @p fn (with @p h) of a layer into the layer buffer. */
-void strata__shard_set_fetch(struct strata__shard *s, strata__grad_ready_fn fn, void *h);
+/** The strategy's upcalls @p hooks (each called with @p h), kept by the shard. */
+void strata__shard_set_hooks(struct strata__shard *s, const struct strata__replica_hooks *hooks,
+                             void *h);
+
+/**
+ * The layer hook of a backward that ends the accumulation window (@p sync) or not (NULL:
+ * none), called with *@p h.
+ */
+strata__grad_ready_fn strata__shard_ready(const struct strata__shard *s, int sync, void **h);
 
 /** The layer buffer holds no layer (a step or a load may have changed the shards). */
 void strata__shard_release(struct strata__shard *s);
 
 /**
  * own_params: layer @p i of replica @p r (with parameters when @p nparam) gathered into the
- * layer buffer unless it holds it already; nothing without a fetch.
+ * layer buffer unless it holds it already; nothing without a fetch hook.
  */
 int strata__shard_fetch(struct strata__shard *s, struct strata__replica *r, int i,
                         size_t nparam);

@@ -104,18 +104,17 @@ static void add_bucket(void *arg, size_t lo, size_t hi, int close)
 
 /*
  * Invariant mode: where each device holds one block of the chunks' tree (a power of two of
- * devices), a window is one batch, the gradients are whole (not fsdp) and no module
- * (BatchNorm) completes its own gradients, the buckets complete the tree with the pairwise
- * tree over devices: the same bits in fewer collectives than the replica's per layer.
+ * devices), a window is one batch and no module (BatchNorm) completes its own gradients, the
+ * buckets complete the tree with the pairwise tree over devices: the same bits in fewer
+ * collectives than the replica's per layer (ddp's tree variant).
  */
-static int tree_buckets(const struct strata_runtime *rt, const struct strata__replica *r)
+static int tree_buckets(const struct strata_config *c, const struct strata_runtime *rt,
+                        const struct strata__replica *r)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct strata_chunks *ch = strata__replica_chunkset(r);
 
-        if (!rt->cfg.strategy.invariant || strata__chunks_gathered(ch) || rt->world < 2 ||
-            rt->cfg.train.accumulate > 1 ||
-            strata__shard_own_params(strata__replica_shard(r))) /* fsdp: its shard per layer */
+        if (strata__chunks_gathered(ch) || rt->world < 2 || c->train.accumulate > 1)
                 return 0;
         for (int i = 0; i < v->nlayers; i++)
                 if (strata__chunks_batch_stats(ch, i))
@@ -123,7 +122,10 @@ static int tree_buckets(const struct strata_runtime *rt, const struct strata__re
         return 1;
 }
 
-/* setup: the gradient buckets from the layer sizes, then the parent's warm-up. */
+/*
+ * setup: the gradient buckets from the layer sizes, and whether they complete the chunks'
+ * tree (the variant's, picked at init), then the parent's warm-up.
+ */
 static int ddp_setup(struct strata_runtime *rt)
 {
         struct ddp *d = ddp_of(rt);
@@ -133,7 +135,7 @@ static int ddp_setup(struct strata_runtime *rt)
                                 &d->b);
         for (int dev = 0; dev < rt->nreplicas; dev++)
                 strata__chunks_set_defer(strata__replica_chunkset(strata__rep(rt, dev)),
-                                         tree_buckets(rt, strata__rep(rt, dev)));
+                                         d->m.sync->tree);
         return STRATA_OK;
 }
 
@@ -143,15 +145,13 @@ static int ddp_setup(struct strata_runtime *rt)
  * the replica's staging, all-reduced there and widened back.
  */
 static int all_reduce_grads(struct ddp *d, struct strata__replica *r, float *g, size_t lo,
-                            size_t n)
+                            size_t n, enum strata_reduce_op op)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         uint16_t *s = strata__shard_grad_stage(strata__replica_shard(r));
 
-        if (!s) /* invariant mode: the devices' blocks, the top of the tree */
-                return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32,
-                                              strata__chunks_defer(strata__replica_chunkset(r))
-                                                      ? STRATA_OP_SUM_TREE : STRATA_OP_SUM);
+        if (!s) /* f32 (tree: the devices' blocks, the top of invariant mode's tree) */
+                return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32, op);
         s += lo;
         strata__to_bf16(s, g, n);
         STRATA_TRY(strata_comm_all_reduce(d->m.dcomm, v->dev, s, s, n, STRATA_BF16,
@@ -162,8 +162,8 @@ static int all_reduce_grads(struct ddp *d, struct strata__replica *r, float *g, 
 
 static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 
-/* All-reduce every bucket whose last layer's gradients just became ready. */
-static int bucket_ready(void *h, struct strata__replica *r, int layer)
+/* All-reduce every bucket whose last layer's gradients just became ready, with @p op. */
+static int buckets_ready(void *h, struct strata__replica *r, int layer, enum strata_reduce_op op)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct ddp *d = ddp_of(h);
@@ -176,11 +176,21 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                         continue;
                 t0 = strata__track_begin(v->track, &span_bucket, NULL);
                 rc = all_reduce_grads(d, r, v->grads + d->b.lo[k], d->b.lo[k],
-                                      d->b.hi[k] - d->b.lo[k]);
+                                      d->b.hi[k] - d->b.lo[k], op);
                 strata__track_end(v->track, t0, k);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
+}
+
+int strata__ddp_bucket_ready(void *h, struct strata__replica *r, int layer)
+{
+        return buckets_ready(h, r, layer, STRATA_OP_SUM);
+}
+
+int strata__ddp_tree_ready(void *h, struct strata__replica *r, int layer)
+{
+        return buckets_ready(h, r, layer, STRATA_OP_SUM_TREE);
 }
 
 static const struct strata__span span_layer = { "reduce layer", "comm", "layer", 0 };
@@ -190,7 +200,7 @@ static const struct strata__span span_layer = { "reduce layer", "comm", "layer",
  * summed across devices as a bucket is (every element in the same order); the replica then
  * adds them into the window's sum (decision 0047).
  */
-static int layer_each(void *h, struct strata__replica *r, int layer)
+int strata__ddp_layer_each(void *h, struct strata__replica *r, int layer)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         const struct strata_layer *l = &v->layers[layer];
@@ -200,26 +210,57 @@ static int layer_each(void *h, struct strata__replica *r, int layer)
         if (!l->nparam)
                 return STRATA_OK;
         t0 = strata__track_begin(v->track, &span_layer, NULL);
-        rc = all_reduce_grads(ddp_of(h), r, l->grad, v->poff[layer], l->nparam);
+        rc = all_reduce_grads(ddp_of(h), r, l->grad, v->poff[layer], l->nparam, STRATA_OP_SUM);
         strata__track_end(v->track, t0, layer);
         return rc;
 }
 
 /*
- * Every micro-batch's layers are reduced where the shard says so (accumulate_reduce each).
- * Otherwise an accumulation micro-batch communicates nothing (no_sync). In invariant mode the
- * replica sums every layer across devices itself, every micro-batch (nn/chunks.c), unless the
- * buckets complete the tree (chunks.defer, tree_buckets()).
+ * ddp's variants. buckets: an accumulation micro-batch communicates nothing (no_sync), the
+ * window's end all-reduces each bucket as its last layer completes. each (accumulate_reduce
+ * each): every micro-batch's layers, in the layer buffer. invariant: the replica sums every
+ * layer across devices itself, every micro-batch (nn/chunks.c); tree: the buckets complete
+ * the chunks' tree instead (chunks.defer, tree_buckets()).
  */
-static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
-                                        const struct strata__replica *r, int sync)
-{
-        int buckets = sync && (!rt->cfg.strategy.invariant ||
-                               strata__chunks_defer(strata__replica_chunkset(r)));
+static const struct strata__sync sync_buckets = {
+        .name = "buckets",
+        .hooks = { .ready = strata__ddp_bucket_ready },
+};
+static const struct strata__sync sync_each = {
+        .name = "each",
+        .hooks = { .ready = strata__ddp_layer_each, .micro = strata__ddp_layer_each },
+        .shard = STRATA__SHARD_EACH,
+};
+static const struct strata__sync sync_tree = {
+        .name = "tree",
+        .hooks = { .ready = strata__ddp_tree_ready },
+        .tree = 1,
+};
+static const struct strata__sync sync_invariant = { .name = "invariant" };
 
-        if (strata__shard_each(strata__replica_shard(r)))
-                return layer_each;
-        return buckets ? bucket_ready : NULL;
+const struct strata__sync *strata__ddp_pick_from(const struct strata__sync *const *set,
+                                                 const struct strata_config *c,
+                                                 const struct strata_runtime *rt)
+{
+        if (strata__accumulate_each(c))
+                return set[STRATA__DDP_EACH];
+        if (!c->strategy.invariant)
+                return set[STRATA__DDP_BUCKETS];
+        return set[rt && tree_buckets(c, rt, strata__rep(rt, 0)) ? STRATA__DDP_TREE
+                                                              : STRATA__DDP_INVARIANT];
+}
+
+static const struct strata__sync *ddp_pick(const struct strata_config *c,
+                                           const struct strata_device_ops *drv,
+                                           const struct strata__shard_sizes *z,
+                                           const struct strata_runtime *rt)
+{
+        static const struct strata__sync *const set[STRATA__DDP_SYNCS] = {
+                &sync_buckets, &sync_each, &sync_tree, &sync_invariant
+        };
+
+        (void)drv, (void)z;
+        return strata__ddp_pick_from(set, c, rt);
 }
 
 const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt)
@@ -270,6 +311,6 @@ const struct strata__strategy strata__ddp = {
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE,
         .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout,
-                 .setup = ddp_setup, .align = ddp_align },
-        .hooks = { .connect = init_dev, .layer = layer_hook },
+                 .setup = ddp_setup, .align = ddp_align, .pick = ddp_pick },
+        .hooks = { .connect = init_dev },
 };

@@ -121,23 +121,25 @@ static int dp_align(struct strata_runtime *rt, int event)
         return callbacks(rt);
 }
 
-/*
- * After backward: the gradients reduced into the master's in device order (accumulate_reduce
- * each: the layers were, every micro-batch).
- */
+/* After backward: the gradients reduced into the master's in device order. */
 static int reduce_to_master(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = strata__rep(rt, dev);
         const struct strata__replica_view *v = strata__replica_view(r);
 
-        if (!m->args->sync)
-                return STRATA_OK;
-        if (!strata__shard_each(strata__replica_shard(r)))
-                STRATA_TRY(strata_comm_reduce(m->dcomm, dev, v->grads,
-                                              dev == 0 ? v->grads : NULL, v->nparam, STRATA_F32,
-                                              STRATA_OP_SUM, 0));
+        STRATA_TRY(strata_comm_reduce(m->dcomm, dev, v->grads, dev == 0 ? v->grads : NULL,
+                                      v->nparam, STRATA_F32, STRATA_OP_SUM, 0));
         if (dev != 0)
                 strata__replica_skip(r); /* consumed by the master */
+        return STRATA_OK;
+}
+
+/* After backward where the layers were reduced every micro-batch: the copies' are used up. */
+static int release_copies(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        (void)m;
+        if (dev != 0)
+                strata__replica_skip(strata__rep(rt, dev)); /* consumed by the master */
         return STRATA_OK;
 }
 
@@ -158,11 +160,28 @@ static int layer_to_master(void *h, struct strata__replica *r, int layer)
                                   STRATA_OP_SUM, 0);
 }
 
-static strata__grad_ready_fn dp_layer_hook(const struct strata_runtime *rt,
-                                           const struct strata__replica *r, int sync)
+/*
+ * dp's variants: master, every device's gradients reduced into the master's at the window's
+ * end; each (accumulate_reduce each), every micro-batch's layers reduced into it.
+ */
+static const struct strata__sync sync_master = {
+        .name = "master",
+        .after_backward = reduce_to_master,
+};
+static const struct strata__sync sync_each = {
+        .name = "each",
+        .hooks = { .ready = layer_to_master, .micro = layer_to_master },
+        .after_backward = release_copies,
+        .shard = STRATA__SHARD_EACH,
+};
+
+static const struct strata__sync *dp_pick(const struct strata_config *c,
+                                          const struct strata_device_ops *drv,
+                                          const struct strata__shard_sizes *z,
+                                          const struct strata_runtime *rt)
 {
-        (void)rt, (void)sync;
-        return strata__shard_each(strata__replica_shard(r)) ? layer_to_master : NULL;
+        (void)drv, (void)z, (void)rt;
+        return strata__accumulate_each(c) ? &sync_each : &sync_master;
 }
 
 /* The split step needs the driver's range updates; otherwise the master steps alone. */
@@ -257,7 +276,7 @@ const struct strata__strategy strata__dp = {
         .name = "dp",
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_REPLICATE,
-        .ops = { .validate = dp_validate, .layout = dp_layout, .align = dp_align },
+        .ops = { .validate = dp_validate, .layout = dp_layout, .align = dp_align,
+                 .pick = dp_pick },
         .states = dp_states,
-        .hooks = { .layer = dp_layer_hook, .after_backward = reduce_to_master },
 };

@@ -21,9 +21,10 @@
  * layer's whole reduced gradient, every micro-batch, and the device keeps its shard's part.
  *
  * Parent: zero1 (the job's processes joined at setup_environment, the shards assigned by
- * global rank); fsdp's hooks: connect initialises each layer into the layer buffer, global
- * device 0's broadcast as ddp does, and keeps the shard's part; backward reduces each layer to
- * its owners; optimizer_step unscales, clips and updates the shard.
+ * global rank); fsdp's connect initialises each layer into the layer buffer, global device
+ * 0's broadcast as ddp does, and keeps the shard's part; its variants (decision 0062) fetch
+ * each layer and reduce it to its owners, and sum the squares for the one device step, which
+ * unscales, clips and updates the shard.
  */
 #include "strata/status.h"
 #include "drivers/comm_blocks.h"
@@ -77,7 +78,6 @@ static int init_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
         struct strata__shard *sh = strata__replica_shard(r);
 
         strata__shard_set(sh, rt->rank0 + dev);
-        strata__shard_set_fetch(sh, gather_layer, rt);
         strata__replica_init(r, rt->cfg.seed);
         for (int i = 0; i < v->nlayers; i++) {
                 struct strata_layer *l = &v->layers[i];
@@ -109,52 +109,75 @@ static int keep_layer(void *h, struct strata__replica *r, int layer)
 }
 
 /*
- * An accumulation micro-batch sums locally (no_sync); the window's end reduces each layer
- * (in invariant mode the tree has, every micro-batch: the shard's part is kept). Where every
- * micro-batch is reduced (accumulate_reduce each), each layer is, every micro-batch, and the
- * owners add their pieces into their shard of the window's sum (decision 0047).
+ * Clipping by norm where layers' gradients go to a whole local vector: every unscaled shard
+ * gathered into it, and ddp's sum of squares of the whole vector.
  */
-static strata__grad_ready_fn layer_hook(const struct strata_runtime *rt,
-                                        const struct strata__replica *r, int sync)
+static int whole_sumsq(struct strata_runtime *rt, struct strata__multi *m, int dev, double *ss)
 {
-        if (strata__shard_each(strata__replica_shard(r)))
-                return strata__zero_reduce_layer;
-        if (!sync)
-                return NULL;
-        return rt->cfg.strategy.invariant ? keep_layer : strata__zero_reduce_layer;
+        struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata__replica_view *v = strata__replica_view(r);
+        struct strata__shard *sh = strata__replica_shard(r);
+        float *whole = strata__shard_layer_grads(sh);
+
+        STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, v->grads, whole, strata__shard_len(sh),
+                                          STRATA_F32));
+        *ss = v->k->sumsq(whole, v->nparam);
+        return STRATA_OK;
+}
+
+/* The chain of strata__zero_sumsq() over the owners' shards. */
+static int chain_sumsq(struct strata_runtime *rt, struct strata__multi *m, int dev, double *ss)
+{
+        return strata__zero_sumsq(m, strata__rep(rt, dev), ss);
 }
 
 /*
- * optimizer_step: unscale the shard and agree on a skip (every non-finite reduced value is in
- * some owner's shard, so the devices' OR is ddp's decision); clipping by norm gathers every
- * unscaled shard into the whole local vector for ddp's sum of squares, or where the layers'
- * gradients have no whole vector (accumulate_reduce each) the owners sum the squares shard
- * after shard; update the shard.
+ * fsdp's variants (decisions 0028, 0030, 0047); the update is the shard's, nothing gathered
+ * after it (the layers are, before they compute). layer: an accumulation micro-batch sums
+ * locally (no_sync), the window's end reduces each layer to its owners, layers' gradients in
+ * a layer-sized buffer. whole: the same into a whole local vector (micro-batches accumulate
+ * there, or clipping by norm gathers every unscaled shard into it for ddp's sum of squares).
+ * each: every micro-batch's layers reduced, the owners adding their pieces into their shard
+ * of the window's sum, the norm chained over the owners' shards (each-whole: gathered, where
+ * the kernels have no sumsq_from). invariant: the chunks' tree has left every layer's whole
+ * reduced gradient on every device, every micro-batch; the device keeps its shard's part.
  */
-static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
-{
-        struct strata__replica *r = strata__rep(rt, dev);
-        struct strata__shard *sh = strata__replica_shard(r);
-        double ss;
-        int skip;
+#define FSDP_SYNC(nm, lay, mic, ss, how)                                                       \
+        { .name = nm, .hooks = { .ready = lay, .micro = mic, .fetch = gather_layer },       \
+          .sumsq = ss, .shard = STRATA__SHARD_PARAMS | (how) }
+static const struct strata__sync fsdp_layer =
+        FSDP_SYNC("layer", strata__zero_reduce_layer, NULL, NULL, 0);
+static const struct strata__sync fsdp_whole =
+        FSDP_SYNC("whole", strata__zero_reduce_layer, NULL, whole_sumsq, STRATA__SHARD_WHOLE_GRADS);
+static const struct strata__sync fsdp_each =
+        FSDP_SYNC("each", strata__zero_reduce_layer_each, strata__zero_reduce_layer_each, chain_sumsq,
+                  STRATA__SHARD_EACH);
+static const struct strata__sync fsdp_each_whole =
+        FSDP_SYNC("each-whole", strata__zero_reduce_layer_each, strata__zero_reduce_layer_each,
+                  whole_sumsq, STRATA__SHARD_EACH | STRATA__SHARD_WHOLE_GRADS);
+static const struct strata__sync fsdp_invariant =
+        FSDP_SYNC("invariant", keep_layer, NULL, NULL, 0);
+static const struct strata__sync fsdp_invariant_whole =
+        FSDP_SYNC("invariant-whole", keep_layer, NULL, whole_sumsq, STRATA__SHARD_WHOLE_GRADS);
 
-        STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
-        if (skip)
-                return STRATA_OK;
-        if (rt->cfg.train.clip_norm > 0.0f && !strata__shard_whole_grads(sh)) {
-                STRATA_TRY(strata__zero_sumsq(m, r, &ss));
-                strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm,
-                                           rt->cfg.train.clip_value, ss);
-                strata__replica_step(r, &rt->cfg.optim);
-                return STRATA_OK;
-        }
-        if (rt->cfg.train.clip_norm > 0.0f)
-                STRATA_TRY(strata_comm_all_gather(m->dcomm, dev, strata__replica_view(r)->grads,
-                                                  strata__shard_layer_grads(sh),
-                                                  strata__shard_len(sh), STRATA_F32));
-        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
-        strata__replica_step(r, &rt->cfg.optim);
-        return STRATA_OK;
+/*
+ * Layers' gradients go to a whole local vector where micro-batches accumulate there or
+ * clipping by norm needs every reduced element gathered: each micro-batch's reduced layers
+ * chain the norm over the shards instead, unless the kernels have no sumsq_from.
+ */
+static const struct strata__sync *fsdp_pick(const struct strata_config *c,
+                                            const struct strata_device_ops *drv,
+                                            const struct strata__shard_sizes *z,
+                                            const struct strata_runtime *rt)
+{
+        int clip = c->train.clip_norm > 0.0f;
+
+        (void)z, (void)rt;
+        if (strata__accumulate_each(c))
+                return clip && !drv->kernels->sumsq_from ? &fsdp_each_whole : &fsdp_each;
+        if (c->strategy.invariant)
+                return c->train.accumulate > 1 || clip ? &fsdp_invariant_whole : &fsdp_invariant;
+        return c->train.accumulate > 1 || clip ? &fsdp_whole : &fsdp_layer;
 }
 
 /* Its gradients are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
@@ -163,6 +186,6 @@ const struct strata__strategy strata__fsdp = {
         .parent = &strata__zero1,
         .caps = STRATA__CAP_SHARD_PARAMS,
         .drops = STRATA__CAP_ALL_REDUCE,
-        .ops = { .validate = fsdp_validate },
-        .hooks = { .connect = init_dev, .layer = layer_hook, .step = step_dev },
+        .ops = { .validate = fsdp_validate, .pick = fsdp_pick },
+        .hooks = { .connect = init_dev },
 };

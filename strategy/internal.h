@@ -68,6 +68,18 @@ struct strata__strategy_ops {
          * statistics for an evaluation); NULL: nothing.
          */
         int (*align)(struct strata_runtime *rt, int event);
+        /**
+         * The synchronisation variant configuration @p c runs on driver @p drv. The layout
+         * asks first with @p z and @p rt NULL, for the variant's shard (what the replicas
+         * shard), then once more with the sizes @p z the shard made of it (zero2: whether a
+         * shard is smaller than the whole vector) and, building a runtime, @p rt (its
+         * replicas laid out: whether ddp's buckets can complete invariant mode's tree); a
+         * runtime keeps that answer.
+         */
+        const struct strata__sync *(*pick)(const struct strata_config *c,
+                                           const struct strata_device_ops *drv,
+                                           const struct strata__shard_sizes *z,
+                                           const struct strata_runtime *rt);
 };
 
 /** One device's share of a step event, run by the multi-device parent on every device. */
@@ -75,15 +87,34 @@ struct strata__strategy_hooks {
         /** connect: initialise the device's replica (and share rank 0's values). */
         strata__device_fn connect;
         /**
-         * backward: the hook the replica calls as each layer's gradients complete, for a
-         * backward that ends the accumulation window (@p sync) or not; NULL: none.
+         * optimizer_step: the device's found-inf check, clipping and update, where the
+         * strategy does not take the generic one (strata__dev_step(); dp's master step).
          */
-        strata__grad_ready_fn (*layer)(const struct strata_runtime *rt,
-                                       const struct strata__replica *r, int sync);
-        /** backward: after the device's pass (NULL: nothing more). */
-        strata__device_fn after_backward;
-        /** optimizer_step: the device's found-inf check, clipping and update. */
         strata__device_fn step;
+};
+
+/**
+ * A synchronisation variant (decision 0062): how one strategy sums gradients across devices
+ * and steps, as one named constant table. Each strategy's pick() turns the configuration, the
+ * driver and (at init) what the shard made of the plan into one of its variants, once; the
+ * multi-device parent keeps the pointer and calls its members, which test no mode of their
+ * own (NCCL's algorithm choice: picked once, then a function pointer).
+ */
+struct strata__sync {
+        const char *name;               /* "buckets", "own-grads", "each", "tree", ... */
+        /* how the replica calls up into the strategy, given to it at connect: after each
+         * layer's backward on the window's last micro-batch (ready) and on the others
+         * (micro; NULL: none, no_sync), and before a layer computes (fetch: fsdp's gather) */
+        struct strata__replica_hooks hooks;
+        /* at the window's end, after the device's pass (NULL: nothing) */
+        strata__device_fn after_backward;
+        /* clipping by norm: the global sum of squares of the reduced gradients into *ss
+         * (NULL: the replica sums the whole vector it holds) */
+        int (*sumsq)(struct strata_runtime *rt, struct strata__multi *m, int dev, double *ss);
+        /* after the update: every shard's new parameters to every device (NULL: none) */
+        strata__device_fn gather;
+        unsigned shard;                 /* STRATA__SHARD_* the plan asks of the shard */
+        int tree;                       /* the buckets complete invariant mode's tree */
 };
 
 /**
@@ -232,12 +263,13 @@ const char *strata__kernels_of(const struct strata_config *c, const struct strat
 /**
  * The single layout of a runtime, from arena @p a: with a planning arena *out stays NULL,
  * nothing is built and @p pi gets the per-device sizes; on the real region (with the driver's
- * reservations @p rg) *out is the runtime.
+ * reservations @p rg) *out is the runtime. *@p sync (@p sync may be NULL): the strategy's
+ * synchronisation variant, picked from what the layout made (strata__strategy_ops.pick()).
  */
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
                    const struct strata__regions *rg, struct strata_runtime **out,
-                   struct strata_plan_info *pi);
+                   struct strata_plan_info *pi, const struct strata__sync **sync);
 
 /** Reserve each device's memory and staging from the driver, all or nothing. */
 int strata__reserve(const struct strata_config *c, const struct strata_device_ops *dev,
@@ -355,12 +387,15 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
 
 /**
- * optimizer_step: the found-inf check (unscaling first with loss scaling; the skip agreed over
- * @p comm, or decided alone when NULL), clip, update; a skipped step leaves the parameters
- * and the optimizer state as they were.
+ * optimizer_step, the one device step of every strategy but dp: the found-inf check
+ * (unscaling first with loss scaling; the skip agreed over @p m's host communicator), the sum
+ * of squares as variant @p s takes it when clipping by norm, clip, update, then @p s's gather
+ * of the parameters; a skipped step leaves the parameters and the optimizer state as they
+ * were.
  */
-int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
-                     const struct strata__step_args *a);
+int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev,
+                     struct strata_comm *comm, const struct strata__step_args *a,
+                     const struct strata__sync *s);
 
 /**
  * optimizer_step's found-inf check, before replica @p dev's optimizer step, in every precision:

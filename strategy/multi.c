@@ -285,6 +285,8 @@ static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 {
         strata__device_fn hook = STRATA__INHERITED(rt->strategy, hooks.connect);
 
+        /* the variant's upcalls, once: the replica calls them with the runtime */
+        strata__replica_set_hooks(strata__rep(rt, dev), &m->sync->hooks, rt);
         if (hook)
                 return hook(rt, m, dev);
         strata__replica_init(strata__rep(rt, dev), rt->cfg.seed);
@@ -314,26 +316,24 @@ static int forward_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 }
 
 /*
- * backward: the replica's pass, with the strategy's hook as each layer's gradients complete
- * (how they are summed across devices), then what the strategy does after the pass.
+ * backward: the replica's pass, calling the variant's hook (given at connect) as each layer's
+ * gradients complete (how they are summed across devices; another on an accumulation
+ * micro-batch), then what the variant does after the pass at the window's end.
  */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
-        const struct strata__strategy *st = rt->strategy;
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
-        strata__grad_ready_fn (*hook)(const struct strata_runtime *, const struct strata__replica *,
-                                      int) = STRATA__INHERITED(st, hooks.layer);
-        strata__device_fn after = STRATA__INHERITED(st, hooks.after_backward);
-        strata__grad_ready_fn ready = hook ? hook(rt, strata__rep(rt, dev), m->args->sync) : NULL;
+        int sync = m->args->sync;
 
-        STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c, ready, rt));
-        return after ? after(rt, m, dev) : STRATA_OK;
+        STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c, sync));
+        return sync && m->sync->after_backward ? m->sync->after_backward(rt, m, dev) : STRATA_OK;
 }
 
 /*
- * optimizer_step: the strategy's hook, or every device of every process, holding the reduced
- * gradients, agrees whether to skip over the host communicator (the flag is host memory, also
- * for a driver with memory of its own; inline, none: the one device decides) and steps.
+ * optimizer_step: the strategy's hook (dp's master), or the one device step with the variant's
+ * sum of squares and gather: every device of every process, holding the reduced gradients,
+ * agrees whether to skip over the host communicator (the flag is host memory, also for a
+ * driver with memory of its own; inline, none: the one device decides).
  */
 static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
@@ -341,7 +341,27 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 
         if (hook)
                 return hook(rt, m, dev);
-        return strata__dev_step(rt, dev, m->comm, m->args);
+        return strata__dev_step(rt, m, dev, m->comm, m->args, m->sync);
+}
+
+/*
+ * The root's variants (single's): nothing crosses devices. Where every micro-batch is reduced
+ * (accumulate_reduce each) the layers still write to the layer buffer the replica adds into
+ * the window's sum.
+ */
+static const struct strata__sync sync_local = { .name = "local" };
+static const struct strata__sync sync_local_each = {
+        .name = "each",
+        .shard = STRATA__SHARD_EACH,
+};
+
+static const struct strata__sync *local_pick(const struct strata_config *c,
+                                             const struct strata_device_ops *drv,
+                                             const struct strata__shard_sizes *z,
+                                             const struct strata_runtime *rt)
+{
+        (void)drv, (void)z, (void)rt;
+        return strata__accumulate_each(c) ? &sync_local_each : &sync_local;
 }
 
 static int eval_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
@@ -508,6 +528,6 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
 }
 
 const struct strata__strategy strata__multi_parent = {
-        .ops = { .collective = multi_collective },
+        .ops = { .collective = multi_collective, .pick = local_pick },
         .states = multi_states,
 };

@@ -58,9 +58,12 @@ struct strata__multi {
         void *dcomm_mem;               /* the device communicator's (memory of its own) */
         size_t pool_bytes, comm_bytes;
         int sum_stats;                 /* SyncBatchNorm sums statistics with the communicator */
+        int event;                     /* the lifecycle event of the current job */
         const struct strata__peers *peers; /* a job of several processes, or NULL */
         void *job_state;               /* the job's, laid out after this (strategy/job.h) */
-        int event;                     /* the lifecycle event of the current job */
+        /* the synchronisation variant, picked once at init (in event's old padding: the
+         * struct's size, and so the plan, is what it was) */
+        const struct strata__sync *sync;
         const struct strata__step_args *args; /* its event argument (NULL outside steps) */
         strata__device_fn job;         /* what every device runs now */
         struct strata_coll coll;       /* the Strategy API collective being run */
@@ -109,6 +112,33 @@ void strata__ddp_bucket_walk(const struct strata__replica *r, size_t cap,
 /** The buckets of a runtime whose state is ddp's (ddp, spawn, mpi, zero1, zero2). */
 const struct strata__buckets *strata__ddp_buckets(const struct strata_runtime *rt);
 
+/**
+ * ddp's layer hooks, which zero1's variants (and zero2's in invariant mode) share: the
+ * buckets all-reduced as each one's last layer completes, summed in rank order or (tree) with
+ * the pairwise tree over devices that completes invariant mode's chunks; and every
+ * micro-batch's layer all-reduced in its layer buffer (accumulate_reduce each).
+ */
+int strata__ddp_bucket_ready(void *h, struct strata__replica *r, int layer);
+int strata__ddp_tree_ready(void *h, struct strata__replica *r, int layer);
+int strata__ddp_layer_each(void *h, struct strata__replica *r, int layer);
+
+/** ddp's variants, the index of each in a set of them (ddp's own, zero1's). */
+enum strata__ddp_sync {
+        STRATA__DDP_BUCKETS,    /* the window's end all-reduces the buckets (no_sync before) */
+        STRATA__DDP_EACH,       /* accumulate_reduce each: every micro-batch's layers */
+        STRATA__DDP_TREE,       /* invariant mode, the buckets completing the chunks' tree */
+        STRATA__DDP_INVARIANT,  /* invariant mode, the replica summing every layer itself */
+        STRATA__DDP_SYNCS
+};
+
+/**
+ * ddp's choice for configuration @p c, from @p set (indexed by enum strata__ddp_sync): with
+ * @p rt (setup) the tree where its replicas allow it, else the invariant variant.
+ */
+const struct strata__sync *strata__ddp_pick_from(const struct strata__sync *const *set,
+                                                 const struct strata_config *c,
+                                                 const struct strata_runtime *rt);
+
 /** ddp's layout, which zero1, zero2 and fsdp inherit. */
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                        struct strata_arena *a, void **priv);
@@ -136,13 +166,14 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn);
 struct strata_step_ctx strata__multi_ctx(struct strata_runtime *rt, int dev, int train);
 
 /**
- * The sharded strategies' gradient hook (zero2's own_grads, fsdp): after layer @p layer's
- * backward, its gradients to the owners of its parts, one reduce-scatter over the shards
- * (ddp's sum in rank order), into each owner's shard of reduced gradients, or where every
- * micro-batch is reduced (strata__shard_each()) in place in the layer's gradients, for the
- * replica to add into the window's sum.
+ * The sharded strategies' gradient hooks (zero2's own-grads and each, fsdp's): after layer
+ * @p layer's backward, its gradients to the owners of its parts, one reduce-scatter over the
+ * shards (ddp's sum in rank order), into each owner's shard of reduced gradients; _each:
+ * where every micro-batch is reduced, in place in the layer's gradients, for the replica to
+ * add into the window's sum.
  */
 int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer);
+int strata__zero_reduce_layer_each(void *h, struct strata__replica *r, int layer);
 
 /**
  * ddp's sum of squares of the whole reduced gradient into *@p ss on every device, from the

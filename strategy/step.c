@@ -1,7 +1,9 @@
 /*
  * The work of one device for each step event, the same code whether the device is the
  * caller's thread (single) or a pinned worker (dp, ddp and the strategies over processes):
- * load its rows, forward with the loss, the optimizer step, and the evaluation steps (backward
+ * load its rows, forward with the loss, the optimizer step (one for every strategy but dp's
+ * master: unscale and agree, sum of squares, clip, update, gather, the sync variant's members
+ * filling in what differs), and the evaluation steps (backward
  * is the replica's own pass, strata__replica_backward(), which the multi-device parent calls
  * with the strategy's hook). What differs between strategies (the step context's
  * collectives, the communicator the devices agree over) is an argument.
@@ -54,18 +56,26 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
         return STRATA_OK;
 }
 
-int strata__dev_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
-                     const struct strata__step_args *a)
+int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev,
+                     struct strata_comm *comm, const struct strata__step_args *a,
+                     const struct strata__sync *s)
 {
         struct strata__replica *r = strata__rep(rt, dev);
+        const struct strata_config_train *t = &rt->cfg.train;
+        double ss;
         int skip;
 
         STRATA_TRY(strata__unscale_step(rt, dev, comm, a, &skip));
         if (skip)
                 return STRATA_OK;
-        strata__replica_clip(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value);
+        if (t->clip_norm > 0.0f && s->sumsq) {
+                STRATA_TRY(s->sumsq(rt, m, dev, &ss));
+                strata__replica_clip_sumsq(r, t->clip_norm, t->clip_value, ss);
+        } else {
+                strata__replica_clip(r, t->clip_norm, t->clip_value);
+        }
         strata__replica_step(r, &rt->cfg.optim);
-        return STRATA_OK;
+        return s->gather ? s->gather(rt, m, dev) : STRATA_OK;
 }
 
 int strata__dev_eval(struct strata_runtime *rt, int dev, const struct strata__step_args *a,

@@ -24,9 +24,10 @@
  * differ from it only in the sharded optimizer state: zero2 then keeps whole gradients.
  *
  * Parents: zero1's is ddp (the job's processes, if any, are joined by the runtime's job at
- * setup_environment); connect also assigns the shards by global rank; its step hook updates
- * the shard and gathers the parameters. zero2's is zero1: its backward hooks reduce each
- * bucket to its owners (and gather the shards for clipping by norm).
+ * setup_environment); connect also assigns the shards by global rank; its variants (ddp's,
+ * decision 0062) gather the parameters after the one device step updates the shard. zero2's
+ * is zero1: its variants reduce each bucket or layer to its owners (and gather the shards for
+ * clipping by norm, or chain the norm over them).
  */
 #include "strata/status.h"
 #include "drivers/comm_blocks.h"
@@ -51,17 +52,12 @@ static int connect_dev(struct strata_runtime *rt, struct strata__multi *m, int d
         return STRATA__INHERITED(&strata__ddp, hooks.connect)(rt, m, dev);
 }
 
-/*
- * optimizer_step: unscale and clip as ddp (the skip agreed by every device), update this
- * device's shard, then every shard's parameters to every device.
- */
-static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+/* After the update: every shard's new parameters to every device (zero1, zero2). */
+static int gather_params(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = strata__rep(rt, dev);
-        const struct strata__replica_view *v = strata__replica_view(r);
 
-        STRATA_TRY(strata__dev_step(rt, dev, m->comm, m->args));
-        return gather_shards(m, r, v->params);
+        return gather_shards(m, r, strata__replica_view(r)->params);
 }
 
 /*
@@ -73,14 +69,14 @@ static int step_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
  * one reduce per shard summed it (decision 0045).
  */
 static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r, float *src,
-                            size_t lo, size_t hi)
+                            size_t lo, size_t hi, int in_place)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct strata__shard *sh = strata__replica_shard(r);
         size_t len = strata__shard_len(sh), own = strata__shard_lo(sh);
         size_t a = own > lo ? own : lo, b = own + len < hi ? own + len : hi;
         float *dst = a >= b ? NULL
-                     : strata__shard_each(sh) ? src + (a - lo)
+                     : in_place ? src + (a - lo)
                      : strata__shard_grad_at(sh, v->grads, a);
 
         return strata__comm_reduce_scatter_blocks(comm, v->dev, src, dst, hi - lo, lo, len,
@@ -90,7 +86,8 @@ static int reduce_to_owners(struct strata_comm *comm, struct strata__replica *r,
 static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 static const struct strata__span span_layer = { "reduce layer", "comm", "layer", 0 };
 
-int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer)
+/* Layer @p layer's gradients to their owners: into the shard, or @p in_place (each). */
+static int reduce_layer(void *h, struct strata__replica *r, int layer, int in_place)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         size_t lo = strata__replica_param_offset(r, layer), hi = lo + v->layers[layer].nparam;
@@ -100,23 +97,29 @@ int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer)
         if (lo == hi)
                 return STRATA_OK;
         t0 = strata__track_begin(v->track, &span_layer, NULL);
-        rc = reduce_to_owners(strata__multi(h)->dcomm, r, v->layers[layer].grad, lo, hi);
+        rc = reduce_to_owners(strata__multi(h)->dcomm, r, v->layers[layer].grad, lo, hi,
+                              in_place);
         strata__track_end(v->track, t0, layer);
         return rc;
 }
 
-/*
- * zero2: reduce every bucket whose last layer's gradients just became ready; with own_grads
- * the layer's own gradients, before the next layer's backward writes the same buffer.
- */
+int strata__zero_reduce_layer(void *h, struct strata__replica *r, int layer)
+{
+        return reduce_layer(h, r, layer, 0);
+}
+
+int strata__zero_reduce_layer_each(void *h, struct strata__replica *r, int layer)
+{
+        return reduce_layer(h, r, layer, 1);
+}
+
+/* zero2: reduce every bucket whose last layer's gradients just became ready to its owners. */
 static int bucket_ready(void *h, struct strata__replica *r, int layer)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct strata_runtime *rt = h;
         const struct strata__buckets *b = strata__ddp_buckets(rt);
 
-        if (strata__shard_own_grads(strata__replica_shard(r)))
-                return strata__zero_reduce_layer(h, r, layer);
         for (int k = 0; k < b->n; k++) {
                 uint64_t t0;
                 int rc;
@@ -125,7 +128,7 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
                         continue;
                 t0 = strata__track_begin(v->track, &span_bucket, NULL);
                 rc = reduce_to_owners(strata__multi(rt)->dcomm, r, v->grads + b->lo[k],
-                                      b->lo[k], b->hi[k]);
+                                      b->lo[k], b->hi[k], 0);
                 strata__track_end(v->track, t0, k);
                 STRATA_TRY(rc);
         }
@@ -133,37 +136,15 @@ static int bucket_ready(void *h, struct strata__replica *r, int layer)
 }
 
 /*
- * zero2's backward: nothing communicated on accumulation micro-batches (no_sync); at the
- * window's end each bucket (or, with own_grads, each layer) goes to its owners. Where every
- * micro-batch is reduced (accumulate_reduce each), each layer goes to its owners every
- * micro-batch, and each owner adds its piece into its shard of the window's sum (decision
- * 0047). In invariant mode every device gets the chunks' tree's whole gradient: zero1's
- * (ddp's) hook.
- */
-static strata__grad_ready_fn zero2_layer_hook(const struct strata_runtime *rt,
-                                              const struct strata__replica *r, int sync)
-{
-        if (strata__shard_each(strata__replica_shard(r)))
-                return strata__zero_reduce_layer;
-        if (rt->cfg.strategy.invariant)
-                return STRATA__INHERITED(&strata__zero1, hooks.layer)(rt, r, sync);
-        return sync ? bucket_ready : NULL;
-}
-
-/*
  * Clipping by norm without own_grads (micro-batches accumulate in the whole vector, or the
- * kernels have no sumsq_from): every reduced shard on every device, for ddp's sum of squares
- * of the whole vector.
+ * kernels have no sumsq_from): every reduced shard on every device at the window's end, for
+ * ddp's sum of squares of the whole vector.
  */
-static int zero2_after_backward(struct strata_runtime *rt, struct strata__multi *m, int dev)
+static int gather_grads(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata__replica *r = strata__rep(rt, dev);
-        const struct strata__replica_view *v = strata__replica_view(r);
 
-        if (rt->cfg.strategy.invariant || !m->args->sync || !(rt->cfg.train.clip_norm > 0.0f) ||
-            strata__shard_own_grads(strata__replica_shard(r)))
-                return STRATA_OK;
-        return gather_shards(m, r, v->grads);
+        return gather_shards(m, r, strata__replica_view(r)->grads);
 }
 
 /*
@@ -239,34 +220,130 @@ int strata__zero_sumsq(struct strata__multi *m, struct strata__replica *r, doubl
         return STRATA_OK;
 }
 
-/*
- * zero2's optimizer_step with own_grads and clipping by norm: zero1's, the norm summed over
- * the owners' shards (strata__zero_sumsq) instead of a whole gathered vector.
- */
-static int zero2_step(struct strata_runtime *rt, struct strata__multi *m, int dev)
+/* The chain of strata__zero_sumsq() as a variant's sum of squares. */
+static int chain_sumsq(struct strata_runtime *rt, struct strata__multi *m, int dev, double *ss)
 {
-        struct strata__replica *r = strata__rep(rt, dev);
-        const struct strata__replica_view *v = strata__replica_view(r);
-        double ss;
-        int skip;
+        return strata__zero_sumsq(m, strata__rep(rt, dev), ss);
+}
 
-        if (!strata__shard_own_grads(strata__replica_shard(r)) ||
-            !(rt->cfg.train.clip_norm > 0.0f))
-                return step_dev(rt, m, dev);
-        STRATA_TRY(strata__unscale_step(rt, dev, m->comm, m->args, &skip));
-        if (skip)
-                return STRATA_OK;
-        STRATA_TRY(strata__zero_sumsq(m, r, &ss));
-        strata__replica_clip_sumsq(r, rt->cfg.train.clip_norm, rt->cfg.train.clip_value, ss);
-        strata__replica_step(r, &rt->cfg.optim);
-        return gather_shards(m, r, v->params);
+/*
+ * zero1's variants: ddp's (its layer hooks, the same bits on every device), each followed by
+ * the gather of every shard's parameters after the update. zero2's in invariant mode too: the
+ * chunks' tree gives every device the whole reduced gradient.
+ */
+static const struct strata__sync zero1_buckets = {
+        .name = "buckets",
+        .hooks = { .ready = strata__ddp_bucket_ready },
+        .gather = gather_params,
+};
+static const struct strata__sync zero1_each = {
+        .name = "each",
+        .hooks = { .ready = strata__ddp_layer_each, .micro = strata__ddp_layer_each },
+        .gather = gather_params,
+        .shard = STRATA__SHARD_EACH,
+};
+static const struct strata__sync zero1_tree = {
+        .name = "tree",
+        .hooks = { .ready = strata__ddp_tree_ready },
+        .gather = gather_params,
+        .tree = 1,
+};
+static const struct strata__sync zero1_invariant = {
+        .name = "invariant",
+        .gather = gather_params,
+};
+
+static const struct strata__sync *zero1_pick(const struct strata_config *c,
+                                             const struct strata_device_ops *drv,
+                                             const struct strata__shard_sizes *z,
+                                             const struct strata_runtime *rt)
+{
+        static const struct strata__sync *const set[STRATA__DDP_SYNCS] = {
+                &zero1_buckets, &zero1_each, &zero1_tree, &zero1_invariant
+        };
+
+        (void)drv, (void)z;
+        return strata__ddp_pick_from(set, c, rt);
+}
+
+/*
+ * zero2's variants (decisions 0036, 0045, 0047). own-grads: after each layer's backward its
+ * gradients go to their owners' shard (the replica holds its shard alone), the norm chained
+ * over the owners' shards. each: every micro-batch's layers to their owners, in place, the
+ * owners adding their piece into their shard of the window's sum; the norm chained. Where the
+ * replica keeps the whole vector (micro-batches accumulate there, the kernels have no
+ * sumsq_from, or a shard is not smaller): buckets, each bucket to its owners at the window's
+ * end, and each-whole; with clipping by norm (their -gather) every reduced shard is gathered
+ * after backward for ddp's sum of squares of the whole vector.
+ */
+static const struct strata__sync zero2_own = {
+        .name = "own-grads",
+        .hooks = { .ready = strata__zero_reduce_layer },
+        .sumsq = chain_sumsq,
+        .gather = gather_params,
+        .shard = STRATA__SHARD_GRADS,
+};
+static const struct strata__sync zero2_each = {
+        .name = "each",
+        .hooks = { .ready = strata__zero_reduce_layer_each, .micro = strata__zero_reduce_layer_each },
+        .sumsq = chain_sumsq,
+        .gather = gather_params,
+        .shard = STRATA__SHARD_GRADS | STRATA__SHARD_EACH,
+};
+static const struct strata__sync zero2_buckets = {
+        .name = "buckets",
+        .hooks = { .ready = bucket_ready },
+        .gather = gather_params,
+};
+static const struct strata__sync zero2_buckets_gather = {
+        .name = "buckets-gather",
+        .hooks = { .ready = bucket_ready },
+        .after_backward = gather_grads,
+        .gather = gather_params,
+};
+static const struct strata__sync zero2_each_whole = {
+        .name = "each-whole",
+        .hooks = { .ready = strata__zero_reduce_layer_each, .micro = strata__zero_reduce_layer_each },
+        .gather = gather_params,
+        .shard = STRATA__SHARD_EACH,
+};
+static const struct strata__sync zero2_each_gather = {
+        .name = "each-gather",
+        .hooks = { .ready = strata__zero_reduce_layer_each, .micro = strata__zero_reduce_layer_each },
+        .after_backward = gather_grads,
+        .gather = gather_params,
+        .shard = STRATA__SHARD_EACH,
+};
+
+/*
+ * The plan asks the shard for the reduced gradients alone where micro-batches do not
+ * accumulate locally (each device's local sum of every element is ddp's operand: decision
+ * 0036) and clipping by norm can chain the sum of squares (the kernels' sumsq_from); the
+ * shard holds them alone (own_grads) where that is smaller, which its sizes @p z say.
+ */
+static const struct strata__sync *zero2_pick(const struct strata_config *c,
+                                             const struct strata_device_ops *drv,
+                                             const struct strata__shard_sizes *z,
+                                             const struct strata_runtime *rt)
+{
+        int clip = c->train.clip_norm > 0.0f, each = strata__accumulate_each(c);
+        int own = (c->train.accumulate <= 1 || each) && (!clip || drv->kernels->sumsq_from);
+
+        if (c->strategy.invariant)
+                return zero1_pick(c, drv, z, rt);
+        if (own && z)
+                own = z->own_grads;
+        if (each)
+                return own ? &zero2_each : clip ? &zero2_each_gather : &zero2_each_whole;
+        return own ? &zero2_own : clip ? &zero2_buckets_gather : &zero2_buckets;
 }
 
 const struct strata__strategy strata__zero1 = {
         .name = "zero1",
         .parent = &strata__ddp,
         .caps = STRATA__CAP_SHARD_STATE,
-        .hooks = { .connect = connect_dev, .step = step_dev },
+        .ops = { .pick = zero1_pick },
+        .hooks = { .connect = connect_dev },
 };
 
 /* Its buckets are reduced to their owners in f32: grad_allreduce bf16 does not apply. */
@@ -275,6 +352,5 @@ const struct strata__strategy strata__zero2 = {
         .parent = &strata__zero1,
         .caps = STRATA__CAP_SHARD_GRADS,
         .drops = STRATA__CAP_ALL_REDUCE,
-        .hooks = { .layer = zero2_layer_hook, .after_backward = zero2_after_backward,
-                   .step = zero2_step },
+        .ops = { .pick = zero2_pick },
 };

@@ -2,6 +2,7 @@
  * The runtime: one configuration, one memory region, one strategy driving the lifecycle.
  *
  *   strata_plan()     how many bytes the configuration needs (a dry run of the real layout)
+ *   strata_plan_sync() / strata_sync_variant()  how it synchronises gradients (by name)
  *   strata_init()     setup_environment: carve the region, start the devices
  *   strata_connect()  connect + setup: initialise the model, broadcast it, seal every arena
  *   strata_train_step() / strata_eval_step() / strata_predict_step()
@@ -324,6 +325,26 @@ struct strata_runtime;
  *         STRATA_ENODEV (the accelerator's driver is not built or cannot be loaded).
  */
 int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out);
+
+/**
+ * @brief The synchronisation variant a configuration plans, by name: how its strategy sums
+ *        gradients across devices and steps ("buckets", "each", "own-grads", "layer",
+ *        "whole", "invariant", ...; decision 0062), from a dry run of the layout, without
+ *        touching any memory. One choice waits for the replicas' modules, which
+ *        strata_sync_variant() then names: ddp's, zero1's and zero2's "invariant" becomes
+ *        "tree" where the buckets complete invariant mode's chunks' tree (a power of two of
+ *        devices, one batch a window, no module completing its own gradients).
+ * @retval STRATA_OK (*@p name a static string), STRATA_EINVAL (@p cfg invalid, @p name NULL;
+ *         *@p name untouched).
+ */
+int strata_plan_sync(const struct strata_config *cfg, const char **name);
+
+/**
+ * @brief The synchronisation variant runtime @p rt runs, by name, picked once at strata_init()
+ *        (strata_plan_sync() lists the names).
+ * @retval STRATA_OK (*@p name a static string), STRATA_EINVAL (@p rt or @p name NULL).
+ */
+int strata_sync_variant(const struct strata_runtime *rt, const char **name);
 
 /**
  * @brief setup_environment: validate, carve the region, pick and start the devices.

@@ -36,6 +36,7 @@ static const struct field {
         F(accumulate, "accumulate"),
         F(schedule, "collective schedule"),
         F(invariant, "invariant mode"),
+        F(sync, "synchronisation variant"),
 };
 #undef F
 
@@ -184,6 +185,7 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
                 PUT(fp, invariant, "%d chunks", strata__invariant_chunks(c));
         else
                 PUT(fp, invariant, "%s", "off");
+        PUT(fp, sync, "%s", strata__multi(rt)->sync->name);
         for (int i = 0; i < STRATA__FINGERPRINT_SETTINGS; i++)
                 strata__config_shared(c, i, &fp->settings[i]);
 }

@@ -27,7 +27,7 @@ struct strata__fingerprint {
         char strategy[16];
         char devices[8];      /* devices per process */
         char widths[96];      /* input width, then each module's declared output width */
-        char modules[256];    /* module kinds in order */
+        char modules[240];    /* module kinds in order */
         char loss[32];
         char parameters[24];  /* trained floats of a replica */
         char batch[16];       /* the largest global batch planned */
@@ -41,6 +41,7 @@ struct strata__fingerprint {
         char schedule[128];   /* world, shards, ddp's buckets in order (strata__ddp_bucket_walk),
                                * or fsdp's layers */
         char invariant[16];   /* invariant mode: its chunks, or "off" */
+        char sync[16];        /* the synchronisation variant (strata__sync.name) */
         uint64_t settings[STRATA__FINGERPRINT_SETTINGS]; /* every field set by name that must
                                                           * match (strata__config_shared()) */
 };

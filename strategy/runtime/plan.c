@@ -26,34 +26,14 @@ static int region_arena(void *mem, size_t bytes, const char *name, struct strata
 }
 
 /*
- * What a replica shards besides the optimizer state: under fsdp the parameters and reduced
- * gradients, and layers' gradients go to a whole local vector where micro-batches accumulate
- * there or clipping by norm gathers every shard's reduced gradients into it; under zero2 the
- * reduced gradients, where the replica finds it smaller, unless micro-batches accumulate
- * locally (each device's local sum of every element is ddp's operand: decision 0036) or
- * clipping by norm needs every reduced gradient (kernels without sumsq_from, which sums it
- * shard by shard). Where every micro-batch is reduced (accumulate_reduce each), every
- * strategy's layers write to a layer buffer, reduced there and added into the window's sum
- * (STRATA__SHARD_EACH): zero2 and fsdp then keep their shard of the sum alone (decision 0047).
+ * What a replica shards besides the optimizer state: what the strategy's synchronisation
+ * variant asks of it (strata__strategy_ops.pick(), decision 0062), picked from the
+ * configuration and the driver before any replica exists.
  */
 static unsigned shard_how(const struct strata_config *c, const struct strata__strategy *st,
                           const struct strata_device_ops *drv)
 {
-        int clip = c->train.clip_norm > 0.0f, each = strata__accumulate_each(c);
-        int gather = clip && !drv->kernels->sumsq_from; /* clipping needs every element */
-        unsigned e = each ? STRATA__SHARD_EACH : 0;
-
-        if ((strata__caps(st) & STRATA__CAP_SHARD_GRADS) && (c->train.accumulate <= 1 || each) &&
-            /* invariant: every device gets the whole gradient */
-            !gather && !c->strategy.invariant)
-                return STRATA__SHARD_GRADS | e;
-        if (!(strata__caps(st) & STRATA__CAP_SHARD_PARAMS))
-                return e;
-        if (each)
-                return STRATA__SHARD_PARAMS | e | (gather ? STRATA__SHARD_WHOLE_GRADS : 0);
-        if (c->train.accumulate > 1 || clip)
-                return STRATA__SHARD_PARAMS | STRATA__SHARD_WHOLE_GRADS;
-        return STRATA__SHARD_PARAMS;
+        return STRATA__INHERITED(st, ops.pick)(c, drv, NULL, NULL)->shard;
 }
 
 /*
@@ -74,7 +54,7 @@ static int driver_scratch(const struct strata_device_ops *drv, struct strata_are
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
                    const struct strata__regions *rg, struct strata_runtime **out,
-                   struct strata_plan_info *pi)
+                   struct strata_plan_info *pi, const struct strata__sync **sync)
 {
         struct strata_arena plan, pdev, ppin, child, dev, pin;
         struct strata__replica_mem mem = { &plan, &plan, NULL, drv };
@@ -184,6 +164,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         }
         if (rt)
                 rt->priv = p;
+        if (sync) /* the variant once more, from what the shard and the replicas made */
+                *sync = STRATA__INHERITED(st, ops.pick)(c, drv, &sz, rt);
         *out = rt;
         return STRATA_OK;
 }
@@ -200,13 +182,32 @@ int strata_plan(const struct strata_config *cfg, struct strata_plan_info *out)
                 return strata__fail(STRATA_EINVAL, "plan: out is NULL");
         STRATA_TRY(strata__check_config(cfg, &st, &dev, 1));
         STRATA_TRY(strata_arena_init_plan(&a, NULL));
-        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi));
+        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi, NULL));
         pi.bytes = strata_arena_used(&a);
         pi.align = strata_arena_max_align(&a) > REGION_ALIGN ? strata_arena_max_align(&a)
                                                              : REGION_ALIGN;
         if (pi.device_bytes)
                 pi.device_bytes += dev->device_overhead;
         *out = pi;
+        return STRATA_OK;
+}
+
+int strata_plan_sync(const struct strata_config *cfg, const char **name)
+{
+        const struct strata__strategy *st;
+        const struct strata_device_ops *dev;
+
+        const struct strata__sync *sync;
+        struct strata_plan_info pi = { 0 };
+        struct strata_runtime *rt;
+        struct strata_arena a;
+
+        if (!name)
+                return strata__fail(STRATA_EINVAL, "plan_sync: name is NULL");
+        STRATA_TRY(strata__check_config(cfg, &st, &dev, 1));
+        STRATA_TRY(strata_arena_init_plan(&a, NULL));
+        STRATA_TRY(strata__layout(cfg, st, dev, &a, NULL, &rt, &pi, &sync));
+        *name = sync->name;
         return STRATA_OK;
 }
 

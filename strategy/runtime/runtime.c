@@ -14,6 +14,7 @@
 #include "base/base.h"
 #include "drivers/drivers.h"
 #include "strategy/job.h"
+#include "strategy/multi.h"
 
 /*
  * The live runtimes. Every call checks its runtime here before touching it, so a runtime that
@@ -68,6 +69,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         struct strata_runtime *rt = NULL;
         struct strata_arena root;
         struct strata__regions rg;
+        const struct strata__sync *sync;
         int rc;
 
         if (!out)
@@ -76,7 +78,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         STRATA_TRY(strata_plan(cfg, &pl));
         STRATA_TRY(strata__open_region(cfg, &pl, &root));
         STRATA_TRY_GOTO(rc, strata__reserve(cfg, dev, &pl, &rg), fail_region);
-        STRATA_TRY_GOTO(rc, strata__layout(cfg, st, dev, &root, &rg, &rt, &pi), fail);
+        STRATA_TRY_GOTO(rc, strata__layout(cfg, st, dev, &root, &rg, &rt, &pi, &sync), fail);
         rt->cfg = *cfg;
         rt->dev = dev;
         rt->strategy = st;
@@ -84,13 +86,14 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         rt->plan = pl;
         rt->region_mapped = !cfg->memory;
         rt->root = root;
+        strata__multi(rt)->sync = sync; /* picked once, the replicas laid out */
         STRATA_TRY_GOTO(rc, strata__lifecycle_table(&rt->table, strata__strategy_states), fail);
         STRATA_TRY_GOTO(rc, strata__sm_init(&rt->sm, &rt->table, rt), fail);
         {
                 char name[64];
 
-                snprintf(name, sizeof(name), "strata %s, rank 0 (pid %ld)", st->name,
-                         (long)getpid());
+                snprintf(name, sizeof(name), "strata %s (%s), rank 0 (pid %ld)", st->name,
+                         strata__multi(rt)->sync->name, (long)getpid());
                 STRATA_TRY_GOTO(rc, strata__trace_open(rt->trace, 0, name,
                                                        strata__kernels_of(cfg, dev)), fail);
         }
@@ -332,6 +335,16 @@ int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad
 int strata_is_global_zero(const struct strata_runtime *rt)
 {
         return live_has(rt) ? rt->rank0 == 0 : 0;
+}
+
+int strata_sync_variant(const struct strata_runtime *rt, const char **name)
+{
+        if (!name)
+                return strata__fail(STRATA_EINVAL, "sync_variant: name is NULL");
+        if (!live_has(rt))
+                return strata__fail(STRATA_EINVAL, "sync_variant: not a live runtime");
+        *name = strata__multi(rt)->sync->name;
+        return STRATA_OK;
 }
 
 int strata_root_device(const struct strata_runtime *rt)

@@ -30,14 +30,14 @@ static void plan_device(const struct strata_plan_info *p, int d, int json)
         printf(")\n");
 }
 
-/* The whole plan as one JSON object. */
-static void plan_json(const struct run *r, const struct strata_plan_info *p, int procs,
-                      size_t total, int fits)
+/* The whole plan as one JSON object; @p sync: the synchronisation variant asked for. */
+static void plan_json(const struct run *r, const struct strata_plan_info *p, const char *sync,
+                      int procs, size_t total, int fits)
 {
         printf("{\"plan\":true,\"strategy\":\"%s\",\"processes\":%d,\"devices\":%d,"
-               "\"model\":\"%s\",\"batch\":%d,\"params\":%zu,\"per_device\":[",
-               strata_strategy_name(r->o.strategy), procs, r->cfg.strategy.devices, r->o.model,
-               r->o.batch, p->params);
+               "\"model\":\"%s\",\"batch\":%d,\"params\":%zu,\"sync\":\"%s\","
+               "\"per_device\":[", strata_strategy_name(r->o.strategy), procs,
+               r->cfg.strategy.devices, r->o.model, r->o.batch, p->params, sync);
         for (int d = 0; d < r->cfg.strategy.devices; d++)
                 plan_device(p, d, 1);
         printf("],\"runtime_bytes\":%zu,\"align\":%zu,\"data_bytes\":%zu,"
@@ -49,9 +49,12 @@ static void plan_json(const struct run *r, const struct strata_plan_info *p, int
         printf("\"limit\":\"%s\",\"fits\":%s}\n", r->why, fits ? "true" : "false");
 }
 
-/* The plan as text: the devices, the two arenas, the total and whether it fits. */
-static void plan_text(const struct run *r, const struct strata_plan_info *p, int procs,
-                      size_t total, int fits)
+/*
+ * The plan as text: the devices, the two arenas, the total and whether it fits, then the
+ * synchronisation variant @p sync asks for.
+ */
+static void plan_text(const struct run *r, const struct strata_plan_info *p, const char *sync,
+                      int procs, size_t total, int fits)
 {
         printf("strata-train: memory plan of %s, %d device(s) a process, %d process(es); model "
                "%s (%zu parameters), batch %d\n", strata_strategy_name(r->o.strategy),
@@ -64,6 +67,7 @@ static void plan_text(const struct run *r, const struct strata_plan_info *p, int
                r->data_bytes);
         printf("  total: %zu bytes a process; %s: %s\n", total, r->why,
                fits ? "it fits" : "it does NOT fit");
+        printf("  synchronisation: %s\n", sync);
 }
 
 /**
@@ -76,19 +80,20 @@ int plan_show(struct run *r)
 {
         struct strata_plan_info p;
         int procs = job_size(), rc;
+        const char *sync;
         size_t total;
 
         if ((rc = config_fill(r)) || (rc = config_check(r)))
                 return rc;
-        if (strata_plan(&r->cfg, &p))
+        if (strata_plan(&r->cfg, &p) || strata_plan_sync(&r->cfg, &sync))
                 return bad("%s", strata_last_error());
         total = p.bytes + r->data_bytes;
         if (r->rank > 0)
                 ; /* one voice per job */
         else if (r->o.json)
-                plan_json(r, &p, procs, total, total <= r->mem_limit);
+                plan_json(r, &p, sync, procs, total, total <= r->mem_limit);
         else
-                plan_text(r, &p, procs, total, total <= r->mem_limit);
+                plan_text(r, &p, sync, procs, total, total <= r->mem_limit);
         strata_arena_release(&r->data);
         return stdout_failed();
 }
