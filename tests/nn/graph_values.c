@@ -284,3 +284,40 @@ Test(graph, model_line_names_the_side_and_the_reduction)
                 cr_assert_eq(memcmp(&m, &before, sizeof(m)), 0);
         }
 }
+
+/* The guide's MeshGraphNet processor step (docs/guide.md), on this mesh: nodes' and edges'
+ * latents in, the nodes' updated latents out, every module's layout as MeshGraphNet's. */
+#define MGN_LINE                                                                               \
+        "input(16,%d) input(16,%d) "                                                           \
+        "gather(src) gather(dst,from=input0) concat(from=0) concat(from=input1) "              \
+        "conv1d(16,1) relu conv1d(16,1) tokens layernorm(dims=1) tokens add(from=input1) "     \
+        "scatter(sum) concat(from=input0) "                                                    \
+        "conv1d(16,1) relu conv1d(16,1) tokens layernorm(dims=1) tokens add(from=input0)"
+
+Test(graph, the_guides_processor_step_is_a_line)
+{
+        struct strata_module mods[24];
+        struct strata_model m = { .loss = &strata_mse };
+        struct strata_dims out;
+        char line[1024];
+
+        snprintf(line, sizeof(line), MGN_LINE, NODES, EDGES);
+        cr_assert_eq(strata_model_parse(line, mods, 24, &m), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(m.nmodules, 20);
+        cr_assert_eq(m.ninputs, 2);
+        for (int i = 0; i < m.nmodules; i++)
+                mods[i].mesh = &mesh;
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(out.channels, 16);
+        cr_assert_eq(out.ndim, 1);
+        cr_assert_eq(out.size[0], NODES);
+        snprintf(line, sizeof(line), MGN_LINE, EDGES, EDGES);
+        m = (struct strata_model){ .loss = &strata_mse };
+        cr_assert_eq(strata_model_parse(line, mods, 24, &m), STRATA_OK);
+        for (int i = 0; i < m.nmodules; i++)
+                mods[i].mesh = &mesh;
+        cr_assert_eq(strata_model_output(&m, &out), STRATA_EINVAL, "nodes' latents of 11");
+        cr_assert(strstr(strata_last_error(), "gather (module 0): input of 176 features"),
+                  "%s", strata_last_error());
+}
