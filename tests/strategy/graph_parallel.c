@@ -3,7 +3,7 @@
  * (gather(src), gather(dst) on a branch from the input), joined (concat), an edge MLP
  * (conv1d(4,1)), summed to the nodes (scatter(sum)), a linear head. Runs repeat bitwise; ddp
  * on 2 devices is within 1e-5 of single; in invariant mode one device and ddp on 2 are the same
- * bits; zero2 and fsdp on 2 are ddp's bits; training, evaluation and prediction allocate
+ * bits; zero2, fsdp and spawn on 2 are ddp's bits; training, evaluation and prediction allocate
  * nothing and use exactly the planned memory under single, ddp, fsdp, bf16-mixed and invariant
  * mode; a bad mesh is refused when the model is planned, the edge and value named. The guide's
  * MeshGraphNet processor step (two inputs, 20 modules) trains the same way: repeatable, ddp
@@ -91,6 +91,49 @@ Test(graph_parallel, runs_repeat_ddp_matches_and_invariant_mode_is_the_same_bits
         cr_assert_eq(memcmp(inv1, inv2, sizeof(inv1)), 0,
                      "invariant mode: one device and ddp on 2 differ (%g)",
                      rig_rel_diff(inv2, inv1, NP));
+}
+
+/*
+ * A spawned process trains ddp over the processes; rank 0 returns its parameters. No
+ * Criterion assertion here: a child's would be reported to the runner as the test's.
+ */
+static struct rig spawn_rig; /* set up by the parent: the children inherit it and the mesh */
+
+static int graph_child(int rank, int size, void *arg)
+{
+        struct strata_config c = rig_cfg(&spawn_rig, STRATA_STRATEGY_SPAWN, 1, 0);
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        const float *p;
+        size_t np;
+
+        (void)rank, (void)size, (void)arg;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        strata_loader_reset(&spawn_rig.loader, spawn_rig.idx, 256);
+        for (int s = 0; s < STEPS; s++)
+                if (!strata_loader_next(&spawn_rig.loader, &b) ||
+                    strata_train_step(rt, &b, NULL) != STRATA_OK)
+                        return 11;
+        if (strata_parameters(rt, 0, &p, &np) || strata_spawn_return(p, NP * sizeof(*p)))
+                return 12;
+        return strata_teardown(rt) == STRATA_OK ? 0 : 13;
+}
+
+Test(graph_parallel, spawn_on_2_processes_is_ddp_on_2, .timeout = 60)
+{
+        static float ref[NP], got[NP];
+        struct strata_spawn_result res;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (forks after threads: tests/strategy/processes.c)");
+        graph_rig(&spawn_rig);
+        cr_assert_eq(strata_spawn(2, graph_child, NULL, 20.0, got, sizeof(got), &res),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(res.failed_rank, -1);
+        spawn_rig.cfg = rig_cfg(&spawn_rig, STRATA_STRATEGY_DDP, 2, 0);
+        params_of(&spawn_rig, ref);
+        cr_assert_eq(memcmp(ref, got, sizeof(ref)), 0, "spawn 2 != ddp 2");
 }
 
 static void mgn_rig(struct rig *r);
