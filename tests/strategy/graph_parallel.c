@@ -5,13 +5,15 @@
  * on 2 devices is within 1e-5 of single; in invariant mode one device and ddp on 2 are the same
  * bits; zero2, fsdp and spawn on 2 are ddp's bits; training, evaluation and prediction allocate
  * nothing and use exactly the planned memory under single, ddp, fsdp, bf16-mixed and invariant
- * mode; a bad mesh is refused when the model is planned, the edge and value named. The guide's
+ * mode; a bad mesh is refused when the model is planned, the edge and value named, and the
+ * modules on a device with memory of its own. The guide's
  * MeshGraphNet processor step (two inputs, 20 modules) trains the same way: repeatable, ddp
  * within 1e-5, invariant mode bitwise on 1 and 2 devices, no heap (single, invariant ddp).
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -273,4 +275,18 @@ Test(graph_parallel, the_guides_processor_step_trains_the_same_bits, .timeout = 
         cr_assert_eq(memcmp(inv1, inv2, np * sizeof(float)), 0,
                      "invariant mode: one device and ddp on 2 differ (%g)",
                      rig_rel_diff(inv2, inv1, np));
+}
+
+/* The graph modules compute on the host: refused on a device with memory of its own. */
+Test(graph_parallel, refused_where_memory_is_the_devices)
+{
+        struct rig r;
+
+        graph_rig(&r);
+        r.cfg.device.driver = devsim_driver();
+        rig_plan_refused(&r, STRATA_ENOTSUP, "gather on devsim",
+                         "module 0 (gather) computes on the host");
+        r.mods[0] = (struct strata_module){ .ops = &strata_relu }; /* on the kernels */
+        rig_plan_refused(&r, STRATA_ENOTSUP, "gather on devsim",
+                         "module 1 (gather) computes on the host");
 }
