@@ -1,14 +1,15 @@
 /*
  * A message-passing step on a small mesh through the runtime: both ends of each edge gathered
  * (gather(src), gather(dst) on a branch from the input), joined (concat), an edge MLP
- * (conv1d(4,1)), summed to the nodes (scatter(sum)), a linear head. Runs repeat bitwise; ddp
- * on 2 devices is within 1e-5 of single; in invariant mode one device and ddp on 2 are the same
- * bits; zero2, fsdp and spawn on 2 are ddp's bits; training, evaluation and prediction allocate
- * nothing and use exactly the planned memory under single, ddp, fsdp, bf16-mixed and invariant
- * mode; a bad mesh is refused when the model is planned, the edge and value named, and the
- * modules on a device with memory of its own. The guide's
- * MeshGraphNet processor step (two inputs, 20 modules) trains the same way: repeatable, ddp
- * within 1e-5, invariant mode bitwise on 1 and 2 devices, no heap (single, invariant ddp).
+ * (conv1d(4,1)), averaged into the nodes (scatter(mean): its in-degrees in aux), a linear
+ * head. Runs repeat bitwise; ddp on 2 devices is within 1e-5 of single; in invariant mode one
+ * device and ddp on 2 are the same bits; zero2, fsdp and spawn on 2 are ddp's bits; training,
+ * evaluation and prediction allocate nothing and use exactly the planned memory under single,
+ * ddp, fsdp, bf16-mixed and invariant mode; a bad mesh is refused when the model is planned,
+ * the edge and value named, and the modules on a device with memory of its own. The guide's
+ * MeshGraphNet processor step (two inputs, 20 modules, scatter(sum)) trains the same way:
+ * repeatable, ddp within 1e-5, invariant mode bitwise on 1 and 2 devices, no heap (single,
+ * invariant ddp).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -35,7 +36,8 @@ static void graph_rig(struct rig *r)
                                              .branch = 1, .graph = STRATA_GATHER_DST };
         r->mods[2] = (struct strata_module){ .ops = &strata_concat, .from = 0 };
         r->mods[3] = (struct strata_module){ .ops = &strata_conv1d, .out = CH, .kernel = { 1 } };
-        r->mods[4] = (struct strata_module){ .ops = &strata_scatter, .mesh = &mesh };
+        r->mods[4] = (struct strata_module){ .ops = &strata_scatter, .mesh = &mesh,
+                                             .graph = STRATA_SCATTER_MEAN };
         r->mods[5] = (struct strata_module){ .ops = &strata_linear, .out = RIG_CLASSES };
         r->model.nmodules = 6;
         r->model.in_dims = (struct strata_dims){ CH, 1, { NODES } };
