@@ -63,6 +63,20 @@ module strata
     integer(c_int) :: size(3) = 0
   end type
 
+  !> An unstructured mesh's connectivity (struct strata_mesh): edge e goes from node src(e+1)
+  !> to dst(e+1), 0-based node indices; src and dst are c_loc of the application's int32
+  !> arrays of edges values, valid and unchanged for the runtime's life.
+  type, bind(C), public :: strata_mesh
+    integer(c_int) :: nodes = 0
+    integer(c_int) :: edges = 0
+    type(c_ptr) :: src = c_null_ptr
+    type(c_ptr) :: dst = c_null_ptr
+  end type
+
+  ! enum strata_gather_side and enum strata_scatter_reduce (strata_module%graph)
+  integer(c_int), parameter, public :: STRATA_GATHER_SRC = 0, STRATA_GATHER_DST = 1
+  integer(c_int), parameter, public :: STRATA_SCATTER_SUM = 0, STRATA_SCATTER_MEAN = 1
+
   !> One module of a model (struct strata_module). The per-dimension arrays are PyTorch's
   !> int-or-tuple arguments, outermost spatial dimension first; a 0 past the first entry
   !> takes the first's value.
@@ -88,6 +102,10 @@ module strata
     integer(c_int) :: heads = 0, causal = 0
     !> layernorm, rmsnorm: normalise over the sample's last norm_dims dimensions (0: all)
     integer(c_int) :: norm_dims = 0
+    !> gather: STRATA_GATHER_SRC or _DST; scatter: STRATA_SCATTER_SUM or _MEAN
+    integer(c_int) :: graph = 0
+    !> gather, scatter: c_loc of a strata_mesh, valid for the runtime's life
+    type(c_ptr) :: mesh = c_null_ptr
   end type
 
   ! Most inputs and outputs of a model (strata_model%inputs, strata_model%outputs)

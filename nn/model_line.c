@@ -39,6 +39,7 @@ static const char *const arg_names[STRATA__ARG_COUNT] = {
         [STRATA__ARG_MODES2] = "modes2",
         [STRATA__ARG_HEADS] = "heads", [STRATA__ARG_CAUSAL] = "causal",
         [STRATA__ARG_DIMS] = "dims",
+        [STRATA__ARG_SIDE] = "side", [STRATA__ARG_REDUCE] = "reduce",
 };
 
 /* Words some arguments take, and the value each stands for. */
@@ -62,6 +63,10 @@ static const struct word words[] = {
         { STRATA__ARG_BIAS, "false", 0 },
         { STRATA__ARG_CAUSAL, "0", 0 },
         { STRATA__ARG_CAUSAL, "1", 1 },
+        { STRATA__ARG_SIDE, "src", STRATA_GATHER_SRC },
+        { STRATA__ARG_SIDE, "dst", STRATA_GATHER_DST },
+        { STRATA__ARG_REDUCE, "sum", STRATA_SCATTER_SUM },
+        { STRATA__ARG_REDUCE, "mean", STRATA_SCATTER_MEAN },
         { STRATA__ARG_FROM, "input", -1 },
         { STRATA__ARG_FROM, "-1", -1 },
 };
@@ -197,7 +202,7 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 return STRATA_OK;
         }
         if (a == STRATA__ARG_PMODE || a == STRATA__ARG_MODE || a == STRATA__ARG_BIAS ||
-            a == STRATA__ARG_CAUSAL) {
+            a == STRATA__ARG_CAUSAL || a == STRATA__ARG_SIDE || a == STRATA__ARG_REDUCE) {
                 if (parse_word(a, s, n, &v[0]))
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
                                             "'%s' is not one of its words", c->module,
@@ -208,6 +213,8 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                         m->mode = v[0];
                 else if (a == STRATA__ARG_CAUSAL)
                         m->causal = v[0];
+                else if (a == STRATA__ARG_SIDE || a == STRATA__ARG_REDUCE)
+                        m->graph = v[0];
                 else
                         m->no_bias = !v[0];
                 return STRATA_OK;

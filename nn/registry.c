@@ -51,6 +51,8 @@ static const struct strata__module_entry modules[] = {
         { &strata_mha, 1, { STRATA__ARG_HEADS, STRATA__ARG_CAUSAL } },
         { &strata_posembed, NO_ARGS },
         { &strata_tokens, NO_ARGS },
+        { &strata_gather, 1, { STRATA__ARG_SIDE } },
+        { &strata_scatter, 1, { STRATA__ARG_REDUCE } },
         { &strata_add, 1, { STRATA__ARG_FROM } },
         { &strata_concat, 1, { STRATA__ARG_FROM } },
 };

@@ -35,6 +35,8 @@ enum strata__arg {
         STRATA__ARG_HEADS,    /**< heads (mha): a positive count */
         STRATA__ARG_CAUSAL,   /**< causal (mha): 0 or 1 */
         STRATA__ARG_DIMS,     /**< dims (norms): the sample's last dimensions they normalise */
+        STRATA__ARG_SIDE,     /**< side (gather): src or dst */
+        STRATA__ARG_REDUCE,   /**< reduce (scatter): sum or mean */
         STRATA__ARG_COUNT
 };
 

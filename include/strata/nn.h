@@ -270,6 +270,35 @@ struct strata_module_ops {
         int (*replicate)(struct strata_layer *copy, void *ctx, int copy_id, int copies);
 };
 
+/**
+ * An unstructured mesh's connectivity, given once by the application (graph networks:
+ * strata_gather, strata_scatter). Edge e goes from node src[e] to node dst[e]; both arrays,
+ * of @c edges int32 values each, are the application's and must stay valid and unchanged for
+ * the runtime's life (the modules read them in every step, never copy them). Checked when the
+ * model is planned: counts positive, every index in [0, nodes) (a refusal names the edge, the
+ * array and the value), and the samples' layouts matching the counts.
+ */
+struct strata_mesh {
+        int nodes;          /**< nodes (> 0): the extent of a (C, nodes) node sample */
+        int edges;          /**< edges (> 0): the extent of a (C, edges) edge sample */
+        const int32_t *src; /**< [edges] each edge's source node */
+        const int32_t *dst; /**< [edges] each edge's destination node */
+};
+
+/** strata_module graph for strata_gather: which end of each edge it reads. */
+enum strata_gather_side {
+        STRATA_GATHER_SRC = 0, /**< y[:, e] = x[:, src[e]] (default) */
+        STRATA_GATHER_DST,     /**< y[:, e] = x[:, dst[e]] */
+        STRATA_GATHER_COUNT
+};
+
+/** strata_module graph for strata_scatter: how a node reduces its incoming edges. */
+enum strata_scatter_reduce {
+        STRATA_SCATTER_SUM = 0, /**< y[:, n] = the sum over edges e with dst[e] = n (default) */
+        STRATA_SCATTER_MEAN,    /**< that sum over their count (0 for a node without any) */
+        STRATA_SCATTER_COUNT
+};
+
 /** How a convolution reads past its input's edges (PyTorch's padding_mode). */
 enum strata_padding_mode {
         STRATA_PAD_ZEROS = 0,  /**< "zeros" (default) */
@@ -346,6 +375,17 @@ struct strata_module {
          * 0: all of them
          */
         int norm_dims;
+        /**
+         * Graph modules: strata_gather's enum strata_gather_side, strata_scatter's
+         * enum strata_scatter_reduce.
+         */
+        int graph;
+        /**
+         * Graph modules (strata_gather, strata_scatter): the mesh whose edges they follow,
+         * the application's, valid for the runtime's life; NULL is refused. Other modules
+         * ignore it.
+         */
+        const struct strata_mesh *mesh;
 };
 
 /**
@@ -643,6 +683,20 @@ extern const struct strata_module_ops strata_posembed;
  * convolution; on a sequence (L, E) it gives (E, L), so two undo each other.
  */
 extern const struct strata_module_ops strata_tokens;
+/**
+ * "gather": node features to edges over the module's mesh, (C, nodes) to (C, edges):
+ * y[:, e] = x[:, src[e]] (graph STRATA_GATHER_SRC) or x[:, dst[e]] (STRATA_GATHER_DST),
+ * PyTorch's x.index_select(-1, src). Its backward sums each node's edges in ascending edge
+ * order.
+ */
+extern const struct strata_module_ops strata_gather;
+/**
+ * "scatter": edge features to their destination nodes over the module's mesh, (C, edges) to
+ * (C, nodes): each node's sum over its incoming edges in ascending edge order (PyTorch's
+ * zeros.index_add_(-1, dst, x)), or that sum over their count (graph STRATA_SCATTER_MEAN;
+ * 0 for a node without incoming edges). The same bits every run and on any device count.
+ */
+extern const struct strata_module_ops strata_scatter;
 
 /*
  * Merge modules: skip connections, which make a model a small static graph (ResNet blocks, a

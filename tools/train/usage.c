@@ -50,6 +50,8 @@ void usage(FILE *f)
                 "                      1: each token), posembed (a\n"
                 "                      learned [L,E] added), tokens ((C,H,W) to (H*W,C): a\n"
                 "                      patch embedding after conv2d(E,P,stride=P))\n"
+                "                      Graphs: gather(src|dst) and scatter(sum|mean) need\n"
+                "                      a mesh set in C (strata_module mesh); not from here\n"
                 "                      --bn, --dropout, --activation: widths only\n"
                 "  --bn                BatchNorm1d after each hidden linear\n"
                 "  --dropout P         dropout after each hidden activation\n"
