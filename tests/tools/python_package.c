@@ -4,7 +4,8 @@
  * stays clean), then tests/tools/python_package.py run with it over this build's
  * libstrata.so: the mirrored structs have the C sizes; the default MLP trained on the first
  * Fashion-MNIST samples from NumPy arrays reaches strata-train --shuffle off's weights bit for
- * bit and its printed loss, and hands its weights to a torch module; every refusal is a
+ * bit and its printed loss, and hands its weights to a torch module; float targets from f64
+ * inputs and shuffled epochs train reproducibly; every refusal is a
  * StrataError carrying the library's message. Skipped without python3, NumPy or pip, and
  * under a sanitizer (its runtime would have to be loaded first into the interpreter).
  */
@@ -72,6 +73,18 @@ Test(python_package, layout_and_refusals, .timeout = 300)
         cr_assert_not_null(strstr(out, "refused: STRATA_EINVAL: invalid argument: model "
                                   "line: unbalanced parentheses"), "%s", out);
         cr_assert_not_null(strstr(out, "\nOK"), "%s", out);
+        cli_rmtree(dir);
+}
+
+Test(python_package, float_targets_f64_inputs_and_shuffled_epochs, .timeout = 300)
+{
+        char dir[256];
+
+        need_python();
+        cli_mkdtemp(dir, sizeof(dir), "python");
+        install(dir);
+        cr_assert_eq(script(dir, "regression"), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "OK"), "%s", out);
         cli_rmtree(dir);
 }
 

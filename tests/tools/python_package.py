@@ -5,6 +5,7 @@
       weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
       module predict what Strata predicts.
   python_package.py errors DIR                    each refusal a StrataError with the message.
+  python_package.py regression                    float targets, f64 inputs, shuffled epochs.
   python_package.py layout NAME=BYTES...          the mirrored structs have the C sizes.
 Prints OK last when every check passed.
 """
@@ -157,6 +158,25 @@ def errors(d):
     expect(lambda: m.predict(x), "closed")
 
 
+def regression():
+    """Float targets from float64 inputs (converted where each device takes its rows), AdamW,
+    shuffled epochs (batches of indices into the whole arrays): two runs give the same bits,
+    the loss falls, and the order matters."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 4))
+    t = np.tanh(x[:, :2] - x[:, 2:]).astype(np.float32)
+    runs = []
+    for shuffle in (True, True, False):
+        with strata.Model("input(4) linear(16) tanh linear(2)", batch=16, loss="mse", seed=3,
+                          optimizer="adamw", lr=1e-2) as m:
+            h = m.fit(x, t, epochs=4, shuffle=shuffle, seed=5)
+            assert set(h[-1]) == {"loss", "mse", "mae"} and h[-1]["loss"] < h[0]["loss"], h
+            ev = m.evaluate(x, t)
+            assert abs(ev["mse"] - ((m.predict(x) - t) ** 2).mean()) < 1e-5, ev
+            runs.append(m.predict(x).tobytes())
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
 def layout(pairs):
     for p in pairs:
         name, size = p.split("=")
@@ -167,5 +187,6 @@ def layout(pairs):
 
 if __name__ == "__main__":
     {"train": lambda a: train(*a), "errors": lambda a: errors(*a),
+     "regression": lambda a: regression(),
      "layout": layout}[sys.argv[1]](sys.argv[2:])
     print("OK")
