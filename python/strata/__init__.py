@@ -139,6 +139,7 @@ class Model:
         _check(lib.strata_model_targets(ctypes.byref(self._model), ctypes.byref(values), None))
         self.target_values = values.value
         self.batch = batch
+        self.seed = int(options.get("seed", 0))
         self._set("batch", batch)
         for key, value in options.items():
             self._option(key, value)
@@ -170,16 +171,16 @@ class Model:
     def _set(self, key, value):
         _check(lib.strata_config_set(self._cfg, key.encode(), float(value)))
 
-    def _named(self, fn, what, value):
+    def _named(self, fn, value):
         v = ctypes.c_int()
         _check(fn(str(value).encode(), ctypes.byref(v)))
         return v.value
 
     def _option(self, key, value):
         if key == "strategy":
-            self._set("strategy", self._named(lib.strata_strategy_from_name, key, value))
+            self._set("strategy", self._named(lib.strata_strategy_from_name, value))
         elif key == "precision":
-            self._set("precision", self._named(lib.strata_precision_parse, key, value))
+            self._set("precision", self._named(lib.strata_precision_parse, value))
         elif key == "optimizer":
             if value not in _OPTIMIZERS:
                 _fail("optimizer: '%s' is not sgd or adamw" % value)
@@ -233,13 +234,13 @@ class Model:
         _check(lib.strata_dataset_arrays(ctypes.byref(ds), _ptr(x), xtype, x.shape[0],
                                          x.shape[1], _ptr(t), ttype, tdim))
 
-    def fit(self, x, y, epochs=1, batch=None, shuffle=False, seed=0):
+    def fit(self, x, y, epochs=1, batch=None, shuffle=True, seed=None, first_epoch=0):
         """Train on rows x and targets y (int labels, or float targets) for @p epochs epochs of
         batches of @p batch rows (default: the model's), the last partial batch trained too.
-        shuffle=True visits each epoch's rows in a permutation from NumPy's generator seeded
-        with seed + epoch (not strata-train's order); shuffle=False (default) in order, as
-        strata-train --shuffle off. Returns each epoch's {"loss", "accuracy"} (labels) or
-        {"loss", "mse", "mae"} (targets): the loss the mean of the steps' (strata-train's
+        shuffle=True (default) visits epoch e's rows in the library's sampler order for
+        @p seed (default: the model's seed) and epoch first_epoch + e, strata-train's order;
+        shuffle=False in order, as strata-train --shuffle off. Returns each epoch's {"loss",
+        "accuracy"} (labels) or {"loss", "mse", "mae"} (targets): the loss the mean of the steps' (strata-train's
         train_loss), the others row-weighted."""
         rt = self._live()
         x, xtype = _inputs(x, self.inputs)
@@ -247,10 +248,9 @@ class Model:
         self._check_arrays(x, xtype, t, ttype, tdim)
         spans = self._batches(x.shape[0], batch)
         history = []
+        sampler = _Order(x.shape[0], self.seed if seed is None else seed) if shuffle else None
         for e in range(int(epochs)):
-            order = None
-            if shuffle:
-                order = np.random.default_rng(seed + e).permutation(x.shape[0])
+            order = sampler.epoch(first_epoch + e) if sampler else None
             acc = _Sums(ttype, per_step=True)
             for k, (lo, hi) in enumerate(spans):
                 if order is None:
@@ -347,6 +347,23 @@ class Model:
             _fail("to_torch: the module lacks %s and has no %s" %
                   (res.unexpected_keys or "nothing", missing or "nothing"))
         return module
+
+
+class _Order:
+    """One process's sampler (strata_sampler_set_epoch(): Philox from seed + epoch, as
+    strata-train's), its buffers NumPy's: a sampler of one rank, as strata_sampler_init()
+    makes it."""
+
+    def __init__(self, n, seed):
+        self.indices = np.empty(n, dtype=np.uint32)
+        self.perm = np.empty(n, dtype=np.uint32)
+        self.s = _lib.Sampler(n=n, world=1, rank=0, shuffle=1, drop_last=0, seed=seed,
+                              per_rank=n, indices=self.indices.ctypes.data,
+                              perm=self.perm.ctypes.data)
+
+    def epoch(self, e):
+        lib.strata_sampler_set_epoch(ctypes.byref(self.s), e)
+        return self.indices
 
 
 class _Sums:

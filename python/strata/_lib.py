@@ -80,6 +80,14 @@ class PlanInfo(ctypes.Structure):
                  "optimizer_bytes", "shard_params", "layer_bytes")]
 
 
+class Sampler(ctypes.Structure):
+    """struct strata_sampler."""
+    _fields_ = [("n", ctypes.c_uint32), ("world", ctypes.c_int), ("rank", ctypes.c_int),
+                ("shuffle", ctypes.c_int), ("drop_last", ctypes.c_int),
+                ("seed", ctypes.c_uint64), ("per_rank", ctypes.c_uint32),
+                ("indices", ctypes.c_void_p), ("perm", ctypes.c_void_p)]
+
+
 class WeightsInfo(ctypes.Structure):
     """struct strata_weights_info."""
     _fields_ = [("loaded", ctypes.c_int), ("missing", ctypes.c_int),
@@ -91,7 +99,7 @@ class WeightsInfo(ctypes.Structure):
 # The mirrored structs by their C names: the layout test compares their sizes with sizeof.
 STRUCTS = {"strata_dims": Dims, "strata_model": Model, "strata_batch": Batch,
            "strata_dataset": Dataset, "strata_metrics": Metrics,
-           "strata_plan_info": PlanInfo, "strata_weights_info": WeightsInfo}
+           "strata_plan_info": PlanInfo, "strata_sampler": Sampler, "strata_weights_info": WeightsInfo}
 
 
 def _candidates():
@@ -146,6 +154,7 @@ _PROTOS = {
     "strata_outputs": (_I, [_P, ctypes.POINTER(_I)]),
     "strata_dataset_arrays": (_I, [ctypes.POINTER(Dataset), _P, _I, ctypes.c_uint32,
                                    ctypes.c_uint32, _P, _I, _I]),
+    "strata_sampler_set_epoch": (None, [ctypes.POINTER(Sampler), ctypes.c_uint64]),
     "strata_train_step": (_I, [_P, ctypes.POINTER(Batch), ctypes.POINTER(Metrics)]),
     "strata_end_accumulation_window": (_I, [_P]),
     "strata_eval_step": (_I, [_P, ctypes.POINTER(Batch), ctypes.POINTER(Metrics)]),

@@ -1,12 +1,12 @@
 /*
  * The strata Python package (python/): installed offline into a temporary directory with pip
- * (--no-build-isolation --no-index --target, from a copy of python/ so that the source tree
- * stays clean), then tests/tools/python_package.py run with it over this build's
+ * (--no-build-isolation --no-index --target, from a copy of python/'s sources, so that the
+ * source tree stays clean and no earlier build of it is taken), then tests/tools/python_package.py run with it over this build's
  * libstrata.so: the mirrored structs have the C sizes; the default MLP trained on the first
- * Fashion-MNIST samples from NumPy arrays reaches strata-train --shuffle off's weights bit for
- * bit and its printed loss, and hands its weights to a torch module; float targets from f64
- * inputs and shuffled epochs train reproducibly; every refusal is a
- * StrataError carrying the library's message. Skipped without python3, NumPy or pip, and
+ * Fashion-MNIST samples from NumPy arrays reaches strata-train's weights bit for bit and its
+ * printed loss, in order (--shuffle off) and shuffled (the library's sampler), and hands its
+ * weights to a torch module; float targets from f64 inputs and shuffled epochs train
+ * reproducibly; every refusal is a StrataError carrying the library's message. Skipped without python3, NumPy or pip, and
  * under a sanitizer (its runtime would have to be loaded first into the interpreter).
  */
 #include <criterion/criterion.h>
@@ -19,6 +19,7 @@
 
 #define PY "/usr/bin/python3"
 #define SCRIPT STRATA_SOURCE_DIR "/tests/tools/python_package.py"
+#define PKG STRATA_SOURCE_DIR "/python"
 #define FMNIST "/usr/share/datasets/fashion-mnist"
 
 static char out[1 << 15];
@@ -37,9 +38,9 @@ static void install(const char *dir)
 {
         char cmd[2048];
 
-        snprintf(cmd, sizeof(cmd), "cp -r " STRATA_SOURCE_DIR "/python %s/src && cd %s/src && "
-                 PY " -m pip install -q --no-build-isolation --no-index --no-deps --target "
-                 "%s/site . 2>&1", dir, dir, dir);
+        snprintf(cmd, sizeof(cmd), "mkdir %s/src && cp -r %s/pyproject.toml %s/strata %s/src && "
+                 "cd %s/src && " PY " -m pip install -q --no-build-isolation --no-index "
+                 "--no-deps --target %s/site . 2>&1", dir, PKG, PKG, dir, dir, dir);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s\n%s", cmd, out);
 }
 
@@ -62,10 +63,11 @@ Test(python_package, layout_and_refusals, .timeout = 300)
         install(dir);
         snprintf(args, sizeof(args), "layout strata_dims=%zu strata_model=%zu strata_batch=%zu "
                  "strata_dataset=%zu strata_metrics=%zu strata_plan_info=%zu "
-                 "strata_weights_info=%zu", sizeof(struct strata_dims),
+                 "strata_weights_info=%zu strata_sampler=%zu", sizeof(struct strata_dims),
                  sizeof(struct strata_model), sizeof(struct strata_batch),
                  sizeof(struct strata_dataset), sizeof(struct strata_metrics),
-                 sizeof(struct strata_plan_info), sizeof(struct strata_weights_info));
+                 sizeof(struct strata_plan_info), sizeof(struct strata_weights_info),
+                 sizeof(struct strata_sampler));
         cr_assert_eq(script(dir, args), 0, "%s", out);
         cr_assert_eq(strata_module_bytes(), sizeof(struct strata_module));
         snprintf(args, sizeof(args), "errors %s", dir);

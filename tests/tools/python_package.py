@@ -1,8 +1,8 @@
 """The strata Python package against strata-train (tests/tools/python_package.c runs it).
 
   python_package.py train STRATA_TRAIN DATA DIR   the default MLP on the first samples of
-      Fashion-MNIST through the package and through strata-train --shuffle off: the same
-      weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
+      Fashion-MNIST through the package and through strata-train, --shuffle off and on: the
+      same weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
       module predict what Strata predicts.
   python_package.py errors DIR                    each refusal a StrataError with the message.
   python_package.py regression                    float targets, f64 inputs, shuffled epochs.
@@ -63,32 +63,37 @@ def train(cli, data, d):
         # strata-train --raw-pixels: byte * (1.0f / 255.0f), in f32
         x = images.reshape(n, -1).astype(np.float32) * (np.float32(1) / np.float32(255))
         sets[name] = (x, labels.astype(np.int32))
-    out = subprocess.run([cli, "--data", sub, "--raw-pixels", "--shuffle", "off", "--json",
-                          "--epochs", str(EPOCHS), "--batch", str(BATCH), "--seed", str(SEED),
-                          "--strategy", "single", "--optim", "sgd", "--lr", "0.05",
-                          "--momentum", "0.9", "--export-safetensors",
-                          os.path.join(d, "cli.safetensors")],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout + out.stderr
-    epochs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith('{"epoch"')]
-    assert len(epochs) == EPOCHS, out.stdout
-
     x, y = sets["train"]
-    with strata.Model(LINE, batch=BATCH, seed=SEED, strategy="single", devices=1,
-                      optimizer="sgd", lr=0.05, momentum=0.9) as m:
-        hist = m.fit(x, y, epochs=EPOCHS, batch=BATCH)
+    for shuffle in (False, True):
+        name = "cli-%d.safetensors" % shuffle
+        out = subprocess.run([cli, "--data", sub, "--raw-pixels", "--shuffle",
+                              "on" if shuffle else "off", "--json", "--epochs", str(EPOCHS),
+                              "--batch", str(BATCH), "--seed", str(SEED), "--strategy", "single",
+                              "--optim", "sgd", "--lr", "0.05", "--momentum", "0.9",
+                              "--export-safetensors", os.path.join(d, name)],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        epochs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith('{"epoch"')]
+        assert len(epochs) == EPOCHS, out.stdout
+        m = strata.Model(LINE, batch=BATCH, seed=SEED, strategy="single", devices=1,
+                         optimizer="sgd", lr=0.05, momentum=0.9)
+        hist = m.fit(x, y, epochs=EPOCHS, batch=BATCH, shuffle=shuffle)
         m.export_safetensors(os.path.join(d, "py.safetensors"))
-        names = same_weights(os.path.join(d, "cli.safetensors"),
-                             os.path.join(d, "py.safetensors"))
+        names = same_weights(os.path.join(d, name), os.path.join(d, "py.safetensors"))
         for e in range(EPOCHS):
-            print("epoch", e + 1, "cli", epochs[e]["train_loss"], "python", hist[e]["loss"])
+            print("shuffle", shuffle, "epoch", e + 1, "cli", epochs[e]["train_loss"], "python",
+                  hist[e]["loss"])
             assert "%.6f" % hist[e]["loss"] == "%.6f" % epochs[e]["train_loss"]
+        if not shuffle:
+            m.close()
+    with m:
         xt, yt = sets["t10k"]
         ev = m.evaluate(xt, yt, batch=BATCH)
         print("test", ev, "cli", {k: v for k, v in epochs[-1].items() if k.startswith("test")})
         pred = m.predict(xt)
         assert pred.shape == (TEST, 10) and pred.dtype == np.float32
         assert (pred.argmax(1) == yt).mean() == ev["accuracy"]
+        assert round(ev["accuracy"] * TEST) == round(epochs[-1]["test_acc"] * TEST), ev
 
         # the weights back into a torch module, named as the export names them
         try:
@@ -116,7 +121,7 @@ def train(cli, data, d):
 
         # loading the CLI's weights into a fresh model predicts the same bits
         with strata.Model(LINE, batch=BATCH, seed=SEED + 1) as fresh:
-            info = fresh.load_weights(os.path.join(d, "cli.safetensors"))
+            info = fresh.load_weights(os.path.join(d, name))
             assert info["loaded"] == len(names), info
             assert fresh.predict(xt).tobytes() == pred.tobytes()
 
