@@ -324,6 +324,18 @@ class Model:
         in nn.Sequential (layers.0.weight, ...)."""
         _check(lib.strata_export_safetensors(self._live(), os.fspath(path).encode()))
 
+    def save_checkpoint(self, path):
+        """Everything a bitwise resume needs (parameters, optimizer state, steps), written
+        atomically (strata_save_checkpoint), between optimizer steps."""
+        _check(lib.strata_save_checkpoint(self._live(), os.fspath(path).encode(), None, 0))
+
+    def load_checkpoint(self, path):
+        """Restore a checkpoint of this model (strata_load_checkpoint: every checksum, name and
+        shape checked first; a refusal changes nothing). Continue with fit(first_epoch=...)
+        to walk the epochs the saving run had next."""
+        _check(lib.strata_load_checkpoint(self._live(), os.fspath(path).encode(), None, 0,
+                                          None, None))
+
     def state_dict(self):
         """The trained weights as {PyTorch state_dict name: float32 ndarray}."""
         with tempfile.TemporaryDirectory(prefix="strata-") as d:

@@ -6,7 +6,7 @@
  * Fashion-MNIST samples from NumPy arrays reaches strata-train's weights bit for bit and its
  * printed loss, in order (--shuffle off) and shuffled (the library's sampler), and hands its
  * weights to a torch module; float targets from f64 inputs and shuffled epochs train
- * reproducibly; every refusal is a StrataError carrying the library's message. Skipped without python3, NumPy or pip, and
+ * reproducibly and resume from a checkpoint bitwise; every refusal is a StrataError carrying the library's message. Skipped without python3, NumPy or pip, and
  * under a sanitizer (its runtime would have to be loaded first into the interpreter).
  */
 #include <criterion/criterion.h>
@@ -78,14 +78,15 @@ Test(python_package, layout_and_refusals, .timeout = 300)
         cli_rmtree(dir);
 }
 
-Test(python_package, float_targets_f64_inputs_and_shuffled_epochs, .timeout = 300)
+Test(python_package, float_targets_f64_inputs_shuffled_epochs_checkpoint, .timeout = 300)
 {
-        char dir[256];
+        char dir[256], args[512];
 
         need_python();
         cli_mkdtemp(dir, sizeof(dir), "python");
         install(dir);
-        cr_assert_eq(script(dir, "regression"), 0, "%s", out);
+        snprintf(args, sizeof(args), "regression %s", dir);
+        cr_assert_eq(script(dir, args), 0, "%s", out);
         cr_assert_not_null(strstr(out, "OK"), "%s", out);
         cli_rmtree(dir);
 }

@@ -5,7 +5,8 @@
       same weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
       module predict what Strata predicts.
   python_package.py errors DIR                    each refusal a StrataError with the message.
-  python_package.py regression                    float targets, f64 inputs, shuffled epochs.
+  python_package.py regression DIR                float targets, f64 inputs, shuffled epochs,
+      a checkpoint resumed bitwise.
   python_package.py layout NAME=BYTES...          the mirrored structs have the C sizes.
 Prints OK last when every check passed.
 """
@@ -163,7 +164,7 @@ def errors(d):
     expect(lambda: m.predict(x), "closed")
 
 
-def regression():
+def regression(d):
     """Float targets from float64 inputs (converted where each device takes its rows), AdamW,
     shuffled epochs (batches of indices into the whole arrays): two runs give the same bits,
     the loss falls, and the order matters."""
@@ -181,6 +182,25 @@ def regression():
             runs.append(m.predict(x).tobytes())
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
+    # a checkpoint after 2 epochs, resumed in a fresh model: epochs 3 and 4 give the same bits
+    def model():
+        return strata.Model("input(4) linear(16) tanh linear(2)", batch=16, loss="mse", seed=3,
+                            optimizer="adamw", lr=1e-2)
+
+    path = os.path.join(d, "two.ckpt")
+    with model() as m:
+        m.fit(x, t, epochs=2, seed=5)
+        m.save_checkpoint(path)
+        m.fit(x, t, epochs=2, seed=5, first_epoch=2)
+        whole = m.predict(x).tobytes()
+    with model() as m:
+        m.load_checkpoint(path)
+        m.fit(x, t, epochs=2, seed=5, first_epoch=2)
+        assert m.predict(x).tobytes() == whole
+        assert whole == runs[0]
+    with strata.Model("input(4) linear(3) tanh linear(2)", batch=16, loss="mse") as other:
+        expect(lambda: other.load_checkpoint(path), "STRATA_EINVAL")
+
 
 def layout(pairs):
     for p in pairs:
@@ -192,6 +212,6 @@ def layout(pairs):
 
 if __name__ == "__main__":
     {"train": lambda a: train(*a), "errors": lambda a: errors(*a),
-     "regression": lambda a: regression(),
+     "regression": lambda a: regression(*a),
      "layout": layout}[sys.argv[1]](sys.argv[2:])
     print("OK")
