@@ -1,8 +1,8 @@
 """The strata Python package against strata-train (tests/tools/python_package.c runs it).
 
   python_package.py train STRATA_TRAIN DATA DIR   the default MLP on the first samples of
-      Fashion-MNIST through the package and through strata-train, --shuffle off and on: the
-      same weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
+      Fashion-MNIST through the package and through strata-train (--shuffle off on one device,
+      shuffled under ddp on two): the same weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
       module predict what Strata predicts.
   python_package.py errors DIR                    each refusal a StrataError with the message.
   python_package.py regression DIR                float targets, f64 inputs, shuffled epochs,
@@ -65,18 +65,20 @@ def train(cli, data, d):
         x = images.reshape(n, -1).astype(np.float32) * (np.float32(1) / np.float32(255))
         sets[name] = (x, labels.astype(np.int32))
     x, y = sets["train"]
-    for shuffle in (False, True):
+    # in order on one device; shuffled under ddp on two, as the README's example runs
+    for shuffle, strategy, devices in ((False, "single", 1), (True, "ddp", 2)):
         name = "cli-%d.safetensors" % shuffle
         out = subprocess.run([cli, "--data", sub, "--raw-pixels", "--shuffle",
                               "on" if shuffle else "off", "--json", "--epochs", str(EPOCHS),
-                              "--batch", str(BATCH), "--seed", str(SEED), "--strategy", "single",
-                              "--optim", "sgd", "--lr", "0.05", "--momentum", "0.9",
+                              "--batch", str(BATCH), "--seed", str(SEED), "--strategy", strategy,
+                              "--devices", str(devices), "--optim", "sgd", "--lr", "0.05",
+                              "--momentum", "0.9",
                               "--export-safetensors", os.path.join(d, name)],
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stdout + out.stderr
         epochs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith('{"epoch"')]
         assert len(epochs) == EPOCHS, out.stdout
-        m = strata.Model(LINE, batch=BATCH, seed=SEED, strategy="single", devices=1,
+        m = strata.Model(LINE, batch=BATCH, seed=SEED, strategy=strategy, devices=devices,
                          optimizer="sgd", lr=0.05, momentum=0.9)
         hist = m.fit(x, y, epochs=EPOCHS, batch=BATCH, shuffle=shuffle)
         m.export_safetensors(os.path.join(d, "py.safetensors"))
