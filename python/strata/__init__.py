@@ -240,8 +240,8 @@ class Model:
         shuffle=True (default) visits epoch e's rows in the library's sampler order for
         @p seed (default: the model's seed) and epoch first_epoch + e, strata-train's order;
         shuffle=False in order, as strata-train --shuffle off. Returns each epoch's {"loss",
-        "accuracy"} (labels) or {"loss", "mse", "mae"} (targets): the loss the mean of the steps' (strata-train's
-        train_loss), the others row-weighted."""
+        "accuracy"} (labels) or {"loss", "mse", "mae"} (targets): the loss the mean of the
+        steps' (strata-train's train_loss), the others row-weighted."""
         rt = self._live()
         x, xtype = _inputs(x, self.inputs)
         t, ttype, tdim = _targets(y, x.shape[0])

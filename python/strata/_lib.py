@@ -99,7 +99,8 @@ class WeightsInfo(ctypes.Structure):
 # The mirrored structs by their C names: the layout test compares their sizes with sizeof.
 STRUCTS = {"strata_dims": Dims, "strata_model": Model, "strata_batch": Batch,
            "strata_dataset": Dataset, "strata_metrics": Metrics,
-           "strata_plan_info": PlanInfo, "strata_sampler": Sampler, "strata_weights_info": WeightsInfo}
+           "strata_plan_info": PlanInfo, "strata_sampler": Sampler,
+           "strata_weights_info": WeightsInfo}
 
 
 def _candidates():

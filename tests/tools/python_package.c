@@ -1,13 +1,15 @@
 /*
  * The strata Python package (python/): installed offline into a temporary directory with pip
  * (--no-build-isolation --no-index --target, from a copy of python/'s sources, so that the
- * source tree stays clean and no earlier build of it is taken), then tests/tools/python_package.py run with it over this build's
- * libstrata.so: the mirrored structs have the C sizes; the default MLP trained on the first
- * Fashion-MNIST samples from NumPy arrays reaches strata-train's weights bit for bit and its
- * printed loss, in order (--shuffle off) and shuffled (the library's sampler), and hands its
- * weights to a torch module; float targets from f64 inputs and shuffled epochs train
- * reproducibly and resume from a checkpoint bitwise; every refusal is a StrataError carrying the library's message. Skipped without python3, NumPy or pip, and
- * under a sanitizer (its runtime would have to be loaded first into the interpreter).
+ * source tree stays clean and no earlier build of it is taken), then
+ * tests/tools/python_package.py run with it over this build's libstrata.so: the mirrored
+ * structs have the C sizes; the default MLP trained on the first Fashion-MNIST samples from
+ * NumPy arrays reaches strata-train's weights bit for bit and its printed loss, in order
+ * (--shuffle off) and shuffled (the library's sampler, under ddp), and hands its weights to
+ * a torch module; float targets from f64 inputs and shuffled epochs train reproducibly and
+ * resume from a checkpoint bitwise; every refusal is a StrataError carrying the library's
+ * message. Skipped without python3, NumPy or pip, and under a sanitizer (its runtime would
+ * have to be loaded first into the interpreter).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 """The strata Python package against strata-train (tests/tools/python_package.c runs it).
 
   python_package.py train STRATA_TRAIN DATA DIR   the default MLP on the first samples of
-      Fashion-MNIST through the package and through strata-train (--shuffle off on one device,
-      shuffled under ddp on two): the same weights bit for bit, the same printed loss and accuracy; the weights handed to a torch
-      module predict what Strata predicts.
+      Fashion-MNIST through the package and through strata-train (--shuffle off on one
+      device, shuffled under ddp on two): the same weights bit for bit, the same printed
+      loss and accuracy; the weights handed to a torch module predict what Strata predicts.
   python_package.py errors DIR                    each refusal a StrataError with the message.
   python_package.py regression DIR                float targets, f64 inputs, shuffled epochs,
       a checkpoint resumed bitwise.
