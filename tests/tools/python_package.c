@@ -8,8 +8,8 @@
  * (--shuffle off) and shuffled (the library's sampler, under ddp), and hands its weights to
  * a torch module; float targets from f64 inputs and shuffled epochs train reproducibly and
  * resume from a checkpoint bitwise; every refusal is a StrataError carrying the library's
- * message. Skipped without python3, NumPy or pip, and under a sanitizer (its runtime would
- * have to be loaded first into the interpreter).
+ * message. Skipped without python3, NumPy, pip or setuptools, and under a sanitizer (its
+ * runtime would have to be loaded first into the interpreter).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -26,13 +26,14 @@
 
 static char out[1 << 15];
 
-/* Skip unless the plain build has an interpreter with NumPy and pip. */
+/* Skip unless the plain build has an interpreter with NumPy, pip and setuptools. */
 static void need_python(void)
 {
         if (STRATA_SAN[0])
                 cr_skip_test("sanitizer build: libstrata.so cannot load into python3");
-        if (access(PY, X_OK) || cli_sh(PY " -c 'import numpy, pip' 2>&1", out, sizeof(out)))
-                cr_skip_test("python3 with NumPy and pip missing: %s", out);
+        if (access(PY, X_OK) ||
+            cli_sh(PY " -c 'import numpy, pip, setuptools' 2>&1", out, sizeof(out)))
+                cr_skip_test("python3 with NumPy, pip and setuptools missing: %s", out);
 }
 
 /* Install the package into dir/site offline; fails the test with pip's output if it fails. */
