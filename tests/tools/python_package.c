@@ -32,7 +32,7 @@ static void need_python(void)
         if (STRATA_SAN[0])
                 cr_skip_test("sanitizer build: libstrata.so cannot load into python3");
         if (access(PY, X_OK) ||
-            cli_sh(PY " -c 'import numpy, pip, setuptools' 2>&1", out, sizeof(out)))
+            cli_sh(PY " -c 'import setuptools, numpy, pip' 2>&1", out, sizeof(out)))
                 cr_skip_test("python3 with NumPy, pip and setuptools missing: %s", out);
 }
 
