@@ -580,3 +580,8 @@ int strata_model_targets(const struct strata_model *m, int *values, int *widths)
                 widths[k] = k < m->noutputs ? w.width[m->outputs[k].module] : 0;
         return STRATA_OK;
 }
+
+size_t strata_module_bytes(void)
+{
+        return sizeof(struct strata_module);
+}

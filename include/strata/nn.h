@@ -784,6 +784,12 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                        struct strata_model *model);
 
 /**
+ * @brief sizeof(struct strata_module): the storage a foreign caller (Python's ctypes) reserves
+ *        for each module strata_model_parse() fills, without mirroring the struct.
+ */
+size_t strata_module_bytes(void);
+
+/**
  * @brief The layout of @p m's output, every module's shape checked in order as strata_init()
  *        checks them; with outputs (m->noutputs) a flat vector of their widths' sum (a row
  *        of strata_predict_step()'s values, cfg.classes), the outputs checked too.
