@@ -74,13 +74,13 @@ static int check_clock(struct strata__wait *w)
 }
 
 /*
- * A blocking round of a wait with no futex word: the first YIELDS yield the core (a peer of
+ * A blocking round of a wait with no futex word: the first YIELDS (2) yield the core (a peer of
  * this process may be waiting for it), the next ones nap, each twice the last up to NAP_MAX_NS.
  * A yielding thread stays on the run queue and takes a share of its core from every other
  * thread there; with other processes holding the cores (a simulation's own threads) the late
  * device then gets a third of a core instead of half. A nap leaves the queue.
  */
-#define YIELDS 32
+#define YIELDS 2
 #define NAP_MIN_NS 10000L
 #define NAP_MAX_NS 640000L
 

@@ -1,7 +1,7 @@
 /*
  * The one bounded wait (internal): every blocking wait of the library goes through
  * strata__wait(). A wait spins with the arch pause for a while, then blocks round after round
- * (a timed sleep on its futex word, or without one sched_yield a few times, then naps that
+ * (a timed sleep on its futex word, or without one sched_yield twice, then naps that
  * grow from 10 us to 640 us, so that a waiter leaves the run queue to the late thread when
  * other processes hold the cores: issue 58, item 17), until its condition holds, its abort flag
  * is set or its deadline passes; once past its stall bound it calls its stall callback, once.

@@ -4,12 +4,13 @@
 # and with one busy loop per core of the machine beside it (as a simulation's own threads
 # would be), alternated REPS times; prints the medians and the ratio loaded / quiet. With OLD
 # (a build directory of another revision, e.g. one tools/bench-ab.sh made) the same for it.
-# Usage: tools/bench-contention.sh [REPS]; env BUILD, OLD.
+# Usage: tools/bench-contention.sh [REPS]; env BUILD, OLD, EXTRA (more strata-train options,
+# e.g. "--synthetic 16384" for a shorter epoch).
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh"
 reps=${1:-5}
 cores=$(nproc)
-args="--epochs 1 --batch 127 --bn --sync-bn --strategy ddp --quiet"
+args="--epochs 1 --batch 127 --bn --sync-bn --strategy ddp --quiet ${EXTRA:-}"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) x $cores"
 busy_pids=()
 busy_start() { for _ in $(seq "$cores"); do (while :; do :; done) & busy_pids+=($!); done; }
