@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nn/checkpoint.h"
+#include "tests/support/idxfiles.h"
 #include "tests/support/rig.h"
 
 #define N 4
@@ -84,9 +85,11 @@ static const char *path_of(const char *name)
         static int k;
         char *p = path[k++ & 1];
 
-        if (!dir[0]) {
-                strcpy(dir, "/tmp/strata-zero-XXXXXX");
-                cr_assert_not_null(mkdtemp(dir));
+        if (!dir[0]) { /* removed when the test's process exits */
+                const char *d = test_tmpdir();
+
+                cr_assert_not_null(d);
+                snprintf(dir, sizeof(dir), "%s", d);
         }
         snprintf(p, 128, "%s/%s", dir, name);
         return p;

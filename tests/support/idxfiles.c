@@ -2,16 +2,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "tests/support/idxfiles.h"
+
+/* The directories test_tmpdir() made in this process, removed when it exits. */
+static char made[16][64];
+static int nmade;
+static pid_t owner;
+
+static void remove_made(void)
+{
+        char cmd[160];
+
+        for (int i = 0; i < nmade && getpid() == owner; i++) {
+                snprintf(cmd, sizeof(cmd), "rm -rf '%.63s'", made[i]);
+                (void)!system(cmd);
+        }
+}
 
 const char *test_tmpdir(void)
 {
         static char dir[64];
 
         strcpy(dir, "/tmp/strata-test-XXXXXX");
-        return mkdtemp(dir);
+        if (!mkdtemp(dir))
+                return NULL;
+        if (owner != getpid()) { /* a forked test: its own list */
+                owner = getpid();
+                nmade = 0;
+                atexit(remove_made);
+        }
+        if (nmade < 16)
+                strcpy(made[nmade++], dir);
+        return dir;
 }
 
 const char *test_write(const char *dir, const char *name, const void *bytes, size_t n, int gz)

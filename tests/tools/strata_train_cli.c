@@ -329,6 +329,7 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         cli_epoch_line(out, e, b, sizeof(b));
         cr_assert_str_eq(a, b, "after SIGTERM at %s", name);
+        cli_rmtree(dir);
 
         /* A step checkpoint in the middle of epoch 2 of a fresh directory. */
         snprintf(dir + strlen(dir) - 6, 7, "XXXXXX");
@@ -344,6 +345,7 @@ Test(strata_train_cli, sigterm_checkpoints_and_mid_epoch_resume, .timeout = 180)
         cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
         cli_epoch_line(out, 1, a, sizeof(a));
         cr_assert_str_eq(a, b, "resumed from a step checkpoint");
+        cli_rmtree(dir);
         cr_assert_eq(run("--ckpt-every-steps 7 --accumulate 2", out, sizeof(out)), 2, "%s",
                      out);
         cr_assert(strstr(out, "needs --ckpt-dir"), "%s", out);
