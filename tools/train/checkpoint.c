@@ -159,7 +159,7 @@ static int prune(const char *dir, const char *saved, int keep, int top_k)
                         if (p < 0.0 || !strcmp(e->d_name, saved) || strlen(e->d_name) >= 64 ||
                             n == 256 || (top_k && p == floor(p)))
                                 continue;
-                        snprintf(names[n], sizeof(names[n]), "%s", e->d_name);
+                        snprintf(names[n], sizeof(names[n]), "%.63s", e->d_name);
                         pos[n++] = p;
                 }
         }
