@@ -14,6 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* Messages and paths are cut at their buffers on purpose (the sanitizer builds' -O1 sees it). */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
+
 #define MAX_DEFS 4096
 #define MAX_FINDINGS 64
 
