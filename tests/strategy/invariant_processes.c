@@ -20,6 +20,10 @@
 static char out[1 << 16];
 
 /* One job of processes at a time (the lock tests/strategy/processes.c takes). */
+/*
+ * One process test at a time (the lock other suites take too). The tests' timeouts count the
+ * wait for it: under ASan a queue of other process tests held it past 480 s once.
+ */
 static void serial(void)
 {
         int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
@@ -43,7 +47,7 @@ static void as_one(const char *dir, const char *name, const char *launch, const 
         cli_same_files(dir, "one", name);
 }
 
-Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
+Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 1200)
 {
         char dir[256];
 
@@ -67,7 +71,7 @@ Test(invariant_processes, layouts_bitwise_equal_one_device, .timeout = 480)
         cli_rmtree(dir);
 }
 
-Test(invariant_processes, resume_at_another_device_count, .timeout = 480)
+Test(invariant_processes, resume_at_another_device_count, .timeout = 1200)
 {
         char dir[256], args[768];
 
