@@ -19,10 +19,10 @@
 
 static char out[1 << 16];
 
-/* One job of processes at a time (the lock tests/strategy/processes.c takes). */
 /*
- * One process test at a time (the lock other suites take too). The tests' timeouts count the
- * wait for it: under ASan a queue of other process tests held it past 480 s once.
+ * One job of processes at a time (the lock tests/strategy/processes.c takes). The tests'
+ * timeouts count the wait for it: under ASan a queue of other process tests held it past
+ * 480 s once.
  */
 static void serial(void)
 {
