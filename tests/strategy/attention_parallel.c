@@ -214,35 +214,7 @@ Test(attention_parallel, a_checkpoint_resumes_bitwise, .timeout = 120)
 static void no_heap(enum strata_strategy_kind kind, int n, enum strata_precision prec,
                     int invariant)
 {
-        static float logits[RIG_BATCH * RIG_CLASSES];
-        struct strata_runtime *rt;
-        struct strata_memory_info mi;
-        struct strata_metrics m;
-        struct strata_batch b;
-        struct rig r;
-        long calls;
-
-        attention_rig(&r);
-        r.cfg.strategy.kind = kind;
-        r.cfg.strategy.devices = n;
-        r.cfg.strategy.invariant = invariant;
-        r.cfg.precision.kind = prec;
-        rt = rig_open(&r.cfg);
-        strata_loader_reset(&r.loader, r.idx, 256);
-        strata_heapcount_start();
-        while (strata_loader_next(&r.loader, &b)) {
-                cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_OK, "%s", strata_last_error());
-                cr_assert_eq(strata_eval_step(rt, &b, &m), STRATA_OK);
-                cr_assert_eq(strata_predict_step(rt, &b, logits, RIG_BATCH * RIG_CLASSES),
-                             STRATA_OK);
-        }
-        calls = strata_heapcount_stop();
-        cr_assert_eq(calls, 0, "strategy %d on %d: %ld heap calls during training", kind, n,
-                     calls);
-        cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
-        cr_assert_eq(mi.used, mi.planned, "strategy %d: used %zu bytes, planned %zu", kind,
-                     mi.used, mi.planned);
-        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        rig_no_heap(attention_rig, kind, n, prec, invariant);
 }
 
 Test(attention_parallel, no_heap_and_plan_is_used, .timeout = 120)

@@ -87,4 +87,12 @@ void rig_pytorch_matches(const char *st, const float *x, const float *out, int r
 void rig_pytorch_script(const char *script, const char *st, const float *x, int in,
                         const float *out, int outputs, int rows);
 
+/*
+ * An epoch of the model @p setup makes, trained, evaluated and predicted under @p kind on @p n
+ * devices, precision @p prec, invariant mode or not: no heap call in the process during the
+ * steps, and the memory used is the plan's to the byte.
+ */
+void rig_no_heap(void (*setup)(struct rig *), enum strata_strategy_kind kind, int n,
+                 enum strata_precision prec, int invariant);
+
 #endif
