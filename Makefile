@@ -246,8 +246,14 @@ $(TEST_OBJS): EXTRA_CFLAGS += -DSTRATA_TESTING $(TEST_CUDA_CFLAGS) -DSTRATA_BUIL
 test: test-deps
 	+$(Q)$(MAKE) --no-print-directory test-suite
 
+# The log is kept (build/test.log); a failed run repeats its failures last, where a CI log's
+# tail shows them, since Criterion prints them as they happen among other tests' output.
 test-suite: all $(TEST_BIN)
-	$(Q)$(TEST_BIN) --jobs $(JOBS) $(TESTARGS)
+	$(Q){ $(TEST_BIN) --jobs $(JOBS) $(TESTARGS) 2>&1; echo $$? > $(BUILD)/test.rc; } \
+	        | tee $(BUILD)/test.log; rc=$$(cat $(BUILD)/test.rc); \
+	if [ "$$rc" != 0 ]; then echo "== the failures of this run (from $(BUILD)/test.log):"; \
+	        grep -E -A3 '\[FAIL\]|Assertion|Timed out|CRASH|signal' $(BUILD)/test.log \
+	                | grep -v 'take turns' | tail -60; fi; exit $$rc
 
 asan:
 	+$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=asan CUDA=0 test \
