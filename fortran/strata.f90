@@ -41,7 +41,8 @@ module strata
   ! enum strata_optim_kind and enum strata_lr_schedule ("optim.kind", "optim.schedule")
   integer(c_int), parameter, public :: STRATA_OPTIM_SGD = 0, STRATA_OPTIM_ADAMW = 1
   integer(c_int), parameter, public :: STRATA_LR_CONSTANT = 0, STRATA_LR_STEP = 1, &
-                                       STRATA_LR_COSINE = 2
+                                       STRATA_LR_COSINE = 2, STRATA_LR_MULTISTEP = 3, &
+                                       STRATA_LR_ONECYCLE = 4
   ! enum strata_accumulate_reduce ("accumulate_reduce": how micro-batches are reduced)
   integer(c_int), parameter, public :: STRATA_ACCUMULATE_REDUCE_WINDOW = 0, &
                                        STRATA_ACCUMULATE_REDUCE_EACH = 1

@@ -15,6 +15,89 @@ int strata_optim_state_per_param(const struct strata_optim *o)
         return o->momentum != 0.0f ? 1 : 0;
 }
 
+/* MULTISTEP: gamma in (0, 1], milestones strictly ascending from > 0 (the list may be empty). */
+static int check_multistep(const struct strata_optim *o)
+{
+        if (o->schedule != STRATA_LR_MULTISTEP)
+                return STRATA_OK;
+        if (!(o->gamma > 0.0f && o->gamma <= 1.0f))
+                return strata__fail(STRATA_EINVAL, "multistep schedule: gamma %g not in (0, 1]",
+                                    o->gamma);
+        for (int i = 1; i < STRATA_LR_MILESTONES && o->milestones[i]; i++)
+                if (o->milestones[i] <= o->milestones[i - 1])
+                        return strata__fail(STRATA_EINVAL, "multistep schedule: milestone %d "
+                                            "(%llu) is not after milestone %d (%llu)", i,
+                                            (unsigned long long)o->milestones[i], i - 1,
+                                            (unsigned long long)o->milestones[i - 1]);
+        return STRATA_OK;
+}
+
+/* ONECYCLE's three numbers with their defaults applied (PyTorch's 0.3, 25, 1e4). */
+static void onecycle_params(const struct strata_optim *o, double *pct, double *div, double *fin)
+{
+        *pct = o->pct_start != 0.0f ? (double)o->pct_start : 0.3;
+        *div = o->div_factor != 0.0f ? (double)o->div_factor : 25.0;
+        *fin = o->final_div_factor != 0.0f ? (double)o->final_div_factor : 1e4;
+}
+
+/* ONECYCLE: t_max steps whose rising and falling phases each last more than one step. */
+static int check_onecycle(const struct strata_optim *o)
+{
+        double pct, div, fin, rise;
+
+        if (o->schedule != STRATA_LR_ONECYCLE)
+                return STRATA_OK;
+        onecycle_params(o, &pct, &div, &fin);
+        if (!(pct > 0.0 && pct < 1.0))
+                return strata__fail(STRATA_EINVAL, "onecycle schedule: pct_start %g not in "
+                                    "(0, 1)", pct);
+        if (!(div >= 1.0 && isfinite(div)) || !(fin >= 1.0 && isfinite(fin)))
+                return strata__fail(STRATA_EINVAL, "onecycle schedule: div_factor %g and "
+                                    "final_div_factor %g must be >= 1", div, fin);
+        rise = pct * (double)o->t_max - 1.0; /* the step the peak is reached at */
+        if (!(rise > 0.0 && rise < (double)o->t_max - 1.0))
+                return strata__fail(STRATA_EINVAL, "onecycle schedule: t_max %llu steps with "
+                                    "pct_start %g leave a phase without steps (use more steps)",
+                                    (unsigned long long)o->t_max, pct);
+        return STRATA_OK;
+}
+
+/* MultiStepLR's closed form: lr * gamma^(milestones <= k). */
+static float multistep_lr(const struct strata_optim *o, uint64_t k)
+{
+        int n = 0;
+
+        while (n < STRATA_LR_MILESTONES && o->milestones[n] && o->milestones[n] <= k)
+                n++;
+        return (float)((double)o->lr * pow((double)o->gamma, (double)n));
+}
+
+/*
+ * OneCycleLR's cosine annealing, two phases: from lr / div to lr over the first pct * t_max
+ * steps, then down to lr / div / final_div at step t_max - 1 (and after it).
+ */
+static float onecycle_lr(const struct strata_optim *o, uint64_t k)
+{
+        double pct, div, fin, peak = (double)o->lr, first, last, rise, end, x, a, b, p;
+
+        onecycle_params(o, &pct, &div, &fin);
+        first = peak / div;
+        last = first / fin;
+        rise = pct * (double)o->t_max - 1.0;
+        end = (double)o->t_max - 1.0;
+        x = (double)k < end ? (double)k : end;
+        if (x <= rise) {
+                p = x / rise;
+                a = first;
+                b = peak;
+        } else {
+                p = (x - rise) / (end - rise);
+                a = peak;
+                b = last;
+        }
+        return (float)(b + (a - b) / 2.0 * (cos(M_PI * p) + 1.0));
+}
+
 int strata_optim_check(const struct strata_optim *o)
 {
         if (!o)
@@ -40,6 +123,8 @@ int strata_optim_check(const struct strata_optim *o)
         if (o->schedule == STRATA_LR_COSINE && !(o->lr_min >= 0.0f && o->lr_min <= o->lr))
                 return strata__fail(STRATA_EINVAL, "cosine schedule: lr_min %g not in [0, lr "
                                     "%g] (the floor the rate anneals to)", o->lr_min, o->lr);
+        STRATA_TRY(check_multistep(o));
+        STRATA_TRY(check_onecycle(o));
         if (o->kind == STRATA_OPTIM_SGD) {
                 if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
                         return strata__fail(STRATA_EINVAL, "momentum %g not in [0, 1)",
@@ -79,6 +164,10 @@ float strata_optim_lr(const struct strata_optim *o, uint64_t t)
                 return (float)((double)o->lr_min + ((double)o->lr - (double)o->lr_min) *
                                                            (1.0 + cos(M_PI * (double)k /
                                                                       (double)o->t_max)) / 2.0);
+        case STRATA_LR_MULTISTEP:
+                return multistep_lr(o, k);
+        case STRATA_LR_ONECYCLE:
+                return onecycle_lr(o, k);
         default:
                 return o->lr;
         }

@@ -862,6 +862,8 @@ enum strata_lr_schedule {
         STRATA_LR_CONSTANT = 0, /**< lr */
         STRATA_LR_STEP,         /**< StepLR: lr * gamma^floor(k / step_size) */
         STRATA_LR_COSINE,       /**< CosineAnnealingLR: min + (lr - min)(1 + cos(pi k / T)) / 2 */
+        STRATA_LR_MULTISTEP,    /**< MultiStepLR: lr * gamma^(milestones <= k) */
+        STRATA_LR_ONECYCLE,     /**< OneCycleLR (cosine, two phases, lr only): lr is the peak */
         STRATA_LR_SCHEDULE_COUNT
 };
 
@@ -869,7 +871,9 @@ enum strata_lr_schedule {
  * Optimizer hyper-parameters (PyTorch semantics). The learning rate of optimizer step t
  * (from 1) is strata_optim_lr(): with warm-up, steps 1..warmup use lr * t / warmup (a linear
  * warm-up); after it the schedule runs with k = t - warmup - 1 steps done. A schedule's only
- * state is the step count, so a checkpoint's step counts restore it.
+ * state is the step count, so a checkpoint's step counts restore it. ONECYCLE takes lr as its
+ * peak and t_max as its total steps; it cycles the rate only (PyTorch's cycle_momentum=False).
+ * A rate that follows a metric (ReduceLROnPlateau) is struct strata_plateau, below.
  */
 /*
  * Its fields, listed once as X(path, type, field, kind, key): this list makes the struct and
@@ -891,19 +895,29 @@ enum strata_lr_schedule {
         X(g, uint64_t, step_size, U64, "step_size")      /* STEP: steps between decays */      \
         X(g, float, gamma, FLOAT, "gamma")               /* STEP: decay factor */              \
         X(g, uint64_t, t_max, U64, "t_max")              /* COSINE: steps to lr_min */         \
-        X(g, float, lr_min, FLOAT, "lr_min")             /* COSINE: final learning rate */
+        X(g, float, lr_min, FLOAT, "lr_min")             /* COSINE: final learning rate */  \
+        X(g, float, pct_start, FLOAT, "pct_start")       /* ONECYCLE: rising part (0: 0.3) */  \
+        X(g, float, div_factor, FLOAT, "div_factor")     /* ONECYCLE: lr / start (0: 25) */    \
+        X(g, float, final_div_factor, FLOAT, "final_div_factor") /* ONECYCLE: start / end    \
+                                                                    (0: 1e4) */
 
 /** One field of a configuration list: its declaration. */
 #define STRATA_CONFIG_FIELD(g, type, field, kind, key) type field;
 
+/** Milestones a MULTISTEP schedule holds at most. */
+#define STRATA_LR_MILESTONES 16
+
 struct strata_optim {
         STRATA_OPTIM_FIELDS(STRATA_CONFIG_FIELD, )
+        /** MULTISTEP: the schedule steps k at which the rate is multiplied by gamma, strictly
+         *  ascending, each > 0, the list ended by the first 0 (an array: not set by name) */
+        uint64_t milestones[STRATA_LR_MILESTONES];
 };
 
 /** Default optimizer: SGD, lr 0.05, momentum 0.9, constant learning rate. */
 #define STRATA_OPTIM_INIT                                                                      \
         { STRATA_OPTIM_SGD, 0.05f, 0.9f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f, STRATA_LR_CONSTANT, \
-          0, 0, 0.0f, 0, 0.0f }
+          0, 0, 0.0f, 0, 0.0f, 0.0f, 0.0f, 0.0f, { 0 } }
 
 /**
  * @brief The learning rate of optimizer step @p t (from 1) under @p o's schedule and warm-up.
@@ -919,6 +933,46 @@ int strata_optim_state_per_param(const struct strata_optim *o);
  * @retval STRATA_OK, or STRATA_EINVAL with a message naming the bad value.
  */
 int strata_optim_check(const struct strata_optim *o);
+
+/**
+ * ReduceLROnPlateau (PyTorch's, threshold_mode "rel"): the learning rate multiplied by
+ * @c factor (never below @c min_lr) once a metric has not improved for more than @c patience
+ * evaluations, then @c cooldown evaluations of rest. The configuration is public, the state
+ * (set by strata_plateau_start(), advanced by strata_plateau_step()) is read-only: a
+ * checkpoint keeps the whole struct to continue it. The application applies the rate with
+ * strata_set_lr().
+ */
+struct strata_plateau {
+        /* public: the configuration (STRATA_PLATEAU_INIT: PyTorch's defaults) */
+        int mode_max;           /**< 1: a larger metric is better (an accuracy); 0: smaller */
+        float factor;           /**< in (0, 1): the rate's multiplier on a plateau */
+        int patience;           /**< evaluations without improvement tolerated (>= 0) */
+        float threshold;        /**< relative improvement that counts (>= 0) */
+        int cooldown;           /**< evaluations after a reduction that count as no plateau */
+        float min_lr;           /**< the floor (>= 0) */
+        /* read-only: the state */
+        double lr;              /**< the current rate (a float's value: what steps use) */
+        double best;            /**< the best metric so far (+-inf: none) */
+        int bad;                /**< evaluations since the best */
+        int cooldown_left;      /**< evaluations of rest left */
+        int reductions;         /**< reductions so far */
+};
+
+/** PyTorch's defaults: min mode, factor 0.1, patience 10, threshold 1e-4, no cooldown. */
+#define STRATA_PLATEAU_INIT { 0, 0.1f, 10, 1e-4f, 0, 0.0f, 0.0, 0.0, 0, 0, 0 }
+
+/**
+ * @brief Check @p p's configuration and start it at the rate @p lr (no metric seen yet).
+ * @retval STRATA_OK, or STRATA_EINVAL naming the bad value (@p p unchanged).
+ */
+int strata_plateau_start(struct strata_plateau *p, float lr);
+
+/**
+ * @brief One evaluation's @p metric (a NaN never improves): *@p lr receives the rate to use
+ *        from now on, reduced when this evaluation ends a plateau.
+ * @retval STRATA_OK, or STRATA_EINVAL (NULL, or @p p never started; @p p unchanged).
+ */
+int strata_plateau_step(struct strata_plateau *p, double metric, float *lr);
 
 /**
  * @brief One optimizer update of @p n parameters in place.

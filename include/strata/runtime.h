@@ -536,6 +536,16 @@ int strata_parameter_copy(const struct strata_runtime *rt, int dev, int index, f
 int strata_outputs(const struct strata_runtime *rt, int *outputs);
 
 /**
+ * @brief Set the base learning rate (cfg.optim.lr) the following optimizer steps use: what a
+ *        rate that follows a metric (struct strata_plateau) applies between steps. The
+ *        schedule, if any, scales from it; a checkpoint does not keep it (the application's
+ *        block does). Every process of a job must set the same rate.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL runtime, lr not finite and > 0; nothing changed);
+ *         STRATA_EBADSTATE (not READY).
+ */
+int strata_set_lr(struct strata_runtime *rt, float lr);
+
+/**
  * @brief save_checkpoint: everything a bitwise resume needs (parameters, optimizer state and
  *        step counts, running statistics of every device, the global step) and @p app_bytes
  *        (at most STRATA_CKPT_APP_BYTES) of the application's own state, written atomically

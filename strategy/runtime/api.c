@@ -281,6 +281,16 @@ int strata_end_accumulation_window(struct strata_runtime *rt)
         return STRATA_OK;
 }
 
+int strata_set_lr(struct strata_runtime *rt, float lr)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        if (!(lr > 0.0f) || !isfinite(lr))
+                return strata__fail(STRATA_EINVAL, "learning rate %g must be > 0", lr);
+        rt->cfg.optim.lr = lr;
+        return STRATA_OK;
+}
+
 /* An evaluation event on a checked batch: refused after a stop request, one span long. */
 static int evaluate(struct strata_runtime *rt, int event, const struct strata__span *span,
                     struct strata__step_args *a)

@@ -16,6 +16,16 @@ struct shared_opt {
         double v;
 };
 
+/* MULTISTEP's milestones, weighed by their place: the library's fingerprint has no array. */
+static uint64_t milestones(const struct strata_optim *o)
+{
+        uint64_t sum = 0;
+
+        for (int i = 0; i < STRATA_LR_MILESTONES; i++)
+                sum += o->milestones[i] * (uint64_t)(i + 1);
+        return sum;
+}
+
 static int shared_opts(const struct run *r, struct shared_opt *s)
 {
         const struct opts *o = &r->o;
@@ -32,10 +42,16 @@ static int shared_opts(const struct run *r, struct shared_opt *s)
         s[n++] = (struct shared_opt){ "--ckpt-every-steps", (double)o->ckpt_every };
         s[n++] = (struct shared_opt){ "--drop-last", o->drop_last };
         s[n++] = (struct shared_opt){ "--shuffle off", o->no_shuffle };
+        s[n++] = (struct shared_opt){ "--lr-schedule multistep's milestones (their sum)",
+                                      (double)milestones(&r->cfg.optim) };
+        s[n++] = (struct shared_opt){ "--lr-schedule plateau", r->plateau_on };
+        s[n++] = (struct shared_opt){ "--lr-schedule plateau's patience", r->plateau.patience };
+        s[n++] = (struct shared_opt){ "--lr-schedule plateau's factor", r->plateau.factor };
+        s[n++] = (struct shared_opt){ "--lr-schedule plateau's floor", r->plateau.min_lr };
         return n;
 }
 
-#define MAX_SHARED 16
+#define MAX_SHARED 24
 
 /**
  * @brief Every process of the job has the same step-deciding options: 0, or 2 after the

@@ -26,7 +26,7 @@ struct app_state {
         uint32_t batch;
         uint64_t seed;
         uint32_t step_in_epoch; /* batches of the next epoch already trained */
-        uint32_t pad;
+        uint32_t plateau_bad;   /* --lr-schedule plateau: evaluations since the best (was 0) */
         double loss_sum;        /* their summed loss, for the epoch's train_loss */
         double test_acc;        /* of the last epoch evaluated (absent before this field: */
         double train_loss;      /* ...a run resumed complete reports them unknown) */
@@ -43,15 +43,18 @@ struct app_state {
          * same double is computed again (absent before: unknown) */
         uint32_t eval_rows;
         uint32_t eval_right[STRATA_MAX_OUTPUTS];
-        uint32_t pad2;
+        float plateau_lr;       /* --lr-schedule plateau: its rate (0: none; was padding) */
+        double plateau_best;    /* ...and its best metric (absent before: none) */
 };
 
 /* The block's sizes before it kept the last evaluation, before its loss and errors, before
- * each output's losses, and before each output's accuracy: a block's length is its version. */
+ * each output's losses, before each output's accuracy, and before the plateau's state: a
+ * block's length is its version. */
 #define APP_STATE_V1 offsetof(struct app_state, test_acc)
 #define APP_STATE_V2 offsetof(struct app_state, eval_loss)
 #define APP_STATE_V3 offsetof(struct app_state, out_losses)
 #define APP_STATE_V4 offsetof(struct app_state, eval_rows)
+#define APP_STATE_V5 offsetof(struct app_state, plateau_best)
 #define NO_ACC UINT32_MAX
 _Static_assert(sizeof(struct app_state) <= STRATA_CKPT_APP_BYTES,
                "strata-train's block fits a checkpoint's application block");
@@ -102,7 +105,7 @@ static void keep_accs(struct app_state *a, const struct evaluation *ev)
 /* The accuracies the block kept into @p ev (NaN: a float output, or a block without them). */
 static void load_accs(const struct app_state *a, size_t got, struct evaluation *ev)
 {
-        int known = got == sizeof(*a) && a->eval_rows > 0;
+        int known = got >= APP_STATE_V5 && a->eval_rows > 0;
 
         ev->rows = known ? (double)a->eval_rows : 0.0;
         for (int k = 0; k < STRATA_MAX_OUTPUTS; k++) {
@@ -190,7 +193,8 @@ int save_ckpt(struct strata_runtime *rt, const struct opts *o, struct position a
                                .step_in_epoch = (uint32_t)at.step, .loss_sum = at.loss_sum,
                                .test_acc = at.ev.acc, .train_loss = at.train_loss,
                                .eval_loss = at.ev.loss, .eval_mse = at.ev.mse,
-                               .eval_mae = at.ev.mae };
+                               .eval_mae = at.ev.mae, .plateau_bad = at.plateau_bad,
+                               .plateau_lr = at.plateau_lr, .plateau_best = at.plateau_best };
         char name[64], path[STRATA_CKPT_PATH_MAX];
 
         memcpy(a.out_losses, at.step ? at.loss_sums : at.train_losses, sizeof(a.out_losses));
@@ -279,17 +283,19 @@ static int resume(struct strata_runtime *rt, const struct opts *o,
         if (got < sizeof(a.magic) || memcmp(a.magic, "sttrain", 8) != 0)
                 return bad("--resume: %s was not written by strata-train", path);
         if (got != sizeof(a) && got != APP_STATE_V1 && got != APP_STATE_V2 &&
-            got != APP_STATE_V3 && got != APP_STATE_V4)
+            got != APP_STATE_V3 && got != APP_STATE_V4 && got != APP_STATE_V5)
                 return bad("--resume: %s holds a strata-train block of %zu bytes, a layout "
-                           "this strata-train does not read (it reads %zu, %zu, %zu, %zu or "
-                           "%zu): written by another version, or damaged", path, got,
-                           APP_STATE_V1, APP_STATE_V2, APP_STATE_V3, APP_STATE_V4, sizeof(a));
+                           "this strata-train does not read (it reads %zu, %zu, %zu, %zu, %zu "
+                           "or %zu): written by another version, or damaged", path, got,
+                           APP_STATE_V1, APP_STATE_V2, APP_STATE_V3, APP_STATE_V4,
+                           APP_STATE_V5, sizeof(a));
         if (a.batch != (uint32_t)o->batch || a.seed != o->seed)
                 return bad("--resume: %s was taken with another --batch or --seed", path);
         *at = (struct position){ (int)a.epochs_done, (long)a.step_in_epoch, a.loss_sum,
                                  a.train_loss, { a.eval_loss, a.test_acc, a.eval_mse,
                                                  a.eval_mae, { 0.0 }, { 0.0 }, 0.0, { 0 } },
-                                 { 0.0 }, { 0.0 } };
+                                 { 0.0 }, { 0.0 }, got == sizeof(a) ? a.plateau_lr : 0.0f,
+                                 a.plateau_bad, a.plateau_best };
         memcpy(a.step_in_epoch ? at->loss_sums : at->train_losses, a.out_losses,
                sizeof(a.out_losses));
         if (a.step_in_epoch) /* the last epoch's: not kept, and printed only once recomputed */
@@ -504,6 +510,10 @@ int ckpt_start(struct run *r)
         for (int k = 0; k < STRATA_MAX_OUTPUTS; k++)
                 r->at.ev.losses[k] = r->at.ev.accs[k] = r->at.train_losses[k] = NAN;
         if (o->resume && resume(r->rt, o, mine, &r->at)) {
+                strata_teardown(r->rt);
+                return 2;
+        }
+        if (r->plateau_on && r->at.plateau_lr > 0.0f && trainer_plateau_resume(r)) {
                 strata_teardown(r->rt);
                 return 2;
         }

@@ -155,20 +155,68 @@ static int check_steps(struct run *r)
         return 0;
 }
 
-/*
- * --lr-schedule and --warmup into the optimizer; cosine anneals over the run's optimizer
- * steps after the warm-up (an epoch's last, partial accumulation window is a step too).
- * Returns 2 (with a message) on a bad specification.
- */
-static int set_schedule(const struct opts *o, long steps_per_epoch, struct strata_optim *opt)
+/* multistep:M1,M2,...:GAMMA's milestones into @p opt (strictly ascending, checked later). */
+static int set_milestones(const char *s, struct strata_optim *opt)
 {
+        const char *p = s + strlen("multistep:"), *colon = strrchr(s, ':');
+        unsigned long long m;
+        int n = 0, used;
+        char tail;
+
+        if (colon <= p || sscanf(colon + 1, "%f%c", &opt->gamma, &tail) != 1)
+                return -1;
+        while (p < colon) {
+                if (n == STRATA_LR_MILESTONES || sscanf(p, "%llu%n", &m, &used) != 1 || !m ||
+                    (p[used] != ',' && p + used != colon))
+                        return -1;
+                opt->milestones[n++] = m;
+                p += used + (p + used != colon);
+        }
+        opt->schedule = STRATA_LR_MULTISTEP;
+        return 0;
+}
+
+/* plateau[:PATIENCE[:FACTOR[:MIN]]]: ReduceLROnPlateau on --monitor, at every epoch's end. */
+static int set_plateau(struct run *r, const char *s)
+{
+        struct strata_plateau *p = &r->plateau;
+        long patience = p->patience;
+        char tail;
+        int n;
+
+        if (strcmp(s, "plateau") &&
+            ((n = sscanf(s, "plateau:%ld:%f:%f%c", &patience, &p->factor, &p->min_lr,
+                         &tail)) < 1 || n > 3))
+                return -1;
+        p->patience = (int)patience;
+        p->mode_max = trainer_larger(r);
+        if (patience < 0 || patience > 1L << 20 || strata_plateau_start(p, r->cfg.optim.lr))
+                return bad("--lr-schedule %s: %s", s, patience < 0 || patience > 1L << 20 ?
+                           "patience not in [0, 1048576]" : strata_last_error());
+        r->plateau_on = 1;
+        return 0;
+}
+
+/*
+ * --lr-schedule and --warmup into the optimizer; cosine and onecycle anneal over the run's
+ * optimizer steps after the warm-up (an epoch's last, partial accumulation window is a step
+ * too); plateau is kept by the tool (r->plateau) and applied between epochs. Returns 2 (with
+ * a message) on a bad specification.
+ */
+static int set_schedule(struct run *r)
+{
+        const struct opts *o = &r->o;
+        struct strata_optim *opt = &r->cfg.optim;
         const char *s = o->schedule ? o->schedule : "constant";
-        long total = (steps_per_epoch + o->accumulate - 1) / o->accumulate * o->epochs;
+        long total = (r->steps_per_epoch + o->accumulate - 1) / o->accumulate * o->epochs;
         unsigned long long n;
         char tail;
         float x;
+        int rc;
 
         opt->warmup = (uint64_t)o->warmup;
+        r->plateau = (struct strata_plateau)STRATA_PLATEAU_INIT;
+        r->plateau_on = 0;
         if (!strcmp(s, "constant"))
                 return 0;
         if (sscanf(s, "step:%llu:%f%c", &n, &x, &tail) == 2) {
@@ -179,9 +227,21 @@ static int set_schedule(const struct opts *o, long steps_per_epoch, struct strat
                 opt->schedule = STRATA_LR_COSINE;
                 opt->lr_min = strcmp(s, "cosine") ? x : 0.0f;
                 opt->t_max = total > o->warmup ? (uint64_t)(total - o->warmup) : 1;
+        } else if (!strcmp(s, "onecycle") || sscanf(s, "onecycle:%f%c", &x, &tail) == 1) {
+                opt->schedule = STRATA_LR_ONECYCLE;
+                opt->pct_start = strcmp(s, "onecycle") ? x : 0.0f;
+                opt->t_max = total > o->warmup ? (uint64_t)(total - o->warmup) : 1;
+        } else if (!strncmp(s, "multistep:", 10)) {
+                if (set_milestones(s, opt))
+                        return bad("--lr-schedule: '%s' is not multistep:M1,M2,...:GAMMA (at "
+                                   "most %d milestones, optimizer steps > 0)", s,
+                                   STRATA_LR_MILESTONES);
+        } else if (!strncmp(s, "plateau", 7) && (rc = set_plateau(r, s)) >= 0) {
+                return rc;
         } else {
-                return bad("--lr-schedule: '%s' is not constant, step:N:GAMMA or cosine[:MIN]",
-                           s);
+                return bad("--lr-schedule: '%s' is not constant, step:N:GAMMA, cosine[:MIN], "
+                           "multistep:M1,M2,...:GAMMA, onecycle[:PCT] or "
+                           "plateau[:PATIENCE[:FACTOR[:MIN]]]", s);
         }
         if (strata_optim_check(opt))
                 return bad("--lr-schedule: %s", strata_last_error());
@@ -219,7 +279,7 @@ int config_fill(struct run *r)
  */
 int config_check(struct run *r)
 {
-        return check_steps(r) || set_schedule(&r->o, r->steps_per_epoch, &r->cfg.optim) ? 2 : 0;
+        return check_steps(r) || set_schedule(r) ? 2 : 0;
 }
 
 /**

@@ -22,7 +22,9 @@ struct epoch {
 /* Where the run stands after the epoch's batches so far (checkpoints, a stop). */
 static struct position here(const struct run *r, const struct epoch *e)
 {
-        struct position p = { e->ep, e->s, e->loss_sum, r->train_loss, r->ev, { 0.0 }, { 0.0 } };
+        struct position p = { e->ep, e->s, e->loss_sum, r->train_loss, r->ev, { 0.0 }, { 0.0 },
+                              r->plateau_on ? (float)r->plateau.lr : 0.0f,
+                              (uint32_t)r->plateau.bad, r->plateau.best };
 
         memcpy(p.loss_sums, e->loss_sums, sizeof(p.loss_sums));
         memcpy(p.train_losses, r->train_losses, sizeof(p.train_losses));
@@ -236,6 +238,8 @@ static int end_epoch(struct run *r, struct epoch *e)
                 r->train_losses[k] = e->loss_sums[k] / (double)e->s;
         if ((rc = eval_pass(r, &r->ev)))
                 return rc == STRATA_ESTOPPED ? stopped(r, e) : fail(r);
+        if (trainer_plateau(r, e->ep))
+                return fail(r);
         if (r->tty)
                 printf("\r\033[K");
         if (r->o.trace && strata_flush_trace(r->rt))

@@ -59,7 +59,8 @@ struct opts {
         int resume_auto;        /* --resume auto found no checkpoint: a new run */
         const char *export_st;  /* safetensors of the final weights */
         long ckpt_every;        /* also every N optimizer steps (0: epoch ends only) */
-        const char *schedule;   /* constant | step:N:GAMMA | cosine[:MIN] */
+        const char *schedule;   /* constant, step:N:GAMMA, cosine[:MIN], multistep:..., onecycle,
+                                 * plateau (config.c) */
         long warmup;            /* linear warm-up optimizer steps */
         const char *trace;      /* Chrome trace of every device */
         long trace_events;      /* trace events buffered per device */
@@ -154,6 +155,10 @@ struct position {
         /* several outputs: each one's summed loss over those batches, and its train_loss */
         double loss_sums[STRATA_MAX_OUTPUTS];
         double train_losses[STRATA_MAX_OUTPUTS];
+        /* --lr-schedule plateau: its state (plateau_lr 0: none) */
+        float plateau_lr;
+        uint32_t plateau_bad;
+        double plateau_best;
 };
 
 /* One run of this process: everything train() sets up, then the loop uses. */
@@ -199,6 +204,8 @@ struct run {
                 double value;
                 int epoch;              /* its epoch (from 1; 0: none yet) */
         } best;
+        struct strata_plateau plateau;  /* --lr-schedule plateau (plateau_on) */
+        int plateau_on;
         struct {                        /* the loss's growth (loop.c: watch_loss) */
                 double first, smooth;   /* the run's first step; smoothed since */
                 int warned;
@@ -223,6 +230,9 @@ void trainer_watch_time(const struct run *r);
 int trainer_mid_eval(struct run *r, int ep, long s);
 int trainer_early_stop(struct run *r, int ep);
 int trainer_top_k(const struct run *r, const char *name);
+int trainer_larger(const struct run *r);
+int trainer_plateau(struct run *r, int ep);
+int trainer_plateau_resume(struct run *r);
 
 /* data.c */
 int data_load(struct run *r);

@@ -91,8 +91,9 @@ int trainer_check(const struct run *r)
                 return bad("--monitor: '%s' is not a metric of this run (train_loss, %s_loss, "
                            "%s)", r->o.monitor, r->set,
                            regression ? "SET_mse or SET_mae" : "SET_acc");
-        if (r->o.monitor && !r->o.patience && !r->o.top_k)
-                return bad("--monitor names what --early-stop and --save-top-k watch: give one");
+        if (r->o.monitor && !r->o.patience && !r->o.top_k && !r->plateau_on)
+                return bad("--monitor names what --early-stop, --save-top-k and --lr-schedule "
+                           "plateau watch: give one");
         if (r->o.top_k && !r->o.ckpt_dir)
                 return bad("--save-top-k keeps the best checkpoints of --ckpt-dir: give "
                            "--ckpt-dir");
@@ -139,6 +140,73 @@ int trainer_mid_eval(struct run *r, int ep, long s)
         else if (!r->o.quiet)
                 printf("  epoch %d, batch %ld: %s\n", ep + 1, s, eval_fields(r, &ev, 0, buf,
                                                                             sizeof(buf)));
+        return 0;
+}
+
+/** @brief Whether a larger value of the monitored metric is better (an accuracy). */
+int trainer_larger(const struct run *r)
+{
+        int larger;
+
+        return monitor_kind(r, &larger) >= 0 && larger;
+}
+
+/*
+ * The monitored value, the same in every process: the largest any device of the job holds
+ * (they hold the same value, the evaluation being the job's; this makes it so by
+ * construction, so every process's plateau decides alike).
+ */
+static int agreed_monitor(struct run *r, double *v)
+{
+        static double vals[STRATA_MAX_DEVICES];
+        void *bufs[STRATA_MAX_DEVICES];
+
+        for (int d = 0; d < STRATA_MAX_DEVICES; d++) {
+                vals[d] = monitored(r);
+                bufs[d] = &vals[d];
+        }
+        if (strata_reduce(r->rt, bufs, 1, STRATA_F64, STRATA_OP_MAX))
+                return 1;
+        *v = vals[0];
+        return 0;
+}
+
+/**
+ * @brief --lr-schedule plateau: after epoch @p ep's evaluation, ReduceLROnPlateau stepped on
+ *        the monitored metric and its rate applied (said on stderr when it drops). 0, or 1
+ *        with the library's message.
+ */
+int trainer_plateau(struct run *r, int ep)
+{
+        double was = r->plateau.lr, v;
+        float lr;
+
+        if (!r->plateau_on)
+                return 0;
+        if (agreed_monitor(r, &v) || strata_plateau_step(&r->plateau, v, &lr) ||
+            strata_set_lr(r->rt, lr))
+                return 1;
+        r->cfg.optim.lr = lr; /* what the metrics and lines report */
+        if (r->plateau.lr < was && strata_is_global_zero(r->rt) && !r->o.quiet)
+                fprintf(stderr, "%sstrata-train: epoch %d: %s has not improved for %d "
+                                "evaluation%s: learning rate %g -> %g\n", r->tty ? "\n" : "",
+                        ep + 1, r->o.monitor ? r->o.monitor : "the evaluation loss",
+                        r->plateau.patience + 1, r->plateau.patience ? "s" : "", was, (double)lr);
+        return 0;
+}
+
+/**
+ * @brief --resume with --lr-schedule plateau: the checkpoint's plateau state (r->at) taken
+ *        and its rate applied. 0, or 2 after the message.
+ */
+int trainer_plateau_resume(struct run *r)
+{
+        r->plateau.lr = (double)r->at.plateau_lr;
+        r->plateau.bad = (int)r->at.plateau_bad;
+        r->plateau.best = r->at.plateau_best;
+        r->cfg.optim.lr = r->at.plateau_lr;
+        if (strata_set_lr(r->rt, r->at.plateau_lr))
+                return bad("--resume: %s", strata_last_error());
         return 0;
 }
 
