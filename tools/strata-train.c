@@ -44,6 +44,10 @@ static int train_start(struct run *r)
                 strata_teardown(r->rt);
                 return 2;
         }
+        if (r->o.tensorboard && strata_is_global_zero(r->rt) && tb_open(r->o.tensorboard)) {
+                strata_teardown(r->rt);
+                return 2;
+        }
         return train_loop(r);
 }
 

@@ -279,7 +279,7 @@ int config_fill(struct run *r)
  */
 int config_check(struct run *r)
 {
-        return check_steps(r) || set_schedule(r) ? 2 : 0;
+        return check_steps(r) || trial_limit_train(r) || set_schedule(r) ? 2 : 0;
 }
 
 /**
@@ -305,6 +305,7 @@ int config_start(struct run *r)
                 r->o.quiet = 1;
                 r->o.json = 0;
                 r->o.metrics_csv = NULL;
+                r->o.tensorboard = NULL;
                 if (!saves_together(r)) {
                         r->o.ckpt_dir = NULL;
                         r->o.export_st = NULL;

@@ -210,10 +210,11 @@ int eval_pass(struct run *r, struct evaluation *ev)
         double loss = 0.0, se = 0.0, ae = 0.0, agree = 0.0, rows = 0.0;
         double own[STRATA_MAX_OUTPUTS] = { 0.0 };
         long correct = 0, right[STRATA_MAX_OUTPUTS] = { 0 };
+        long left = trial_val_batches(r, ((long)r->test.n + r->o.batch - 1) / r->o.batch);
         int rc;
 
         strata_loader_reset(&r->tloader, r->test_idx, r->test.n);
-        while (strata_loader_next_indexed(&r->tloader, &b) > 0) {
+        while (left-- > 0 && strata_loader_next_indexed(&r->tloader, &b) > 0) {
                 if ((rc = strata_eval_step(r->rt, &b, &m)) ||
                     (eval_fits_bce(r) && (rc = bce_agree(r, &b, &agree))))
                         return rc ? rc : 1;

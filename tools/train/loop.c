@@ -275,7 +275,7 @@ static int epoch(struct run *r, int ep)
         int rc;
 
         begin_epoch(r, &e);
-        while (strata_loader_next_indexed(&r->loader, &b) > 0) {
+        while (e.s < r->steps_per_epoch && strata_loader_next_indexed(&r->loader, &b) > 0) {
                 if ((rc = step(r, &e, &b)) || r->ended)
                         return rc;
         }
@@ -308,7 +308,7 @@ static int finish(struct run *r)
         }
         if (stdout_failed())
                 rc = 1;
-        csv_failed = csv_close(r->csv);
+        csv_failed = csv_close(r->csv) | tb_close();
         strata_arena_release(&r->data);
         report_trace(&r->o);
         return rc || csv_failed ? 1 : 0;

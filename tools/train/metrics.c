@@ -85,6 +85,31 @@ static const char *own_cols(const struct run *r, const double *own, const struct
         return buf;
 }
 
+/*
+ * The row's scalars for TensorBoard too: a step row's train_loss_step; an epoch row's
+ * train_loss_epoch, the learning rate, and the evaluation's loss and metrics by their names.
+ */
+static void tb_row(const struct run *r, long step, double loss, double lr,
+                   const struct evaluation *ev)
+{
+        char tag[64];
+
+        if (!tb_on())
+                return;
+        tb_scalar(ev ? "train_loss_epoch" : "train_loss_step", loss, step);
+        if (!ev)
+                return;
+        tb_scalar("lr", lr, step);
+        snprintf(tag, sizeof(tag), "%s_loss", r->set);
+        tb_scalar(tag, ev->loss, step);
+        snprintf(tag, sizeof(tag), "%s_acc", r->set);
+        tb_scalar(tag, ev->acc, step);
+        snprintf(tag, sizeof(tag), "%s_mse", r->set);
+        tb_scalar(tag, ev->mse, step);
+        snprintf(tag, sizeof(tag), "%s_mae", r->set);
+        tb_scalar(tag, ev->mae, step);
+}
+
 /**
  * @brief One row: the evaluation's columns empty without @p ev (a step row); a model of
  *        several outputs adds each one's training loss @p own and evaluation loss.
@@ -95,6 +120,7 @@ void csv_row(const struct run *r, long step, int epoch, double loss, double lr, 
         struct csvlog *l = r->csv;
         char cols[128], per[40 * 3 * STRATA_MAX_OUTPUTS + 1];
 
+        tb_row(r, step, loss, lr, ev);
         if (!l->on || l->failed)
                 return;
         csv_put(l, "%ld,%d,%.6f,%.6g,%.1f,%s%s\n", step, epoch, loss, lr, sps,
@@ -151,7 +177,7 @@ void csv_step(const struct run *r, int ep, long s, const struct strata_metrics *
         double now, lr, own[STRATA_MAX_OUTPUTS];
         long g;
 
-        if (!l->on)
+        if (!l->on && !tb_on())
                 return;
         l->loss_sum += m->loss;
         for (int k = 0; k < m->noutputs; k++)
@@ -183,6 +209,7 @@ void csv_epoch(const struct run *r, int ep, long done, double ep_time)
         csv_row(r, (long)(ep + 1) * r->steps_per_epoch, ep + 1, r->train_loss, epoch_lr(r, ep),
                 (double)(done * r->o.batch) / ep_time, &r->ev, r->train_losses);
         csv_flush(r->csv);
+        tb_flush();
 }
 
 /** @brief Close the log (its rows made durable); 1 when any write failed. */

@@ -259,6 +259,9 @@ static const struct option long_opts[] = {
         { "max-steps", 1, 0, OPT_MAX_STEPS }, { "max-time", 1, 0, OPT_MAX_TIME },
         { "val-every-n-steps", 1, 0, OPT_VAL_EVERY }, { "early-stop", 1, 0, OPT_EARLY_STOP },
         { "monitor", 1, 0, OPT_MONITOR }, { "save-top-k", 1, 0, OPT_SAVE_TOP_K },
+        { "tensorboard", 1, 0, OPT_TENSORBOARD }, { "fast-dev-run", 2, 0, OPT_FAST_DEV_RUN },
+        { "limit-train-batches", 1, 0, OPT_LIMIT_TRAIN },
+        { "limit-val-batches", 1, 0, OPT_LIMIT_VAL },
         { 0, 0, 0, 0 },
 };
 
@@ -462,6 +465,10 @@ static int parse_option(int c, char **argv, struct opts *o)
         }
         if (c == OPT_BETAS)
                 return betas_option(optarg, o);
+        /* --fast-dev-run N as Lightning's users write it: a count in the next word too */
+        if (c == OPT_FAST_DEV_RUN && !optarg && argv[optind] &&
+            strspn(argv[optind], "0123456789") == strlen(argv[optind]) && argv[optind][0])
+                return trial_option(c, argv[optind++], o);
         if (c == 'z') {
                 rc = parse_seconds("stall-report", optarg, 0.0, &o->stall_s);
                 if (!rc && o->stall_s == 0.0)
@@ -547,6 +554,7 @@ void warn_ignored(const struct opts *o)
                 ignored("--dropout", "a --model line names its modules; add dropout(P) to it");
         if (line && (o->given & GIVEN_ACTIVATION))
                 ignored("--activation", "a --model line names its modules and activations");
+        trial_note(o);
 }
 
 /** @brief The command line into @p o: 0, or 2 after the message (--help exits 0). */
@@ -566,7 +574,7 @@ int parse_args(int argc, char **argv, struct opts *o)
         }
         if (optind < argc)
                 return bad("unexpected argument '%s'", argv[optind]);
-        if (check_h5(o))
+        if (check_h5(o) || trial_apply(o))
                 return 2;
         warn_reduce_each(o);
         return check_devices(o);

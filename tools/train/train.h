@@ -15,6 +15,9 @@
  *   weights.c     --init-weights[-partial], --export-initial, --evaluate
  *   launch.c      how the job's processes start: spawn's parent, mpi's launcher, the rank
  *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
+ *   trainer.c     Lightning's Trainer options: max steps and time, early stop, top-k, plateau
+ *   trial.c       --fast-dev-run, --limit-train-batches, --limit-val-batches
+ *   tboard.c      --tensorboard: TensorBoard event files
  * A function returning int returns 0 on success, else the exit status (its message printed).
  */
 #ifndef STRATA_TOOLS_TRAIN_TRAIN_H
@@ -101,12 +104,19 @@ struct opts {
         long patience;          /* --early-stop: evaluations without improvement (0: off) */
         const char *monitor;    /* --monitor: the metric watched (NULL: the evaluation loss) */
         long top_k;             /* --save-top-k: the best K epoch checkpoints kept (0: off) */
+        const char *tensorboard; /* --tensorboard DIR: TensorBoard event files (tboard.c) */
+        long fast_dev_run;      /* --fast-dev-run [N]: N batches, one epoch, no files (trial.c) */
+        double limit_train;     /* --limit-train-batches: a count, or -fraction (0: all) */
+        double limit_val;       /* --limit-val-batches: the same (limit_val_set: given) */
+        int limit_val_set;
         unsigned given;         /* GIVEN_*: options given whose default is also a value */
 };
 
 /* The Trainer options' codes (options.c's table; trainer.c parses them). */
 enum { OPT_MAX_STEPS = 0x4e01, OPT_MAX_TIME, OPT_VAL_EVERY, OPT_EARLY_STOP, OPT_MONITOR,
        OPT_SAVE_TOP_K };
+/* ...and those of the trials, the logger and the sets (trial.c, tboard.c, data.c) */
+enum { OPT_TENSORBOARD = 0x5101, OPT_FAST_DEV_RUN, OPT_LIMIT_TRAIN, OPT_LIMIT_VAL };
 
 /* Options given on the command line, for the warnings about ones a run ignores. */
 enum { GIVEN_MOMENTUM = 1u << 0, GIVEN_ACTIVATION = 1u << 1, GIVEN_BETAS = 1u << 2 };
@@ -233,6 +243,20 @@ int trainer_top_k(const struct run *r, const char *name);
 int trainer_larger(const struct run *r);
 int trainer_plateau(struct run *r, int ep);
 int trainer_plateau_resume(struct run *r);
+
+/* trial.c: --fast-dev-run, --limit-train-batches, --limit-val-batches */
+int trial_option(int c, const char *s, struct opts *o);
+int trial_apply(struct opts *o);
+void trial_note(const struct opts *o);
+int trial_limit_train(struct run *r);
+long trial_val_batches(const struct run *r, long batches);
+
+/* tboard.c: --tensorboard DIR */
+int tb_open(const char *dir);
+void tb_scalar(const char *tag, double v, long step);
+void tb_flush(void);
+int tb_on(void);
+int tb_close(void);
 
 /* data.c */
 int data_load(struct run *r);

@@ -39,8 +39,11 @@ int trainer_option(int c, const char *s, struct opts *o)
                 return 0;
         case OPT_SAVE_TOP_K:
                 return parse_long_option("save-top-k", s, 1, 64, &o->top_k);
+        case OPT_TENSORBOARD:
+                o->tensorboard = s;
+                return 0;
         }
-        return -1;
+        return trial_option(c, s, o);
 }
 
 /* The metric --monitor names: which value, and whether larger is better. */
