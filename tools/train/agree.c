@@ -44,6 +44,7 @@ static int shared_opts(const struct run *r, struct shared_opt *s)
         s[n++] = (struct shared_opt){ "--shuffle off", o->no_shuffle };
         s[n++] = (struct shared_opt){ "--lr-schedule multistep's milestones (their sum)",
                                       (double)milestones(&r->cfg.optim) };
+        s[n++] = (struct shared_opt){ "--val-fraction", o->val_fraction };
         s[n++] = (struct shared_opt){ "--limit-val-batches (given)", o->limit_val_set };
         s[n++] = (struct shared_opt){ "--limit-val-batches", o->limit_val };
         s[n++] = (struct shared_opt){ "--lr-schedule plateau", r->plateau_on };

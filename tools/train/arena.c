@@ -39,6 +39,11 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
                          /* float targets' staging and bce's outputs (the model's outputs,
                           * when known; h5data.c counts its own) */
                          (size_t)o->batch * (size_t)(r->nw > 0 ? r->widths[r->nw - 1] : 0) * 8;
+        if (o->val_fraction > 0.0f) /* a validation loader's staging and order (sets.c) */
+                r->data_bytes += (size_t)o->batch * ((size_t)r->widths[0] +
+                                                     (size_t)(r->nw > 0 ? r->widths[r->nw - 1]
+                                                                        : 0) + 1) * 4 +
+                                 samples * 4 + 2 * 4096;
         r->mem_limit = memory_limit(r->why, sizeof(r->why));
         for (int i = 0; p && r->data_bytes > r->mem_limit && !o->synthetic && i < 4; i++)
                 if (strata__idx_check_payload(p[i])) /* a cut file, not a large one */

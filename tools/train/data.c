@@ -205,7 +205,7 @@ int data_load(struct run *r)
 
         r->set = "test";
         if (r->o.inputs)
-                return h5_data_load(r) || loss_fits(r) ? 2 : 0;
+                return h5_data_load(r) || loss_fits(r) || sets_split(r) ? 2 : 0;
         idx_paths(&r->o, p);
         if (layers_given(r->o.model)) {
                 if (layers_model(r, r->o.synthetic || r->o.synthetic_regression ? NULL : p[0]))
@@ -220,7 +220,7 @@ int data_load(struct run *r)
         if (r->o.synthetic)
                 for (int i = 0; i < 4; i++)
                         snprintf(p[i], PATH_BUF, "synthetic %s", i < 2 ? "training" : "test");
-        return data_check(r, p);
+        return data_check(r, p) || sets_split(r) ? 2 : 0;
 }
 
 /**
@@ -256,5 +256,5 @@ int data_loaders(struct run *r)
                                sizeof(double) * (size_t)r->steps_per_epoch * r->o.epochs, 0, &p))
                 return bad("%s", strata_last_error());
         r->step_cpu = p;
-        return 0;
+        return sets_loaders(r);
 }

@@ -5,7 +5,7 @@
  * when z >= 0, against target >= 0.5, over every output), from the outputs strata_predict_step()
  * gives, since the library's MSE and MAE are of the raw logits; mse, l1 and huber the MSE and
  * MAE of the outputs. The set is named for what it is: "test" (a test split or --test-data),
- * "val" (--val-fraction) or "train_eval" (the training samples themselves). BCE's targets are
+ * "val" (--val-fraction; beside a test set, sets.c) or "train_eval" (the training samples). BCE's targets are
  * checked to be probabilities where the data is loaded (data.c, h5data.c).
  */
 #include <math.h>
@@ -210,11 +210,15 @@ int eval_pass(struct run *r, struct evaluation *ev)
         double loss = 0.0, se = 0.0, ae = 0.0, agree = 0.0, rows = 0.0;
         double own[STRATA_MAX_OUTPUTS] = { 0.0 };
         long correct = 0, right[STRATA_MAX_OUTPUTS] = { 0 };
-        long left = trial_val_batches(r, ((long)r->test.n + r->o.batch - 1) / r->o.batch);
-        int rc;
+        int val = r->val.n && !r->testing, rc;
+        struct strata_loader *ld = val ? &r->vloader : &r->tloader;
+        uint32_t n = val ? r->val.n : r->test.n;
+        long left = ((long)n + r->o.batch - 1) / r->o.batch;
 
-        strata_loader_reset(&r->tloader, r->test_idx, r->test.n);
-        while (left-- > 0 && strata_loader_next_indexed(&r->tloader, &b) > 0) {
+        if (!r->testing) /* --limit-val-batches: the test set is evaluated whole */
+                left = trial_val_batches(r, left);
+        strata_loader_reset(ld, val ? r->val_idx : r->test_idx, n);
+        while (left-- > 0 && strata_loader_next_indexed(ld, &b) > 0) {
                 if ((rc = strata_eval_step(r->rt, &b, &m)) ||
                     (eval_fits_bce(r) && (rc = bce_agree(r, &b, &agree))))
                         return rc ? rc : 1;

@@ -68,7 +68,8 @@ static int h5_read(struct run *r, struct h5_set *train, struct h5_set *eval)
         *train = file;
         *eval = o->test_data ? test_file : file;
         r->set = o->test_data ? "test" : o->val_fraction > 0.0f ? "val" : "train_eval";
-        if (o->val_fraction > 0.0f && h5_split(&file, o->val_fraction, train, eval))
+        if (!o->test_data && o->val_fraction > 0.0f && /* with a test file: sets.c's split */
+            h5_split(&file, o->val_fraction, train, eval))
                 return bad("%s", h5_error());
         return 0;
 }

@@ -195,6 +195,7 @@ static int step_failed(struct run *r, const struct epoch *e)
 static int stopped(struct run *r, struct epoch *e)
 {
         stop_agree(r->rt);
+        tb_flush();
         if (stop_limit()) /* --max-time, agreed by every process: no signal */
                 return limit_end(r, e, "--max-time");
         stopped_summary(&r->o, e->ep, e->s, e->loss_sum / (double)(e->s ? e->s : 1),
@@ -294,7 +295,8 @@ static int finish(struct run *r)
         long heap = strata_heapcount_stop();
         int rc, csv_failed;
 
-        if (r->o.export_st && export_weights(r, r->o.export_st))
+        if (sets_test(r, (long)r->o.epochs * r->steps_per_epoch) ||
+            (r->o.export_st && export_weights(r, r->o.export_st)))
                 return fail(r);
         if (r->at.epoch >= r->o.epochs)
                 report_finished(r);

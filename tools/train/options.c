@@ -410,12 +410,8 @@ static int check_h5(const struct opts *o)
         if (!o->inputs != !o->targets)
                 return bad("--inputs and --targets name the two datasets of an HDF5 --data "
                            "file: give both");
-        if (!o->inputs && (o->test_data || o->val_fraction > 0.0f))
-                return bad("--%s needs an HDF5 --data file with --inputs and --targets",
-                           o->test_data ? "test-data" : "val-fraction");
-        if (o->test_data && o->val_fraction > 0.0f)
-                return bad("--test-data and --val-fraction both name the evaluation set: give "
-                           "one");
+        if (!o->inputs && o->test_data)
+                return bad("--test-data needs an HDF5 --data file with --inputs and --targets");
         if (o->inputs && (o->synthetic || o->synthetic_regression))
                 return bad("--synthetic and --inputs: one data set at a time");
         if (!o->inputs && stat(o->data, &st) == 0 && S_ISREG(st.st_mode))

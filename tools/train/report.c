@@ -43,13 +43,18 @@ void report_start(struct run *r)
 
         /* Under a launcher stdout may be a terminal of its own (Open MPI's pseudo-terminal)
          * while the job's output goes to a file: plain lines there. */
+        char val[32] = "";
+
         r->tty = isatty(1) && !o->quiet && !o->json && !r->launched;
+        if (r->val.n) /* a validation set beside the test set (sets.c) */
+                snprintf(val, sizeof(val), "%u val / ", r->val.n);
         if (!o->quiet && !o->json)
-                printf("strata-train: %s, %d device(s), model %s%s, %u train / %u %s samples, "
+                printf("strata-train: %s, %d device(s), model %s%s, %u train / %s%u %s samples, "
                        "batch %d, %ld steps/epoch, kernels %s\n",
                        strata_strategy_name(o->strategy), strata_world_size(r->rt), o->model,
-                       o->bn ? " +bn" : "", r->train.n, r->test.n, r->set, o->batch,
-                       r->steps_per_epoch, kernels_name(o));
+                       o->bn ? " +bn" : "", r->train.n, val, r->test.n,
+                       r->val.n ? "test" : r->set, o->batch, r->steps_per_epoch,
+                       kernels_name(o));
 }
 
 /** @brief Where a resumed run starts. */

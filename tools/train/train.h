@@ -18,6 +18,7 @@
  *   trainer.c     Lightning's Trainer options: max steps and time, early stop, top-k, plateau
  *   trial.c       --fast-dev-run, --limit-train-batches, --limit-val-batches
  *   tboard.c      --tensorboard: TensorBoard event files
+ *   sets.c        --val-fraction beside a test set: validation each epoch, the test at the end
  * A function returning int returns 0 on success, else the exit status (its message printed).
  */
 #ifndef STRATA_TOOLS_TRAIN_TRAIN_H
@@ -191,6 +192,10 @@ struct run {
         char why[224];                  /* ...and which limit that is */
         struct strata_arena data;
         struct strata_dataset train, test;
+        struct strata_dataset val;      /* --val-fraction beside a test set (sets.c; n 0: none) */
+        struct strata_loader vloader;
+        uint32_t *val_idx;
+        int testing;                    /* eval_pass() evaluates the test set (sets_test()) */
         struct strata_sampler sampler;
         struct strata_loader loader, tloader;
         uint32_t *test_idx;             /* the test set in order */
@@ -250,6 +255,11 @@ int trial_apply(struct opts *o);
 void trial_note(const struct opts *o);
 int trial_limit_train(struct run *r);
 long trial_val_batches(const struct run *r, long batches);
+
+/* sets.c: a validation set beside the test set */
+int sets_split(struct run *r);
+int sets_loaders(struct run *r);
+int sets_test(struct run *r, long step);
 
 /* tboard.c: --tensorboard DIR */
 int tb_open(const char *dir);
