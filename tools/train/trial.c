@@ -69,6 +69,8 @@ int trial_apply(struct opts *o)
         o->ckpt_dir = o->metrics_csv = o->tensorboard = o->export_st = o->export_initial = NULL;
         o->trace = NULL;
         o->max_steps = 0;
+        o->top_k = o->ckpt_every = 0; /* the options of the files not written */
+        o->overwrite = 0;
         return 0;
 }
 
