@@ -47,6 +47,8 @@ static void begin_epoch(struct run *r, struct epoch *e)
 {
         struct strata_batch b;
 
+        if (r->plateau_on) /* the rate this epoch uses, for its lines and logs */
+                r->cfg.optim.lr = (float)r->plateau.lr;
         strata_sampler_set_epoch(&r->sampler, (uint64_t)e->ep);
         strata_loader_reset(&r->loader, r->sampler.indices, r->sampler.per_rank);
         if (e->ep == r->at.epoch && r->at.step) {

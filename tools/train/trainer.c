@@ -176,8 +176,9 @@ static int agreed_monitor(struct run *r, double *v)
 
 /**
  * @brief --lr-schedule plateau: after epoch @p ep's evaluation, ReduceLROnPlateau stepped on
- *        the monitored metric and its rate applied (said on stderr when it drops). 0, or 1
- *        with the library's message.
+ *        the monitored metric and its rate applied to the next steps (said on stderr when it
+ *        drops; the lines and logs show it from the next epoch, the one that uses it). 0, or
+ *        1 with the library's message.
  */
 int trainer_plateau(struct run *r, int ep)
 {
@@ -189,12 +190,13 @@ int trainer_plateau(struct run *r, int ep)
         if (agreed_monitor(r, &v) || strata_plateau_step(&r->plateau, v, &lr) ||
             strata_set_lr(r->rt, lr))
                 return 1;
-        r->cfg.optim.lr = lr; /* what the metrics and lines report */
         if (r->plateau.lr < was && strata_is_global_zero(r->rt) && !r->o.quiet)
-                fprintf(stderr, "%sstrata-train: epoch %d: %s has not improved for %d "
-                                "evaluation%s: learning rate %g -> %g\n", r->tty ? "\n" : "",
-                        ep + 1, r->o.monitor ? r->o.monitor : "the evaluation loss",
-                        r->plateau.patience + 1, r->plateau.patience ? "s" : "", was, (double)lr);
+                fprintf(stderr, "%sstrata-train: after epoch %d: %s has not improved for %d "
+                                "evaluation%s: learning rate %g -> %g from epoch %d\n",
+                        r->tty ? "\n" : "", ep + 1,
+                        r->o.monitor ? r->o.monitor : "the evaluation loss",
+                        r->plateau.patience + 1, r->plateau.patience ? "s" : "", was, (double)lr,
+                        ep + 2);
         return 0;
 }
 
