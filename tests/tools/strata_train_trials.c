@@ -130,7 +130,7 @@ Test(train_trials, tensorboard_events_hold_what_the_run_printed, .timeout = 120)
 
         cli_mkdtemp(dir, sizeof(dir), "tensorboard");
         snprintf(cmd, sizeof(cmd), RUN "--epochs 2 --json --log-every 4 --lr 0.1 "
-                 "--lr-schedule step:20:0.5 --tensorboard %s/tb 2>&1", dir);
+                 "--lr-schedule step:20:0.5 --val-every-n-steps 8 --tensorboard %s/tb 2>&1", dir);
         cr_assert_eq(cli_sh(cmd, json, sizeof(json)), 0, "%s", json);
         snprintf(cmd, sizeof(cmd), "echo; " READER "%s/tb", dir);
         cr_assert_eq(cli_sh(cmd, tb, sizeof(tb)), 0, "%s", tb);
@@ -146,6 +146,11 @@ Test(train_trials, tensorboard_events_hold_what_the_run_printed, .timeout = 120)
                              "test_acc");
                 expect_close(tb_value(tb, "lr", step), json_field(json, e, "lr"), "lr");
         }
+        /* --val-every-n-steps's evaluations inside epochs: steps 8 and 24 */
+        expect_close(tb_value(tb, "test_loss", 8),
+                     atof(strstr(strstr(json, "\"step\":8,"), "\"test_loss\":") + 12),
+                     "test_loss at step 8");
+        cr_expect(isfinite(tb_value(tb, "test_loss", 24)), "%s", tb);
         for (long s = 4; s <= 32; s += 4)
                 cr_expect(isfinite(tb_value(tb, "train_loss_step", s)), "step %ld: %s", s, tb);
         /* a second run writes a file of its own beside the first */

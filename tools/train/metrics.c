@@ -85,21 +85,13 @@ static const char *own_cols(const struct run *r, const double *own, const struct
         return buf;
 }
 
-/*
- * The row's scalars for TensorBoard too: a step row's train_loss_step; an epoch row's
- * train_loss_epoch, the learning rate, and the evaluation's loss and metrics by their names.
- */
-static void tb_row(const struct run *r, long step, double loss, double lr,
-                   const struct evaluation *ev)
+/** @brief An evaluation's loss and metrics for TensorBoard, by their names, at @p step. */
+void tb_eval(const struct run *r, const struct evaluation *ev, long step)
 {
         char tag[64];
 
         if (!tb_on())
                 return;
-        tb_scalar(ev ? "train_loss_epoch" : "train_loss_step", loss, step);
-        if (!ev)
-                return;
-        tb_scalar("lr", lr, step);
         snprintf(tag, sizeof(tag), "%s_loss", r->set);
         tb_scalar(tag, ev->loss, step);
         snprintf(tag, sizeof(tag), "%s_acc", r->set);
@@ -108,6 +100,22 @@ static void tb_row(const struct run *r, long step, double loss, double lr,
         tb_scalar(tag, ev->mse, step);
         snprintf(tag, sizeof(tag), "%s_mae", r->set);
         tb_scalar(tag, ev->mae, step);
+}
+
+/*
+ * The row's scalars for TensorBoard too: a step row's train_loss_step; an epoch row's
+ * train_loss_epoch, the learning rate, and the evaluation's.
+ */
+static void tb_row(const struct run *r, long step, double loss, double lr,
+                   const struct evaluation *ev)
+{
+        if (!tb_on())
+                return;
+        tb_scalar(ev ? "train_loss_epoch" : "train_loss_step", loss, step);
+        if (!ev)
+                return;
+        tb_scalar("lr", lr, step);
+        tb_eval(r, ev, step);
 }
 
 /**

@@ -337,6 +337,7 @@ void csv_step(const struct run *r, int ep, long s, const struct strata_metrics *
 void csv_epoch(const struct run *r, int ep, long done, double ep_time);
 double epoch_lr(const struct run *r, int ep);
 int csv_close(struct csvlog *l);
+void tb_eval(const struct run *r, const struct evaluation *ev, long step);
 
 /* checkpoint.c */
 int ckpt_check(struct opts *o, int rank);

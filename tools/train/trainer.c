@@ -134,6 +134,7 @@ int trainer_mid_eval(struct run *r, int ep, long s)
                 return 0;
         if ((rc = eval_pass(r, &ev)))
                 return rc;
+        tb_eval(r, &ev, (long)ep * r->steps_per_epoch + s);
         if (r->tty)
                 printf("\r\033[K");
         if (r->o.json)
