@@ -3,9 +3,9 @@
  * stops improving for more than `patience` evaluations multiplies the learning rate by
  * `factor`, never below `min_lr`; `cooldown` evaluations after a reduction count no plateau.
  * The rate is kept as the float the optimizer uses (PyTorch keeps a double: the two differ by
- * float's rounding), so a checkpoint holding that float continues it exactly. Pure arithmetic on the caller's struct: the caller agrees on the metric
- * across processes (every process passing the same value decides the same) and applies the
- * rate (strata_set_lr()).
+ * float's rounding), so a checkpoint holding that float continues it exactly. Pure arithmetic
+ * on the caller's struct: the caller agrees on the metric across processes (every process
+ * passing the same value decides the same) and applies the rate (strata_set_lr()).
  */
 #include <math.h>
 

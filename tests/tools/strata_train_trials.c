@@ -27,7 +27,8 @@ Test(train_trials, fast_dev_run_trains_n_batches_and_writes_nothing, .timeout = 
 
         cli_mkdtemp(dir, sizeof(dir), "fast-dev-run");
         snprintf(cmd, sizeof(cmd), RUN "--epochs 5 --fast-dev-run 2 --ckpt-dir %s/ck "
-                 "--save-top-k 2 --ckpt-every-steps 1 --overwrite --max-steps 1 --metrics-csv %s/m.csv --tensorboard %s/tb --export-safetensors %s/w.st "
+                 "--save-top-k 2 --ckpt-every-steps 1 --overwrite --max-steps 1 "
+                 "--metrics-csv %s/m.csv --tensorboard %s/tb --export-safetensors %s/w.st "
                  "--trace %s/t.json 2>&1; echo files:; ls -A %s", dir, dir, dir, dir, dir, dir);
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
         cr_expect_not_null(strstr(out, "--fast-dev-run: 2 training batches and 2 evaluation "

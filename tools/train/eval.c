@@ -5,8 +5,8 @@
  * when z >= 0, against target >= 0.5, over every output), from the outputs strata_predict_step()
  * gives, since the library's MSE and MAE are of the raw logits; mse, l1 and huber the MSE and
  * MAE of the outputs. The set is named for what it is: "test" (a test split or --test-data),
- * "val" (--val-fraction; beside a test set, sets.c) or "train_eval" (the training samples). BCE's targets are
- * checked to be probabilities where the data is loaded (data.c, h5data.c).
+ * "val" (--val-fraction; beside a test set, sets.c) or "train_eval" (the training samples).
+ * BCE's targets are checked to be probabilities where the data is loaded (data.c, h5data.c).
  */
 #include <math.h>
 #include <stdio.h>

@@ -32,7 +32,7 @@ int sets_split(struct run *r)
         if (!(r->o.val_fraction > 0.0f) || strcmp(r->set, "test"))
                 return 0;
         if (nval == 0 || nval >= t->n)
-                return bad("--val-fraction %g of the %u training samples leaves %s", 
+                return bad("--val-fraction %g of the %u training samples leaves %s",
                            (double)r->o.val_fraction, t->n,
                            nval ? "no training sample" : "no validation sample");
         *v = *t;
