@@ -91,6 +91,7 @@ static void fill_config(struct run *r)
         cfg->strategy.chunks = o->chunks;
         cfg->device.kernels = o->kernels;
         cfg->device.no_fusion = o->no_fusion;
+        cfg->inference_only = o->predict != NULL; /* --predict: no training state planned */
         if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
                 strata_patch_replication_callback(cfg);
 }
