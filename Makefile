@@ -121,7 +121,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-latency check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -303,7 +303,7 @@ DEPS       := build-essential pkg-config libhwloc-dev libnuma-dev zlib1g-dev lib
               libhdf5-dev libfftw3-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
 TEST_DEPS  := libcriterion-dev clang openmpi-bin libopenmpi-dev gfortran python3-torch \
               libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools
-BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev
+BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev libtorch-dev
 # $(call install_missing,PACKAGES): apt-get install those of PACKAGES not installed yet.
 install_missing = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
@@ -394,6 +394,12 @@ bench-sharded: bench-deps
 bench-conv: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-conv.sh
+
+# Prediction latency of the inference-only runtime against PyTorch eager and LibTorch (C++
+# peer built against libtorch-dev), batch 1 and 16, the default MLP and the CNN (issue 54).
+bench-latency: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
+	tools/bench-latency.sh $(or $(REPS),5) $(or $(ITERS),2000)
 
 # Training beside busy threads of other processes (issue 58, item 17): quiet against loaded.
 bench-contention: bench-deps
