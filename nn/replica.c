@@ -641,7 +641,8 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         }
         for (int i = 0; i < r->v.nlayers; i++)
                 r->v.layers[i].grad_fresh = 1;
-        r->v.k->fill(r->v.grads, 0.0f, z->grads);
+        if (z->grads) /* none inference only */
+                r->v.k->fill(r->v.grads, 0.0f, z->grads);
         if (!z->own_params && n > r->v.nparam) /* whole shards: zero padding */
                 r->v.k->fill(r->v.params + r->v.nparam, 0.0f, n - r->v.nparam);
         if (r->v.nopt)

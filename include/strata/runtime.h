@@ -520,6 +520,7 @@ int strata_parameter_count(const struct strata_runtime *rt, int *n);
  *        ("layers.0.weight"), declared shape and role, and pointers to its values, gradient
  *        and optimizer state, without knowing the module. Modules in order, each module's
  *        groups in the order it declares them; trained groups tile the flat parameter vector.
+ *        An inference-only runtime's groups have no gradient (NULL) and no optimizer slots.
  * @retval STRATA_OK; STRATA_EINVAL (NULL, @p dev or @p index out of range; *out unchanged);
  *         STRATA_EBADSTATE (not connected).
  */

@@ -225,6 +225,18 @@ Test(inference_only, training_calls_refused, .timeout = 60)
         cr_assert(strata_loader_next(&r.loader, &b));
         cr_assert_eq(strata_predict_step(rt, &b, l0, RIG_BATCH * RIG_CLASSES), STRATA_OK);
         n = all_values(rt, before);
+        {
+                struct strata_param p;
+                const float *state;
+                size_t ns = 1;
+
+                cr_assert_eq(strata_parameter(rt, 0, 0, &p), STRATA_OK);
+                cr_assert_null(p.grad, "no gradient");
+                cr_assert_eq(p.opt_slots, 0, "no optimizer slot");
+                cr_assert_eq(strata_optimizer_state(rt, 0, &state, &ns, &(uint64_t){ 0 }),
+                             STRATA_OK);
+                cr_assert_eq(ns, 0, "no optimizer state");
+        }
         cr_assert_eq(strata_train_step(rt, &b, &m), STRATA_EBADSTATE);
         cr_assert_not_null(strstr(strata_last_error(), "train_step: this runtime is inference "
                                   "only"), "%s", strata_last_error());
