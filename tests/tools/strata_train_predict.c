@@ -125,6 +125,9 @@ Test(strata_train_predict, predictions_are_predict_steps, .timeout = 300)
         snprintf(args, sizeof(args), "--predict %s/w.st --predictions %s/p.h5", dir, dir);
         cr_assert_eq(run(args), 0, "%s", out);
         cr_assert_not_null(strstr(out, "200 test rows x 3 outputs"), "%s", out);
+        cr_assert_eq(run("--optim adamw --plan --predict x --predictions y"), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "inference only (--predict)"), "%s", out);
+        cr_assert_not_null(strstr(out, "(optimizer state 0,"), "%s", out);
         read_h5(cli_path(dir, "p.h5"), "predictions", H5T_NATIVE_FLOAT, got, d);
         cr_assert(d[0] == M && d[1] == CLASSES, "predictions [%llu, %llu]",
                   (unsigned long long)d[0], (unsigned long long)d[1]);
