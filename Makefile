@@ -296,13 +296,14 @@ fuzz-run: $(BUILD)/libstrata.a
 #    drive: Open MPI (the mpi strategy), gfortran (the Fortran bindings), PyTorch (a
 #    safetensors export loaded), a threaded OpenBLAS (the host-BLAS test links it as an
 #    application would; Strata never does), clang (tsan, fuzz), NumPy, pip and setuptools
-#    (the Python package installed offline);
+#    (the Python package installed offline), h5py (--predict's file read as a user would);
 #  - BENCH_DEPS, added by every `make bench-*`: the peers' needs (PyTorch, Open MPI, gfortran
-#    for the Fortran example), oneDNN (strata-bench-gemm --bf16), bc (the scripts' ratios).
+#    for the Fortran example, LibTorch's C++ API), oneDNN (strata-bench-gemm --bf16), bc (the
+#    scripts' ratios).
 DEPS       := build-essential pkg-config libhwloc-dev libnuma-dev zlib1g-dev libxsmm-dev \
               libhdf5-dev libfftw3-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
 TEST_DEPS  := libcriterion-dev clang openmpi-bin libopenmpi-dev gfortran python3-torch \
-              libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools
+              libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools python3-h5py
 BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev libtorch-dev
 # $(call install_missing,PACKAGES): apt-get install those of PACKAGES not installed yet.
 install_missing = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
