@@ -114,7 +114,8 @@ Test(strata_train_predict, predictions_are_predict_steps, .timeout = 300)
 {
         static float got[M * CLASSES], want[M * CLASSES], again[M * CLASSES];
         static int32_t cls[M];
-        char args[512], ckpt[256], name[128];
+        char args[512], ckpt[256], name[128], acc[32];
+        const char *p;
         hsize_t d[2];
         FILE *f;
 
@@ -125,6 +126,17 @@ Test(strata_train_predict, predictions_are_predict_steps, .timeout = 300)
         snprintf(args, sizeof(args), "--predict %s/w.st --predictions %s/p.h5", dir, dir);
         cr_assert_eq(run(args), 0, "%s", out);
         cr_assert_not_null(strstr(out, "200 test rows x 3 outputs"), "%s", out);
+        /* --evaluate on one device runs inference only too, and reports what ddp's does */
+        snprintf(args, sizeof(args), "--strategy single --evaluate %s/w.st --verbose", dir);
+        cr_assert_eq(run(args), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "inference only: no gradients"), "%s", out);
+        cr_assert_not_null(p = strstr(out, "test_acc "), "%s", out);
+        snprintf(acc, sizeof(acc), "%.15s", p);
+        snprintf(args, sizeof(args), "--strategy ddp --devices 2 --evaluate %s/w.st --verbose",
+                 dir);
+        cr_assert_eq(run(args), 0, "%s", out);
+        cr_assert_null(strstr(out, "inference only"), "%s", out);
+        cr_assert_not_null(strstr(out, acc), "%s not in %s", acc, out);
         cr_assert_eq(run("--optim adamw --plan --predict x --predictions y"), 0, "%s", out);
         cr_assert_not_null(strstr(out, "inference only (--predict)"), "%s", out);
         cr_assert_not_null(strstr(out, "(optimizer state 0,"), "%s", out);
