@@ -55,14 +55,15 @@ add() { v[$1]="${v[$1]:-} $2"; }
 for _ in $(seq "$reps"); do
         for m in $models; do
                 for b in $batches; do
-                        add "s $m $b" "$($pin "$build/bin/strata-bench-latency" --model "${line[$m]}" \
-                                --weights "$dir/$m.safetensors" --batch "$b" --iters "$iters" \
-                                --warmup "$warmup" --json | field us_median)"
+                        add "s $m $b" "$($pin "$build/bin/strata-bench-latency" \
+                                --model "${line[$m]}" --weights "$dir/$m.safetensors" \
+                                --batch "$b" --iters "$iters" --warmup "$warmup" --json |
+                                field us_median)"
                         add "e $m $b" "$($pin "$py" "$peers/torch_latency.py" "$dir/${m}_torch.py" \
                                 "$dir/$m.safetensors" "$b" "$iters" "$warmup" | field us_median)"
                         # shellcheck disable=SC2086 # the shape's extents are separate arguments
-                        add "l $m $b" "$($pin "$dir/libtorch-latency" "$dir/$m-$b.pt" "$b" "$iters" \
-                                "$warmup" ${shape[$m]} | field us_median)"
+                        add "l $m $b" "$($pin "$dir/libtorch-latency" "$dir/$m-$b.pt" "$b" \
+                                "$iters" "$warmup" ${shape[$m]} | field us_median)"
                 done
         done
 done

@@ -20,7 +20,8 @@
 int main(int argc, char **argv)
 {
         if (argc < 6) {
-                std::fprintf(stderr, "usage: libtorch_latency MODEL.pt BATCH ITERS WARMUP DIM...\n");
+                std::fprintf(stderr,
+                             "usage: libtorch_latency MODEL.pt BATCH ITERS WARMUP DIM...\n");
                 return 2;
         }
         const long batch = std::atol(argv[2]), iters = std::atol(argv[3]),
