@@ -111,6 +111,7 @@ HDF5_CFLAGS := $(or $(shell pkg-config --cflags hdf5 2>/dev/null),-I/usr/include
 HDF5_LIBS   := $(or $(shell pkg-config --libs hdf5 2>/dev/null),-lhdf5_serial)
 H5_OBJ      := $(BUILD)/obj/tools/train/h5.o
 $(H5_OBJ): EXTRA_CFLAGS += $(HDF5_CFLAGS)
+$(BUILD)/obj/tools/train/predict.o: EXTRA_CFLAGS += $(HDF5_CFLAGS)
 $(BUILD)/bin/strata-train: TOOL_EXTRA_LIBS := $(HDF5_LIBS)
 
 TEST_SRCS := $(sort $(wildcard tests/*/*.c))
@@ -120,7 +121,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-latency check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -295,14 +296,15 @@ fuzz-run: $(BUILD)/libstrata.a
 #    drive: Open MPI (the mpi strategy), gfortran (the Fortran bindings), PyTorch (a
 #    safetensors export loaded), a threaded OpenBLAS (the host-BLAS test links it as an
 #    application would; Strata never does), clang (tsan, fuzz), NumPy, pip and setuptools
-#    (the Python package installed offline);
+#    (the Python package installed offline), h5py (--predict's file read as a user would);
 #  - BENCH_DEPS, added by every `make bench-*`: the peers' needs (PyTorch, Open MPI, gfortran
-#    for the Fortran example), oneDNN (strata-bench-gemm --bf16), bc (the scripts' ratios).
+#    for the Fortran example, LibTorch's C++ API), oneDNN (strata-bench-gemm --bf16), bc (the
+#    scripts' ratios).
 DEPS       := build-essential pkg-config libhwloc-dev libnuma-dev zlib1g-dev libxsmm-dev \
               libhdf5-dev libfftw3-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
 TEST_DEPS  := libcriterion-dev clang openmpi-bin libopenmpi-dev gfortran python3-torch \
-              libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools
-BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev
+              libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools python3-h5py
+BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev libtorch-dev
 # $(call install_missing,PACKAGES): apt-get install those of PACKAGES not installed yet.
 install_missing = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	        grep -q 'install ok installed' || echo $$p; done); \
@@ -393,6 +395,12 @@ bench-sharded: bench-deps
 bench-conv: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-conv.sh
+
+# Prediction latency of the inference-only runtime against PyTorch eager and LibTorch (C++
+# peer built against libtorch-dev), batch 1 and 16, the default MLP and the CNN (issue 54).
+bench-latency: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
+	tools/bench-latency.sh $(or $(REPS),5) $(or $(ITERS),2000)
 
 # Training beside busy threads of other processes (issue 58, item 17): quiet against loaded.
 bench-contention: bench-deps

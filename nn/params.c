@@ -31,7 +31,7 @@ static void trained_group(const struct strata__replica *r, const struct strata_p
         size_t gv = !strata__shard_own_grads(s) ? v : in ? at : 0;
 
         out->value = r->v.params + v;
-        out->grad = r->v.grads + gv;
+        out->grad = r->v.grads ? r->v.grads + gv : NULL; /* NULL: inference only */
         out->opt_slots = slots;
         for (int j = 0; j < slots && in; j++)
                 out->opt_state[j] = r->v.opt_state + len * (size_t)j + at;

@@ -62,19 +62,31 @@ static int layout_vectors(struct strata__replica *r, struct strata_arena *d,
         return strata__arena_floats(d, r->v.nopt, &r->v.opt_state);
 }
 
+/* Inference only: the parameters alone (no gradients, no optimizer state: r->v.nopt 0). */
+static int layout_weights(struct strata__replica *r, struct strata_arena *d,
+                          struct strata__shard_sizes *z, struct strata__shard *sh)
+{
+        z->grads = 0;
+        r->v.nopt = 0;
+        STRATA_TRY(strata__arena_floats(d, z->params, &r->v.params));
+        return strata__shard_layout(sh, d, z, STRATA_F32, r->v.k);
+}
+
 /*
  * The batch's staging: the activation gradients, the device's copy of its rows and targets
  * (@p tbytes), and where the device has memory of its own the host staging of the same and
  * the host image of its vectors; without, the host staging is the device's.
  */
 static int layout_staging(struct strata__replica *r, const struct strata__replica_mem *mem,
-                          int rows, int width, int in, size_t tbytes)
+                          int rows, int width, int in, size_t tbytes, int inference)
 {
         struct strata_arena *d = mem->dev;
         size_t n;
 
-        STRATA_TRY(strata__arena_floats(d, (size_t)rows * width, &r->dbuf[0]));
-        STRATA_TRY(strata__arena_floats(d, (size_t)rows * width, &r->dbuf[1]));
+        if (!inference) { /* the activation gradients: none without a backward */
+                STRATA_TRY(strata__arena_floats(d, (size_t)rows * width, &r->dbuf[0]));
+                STRATA_TRY(strata__arena_floats(d, (size_t)rows * width, &r->dbuf[1]));
+        }
         STRATA_TRY(strata__arena_floats(d, (size_t)rows * in, &r->x_stage));
         STRATA_TRY(strata_arena_alloc(d, tbytes, 0, &r->y_stage));
         if (!mem->pinned) { /* the device reads host memory: nothing is staged */
@@ -141,9 +153,9 @@ static void skip_slots(struct skips *sk, int n, const int *width, int rows)
  * its plan is what it was before skip connections existed.
  */
 static int layout_skips(struct strata__replica *r, struct strata_arena *a,
-                        struct strata_arena *d, const struct skips *sk, int n)
+                        struct strata_arena *d, const struct skips *sk, int n, int inference)
 {
-        float *buf[STRATA__MODULES_MAX];
+        float *buf[STRATA__MODULES_MAX] = { NULL };
         void *p;
 
         if (!sk->merges)
@@ -152,7 +164,7 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
         r->from = p;
         STRATA_TRY(strata_arena_alloc(a, sizeof(float *) * (size_t)n, 0, &p));
         r->gskip = p;
-        for (int k = 0; k < sk->nslots; k++)
+        for (int k = 0; k < sk->nslots && !inference; k++) /* inference: no gradients */
                 STRATA_TRY(strata__arena_floats(d, sk->size[k], &buf[k]));
         if (!r->v.layers)
                 return STRATA_OK;
@@ -160,8 +172,8 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
                 int s = sk->from[i];
 
                 r->from[i] = sk->from[i];
-                r->gskip[i] = sk->last[i] >= 0 ? buf[sk->slot[i]] : NULL;
-                r->v.layers[i].dskip = s >= 0 ? buf[sk->slot[s]] : NULL;
+                r->gskip[i] = sk->last[i] >= 0 && !inference ? buf[sk->slot[i]] : NULL;
+                r->v.layers[i].dskip = s >= 0 && !inference ? buf[sk->slot[s]] : NULL;
                 r->v.layers[i].dskip_add = s >= 0 && sk->last[s] != i;
         }
         return STRATA_OK;
@@ -174,7 +186,7 @@ static int layout_skips(struct strata__replica *r, struct strata_arena *a,
  * targets'. A model that gives neither has none of these buffers.
  */
 static int layout_io(struct strata__replica *r, const struct strata__replica_mem *mem,
-                     const struct strata_model *m, const int *outw, int rows)
+                     const struct strata_model *m, const int *outw, int rows, int inference)
 {
         struct strata__replica_io *io = &r->io;
         struct strata_arena *d = mem->dev;
@@ -211,7 +223,7 @@ static int layout_io(struct strata__replica *r, const struct strata__replica_mem
                 at += io->tw[k];
                 oat += io->w[k];
                 io->fwidth += io->label[k] ? 0 : io->w[k];
-                if (o->module != m->nmodules - 1)
+                if (o->module != m->nmodules - 1 && !inference)
                         STRATA_TRY(strata__arena_floats(d, (size_t)rows * io->w[k],
                                                         &io->gout[k]));
                 if (m->noutputs <= 1)
@@ -278,7 +290,7 @@ static int plan_fusion(const struct strata_model *m, const struct skips *sk,
  */
 static int layout_fusion(struct strata__replica *r, struct strata_arena *a,
                          struct strata_arena *d, int n, const short *fl, const short *fh,
-                         const int *outw)
+                         const int *outw, int inference)
 {
         size_t w = 0;
         void *p, *q;
@@ -290,8 +302,10 @@ static int layout_fusion(struct strata__replica *r, struct strata_arena *a,
                 return STRATA_OK;
         STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)n, 0, &p));
         STRATA_TRY(strata_arena_alloc(a, sizeof(short) * (size_t)n, 0, &q));
-        STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[0]));
-        STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[1]));
+        if (!inference) { /* one row's gradients: none without a backward */
+                STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[0]));
+                STRATA_TRY(strata__arena_floats(d, w, &r->fuse_dx[1]));
+        }
         if (!r->v.layers)
                 return STRATA_OK;
         memcpy(p, fl, sizeof(short) * (size_t)n);
@@ -560,7 +574,10 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         STRATA_TRY(strata__shard_plan(sh.nparam, sh.lmax, pl->shards, pl->how, &z));
         if (sizes)
                 *sizes = z;
-        STRATA_TRY(layout_vectors(r, d, &z, pl->optim, pl->grad_comm, &shard));
+        if (pl->inference)
+                STRATA_TRY(layout_weights(r, d, &z, &shard));
+        else
+                STRATA_TRY(layout_vectors(r, d, &z, pl->optim, pl->grad_comm, &shard));
         if (chunks) {
                 STRATA_TRY(strata__chunks_layout(&ch, a, d, chunks, m->nmodules, sh.lmax,
                                                  sh.width));
@@ -568,10 +585,10 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         }
         fused = plan_fusion(m, &sh.sk, sh.rl, sh.rw, fl, fh);
         STRATA_TRY(carve_pass(r, d, pl, &sh, fh, &shard, &ch));
-        STRATA_TRY(layout_skips(r, a, d, &sh.sk, m->nmodules));
+        STRATA_TRY(layout_skips(r, a, d, &sh.sk, m->nmodules, pl->inference));
         if (fused)
-                STRATA_TRY(layout_fusion(r, a, d, m->nmodules, fl, fh, sh.outw));
-        STRATA_TRY(layout_io(r, mem, m, sh.outw, rows));
+                STRATA_TRY(layout_fusion(r, a, d, m->nmodules, fl, fh, sh.outw, pl->inference));
+        STRATA_TRY(layout_io(r, mem, m, sh.outw, rows, pl->inference));
         /* A row's targets: one int32 label, or a row of f32 (one per output, or io's). */
         r->float_row = strata__float_row(m);
         tbytes = (size_t)rows * (!r->float_row ? sizeof(int32_t)
@@ -580,7 +597,8 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         /* Every GEMM dimension is a layer width or the rows. */
         STRATA_TRY(layout_lp(r, mem, sh.lp_elems,
                              (size_t)(rows > sh.width ? rows : sh.width), pl->compute));
-        STRATA_TRY(layout_staging(r, mem, rows, sh.width, m->in_features, tbytes));
+        STRATA_TRY(layout_staging(r, mem, rows, sh.width, m->in_features, tbytes,
+                                  pl->inference));
         return layout_parts(r, a, &shard, chunks ? &ch : NULL);
 }
 
@@ -623,7 +641,8 @@ void strata__replica_init(struct strata__replica *r, uint64_t seed)
         }
         for (int i = 0; i < r->v.nlayers; i++)
                 r->v.layers[i].grad_fresh = 1;
-        r->v.k->fill(r->v.grads, 0.0f, z->grads);
+        if (z->grads) /* none inference only */
+                r->v.k->fill(r->v.grads, 0.0f, z->grads);
         if (!z->own_params && n > r->v.nparam) /* whole shards: zero padding */
                 r->v.k->fill(r->v.params + r->v.nparam, 0.0f, n - r->v.nparam);
         if (r->v.nopt)

@@ -103,6 +103,7 @@ struct strata__replica_plan {
         unsigned how;                   /* what else is sharded (STRATA__SHARD_*) */
         const struct strata__chunk_plan *chunks; /* invariant mode, else NULL */
         int fuse;                       /* run row_wise modules in a row_loop module's loop */
+        int inference;                  /* forward only: no gradients nor optimizer state */
 };
 
 /**

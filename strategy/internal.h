@@ -228,6 +228,20 @@ static inline struct strata__shard *strata__rep_shard(const struct strata_runtim
 }
 
 /**
+ * STRATA_OK unless @p rt is inference only (cfg.inference_only): then @p what, a call that
+ * trains or carries training state, is refused with STRATA_EBADSTATE and a message.
+ */
+static inline int strata__training_only(const struct strata_runtime *rt, const char *what)
+{
+        if (!rt->cfg.inference_only)
+                return STRATA_OK;
+        return strata__fail(STRATA_EBADSTATE, "%s: this runtime is inference only (it holds no "
+                            "gradients nor optimizer state): it predicts and evaluates, takes "
+                            "weights (a checkpoint's too) with load_weights and writes them "
+                            "with export_safetensors", what);
+}
+
+/**
  * strategy/runtime/runtime.c: STRATA_OK when @p rt is a live runtime (initialised, not torn down);
  * STRATA_EINVAL without dereferencing it otherwise.
  */

@@ -22,7 +22,8 @@ static int train_start(struct run *r)
                 return (rc = ckpt_plan_check(&r->o)) || (rc = export_check(&r->o)) ||
                        (rc = data_load(r)) ? rc : trainer_check(r) ? 2 : plan_show(r);
         if ((rc = ckpt_check(&r->o, r->rank)) || (rc = export_check(&r->o)) ||
-            (rc = weights_check(&r->o)) || (rc = data_load(r)) || (rc = config_start(r)) ||
+            (rc = weights_check(&r->o)) || (rc = predict_check(&r->o)) ||
+            (rc = data_load(r)) || (rc = config_start(r)) ||
             (rc = data_loaders(r)))
                 return rc;
         report_start(r);
@@ -32,6 +33,8 @@ static int train_start(struct run *r)
         }
         if (r->o.evaluate)
                 return weights_evaluate(r);
+        if (r->o.predict)
+                return predict_run(r);
         if ((rc = ckpt_start(r)) || (rc = weights_start(r)))
                 return rc;
         if (trainer_check(r)) {

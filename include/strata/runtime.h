@@ -90,7 +90,8 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, uint64_t, seed, U64, "seed")               /* parameter init and dropout streams */   \
         X(g, void *, memory, NONE, NULL)                /* region (NULL: mapped at init) */        \
         X(g, size_t, memory_size, NONE, NULL)           /* its size */                             \
-        X(g, int, verbose, INT, "verbose")              /* placement and memory on stderr */
+        X(g, int, verbose, INT, "verbose")              /* placement and memory on stderr */    \
+        X(g, int, inference_only, INT, "inference_only") /* see below */
 
 /** cfg.strategy: which strategy, over how many devices, and its options. */
 #define STRATA_CONFIG_STRATEGY(X, g)                                                               \
@@ -171,6 +172,14 @@ struct strata_config_process {
  * Everything a run is made of. Start from STRATA_CONFIG_INIT or strata_config_init().
  *
  * What the lists' short notes leave out:
+ * - inference_only: 1: a deployment runtime that predicts and evaluates only. Its plan holds
+ *   the parameters, running statistics and the forward's buffers for @c batch rows, and no
+ *   gradients, optimizer state, activation gradients or master copies (strata_plan_info's
+ *   optimizer_bytes is 0). Weights come in with strata_load_weights() (a safetensors file, or
+ *   a checkpoint of any optimizer: its weights only). strata_train_step(),
+ *   strata_end_accumulation_window(), strata_save_checkpoint() and strata_load_checkpoint()
+ *   refuse it (STRATA_EBADSTATE). Runs under strategy single, precision 32, not invariant;
+ *   predict and eval give the bits a training runtime gives with the same weights.
  * - strategy.grad_allreduce (ddp, spawn, mpi): the type gradients are all-reduced in.
  *   STRATA_F32 (default): exact f32 sums. STRATA_BF16: half the bytes between devices and
  *   processes; each device's gradients are rounded to bf16, summed in f32 in the same fixed
@@ -511,6 +520,7 @@ int strata_parameter_count(const struct strata_runtime *rt, int *n);
  *        ("layers.0.weight"), declared shape and role, and pointers to its values, gradient
  *        and optimizer state, without knowing the module. Modules in order, each module's
  *        groups in the order it declares them; trained groups tile the flat parameter vector.
+ *        An inference-only runtime's groups have no gradient (NULL) and no optimizer slots.
  * @retval STRATA_OK; STRATA_EINVAL (NULL, @p dev or @p index out of range; *out unchanged);
  *         STRATA_EBADSTATE (not connected).
  */

@@ -420,6 +420,7 @@ int strata_load_checkpoint(struct strata_runtime *rt, const char *path, void *ap
         int rc, resharded;
 
         STRATA_TRY(strata__ckpt_between_steps(rt, "load_checkpoint", path));
+        STRATA_TRY(strata__training_only(rt, "load_checkpoint"));
         if (app_cap && !app)
                 return strata__fail(STRATA_EINVAL, "load_checkpoint: application buffer NULL");
         io = strata__ckpt_io(rt, &h);

@@ -393,6 +393,7 @@ int strata_save_checkpoint(struct strata_runtime *rt, const char *path, const vo
                                                 app_bytes };
 
         STRATA_TRY(strata__ckpt_between_steps(rt, "save_checkpoint", path));
+        STRATA_TRY(strata__training_only(rt, "save_checkpoint"));
         if (app_bytes > STRATA_CKPT_APP_BYTES || (app_bytes && !app))
                 return strata__fail(STRATA_EINVAL, "save_checkpoint: application block of %zu "
                                     "bytes (at most %d, non-NULL)", app_bytes,

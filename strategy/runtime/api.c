@@ -249,6 +249,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
 
         STRATA_TRY(strata__check_rt(rt));
         k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
+        STRATA_TRY(strata__training_only(rt, "train_step"));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(agreed(rt, check_local(rt, b, 1), b));
         if (rt->micro == 0 && stop_due(rt))
@@ -276,6 +277,7 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
 int strata_end_accumulation_window(struct strata_runtime *rt)
 {
         STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(strata__training_only(rt, "end_accumulation_window"));
         STRATA_TRY(need_ready(rt));
         rt->end_window = 1;
         return STRATA_OK;

@@ -80,6 +80,32 @@ static int check_invariant(const struct strata_config *c, const struct strata__s
         return STRATA_OK;
 }
 
+/*
+ * An inference-only runtime: one device that holds parameters and the forward's buffers, so
+ * strategy single (the others plan training's buffers, or shard), precision 32 (mixed
+ * precision's parameters are fp32 masters beside bf16 or fp16 copies), not invariant mode.
+ */
+static int check_inference(const struct strata_config *c)
+{
+        if (c->inference_only != 0 && c->inference_only != 1)
+                return strata__fail(STRATA_EINVAL, "inference_only %d: 0 or 1",
+                                    c->inference_only);
+        if (!c->inference_only)
+                return STRATA_OK;
+        if (c->strategy.kind != STRATA_STRATEGY_SINGLE)
+                return strata__fail(STRATA_ENOTSUP, "inference_only runs under strategy single "
+                                    "(one device), not %s",
+                                    strata_strategy_name(c->strategy.kind));
+        if (c->precision.kind != STRATA_PRECISION_32)
+                return strata__fail(STRATA_ENOTSUP, "inference_only runs in precision 32, not "
+                                    "%s: mixed precision keeps fp32 master weights",
+                                    strata_precision_name(c->precision.kind));
+        if (c->strategy.invariant)
+                return strata__fail(STRATA_ENOTSUP, "inference_only: invariant mode shapes "
+                                    "training's sums; predictions need none of it");
+        return STRATA_OK;
+}
+
 int strata__check_config(const struct strata_config *c, const struct strata__strategy **st,
                          const struct strata_device_ops **dev, int planning)
 {
@@ -175,6 +201,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
         STRATA_TRY(check_invariant(c, *st, *dev, world));
+        STRATA_TRY(check_inference(c));
         STRATA_TRY(strata__strategy_job(c->strategy.kind)->validate((*st)->name, c, *dev));
         validate = STRATA__INHERITED(*st, ops.validate);
         return validate ? validate(*st, c, *dev) : STRATA_OK;

@@ -89,7 +89,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                             .grad_comm = c->strategy.grad_allreduce,
                                             .shards = shards, .how = shard_how(c, st, drv),
                                             .chunks = strata__invariant_chunks(c) ? &cp : NULL,
-                                            .fuse = !c->device.no_fusion };
+                                            .fuse = !c->device.no_fusion,
+                                            .inference = c->inference_only };
         STRATA_TRY(driver_scratch(drv, &plan, &p));
         STRATA_TRY(strata__replica_plan_only(&mem, &rp, &sz, &tmp));
         if (tmp.out != c->classes) /* the logits, the loss and predict's rows x classes */

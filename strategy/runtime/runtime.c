@@ -101,9 +101,10 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         STRATA_TRY_GOTO(rc, live_add(rt), fail);
         if (cfg->verbose) {
                 strata__log(STRATA_LOG_INFO, "strata: %s on %d %s device(s), %zu parameters, "
-                            "%zu bytes planned (%zu per device)",
+                            "%zu bytes planned (%zu per device)%s",
                         st->name, cfg->strategy.devices, dev->name, pi.params, pl.bytes,
-                        pl.per_device);
+                        pl.per_device, cfg->inference_only ? ", inference only: no gradients, "
+                        "optimizer state or master copies" : "");
                 if (pl.device_bytes)
                         strata__log(STRATA_LOG_INFO, "strata: per device %zu bytes of device "
                                     "memory (%zu for the driver), %zu pinned staging",

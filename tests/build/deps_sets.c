@@ -54,7 +54,8 @@ Test(deps_sets, the_main_job_installs_only_what_the_library_and_its_tools_need)
                                               "dataset-fashion-mnist", "gnuplot-nox" };
         static const char *const not_needed[] = { "python3-torch", "libdnnl-dev",
                                                   "libopenblas-pthread-dev",
-                                                  "libcriterion-dev", "clang", "bc" };
+                                                  "libcriterion-dev", "clang", "bc",
+                                                  "libtorch-dev", "python3-h5py" };
 
         read_sets();
         for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
@@ -68,7 +69,8 @@ Test(deps_sets, make_test_adds_what_the_suite_drives)
 {
         static const char *const suite[] = { "libcriterion-dev", "openmpi-bin", "libopenmpi-dev",
                                              "gfortran", "python3-torch",
-                                             "libopenblas-pthread-dev", "clang" };
+                                             "libopenblas-pthread-dev", "clang",
+                                             "python3-h5py" };
 
         read_sets();
         for (size_t i = 0; i < sizeof(suite) / sizeof(suite[0]); i++)
@@ -79,7 +81,8 @@ Test(deps_sets, make_test_adds_what_the_suite_drives)
 Test(deps_sets, make_bench_adds_what_the_peers_need)
 {
         static const char *const bench[] = { "python3-torch", "libdnnl-dev", "openmpi-bin",
-                                             "libopenmpi-dev", "gfortran", "bc" };
+                                             "libopenmpi-dev", "gfortran", "bc",
+                                             "libtorch-dev" };
 
         read_sets();
         for (size_t i = 0; i < sizeof(bench) / sizeof(bench[0]); i++)

@@ -128,6 +128,14 @@ def train(cli, data, d):
             assert info["loaded"] == len(names), info
             assert fresh.predict(xt).tobytes() == pred.tobytes()
 
+        # an inference-only model (no gradients nor optimizer state planned): the same bits,
+        # and training refused
+        with strata.Model(LINE, batch=BATCH, strategy="single", inference_only=1) as dep:
+            assert dep.plan["optimizer_bytes"] == 0, dep.plan
+            dep.load_weights(os.path.join(d, name))
+            assert dep.predict(xt).tobytes() == pred.tobytes()
+            expect(lambda: dep.fit(xt[:BATCH], np.zeros(BATCH, np.int32)), "inference only")
+
 
 def expect(fn, *words):
     try:

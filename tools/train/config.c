@@ -91,6 +91,10 @@ static void fill_config(struct run *r)
         cfg->strategy.chunks = o->chunks;
         cfg->device.kernels = o->kernels;
         cfg->device.no_fusion = o->no_fusion;
+        /* --predict, and --evaluate where it can: no training state planned (decision 0070) */
+        cfg->inference_only = o->predict != NULL ||
+                              (o->evaluate && o->strategy == STRATA_STRATEGY_SINGLE &&
+                               o->precision == STRATA_PRECISION_32 && !o->invariant);
         if (o->strategy == STRATA_STRATEGY_DP && o->sync_bn)
                 strata_patch_replication_callback(cfg);
 }

@@ -262,6 +262,7 @@ static const struct option long_opts[] = {
         { "tensorboard", 1, 0, OPT_TENSORBOARD }, { "fast-dev-run", 2, 0, OPT_FAST_DEV_RUN },
         { "limit-train-batches", 1, 0, OPT_LIMIT_TRAIN },
         { "limit-val-batches", 1, 0, OPT_LIMIT_VAL },
+        { "predict", 1, 0, OPT_PREDICT }, { "predictions", 1, 0, OPT_PREDICTIONS },
         { 0, 0, 0, 0 },
 };
 
@@ -475,7 +476,7 @@ static int parse_option(int c, char **argv, struct opts *o)
             (rc = plain_option(c, optarg, o)) >= 0 || (rc = loss_option(c, optarg, o)) >= 0 ||
             (rc = h5_option(c, optarg, o)) >= 0 || (rc = invariant_option(c, optarg, o)) >= 0 ||
             (rc = kernels_option(c, optarg, o)) >= 0 || (rc = weights_option(c, optarg, o)) >= 0 ||
-            (rc = trainer_option(c, optarg, o)) >= 0)
+            (rc = trainer_option(c, optarg, o)) >= 0 || (rc = predict_option(c, optarg, o)) >= 0)
                 return rc;
         return bad("unknown or incomplete option '%s'; see --help", argv[optind - 1]);
 }
@@ -485,6 +486,12 @@ static int check_devices(struct opts *o)
 {
         if (o->accel == STRATA_ACCEL_CUDA && !o->strategy_set)
                 o->strategy = STRATA_STRATEGY_SINGLE; /* one GPU: nothing to split */
+        if (o->predict && ((o->strategy_set && o->strategy != STRATA_STRATEGY_SINGLE) ||
+                           o->devices > 1 || o->processes > 1))
+                return bad("--predict runs an inference-only runtime on one device "
+                           "(--strategy single)");
+        if (o->predict)
+                o->strategy = STRATA_STRATEGY_SINGLE;
         if (!o->devices_set && o->strategy != STRATA_STRATEGY_SINGLE &&
             o->accel == STRATA_ACCEL_CPU) {
                 struct strata__topology t;

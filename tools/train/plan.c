@@ -59,6 +59,9 @@ static void plan_text(const struct run *r, const struct strata_plan_info *p, con
         printf("strata-train: memory plan of %s, %d device(s) a process, %d process(es); model "
                "%s (%zu parameters), batch %d\n", strata_strategy_name(r->o.strategy),
                r->cfg.strategy.devices, procs, r->o.model, p->params, r->o.batch);
+        if (r->cfg.inference_only)
+                printf("  inference only (--predict): no gradients, optimizer state or "
+                       "activation gradients\n");
         for (int d = 0; d < r->cfg.strategy.devices; d++)
                 plan_device(p, d, 0);
         printf("  runtime arena: %zu bytes (the devices' sub-arenas and what they share; "

@@ -13,6 +13,7 @@
  *   metrics.c     the metrics CSV (--metrics-csv)
  *   checkpoint.c  checkpoints, --resume, stop signals
  *   weights.c     --init-weights[-partial], --export-initial, --evaluate
+ *   predict.c     --predict FILE --predictions OUT.h5
  *   launch.c      how the job's processes start: spawn's parent, mpi's launcher, the rank
  *   fault.c       the job tests' fault injection (STRATA_TRAIN_FAULT)
  *   trainer.c     Lightning's Trainer options: max steps and time, early stop, top-k, plateau
@@ -111,7 +112,12 @@ struct opts {
         double limit_val;       /* --limit-val-batches: the same (limit_val_set: given) */
         int limit_val_set;
         unsigned given;         /* GIVEN_*: options given whose default is also a value */
+        const char *predict;    /* --predict: a checkpoint or safetensors file, predicted */
+        const char *predictions; /* --predictions: the HDF5 file predict writes */
 };
+
+/* --predict's options' codes (predict.c parses them). */
+enum { OPT_PREDICT = 0x5001, OPT_PREDICTIONS };
 
 /* The Trainer options' codes (options.c's table; trainer.c parses them). */
 enum { OPT_MAX_STEPS = 0x4e01, OPT_MAX_TIME, OPT_VAL_EVERY, OPT_EARLY_STOP, OPT_MONITOR,
@@ -280,6 +286,12 @@ int h5_data_load(struct run *r);
 int layers_given(const char *spec);
 int layers_model(struct run *r, const char *images);
 void layers_h5_layout(struct run *r, int rank, const uint32_t *dims);
+
+/* predict.c: --predict FILE --predictions OUT.h5 (an inference-only runtime) */
+int predict_option(int c, const char *s, struct opts *o);
+int predict_check(const struct opts *o);
+int predict_run(struct run *r);
+int weights_writable(const char *opt, const char *path);
 
 /* config.c */
 int config_fill(struct run *r);

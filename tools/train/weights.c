@@ -14,8 +14,9 @@
 
 #include "tools/train/train.h"
 
-/* @p path (of option @p opt) names a file to write: not a directory, in one that exists. */
-static int writable(const char *opt, const char *path)
+/** @brief @p path (of option @p opt) names a file to write: not a directory, in one that
+ *         exists and is writable. 0, or 2 after the message. */
+int weights_writable(const char *opt, const char *path)
 {
         char dir[PATH_BUF];
         const char *slash = strrchr(path, '/');
@@ -56,7 +57,7 @@ int weights_check(const struct opts *o)
                 return bad("--%s %s: %s", opt, o->init_weights,
                            stat(o->init_weights, &st) != 0 ? strerror(errno) :
                            !S_ISREG(st.st_mode) ? "is not a regular file" : "is not readable");
-        return o->export_initial ? writable("export-initial", o->export_initial) : 0;
+        return o->export_initial ? weights_writable("export-initial", o->export_initial) : 0;
 }
 
 /* What a load found, on stdout: the groups, what was left, the file's model and transform. */
