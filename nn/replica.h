@@ -231,6 +231,14 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
                                 float *p, size_t lo, size_t hi);
 
+/**
+ * Polyak averaging of a target copy @p t towards its source @p s, a replica of the same model
+ * on the same device: t's parameters become (1 - @p tau) t + @p tau s (@p tau 1: a copy). Its
+ * running statistics, gradients and optimizer state are not touched. Host memory only.
+ */
+void strata__replica_polyak(struct strata__replica *t, const struct strata__replica *s,
+                            float tau);
+
 /** Parameter and buffer groups over every layer (strata__replica_param()'s index range). */
 int strata__replica_nparams(const struct strata__replica *r);
 

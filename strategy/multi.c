@@ -527,6 +527,11 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
         return m->ex->each(m, device_fn, rt);
 }
 
+int strata__multi_connect(struct strata_runtime *rt)
+{
+        return strata__multi_run(rt, connect_dev);
+}
+
 const struct strata__strategy strata__multi_parent = {
         .ops = { .collective = multi_collective, .pick = local_pick },
         .states = multi_states,

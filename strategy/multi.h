@@ -159,6 +159,13 @@ int strata__multi_validate(const struct strata__strategy *st, const struct strat
 int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
                        strata__device_fn fn, int idle);
 
+/**
+ * connect's work on every device for the runtime's active model (another model than model
+ * 0, after its own connect: strategy/runtime/models.c): the variant's upcalls given to its
+ * replicas, then the strategy's connect hook or the replicas' initial values.
+ */
+int strata__multi_connect(struct strata_runtime *rt);
+
 /** Run @p fn on every device (no lifecycle event: nothing can be injected). */
 int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn);
 

@@ -175,6 +175,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                 return strata__fail(STRATA_EINVAL, "replication callbacks exist only under dp, "
                                                    "not %s", (*st)->name);
         STRATA_TRY(check_invariant(c, *st, *dev, world));
+        STRATA_TRY(strata__models_check(c, *st, *dev));
         STRATA_TRY(strata__strategy_job(c->strategy.kind)->validate((*st)->name, c, *dev));
         validate = STRATA__INHERITED(*st, ops.validate);
         return validate ? validate(*st, c, *dev) : STRATA_OK;
