@@ -180,6 +180,23 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                              int sync);
 
 /**
+ * STRATA_OK when strata__replica_input_grad() can run on @p r: one module reads the model's
+ * input (no skip connection or branch), one output, no chunks; STRATA_ENOTSUP otherwise.
+ */
+int strata__replica_input_grad_check(const struct strata__replica *r);
+
+/**
+ * After a training-mode forward: the backward pass from the caller's output gradient @p dout
+ * (host memory, the batch's rows x the model's outputs; this replica's rows taken from row0)
+ * instead of the loss's, as an accumulation micro-batch (the hooks' micro: none under ddp),
+ * the module that reads the input writing its input's gradient, which goes to @p dx (host,
+ * rows x input width, this replica's rows at row0). Its parameters' gradients are not kept:
+ * the next backward overwrites them.
+ */
+int strata__replica_input_grad(struct strata__replica *r, const struct strata_step_ctx *c,
+                               const float *dout, float *dx);
+
+/**
  * The strategy's upcalls (its layer hooks and fetch), each called with @p h: given once, at
  * connect, and kept in the replica's shard.
  */

@@ -178,6 +178,8 @@ struct strata__step_args {
         float *logits;                  /**< predict: the caller's rows x outputs */
         int sync;                       /**< this backward ends the accumulation window */
         int *nonfinite;                 /**< training: set when a gradient was not finite */
+        const float *dout;              /**< input_grad: the caller's output gradient */
+        float *dx;                      /**< input_grad: the input gradient's rows */
 };
 
 struct strata_runtime {

@@ -443,6 +443,25 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
                         size_t capacity);
 
 /**
+ * @brief The gradient of a loss with respect to the model's input, given its gradient @p dout
+ *        with respect to the model's outputs: forward in training mode, backward from
+ *        @p dout, and the input's gradient into @p dx (rows x the model's input width, row
+ *        after row). Nothing is trained: no gradient is reduced across devices, no optimizer
+ *        steps, and the next training step starts its gradients afresh (running statistics
+ *        of BatchNorm do move, as in any training-mode forward). What an actor's update
+ *        through a critic needs (DDPG: dQ/da of a critic whose input row is the state and
+ *        the action); decision 0069.
+ * @param dout @p dout_count values: the batch's rows x outputs, row after row.
+ * @param capacity The values @p dx holds: fewer than rows x input width is refused.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, a bad batch, too little room; nothing written);
+ *         STRATA_EBADSTATE (not READY, or inside an accumulation window); STRATA_ENOTSUP (a
+ *         strategy other than single, ddp, spawn and mpi, a driver with memory of its own, a
+ *         model whose input several modules read, with several outputs, or invariant mode).
+ */
+int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
+                      const float *dout, size_t dout_count, float *dx, size_t capacity);
+
+/**
  * @brief teardown: stop the devices, complete the trace file, release a mapped region. Legal
  *        once from any state; the runtime pointer is invalid afterwards.
  * @retval STRATA_OK; STRATA_EIO when the trace could not be completed (everything else is
@@ -765,6 +784,14 @@ int strata_model_save_checkpoint(struct strata_runtime *rt, int model, const cha
 int strata_model_load_checkpoint(struct strata_runtime *rt, int model, const char *path,
                                  void *app, size_t app_cap, size_t *app_bytes,
                                  struct strata_ckpt_info *info);
+
+/**
+ * @brief strata_input_grad() of model @p model (a target copy too): DDPG's actor update
+ *        takes the critic's gradient with respect to the action columns of its input.
+ * @retval As strata_input_grad(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_input_grad(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                            const float *dout, size_t dout_count, float *dx, size_t capacity);
 
 /**
  * @brief strata_export_safetensors() of model @p model (a target copy too).

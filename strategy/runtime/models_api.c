@@ -223,3 +223,16 @@ int strata_model_export_safetensors(struct strata_runtime *rt, int model, const 
         strata__models_leave(rt);
         return rc;
 }
+
+int strata_model_input_grad(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                            const float *dout, size_t dout_count, float *dx, size_t capacity)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_input_grad(rt, b, dout, dout_count, dx, capacity);
+        strata__models_leave(rt);
+        return rc;
+}
