@@ -338,6 +338,13 @@ int strata__models_enter(struct strata_runtime *rt, int i);
 /** Model 0 active again. */
 void strata__models_leave(struct strata_runtime *rt);
 
+/**
+ * Model @p i's (1 <= i < strata__models_n(), model 0 active): its modules *@p m, optimizer
+ * *@p o, and a target's *@p source and *@p tau (source -1: trained).
+ */
+void strata__models_info(const struct strata_runtime *rt, int i, const struct strata_model **m,
+                         const struct strata_optim **o, int *source, float *tau);
+
 /** Models of runtime @p rt, model 0 included. */
 int strata__models_n(const struct strata_runtime *rt);
 

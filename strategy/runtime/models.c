@@ -315,6 +315,17 @@ int strata__models_source(const struct strata_runtime *rt, int i)
         return rt->models && i > 0 && i < rt->models->n ? rt->models->source[i] : -1;
 }
 
+void strata__models_info(const struct strata_runtime *rt, int i, const struct strata_model **m,
+                         const struct strata_optim **o, int *source, float *tau)
+{
+        const struct model *k = &rt->models->m[i];
+
+        *m = k->model;
+        *o = &k->optim;
+        *source = rt->models->source[i];
+        *tau = rt->models->tau[i];
+}
+
 int strata__models_n(const struct strata_runtime *rt)
 {
         return rt->models ? rt->models->n : 1;

@@ -452,3 +452,42 @@ Test(models, spawn_two_processes_are_ddp, .timeout = 120)
         }
         munmap(shared, sizeof(*shared));
 }
+
+/* Exit 0 when strata_init() refused with STRATA_EINVAL; rank 0 returns the message. */
+static int differ_child(int rank, int size, void *arg)
+{
+        struct strata_runtime *rt = NULL;
+        const char *why;
+        int rc;
+
+        (void)size, (void)arg;
+        if (rank == 1) /* another tau for the target */
+                spawn_three.set.entry[1].tau = 0.5f;
+        rc = strata_init(&rt, &spawn_three.r.cfg);
+        if (rc == STRATA_OK) {
+                strata_teardown(rt);
+                return 2;
+        }
+        why = strata_last_error();
+        strata_spawn_return(why, strlen(why) + 1);
+        return rc == STRATA_EINVAL ? 0 : 3;
+}
+
+/* Processes whose other models differ are refused at init, the fingerprint naming them. */
+Test(models, spawn_other_models_differ_refused, .timeout = 120)
+{
+        static char why[1024];
+        struct strata_spawn_result res;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        three_init(&spawn_three, STRATA_STRATEGY_SPAWN, 1);
+        spawn_three.r.cfg.device.bind = STRATA_BIND_NONE;
+        spawn_three.r.cfg.device.timeout_s = 5.0;
+        memset(why, 0, sizeof(why));
+        cr_assert_eq(strata_spawn(2, differ_child, NULL, 10.0, why, sizeof(why) - 1, &res),
+                     STRATA_OK, "%s (rank %d: %s)", strata_last_error(), res.failed_rank,
+                     res.why);
+        cr_assert_not_null(strstr(why, "process 1 has modules"), "%s", why);
+        cr_assert_not_null(strstr(why, "+ 2 models #"), "%s", why);
+}
