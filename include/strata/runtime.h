@@ -88,10 +88,10 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, int, batch, INT, "batch")                  /* largest global batch (required) */      \
         X(g, int, classes, INT, "classes")              /* the model's outputs (checked) */        \
         X(g, uint64_t, seed, U64, "seed")               /* parameter init and dropout streams */   \
+        X(g, struct strata_models *, models, NONE, NULL) /* more models (NULL: cfg.model alone) */\
         X(g, void *, memory, NONE, NULL)                /* region (NULL: mapped at init) */        \
         X(g, size_t, memory_size, NONE, NULL)           /* its size */                             \
-        X(g, int, verbose, INT, "verbose")              /* placement and memory on stderr */     \
-        X(g, struct strata_models *, models, NONE, NULL) /* more models (NULL: cfg.model alone) */
+        X(g, int, verbose, INT, "verbose")              /* placement and memory on stderr */
 
 /** cfg.strategy: which strategy, over how many devices, and its options. */
 #define STRATA_CONFIG_STRATEGY(X, g)                                                               \
