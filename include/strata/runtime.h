@@ -786,6 +786,15 @@ int strata_model_load_checkpoint(struct strata_runtime *rt, int model, const cha
                                  struct strata_ckpt_info *info);
 
 /**
+ * @brief strata_load_weights() into model @p model (a target copy too): a safetensors file or
+ *        a checkpoint of a model of the same modules, e.g. strata_model_export_safetensors()
+ *        of it; its optimizer state and step counts start at zero.
+ * @retval As strata_load_weights(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_load_weights(struct strata_runtime *rt, int model, const char *path,
+                              unsigned flags, struct strata_weights_info *info);
+
+/**
  * @brief strata_input_grad() of model @p model (a target copy too): DDPG's actor update
  *        takes the critic's gradient with respect to the action columns of its input.
  * @retval As strata_input_grad(); STRATA_EINVAL also for an unknown model.

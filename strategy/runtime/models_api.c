@@ -236,3 +236,16 @@ int strata_model_input_grad(struct strata_runtime *rt, int model, const struct s
         strata__models_leave(rt);
         return rc;
 }
+
+int strata_model_load_weights(struct strata_runtime *rt, int model, const char *path,
+                              unsigned flags, struct strata_weights_info *info)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_load_weights(rt, path, flags, info);
+        strata__models_leave(rt);
+        return rc;
+}

@@ -338,17 +338,20 @@ static void header_of(const char *path, char *out, size_t cap)
         fclose(f);
 }
 
-Test(models, export_a_chosen_model)
+Test(models, export_a_chosen_model_and_load_it_back)
 {
         char dir[] = "/tmp/strata-models-XXXXXX", p1[128], p2[128], h[4096];
+        static float e1[NP], w0[NP], w1[NP];
         struct strata_runtime *rt;
         struct three t;
+        size_t n1;
 
         cr_assert_not_null(mkdtemp(dir));
         three_init(&t, STRATA_STRATEGY_SINGLE, 1);
         rt = rig_open(&t.r.cfg);
         path_in(dir, "model1.safetensors", p1, sizeof(p1));
         path_in(dir, "model2.safetensors", p2, sizeof(p2));
+        n1 = params_of(rt, 1, 0, e1);
         cr_assert_eq(strata_model_export_safetensors(rt, 1, p1), STRATA_OK, "%s",
                      strata_last_error());
         cr_assert_eq(strata_model_export_safetensors(rt, 2, p2), STRATA_OK, "%s",
@@ -359,6 +362,18 @@ Test(models, export_a_chosen_model)
         header_of(p2, h, sizeof(h)); /* model 2, model 0's target: 20-16-relu-4 */
         cr_assert_not_null(strstr(h, "\"layers.0.weight\":{\"dtype\":\"F32\",\"shape\":[16,20]"),
                            "%s", h);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        /* model 1's export loads back into model 1 of another runtime (another seed) */
+        t.r.cfg.seed = 12345;
+        rt = rig_open(&t.r.cfg);
+        params_of(rt, 1, 0, w0);
+        cr_assert_eq(strata_model_load_weights(rt, 2, p1, STRATA_WEIGHTS_STRICT, NULL),
+                     STRATA_EINVAL, "model 1's weights fit model 2: %s", strata_last_error());
+        cr_assert_eq(strata_model_load_weights(rt, 1, p1, STRATA_WEIGHTS_STRICT, NULL),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(params_of(rt, 1, 0, w1), n1);
+        cr_assert(!memcmp(w1, e1, n1 * sizeof(float)), "model 1's weights did not load");
+        cr_assert(memcmp(w0, e1, n1 * sizeof(float)), "the seeds gave the same values");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         unlink(p1);
         unlink(p2);

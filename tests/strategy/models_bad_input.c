@@ -177,6 +177,11 @@ Test(models_bad_input, runtime_calls_refused_and_nothing_changes)
                         STRATA_EINVAL, msg, "load");
                 refused(strata_model_export_safetensors(rt, k, "/nonexistent/x"), STRATA_EINVAL,
                         msg, "export");
+                refused(strata_model_load_weights(rt, k, "/nonexistent/x", 0, NULL),
+                        STRATA_EINVAL, msg, "load weights");
+                refused(strata_model_input_grad(rt, k, &b, logits, RIG_BATCH * RIG_CLASSES,
+                                                logits, RIG_BATCH * RIG_CLASSES),
+                        STRATA_EINVAL, msg, "input gradient");
         }
         refused(strata_model_train_step(rt, 1, &b, &m), STRATA_EINVAL, "target copy of model 0",
                 "an optimizer step of a target");
