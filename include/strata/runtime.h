@@ -694,7 +694,7 @@ int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad
  * model's index. Every model is planned with the runtime and runs on its workers; each has its
  * own optimizer, learning rate schedule, step counts, checkpoint and export. A target copy
  * has no gradients and no optimizer: strata_model_polyak_update() moves it. Under single,
- * ddp, spawn and mpi, in host memory, without invariant mode or accumulation.
+ * ddp, spawn and mpi, in host memory, outside invariant mode.
  */
 
 /**
@@ -735,6 +735,13 @@ int strata_model_count(const struct strata_runtime *rt, int *n);
  */
 int strata_model_train_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
                             struct strata_metrics *m);
+
+/**
+ * @brief strata_end_accumulation_window() of model @p model: each model has its own window.
+ * @retval As strata_end_accumulation_window(); STRATA_EINVAL also for an unknown model or a
+ *         target copy.
+ */
+int strata_model_end_accumulation_window(struct strata_runtime *rt, int model);
 
 /**
  * @brief strata_eval_step() on model @p model (a target copy too).

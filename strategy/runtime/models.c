@@ -118,13 +118,10 @@ int strata__models_check(const struct strata_config *c, const struct strata__str
                 why = drv->name;
         else if (c->strategy.invariant)
                 why = "invariant mode";
-        else if (c->train.accumulate > 1)
-                why = "gradient accumulation";
         if (why)
                 return strata__fail(STRATA_ENOTSUP, "several models (cfg.models) run under "
-                                    "single, ddp, spawn and mpi, in host memory, without "
-                                    "invariant mode or accumulation; not with %s (decision "
-                                    "0069)", why);
+                                    "single, ddp, spawn and mpi, in host memory, outside "
+                                    "invariant mode; not with %s (decision 0069)", why);
         for (int i = 1; i < strata__models_count(c); i++)
                 STRATA_TRY(check_entry(c, i));
         return STRATA_OK;

@@ -121,6 +121,18 @@ int strata_model_train_step(struct strata_runtime *rt, int model, const struct s
         return rc;
 }
 
+int strata_model_end_accumulation_window(struct strata_runtime *rt, int model)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 1));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_end_accumulation_window(rt);
+        strata__models_leave(rt);
+        return rc;
+}
+
 int strata_model_eval_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
                            struct strata_metrics *m)
 {

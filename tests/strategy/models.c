@@ -152,13 +152,14 @@ static size_t alone(struct three *t, int model, int steps, float *out)
         return n;
 }
 
-static void together(enum strata_strategy_kind kind, int devices)
+static void together(enum strata_strategy_kind kind, int devices, int accumulate)
 {
         static float a[3][NP], b[3][NP], solo[NP];
         size_t na[3], nb[3];
         struct three t;
 
         three_init(&t, kind, devices);
+        t.r.cfg.train.accumulate = accumulate;
         run(&t, 12, a, na);
         run(&t, 12, b, nb);
         for (int k = 0; k < 3; k++) {
@@ -176,12 +177,61 @@ static void together(enum strata_strategy_kind kind, int devices)
 
 Test(models, single_three_models_bitwise)
 {
-        together(STRATA_STRATEGY_SINGLE, 1);
+        together(STRATA_STRATEGY_SINGLE, 1, 0);
 }
 
 Test(models, ddp_three_models_bitwise)
 {
-        together(STRATA_STRATEGY_DDP, 2);
+        together(STRATA_STRATEGY_DDP, 2, 0);
+}
+
+/* Each model its own accumulation window (ddp's buckets the active model's at its end). */
+Test(models, ddp_accumulate_two_bitwise)
+{
+        together(STRATA_STRATEGY_DDP, 2, 2);
+}
+
+/*
+ * A model's window ended early is its own: model 1's partial window, model 0's full ones,
+ * the same bits as model 1 alone with the same call.
+ */
+Test(models, end_accumulation_window_per_model)
+{
+        static float got[NP], solo[NP];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct three t;
+        size_t n;
+
+        three_init(&t, STRATA_STRATEGY_SINGLE, 1);
+        t.r.cfg.train.accumulate = 3;
+        for (int alone_run = 0; alone_run < 2; alone_run++) {
+                struct strata_config c = t.r.cfg;
+
+                if (alone_run) {
+                        c.models = NULL;
+                        c.model = &t.m1;
+                        c.optim = t.o1;
+                        c.seed += 0x9e3779b97f4a7c15ull;
+                }
+                rt = rig_open(&c);
+                strata_loader_reset(&t.r.loader, t.r.idx, 256);
+                for (int s = 0; s < 5; s++) {
+                        next(&t.r, &b);
+                        if (s == 1) /* model 1's window ends at its second micro-batch */
+                                cr_assert_eq(alone_run ? strata_end_accumulation_window(rt)
+                                             : strata_model_end_accumulation_window(rt, 1),
+                                             STRATA_OK, "%s", strata_last_error());
+                        if (!alone_run)
+                                cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
+                        cr_assert_eq(alone_run ? strata_train_step(rt, &b, NULL)
+                                     : strata_model_train_step(rt, 1, &b, NULL), STRATA_OK,
+                                     "%s", strata_last_error());
+                }
+                n = alone_run ? params_of(rt, 0, 0, solo) : params_of(rt, 1, 0, got);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+        cr_assert(!memcmp(got, solo, n * sizeof(float)), "model 1's partial window differs");
 }
 
 /* One model plans what it did; more models plan more, exactly what they use, with no heap. */

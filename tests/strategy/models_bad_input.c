@@ -101,9 +101,6 @@ Test(models_bad_input, configurations_refused_at_plan)
         r.cfg.strategy.invariant = 1;
         rig_plan_refused(&r, STRATA_ENOTSUP, "invariant", "not with invariant mode");
         r.cfg.strategy.invariant = 0;
-        r.cfg.train.accumulate = 2;
-        rig_plan_refused(&r, STRATA_ENOTSUP, "accumulation", "not with gradient accumulation");
-        r.cfg.train.accumulate = 0;
         s.entry[1].classes = 3; /* the rig's model outputs 4 */
         rig_plan_refused(&r, STRATA_EINVAL, "classes 3", "model 2 outputs 4 values per row");
         s.entry[1].classes = RIG_CLASSES;
@@ -185,6 +182,10 @@ Test(models_bad_input, runtime_calls_refused_and_nothing_changes)
         }
         refused(strata_model_train_step(rt, 1, &b, &m), STRATA_EINVAL, "target copy of model 0",
                 "an optimizer step of a target");
+        refused(strata_model_end_accumulation_window(rt, 1), STRATA_EINVAL,
+                "target copy of model 0", "a target's accumulation window");
+        refused(strata_model_end_accumulation_window(rt, 3), STRATA_EINVAL,
+                "model 3 not in [0, 3)", "an unknown model's window");
         refused(strata_model_polyak_update(rt, 0), STRATA_EINVAL, "model 0 is trained",
                 "Polyak on model 0");
         refused(strata_model_polyak_update(rt, 2), STRATA_EINVAL, "model 2 is trained",
