@@ -17,7 +17,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernel/lifecycle.h"
 #include "strata/status.h"
 #include "base/base.h"
 #include "nn/loss.h"
