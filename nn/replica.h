@@ -181,6 +181,23 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                              int sync);
 
 /**
+ * STRATA_OK when strata__replica_input_grad() can run on @p r: one module reads the model's
+ * input (no skip connection or branch), one output, no chunks; STRATA_ENOTSUP otherwise.
+ */
+int strata__replica_input_grad_check(const struct strata__replica *r);
+
+/**
+ * After a training-mode forward: the backward pass from the caller's output gradient @p dout
+ * (host memory, the batch's rows x the model's outputs; this replica's rows taken from row0)
+ * instead of the loss's, as an accumulation micro-batch (the hooks' micro: none under ddp),
+ * the module that reads the input writing its input's gradient, which goes to @p dx (host,
+ * rows x input width, this replica's rows at row0). Its parameters' gradients are not kept:
+ * the next backward overwrites them.
+ */
+int strata__replica_input_grad(struct strata__replica *r, const struct strata_step_ctx *c,
+                               const float *dout, float *dx);
+
+/**
  * The strategy's upcalls (its layer hooks and fetch), each called with @p h: given once, at
  * connect, and kept in the replica's shard.
  */
@@ -231,6 +248,14 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
  */
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
                                 float *p, size_t lo, size_t hi);
+
+/**
+ * Polyak averaging of a target copy @p t towards its source @p s, a replica of the same model
+ * on the same device: t's parameters become (1 - @p tau) t + @p tau s (@p tau 1: a copy). Its
+ * running statistics, gradients and optimizer state are not touched. Host memory only.
+ */
+void strata__replica_polyak(struct strata__replica *t, const struct strata__replica *s,
+                            float tau);
 
 /** Parameter and buffer groups over every layer (strata__replica_param()'s index range). */
 int strata__replica_nparams(const struct strata__replica *r);

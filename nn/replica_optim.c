@@ -4,6 +4,7 @@
  * optimizer update with the scalars nn/optim.c computes, and what own_params keeps of a layer.
  */
 #include <math.h>
+#include <string.h>
 
 #include "strata/status.h"
 #include "kernel/trace.h"
@@ -132,4 +133,23 @@ uint64_t strata__replica_steps(const struct strata__replica *r)
 void strata__replica_set_steps(struct strata__replica *r, uint64_t t)
 {
         r->opt_t = t;
+}
+
+/*
+ * A target copy's parameters follow its source's (decision 0069): p' = (1 - tau) p' + tau p,
+ * element by element in f32 (ISO C: no contraction, the same bits on every machine); tau 1
+ * copies. Host memory: the runtime refuses several models on a driver with memory of its own.
+ */
+void strata__replica_polyak(struct strata__replica *t, const struct strata__replica *s,
+                            float tau)
+{
+        float keep = 1.0f - tau, *p = t->v.params;
+        const float *q = s->v.params;
+
+        if (tau == 1.0f) {
+                memcpy(p, q, t->v.nparam * sizeof(float));
+                return;
+        }
+        for (size_t i = 0; i < t->v.nparam; i++)
+                p[i] = keep * p[i] + tau * q[i];
 }

@@ -5,6 +5,7 @@
  * before the layer runs (nn/shard.c), invariant mode runs each module per chunk (nn/chunks.c).
  */
 #include "strata/status.h"
+#include "base/base.h"
 #include "kernel/trace.h"
 #include "nn/replica_private.h"
 
@@ -211,8 +212,13 @@ static void out_grad(const struct strata__replica *r, int i, float *g)
         }
 }
 
-int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c0,
-                             int sync)
+/*
+ * The backward pass; with @p din, the module that reads the model's input (the first: the
+ * caller checked that no other does) also writes its input's gradient, into the chain's free
+ * buffer, and *din points to it.
+ */
+static int backward(struct strata__replica *r, const struct strata_step_ctx *c0, int sync,
+                    const float **din)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
         int cur = 0, each = strata__shard_each(r->v.shard);
@@ -223,7 +229,7 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 struct strata_layer *l = &r->v.layers[i];
                 int src = input_of(r, i), head = r->fuse_head ? r->fuse_head[i] : -1;
                 const float *x = source(r, src);
-                float *dx = src < 0 ? NULL : dx_of(r, l, cur);
+                float *dx = src < 0 && !din ? NULL : dx_of(r, l, cur);
                 int first = l->grad_fresh; /* the window's first backward */
                 struct fused f = { { fused_forward, fused_backward }, r, c, i,
                                    fused_last(r, i), r->dbuf[cur] };
@@ -262,7 +268,39 @@ int strata__replica_backward(struct strata__replica *r, const struct strata_step
                 if (each)
                         strata__shard_accumulate(r->v.shard, r->v.grads, l->grad, r->v.poff[i],
                                                  l->nparam, first);
+                if (src < 0 && din)
+                        *din = dx;
                 cur ^= 1;
         }
+        return STRATA_OK;
+}
+
+int strata__replica_backward(struct strata__replica *r, const struct strata_step_ctx *c,
+                             int sync)
+{
+        return backward(r, c, sync, NULL);
+}
+
+int strata__replica_input_grad_check(const struct strata__replica *r)
+{
+        if (r->from || r->io.nout > 1 || r->v.chunks)
+                return strata__fail(STRATA_ENOTSUP, "input gradient: the model reads its input "
+                                    "in one module and has one output, outside invariant "
+                                    "mode (decision 0069)");
+        return STRATA_OK;
+}
+
+int strata__replica_input_grad(struct strata__replica *r, const struct strata_step_ctx *c,
+                               const float *dout, float *dx)
+{
+        size_t w = (size_t)r->v.out, in = (size_t)r->v.layers[0].in, rows = (size_t)r->v.rows;
+        const float *din = NULL;
+
+        r->drv->to_device(r->dbuf[0], dout + (size_t)r->v.row0 * w, rows * w * sizeof(float));
+        STRATA_TRY(backward(r, c, 0, &din));
+        for (int i = 0; i < r->v.nlayers; i++) /* its parameters' gradients are not kept */
+                r->v.layers[i].grad_fresh = 1;
+        if (rows && din)
+                r->drv->to_host(dx + (size_t)r->v.row0 * in, din, rows * in * sizeof(float));
         return STRATA_OK;
 }

@@ -31,7 +31,7 @@ static struct ddp *ddp_of(const struct strata_runtime *rt)
 int strata__ddp_layout(const struct strata_config *c, const struct strata_device_ops *drv,
                        struct strata_arena *a, void **priv)
 {
-        size_t layers = (size_t)c->model->nmodules;
+        size_t layers = (size_t)strata__models_layers(c); /* every model's buckets fit */
         struct ddp *d;
         void *p, *q;
 
@@ -309,7 +309,7 @@ static int ddp_align(struct strata_runtime *rt, int event)
 const struct strata__strategy strata__ddp = {
         .name = "ddp",
         .parent = &strata__multi_parent,
-        .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE,
+        .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE | STRATA__CAP_MODELS,
         .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout,
                  .setup = ddp_setup, .align = ddp_align, .pick = ddp_pick },
         .hooks = { .connect = init_dev },

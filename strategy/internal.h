@@ -36,6 +36,8 @@ typedef int (*strata__device_fn)(struct strata_runtime *rt, struct strata__multi
  * layer, when that is smaller than the whole vector, without accumulation or clipping by norm.
  */
 #define STRATA__CAP_SHARD_GRADS 32u
+/* Trains several models (cfg.models) on its workers: single, ddp (spawn, mpi); decision 0069 */
+#define STRATA__CAP_MODELS 64u
 
 struct strata__strategy;
 struct strata__job_ops;
@@ -176,6 +178,8 @@ struct strata__step_args {
         float *logits;                  /**< predict: the caller's rows x outputs */
         int sync;                       /**< this backward ends the accumulation window */
         int *nonfinite;                 /**< training: set when a gradient was not finite */
+        const float *dout;              /**< input_grad: the caller's output gradient */
+        float *dx;                      /**< input_grad: the input gradient's rows */
 };
 
 struct strata_runtime {
@@ -194,9 +198,11 @@ struct strata_runtime {
         struct strata_plan_info plan;
         int region_mapped;             /* root maps its own region: unmap at teardown */
         int abandoned;                 /* teardown left a stuck device running: keep memory */
-        /* ...and what strata_teardown() then says (504: the job's pointer took 8 bytes, so the
-         * runtime, and every plan, keeps its size) */
-        char abandoned_why[504];
+        /* the models beside model 0 (strategy/runtime/models.c), or NULL: one model */
+        struct strata__models *models;
+        /* ...and what strata_teardown() then says (488: the job's pointer, cfg.models and
+         * models took 8 bytes each, so the runtime, and every plan, keeps its size) */
+        char abandoned_why[488];
         struct strata__regions regions; /* driver reservations (memory of its own) */
         int micro;                     /* micro-batch within the accumulation window */
         int end_window;                /* the next step ends the window (a partial one) */
@@ -298,6 +304,72 @@ void strata__unreserve(const struct strata_device_ops *dev, struct strata__regio
  */
 int strata__open_region(const struct strata_config *c, const struct strata_plan_info *pl,
                         struct strata_arena *a);
+
+/* strategy/runtime/models.c: several models on one runtime (decision 0069). */
+
+struct strata__models;
+
+/** Models of configuration @p c, model 0 included (1 without cfg.models). */
+int strata__models_count(const struct strata_config *c);
+
+/**
+ * The checks of cfg.models: the strategy (STRATA__CAP_MODELS), the driver and the options
+ * several models run with, and every entry (a trained model's loss, outputs and optimizer; a
+ * target's source and tau).
+ */
+int strata__models_check(const struct strata_config *c, const struct strata__strategy *st,
+                         const struct strata_device_ops *drv);
+
+/** Replica plan @p p (model 0's, with its device) made model @p i's; *classes its outputs. */
+int strata__models_plan(const struct strata_config *c, int i, struct strata__replica_plan *p,
+                        int *classes);
+
+/** The most modules of any model of @p c (ddp's buckets are planned for it). */
+int strata__models_layers(const struct strata_config *c);
+
+/** The widest metrics of any model of @p c on @p world devices (the job's table). */
+int strata__models_metrics_width(const struct strata_config *c, int world);
+
+/**
+ * Lay out the models beside model 0 from arena @p a: their state and replica arrays (nothing
+ * with one model). Planning, *out is NULL.
+ */
+int strata__models_layout(const struct strata_config *c, struct strata_arena *a,
+                          struct strata__models **out);
+
+/** Model @p i's replicas (i >= 1), laid out by strata__models_layout(). */
+struct strata__replica *strata__models_replicas(const struct strata__models *ms, int i);
+
+/** The runtime @p rt keeps @p ms (NULL: one model); cfg.models is then in use by it. */
+void strata__models_bind(struct strata_runtime *rt, struct strata__models *ms);
+
+/** connect, after model 0's: every other model initialised, each target copied from its source. */
+int strata__models_connect(struct strata_runtime *rt);
+
+/** Make model @p i the runtime's active model (0: nothing to do). */
+int strata__models_enter(struct strata_runtime *rt, int i);
+
+/** Model 0 active again. */
+void strata__models_leave(struct strata_runtime *rt);
+
+/**
+ * Model @p i's (1 <= i < strata__models_n(), model 0 active): its modules *@p m, optimizer
+ * *@p o, and a target's *@p source and *@p tau (source -1: trained).
+ */
+void strata__models_info(const struct strata_runtime *rt, int i, const struct strata_model **m,
+                         const struct strata_optim **o, int *source, float *tau);
+
+/** Models of runtime @p rt, model 0 included. */
+int strata__models_n(const struct strata_runtime *rt);
+
+/** The model target @p i copies, or -1 (a trained model, model 0, or no such model). */
+int strata__models_source(const struct strata_runtime *rt, int i);
+
+/** Polyak averaging of target @p t towards its source on every device (its tau). */
+int strata__models_polyak(struct strata_runtime *rt, int t);
+
+/** Model @p i's (i >= 1) parameters on device @p dev, *@p n of them. */
+const float *strata__models_params(const struct strata_runtime *rt, int i, int dev, size_t *n);
 
 /* strategy/common.c: what every strategy's actions use. */
 

@@ -527,6 +527,28 @@ int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn)
         return m->ex->each(m, device_fn, rt);
 }
 
+static int input_grad_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
+{
+        struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
+        struct strata__replica *r = strata__rep(rt, dev);
+
+        strata__dev_load(rt, dev, m->args, 0);
+        STRATA_TRY(strata__replica_forward(r, &c));
+        return strata__replica_input_grad(r, &c, m->args->dout, m->args->dx);
+}
+
+int strata__multi_input_grad(struct strata_runtime *rt, const struct strata__step_args *a)
+{
+        strata__split(rt, a->batch);
+        strata__multi(rt)->args = a;
+        return strata__multi_run(rt, input_grad_dev);
+}
+
+int strata__multi_connect(struct strata_runtime *rt)
+{
+        return strata__multi_run(rt, connect_dev);
+}
+
 const struct strata__strategy strata__multi_parent = {
         .ops = { .collective = multi_collective, .pick = local_pick },
         .states = multi_states,

@@ -159,6 +159,20 @@ int strata__multi_validate(const struct strata__strategy *st, const struct strat
 int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
                        strata__device_fn fn, int idle);
 
+/**
+ * connect's work on every device for the runtime's active model (another model than model
+ * 0, after its own connect: strategy/runtime/models.c): the variant's upcalls given to its
+ * replicas, then the strategy's connect hook or the replicas' initial values.
+ */
+int strata__multi_connect(struct strata_runtime *rt);
+
+/**
+ * strata_input_grad()'s work, the batch @p a->batch split over the devices: each loads its
+ * rows, runs forward in training mode and backward from its rows of @p a->dout, writing its
+ * rows of the input gradient into @p a->dx (no gradient is reduced or kept).
+ */
+int strata__multi_input_grad(struct strata_runtime *rt, const struct strata__step_args *a);
+
 /** Run @p fn on every device (no lifecycle event: nothing can be injected). */
 int strata__multi_run(struct strata_runtime *rt, strata__device_fn fn);
 

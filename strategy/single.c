@@ -40,6 +40,6 @@ static int single_layout(const struct strata_config *c, const struct strata_devi
 const struct strata__strategy strata__single = {
         .name = "single",
         .parent = &strata__multi_parent,
-        .caps = STRATA__CAP_INVARIANT,
+        .caps = STRATA__CAP_INVARIANT | STRATA__CAP_MODELS,
         .ops = { .validate = single_validate, .layout = single_layout },
 };

@@ -342,6 +342,7 @@ const struct strata__strategy strata__zero1 = {
         .name = "zero1",
         .parent = &strata__ddp,
         .caps = STRATA__CAP_SHARD_STATE,
+        .drops = STRATA__CAP_MODELS, /* not yet several models (decision 0069) */
         .ops = { .pick = zero1_pick },
         .hooks = { .connect = connect_dev },
 };

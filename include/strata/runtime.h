@@ -88,6 +88,7 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, int, batch, INT, "batch")                  /* largest global batch (required) */      \
         X(g, int, classes, INT, "classes")              /* the model's outputs (checked) */        \
         X(g, uint64_t, seed, U64, "seed")               /* parameter init and dropout streams */   \
+        X(g, struct strata_models *, models, NONE, NULL) /* more models (NULL: cfg.model alone) */\
         X(g, void *, memory, NONE, NULL)                /* region (NULL: mapped at init) */        \
         X(g, size_t, memory_size, NONE, NULL)           /* its size */                             \
         X(g, int, verbose, INT, "verbose")              /* placement and memory on stderr */    \
@@ -144,6 +145,39 @@ const char *strata_strategy_name(enum strata_strategy_kind kind);
         X(g, const void *, mpi_comm, NONE, NULL)        /* mpi: the MPI_Comm * (NULL: world) */    \
         X(g, int, mpi_comm_fortran, INT, "mpi_comm_fortran") /* mpi_comm: Fortran's */             \
         X(g, int, mpi_allreduce, INT, "mpi_allreduce")  /* see below */
+
+struct strata_runtime;
+
+/** Most models one runtime trains (cfg.model is model 0; strata_models holds the others). */
+#define STRATA_MAX_MODELS 8
+
+/**
+ * One model beside the configuration's own (strata_models_add(), strata_models_add_target()):
+ * a trained model, with its module list, outputs and optimizer (learning rate and schedule
+ * included), or a target copy of an earlier model, whose parameters follow its source's by
+ * Polyak averaging and which has no gradients and no optimizer state.
+ */
+struct strata_model_entry {
+        const struct strata_model *model; /**< its modules (a target: its source's) */
+        int classes;                      /**< its outputs a row (a target: its source's) */
+        int source;                       /**< a target: the model it copies; -1: trained */
+        float tau;                        /**< a target: its Polyak weight, in (0, 1] */
+        struct strata_optim optim;        /**< a trained model's optimizer and schedule */
+};
+
+/**
+ * The models a runtime trains beside cfg.model (model 0), declared before strata_init() and
+ * planned with it: entry[i] is model i + 1. cfg.models points to it (NULL: one model, which
+ * costs what it always has). Start from STRATA_MODELS_INIT; fill it with strata_models_add()
+ * and strata_models_add_target() only. Decision 0069.
+ */
+struct strata_models {
+        int count;                                         /**< models beside model 0 */
+        struct strata_model_entry entry[STRATA_MAX_MODELS - 1];
+        const struct strata_runtime *in_use;               /**< the live runtime planned from it */
+};
+
+#define STRATA_MODELS_INIT { 0 }
 
 /* The sub-structs, one per concern. */
 struct strata_config_strategy {
@@ -418,6 +452,25 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
                         size_t capacity);
 
 /**
+ * @brief The gradient of a loss with respect to the model's input, given its gradient @p dout
+ *        with respect to the model's outputs: forward in training mode, backward from
+ *        @p dout, and the input's gradient into @p dx (rows x the model's input width, row
+ *        after row). Nothing is trained: no gradient is reduced across devices, no optimizer
+ *        steps, and the next training step starts its gradients afresh (running statistics
+ *        of BatchNorm do move, as in any training-mode forward). What an actor's update
+ *        through a critic needs (DDPG: dQ/da of a critic whose input row is the state and
+ *        the action); decision 0069.
+ * @param dout @p dout_count values: the batch's rows x outputs, row after row.
+ * @param capacity The values @p dx holds: fewer than rows x input width is refused.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL, a bad batch, too little room; nothing written);
+ *         STRATA_EBADSTATE (not READY, or inside an accumulation window); STRATA_ENOTSUP (a
+ *         strategy other than single, ddp, spawn and mpi, a driver with memory of its own, a
+ *         model whose input several modules read, with several outputs, or invariant mode).
+ */
+int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
+                      const float *dout, size_t dout_count, float *dx, size_t capacity);
+
+/**
  * @brief teardown: stop the devices, complete the trace file, release a mapped region. Legal
  *        once from any state; the runtime pointer is invalid afterwards.
  * @retval STRATA_OK; STRATA_EIO when the trace could not be completed (everything else is
@@ -654,6 +707,133 @@ int strata_memory(const struct strata_runtime *rt, struct strata_memory_info *ou
  * @retval STRATA_OK, STRATA_EINVAL (@p rt not live or @p out NULL).
  */
 int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad_scaler *out);
+
+/*
+ * Several models on one runtime (decision 0069). cfg.model is model 0, which every call above
+ * acts on; cfg.models declares the others before strata_init(), and the calls below take a
+ * model's index. Every model is planned with the runtime and runs on its workers; each has its
+ * own optimizer, learning rate schedule, step counts, checkpoint and export. A target copy
+ * has no gradients and no optimizer: strata_model_polyak_update() moves it. Under single,
+ * ddp, spawn and mpi, in host memory, outside invariant mode.
+ */
+
+/**
+ * @brief Declare a trained model beside the configuration's own: its modules @p model (which
+ *        must outlive the runtime), @p classes outputs a row and optimizer @p optim (copied;
+ *        NULL: STRATA_OPTIM_INIT). Model i's parameters start from cfg.seed + i x
+ *        0x9e3779b97f4a7c15 (each model its own values, the same on every device).
+ * @param index Optional: the model's index (1 for the first).
+ * @retval STRATA_OK; STRATA_EINVAL (NULL @p s or @p model, an empty model, classes < 1, an
+ *         invalid optimizer, STRATA_MAX_MODELS reached); STRATA_EBADSTATE (a live runtime was
+ *         planned from @p s: models are added before strata_init()). @p s unchanged on error.
+ */
+int strata_models_add(struct strata_models *s, const struct strata_model *model, int classes,
+                      const struct strata_optim *optim, int *index);
+
+/**
+ * @brief Declare a target copy of model @p source (0, or one declared before it): the same
+ *        modules, parameters that start as its source's and follow them by Polyak averaging,
+ *        p' = (1 - @p tau) p' + @p tau p at each strata_model_polyak_update(); no gradients,
+ *        no optimizer state, no training step.
+ * @retval STRATA_OK; STRATA_EINVAL (NULL @p s, @p source not declared or the target itself,
+ *         @p tau outside (0, 1], STRATA_MAX_MODELS reached); STRATA_EBADSTATE (in use by a
+ *         live runtime). @p s unchanged on error.
+ */
+int strata_models_add_target(struct strata_models *s, int source, float tau, int *index);
+
+/**
+ * @brief The models runtime @p rt trains, model 0 included (1 without cfg.models).
+ * @retval STRATA_OK, STRATA_EINVAL (not a live runtime, @p n NULL).
+ */
+int strata_model_count(const struct strata_runtime *rt, int *n);
+
+/**
+ * @brief strata_train_step() on model @p model (0: strata_train_step() itself), with its own
+ *        optimizer and step count, on the runtime's workers.
+ * @retval As strata_train_step(); STRATA_EINVAL also for an unknown model or a target copy
+ *         (nothing runs).
+ */
+int strata_model_train_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                            struct strata_metrics *m);
+
+/**
+ * @brief strata_end_accumulation_window() of model @p model: each model has its own window.
+ * @retval As strata_end_accumulation_window(); STRATA_EINVAL also for an unknown model or a
+ *         target copy.
+ */
+int strata_model_end_accumulation_window(struct strata_runtime *rt, int model);
+
+/**
+ * @brief strata_eval_step() on model @p model (a target copy too).
+ * @retval As strata_eval_step(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_eval_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                           struct strata_metrics *m);
+
+/**
+ * @brief strata_predict_step() on model @p model (a target copy too): its outputs, rows x its
+ *        classes, into @p out.
+ * @retval As strata_predict_step(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_predict_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                              float *out, size_t capacity);
+
+/**
+ * @brief Polyak averaging of target copy @p target on every device: each parameter p' of it
+ *        becomes (1 - tau) p' + tau p, p its source's (f32, element by element: the same bits
+ *        on every device and machine). Running statistics are not averaged.
+ * @retval STRATA_OK; STRATA_EINVAL (not a live runtime, an unknown model, a trained model);
+ *         STRATA_EBADSTATE (not READY). Nothing changes on error.
+ */
+int strata_model_polyak_update(struct strata_runtime *rt, int target);
+
+/**
+ * @brief strata_parameters() of model @p model: device @p dev's flat parameter vector.
+ * @retval STRATA_OK, STRATA_EINVAL (NULL, unknown model, @p dev out of range),
+ *         STRATA_EBADSTATE (not connected).
+ */
+int strata_model_parameters(const struct strata_runtime *rt, int model, int dev,
+                            const float **p, size_t *n);
+
+/**
+ * @brief strata_save_checkpoint() of model @p model alone (its section of the run: its
+ *        parameters, optimizer state and step counts, and @p app), to @p path.
+ * @retval As strata_save_checkpoint(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_save_checkpoint(struct strata_runtime *rt, int model, const char *path,
+                                 const void *app, size_t app_bytes);
+
+/**
+ * @brief strata_load_checkpoint() into model @p model: a checkpoint of a model of the same
+ *        modules (strata_model_save_checkpoint() of it, or strata_save_checkpoint()).
+ * @retval As strata_load_checkpoint(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_load_checkpoint(struct strata_runtime *rt, int model, const char *path,
+                                 void *app, size_t app_cap, size_t *app_bytes,
+                                 struct strata_ckpt_info *info);
+
+/**
+ * @brief strata_load_weights() into model @p model (a target copy too): a safetensors file or
+ *        a checkpoint of a model of the same modules, e.g. strata_model_export_safetensors()
+ *        of it; its optimizer state and step counts start at zero.
+ * @retval As strata_load_weights(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_load_weights(struct strata_runtime *rt, int model, const char *path,
+                              unsigned flags, struct strata_weights_info *info);
+
+/**
+ * @brief strata_input_grad() of model @p model (a target copy too): DDPG's actor update
+ *        takes the critic's gradient with respect to the action columns of its input.
+ * @retval As strata_input_grad(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_input_grad(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                            const float *dout, size_t dout_count, float *dx, size_t capacity);
+
+/**
+ * @brief strata_export_safetensors() of model @p model (a target copy too).
+ * @retval As strata_export_safetensors(); STRATA_EINVAL also for an unknown model.
+ */
+int strata_model_export_safetensors(struct strata_runtime *rt, int model, const char *path);
 
 #ifdef __cplusplus
 }

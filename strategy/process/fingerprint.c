@@ -155,6 +155,42 @@ static void schedule(const struct strata_runtime *rt, char *out, size_t n)
                 strata__ddp_bucket_walk(r, strata__ddp_bucket_cap(&rt->cfg), add_bucket, &t);
 }
 
+/*
+ * The models beside model 0 (decision 0069): each one's widths, modules and optimizer, or its
+ * source and tau, summed up as their count and a hash of that text at the end of
+ * @p modules (its last characters where it is full).
+ */
+static void other_models(const struct strata_runtime *rt, char *modules, size_t mn)
+{
+        char all[512], w[96], m[240], one[96];
+        struct text t = { all, sizeof(all), 0, 2166136261u, 0 };
+        size_t len = strlen(modules), n;
+
+        if (strata__models_n(rt) == 1)
+                return;
+        for (int i = 1; i < strata__models_n(rt); i++) {
+                const struct strata_model *mod;
+                const struct strata_optim *o;
+                int source;
+                float tau;
+
+                strata__models_info(rt, i, &mod, &o, &source, &tau);
+                widths_and_modules(mod, w, sizeof(w), m, sizeof(m));
+                if (source >= 0)
+                        snprintf(one, sizeof(one), "|target of %d tau %.9g", source, (double)tau);
+                else
+                        snprintf(one, sizeof(one), "|%s lr %.9g", o->kind == STRATA_OPTIM_ADAMW
+                                 ? "adamw" : "sgd", (double)o->lr);
+                add(&t, w);
+                add(&t, m);
+                add(&t, one);
+        }
+        snprintf(one, sizeof(one), " + %d models #%08x", strata__models_n(rt) - 1,
+                 (unsigned)t.hash);
+        n = strlen(one);
+        snprintf(modules + (len + n < mn ? len : mn - 1 - n), n + 1, "%s", one);
+}
+
 #define PUT(fp, field, ...) snprintf((fp)->field, sizeof((fp)->field), __VA_ARGS__)
 
 void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
@@ -168,6 +204,7 @@ void strata__fingerprint_make(const struct strata_runtime *rt, void *out)
         PUT(fp, devices, "%d", rt->nreplicas);
         widths_and_modules(c->model, fp->widths, sizeof(fp->widths), fp->modules,
                            sizeof(fp->modules));
+        other_models(rt, fp->modules, sizeof(fp->modules));
         PUT(fp, loss, "%s", strata__loss_of(c->model)->name);
         outputs(c->model, fp->loss, sizeof(fp->loss));
         PUT(fp, parameters, "%zu", strata__repv(rt, 0)->nparam);

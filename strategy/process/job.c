@@ -50,7 +50,7 @@ static int layout(const struct strata_config *c, int pieces, struct strata_arena
         int devices = c->strategy.devices;
         /* c->process.count: resolved by the runtime's plan (strata__world) */
         int world = devices * (c->process.count > 0 ? c->process.count : 1);
-        int width = strata__metrics_width(c, world);
+        int width = strata__models_metrics_width(c, world); /* the widest model's */
         struct job *s;
         void *p, *pq = NULL, *st = NULL, *fp = NULL, *ck = NULL;
         size_t pcomm = 0;

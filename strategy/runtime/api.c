@@ -14,6 +14,7 @@
 #include "base/base.h"
 #include "data/gather.h"
 #include "strategy/job.h"
+#include "strategy/multi.h"
 
 /*
  * The batch's form, before any of its values is read: one kind of inputs (rows of x; or an
@@ -344,6 +345,56 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(agreed(rt, check_predict(rt, b, out, capacity), b));
         return evaluate(rt, STRATA__EV_PREDICT_STEP, &span_predict,
                         &(struct strata__step_args){ .batch = b, .logits = out });
+}
+
+static const struct strata__span span_input_grad = { "input_grad", "step", "step", 0 };
+
+/* input_grad's batch (its inputs) and room for the output and input gradients. */
+static int check_input_grad(const struct strata_runtime *rt, const struct strata_batch *b,
+                            const float *dout, size_t dout_count, const float *dx,
+                            size_t capacity)
+{
+        size_t outs, ins;
+
+        if (!dout || !dx)
+                return strata__fail(STRATA_EINVAL, "input_grad: dout or dx is NULL");
+        STRATA_TRY(check_local(rt, b, 0));
+        outs = (size_t)b->rows * (size_t)rt->cfg.classes;
+        ins = (size_t)b->rows * (size_t)rt->cfg.model->in_features;
+        if (dout_count < outs)
+                return strata__fail(STRATA_EINVAL, "input_grad: dout holds %zu values; the "
+                                                   "batch's %d rows x %d outputs need %zu",
+                                    dout_count, b->rows, rt->cfg.classes, outs);
+        if (capacity < ins)
+                return strata__fail(STRATA_EINVAL, "input_grad: dx holds %zu values; the "
+                                                   "batch's %d rows x %d inputs need %zu",
+                                    capacity, b->rows, rt->cfg.model->in_features, ins);
+        return strata__replica_input_grad_check(strata__rep(rt, 0));
+}
+
+int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
+                      const float *dout, size_t dout_count, float *dx, size_t capacity)
+{
+        struct strata__step_args a = { .batch = b, .dout = dout, .dx = dx };
+        struct strata__track *t;
+        uint64_t t0;
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(need_ready(rt));
+        if (!(strata__caps(rt->strategy) & STRATA__CAP_MODELS) || strata__own_memory(rt->dev))
+                return strata__fail(STRATA_ENOTSUP, "input_grad runs under single, ddp, spawn "
+                                                   "and mpi, in host memory (decision 0069)");
+        if (rt->micro)
+                return strata__fail(STRATA_EBADSTATE, "input_grad: inside an accumulation "
+                                                      "window (micro-batch %d)", rt->micro);
+        STRATA_TRY(agreed(rt, check_input_grad(rt, b, dout, dout_count, dx, capacity), b));
+        if (stop_due(rt))
+                return stopped();
+        t0 = step_begin(rt, &span_input_grad, &t);
+        rc = strata__multi_input_grad(rt, &a);
+        strata__track_end(t, t0, (int64_t)rt->step);
+        return rc;
 }
 
 /* A Strategy-level collective: every device runs it on its thread (or inline on one device). */

@@ -103,6 +103,9 @@ static int check_inference(const struct strata_config *c)
         if (c->strategy.invariant)
                 return strata__fail(STRATA_ENOTSUP, "inference_only: invariant mode shapes "
                                     "training's sums; predictions need none of it");
+        if (c->models && c->models->count)
+                return strata__fail(STRATA_ENOTSUP, "inference_only runs one model; cfg.models "
+                                    "declares %d more", c->models->count);
         return STRATA_OK;
 }
 
@@ -202,6 +205,7 @@ int strata__check_config(const struct strata_config *c, const struct strata__str
                                                    "not %s", (*st)->name);
         STRATA_TRY(check_invariant(c, *st, *dev, world));
         STRATA_TRY(check_inference(c));
+        STRATA_TRY(strata__models_check(c, *st, *dev));
         STRATA_TRY(strata__strategy_job(c->strategy.kind)->validate((*st)->name, c, *dev));
         validate = STRATA__INHERITED(*st, ops.validate);
         return validate ? validate(*st, c, *dev) : STRATA_OK;

@@ -50,6 +50,33 @@ static int driver_scratch(const struct strata_device_ops *drv, struct strata_are
         return n ? strata_arena_alloc(a, n, STRATA_ALIGN_CACHELINE, out) : STRATA_OK;
 }
 
+/*
+ * Model @p i's replica (decision 0069) on the device of plan @p rp (model 0's), in @p mem after
+ * what is there: built into @p r with the driver's scratch @p scratch, or (@p r NULL) planned.
+ * Its outputs must be its classes.
+ */
+static int extra_replica(const struct strata_config *c, int i,
+                         const struct strata__replica_mem *mem,
+                         const struct strata__replica_plan *rp, struct strata__replica *r,
+                         void *scratch)
+{
+        struct strata__replica_plan xp = *rp;
+        struct strata__replica_view v;
+        int classes;
+
+        STRATA_TRY(strata__models_plan(c, i, &xp, &classes));
+        if (r) {
+                STRATA_TRY(strata__replica_layout(r, mem, &xp, NULL));
+                strata__replica_place(r, scratch, mem->host);
+                return STRATA_OK;
+        }
+        STRATA_TRY(strata__replica_plan_only(mem, &xp, NULL, &v));
+        if (v.out != classes)
+                return strata__fail(STRATA_EINVAL, "model %d outputs %d values per row; its "
+                                                   "classes is %d", i, v.out, classes);
+        return STRATA_OK;
+}
+
 /* The single layout of a runtime; with a planning arena, *out stays NULL and nothing is built. */
 int strata__layout(const struct strata_config *c, const struct strata__strategy *st,
                    const struct strata_device_ops *drv, struct strata_arena *a,
@@ -65,7 +92,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         struct strata__chunk_plan cp;
         struct strata__replica_plan rp;
         struct strata__shard_sizes sz;
-        int world, rows, shards, hv = !strata__own_memory(drv);
+        struct strata__models *ms;
+        int world, rows, shards, hv = !strata__own_memory(drv), nm = strata__models_count(c);
         enum strata_dtype compute = strata__precision(c->precision.kind)->compute;
         void *p;
 
@@ -100,6 +128,8 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                     "last module, ", c->model->noutputs ? "" :
                                     c->model->modules[c->model->nmodules - 1].ops->name,
                                     c->classes);
+        for (int i = 1; i < nm; i++) /* the other models, after model 0's in each device's */
+                STRATA_TRY(extra_replica(c, i, &mem, &rp, NULL, NULL));
         pi->per_device = strata_arena_used(&plan);
         pi->device_bytes = hv ? 0 : strata_arena_used(&pdev);
         pi->pinned_bytes = hv ? 0 : strata_arena_used(&ppin);
@@ -112,6 +142,7 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
         STRATA_TRY(strata_arena_alloc(a, strata__replica_bytes * (size_t)c->strategy.devices, 0,
                                       &p));
         reps = p;
+        STRATA_TRY(strata__models_layout(c, a, &ms));
         for (int d = 0; d < c->strategy.devices; d++) {
                 struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
 
@@ -136,6 +167,9 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 } else {
                         STRATA_TRY(strata__replica_plan_only(&mem, &rp, NULL, &tmp));
                 }
+                for (int i = 1; i < nm; i++)
+                        STRATA_TRY(extra_replica(c, i, &mem, &rp, ms ? strata__replica_at(
+                                strata__models_replicas(ms, i), d) : NULL, p));
         }
         STRATA_TRY(strata__trace_layout(a, c->strategy.devices,
                                        c->trace.events ? c->trace.events : (size_t)1 << 16,
@@ -148,6 +182,11 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                                                   strata__trace_track(tr, d));
                 rt->replicas = reps;
                 rt->nreplicas = c->strategy.devices;
+                for (int i = 1; i < nm; i++)
+                        for (int d = 0; d < c->strategy.devices; d++)
+                                strata__replica_set_track(strata__replica_at(
+                                        strata__models_replicas(ms, i), d),
+                                                          strata__trace_track(tr, d));
                 rt->world = world; /* rank0 is set when the processes are joined */
                 rt->prec = strata__precision(c->precision.kind);
                 strata__scaler_init(&rt->scaler, c->precision.loss_scale_init,
@@ -163,8 +202,10 @@ int strata__layout(const struct strata_config *c, const struct strata__strategy 
                 STRATA_TRY(strata__strategy_job(c->strategy.kind)->layout(
                         &resolved, !!(strata__caps(st) & STRATA__CAP_SHARD_STATE), a, p));
         }
-        if (rt)
+        if (rt) {
                 rt->priv = p;
+                rt->models = ms; /* strata_init() binds them once the runtime lives */
+        }
         if (sync) /* the variant once more, from what the shard and the replicas made */
                 *sync = STRATA__INHERITED(st, ops.pick)(c, drv, &sz, rt);
         *out = rt;

@@ -99,6 +99,7 @@ int strata_init(struct strata_runtime **out, const struct strata_config *cfg)
         }
         STRATA_TRY_GOTO(rc, strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP_ENVIRONMENT, NULL), fail);
         STRATA_TRY_GOTO(rc, live_add(rt), fail);
+        strata__models_bind(rt, rt->models); /* cfg.models is now in use */
         if (cfg->verbose) {
                 strata__log(STRATA_LOG_INFO, "strata: %s on %d %s device(s), %zu parameters, "
                             "%zu bytes planned (%zu per device)%s",
@@ -146,6 +147,7 @@ int strata_connect(struct strata_runtime *rt)
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_CONNECT, NULL));
         STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP, NULL));
+        STRATA_TRY(strata__models_connect(rt));
         strata_arena_seal(&rt->root);
         for (int d = 0; d < rt->nreplicas; d++)
                 strata_arena_seal(strata__replica_arena(strata__rep(rt, d)));

@@ -278,6 +278,16 @@ Test(inference_only, configurations_refused, .timeout = 60)
         r.cfg.precision.kind = STRATA_PRECISION_32;
         r.cfg.strategy.invariant = 1;
         rig_plan_refused(&r, STRATA_ENOTSUP, "invariant", "invariant mode");
+        r.cfg.strategy.invariant = 0;
+        {
+                static struct strata_models more = STRATA_MODELS_INIT;
+
+                cr_assert_eq(strata_models_add_target(&more, 0, 0.5f, NULL), STRATA_OK);
+                r.cfg.models = &more;
+                rig_plan_refused(&r, STRATA_ENOTSUP, "cfg.models", "declares 1 more");
+                r.cfg.models = NULL;
+        }
+        r.cfg.strategy.invariant = 1;
         c = r.cfg;
         c.strategy.invariant = 0;
         c.inference_only = 0;

@@ -97,11 +97,14 @@ Test(strategy_registry, caps_of_every_strategy)
                 enum strata_strategy_kind k;
                 unsigned caps;
         } want[] = {
-                { STRATA_STRATEGY_SINGLE, STRATA__CAP_INVARIANT },
+                { STRATA_STRATEGY_SINGLE, STRATA__CAP_INVARIANT | STRATA__CAP_MODELS },
                 { STRATA_STRATEGY_DP, STRATA__CAP_REPLICATE },
-                { STRATA_STRATEGY_DDP, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE },
-                { STRATA_STRATEGY_SPAWN, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE },
-                { STRATA_STRATEGY_MPI, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE },
+                { STRATA_STRATEGY_DDP, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
+                                               STRATA__CAP_MODELS },
+                { STRATA_STRATEGY_SPAWN, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
+                                                 STRATA__CAP_MODELS },
+                { STRATA_STRATEGY_MPI, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
+                                               STRATA__CAP_MODELS },
                 { STRATA_STRATEGY_ZERO1, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
                                                  STRATA__CAP_SHARD_STATE },
                 { STRATA_STRATEGY_ZERO2, STRATA__CAP_INVARIANT | STRATA__CAP_SHARD_STATE |

@@ -1,0 +1,263 @@
+/*
+ * The public calls of several models on one runtime (decision 0069): declaring the models
+ * beside the configuration's own (struct strata_models), and the calls that take a model's
+ * index, each the one-model call run with that model active (models.c). Nothing of the
+ * library calls these.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernel/lifecycle.h"
+#include "strata/status.h"
+#include "base/base.h"
+#include "strategy/internal.h"
+
+static int in_use(const struct strata_models *s)
+{
+        int st = strata_state(s->in_use);
+
+        return s->in_use && st >= 0 && st != STRATA_STATE_TORNDOWN;
+}
+
+/* Room for one more model in @p s, which no live runtime was planned from. */
+static int can_add(const struct strata_models *s, const char *what)
+{
+        if (!s)
+                return strata__fail(STRATA_EINVAL, "%s: models is NULL", what);
+        if (in_use(s))
+                return strata__fail(STRATA_EBADSTATE, "%s: runtime %p was planned from these "
+                                    "models; a model is added before strata_init()", what,
+                                    (const void *)s->in_use);
+        if (s->count < 0 || s->count >= STRATA_MAX_MODELS - 1)
+                return strata__fail(STRATA_EINVAL, "%s: %d models beside model 0 already; at "
+                                    "most %d in all", what, s->count, STRATA_MAX_MODELS);
+        return STRATA_OK;
+}
+
+int strata_models_add(struct strata_models *s, const struct strata_model *model, int classes,
+                      const struct strata_optim *optim, int *index)
+{
+        struct strata_optim o = STRATA_OPTIM_INIT;
+
+        STRATA_TRY(can_add(s, "models_add"));
+        if (!model || !model->modules || model->nmodules <= 0 || model->in_features <= 0)
+                return strata__fail(STRATA_EINVAL, "models_add: the model is NULL, empty or "
+                                                   "has no input width");
+        if (classes < 1)
+                return strata__fail(STRATA_EINVAL, "models_add: classes %d: need >= 1",
+                                    classes);
+        if (optim)
+                o = *optim;
+        STRATA_TRY(strata_optim_check(&o));
+        s->entry[s->count] = (struct strata_model_entry){ .model = model, .classes = classes,
+                                                          .source = -1, .optim = o };
+        if (index)
+                *index = s->count + 1;
+        s->count++;
+        return STRATA_OK;
+}
+
+int strata_models_add_target(struct strata_models *s, int source, float tau, int *index)
+{
+        struct strata_model_entry e = { .source = source, .tau = tau };
+
+        STRATA_TRY(can_add(s, "models_add_target"));
+        if (source == s->count + 1)
+                return strata__fail(STRATA_EINVAL, "models_add_target: model %d would be a "
+                                                   "target of itself", source);
+        if (source < 0 || source > s->count)
+                return strata__fail(STRATA_EINVAL, "models_add_target: source %d not in [0, "
+                                                   "%d] (the models declared so far)",
+                                    source, s->count);
+        if (!(tau > 0.0f && tau <= 1.0f))
+                return strata__fail(STRATA_EINVAL, "models_add_target: tau %g not in (0, 1]",
+                                    (double)tau);
+        if (source > 0) { /* model 0's are the configuration's, taken at init */
+                e.model = s->entry[source - 1].model;
+                e.classes = s->entry[source - 1].classes;
+        }
+        s->entry[s->count] = e;
+        if (index)
+                *index = s->count + 1;
+        s->count++;
+        return STRATA_OK;
+}
+
+/* ---- the public calls on one model ---- */
+
+static int model_arg(const struct strata_runtime *rt, int model, int trained)
+{
+        int n = strata__models_n(rt);
+
+        if (model < 0 || model >= n)
+                return strata__fail(STRATA_EINVAL, "model %d not in [0, %d)", model, n);
+        if (trained && strata__models_source(rt, model) >= 0)
+                return strata__fail(STRATA_EINVAL, "model %d is a target copy of model %d: it "
+                                    "has no gradients and no optimizer; "
+                                    "strata_model_polyak_update() moves it", model,
+                                    strata__models_source(rt, model));
+        return STRATA_OK;
+}
+
+int strata_model_count(const struct strata_runtime *rt, int *n)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        if (!n)
+                return strata__fail(STRATA_EINVAL, "model_count: n is NULL");
+        *n = strata__models_n(rt);
+        return STRATA_OK;
+}
+
+int strata_model_train_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                            struct strata_metrics *m)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 1));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_train_step(rt, b, m);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_end_accumulation_window(struct strata_runtime *rt, int model)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 1));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_end_accumulation_window(rt);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_eval_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                           struct strata_metrics *m)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_eval_step(rt, b, m);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_predict_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                              float *out, size_t capacity)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_predict_step(rt, b, out, capacity);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_polyak_update(struct strata_runtime *rt, int target)
+{
+        int s;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, target, 0));
+        if (strata__models_source(rt, target) < 0)
+                return strata__fail(STRATA_EINVAL, "polyak_update: model %d is trained, not a "
+                                                   "target copy", target);
+        s = strata_state(rt);
+        if (s != STRATA_STATE_READY)
+                return strata__fail(STRATA_EBADSTATE, "polyak_update: runtime is %s, not READY",
+                                    strata_state_name(s));
+        return strata__models_polyak(rt, target);
+}
+
+int strata_model_parameters(const struct strata_runtime *rt, int model, int dev,
+                            const float **p, size_t *n)
+{
+        int s;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        if (dev < 0 || dev >= rt->nreplicas)
+                return strata__fail(STRATA_EINVAL, "device %d not in [0, %d)", dev,
+                                    rt->nreplicas);
+        if (!p || !n)
+                return strata__fail(STRATA_EINVAL, "model_parameters: NULL output");
+        s = strata_state(rt);
+        if (s < STRATA_STATE_READY || s == STRATA_STATE_TORNDOWN)
+                return strata__fail(STRATA_EBADSTATE, "runtime is %s: parameters not ready",
+                                    strata_state_name(s));
+        if (model == 0)
+                return strata_parameters(rt, dev, p, n);
+        *p = strata__models_params(rt, model, dev, n);
+        return STRATA_OK;
+}
+
+int strata_model_save_checkpoint(struct strata_runtime *rt, int model, const char *path,
+                                 const void *app, size_t app_bytes)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_save_checkpoint(rt, path, app, app_bytes);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_load_checkpoint(struct strata_runtime *rt, int model, const char *path,
+                                 void *app, size_t app_cap, size_t *app_bytes,
+                                 struct strata_ckpt_info *info)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_load_checkpoint(rt, path, app, app_cap, app_bytes, info);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_export_safetensors(struct strata_runtime *rt, int model, const char *path)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_export_safetensors(rt, path);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_input_grad(struct strata_runtime *rt, int model, const struct strata_batch *b,
+                            const float *dout, size_t dout_count, float *dx, size_t capacity)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_input_grad(rt, b, dout, dout_count, dx, capacity);
+        strata__models_leave(rt);
+        return rc;
+}
+
+int strata_model_load_weights(struct strata_runtime *rt, int model, const char *path,
+                              unsigned flags, struct strata_weights_info *info)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, 0));
+        STRATA_TRY(strata__models_enter(rt, model));
+        rc = strata_load_weights(rt, path, flags, info);
+        strata__models_leave(rt);
+        return rc;
+}
