@@ -47,12 +47,13 @@ static const struct key keys[] = {
 /*
  * Fields a process of a job may set for itself: how it runs here, not what it computes. Every
  * other field settable by name must be equal on every process (strata__config_shared()).
+ * inference_only is here because it runs under single alone: no job of processes has it.
  */
 static int own_field(const char *name)
 {
         static const char *const own[] = { "verbose", "bind", "kernels", "timeout_s",
                                            "no_fusion", "trace_events", "stall_s",
-                                           "mpi_comm_fortran" };
+                                           "mpi_comm_fortran", "inference_only" };
 
         for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
                 if (!strcmp(own[i], name))
