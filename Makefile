@@ -111,6 +111,7 @@ HDF5_CFLAGS := $(or $(shell pkg-config --cflags hdf5 2>/dev/null),-I/usr/include
 HDF5_LIBS   := $(or $(shell pkg-config --libs hdf5 2>/dev/null),-lhdf5_serial)
 H5_OBJ      := $(BUILD)/obj/tools/train/h5.o
 $(H5_OBJ): EXTRA_CFLAGS += $(HDF5_CFLAGS)
+$(BUILD)/obj/tools/train/mesh.o: EXTRA_CFLAGS += $(HDF5_CFLAGS)
 $(BUILD)/bin/strata-train: TOOL_EXTRA_LIBS := $(HDF5_LIBS)
 
 TEST_SRCS := $(sort $(wildcard tests/*/*.c))
