@@ -129,11 +129,9 @@ static size_t row_room(const struct geom *g)
                     (size_t)g->d * (size_t)g->h * (size_t)g->mw);
 }
 
-/* c_k of mode @p j: 1 where the inverse reads only the real part (column 0, W/2), else 2. */
-static float mode_weight(const struct geom *g, size_t j)
+/* c_k of column @p k (< mw): 1 where the inverse reads only the real part (0, W/2), else 2. */
+static float mode_weight(const struct geom *g, size_t k)
 {
-        size_t k = j % (size_t)g->mw;
-
         return k == 0 || (g->w % 2 == 0 && k == (size_t)g->w / 2) ? 1.0f : 2.0f;
 }
 
@@ -474,27 +472,31 @@ static void from_modes(const struct geom *g, const struct plans *p, const struct
         }
 }
 
-/* Where the weight pair of mode @p j of input @p i and output @p o lies (block by block). */
-static size_t weight_at(const struct geom *g, size_t j, int i, int o)
+/*
+ * Where the weight pair of mode @p j of input 0 and output 0 lies (block by block); input i,
+ * output o is 2 modes (i cout + o) further. The sums below step through it by pointer: the
+ * same products in the same order as indexing each one, without a division per product.
+ */
+static size_t weight_at(const struct geom *g, size_t j)
 {
-        size_t b = j / g->modes, w = (size_t)g->cin * (size_t)g->cout * g->modes * 2;
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2;
 
-        return b * w + 2 * (((size_t)i * (size_t)g->cout + (size_t)o) * g->modes +
-                            j % g->modes);
+        return j / g->modes * w + 2 * (j % g->modes);
 }
 
 /* Y[o] = scale * sum over i of X[i] W[i, o], mode by mode. */
 static void mix_forward(const struct geom *g, const float *wt, const float *x, float *y,
                         float scale)
 {
+        size_t step = 2 * g->modes * (size_t)g->cout; /* input i to i + 1 */
+
         for (int o = 0; o < g->cout; o++)
                 for (size_t j = 0; j < g->kept; j++) {
+                        const float *xv = x + 2 * j;
+                        const float *wv = wt + weight_at(g, j) + 2 * g->modes * (size_t)o;
                         float re = 0.0f, im = 0.0f;
 
-                        for (int i = 0; i < g->cin; i++) {
-                                const float *xv = x + 2 * ((size_t)i * g->kept + j);
-                                const float *wv = wt + weight_at(g, j, i, o);
-
+                        for (int i = 0; i < g->cin; i++, xv += 2 * g->kept, wv += step) {
                                 re += xv[0] * wv[0] - xv[1] * wv[1];
                                 im += xv[0] * wv[1] + xv[1] * wv[0];
                         }
@@ -534,17 +536,25 @@ static void spec_forward(struct strata_layer *l, int nd, const float *x, float *
 static void mix_wgrad(const struct geom *g, const float *x, const float *gy, float *dw,
                       float scale)
 {
-        for (int i = 0; i < g->cin; i++)
-                for (int o = 0; o < g->cout; o++)
-                        for (size_t j = 0; j < g->kept; j++) {
-                                const float *xv = x + 2 * ((size_t)i * g->kept + j);
-                                const float *gv = gy + 2 * ((size_t)o * g->kept + j);
-                                float *d = dw + weight_at(g, j, i, o);
-                                float c = mode_weight(g, j % g->modes) * scale;
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2;
 
-                                d[0] += (xv[0] * gv[0] + xv[1] * gv[1]) * c;
-                                d[1] += (xv[0] * gv[1] - xv[1] * gv[0]) * c;
-                        }
+        for (int i = 0; i < g->cin; i++)
+                for (int o = 0; o < g->cout; o++) {
+                        const float *xv = x + 2 * (size_t)i * g->kept;
+                        const float *gv = gy + 2 * (size_t)o * g->kept;
+                        float *d = dw + 2 * ((size_t)i * (size_t)g->cout + (size_t)o) * g->modes;
+
+                        /* mode j = b modes + r mw + k: block b, row r of the block, column k */
+                        for (size_t b = 0; b < (size_t)g->blocks; b++, d += w - 2 * g->modes)
+                                for (size_t r = 0; r < g->modes / (size_t)g->mw; r++)
+                                        for (size_t k = 0; k < (size_t)g->mw; k++) {
+                                                float c = mode_weight(g, k) * scale;
+
+                                                d[0] += (xv[0] * gv[0] + xv[1] * gv[1]) * c;
+                                                d[1] += (xv[0] * gv[1] - xv[1] * gv[0]) * c;
+                                                xv += 2, gv += 2, d += 2;
+                                        }
+                }
 }
 
 /* Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode. */
@@ -553,12 +563,12 @@ static void mix_input_grad(const struct geom *g, const float *wt, const float *g
 {
         for (int i = 0; i < g->cin; i++)
                 for (size_t j = 0; j < g->kept; j++) {
+                        const float *gv = gy + 2 * j;
+                        const float *wv = wt + weight_at(g, j) +
+                                          2 * g->modes * (size_t)i * (size_t)g->cout;
                         float re = 0.0f, im = 0.0f;
 
-                        for (int o = 0; o < g->cout; o++) {
-                                const float *gv = gy + 2 * ((size_t)o * g->kept + j);
-                                const float *wv = wt + weight_at(g, j, i, o);
-
+                        for (int o = 0; o < g->cout; o++, gv += 2 * g->kept, wv += 2 * g->modes) {
                                 re += gv[0] * wv[0] + gv[1] * wv[1];
                                 im += gv[1] * wv[0] - gv[0] * wv[1];
                         }
