@@ -749,7 +749,7 @@ extern const struct strata_module_ops strata_spectralconv3d;
 /**
  * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
  *        "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d,
- *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "spectralconv1d" (2d),
+ *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "spectralconv1d" (2d, 3d),
  *        "add" or "concat" (NULL: no such).
  */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
@@ -766,8 +766,8 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name);
  * upsample(scale, mode=nearest|linear|bilinear|trilinear), dropout(p), leaky-relu(slope),
  * batchnorm1d(eps=, momentum=), layernorm(eps=), spectralconv1d(out, modes),
  * spectralconv2d(out, modes1, modes2), spectralconv3d(out, modes1, modes2, modes3), add(from)
- * and concat(from) (the earlier module's index from 0, or input: the model's input; required); the others take none. A
- * per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
+ * and concat(from) (the earlier module's index from 0, or input: the model's input;
+ * required); the others take none. A per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
  * sets the model's in_dims and in_features; without it they are left as they were (in_dims
  * cleared). A skip connection is written as its index: "input(1,8,8) conv2d(4,3,padding=1)
  * relu conv2d(4,3,padding=1) add(from=1)" is a residual block over modules 2 and 3.
