@@ -767,10 +767,11 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name);
  * batchnorm1d(eps=, momentum=), layernorm(eps=), spectralconv1d(out, modes),
  * spectralconv2d(out, modes1, modes2), spectralconv3d(out, modes1, modes2, modes3), add(from)
  * and concat(from) (the earlier module's index from 0, or input: the model's input;
- * required); the others take none. A per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
- * sets the model's in_dims and in_features; without it they are left as they were (in_dims
- * cleared). A skip connection is written as its index: "input(1,8,8) conv2d(4,3,padding=1)
- * relu conv2d(4,3,padding=1) add(from=1)" is a residual block over modules 2 and 3.
+ * required); the others take none. A per-dimension value is written 3x5 (PyTorch's (3, 5)).
+ * An optional first input(C, D, H, W) sets the model's in_dims and in_features; without it
+ * they are left as they were (in_dims cleared). A skip connection is written as its index:
+ * "input(1,8,8) conv2d(4,3,padding=1) relu conv2d(4,3,padding=1) add(from=1)" is a residual
+ * block over modules 2 and 3.
  * Several inputs and outputs (struct strata_model inputs, outputs): one input(...) for each
  * input, before the modules (two or more set ninputs and inputs, in_features their sum);
  * from=inputK names input K (input is input0); from= on a module that merges nothing starts a
