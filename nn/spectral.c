@@ -473,36 +473,39 @@ static void from_modes(const struct geom *g, const struct plans *p, const struct
 }
 
 /*
- * Where the weight pair of mode @p j of input 0 and output 0 lies (block by block); input i,
- * output o is 2 modes (i cout + o) further. The sums below step through it by pointer: the
- * same products in the same order as indexing each one, without a division per product.
+ * The weights of block b, input i, output o: modes complex pairs from b (cin cout modes 2) +
+ * 2 modes (i cout + o), in the order of the block's modes. The sums below step through them
+ * by pointer (no division per product) with the modes innermost and contiguous; each mode's
+ * sum still starts from 0 and adds its terms in ascending channel order: the same bits.
  */
-static size_t weight_at(const struct geom *g, size_t j)
-{
-        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2;
-
-        return j / g->modes * w + 2 * (j % g->modes);
-}
-
-/* Y[o] = scale * sum over i of X[i] W[i, o], mode by mode. */
+/*
+ * Y[o] = scale * sum over i of X[i] W[i, o], mode by mode: each mode's sum from 0 in ascending
+ * i, accumulated in y over the inputs so that the modes (the inner loop) run contiguously.
+ */
 static void mix_forward(const struct geom *g, const float *wt, const float *x, float *y,
                         float scale)
 {
-        size_t step = 2 * g->modes * (size_t)g->cout; /* input i to i + 1 */
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2, n = 2 * g->kept;
 
-        for (int o = 0; o < g->cout; o++)
-                for (size_t j = 0; j < g->kept; j++) {
-                        const float *xv = x + 2 * j;
-                        const float *wv = wt + weight_at(g, j) + 2 * g->modes * (size_t)o;
-                        float re = 0.0f, im = 0.0f;
+        for (int o = 0; o < g->cout; o++) {
+                float *yo = y + (size_t)o * n;
 
-                        for (int i = 0; i < g->cin; i++, xv += 2 * g->kept, wv += step) {
-                                re += xv[0] * wv[0] - xv[1] * wv[1];
-                                im += xv[0] * wv[1] + xv[1] * wv[0];
+                memset(yo, 0, sizeof(float) * n);
+                for (int i = 0; i < g->cin; i++)
+                        for (size_t b = 0; b < (size_t)g->blocks; b++) {
+                                const float *xv = x + (size_t)i * n + 2 * b * g->modes;
+                                const float *wv = wt + b * w + 2 * g->modes *
+                                                  ((size_t)i * (size_t)g->cout + (size_t)o);
+                                float *yv = yo + 2 * b * g->modes;
+
+                                for (size_t j = 0; j < 2 * g->modes; j += 2) {
+                                        yv[j] += xv[j] * wv[j] - xv[j + 1] * wv[j + 1];
+                                        yv[j + 1] += xv[j] * wv[j + 1] + xv[j + 1] * wv[j];
+                                }
                         }
-                        y[2 * ((size_t)o * g->kept + j)] = re * scale;
-                        y[2 * ((size_t)o * g->kept + j) + 1] = im * scale;
-                }
+                for (size_t j = 0; j < n; j++)
+                        yo[j] *= scale;
+        }
 }
 
 static void spec_forward(struct strata_layer *l, int nd, const float *x, float *y, int rows)
@@ -557,24 +560,31 @@ static void mix_wgrad(const struct geom *g, const float *x, const float *gy, flo
                 }
 }
 
-/* Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode. */
+/* Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode, as mix_forward sums. */
 static void mix_input_grad(const struct geom *g, const float *wt, const float *gy, float *z,
                            float scale)
 {
-        for (int i = 0; i < g->cin; i++)
-                for (size_t j = 0; j < g->kept; j++) {
-                        const float *gv = gy + 2 * j;
-                        const float *wv = wt + weight_at(g, j) +
-                                          2 * g->modes * (size_t)i * (size_t)g->cout;
-                        float re = 0.0f, im = 0.0f;
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2, n = 2 * g->kept;
 
-                        for (int o = 0; o < g->cout; o++, gv += 2 * g->kept, wv += 2 * g->modes) {
-                                re += gv[0] * wv[0] + gv[1] * wv[1];
-                                im += gv[1] * wv[0] - gv[0] * wv[1];
+        for (int i = 0; i < g->cin; i++) {
+                float *zi = z + (size_t)i * n;
+
+                memset(zi, 0, sizeof(float) * n);
+                for (int o = 0; o < g->cout; o++)
+                        for (size_t b = 0; b < (size_t)g->blocks; b++) {
+                                const float *gv = gy + (size_t)o * n + 2 * b * g->modes;
+                                const float *wv = wt + b * w + 2 * g->modes *
+                                                  ((size_t)i * (size_t)g->cout + (size_t)o);
+                                float *zv = zi + 2 * b * g->modes;
+
+                                for (size_t j = 0; j < 2 * g->modes; j += 2) {
+                                        zv[j] += gv[j] * wv[j] + gv[j + 1] * wv[j + 1];
+                                        zv[j + 1] += gv[j + 1] * wv[j] - gv[j] * wv[j + 1];
+                                }
                         }
-                        z[2 * ((size_t)i * g->kept + j)] = re * scale;
-                        z[2 * ((size_t)i * g->kept + j) + 1] = im * scale;
-                }
+                for (size_t j = 0; j < n; j++)
+                        zi[j] *= scale;
+        }
 }
 
 static void spec_backward(struct strata_layer *l, int nd, const float *x, const float *dy,
