@@ -19,7 +19,7 @@ mkdir -p "$dir"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
 libs=$(PKG_CONFIG_PATH="$build/pkgconfig" pkg-config --libs --static strata | sed 's/-lstrata//')
-for ex in fno mesh_surrogate; do
+for ex in fno mesh_surrogate; do # (mesh_surrogate.c includes examples/c/mesh_sim.h)
         cc -std=c11 -O3 -I"$here/include" -o "$dir/$ex" "$here/examples/c/$ex.c" \
                 "$build/libstrata.a" $libs -lm
 done

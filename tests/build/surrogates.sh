@@ -3,8 +3,9 @@
 # pkg-config file and run briefly: the FNO (examples/c/fno.c) learns (validation relative L2
 # below 0.9 of the untrained model's) and gives the same error at twice the resolution it was
 # trained on; the MeshGraphNet-style surrogate from C (examples/c/mesh_surrogate.c, ddp on 2)
-# learns (below half the untrained error) and repeats its last loss bitwise, and from Fortran
-# (examples/fortran/mesh_surrogate.f90, which checks itself); the PyTorch peers
+# learns (below half the untrained error) and repeats its last loss bitwise, through
+# strata-train --mesh (examples/mesh.sh) and from Fortran (examples/fortran/mesh_surrogate.f90,
+# which checks itself); the PyTorch peers
 # (tools/peers/torch_fno.py, torch_mesh.py) read the examples' data and print their JSON line.
 #   surrogates.sh SRC BUILD
 set -eu
@@ -36,6 +37,12 @@ e=$(field val_rel_l2 "$dir/mesh1.out") u=$(field val_rel_l2_untrained "$dir/mesh
 below "$e" "$(awk -v u="$u" 'BEGIN { print 0.5 * u }')" || { echo "mesh did not learn"; exit 1; }
 [ "$(field loss "$dir/mesh1.out")" = "$(field loss "$dir/mesh2.out")" ] ||
         { echo "mesh: two runs ended on different losses"; exit 1; }
+
+# The same model through strata-train, the mesh from the HDF5 file (--mesh): it trains within
+# its plan and without heap during steps.
+"$src/examples/mesh.sh" "$build" 96 1 ddp 2 > "$dir/mesh-cli.out"
+grep -q "heap allocations during training: 0" "$dir/mesh-cli.out" ||
+        { cat "$dir/mesh-cli.out"; echo "examples/mesh.sh did not end as it should"; exit 1; }
 
 if command -v gfortran >/dev/null; then
         (cd "$dir" &&
