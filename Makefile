@@ -112,6 +112,7 @@ HDF5_LIBS   := $(or $(shell pkg-config --libs hdf5 2>/dev/null),-lhdf5_serial)
 H5_OBJ      := $(BUILD)/obj/tools/train/h5.o
 $(H5_OBJ): EXTRA_CFLAGS += $(HDF5_CFLAGS)
 $(BUILD)/obj/tools/train/predict.o: EXTRA_CFLAGS += $(HDF5_CFLAGS)
+$(BUILD)/obj/tools/train/mesh.o: EXTRA_CFLAGS += $(HDF5_CFLAGS)
 $(BUILD)/bin/strata-train: TOOL_EXTRA_LIBS := $(HDF5_LIBS)
 
 TEST_SRCS := $(sort $(wildcard tests/*/*.c))
@@ -121,7 +122,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-latency check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-latency bench-surrogates check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -406,6 +407,12 @@ bench-latency: bench-deps
 bench-contention: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-contention.sh $(or $(REPS),5)
+
+# The surrogate examples (issue 55): FNO-2D and a MeshGraphNet-style surrogate against their
+# PyTorch peers (tools/peers/torch_fno.py, torch_mesh.py): validation error, speed, ddp on 2.
+bench-surrogates: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
+	tools/bench-surrogates.sh $(or $(REPS),3) $(or $(EPOCHS),10)
 
 bench-invariant: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools

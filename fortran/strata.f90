@@ -183,7 +183,7 @@ module strata
     integer(c_size_t) :: count = 0
     integer(c_int) :: role = 0
     integer(c_int) :: ndim = 0
-    integer(c_size_t) :: shape(5) = 0
+    integer(c_size_t) :: shape(6) = 0
   end type
 
   !> One group of a device's model (struct strata_param), from strata_parameter(): its values

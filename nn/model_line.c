@@ -36,7 +36,7 @@ static const char *const arg_names[STRATA__ARG_COUNT] = {
         [STRATA__ARG_MOMENTUM] = "momentum", [STRATA__ARG_SLOPE] = "slope",
         [STRATA__ARG_FROM] = "from", [STRATA__ARG_BRANCH] = "from",
         [STRATA__ARG_MODES] = "modes", [STRATA__ARG_MODES1] = "modes1",
-        [STRATA__ARG_MODES2] = "modes2",
+        [STRATA__ARG_MODES2] = "modes2", [STRATA__ARG_MODES3] = "modes3",
         [STRATA__ARG_HEADS] = "heads", [STRATA__ARG_CAUSAL] = "causal",
         [STRATA__ARG_DIMS] = "dims",
         [STRATA__ARG_SIDE] = "side", [STRATA__ARG_REDUCE] = "reduce",
@@ -238,7 +238,7 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 return STRATA_OK;
         }
         if (a == STRATA__ARG_OUT || a == STRATA__ARG_MODES || a == STRATA__ARG_MODES1 ||
-            a == STRATA__ARG_MODES2 || a == STRATA__ARG_HEADS) {
+            a == STRATA__ARG_MODES2 || a == STRATA__ARG_MODES3 || a == STRATA__ARG_HEADS) {
                 if (parse_ints(s, n, v) != 1 || v[0] <= 0)
                         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s "
                                             "'%s' is not a positive count", c->module,
@@ -248,7 +248,7 @@ static int set_arg(const struct cursor *c, struct strata_module *m, enum strata_
                 else if (a == STRATA__ARG_HEADS)
                         m->heads = v[0];
                 else
-                        m->modes[a == STRATA__ARG_MODES2] = v[0];
+                        m->modes[a == STRATA__ARG_MODES3 ? 2 : a == STRATA__ARG_MODES2] = v[0];
                 return STRATA_OK;
         }
         if (a == STRATA__ARG_DIMS) {
@@ -334,6 +334,10 @@ static int parse_args(const struct cursor *c, const struct strata__module_entry 
                 return bad(c, "its kernel size is missing, e.g. conv2d(16,3)");
         if (sc->positional > 1 && sc->args[1] == STRATA__ARG_MODES && m->modes[0] == 0)
                 return bad(c, "its modes are missing, e.g. spectralconv1d(16,8)");
+        if (sc->positional > 3 && sc->args[3] == STRATA__ARG_MODES3 &&
+            (m->modes[0] == 0 || m->modes[1] == 0 || m->modes[2] == 0))
+                return bad(c, "its modes1, modes2 and modes3 are missing, e.g. "
+                           "spectralconv3d(16,4,4,4)");
         if (sc->positional > 2 && sc->args[1] == STRATA__ARG_MODES1 &&
             (m->modes[0] == 0 || m->modes[1] == 0))
                 return bad(c, "its modes1 and modes2 are missing, e.g. spectralconv2d(16,8,8)");

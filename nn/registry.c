@@ -19,6 +19,7 @@
         1, { STRATA__ARG_KERNEL, STRATA__ARG_STRIDE, STRATA__ARG_PADDING, STRATA__ARG_DILATION }
 #define AVGPOOL 1, { STRATA__ARG_KERNEL, STRATA__ARG_STRIDE, STRATA__ARG_PADDING }
 #define SPECTRAL2 3, { STRATA__ARG_OUT, STRATA__ARG_MODES1, STRATA__ARG_MODES2 }
+#define SPECTRAL3 4, { STRATA__ARG_OUT, STRATA__ARG_MODES1, STRATA__ARG_MODES2, STRATA__ARG_MODES3 }
 #define NO_ARGS 0, { STRATA__ARG_NONE }
 
 /* Every built-in module, one line each. */
@@ -48,6 +49,7 @@ static const struct strata__module_entry modules[] = {
         { &strata_conv3d, CONV },
         { &strata_spectralconv1d, 2, { STRATA__ARG_OUT, STRATA__ARG_MODES } },
         { &strata_spectralconv2d, SPECTRAL2 },
+        { &strata_spectralconv3d, SPECTRAL3 },
         { &strata_mha, 1, { STRATA__ARG_HEADS, STRATA__ARG_CAUSAL } },
         { &strata_posembed, NO_ARGS },
         { &strata_tokens, NO_ARGS },

@@ -32,6 +32,7 @@ enum strata__arg {
         STRATA__ARG_MODES,    /**< modes: a positive count (SpectralConv1d) */
         STRATA__ARG_MODES1,   /**< modes1: a positive count (SpectralConv2d, along H) */
         STRATA__ARG_MODES2,   /**< modes2: a positive count (SpectralConv2d, along W) */
+        STRATA__ARG_MODES3,   /**< modes3: a positive count (SpectralConv3d, along W) */
         STRATA__ARG_HEADS,    /**< heads (mha): a positive count */
         STRATA__ARG_CAUSAL,   /**< causal (mha): 0 or 1 */
         STRATA__ARG_DIMS,     /**< dims (norms): the sample's last dimensions they normalise */

@@ -1,11 +1,13 @@
 /*
  * Spectral convolutions, the Fourier layer of Fourier neural operators (the reference FNO's
- * SpectralConv1d and SpectralConv2d; decision 0061): per sample, the real FFT of each input
- * channel over the spatial dimensions (torch.fft.rfft / rfft2), a learned complex product on
- * the lowest frequencies (1-D: the first @c modes; 2-D: the first modes1 and the last modes1
- * rows along H, the first modes2 columns along W, weights1 and weights2), the other
- * frequencies zero, and the inverse real FFT back to the input's extents (irfft / irfft2,
- * scaled by 1 / N):
+ * SpectralConv1d, 2d and 3d; decisions 0061, 0072): per sample, the real FFT of each input
+ * channel over the spatial dimensions (torch.fft.rfft / rfft2 / rfftn), a learned complex
+ * product on the lowest frequencies (1-D: the first @c modes; 2-D: the first modes1 and the
+ * last modes1 rows along H, the first modes2 columns along W, weights1 and weights2; 3-D: the
+ * first and last modes1 planes along D times the first and last modes2 rows along H, the first
+ * modes3 columns, weights1 (low D, low H), weights2 (high D, low H), weights3 (low D, high H),
+ * weights4 (high, high)), the other frequencies zero, and the inverse real FFT back to the
+ * input's extents (irfft / irfft2 / irfftn, scaled by 1 / N):
  *
  *   Y[o, k] = sum over i of X[i, k] W[i, o, k],   y[o] = irfft(Y[o]).
  *
@@ -14,9 +16,10 @@
  *
  * The transforms are FFTW's one-dimensional complex DFTs in single precision (fp32 under every
  * precision: the module declares no bf16_io and calls no strata_gemm()), composed here: a row's
- * DFT along W of the real values, then, in 2-D, the DFT along H of the kept columns only; the
- * inverse the other way round, its last DFT's real part the output (the c2r transform's
- * semantics: the imaginary parts of the first and an even extent's last column ignored). FFTW's
+ * DFT along W of the real values, then the DFT along H of the kept columns only, then along D
+ * of the kept rows only; the inverse the other way round, its last DFT's real part the output
+ * (the c2r transform's semantics: the imaginary parts of the first and an even extent's last
+ * column ignored). FFTW's
  * own real and multi-dimensional plans are not used: at many extents (18 x 18, 28 x 28, every
  * odd extent above 16) they allocate buffers each time they run, where a one-dimensional
  * complex plan of an extent whose prime factors are at most 31 never does (decision 0061: every
@@ -72,57 +75,63 @@ static atomic_int nplans;                   /* slots published (release after th
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
- * A layer's geometry, what the shape accepted; a 1-D sample is one row (h 1, modes1 1, one
- * block), so one walk serves both.
+ * A layer's geometry, what the shape accepted; a sample is d planes of h rows of w points (1-D:
+ * one row; 2-D: one plane), a dimension it lacks of extent 1 with one mode on one side, so one
+ * walk serves all three.
  */
 struct geom {
-        int nd;          /* spatial dimensions: 1 or 2 */
+        int nd;          /* spatial dimensions: 1, 2 or 3 */
         int cin, cout;   /* channels */
-        int h, w;        /* extents (1-D: h 1) */
-        int m1, m2;      /* rows and columns kept per block (1-D: 1 and modes) */
-        int blocks;      /* weight tensors: 1 (1-D) or 2 (2-D: the low and the high rows) */
+        int d, h, w;     /* extents (d 1 below 3-D, h 1 in 1-D) */
+        int md, mh, mw;  /* modes kept per side along D, H and W (1 where absent) */
+        int sd, sh;      /* sides kept along D and H: 2 (the low and the high), 1 where absent */
+        int blocks;      /* weight tensors: sd * sh */
         size_t npts;     /* N: points of one channel */
-        size_t modes;    /* modes of one block: m1 * m2 */
+        size_t modes;    /* modes of one block: md * mh * mw */
         size_t kept;     /* modes of a channel: blocks * modes */
-        size_t line;     /* complex values of a line of work: max(h, w) */
+        size_t line;     /* complex values of a line of work: max(d, h, w) */
 };
 
-/* The four plans a geometry executes. */
+/* The six plans a geometry executes. */
 struct plans {
         fftwf_plan fw, bw; /* along W */
-        fftwf_plan fh, bh; /* along H (2-D) */
+        fftwf_plan fh, bh; /* along H (2-D, 3-D) */
+        fftwf_plan fd, bd; /* along D (3-D) */
 };
 
 static void geom_of(const struct strata_layer *l, int nd, struct geom *g)
 {
-        const int *m = l->desc->modes;
+        const int *m = l->desc->modes, *n = l->in_dims.size;
 
         g->nd = nd;
         g->cin = l->in_dims.channels;
         g->cout = l->desc->out;
-        g->h = nd > 1 ? l->in_dims.size[0] : 1;
-        g->w = l->in_dims.size[nd - 1];
-        g->m1 = nd > 1 ? m[0] : 1;
-        g->m2 = nd > 1 ? strata__spatial_arg(m, 1) : m[0];
-        g->blocks = nd;
-        g->npts = (size_t)g->h * (size_t)g->w;
-        g->modes = (size_t)g->m1 * (size_t)g->m2;
+        g->d = nd > 2 ? n[0] : 1;
+        g->h = nd > 1 ? n[nd - 2] : 1;
+        g->w = n[nd - 1];
+        g->md = nd > 2 ? m[0] : 1;
+        g->mh = nd > 1 ? strata__spatial_arg(m, nd - 2) : 1;
+        g->mw = strata__spatial_arg(m, nd - 1);
+        g->sd = nd > 2 ? 2 : 1;
+        g->sh = nd > 1 ? 2 : 1;
+        g->blocks = g->sd * g->sh;
+        g->npts = (size_t)g->d * (size_t)g->h * (size_t)g->w;
+        g->modes = (size_t)g->md * (size_t)g->mh * (size_t)g->mw;
         g->kept = (size_t)g->blocks * g->modes;
         g->line = (size_t)(g->h > g->w ? g->h : g->w);
+        g->line = g->line > (size_t)g->d ? g->line : (size_t)g->d;
 }
 
-/* Floats of one row's room: the spectra of x and of y (or dy), two lines, the rows' columns. */
+/* Floats of one row's room: the spectra of x and of y (or dy), two lines, the kept columns. */
 static size_t row_room(const struct geom *g)
 {
         return 2 * (((size_t)g->cin + (size_t)g->cout) * g->kept + 2 * g->line +
-                    (size_t)g->h * (size_t)g->m2);
+                    (size_t)g->d * (size_t)g->h * (size_t)g->mw);
 }
 
-/* c_k of mode @p j: 1 where the inverse reads only the real part (column 0, W/2), else 2. */
-static float mode_weight(const struct geom *g, size_t j)
+/* c_k of column @p k (< mw): 1 where the inverse reads only the real part (0, W/2), else 2. */
+static float mode_weight(const struct geom *g, size_t k)
 {
-        size_t k = j % (size_t)g->m2;
-
         return k == 0 || (g->w % 2 == 0 && k == (size_t)g->w / 2) ? 1.0f : 2.0f;
 }
 
@@ -164,7 +173,9 @@ static int plans_of(const struct geom *g, struct plans *p)
         p->bw = plan_find(g->w, FFTW_BACKWARD);
         p->fh = g->nd > 1 ? plan_find(g->h, FFTW_FORWARD) : p->fw;
         p->bh = g->nd > 1 ? plan_find(g->h, FFTW_BACKWARD) : p->bw;
-        return p->fw && p->bw && p->fh && p->bh ? STRATA_OK : STRATA_ENOMEM;
+        p->fd = g->nd > 2 ? plan_find(g->d, FFTW_FORWARD) : p->fw;
+        p->bd = g->nd > 2 ? plan_find(g->d, FFTW_BACKWARD) : p->bw;
+        return p->fw && p->bw && p->fh && p->bh && p->fd && p->bd ? STRATA_OK : STRATA_ENOMEM;
 }
 
 /* The largest prime factor of @p n (n >= 1; 1 for 1). */
@@ -193,36 +204,59 @@ static int check_extent(const struct strata_layer *l, const char *what, int n)
                             n, EXTENT_MAX, SMOOTH, p > SMOOTH ? "; it has a larger one" : "");
 }
 
+/* The modes kept along an axis of @p n points, 1 to @p most, else STRATA_EINVAL naming them. */
+static int check_modes(const struct strata_layer *l, const char *key, int m, int n, int most,
+                       const char *what)
+{
+        if (m >= 1 && m <= most)
+                return STRATA_OK;
+        if (most < n / 2 + 1)
+                return strata__fail(STRATA_EINVAL, "%s (module %d): %s %d: the first and the "
+                                    "last %s of %d %s may not overlap (%s 1 to %d)",
+                                    l->desc->ops->name, l->index, key, m, key, n, what, key,
+                                    most);
+        return strata__fail(STRATA_EINVAL, "%s (module %d): %s %d: %d %s have %d frequencies "
+                            "(%s 1 to %d)", l->desc->ops->name, l->index, key, m, n, what, most,
+                            key, most);
+}
+
+/* The modes of every axis, then the extents. */
+static int check_axes(const struct strata_layer *l, const struct geom *g)
+{
+        static const char *const keys[3][3] = { { "modes" }, { "modes1", "modes2" },
+                                                { "modes1", "modes2", "modes3" } };
+        const char *const *k = keys[g->nd - 1];
+
+        if (g->nd > 2)
+                STRATA_TRY(check_modes(l, k[0], g->md, g->d, g->d / 2, "planes"));
+        if (g->nd > 1)
+                STRATA_TRY(check_modes(l, k[g->nd - 2], g->mh, g->h, g->h / 2, "rows"));
+        STRATA_TRY(check_modes(l, k[g->nd - 1], g->mw, g->w, g->w / 2 + 1,
+                               g->nd > 1 ? "columns" : "points"));
+        if (g->nd > 2)
+                STRATA_TRY(check_extent(l, "D", g->d));
+        if (g->nd > 1)
+                STRATA_TRY(check_extent(l, "H", g->h));
+        return check_extent(l, "W", g->w);
+}
+
 static int spec_shape(const struct strata_layer *l, int in, int nd,
                       struct strata_module_shape *s)
 {
+        static const char *const want[3] = { "1 spatial dimension (C, W)",
+                                             "2 spatial dimensions (C, H, W)",
+                                             "3 spatial dimensions (C, D, H, W)" };
+        static const char *const names[4] = { "weights1", "weights2", "weights3", "weights4" };
         const char *name = l->desc->ops->name;
         unsigned long long w;
-        size_t half;
         struct geom g;
 
-        STRATA_TRY(strata__spatial_check(l, in, nd, nd == 1 ? "1 spatial dimension (C, W)"
-                                                            : "2 spatial dimensions (C, H, W)"));
+        STRATA_TRY(strata__spatial_check(l, in, nd, want[nd - 1]));
         if (l->desc->out <= 0)
                 return strata__fail(STRATA_EINVAL, "%s (module %d): out channels %d <= 0", name,
                                     l->index, l->desc->out);
         geom_of(l, nd, &g);
-        half = (size_t)g.w / 2 + 1;
-        if (nd == 1 && (g.m2 < 1 || (size_t)g.m2 > half))
-                return strata__fail(STRATA_EINVAL, "%s (module %d): modes %d: %d points have "
-                                    "%zu frequencies (modes 1 to %zu)", name, l->index, g.m2,
-                                    g.w, half, half);
-        if (nd == 2 && (g.m1 < 1 || g.m1 > g.h / 2))
-                return strata__fail(STRATA_EINVAL, "%s (module %d): modes1 %d: the first and "
-                                    "the last modes1 of %d rows may not overlap (modes1 1 to "
-                                    "%d)", name, l->index, g.m1, g.h, g.h / 2);
-        if (nd == 2 && (g.m2 < 1 || (size_t)g.m2 > half))
-                return strata__fail(STRATA_EINVAL, "%s (module %d): modes2 %d: %d columns have "
-                                    "%zu frequencies (modes2 1 to %zu)", name, l->index, g.m2,
-                                    g.w, half, half);
-        if (nd == 2)
-                STRATA_TRY(check_extent(l, "H", g.h));
-        STRATA_TRY(check_extent(l, "W", g.w));
+        STRATA_TRY(check_axes(l, &g));
         w = (unsigned long long)g.cin * (unsigned long long)g.cout * g.modes * 2;
         if ((unsigned long long)g.cout * g.npts > INT_MAX || w > (1ULL << 40) ||
             (unsigned long long)g.cin + (unsigned long long)g.cout > (1ULL << 24) ||
@@ -235,18 +269,23 @@ static int spec_shape(const struct strata_layer *l, int in, int nd,
                 .params = (size_t)w * (size_t)g.blocks,
                 .aux_per_row = row_room(&g),
                 .ngroups = g.blocks,
-                .groups = { { "weights1", STRATA_F32, (size_t)w, STRATA_ROLE_WEIGHT, nd + 3,
-                              { (size_t)g.cin, (size_t)g.cout, (size_t)(nd > 1 ? g.m1 : g.m2) } },
-                            { "weights2", STRATA_F32, (size_t)w, STRATA_ROLE_WEIGHT, nd + 3,
-                              { (size_t)g.cin, (size_t)g.cout, (size_t)g.m1 } } },
-                .out_dims = { .channels = g.cout, .ndim = nd, .size = { nd > 1 ? g.h : g.w } },
+                .out_dims = l->in_dims,
                 .host_loops = 1 };
+        s->out_dims.channels = g.cout;
         for (int b = 0; b < g.blocks; b++) {
-                s->groups[b].shape[3] = nd > 1 ? (size_t)g.m2 : 2;
-                s->groups[b].shape[2 + nd] = 2;
+                struct strata_param_group *p = &s->groups[b];
+                int at = 2;
+
+                *p = (struct strata_param_group){ names[b], STRATA_F32, (size_t)w,
+                                                  STRATA_ROLE_WEIGHT, nd + 3,
+                                                  { (size_t)g.cin, (size_t)g.cout } };
+                if (nd > 2)
+                        p->shape[at++] = (size_t)g.md;
+                if (nd > 1)
+                        p->shape[at++] = (size_t)g.mh;
+                p->shape[at++] = (size_t)g.mw;
+                p->shape[at] = 2;
         }
-        if (nd > 1)
-                s->out_dims.size[1] = g.w;
         return STRATA_OK;
 }
 
@@ -269,6 +308,10 @@ static void spec_init(struct strata_layer *l, int nd)
         if (nd > 1) {
                 plan_get(g.h, FFTW_FORWARD, in, out);
                 plan_get(g.h, FFTW_BACKWARD, in, out);
+        }
+        if (nd > 2) {
+                plan_get(g.d, FFTW_FORWARD, in, out);
+                plan_get(g.d, FFTW_BACKWARD, in, out);
         }
 }
 
@@ -298,7 +341,7 @@ struct room {
         float *xs;   /* cin spectra of kept modes (complex pairs) */
         float *gs;   /* cout spectra */
         float *t, *f; /* two lines of work */
-        float *a;    /* h x m2: the rows' kept columns */
+        float *a;    /* d x h x mw: the rows' kept columns */
 };
 
 static struct room room_of(const struct strata_layer *l, const struct geom *g, int r)
@@ -313,35 +356,69 @@ static struct room room_of(const struct strata_layer *l, const struct geom *g, i
         return m;
 }
 
-/* Real channel @p x (h x w) to its kept modes @p s (kept complex values, block by block). */
+/* The frequency of kept index @p q along an axis of @p n points, @p m kept on each side. */
+static int freq(int n, int m, int q)
+{
+        return q < m ? q : n - 2 * m + q;
+}
+
+/* The index in a channel's spectrum of plane side @p p (0..sd*md-1), row @p q, column @p k. */
+static size_t mode_at(const struct geom *g, int p, int q, int k)
+{
+        size_t b = (size_t)(p / g->md) + (size_t)g->sd * (size_t)(q / g->mh);
+
+        return b * g->modes + ((size_t)(p % g->md) * (size_t)g->mh + (size_t)(q % g->mh)) *
+                                      (size_t)g->mw + (size_t)k;
+}
+
+/* Complex value @p i of a work line @p t from @p v (a pair). */
+static void put2(float *t, size_t i, const float *v)
+{
+        t[2 * i] = v[0];
+        t[2 * i + 1] = v[1];
+}
+
+/*
+ * Real channel @p x (d x h x w) to its kept modes @p s (kept complex values, block by block):
+ * each row along W into a's kept columns, each slab's kept columns along H (the kept rows back
+ * into a's first rows), the kept rows along D.
+ */
 static void to_modes(const struct geom *g, const struct plans *p, const struct room *m,
                      const float *x, float *s)
 {
-        for (int r = 0; r < g->h; r++) {
+        size_t hw = (size_t)g->h * (size_t)g->mw, mw = (size_t)g->mw;
+
+        for (size_t r = 0; r < (size_t)g->d * (size_t)g->h; r++) {
                 for (int n = 0; n < g->w; n++) {
-                        m->t[2 * n] = x[(size_t)r * (size_t)g->w + (size_t)n];
+                        m->t[2 * n] = x[r * (size_t)g->w + (size_t)n];
                         m->t[2 * n + 1] = 0.0f;
                 }
                 fftwf_execute_dft(p->fw, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
-                memcpy(g->nd > 1 ? m->a + 2 * (size_t)r * (size_t)g->m2 : s, m->f,
-                       sizeof(float) * 2 * (size_t)g->m2);
+                memcpy(m->a + 2 * r * mw, m->f, sizeof(float) * 2 * mw);
         }
-        for (int k = 0; k < g->m2 && g->nd > 1; k++) {
-                for (int r = 0; r < g->h; r++) {
-                        m->t[2 * r] = m->a[2 * ((size_t)r * (size_t)g->m2 + (size_t)k)];
-                        m->t[2 * r + 1] = m->a[2 * ((size_t)r * (size_t)g->m2 + (size_t)k) + 1];
-                }
-                fftwf_execute_dft(p->fh, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
-                for (int b = 0; b < g->blocks; b++)
-                        for (int r = 0; r < g->m1; r++) {
-                                int k1 = b == 0 ? r : g->h - g->m1 + r;
-                                size_t j = (size_t)b * g->modes + (size_t)r * (size_t)g->m2 +
-                                           (size_t)k;
+        for (size_t zk = 0; g->nd > 1 && zk < (size_t)g->d * mw; zk++) {
+                float *a = m->a + 2 * ((zk / mw) * hw + zk % mw);
 
-                                s[2 * j] = m->f[2 * k1];
-                                s[2 * j + 1] = m->f[2 * k1 + 1];
-                        }
+                for (int r = 0; r < g->h; r++)
+                        put2(m->t, (size_t)r, a + 2 * (size_t)r * mw);
+                fftwf_execute_dft(p->fh, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
+                for (int q = 0; q < g->sh * g->mh; q++)
+                        put2(a, (size_t)q * mw, m->f + 2 * freq(g->h, g->mh, q));
         }
+        for (int q = 0; q < g->sh * g->mh; q++)
+                for (int k = 0; k < g->mw; k++) {
+                        const float *a = m->a + 2 * ((size_t)q * mw + (size_t)k);
+
+                        if (g->nd < 3) {
+                                put2(s, mode_at(g, 0, q, k), a);
+                                continue;
+                        }
+                        for (int z = 0; z < g->d; z++)
+                                put2(m->t, (size_t)z, a + 2 * (size_t)z * hw);
+                        fftwf_execute_dft(p->fd, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
+                        for (int pl = 0; pl < 2 * g->md; pl++)
+                                put2(s, mode_at(g, pl, q, k), m->f + 2 * freq(g->d, g->md, pl));
+                }
 }
 
 /*
@@ -351,30 +428,39 @@ static void to_modes(const struct geom *g, const struct plans *p, const struct r
 static void from_modes(const struct geom *g, const struct plans *p, const struct room *m,
                        const float *s, float *y)
 {
-        if (g->nd == 1)
-                memcpy(m->a, s, sizeof(float) * 2 * (size_t)g->m2);
-        for (int k = 0; k < g->m2 && g->nd > 1; k++) {
-                memset(m->t, 0, sizeof(float) * 2 * (size_t)g->h);
-                for (int b = 0; b < g->blocks; b++)
-                        for (int r = 0; r < g->m1; r++) {
-                                int k1 = b == 0 ? r : g->h - g->m1 + r;
-                                size_t j = (size_t)b * g->modes + (size_t)r * (size_t)g->m2 +
-                                           (size_t)k;
+        size_t hw = (size_t)g->h * (size_t)g->mw, mw = (size_t)g->mw;
 
-                                m->t[2 * k1] = s[2 * j];
-                                m->t[2 * k1 + 1] = s[2 * j + 1];
+        for (int q = 0; q < g->sh * g->mh; q++)
+                for (int k = 0; k < g->mw; k++) {
+                        float *a = m->a + 2 * ((size_t)q * mw + (size_t)k);
+
+                        if (g->nd < 3) {
+                                put2(a, 0, s + 2 * mode_at(g, 0, q, k));
+                                continue;
                         }
-                fftwf_execute_dft(p->bh, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
-                for (int r = 0; r < g->h; r++) {
-                        m->a[2 * ((size_t)r * (size_t)g->m2 + (size_t)k)] = m->f[2 * r];
-                        m->a[2 * ((size_t)r * (size_t)g->m2 + (size_t)k) + 1] = m->f[2 * r + 1];
+                        memset(m->t, 0, sizeof(float) * 2 * (size_t)g->d);
+                        for (int pl = 0; pl < 2 * g->md; pl++)
+                                put2(m->t, (size_t)freq(g->d, g->md, pl),
+                                     s + 2 * mode_at(g, pl, q, k));
+                        fftwf_execute_dft(p->bd, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
+                        for (int z = 0; z < g->d; z++)
+                                put2(a, (size_t)z * hw, m->f + 2 * z);
                 }
+        for (size_t zk = 0; g->nd > 1 && zk < (size_t)g->d * mw; zk++) {
+                float *a = m->a + 2 * ((zk / mw) * hw + zk % mw);
+
+                memset(m->t, 0, sizeof(float) * 2 * (size_t)g->h);
+                for (int q = 0; q < g->sh * g->mh; q++)
+                        put2(m->t, (size_t)freq(g->h, g->mh, q), a + 2 * (size_t)q * mw);
+                fftwf_execute_dft(p->bh, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
+                for (int r = 0; r < g->h; r++)
+                        put2(a, (size_t)r * mw, m->f + 2 * r);
         }
-        for (int r = 0; r < g->h; r++) {
-                const float *ar = m->a + 2 * (size_t)r * (size_t)g->m2;
+        for (size_t r = 0; r < (size_t)g->d * (size_t)g->h; r++) {
+                const float *ar = m->a + 2 * r * mw;
 
                 memset(m->t, 0, sizeof(float) * 2 * (size_t)g->w);
-                for (int k = 0; k < g->m2; k++) {
+                for (int k = 0; k < g->mw; k++) {
                         float c = mode_weight(g, (size_t)k);
 
                         m->t[2 * k] = c * ar[2 * k];
@@ -382,37 +468,44 @@ static void from_modes(const struct geom *g, const struct plans *p, const struct
                 }
                 fftwf_execute_dft(p->bw, (fftwf_complex *)m->t, (fftwf_complex *)m->f);
                 for (int n = 0; n < g->w; n++)
-                        y[(size_t)r * (size_t)g->w + (size_t)n] = m->f[2 * n];
+                        y[r * (size_t)g->w + (size_t)n] = m->f[2 * n];
         }
 }
 
-/* Where the weight pair of mode @p j of input @p i and output @p o lies (block by block). */
-static size_t weight_at(const struct geom *g, size_t j, int i, int o)
-{
-        size_t b = j / g->modes, w = (size_t)g->cin * (size_t)g->cout * g->modes * 2;
-
-        return b * w + 2 * (((size_t)i * (size_t)g->cout + (size_t)o) * g->modes +
-                            j % g->modes);
-}
-
-/* Y[o] = scale * sum over i of X[i] W[i, o], mode by mode. */
+/*
+ * The weights of block b, input i, output o: modes complex pairs from b (cin cout modes 2) +
+ * 2 modes (i cout + o), in the order of the block's modes. The sums below step through them
+ * by pointer (no division per product) with the modes innermost and contiguous; each mode's
+ * sum still starts from 0 and adds its terms in ascending channel order: the same bits.
+ */
+/*
+ * Y[o] = scale * sum over i of X[i] W[i, o], mode by mode: each mode's sum from 0 in ascending
+ * i, accumulated in y over the inputs so that the modes (the inner loop) run contiguously.
+ */
 static void mix_forward(const struct geom *g, const float *wt, const float *x, float *y,
                         float scale)
 {
-        for (int o = 0; o < g->cout; o++)
-                for (size_t j = 0; j < g->kept; j++) {
-                        float re = 0.0f, im = 0.0f;
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2, n = 2 * g->kept;
 
-                        for (int i = 0; i < g->cin; i++) {
-                                const float *xv = x + 2 * ((size_t)i * g->kept + j);
-                                const float *wv = wt + weight_at(g, j, i, o);
+        for (int o = 0; o < g->cout; o++) {
+                float *yo = y + (size_t)o * n;
 
-                                re += xv[0] * wv[0] - xv[1] * wv[1];
-                                im += xv[0] * wv[1] + xv[1] * wv[0];
+                memset(yo, 0, sizeof(float) * n);
+                for (int i = 0; i < g->cin; i++)
+                        for (size_t b = 0; b < (size_t)g->blocks; b++) {
+                                const float *xv = x + (size_t)i * n + 2 * b * g->modes;
+                                const float *wv = wt + b * w + 2 * g->modes *
+                                                  ((size_t)i * (size_t)g->cout + (size_t)o);
+                                float *yv = yo + 2 * b * g->modes;
+
+                                for (size_t j = 0; j < 2 * g->modes; j += 2) {
+                                        yv[j] += xv[j] * wv[j] - xv[j + 1] * wv[j + 1];
+                                        yv[j + 1] += xv[j] * wv[j + 1] + xv[j + 1] * wv[j];
+                                }
                         }
-                        y[2 * ((size_t)o * g->kept + j)] = re * scale;
-                        y[2 * ((size_t)o * g->kept + j) + 1] = im * scale;
-                }
+                for (size_t j = 0; j < n; j++)
+                        yo[j] *= scale;
+        }
 }
 
 static void spec_forward(struct strata_layer *l, int nd, const float *x, float *y, int rows)
@@ -446,37 +539,52 @@ static void spec_forward(struct strata_layer *l, int nd, const float *x, float *
 static void mix_wgrad(const struct geom *g, const float *x, const float *gy, float *dw,
                       float scale)
 {
-        for (int i = 0; i < g->cin; i++)
-                for (int o = 0; o < g->cout; o++)
-                        for (size_t j = 0; j < g->kept; j++) {
-                                const float *xv = x + 2 * ((size_t)i * g->kept + j);
-                                const float *gv = gy + 2 * ((size_t)o * g->kept + j);
-                                float *d = dw + weight_at(g, j, i, o);
-                                float c = mode_weight(g, j % g->modes) * scale;
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2;
 
-                                d[0] += (xv[0] * gv[0] + xv[1] * gv[1]) * c;
-                                d[1] += (xv[0] * gv[1] - xv[1] * gv[0]) * c;
-                        }
+        for (int i = 0; i < g->cin; i++)
+                for (int o = 0; o < g->cout; o++) {
+                        const float *xv = x + 2 * (size_t)i * g->kept;
+                        const float *gv = gy + 2 * (size_t)o * g->kept;
+                        float *d = dw + 2 * ((size_t)i * (size_t)g->cout + (size_t)o) * g->modes;
+
+                        /* mode j = b modes + r mw + k: block b, row r of the block, column k */
+                        for (size_t b = 0; b < (size_t)g->blocks; b++, d += w - 2 * g->modes)
+                                for (size_t r = 0; r < g->modes / (size_t)g->mw; r++)
+                                        for (size_t k = 0; k < (size_t)g->mw; k++) {
+                                                float c = mode_weight(g, k) * scale;
+
+                                                d[0] += (xv[0] * gv[0] + xv[1] * gv[1]) * c;
+                                                d[1] += (xv[0] * gv[1] - xv[1] * gv[0]) * c;
+                                                xv += 2, gv += 2, d += 2;
+                                        }
+                }
 }
 
-/* Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode. */
+/* Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode, as mix_forward sums. */
 static void mix_input_grad(const struct geom *g, const float *wt, const float *gy, float *z,
                            float scale)
 {
-        for (int i = 0; i < g->cin; i++)
-                for (size_t j = 0; j < g->kept; j++) {
-                        float re = 0.0f, im = 0.0f;
+        size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2, n = 2 * g->kept;
 
-                        for (int o = 0; o < g->cout; o++) {
-                                const float *gv = gy + 2 * ((size_t)o * g->kept + j);
-                                const float *wv = wt + weight_at(g, j, i, o);
+        for (int i = 0; i < g->cin; i++) {
+                float *zi = z + (size_t)i * n;
 
-                                re += gv[0] * wv[0] + gv[1] * wv[1];
-                                im += gv[1] * wv[0] - gv[0] * wv[1];
+                memset(zi, 0, sizeof(float) * n);
+                for (int o = 0; o < g->cout; o++)
+                        for (size_t b = 0; b < (size_t)g->blocks; b++) {
+                                const float *gv = gy + (size_t)o * n + 2 * b * g->modes;
+                                const float *wv = wt + b * w + 2 * g->modes *
+                                                  ((size_t)i * (size_t)g->cout + (size_t)o);
+                                float *zv = zi + 2 * b * g->modes;
+
+                                for (size_t j = 0; j < 2 * g->modes; j += 2) {
+                                        zv[j] += gv[j] * wv[j] + gv[j + 1] * wv[j + 1];
+                                        zv[j + 1] += gv[j + 1] * wv[j] - gv[j] * wv[j + 1];
+                                }
                         }
-                        z[2 * ((size_t)i * g->kept + j)] = re * scale;
-                        z[2 * ((size_t)i * g->kept + j) + 1] = im * scale;
-                }
+                for (size_t j = 0; j < n; j++)
+                        zi[j] *= scale;
+        }
 }
 
 static void spec_backward(struct strata_layer *l, int nd, const float *x, const float *dy,
@@ -518,66 +626,38 @@ static void spec_backward(struct strata_layer *l, int nd, const float *x, const 
         }
 }
 
-static int sc1_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
-{
-        return spec_shape(l, in, 1, s);
-}
+/* The ops of SpectralConv<N>d: the functions above with nd = N. */
+#define SPECTRAL_OPS(N)                                                                        \
+        static int sc##N##_shape(const struct strata_layer *l, int in,                       \
+                                 struct strata_module_shape *s)                               \
+        {                                                                                      \
+                return spec_shape(l, in, N, s);                                                \
+        }                                                                                      \
+        static void sc##N##_init(struct strata_layer *l, uint64_t seed)                        \
+        {                                                                                      \
+                spec_fill(l, N, seed);                                                         \
+        }                                                                                      \
+        static void sc##N##_forward(struct strata_layer *l, const struct strata_step_ctx *c,   \
+                                    const float *x, float *y, int rows)                        \
+        {                                                                                      \
+                (void)c;                                                                       \
+                spec_forward(l, N, x, y, rows);                                                \
+        }                                                                                      \
+        static void sc##N##_backward(struct strata_layer *l, const struct strata_step_ctx *c,  \
+                                     const float *x, const float *y, const float *dy,          \
+                                     float *dx, int rows)                                      \
+        {                                                                                      \
+                (void)c, (void)y;                                                              \
+                spec_backward(l, N, x, dy, dx, rows);                                          \
+        }                                                                                      \
+        const struct strata_module_ops strata_spectralconv##N##d = {                           \
+                .name = "spectralconv" #N "d",                                                 \
+                .shape = sc##N##_shape,                                                        \
+                .init = sc##N##_init,                                                          \
+                .forward = sc##N##_forward,                                                    \
+                .backward = sc##N##_backward,                                                  \
+        }
 
-static int sc2_shape(const struct strata_layer *l, int in, struct strata_module_shape *s)
-{
-        return spec_shape(l, in, 2, s);
-}
-
-static void sc1_init(struct strata_layer *l, uint64_t seed)
-{
-        spec_fill(l, 1, seed);
-}
-
-static void sc2_init(struct strata_layer *l, uint64_t seed)
-{
-        spec_fill(l, 2, seed);
-}
-
-static void sc1_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
-                        float *y, int rows)
-{
-        (void)c;
-        spec_forward(l, 1, x, y, rows);
-}
-
-static void sc2_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
-                        float *y, int rows)
-{
-        (void)c;
-        spec_forward(l, 2, x, y, rows);
-}
-
-static void sc1_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
-                         const float *y, const float *dy, float *dx, int rows)
-{
-        (void)c, (void)y;
-        spec_backward(l, 1, x, dy, dx, rows);
-}
-
-static void sc2_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
-                         const float *y, const float *dy, float *dx, int rows)
-{
-        (void)c, (void)y;
-        spec_backward(l, 2, x, dy, dx, rows);
-}
-
-const struct strata_module_ops strata_spectralconv1d = {
-        .name = "spectralconv1d",
-        .shape = sc1_shape,
-        .init = sc1_init,
-        .forward = sc1_forward,
-        .backward = sc1_backward,
-};
-
-const struct strata_module_ops strata_spectralconv2d = {
-        .name = "spectralconv2d",
-        .shape = sc2_shape,
-        .init = sc2_init,
-        .forward = sc2_forward,
-        .backward = sc2_backward,
-};
+SPECTRAL_OPS(1);
+SPECTRAL_OPS(2);
+SPECTRAL_OPS(3);

@@ -45,7 +45,7 @@ enum strata_param_role {
 #define STRATA_MAX_SPATIAL 3
 
 /** Most dimensions of a parameter tensor (Conv3d's weight: out, in, kD, kH, kW). */
-#define STRATA_MAX_PARAM_DIMS 5
+#define STRATA_MAX_PARAM_DIMS 6
 
 /**
  * A sample's layout, batch excluded, in PyTorch's order: @c channels values over @c ndim
@@ -738,11 +738,18 @@ extern const struct strata_module_ops strata_spectralconv1d;
  * "weights1" and "weights2" [in, out, modes1, modes2, 2].
  */
 extern const struct strata_module_ops strata_spectralconv2d;
+/**
+ * "spectralconv3d": input (C, D, H, W), the planes 0..modes1-1 and D-modes1..D-1 times the rows
+ * 0..modes2-1 and H-modes2..H-1 of the columns 0..modes3-1 (modes1 1 to D / 2, modes2 1 to
+ * H / 2, modes3 1 to W / 2 + 1); groups "weights1" (low planes, low rows), "weights2" (high,
+ * low), "weights3" (low, high), "weights4" (high, high) [in, out, modes1, modes2, modes3, 2].
+ */
+extern const struct strata_module_ops strata_spectralconv3d;
 
 /**
  * @brief The built-in module "linear", "relu", "batchnorm1d", "dropout", "tanh", "sigmoid",
  *        "gelu", "gelu-tanh", "silu", "leaky-relu", "maxpool1d" (2d, 3d), "avgpool1d" (2d,
- *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "spectralconv1d" (2d),
+ *        3d), "upsample", "flatten", "layernorm", "conv1d" (2d, 3d), "spectralconv1d" (2d, 3d),
  *        "add" or "concat" (NULL: no such).
  */
 const struct strata_module_ops *strata_module_ops_by_name(const char *name);
@@ -758,12 +765,13 @@ const struct strata_module_ops *strata_module_ops_by_name(const char *name);
  * maxpool*d(kernel, stride=, padding=, dilation=), avgpool*d(kernel, stride=, padding=),
  * upsample(scale, mode=nearest|linear|bilinear|trilinear), dropout(p), leaky-relu(slope),
  * batchnorm1d(eps=, momentum=), layernorm(eps=), spectralconv1d(out, modes),
- * spectralconv2d(out, modes1, modes2), add(from) and concat(from) (the earlier
- * module's index from 0, or input: the model's input; required); the others take none. A
- * per-dimension value is written 3x5 (PyTorch's (3, 5)). An optional first input(C, D, H, W)
- * sets the model's in_dims and in_features; without it they are left as they were (in_dims
- * cleared). A skip connection is written as its index: "input(1,8,8) conv2d(4,3,padding=1)
- * relu conv2d(4,3,padding=1) add(from=1)" is a residual block over modules 2 and 3.
+ * spectralconv2d(out, modes1, modes2), spectralconv3d(out, modes1, modes2, modes3), add(from)
+ * and concat(from) (the earlier module's index from 0, or input: the model's input;
+ * required); the others take none. A per-dimension value is written 3x5 (PyTorch's (3, 5)).
+ * An optional first input(C, D, H, W) sets the model's in_dims and in_features; without it
+ * they are left as they were (in_dims cleared). A skip connection is written as its index:
+ * "input(1,8,8) conv2d(4,3,padding=1) relu conv2d(4,3,padding=1) add(from=1)" is a residual
+ * block over modules 2 and 3.
  * Several inputs and outputs (struct strata_model inputs, outputs): one input(...) for each
  * input, before the modules (two or more set ninputs and inputs, in_features their sum);
  * from=inputK names input K (input is input0); from= on a module that merges nothing starts a

@@ -1,5 +1,5 @@
 /*
- * SpectralConv1d and SpectralConv2d against PyTorch: the reference FNO's modules written with
+ * SpectralConv1d, 2d and 3d against PyTorch: the reference FNO's modules written with
  * torch.fft in float64 (tests/tools/spectral_torch.py) from Strata's initial weights, on the
  * same inputs. Strata's output and its weights after three SGD steps (lr 0.5 on
  * 0.5 sum (y - t)^2, Strata in float32) within 1e-5 of the largest magnitude; odd and even
@@ -19,7 +19,11 @@ static float x[MODCALL_MAX], y[MODCALL_MAX], t[MODCALL_MAX], dy[MODCALL_MAX];
 static float dx[MODCALL_MAX], w0[MODCALL_MAX];
 
 struct torch_case {
-        int nd, cin, cout, n[2], m[2];
+        int nd, cin, cout, n[3], m[3];
+};
+
+static const struct strata_module_ops *const ops_of[3] = {
+        &strata_spectralconv1d, &strata_spectralconv2d, &strata_spectralconv3d
 };
 
 static void put(FILE *f, const void *v, size_t bytes)
@@ -30,13 +34,12 @@ static void put(FILE *f, const void *v, size_t bytes)
 /* One case into @p f: geometry, x, the initial weights, targets, y, the weights after 3 steps. */
 static void one_case(FILE *f, const struct torch_case *c)
 {
-        struct strata_module desc = { .ops = c->nd == 1 ? &strata_spectralconv1d
-                                                        : &strata_spectralconv2d,
-                                      .out = c->cout, .modes = { c->m[0], c->m[1] } };
-        struct strata_dims in = { c->cin, c->nd, { c->n[0], c->n[1] } };
+        struct strata_module desc = { .ops = ops_of[c->nd - 1], .out = c->cout,
+                                      .modes = { c->m[0], c->m[1], c->m[2] } };
+        struct strata_dims in = { c->cin, c->nd, { c->n[0], c->n[1], c->n[2] } };
         struct modcall *m = &(struct modcall){ 0 };
-        int head[8] = { c->nd, c->cin, c->cout, c->n[0], c->nd > 1 ? c->n[1] : 0, c->m[0],
-                        c->nd > 1 ? c->m[1] : 0, ROWS };
+        int head[10] = { c->nd, c->cin, c->cout, c->n[0], c->n[1], c->n[2], c->m[0], c->m[1],
+                         c->m[2], ROWS };
         float lr = 0.5f;
         int nin, nout;
         size_t np;
@@ -75,6 +78,8 @@ Test(spectral_torch, forward_and_three_sgd_steps, .timeout = 120)
                 { 1, 2, 3, { 16 }, { 5 } }, { 1, 3, 2, { 16 }, { 9 } }, { 1, 2, 2, { 15 }, { 8 } },
                 { 2, 2, 3, { 8, 6 }, { 2, 3 } }, { 2, 2, 2, { 7, 8 }, { 3, 5 } },
                 { 2, 1, 2, { 6, 5 }, { 1, 3 } },
+                { 3, 2, 2, { 4, 6, 8 }, { 2, 3, 5 } }, { 3, 1, 2, { 5, 4, 7 }, { 2, 1, 3 } },
+                { 3, 2, 1, { 6, 4, 6 }, { 1, 2, 2 } },
         };
         char path[64], cmd[512], line[256];
         int ok = 0;

@@ -74,6 +74,8 @@ int layers_model(struct run *r, const char *images)
         r->model = (struct strata_model){ 0 };
         if (strata_model_parse(r->o.model, r->mods, MAX_MODULES, &r->model))
                 return bad("--model: %s", strata_last_error());
+        if (mesh_attach(r))
+                return 2;
         if (!r->model.in_features && r->o.synthetic) { /* the images it stands in for */
                 r->model.in_dims = (struct strata_dims){ 1, 2, { 28, 28 } };
                 r->model.in_features = 28 * 28;

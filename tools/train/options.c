@@ -157,6 +157,8 @@ static int weights_option(int c, const char *s, struct opts *o)
 
 /* AdamW's betas (issue 58, item 9). */
 enum { OPT_BETAS = 0x4f01 };
+/* A graph model's mesh (surrogates, decision 0072). */
+enum { OPT_MESH = 0x5201 };
 
 /* --invariant, --chunks C: 0, 2 after the message, -1 for another option. */
 static int invariant_option(int c, const char *s, struct opts *o)
@@ -256,6 +258,7 @@ static const struct option long_opts[] = {
         { "init-weights-partial", 1, 0, OPT_INIT_PARTIAL },
         { "export-initial", 1, 0, OPT_EXPORT_INITIAL }, { "shuffle", 1, 0, OPT_SHUFFLE },
         { "evaluate", 1, 0, OPT_EVALUATE }, { "betas", 1, 0, OPT_BETAS },
+        { "mesh", 1, 0, OPT_MESH },
         { "max-steps", 1, 0, OPT_MAX_STEPS }, { "max-time", 1, 0, OPT_MAX_TIME },
         { "val-every-n-steps", 1, 0, OPT_VAL_EVERY }, { "early-stop", 1, 0, OPT_EARLY_STOP },
         { "monitor", 1, 0, OPT_MONITOR }, { "save-top-k", 1, 0, OPT_SAVE_TOP_K },
@@ -397,6 +400,7 @@ static int h5_option(int c, const char *s, struct opts *o)
         case OPT_INPUTS: o->inputs = s; return 0;
         case OPT_TARGETS: o->targets = s; return 0;
         case OPT_TEST_DATA: o->test_data = s; return 0;
+        case OPT_MESH: o->mesh = s; return 0;
         case OPT_VAL_FRACTION:
                 return parse_float("val-fraction", s, 1e-6, 0.999999, &o->val_fraction);
         }

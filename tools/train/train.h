@@ -90,6 +90,7 @@ struct opts {
         const char *inputs;     /* --inputs, --targets: datasets of the HDF5 file --data */
         const char *targets;
         const char *test_data;  /* --test-data: the HDF5 file that evaluates */
+        const char *mesh;       /* --mesh: a graph model's edge index (HDF5, mesh.c) */
         float val_fraction;     /* --val-fraction: the last fraction of --data evaluates */
         int overwrite;          /* --overwrite: a --ckpt-dir holding checkpoints starts afresh */
         int drop_last;          /* --drop-last: an epoch skips its last partial batch */
@@ -236,6 +237,7 @@ struct run {
 /* options.c, usage.c */
 void usage(FILE *f);
 int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int mesh_attach(struct run *r);
 void bad_silent(void);
 int parse_args(int argc, char **argv, struct opts *o);
 void warn_ignored(const struct opts *o);

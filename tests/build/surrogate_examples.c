@@ -1,0 +1,15 @@
+/*
+ * The surrogate examples (issue 55, decision 0072): the FNO learns on a coarse grid and keeps
+ * its error at twice the resolution, the MeshGraphNet-style surrogate learns from C (ddp on 2,
+ * repeatable) and from Fortran, and the PyTorch peers read the examples' data
+ * (tests/build/surrogates.sh).
+ */
+#include <criterion/criterion.h>
+
+#include "tests/support/cli.h"
+
+Test(surrogate_examples, fno_and_mesh_surrogates_learn_from_c_and_fortran, .timeout = 300)
+{
+        cr_assert_eq(cli_build_script("surrogates.sh"), 0,
+                     "a surrogate example failed to build or learn (see output)");
+}
