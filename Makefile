@@ -120,7 +120,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-all check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -410,6 +410,13 @@ bench-invariant: bench-deps
 bench-scale: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	BUILD=$(BUILD) tools/bench-scale.sh $(or $(REPS),5) $(or $(PROCS),2 4 8 16)
+
+# Every bench behind docs/benchmarks.md's summary, each once (REPS alternated pairs, default
+# 5), then the summary rewritten from the rows measured quietly (load average <= 1.5 before
+# and after each bench; decision 0073). BENCH_QUICK=1: tiny sizes, into a copy of the file.
+bench-all: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
+	BUILD=$(BUILD) tools/bench-all.sh
 
 install: lib tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig \

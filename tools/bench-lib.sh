@@ -1,16 +1,118 @@
 # What the tools/bench-*.sh scripts share (sourced): where things are (env BUILD, default
 # build; PEERS, default tools/peers: the PyTorch and C peers), the median of numbers on stdin,
-# and a / b to full precision; the median of its arguments; samples/s of strata-train's
+# and a / b (12 significant digits); the median of its arguments; samples/s of strata-train's
 # median step.
+#
+# Quiet measurement (issue 59, decision 0073), the habit of every bench:
+#   bench_begin NAME         prints the machine (CPU model and family, cores, the kernel set
+#                            strata-train computes with, the commit) and the load average
+#   bench_pairs N A B        runs N pairs of the two arms alternated (A, B, A, B ...), each
+#                            arm a command printing one number; the numbers in bench_a, bench_b
+#   bench_compare FIGURE UNIT "A values" "B values"
+#                            prints the medians, the spread (min..max) and the ratio of the
+#                            medians, and holds the figure's table row
+#   bench_end                prints the load average again and writes the held rows to the
+#                            results file (BENCH_RESULTS, default $build/bench/results.md)
+#                            only when the load was at most BENCH_MAX_LOAD (1.5) before and
+#                            after and every figure had BENCH_MIN_PAIRS (5) pairs; else says
+#                            why and writes "figure<TAB>why" to the .refused file beside it
+# env BENCH_LOADAVG: the load average to use instead of /proc/loadavg's (the tests' forced
+# load); BENCH_QUICK=1: the scripts' tiny sizes (a check of the machinery, not a measurement).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$here/build}
 peers=${PEERS:-$here/tools/peers}
 train=$build/bin/strata-train
 py=/usr/bin/python3
+quick=${BENCH_QUICK:-0}
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-ratio() { echo "$1 / $2" | bc -l; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.12g\n", a / b }'; }
 median_of() { printf '%s\n' "$@" | median; }
 step_sps() { # batch; strata-train --json on stdin -> batch / median training step, samples/s
         grep '"final"' | sed 's/.*"step_us_median":\([0-9.]*\).*/\1/' |
                 awk -v b="$1" '{print b / $1 * 1e6}'
+}
+
+bench_max_load=${BENCH_MAX_LOAD:-1.5}
+bench_min_pairs=${BENCH_MIN_PAIRS:-5}
+bench_results=${BENCH_RESULTS:-$build/bench/results.md}
+bench_loadavg() { # -> the 1-minute load average (BENCH_LOADAVG where set)
+        if [ -n "${BENCH_LOADAVG:-}" ]; then echo "$BENCH_LOADAVG"; else cut -d' ' -f1 /proc/loadavg; fi
+}
+bench_cpu() { # -> "model (family F, model M), N cores"
+        local f
+        f() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
+        echo "$(f 'model name') (family $(f 'cpu family'), model $(f model)), $(nproc) cores"
+}
+bench_kernels() { # -> the CPU kernel set strata-train computes with (a few steps' --json)
+        "$train" --synthetic 256 --model 784-10 --epochs 1 --json --quiet 2>/dev/null |
+                sed -n 's/.*"final".*"kernels":"\([^"]*\)".*/\1/p' | grep . || echo unknown
+}
+bench_begin() { # name
+        bench_name=$1
+        bench_load0=$(bench_loadavg)
+        bench_held=() bench_pairs_of=()
+        echo "== $bench_name: $(bench_cpu); kernels $(bench_kernels);" \
+             "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo 'no git')$([ "$quick" = 1 ] && echo '; QUICK sizes')"
+        echo "== $bench_name: load average before: $bench_load0 (1 min;" \
+             "$([ -n "${BENCH_LOADAVG:-}" ] && echo "forced by BENCH_LOADAVG" ||
+                echo "$(cut -d' ' -f1-3 /proc/loadavg)"))"
+}
+bench_pairs() { # pairs "command A" "command B": arms alternated; bench_a, bench_b get the values
+        local i
+        bench_a=() bench_b=()
+        for ((i = 1; i <= $1; i++)); do
+                bench_a+=("$($2)")
+                bench_b+=("$($3)")
+        done
+}
+bench_stat() { # values... -> "median min max"
+        printf '%s\n' "$@" | grep . | sort -g |
+                awk '{a[NR] = $1} END { if (NR == 0) exit
+                        m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+                        print m, a[1], a[NR] }'
+}
+bench_num() { # value -> its figure: whole numbers from 100 up, else 3 significant digits
+        awk -v v="$1" 'BEGIN { if (v >= 100 || v <= -100) printf "%.0f", v; else printf "%.3g", v }'
+}
+bench_compare() { # figure unit "A values" "B values" (A: Strata; B: the peer or other arm)
+        local m a0 a1 pm p0 p1 r n sa sb
+        read -r m a0 a1 <<< "$(bench_stat $3)"
+        read -r pm p0 p1 <<< "$(bench_stat $4)"
+        n=$(wc -w <<< "$3")
+        if [ -z "$m" ] || [ -z "$pm" ]; then
+                echo "$1: no figure (an arm printed nothing)"
+                return 0
+        fi
+        r=$(awk -v a="$m" -v b="$pm" 'BEGIN { if (b != 0) printf "%.3f", a / b; else print "n/a" }')
+        sa="$(bench_num "$m") ($(bench_num "$a0")..$(bench_num "$a1"))"
+        sb="$(bench_num "$pm") ($(bench_num "$p0")..$(bench_num "$p1"))"
+        printf '%s, %s: %s against %s; ratio of the medians %s (medians, spread min..max; %d alternated pairs)\n' \
+                "$1" "$2" "$sa" "$sb" "$r" "$n"
+        bench_held+=("| $1, $2 | $sa | $sb | $r | $n |")
+        bench_pairs_of+=("$n")
+}
+bench_end() {
+        local load1 why="" i row fig
+        load1=$(bench_loadavg)
+        echo "== $bench_name: load average after: $load1 (before: $bench_load0)"
+        if awk -v a="$bench_load0" -v b="$load1" -v m="$bench_max_load" 'BEGIN { exit !(a > m || b > m) }'; then
+                why="load average $bench_load0 before, $load1 after: above $bench_max_load"
+        fi
+        mkdir -p "$(dirname "$bench_results")"
+        for i in "${!bench_held[@]}"; do
+                row=${bench_held[i]}
+                fig=$(cut -d'|' -f2 <<< "$row" | sed 's/^ //; s/ $//')
+                local w=$why
+                if [ -z "$w" ] && [ "${bench_pairs_of[i]}" -lt "$bench_min_pairs" ]; then
+                        w="${bench_pairs_of[i]} pairs: fewer than $bench_min_pairs"
+                fi
+                if [ -n "$w" ]; then
+                        echo "== $bench_name: row not written ($fig): $w"
+                        printf '%s\t%s\n' "$fig" "$w" >> "${bench_results%.md}.refused"
+                else
+                        echo "$row $bench_load0 → $load1 | $bench_name, $(git -C "$here" rev-parse --short HEAD 2>/dev/null), $(date -u +%F)$([ "$quick" = 1 ] && echo ', QUICK') |" >> "$bench_results"
+                fi
+        done
+        [ ${#bench_held[@]} = 0 ] || [ -n "$why" ] ||
+                echo "== $bench_name: ${#bench_held[@]} row(s) written to $bench_results"
 }
