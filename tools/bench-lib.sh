@@ -24,6 +24,8 @@ peers=${PEERS:-$here/tools/peers}
 train=$build/bin/strata-train
 py=/usr/bin/python3
 quick=${BENCH_QUICK:-0}
+quick_data="" # strata-train's data options in quick mode; PEER_ROWS, the peers' rows
+if [ "$quick" = 1 ]; then quick_data="--synthetic 2048"; export PEER_ROWS=2048; fi
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.12g\n", a / b }'; }
 median_of() { printf '%s\n' "$@" | median; }
