@@ -387,7 +387,7 @@ bench-train: bench-deps
 # their per-device plan at 1, 2 and 4 devices beside the ZeRO formulas. EPOCHS per run (1).
 bench-sharded: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
-	tools/bench-sharded.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+	tools/bench-sharded.sh $(or $(REPS),5) $(or $(EPOCHS),1)
 
 # Convolutional models against PyTorch: TorchFort's FCN in-situ, the Fashion-MNIST CNN.
 bench-conv: bench-deps
@@ -401,7 +401,7 @@ bench-contention: bench-deps
 
 bench-invariant: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
-	tools/bench-invariant.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+	tools/bench-invariant.sh $(or $(REPS),5) $(or $(EPOCHS),1)
 
 # The alpha-beta model of the collectives at 2 ... 16 384 processes (issue 46, decision 0037):
 # alpha and beta of shared memory and of TCP between network namespaces, the sum kernel's

@@ -6,16 +6,17 @@
 # Quiet measurement (issue 59, decision 0073), the habit of every bench:
 #   bench_begin NAME         prints the machine (CPU model and family, cores, the kernel set
 #                            strata-train computes with, the commit) and the load average
-#   bench_pairs N A B        runs N pairs of the two arms alternated (A, B, A, B ...), each
-#                            arm a command printing one number; the numbers in bench_a, bench_b
 #   bench_compare FIGURE UNIT "A values" "B values"
-#                            prints the medians, the spread (min..max) and the ratio of the
+#                            (each arm's values from runs alternated with the other's, as every
+#                            script's reps loop runs them) prints the medians, the spread (min..max) and the ratio of the
 #                            medians, and holds the figure's table row
-#   bench_end                prints the load average again and writes the held rows to the
+#   bench_end [own-load]     prints the load average again and writes the held rows to the
 #                            results file (BENCH_RESULTS, default $build/bench/results.md)
 #                            only when the load was at most BENCH_MAX_LOAD (1.5) before and
 #                            after and every figure had BENCH_MIN_PAIRS (5) pairs; else says
-#                            why and writes "figure<TAB>why" to the .refused file beside it
+#                            why and writes "figure<TAB>why" to the .refused file beside it;
+#                            own-load: the bench makes load of its own (bench-contention), only
+#                            the load before counts
 # env BENCH_LOADAVG: the load average to use instead of /proc/loadavg's (the tests' forced
 # load); BENCH_QUICK=1: the scripts' tiny sizes (a check of the machinery, not a measurement).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,14 +60,6 @@ bench_begin() { # name
              "$([ -n "${BENCH_LOADAVG:-}" ] && echo "forced by BENCH_LOADAVG" ||
                 echo "$(cut -d' ' -f1-3 /proc/loadavg)"))"
 }
-bench_pairs() { # pairs "command A" "command B": arms alternated; bench_a, bench_b get the values
-        local i
-        bench_a=() bench_b=()
-        for ((i = 1; i <= $1; i++)); do
-                bench_a+=("$($2)")
-                bench_b+=("$($3)")
-        done
-}
 bench_stat() { # values... -> "median min max"
         printf '%s\n' "$@" | grep . | sort -g |
                 awk '{a[NR] = $1} END { if (NR == 0) exit
@@ -93,11 +86,14 @@ bench_compare() { # figure unit "A values" "B values" (A: Strata; B: the peer or
         bench_held+=("| $1, $2 | $sa | $sb | $r | $n |")
         bench_pairs_of+=("$n")
 }
-bench_end() {
-        local load1 why="" i row fig
+bench_end() { # [own-load: the bench loads the machine itself; only the load before counts]
+        local load1 gate why="" i row fig
         load1=$(bench_loadavg)
-        echo "== $bench_name: load average after: $load1 (before: $bench_load0)"
-        if awk -v a="$bench_load0" -v b="$load1" -v m="$bench_max_load" 'BEGIN { exit !(a > m || b > m) }'; then
+        gate=$load1
+        echo "== $bench_name: load average after: $load1 (before: $bench_load0)$([ "${1:-}" = own-load ] &&
+                echo "; the bench's own load: not a reason to refuse")"
+        [ "${1:-}" = own-load ] && gate=$bench_load0
+        if awk -v a="$bench_load0" -v b="$gate" -v m="$bench_max_load" 'BEGIN { exit !(a > m || b > m) }'; then
                 why="load average $bench_load0 before, $load1 after: above $bench_max_load"
         fi
         mkdir -p "$(dirname "$bench_results")"
