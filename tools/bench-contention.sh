@@ -6,9 +6,9 @@
 # (a build directory of another revision, e.g. one tools/bench-ab.sh made) the same for it.
 # Usage: tools/bench-contention.sh [REPS]; env BUILD, OLD, EXTRA (more strata-train options,
 # e.g. "--synthetic 16384" for a shorter epoch).
-# Rows (tools/bench-lib.sh): loaded against quiet, each build and devices. The bench makes its
-# own load (the busy loops), so the load average after it is printed but only the one before
-# decides whether the rows are written. BENCH_QUICK=1: 2048 synthetic rows.
+# Rows (tools/bench-lib.sh, written when quiet): loaded against quiet, each build and devices;
+# the busy loops are the bench's own processes, not other work. BENCH_QUICK=1: 2048 synthetic
+# rows.
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh"
 reps=${1:-5}
@@ -46,4 +46,4 @@ for b in "${builds[@]}"; do
                         "s (lower is faster)" "${l[*]}" "${q[*]}"
         done
 done
-bench_end own-load
+bench_end

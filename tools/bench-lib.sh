@@ -8,17 +8,23 @@
 #                            strata-train computes with, the commit) and the load average
 #   bench_compare FIGURE UNIT "A values" "B values"
 #                            (each arm's values from runs alternated with the other's, as every
-#                            script's reps loop runs them) prints the medians, the spread (min..max) and the ratio of the
-#                            medians, and holds the figure's table row
-#   bench_end [own-load]     prints the load average again and writes the held rows to the
-#                            results file (BENCH_RESULTS, default $build/bench/results.md)
-#                            only when the load was at most BENCH_MAX_LOAD (1.5) before and
-#                            after and every figure had BENCH_MIN_PAIRS (5) pairs; else says
-#                            why and writes "figure<TAB>why" to the .refused file beside it;
-#                            own-load: the bench makes load of its own (bench-contention), only
-#                            the load before counts
-# env BENCH_LOADAVG: the load average to use instead of /proc/loadavg's (the tests' forced
-# load); BENCH_QUICK=1: the scripts' tiny sizes (a check of the machinery, not a measurement).
+#                            script's reps loop runs them) prints the medians, the spread
+#                            (min..max) and the ratio of the medians, and holds the figure's
+#                            table row
+#   bench_end                prints the load average again and the cores other work used
+#                            during the bench (the machine's busy CPU time, /proc/stat, less
+#                            this bench's processes'), and writes the held rows to the results
+#                            file (BENCH_RESULTS, default $build/bench/results.md) only when
+#                            the load average before was at most BENCH_MAX_LOAD (1.5), other
+#                            work used at most BENCH_MAX_OTHERS (0.5) cores, and the figure
+#                            had BENCH_MIN_PAIRS (5) pairs; else says why and writes
+#                            "figure<TAB>why" to the .refused file beside it. The load average
+#                            after is printed, not used: on 2 cores a bench's own 2 devices
+#                            make it 2. bench_begin waits up to BENCH_SETTLE_S (120; quick 0)
+#                            for the load average left by a previous bench to fall to 1.5.
+# env BENCH_LOADAVG, BENCH_OTHERS: the load average and the other work's cores to use instead
+# of the readings (the tests' forced loads); BENCH_QUICK=1: the scripts' tiny sizes (a check
+# of the machinery, not a measurement).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$here/build}
 peers=${PEERS:-$here/tools/peers}
@@ -36,10 +42,15 @@ step_sps() { # batch; strata-train --json on stdin -> batch / median training st
 }
 
 bench_max_load=${BENCH_MAX_LOAD:-1.5}
+bench_max_others=${BENCH_MAX_OTHERS:-0.5}
 bench_min_pairs=${BENCH_MIN_PAIRS:-5}
 bench_results=${BENCH_RESULTS:-$build/bench/results.md}
 bench_loadavg() { # -> the 1-minute load average (BENCH_LOADAVG where set)
-        if [ -n "${BENCH_LOADAVG:-}" ]; then echo "$BENCH_LOADAVG"; else cut -d' ' -f1 /proc/loadavg; fi
+        if [ -n "${BENCH_LOADAVG:-}" ]; then
+                echo "$BENCH_LOADAVG"
+        else
+                cut -d' ' -f1 /proc/loadavg
+        fi
 }
 bench_cpu() { # -> "model (family F, model M), N cores"
         local f
@@ -50,15 +61,40 @@ bench_kernels() { # -> the CPU kernel set strata-train computes with (a few step
         "$train" --synthetic 256 --model 784-10 --epochs 1 --json --quiet 2>/dev/null |
                 sed -n 's/.*"final".*"kernels":"\([^"]*\)".*/\1/p' | grep . || echo unknown
 }
+bench_ticks() { # -> "busy own": the machine's busy CPU ticks (/proc/stat: user, nice, system,
+        # irq, softirq), this bench's own (its shell's and its waited-for processes')
+        echo "$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)" \
+             "$(sed 's/.*) //' "/proc/$$/stat" | awk '{ print $12 + $13 + $14 + $15 }')"
+}
 bench_begin() { # name
+        local waited=0 settle=${BENCH_SETTLE_S:-$([ "$quick" = 1 ] && echo 0 || echo 120)}
         bench_name=$1
-        bench_load0=$(bench_loadavg)
         bench_held=() bench_pairs_of=()
         echo "== $bench_name: $(bench_cpu); kernels $(bench_kernels);" \
-             "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo 'no git')$([ "$quick" = 1 ] && echo '; QUICK sizes')"
+             "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo 'no git')$(
+                [ "$quick" = 1 ] && echo '; QUICK sizes')"
+        # A bench run just before (make bench-all) leaves its own load in the average: wait
+        # for it to fall, up to BENCH_SETTLE_S seconds.
+        while [ -z "${BENCH_LOADAVG:-}" ] && [ "$waited" -lt "$settle" ] &&
+                awk -v a="$(bench_loadavg)" -v m="$bench_max_load" 'BEGIN { exit !(a > m) }'; do
+                [ "$waited" = 0 ] && echo "== $bench_name: load average $(bench_loadavg):" \
+                        "waiting up to $settle s for it to fall to $bench_max_load"
+                sleep 5
+                waited=$((waited + 5))
+        done
+        bench_load0=$(bench_loadavg)
         echo "== $bench_name: load average before: $bench_load0 (1 min;" \
              "$([ -n "${BENCH_LOADAVG:-}" ] && echo "forced by BENCH_LOADAVG" ||
                 echo "$(cut -d' ' -f1-3 /proc/loadavg)"))"
+        bench_t0=$(date +%s.%N)
+        bench_ticks0=$(bench_ticks)
+}
+bench_others() { # -> the cores other work used since bench_begin (BENCH_OTHERS where set)
+        if [ -n "${BENCH_OTHERS:-}" ]; then echo "$BENCH_OTHERS"; return; fi
+        awk -v a="$bench_ticks0" -v b="$(bench_ticks)" -v t0="$bench_t0" -v t1="$(date +%s.%N)" \
+            -v hz="$(getconf CLK_TCK)" 'BEGIN { split(a, x, " "); split(b, y, " ")
+                o = ((y[1] - x[1]) - (y[2] - x[2])) / hz / (t1 - t0)
+                printf "%.2f", o < 0 ? 0 : o }'
 }
 bench_stat() { # values... -> "median min max"
         printf '%s\n' "$@" | grep . | sort -g |
@@ -81,26 +117,27 @@ bench_compare() { # figure unit "A values" "B values" (A: Strata; B: the peer or
         r=$(awk -v a="$m" -v b="$pm" 'BEGIN { if (b != 0) printf "%.3f", a / b; else print "n/a" }')
         sa="$(bench_num "$m") ($(bench_num "$a0")..$(bench_num "$a1"))"
         sb="$(bench_num "$pm") ($(bench_num "$p0")..$(bench_num "$p1"))"
-        printf '%s, %s: %s against %s; ratio of the medians %s (medians, spread min..max; %d alternated pairs)\n' \
-                "$1" "$2" "$sa" "$sb" "$r" "$n"
+        printf '%s, %s: %s against %s; ratio of the medians %s' "$1" "$2" "$sa" "$sb" "$r"
+        printf ' (medians, spread min..max; %d alternated pairs)\n' "$n"
         bench_held+=("| $1, $2 | $sa | $sb | $r | $n |")
         bench_pairs_of+=("$n")
 }
-bench_end() { # [own-load: the bench loads the machine itself; only the load before counts]
-        local load1 gate why="" i row fig
+bench_end() {
+        local load1 others why="" i row fig w
         load1=$(bench_loadavg)
-        gate=$load1
-        echo "== $bench_name: load average after: $load1 (before: $bench_load0)$([ "${1:-}" = own-load ] &&
-                echo "; the bench's own load: not a reason to refuse")"
-        [ "${1:-}" = own-load ] && gate=$bench_load0
-        if awk -v a="$bench_load0" -v b="$gate" -v m="$bench_max_load" 'BEGIN { exit !(a > m || b > m) }'; then
-                why="load average $bench_load0 before, $load1 after: above $bench_max_load"
+        others=$(bench_others)
+        echo "== $bench_name: load average after: $load1 (before: $bench_load0; after counts" \
+             "this bench's own work); other work during the bench: $others cores"
+        if awk -v a="$bench_load0" -v m="$bench_max_load" 'BEGIN { exit !(a > m) }'; then
+                why="load average $bench_load0 before: above $bench_max_load"
+        elif awk -v o="$others" -v m="$bench_max_others" 'BEGIN { exit !(o > m) }'; then
+                why="other work used $others cores during the bench: above $bench_max_others"
         fi
         mkdir -p "$(dirname "$bench_results")"
         for i in "${!bench_held[@]}"; do
                 row=${bench_held[i]}
                 fig=$(cut -d'|' -f2 <<< "$row" | sed 's/^ //; s/ $//')
-                local w=$why
+                w=$why
                 if [ -z "$w" ] && [ "${bench_pairs_of[i]}" -lt "$bench_min_pairs" ]; then
                         w="${bench_pairs_of[i]} pairs: fewer than $bench_min_pairs"
                 fi
@@ -108,9 +145,11 @@ bench_end() { # [own-load: the bench loads the machine itself; only the load bef
                         echo "== $bench_name: row not written ($fig): $w"
                         printf '%s\t%s\n' "$fig" "$w" >> "${bench_results%.md}.refused"
                 else
-                        echo "$row $bench_load0 → $load1 | $bench_name, $(git -C "$here" rev-parse --short HEAD 2>/dev/null), $(date -u +%F)$([ "$quick" = 1 ] && echo ', QUICK') |" >> "$bench_results"
+                        echo "$row $bench_load0 → $load1; $others | $bench_name," \
+                             "$(git -C "$here" rev-parse --short HEAD 2>/dev/null)," \
+                             "$(date -u +%F)$([ "$quick" = 1 ] && echo ', QUICK') |" \
+                             >> "$bench_results"
+                        echo "== $bench_name: row written to $bench_results ($fig)"
                 fi
         done
-        [ ${#bench_held[@]} = 0 ] || [ -n "$why" ] ||
-                echo "== $bench_name: ${#bench_held[@]} row(s) written to $bench_results"
 }

@@ -11,7 +11,8 @@
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
 # Rows (tools/bench-lib.sh, written when quiet): single device against PyTorch at batch 128
 # and 32; ddp and dp on 2 devices against single, ddp against PyTorch DDP. BENCH_QUICK=1: 2048
-# synthetic rows (PyTorch: the first 2048 of Fashion-MNIST), no AVX-512 second pass.
+# synthetic rows (PyTorch: the first 2048 of Fashion-MNIST), no GEMM ceiling (0), no AVX-512
+# second pass.
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
 reps=${1:-5}
@@ -33,6 +34,8 @@ torch_sps() { torch_run OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 -- "$@"; }
 torch_sps_pool() { torch_run -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS -- "$@"; }
 
 gemm_ceiling() { # batch -> samples/s if a step were nothing but its GEMMs at their best times
+        # (quick mode: 0, not measured)
+        [ "$quick" != 1 ] || { echo 0; return; }
         "$build/bin/strata-bench-gemm" --json --batch "$1" | tail -1 |
                 sed 's/.*"samples_per_s_ceiling":\([0-9.]*\).*/\1/'
 }

@@ -9,10 +9,11 @@ Usage: bench_summary.py DOC RESULTS REFUSED MACHINE
   REFUSED  "figure<TAB>why" for each row a bench measured but did not write
   MACHINE  one line: the CPU, its family, the kernel set, the commit, the date
 
-The section keeps its capability table; a capability's "measured" cell becomes the ratios of
+The section keeps its capability table. A capability's "measured" cell becomes the ratios of
 its figures (FIGURES below) once the figures table holds one of them, those not measured
-quietly in this run marked; until then it keeps its previous text, marked "not re-measured". The "### Figures" table below it holds one
-row per figure: this run's where quiet, the previous row marked "not re-measured" where not.
+quietly in this run marked; until then it keeps its previous text, marked "not re-measured".
+The "### Figures" table below it holds one row per figure: this run's where quiet, the
+previous row marked "not re-measured" where not.
 """
 import os
 import re
@@ -22,7 +23,7 @@ import tempfile
 HEAD = "## Summary by capability"
 FIG_HEAD = "### Figures measured by `make bench-all`"
 FIG_COLS = ("| figure | Strata (or arm A): median (min..max) | peer (or arm B) | A / B, medians "
-            "| pairs | load average before → after | bench, commit, date |")
+            "| pairs | load average before → after; other work, cores | bench, commit, date |")
 MARK = re.compile(r" \*\(not re-measured[^)]*\)\*$")
 NOT_AGAIN = re.compile(r"^\*\(not re-measured[^)]*\)\* ")
 # A capability (its first cell's beginning) -> the figures (their names' beginnings) it shows.
@@ -117,9 +118,10 @@ def main():
         out_caps.append("| " + " | ".join(c) + " |")
     body = [HEAD, "",
             "Written by `make bench-all` (tools/bench-all.sh, decision 0073): %s. A figure is "
-            "rewritten only when its load average (1 min) was at most 1.5 before and after its "
-            "bench and it had at least 5 alternated pairs; the others keep their previous "
-            "text, marked not re-measured." % machine,
+            "rewritten only when the load average (1 min) was at most 1.5 before its bench, "
+            "other work used at most half a core during it, and it had at least 5 alternated "
+            "pairs (tools/bench-lib.sh); the others keep their previous text, marked not "
+            "re-measured." % machine,
             ""] + cap_head + out_caps + ["", FIG_HEAD, "", FIG_COLS,
                                          "| --- | --- | --- | --- | --- | --- | --- |"] + figs
     out = text[:s] + body + [""] + text[e:]
