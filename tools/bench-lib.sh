@@ -102,8 +102,13 @@ bench_stat() { # values... -> "median min max"
                         m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
                         print m, a[1], a[NR] }'
 }
-bench_num() { # value -> its figure: whole numbers from 100 up, else 3 significant digits
-        awk -v v="$1" 'BEGIN { if (v >= 100 || v <= -100) printf "%.0f", v; else printf "%.3g", v }'
+bench_num() { # value -> its figure: whole numbers from 100 up (thousands spaced, as the
+        # docs write them: 92 554), else 3 significant digits
+        awk -v v="$1" 'BEGIN { if (v < 100 && v > -100) { printf "%.3g", v; exit }
+                s = sprintf("%.0f", v); o = ""
+                while (length(s) > 3 && substr(s, length(s) - 3, 1) ~ /[0-9]/) {
+                        o = " " substr(s, length(s) - 2) o; s = substr(s, 1, length(s) - 3) }
+                printf "%s%s", s, o }'
 }
 bench_compare() { # figure unit "A values" "B values" (A: Strata; B: the peer or other arm)
         local m a0 a1 pm p0 p1 r n sa sb

@@ -40,7 +40,6 @@ for r in $(seq "$reps"); do
                 echo "TCP skipped: $(tail -1 "$out/link-tcp.err")"
         fi
 done
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 links="shm"; [ $tcp = 1 ] && links="shm tcp"
 printf '%-4s %10s %12s\n' link bytes oneway_us
 for k in $links; do
