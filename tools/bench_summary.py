@@ -10,7 +10,7 @@ Usage: bench_summary.py DOC RESULTS REFUSED MACHINE
   MACHINE  one line: the CPU, its family, the kernel set, the commit, the date
 
 The section keeps its capability table. A capability's "measured" cell becomes the ratios of
-its figures (FIGURES below) once the figures table holds one of them, those not measured
+its figures (FIGURES below) once the figures table holds every one of them, those not measured
 quietly in this run marked; until then it keeps its previous text, marked "not re-measured".
 The "### Figures" table below it holds one row per figure: this run's where quiet, the
 previous row marked "not re-measured" where not.
@@ -108,13 +108,14 @@ def main():
             out_caps.append(row)
             continue
         mine = [r for r in figs if matches(cells(r)[0], FIGURES[key])]
-        if mine:
+        missing = [p for p in FIGURES[key] if not any(cells(r)[0].startswith(p) for r in mine)]
+        if not missing:
             c[2] = "; ".join(short(r) + ("" if r in quiet else " *(not re-measured)*")
                              for r in mine)
         else:
             hit = [why[f] for f in why if matches(f, FIGURES[key])]
             c[2] = MARK.sub("", c[2]) + " *(not re-measured by `make bench-all`: %s)*" % (
-                hit[0] if hit else "not run")
+                hit[0] if hit else "never measured: " + ", ".join(missing))
         out_caps.append("| " + " | ".join(c) + " |")
     body = [HEAD, "",
             "Written by `make bench-all` (tools/bench-all.sh, decision 0073): %s. A figure is "
