@@ -52,10 +52,12 @@ bench_loadavg() { # -> the 1-minute load average (BENCH_LOADAVG where set)
                 cut -d' ' -f1 /proc/loadavg
         fi
 }
+bench_cpuinfo() { # field -> its value in /proc/cpuinfo (the first CPU's)
+        grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
+}
 bench_cpu() { # -> "model (family F, model M), N cores"
-        local f
-        f() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
-        echo "$(f 'model name') (family $(f 'cpu family'), model $(f model)), $(nproc) cores"
+        echo "$(bench_cpuinfo 'model name') (family $(bench_cpuinfo 'cpu family'), model" \
+             "$(bench_cpuinfo model)), $(nproc) cores"
 }
 bench_kernels() { # -> the CPU kernel set strata-train computes with (a few steps' --json)
         "$train" --synthetic 256 --model 784-10 --epochs 1 --json --quiet 2>/dev/null |
@@ -114,7 +116,7 @@ bench_compare() { # figure unit "A values" "B values" (A: Strata; B: the peer or
         local m a0 a1 pm p0 p1 r n sa sb
         read -r m a0 a1 <<< "$(bench_stat $3)"
         read -r pm p0 p1 <<< "$(bench_stat $4)"
-        n=$(wc -w <<< "$3")
+        n=$(( $(wc -w <<< "$3") < $(wc -w <<< "$4") ? $(wc -w <<< "$3") : $(wc -w <<< "$4") ))
         if [ -z "$m" ] || [ -z "$pm" ]; then
                 echo "$1: no figure (an arm printed nothing)"
                 return 0
