@@ -122,7 +122,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-latency bench-surrogates check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-latency bench-surrogates bench-all check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -390,7 +390,7 @@ bench-train: bench-deps
 # their per-device plan at 1, 2 and 4 devices beside the ZeRO formulas. EPOCHS per run (1).
 bench-sharded: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
-	tools/bench-sharded.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+	tools/bench-sharded.sh $(or $(REPS),5) $(or $(EPOCHS),1)
 
 # Convolutional models against PyTorch: TorchFort's FCN in-situ, the Fashion-MNIST CNN.
 bench-conv: bench-deps
@@ -416,7 +416,7 @@ bench-surrogates: bench-deps
 
 bench-invariant: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
-	tools/bench-invariant.sh $(or $(REPS),3) $(or $(EPOCHS),1)
+	tools/bench-invariant.sh $(or $(REPS),5) $(or $(EPOCHS),1)
 
 # The alpha-beta model of the collectives at 2 ... 16 384 processes (issue 46, decision 0037):
 # alpha and beta of shared memory and of TCP between network namespaces, the sum kernel's
@@ -425,6 +425,13 @@ bench-invariant: bench-deps
 bench-scale: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	BUILD=$(BUILD) tools/bench-scale.sh $(or $(REPS),5) $(or $(PROCS),2 4 8 16)
+
+# Every bench behind docs/benchmarks.md's summary, each once (REPS alternated pairs, default
+# 5), then the summary rewritten from the rows measured quietly (load average <= 1.5 before
+# and after each bench; decision 0073). BENCH_QUICK=1: tiny sizes, into a copy of the file.
+bench-all: bench-deps
+	+$(Q)$(MAKE) --no-print-directory tools
+	BUILD=$(BUILD) tools/bench-all.sh
 
 install: lib tools
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig \

@@ -6,15 +6,17 @@
 # MIN_BYTES / MAX_BYTES (default 4096 / 256 MiB) choose the sizes for both programs.
 # The handoff names the VM's state, as seen here: ~0.33 us slow, ~0.06 us fast, ~0.025 us when
 # the two vCPUs are one physical core's hyperthreads.
+# Rows (tools/bench-lib.sh; written when quiet): busbw at 4 KiB, 1 MiB and 64 MiB, each size's
+# ROUNDS (default 5) alternated pairs, against Open MPI's.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$here/build}
-rounds=${ROUNDS:-3}
+. "$(dirname "$0")/bench-lib.sh" # here, build; bench_*
+rounds=${ROUNDS:-5}
 sizes=(--min-bytes "${MIN_BYTES:-4096}" --max-bytes "${MAX_BYTES:-268435456}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 [ -x "$build/bin/strata-bench-mpi" ] || { echo "bench-coll: mpicc missing (make deps)"; exit 1; }
+bench_begin bench-coll
 for r in $(seq "$rounds"); do
         "$build/bin/strata-bench-coll" --json "${sizes[@]}" > "$tmp/strata.$r"
         mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core \
@@ -38,3 +40,14 @@ END {
                 printf "%12d %12.2f %12.2f %12.2f %12.2f %8.1f %9.2f %9.1f\n", b, T, S, MT, M, S / M, F, (H > 0 ? T / H : 0)
         }
 }' "$tmp"/strata.* "$tmp"/mpi.* | { IFS= read -r a; IFS= read -r b; echo "$a"; echo "$b"; sort -n; }
+busbw() { # file-glob bytes -> each round's busbw at that size
+        cat $1 | grep "\"op\".*\"bytes\":$2," | sed 's/.*"busbw_GBs":\([0-9.e+-]*\).*/\1/' || true
+}
+for b in "4096 4 KiB" "1048576 1 MiB" "67108864 64 MiB"; do
+        set -- $b
+        a=$(busbw "$tmp/strata.*" $1); m=$(busbw "$tmp/mpi.*" $1)
+        [ -n "$a" ] || continue
+        bench_compare "all_reduce $2 $3, 2 devices, busbw against Open MPI's (2 ranks)" \
+                GB/s "$(echo $a)" "$(echo $m)"
+done
+bench_end

@@ -6,12 +6,15 @@
 # (a build directory of another revision, e.g. one tools/bench-ab.sh made) the same for it.
 # Usage: tools/bench-contention.sh [REPS]; env BUILD, OLD, EXTRA (more strata-train options,
 # e.g. "--synthetic 16384" for a shorter epoch).
+# Rows (tools/bench-lib.sh, written when quiet): loaded against quiet, each build and devices;
+# the busy loops are the bench's own processes, not other work. BENCH_QUICK=1: 2048 synthetic
+# rows.
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh"
 reps=${1:-5}
 cores=$(nproc)
-args="--epochs 1 --batch 127 --bn --sync-bn --strategy ddp --quiet ${EXTRA:-}"
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) x $cores"
+args="--epochs 1 --batch 127 --bn --sync-bn --strategy ddp --quiet $quick_data ${EXTRA:-}"
+bench_begin bench-contention
 busy_pids=()
 busy_start() { for _ in $(seq "$cores"); do (while :; do :; done) & busy_pids+=($!); done; }
 busy_stop() { kill "${busy_pids[@]}" 2>/dev/null || true; wait "${busy_pids[@]}" 2>/dev/null || true; busy_pids=(); }
@@ -39,6 +42,8 @@ for b in "${builds[@]}"; do
                         "$b" "$d" "$mq" "$cores" "$ml" "$reps" \
                         "$(printf '%s\n' "${l[@]}" | sort -g | head -1)" \
                         "$(printf '%s\n' "${l[@]}" | sort -g | tail -1)" "$(ratio "$ml" "$mq")"
+                bench_compare "sync-bn epoch, ddp $d devices$([ "$b" = "$build" ] || echo " (OLD build)"), beside $cores busy loops against quiet" \
+                        "s (lower is faster)" "${l[*]}" "${q[*]}"
         done
 done
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_end

@@ -14,15 +14,19 @@
 #    a core that other processes held (runq);
 #  - with ACCURACY=1, the CNN's test accuracy after EPOCHS (default 10) on one device.
 # Usage: tools/bench-conv.sh [REPS [STEPS]] ; env BUILD (default build), CNN_STEPS (default 60)
+# Rows (tools/bench-lib.sh, written when quiet): the CNN on one device against PyTorch, ddp on
+# 2 devices against one. BENCH_QUICK=1: 50 FCN steps, 14 CNN steps (PyTorch times past its
+# 10th), 2048 MLP rows.
 set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio, step_sps; bench_*
 reps=${1:-5}
-steps=${2:-2000}
-cnn_steps=${CNN_STEPS:-60}
+steps=${2:-$([ "$quick" = 1 ] && echo 50 || echo 2000)}
+cnn_steps=${CNN_STEPS:-$([ "$quick" = 1 ] && echo 14 || echo 60)}
+mlp_rows=$([ "$quick" = 1 ] && echo 2048 || echo 60000)
 epochs=${EPOCHS:-10}
 cnn="conv2d(32,3,padding=1) relu maxpool2d(2) conv2d(64,3,padding=1) relu maxpool2d(2) flatten"
 cnn="$cnn linear(128) relu linear(10)"
 
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio, step_sps
 dir=$build/bench-conv
 mkdir -p "$dir"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -47,10 +51,7 @@ cnn_sps() { # strategy devices [model [samples]] -> samples/s of the median step
 declare -A v
 add() { v[$1]="${v[$1]:-} $2"; }
 med() { median_of ${v[$1]}; }
-cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
-kernels=$("$train" --synthetic 256 --model 784-10 --epochs 1 --json | grep '"final"' |
-        field kernels)
-echo "bench-conv: $cpu, $(getconf _NPROCESSORS_ONLN) cores, kernels $kernels"
+bench_begin bench-conv
 for r in $(seq "$reps"); do
         j=$("$dir/insitu-c" "$steps" 16 1 --fcn --ckpt "$dir/fcn-$$.ckpt" | grep '^{')
         add sf "$(field steps_per_s <<< "$j")"; add sm "$(field val_mse <<< "$j")"
@@ -68,8 +69,8 @@ for r in $(seq "$reps"); do
         add r2 "$(ratio "$(echo "${v[s2]}" | awk '{print $NF}')" \
                         "$(echo "${v[s1]}" | awk '{print $NF}')")"
         add c2 "$(ratio "$c1" "$c2")"; add q1 "$q1"; add q2 "$q2"
-        m1=$(cnn_sps single 1 784-256-128-10 60000); read -r _ mq1 <<< "$(sched)"
-        m2=$(cnn_sps ddp 2 784-256-128-10 60000); read -r _ mq2 <<< "$(sched)"
+        m1=$(cnn_sps single 1 784-256-128-10 $mlp_rows); read -r _ mq1 <<< "$(sched)"
+        m2=$(cnn_sps ddp 2 784-256-128-10 $mlp_rows); read -r _ mq2 <<< "$(sched)"
         add m2 "$(ratio "$m2" "$m1")"; add mq1 "$mq1"; add mq2 "$mq2"
         echo "  pass $r/$reps done"
 done
@@ -91,8 +92,12 @@ printf '| control: MLP 784-256-128-10 ddp 2 / single, samples/s of the median st
 printf '| MLP threads waiting for a core (runq), single / ddp | %.0f%% / %.0f%% | | |\n' \
         "$(echo "$(med mq1) * 100" | bc -l)" "$(echo "$(med mq2) * 100" | bc -l)"
 echo "U-Net (examples/unet.sh): trained by Strata; no PyTorch peer in this bench yet"
+bench_compare "CNN, batch 128, 1 device against PyTorch (one thread each)" samples/s \
+        "${v[s1]}" "${v[t1]}"
+bench_compare "CNN, batch 128, ddp on 2 devices against 1 device" samples/s "${v[s2]}" "${v[s1]}"
 if [ "${ACCURACY:-0}" = 1 ]; then
         a=$("$train" --model "$cnn" --epochs "$epochs" --batch 128 --strategy single --json |
                 grep '"final"' | field test_acc)
         echo "CNN test accuracy after $epochs epochs (single, SGD lr 0.05 momentum 0.9): $a"
 fi
+bench_end

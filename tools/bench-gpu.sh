@@ -4,13 +4,12 @@
 # lr 0.05 momentum 0.9, batches from host memory on every side.
 #   - MLP 784-256-128-10 at batch 128 (overhead-bound) and 8192
 #   - wide MLP 784-4096-4096-10 at batch 8192 (GEMM-bound)
-# Usage: tools/bench-gpu.sh [REPS] ; env BUILD (default build), STEPS (default 300).
+# Usage: tools/bench-gpu.sh [REPS] ; env BUILD (default build), STEPS (default 300; quick 20).
+# Rows (tools/bench-lib.sh, written when quiet): Strata against PyTorch eager on each row.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$here/build}
-reps=${1:-3}
-steps=${STEPS:-300}
-train=$build/bin/strata-train
+. "$(dirname "$0")/bench-lib.sh" # here, build, train; median (ratio: its own below); bench_*
+reps=${1:-5}
+steps=${STEPS:-$([ "$quick" = 1 ] && echo 20 || echo 300)}
 py=${PYTHON:-}
 if [ -z "$py" ]; then # the first Python that has torch
         for c in python3 /usr/bin/python3; do
@@ -19,9 +18,9 @@ if [ -z "$py" ]; then # the first Python that has torch
 fi
 [ -n "$py" ] || { echo "bench-gpu: no Python with torch found (set PYTHON)" >&2; exit 2; }
 
-. "$(dirname "$0")/bench-lib.sh" # median (ratio: its own below)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
+bench_begin bench-gpu
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$train" --accelerator cuda --synthetic 256 --batch 128 --epochs 1 --quiet >/dev/null || {
         echo "bench-gpu: strata-train cannot use a GPU here (see its message above)" >&2; exit 2; }
@@ -51,5 +50,8 @@ for row in "784-256-128-10 128" "784-256-128-10 8192" "784-4096-4096-10 128" "78
         ml=$(printf '%s\n' "${l[@]}" | grep . | median || true)
         printf '%-22s %6d %12.1f %12s %12s %9s %9s\n' "$1" "$2" "$ms" "${mt:-n/a}" "${ml:-n/a}" \
                 "$(ratio "$ms" "${mt:-0}")" "$(ratio "$ms" "${ml:-0}")"
+        bench_compare "GPU, MLP $1, batch $2, Strata against PyTorch eager" steps/s "${s[*]}" \
+                "${t[*]}"
 done
 echo "steps/s, medians of $reps runs of $steps steps; ratios are Strata / peer"
+bench_end

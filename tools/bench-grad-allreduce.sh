@@ -8,10 +8,13 @@
 #  - accuracy: ddp 2, Fashion-MNIST, 10 epochs, f32 vs bf16 gradients, under precision 32
 #    and bf16-mixed, seeds 0..SEEDS-1 (deterministic: one run each; the seeds show the spread).
 # Usage: tools/bench-grad-allreduce.sh [REPS] ; env BUILD (default build), PEERS (tools/peers), SEEDS (4).
+# Rows (tools/bench-lib.sh, written when quiet): bf16 gradients against f32 (ddp, spawn),
+# Strata ddp bf16 against PyTorch DDP. BENCH_QUICK=1: the default MLP on 2048 rows, no
+# accuracy part.
 set -euo pipefail
-reps=${1:-3}
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
+reps=${1:-5}
+bench_begin bench-grad-allreduce
 
 strata_sps() { # strategy model batch samples grad-type -> samples/s of the median step
         "$train" --strategy "$1" --devices 2 --model "$2" --batch "$3" --synthetic "$4" \
@@ -42,9 +45,20 @@ speed() { # model batch samples with-torch
                 e=$(median_of "${t[@]}")
                 printf '%-10s %12.0f %12s   (Strata ddp bf16 / PyTorch: %.2f)\n' \
                         "PyTorch DDP" "$e" "-" "$(ratio "$b" "$e")"
+                bench_compare "gradients in bf16, MLP $1, global batch $2, Strata ddp against PyTorch DDP (f32)" \
+                        samples/s "${dbf[*]}" "${t[*]}"
         fi
         echo
+        bench_compare "gradients in bf16 against f32, MLP $1, global batch $2, ddp 2 devices" \
+                samples/s "${dbf[*]}" "${d32[*]}"
+        bench_compare "gradients in bf16 against f32, MLP $1, global batch $2, spawn 2 processes" \
+                samples/s "${sbf[*]}" "${s32[*]}"
 }
+if [ "$quick" = 1 ]; then
+        speed 784-256-128-10 128 2048 1
+        bench_end
+        exit 0
+fi
 speed 784-256-128-10 128 25600 1
 speed 784-2048-2048-10 512 8192 0
 
@@ -63,3 +77,4 @@ for p in 32 bf16-mixed; do
                 printf '   mean %.4f\n' "$(printf '%s\n' "${acc[@]}" | awk '{s+=$1} END {print s/NR}')"
         done
 done
+bench_end

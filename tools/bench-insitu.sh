@@ -11,12 +11,14 @@
 #  - the step's floor at batch 16: the GEMMs at this machine's measured rate
 #    (strata-bench-gemm) plus Adam's memory traffic at its measured bandwidth (memband.c)
 # Usage: tools/bench-insitu.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
+# Rows (tools/bench-lib.sh, written when quiet): steps/s against PyTorch tuned at batch 16
+# and 128 and with 2 processes. BENCH_QUICK=1: 60 steps.
 set -euo pipefail
-reps=${1:-3}
-steps=${2:-2000}
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, py; median, ratio; bench_*
+reps=${1:-5}
+steps=${2:-$([ "$quick" = 1 ] && echo 60 || echo 2000)}
 mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2"
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, py; median, ratio
+bench_begin bench-insitu
 dir=$build/bench-insitu
 mkdir -p "$dir"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -90,6 +92,11 @@ row "steps/s, 2 processes, batch 16 (DDP, Gloo)" "$(med s2)" "$(med t2)"
 row "steps/s, batch 16: Fortran example vs C" "$(med f16)" "$(med s16)"
 row "validation MSE after $steps steps, batch 16" "$(med smse)" "$(med tmse)"
 row "batch-1 inference, us (no_grad; lower is better)" "$(med sinf)" "$(med tinf)"
+for a in "s16 t16 batch 16" "s128 t128 batch 128" "s2 t2 2 processes (DDP, Gloo), batch 16"; do
+        read -r x y w <<< "$a"
+        bench_compare "in-situ advection (1024-1024, Adam), $w, against PyTorch tuned" steps/s \
+                "${v[$x]}" "${v[$y]}"
+done
 
 # The floor of a step at batch 16: forward and dW GEMMs (2 x 2 x 16 x 1024 x 1024 = 67 MFLOP)
 # at the measured rate, plus Adam over 1049600 parameters: p, g, m, v read and p, m, v written,
@@ -110,4 +117,5 @@ awk -v g="$gemm_us" -v bw="$bw" -v p="$params" -v s="$(med s16)" -v inf="$(med s
                " = %.0f us;" \
                " Strata %.0f us: %.0f%% of it\n", 4 * p / 1e6, bw, gemv_us, inf, gemv_us / inf * 100
 }'
+bench_end
 rm -f "$dir"/*.ckpt

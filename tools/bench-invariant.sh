@@ -12,20 +12,26 @@
 # Usage: tools/bench-invariant.sh [REPS [EPOCHS]] ; env BUILD (default build), DEVICES
 # (default "1 2 4"), MODELS (default "784-256-128-10 784-2048-2048-10"), ACC_EPOCHS
 # (default 10), SEEDS (default "1 2 3"), DATA (strata-train's data options, default its
-# Fashion-MNIST; e.g. "--synthetic 2048" for a smoke test), PARTS (default "cost accuracy").
+# Fashion-MNIST; e.g. "--synthetic 2048" for a smoke test), PARTS (default "cost accuracy");
+# BENCH_QUICK=1: 2 devices, the default MLP, 1024 synthetic rows, the cost only. The rows
+# (invariant against normal at each devices and model) go to the results file when quiet
+# (tools/bench-lib.sh).
 set -euo pipefail
-reps=${1:-3}
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
+reps=${1:-5}
 epochs=${2:-1}
-devices=${DEVICES:-1 2 4}
-models=${MODELS:-784-256-128-10 784-2048-2048-10}
+default_mlp=784-256-128-10
+if [ "$quick" = 1 ]; then
+        devices=${DEVICES:-2}; models=${MODELS:-$default_mlp}; data=${DATA:---synthetic 1024}
+        parts=" ${PARTS:-cost} "
+else
+        devices=${DEVICES:-1 2 4}; models=${MODELS:-784-256-128-10 784-2048-2048-10}
+        data=${DATA:-}; parts=" ${PARTS:-cost accuracy} "
+fi
 acc_epochs=${ACC_EPOCHS:-10}
 seeds=${SEEDS:-1 2 3}
-data=${DATA:-}
-parts=" ${PARTS:-cost accuracy} "
 batch=128
-default_mlp=784-256-128-10
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
+bench_begin bench-invariant
 
 mode_args() { # normal|invariant -> strata-train's options
         [ "$1" = invariant ] && echo "--invariant" || true
@@ -76,6 +82,12 @@ if [[ $parts == *" cost "* ]]; then
                 done
         done
         echo "target: invariant / normal >= 0.85 at 2 devices on $default_mlp"
+        for m in $models; do
+                for d in $devices; do
+                        bench_compare "invariant mode / normal ddp, $m, $d devices, batch $batch" \
+                                samples/s "${v[invariant $d $m]}" "${v[normal $d $m]}"
+                done
+        done
 fi
 
 if [[ $parts == *" accuracy "* ]]; then
@@ -91,3 +103,4 @@ if [[ $parts == *" accuracy "* ]]; then
                         "$lo" "$hi"
         done
 fi
+bench_end

@@ -8,13 +8,14 @@
 #     Strata bf16-mixed, PyTorch fp32 and autocast(bfloat16), on the default MLP and the wide
 #     one.
 # Usage: tools/bench-kernels.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
+# Rows (tools/bench-lib.sh, written when quiet): Strata 32 native against PyTorch fp32 on
+# each MLP. BENCH_QUICK=1: the default MLP only, 1280 rows and 10 PyTorch steps; no
+# strata-bench-kernels.
 set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
 reps=${1:-5}
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
-cpuinfo() { grep -m1 "^$1" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
-echo "CPU: $(cpuinfo 'model name') (family $(cpuinfo 'cpu family'), model $(cpuinfo 'model\s'))"
-"$build/bin/strata-bench-kernels"
+bench_begin bench-kernels
+[ "$quick" = 1 ] || "$build/bin/strata-bench-kernels"
 echo
 strata_sps() { # model batch samples precision kernels -> samples/s of the median step, or
         # nothing where the CPU refuses the precision (bf16-mixed without AVX512_BF16)
@@ -55,6 +56,13 @@ bench() { # model batch samples steps
         row "PyTorch fp32" "$d" "$a" "$d" "$e"
         row "PyTorch autocast(bfloat16)" "$e" "$a" "$d" "$e" "not measured (no AVX512_BF16)"
         echo
+        bench_compare "single device, MLP $1, batch $2, Strata 32 native against PyTorch fp32, one thread each" \
+                samples/s "${sn[*]}" "${tf[*]}"
 }
-bench 784-256-128-10 128 25600 200
-bench 784-2048-2048-10 512 8192 16
+if [ "$quick" = 1 ]; then
+        bench 784-256-128-10 128 1280 10
+else
+        bench 784-256-128-10 128 25600 200
+        bench 784-2048-2048-10 512 8192 16
+fi
+bench_end

@@ -5,10 +5,12 @@
 #  - the GEMM-bound MLP 784-2048-2048-10, batch 512, and the default 784-256-128-10, batch 128
 #  - Strata 32, bf16-mixed and 16-mixed; PyTorch fp32 and autocast(bfloat16), one thread
 # Usage: tools/bench-precision.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
+# Rows (tools/bench-lib.sh, written when quiet): Strata 32 against PyTorch fp32, bf16-mixed
+# against autocast(bfloat16). BENCH_QUICK=1: the default MLP only, 1280 rows, 10 steps.
 set -euo pipefail
-reps=${1:-3}
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
+reps=${1:-5}
+bench_begin bench-precision
 strata_sps() { # model batch samples precision -> samples/s of the median training step
         "$train" --strategy single --model "$1" --batch "$2" --synthetic "$3" --epochs 1 \
                 --precision "$4" --json 2>/dev/null | step_sps "$2"
@@ -39,6 +41,15 @@ bench() { # model batch samples steps
         row "PyTorch fp32" "$d" "$a" "$d" "$e"
         row "PyTorch autocast(bfloat16)" "$e" "$a" "$d" "$e"
         echo
+        bench_compare "precision, MLP $1, batch $2, Strata 32 against PyTorch fp32" samples/s \
+                "${s32[*]}" "${t32[*]}"
+        bench_compare "precision, MLP $1, batch $2, Strata bf16-mixed against PyTorch autocast(bfloat16)" \
+                samples/s "${sbf[*]}" "${tbf[*]}"
 }
-bench 784-2048-2048-10 512 8192 16
-bench 784-256-128-10 128 25600 200
+if [ "$quick" = 1 ]; then
+        bench 784-256-128-10 128 1280 10
+else
+        bench 784-2048-2048-10 512 8192 16
+        bench 784-256-128-10 128 25600 200
+fi
+bench_end

@@ -6,13 +6,15 @@
 #  - all_reduce across 2 processes (strata-bench-procs): Strata's fixed-order protocol,
 #    Strata over MPI_Allreduce, and MPI_Allreduce itself, busbw at 4 KiB, 1 MiB, 64 MiB
 # Usage: tools/bench-procs.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
+# Rows (tools/bench-lib.sh, written when quiet): ddp, spawn and mpi against PyTorch DDP.
+# BENCH_QUICK=1: 2048 rows.
 set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
 reps=${1:-5}
 mpirun="mpirun --allow-run-as-root --oversubscribe --bind-to none"
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
+bench_begin bench-procs
 sps() { # launcher args... -> training samples/s of one epoch (global rank 0's line)
-        "$@" --epochs 1 --json 2>/dev/null | grep '"epoch":1,' |
+        "$@" --epochs 1 --json $quick_data 2>/dev/null | grep '"epoch":1,' |
                 sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
 }
 torch_sps() {
@@ -38,6 +40,13 @@ printf '%-40s %12.0f %12.2f %14.2f\n' "Strata spawn (2 processes)" "$ms" "$(rati
 printf '%-40s %12.0f %12.2f %14.2f\n' "Strata mpi (mpirun -np 2, 1 device)" "$mm" "$(ratio "$mm" "$md")" "$(ratio "$mm" "$mt")"
 printf '%-40s %12.0f %12.2f %14.2f\n' "Strata mpi --mpi-allreduce" "$mn" "$(ratio "$mn" "$md")" "$(ratio "$mn" "$mt")"
 printf '%-40s %12.0f\n' "PyTorch DDP (Gloo, 2 processes)" "$mt"
+for a in "d ddp (2 threads, 1 process)" "s spawn (2 processes)" "m mpi (mpirun -np 2)"; do
+        declare -n arm=${a%% *}
+        bench_compare "Strata ${a#* } against PyTorch DDP (Gloo, 2 processes), training, global batch 128" \
+                samples/s "${arm[*]}" "${t[*]}"
+        unset -n arm
+done
 echo
 # strata-bench-procs initialises MPI itself: it passes the eager limit Strata sets when it does.
 $mpirun --mca btl_vader_eager_limit 8192 -np 2 "$build/bin/strata-bench-procs" "$reps"
+bench_end

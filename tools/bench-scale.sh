@@ -15,6 +15,8 @@
 # Usage: tools/bench-scale.sh [REPS] [PROCS...]; env BUILD (default build), OUT (default
 # $BUILD/scale). Prints the tables; exit 1 when a message count differs from the model's.
 set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh" # bench_begin, bench_end (no rows: its tables are the model's)
+bench_begin bench-scale
 reps=${1:-5}; shift $(( $# > 0 ? 1 : 0 )); procs=${*:-2 4 8 16}
 bin=${BUILD:-build}/bin
 out=${OUT:-${BUILD:-build}/scale}
@@ -24,8 +26,6 @@ shm="--mca btl vader,self --mca btl_vader_eager_limit 8192"
 sizes="8 4096 65536 1048576"
 mkdir -p "$out"
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
-echo "== CPU: $cpu, $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 # The two links alternated REPS times (each run: strata-bench-link's median of 3); medians.
 echo "== links, alternated $reps times: shared memory (vader) and TCP between two network" \
      "namespaces (veth, bridge), 2 processes"
@@ -40,7 +40,6 @@ for r in $(seq "$reps"); do
                 echo "TCP skipped: $(tail -1 "$out/link-tcp.err")"
         fi
 done
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 links="shm"; [ $tcp = 1 ] && links="shm tcp"
 printf '%-4s %10s %12s\n' link bytes oneway_us
 for k in $links; do
@@ -108,4 +107,5 @@ if command -v gnuplot >/dev/null; then
 else
         echo "== no gnuplot: no plot (make deps installs gnuplot-nox)"
 fi
+bench_end
 [ $bad = 0 ] || { echo "bench-scale: a message count differs from the model's" >&2; exit 1; }

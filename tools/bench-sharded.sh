@@ -19,20 +19,25 @@
 # STRATEGIES (default "ddp zero1 zero2 fsdp"), MODELS (default "784-256-128-10
 # 784-2048-2048-10"), OPTIMS (default "sgd adamw"), MEM_DEVICES (default "1 2 4"),
 # PEER (default 1; 0 leaves PyTorch out), PARTS (default "speed memory").
+# Rows (tools/bench-lib.sh, written when quiet): each strategy on 2 devices against single.
+# BENCH_QUICK=1: the default MLP, SGD, 2048 synthetic rows, the speed only, no peer.
 set -euo pipefail
-reps=${1:-3}
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
+reps=${1:-5}
 epochs=${2:-1}
 strategies=${STRATEGIES:-ddp zero1 zero2 fsdp}
-models=${MODELS:-784-256-128-10 784-2048-2048-10}
-optims=${OPTIMS:-sgd adamw}
+if [ "$quick" = 1 ]; then
+        models=${MODELS:-784-256-128-10}; optims=${OPTIMS:-sgd}; peer=${PEER:-0}
+        parts=" ${PARTS:-speed} "
+else
+        models=${MODELS:-784-256-128-10 784-2048-2048-10}; optims=${OPTIMS:-sgd adamw}
+        peer=${PEER:-1}; parts=" ${PARTS:-speed memory} "
+fi
 mem_devices=${MEM_DEVICES:-1 2 4}
-peer=${PEER:-1}
-parts=" ${PARTS:-speed memory} "
 batch=128
 default_mlp=784-256-128-10
 wide=784-2048-2048-10
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
+bench_begin bench-sharded
 # One thread per process for the peer: torch.set_num_threads(1) in the anchor does not reach
 # the OpenBLAS PyTorch calls through libblas.so.3 (bench-train.sh), these do. Strata's BLAS
 # runs single-threaded inside each device's pinned worker either way.
@@ -65,7 +70,7 @@ sharded=()
 for s in "${usable[@]}"; do [ "$s" = ddp ] || sharded+=("$s"); done
 
 strata_sps() { # strategy devices model optim -> training samples / training time, all epochs
-        "$train" --epochs "$epochs" --json --quiet --raw-pixels --batch "$batch" --strategy "$1" \
+        "$train" --epochs "$epochs" --json --quiet --raw-pixels $quick_data --batch "$batch" --strategy "$1" \
                 --devices "$2" --model "$3" $(optim_args "$4") | grep '"epoch":' |
                 sed 's/.*"samples_per_s":\([0-9.]*\),"epoch_s":\([0-9.]*\).*/\1 \2/' |
                 awk '{ n += $1 * $2; t += $2 } END { if (t > 0) printf "%.0f\n", n / t }'
@@ -115,6 +120,8 @@ speed_rows() { # model optim: samples/s of each strategy beside single and ddp
                         printf '%-46s %12.0f %10.2f %10s%s\n' "  $s (2 devices)" "$x" \
                                 "$(ratio "$x" "$s1")" - "$note"
                 fi
+                bench_compare "$s on 2 devices against single, $m, $o, batch $batch" samples/s \
+                        "${v[$m|$o|$s]}" "${v[$m|$o|single]}"
         done
 }
 
@@ -242,3 +249,4 @@ if [[ $parts == *" memory "* ]]; then
         echo
         memory
 fi
+bench_end

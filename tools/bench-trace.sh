@@ -4,19 +4,19 @@
 # thread, tools/bench_trace_torch.py), alternated REPS times; medians of samples/s (Strata:
 # the run's end-to-end figure, evaluation and trace writing included) and the overhead.
 # Usage: tools/bench-trace.sh [REPS] ; env BUILD (default build).
+# Rows (tools/bench-lib.sh, written when quiet): each arm with tracing on against off.
+# BENCH_QUICK=1: Strata on 2048 synthetic rows (PyTorch's epoch unchanged).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$here/build}
+. "$(dirname "$0")/bench-lib.sh" # here, build, py; median, ratio; bench_*
 reps=${1:-5}
-py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+bench_begin bench-trace
 
-. "$(dirname "$0")/bench-lib.sh" # median, ratio
 strata() { # strategy devices [--trace FILE] -> end-to-end samples/s of one epoch
         local s=$1 d=$2
         shift 2
-        "$build/bin/strata-train" --epochs 1 --json --strategy "$s" --devices "$d" "$@" |
+        "$build/bin/strata-train" --epochs 1 --json $quick_data --strategy "$s" --devices "$d" "$@" |
                 grep '"final"' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
 }
 torch() { OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$here/tools/bench_trace_torch.py" "$@" |
@@ -47,6 +47,9 @@ for k in single ddp torch; do
         [ $k = torch ] && label="pytorch torch.profiler"
         printf '%-28s %12.0f %12.0f %8.1f%%\n' "$label" "$off" "$on" \
                 "$(echo "(1 - $on / $off) * 100" | bc -l)"
+        bench_compare "tracing, $label: on against off, one epoch end to end" samples/s \
+                "$(echo $(cat "$tmp/$k.on"))" "$(echo $(cat "$tmp/$k.off"))"
 done
 printf 'trace sizes: strata single %s, ddp %s; pytorch %s (bytes)\n' \
         "$(stat -c %s "$tmp/s.json")" "$(stat -c %s "$tmp/d.json")" "$(stat -c %s "$tmp/t.json")"
+bench_end

@@ -9,13 +9,16 @@
 #    two cores: this VM moves between states (see handoff() below), and the scaling figures
 #    move with them
 # Usage: tools/bench-train.sh [REPS] ; env BUILD (default build), PEERS (tools/peers).
+# Rows (tools/bench-lib.sh, written when quiet): single device against PyTorch at batch 128
+# and 32; ddp and dp on 2 devices against single, ddp against PyTorch DDP. BENCH_QUICK=1: 2048
+# synthetic rows (PyTorch: the first 2048 of Fashion-MNIST), no GEMM ceiling (0), no AVX-512
+# second pass.
 set -euo pipefail
-reps=${1:-3}
-
-. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio; bench_*
+reps=${1:-5}
 
 strata_sps() { # args... -> training samples/s of one epoch
-        "$train" --epochs 1 --json "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
+        "$train" --epochs 1 --json $quick_data "$@" | grep '"epoch":1,' | sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/'
 }
 # The anchor's torch.set_num_threads(1) does not reach the OpenBLAS that PyTorch calls through
 # libblas.so.3 (Debian's pthread build): left alone, its own pool runs each GEMM on every core.
@@ -31,6 +34,8 @@ torch_sps() { torch_run OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 -- "$@"; }
 torch_sps_pool() { torch_run -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS -- "$@"; }
 
 gemm_ceiling() { # batch -> samples/s if a step were nothing but its GEMMs at their best times
+        # (quick mode: 0, not measured)
+        [ "$quick" != 1 ] || { echo 0; return; }
         "$build/bin/strata-bench-gemm" --json --batch "$1" | tail -1 |
                 sed 's/.*"samples_per_s_ceiling":\([0-9.]*\).*/\1/'
 }
@@ -51,6 +56,8 @@ single_set() {
                 printf '%-36s %6d %12.0f %12.0f %7.2f %14.0f %14.2f %12.0f %7.2f\n' "" "$b" "$ms" \
                         "$mt" "$(ratio "$ms" "$mt")" "$mc" "$(ratio "$mc" "$mt")" "$mq" \
                         "$(ratio "$ms" "$mq")"
+                bench_compare "single device, MLP 784-256-128-10, batch $b, one thread each, against PyTorch$(coretype)" \
+                        samples/s "${s[*]}" "${t[*]}"
         done
 }
 
@@ -75,12 +82,21 @@ multi_set() {
         printf '%-36s %12.0f\n' "  PyTorch DDP (Gloo, 2 processes)" "$mt"
         printf '%-36s %12.0f   Strata ddp vs it: %.2f\n' "  PyTorch DDP, BLAS pool per process" "$mq" \
                 "$(ratio "$md" "$mq")"
+        bench_compare "ddp on 2 devices against single, MLP 784-256-128-10, global batch 128$(coretype)" \
+                samples/s "${d[*]}" "${s[*]}"
+        bench_compare "dp on 2 devices against single, MLP 784-256-128-10, global batch 128$(coretype)" \
+                samples/s "${p[*]}" "${s[*]}"
+        bench_compare "ddp on 2 devices against PyTorch DDP (Gloo, 2 processes), MLP 784-256-128-10$(coretype)" \
+                samples/s "${d[*]}" "${t[*]}"
+}
+coretype() { # -> ", PyTorch's OpenBLAS SkylakeX" where OPENBLAS_CORETYPE names it, else nothing
+        [ -z "${OPENBLAS_CORETYPE:-}" ] || echo ", PyTorch's OpenBLAS $OPENBLAS_CORETYPE"
 }
 
 overhead() { # median step time of a model that does (almost) nothing
         local o=()
         for _ in $(seq "$reps"); do
-                o+=("$("$train" --synthetic 20000 --model 4-2 --batch 2 --epochs 1 --json --raw-pixels \
+                o+=("$("$train" --synthetic $([ "$quick" = 1 ] && echo 2000 || echo 20000) --model 4-2 --batch 2 --epochs 1 --json --raw-pixels \
                         --strategy ddp --devices 2 | tail -1 | sed 's/.*"step_us_median":\([0-9.]*\).*/\1/')")
         done
         printf 'ddp runtime overhead per step, 2 devices, model 4-2 batch 2: %s us (median of %d)\n' \
@@ -103,16 +119,18 @@ handoff() {
 }
 
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-train: PyTorch missing (make bench-deps)"; exit 1; }
+bench_begin bench-train
 echo "median of $reps alternated runs; training time only; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto}"
 handoff start
 echo "PyTorch: OPENBLAS_NUM_THREADS=1 (one thread per process); torch_pool: OpenBLAS's default pool"
 single_set "single device, one thread each"
 multi_set
 overhead
-if grep -q avx512f /proc/cpuinfo && [ "${OPENBLAS_CORETYPE:-}" != SkylakeX ]; then
+if grep -q avx512f /proc/cpuinfo && [ "${OPENBLAS_CORETYPE:-}" != SkylakeX ] && [ "$quick" != 1 ]; then
         echo "--- again with OPENBLAS_CORETYPE=SkylakeX (AVX-512 kernels) for both"
         export OPENBLAS_CORETYPE=SkylakeX
         single_set "single device, one thread each"
         multi_set
 fi
 handoff end
+bench_end

@@ -10,7 +10,8 @@ images and drops its last partial batch.
 
 Usage: /usr/bin/python3 torch_mlp_fmnist.py [NPROCS [EPOCHS [BATCH [sgd|adamw [ddp|zero
        [WIDTHS]]]]]]
-Prints one line of key=value pairs (procs, mode, optim, widths, epochs, batch, steps, time,
+env PEER_ROWS: train on the first PEER_ROWS rows of each epoch's order only (the benches'
+quick mode, BENCH_QUICK=1). Prints one line of key=value pairs (procs, mode, optim, widths, epochs, batch, steps, time,
 step_us, samples_per_s, test_acc) that the tools/bench-*.sh scripts read.
 """
 import gzip
@@ -79,7 +80,7 @@ def train(rank, nprocs, epochs, batch, optim="sgd", mode="ddp", widths="784-256-
     opt = optimizer(optim, net.parameters(), mode, nprocs)
     loss_fn = torch.nn.CrossEntropyLoss()
     share = batch // nprocs
-    steps = len(xtr) // batch
+    steps = min(len(xtr), int(os.environ.get("PEER_ROWS", len(xtr)))) // batch
     start = time.perf_counter()
     for epoch in range(epochs):
         order = torch.randperm(len(xtr), generator=torch.Generator().manual_seed(epoch))
