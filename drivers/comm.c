@@ -413,6 +413,8 @@ static int arrived(const _Atomic uint64_t *f, uint64_t seq)
  * all_reduce took 0.73 against 0.63 us); the wait is described only when that is not enough.
  */
 #define FIRST_SPINS 64u
+/* A sleep on a peer's flag: the peer wakes it; a missed wake (decision 0075) costs this much. */
+#define SLEEP_NS 1000000L
 
 static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
 {
@@ -443,10 +445,12 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                                 .aborted_arg = c->group.h, .timeout_s = bound,
                                 .stall_s = c->group.tracks ? c->group.stall_s : 0.0,
                                 .stall = report_stall, .stall_arg = &me,
-                                .spins = c->yield_after - first, .clock_every = 1024 };
+                                .spins = c->yield_after - first, .clock_every = 1024,
+                                .slice_ns = SLEEP_NS };
                         described = 1;
                 }
                 w.counter = f;
+                w.sleepers = &c->flag[r].sleepers;
                 rc = strata__wait(&w);
                 if (rc == STRATA_ETIMEDOUT)
                         rc = c->group.fail(c->group.h, rank,
@@ -530,6 +534,7 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op,
         if (quick && op->kind != STRATA_COLL_BARRIER && op->count)
                 memcpy(mailbox(c, rank, p), op->send, op->count * strata_dtype_size(op->dtype));
         atomic_store_explicit(&s->ready, seq, memory_order_release);
+        strata__wake_counter(&s->ready, &me->sleepers);
         STRATA_TRY(injected(c, rank, 0));
         STRATA_TRY(wait_flags(c, rank, 1, seq));
         rc = agree(c, rank, p);
@@ -550,6 +555,7 @@ static int run(struct strata_comm *c, int rank, const struct strata_coll *op,
             rc != STRATA_ENOTSUP)
                 return rc; /* a failure: the pool's abort flag releases the others */
         atomic_store_explicit(&me->done, seq, memory_order_release);
+        strata__wake_counter(&me->done, &me->sleepers);
         STRATA_TRY(wait_flags(c, rank, 0, seq));
         return c->tp->settle ? c->tp->settle(c, rank, rc) : rc;
 }

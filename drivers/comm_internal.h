@@ -26,9 +26,13 @@ struct strata__comm_slot {
  */
 #define STRATA__COMM_EAGER ((size_t)256)
 
-/* Per rank, on its own cache line: the sequence it has finished. */
+/*
+ * Per rank, on its own cache line: the sequence it has finished, and how many peers sleep on
+ * this rank's flags (its done and its slots' ready): the rank wakes them after each store.
+ */
 struct strata__comm_flags {
         _Alignas(64) _Atomic uint64_t done;
+        atomic_uint sleepers;
         _Alignas(64) uint64_t seq; /* collectives this rank has started (private to the rank) */
         unsigned epoch;            /* the group's failure epoch that seq counts in */
 };

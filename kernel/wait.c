@@ -33,6 +33,21 @@ void strata__wake(struct strata__futex *f)
                 futex(&f->v, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+/* A counter's futex word is its low half (the value a sleeper saw, truncated, is what the
+ * kernel compares), which little-endian machines keep at its address. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a counter's low half at its address");
+
+static atomic_uint *low_half(const _Atomic uint64_t *counter)
+{
+        return (atomic_uint *)(uintptr_t)counter;
+}
+
+void strata__wake_counter(const _Atomic uint64_t *counter, atomic_uint *sleepers)
+{
+        if (atomic_load_explicit(sleepers, memory_order_seq_cst) > 0)
+                futex(low_half(counter), FUTEX_WAKE, INT_MAX, NULL);
+}
+
 static int satisfied(const struct strata__wait *w)
 {
         if (w->counter)
@@ -96,13 +111,33 @@ static void yield_or_nap(struct strata__wait *w)
                 nanosleep(&t, NULL);
 }
 
-/* One blocking round: a timed sleep on the futex word unless it changed, else yield_or_nap(). */
+/* A timed sleep on the counter unless it moved; counted, so that its waker wakes it. */
+static void sleep_on_counter(struct strata__wait *w, const struct timespec *slice)
+{
+        uint64_t seen;
+
+        atomic_fetch_add(w->sleepers, 1);
+        seen = atomic_load_explicit(w->counter, memory_order_seq_cst);
+        if ((int64_t)(seen - w->target) < 0 && !(w->abort && atomic_load(w->abort)))
+                futex(low_half(w->counter), FUTEX_WAIT, (unsigned)seen, slice);
+        atomic_fetch_sub(w->sleepers, 1);
+}
+
+/*
+ * One blocking round: a timed sleep on the futex word unless it changed; on a counter whose
+ * waker wakes, two yields (the peer may be about to arrive on this core) then timed sleeps;
+ * else yield_or_nap().
+ */
 static void block(struct strata__wait *w)
 {
         struct strata__futex *f = w->word;
         long ns = w->slice_ns > 0 ? w->slice_ns : SLICE_NS;
         struct timespec slice = { ns / 1000000000L, ns % 1000000000L };
 
+        if (!f && w->counter && w->sleepers && w->yields >= YIELDS) {
+                sleep_on_counter(w, &slice);
+                return;
+        }
         if (!f) {
                 yield_or_nap(w);
                 return;

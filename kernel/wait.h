@@ -1,9 +1,10 @@
 /*
  * The one bounded wait (internal): every blocking wait of the library goes through
  * strata__wait(). A wait spins with the arch pause for a while, then blocks round after round
- * (a timed sleep on its futex word, or without one sched_yield twice, then naps that
- * grow from 10 us to 640 us, so that a waiter leaves the run queue to the late thread when
- * other processes hold the cores: issue 58, item 17), until its condition holds, its abort flag
+ * (a timed sleep on its futex word; without one sched_yield twice, then a timed sleep on the
+ * counter where its waker wakes sleepers, else naps that grow from 10 us to 640 us, so that a
+ * waiter leaves the run queue to the late thread when other processes hold the cores: issue
+ * 58, item 17), until its condition holds, its abort flag
  * is set or its deadline passes; once past its stall bound it calls its stall callback, once.
  *
  * The clock is first read when the wait starts to block, so a wait satisfied while spinning
@@ -37,6 +38,9 @@ struct strata__futex {
 struct strata__wait {
         const _Atomic uint64_t *counter; /* until *counter reaches target (wrap-safe) */
         uint64_t target;
+        atomic_uint *sleepers;           /* with counter: block by sleeping on the counter,
+                                          * counted here; its waker calls
+                                          * strata__wake_counter() (NULL: yield, then nap) */
         struct strata__futex *word;      /* until word->v != old; blocks by sleeping on it */
         unsigned old;
         int (*ready)(void *arg);         /* until ready(ready_arg) returns non-zero */
@@ -85,5 +89,13 @@ int strata__wait(struct strata__wait *w);
 
 /** @brief Wake every thread asleep on @p f, with no system call when none sleeps. */
 void strata__wake(struct strata__futex *f);
+
+/**
+ * @brief Wake every thread asleep on @p counter (waits with .sleepers = @p sleepers), with no
+ *        system call when none sleeps. Called after the counter's store; without a fence
+ *        between the two a sleeper that counted itself in the same instant may be missed, and
+ *        then wakes at the end of its slice.
+ */
+void strata__wake_counter(const _Atomic uint64_t *counter, atomic_uint *sleepers);
 
 #endif /* STRATA_KERNEL_WAIT_H */

@@ -226,3 +226,50 @@ Test(wait_bounded, futex_wake_ends_a_sleep)
         cr_assert_lt(s.woke - woken, 5.0, "slept %.3f s after the wake", s.woke - woken);
         cr_assert_eq(atomic_load(&word.sleepers), 0);
 }
+
+struct bump {
+        _Atomic uint64_t *counter;
+        atomic_uint *sleepers;
+        int wake;
+};
+
+static void *bump_later(void *arg)
+{
+        struct bump *b = arg;
+
+        usleep(50000);
+        atomic_store(b->counter, 5);
+        if (b->wake)
+                strata__wake_counter(b->counter, b->sleepers);
+        return NULL;
+}
+
+/*
+ * A wait on a counter with a sleepers count sleeps on the counter (counted while asleep) and
+ * is woken by strata__wake_counter() long before its 3 s slice ends; without the wake it
+ * sleeps the slice out (what a missed wake costs).
+ */
+Test(wait_bounded, a_counter_sleeper_is_woken_by_its_waker, .timeout = 30)
+{
+        for (int wake = 1; wake >= 0; wake--) {
+                _Atomic uint64_t counter = 4;
+                atomic_uint sleepers = 0;
+                struct bump b = { &counter, &sleepers, wake };
+                struct strata__wait w = { .counter = &counter, .target = 5,
+                                          .sleepers = &sleepers, .timeout_s = 20.0,
+                                          .slice_ns = 3000000000L };
+                pthread_t t;
+                double t0 = now(), took;
+
+                cr_assert_eq(pthread_create(&t, NULL, bump_later, &b), 0);
+                cr_assert_eq(strata__wait(&w), STRATA_OK);
+                took = now() - t0;
+                pthread_join(t, NULL);
+                cr_assert_eq(atomic_load(&sleepers), 0, "the sleeper uncounted itself");
+                if (wake)
+                        cr_assert_lt(took, 2.0, "woken after %.3f s, not by the waker", took);
+                else
+                        cr_assert_geq(took, 2.9, "without a wake it sleeps its slice: %.3f s",
+                                      took);
+        }
+}
