@@ -1,4 +1,4 @@
-"""Strata from Python: build a model from a model line, configure its strategy, devices and
+"""Strata from Python: build a model from a model line or a torch.nn.Module, configure its strategy, devices and
 optimizer by keyword, fit it on NumPy arrays, evaluate, predict, load and export weights, and
 hand the trained weights to a torch.nn.Module.
 
@@ -7,6 +7,7 @@ hand the trained weights to a torch.nn.Module.
                      batch=128, strategy="ddp", devices=2, optimizer="sgd", lr=0.05, seed=1)
     m.fit(x, y, epochs=2)            # x: (n, 784) float32, y: (n,) int labels
     print(m.evaluate(x_test, y_test), m.predict(x_test[:5]))
+    m = strata.Model.from_torch(torch_module, input_shape=(784,), strategy="ddp", devices=2)
 
 Arrays are passed to the library as they are (C-contiguous float32 or float64 inputs, int32
 labels or float targets): nothing is copied, except an array of another type or layout, which
@@ -121,6 +122,7 @@ class Model:
 
     def __init__(self, line, batch=128, loss=None, **options):
         self._rt = None
+        self._torch_names = None
         self._mods = (ctypes.c_char * (lib.strata_module_bytes() * 256))()
         self._model = _lib.Model()
         if loss is not None:
@@ -159,6 +161,35 @@ class Model:
         _check(lib.strata_outputs(self._rt, ctypes.byref(outputs)))
         self.outputs = outputs.value
         self.inputs = self._model.in_features
+
+    @classmethod
+    def from_torch(cls, module, input_shape, losses=None, **options):
+        """A Model of torch.nn.Module @p module, starting from its weights: the module is
+        traced with torch.fx on samples of @p input_shape (a sample's shape without the batch,
+        e.g. (784,) or (1, 28, 28); a list of shapes for several inputs), each node becoming a
+        module of the line as strata-from-torch does (the same converter), and its weights
+        loaded strictly. @p losses: each output's loss, for several outputs. The keywords are
+        Model()'s. A node Strata has no module for raises StrataError naming it."""
+        from . import from_torch
+
+        shapes = [tuple(s) for s in input_shape] if input_shape and \
+            isinstance(input_shape[0], (tuple, list)) else [tuple(input_shape)]
+        try:
+            line, tensors, origin = from_torch.convert_named(module, shapes, losses)
+        except from_torch.Refused as e:
+            _fail("from_torch: %s" % e)
+        m = cls(line, **options)
+        m._torch_names = origin
+        try:
+            with tempfile.TemporaryDirectory(prefix="strata-") as d:
+                path = os.path.join(d, "initial.safetensors")
+                from_torch.write_safetensors(path, tensors, {"format": "pt",
+                                                             "strata.model": line})
+                m.load_weights(path)
+        except BaseException:
+            m.close()
+            raise
+        return m
 
     def _outputs_of_line(self):
         d = _lib.Dims()
@@ -347,12 +378,14 @@ class Model:
 
     def to_torch(self, module):
         """Copy the trained weights into @p module (a torch.nn.Module whose state_dict names
-        are the export's, e.g. the same layers in `self.layers = nn.Sequential(...)`). Only
+        are the export's, e.g. the same layers in `self.layers = nn.Sequential(...)`; for a
+        Model made by from_torch(), the module it was made from or one like it). Only
         BatchNorm's num_batches_tracked, which Strata does not keep, may be left; any other
         missing or unexpected name raises StrataError. Returns the module."""
         import torch
 
-        sd = {k: torch.from_numpy(v) for k, v in self.state_dict().items()}
+        names = getattr(self, "_torch_names", None) or {}
+        sd = {names.get(k, k): torch.from_numpy(v) for k, v in self.state_dict().items()}
         res = module.load_state_dict(sd, strict=False)
         missing = [k for k in res.missing_keys if not k.endswith("num_batches_tracked")]
         if missing or res.unexpected_keys:

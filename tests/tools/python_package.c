@@ -7,8 +7,9 @@
  * NumPy arrays reaches strata-train's weights bit for bit and its printed loss, in order
  * (--shuffle off) and shuffled (the library's sampler, under ddp), and hands its weights to
  * a torch module; float targets from f64 inputs and shuffled epochs train reproducibly and
- * resume from a checkpoint bitwise; every refusal is a StrataError carrying the library's
- * message. Skipped without python3, NumPy, pip or setuptools, and under a sanitizer (its
+ * resume from a checkpoint bitwise; a CNN defined in PyTorch comes in with
+ * strata.Model.from_torch(), predicts what PyTorch predicts, and its trained weights go back
+ * into the same module; every refusal is a StrataError carrying the library's message. Skipped without python3, NumPy, pip or setuptools, and under a sanitizer (its
  * runtime would have to be loaded first into the interpreter).
  */
 #include <criterion/criterion.h>
@@ -91,6 +92,22 @@ Test(python_package, float_targets_f64_inputs_shuffled_epochs_checkpoint, .timeo
         snprintf(args, sizeof(args), "regression %s", dir);
         cr_assert_eq(script(dir, args), 0, "%s", out);
         cr_assert_not_null(strstr(out, "OK"), "%s", out);
+        cli_rmtree(dir);
+}
+
+Test(python_package, a_torch_module_in_and_its_trained_weights_back, .timeout = 300)
+{
+        char dir[256], args[512];
+
+        need_python();
+        if (cli_sh(PY " -c 'import torch' 2>&1", out, sizeof(out)))
+                cr_skip_test("python3-torch missing: %s", out);
+        cli_mkdtemp(dir, sizeof(dir), "python");
+        install(dir);
+        snprintf(args, sizeof(args), "torch %s", dir);
+        cr_assert_eq(script(dir, args), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "refused: STRATA_EINVAL"), "%s", out);
+        cr_assert_not_null(strstr(out, "\nOK"), "%s", out);
         cli_rmtree(dir);
 }
 

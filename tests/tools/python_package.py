@@ -7,6 +7,7 @@
   python_package.py errors DIR                    each refusal a StrataError with the message.
   python_package.py regression DIR                float targets, f64 inputs, shuffled epochs,
       a checkpoint resumed bitwise.
+  python_package.py torch DIR                     strata.Model.from_torch() and to_torch().
   python_package.py layout NAME=BYTES...          the mirrored structs have the C sizes.
 Prints OK last when every check passed.
 """
@@ -212,6 +213,60 @@ def regression(d):
         expect(lambda: other.load_checkpoint(path), "STRATA_EINVAL")
 
 
+def from_torch(d):
+    """strata.Model.from_torch(): a small CNN defined in PyTorch predicts what PyTorch predicts
+    before training; after fit, to_torch() hands the trained weights back into the same module,
+    which then predicts what Strata predicts; a module with a node Strata has no module for is
+    refused, naming it."""
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3, padding=1)
+            self.pool = nn.MaxPool2d(2)
+            self.head = nn.Linear(4 * 4 * 4, 3)
+
+        def forward(self, v):
+            return self.head(torch.flatten(self.pool(torch.relu(self.conv(v))), 1))
+
+    torch.manual_seed(0)
+    net = Net()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 1, 8, 8)).astype(np.float32)
+    y = (np.arange(32) % 3).astype(np.int32)
+    with torch.no_grad():
+        ref = net(torch.from_numpy(x)).numpy()
+    with strata.Model.from_torch(net, input_shape=(1, 8, 8), batch=16, lr=0.05,
+                                 seed=2) as m:
+        print("from_torch line:", m.line)
+        pred = m.predict(x.reshape(32, -1))
+        err = np.abs(ref - pred).max() / np.abs(ref).max()
+        print("before training, strata against torch: max relative", err)
+        assert err <= 1e-5, err
+        h = m.fit(x.reshape(32, -1), y, epochs=3, shuffle=False)
+        assert h[-1]["loss"] < h[0]["loss"], h
+        pred = m.predict(x.reshape(32, -1))
+        m.to_torch(net)
+    with torch.no_grad():
+        back = net(torch.from_numpy(x)).numpy()
+    err = np.abs(back - pred).max() / np.abs(back).max()
+    print("after training, torch with strata's weights: max relative", err)
+    assert err <= 1e-5, err
+    assert np.abs(back - ref).max() > 1e-3  # the module did change
+
+    class Odd(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 4)
+
+        def forward(self, v):
+            return self.rnn(v)[0]
+
+    expect(lambda: strata.Model.from_torch(Odd(), input_shape=(4,)), "from_torch", "rnn")
+
+
 def layout(pairs):
     for p in pairs:
         name, size = p.split("=")
@@ -222,6 +277,6 @@ def layout(pairs):
 
 if __name__ == "__main__":
     {"train": lambda a: train(*a), "errors": lambda a: errors(*a),
-     "regression": lambda a: regression(*a),
+     "regression": lambda a: regression(*a), "torch": lambda a: from_torch(*a),
      "layout": layout}[sys.argv[1]](sys.argv[2:])
     print("OK")
