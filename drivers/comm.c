@@ -444,9 +444,8 @@ static int wait_flags(struct strata_comm *c, int rank, int ready, uint64_t seq)
                                 .target = seq, .aborted = c->group.aborted,
                                 .aborted_arg = c->group.h, .timeout_s = bound,
                                 .stall_s = c->group.tracks ? c->group.stall_s : 0.0,
-                                .stall = report_stall, .stall_arg = &me,
-                                .spins = c->yield_after - first, .clock_every = 1024,
-                                .slice_ns = SLEEP_NS };
+                                .stall = report_stall, .stall_arg = &me, .slice_ns = SLEEP_NS,
+                                .spins = c->yield_after - first, .clock_every = 1024 };
                         described = 1;
                 }
                 w.counter = f;

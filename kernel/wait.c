@@ -111,6 +111,16 @@ static void yield_or_nap(struct strata__wait *w)
                 nanosleep(&t, NULL);
 }
 
+/*
+ * The blocking rounds of a wait on a counter whose waker wakes sleepers, after its yields:
+ * each sleeps up to a slice, so the clock is read every round (clock_every is for rounds that
+ * cost a yield), or a stall report and a deadline would come clock_every slices late.
+ */
+static int sleeps_on_counter(const struct strata__wait *w)
+{
+        return !w->word && w->counter && w->sleepers && w->yields >= YIELDS;
+}
+
 /* A timed sleep on the counter unless it moved; counted, so that its waker wakes it. */
 static void sleep_on_counter(struct strata__wait *w, const struct timespec *slice)
 {
@@ -134,7 +144,7 @@ static void block(struct strata__wait *w)
         long ns = w->slice_ns > 0 ? w->slice_ns : SLICE_NS;
         struct timespec slice = { ns / 1000000000L, ns % 1000000000L };
 
-        if (!f && w->counter && w->sleepers && w->yields >= YIELDS) {
+        if (sleeps_on_counter(w)) {
                 sleep_on_counter(w, &slice);
                 return;
         }
@@ -163,7 +173,8 @@ int strata__wait(struct strata__wait *w)
                         strata__pause();
                         continue;
                 }
-                if ((round - w->spins) % every == 0 && (rc = check_clock(w)) != STRATA_OK)
+                if (((round - w->spins) % every == 0 || sleeps_on_counter(w)) &&
+                    (rc = check_clock(w)) != STRATA_OK)
                         return rc;
                 block(w);
         }
