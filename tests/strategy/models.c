@@ -323,9 +323,9 @@ static void resume(enum strata_strategy_kind kind, int devices)
                 step_all(rt, &b, ref, n0);
         }
         for (int k = 0; k < 3; k++) {
-                char name[16];
+                char name[32];
 
-                snprintf(name, sizeof(name), "model%d.ckpt", k);
+                snprintf(name, sizeof(name), "model%d.ckpt", k % 10);
                 path_in(dir, name, path[k], sizeof(path[k]));
                 cr_assert_eq(strata_model_save_checkpoint(rt, k, path[k], "app", 3), STRATA_OK,
                              "%s", strata_last_error());
