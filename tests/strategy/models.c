@@ -275,7 +275,8 @@ static void exact(enum strata_strategy_kind kind, int devices)
                 }
         }
         calls = strata_heapcount_stop();
-        cr_assert_eq(calls, 0, "%ld heap calls during the steps of three models", calls);
+        if (calls != -1) /* -1: a sanitizer owns malloc in this build, nothing counted */
+                cr_assert_eq(calls, 0, "%ld heap calls during the steps of three models", calls);
         cr_assert_eq(strata_memory(rt, &mi), STRATA_OK);
         cr_assert_eq(mi.used, mi.planned, "used %zu bytes, planned %zu", mi.used, mi.planned);
         cr_assert_eq(mi.planned, three.bytes);

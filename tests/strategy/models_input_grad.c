@@ -366,7 +366,8 @@ static void ddpg(enum strata_strategy_kind kind, int devices, float *out, size_t
                 ddpg_step(rt, s);
         }
         calls = strata_heapcount_stop();
-        cr_assert_eq(calls, 0, "%ld heap calls during DDPG's steps", calls);
+        if (calls != -1) /* -1: a sanitizer owns malloc in this build, nothing counted */
+                cr_assert_eq(calls, 0, "%ld heap calls during DDPG's steps", calls);
         /* the critic held still, one more actor step raises its Q */
         fill(s, B * S, 7);
         q0 = mean_q(rt, s);
