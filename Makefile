@@ -47,7 +47,7 @@ OPT      := -O1 -g
 endif
 
 LIB_DIRS := base arch alloc kernel drivers drivers/cpu drivers/shm drivers/net data nn strategy \
-            strategy/runtime strategy/process strategy/checkpoint
+            strategy/runtime strategy/process strategy/checkpoint rl
 
 # CUDA: with nvcc, the cuda driver (drivers/cuda: host C + kernels) is built as its own shared
 # object, libstrata-cuda.so, which links cuBLAS and the CUDA runtime; the library loads it the

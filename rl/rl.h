@@ -1,0 +1,42 @@
+/*
+ * What the files of rl/ share (private): the header every object's block starts with, the
+ * digest of a configuration that guards a restore, and the layout walk that gives a block's
+ * size and its arrays' offsets from one description, so the size strata_rl_*_bytes() reports
+ * is the one init carves.
+ */
+#ifndef STRATA_RL_RL_H
+#define STRATA_RL_RL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/arena.h"
+
+/* The first bytes of every block: what it is, and the digest of the configuration it was
+ * laid out for. */
+struct strata__rl_head {
+        uint64_t magic;
+        uint64_t digest;
+};
+
+/* A layout walk: each strata__rl_take() reserves @p n elements of @p size bytes, aligned to
+ * 64 bytes, and returns their offset; an overflow sticks and fails the walk's end. */
+struct strata__rl_walk {
+        size_t off;
+        int overflow;
+};
+
+size_t strata__rl_take(struct strata__rl_walk *w, size_t n, size_t size);
+
+/* FNV-1a over @p n 64-bit words: a configuration's digest, field by field (no padding). */
+uint64_t strata__rl_digest(const uint64_t *words, size_t n);
+
+/* Carve @p bytes from @p arena (64-byte aligned), zero them and write the header. */
+int strata__rl_carve(struct strata_arena *arena, size_t bytes, uint64_t magic, uint64_t digest,
+                     void **block);
+
+/* STRATA_OK when every one of @p n values is finite, else STRATA_ENONFINITE naming @p what,
+ * the index and the value. */
+int strata__rl_finite(const float *x, size_t n, const char *what);
+
+#endif /* STRATA_RL_RL_H */
