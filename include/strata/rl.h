@@ -374,6 +374,26 @@ uint64_t strata_rl_updates(const struct strata_rl_agent *ag);
  */
 int strata_rl_export_policy(struct strata_rl_agent *ag, const char *path);
 
+/**
+ * @brief Save the agent: every model's checkpoint (strata_model_save_checkpoint()) to
+ *        PREFIX-K.ckpt, K its index, and its buffer, noise, counters and the PPO log-std to
+ *        PREFIX-rl.state (atomically, with each block's CRC). Between calls, not inside one.
+ * @retval STRATA_OK, STRATA_EINVAL (not an agent, a NULL, empty or too long prefix),
+ *         STRATA_EIO, the runtime's statuses.
+ */
+int strata_rl_save(struct strata_rl_agent *ag, const char *prefix);
+
+/**
+ * @brief Load what strata_rl_save() wrote for an agent of the same configuration; a loaded
+ *        agent continues bitwise the run that saved. PREFIX-rl.state is checked completely
+ *        (header, sizes, configuration digests, every block's CRC) before anything changes,
+ *        and each model's checkpoint before it loads; a model's checkpoint refused after
+ *        earlier ones loaded leaves those models loaded (load again).
+ * @retval STRATA_OK, STRATA_EINVAL (another configuration: named), STRATA_EFORMAT (damaged,
+ *         truncated, not a state), STRATA_EIO, the runtime's statuses.
+ */
+int strata_rl_load(struct strata_rl_agent *ag, const char *prefix);
+
 /** @brief Stop the agent's runtime; the agent is dead afterwards (init again to reuse). */
 int strata_rl_agent_teardown(struct strata_rl_agent *ag);
 
