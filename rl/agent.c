@@ -68,6 +68,8 @@ static struct strata_rl_agent_config defaults(const struct strata_rl_agent_confi
         DEF(clip, 0.2f);
         DEF(lambda, 0.95f);
         DEF(vf_coef, 0.5f);
+        DEF(alpha, 0.2f);
+        DEF(alpha_lr, 3e-4f);
 #undef DEF
         return c;
 }
@@ -80,7 +82,7 @@ static int bad(const char *what, double v)
 /* Every hyper-parameter in its range, the first bad one named. */
 static int check(const struct strata_rl_agent_config *c)
 {
-        if (c->algo != STRATA_RL_TD3 && c->algo != STRATA_RL_PPO)
+        if (c->algo < STRATA_RL_TD3 || c->algo > STRATA_RL_SAC)
                 return bad("algo", c->algo);
         if (c->state_dim < 1 || c->state_dim > (1u << 20))
                 return bad("state_dim", c->state_dim);
@@ -112,11 +114,15 @@ static int check(const struct strata_rl_agent_config *c)
                 return bad("vf_coef", c->vf_coef);
         if (!(c->ent_coef >= 0.0f && isfinite(c->ent_coef)))
                 return bad("ent_coef", c->ent_coef);
+        if (!(c->alpha > 0.0f && isfinite(c->alpha)))
+                return bad("alpha", c->alpha);
+        if (!(c->alpha_lr > 0.0f && c->alpha_lr < 1.0f))
+                return bad("alpha_lr", c->alpha_lr);
         if (!(fabsf(c->log_std) <= 20.0f))
                 return bad("log_std", c->log_std);
-        if (c->algo == STRATA_RL_TD3 && c->min_size > c->max_size)
+        if (c->algo != STRATA_RL_PPO && c->min_size > c->max_size)
                 return bad("min_size (above max_size)", c->min_size);
-        if (c->algo == STRATA_RL_TD3 && c->max_size < c->n_envs)
+        if (c->algo != STRATA_RL_PPO && c->max_size < c->n_envs)
                 return bad("max_size (below n_envs)", c->max_size);
         if (c->batch > (1u << 20) || c->minibatch > (1u << 20) || c->steps > (1u << 24))
                 return bad("batch, minibatch or steps", (double)c->batch);
@@ -129,7 +135,7 @@ static int check(const struct strata_rl_agent_config *c)
 
 static uint32_t rows_of(const struct strata_rl_agent_config *c)
 {
-        uint32_t r = c->algo == STRATA_RL_TD3 ? c->batch : c->minibatch;
+        uint32_t r = c->algo != STRATA_RL_PPO ? c->batch : c->minibatch;
 
         return r > c->n_envs ? r : c->n_envs;
 }
@@ -170,6 +176,8 @@ static size_t layout(const struct strata_rl_agent_config *c, void *block,
         TAKE(logstd, A);
         TAKE(adam_m, A);
         TAKE(adam_v, A);
+        TAKE(pol, R * 2 * A);
+        TAKE(eps, R * A);
 #undef TAKE
         *overflow = w.overflow;
         return STRATA__ALIGN_UP(w.off, 64);
@@ -211,7 +219,7 @@ static int sizes(const struct strata_rl_agent_config *c, size_t part[4])
         struct strata__agent_scratch sc;
         int overflow;
 
-        if (c->algo == STRATA_RL_TD3)
+        if (c->algo != STRATA_RL_PPO)
                 STRATA_TRY(strata_rl_replay_bytes(&rc, &part[0]));
         else
                 STRATA_TRY(strata_rl_rollout_bytes(&oc, &part[0]));
@@ -288,6 +296,16 @@ static int networks(struct strata_rl_agent *ag, struct strata_optim *opt0)
                         STRATA_TRY(strata_models_add_target(&ag->models, k, c->tau, NULL));
                 return STRATA_OK;
         }
+        if (c->algo == STRATA_RL_SAC) {
+                mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, &strata_mse);
+                mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, &strata_mse);
+                mlp(ag->mods[2], &ag->net[2], S, H, 2 * A, 0, &given);
+                ag->net[0].reduction = ag->net[1].reduction = STRATA_REDUCTION_MEAN;
+                STRATA_TRY(strata_models_add(&ag->models, &ag->net[1], 1, opt0, NULL));
+                STRATA_TRY(strata_models_add(&ag->models, &ag->net[2], 2 * A, &ao, NULL));
+                STRATA_TRY(strata_models_add_target(&ag->models, SAC_C1, c->tau, NULL));
+                return strata_models_add_target(&ag->models, SAC_C2, c->tau, NULL);
+        }
         mlp(ag->mods[0], &ag->net[0], S, H, A, 0, &given);
         mlp(ag->mods[1], &ag->net[1], S, H, 1, 0, &given);
         *opt0 = ao;
@@ -310,7 +328,7 @@ static int runtime(struct strata_rl_agent *ag)
                 cfg.device.bind = STRATA_BIND_NONE;
         }
         cfg.model = &ag->net[0];
-        cfg.classes = ag->cfg.algo == STRATA_RL_TD3 ? 1 : (int)ag->cfg.action_dim;
+        cfg.classes = ag->cfg.algo != STRATA_RL_PPO ? 1 : (int)ag->cfg.action_dim;
         cfg.batch = (int)rows_of(&ag->cfg);
         cfg.seed = ag->cfg.seed;
         cfg.optim = o0;
@@ -340,7 +358,7 @@ static int carve_all(struct strata_rl_agent *ag, struct strata_arena *arena, con
         struct strata_rl_replay_config rc = replay_cfg(c);
         struct strata_rl_rollout_config oc = rollout_cfg(c);
 
-        if (c->algo == STRATA_RL_TD3)
+        if (c->algo != STRATA_RL_PPO)
                 STRATA_TRY(strata_rl_replay_init(&ag->replay, arena, &rc));
         else
                 STRATA_TRY(strata_rl_rollout_init(&ag->rollout, arena, &oc));
@@ -348,7 +366,8 @@ static int carve_all(struct strata_rl_agent *ag, struct strata_arena *arena, con
                                         c->algo == STRATA_RL_TD3 ? c->expl_noise : 1.0f, 0.0f,
                                         0.0f, 1.0f, c->seed + 2));
         STRATA_TRY(strata_rl_noise_init(&ag->smooth, arena, c->action_dim, rows_of(c), 0,
-                                        c->target_noise, 0.0f, 0.0f, 1.0f, c->seed + 3));
+                                        c->algo == STRATA_RL_TD3 ? c->target_noise : 1.0f,
+                                        0.0f, 0.0f, 1.0f, c->seed + 3));
         STRATA_TRY(strata__rl_carve(arena, part[3], AGENT_MAGIC, digest(c), &ag->block));
         ag->bytes = part[3];
         return STRATA_OK;
@@ -374,6 +393,8 @@ int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
         sc = scratch(ag);
         for (uint32_t j = 0; j < ag->cfg.action_dim; j++)
                 sc.logstd[j] = ag->cfg.log_std;
+        if (ag->cfg.algo == STRATA_RL_SAC)
+                sc.logstd[0] = logf(ag->cfg.alpha);
         ag->magic = AGENT_MAGIC;
         return STRATA_OK;
 fail:
@@ -436,6 +457,22 @@ static int ppo_explore(struct strata_rl_agent *ag, const float *state, float *ac
         return STRATA_OK;
 }
 
+/* SAC's act: tanh of the mean, or a draw of the squashed Gaussian. */
+static int sac_act(struct strata_rl_agent *ag, const struct strata_batch *b, float *action,
+                   int explore)
+{
+        struct strata__agent_scratch sc = scratch(ag);
+        uint32_t E = ag->cfg.n_envs, A = ag->cfg.action_dim;
+
+        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_ACTOR, b, sc.pol, (size_t)E * 2 * A));
+        for (uint32_t e = 0; explore && e < E; e++) {
+                memset(sc.eps + (size_t)e * A, 0, A * sizeof(float));
+                STRATA_TRY(strata_rl_noise_add(&ag->noise, e, sc.eps + (size_t)e * A));
+        }
+        strata__sac_squash(sc.pol, explore ? sc.eps : NULL, E, A, action, NULL);
+        return STRATA_OK;
+}
+
 int strata_rl_act(struct strata_rl_agent *ag, const float *state, size_t state_count,
                   float *action, size_t action_count, int explore)
 {
@@ -451,8 +488,10 @@ int strata_rl_act(struct strata_rl_agent *ag, const float *state, size_t state_c
         STRATA_TRY(count("state", state_count, (size_t)E * ag->cfg.state_dim));
         STRATA_TRY(count("action", action_count, (size_t)E * A));
         STRATA_TRY(strata__rl_finite(state, state_count, "state"));
-        policy = ag->cfg.algo == STRATA_RL_TD3 ? TD3_ACTOR : PPO_ACTOR;
+        policy = ag->cfg.algo == STRATA_RL_PPO ? PPO_ACTOR : TD3_ACTOR;
         b = rows(state, (int)E, (int)ag->cfg.state_dim);
+        if (ag->cfg.algo == STRATA_RL_SAC)
+                return sac_act(ag, &b, action, explore);
         STRATA_TRY(strata_model_predict_step(ag->rt, policy, &b, action, action_count));
         if (!explore)
                 return STRATA_OK;
@@ -525,7 +564,7 @@ int strata_rl_ready(const struct strata_rl_agent *ag)
 {
         if (!ag || ag->magic != AGENT_MAGIC)
                 return 0;
-        if (ag->cfg.algo == STRATA_RL_TD3)
+        if (ag->cfg.algo != STRATA_RL_PPO)
                 return strata_rl_replay_ready(&ag->replay);
         return strata_rl_rollout_full(&ag->rollout);
 }
@@ -540,12 +579,14 @@ int strata_rl_train(struct strata_rl_agent *ag, uint32_t n)
                                     "PPO: 1, the epochs over one rollout)", n);
         if (!strata_rl_ready(ag))
                 return strata__fail(STRATA_EBADSTATE, "rl agent: not ready to train (%s)",
-                                    ag->cfg.algo == STRATA_RL_TD3 ?
+                                    ag->cfg.algo != STRATA_RL_PPO ?
                                     "fewer than min_size transitions stored" :
                                     "the rollout is not full");
         sc = scratch(ag);
         if (ag->cfg.algo == STRATA_RL_TD3)
                 return strata__td3_train(ag, &sc, n);
+        if (ag->cfg.algo == STRATA_RL_SAC)
+                return strata__sac_train(ag, &sc, n);
         return strata__ppo_train(ag, &sc);
 }
 
@@ -559,8 +600,8 @@ uint64_t strata_rl_updates(const struct strata_rl_agent *ag)
 int strata_rl_export_policy(struct strata_rl_agent *ag, const char *path)
 {
         STRATA_TRY(live(ag));
-        return strata_model_export_safetensors(ag->rt, ag->cfg.algo == STRATA_RL_TD3 ?
-                                               TD3_ACTOR : PPO_ACTOR, path);
+        return strata_model_export_safetensors(ag->rt, ag->cfg.algo == STRATA_RL_PPO ?
+                                               PPO_ACTOR : TD3_ACTOR, path);
 }
 
 int strata_rl_agent_teardown(struct strata_rl_agent *ag)

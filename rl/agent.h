@@ -12,6 +12,8 @@
 
 /* TD3's models: the twin critics, the actor, then their Polyak targets in that order. */
 enum { TD3_C1, TD3_C2, TD3_ACTOR, TD3_C1T, TD3_C2T, TD3_ACTORT };
+/* SAC's: the twin critics, the policy (means then log-stds), the critics' targets. */
+enum { SAC_C1, SAC_C2, SAC_ACTOR, SAC_C1T, SAC_C2T };
 /* PPO's: the Gaussian policy's mean, the value network. */
 enum { PPO_ACTOR, PPO_VALUE };
 
@@ -34,12 +36,24 @@ struct strata__agent_scratch {
         float *logp, *adv, *ret, *mu, *v; /* PPO: a minibatch and its outputs */
         float *act_logp, *act_value;      /* PPO: the last exploring act's (n_envs) */
         float *next, *last_value;         /* PPO: the last record's next states and values */
-        float *logstd, *adam_m, *adam_v;  /* PPO: the log-std and its Adam moments */
+        float *logstd, *adam_m, *adam_v;  /* PPO: the log-std and its Adam moments; SAC: [0]
+                                             log alpha and its moments */
+        float *pol, *eps;                 /* SAC: the policy's outputs (R x 2A), its draws */
 };
 
 /* TD3: @p n updates (rl/td3.c). */
 int strata__td3_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
                       uint32_t n);
+
+/* SAC: @p n updates (rl/sac.c). */
+int strata__sac_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                      uint32_t n);
+
+/* SAC: actions of @p rows policy outputs @p pol (means, log-stds) into @p a: tanh of the mean,
+ * or with @p eps (rows x A normal draws) of the squashed Gaussian; the log-probabilities into
+ * @p logp when not NULL (rl/sac.c). */
+void strata__sac_squash(const float *pol, const float *eps, uint32_t rows, uint32_t A, float *a,
+                        float *logp);
 
 /* PPO: the epochs over the full rollout, then clear it (rl/ppo.c). */
 int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc);

@@ -38,7 +38,7 @@ struct state_head {
 /* The agent's blocks, in the file's order. */
 static void blocks(struct strata_rl_agent *ag, void *mem[NBLOCKS], size_t bytes[NBLOCKS])
 {
-        int td3 = ag->cfg.algo == STRATA_RL_TD3;
+        int td3 = ag->cfg.algo != STRATA_RL_PPO; /* off-policy: a replay */
 
         mem[0] = td3 ? ag->replay.block : ag->rollout.block;
         bytes[0] = td3 ? ag->replay.bytes : ag->rollout.bytes;

@@ -1,5 +1,6 @@
 /*
- * TorchFort's cart-pole, trained in situ by a Strata agent (TD3 or PPO, include/strata/rl.h).
+ * TorchFort's cart-pole, trained in situ by a Strata agent (TD3, SAC or PPO,
+ * include/strata/rl.h).
  *
  * The environment is CartPole-v1's physics written here (Euler steps of 0.02 s; a pole of half
  * length 0.5 m and 0.1 kg on a 1 kg cart) with a continuous action: a force of a x 10 N,
@@ -7,7 +8,7 @@
  * more than 12 degrees, or after 500 steps (truncated). It is solved when the mean return of
  * the last 100 episodes reaches 475.
  *
- * Usage: cartpole td3|ppo [--steps N] [--episodes N] [--seed S] [--solve] [--export FILE]
+ * Usage: cartpole td3|sac|ppo [--steps N] [--episodes N] [--seed S] [--solve] [--export FILE]
  *   --steps: environment steps in all (default 20000); --episodes: at most this many;
  *   --solve: stop once solved; --export: the policy's weights as safetensors at the end.
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
@@ -24,7 +25,7 @@
 #include <strata/rl.h>
 
 #define MAX_EPISODES 20000
-#define WARMUP 1000 /* TD3: uniform random actions first */
+#define WARMUP 1000 /* TD3 and SAC: uniform random actions first */
 
 struct cartpole {
         double x, x_dot, th, th_dot;
@@ -89,13 +90,14 @@ static unsigned char memory[STRATA_MIB(32)];
 static struct strata_rl_agent agent;
 static float returns[MAX_EPISODES];
 
-/* The hyper-parameters of both algorithms on cart-pole (tools/peers/rl_cartpole.py's). */
-static struct strata_rl_agent_config config(int ppo, uint64_t seed)
+/* The hyper-parameters of the algorithms on cart-pole (tools/peers/torch_rl_cartpole.py's). */
+static struct strata_rl_agent_config config(enum strata_rl_algo algo, uint64_t seed)
 {
         struct strata_rl_agent_config c;
+        int ppo = algo == STRATA_RL_PPO;
 
         memset(&c, 0, sizeof(c));
-        c.algo = ppo ? STRATA_RL_PPO : STRATA_RL_TD3;
+        c.algo = algo;
         c.state_dim = 4;
         c.action_dim = 1;
         c.n_envs = 1;
@@ -124,10 +126,17 @@ static struct strata_rl_agent_config config(int ppo, uint64_t seed)
                 c.target_noise_clip = 0.5f;
                 c.expl_noise = 0.1f;
         }
+        if (algo == STRATA_RL_SAC) {
+                c.actor_lr = 3e-4f;
+                c.critic_lr = 1e-3f;
+                c.alpha = 0.2f;
+                c.alpha_lr = 3e-4f;
+        }
         return c;
 }
 
 struct run {
+        enum strata_rl_algo algo;
         int ppo, solve, episodes, solved;
         long steps, budget;
         double seconds;
@@ -144,7 +153,7 @@ static int agent_step(struct run *r, struct cartpole *e, float *obs, float *ret)
         else if ((rc = strata_rl_act(&agent, obs, 4, &a, 1, 1)) != STRATA_OK)
                 return fail("act", rc);
         step(e, a, next, &done, &trunc);
-        store_done = r->ppo ? done : done && !trunc; /* TD3 bootstraps through the time limit */
+        store_done = r->ppo ? done : done && !trunc; /* off-policy: bootstrap at the limit */
         if ((rc = strata_rl_record(&agent, obs, &a, &rew, next, &store_done, 1)) != STRATA_OK)
                 return fail("record", rc);
         *ret += rew;
@@ -213,12 +222,14 @@ int main(int argc, char **argv)
         size_t bytes;
         int rc;
 
-        if (argc < 2 || (strcmp(argv[1], "td3") && strcmp(argv[1], "ppo"))) {
-                fprintf(stderr, "usage: cartpole td3|ppo [--steps N] [--seed S] [--solve] "
+        if (argc < 2 || (strcmp(argv[1], "td3") && strcmp(argv[1], "sac") &&
+                         strcmp(argv[1], "ppo"))) {
+                fprintf(stderr, "usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] "
                         "[--export FILE]\n");
                 return 2;
         }
         r.ppo = !strcmp(argv[1], "ppo");
+        r.algo = r.ppo ? STRATA_RL_PPO : !strcmp(argv[1], "sac") ? STRATA_RL_SAC : STRATA_RL_TD3;
         for (int i = 2; i < argc; i++) {
                 if (!strcmp(argv[i], "--steps") && i + 1 < argc)
                         r.budget = atol(argv[++i]);
@@ -229,7 +240,7 @@ int main(int argc, char **argv)
                 else if (!strcmp(argv[i], "--solve"))
                         r.solve = 1;
         }
-        c = config(r.ppo, seed);
+        c = config(r.algo, seed);
         if ((rc = strata_rl_agent_bytes(&c, &bytes)) != STRATA_OK)
                 return fail("bytes", rc);
         if (bytes > sizeof(memory))

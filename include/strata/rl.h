@@ -257,12 +257,13 @@ int strata_rl_restore(void *obj, enum strata_rl_kind kind, const void *mem, size
  * buffers and noise carved from the caller's arena at init, driven from the simulation's loop:
  * strata_rl_act() for the actions of n_envs environments, strata_rl_record() for what followed,
  * strata_rl_train() for updates. The networks are MLPs of two hidden layers (ReLU). Actions
- * are in [-1, 1] for TD3 (tanh, then exploration noise, clipped): the application scales them
- * to its bounds; PPO's are the Gaussian policy's raw draws (the application clips them).
+ * are in [-1, 1] for TD3 (tanh, then exploration noise, clipped) and SAC (a squashed Gaussian):
+ * the application scales them to its bounds; PPO's are the Gaussian policy's raw draws (the
+ * application clips them).
  */
 
 /** The algorithms. */
-enum strata_rl_algo { STRATA_RL_TD3 = 1, STRATA_RL_PPO = 2 };
+enum strata_rl_algo { STRATA_RL_TD3 = 1, STRATA_RL_PPO = 2, STRATA_RL_SAC = 3 };
 
 /** An agent's hyper-parameters (TorchFort's names); 0 picks the default shown. */
 struct strata_rl_agent_config {
@@ -283,6 +284,10 @@ struct strata_rl_agent_config {
         float target_noise;      /**< target policy smoothing sigma (0.2) */
         float target_noise_clip; /**< its clip (0.5) */
         float expl_noise;        /**< exploration Gaussian sigma (0.1) */
+        /* SAC (and batch, max_size, min_size, tau above) */
+        float alpha;             /**< the entropy temperature, or its start when tuned (0.2) */
+        float alpha_lr;          /**< its Adam learning rate (3e-4) */
+        int fixed_alpha;         /**< 1: alpha stays; 0: tuned towards entropy -action_dim */
         /* PPO */
         uint32_t steps;          /**< rollout steps per environment (2048 / n_envs) */
         uint32_t epochs;         /**< passes over a rollout (10) */
@@ -335,7 +340,7 @@ int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
  *        @p state_count values) into @p action (n_envs rows of action_dim, @p action_count
  *        values). @p explore 1: with exploration (TD3: Gaussian noise; PPO: a draw of the
  *        policy, its log-probability and the state's value kept for strata_rl_record());
- *        0: the policy's mean.
+ *        SAC: a draw of the squashed Gaussian); 0: the policy's mean (SAC: its tanh).
  * @retval STRATA_OK, STRATA_EINVAL (not an agent, a wrong count: named), STRATA_ENONFINITE
  *         (a state, named). Nothing changes on error.
  */
@@ -360,12 +365,13 @@ int strata_rl_ready(const struct strata_rl_agent *ag);
 
 /**
  * @brief Train: TD3, @p n updates (critics each, the policy and targets every policy_delay);
+ *        SAC, @p n updates (critics, policy, alpha when tuned, targets);
  *        PPO, @p n must be 1: the epochs over the full rollout, which is then cleared.
  * @retval STRATA_OK, STRATA_EINVAL (n), STRATA_EBADSTATE (not ready), the runtime's statuses.
  */
 int strata_rl_train(struct strata_rl_agent *ag, uint32_t n);
 
-/** @brief Updates made so far (TD3: critic updates; PPO: minibatch updates). */
+/** @brief Updates made so far (TD3, SAC: critic updates; PPO: minibatch updates). */
 uint64_t strata_rl_updates(const struct strata_rl_agent *ag);
 
 /**

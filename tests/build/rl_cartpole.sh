@@ -1,7 +1,7 @@
 #!/bin/sh
 # Reinforcement learning in situ (decision 0077): examples/rl/cartpole.c, TorchFort's cart-pole
 # with a continuous force, built against the library as a user links it, learns under TD3
-# (15000 steps) and PPO (20000 steps): the mean return of the last 10 episodes is more than
+# (15000 steps), SAC (10000) and PPO (20000): the mean return of the last 10 episodes is more than
 # twice the first 10's. A second run of each prints the same returns' hash and exports
 # bitwise the same policy.
 #   rl_cartpole.sh SRC BUILD
@@ -12,8 +12,9 @@ rm -rf "$dir"
 mkdir -p "$dir"
 cc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$src/include" -o "$dir/cartpole" \
         "$src/examples/rl/cartpole.c" -L"$build" -lstrata -lm -Wl,-rpath,"$build"
-for algo in td3 ppo; do
+for algo in td3 sac ppo; do
         steps=15000
+        [ "$algo" = sac ] && steps=10000
         [ "$algo" = ppo ] && steps=20000
         for k in 1 2; do
                 "$dir/cartpole" $algo --steps $steps --export "$dir/$algo-$k.safetensors" \

@@ -1,6 +1,6 @@
 /*
- * Agents (include/strata/rl.h, decision 0077): the planned bytes are the carved ones; TD3 and
- * PPO act, record and train with no heap call; two runs of one seed end with bitwise the same
+ * Agents (include/strata/rl.h, decision 0077): the planned bytes are the carved ones; TD3, SAC
+ * and PPO act, record and train with no heap call; two runs of one seed end with bitwise the same
  * policy; every bad hyper-parameter, wrong count, NaN and call out of order is refused, the
  * value named, nothing changed.
  */
@@ -97,7 +97,7 @@ static size_t policy(struct live *l, float *out, size_t cap)
 {
         const float *p;
         size_t n;
-        int m = l->ag.cfg.algo == STRATA_RL_TD3 ? 2 : 0;
+        int m = l->ag.cfg.algo != STRATA_RL_PPO ? 2 : 0;
 
         cr_assert_eq(strata_model_parameters(l->ag.rt, m, 0, &p, &n), STRATA_OK);
         cr_assert_leq(n, cap);
@@ -112,6 +112,9 @@ Test(rl_agent, planned_bytes_equal_the_carve_and_a_planning_arena_is_refused)
         struct strata_rl_agent ag;
         struct live l;
 
+        make(&l, &c);
+        drop(&l);
+        c = config(STRATA_RL_SAC);
         make(&l, &c);
         drop(&l);
         c = config(STRATA_RL_PPO);
@@ -143,6 +146,11 @@ Test(rl_agent, td3_acts_records_and_trains_without_heap, .timeout = 120)
 {
         /* 32 transitions (16 steps of 2) before training: the 101 steps give 86 updates */
         no_heap_and_updates(STRATA_RL_TD3, 100, 86);
+}
+
+Test(rl_agent, sac_acts_records_and_trains_without_heap, .timeout = 120)
+{
+        no_heap_and_updates(STRATA_RL_SAC, 100, 86);
 }
 
 Test(rl_agent, ppo_acts_records_and_trains_without_heap, .timeout = 120)
@@ -181,6 +189,11 @@ Test(rl_agent, td3_two_runs_are_bitwise_equal, .timeout = 120)
         twice(STRATA_RL_TD3);
 }
 
+Test(rl_agent, sac_two_runs_are_bitwise_equal, .timeout = 120)
+{
+        twice(STRATA_RL_SAC);
+}
+
 Test(rl_agent, ppo_two_runs_are_bitwise_equal, .timeout = 120)
 {
         twice(STRATA_RL_PPO);
@@ -216,6 +229,11 @@ Test(rl_agent, bad_hyper_parameters_are_refused_by_name)
         b = c, b.expl_noise = -1.0f, refused(b, "expl_noise");
         b = c, b.min_size = 1000, refused(b, "min_size");
         b = c, b.max_size = 1, refused(b, "max_size");
+        b = c, b.algo = 4, refused(b, "algo");
+        c = config(STRATA_RL_SAC);
+        b = c, b.alpha = -0.1f, refused(b, "alpha");
+        b = c, b.alpha = NAN, refused(b, "alpha");
+        b = c, b.alpha_lr = 2.0f, refused(b, "alpha_lr");
         c = config(STRATA_RL_PPO);
         b = c, b.clip = 1.0f, refused(b, "clip");
         b = c, b.lambda = -0.5f, refused(b, "lambda");
@@ -293,12 +311,12 @@ static void bad_calls(enum strata_rl_algo algo)
         cr_assert_eq(strata_rl_train(&l.ag, 1), STRATA_EBADSTATE);
         cr_assert(strstr(strata_last_error(), "not ready"));
         cr_assert_eq(strata_rl_train(&l.ag, 0), STRATA_EINVAL);
-        if (algo == STRATA_RL_TD3)
+        if (algo != STRATA_RL_PPO)
                 cr_assert_eq(strata_rl_replay_size(&l.ag.replay), 0, "recorded on error");
         /* the failed records left the agent as it was: the good record goes in */
         cr_assert_eq(strata_rl_record(&l.ag, s, a, r, s, d, E), STRATA_OK, "%s",
                      strata_last_error());
-        if (algo == STRATA_RL_TD3)
+        if (algo != STRATA_RL_PPO)
                 cr_assert_eq(strata_rl_replay_size(&l.ag.replay), E);
         else
                 cr_assert_eq(strata_rl_train(&l.ag, 2), STRATA_EINVAL);
@@ -309,6 +327,11 @@ static void bad_calls(enum strata_rl_algo algo)
 Test(rl_agent, td3_bad_calls_are_refused_and_change_nothing)
 {
         bad_calls(STRATA_RL_TD3);
+}
+
+Test(rl_agent, sac_bad_calls_are_refused_and_change_nothing)
+{
+        bad_calls(STRATA_RL_SAC);
 }
 
 Test(rl_agent, ppo_bad_calls_are_refused_and_change_nothing)

@@ -1,6 +1,7 @@
 /*
  * An agent saved and loaded (strata_rl_save(), strata_rl_load()): a fresh agent of the same
- * configuration that loads a run's state continues it bitwise (TD3 and PPO, saved mid-run);
+ * configuration that loads a run's state continues it bitwise (TD3, SAC and PPO, saved
+ * mid-run);
  * a state of another configuration, a damaged or truncated one, a missing one are refused
  * with nothing changed.
  */
@@ -139,6 +140,11 @@ static void resume(enum strata_rl_algo algo, const char *name)
 Test(rl_agent_resume, td3_continues_bitwise, .timeout = 120)
 {
         resume(STRATA_RL_TD3, "rl-resume-td3");
+}
+
+Test(rl_agent_resume, sac_continues_bitwise, .timeout = 120)
+{
+        resume(STRATA_RL_SAC, "rl-resume-sac");
 }
 
 Test(rl_agent_resume, ppo_continues_bitwise, .timeout = 120)
