@@ -438,7 +438,7 @@ clean:
 -include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d) \
          $(TRAIN_OBJS:.o=.d) $(TESTING_OBJS:.o=.d) $(BUILD)/obj/drivers/mpi/mpi.d
 
-# Reinforcement learning in situ (issue 56): the cart-pole example under TD3 and PPO against
+# Reinforcement learning in situ (issue 56): the cart-pole example under TD3, SAC and PPO against
 # its PyTorch peer (tools/peers/torch_rl_cartpole.py): episodes to solve, agent throughput.
 bench-rl: bench-deps
 	+$(Q)$(MAKE) --no-print-directory lib

@@ -2,7 +2,7 @@
 # make bench-rl: reinforcement learning in situ (issue 56) against its PyTorch peer on
 # TorchFort's cart-pole with a continuous force (examples/rl/cartpole.c against
 # tools/peers/torch_rl_cartpole.py: the same environment, algorithm and hyper-parameters, one
-# thread each), TD3 and PPO, each run until solved (mean return of the last 100 episodes
+# thread each), TD3, SAC and PPO, each run until solved (mean return of the last 100 episodes
 # >= 475) or STEPS environment steps, runs alternated REPS times, medians:
 #  - episodes and environment steps to solve (-1: not within STEPS)
 #  - agent throughput: (environment steps + updates) per second, and Strata / PyTorch
@@ -24,7 +24,7 @@ declare -A v
 add() { v[$1]="${v[$1]:-} $2"; }
 med() { median_of ${v[$1]}; }
 for _ in $(seq "$reps"); do
-        for algo in td3 ppo; do
+        for algo in td3 sac ppo; do
                 for who in s t; do
                         if [ $who = s ]; then
                                 j=$("$dir/cartpole" $algo --steps "$steps" --solve | grep '^{')
@@ -41,7 +41,7 @@ done
 
 echo "cart-pole (continuous force), one thread, $reps runs alternated, medians; STEPS $steps"
 printf '%-44s %12s %12s %8s\n' "" strata pytorch ratio
-for algo in td3 ppo; do
+for algo in td3 sac ppo; do
         printf '%-44s %12s %12s\n' "$algo: episodes to solve (-1: not solved)" \
                 "$(med s$algo-ep)" "$(med t$algo-ep)"
         printf '%-44s %12s %12s\n' "$algo: environment steps run (to solve)" \

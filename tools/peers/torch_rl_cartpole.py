@@ -3,11 +3,12 @@
 physics, a continuous force of a x 10 N, 500 steps at most, reward 1 a step, the same initial
 states and TD3 warm-up actions from the same generator), the same algorithm and
 hyper-parameters (TD3: twin critics, target smoothing, policy delay 2, tau 0.005, Adam 1e-3,
-batch 64, 1000 warm-up steps; PPO: rollouts of 1024 steps, 10 epochs of minibatches of 64,
+batch 64, 1000 warm-up steps; SAC: the same buffer, batch and warm-up, alpha from 0.2 tuned
+towards entropy -1 (Adam 3e-4), policy Adam 3e-4, critics 1e-3; PPO: rollouts of 1024 steps, 10 epochs of minibatches of 64,
 clip 0.2, GAE lambda 0.95, vf_coef 0.5, log-std from -0.5 learned, Adam 3e-4 and 1e-3), MLPs
 of two hidden ReLU layers of 64, one thread.
 
-Usage: torch_rl_cartpole.py td3|ppo [--steps N] [--seed S] [--solve]
+Usage: torch_rl_cartpole.py td3|sac|ppo [--steps N] [--seed S] [--solve]
 Prints one JSON line with the fields the example prints (episodes, steps, updates, first10,
 last10, solved_at, seconds, throughput = (environment steps + updates) per second).
 """
@@ -122,6 +123,56 @@ class TD3:
             polyak(self.actor_t, self.actor, 0.005)
 
 
+class SAC(TD3):
+    def __init__(self):
+        super().__init__()
+        self.actor = mlp(4, 2)
+        self.oa = torch.optim.Adam(self.actor.parameters(), 3e-4)
+        self.log_alpha = torch.tensor([math.log(0.2)], requires_grad=True)
+        self.oal = torch.optim.Adam([self.log_alpha], 3e-4)
+
+    def sample(self, x):
+        mu, ls = self.actor(x).chunk(2, -1)
+        ls = ls.clamp(-20.0, 2.0)
+        eps = torch.randn_like(mu)
+        a = torch.tanh(mu + ls.exp() * eps)
+        lp = (-0.5 * eps * eps - ls - 0.5 * math.log(2 * math.pi)
+              - torch.log(1.0 - a * a + 1e-6)).sum(-1, keepdim=True)
+        return a, lp
+
+    def act(self, obs):
+        with torch.no_grad():
+            return self.sample(torch.tensor([obs]))[0].item()
+
+    def train(self):
+        i = torch.randint(0, self.n, (64,))
+        s, a, r, s2, d = self.s[i], self.a[i], self.r[i], self.s2[i], self.d[i]
+        alpha = self.log_alpha.exp().item()
+        with torch.no_grad():
+            a2, lp2 = self.sample(s2)
+            sa2 = torch.cat([s2, a2], 1)
+            y = r + 0.99 * (1.0 - d) * (torch.min(self.c1_t(sa2), self.c2_t(sa2)) - alpha * lp2)
+        sa = torch.cat([s, a], 1)
+        for c, o in ((self.c1, self.o1), (self.c2, self.o2)):
+            loss = F.mse_loss(c(sa), y)
+            o.zero_grad()
+            loss.backward()
+            o.step()
+        pa, lp = self.sample(s)
+        spa = torch.cat([s, pa], 1)
+        loss = (alpha * lp - torch.min(self.c1(spa), self.c2(spa))).mean()
+        self.oa.zero_grad()
+        loss.backward()
+        self.oa.step()
+        loss = -(self.log_alpha * (lp.detach() - 1.0)).mean()
+        self.oal.zero_grad()
+        loss.backward()
+        self.oal.step()
+        polyak(self.c1_t, self.c1, 0.005)
+        polyak(self.c2_t, self.c2, 0.005)
+        self.updates += 1
+
+
 class PPO:
     T = 1024
 
@@ -198,13 +249,13 @@ def main():
             solve = True
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    agent = TD3() if algo == "td3" else PPO()
+    agent = {"td3": TD3, "sac": SAC, "ppo": PPO}[algo]()
     env = CartPole()
     returns, n, solved, ret = [], 0, -1, 0.0
     obs = env.reset()
     t0 = time.perf_counter()
     while n < steps:
-        a = env.uniform(-1.0, 1.0) if algo == "td3" and n < WARMUP else agent.act(obs)
+        a = env.uniform(-1.0, 1.0) if algo != "ppo" and n < WARMUP else agent.act(obs)
         nxt, done, trunc = env.step(a)
         agent.record(obs, a, 1.0, nxt, done if algo == "ppo" else done and not trunc)
         ret += 1.0
