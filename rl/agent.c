@@ -404,6 +404,47 @@ fail:
         return rc;
 }
 
+/* A region's layout: the agent, its arena, then (64-byte aligned) the arena's memory. */
+static size_t region_head(void)
+{
+        return STRATA__ALIGN_UP(STRATA__ALIGN_UP(sizeof(struct strata_rl_agent), 64) +
+                                sizeof(struct strata_arena), 64);
+}
+
+int strata_rl_agent_region_bytes(const struct strata_rl_agent_config *cfg, size_t *bytes)
+{
+        size_t n;
+
+        if (!bytes)
+                return strata__fail(STRATA_EINVAL, "rl agent: NULL bytes");
+        STRATA_TRY(strata_rl_agent_bytes(cfg, &n));
+        if (strata__add_size(n, region_head() + 64, bytes))
+                return strata__fail(STRATA_EOVERFLOW, "rl agent: region size overflows");
+        return STRATA_OK;
+}
+
+int strata_rl_agent_init_region(struct strata_rl_agent **ag, void *mem, size_t size,
+                                const struct strata_rl_agent_config *cfg)
+{
+        uintptr_t base = STRATA__ALIGN_UP((uintptr_t)mem, 64);
+        struct strata_rl_agent *a = (struct strata_rl_agent *)base;
+        struct strata_arena *arena;
+        size_t need, skew = base - (uintptr_t)mem;
+
+        if (!ag || !mem)
+                return strata__fail(STRATA_EINVAL, "rl agent: NULL agent or region");
+        STRATA_TRY(strata_rl_agent_region_bytes(cfg, &need));
+        if (size < need)
+                return strata__fail(STRATA_ENOMEM, "rl agent: the region holds %zu bytes, the "
+                                    "agent needs %zu", size, need);
+        arena = (struct strata_arena *)(base + STRATA__ALIGN_UP(sizeof(*a), 64));
+        STRATA_TRY(strata_arena_init(arena, (unsigned char *)base + region_head(),
+                                     size - skew - region_head(), NULL));
+        STRATA_TRY(strata_rl_agent_init(a, arena, cfg));
+        *ag = a;
+        return STRATA_OK;
+}
+
 static int live(const struct strata_rl_agent *ag)
 {
         if (!ag || ag->magic != AGENT_MAGIC || !ag->rt)

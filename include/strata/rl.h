@@ -336,6 +336,21 @@ int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
                          const struct strata_rl_agent_config *cfg);
 
 /**
+ * @brief Bytes of one region that holds an agent of @p cfg whole: its struct, its arena and
+ *        its block (for strata_rl_agent_init_region(); what a Fortran program allocates).
+ * @retval As strata_rl_agent_bytes().
+ */
+int strata_rl_agent_region_bytes(const struct strata_rl_agent_config *cfg, size_t *bytes);
+
+/**
+ * @brief strata_rl_agent_init() with everything in the caller's region @p mem of @p size
+ *        bytes (strata_rl_agent_region_bytes(), 64-byte aligned or not): *ag points into it.
+ * @retval As strata_rl_agent_init(); STRATA_ENOMEM (the message says the bytes needed).
+ */
+int strata_rl_agent_init_region(struct strata_rl_agent **ag, void *mem, size_t size,
+                                const struct strata_rl_agent_config *cfg);
+
+/**
  * @brief Actions of n_envs environments for their states (n_envs rows of state_dim floats,
  *        @p state_count values) into @p action (n_envs rows of action_dim, @p action_count
  *        values). @p explore 1: with exploration (TD3: Gaussian noise; PPO: a draw of the

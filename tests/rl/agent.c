@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,4 +338,31 @@ Test(rl_agent, sac_bad_calls_are_refused_and_change_nothing)
 Test(rl_agent, ppo_bad_calls_are_refused_and_change_nothing)
 {
         bad_calls(STRATA_RL_PPO);
+}
+
+Test(rl_agent, a_region_holds_an_agent_whole_and_one_byte_short_is_refused, .timeout = 60)
+{
+        struct strata_rl_agent_config c = config(STRATA_RL_TD3);
+        struct strata_rl_agent *ag = NULL;
+        size_t bytes;
+        char msg[64];
+        unsigned char *mem;
+        float s[E * S] = { 0 }, a[E * A];
+
+        cr_assert_eq(strata_rl_agent_region_bytes(&c, &bytes), STRATA_OK);
+        mem = malloc(bytes + 1);
+        cr_assert_eq(strata_rl_agent_init_region(&ag, mem, bytes - 1, &c), STRATA_ENOMEM);
+        snprintf(msg, sizeof(msg), "needs %zu", bytes);
+        cr_assert(strstr(strata_last_error(), msg), "%s", strata_last_error());
+        cr_assert_null(ag);
+        cr_assert_eq(strata_rl_agent_init_region(NULL, mem, bytes, &c), STRATA_EINVAL);
+        c.gamma = -1.0f;
+        cr_assert_eq(strata_rl_agent_init_region(&ag, mem, bytes, &c), STRATA_EINVAL);
+        c.gamma = 0.0f;
+        cr_assert_eq(strata_rl_agent_init_region(&ag, mem + 1, bytes, &c), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert(ag != NULL);
+        cr_assert_eq(strata_rl_act(ag, s, E * S, a, E * A, 0), STRATA_OK);
+        cr_assert_eq(strata_rl_agent_teardown(ag), STRATA_OK);
+        free(mem);
 }
