@@ -366,3 +366,36 @@ Test(rl_agent, a_region_holds_an_agent_whole_and_one_byte_short_is_refused, .tim
         cr_assert_eq(strata_rl_agent_teardown(ag), STRATA_OK);
         free(mem);
 }
+
+/* Under ddp on 2 devices (cfg.runtime): every algorithm runs, and two runs are bitwise equal. */
+static void twice_ddp(enum strata_rl_algo algo)
+{
+        static float p1[20000], p2[20000];
+        struct strata_rl_agent_config c = config(algo);
+        struct strata_config rc;
+        struct live l;
+        size_t n1, n2;
+
+        strata_config_init(&rc);
+        rc.strategy.kind = STRATA_STRATEGY_DDP;
+        rc.strategy.devices = 2;
+        rc.device.bind = STRATA_BIND_NONE;
+        c.runtime = &rc;
+        make(&l, &c);
+        run(&l, 70);
+        n1 = policy(&l, p1, 20000);
+        drop(&l);
+        make(&l, &c);
+        run(&l, 70);
+        n2 = policy(&l, p2, 20000);
+        drop(&l);
+        cr_assert_eq(n1, n2);
+        cr_assert(memcmp(p1, p2, n1 * sizeof(float)) == 0, "two ddp runs of one seed differ");
+}
+
+Test(rl_agent, every_algorithm_runs_under_ddp_bitwise_twice, .timeout = 180)
+{
+        twice_ddp(STRATA_RL_TD3);
+        twice_ddp(STRATA_RL_SAC);
+        twice_ddp(STRATA_RL_PPO);
+}
