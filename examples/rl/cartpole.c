@@ -8,15 +8,20 @@
  * more than 12 degrees, or after 500 steps (truncated). It is solved when the mean return of
  * the last 100 episodes reaches 475.
  *
- * Usage: cartpole td3|sac|ppo [--steps N] [--episodes N] [--seed S] [--solve] [--export FILE]
- *   --steps: environment steps in all (default 20000); --episodes: at most this many;
- *   --solve: stop once solved; --export: the policy's weights as safetensors at the end.
+ * Usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] [--export FILE]
+ *                             [--save PREFIX --save-every N] [--resume PREFIX] [--kill-at N]
+ *   --steps: environment steps in all (default 20000); --solve: stop once solved; --export:
+ *   the policy's weights as safetensors at the end; --save: every N steps, the agent
+ *   (strata_rl_save(): PREFIX-K.ckpt, PREFIX-rl.state) and the environment's own state
+ *   (PREFIX-app.bin); --resume: continue from them (bitwise the run that was not stopped);
+ *   --kill-at: SIGKILL this process after step N (what the tests stop a run with).
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
  * throughput, (environment steps + updates) per second.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +143,72 @@ static struct strata_rl_agent_config config(enum strata_rl_algo algo, uint64_t s
 struct run {
         enum strata_rl_algo algo;
         int ppo, solve, episodes, solved;
-        long steps, budget;
+        long steps, budget, save_every, kill_at;
+        const char *save, *resume;
         double seconds;
+        /* the environment's state, saved beside the agent */
+        struct cartpole e;
+        float obs[4], ret;
 };
+
+/* The application's part of a checkpoint: the run's counters, the environment, the returns. */
+static int save_app(const struct run *r)
+{
+        char path[512], tmp[520];
+        FILE *f;
+        int ok;
+
+        snprintf(path, sizeof(path), "%s-app.bin", r->save);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        if (!(f = fopen(tmp, "wb")))
+                return 1;
+        ok = fwrite(r, sizeof(*r), 1, f) == 1 &&
+             fwrite(returns, sizeof(float), (size_t)r->episodes, f) == (size_t)r->episodes;
+        ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
+        return !ok;
+}
+
+static int load_app(struct run *r)
+{
+        struct run saved;
+        char path[512];
+        FILE *f;
+        int ok;
+
+        snprintf(path, sizeof(path), "%s-app.bin", r->resume);
+        if (!(f = fopen(path, "rb")))
+                return 1;
+        ok = fread(&saved, sizeof(saved), 1, f) == 1 && saved.episodes >= 0 &&
+             saved.episodes <= MAX_EPISODES &&
+             fread(returns, sizeof(float), (size_t)saved.episodes, f) ==
+                     (size_t)saved.episodes;
+        fclose(f);
+        if (!ok)
+                return 1;
+        r->episodes = saved.episodes;
+        r->solved = saved.solved;
+        r->steps = saved.steps;
+        r->e = saved.e;
+        memcpy(r->obs, saved.obs, sizeof(r->obs));
+        r->ret = saved.ret;
+        return 0;
+}
+
+/* Every save_every steps: the agent and the application; --kill-at stops the process dead. */
+static int checkpoint(struct run *r)
+{
+        int rc;
+
+        if (r->save && r->save_every > 0 && r->steps % r->save_every == 0) {
+                if ((rc = strata_rl_save(&agent, r->save)) != STRATA_OK)
+                        return fail("save", rc);
+                if (save_app(r))
+                        return fail("save the application's state", STRATA_EIO);
+        }
+        if (r->kill_at > 0 && r->steps == r->kill_at)
+                raise(SIGKILL);
+        return 0;
+}
 
 /* One environment step of the agent: act, step, record, train when due. */
 static int agent_step(struct run *r, struct cartpole *e, float *obs, float *ret)
@@ -167,19 +235,22 @@ static int agent_step(struct run *r, struct cartpole *e, float *obs, float *ret)
 
 static int train(struct run *r)
 {
-        struct cartpole e = { .rng = 12345 };
         struct timespec t0, t1;
-        float obs[4], ret = 0.0f;
         int rc;
 
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        reset(&e, obs);
         while (r->steps < r->budget && r->episodes < MAX_EPISODES) {
-                if ((rc = agent_step(r, &e, obs, &ret)) == 1)
+                if ((rc = agent_step(r, &r->e, r->obs, &r->ret)) == 1)
+                        return 1;
+                if (rc == 2) {
+                        returns[r->episodes++] = r->ret;
+                        r->ret = 0.0f;
+                        reset(&r->e, r->obs);
+                }
+                if (checkpoint(r))
                         return 1;
                 if (rc != 2)
                         continue;
-                returns[r->episodes++] = ret;
                 if (r->episodes % 10 == 0)
                         printf("episode %d  steps %ld  mean return of the last 10: %.1f\n",
                                r->episodes, r->steps, mean(returns, r->episodes - 10,
@@ -189,8 +260,6 @@ static int train(struct run *r)
                         r->solved = r->episodes;
                 if (r->solve && r->solved >= 0)
                         break;
-                ret = 0.0f;
-                reset(&e, obs);
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         r->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -214,7 +283,7 @@ static uint64_t hash(const float *v, int n)
 
 int main(int argc, char **argv)
 {
-        struct run r = { .budget = 20000, .episodes = 0, .solved = -1 };
+        struct run r = { .budget = 20000, .episodes = 0, .solved = -1, .e = { .rng = 12345 } };
         struct strata_rl_agent_config c;
         struct strata_arena arena;
         const char *export = NULL;
@@ -239,6 +308,14 @@ int main(int argc, char **argv)
                         export = argv[++i];
                 else if (!strcmp(argv[i], "--solve"))
                         r.solve = 1;
+                else if (!strcmp(argv[i], "--save") && i + 1 < argc)
+                        r.save = argv[++i];
+                else if (!strcmp(argv[i], "--save-every") && i + 1 < argc)
+                        r.save_every = atol(argv[++i]);
+                else if (!strcmp(argv[i], "--resume") && i + 1 < argc)
+                        r.resume = argv[++i];
+                else if (!strcmp(argv[i], "--kill-at") && i + 1 < argc)
+                        r.kill_at = atol(argv[++i]);
         }
         c = config(r.algo, seed);
         if ((rc = strata_rl_agent_bytes(&c, &bytes)) != STRATA_OK)
@@ -248,6 +325,12 @@ int main(int argc, char **argv)
         if ((rc = strata_arena_init(&arena, memory, sizeof(memory), NULL)) != STRATA_OK ||
             (rc = strata_rl_agent_init(&agent, &arena, &c)) != STRATA_OK)
                 return fail("init", rc);
+        if (r.resume && (rc = strata_rl_load(&agent, r.resume)) != STRATA_OK)
+                return fail("resume", rc);
+        if (r.resume && load_app(&r))
+                return fail("resume the application's state", STRATA_EIO);
+        if (!r.resume)
+                reset(&r.e, r.obs);
         if (train(&r))
                 return 1;
         updates = strata_rl_updates(&agent);
