@@ -120,7 +120,7 @@ TEST_BIN  := $(BUILD)/tests/strata-tests
 # Objects are kept: they are the incremental build.
 .SECONDARY:
 
-.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention bench-rl check-heap
+.PHONY: FORCE all lib tools test test-suite run-main asan tsan fuzz fuzz-run deps test-deps bench-deps install uninstall clean run bench-coll bench-procs bench-precision bench-kernels bench-grad-allreduce bench-train bench-gpu bench-ckpt bench-trace bench-insitu bench-sharded bench-invariant bench-conv bench-scale bench-contention check-heap
 all: lib tools
 
 lib: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 $(CUDA_PLUGIN) \
@@ -440,6 +440,7 @@ clean:
 
 # Reinforcement learning in situ (issue 56): the cart-pole example under TD3, SAC and PPO against
 # its PyTorch peer (tools/peers/torch_rl_cartpole.py): episodes to solve, agent throughput.
+.PHONY: bench-rl
 bench-rl: bench-deps
 	+$(Q)$(MAKE) --no-print-directory lib
 	tools/bench-rl.sh $(or $(REPS),3) $(or $(STEPS),150000)
