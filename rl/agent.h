@@ -10,6 +10,8 @@
 
 #include "strata/rl.h"
 
+#define AGENT_MAGIC 0x5354524c4147454eull /* "STRLAGEN": a live agent */
+
 /* TD3's models: the twin critics, the actor, then their Polyak targets in that order. */
 enum { TD3_C1, TD3_C2, TD3_ACTOR, TD3_C1T, TD3_C2T, TD3_ACTORT };
 /* SAC's: the twin critics, the policy (means then log-stds), the critics' targets. */
@@ -40,6 +42,9 @@ struct strata__agent_scratch {
                                              log alpha and its moments */
         float *pol, *eps;                 /* SAC: the policy's outputs (R x 2A), its draws */
 };
+
+/* The scratch arrays of agent @p ag's block (rl/agent.c). */
+struct strata__agent_scratch strata__agent_scratch_of(const struct strata_rl_agent *ag);
 
 /* TD3: @p n updates (rl/td3.c). */
 int strata__td3_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
