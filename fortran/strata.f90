@@ -929,6 +929,8 @@ module strata_rl
     integer(c_int32_t) :: steps = 0, epochs = 0, minibatch = 0
     real(c_float) :: clip = 0, lambda = 0, vf_coef = 0, ent_coef = 0, log_std = 0
     integer(c_int) :: fixed_std = 0
+    integer(c_int) :: normalize_states = 0
+    real(c_float) :: normalize_clip = 0
     integer(c_int64_t) :: seed = 0
     type(c_ptr) :: runtime = c_null_ptr
   end type

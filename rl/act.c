@@ -96,6 +96,12 @@ int strata_rl_act(struct strata_rl_agent *ag, const float *state, size_t state_c
         STRATA_TRY(count("state", state_count, (size_t)E * ag->cfg.state_dim));
         STRATA_TRY(count("action", action_count, (size_t)E * A));
         STRATA_TRY(strata__rl_finite(state, state_count, "state"));
+        if (ag->cfg.normalize_states) {
+                struct strata__agent_scratch sc = strata__agent_scratch_of(ag);
+
+                STRATA_TRY(strata_rl_normalizer_apply(&ag->norm, state, sc.xs, E));
+                state = sc.xs;
+        }
         policy = ag->cfg.algo == STRATA_RL_PPO ? PPO_ACTOR : TD3_ACTOR;
         b = rows(state, (int)E, (int)ag->cfg.state_dim);
         if (ag->cfg.algo == STRATA_RL_SAC)
@@ -154,17 +160,33 @@ int strata_rl_record(struct strata_rl_agent *ag, const float *state, const float
                      const float *reward, const float *next_state, const int *done,
                      size_t rows_)
 {
+        const float *raw;
         size_t S, A;
 
         STRATA_TRY(live(ag));
         STRATA_TRY(record_check(ag, state, action, reward, next_state, done, rows_));
-        if (ag->cfg.algo == STRATA_RL_PPO)
-                return ppo_record(ag, state, action, reward, next_state, done);
-        S = ag->cfg.state_dim;
-        A = ag->cfg.action_dim;
-        for (uint32_t e = 0; e < ag->cfg.n_envs; e++)
-                STRATA_TRY(strata_rl_replay_add(&ag->replay, e, state + e * S, action + e * A,
-                                                reward[e], next_state + e * S, done[e]));
+        raw = state;
+        if (ag->cfg.normalize_states) { /* the statistics act used, then this step's states */
+                struct strata__agent_scratch sc = strata__agent_scratch_of(ag);
+
+                STRATA_TRY(strata_rl_normalizer_apply(&ag->norm, state, sc.xs, ag->cfg.n_envs));
+                STRATA_TRY(strata_rl_normalizer_apply(&ag->norm, next_state, sc.xn,
+                                                      ag->cfg.n_envs));
+                state = sc.xs;
+                next_state = sc.xn;
+        }
+        if (ag->cfg.algo == STRATA_RL_PPO) {
+                STRATA_TRY(ppo_record(ag, state, action, reward, next_state, done));
+        } else {
+                S = ag->cfg.state_dim;
+                A = ag->cfg.action_dim;
+                for (uint32_t e = 0; e < ag->cfg.n_envs; e++)
+                        STRATA_TRY(strata_rl_replay_add(&ag->replay, e, state + e * S,
+                                                        action + e * A, reward[e],
+                                                        next_state + e * S, done[e]));
+        }
+        if (ag->cfg.normalize_states)
+                STRATA_TRY(strata_rl_normalizer_update(&ag->norm, raw, ag->cfg.n_envs));
         return STRATA_OK;
 }
 

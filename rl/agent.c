@@ -69,6 +69,7 @@ static struct strata_rl_agent_config defaults(const struct strata_rl_agent_confi
         DEF(vf_coef, 0.5f);
         DEF(alpha, 0.2f);
         DEF(alpha_lr, 3e-4f);
+        DEF(normalize_clip, 10.0f);
 #undef DEF
         return c;
 }
@@ -117,6 +118,10 @@ static int check(const struct strata_rl_agent_config *c)
                 return bad("alpha", c->alpha);
         if (!(c->alpha_lr > 0.0f && c->alpha_lr < 1.0f))
                 return bad("alpha_lr", c->alpha_lr);
+        if (c->normalize_states != 0 && c->normalize_states != 1)
+                return bad("normalize_states", c->normalize_states);
+        if (!(c->normalize_clip > 0.0f && isfinite(c->normalize_clip)))
+                return bad("normalize_clip", c->normalize_clip);
         if (!(fabsf(c->log_std) <= 20.0f))
                 return bad("log_std", c->log_std);
         if (c->algo != STRATA_RL_PPO && c->min_size > c->max_size)
@@ -177,6 +182,8 @@ static size_t layout(const struct strata_rl_agent_config *c, void *block,
         TAKE(adam_v, A);
         TAKE(pol, R * 2 * A);
         TAKE(eps, R * A);
+        TAKE(xs, E * S);
+        TAKE(xn, E * S);
 #undef TAKE
         *overflow = w.overflow;
         return STRATA__ALIGN_UP(w.off, 64);
@@ -184,10 +191,10 @@ static size_t layout(const struct strata_rl_agent_config *c, void *block,
 
 static uint64_t digest(const struct strata_rl_agent_config *c)
 {
-        uint64_t w[8] = { c->algo, c->state_dim, c->action_dim, c->n_envs, c->hidden,
-                          c->batch, c->minibatch, c->steps };
+        uint64_t w[9] = { c->algo, c->state_dim, c->action_dim, c->n_envs, c->hidden,
+                          c->batch, c->minibatch, c->steps, (uint64_t)c->normalize_states };
 
-        return strata__rl_digest(w, 8);
+        return strata__rl_digest(w, 9);
 }
 
 /* The replay, rollout and noise configurations of agent @p c. */
@@ -210,8 +217,8 @@ static struct strata_rl_rollout_config rollout_cfg(const struct strata_rl_agent_
                                                   .seed = c->seed + 1 };
 }
 
-/* The buffer's, both noises' and the scratch's bytes, in carving order. */
-static int sizes(const struct strata_rl_agent_config *c, size_t part[4])
+/* The buffer's, both noises', the normaliser's and the scratch's bytes, in carving order. */
+static int sizes(const struct strata_rl_agent_config *c, size_t part[5])
 {
         struct strata_rl_replay_config rc = replay_cfg(c);
         struct strata_rl_rollout_config oc = rollout_cfg(c);
@@ -224,7 +231,8 @@ static int sizes(const struct strata_rl_agent_config *c, size_t part[4])
                 STRATA_TRY(strata_rl_rollout_bytes(&oc, &part[0]));
         STRATA_TRY(strata_rl_noise_bytes(c->action_dim, c->n_envs, &part[1]));
         STRATA_TRY(strata_rl_noise_bytes(c->action_dim, rows_of(c), &part[2]));
-        part[3] = layout(c, NULL, &sc, &overflow);
+        STRATA_TRY(strata_rl_normalizer_bytes(c->state_dim, &part[3]));
+        part[4] = layout(c, NULL, &sc, &overflow);
         if (overflow)
                 return strata__fail(STRATA_EOVERFLOW, "rl agent: scratch size overflows");
         return STRATA_OK;
@@ -233,14 +241,14 @@ static int sizes(const struct strata_rl_agent_config *c, size_t part[4])
 int strata_rl_agent_bytes(const struct strata_rl_agent_config *cfg, size_t *bytes)
 {
         struct strata_rl_agent_config c;
-        size_t part[4], sum = 0;
+        size_t part[5], sum = 0;
 
         if (!cfg || !bytes)
                 return strata__fail(STRATA_EINVAL, "rl agent: NULL config or bytes");
         c = defaults(cfg);
         STRATA_TRY(check(&c));
         STRATA_TRY(sizes(&c, part));
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
                 if (strata__add_size(sum, STRATA__ALIGN_UP(part[i], 64), &sum))
                         return strata__fail(STRATA_EOVERFLOW, "rl agent: size overflows");
         *bytes = sum;
@@ -366,8 +374,10 @@ static int carve_all(struct strata_rl_agent *ag, struct strata_arena *arena, con
         STRATA_TRY(strata_rl_noise_init(&ag->smooth, arena, c->action_dim, rows_of(c), 0,
                                         c->algo == STRATA_RL_TD3 ? c->target_noise : 1.0f,
                                         0.0f, 0.0f, 1.0f, c->seed + 3));
-        STRATA_TRY(strata__rl_carve(arena, part[3], AGENT_MAGIC, digest(c), &ag->block));
-        ag->bytes = part[3];
+        STRATA_TRY(strata_rl_normalizer_init(&ag->norm, arena, c->state_dim,
+                                             c->normalize_clip));
+        STRATA_TRY(strata__rl_carve(arena, part[4], AGENT_MAGIC, digest(c), &ag->block));
+        ag->bytes = part[4];
         return STRATA_OK;
 }
 
@@ -375,7 +385,7 @@ int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
                          const struct strata_rl_agent_config *cfg)
 {
         struct strata__agent_scratch sc;
-        size_t part[4], need;
+        size_t part[5], need;
         int rc;
 
         if (!ag || !arena || !cfg)

@@ -41,6 +41,7 @@ struct strata__agent_scratch {
         float *logstd, *adam_m, *adam_v;  /* PPO: the log-std and its Adam moments; SAC: [0]
                                              log alpha and its moments */
         float *pol, *eps;                 /* SAC: the policy's outputs (R x 2A), its draws */
+        float *xs, *xn;                   /* normalised states and next states (n_envs) */
 };
 
 /* The scratch arrays of agent @p ag's block (rl/agent.c). */

@@ -1,7 +1,8 @@
 /*
  * An agent's save and load (contract in include/strata/rl.h): each model's checkpoint through
- * the runtime (PREFIX-K.ckpt), and the agent's four blocks — its buffer, its exploration and
- * smoothing noise, its own block of counters and scratch — in PREFIX-rl.state: a header (the
+ * the runtime (PREFIX-K.ckpt), and the agent's five blocks — its buffer, its exploration and
+ * smoothing noise, its state normaliser, its own block of counters and scratch — in
+ * PREFIX-rl.state: a header (the
  * configuration's digest, each block's size and CRC-32), then the blocks' bytes. The blocks are
  * the whole state of what they hold, so a loaded agent continues bitwise. Loading checks the
  * state file completely (sizes, digests, every block's CRC, read through a stack buffer)
@@ -22,7 +23,7 @@
 
 #define STATE_MAGIC 0x4554415453524c53ull /* "SLRSTATE" */
 #define STATE_VERSION 1
-#define NBLOCKS 4
+#define NBLOCKS 5
 #define CHUNK 65536
 
 struct state_head {
@@ -44,7 +45,8 @@ static void blocks(struct strata_rl_agent *ag, void *mem[NBLOCKS], size_t bytes[
         bytes[0] = td3 ? ag->replay.bytes : ag->rollout.bytes;
         mem[1] = ag->noise.block, bytes[1] = ag->noise.bytes;
         mem[2] = ag->smooth.block, bytes[2] = ag->smooth.bytes;
-        mem[3] = ag->block, bytes[3] = ag->bytes;
+        mem[3] = ag->norm.block, bytes[3] = ag->norm.bytes;
+        mem[4] = ag->block, bytes[4] = ag->bytes;
 }
 
 static int path_of(char *out, const char *prefix, const char *tail)

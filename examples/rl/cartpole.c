@@ -10,11 +10,13 @@
  *
  * Usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] [--export FILE]
  *                             [--save PREFIX --save-every N] [--resume PREFIX] [--kill-at N]
+ *                             [--normalize]
  *   --steps: environment steps in all (default 20000); --solve: stop once solved; --export:
  *   the policy's weights as safetensors at the end; --save: every N steps, the agent
  *   (strata_rl_save(): PREFIX-K.ckpt, PREFIX-rl.state) and the environment's own state
  *   (PREFIX-app.bin); --resume: continue from them (bitwise the run that was not stopped);
- *   --kill-at: SIGKILL this process after step N (what the tests stop a run with).
+ *   --kill-at: SIGKILL this process after step N (what the tests stop a run with);
+ *   --normalize: the agent normalises the states (running mean and variance).
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
@@ -288,6 +290,7 @@ int main(int argc, char **argv)
         struct strata_arena arena;
         const char *export = NULL;
         uint64_t seed = 1, updates;
+        int normalize = 0;
         size_t bytes;
         int rc;
 
@@ -308,6 +311,8 @@ int main(int argc, char **argv)
                         export = argv[++i];
                 else if (!strcmp(argv[i], "--solve"))
                         r.solve = 1;
+                else if (!strcmp(argv[i], "--normalize"))
+                        normalize = 1;
                 else if (!strcmp(argv[i], "--save") && i + 1 < argc)
                         r.save = argv[++i];
                 else if (!strcmp(argv[i], "--save-every") && i + 1 < argc)
@@ -318,6 +323,7 @@ int main(int argc, char **argv)
                         r.kill_at = atol(argv[++i]);
         }
         c = config(r.algo, seed);
+        c.normalize_states = normalize;
         if ((rc = strata_rl_agent_bytes(&c, &bytes)) != STRATA_OK)
                 return fail("bytes", rc);
         if (bytes > sizeof(memory))

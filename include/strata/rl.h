@@ -298,6 +298,10 @@ struct strata_rl_agent_config {
         float ent_coef;          /**< entropy bonus coefficient, >= 0 (0) */
         float log_std;           /**< the policy's initial log standard deviation (0) */
         int fixed_std;           /**< 1: log_std stays; 0: learned */
+        /* every algorithm */
+        int normalize_states;    /**< 1: states to running mean 0, variance 1 (Welford, from
+                                      the recorded states; saved with the agent) */
+        float normalize_clip;    /**< |normalised state| bound (10) */
         uint64_t seed;           /**< networks, noise and sampling */
         const struct strata_config *runtime; /**< NULL: single, 1 device; else its strategy,
                                                  devices and device settings */
@@ -315,6 +319,7 @@ struct strata_rl_agent {
         struct strata_rl_replay replay;
         struct strata_rl_rollout rollout;
         struct strata_rl_noise noise, smooth;
+        struct strata_rl_normalizer norm;
         void *block;        /* counters and scratch arrays */
         size_t bytes;
 };

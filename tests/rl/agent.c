@@ -243,6 +243,8 @@ Test(rl_agent, bad_hyper_parameters_are_refused_by_name)
         b = c, b.log_std = 50.0f, refused(b, "log_std");
         b = c, b.minibatch = 1000, refused(b, "minibatch");
         b = c, b.action_dim = 65, refused(b, "action_dim");
+        b = c, b.normalize_states = 2, refused(b, "normalize_states");
+        b = c, b.normalize_states = 1, b.normalize_clip = -1.0f, refused(b, "normalize_clip");
         /* init refuses too, and carves nothing */
         cr_assert_eq(strata_arena_init(&arena, mem, sizeof(mem), NULL), STRATA_OK);
         b = c, b.gamma = 2.0f;
@@ -398,4 +400,44 @@ Test(rl_agent, every_algorithm_runs_under_ddp_bitwise_twice, .timeout = 180)
         twice_ddp(STRATA_RL_TD3);
         twice_ddp(STRATA_RL_SAC);
         twice_ddp(STRATA_RL_PPO);
+}
+
+/* With normalised states: every algorithm trains without heap, two runs are bitwise equal, and
+ * the policy differs from the run on raw states (the networks saw other inputs). */
+Test(rl_agent, normalised_states_train_repeat_and_change_the_inputs, .timeout = 180)
+{
+        static float p1[20000], p2[20000], p3[20000];
+        enum strata_rl_algo algos[3] = { STRATA_RL_TD3, STRATA_RL_SAC, STRATA_RL_PPO };
+
+        for (int k = 0; k < 3; k++) {
+                struct strata_rl_agent_config c = config(algos[k]);
+                struct live l;
+                size_t n1, n2, n3;
+                long calls;
+
+                c.normalize_states = 1;
+                make(&l, &c);
+                run(&l, 1);
+                strata_heapcount_start();
+                run(&l, 69);
+                calls = strata_heapcount_stop();
+                cr_assert(calls == 0 || calls == -1, "%ld heap calls", calls);
+                n1 = policy(&l, p1, 20000);
+                drop(&l);
+                make(&l, &c);
+                run(&l, 1);
+                run(&l, 69);
+                n2 = policy(&l, p2, 20000);
+                drop(&l);
+                c.normalize_states = 0;
+                make(&l, &c);
+                run(&l, 1);
+                run(&l, 69);
+                n3 = policy(&l, p3, 20000);
+                drop(&l);
+                cr_assert(n1 == n2 && n1 == n3);
+                cr_assert(memcmp(p1, p2, n1 * sizeof(float)) == 0, "algo %d: runs differ", k);
+                cr_assert(memcmp(p1, p3, n1 * sizeof(float)) != 0,
+                          "algo %d: normalising changed nothing", k);
+        }
 }

@@ -36,6 +36,7 @@ static struct strata_rl_agent_config config(enum strata_rl_algo algo)
         c.epochs = 2;
         c.minibatch = 16;
         c.seed = 5;
+        c.normalize_states = 1; /* its statistics are saved and loaded too */
         return c;
 }
 
