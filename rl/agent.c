@@ -390,6 +390,9 @@ int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
 
         if (!ag || !arena || !cfg)
                 return strata__fail(STRATA_EINVAL, "rl agent: NULL agent, arena or config");
+        if (ag->magic == AGENT_MAGIC && ag->rt)
+                return strata__fail(STRATA_EBADSTATE, "rl agent: live already: tear it down "
+                                    "before making it again");
         STRATA_TRY(strata_rl_agent_bytes(cfg, &need));
         memset(ag, 0, sizeof(*ag));
         ag->cfg = defaults(cfg);
@@ -446,6 +449,7 @@ int strata_rl_agent_init_region(struct strata_rl_agent **ag, void *mem, size_t s
                 return strata__fail(STRATA_ENOMEM, "rl agent: the region holds %zu bytes, the "
                                     "agent needs %zu", size, need);
         arena = (struct strata_arena *)(base + STRATA__ALIGN_UP(sizeof(*a), 64));
+        memset(a, 0, sizeof(*a)); /* the region is the agent's: whatever it held is not one */
         STRATA_TRY(strata_arena_init(arena, (unsigned char *)base + region_head(),
                                      size - skew - region_head(), NULL));
         STRATA_TRY(strata_rl_agent_init(a, arena, cfg));

@@ -333,9 +333,9 @@ int strata_rl_agent_bytes(const struct strata_rl_agent_config *cfg, size_t *byte
 
 /**
  * @brief Make an agent: its runtime (networks, optimizers, targets) and its block from
- *        @p arena. On failure nothing is left running.
- * @retval STRATA_OK, STRATA_EINVAL (a hyper-parameter, named), STRATA_ENOMEM, and the
- *         runtime's statuses.
+ *        @p arena. On failure nothing is left running (what was carved stays carved).
+ * @retval STRATA_OK, STRATA_EINVAL (a hyper-parameter, named), STRATA_ENOMEM,
+ *         STRATA_EBADSTATE (@p ag is live: tear it down first), and the runtime's statuses.
  */
 int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
                          const struct strata_rl_agent_config *cfg);

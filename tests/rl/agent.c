@@ -114,6 +114,11 @@ Test(rl_agent, planned_bytes_equal_the_carve_and_a_planning_arena_is_refused)
         struct live l;
 
         make(&l, &c);
+        cr_assert_eq(strata_rl_agent_init(&l.ag, &l.arena, &c), STRATA_EBADSTATE,
+                     "a live agent made again");
+        cr_assert(strstr(strata_last_error(), "live already"));
+        cr_assert_eq(strata_rl_act(&l.ag, (float[E * S]){ 0 }, E * S, (float[E * A]){ 0 },
+                                   E * A, 0), STRATA_OK, "the refused init changed the agent");
         drop(&l);
         c = config(STRATA_RL_SAC);
         make(&l, &c);
@@ -122,6 +127,7 @@ Test(rl_agent, planned_bytes_equal_the_carve_and_a_planning_arena_is_refused)
         make(&l, &c);
         drop(&l);
         cr_assert_eq(strata_arena_init_plan(&plan, NULL), STRATA_OK);
+        memset(&ag, 0, sizeof(ag));
         cr_assert_eq(strata_rl_agent_init(&ag, &plan, &c), STRATA_EINVAL);
         cr_assert_eq(strata_arena_used(&plan), l.bytes, "a planning arena counts the bytes");
 }
@@ -247,6 +253,7 @@ Test(rl_agent, bad_hyper_parameters_are_refused_by_name)
         b = c, b.normalize_states = 1, b.normalize_clip = -1.0f, refused(b, "normalize_clip");
         /* init refuses too, and carves nothing */
         cr_assert_eq(strata_arena_init(&arena, mem, sizeof(mem), NULL), STRATA_OK);
+        memset(&ag, 0, sizeof(ag));
         b = c, b.gamma = 2.0f;
         cr_assert_eq(strata_rl_agent_init(&ag, &arena, &b), STRATA_EINVAL);
         cr_assert_eq(strata_arena_used(&arena), 0);
