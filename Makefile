@@ -459,3 +459,10 @@ clean:
 
 -include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/obj/%.d) $(TOOL_COMMON_OBJS:.o=.d) \
          $(TRAIN_OBJS:.o=.d) $(TESTING_OBJS:.o=.d) $(BUILD)/obj/drivers/mpi/mpi.d
+
+# Reinforcement learning in situ (issue 56): the cart-pole example under TD3, SAC and PPO against
+# its PyTorch peer (tools/peers/torch_rl_cartpole.py): episodes to solve, agent throughput.
+.PHONY: bench-rl
+bench-rl: bench-deps
+	+$(Q)$(MAKE) --no-print-directory lib
+	tools/bench-rl.sh $(or $(REPS),3) $(or $(STEPS),150000)

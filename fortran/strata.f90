@@ -900,3 +900,239 @@ contains
   end function
 
 end module strata
+
+! Reinforcement learning in situ from Fortran (include/strata/rl.h, decision 0077): an agent
+! (TD3, SAC or PPO) whose struct, arena and block live in one allocation of the module's
+! (strata_rl_agent_region_bytes()), acting on and recording the simulation's own arrays:
+! states state(state_dim, n_envs), actions action(action_dim, n_envs) (the memory of C's
+! row-major [n_envs][dim]), rewards reward(n_envs), done flags done(n_envs). Every wrapper
+! checks the arrays' shapes against the configuration before the library reads them.
+module strata_rl
+  use, intrinsic :: iso_c_binding
+  use strata, only: STRATA_OK, STRATA_EINVAL
+  implicit none
+  private
+
+  ! enum strata_rl_algo
+  integer(c_int), parameter, public :: STRATA_RL_TD3 = 1, STRATA_RL_PPO = 2, STRATA_RL_SAC = 3
+
+  !> struct strata_rl_agent_config, field for field (zeros pick the defaults).
+  type, bind(C), public :: strata_rl_agent_config
+    integer(c_int) :: algo = 0
+    integer(c_int32_t) :: state_dim = 0, action_dim = 0, n_envs = 0, hidden = 0
+    real(c_float) :: gamma = 0, actor_lr = 0, critic_lr = 0
+    integer(c_int32_t) :: batch = 0, max_size = 0, min_size = 0
+    real(c_float) :: tau = 0
+    integer(c_int32_t) :: policy_delay = 0
+    real(c_float) :: target_noise = 0, target_noise_clip = 0, expl_noise = 0
+    real(c_float) :: alpha = 0, alpha_lr = 0
+    integer(c_int) :: fixed_alpha = 0
+    integer(c_int32_t) :: steps = 0, epochs = 0, minibatch = 0
+    real(c_float) :: clip = 0, lambda = 0, vf_coef = 0, ent_coef = 0, log_std = 0
+    integer(c_int) :: fixed_std = 0
+    integer(c_int) :: normalize_states = 0
+    real(c_float) :: normalize_clip = 0
+    integer(c_int64_t) :: seed = 0
+    type(c_ptr) :: runtime = c_null_ptr
+  end type
+
+  !> An agent: its region and the C agent in it.
+  type, public :: strata_rl_agent
+    integer(c_int64_t), allocatable :: store(:)
+    type(c_ptr) :: ag = c_null_ptr
+    type(strata_rl_agent_config) :: cfg
+  end type
+
+  public :: strata_rl_agent_new, strata_rl_act, strata_rl_record, strata_rl_ready
+  public :: strata_rl_train, strata_rl_export_policy, strata_rl_save, strata_rl_load
+  public :: strata_rl_agent_teardown
+
+  interface
+    function c_region_bytes(cfg, bytes) bind(C, name="strata_rl_agent_region_bytes") result(rc)
+      import :: c_int, c_size_t, strata_rl_agent_config
+      type(strata_rl_agent_config), intent(in) :: cfg
+      integer(c_size_t), intent(out) :: bytes
+      integer(c_int) :: rc
+    end function
+    function c_init_region(ag, mem, size, cfg) bind(C, name="strata_rl_agent_init_region") &
+        result(rc)
+      import :: c_int, c_ptr, c_size_t, strata_rl_agent_config
+      type(c_ptr), intent(out) :: ag
+      type(c_ptr), value :: mem
+      integer(c_size_t), value :: size
+      type(strata_rl_agent_config), intent(in) :: cfg
+      integer(c_int) :: rc
+    end function
+    function c_act(ag, state, ns, action, na, explore) bind(C, name="strata_rl_act") result(rc)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ag, state, action
+      integer(c_size_t), value :: ns, na
+      integer(c_int), value :: explore
+      integer(c_int) :: rc
+    end function
+    function c_record(ag, state, action, reward, next, done, rows) &
+        bind(C, name="strata_rl_record") result(rc)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ag, state, action, reward, next, done
+      integer(c_size_t), value :: rows
+      integer(c_int) :: rc
+    end function
+    function c_ready(ag) bind(C, name="strata_rl_ready") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ag
+      integer(c_int) :: r
+    end function
+    function c_train(ag, n) bind(C, name="strata_rl_train") result(rc)
+      import :: c_int, c_int32_t, c_ptr
+      type(c_ptr), value :: ag
+      integer(c_int32_t), value :: n
+      integer(c_int) :: rc
+    end function
+    function c_path_call(ag, path) bind(C, name="strata_rl_export_policy") result(rc)
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: ag
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int) :: rc
+    end function
+    function c_save(ag, path) bind(C, name="strata_rl_save") result(rc)
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: ag
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int) :: rc
+    end function
+    function c_load(ag, path) bind(C, name="strata_rl_load") result(rc)
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: ag
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int) :: rc
+    end function
+    function c_rl_set_error(status, message) bind(C, name="strata_set_error") result(rc)
+      import :: c_int, c_char
+      integer(c_int), value :: status
+      character(kind=c_char), intent(in) :: message(*)
+      integer(c_int) :: rc
+    end function
+    function c_teardown(ag) bind(C, name="strata_rl_agent_teardown") result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ag
+      integer(c_int) :: rc
+    end function
+  end interface
+
+contains
+
+  !> Make agent a of configuration cfg (its region allocated here, once).
+  function strata_rl_agent_new(a, cfg) result(rc)
+    type(strata_rl_agent), intent(inout), target :: a
+    type(strata_rl_agent_config), intent(in) :: cfg
+    integer(c_int) :: rc
+    integer(c_size_t) :: bytes
+    rc = c_region_bytes(cfg, bytes)
+    if (rc /= STRATA_OK) return
+    if (allocated(a%store)) deallocate(a%store)
+    allocate(a%store(bytes / 8 + 1))
+    rc = c_init_region(a%ag, c_loc(a%store), bytes, cfg)
+    if (rc == STRATA_OK) a%cfg = cfg
+  end function
+
+  !> An array of w rows and n columns holds n_envs samples of width want; else the error
+  !> message names the array and both shapes.
+  function fits(a, what, w, n, want) result(ok)
+    type(strata_rl_agent), intent(in) :: a
+    character(len=*), intent(in) :: what
+    integer, intent(in) :: w, n, want
+    logical :: ok
+    integer(c_int) :: rc
+    character(len=160) :: msg
+    ok = w == want .and. n == max(1, int(a%cfg%n_envs))
+    if (ok) return
+    write (msg, '(a, a, i0, a, i0, a, i0, a, i0, a)') what, " is (", w, ", ", n, &
+      "); the agent takes (", want, ", ", max(1, int(a%cfg%n_envs)), ") (width, n_envs)"
+    rc = c_rl_set_error(STRATA_EINVAL, trim(msg) // c_null_char)
+  end function
+
+  !> Actions of the n_envs environments' states: state(state_dim, n_envs) in,
+  !> action(action_dim, n_envs) out; explore (default .true.) adds the exploration.
+  function strata_rl_act(a, state, action, explore) result(rc)
+    type(strata_rl_agent), intent(in) :: a
+    real(c_float), intent(in), target, contiguous :: state(:, :)
+    real(c_float), intent(inout), target, contiguous :: action(:, :)
+    logical, intent(in), optional :: explore
+    integer(c_int) :: rc, e
+    e = 1
+    if (present(explore)) then
+      if (.not. explore) e = 0
+    end if
+    rc = STRATA_EINVAL
+    if (.not. fits(a, "state", size(state, 1), size(state, 2), int(a%cfg%state_dim))) return
+    if (.not. fits(a, "action", size(action, 1), size(action, 2), int(a%cfg%action_dim))) return
+    rc = c_act(a%ag, c_loc(state), size(state, kind=c_size_t), c_loc(action), &
+               size(action, kind=c_size_t), e)
+  end function
+
+  !> Record one step of every environment: states, actions, rewards, next states, done flags.
+  function strata_rl_record(a, state, action, reward, next, done) result(rc)
+    type(strata_rl_agent), intent(in) :: a
+    real(c_float), intent(in), target, contiguous :: state(:, :), action(:, :), next(:, :)
+    real(c_float), intent(in), target, contiguous :: reward(:)
+    integer(c_int), intent(in), target, contiguous :: done(:)
+    integer(c_int) :: rc
+    rc = STRATA_EINVAL
+    if (.not. fits(a, "state", size(state, 1), size(state, 2), int(a%cfg%state_dim))) return
+    if (.not. fits(a, "next", size(next, 1), size(next, 2), int(a%cfg%state_dim))) return
+    if (.not. fits(a, "action", size(action, 1), size(action, 2), int(a%cfg%action_dim))) return
+    if (.not. fits(a, "reward", 1, size(reward), 1)) return
+    if (.not. fits(a, "done", 1, size(done), 1)) return
+    rc = c_record(a%ag, c_loc(state), c_loc(action), c_loc(reward), c_loc(next), c_loc(done), &
+                  size(reward, kind=c_size_t))
+  end function
+
+  !> .true. when strata_rl_train may run.
+  function strata_rl_ready(a) result(r)
+    type(strata_rl_agent), intent(in) :: a
+    logical :: r
+    r = c_ready(a%ag) /= 0
+  end function
+
+  !> n updates (TD3, SAC), or PPO's epochs over its full rollout (n = 1).
+  function strata_rl_train(a, n) result(rc)
+    type(strata_rl_agent), intent(in) :: a
+    integer, intent(in) :: n
+    integer(c_int) :: rc
+    rc = c_train(a%ag, int(n, c_int32_t))
+  end function
+
+  !> The policy's weights as safetensors at path.
+  function strata_rl_export_policy(a, path) result(rc)
+    type(strata_rl_agent), intent(in) :: a
+    character(len=*), intent(in) :: path
+    integer(c_int) :: rc
+    rc = c_path_call(a%ag, trim(path) // c_null_char)
+  end function
+
+  !> Save the agent under prefix (PREFIX-K.ckpt, PREFIX-rl.state).
+  function strata_rl_save(a, prefix) result(rc)
+    type(strata_rl_agent), intent(in) :: a
+    character(len=*), intent(in) :: prefix
+    integer(c_int) :: rc
+    rc = c_save(a%ag, trim(prefix) // c_null_char)
+  end function
+
+  !> Load what strata_rl_save wrote under prefix; the agent continues bitwise.
+  function strata_rl_load(a, prefix) result(rc)
+    type(strata_rl_agent), intent(in) :: a
+    character(len=*), intent(in) :: prefix
+    integer(c_int) :: rc
+    rc = c_load(a%ag, trim(prefix) // c_null_char)
+  end function
+
+  !> Stop the agent's runtime and release its region.
+  function strata_rl_agent_teardown(a) result(rc)
+    type(strata_rl_agent), intent(inout) :: a
+    integer(c_int) :: rc
+    rc = c_teardown(a%ag)
+    a%ag = c_null_ptr
+    if (allocated(a%store)) deallocate(a%store)
+  end function
+
+end module strata_rl

@@ -259,3 +259,13 @@ int strata_rl_rollout_clear(struct strata_rl_rollout *ro)
         h->perm_epoch = 0;
         return STRATA_OK;
 }
+
+int strata_rl_rollout_full(const struct strata_rl_rollout *ro)
+{
+        const struct rollout_head *h;
+
+        if (!ro || !ro->block)
+                return 0;
+        h = ro->block;
+        return h->t == ro->cfg.steps;
+}

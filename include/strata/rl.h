@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "strata/arena.h"
+#include "strata/strata.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -171,6 +172,9 @@ int strata_rl_rollout_minibatch(struct strata_rl_rollout *ro, uint64_t epoch, ui
                                 uint32_t size, float *state, float *action, float *logp,
                                 float *advantage, float *ret, uint32_t *rows);
 
+/** @brief Non-zero when the rollout holds its steps (full, finished or not). */
+int strata_rl_rollout_full(const struct strata_rl_rollout *ro);
+
 /** @brief Empty the rollout for the next one. */
 int strata_rl_rollout_clear(struct strata_rl_rollout *ro);
 
@@ -247,6 +251,177 @@ int strata_rl_state(const void *obj, enum strata_rl_kind kind, const void **mem,
  * @retval STRATA_OK, STRATA_EINVAL (wrong size, another configuration, a damaged header).
  */
 int strata_rl_restore(void *obj, enum strata_rl_kind kind, const void *mem, size_t bytes);
+
+/*
+ * Agents (decision 0077): TD3 and PPO over several models of one runtime (decision 0069), their
+ * buffers and noise carved from the caller's arena at init, driven from the simulation's loop:
+ * strata_rl_act() for the actions of n_envs environments, strata_rl_record() for what followed,
+ * strata_rl_train() for updates. The networks are MLPs of two hidden layers (ReLU). Actions
+ * are in [-1, 1] for TD3 (tanh, then exploration noise, clipped) and SAC (a squashed Gaussian):
+ * the application scales them to its bounds; PPO's are the Gaussian policy's raw draws (the
+ * application clips them).
+ */
+
+/** The algorithms. */
+enum strata_rl_algo { STRATA_RL_TD3 = 1, STRATA_RL_PPO = 2, STRATA_RL_SAC = 3 };
+
+/** An agent's hyper-parameters (TorchFort's names); 0 picks the default shown. */
+struct strata_rl_agent_config {
+        enum strata_rl_algo algo;
+        uint32_t state_dim;      /**< floats of a state */
+        uint32_t action_dim;     /**< floats of an action */
+        uint32_t n_envs;         /**< environments acting together (1) */
+        uint32_t hidden;         /**< width of both hidden layers (64) */
+        float gamma;             /**< discount in [0, 1] (0.99) */
+        float actor_lr;          /**< the policy's Adam learning rate (3e-4) */
+        float critic_lr;         /**< critics' (TD3) or value network's (PPO) (3e-4, 1e-3 TD3) */
+        /* TD3 */
+        uint32_t batch;          /**< transitions an update samples (64) */
+        uint32_t max_size;       /**< replay capacity (100000) */
+        uint32_t min_size;       /**< transitions before training (batch) */
+        float tau;               /**< Polyak rate, rho = 1 - tau (0.005) */
+        uint32_t policy_delay;   /**< critic updates per policy update (2) */
+        float target_noise;      /**< target policy smoothing sigma (0.2) */
+        float target_noise_clip; /**< its clip (0.5) */
+        float expl_noise;        /**< exploration Gaussian sigma (0.1) */
+        /* SAC (and batch, max_size, min_size, tau above) */
+        float alpha;             /**< the entropy temperature, or its start when tuned (0.2) */
+        float alpha_lr;          /**< its Adam learning rate (3e-4) */
+        int fixed_alpha;         /**< 1: alpha stays; 0: tuned towards entropy -action_dim */
+        /* PPO */
+        uint32_t steps;          /**< rollout steps per environment (2048 / n_envs) */
+        uint32_t epochs;         /**< passes over a rollout (10) */
+        uint32_t minibatch;      /**< rows of a minibatch (64) */
+        float clip;              /**< surrogate clip epsilon (0.2) */
+        float lambda;            /**< GAE lambda in [0, 1] (0.95) */
+        float vf_coef;           /**< value loss coefficient (0.5) */
+        float ent_coef;          /**< entropy bonus coefficient, >= 0 (0) */
+        float log_std;           /**< the policy's initial log standard deviation (0) */
+        int fixed_std;           /**< 1: log_std stays; 0: learned */
+        /* every algorithm */
+        int normalize_states;    /**< 1: states to running mean 0, variance 1 (Welford, from
+                                      the recorded states; saved with the agent) */
+        float normalize_clip;    /**< |normalised state| bound (10) */
+        uint64_t seed;           /**< networks, noise and sampling */
+        const struct strata_config *runtime; /**< NULL: single, 1 device; else its strategy,
+                                                 devices and device settings */
+};
+
+/** An agent: every field private; the caller keeps it in place from init to teardown. */
+struct strata_rl_agent {
+        /* private */
+        uint64_t magic;
+        struct strata_rl_agent_config cfg;
+        struct strata_runtime *rt;
+        struct strata_models models;
+        struct strata_module mods[3][6];
+        struct strata_model net[3];
+        struct strata_rl_replay replay;
+        struct strata_rl_rollout rollout;
+        struct strata_rl_noise noise, smooth;
+        struct strata_rl_normalizer norm;
+        void *block;        /* counters and scratch arrays */
+        size_t bytes;
+};
+
+/**
+ * @brief Bytes of the arena block an agent of @p cfg carves (buffers, noise, scratch; exact).
+ *        The networks live in the runtime's own memory.
+ * @retval STRATA_OK, STRATA_EINVAL (a hyper-parameter, named), STRATA_EOVERFLOW.
+ */
+int strata_rl_agent_bytes(const struct strata_rl_agent_config *cfg, size_t *bytes);
+
+/**
+ * @brief Make an agent: its runtime (networks, optimizers, targets) and its block from
+ *        @p arena. On failure nothing is left running (what was carved stays carved).
+ * @retval STRATA_OK, STRATA_EINVAL (a hyper-parameter, named), STRATA_ENOMEM,
+ *         STRATA_EBADSTATE (@p ag is live: tear it down first), and the runtime's statuses.
+ */
+int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
+                         const struct strata_rl_agent_config *cfg);
+
+/**
+ * @brief Bytes of one region that holds an agent of @p cfg whole: its struct, its arena and
+ *        its block (for strata_rl_agent_init_region(); what a Fortran program allocates).
+ * @retval As strata_rl_agent_bytes().
+ */
+int strata_rl_agent_region_bytes(const struct strata_rl_agent_config *cfg, size_t *bytes);
+
+/**
+ * @brief strata_rl_agent_init() with everything in the caller's region @p mem of @p size
+ *        bytes (strata_rl_agent_region_bytes(), 64-byte aligned or not): *ag points into it.
+ * @retval As strata_rl_agent_init(); STRATA_ENOMEM (the message says the bytes needed).
+ */
+int strata_rl_agent_init_region(struct strata_rl_agent **ag, void *mem, size_t size,
+                                const struct strata_rl_agent_config *cfg);
+
+/**
+ * @brief Actions of n_envs environments for their states (n_envs rows of state_dim floats,
+ *        @p state_count values) into @p action (n_envs rows of action_dim, @p action_count
+ *        values). @p explore 1: with exploration (TD3: Gaussian noise; PPO: a draw of the
+ *        policy, its log-probability and the state's value kept for strata_rl_record());
+ *        SAC: a draw of the squashed Gaussian); 0: the policy's mean (SAC: its tanh).
+ * @retval STRATA_OK, STRATA_EINVAL (not an agent, a wrong count: named), STRATA_ENONFINITE
+ *         (a state, named). Nothing changes on error.
+ */
+int strata_rl_act(struct strata_rl_agent *ag, const float *state, size_t state_count,
+                  float *action, size_t action_count, int explore);
+
+/**
+ * @brief Record one step of every environment: n_envs rows of states, actions, rewards, next
+ *        states and done flags (the episode ended with this step). PPO records the step of
+ *        its last exploring strata_rl_act() (whose states and actions these must be).
+ * @retval STRATA_OK, STRATA_EINVAL (a wrong count, a NULL array), STRATA_ENONFINITE (a
+ *         value, named), STRATA_EBADSTATE (PPO: no exploring act since the last record, or the
+ *         rollout is full: train first). Nothing is recorded on error.
+ */
+int strata_rl_record(struct strata_rl_agent *ag, const float *state, const float *action,
+                     const float *reward, const float *next_state, const int *done,
+                     size_t rows);
+
+/** @brief Non-zero when strata_rl_train() may run: TD3's replay holds min_size transitions,
+ *         PPO's rollout is full. */
+int strata_rl_ready(const struct strata_rl_agent *ag);
+
+/**
+ * @brief Train: TD3, @p n updates (critics each, the policy and targets every policy_delay);
+ *        SAC, @p n updates (critics, policy, alpha when tuned, targets);
+ *        PPO, @p n must be 1: the epochs over the full rollout, which is then cleared.
+ * @retval STRATA_OK, STRATA_EINVAL (n), STRATA_EBADSTATE (not ready), the runtime's statuses.
+ */
+int strata_rl_train(struct strata_rl_agent *ag, uint32_t n);
+
+/** @brief Updates made so far (TD3, SAC: critic updates; PPO: minibatch updates). */
+uint64_t strata_rl_updates(const struct strata_rl_agent *ag);
+
+/**
+ * @brief Write the policy (its network's weights) as safetensors to @p path.
+ * @retval As strata_model_export_safetensors().
+ */
+int strata_rl_export_policy(struct strata_rl_agent *ag, const char *path);
+
+/**
+ * @brief Save the agent: every model's checkpoint (strata_model_save_checkpoint()) to
+ *        PREFIX-K.ckpt, K its index, and its buffer, noise, counters and the PPO log-std to
+ *        PREFIX-rl.state (atomically, with each block's CRC). Between calls, not inside one.
+ * @retval STRATA_OK, STRATA_EINVAL (not an agent, a NULL, empty or too long prefix),
+ *         STRATA_EIO, the runtime's statuses.
+ */
+int strata_rl_save(struct strata_rl_agent *ag, const char *prefix);
+
+/**
+ * @brief Load what strata_rl_save() wrote for an agent of the same configuration; a loaded
+ *        agent continues bitwise the run that saved. PREFIX-rl.state is checked completely
+ *        (header, sizes, configuration digests, every block's CRC) before anything changes,
+ *        and each model's checkpoint before it loads; a model's checkpoint refused after
+ *        earlier ones loaded leaves those models loaded (load again).
+ * @retval STRATA_OK, STRATA_EINVAL (another configuration: named), STRATA_EFORMAT (damaged,
+ *         truncated, not a state), STRATA_EIO, the runtime's statuses.
+ */
+int strata_rl_load(struct strata_rl_agent *ag, const char *prefix);
+
+/** @brief Stop the agent's runtime; the agent is dead afterwards (init again to reuse). */
+int strata_rl_agent_teardown(struct strata_rl_agent *ag);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,7 @@ awk '/integer\(c_int\), parameter, public ::/ { on = 1 }
 {
         echo '#include <stdio.h>'
         echo '#include "strata/strata.h"'
+        echo '#include "strata/rl.h"'
         for t in $types; do
                 echo "struct $t v_$t;"
         done

@@ -158,3 +158,27 @@ Test(rl_rollout, bad_calls_are_refused_and_change_nothing)
         record(&ro);
         free(mem);
 }
+
+Test(rl_rollout, full_says_when_every_step_is_recorded)
+{
+        struct strata_rl_rollout_config c = cfg();
+        struct strata_rl_rollout ro, none;
+        void *mem = make(&ro, &c);
+        float s[E] = { 0 }, lp[E] = { 0 };
+
+        memset(&none, 0, sizeof(none));
+        cr_assert_eq(strata_rl_rollout_full(NULL), 0);
+        cr_assert_eq(strata_rl_rollout_full(&none), 0, "an uninitialised rollout is not full");
+        cr_assert_eq(strata_rl_rollout_full(&ro), 0);
+        for (int t = 0; t < T; t++) {
+                cr_assert_eq(strata_rl_rollout_full(&ro), 0, "full after %d of %d steps", t, T);
+                cr_assert_eq(strata_rl_rollout_add(&ro, s, s, lp, rew[t], val[t], dn[t]),
+                             STRATA_OK);
+        }
+        cr_assert_eq(strata_rl_rollout_full(&ro), 1);
+        cr_assert_eq(strata_rl_rollout_finish(&ro, last), STRATA_OK);
+        cr_assert_eq(strata_rl_rollout_full(&ro), 1, "finished is still full");
+        cr_assert_eq(strata_rl_rollout_clear(&ro), STRATA_OK);
+        cr_assert_eq(strata_rl_rollout_full(&ro), 0);
+        free(mem);
+}

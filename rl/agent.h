@@ -1,0 +1,70 @@
+/*
+ * What the agents' files share (private): the indices of their models on the runtime, and the
+ * scratch arrays of an agent's block, laid out by rl/agent.c from the configuration (the walk
+ * strata_rl_agent_bytes() counts) and handed to the algorithm's update.
+ */
+#ifndef STRATA_RL_AGENT_H
+#define STRATA_RL_AGENT_H
+
+#include <stdint.h>
+
+#include "strata/rl.h"
+
+#define AGENT_MAGIC 0x5354524c4147454eull /* "STRLAGEN": a live agent */
+
+/* TD3's models: the twin critics, the actor, then their Polyak targets in that order. */
+enum { TD3_C1, TD3_C2, TD3_ACTOR, TD3_C1T, TD3_C2T, TD3_ACTORT };
+/* SAC's: the twin critics, the policy (means then log-stds), the critics' targets. */
+enum { SAC_C1, SAC_C2, SAC_ACTOR, SAC_C1T, SAC_C2T };
+/* PPO's: the Gaussian policy's mean, the value network. */
+enum { PPO_ACTOR, PPO_VALUE };
+
+/* The counters kept in the block (checkpointed with it). */
+struct strata__agent_head {
+        uint64_t magic;
+        uint64_t digest;
+        uint64_t updates;  /* TD3: critic updates; PPO: minibatch updates */
+        uint64_t pending;  /* PPO: an exploring act waits for its record */
+        uint64_t adam_t;   /* PPO: steps of the log-std's Adam */
+        uint64_t epochs;   /* PPO: epochs run over all rollouts (the permutations' key) */
+};
+
+/* The block's arrays; rows R = the largest of batch, minibatch and n_envs. */
+struct strata__agent_scratch {
+        struct strata__agent_head *head;
+        float *s, *a, *r, *s2, *disc;     /* a sampled batch (R rows) */
+        float *a2, *sa, *q1, *q2, *dq;    /* TD3: target actions, critic rows, Q values */
+        float *dsa, *g;                   /* input gradients, the actor's output gradient */
+        float *logp, *adv, *ret, *mu, *v; /* PPO: a minibatch and its outputs */
+        float *act_logp, *act_value;      /* PPO: the last exploring act's (n_envs) */
+        float *next, *last_value;         /* PPO: the last record's next states and values */
+        float *logstd, *adam_m, *adam_v;  /* PPO: the log-std and its Adam moments; SAC: [0]
+                                             log alpha and its moments */
+        float *pol, *eps;                 /* SAC: the policy's outputs (R x 2A), its draws */
+        float *xs, *xn;                   /* normalised states and next states (n_envs) */
+};
+
+/* The scratch arrays of agent @p ag's block (rl/agent.c). */
+struct strata__agent_scratch strata__agent_scratch_of(const struct strata_rl_agent *ag);
+
+/* TD3: @p n updates (rl/td3.c). */
+int strata__td3_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                      uint32_t n);
+
+/* SAC: @p n updates (rl/sac.c). */
+int strata__sac_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                      uint32_t n);
+
+/* SAC: actions of @p rows policy outputs @p pol (means, log-stds) into @p a: tanh of the mean,
+ * or with @p eps (rows x A normal draws) of the squashed Gaussian; the log-probabilities into
+ * @p logp when not NULL (rl/sac.c). */
+void strata__sac_squash(const float *pol, const float *eps, uint32_t rows, uint32_t A, float *a,
+                        float *logp);
+
+/* PPO: the epochs over the full rollout, then clear it (rl/ppo.c). */
+int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc);
+
+/* PPO: the log-probability of @p a under the policy of mean @p mu and log-std @p logstd. */
+float strata__ppo_logp(const float *a, const float *mu, const float *logstd, uint32_t dim);
+
+#endif /* STRATA_RL_AGENT_H */

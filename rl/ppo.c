@@ -1,0 +1,141 @@
+/*
+ * PPO's update (Schulman et al., clipped surrogate) on the agent's models (rl/agent.h): a
+ * Gaussian policy whose mean is a network and whose log standard deviation is a vector of the
+ * agent's block (learned by its own Adam, or fixed), and a value network. Once the rollout is
+ * full: GAE from the value of the last next states; then for each epoch, each minibatch of the
+ * rollout's permutation: advantages normalised over the minibatch, the policy's output
+ * gradient of the clipped surrogate (and the log-std's, with the entropy bonus), the value
+ * network's of vf_coef x MSE to the returns, each applied by the network's optimizer. The
+ * gradients are computed here from the networks' outputs, so both networks use the agent's
+ * "given gradient" loss.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "strata/rl.h"
+#include "base/base.h"
+#include "rl/agent.h"
+
+#define HALF_LOG_2PI 0.91893853320467274178f
+
+float strata__ppo_logp(const float *a, const float *mu, const float *logstd, uint32_t dim)
+{
+        float lp = 0.0f;
+
+        for (uint32_t j = 0; j < dim; j++) {
+                float z = (a[j] - mu[j]) / expf(logstd[j]);
+
+                lp += -0.5f * z * z - logstd[j] - HALF_LOG_2PI;
+        }
+        return lp;
+}
+
+static struct strata_batch batch_of(const float *x, int n, int dim, const float *t, int tdim)
+{
+        struct strata_batch b;
+
+        memset(&b, 0, sizeof(b));
+        b.x = x;
+        b.rows = n;
+        b.dim = dim;
+        b.t = t;
+        b.tdim = tdim;
+        return b;
+}
+
+/* Advantages of @p n rows to mean 0, standard deviation 1 (unbiased, as torch.std). */
+static void normalise(float *adv, uint32_t n)
+{
+        double m = 0.0, v = 0.0;
+
+        for (uint32_t i = 0; i < n; i++)
+                m += adv[i];
+        m /= n;
+        for (uint32_t i = 0; i < n; i++)
+                v += (adv[i] - m) * (adv[i] - m);
+        v = n > 1 ? v / (n - 1) : 0.0;
+        for (uint32_t i = 0; i < n; i++)
+                adv[i] = (float)((adv[i] - m) / (sqrt(v) + 1e-8));
+}
+
+/* One Adam step (0.9, 0.999, 1e-8) of the log-std from its gradient in @p grad. */
+static void logstd_step(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                        const float *grad)
+{
+        float lr = ag->cfg.actor_lr;
+        uint64_t t = ++sc->head->adam_t;
+        float c1 = 1.0f - powf(0.9f, (float)t), c2 = 1.0f - powf(0.999f, (float)t);
+
+        for (uint32_t j = 0; j < ag->cfg.action_dim; j++) {
+                sc->adam_m[j] = 0.9f * sc->adam_m[j] + 0.1f * grad[j];
+                sc->adam_v[j] = 0.999f * sc->adam_v[j] + 0.001f * grad[j] * grad[j];
+                sc->logstd[j] -= lr * (sc->adam_m[j] / c1) / (sqrtf(sc->adam_v[j] / c2) + 1e-8f);
+        }
+}
+
+/* The clipped surrogate's gradient with respect to the mean (sc->g) and the log-std (@p gls):
+ * a row's term flows where min() picks the unclipped ratio. */
+static void surrogate(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                      uint32_t n, float *gls)
+{
+        uint32_t A = ag->cfg.action_dim;
+        float eps = ag->cfg.clip;
+
+        for (uint32_t j = 0; j < A; j++)
+                gls[j] = -ag->cfg.ent_coef;
+        for (uint32_t i = 0; i < n; i++) {
+                const float *a = sc->a + (size_t)i * A, *mu = sc->mu + (size_t)i * A;
+                float adv = sc->adv[i];
+                float r = expf(strata__ppo_logp(a, mu, sc->logstd, A) - sc->logp[i]);
+                int flows = !((r > 1.0f + eps && adv > 0.0f) || (r < 1.0f - eps && adv < 0.0f));
+                float k = flows ? -adv * r / (float)n : 0.0f;
+
+                for (uint32_t j = 0; j < A; j++) {
+                        float sd = expf(sc->logstd[j]), z = (a[j] - mu[j]) / sd;
+
+                        sc->g[(size_t)i * A + j] = k * z / sd;
+                        gls[j] += k * (z * z - 1.0f);
+                }
+        }
+}
+
+/* One minibatch: the policy's and the value network's steps, the log-std's. */
+static int minibatch(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                     uint64_t epoch, uint32_t k)
+{
+        uint32_t S = ag->cfg.state_dim, A = ag->cfg.action_dim, n;
+        struct strata_batch b;
+        float gls[64];
+
+        STRATA_TRY(strata_rl_rollout_minibatch(&ag->rollout, epoch, k, ag->cfg.minibatch, sc->s,
+                                               sc->a, sc->logp, sc->adv, sc->ret, &n));
+        normalise(sc->adv, n);
+        b = batch_of(sc->s, (int)n, (int)S, NULL, 0);
+        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_ACTOR, &b, sc->mu, (size_t)n * A));
+        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc->v, n));
+        surrogate(ag, sc, n, gls);
+        for (uint32_t i = 0; i < n; i++)
+                sc->dq[i] = ag->cfg.vf_coef * 2.0f * (sc->v[i] - sc->ret[i]) / (float)n;
+        b = batch_of(sc->s, (int)n, (int)S, sc->g, (int)A);
+        STRATA_TRY(strata_model_train_step(ag->rt, PPO_ACTOR, &b, NULL));
+        b = batch_of(sc->s, (int)n, (int)S, sc->dq, 1);
+        STRATA_TRY(strata_model_train_step(ag->rt, PPO_VALUE, &b, NULL));
+        if (!ag->cfg.fixed_std)
+                logstd_step(ag, sc, gls);
+        sc->head->updates++;
+        return STRATA_OK;
+}
+
+int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+{
+        uint32_t E = ag->cfg.n_envs, rows = ag->cfg.steps * E;
+        uint32_t nmb = (rows + ag->cfg.minibatch - 1) / ag->cfg.minibatch;
+        struct strata_batch b = batch_of(sc->next, (int)E, (int)ag->cfg.state_dim, NULL, 0);
+
+        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc->last_value, E));
+        STRATA_TRY(strata_rl_rollout_finish(&ag->rollout, sc->last_value));
+        for (uint32_t e = 0; e < ag->cfg.epochs; e++, sc->head->epochs++)
+                for (uint32_t k = 0; k < nmb; k++)
+                        STRATA_TRY(minibatch(ag, sc, sc->head->epochs, k));
+        return strata_rl_rollout_clear(&ag->rollout);
+}

@@ -1,0 +1,195 @@
+/*
+ * SAC's update (Haarnoja et al., with automatic entropy tuning) on the agent's models
+ * (rl/agent.h): twin critics and their Polyak targets, and a squashed Gaussian policy whose
+ * network gives each action's mean and log standard deviation (clamped to [-20, 2]). Each
+ * update: the critics regress r + discount (min Q'(s', a') - alpha log pi(a'|s')), a' drawn
+ * from the policy; the policy descends alpha log pi(a|s) - min Q(s, a) by reparameterisation
+ * (its output gradient computed here: the critics' input gradient with respect to the action,
+ * each row from the critic that gave the minimum, through tanh and the draw); log alpha
+ * descends -(log pi + target entropy), the target -action_dim; then the targets move. The
+ * draws are the smoothing noise's (sigma 1), Philox's; every array is the block's.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "strata/rl.h"
+#include "base/base.h"
+#include "rl/agent.h"
+
+#define HALF_LOG_2PI 0.91893853320467274178f
+#define LS_MIN -20.0f
+#define LS_MAX 2.0f
+
+static float clampf(float x, float lo, float hi)
+{
+        return fminf(fmaxf(x, lo), hi);
+}
+
+void strata__sac_squash(const float *pol, const float *eps, uint32_t rows, uint32_t A, float *a,
+                        float *logp)
+{
+        for (uint32_t i = 0; i < rows; i++) {
+                const float *p = pol + (size_t)i * 2 * A;
+                float lp = 0.0f;
+
+                for (uint32_t j = 0; j < A; j++) {
+                        float ls = clampf(p[A + j], LS_MIN, LS_MAX);
+                        float e = eps ? eps[(size_t)i * A + j] : 0.0f;
+                        float y = tanhf(p[j] + expf(ls) * e);
+
+                        a[(size_t)i * A + j] = y;
+                        lp += -0.5f * e * e - ls - HALF_LOG_2PI - logf(1.0f - y * y + 1e-6f);
+                }
+                if (logp)
+                        logp[i] = lp;
+        }
+}
+
+static struct strata_batch batch_of(const float *x, int n, int dim, const float *t, int tdim)
+{
+        struct strata_batch b;
+
+        memset(&b, 0, sizeof(b));
+        b.x = x;
+        b.rows = n;
+        b.dim = dim;
+        b.t = t;
+        b.tdim = tdim;
+        return b;
+}
+
+static void join(float *sa, const float *s, const float *a, uint32_t n, uint32_t S, uint32_t A)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                memcpy(sa + (size_t)i * (S + A), s + (size_t)i * S, S * sizeof(float));
+                memcpy(sa + (size_t)i * (S + A) + S, a + (size_t)i * A, A * sizeof(float));
+        }
+}
+
+/* The policy on states @p x: outputs into sc->pol, draws into sc->eps, actions into @p a and
+ * their log-probabilities into sc->logp. */
+static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                const float *x, float *a)
+{
+        uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
+        struct strata_batch b = batch_of(x, (int)B, (int)S, NULL, 0);
+
+        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_ACTOR, &b, sc->pol, (size_t)B * 2 * A));
+        for (uint32_t i = 0; i < B; i++) {
+                memset(sc->eps + (size_t)i * A, 0, A * sizeof(float));
+                STRATA_TRY(strata_rl_noise_add(&ag->smooth, i, sc->eps + (size_t)i * A));
+        }
+        strata__sac_squash(sc->pol, sc->eps, B, A, a, sc->logp);
+        return STRATA_OK;
+}
+
+/* The critics' target into sc->r: r + discount (min Q'(s', a') - alpha log pi(a'|s')). */
+static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc, float alpha)
+{
+        uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
+        struct strata_batch b;
+
+        STRATA_TRY(draw(ag, sc, sc->s2, sc->a2));
+        join(sc->sa, sc->s2, sc->a2, B, S, A);
+        b = batch_of(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1T, &b, sc->q1, B));
+        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2T, &b, sc->q2, B));
+        for (uint32_t i = 0; i < B; i++)
+                sc->r[i] += sc->disc[i] * (fminf(sc->q1[i], sc->q2[i]) - alpha * sc->logp[i]);
+        return STRATA_OK;
+}
+
+/* d(-mean min Q)/da into sc->g: each row from the critic that gave its minimum. */
+static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+{
+        uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
+        struct strata_batch b = batch_of(sc->sa, (int)B, (int)(S + A), NULL, 0);
+
+        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1, &b, sc->q1, B));
+        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2, &b, sc->q2, B));
+        memset(sc->g, 0, (size_t)B * A * sizeof(float));
+        for (int c = 0; c < 2; c++) {
+                for (uint32_t i = 0; i < B; i++)
+                        sc->dq[i] = ((sc->q1[i] <= sc->q2[i]) == (c == 0)) ? -1.0f / (float)B
+                                                                          : 0.0f;
+                STRATA_TRY(strata_model_input_grad(ag->rt, c == 0 ? SAC_C1 : SAC_C2, &b, sc->dq,
+                                                   B, sc->dsa, (size_t)B * (S + A)));
+                for (uint32_t i = 0; i < B; i++)
+                        for (uint32_t j = 0; j < A; j++)
+                                sc->g[(size_t)i * A + j] += sc->dsa[(size_t)i * (S + A) + S + j];
+        }
+        return STRATA_OK;
+}
+
+/* The policy's output gradient of mean(alpha log pi - min Q), in place of its outputs. */
+static void policy_grad(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                        float alpha)
+{
+        uint32_t B = ag->cfg.batch, A = ag->cfg.action_dim;
+
+        for (uint32_t i = 0; i < B; i++)
+                for (uint32_t j = 0; j < A; j++) {
+                        float *p = sc->pol + (size_t)i * 2 * A;
+                        float y = sc->a2[(size_t)i * A + j], e = sc->eps[(size_t)i * A + j];
+                        float d = 1.0f - y * y, t = 2.0f * y * d / (d + 1e-6f);
+                        float ls = p[A + j], sd = expf(clampf(ls, LS_MIN, LS_MAX));
+                        float ga = sc->g[(size_t)i * A + j] * d;
+                        int live = ls >= LS_MIN && ls <= LS_MAX;
+
+                        p[j] = alpha * t / (float)B + ga;
+                        p[A + j] = live ? alpha * (t * sd * e - 1.0f) / (float)B + ga * sd * e
+                                        : 0.0f;
+                }
+}
+
+/* One Adam step (0.9, 0.999, 1e-8) of log alpha towards entropy -action_dim. */
+static void alpha_step(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+{
+        uint32_t B = ag->cfg.batch;
+        uint64_t t = ++sc->head->adam_t;
+        double m = 0.0;
+        float g, c1 = 1.0f - powf(0.9f, (float)t), c2 = 1.0f - powf(0.999f, (float)t);
+
+        for (uint32_t i = 0; i < B; i++)
+                m += sc->logp[i] - (float)ag->cfg.action_dim;
+        g = (float)(-m / B);
+        sc->adam_m[0] = 0.9f * sc->adam_m[0] + 0.1f * g;
+        sc->adam_v[0] = 0.999f * sc->adam_v[0] + 0.001f * g * g;
+        sc->logstd[0] -= ag->cfg.alpha_lr * (sc->adam_m[0] / c1) /
+                         (sqrtf(sc->adam_v[0] / c2) + 1e-8f);
+}
+
+static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+{
+        uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
+        struct strata_rl_sample out = { sc->s, sc->a, sc->r, sc->s2, sc->disc, NULL, NULL };
+        float alpha = expf(sc->logstd[0]);
+        struct strata_batch b;
+
+        STRATA_TRY(strata_rl_replay_sample(&ag->replay, B, &out));
+        STRATA_TRY(target(ag, sc, alpha));
+        join(sc->sa, sc->s, sc->a, B, S, A);
+        b = batch_of(sc->sa, (int)B, (int)(S + A), sc->r, 1);
+        STRATA_TRY(strata_model_train_step(ag->rt, SAC_C1, &b, NULL));
+        STRATA_TRY(strata_model_train_step(ag->rt, SAC_C2, &b, NULL));
+        STRATA_TRY(draw(ag, sc, sc->s, sc->a2));
+        join(sc->sa, sc->s, sc->a2, B, S, A);
+        STRATA_TRY(critic_grad(ag, sc));
+        policy_grad(ag, sc, alpha);
+        b = batch_of(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
+        STRATA_TRY(strata_model_train_step(ag->rt, SAC_ACTOR, &b, NULL));
+        if (!ag->cfg.fixed_alpha)
+                alpha_step(ag, sc);
+        STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C1T));
+        STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C2T));
+        sc->head->updates++;
+        return STRATA_OK;
+}
+
+int strata__sac_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                      uint32_t n)
+{
+        for (uint32_t k = 0; k < n; k++)
+                STRATA_TRY(update(ag, sc));
+        return STRATA_OK;
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make bench-rl: reinforcement learning in situ (issue 56) against its PyTorch peer on
+# TorchFort's cart-pole with a continuous force (examples/rl/cartpole.c against
+# tools/peers/torch_rl_cartpole.py: the same environment, algorithm and hyper-parameters, one
+# thread each), TD3, SAC and PPO, each run until solved (mean return of the last 100 episodes
+# >= 475) or STEPS environment steps, runs alternated REPS times, medians:
+#  - episodes and environment steps to solve (-1: not within STEPS)
+#  - agent throughput: (environment steps + updates) per second, and Strata / PyTorch
+#    (the issue's target: >= 5 on one thread)
+# Usage: tools/bench-rl.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
+set -euo pipefail
+reps=${1:-3}
+steps=${2:-150000}
+
+. "$(dirname "$0")/bench-lib.sh" # here, build, peers, py; median, ratio
+dir=$build/bench-rl
+mkdir -p "$dir"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+cc -std=c11 -O3 -D_GNU_SOURCE -I"$here/include" -o "$dir/cartpole" \
+        "$here/examples/rl/cartpole.c" -L"$build" -lstrata -lm -Wl,-rpath,"$build"
+
+field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+declare -A v
+add() { v[$1]="${v[$1]:-} $2"; }
+med() { median_of ${v[$1]}; }
+for _ in $(seq "$reps"); do
+        for algo in td3 sac ppo; do
+                for who in s t; do
+                        if [ $who = s ]; then
+                                j=$("$dir/cartpole" $algo --steps "$steps" --solve | grep '^{')
+                        else
+                                j=$("$py" "$peers/torch_rl_cartpole.py" $algo --steps "$steps" \
+                                        --solve | grep '^{')
+                        fi
+                        add $who$algo-ep "$(field solved_at <<< "$j")"
+                        add $who$algo-st "$(field steps <<< "$j")"
+                        add $who$algo-tp "$(field throughput <<< "$j")"
+                done
+        done
+done
+
+echo "cart-pole (continuous force), one thread, $reps runs alternated, medians; STEPS $steps"
+printf '%-44s %12s %12s %8s\n' "" strata pytorch ratio
+for algo in td3 sac ppo; do
+        printf '%-44s %12s %12s\n' "$algo: episodes to solve (-1: not solved)" \
+                "$(med s$algo-ep)" "$(med t$algo-ep)"
+        printf '%-44s %12s %12s\n' "$algo: environment steps run (to solve)" \
+                "$(med s$algo-st)" "$(med t$algo-st)"
+        awk -v a="$(med s$algo-tp)" -v b="$(med t$algo-tp)" -v w="$algo: steps + updates per second" \
+                'BEGIN { printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, a / b }'
+done
