@@ -259,16 +259,19 @@ int strata_rl_agent_bytes(const struct strata_rl_agent_config *cfg, size_t *byte
 static void mlp(struct strata_module *m, struct strata_model *net, int in, int hidden, int out,
                 int squash, const struct strata_loss_ops *loss)
 {
+        /* the built-ins by name: nn/'s registry is how a layer above names them */
+        const struct strata_module_ops *linear = strata_module_ops_by_name("linear");
+        const struct strata_module_ops *relu = strata_module_ops_by_name("relu");
         int n = 0;
 
         memset(m, 0, 6 * sizeof(*m));
-        m[n++] = (struct strata_module){ .ops = &strata_linear, .out = hidden };
-        m[n++] = (struct strata_module){ .ops = &strata_relu };
-        m[n++] = (struct strata_module){ .ops = &strata_linear, .out = hidden };
-        m[n++] = (struct strata_module){ .ops = &strata_relu };
-        m[n++] = (struct strata_module){ .ops = &strata_linear, .out = out };
+        m[n++] = (struct strata_module){ .ops = linear, .out = hidden };
+        m[n++] = (struct strata_module){ .ops = relu };
+        m[n++] = (struct strata_module){ .ops = linear, .out = hidden };
+        m[n++] = (struct strata_module){ .ops = relu };
+        m[n++] = (struct strata_module){ .ops = linear, .out = out };
         if (squash)
-                m[n++] = (struct strata_module){ .ops = &strata_tanh };
+                m[n++] = (struct strata_module){ .ops = strata_module_ops_by_name("tanh") };
         *net = (struct strata_model){ .in_features = in, .nmodules = n, .modules = m,
                                       .loss = loss, .reduction = STRATA_REDUCTION_SUM };
 }
@@ -293,8 +296,8 @@ static int networks(struct strata_rl_agent *ag, struct strata_optim *opt0)
         ag->models = (struct strata_models)STRATA_MODELS_INIT;
         *opt0 = adam(c->critic_lr);
         if (c->algo == STRATA_RL_TD3) {
-                mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, &strata_mse);
-                mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, &strata_mse);
+                mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
+                mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
                 mlp(ag->mods[2], &ag->net[2], S, H, A, 1, &given);
                 ag->net[0].reduction = ag->net[1].reduction = STRATA_REDUCTION_MEAN;
                 STRATA_TRY(strata_models_add(&ag->models, &ag->net[1], 1, opt0, NULL));
@@ -304,8 +307,8 @@ static int networks(struct strata_rl_agent *ag, struct strata_optim *opt0)
                 return STRATA_OK;
         }
         if (c->algo == STRATA_RL_SAC) {
-                mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, &strata_mse);
-                mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, &strata_mse);
+                mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
+                mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
                 mlp(ag->mods[2], &ag->net[2], S, H, 2 * A, 0, &given);
                 ag->net[0].reduction = ag->net[1].reduction = STRATA_REDUCTION_MEAN;
                 STRATA_TRY(strata_models_add(&ag->models, &ag->net[1], 1, opt0, NULL));
