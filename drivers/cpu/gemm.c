@@ -501,7 +501,21 @@ static int narrow(const struct strata__sgemm *g)
                                     (size_t)BM * (size_t)g->m;
 }
 
-static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot)
+/* Columns of a packed chunk of op(B)' (pack_b()'s panels of at most BM, NC columns a chunk). */
+#define NCP ((NC + BM - 1) / BM * BM)
+
+/*
+ * gemm_packed() over @p pb, op(B)' packed whole by strata__sgemm_pack_b(): each (k0, n0)
+ * chunk is what pack_b() writes for it, at k0 * (chunks * NCP) + n0 / NC * NCP * kcp.
+ */
+static size_t prepacked(int n, int n0, int k0, int kcp)
+{
+        return (size_t)k0 * ((size_t)(n + NC - 1) / NC * NCP) + (size_t)(n0 / NC) * NCP * kcp;
+}
+
+/* @p pb: op(B)' packed beforehand (strata__sgemm_pack_b()), or NULL: packed here. */
+static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot,
+                        const float *pb)
 {
         float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
         int ct = narrow(g0);
@@ -522,9 +536,10 @@ static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, fl
                         for (int n0 = 0; n0 < g->n; n0 += NC) {
                                 int nc = g->n - n0 < NC ? g->n - n0 : NC;
 
-                                pack_b(ap, g, n0, nc, k0, kc, kcp);
-                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0,
-                                            ct);
+                                if (!pb)
+                                        pack_b(ap, g, n0, nc, k0, kc, kcp);
+                                chunk_tiles(s, g, pb ? pb + prepacked(g->n, n0, k0, kcp) : ap,
+                                            bp, tile, m0, mc, n0, nc, kcp, k0 == 0, ct);
                         }
                 }
         }
@@ -561,6 +576,11 @@ static void gemm_scalar(const struct strata__sgemm *g)
 
 void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
 {
+        strata__sgemm_pb(set, g, NULL);
+}
+
+void strata__sgemm_pb(enum strata_kernels set, const struct strata__sgemm *g, const float *pb)
+{
         const struct kset *s = &sets[set == STRATA_KERNELS_PORTABLE];
         float *slot;
 
@@ -574,7 +594,29 @@ void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
                 gemm_scalar(g);
                 return;
         }
-        gemm_packed(s, g, slot);
+        gemm_packed(s, g, slot, g->tb && !narrow(g) ? pb : NULL);
+}
+
+size_t strata__sgemm_pack_b_floats(int n, int k)
+{
+        size_t kp = (size_t)(k > 0 ? k : 0) / KC * KC + (size_t)((k > 0 ? k : 0) % KC + KB - 1) /
+                    KB * KB;
+
+        return n > 0 ? (size_t)(n + NC - 1) / NC * NCP * kp : 0;
+}
+
+void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst)
+{
+        struct strata__sgemm g = { .tb = 1, .n = n, .k = k, .b = b, .ldb = ldb };
+
+        pthread_once(&compiled, compile); /* have_avx2: the same values either way, faster */
+        for (int k0 = 0; k0 < k; k0 += KC) {
+                int kc = k - k0 < KC ? k - k0 : KC, kcp = (kc + KB - 1) / KB * KB;
+
+                for (int n0 = 0; n0 < n; n0 += NC)
+                        pack_b(dst + prepacked(n, n0, k0, kcp), &g, n0,
+                               n - n0 < NC ? n - n0 : NC, k0, kc, kcp);
+        }
 }
 
 /* ---- set-up and names ---- */
