@@ -504,13 +504,21 @@ static int narrow(const struct strata__sgemm *g)
 /* Columns of a packed chunk of op(B)' (pack_b()'s panels of at most BM, NC columns a chunk). */
 #define NCP ((NC + BM - 1) / BM * BM)
 
+/* The columns pack_b() lays out for @p n columns of C: whole chunks, then the last's panels. */
+static size_t packed_width(int n)
+{
+        int last = n - (n - 1) / NC * NC, p = (last - 1) / BM * BM;
+
+        return (size_t)((n - 1) / NC) * NCP + (size_t)p + (size_t)panel_width(last - p, NULL);
+}
+
 /*
  * gemm_packed() over @p pb, op(B)' packed whole by strata__sgemm_pack_b(): each (k0, n0)
- * chunk is what pack_b() writes for it, at k0 * (chunks * NCP) + n0 / NC * NCP * kcp.
+ * chunk is what pack_b() writes for it, at k0 * packed_width(n) + n0 / NC * NCP * kcp.
  */
 static size_t prepacked(int n, int n0, int k0, int kcp)
 {
-        return (size_t)k0 * ((size_t)(n + NC - 1) / NC * NCP) + (size_t)(n0 / NC) * NCP * kcp;
+        return (size_t)k0 * packed_width(n) + (size_t)(n0 / NC) * NCP * kcp;
 }
 
 /* @p pb: op(B)' packed beforehand (strata__sgemm_pack_b()), or NULL: packed here. */
@@ -599,10 +607,9 @@ void strata__sgemm_pb(enum strata_kernels set, const struct strata__sgemm *g, co
 
 size_t strata__sgemm_pack_b_floats(int n, int k)
 {
-        size_t kp = (size_t)(k > 0 ? k : 0) / KC * KC + (size_t)((k > 0 ? k : 0) % KC + KB - 1) /
-                    KB * KB;
-
-        return n > 0 ? (size_t)(n + NC - 1) / NC * NCP * kp : 0;
+        if (n <= 0 || k <= 0)
+                return 0;
+        return packed_width(n) * ((size_t)k / KC * KC + (size_t)(k % KC + KB - 1) / KB * KB);
 }
 
 void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst)
