@@ -75,6 +75,11 @@ static void linear_forward(struct strata_layer *l, const struct strata_step_ctx 
 
         if (!bf16_y)
                 c->k->fill_rows(y, b, rows, l->out);
+        if (c->x_type == STRATA_F32 && !bf16_y && c->compute == STRATA_F32 && l->naux_fixed &&
+            c->k->gemm_pb) { /* an inference replica's weight packed once (nn/packed.c) */
+                c->k->gemm_pb(rows, l->out, l->in, x, l->in, w, l->in, l->aux, 1.0f, y, l->out);
+                return;
+        }
         if (c->x_type == STRATA_F32 && !bf16_y) {
                 strata_gemm(c, 0, 1, rows, l->out, l->in, 1.0f, x, l->in, w, l->in, 1.0f, y,
                             l->out);

@@ -132,6 +132,20 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
 void strata__replica_init(struct strata__replica *r, uint64_t seed);
 
 /**
+ * Inference replicas (@p inference) on a driver with the optional gemm_pack / gemm_pb:
+ * each Linear's packed weight (its aux, naux_fixed floats) from @p d, after the carve pass;
+ * planning counts the same bytes. Training replicas: nothing. Decision 0078.
+ */
+int strata__packed_plan(struct strata__replica *r, struct strata_arena *d,
+                        const struct strata_model *m, int inference);
+
+/**
+ * Rewrite every packed weight of @p r from its weights: after anything writes them (connect's
+ * initialisation, load_weights). Nothing for a replica without packed weights.
+ */
+void strata__packed_refresh(struct strata__replica *r);
+
+/**
  * One tiny GEMM on this thread, before the arenas seal: the first GEMM may set up BLAS
  * internals. Drivers with their own memory warm up when they reserve it.
  */

@@ -32,6 +32,12 @@ static int cpu_probe(const char **why)
                 strata__sgemm(set, &(struct strata__sgemm){ ta, tb, m, n, k, alpha, beta, a, lda,  \
                                                             b, ldb, c, ldc });                     \
         }                                                                                          \
+        static void fn##_pb(int m, int n, int k, const float *a, int lda, const float *b,         \
+                            int ldb, const float *pb, float beta, float *c, int ldc)               \
+        {                                                                                          \
+                strata__sgemm_pb(set, &(struct strata__sgemm){ 0, 1, m, n, k, 1.0f, beta, a, lda,  \
+                                                               b, ldb, c, ldc }, pb);              \
+        }                                                                                          \
         static int fn##_prepare(int devices)                                                       \
         {                                                                                          \
                 (void)devices;                                                                     \
@@ -520,6 +526,9 @@ static void cpu_add(float *dst, const float *src, size_t n)
                 .relu_io = cpu_relu_io,                                                            \
                 .relu_backward_bf16 = cpu_relu_backward_bf16,                                      \
                 .pointwise_loss = cpu_pointwise_loss,                                              \
+                .gemm_pack_floats = strata__sgemm_pack_b_floats,                                   \
+                .gemm_pack = strata__sgemm_pack_b,                                                 \
+                .gemm_pb = gemm_fn##_pb,                                                           \
         }
 CPU_KERNELS(kernels_native, gemm_native);
 CPU_KERNELS(kernels_portable, gemm_portable);

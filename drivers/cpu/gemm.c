@@ -501,7 +501,29 @@ static int narrow(const struct strata__sgemm *g)
                                     (size_t)BM * (size_t)g->m;
 }
 
-static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot)
+/* Columns of a packed chunk of op(B)' (pack_b()'s panels of at most BM, NC columns a chunk). */
+#define NCP ((NC + BM - 1) / BM * BM)
+
+/* The columns pack_b() lays out for @p n columns of C: whole chunks, then the last's panels. */
+static size_t packed_width(int n)
+{
+        int last = n - (n - 1) / NC * NC, p = (last - 1) / BM * BM;
+
+        return (size_t)((n - 1) / NC) * NCP + (size_t)p + (size_t)panel_width(last - p, NULL);
+}
+
+/*
+ * gemm_packed() over @p pb, op(B)' packed whole by strata__sgemm_pack_b(): each (k0, n0)
+ * chunk is what pack_b() writes for it, at k0 * packed_width(n) + n0 / NC * NCP * kcp.
+ */
+static size_t prepacked(int n, int n0, int k0, int kcp)
+{
+        return (size_t)k0 * packed_width(n) + (size_t)(n0 / NC) * NCP * kcp;
+}
+
+/* @p pb: op(B)' packed beforehand (strata__sgemm_pack_b()), or NULL: packed here. */
+static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot,
+                        const float *pb)
 {
         float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
         int ct = narrow(g0);
@@ -522,9 +544,10 @@ static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, fl
                         for (int n0 = 0; n0 < g->n; n0 += NC) {
                                 int nc = g->n - n0 < NC ? g->n - n0 : NC;
 
-                                pack_b(ap, g, n0, nc, k0, kc, kcp);
-                                chunk_tiles(s, g, ap, bp, tile, m0, mc, n0, nc, kcp, k0 == 0,
-                                            ct);
+                                if (!pb)
+                                        pack_b(ap, g, n0, nc, k0, kc, kcp);
+                                chunk_tiles(s, g, pb ? pb + prepacked(g->n, n0, k0, kcp) : ap,
+                                            bp, tile, m0, mc, n0, nc, kcp, k0 == 0, ct);
                         }
                 }
         }
@@ -561,6 +584,11 @@ static void gemm_scalar(const struct strata__sgemm *g)
 
 void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
 {
+        strata__sgemm_pb(set, g, NULL);
+}
+
+void strata__sgemm_pb(enum strata_kernels set, const struct strata__sgemm *g, const float *pb)
+{
         const struct kset *s = &sets[set == STRATA_KERNELS_PORTABLE];
         float *slot;
 
@@ -574,7 +602,28 @@ void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
                 gemm_scalar(g);
                 return;
         }
-        gemm_packed(s, g, slot);
+        gemm_packed(s, g, slot, g->tb && !narrow(g) ? pb : NULL);
+}
+
+size_t strata__sgemm_pack_b_floats(int n, int k)
+{
+        if (n <= 0 || k <= 0)
+                return 0;
+        return packed_width(n) * ((size_t)k / KC * KC + (size_t)(k % KC + KB - 1) / KB * KB);
+}
+
+void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst)
+{
+        struct strata__sgemm g = { .tb = 1, .n = n, .k = k, .b = b, .ldb = ldb };
+
+        pthread_once(&compiled, compile); /* have_avx2: the same values either way, faster */
+        for (int k0 = 0; k0 < k; k0 += KC) {
+                int kc = k - k0 < KC ? k - k0 : KC, kcp = (kc + KB - 1) / KB * KB;
+
+                for (int n0 = 0; n0 < n; n0 += NC)
+                        pack_b(dst + prepacked(n, n0, k0, kcp), &g, n0,
+                               n - n0 < NC ? n - n0 : NC, k0, kc, kcp);
+        }
 }
 
 /* ---- set-up and names ---- */

@@ -26,6 +26,23 @@ struct strata__sgemm {
 void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g);
 
 /**
+ * strata__sgemm() with @p g->b's op(B)' already packed into @p pb by strata__sgemm_pack_b()
+ * (from the same B, n x k, g->tb set): no packing of B per call. The same packed data and
+ * kernels: the same bits. Where the call would not pack B that way (a narrow C, the scalar
+ * set, no buffer) it runs as strata__sgemm() from g->b. @p pb NULL: strata__sgemm().
+ */
+void strata__sgemm_pb(enum strata_kernels set, const struct strata__sgemm *g, const float *pb);
+
+/** Floats strata__sgemm_pack_b() writes for a B of @p n x @p k (0 when either is <= 0). */
+size_t strata__sgemm_pack_b_floats(int n, int k);
+
+/**
+ * op(B)' of a transposed B (@p b: n x k, rows @p ldb apart) into @p dst
+ * (strata__sgemm_pack_b_floats() floats): every (k, n) chunk as gemm_packed() packs it.
+ */
+void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst);
+
+/**
  * @brief Compile the kernel sets (once per process) and check that @p set runs here.
  * @retval STRATA_OK, STRATA_ENOTSUP (@p set cannot run on this CPU: the message says why).
  */

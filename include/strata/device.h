@@ -285,6 +285,19 @@ struct strata_kernel_ops {
          */
         double (*pointwise_loss)(enum strata_pointwise_loss kind, float beta, const float *out,
                                  const float *t, int rows, int cols, float scale, float *dout);
+
+        /* ---- Weights packed once (optional: without all three B is packed per call) ---- */
+
+        /** Floats gemm_pack() writes for a B of @p n x @p k (row-major, used transposed). */
+        size_t (*gemm_pack_floats)(int n, int k);
+        /** B (@p n x @p k, rows @p ldb apart) packed as gemm() packs op(B) = B^T, into @p dst. */
+        void (*gemm_pack)(const float *b, int ldb, int n, int k, float *dst);
+        /**
+         * gemm(0, 1, m, n, k, 1, a, lda, b, ldb, beta, c, ldc) reading op(B) from @p pb,
+         * gemm_pack()'s copy of @p b: the same bits as gemm(), without packing B per call.
+         */
+        void (*gemm_pb)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+                        const float *pb, float beta, float *c, int ldc);
 };
 
 /**

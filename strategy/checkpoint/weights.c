@@ -427,6 +427,8 @@ int strata_load_weights(struct strata_runtime *rt, const char *path, unsigned fl
         if (rc != STRATA_OK)
                 return rc;
         fresh_start(rt);
+        for (int d = 0; d < rt->nreplicas; d++) /* inference: the weights packed anew */
+                strata__packed_refresh(strata__rep(rt, d));
         if (rt->dev->sync)
                 STRATA_TRY(rt->dev->sync());
         return STRATA_OK;

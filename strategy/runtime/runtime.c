@@ -148,6 +148,8 @@ int strata_connect(struct strata_runtime *rt)
         STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_CONNECT, NULL));
         STRATA_TRY(strata__sm_dispatch(&rt->sm, STRATA__EV_SETUP, NULL));
         STRATA_TRY(strata__models_connect(rt));
+        for (int d = 0; d < rt->nreplicas; d++) /* inference: the weights packed (0078) */
+                strata__packed_refresh(strata__rep(rt, d));
         strata_arena_seal(&rt->root);
         for (int d = 0; d < rt->nreplicas; d++)
                 strata_arena_seal(strata__replica_arena(strata__rep(rt, d)));

@@ -6,6 +6,7 @@
  * for the same weights (a chain with BatchNorm and Dropout, a convolution whose ReLU runs in
  * its loop, a skip connection), with no heap call; every training call is refused with
  * STRATA_EBADSTATE, a message, and nothing changed; configurations it cannot run are refused.
+ * Its Linears' weights packed once (decision 0078) give the same predictions at batch 1 and 16.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "drivers/drivers.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -177,8 +179,9 @@ Test(inference_only, default_mlp_batch_1_plan, .timeout = 60)
         struct strata_plan_info pt, pi;
         struct strata_memory_info mi;
         struct strata_runtime *rt;
-        size_t grads, dbuf;
+        size_t grads, dbuf, packed;
         static unsigned char region[4 << 20];
+        const struct strata_kernel_ops *k = strata__cpu_driver.kernels;
 
         t.batch = 1;
         c = t;
@@ -187,12 +190,16 @@ Test(inference_only, default_mlp_batch_1_plan, .timeout = 60)
         cr_assert_eq(strata_plan(&c, &pi), STRATA_OK, "%s", strata_last_error());
         grads = pt.params * sizeof(float);
         dbuf = 2 * 784 * sizeof(float); /* two rows of the widest layer: the input */
+        /* the Linears' weights packed once (decision 0078): what the inference plan adds */
+        packed = sizeof(float) * (k->gemm_pack_floats(256, 784) +
+                                  k->gemm_pack_floats(128, 256) + k->gemm_pack_floats(10, 128));
         cr_log_info("default MLP, AdamW, batch 1: training plan %zu bytes (optimizer %zu), "
                     "inference plan %zu", pt.bytes, pt.optimizer_bytes, pi.bytes);
         cr_assert_eq(pi.optimizer_bytes, 0);
         cr_assert_gt(pt.optimizer_bytes, 0);
         cr_assert_eq(pi.params, pt.params);
-        cr_assert_leq(pi.per_device + pt.optimizer_bytes + grads + dbuf, pt.per_device,
+        cr_assert_geq(pi.per_device, packed + pi.params * sizeof(float));
+        cr_assert_leq(pi.per_device + pt.optimizer_bytes + grads + dbuf, pt.per_device + packed,
                       "inference %zu, training %zu per device", pi.per_device, pt.per_device);
         cr_assert_leq(pi.bytes + pi.align, sizeof(region));
         c.memory = region;
@@ -294,4 +301,58 @@ Test(inference_only, configurations_refused, .timeout = 60)
         cr_assert_eq(strata_config_set(&c, "inference_only", 1), STRATA_OK);
         cr_assert_eq(c.inference_only, 1, "settable by name");
         cr_assert_eq(strata_init(&(struct strata_runtime *){ NULL }, &r.cfg), STRATA_ENOTSUP);
+}
+
+/* @p rows rows of @p x through @p rt's predict into @p out. */
+static void predict_rows(struct strata_runtime *rt, const float *x, int rows, float *out)
+{
+        struct strata_batch b = { .x = x, .rows = rows, .dim = 784 };
+
+        cr_assert_eq(strata_predict_step(rt, &b, out, (size_t)rows * 10), STRATA_OK, "%s",
+                     strata_last_error());
+}
+
+/*
+ * The default MLP at batch 1 and 16 (issue 54, decision 0078): the inference runtime's
+ * Linears read their weights packed once, a training runtime's pack them per call; the
+ * predictions are bitwise the same, with the initial weights (packed at connect) and after
+ * load_weights brings another run's (packed anew: the old packing would give other values).
+ */
+Test(inference_only, packed_weights_batch_1_and_16, .timeout = 60)
+{
+        struct strata_config t = rig_default_mlp(STRATA_STRATEGY_SINGLE, 1), c, o;
+        static float x[16 * 784], want[16 * 10], got[16 * 10];
+        struct strata_runtime *tr, *ir;
+        static const int rows[] = { 1, 16 };
+
+        for (int i = 0; i < 16 * 784; i++)
+                x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+        t.batch = 16;
+        c = t;
+        c.inference_only = 1;
+        o = t;
+        o.seed = t.seed + 1;
+        dir_init();
+        tr = rig_open(&t);
+        ir = rig_open(&c);
+        for (size_t r = 0; r < 2; r++) {
+                predict_rows(tr, x, rows[r], want);
+                predict_rows(ir, x, rows[r], got);
+                cr_assert_eq(memcmp(want, got, sizeof(float) * 10 * (size_t)rows[r]), 0,
+                             "initial weights, %d rows", rows[r]);
+        }
+        cr_assert_eq(strata_teardown(tr), STRATA_OK);
+        tr = rig_open(&o);
+        cr_assert_eq(strata_export_safetensors(tr, st), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_load_weights(ir, st, STRATA_WEIGHTS_STRICT, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        for (size_t r = 0; r < 2; r++) {
+                predict_rows(tr, x, rows[r], want);
+                predict_rows(ir, x, rows[r], got);
+                cr_assert_eq(memcmp(want, got, sizeof(float) * 10 * (size_t)rows[r]), 0,
+                             "loaded weights, %d rows", rows[r]);
+        }
+        cr_assert_eq(strata_teardown(tr), STRATA_OK);
+        cr_assert_eq(strata_teardown(ir), STRATA_OK);
+        dir_fini();
 }
