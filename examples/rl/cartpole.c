@@ -10,13 +10,15 @@
  *
  * Usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] [--export FILE]
  *                             [--save PREFIX --save-every N] [--resume PREFIX] [--kill-at N]
- *                             [--normalize]
+ *                             [--normalize] [--returns FILE.csv]
  *   --steps: environment steps in all (default 20000); --solve: stop once solved; --export:
  *   the policy's weights as safetensors at the end; --save: every N steps, the agent
  *   (strata_rl_save(): PREFIX-K.ckpt, PREFIX-rl.state) and the environment's own state
  *   (PREFIX-app.bin); --resume: continue from them (bitwise the run that was not stopped);
  *   --kill-at: SIGKILL this process after step N (what the tests stop a run with);
- *   --normalize: the agent normalises the states (running mean and variance).
+ *   --normalize: the agent normalises the states (running mean and variance); --returns: every
+ *   episode's return at the end as CSV (episode,return,mean100: the mean of the last 100
+ *   episodes), what `strata-plot --returns` draws.
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
@@ -268,6 +270,22 @@ static int train(struct run *r)
         return 0;
 }
 
+/* The per-episode returns as CSV: episode (from 1), its return, the mean of the last 100. */
+static int write_returns(const char *path, int episodes)
+{
+        FILE *f = fopen(path, "w");
+        int ok;
+
+        if (!f)
+                return 1;
+        fprintf(f, "episode,return,mean100\n");
+        for (int i = 0; i < episodes; i++)
+                fprintf(f, "%d,%.1f,%.3f\n", i + 1, returns[i],
+                        mean(returns, i + 1 > 100 ? i + 1 - 100 : 0, i + 1));
+        ok = !ferror(f);
+        return fclose(f) == 0 && ok ? 0 : 1;
+}
+
 static uint64_t hash(const float *v, int n)
 {
         uint64_t h = 0xcbf29ce484222325ull;
@@ -288,7 +306,7 @@ int main(int argc, char **argv)
         struct run r = { .budget = 20000, .episodes = 0, .solved = -1, .e = { .rng = 12345 } };
         struct strata_rl_agent_config c;
         struct strata_arena arena;
-        const char *export = NULL;
+        const char *export = NULL, *returns_csv = NULL;
         uint64_t seed = 1, updates;
         int normalize = 0;
         size_t bytes;
@@ -297,7 +315,7 @@ int main(int argc, char **argv)
         if (argc < 2 || (strcmp(argv[1], "td3") && strcmp(argv[1], "sac") &&
                          strcmp(argv[1], "ppo"))) {
                 fprintf(stderr, "usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] "
-                        "[--export FILE]\n");
+                        "[--export FILE] [--returns FILE.csv]\n");
                 return 2;
         }
         r.ppo = !strcmp(argv[1], "ppo");
@@ -321,6 +339,8 @@ int main(int argc, char **argv)
                         r.resume = argv[++i];
                 else if (!strcmp(argv[i], "--kill-at") && i + 1 < argc)
                         r.kill_at = atol(argv[++i]);
+                else if (!strcmp(argv[i], "--returns") && i + 1 < argc)
+                        returns_csv = argv[++i];
         }
         c = config(r.algo, seed);
         c.normalize_states = normalize;
@@ -342,6 +362,8 @@ int main(int argc, char **argv)
         updates = strata_rl_updates(&agent);
         if (export && (rc = strata_rl_export_policy(&agent, export)) != STRATA_OK)
                 return fail("export", rc);
+        if (returns_csv && write_returns(returns_csv, r.episodes))
+                return fail(returns_csv, STRATA_EIO);
         printf("{\"algo\": \"%s\", \"episodes\": %d, \"steps\": %ld, \"updates\": %llu, "
                "\"first10\": %.3f, \"last10\": %.3f, \"solved_at\": %d, "
                "\"returns_hash\": \"%016llx\", \"seconds\": %.3f, \"throughput\": %.1f}\n",
