@@ -352,6 +352,40 @@ static int runtime(struct strata_rl_agent *ag)
         return STRATA_OK;
 }
 
+uint32_t strata__agent_groups(const struct strata_rl_agent *ag)
+{
+        int d = strata_world_size(ag->rt);
+
+        return d > 1 && (uint32_t)d <= ag->cfg.n_envs && (uint32_t)d <= ag->cfg.batch
+                       ? (uint32_t)d : 1;
+}
+
+/*
+ * Under mpi a process computes only its devices' rows (decision 0079): TD3, row by row, runs
+ * when every device holds an environment; SAC's temperature, PPO's advantages and the state
+ * normaliser reduce over every row and are refused until they reduce across processes.
+ */
+static int mpi_fits(struct strata_rl_agent *ag)
+{
+        const struct strata_rl_agent_config *c = &ag->cfg;
+        int d = strata_world_size(ag->rt);
+
+        if (!c->runtime || c->runtime->strategy.kind != STRATA_STRATEGY_MPI)
+                return STRATA_OK;
+        if (c->algo != STRATA_RL_TD3)
+                return strata__fail(STRATA_EINVAL, "rl agent: algo %s under mpi: only TD3 "
+                                    "runs across processes (SAC and PPO reduce over every row)",
+                                    c->algo == STRATA_RL_SAC ? "SAC" : "PPO");
+        if (c->normalize_states)
+                return strata__fail(STRATA_EINVAL, "rl agent: normalize_states under mpi: the "
+                                    "normaliser does not reduce across processes yet");
+        if (c->n_envs < (uint32_t)d || c->batch < (uint32_t)d)
+                return strata__fail(STRATA_EINVAL, "rl agent: n_envs %u and batch %u under mpi "
+                                    "of %d devices: each device needs an environment and a row",
+                                    c->n_envs, c->batch, d);
+        return STRATA_OK;
+}
+
 struct strata__agent_scratch strata__agent_scratch_of(const struct strata_rl_agent *ag)
 {
         struct strata__agent_scratch sc;
@@ -404,6 +438,10 @@ int strata_rl_agent_init(struct strata_rl_agent *ag, struct strata_arena *arena,
                 goto fail;
         if ((rc = runtime(ag)) != STRATA_OK)
                 goto fail;
+        if ((rc = mpi_fits(ag)) != STRATA_OK) {
+                strata_teardown(ag->rt);
+                goto fail;
+        }
         sc = strata__agent_scratch_of(ag);
         for (uint32_t j = 0; j < ag->cfg.action_dim; j++)
                 sc.logstd[j] = ag->cfg.log_std;

@@ -67,4 +67,8 @@ int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scr
 /* PPO: the log-probability of @p a under the policy of mean @p mu and log-std @p logstd. */
 float strata__ppo_logp(const float *a, const float *mu, const float *logstd, uint32_t dim);
 
+/* The groups the replay samples in: the job's devices when every one holds an environment
+ * (decision 0079: under mpi a process's rows are its own environments'), else 1. */
+uint32_t strata__agent_groups(const struct strata_rl_agent *ag);
+
 #endif /* STRATA_RL_AGENT_H */

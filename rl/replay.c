@@ -323,6 +323,75 @@ static void copy_out(const struct strata_rl_replay *rb, const struct replay_layo
                 o->index[j] = slot;
 }
 
+/*
+ * Uniform draws in @p groups: the batch's rows and the environments are split as the runtime
+ * splits a batch over its devices (group g: rows [batch g / groups, batch (g + 1) / groups),
+ * environments [E g / groups, E (g + 1) / groups)) and each row draws among its group's
+ * environments only, so a process of an mpi job, whose rows and environments are its devices'
+ * groups, samples only what it recorded itself (decision 0079). Row j's draw is the same
+ * Philox value as the ungrouped sampler's; one group is that sampler.
+ */
+static void sample_groups(struct strata_rl_replay *rb, const struct replay_layout *l,
+                          uint32_t batch, uint32_t groups, const struct strata_rl_sample *out)
+{
+        const uint32_t *count = AT(rb, l, count, uint32_t);
+        const struct replay_head *h = rb->block;
+        uint32_t E = rb->cfg.n_envs;
+
+        for (uint32_t g = 0; g < groups; g++) {
+                uint32_t e0 = (uint32_t)((uint64_t)E * g / groups);
+                uint32_t e1 = (uint32_t)((uint64_t)E * (g + 1) / groups);
+                uint64_t n = 0;
+
+                for (uint32_t e = e0; e < e1; e++)
+                        n += count[e];
+                for (uint32_t j = (uint32_t)((uint64_t)batch * g / groups);
+                     j < (uint32_t)((uint64_t)batch * (g + 1) / groups); j++) {
+                        uint64_t k = ((uint64_t)strata__philox(rb->cfg.seed, h->draws, j).v[0] *
+                                      n) >> 32;
+                        uint32_t e = e0;
+
+                        while (k >= count[e])
+                                k -= count[e++];
+                        copy_out(rb, l, e * l->per_env + (uint32_t)k, j, out);
+                        if (out->weight)
+                                out->weight[j] = 1.0f;
+                }
+        }
+}
+
+int strata__replay_sample_groups(struct strata_rl_replay *rb, uint32_t batch, uint32_t groups,
+                                 const struct strata_rl_sample *out)
+{
+        struct replay_layout l;
+
+        if (groups <= 1)
+                return strata_rl_replay_sample(rb, batch, out);
+        STRATA_TRY(live(rb, &l));
+        if (rb->cfg.prioritized || groups > rb->cfg.n_envs || groups > batch || !out ||
+            !out->state || !out->action || !out->reward || !out->next_state || !out->discount)
+                return strata__fail(STRATA_EINVAL, "replay: %u groups of a %s buffer of %u "
+                                    "environments, a batch of %u rows", groups,
+                                    rb->cfg.prioritized ? "prioritized" : "uniform",
+                                    rb->cfg.n_envs, batch);
+        if (!strata_rl_replay_ready(rb))
+                return strata__fail(STRATA_EBADSTATE, "replay: min_size not reached: keep "
+                                    "recording before sampling");
+        for (uint32_t g = 0; g < groups; g++) {
+                uint64_t n = 0;
+
+                for (uint32_t e = (uint32_t)((uint64_t)rb->cfg.n_envs * g / groups);
+                     e < (uint32_t)((uint64_t)rb->cfg.n_envs * (g + 1) / groups); e++)
+                        n += AT(rb, &l, count, uint32_t)[e];
+                if (!n)
+                        return strata__fail(STRATA_EBADSTATE, "replay: the environments of "
+                                            "group %u hold no transition yet", g);
+        }
+        sample_groups(rb, &l, batch, groups, out);
+        ((struct replay_head *)rb->block)->draws++;
+        return STRATA_OK;
+}
+
 int strata_rl_replay_sample(struct strata_rl_replay *rb, uint32_t batch,
                             const struct strata_rl_sample *out)
 {

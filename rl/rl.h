@@ -39,4 +39,10 @@ int strata__rl_carve(struct strata_arena *arena, size_t bytes, uint64_t magic, u
  * the index and the value. */
 int strata__rl_finite(const float *x, size_t n, const char *what);
 
+/* Uniform replay sampling in @p groups (rl/replay.c, decision 0079): row j of the batch draws
+ * only among the environments of its group, both split as the runtime splits a batch over its
+ * devices; 1 group is strata_rl_replay_sample(). */
+int strata__replay_sample_groups(struct strata_rl_replay *rb, uint32_t batch, uint32_t groups,
+                                 const struct strata_rl_sample *out);
+
 #endif /* STRATA_RL_RL_H */

@@ -15,6 +15,7 @@
 #include "strata/rl.h"
 #include "base/base.h"
 #include "rl/agent.h"
+#include "rl/rl.h"
 
 #define HALF_LOG_2PI 0.91893853320467274178f
 #define LS_MIN -20.0f
@@ -166,7 +167,8 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         float alpha = expf(sc->logstd[0]);
         struct strata_batch b;
 
-        STRATA_TRY(strata_rl_replay_sample(&ag->replay, B, &out));
+        STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
+                                                &out));
         STRATA_TRY(target(ag, sc, alpha));
         join(sc->sa, sc->s, sc->a, B, S, A);
         b = batch_of(sc->sa, (int)B, (int)(S + A), sc->r, 1);

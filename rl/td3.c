@@ -13,6 +13,7 @@
 #include "strata/rl.h"
 #include "base/base.h"
 #include "rl/agent.h"
+#include "rl/rl.h"
 
 static struct strata_batch batch_of(const float *x, int n, int dim, const float *t, int tdim)
 {
@@ -93,7 +94,8 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         struct strata_rl_sample out = { sc->s, sc->a, sc->r, sc->s2, sc->disc, NULL, NULL };
         struct strata_batch b;
 
-        STRATA_TRY(strata_rl_replay_sample(&ag->replay, B, &out));
+        STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
+                                                &out));
         STRATA_TRY(target(ag, sc));
         join(sc->sa, sc->s, sc->a, B, S, A);
         b = batch_of(sc->sa, (int)B, (int)(S + A), sc->r, 1);

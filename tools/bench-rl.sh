@@ -7,6 +7,10 @@
 #  - episodes and environment steps to solve (-1: not within STEPS)
 #  - agent throughput: (environment steps + updates) per second, and Strata / PyTorch
 #    (the issue's target: >= 5 on one thread)
+#  - TD3 across processes (decision 0079): 2 environments, one process of one device against
+#    `mpirun -np 2` (one device and one environment each): the same rounds and updates; their
+#    (rounds + updates) per second and the ratio (the issue's target: >= 1.6). Needs mpirun
+#    and libstrata-mpi.so.
 # Usage: tools/bench-rl.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
@@ -19,6 +23,8 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 cc -std=c11 -O3 -D_GNU_SOURCE -I"$here/include" -o "$dir/cartpole" \
         "$here/examples/rl/cartpole.c" -L"$build" -lstrata -lm -Wl,-rpath,"$build"
 
+mpi= msteps=$((steps < 20000 ? steps : 20000))
+command -v mpirun > /dev/null && [ -r "$build/libstrata-mpi.so" ] && mpi=1
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 declare -A v
 add() { v[$1]="${v[$1]:-} $2"; }
@@ -37,6 +43,12 @@ for _ in $(seq "$reps"); do
                         add $who$algo-tp "$(field throughput <<< "$j")"
                 done
         done
+        [ -n "$mpi" ] || continue
+        j=$("$dir/cartpole" td3 --steps "$msteps" --envs 2 | grep '^{')
+        add one-tp "$(field throughput <<< "$j")"
+        j=$(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$dir/cartpole" td3 \
+                --steps "$msteps" --envs 2 --mpi | grep '^{')
+        add mpi-tp "$(field throughput <<< "$j")"
 done
 
 echo "cart-pole (continuous force), one thread, $reps runs alternated, medians; STEPS $steps"
@@ -49,3 +61,11 @@ for algo in td3 sac ppo; do
         awk -v a="$(med s$algo-tp)" -v b="$(med t$algo-tp)" -v w="$algo: steps + updates per second" \
                 'BEGIN { printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, a / b }'
 done
+if [ -n "$mpi" ]; then
+        awk -v a="$(med one-tp)" -v b="$(med mpi-tp)" \
+                -v w="td3, 2 envs, $msteps rounds: steps + updates/s" 'BEGIN {
+                printf "%-44s %12s %12s %8s\n", "", "1 process", "mpirun -np 2", "ratio"
+                printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, b / a }'
+else
+        echo "td3 across processes: mpirun or libstrata-mpi.so missing: not run"
+fi

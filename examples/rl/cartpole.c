@@ -10,13 +10,23 @@
  *
  * Usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] [--export FILE]
  *                             [--save PREFIX --save-every N] [--resume PREFIX] [--kill-at N]
- *                             [--normalize]
+ *                             [--normalize] [--returns FILE.csv]
+ *                             [--envs N [--devices D | --mpi]]
  *   --steps: environment steps in all (default 20000); --solve: stop once solved; --export:
  *   the policy's weights as safetensors at the end; --save: every N steps, the agent
  *   (strata_rl_save(): PREFIX-K.ckpt, PREFIX-rl.state) and the environment's own state
  *   (PREFIX-app.bin); --resume: continue from them (bitwise the run that was not stopped);
  *   --kill-at: SIGKILL this process after step N (what the tests stop a run with);
- *   --normalize: the agent normalises the states (running mean and variance).
+ *   --normalize: the agent normalises the states (running mean and variance); --returns: every
+ *   episode's return at the end as CSV (episode,return,mean100: the mean of the last 100
+ *   episodes), what `strata-plot --returns` draws.
+ *   --envs N: N environments stepped together (their rows of one act and one record; TD3 and
+ *   SAC); --devices D: the agent trains under ddp on D devices; --mpi: under `mpirun -np P`,
+ *   strategy mpi, one device a process: process p steps only the environments of its rows
+ *   (those its device computes, [N p / P, N (p + 1) / P)), the other rows of its arrays stay
+ *   zero, and its replay rows draw only its own environments' transitions, so P processes
+ *   train bitwise the agent of one process on P devices (decision 0079). Process 0 reports,
+ *   exports and writes the returns (its own environments').
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
@@ -33,6 +43,7 @@
 
 #define MAX_EPISODES 20000
 #define WARMUP 1000 /* TD3 and SAC: uniform random actions first */
+#define MAX_ENVS 64
 
 struct cartpole {
         double x, x_dot, th, th_dot;
@@ -268,6 +279,78 @@ static int train(struct run *r)
         return 0;
 }
 
+/* The per-episode returns as CSV: episode (from 1), its return, the mean of the last 100. */
+static int write_returns(const char *path, int episodes)
+{
+        FILE *f = fopen(path, "w");
+        int ok;
+
+        if (!f)
+                return 1;
+        fprintf(f, "episode,return,mean100\n");
+        for (int i = 0; i < episodes; i++)
+                fprintf(f, "%d,%.1f,%.3f\n", i + 1, returns[i],
+                        mean(returns, i + 1 > 100 ? i + 1 - 100 : 0, i + 1));
+        ok = !ferror(f);
+        return fclose(f) == 0 && ok ? 0 : 1;
+}
+
+/* --envs: N environments at once, this process's [lo, hi); no save, resume or kill. */
+static int train_envs(struct run *r, int N, int lo, int hi)
+{
+        static struct cartpole es[MAX_ENVS];
+        static float obs[MAX_ENVS * 4], next[MAX_ENVS * 4], act[MAX_ENVS], rew[MAX_ENVS],
+                ret[MAX_ENVS];
+        static int done[MAX_ENVS], trunc[MAX_ENVS], store[MAX_ENVS];
+        struct timespec t0, t1;
+        int rc;
+
+        for (int e = lo; e < hi; e++) {
+                es[e].rng = 12345u + 7919u * (uint64_t)e;
+                reset(&es[e], obs + 4 * e);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (r->steps < r->budget && r->episodes < MAX_EPISODES) {
+                if (r->steps >= WARMUP &&
+                    (rc = strata_rl_act(&agent, obs, (size_t)N * 4, act, N, 1)) != STRATA_OK)
+                        return fail("act", rc);
+                for (int e = lo; e < hi; e++) {
+                        if (r->steps < WARMUP)
+                                act[e] = (float)uniform(&es[e], -1.0, 1.0);
+                        step(&es[e], act[e], next + 4 * e, &done[e], &trunc[e]);
+                        rew[e] = 1.0f;
+                        store[e] = done[e] && !trunc[e];
+                }
+                if ((rc = strata_rl_record(&agent, obs, act, rew, next, store, N)) != STRATA_OK)
+                        return fail("record", rc);
+                r->steps++;
+                if (strata_rl_ready(&agent) && (rc = strata_rl_train(&agent, 1)) != STRATA_OK)
+                        return fail("train", rc);
+                memcpy(obs, next, sizeof(obs));
+                for (int e = lo; e < hi && r->episodes < MAX_EPISODES; e++) {
+                        ret[e] += rew[e];
+                        if (!done[e])
+                                continue;
+                        returns[r->episodes++] = ret[e];
+                        ret[e] = 0.0f;
+                        reset(&es[e], obs + 4 * e);
+                }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        r->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        return 0;
+}
+
+/* The launcher's rank of this process (0 outside mpirun). */
+static int launcher_rank(void)
+{
+        const char *v = getenv("OMPI_COMM_WORLD_RANK");
+
+        if (!v)
+                v = getenv("PMI_RANK");
+        return v ? atoi(v) : 0;
+}
+
 static uint64_t hash(const float *v, int n)
 {
         uint64_t h = 0xcbf29ce484222325ull;
@@ -287,17 +370,18 @@ int main(int argc, char **argv)
 {
         struct run r = { .budget = 20000, .episodes = 0, .solved = -1, .e = { .rng = 12345 } };
         struct strata_rl_agent_config c;
+        struct strata_config rcfg;
         struct strata_arena arena;
-        const char *export = NULL;
+        const char *export = NULL, *returns_csv = NULL;
         uint64_t seed = 1, updates;
-        int normalize = 0;
+        int normalize = 0, envs = 0, devices = 1, mpi = 0, world, lo = 0, hi = 1, zero = 1;
         size_t bytes;
         int rc;
 
         if (argc < 2 || (strcmp(argv[1], "td3") && strcmp(argv[1], "sac") &&
                          strcmp(argv[1], "ppo"))) {
                 fprintf(stderr, "usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] "
-                        "[--export FILE]\n");
+                        "[--export FILE] [--returns FILE.csv]\n");
                 return 2;
         }
         r.ppo = !strcmp(argv[1], "ppo");
@@ -321,9 +405,32 @@ int main(int argc, char **argv)
                         r.resume = argv[++i];
                 else if (!strcmp(argv[i], "--kill-at") && i + 1 < argc)
                         r.kill_at = atol(argv[++i]);
+                else if (!strcmp(argv[i], "--returns") && i + 1 < argc)
+                        returns_csv = argv[++i];
+                else if (!strcmp(argv[i], "--envs") && i + 1 < argc)
+                        envs = atoi(argv[++i]);
+                else if (!strcmp(argv[i], "--devices") && i + 1 < argc)
+                        devices = atoi(argv[++i]);
+                else if (!strcmp(argv[i], "--mpi"))
+                        mpi = 1;
         }
         c = config(r.algo, seed);
         c.normalize_states = normalize;
+        if (envs && (envs > MAX_ENVS || r.ppo || r.save || r.resume || r.kill_at)) {
+                fprintf(stderr, "cartpole: --envs: 1 to %d, TD3 or SAC, no save, resume or "
+                        "kill\n", MAX_ENVS);
+                return 2;
+        }
+        if (envs || devices > 1 || mpi) {
+                strata_config_init(&rcfg);
+                rcfg.device.bind = STRATA_BIND_NONE;
+                rcfg.strategy.kind = mpi ? STRATA_STRATEGY_MPI : devices > 1
+                                                                  ? STRATA_STRATEGY_DDP
+                                                                  : STRATA_STRATEGY_SINGLE;
+                rcfg.strategy.devices = mpi ? 1 : devices;
+                c.runtime = &rcfg;
+                c.n_envs = (uint32_t)(envs ? envs : 1);
+        }
         if ((rc = strata_rl_agent_bytes(&c, &bytes)) != STRATA_OK)
                 return fail("bytes", rc);
         if (bytes > sizeof(memory))
@@ -337,19 +444,31 @@ int main(int argc, char **argv)
                 return fail("resume the application's state", STRATA_EIO);
         if (!r.resume)
                 reset(&r.e, r.obs);
-        if (train(&r))
+        world = strata_world_size(agent.rt);
+        if (mpi) {
+                int p = launcher_rank();
+
+                lo = c.n_envs * p / world, hi = c.n_envs * (p + 1) / world;
+                zero = strata_is_global_zero(agent.rt);
+        } else {
+                hi = (int)c.n_envs;
+        }
+        if (envs ? train_envs(&r, (int)c.n_envs, lo, hi) : train(&r))
                 return 1;
         updates = strata_rl_updates(&agent);
-        if (export && (rc = strata_rl_export_policy(&agent, export)) != STRATA_OK)
+        if (zero && export && (rc = strata_rl_export_policy(&agent, export)) != STRATA_OK)
                 return fail("export", rc);
-        printf("{\"algo\": \"%s\", \"episodes\": %d, \"steps\": %ld, \"updates\": %llu, "
-               "\"first10\": %.3f, \"last10\": %.3f, \"solved_at\": %d, "
-               "\"returns_hash\": \"%016llx\", \"seconds\": %.3f, \"throughput\": %.1f}\n",
-               argv[1], r.episodes, r.steps, (unsigned long long)updates,
-               mean(returns, 0, r.episodes < 10 ? r.episodes : 10),
-               mean(returns, r.episodes < 10 ? 0 : r.episodes - 10, r.episodes), r.solved,
-               (unsigned long long)hash(returns, r.episodes), r.seconds,
-               (double)(r.steps + (long)updates) / r.seconds);
+        if (zero && returns_csv && write_returns(returns_csv, r.episodes))
+                return fail(returns_csv, STRATA_EIO);
+        if (zero)
+                printf("{\"algo\": \"%s\", \"episodes\": %d, \"steps\": %ld, \"updates\": %llu, "
+                       "\"first10\": %.3f, \"last10\": %.3f, \"solved_at\": %d, "
+                       "\"returns_hash\": \"%016llx\", \"seconds\": %.3f, \"throughput\": %.1f}\n",
+                       argv[1], r.episodes, r.steps, (unsigned long long)updates,
+                       mean(returns, 0, r.episodes < 10 ? r.episodes : 10),
+                       mean(returns, r.episodes < 10 ? 0 : r.episodes - 10, r.episodes), r.solved,
+                       (unsigned long long)hash(returns, r.episodes), r.seconds,
+                       (double)(r.steps + (long)updates) / r.seconds);
         rc = strata_rl_agent_teardown(&agent);
         return rc == STRATA_OK ? 0 : fail("teardown", rc);
 }

@@ -4,7 +4,8 @@
 # (15000 steps), SAC (10000) and PPO (20000): the mean return of the last 10 episodes is more
 # than twice the first 10's. A second run of each prints the same returns' hash and exports
 # bitwise the same policy; a run SIGKILLed after a save and resumed ends as the run that never
-# stopped.
+# stopped. The returns' CSV (--returns) has one row per episode and `strata-plot --returns` draws
+# it as a PNG (when gnuplot is installed).
 #   rl_cartpole.sh SRC BUILD
 set -eu
 src=$1 build=$2
@@ -52,3 +53,17 @@ for algo in td3 sac ppo; do
                 { echo "$algo: the resumed run's policy differs"; exit 1; }
         echo "$algo: killed at step 4500, resumed from step 4000: bitwise the run never stopped"
 done
+# The episode returns as CSV, and their curve.
+"$dir/cartpole" ppo --steps 3000 --returns "$dir/returns.csv" | grep '^{' > "$dir/returns.json"
+episodes=$(sed 's/.*"episodes": \([0-9]*\).*/\1/' "$dir/returns.json")
+[ "$(head -n 1 "$dir/returns.csv")" = episode,return,mean100 ] &&
+        [ "$(wc -l < "$dir/returns.csv")" -eq $((episodes + 1)) ] ||
+        { echo "returns.csv: not a header and $episodes episodes' rows"; exit 1; }
+if command -v gnuplot > /dev/null 2>&1; then
+        "$src/tools/strata-plot" --returns "$dir/returns.csv" "$dir/returns.png"
+        [ "$(head -c 4 "$dir/returns.png" | od -An -c | tr -d ' ')" = "211PNG" ] ||
+                { echo "strata-plot --returns wrote no PNG"; exit 1; }
+        echo "the returns' curve: $dir/returns.png"
+else
+        echo "gnuplot absent: strata-plot --returns not run"
+fi

@@ -3,7 +3,7 @@
  * come back as stored, n-step returns as summed by hand; each environment's ring overwrites its
  * oldest; same seed and calls give the same draws, restored state continues bitwise; priorities
  * steer the draws in proportion; no heap call while recording and sampling; every bad argument
- * is refused with nothing changed.
+ * is refused with nothing changed; grouped draws (decision 0079) stay in their group.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,6 +13,7 @@
 #include "strata/rl.h"
 #include "strata/strata.h"
 #include "tools/heapcount.h"
+#include "rl/rl.h"
 
 #define S 3
 #define A 2
@@ -340,4 +341,46 @@ Test(rl_replay, a_state_of_another_configuration_is_refused)
         cr_assert_eq(strata_rl_replay_size(&y.rb), 1, "y unchanged");
         free(x.mem);
         free(y.mem);
+}
+
+/* Decision 0079: grouped draws (the agents' under several devices) keep each row among its
+ * group's environments; one group is the plain sampler; a bad grouping changes nothing. */
+Test(rl_replay, grouped_draws_stay_in_their_group)
+{
+        struct strata_rl_replay_config c = cfg(40, 4, 1, 0), p = cfg(40, 4, 1, 1);
+        struct buf x, y, z;
+        struct rows r1, r2;
+        struct strata_rl_sample o1 = out_of(&r1), o2 = out_of(&r2);
+
+        memset(&r1, 0, sizeof(r1));
+        memset(&r2, 0, sizeof(r2));
+        make(&x, &c);
+        make(&y, &c);
+        make(&z, &p);
+        for (int t = 0; t < 5; t++)
+                for (uint32_t e = 0; e < 4; e++) {
+                        add(&x, e, t, 0);
+                        add(&y, e, t, 0);
+                        add(&z, e, t, 0);
+                }
+        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 1, &o1), STRATA_OK);
+        cr_assert_eq(strata_rl_replay_sample(&y.rb, 8, &o2), STRATA_OK);
+        cr_assert_eq(memcmp(&r1, &r2, sizeof(r1)), 0, "one group is the plain sampler");
+        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 5, &o1), STRATA_EINVAL);
+        cr_expect_not_null(strstr(strata_last_error(), "5 groups"), "%s", strata_last_error());
+        cr_assert_eq(strata__replay_sample_groups(&z.rb, 8, 2, &o1), STRATA_EINVAL);
+        cr_expect_not_null(strstr(strata_last_error(), "prioritized"), "%s",
+                           strata_last_error());
+        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, &o1), STRATA_OK);
+        cr_assert_eq(strata__replay_sample_groups(&y.rb, 8, 2, &o2), STRATA_OK);
+        cr_assert_eq(memcmp(&r1, &r2, sizeof(r1)), 0, "a refused call drew nothing");
+        for (int k = 0; k < 20; k++) {
+                cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, &o1), STRATA_OK);
+                for (int j = 0; j < 8; j++)
+                        cr_assert_eq((int)r1.s[j * S + 1] / 2, j / 4,
+                                     "row %d drew environment %g", j, (double)r1.s[j * S + 1]);
+        }
+        free(x.mem);
+        free(y.mem);
+        free(z.mem);
 }

@@ -1,7 +1,8 @@
 /*
  * strata-plot and the report's small defects (issue 58, item 8): --help answers with the
  * usage; a regression's plot draws no empty accuracy axis (gnuplot says nothing); a
- * non-finite loss reads nan on the epoch line (null is JSON's word).
+ * non-finite loss reads nan on the epoch line (null is JSON's word); --returns refuses a CSV
+ * that is not an episode-returns CSV (or has a malformed row) and writes nothing.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -47,4 +48,23 @@ Test(strata_plot_cli, a_nonfinite_loss_reads_nan_on_the_epoch_line, .timeout = 6
         cr_expect_not_null(strstr(out, "train_loss nan"), "%s", out);
         cr_expect_not_null(strstr(out, "test_loss nan"), "%s", out);
         cr_expect_null(strstr(out, "null"), "%s", out);
+}
+
+Test(strata_plot_cli, returns_refuses_what_is_not_episode_returns, .timeout = 60)
+{
+        char dir[64], cmd[512];
+
+        cli_mkdtemp(dir, sizeof(dir), "plot-returns");
+        snprintf(cmd, sizeof(cmd), "printf 'step,return\\n1,2\\n' > %s/a.csv && " PLOT
+                 " --returns %s/a.csv %s/a.png 2>&1", dir, dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_expect_not_null(strstr(out, "not an episode-returns CSV"), "%s", out);
+        snprintf(cmd, sizeof(cmd), "printf 'episode,return,mean100\\n1,2,2\\nx,3\\n' > "
+                 "%s/b.csv && " PLOT " --returns %s/b.csv %s/b.png 2>&1", dir, dir, dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 2, "%s", out);
+        cr_expect_not_null(strstr(out, "a row is not"), "%s", out);
+        snprintf(cmd, sizeof(cmd), "ls %s", dir);
+        cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
+        cr_expect_null(strstr(out, ".png"), "a refused CSV left a PNG: %s", out);
+        cli_rmtree(dir);
 }

@@ -1,0 +1,46 @@
+#!/bin/sh
+# RL agents across processes (decision 0079): examples/rl/cartpole.c with 2 environments under
+# TD3, one process on 2 devices (ddp), then `mpirun -np 2` (mpi, one device and one environment
+# a process, each process's replay rows drawing its own transitions): the mpi policy is bitwise
+# ddp's, and two mpi runs are bitwise equal. Under mpi SAC, and fewer environments than
+# processes, are refused naming the value. Skipped without mpirun or libstrata-mpi.so.
+#   rl_mpi.sh SRC BUILD
+set -eu
+src=$1 build=$2
+dir=$build/rl-mpi
+rm -rf "$dir"
+mkdir -p "$dir"
+if ! command -v mpirun >/dev/null || [ ! -r "$build/libstrata-mpi.so" ]; then
+        echo "rl_mpi: mpirun or libstrata-mpi.so missing: not run"
+        exit 0
+fi
+cc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$src/include" -o "$dir/cartpole" \
+        "$src/examples/rl/cartpole.c" -L"$build" -lstrata -lm -Wl,-rpath,"$build"
+mpi() { timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$@"; }
+"$dir/cartpole" td3 --steps 2000 --envs 2 --devices 2 --export "$dir/ddp.safetensors" |
+        grep '^{'
+for k in 1 2; do
+        mpi "$dir/cartpole" td3 --steps 2000 --envs 2 --mpi --export "$dir/mpi-$k.safetensors" |
+                grep '^{' > "$dir/mpi-$k.json"
+done
+cat "$dir/mpi-1.json"
+h1=$(sed 's/.*"returns_hash": "\([0-9a-f]*\)".*/\1/' "$dir/mpi-1.json")
+h2=$(sed 's/.*"returns_hash": "\([0-9a-f]*\)".*/\1/' "$dir/mpi-2.json")
+[ -n "$h1" ] && [ "$h1" = "$h2" ] && cmp -s "$dir/mpi-1.safetensors" "$dir/mpi-2.safetensors" ||
+        { echo "td3: two runs of 2 mpi processes differ"; exit 1; }
+echo "td3: two runs of 2 mpi processes bitwise equal (returns and policy)"
+cmp -s "$dir/ddp.safetensors" "$dir/mpi-1.safetensors" ||
+        { echo "td3: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
+echo "td3: the policy of 2 mpi processes is bitwise ddp's on 2 devices"
+refused() { # $1: what the message must say; then the command
+        want=$1
+        shift
+        if mpi "$@" > "$dir/refused.out" 2>&1; then
+                echo "ran, not refused: $*"; exit 1
+        fi
+        grep -q "$want" "$dir/refused.out" || { cat "$dir/refused.out"; exit 1; }
+        echo "refused: $want"
+}
+refused "algo SAC under mpi" "$dir/cartpole" sac --steps 100 --envs 2 --mpi
+refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" td3 --steps 100 \
+        --envs 1 --mpi
