@@ -384,15 +384,30 @@ static int tok_shape(const struct strata_layer *l, int in, struct strata_module_
         return STRATA_OK;
 }
 
-/* @p rows samples [a, b] into [b, a]. */
+/*
+ * @p rows samples [a, b] into [b, a], in tiles of TOK_TILE x TOK_TILE values: a tile's lines
+ * are read and written whole while they are in cache (a copy: any order gives the same bits).
+ */
+#define TOK_TILE 16
+
 static void transpose_rows(const float *x, float *y, int rows, int a, int b)
 {
         size_t n = (size_t)a * b;
 
-        for (int r = 0; r < rows; r++)
-                for (int i = 0; i < a; i++)
-                        for (int j = 0; j < b; j++)
-                                y[r * n + (size_t)j * a + i] = x[r * n + (size_t)i * b + j];
+        for (int r = 0; r < rows; r++) {
+                const float *xr = x + (size_t)r * n;
+                float *yr = y + (size_t)r * n;
+
+                for (int i0 = 0; i0 < a; i0 += TOK_TILE)
+                        for (int j0 = 0; j0 < b; j0 += TOK_TILE) {
+                                int i1 = a - i0 < TOK_TILE ? a : i0 + TOK_TILE;
+                                int j1 = b - j0 < TOK_TILE ? b : j0 + TOK_TILE;
+
+                                for (int j = j0; j < j1; j++)
+                                        for (int i = i0; i < i1; i++)
+                                                yr[(size_t)j * a + i] = xr[(size_t)i * b + j];
+                        }
+        }
 }
 
 static void tok_forward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,

@@ -15,8 +15,10 @@
  * double, one rounding), and when dx is asked dcols = W^T dy_n into the sample's columns,
  * which it no longer needs, folded back (col2im) onto dx_n: a padded position adds onto the
  * source position its mode read it from (zeros: onto nothing). The forward product and dcols
- * run transposed where that fits the GEMM's tiles better, with the same bits. Every sum runs
- * in one fixed order: bitwise repeatable.
+ * run transposed where that fits the GEMM's tiles better, with the same bits. A kernel-1,
+ * stride-1, unpadded convolution's columns are its input: it reads them there, and its column
+ * gradient is written as dx (cols_are_input()). Every sum runs in one fixed order: bitwise
+ * repeatable.
  *
  * The module declares row_loop: where the runtime runs the modules after it inside its loop
  * (c->fused, decision 0046), it calls their forward after each sample's output and takes
@@ -309,6 +311,28 @@ static int direct_path(const struct strata_step_ctx *c, const struct strata__con
         return strata__conv_pad_of(g, pd) && pd->plane * (size_t)g->cin <= g->kk * g->out_sp;
 }
 
+/*
+ * Kernel 1 everywhere, stride 1, no padding: a sample's columns are the sample itself ([C_in x
+ * P], P the input's positions), as is its padded copy. The passes then read the input where it
+ * is instead of copying it into the saved values (the input stays until the backward), and the
+ * column gradient, in the [K x P] layout, is the input gradient: col2im would add each value
+ * once onto 0, which changes only a -0 (to +0), so the product writes dx and a pass adds 0.
+ */
+static int cols_are_input(const struct strata__conv_geom *g)
+{
+        for (int j = 0; j < 3; j++)
+                if (g->k[j] != 1 || g->s[j] != 1 || g->lo[j] || g->hi[j])
+                        return 0;
+        return 1;
+}
+
+/* What col2im onto 0 does to a value added once: -0 becomes +0, every other value stays. */
+STRATA_SIMD static void onto_zero(float *dx, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dx[i] = 0.0f + dx[i];
+}
+
 /* The geometry the shape accepted (forward and backward never see a refused one). */
 static void geom_of(const struct strata_layer *l, struct strata__conv_geom *g)
 {
@@ -358,15 +382,18 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
         struct strata__conv_geom g;
         struct strata__conv_pad pd;
         size_t cols_n;
-        int trans, padded;
+        int trans, padded, same;
 
         geom_of(l, &g);
         cols_n = g.kk * g.out_sp;
+        same = cols_are_input(&g);
         if (direct_path(c, &g, &pd)) {
                 for (int n = 0; n < rows; n++) {
-                        float *xp = l->aux + (size_t)n * cols_n;
+                        float *xp = same ? (float *)x + (size_t)n * l->in
+                                         : l->aux + (size_t)n * cols_n;
 
-                        strata__conv_pad_sample(&g, &pd, x + (size_t)n * l->in, xp);
+                        if (!same)
+                                strata__conv_pad_sample(&g, &pd, x + (size_t)n * l->in, xp);
                         strata__conv_direct_forward(&g, &pd, l->param,
                                                     g.bias ? l->param + (size_t)g.cout * g.kk
                                                            : NULL,
@@ -381,7 +408,9 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
         for (int n = 0; n < rows; n++) {
                 float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
 
-                if (padded)
+                if (same)
+                        cols = (float *)x + (size_t)n * l->in;
+                else if (padded)
                         strata__conv_im2col_padded(&g, &pd, x + (size_t)n * l->in, cols);
                 else
                         strata__conv_im2col(&g, x + (size_t)n * l->in, cols);
@@ -459,13 +488,13 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
 {
         struct strata__conv_geom g;
         struct strata__conv_pad pd;
-        int p, kk, trans, small_dx, direct, fold;
+        int p, kk, trans, small_dx, direct, fold, same;
         size_t cols_n;
         double bsum[BIAS_ROW_MAX]; /* fused: the bias gradient's sums (shape: cout fits) */
 
-        (void)x;
         (void)y;
         geom_of(l, &g);
+        same = cols_are_input(&g);
         direct = direct_path(c, &g, &pd); /* the samples' padded copies, not columns */
         p = (int)g.out_sp;
         kk = (int)g.kk;
@@ -479,7 +508,8 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         if (c->fused && g.bias)
                 memset(bsum, 0, (size_t)g.cout * sizeof(double));
         for (int n = 0; n < rows; n++) {
-                float *cols = l->aux + (size_t)n * cols_n;
+                float *cols = same ? (float *)x + (size_t)n * l->in
+                                   : l->aux + (size_t)n * cols_n;
                 /* fused: the row's gradient through the modules after it, while hot */
                 const float *dyn = c->fused ? c->fused->backward(c->fused, n)
                                             : dy + (size_t)n * l->out;
@@ -499,6 +529,10 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 if (!dx)
                         continue;
                 /* the sample's columns are spent: its column gradient takes their place */
+                if (same && !trans) /* or that of its input, which it is (cols_are_input()) */
+                        cols = dx + (size_t)n * l->in;
+                else if (same)
+                        cols = l->aux + (size_t)n * cols_n;
                 if (small_dx)
                         strata__conv_small_product(l->param, 1, (size_t)kk, kk, g.cout, dyn, p,
                                                    NULL, cols);
@@ -508,6 +542,10 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 else
                         strata_gemm(c, 1, 0, kk, p, g.cout, 1.0f, l->param, kk, dyn, p, 0.0f,
                                     cols, p);
+                if (same && !trans) {
+                        onto_zero(cols, (size_t)l->in);
+                        continue;
+                }
                 if (fold) {
                         strata__conv_col2im_padded(&g, &pd, cols, trans,
                                                    dx + (size_t)n * l->in);

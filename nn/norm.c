@@ -403,15 +403,43 @@ static void ln_dx(const struct strata_layer *l, size_t i, int f, const float *xr
 /* Features whose parameter gradients are summed at once, in double on the stack. */
 #define LN_BLOCK 64
 
+/* Features [j0, j0 + nj)'s gradient sums @p gw, @p gb, rounded once: written or added on. */
+static void ln_store(const struct strata_layer *l, const double *gw, const double *gb, int j0,
+                     int nj)
+{
+        int f = norm_group(l);
+        float *dw = l->grad, *db = l->grad + f;
+
+        for (int j = 0; j < nj; j++) {
+                dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
+                db[j0 + j] = (float)(l->grad_fresh ? gb[j] : db[j0 + j] + gb[j]);
+        }
+}
+
 static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
                         const float *y, const float *dy, float *dx, int rows)
 {
         int f = norm_group(l);
         size_t groups = (size_t)rows * (size_t)(l->in / f);
-        float *dw = l->grad, *db = l->grad + f;
 
         (void)c;
         (void)y;
+        if (dx && f <= LN_BLOCK) { /* one block: each group's dx while its values are hot */
+                double gw[LN_BLOCK] = { 0 }, gb[LN_BLOCK] = { 0 }, mean, rstd;
+
+                for (size_t i = 0; i < groups; i++) {
+                        const float *xr = x + i * f, *dr = dy + i * f;
+
+                        ln_stats(l, i, &mean, &rstd);
+                        for (int j = 0; j < f; j++) {
+                                gw[j] += dr[j] * ((xr[j] - mean) * rstd);
+                                gb[j] += dr[j];
+                        }
+                        ln_dx(l, i, f, xr, dr, dx + i * f);
+                }
+                ln_store(l, gw, gb, 0, f);
+                return;
+        }
         for (int j0 = 0; j0 < f; j0 += LN_BLOCK) { /* each feature's groups in order */
                 int nj = f - j0 < LN_BLOCK ? f - j0 : LN_BLOCK;
                 double gw[LN_BLOCK] = { 0 }, gb[LN_BLOCK] = { 0 }, mean, rstd;
@@ -425,10 +453,7 @@ static void ln_backward(struct strata_layer *l, const struct strata_step_ctx *c,
                                 gb[j] += dr[j];
                         }
                 }
-                for (int j = 0; j < nj; j++) {
-                        dw[j0 + j] = (float)(l->grad_fresh ? gw[j] : dw[j0 + j] + gw[j]);
-                        db[j0 + j] = (float)(l->grad_fresh ? gb[j] : db[j0 + j] + gb[j]);
-                }
+                ln_store(l, gw, gb, j0, nj);
         }
         if (!dx)
                 return;

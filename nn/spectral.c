@@ -37,7 +37,10 @@
  * The backward is the adjoint (N points; c_k = 1 on the columns k = 0 and W/2 whose imaginary
  * parts the inverse ignores, else 2): with G = rfft(dy), dW[i, o, k] = conj(X[i, k]) G[o, k]
  * c_k / N and dx[i] = c2r(sum over o of G[o, k] conj(W[i, o, k]) / N), c2r the unscaled
- * inverse. It transforms x again rather than keep its spectrum, so it reads x and dy only. Sums
+ * inverse. In 1-D and 2-D X is the forward's, kept in the row's room in aux (the forward's
+ * later work uses other parts of it), and each input's gradient spectrum passes through the
+ * kept columns' room: the backward transforms dy only, and may run again. In 3-D it transforms
+ * x again, X's room taking the gradient spectra. Sums
  * over channels run in ascending order, gradients over rows in row order: the same bits every
  * run.
  */
@@ -560,31 +563,30 @@ static void mix_wgrad(const struct geom *g, const float *x, const float *gy, flo
                 }
 }
 
-/* Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode, as mix_forward sums. */
-static void mix_input_grad(const struct geom *g, const float *wt, const float *gy, float *z,
-                           float scale)
+/*
+ * Z[i] = scale * sum over o of G[o] conj(W[i, o]), mode by mode, as mix_forward sums: input
+ * @p i's into @p zi.
+ */
+static void mix_input_grad(const struct geom *g, const float *wt, const float *gy, float *zi,
+                           int i, float scale)
 {
         size_t w = (size_t)g->cin * (size_t)g->cout * g->modes * 2, n = 2 * g->kept;
 
-        for (int i = 0; i < g->cin; i++) {
-                float *zi = z + (size_t)i * n;
+        memset(zi, 0, sizeof(float) * n);
+        for (int o = 0; o < g->cout; o++)
+                for (size_t b = 0; b < (size_t)g->blocks; b++) {
+                        const float *gv = gy + (size_t)o * n + 2 * b * g->modes;
+                        const float *wv = wt + b * w + 2 * g->modes *
+                                          ((size_t)i * (size_t)g->cout + (size_t)o);
+                        float *zv = zi + 2 * b * g->modes;
 
-                memset(zi, 0, sizeof(float) * n);
-                for (int o = 0; o < g->cout; o++)
-                        for (size_t b = 0; b < (size_t)g->blocks; b++) {
-                                const float *gv = gy + (size_t)o * n + 2 * b * g->modes;
-                                const float *wv = wt + b * w + 2 * g->modes *
-                                                  ((size_t)i * (size_t)g->cout + (size_t)o);
-                                float *zv = zi + 2 * b * g->modes;
-
-                                for (size_t j = 0; j < 2 * g->modes; j += 2) {
-                                        zv[j] += gv[j] * wv[j] + gv[j + 1] * wv[j + 1];
-                                        zv[j + 1] += gv[j + 1] * wv[j] - gv[j] * wv[j + 1];
-                                }
+                        for (size_t j = 0; j < 2 * g->modes; j += 2) {
+                                zv[j] += gv[j] * wv[j] + gv[j + 1] * wv[j + 1];
+                                zv[j + 1] += gv[j + 1] * wv[j] - gv[j] * wv[j + 1];
                         }
-                for (size_t j = 0; j < n; j++)
-                        zi[j] *= scale;
-        }
+                }
+        for (size_t j = 0; j < n; j++)
+                zi[j] *= scale;
 }
 
 static void spec_backward(struct strata_layer *l, int nd, const float *x, const float *dy,
@@ -604,25 +606,28 @@ static void spec_backward(struct strata_layer *l, int nd, const float *x, const 
         }
         scale = 1.0f / (float)g.npts;
         for (int r = 0; r < rows; r++) {
-                const float *xr = x + (size_t)r * (size_t)l->in;
                 const float *dyr = dy + (size_t)r * (size_t)l->out;
                 struct room m = room_of(l, &g, r);
 
-                /* X again from x (the same bits as forward's): backward keeps nothing */
-                for (int i = 0; i < g.cin; i++)
-                        to_modes(&g, &p, &m, xr + (size_t)i * g.npts,
+                /* X: the forward's, still in the row's room (its work used t, f, a and gs);
+                 * in 3-D again from x (the same bits), its room being the dx spectra's */
+                for (int i = 0; g.nd > 2 && i < g.cin; i++)
+                        to_modes(&g, &p, &m, x + (size_t)r * (size_t)l->in + (size_t)i * g.npts,
                                  m.xs + 2 * (size_t)i * g.kept);
                 for (int o = 0; o < g.cout; o++)
                         to_modes(&g, &p, &m, dyr + (size_t)o * g.npts,
                                  m.gs + 2 * (size_t)o * g.kept);
                 mix_wgrad(&g, m.xs, m.gs, l->grad, scale);
-                if (!dx)
-                        continue;
-                /* X is spent: its room takes the input gradient's spectrum */
-                mix_input_grad(&g, l->param, m.gs, m.xs, scale);
-                for (int i = 0; i < g.cin; i++)
-                        from_modes(&g, &p, &m, m.xs + 2 * (size_t)i * g.kept,
+                for (int i = 0; dx && i < g.cin; i++) {
+                        /* 3-D: X is spent, its room takes the input gradient's spectra; else
+                         * each one in a's kept columns, which from_modes() copies onto
+                         * themselves (mode_at() is the identity there), X kept */
+                        float *z = g.nd > 2 ? m.xs + 2 * (size_t)i * g.kept : m.a;
+
+                        mix_input_grad(&g, l->param, m.gs, z, i, scale);
+                        from_modes(&g, &p, &m, z,
                                    dx + (size_t)r * (size_t)l->in + (size_t)i * g.npts);
+                }
         }
 }
 
