@@ -304,7 +304,8 @@ fuzz-run: $(BUILD)/libstrata.a
 DEPS       := build-essential pkg-config libhwloc-dev libnuma-dev zlib1g-dev libxsmm-dev \
               libhdf5-dev libfftw3-dev dataset-fashion-mnist gnuplot-nox fonts-liberation
 TEST_DEPS  := libcriterion-dev clang openmpi-bin libopenmpi-dev gfortran python3-torch \
-              libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools python3-h5py
+              libopenblas-pthread-dev python3-numpy python3-pip python3-setuptools python3-h5py \
+              python3-onnx
 BENCH_DEPS := bc openmpi-bin libopenmpi-dev gfortran python3-torch libdnnl-dev libtorch-dev
 # $(call install_missing,PACKAGES): apt-get install those of PACKAGES not installed yet.
 install_missing = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \

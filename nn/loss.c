@@ -139,6 +139,36 @@ POINTWISE_LOSS(strata_huber, "huber", STRATA_PLOSS_HUBER, real_check)
 POINTWISE_LOSS(strata_bce_with_logits, "bce_with_logits", STRATA_PLOSS_BCE_LOGITS, unit_check)
 #undef POINTWISE_LOSS
 
+/*
+ * The float targets are the output's gradient, given by the caller (an actor's dQ/da from its
+ * critic's input gradient): the value is sum(t * out), the gradient t (times loss_scale).
+ */
+static int given_gradient_check(const struct strata_batch *b, int outputs)
+{
+        (void)b, (void)outputs;
+        return STRATA_OK;
+}
+
+static double given_gradient_forward(const struct strata_step_ctx *c, const float *out,
+                                     const void *targets, int rows, int outputs, float *dout,
+                                     int *correct)
+{
+        const float *t = targets;
+        double sum = 0.0;
+
+        for (int i = 0; i < rows * outputs; i++) {
+                sum += (double)t[i] * out[i];
+                if (dout)
+                        dout[i] = t[i] * c->loss_scale;
+        }
+        if (correct)
+                *correct = 0;
+        return sum;
+}
+
+const struct strata_loss_ops strata_given_gradient = { "given_gradient", given_gradient_check,
+                                                       given_gradient_forward, 1 };
+
 const struct strata_loss_ops *strata__output_loss(const struct strata_model *m, int k)
 {
         return m->outputs[k].loss ? m->outputs[k].loss : strata__loss_of_model(m);

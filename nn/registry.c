@@ -62,7 +62,7 @@ static const struct strata__module_entry modules[] = {
 /* Every built-in loss. */
 static const struct strata_loss_ops *const losses[] = {
         &strata_softmax_cross_entropy, &strata_mse, &strata_l1, &strata_huber,
-        &strata_bce_with_logits,
+        &strata_bce_with_logits, &strata_given_gradient,
 };
 
 const struct strata__module_entry *strata__module_entry(const char *name)

@@ -27,23 +27,12 @@ static int count(const char *what, size_t got, size_t want)
                             "is %zu", what, got, want);
 }
 
-static struct strata_batch rows(const float *x, int n, int dim)
-{
-        struct strata_batch b;
-
-        memset(&b, 0, sizeof(b));
-        b.x = x;
-        b.rows = n;
-        b.dim = dim;
-        return b;
-}
-
 /* PPO's exploring act: draws, their log-probabilities and the states' values kept. */
 static int ppo_explore(struct strata_rl_agent *ag, const float *state, float *action)
 {
         struct strata__agent_scratch sc = strata__agent_scratch_of(ag);
         uint32_t E = ag->cfg.n_envs, A = ag->cfg.action_dim;
-        struct strata_batch b = rows(state, (int)E, (int)ag->cfg.state_dim);
+        struct strata_batch b = strata__agent_batch(state, (int)E, (int)ag->cfg.state_dim, NULL, 0);
 
         STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc.act_value, E));
         for (uint32_t e = 0; e < E; e++) {
@@ -103,7 +92,7 @@ int strata_rl_act(struct strata_rl_agent *ag, const float *state, size_t state_c
                 state = sc.xs;
         }
         policy = ag->cfg.algo == STRATA_RL_PPO ? PPO_ACTOR : TD3_ACTOR;
-        b = rows(state, (int)E, (int)ag->cfg.state_dim);
+        b = strata__agent_batch(state, (int)E, (int)ag->cfg.state_dim, NULL, 0);
         if (ag->cfg.algo == STRATA_RL_SAC)
                 return sac_act(ag, &b, action, explore);
         STRATA_TRY(strata_model_predict_step(ag->rt, policy, &b, action, action_count));

@@ -2,8 +2,8 @@
  * Agents over several models of one runtime (contract in include/strata/rl.h, decision 0077).
  * This file checks the hyper-parameters, builds the networks and the runtime, and lays out the
  * agent's block (the same walk sizes and carves it); acting, recording and training are
- * rl/act.c's, the updates TD3's (rl/td3.c), SAC's (rl/sac.c) and PPO's (rl/ppo.c). Every array an update needs is in the block: nothing
- * allocates after init.
+ * rl/act.c's, the updates TD3's (rl/td3.c), SAC's (rl/sac.c) and PPO's (rl/ppo.c). Every array
+ * an update needs is in the block: nothing allocates after init.
  */
 #include <math.h>
 #include <string.h>
@@ -13,33 +13,6 @@
 #include "rl/agent.h"
 #include "rl/rl.h"
 
-
-/* The loss of a network whose output gradient the agent computes: the float targets are that
- * gradient, as given (with the sum reduction, loss_scale is 1). */
-static int given_check(const struct strata_batch *b, int outputs)
-{
-        (void)b, (void)outputs;
-        return STRATA_OK;
-}
-
-static double given_forward(const struct strata_step_ctx *c, const float *out,
-                            const void *targets, int rows, int outputs, float *dout,
-                            int *correct)
-{
-        const float *t = targets;
-        double sum = 0.0;
-
-        for (int i = 0; i < rows * outputs; i++) {
-                sum += (double)t[i] * out[i];
-                if (dout)
-                        dout[i] = t[i] * c->loss_scale;
-        }
-        if (correct)
-                *correct = 0;
-        return sum;
-}
-
-static const struct strata_loss_ops given = { "given gradient", given_check, given_forward, 1 };
 
 /* @p cfg with its zeros replaced by the defaults. */
 static struct strata_rl_agent_config defaults(const struct strata_rl_agent_config *cfg)
@@ -292,13 +265,15 @@ static int networks(struct strata_rl_agent *ag, struct strata_optim *opt0)
         const struct strata_rl_agent_config *c = &ag->cfg;
         int S = (int)c->state_dim, A = (int)c->action_dim, H = (int)c->hidden;
         struct strata_optim ao = adam(c->actor_lr);
+        /* the networks whose output gradient the agent computes */
+        const struct strata_loss_ops *given = strata_loss_ops_by_name("given_gradient");
 
         ag->models = (struct strata_models)STRATA_MODELS_INIT;
         *opt0 = adam(c->critic_lr);
         if (c->algo == STRATA_RL_TD3) {
                 mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
                 mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
-                mlp(ag->mods[2], &ag->net[2], S, H, A, 1, &given);
+                mlp(ag->mods[2], &ag->net[2], S, H, A, 1, given);
                 ag->net[0].reduction = ag->net[1].reduction = STRATA_REDUCTION_MEAN;
                 STRATA_TRY(strata_models_add(&ag->models, &ag->net[1], 1, opt0, NULL));
                 STRATA_TRY(strata_models_add(&ag->models, &ag->net[2], A, &ao, NULL));
@@ -309,15 +284,15 @@ static int networks(struct strata_rl_agent *ag, struct strata_optim *opt0)
         if (c->algo == STRATA_RL_SAC) {
                 mlp(ag->mods[0], &ag->net[0], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
                 mlp(ag->mods[1], &ag->net[1], S + A, H, 1, 0, strata_loss_ops_by_name("mse"));
-                mlp(ag->mods[2], &ag->net[2], S, H, 2 * A, 0, &given);
+                mlp(ag->mods[2], &ag->net[2], S, H, 2 * A, 0, given);
                 ag->net[0].reduction = ag->net[1].reduction = STRATA_REDUCTION_MEAN;
                 STRATA_TRY(strata_models_add(&ag->models, &ag->net[1], 1, opt0, NULL));
                 STRATA_TRY(strata_models_add(&ag->models, &ag->net[2], 2 * A, &ao, NULL));
                 STRATA_TRY(strata_models_add_target(&ag->models, SAC_C1, c->tau, NULL));
                 return strata_models_add_target(&ag->models, SAC_C2, c->tau, NULL);
         }
-        mlp(ag->mods[0], &ag->net[0], S, H, A, 0, &given);
-        mlp(ag->mods[1], &ag->net[1], S, H, 1, 0, &given);
+        mlp(ag->mods[0], &ag->net[0], S, H, A, 0, given);
+        mlp(ag->mods[1], &ag->net[1], S, H, 1, 0, given);
         *opt0 = ao;
         ao = adam(c->critic_lr);
         return strata_models_add(&ag->models, &ag->net[1], 1, &ao, NULL);

@@ -7,8 +7,10 @@
 #define STRATA_RL_AGENT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "strata/rl.h"
+#include "strata/strata.h"
 
 #define AGENT_MAGIC 0x5354524c4147454eull /* "STRLAGEN": a live agent */
 
@@ -43,6 +45,31 @@ struct strata__agent_scratch {
         float *pol, *eps;                 /* SAC: the policy's outputs (R x 2A), its draws */
         float *xs, *xn;                   /* normalised states and next states (n_envs) */
 };
+
+/* A batch of @p n rows of @p dim inputs @p x and, when @p t, @p tdim float targets each. */
+static inline struct strata_batch strata__agent_batch(const float *x, int n, int dim,
+                                                      const float *t, int tdim)
+{
+        struct strata_batch b;
+
+        memset(&b, 0, sizeof(b));
+        b.x = x;
+        b.rows = n;
+        b.dim = dim;
+        b.t = t;
+        b.tdim = tdim;
+        return b;
+}
+
+/* sa = [s, a] row by row: a critic's input. */
+static inline void strata__agent_join(float *sa, const float *s, const float *a, uint32_t n,
+                                      uint32_t S, uint32_t A)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                memcpy(sa + (size_t)i * (S + A), s + (size_t)i * S, S * sizeof(float));
+                memcpy(sa + (size_t)i * (S + A) + S, a + (size_t)i * A, A * sizeof(float));
+        }
+}
 
 /* The scratch arrays of agent @p ag's block (rl/agent.c). */
 struct strata__agent_scratch strata__agent_scratch_of(const struct strata_rl_agent *ag);

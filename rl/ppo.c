@@ -30,19 +30,6 @@ float strata__ppo_logp(const float *a, const float *mu, const float *logstd, uin
         return lp;
 }
 
-static struct strata_batch batch_of(const float *x, int n, int dim, const float *t, int tdim)
-{
-        struct strata_batch b;
-
-        memset(&b, 0, sizeof(b));
-        b.x = x;
-        b.rows = n;
-        b.dim = dim;
-        b.t = t;
-        b.tdim = tdim;
-        return b;
-}
-
 /* Advantages of @p n rows to mean 0, standard deviation 1 (unbiased, as torch.std). */
 static void normalise(float *adv, uint32_t n)
 {
@@ -110,15 +97,15 @@ static int minibatch(struct strata_rl_agent *ag, const struct strata__agent_scra
         STRATA_TRY(strata_rl_rollout_minibatch(&ag->rollout, epoch, k, ag->cfg.minibatch, sc->s,
                                                sc->a, sc->logp, sc->adv, sc->ret, &n));
         normalise(sc->adv, n);
-        b = batch_of(sc->s, (int)n, (int)S, NULL, 0);
+        b = strata__agent_batch(sc->s, (int)n, (int)S, NULL, 0);
         STRATA_TRY(strata_model_predict_step(ag->rt, PPO_ACTOR, &b, sc->mu, (size_t)n * A));
         STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc->v, n));
         surrogate(ag, sc, n, gls);
         for (uint32_t i = 0; i < n; i++)
                 sc->dq[i] = ag->cfg.vf_coef * 2.0f * (sc->v[i] - sc->ret[i]) / (float)n;
-        b = batch_of(sc->s, (int)n, (int)S, sc->g, (int)A);
+        b = strata__agent_batch(sc->s, (int)n, (int)S, sc->g, (int)A);
         STRATA_TRY(strata_model_train_step(ag->rt, PPO_ACTOR, &b, NULL));
-        b = batch_of(sc->s, (int)n, (int)S, sc->dq, 1);
+        b = strata__agent_batch(sc->s, (int)n, (int)S, sc->dq, 1);
         STRATA_TRY(strata_model_train_step(ag->rt, PPO_VALUE, &b, NULL));
         if (!ag->cfg.fixed_std)
                 logstd_step(ag, sc, gls);
@@ -130,7 +117,8 @@ int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scr
 {
         uint32_t E = ag->cfg.n_envs, rows = ag->cfg.steps * E;
         uint32_t nmb = (rows + ag->cfg.minibatch - 1) / ag->cfg.minibatch;
-        struct strata_batch b = batch_of(sc->next, (int)E, (int)ag->cfg.state_dim, NULL, 0);
+        struct strata_batch b = strata__agent_batch(sc->next, (int)E, (int)ag->cfg.state_dim,
+                                                    NULL, 0);
 
         STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc->last_value, E));
         STRATA_TRY(strata_rl_rollout_finish(&ag->rollout, sc->last_value));

@@ -46,34 +46,13 @@ void strata__sac_squash(const float *pol, const float *eps, uint32_t rows, uint3
         }
 }
 
-static struct strata_batch batch_of(const float *x, int n, int dim, const float *t, int tdim)
-{
-        struct strata_batch b;
-
-        memset(&b, 0, sizeof(b));
-        b.x = x;
-        b.rows = n;
-        b.dim = dim;
-        b.t = t;
-        b.tdim = tdim;
-        return b;
-}
-
-static void join(float *sa, const float *s, const float *a, uint32_t n, uint32_t S, uint32_t A)
-{
-        for (uint32_t i = 0; i < n; i++) {
-                memcpy(sa + (size_t)i * (S + A), s + (size_t)i * S, S * sizeof(float));
-                memcpy(sa + (size_t)i * (S + A) + S, a + (size_t)i * A, A * sizeof(float));
-        }
-}
-
 /* The policy on states @p x: outputs into sc->pol, draws into sc->eps, actions into @p a and
  * their log-probabilities into sc->logp. */
 static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
                 const float *x, float *a)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
-        struct strata_batch b = batch_of(x, (int)B, (int)S, NULL, 0);
+        struct strata_batch b = strata__agent_batch(x, (int)B, (int)S, NULL, 0);
 
         STRATA_TRY(strata_model_predict_step(ag->rt, SAC_ACTOR, &b, sc->pol, (size_t)B * 2 * A));
         for (uint32_t i = 0; i < B; i++) {
@@ -91,8 +70,8 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         struct strata_batch b;
 
         STRATA_TRY(draw(ag, sc, sc->s2, sc->a2));
-        join(sc->sa, sc->s2, sc->a2, B, S, A);
-        b = batch_of(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
+        b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
         STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1T, &b, sc->q1, B));
         STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2T, &b, sc->q2, B));
         for (uint32_t i = 0; i < B; i++)
@@ -104,7 +83,7 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
 static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
-        struct strata_batch b = batch_of(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        struct strata_batch b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
 
         STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1, &b, sc->q1, B));
         STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2, &b, sc->q2, B));
@@ -170,15 +149,15 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
                                                 &out));
         STRATA_TRY(target(ag, sc, alpha));
-        join(sc->sa, sc->s, sc->a, B, S, A);
-        b = batch_of(sc->sa, (int)B, (int)(S + A), sc->r, 1);
+        strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
+        b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
         STRATA_TRY(strata_model_train_step(ag->rt, SAC_C1, &b, NULL));
         STRATA_TRY(strata_model_train_step(ag->rt, SAC_C2, &b, NULL));
         STRATA_TRY(draw(ag, sc, sc->s, sc->a2));
-        join(sc->sa, sc->s, sc->a2, B, S, A);
+        strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
         STRATA_TRY(critic_grad(ag, sc));
         policy_grad(ag, sc, alpha);
-        b = batch_of(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
+        b = strata__agent_batch(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
         STRATA_TRY(strata_model_train_step(ag->rt, SAC_ACTOR, &b, NULL));
         if (!ag->cfg.fixed_alpha)
                 alpha_step(ag, sc);

@@ -15,34 +15,12 @@
 #include "rl/agent.h"
 #include "rl/rl.h"
 
-static struct strata_batch batch_of(const float *x, int n, int dim, const float *t, int tdim)
-{
-        struct strata_batch b;
-
-        memset(&b, 0, sizeof(b));
-        b.x = x;
-        b.rows = n;
-        b.dim = dim;
-        b.t = t;
-        b.tdim = tdim;
-        return b;
-}
-
-/* sa = [s, a] row by row. */
-static void join(float *sa, const float *s, const float *a, uint32_t n, uint32_t S, uint32_t A)
-{
-        for (uint32_t i = 0; i < n; i++) {
-                memcpy(sa + (size_t)i * (S + A), s + (size_t)i * S, S * sizeof(float));
-                memcpy(sa + (size_t)i * (S + A) + S, a + (size_t)i * A, A * sizeof(float));
-        }
-}
-
 /* The critics' target: y (into sc->r) = r + discount x min(Q1'(s', a'), Q2'(s', a')). */
 static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         const struct strata_rl_agent_config *c = &ag->cfg;
         uint32_t B = c->batch, S = c->state_dim, A = c->action_dim;
-        struct strata_batch b = batch_of(sc->s2, (int)B, (int)S, NULL, 0);
+        struct strata_batch b = strata__agent_batch(sc->s2, (int)B, (int)S, NULL, 0);
         float lim = c->target_noise_clip;
 
         STRATA_TRY(strata_model_predict_step(ag->rt, TD3_ACTORT, &b, sc->a2, (size_t)B * A));
@@ -55,8 +33,8 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
                         a2[j] = fminf(fmaxf(a2[j] + fminf(fmaxf(n[j], -lim), lim), -1.0f),
                                       1.0f);
         }
-        join(sc->sa, sc->s2, sc->a2, B, S, A);
-        b = batch_of(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
+        b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
         STRATA_TRY(strata_model_predict_step(ag->rt, TD3_C1T, &b, sc->q1, B));
         STRATA_TRY(strata_model_predict_step(ag->rt, TD3_C2T, &b, sc->q2, B));
         for (uint32_t i = 0; i < B; i++)
@@ -68,19 +46,19 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
 static int policy(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
-        struct strata_batch b = batch_of(sc->s, (int)B, (int)S, NULL, 0);
+        struct strata_batch b = strata__agent_batch(sc->s, (int)B, (int)S, NULL, 0);
 
         STRATA_TRY(strata_model_predict_step(ag->rt, TD3_ACTOR, &b, sc->a2, (size_t)B * A));
-        join(sc->sa, sc->s, sc->a2, B, S, A);
+        strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
         for (uint32_t i = 0; i < B; i++)
                 sc->dq[i] = -1.0f / (float)B;
-        b = batch_of(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
         STRATA_TRY(strata_model_input_grad(ag->rt, TD3_C1, &b, sc->dq, B, sc->dsa,
                                            (size_t)B * (S + A)));
         for (uint32_t i = 0; i < B; i++)
                 memcpy(sc->g + (size_t)i * A, sc->dsa + (size_t)i * (S + A) + S,
                        A * sizeof(float));
-        b = batch_of(sc->s, (int)B, (int)S, sc->g, (int)A);
+        b = strata__agent_batch(sc->s, (int)B, (int)S, sc->g, (int)A);
         STRATA_TRY(strata_model_train_step(ag->rt, TD3_ACTOR, &b, NULL));
         for (int k = TD3_C1T; k <= TD3_ACTORT; k++)
                 STRATA_TRY(strata_model_polyak_update(ag->rt, k));
@@ -97,8 +75,8 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
                                                 &out));
         STRATA_TRY(target(ag, sc));
-        join(sc->sa, sc->s, sc->a, B, S, A);
-        b = batch_of(sc->sa, (int)B, (int)(S + A), sc->r, 1);
+        strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
+        b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
         STRATA_TRY(strata_model_train_step(ag->rt, TD3_C1, &b, NULL));
         STRATA_TRY(strata_model_train_step(ag->rt, TD3_C2, &b, NULL));
         if (++sc->head->updates % c->policy_delay == 0)

@@ -7,8 +7,8 @@
  * tanh(M s). Each update: the actor acts (plus a fixed exploration noise), the critic (input
  * [s, a], MSE) learns the reward, then the actor follows the critic up: the critic's input
  * gradient of -mean Q (strata_model_input_grad()), its action columns, is the actor's output
- * gradient, applied by a loss that takes it as given. Both targets then move by Polyak
- * averaging (tau 0.01; a longer task would take its TD targets from them).
+ * gradient, applied by the loss that takes it as given (strata_given_gradient). Both targets
+ * then move by Polyak averaging (tau 0.01; a longer task would take its TD targets from them).
  *
  * Every process generates the whole batch (the same values); each computes and reads only the
  * rows its devices own, so one process of D devices (ddp) and D processes of one device
@@ -58,32 +58,6 @@ static float reward(const float *x, const float *a)
         }
         return -d;
 }
-
-/* The actor's loss: its output gradient is the batch's float targets, as given. */
-static int given_check(const struct strata_batch *b, int outputs)
-{
-        (void)b, (void)outputs;
-        return STRATA_OK;
-}
-
-static double given_forward(const struct strata_step_ctx *c, const float *out,
-                            const void *targets, int rows, int outputs, float *dout,
-                            int *correct)
-{
-        const float *t = targets;
-        double sum = 0.0;
-
-        for (int i = 0; i < rows * outputs; i++) {
-                sum += (double)t[i] * out[i];
-                if (dout)
-                        dout[i] = t[i] * c->loss_scale;
-        }
-        if (correct)
-                *correct = 0;
-        return sum;
-}
-
-static const struct strata_loss_ops given = { "given gradient", given_check, given_forward, 1 };
 
 static struct strata_batch rows(const float *x, int dim, const float *t, int tdim)
 {
@@ -203,7 +177,8 @@ int main(int argc, char **argv)
         am[1] = (struct strata_module){ .ops = &strata_tanh };
         am[2] = (struct strata_module){ .ops = &strata_linear, .out = A };
         actor = (struct strata_model){ .in_features = S, .nmodules = 3, .modules = am,
-                                       .loss = &given, .reduction = STRATA_REDUCTION_SUM };
+                                       .loss = &strata_given_gradient,
+                                       .reduction = STRATA_REDUCTION_SUM };
         ao.kind = STRATA_OPTIM_ADAMW;
         ao.lr = 1e-3f;
         if ((rc = strata_models_add(&set, &actor, A, &ao, NULL)) != STRATA_OK ||

@@ -436,6 +436,12 @@ extern const struct strata_loss_ops strata_huber;
  * BCEWithLogitsLoss: max(x, 0) - x t + log(1 + exp(-|x|)) on logits x, targets in [0, 1].
  */
 extern const struct strata_loss_ops strata_bce_with_logits;
+/**
+ * The output's gradient given by the caller as the float targets t (an actor's dQ/da, taken
+ * from its critic with strata_model_input_grad()): value sum(t out), gradient t; with
+ * STRATA_REDUCTION_SUM the step applies t as it is.
+ */
+extern const struct strata_loss_ops strata_given_gradient;
 
 /** Most inputs and outputs of a model (struct strata_model inputs, outputs). */
 #define STRATA_MAX_INPUTS 8

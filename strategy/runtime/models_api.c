@@ -99,6 +99,14 @@ static int model_arg(const struct strata_runtime *rt, int model, int trained)
         return STRATA_OK;
 }
 
+/* A live runtime, a model @p model of it (a trained one when @p trained), made active. */
+static int enter(struct strata_runtime *rt, int model, int trained)
+{
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(model_arg(rt, model, trained));
+        return strata__models_enter(rt, model);
+}
+
 int strata_model_count(const struct strata_runtime *rt, int *n)
 {
         STRATA_TRY(strata__check_rt(rt));
@@ -113,9 +121,7 @@ int strata_model_train_step(struct strata_runtime *rt, int model, const struct s
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 1));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 1));
         rc = strata_train_step(rt, b, m);
         strata__models_leave(rt);
         return rc;
@@ -125,9 +131,7 @@ int strata_model_end_accumulation_window(struct strata_runtime *rt, int model)
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 1));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 1));
         rc = strata_end_accumulation_window(rt);
         strata__models_leave(rt);
         return rc;
@@ -138,9 +142,7 @@ int strata_model_eval_step(struct strata_runtime *rt, int model, const struct st
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_eval_step(rt, b, m);
         strata__models_leave(rt);
         return rc;
@@ -151,9 +153,7 @@ int strata_model_predict_step(struct strata_runtime *rt, int model, const struct
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_predict_step(rt, b, out, capacity);
         strata__models_leave(rt);
         return rc;
@@ -202,9 +202,7 @@ int strata_model_save_checkpoint(struct strata_runtime *rt, int model, const cha
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_save_checkpoint(rt, path, app, app_bytes);
         strata__models_leave(rt);
         return rc;
@@ -216,9 +214,7 @@ int strata_model_load_checkpoint(struct strata_runtime *rt, int model, const cha
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_load_checkpoint(rt, path, app, app_cap, app_bytes, info);
         strata__models_leave(rt);
         return rc;
@@ -228,9 +224,7 @@ int strata_model_export_safetensors(struct strata_runtime *rt, int model, const 
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_export_safetensors(rt, path);
         strata__models_leave(rt);
         return rc;
@@ -241,9 +235,7 @@ int strata_model_input_grad(struct strata_runtime *rt, int model, const struct s
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_input_grad(rt, b, dout, dout_count, dx, capacity);
         strata__models_leave(rt);
         return rc;
@@ -254,9 +246,7 @@ int strata_model_load_weights(struct strata_runtime *rt, int model, const char *
 {
         int rc;
 
-        STRATA_TRY(strata__check_rt(rt));
-        STRATA_TRY(model_arg(rt, model, 0));
-        STRATA_TRY(strata__models_enter(rt, model));
+        STRATA_TRY(enter(rt, model, 0));
         rc = strata_load_weights(rt, path, flags, info);
         strata__models_leave(rt);
         return rc;

@@ -70,7 +70,7 @@ Test(deps_sets, make_test_adds_what_the_suite_drives)
         static const char *const suite[] = { "libcriterion-dev", "openmpi-bin", "libopenmpi-dev",
                                              "gfortran", "python3-torch",
                                              "libopenblas-pthread-dev", "clang",
-                                             "python3-h5py" };
+                                             "python3-h5py", "python3-onnx" };
 
         read_sets();
         for (size_t i = 0; i < sizeof(suite) / sizeof(suite[0]); i++)

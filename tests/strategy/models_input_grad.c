@@ -228,32 +228,6 @@ Test(models_input_grad, refused_and_nothing_written)
 #define S RIG_IN /* state width */
 #define A 2      /* action width */
 
-/* The actor's loss: its output gradient is the batch's float targets, as given. */
-static int given_check(const struct strata_batch *b, int outputs)
-{
-        (void)b, (void)outputs;
-        return STRATA_OK;
-}
-
-static double given_forward(const struct strata_step_ctx *c, const float *out,
-                            const void *targets, int nrows, int outputs, float *dout,
-                            int *correct)
-{
-        const float *g = targets;
-        double sum = 0.0;
-
-        for (int i = 0; i < nrows * outputs; i++) {
-                sum += (double)g[i] * out[i];
-                if (dout)
-                        dout[i] = g[i] * c->loss_scale;
-        }
-        if (correct)
-                *correct = 0;
-        return sum;
-}
-
-static const struct strata_loss_ops given = { "given gradient", given_check, given_forward, 1 };
-
 struct agent {
         struct strata_module cm[3], am[3];
         struct strata_model critic, actor;
@@ -277,7 +251,7 @@ static void agent_init(struct agent *g, enum strata_strategy_kind kind, int devi
         g->am[1] = (struct strata_module){ .ops = &strata_tanh };
         g->am[2] = (struct strata_module){ .ops = &strata_linear, .out = A };
         g->actor = (struct strata_model){ .in_features = S, .nmodules = 3, .modules = g->am,
-                                          .loss = &given,
+                                          .loss = &strata_given_gradient,
                                           .reduction = STRATA_REDUCTION_SUM };
         ao.momentum = 0.0f;
         ao.lr = 1e-3f;
