@@ -11,10 +11,15 @@
 #include <hwloc/glibc-sched.h>
 #include <numa.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "strata/status.h"
 #include "kernel/trace.h"
@@ -24,6 +29,19 @@
 
 #define MAX_DEV STRATA_MAX_DEVICES
 #define SPINS 20000
+#define SLICE_US 100 /* the shortest slice Linux accepts (decision 0081) */
+
+/* The kernel's struct sched_attr in its first version (48 bytes, SCHED_ATTR_SIZE_VER0). */
+struct slice_attr {
+        uint32_t size;
+        uint32_t policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime; /* a fair-class thread's slice, in ns (Linux 6.12 and later) */
+        uint64_t deadline;
+        uint64_t period;
+};
 
 struct strata__workers;
 
@@ -59,6 +77,9 @@ struct strata__workers {
         cpu_set_t caller_set;  /* the caller's own set, between calls */
         cpu_set_t caller_core; /* device 0's core, while the caller computes as device 0 */
         int caller_swaps;      /* both sets known: the caller moves between them */
+        uint64_t slice_ns;     /* each device thread's slice while it computes (0: as given) */
+        struct slice_attr caller_attr; /* the caller's own, restored between calls */
+        int caller_sliced;     /* caller_attr is valid and the short slice is on */
         struct strata__placement pl[MAX_DEV];
         struct seat self[MAX_DEV];
         unsigned char *stacks;
@@ -195,6 +216,63 @@ int strata__workers_barrier(struct strata__workers *w, int device)
         return rc;
 }
 
+/*
+ * A short scheduler slice for the calling thread (decision 0081): the devices of a step wait
+ * for each other at every collective, and a device that shares its core with the host's busy
+ * threads would otherwise get the core back only when their slice ends, a few milliseconds per
+ * collective. A short slice changes no share of the core (weights stay the nice level's), only
+ * how soon a woken or waiting device runs again. Only fair-class threads (SCHED_OTHER, BATCH)
+ * change; a real-time or idle policy the host chose is left alone, as is a kernel that refuses.
+ * Returns 1 when the slice was set, the thread's previous attributes in @p old.
+ */
+static int slice_on(uint64_t ns, struct slice_attr *old)
+{
+        struct slice_attr a;
+
+        if (!ns)
+                return 0;
+        memset(old, 0, sizeof(*old));
+        if (syscall(SYS_sched_getattr, 0, old, sizeof(*old), 0) != 0 ||
+            (old->policy != SCHED_OTHER && old->policy != SCHED_BATCH))
+                return 0;
+        a = *old;
+        a.size = sizeof(a);
+        a.flags &= 0x01; /* SCHED_FLAG_RESET_ON_FORK; the others need a newer attr */
+        a.runtime = ns;
+        return syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+}
+
+/* The thread's attributes back as slice_on() found them. */
+static void slice_off(struct slice_attr *old)
+{
+        old->size = sizeof(*old);
+        old->flags &= 0x01;
+        (void)syscall(SYS_sched_setattr, 0, old, 0);
+}
+
+/*
+ * STRATA_SCHED_SLICE_US: the device threads' slice in microseconds, 0 for the kernel's own;
+ * default SLICE_US. A pool of one device with no peer process waits for nobody and keeps the
+ * kernel's slice.
+ */
+static int slice_config(const struct strata__workers_config *c, uint64_t *ns)
+{
+        const char *v = getenv("STRATA_SCHED_SLICE_US");
+        char *end;
+        long us = SLICE_US;
+
+        if (v) {
+                us = strtol(v, &end, 10);
+                if (end == v || *end || us < 0 || (us && (us < 100 || us > 100000)))
+                        return strata__fail(STRATA_EINVAL,
+                                            "STRATA_SCHED_SLICE_US=%.32s: want 0 (the kernel's "
+                                            "slice) or 100..100000 microseconds",
+                                            v);
+        }
+        *ns = c->devices > 1 || c->peers ? (uint64_t)us * 1000u : 0;
+        return STRATA_OK;
+}
+
 /* The calling thread onto device @p dev's core. */
 static void bind_core(struct strata__workers *w, int dev)
 {
@@ -221,6 +299,7 @@ static void bind_self(struct strata__workers *w, int dev)
  */
 static void caller_enter(struct strata__workers *w)
 {
+        w->caller_sliced = slice_on(w->slice_ns, &w->caller_attr);
         if (w->caller_swaps)
                 (void)pthread_setaffinity_np(pthread_self(), sizeof(w->caller_core),
                                              &w->caller_core);
@@ -228,6 +307,9 @@ static void caller_enter(struct strata__workers *w)
 
 static void caller_leave(struct strata__workers *w)
 {
+        if (w->caller_sliced)
+                slice_off(&w->caller_attr);
+        w->caller_sliced = 0;
         if (w->caller_swaps)
                 (void)pthread_setaffinity_np(pthread_self(), sizeof(w->caller_set),
                                              &w->caller_set);
@@ -249,8 +331,10 @@ static void *worker_main(void *p)
         struct strata__workers *w = ((struct seat *)p)->w;
         int dev = ((struct seat *)p)->dev;
         unsigned seen = 0;
+        struct slice_attr given;
 
         bind_self(w, dev);
+        (void)slice_on(w->slice_ns, &given); /* its own thread: kept until it ends */
         for (;;) {
                 struct strata__wait idle = { .word = &w->cmd, .old = seen,
                                              .timeout_s = STRATA__WAIT_FOREVER,
@@ -333,6 +417,7 @@ int strata__workers_start(struct strata__workers **out, struct strata_arena *a,
 {
         struct strata__workers *w;
         size_t bytes, stack;
+        uint64_t slice_ns = 0;
         void *p;
         int rc = STRATA_OK;
 
@@ -341,6 +426,7 @@ int strata__workers_start(struct strata__workers **out, struct strata_arena *a,
         STRATA_TRY(strata__workers_plan(c, &bytes));
         if (!(c->timeout_s >= 0.0))
                 return strata__fail(STRATA_EINVAL, "workers: timeout %g s", c->timeout_s);
+        STRATA_TRY(slice_config(c, &slice_ns));
         STRATA_TRY(strata_arena_alloc(a, bytes - STRATA_ALIGN_PAGE, STRATA_ALIGN_PAGE, &p));
         w = p;
         memset(w, 0, sizeof(*w));
@@ -350,6 +436,7 @@ int strata__workers_start(struct strata__workers **out, struct strata_arena *a,
         w->timeout_s = c->timeout_s > 0.0 ? c->timeout_s : 300.0;
         w->stall_s = c->stall_s > 0.0 ? c->stall_s : 0.0;
         w->tracks = c->tracks;
+        w->slice_ns = slice_ns;
         stack = STRATA__ALIGN_UP(c->stack_bytes ? c->stack_bytes : STRATA_KIB(256),
                                  STRATA_ALIGN_PAGE);
         w->stack_bytes = stack;

@@ -34,9 +34,12 @@ struct strata__workers_config {
          *  report says where each late device is. NULL: none. */
         struct strata__track *tracks;
         double stall_s; /**< report a wait longer than this on stderr (0: never) */
+        /** Other processes' devices wait for this pool's at each collective (mpi, net): a
+         *  pool of one device then takes the short scheduler slice too (decision 0081). */
+        int peers;
 };
 
-#define STRATA__WORKERS_CONFIG_INIT { 1, 0, 0.0, 1, 1, NULL, NULL, 0.0 }
+#define STRATA__WORKERS_CONFIG_INIT { 1, 0, 0.0, 1, 1, NULL, NULL, 0.0, 0 }
 
 struct strata__workers;
 struct strata__track;

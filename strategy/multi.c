@@ -73,6 +73,7 @@ static int pool_start(struct strata_runtime *rt, struct strata__multi *m)
         wc.tracks = strata__trace_tracks(rt->trace);
         wc.stall_s = strata__stall_s(&rt->cfg);
         wc.bind = rt->cfg.device.bind == STRATA_BIND_CORES;
+        wc.peers = m->peers != NULL;
         /* A device with local cores (a GPU's PCIe root) gets a worker on one of them. */
         if (m->peers && m->peers->place(rt, near) == STRATA_OK) {
                 wc.placement = near;
