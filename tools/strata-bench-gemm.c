@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 {
         int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0, bf16 = 0;
         double sum_bf16 = 0.0, sum_lp = 0.0;
-        void *scratch = NULL;
+        void *scratch = NULL, *pack = NULL;
         struct shape sh[3 * MAX_LAYERS];
         const struct strata_device_ops *d;
         size_t big = 0;
@@ -215,9 +215,20 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        if (strata_device_driver(STRATA_ACCEL_CPU, &d) != STRATA_OK) {
+        if (strata_device_driver(STRATA_ACCEL_CPU, &d) != STRATA_OK ||
+            (d->prepare && d->prepare(1) != STRATA_OK)) {
                 fprintf(stderr, "strata-bench-gemm: %s\n", strata_last_error());
                 return 1;
+        }
+        /* This thread's packing buffer, as a device's worker takes it at warm-up: without it
+         * the driver runs the scalar set (same bits, a fraction of the speed). */
+        if (d->scratch_bytes && d->warm_up) {
+                pack = aligned_alloc(64, (d->scratch_bytes() + 63) / 64 * 64);
+                if (!pack) {
+                        fprintf(stderr, "strata-bench-gemm: out of memory\n");
+                        return 1;
+                }
+                d->warm_up(pack);
         }
         /* linear_forward, linear_backward (dW, then dX except for the first layer). */
         for (int l = 0; l + 1 < nw; l++) {
@@ -347,6 +358,9 @@ int main(int argc, char **argv)
                        100.0 * flops / sum_bf16 * 1e-3 / peak, json ? "\"}" : "");
         }
 #endif
+        if (pack && d->forget)
+                d->forget(pack);
+        free(pack);
         free(scratch);
         free(t);
         free(a);
