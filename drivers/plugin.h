@@ -18,9 +18,13 @@
 #include "strata/version.h"
 #include "kernel/wait.h"
 
-/* Same version and the same ops table layout, or the plugin refuses to load. */
+/*
+ * Same version and the same layout of both ops tables, or the plugin refuses to load: the
+ * kernel table grows at its end (optional entries), which the device table's size misses.
+ */
 #define STRATA__PLUGIN_ABI                                                                     \
-        ((unsigned)STRATA_VERSION_HEX * 65536u + (unsigned)sizeof(struct strata_device_ops))
+        ((unsigned)STRATA_VERSION_HEX * 65536u + (unsigned)sizeof(struct strata_device_ops) + \
+         (unsigned)sizeof(struct strata_kernel_ops) * 4096u)
 
 /** What the library gives a plugin. */
 struct strata__plugin_host {
