@@ -103,7 +103,7 @@ static const char *shown(const char *s, size_t n, char *buf)
 }
 #define SHOW(s, n) shown((s), (size_t)(n), (char[SHOWN]){ 0 })
 
-static int bad(const struct cursor *c, const char *what)
+static int line_error(const struct cursor *c, const char *what)
 {
         return strata__fail(STRATA_EINVAL, "model line, module %d (%s): %s", c->module, c->name,
                             what);
@@ -285,7 +285,7 @@ static enum strata__arg arg_by_key(const struct strata__module_entry *sc, const 
 }
 
 /* The arguments inside the parentheses s[0..n) of module @p m. */
-static int parse_args(const struct cursor *c, const struct strata__module_entry *sc,
+static int module_args(const struct cursor *c, const struct strata__module_entry *sc,
                       struct strata_module *m, const char *s, size_t n)
 {
         int pos = 0, keyed = 0, from_given = 0;
@@ -310,7 +310,7 @@ static int parse_args(const struct cursor *c, const struct strata__module_entry 
                         STRATA_TRY(set_arg(c, m, a, s + key + 1, len - key - 1));
                 } else {
                         if (keyed || pos >= sc->positional)
-                                return bad(c, "too many arguments without a key (name=value)");
+                                return line_error(c, "too many arguments without a key (name=value)");
                         a = sc->args[pos++];
                         STRATA_TRY(set_arg(c, m, a, s, len));
                 }
@@ -320,27 +320,27 @@ static int parse_args(const struct cursor *c, const struct strata__module_entry 
                 if (n > 0) { /* the comma: another argument must follow */
                         s++;
                         if (--n == 0)
-                                return bad(c, "an argument is empty");
+                                return line_error(c, "an argument is empty");
                 }
         }
         if (sc->positional > 0 && sc->args[0] == STRATA__ARG_OUT && m->out == 0)
-                return bad(c, "its output count is missing, e.g. linear(10)");
+                return line_error(c, "its output count is missing, e.g. linear(10)");
         if (sc->args[0] == STRATA__ARG_HEADS && m->heads == 0)
-                return bad(c, "its head count is missing, e.g. mha(4) or mha(4,causal=1)");
+                return line_error(c, "its head count is missing, e.g. mha(4) or mha(4,causal=1)");
         if (sc->args[0] == STRATA__ARG_FROM && !from_given)
-                return bad(c, "the earlier module it reads is missing, e.g. add(from=3) or "
+                return line_error(c, "the earlier module it reads is missing, e.g. add(from=3) or "
                            "concat(from=input)");
         if (sc->positional > 1 && sc->args[1] == STRATA__ARG_KERNEL && m->kernel[0] == 0)
-                return bad(c, "its kernel size is missing, e.g. conv2d(16,3)");
+                return line_error(c, "its kernel size is missing, e.g. conv2d(16,3)");
         if (sc->positional > 1 && sc->args[1] == STRATA__ARG_MODES && m->modes[0] == 0)
-                return bad(c, "its modes are missing, e.g. spectralconv1d(16,8)");
+                return line_error(c, "its modes are missing, e.g. spectralconv1d(16,8)");
         if (sc->positional > 3 && sc->args[3] == STRATA__ARG_MODES3 &&
             (m->modes[0] == 0 || m->modes[1] == 0 || m->modes[2] == 0))
-                return bad(c, "its modes1, modes2 and modes3 are missing, e.g. "
+                return line_error(c, "its modes1, modes2 and modes3 are missing, e.g. "
                            "spectralconv3d(16,4,4,4)");
         if (sc->positional > 2 && sc->args[1] == STRATA__ARG_MODES1 &&
             (m->modes[0] == 0 || m->modes[1] == 0))
-                return bad(c, "its modes1 and modes2 are missing, e.g. spectralconv2d(16,8,8)");
+                return line_error(c, "its modes1 and modes2 are missing, e.g. spectralconv2d(16,8,8)");
         return STRATA_OK;
 }
 
@@ -502,7 +502,7 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                 len = (size_t)((open ? open : end) - s);
                 snprintf(c.name, sizeof(c.name), "%.*s", (int)len, s);
                 if (*end && *end != ' ' && *end != '\t' && *end != '\n')
-                        return bad(&c, "a module ends at its ')' and a space follows");
+                        return line_error(&c, "a module ends at its ')' and a space follows");
                 if (!strcmp(c.name, "input")) {
                         if (n > 0 || !open)
                                 return strata__fail(STRATA_EINVAL, "model line: input(C,H,W) "
@@ -518,11 +518,11 @@ int strata_model_parse(const char *line, struct strata_module *mods, int max,
                         struct strata_module mod = { .ops = e ? e->ops : NULL };
 
                         if (!mod.ops || len >= sizeof(c.name))
-                                return bad(&c, "no such module (see strata_module_ops_by_name)");
+                                return line_error(&c, "no such module (see strata_module_ops_by_name)");
                         if (n == max)
                                 return strata__fail(STRATA_EINVAL, "model line: more than %d "
                                                     "modules", max);
-                        STRATA_TRY(parse_args(&c, e, &mod,
+                        STRATA_TRY(module_args(&c, e, &mod,
                                               open ? open + 1 : "",
                                               open ? (size_t)(close - open - 1) : 0));
                         mods[n++] = mod;

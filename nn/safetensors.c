@@ -13,7 +13,7 @@
 /* Nesting a skipped value may have. */
 #define SKIP_DEPTH 16
 
-static int bad(const struct strata__st_reader *r, const char *what)
+static int st_error(const struct strata__st_reader *r, const char *what)
 {
         uint64_t at = r->at - r->len + r->pos - 8;
 
@@ -73,7 +73,7 @@ static int expect(struct strata__st_reader *r, int want, const char *what)
         if (c < -1)
                 return r->rc;
         if (c != want)
-                return bad(r, what);
+                return st_error(r, what);
         r->pos++;
         return STRATA_OK;
 }
@@ -90,7 +90,7 @@ static int hex4(struct strata__st_reader *r, unsigned *u)
                 else if ((c | 32) >= 'a' && (c | 32) <= 'f')
                         *u = *u * 16 + (unsigned)((c | 32) - 'a' + 10);
                 else
-                        return bad(r, "bad \\u escape");
+                        return st_error(r, "bad \\u escape");
         }
         return STRATA_OK;
 }
@@ -109,10 +109,10 @@ static int unescape(struct strata__st_reader *r, char out[4], size_t *n)
                 return STRATA_OK;
         }
         if (c != 'u')
-                return bad(r, "bad escape in a string");
+                return st_error(r, "bad escape in a string");
         STRATA_TRY(hex4(r, &u));
         if (u >= 0xd800 && u < 0xe000)
-                return bad(r, "a surrogate \\u escape (not read)");
+                return st_error(r, "a surrogate \\u escape (not read)");
         if (u < 0x80) {
                 out[0] = (char)u;
         } else if (u < 0x800) {
@@ -145,11 +145,11 @@ static int string(struct strata__st_reader *r, char *out, size_t cap, int cut)
                 if (c < -1)
                         return r->rc;
                 if (c < 0)
-                        return bad(r, "the header ends inside a string");
+                        return st_error(r, "the header ends inside a string");
                 if (c == '"')
                         break;
                 if (c < 0x20)
-                        return bad(r, "a control character in a string");
+                        return st_error(r, "a control character in a string");
                 u[0] = (char)c;
                 if (c == '\\')
                         STRATA_TRY(unescape(r, u, &n));
@@ -157,7 +157,7 @@ static int string(struct strata__st_reader *r, char *out, size_t cap, int cut)
                         continue;
                 if (at + n >= cap) {
                         if (!cut)
-                                return bad(r, "a string too long");
+                                return st_error(r, "a string too long");
                         continue;
                 }
                 memcpy(out + at, u, n);
@@ -176,7 +176,7 @@ static int integer(struct strata__st_reader *r, uint64_t *v)
         *v = 0;
         while (c >= '0' && c <= '9') {
                 if (*v > (UINT64_MAX / 2 - 9) / 10)
-                        return bad(r, "an integer too large");
+                        return st_error(r, "an integer too large");
                 *v = *v * 10 + (uint64_t)(c - '0');
                 r->pos++;
                 digits++;
@@ -185,7 +185,7 @@ static int integer(struct strata__st_reader *r, uint64_t *v)
         if (c < -1)
                 return r->rc;
         if (!digits)
-                return bad(r, "a non-negative integer was expected");
+                return st_error(r, "a non-negative integer was expected");
         return STRATA_OK;
 }
 
@@ -202,7 +202,7 @@ static int more(struct strata__st_reader *r, int close)
         if (c == close)
                 return 0;
         r->pos--;
-        return bad(r, close == '}' ? "',' or '}' was expected" : "',' or ']' was expected");
+        return st_error(r, close == '}' ? "',' or '}' was expected" : "',' or ']' was expected");
 }
 
 /* An array of at most @p cap integers into @p v; their number in *@p n. */
@@ -218,7 +218,7 @@ static int int_array(struct strata__st_reader *r, uint64_t *v, int cap, int *n)
         }
         do {
                 if (*n == cap)
-                        return bad(r, "an array too long");
+                        return st_error(r, "an array too long");
                 STRATA_TRY(integer(r, &v[(*n)++]));
         } while ((rc = more(r, ']')) == 1);
         return rc;
@@ -229,7 +229,7 @@ static int literal(struct strata__st_reader *r, const char *rest)
 {
         for (; *rest; rest++)
                 if (take(r) != *rest)
-                        return bad(r, "an unknown literal");
+                        return st_error(r, "an unknown literal");
         return STRATA_OK;
 }
 
@@ -246,7 +246,7 @@ static int skip(struct strata__st_reader *r, int depth)
                 int close = c == '{' ? '}' : ']';
 
                 if (depth == 0)
-                        return bad(r, "values nested too deeply");
+                        return st_error(r, "values nested too deeply");
                 r->pos++;
                 if (peek_ws(r) == close) {
                         r->pos++;
@@ -274,7 +274,7 @@ static int skip(struct strata__st_reader *r, int depth)
                 return STRATA_OK;
         }
         r->pos--;
-        return bad(r, "a value was expected");
+        return st_error(r, "a value was expected");
 }
 
 /* "__metadata__": an object whose values are kept where @p meta names their key. */
@@ -336,10 +336,10 @@ static int entry_fields(struct strata__st_reader *r, struct strata__st_entry *e)
                 bit = !strcmp(key, "dtype") ? 1 : !strcmp(key, "shape") ? 2 :
                       !strcmp(key, "data_offsets") ? 4 : 0;
                 if (!bit)
-                        return bad(r, "a tensor entry has a key other than dtype, shape and "
+                        return st_error(r, "a tensor entry has a key other than dtype, shape and "
                                    "data_offsets");
                 if (seen & bit)
-                        return bad(r, "a tensor entry repeats a key");
+                        return st_error(r, "a tensor entry repeats a key");
                 seen |= bit;
                 if (bit == 1) {
                         STRATA_TRY(string(r, e->dtype_name, sizeof(e->dtype_name), 1));
@@ -348,7 +348,7 @@ static int entry_fields(struct strata__st_reader *r, struct strata__st_entry *e)
                 } else {
                         STRATA_TRY(int_array(r, off, 2, &n));
                         if (n != 2)
-                                return bad(r, "data_offsets is not [begin, end]");
+                                return st_error(r, "data_offsets is not [begin, end]");
                         e->begin = off[0];
                         e->end = off[1];
                 }
@@ -356,7 +356,7 @@ static int entry_fields(struct strata__st_reader *r, struct strata__st_entry *e)
         if (rc < 0)
                 return rc;
         if (seen != 7)
-                return bad(r, "a tensor entry lacks dtype, shape or data_offsets");
+                return st_error(r, "a tensor entry lacks dtype, shape or data_offsets");
         return STRATA_OK;
 }
 
@@ -421,7 +421,7 @@ static int header_end(struct strata__st_reader *r)
         if (c < -1)
                 return r->rc;
         if (c != -1)
-                return bad(r, "bytes after the header's object");
+                return st_error(r, "bytes after the header's object");
         r->done = 1;
         return 0;
 }

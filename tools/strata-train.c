@@ -35,7 +35,7 @@ static int train_start(struct run *r)
                 return weights_evaluate(r);
         if (r->o.predict)
                 return predict_run(r);
-        if ((rc = ckpt_start(r)) || (rc = weights_start(r)))
+        if ((rc = ckpt_start(r)) || (rc = trainer_resume(r)) || (rc = weights_start(r)))
                 return rc;
         if (trainer_check(r)) {
                 strata_teardown(r->rt);

@@ -10,7 +10,7 @@
 
 #include "strata/status.h"
 #include "arch/reduce.h"
-#include "drivers/net/net_internal.h"
+#include "drivers/net/link.h"
 
 /* ---- Common to both ---- */
 

@@ -15,7 +15,7 @@
 #include "strata/status.h"
 #include "arch/reduce.h"
 #include "base/base.h"
-#include "drivers/net/net_internal.h"
+#include "drivers/net/link.h"
 
 struct strata__net_world strata__net_world_of(const struct strata_comm *c)
 {

@@ -11,7 +11,7 @@
 
 #include "strata/status.h"
 #include "arch/reduce.h"
-#include "drivers/net/net_internal.h"
+#include "drivers/net/link.h"
 
 /*
  * This process's data for bytes [off, off + bytes) of every local rank's buffer, one after the

@@ -8,7 +8,7 @@
  * 2 to 4 processes, one step reaching every peer (direct.c); the butterfly, from 5 processes,
  * schedules of depth log P (butterfly.c); and for collectives over blocks, one of each
  * (blocks.c). This file is the transport: its table and state, the native reductions, and the
- * choice of schedule for each collective (net_move). drivers/net/net_internal.h lists the
+ * choice of schedule for each collective (net_move). drivers/net/link.h lists the
  * parts, bottom to top.
  *
  * Reductions combine every element in the order the world size fixes (strata__comm_world_op):
@@ -31,7 +31,7 @@
 #include "strata/status.h"
 #include "arch/reduce.h"
 #include "base/base.h"
-#include "drivers/net/net_internal.h"
+#include "drivers/net/link.h"
 
 /* Where messages land: a direct step receives up to STRATA__NET_DATA from each of 3 peers. */
 #define IN_BYTES ((size_t)(STRATA__NET_DIRECT - 1) * STRATA__NET_DATA)

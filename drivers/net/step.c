@@ -1,5 +1,5 @@
 /*
- * The net transport's primitive (drivers/net/net_internal.h): one step over the link, with the
+ * The net transport's primitive (drivers/net/link.h): one step over the link, with the
  * call's header checked against the step count, and the direct exchange, one step with every
  * other process whose headers each process checks, so that all reach the same verdict. Every
  * schedule of the transport is made of these steps.
@@ -8,7 +8,7 @@
 
 #include "strata/status.h"
 #include "base/base.h"
-#include "drivers/net/net_internal.h"
+#include "drivers/net/link.h"
 
 /* One step of this call with header @p h (its seq the step's number); counts what it sent. */
 int strata__net_step(struct strata_comm *c, struct strata__net_head *h, struct strata__net_msgs *x)

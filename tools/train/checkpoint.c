@@ -513,10 +513,6 @@ int ckpt_start(struct run *r)
                 strata_teardown(r->rt);
                 return 2;
         }
-        if (r->plateau_on && r->at.plateau_lr > 0.0f && trainer_plateau_resume(r)) {
-                strata_teardown(r->rt);
-                return 2;
-        }
         r->ev = r->at.ev;
         r->train_loss = r->at.train_loss;
         memcpy(r->train_losses, r->at.train_losses, sizeof(r->train_losses));

@@ -1,12 +1,11 @@
 /*
- * strata-train's command line: --help, the options parsed and checked into struct opts, and
- * the one shape of every usage error (exit status 2).
+ * strata-train's command line: the options parsed and checked into struct opts (their usage
+ * errors and number parsers are usage.c's, below every option file).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,81 +14,12 @@
 #include "kernel/topology.h"
 #include "tools/train/train.h"
 
-/* A spawned process other than the job's first: its usage errors are the first's too. */
-static int silent;
-
-/**
- * @brief A usage error: "strata-train: ", the message and a newline on stderr, in one write
- *        (processes sharing stderr do not interleave); exit status 2.
- */
-int bad(const char *fmt, ...)
-{
-        char msg[2048];
-        va_list ap;
-        int k = snprintf(msg, sizeof(msg), "strata-train: ");
-
-        va_start(ap, fmt);
-        vsnprintf(msg + k, sizeof(msg) - (size_t)k - 1, fmt, ap);
-        va_end(ap);
-        strcat(msg, "\n");
-        if (!silent)
-                fputs(msg, stderr);
-        return 2;
-}
-
-/**
- * @brief From now on bad() prints nothing: in the processes of a job but its first, which
- *        meets the same usage error at the same point and says it once for the job.
- */
-void bad_silent(void)
-{
-        silent = 1;
-}
-
-static int parse_long(const char *name, const char *s, long lo, long hi, long *out)
-{
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(s, &end, 10);
-        if (errno || end == s || *end || v < lo || v > hi)
-                return bad("--%s: '%s' is not an integer in [%ld, %ld]", name, s, lo, hi);
-        *out = v;
-        return 0;
-}
-
-static int parse_float(const char *name, const char *s, double lo, double hi, float *out)
-{
-        char *end;
-        double v;
-
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-                return bad("--%s: '%s' is not a number in [%g, %g]", name, s, lo, hi);
-        *out = (float)v;
-        return 0;
-}
-
-/** @brief An integer option in [lo, hi] (trainer.c's too): 0, or 2 after the message. */
-int parse_long_option(const char *name, const char *s, long lo, long hi, long *out)
-{
-        return parse_long(name, s, lo, hi, out);
-}
-
-/** @brief A number option in [lo, hi]: 0, or 2 after the message. */
-int parse_float_option(const char *name, const char *s, double lo, double hi, float *out)
-{
-        return parse_float(name, s, lo, hi, out);
-}
-
 /* A duration in seconds, in [lo, 1e6]. */
 static int parse_seconds(const char *name, const char *s, double lo, double *out)
 {
         float v = 0.0f; /* for the compiler: it cannot see that bad() returns 2 */
 
-        if (parse_float(name, s, lo, 1e6, &v))
+        if (parse_float_option(name, s, lo, 1e6, &v))
                 return 2;
         *out = v;
         return 0;
@@ -100,7 +30,7 @@ static int parse_int(const char *name, const char *s, long lo, long hi, int *out
 {
         long v = 0; /* for the compiler: it cannot see that bad() returns 2 */
 
-        if (parse_long(name, s, lo, hi, &v))
+        if (parse_long_option(name, s, lo, hi, &v))
                 return 2;
         *out = (int)v;
         return 0;
@@ -208,9 +138,9 @@ static int loss_option(int c, const char *s, struct opts *o)
         };
 
         if (c == OPT_HUBER_BETA)
-                return parse_float("huber-beta", s, 1e-12, 1e6, &o->huber_beta);
+                return parse_float_option("huber-beta", s, 1e-12, 1e6, &o->huber_beta);
         if (c == OPT_SYNTH_REGRESSION)
-                return parse_long("synthetic-regression", s, 1, 10000000,
+                return parse_long_option("synthetic-regression", s, 1, 10000000,
                                   &o->synthetic_regression);
         if (c != OPT_LOSS)
                 return -1;
@@ -273,24 +203,24 @@ static const struct option long_opts[] = {
 static int number_option(int c, const char *s, struct opts *o)
 {
         switch (c) {
-        case 'D': return parse_float("dropout", s, 0.0, 0.99, &o->dropout);
+        case 'D': return parse_float_option("dropout", s, 0.0, 0.99, &o->dropout);
         case 'e': return parse_int("epochs", s, 1, 100000, &o->epochs);
         case 'b': return parse_int("batch", s, 1, 1 << 24, &o->batch);
-        case 'l': return parse_float("lr", s, 1e-12, 1e6, &o->lr);
+        case 'l': return parse_float_option("lr", s, 1e-12, 1e6, &o->lr);
         case 'M':
                 o->given |= GIVEN_MOMENTUM;
-                return parse_float("momentum", s, 0.0, 0.999999, &o->momentum);
-        case 'w': return parse_float("weight-decay", s, 0.0, 1e6, &o->wd);
+                return parse_float_option("momentum", s, 0.0, 0.999999, &o->momentum);
+        case 'w': return parse_float_option("weight-decay", s, 0.0, 1e6, &o->wd);
         case 'n': o->devices_set = 1; return parse_int("devices", s, 1, 64, &o->devices);
         case OPT_PROCESSES: return parse_int("processes", s, 1, 64, &o->processes);
-        case 'y': return parse_long("synthetic", s, 1, 10000000, &o->synthetic);
+        case 'y': return parse_long_option("synthetic", s, 1, 10000000, &o->synthetic);
         case 'A': return parse_int("accumulate", s, 1, 4096, &o->accumulate);
-        case 'C': return parse_float("clip-norm", s, 1e-12, 1e12, &o->clip_norm);
-        case 'V': return parse_float("clip-value", s, 1e-12, 1e12, &o->clip_value);
-        case 'W': return parse_long("warmup", s, 0, 1L << 40, &o->warmup);
-        case 'c': return parse_long("ckpt-every-steps", s, 1, 1L << 40, &o->ckpt_every);
-        case 'x': return parse_long("trace-events", s, 16, 1L << 26, &o->trace_events);
-        case 'g': return parse_long("log-every", s, 1, 1L << 40, &o->log_every);
+        case 'C': return parse_float_option("clip-norm", s, 1e-12, 1e12, &o->clip_norm);
+        case 'V': return parse_float_option("clip-value", s, 1e-12, 1e12, &o->clip_value);
+        case 'W': return parse_long_option("warmup", s, 0, 1L << 40, &o->warmup);
+        case 'c': return parse_long_option("ckpt-every-steps", s, 1, 1L << 40, &o->ckpt_every);
+        case 'x': return parse_long_option("trace-events", s, 16, 1L << 26, &o->trace_events);
+        case 'g': return parse_long_option("log-every", s, 1, 1L << 40, &o->log_every);
         case 'O': return parse_seconds("timeout", s, 0.001, &o->timeout_s);
         case 'k': return parse_int("ckpt-keep", s, 1, 64, &o->ckpt_keep);
         }
@@ -402,7 +332,7 @@ static int h5_option(int c, const char *s, struct opts *o)
         case OPT_TEST_DATA: o->test_data = s; return 0;
         case OPT_MESH: o->mesh = s; return 0;
         case OPT_VAL_FRACTION:
-                return parse_float("val-fraction", s, 1e-6, 0.999999, &o->val_fraction);
+                return parse_float_option("val-fraction", s, 1e-6, 0.999999, &o->val_fraction);
         }
         return -1;
 }
@@ -459,7 +389,7 @@ static int parse_option(int c, char **argv, struct opts *o)
         if (c == 's') {
                 long v = 0; /* for the compiler: it cannot see that bad() returns 2 */
 
-                if (parse_long("seed", optarg, 0, LONG_MAX, &v))
+                if (parse_long_option("seed", optarg, 0, LONG_MAX, &v))
                         return 2;
                 o->seed = (uint64_t)v;
                 return 0;

@@ -255,7 +255,7 @@ int trainer_early_stop(struct run *r, int ep);
 int trainer_top_k(const struct run *r, const char *name);
 int trainer_larger(const struct run *r);
 int trainer_plateau(struct run *r, int ep);
-int trainer_plateau_resume(struct run *r);
+int trainer_resume(struct run *r);
 
 /* trial.c: --fast-dev-run, --limit-train-batches, --limit-val-batches */
 int trial_option(int c, const char *s, struct opts *o);

@@ -202,17 +202,22 @@ int trainer_plateau(struct run *r, int ep)
 }
 
 /**
- * @brief --resume with --lr-schedule plateau: the checkpoint's plateau state (r->at) taken
- *        and its rate applied. 0, or 2 after the message.
+ * @brief After ckpt_start(): with --lr-schedule plateau, the checkpoint's plateau state (r->at)
+ *        taken and its rate applied. 0, or 2 after the message and the teardown.
  */
-int trainer_plateau_resume(struct run *r)
+int trainer_resume(struct run *r)
 {
+        if (!r->plateau_on || !(r->at.plateau_lr > 0.0f))
+                return 0;
         r->plateau.lr = (double)r->at.plateau_lr;
         r->plateau.bad = (int)r->at.plateau_bad;
         r->plateau.best = r->at.plateau_best;
         r->cfg.optim.lr = r->at.plateau_lr;
-        if (strata_set_lr(r->rt, r->at.plateau_lr))
-                return bad("--resume: %s", strata_last_error());
+        if (strata_set_lr(r->rt, r->at.plateau_lr)) {
+                bad("--resume: %s", strata_last_error());
+                strata_teardown(r->rt);
+                return 2;
+        }
         return 0;
 }
 

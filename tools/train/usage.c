@@ -1,5 +1,13 @@
-/* strata-train --help: every option, what it does, and its default. */
+/*
+ * strata-train --help (every option, what it does, and its default), the one shape of every
+ * usage error (exit status 2) and the number parsers every option file shares.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tools/train/train.h"
 
@@ -202,4 +210,63 @@ void usage(FILE *f)
                 "  --version           the tool's and the library's versions\n"
                 "  --help\n"
                 "A progress bar on a terminal (not under a launcher); plain lines otherwise.\n");
+}
+
+/* A spawned process other than the job's first: its usage errors are the first's too. */
+static int silent;
+
+/**
+ * @brief A usage error: "strata-train: ", the message and a newline on stderr, in one write
+ *        (processes sharing stderr do not interleave); exit status 2.
+ */
+int bad(const char *fmt, ...)
+{
+        char msg[2048];
+        va_list ap;
+        int k = snprintf(msg, sizeof(msg), "strata-train: ");
+
+        va_start(ap, fmt);
+        vsnprintf(msg + k, sizeof(msg) - (size_t)k - 1, fmt, ap);
+        va_end(ap);
+        strcat(msg, "\n");
+        if (!silent)
+                fputs(msg, stderr);
+        return 2;
+}
+
+/**
+ * @brief From now on bad() prints nothing: in the processes of a job but its first, which
+ *        meets the same usage error at the same point and says it once for the job.
+ */
+void bad_silent(void)
+{
+        silent = 1;
+}
+
+/** @brief An integer option in [lo, hi]: 0, or 2 after the message. */
+int parse_long_option(const char *name, const char *s, long lo, long hi, long *out)
+{
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < lo || v > hi)
+                return bad("--%s: '%s' is not an integer in [%ld, %ld]", name, s, lo, hi);
+        *out = v;
+        return 0;
+}
+
+/** @brief A number option in [lo, hi]: 0, or 2 after the message. */
+int parse_float_option(const char *name, const char *s, double lo, double hi, float *out)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+                return bad("--%s: '%s' is not a number in [%g, %g]", name, s, lo, hi);
+        *out = (float)v;
+        return 0;
 }
