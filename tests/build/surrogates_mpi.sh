@@ -5,9 +5,10 @@
 # one with mpifort and the installed strata.f90), then run briefly at tiny sizes as ddp on 2
 # devices in one process and under `mpirun -np 2` (strategy mpi, one device a process, each
 # process computing only its rows): the FNO in 2-D and 3-D (examples/c/fno.c), the
-# MeshGraphNet-style surrogate from C and Fortran, the ViT-style one through the installed
-# strata-train (examples/vit.sh). Strata's contract is that mpi is bitwise ddp on as many
-# devices: the last loss's bits and the exported weights must be equal, and every run exits 0.
+# MeshGraphNet-style surrogate from C and Fortran, the ViT-style and the mesh ones through the
+# installed strata-train (examples/vit.sh, examples/mesh.sh). Strata's contract is that mpi is
+# bitwise ddp on as many devices: the last loss's bits and the exported weights must be equal,
+# and every run exits 0. The bits compared tell a summation order apart: one device's differ.
 # Skipped without mpirun or the installed libstrata-mpi.so.
 #   surrogates_mpi.sh SRC BUILD
 set -eu
@@ -52,6 +53,9 @@ run() {
         same "$name"
 }
 run fno2d "$dir/fno" 64 2 16 32
+"$dir/fno" 64 2 16 32 1 > "$dir/fno2d-single.out"
+[ "$(bits "$dir/fno2d-single.out")" != "$(bits "$dir/fno2d-ddp.out")" ] ||
+        { echo "fno2d: one device ended on ddp's bits: the comparison sees nothing"; exit 1; }
 run fno3d "$dir/fno" --3d 32 2 8 16
 run mesh "$dir/mesh" 32 2
 
@@ -71,15 +75,20 @@ if command -v mpifort >/dev/null; then
         echo "mesh-f90: mpirun -np 2 is bitwise ddp on 2 devices (loss bits $a)"
 fi
 
-# The ViT-style surrogate: the installed strata-train, launched by mpirun (examples/vit.sh).
-"$src/examples/vit.sh" "$prefix" 128 1 ddp 2 --export-safetensors "$dir/vit-ddp.safetensors" \
-        > "$dir/vit-ddp.out" 2>&1
-LAUNCH="timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2" \
-        "$src/examples/vit.sh" "$prefix" 128 1 mpi 1 \
-        --export-safetensors "$dir/vit-mpi.safetensors" > "$dir/vit-mpi.out" 2>&1
-grep -q "heap allocations during training: 0" "$dir/vit-mpi.out" ||
-        { cat "$dir/vit-mpi.out"; echo "vit: mpirun -np 2 did not end as it should"; exit 1; }
-cmp "$dir/vit-ddp.safetensors" "$dir/vit-mpi.safetensors" ||
-        { echo "vit: the weights of mpirun -np 2 differ from ddp's on 2"; exit 1; }
-echo "vit: mpirun -np 2 is bitwise ddp on 2 devices (weights)"
+# The ViT-style and the mesh surrogates through the installed strata-train, launched by mpirun
+# (examples/vit.sh, examples/mesh.sh: --mesh).
+line() { # NAME SAMPLES
+        "$src/examples/$1.sh" "$prefix" "$2" 1 ddp 2 \
+                --export-safetensors "$dir/$1-cli-ddp.safetensors" > "$dir/$1-cli-ddp.out" 2>&1
+        LAUNCH="timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2" \
+                "$src/examples/$1.sh" "$prefix" "$2" 1 mpi 1 \
+                --export-safetensors "$dir/$1-cli-mpi.safetensors" > "$dir/$1-cli-mpi.out" 2>&1
+        grep -q "heap allocations during training: 0" "$dir/$1-cli-mpi.out" ||
+                { cat "$dir/$1-cli-mpi.out"; echo "$1.sh: mpirun -np 2 did not end well"; exit 1; }
+        cmp "$dir/$1-cli-ddp.safetensors" "$dir/$1-cli-mpi.safetensors" ||
+                { echo "$1.sh: the weights of mpirun -np 2 differ from ddp's on 2"; exit 1; }
+        echo "$1.sh: strata-train under mpirun -np 2 is bitwise ddp on 2 devices (weights)"
+}
+line vit 128
+line mesh 64
 echo "surrogates_mpi: ok"
