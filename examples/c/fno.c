@@ -361,9 +361,8 @@ int main(int argc, char **argv)
         }
         if (dump_path && sh.rank == 0)
                 dump(dump_path, pos[0], pos[2], pos[3], arr);
-        rt = open_model(&g, pos[2],
-                        sh.procs > 1  ? STRATA_STRATEGY_MPI :
-                        pos[4] > 1    ? STRATA_STRATEGY_DDP : STRATA_STRATEGY_SINGLE,
+        rt = open_model(&g, pos[2], sh.procs > 1 ? STRATA_STRATEGY_MPI :
+                                    pos[4] > 1 ? STRATA_STRATEGY_DDP : STRATA_STRATEGY_SINGLE,
                         pos[4], 0, mods, &m);
         t0 = now_s();
         for (int ep = 0; ep < pos[1]; ep++)

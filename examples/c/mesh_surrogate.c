@@ -196,7 +196,7 @@ int main(int argc, char **argv)
         if (dump_path && job.rank == 0)
                 dump(dump_path, pos[0], arr);
         rt = open_model(&mesh, job.size > 1 ? STRATA_STRATEGY_MPI :
-                               pos[2] > 1   ? STRATA_STRATEGY_DDP : STRATA_STRATEGY_SINGLE,
+                               pos[2] > 1 ? STRATA_STRATEGY_DDP : STRATA_STRATEGY_SINGLE,
                         pos[2], 0, &m);
         t0 = now_s();
         for (int ep = 0; ep < pos[1]; ep++)
