@@ -3,11 +3,18 @@
 ! mesh a type(strata_mesh) over the program's own int32 arrays (0-based node numbers) set on
 ! every gather and scatter module. Node features are x(nodes, 3, samples): Fortran's
 ! (spatial, C, N) is PyTorch's (N, C, nodes). Trains, then prints the validation relative L2
-! error beside the untrained model's; exits 1 when it did not fall below half of it.
+! error beside the untrained model's and the last loss's bits; exits 1 when the error did not
+! fall below half the untrained one.
+! Under `mpirun -np P` (built with mpifort) every process simulates only its rows of each
+! batch, training and validation, and Strata's mpi strategy joins the processes on the
+! program's communicator (a duplicate of MPI_COMM_WORLD): bitwise ddp on P x DEVICES devices.
+! Each process sums the errors of its validation rows; process 0 adds the sums and prints.
+! Alone, DEVICES > 1 trains with ddp (decision 0083).
 !   mesh_surrogate [TRAIN [EPOCHS [DEVICES]]]   (256, 10, 1)
 program mesh_surrogate
   use, intrinsic :: iso_c_binding
-  use, intrinsic :: iso_fortran_env, only: real32, real64, int64
+  use, intrinsic :: iso_fortran_env, only: real32, real64, int64, output_unit
+  use mpi
   use strata
   implicit none
   integer, parameter :: s = 16, nodes = s * s, edges = 2 * (2 * s * (s - 1) + (s - 1)**2)
@@ -21,24 +28,34 @@ program mesh_surrogate
   type(strata_metrics) :: m
   type(c_ptr) :: rt, gather, scatter
   real(real32), allocatable :: x(:, :, :), y(:, :), xv(:, :, :), yv(:, :)
-  integer :: ntrain, epochs, devices, e, k, i
+  integer :: ntrain, epochs, devices, e, k, i, rank, procs, comm, provided, ierr, lo, hi
   real(real64) :: e0, e1
   character(len=4096) :: line
 
+  call mpi_init_thread(MPI_THREAD_FUNNELED, provided, ierr) ! Strata calls MPI from this thread
+  call mpi_comm_dup(MPI_COMM_WORLD, comm, ierr)
+  call mpi_comm_rank(comm, rank, ierr)
+  call mpi_comm_size(comm, procs, ierr)
+  lo = batch * rank / procs           ! this process's rows of every batch: lo + 1 .. hi
+  hi = batch * (rank + 1) / procs
   ntrain = arg(1, 256)
   epochs = arg(2, 10)
   devices = arg(3, 1)
   if (ntrain < batch .or. mod(ntrain, batch) /= 0 .or. epochs < 1 .or. devices < 1) then
-    print '(a)', "usage: mesh_surrogate [TRAIN (a multiple of 8) [EPOCHS [DEVICES]]]"
-    stop 2
+    if (rank == 0) print '(a)', "usage: mesh_surrogate [TRAIN (a multiple of 8) [EPOCHS [DEVICES]]]"
+    call mpi_abort(MPI_COMM_WORLD, 2, ierr)
   end if
   call build_mesh()
   allocate(x(nodes, 3, ntrain), y(nodes, ntrain), xv(nodes, 3, nval), yv(nodes, nval))
+  x = 0
+  y = 0
+  xv = 0
+  yv = 0
   do k = 1, ntrain
-    call simulate(int(k - 1, int64), x(:, :, k), y(:, k))
+    if (mine(k)) call simulate(int(k - 1, int64), x(:, :, k), y(:, k))
   end do
   do k = 1, nval
-    call simulate(1000000_int64 + k - 1, xv(:, :, k), yv(:, k))
+    if (mine(k)) call simulate(1000000_int64 + k - 1, xv(:, :, k), yv(:, k))
   end do
 
   call model_line(line)
@@ -58,7 +75,9 @@ program mesh_surrogate
   call check(strata_set(cfg, "seed", 1), "seed")
   call check(strata_set(cfg, "optim.kind", STRATA_OPTIM_ADAMW), "optimizer")
   call check(strata_set(cfg, "optim.lr", 1e-3_c_double), "lr")
-  if (devices > 1) then
+  if (procs > 1) then
+    call check(strata_set_strategy(cfg, "mpi", devices, comm), "strategy")
+  else if (devices > 1) then
     call check(strata_set_strategy(cfg, "ddp", devices), "strategy")
   end if
   call check(strata_init(rt, cfg), "init")
@@ -71,17 +90,29 @@ program mesh_surrogate
   end do
   e1 = rel_l2()
   call check(strata_teardown(rt), "teardown")
-  print '(a, i0, a, i0, a, i0, a, i0, a, i0, a)', "mesh surrogate (Fortran): ", nodes, &
-    " nodes, ", edges, " edges; ", ntrain, " samples, ", epochs, " epochs, ", devices, &
-    " device(s)"
-  print '(a, es12.5, a, f7.4, a, f7.4, a)', "last loss ", m%loss, "; validation relative L2 ", &
-    e1, " (untrained ", e0, ")"
-  if (.not. (e1 < 0.5_real64 * e0)) then
-    print '(a)', "the validation error did not fall below half the untrained one"
-    stop 1
+  if (rank == 0) then
+    print '(a, i0, a, i0, a, i0, a, i0, a, i0, a, i0, a)', "mesh surrogate (Fortran): ", &
+      nodes, " nodes, ", edges, " edges; ", ntrain, " samples, ", epochs, " epochs, ", procs, &
+      " process(es) x ", devices, " device(s)"
+    print '(a, es12.5, a, f7.4, a, f7.4, a)', "last loss ", m%loss, &
+      "; validation relative L2 ", e1, " (untrained ", e0, ")"
+    print '(a, z16.16)', "last loss bits ", transfer(m%loss, 0_int64)
   end if
+  if (rank == 0 .and. .not. (e1 < 0.5_real64 * e0)) then
+    print '(a)', "the validation error did not fall below half the untrained one"
+    flush(output_unit)
+    call mpi_abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  call mpi_comm_free(comm, ierr)
+  call mpi_finalize(ierr)
 
 contains
+
+  ! Sample k (1-based) is one of this process's rows of its batch.
+  logical function mine(kk)
+    integer, intent(in) :: kk
+    mine = mod(kk - 1, batch) >= lo .and. mod(kk - 1, batch) < hi
+  end function
 
   integer function arg(i, default)
     integer, intent(in) :: i, default
@@ -97,9 +128,11 @@ contains
   subroutine check(rc, what)
     integer(c_int), intent(in) :: rc
     character(len=*), intent(in) :: what
+    integer :: ierr2
     if (rc /= STRATA_OK) then
       print '(a, a, a)', what, ": ", strata_error()
-      stop 1
+      flush(output_unit)
+      call mpi_abort(MPI_COMM_WORLD, 1, ierr2)
     end if
   end subroutine
 
@@ -216,18 +249,22 @@ contains
     l = trim(l) // " conv1d(16,1) relu conv1d(1,1)"
   end subroutine
 
-  ! The mean relative L2 error over the validation samples.
+  ! The mean relative L2 error over the validation samples: each process predicts its rows of
+  ! every batch (Strata writes only those), process 0 receives the sum (the others get 0).
   real(real64) function rel_l2()
     real(real32) :: out(nodes, batch)
-    integer :: kk, r
-    rel_l2 = 0
+    real(real64) :: part
+    integer :: kk, r, ierr2
+    part = 0
     do kk = 1, nval, batch
       call check(strata_predict(rt, xv(:, :, kk:kk + batch - 1), out), "predict")
-      do r = 0, batch - 1
-        rel_l2 = rel_l2 + sqrt(sum((real(out(:, r + 1), real64) - yv(:, kk + r))**2) / &
-                               sum(real(yv(:, kk + r), real64)**2))
+      do r = lo, hi - 1
+        part = part + sqrt(sum((real(out(:, r + 1), real64) - yv(:, kk + r))**2) / &
+                           sum(real(yv(:, kk + r), real64)**2))
       end do
     end do
+    rel_l2 = 0
+    call mpi_reduce(part, rel_l2, 1, MPI_DOUBLE_PRECISION, MPI_SUM, 0, comm, ierr2)
     rel_l2 = rel_l2 / nval
   end function
 

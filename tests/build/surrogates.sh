@@ -1,12 +1,13 @@
 #!/bin/sh
-# The surrogate examples (issue 55, decision 0072), built against the build tree with its
-# pkg-config file and run briefly: the FNO (examples/c/fno.c) learns (validation relative L2
-# below 0.9 of the untrained model's) and gives the same error at twice the resolution it was
-# trained on; the MeshGraphNet-style surrogate from C (examples/c/mesh_surrogate.c, ddp on 2)
-# learns (below half the untrained error) and repeats its last loss bitwise, through
-# strata-train --mesh (examples/mesh.sh) and from Fortran (examples/fortran/mesh_surrogate.f90,
-# which checks itself); the PyTorch peers
+# The surrogate examples (issue 55, decisions 0072 and 0083), built against the build tree with
+# its pkg-config file and run briefly: the FNO (examples/c/fno.c) learns (validation relative
+# L2 below 0.9 of the untrained model's; in 3-D below half) and gives the same error at twice
+# the resolution it was trained on, in 2-D and 3-D; the MeshGraphNet-style surrogate from C
+# (examples/c/mesh_surrogate.c, ddp on 2) learns (below half the untrained error) and repeats
+# its last loss bitwise, through strata-train --mesh (examples/mesh.sh) and from Fortran
+# (examples/fortran/mesh_surrogate.f90, which checks itself); the PyTorch peers
 # (tools/peers/torch_fno.py, torch_mesh.py) read the examples' data and print their JSON line.
+# tests/build/surrogates_mpi.sh runs them against an install under mpirun.
 #   surrogates.sh SRC BUILD
 set -eu
 src=$1 build=$2
@@ -28,6 +29,14 @@ u=$(field val_rel_l2_untrained "$dir/fno.out")
 below "$e" "$(awk -v u="$u" 'BEGIN { print 0.9 * u }')" || { echo "fno did not learn"; exit 1; }
 awk -v e="$e" -v f="$f" 'BEGIN { d = e - f; exit !(d * d < (0.01 * e) ^ 2) }' ||
         { echo "fno: the error at 64 x 64 ($f) is not the error at 32 x 32 ($e)"; exit 1; }
+# The 3-D operator (--3d): trained at 8^3, evaluated at 16^3 as well.
+"$dir/fno" --3d 128 4 8 16 1 > "$dir/fno3d.out"
+cat "$dir/fno3d.out"
+e=$(field val_rel_l2 "$dir/fno3d.out") f=$(field val_rel_l2_fine "$dir/fno3d.out")
+u=$(field val_rel_l2_untrained "$dir/fno3d.out")
+below "$e" "$(awk -v u="$u" 'BEGIN { print 0.5 * u }')" || { echo "fno 3-D did not learn"; exit 1; }
+awk -v e="$e" -v f="$f" 'BEGIN { d = e - f; exit !(d * d < (0.01 * e) ^ 2) }' ||
+        { echo "fno 3-D: the error at 16^3 ($f) is not the error at 8^3 ($e)"; exit 1; }
 
 for k in 1 2; do
         "$dir/mesh" 64 3 2 --dump "$dir/mesh.bin" > "$dir/mesh$k.out"
@@ -44,10 +53,11 @@ below "$e" "$(awk -v u="$u" 'BEGIN { print 0.5 * u }')" || { echo "mesh did not 
 grep -q "heap allocations during training: 0" "$dir/mesh-cli.out" ||
         { cat "$dir/mesh-cli.out"; echo "examples/mesh.sh did not end as it should"; exit 1; }
 
-if command -v gfortran >/dev/null; then
+# The Fortran program joins mpirun's processes itself (use mpi): mpifort builds it.
+if command -v mpifort >/dev/null; then
         (cd "$dir" &&
                 gfortran -std=f2018 -Wall -Wextra -Werror -c "$src/fortran/strata.f90" &&
-                gfortran -std=f2018 -O2 -Wall -Wextra -Werror -o mesh-f90 \
+                mpifort -std=f2018 -O2 -Wall -Wextra -Werror -o mesh-f90 \
                         "$src/examples/fortran/mesh_surrogate.f90" strata.o \
                         "$build/libstrata.a" $libs)
         "$dir/mesh-f90" 64 3 2
