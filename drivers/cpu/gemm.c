@@ -292,11 +292,14 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
         for (int r = 0; r < rows; r++, dst += ld, src += ls) {
                 int i = 0;
 
+                if (w == KB) { /* pack_a()'s blocks: a row in two moves, no loop */
+                        _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+                        _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + 8));
+                        continue;
+                }
                 for (; i + 16 <= w; i += 16) {
-                        __m256 x = _mm256_loadu_ps(src + i), y = _mm256_loadu_ps(src + i + 8);
-
-                        _mm256_storeu_ps(dst + i, x);
-                        _mm256_storeu_ps(dst + i + 8, y);
+                        _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+                        _mm256_storeu_ps(dst + i + 8, _mm256_loadu_ps(src + i + 8));
                 }
                 for (; i + 8 <= w; i += 8)
                         _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
@@ -398,9 +401,9 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
 }
 
 /*
- * One element of C from its tile value @p t, @p mode 0: c + alpha t (a chunk after the
- * first), 1: alpha t (the first, beta 0: c is not read), 2: alpha t + beta c (the first).
- * ISO C: no contraction, so every clone rounds the same.
+ * One element of C from its tile value @p t, @p mode 0: c + alpha t (after k's first chunk),
+ * 1: alpha t (the first, beta 0: c unread), 2: alpha t + beta c (the first); ISO C, no
+ * contraction: every clone rounds the same.
  */
 static inline float updated(int mode, const float *c, float t, float alpha, float beta)
 {
@@ -471,10 +474,8 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
                         bt = block_rows(mc - r, &which);
                         /* C's rows of the tile towards L2 while the kernel sums */
                         for (int j = 0, nj = ct ? w : bt, ni = ct ? bt : w; j < nj; j++)
-                                for (int i = 0; i < BM; i += 16) /* ni <= BM: unrolled */
-                                        if (i < ni)
-                                                __builtin_prefetch(c + (size_t)j * g->ldc + i,
-                                                                   1, 2);
+                                for (int i = 0; i < BM && i < ni; i += 16) /* unrolled */
+                                        __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         s->k[wi][which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
                         if (ct)
                                 combine_t(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
