@@ -38,7 +38,8 @@ STRATA__HD static inline float strata__bn_dx(const float *dy, const float *xhat,
 
 /**
  * Softmax cross-entropy of one row of logits @p z with label @p lab: returns the loss, adds 1
- * to *ok when the argmax is right, writes d = (softmax - onehot) * scale when d is not NULL.
+ * to *ok when the argmax is right, writes d = (softmax - onehot) * scale when d is not NULL
+ * (d apart from z: it holds the exponentials between the two passes).
  */
 STRATA__HD static inline double strata__softmax_row(const float *z, int32_t lab, int cols,
                                                     float scale, float *d, int *ok)
@@ -51,14 +52,19 @@ STRATA__HD static inline double strata__softmax_row(const float *z, int32_t lab,
                         mx = z[j];
                         arg = j;
                 }
-        for (int j = 0; j < cols; j++)
-                sum += expf(z[j] - mx);
+        for (int j = 0; j < cols; j++) { /* each exponential once, kept in d */
+                float e = expf(z[j] - mx);
+
+                sum += e;
+                if (d)
+                        d[j] = e;
+        }
         *ok += arg == lab;
         if (d) {
                 float inv = scale / sum;
 
                 for (int j = 0; j < cols; j++)
-                        d[j] = expf(z[j] - mx) * inv;
+                        d[j] *= inv;
                 d[lab] -= scale;
         }
         return (double)(logf(sum) + mx - z[lab]);

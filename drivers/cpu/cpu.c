@@ -380,11 +380,15 @@ STRATA_SIMD static void sgd_plain(float *restrict p, const float *restrict g, fl
                 p[i] -= lr * (g[i] + wd * p[i]);
 }
 
-STRATA_SIMD static void sgd_momentum(float *restrict p, const float *restrict g,
-                                     float *restrict buf, float lr, float wd, float mu, float damp,
-                                     float first, float nesterov, size_t n)
+/*
+ * first = 1 on step 1 (buf := d, as PyTorch), else 0; nesterov is 0 or 1. Inlined with both
+ * constant (every step after the first without Nesterov), the compiler folds only what is
+ * exact (1 - 0 is 1, x * 1 is x; x * 0 stays, for a NaN or a signed zero): the same bits.
+ */
+__attribute__((always_inline)) static inline void
+sgd_momentum_n(float *restrict p, const float *restrict g, float *restrict buf, float lr,
+               float wd, float mu, float damp, float first, float nesterov, size_t n)
 {
-        /* first = 1 on step 1 (buf := d, as PyTorch), else 0; nesterov is 0 or 1. */
         for (size_t i = 0; i < n; i++) {
                 float d = g[i] + wd * p[i];
                 float b = first * d + (1.0f - first) * (mu * buf[i] + damp * d);
@@ -392,6 +396,16 @@ STRATA_SIMD static void sgd_momentum(float *restrict p, const float *restrict g,
                 buf[i] = b;
                 p[i] -= lr * (nesterov * (d + mu * b) + (1.0f - nesterov) * b);
         }
+}
+
+STRATA_SIMD static void sgd_momentum(float *restrict p, const float *restrict g,
+                                     float *restrict buf, float lr, float wd, float mu, float damp,
+                                     float first, float nesterov, size_t n)
+{
+        if (first == 0.0f && nesterov == 0.0f)
+                sgd_momentum_n(p, g, buf, lr, wd, mu, damp, 0.0f, 0.0f, n);
+        else
+                sgd_momentum_n(p, g, buf, lr, wd, mu, damp, first, nesterov, n);
 }
 
 STRATA_SIMD static void adamw(float *restrict p, const float *restrict g, float *restrict m,

@@ -292,11 +292,14 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
         for (int r = 0; r < rows; r++, dst += ld, src += ls) {
                 int i = 0;
 
+                if (w == KB) { /* pack_a()'s blocks: a row in two moves, no loop */
+                        _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+                        _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + 8));
+                        continue;
+                }
                 for (; i + 16 <= w; i += 16) {
-                        __m256 x = _mm256_loadu_ps(src + i), y = _mm256_loadu_ps(src + i + 8);
-
-                        _mm256_storeu_ps(dst + i, x);
-                        _mm256_storeu_ps(dst + i + 8, y);
+                        _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+                        _mm256_storeu_ps(dst + i + 8, _mm256_loadu_ps(src + i + 8));
                 }
                 for (; i + 8 <= w; i += 8)
                         _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
@@ -398,49 +401,45 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
 }
 
 /*
- * C (w columns, @p rows rows) from the tile t (column-major, ldt): the first chunk
- * c = alpha t + beta c (beta 0: c is not read), the next ones c + alpha t. ISO C: no
- * contraction, so every clone rounds the same.
+ * One element of C from its tile value @p t, @p mode 0: c + alpha t (after k's first chunk),
+ * 1: alpha t (the first, beta 0: c unread), 2: alpha t + beta c (the first); ISO C, no
+ * contraction: every clone rounds the same.
  */
-STRATA_SIMD static void combine(float *c, int ldc, const float *t, int ldt, int w, int rows,
-                                float alpha, float beta, int first)
+static inline float updated(int mode, const float *c, float t, float alpha, float beta)
 {
-        for (int j = 0; j < rows; j++) {
-                float *cr = c + (size_t)j * ldc;
-                const float *tr = t + (size_t)j * ldt;
+        return mode == 0 ? *c + alpha * t : mode == 1 ? alpha * t : alpha * t + beta * *c;
+}
 
-                if (!first)
-                        for (int i = 0; i < w; i++)
-                                cr[i] = cr[i] + alpha * tr[i];
-                else if (beta == 0.0f)
-                        for (int i = 0; i < w; i++)
-                                cr[i] = alpha * tr[i];
+/*
+ * C (w columns, @p rows rows) from the tile t (column-major, ldt); @p first: k's first chunk.
+ * restrict and, for a whole panel, a constant width: loops with no alias test or peeled edge.
+ */
+STRATA_SIMD static void combine(float *restrict c, int ldc, const float *restrict t, int ldt,
+                                int w, int rows, float alpha, float beta, int first)
+{
+        int mode = !first ? 0 : beta == 0.0f ? 1 : 2;
+
+        for (int j = 0; j < rows; j++, c += ldc, t += ldt)
+                if (w == BM)
+                        for (int i = 0; i < BM; i++)
+                                c[i] = updated(mode, c + i, t[i], alpha, beta);
                 else
                         for (int i = 0; i < w; i++)
-                                cr[i] = alpha * tr[i] + beta * cr[i];
-        }
+                                c[i] = updated(mode, c + i, t[i], alpha, beta);
 }
 
 /*
  * The same for a tile of C's transpose (gemm_packed()'s narrow form): the tile's column i is
  * C's row i, its row j C's column j. The same expressions: the same bits.
  */
-STRATA_SIMD static void combine_t(float *c, int ldc, const float *t, int ldt, int w, int rows,
-                                  float alpha, float beta, int first)
+STRATA_SIMD static void combine_t(float *restrict c, int ldc, const float *restrict t, int ldt,
+                                  int w, int rows, float alpha, float beta, int first)
 {
-        for (int i = 0; i < w; i++) {
-                float *cr = c + (size_t)i * ldc;
+        int mode = !first ? 0 : beta == 0.0f ? 1 : 2;
 
-                if (!first)
-                        for (int j = 0; j < rows; j++)
-                                cr[j] = cr[j] + alpha * t[i + (size_t)j * ldt];
-                else if (beta == 0.0f)
-                        for (int j = 0; j < rows; j++)
-                                cr[j] = alpha * t[i + (size_t)j * ldt];
-                else
-                        for (int j = 0; j < rows; j++)
-                                cr[j] = alpha * t[i + (size_t)j * ldt] + beta * cr[j];
-        }
+        for (int i = 0; i < w; i++, c += ldc)
+                for (int j = 0; j < rows; j++)
+                        c[j] = updated(mode, c + j, t[i + (size_t)j * ldt], alpha, beta);
 }
 
 /* k == 0: C = beta C (beta 0: zeros). */
@@ -474,8 +473,8 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
 
                         bt = block_rows(mc - r, &which);
                         /* C's rows of the tile towards L2 while the kernel sums */
-                        for (int j = 0; j < (ct ? w : bt); j++)
-                                for (int i = 0; i < (ct ? bt : w); i += 16)
+                        for (int j = 0, nj = ct ? w : bt, ni = ct ? bt : w; j < nj; j++)
+                                for (int i = 0; i < BM && i < ni; i += 16) /* unrolled */
                                         __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         s->k[wi][which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
                         if (ct)
