@@ -201,41 +201,14 @@ static void reduce_half(int bf, int op, void *const *dst, int ndst, const void *
         }
 }
 
-/* Fetch the line at @p p for writing (one coherence transaction where a read then a write
- * would take two: the line's copy in the core that wrote it last is invalidated at once). */
-static inline void prefetch_write(const void *p)
-{
-#if defined(__x86_64__)
-        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-        __builtin_prefetch(p, 1, 3);
-#endif
-}
-
-/* Floats per step of sum2_f32, and how far ahead of it the destinations are fetched. */
-#define SUM2_STEP 256
-#define SUM2_AHEAD 512
-
-/*
- * The common case in one pass: two f32 sources summed into one or two places. In an in-place
- * all_reduce a rank's slice of its peer's buffer is read, then written: the lines are fetched
- * for writing ahead of the sums (never past the slice, where the peer works).
- */
+/* The common latency case in one pass: two f32 sources summed into one or two places. */
 STRATA_SIMD static void sum2_f32(float *d0, float *d1, const float *a, const float *b, size_t n)
 {
-        for (size_t s = 0; s < n; s += SUM2_STEP) {
-                size_t e = n - s < SUM2_STEP ? n : s + SUM2_STEP;
+        for (size_t i = 0; i < n; i++) {
+                float v = a[i] + b[i];
 
-                for (size_t j = s + SUM2_AHEAD; j < e + SUM2_AHEAD && j < n; j += 16) {
-                        prefetch_write(d0 + j);
-                        prefetch_write(d1 + j);
-                }
-                for (size_t i = s; i < e; i++) {
-                        float v = a[i] + b[i];
-
-                        d0[i] = v;
-                        d1[i] = v;
-                }
+                d0[i] = v;
+                d1[i] = v;
         }
 }
 
