@@ -94,27 +94,29 @@ void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_
 }
 
 void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, int pairs, float **sum)
+                        void *arg, int pairs, float *root, float **sum)
 {
         const struct strata_chunks *ch = c->chunks;
         struct stack s = { .top = 0 };
+        float *at0 = root ? root : ch->tree; /* entry t at at0 (t = 0) or tree + t n */
 
         for (int j = 0; j < ch->n; j++) {
                 int rows = ch->lo[j + 1] - ch->lo[j], t = s.top;
 
                 if (pairs && t > 0 && s.size[t - 1] == 1 && s.at[t - 1] % 2 == 0) {
                         /* the right sibling of the leaf on top: onto it */
-                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)(t - 1) * n, 1);
+                        leaf(arg, ch->lo[j], rows, t > 1 ? ch->tree + (size_t)(t - 1) * n : at0,
+                             1);
                         s.size[t - 1] = 2;
                 } else {
-                        leaf(arg, ch->lo[j], rows, ch->tree + (size_t)t * n, 0);
+                        leaf(arg, ch->lo[j], rows, t ? ch->tree + (size_t)t * n : at0, 0);
                         push(&s, ch->c0 + j);
                 }
                 for (; siblings(&s); pop(&s))
-                        add(ch, ch->tree + (size_t)(s.top - 2) * n,
+                        add(ch, s.top > 2 ? ch->tree + (size_t)(s.top - 2) * n : at0,
                             ch->tree + (size_t)(s.top - 1) * n, n);
         }
-        *sum = ch->tree; /* the device's blocks, one after the other */
+        *sum = at0; /* the device's blocks, one after the other */
 }
 
 void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *dy, int rows,
@@ -473,9 +475,9 @@ static int fold(struct strata_layer *l, const struct strata_step_ctx *c, float *
 
         if (across && c->all_sum && c->world > 1)
                 STRATA_TRY(c->all_sum(c, sum, l->nparam));
-        if (fresh)
+        if (fresh && sum != grad)
                 ch->k->copy(grad, sum, l->nparam);
-        else
+        else if (!fresh)
                 add(ch, grad, sum, l->nparam);
         return STRATA_OK;
 }
@@ -551,7 +553,10 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
         } else {
                 if (!ch->pairs[l->index])
                         ch->pairs[l->index] = probe_pairs(l, c) ? 1 : -1;
-                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, ch->pairs[l->index] > 0, &sum);
+                /* a fresh gradient, one block, none gathered: the tree's sum made in place
+                 * (decision 0087) */
+                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, ch->pairs[l->index] > 0,
+                                   fresh && ch->nb == 1 && !ch->gathered ? grad : NULL, &sum);
         }
         l->aux = b.aux;
         l->skip = b.skip;

@@ -144,10 +144,11 @@ typedef void (*strata__chunk_fn)(void *arg, int lo, int rows, float *out, int on
  * each, one after the other), in the tree's scratch until the next call. Not summed across
  * devices: c->all_sum does that, leaving the total in (*sum)[0, n). With @p pairs, a chunk
  * that is its left neighbour's sibling is computed onto that one's value (@p leaf's onto),
- * the same bits as computing it apart and adding, in one pass fewer.
+ * the same bits as computing it apart and adding, in one pass fewer. With @p root (a device
+ * of one block, not gathered), the sum is made there instead of in the scratch: *sum is root.
  */
 void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, int pairs, float **sum);
+                        void *arg, int pairs, float *root, float **sum);
 
 /**
  * Invariant mode, a Linear's chunk computed onto its left sibling's sum: @p db += the column

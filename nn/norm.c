@@ -121,7 +121,7 @@ static int bn_tree(struct strata_layer *l, const struct strata_step_ctx *c,
 {
         float *s;
 
-        strata__chunks_sum(c, n, leaf, b, 0, &s);
+        strata__chunks_sum(c, n, leaf, b, 0, NULL, &s);
         STRATA_TRY(bn_sum(l, c, s, n)); /* the device's blocks in, the total out */
         c->k->copy(dst, s, n);
         return STRATA_OK;

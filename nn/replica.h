@@ -263,6 +263,20 @@ void strata__replica_step(struct strata__replica *r, const struct strata_optim *
 void strata__replica_step_range(const struct strata__replica *r, const struct strata_optim *o,
                                 float *p, size_t lo, size_t hi);
 
+/** Non-zero when one of gradients [lo, hi) is NaN or infinite (a range of the check above). */
+int strata__replica_nonfinite_range(const struct strata__replica *r, size_t lo, size_t hi);
+
+/**
+ * Elements [lo, hi) of @p r's optimizer update, in place, each block of them then copied into
+ * the @p nto replicas @p to (same model, same layout, host memory): parameters and every slot
+ * of the optimizer state. The step count advances and the gradients are marked fresh. Ranges
+ * that together cover the vector, run on replicas holding the same values, leave every
+ * replica bitwise as strata__replica_step() would (every rule is elementwise). Needs the
+ * driver's update_range.
+ */
+void strata__replica_step_part(struct strata__replica *r, const struct strata_optim *o,
+                               size_t lo, size_t hi, struct strata__replica *const *to, int nto);
+
 /**
  * Polyak averaging of a target copy @p t towards its source @p s, a replica of the same model
  * on the same device: t's parameters become (1 - @p tau) t + @p tau s (@p tau 1: a copy). Its

@@ -85,6 +85,50 @@ void strata__replica_step_range(const struct strata__replica *r, const struct st
         r->v.k->update_range(&u, p, r->v.grads, r->v.opt_state, r->v.nparam, lo, hi);
 }
 
+int strata__replica_nonfinite_range(const struct strata__replica *r, size_t lo, size_t hi)
+{
+        if (hi <= lo)
+                return 0;
+        if (r->v.k->nonfinite)
+                return r->v.k->nonfinite(r->v.grads + lo, hi - lo);
+        return !isfinite(r->v.k->sumsq(r->v.grads + lo, hi - lo));
+}
+
+/* Elements [lo, hi) of @p src's parameters and optimizer state slots into @p dst. */
+static void copy_part(struct strata__replica *dst, const struct strata__replica *src, size_t lo,
+                      size_t hi)
+{
+        size_t n = src->v.nparam, slots = n ? src->v.nopt / n : 0;
+
+        memcpy(dst->v.params + lo, src->v.params + lo, (hi - lo) * sizeof(float));
+        for (size_t s = 0; s < slots; s++)
+                memcpy(dst->v.opt_state + s * n + lo, src->v.opt_state + s * n + lo,
+                       (hi - lo) * sizeof(float));
+}
+
+/* Elements updated, then copied while they are still in the first-level cache. */
+#define PART_BLOCK ((size_t)2048)
+
+void strata__replica_step_part(struct strata__replica *r, const struct strata_optim *o,
+                               size_t lo, size_t hi, struct strata__replica *const *to, int nto)
+{
+        struct strata_update u;
+        uint64_t t0 = strata__track_begin(r->v.track, &span_step, NULL);
+
+        r->opt_t++;
+        strata__optim_scalars(o, r->opt_t, &u);
+        for (size_t b = lo; b < hi; b += PART_BLOCK) {
+                size_t e = hi - b > PART_BLOCK ? b + PART_BLOCK : hi;
+
+                r->v.k->update_range(&u, r->v.params, r->v.grads, r->v.opt_state, r->v.nparam,
+                                     b, e);
+                for (int k = 0; k < nto; k++)
+                        copy_part(to[k], r, b, e);
+        }
+        strata__track_end(r->v.track, t0, (int64_t)r->opt_t);
+        strata__replica_skip(r);
+}
+
 size_t strata__replica_param_offset(const struct strata__replica *r, int i)
 {
         return r->v.poff[i];

@@ -225,6 +225,7 @@ int strata__ddp_layer_each(void *h, struct strata__replica *r, int layer)
 static const struct strata__sync sync_buckets = {
         .name = "buckets",
         .hooks = { .ready = strata__ddp_bucket_ready },
+        .split = 1,
 };
 static const struct strata__sync sync_each = {
         .name = "each",
@@ -235,8 +236,9 @@ static const struct strata__sync sync_tree = {
         .name = "tree",
         .hooks = { .ready = strata__ddp_tree_ready },
         .tree = 1,
+        .split = 1,
 };
-static const struct strata__sync sync_invariant = { .name = "invariant" };
+static const struct strata__sync sync_invariant = { .name = "invariant", .split = 1 };
 
 const struct strata__sync *strata__ddp_pick_from(const struct strata__sync *const *set,
                                                  const struct strata_config *c,

@@ -117,6 +117,9 @@ struct strata__sync {
         strata__device_fn gather;
         unsigned shard;                 /* STRATA__SHARD_* the plan asks of the shard */
         int tree;                       /* the buckets complete invariant mode's tree */
+        /* every replica holds the whole reduced gradient: where the devices share one address
+         * space, each updates its comm slice and writes it into every replica (step.c) */
+        int split;
 };
 
 /**

@@ -9,7 +9,7 @@
  * collectives, the communicator the devices agree over) is an argument.
  */
 #include "strata/status.h"
-#include "strategy/internal.h"
+#include "strategy/multi.h"
 
 void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
                       int labels)
@@ -29,16 +29,23 @@ int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_
         return STRATA_OK;
 }
 
-int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
-                         const struct strata__step_args *a, int *skip)
+/*
+ * strata__unscale_step() where this device checks only gradients [lo, hi) when @p part (else
+ * all it holds); the agreement over @p comm then decides for every range.
+ */
+static int unscale_range(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                         const struct strata__step_args *a, int *skip, int part, size_t lo,
+                         size_t hi)
 {
+        struct strata__replica *r = strata__rep(rt, dev);
         int scaled = rt->prec->update != NULL, inf;
 
         *skip = 0;
         if (!scaled && rt->cfg.train.allow_nonfinite)
                 return STRATA_OK; /* the opt-out: the update takes the gradients as they are */
-        inf = scaled ? strata__replica_unscale(strata__rep(rt, dev), rt->scaler.scale)
-                     : strata__replica_nonfinite(strata__rep(rt, dev));
+        inf = scaled ? strata__replica_unscale(r, rt->scaler.scale)
+              : part ? strata__replica_nonfinite_range(r, lo, hi)
+                   : strata__replica_nonfinite(r);
         /* A test's: this device alone saw an overflow (deciding alone, this replica's
          * gradients hold every device's, as dp's master does). */
         for (int d = comm ? dev : 0; d < (comm ? dev + 1 : rt->nreplicas); d++)
@@ -56,6 +63,54 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
         return STRATA_OK;
 }
 
+int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                         const struct strata__step_args *a, int *skip)
+{
+        return unscale_range(rt, dev, comm, a, skip, 0, 0, 0);
+}
+
+/*
+ * Whether the update is split across the devices (decision 0086): the variant leaves the
+ * whole reduced gradient in every replica, the devices are threads of this process (a pool,
+ * no peers) on host memory with the driver's range update, and nothing reads the whole
+ * vector before the update (no loss scale, no clipping).
+ */
+static int split(const struct strata_runtime *rt, const struct strata__multi *m,
+                 const struct strata__sync *s)
+{
+        const struct strata_config_train *t = &rt->cfg.train;
+
+        return s->split && m && m->workers && !m->peers && rt->nreplicas > 1 &&
+               !rt->dev->reserve && rt->dev->kernels->update_range && !rt->prec->update &&
+               !(t->clip_norm > 0.0f) && !(t->clip_value > 0.0f);
+}
+
+/*
+ * The split step: this device checks and updates its slice of the communicator's cut (the
+ * slice its all-reduce summed, still in its cache) and writes the slice's new parameters and
+ * optimizer state into every other replica, so each replica ends the step as if it had made
+ * the whole update itself, at half (1/devices) the work. The post's join orders these stores
+ * before any device's next read of its replica.
+ */
+static int split_step(struct strata_runtime *rt, struct strata__multi *m, int dev,
+                      struct strata_comm *comm, const struct strata__step_args *a)
+{
+        struct strata__replica *r = strata__rep(rt, dev), *to[STRATA_MAX_DEVICES];
+        size_t lo, hi;
+        int skip, nto = 0;
+
+        strata_comm_slice(m->dcomm, strata__replica_view(r)->nparam, sizeof(float), dev, &lo,
+                          &hi);
+        STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 1, lo, hi));
+        if (skip)
+                return STRATA_OK;
+        for (int e = 0; e < rt->nreplicas; e++)
+                if (e != dev)
+                        to[nto++] = strata__rep(rt, e);
+        strata__replica_step_part(r, &rt->cfg.optim, lo, hi, to, nto);
+        return STRATA_OK;
+}
+
 int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev,
                      struct strata_comm *comm, const struct strata__step_args *a,
                      const struct strata__sync *s)
@@ -65,6 +120,8 @@ int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev
         double ss;
         int skip;
 
+        if (split(rt, m, s))
+                return split_step(rt, m, dev, comm, a);
         STRATA_TRY(strata__unscale_step(rt, dev, comm, a, &skip));
         if (skip)
                 return STRATA_OK;

@@ -1,0 +1,159 @@
+/*
+ * ddp's optimizer step split across its devices (decision 0086: each device checks and updates
+ * its slice of the reduced gradient, through the driver's update_range, and writes the slice's
+ * parameters and optimizer state into every other replica) is bitwise every device stepping
+ * alone (a driver without update_range), for SGD with Nesterov momentum and weight decay and
+ * for AdamW, on 1-4 devices; the split really runs (each step's ranges come from every device
+ * and cover the vector once); after each step every replica holds the same parameters,
+ * optimizer state and step count; clipping keeps the whole step. (A non-finite gradient
+ * seen by one device refusing the step on every device: nonfinite_grad, which runs split.)
+ */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "tests/support/devsim.h"
+#include "tests/support/rig.h"
+
+/* the rig with BatchNorm: linear, bn (gamma, beta), linear */
+#define NP (RIG_IN * 16 + 16 + 2 * 16 + 16 * RIG_CLASSES + RIG_CLASSES)
+#define STEPS 12
+
+static const struct strata_device_ops *cpu;
+static atomic_size_t covered; /* elements updated through update_range */
+static atomic_int calls;
+
+static void counting_range(const struct strata_update *u, float *p, float *g, float *state,
+                           size_t n, size_t lo, size_t hi)
+{
+        atomic_fetch_add(&calls, 1);
+        atomic_fetch_add(&covered, hi - lo);
+        cpu->kernels->update_range(u, p, g, state, n, lo, hi);
+}
+
+static struct strata_config config(struct rig *r, enum strata_optim_kind kind, int devices)
+{
+        struct strata_config c = rig_cfg(r, STRATA_STRATEGY_DDP, devices, 1);
+
+        c.optim.kind = kind;
+        c.optim.lr = kind == STRATA_OPTIM_ADAMW ? 0.01f : 0.1f;
+        c.optim.weight_decay = 0.01f;
+        c.optim.nesterov = kind == STRATA_OPTIM_SGD;
+        return c;
+}
+
+static void run(enum strata_optim_kind kind, int devices)
+{
+        static float split[NP], alone[NP];
+        struct driver_copy counting, whole;
+        struct strata_config c;
+        struct rig r;
+
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &cpu), STRATA_OK);
+        cr_assert_not_null(cpu->kernels->update_range, "the CPU driver splits ddp's step");
+        driver_copy(&counting, cpu);
+        counting.k.update_range = counting_range;
+        driver_copy(&whole, cpu);
+        whole.k.update_range = NULL;
+
+        rig_init(&r, 1);
+        c = config(&r, kind, devices);
+        atomic_store(&calls, 0);
+        atomic_store(&covered, 0);
+        c.device.driver = &counting.dev;
+        rig_train_cfg(&r, &c, STEPS, split, NP);
+        c.device.driver = &whole.dev;
+        rig_train_cfg(&r, &c, STEPS, alone, NP);
+        cr_assert_eq(memcmp(split, alone, sizeof(split)), 0,
+                     "%d devices, optimizer %d: split step differs from every device's own",
+                     devices, (int)kind);
+        if (devices == 1) {
+                cr_assert_eq(atomic_load(&calls), 0, "one device: nothing to split");
+                return;
+        }
+        cr_assert_eq(atomic_load(&calls), devices * STEPS, "every device, every step");
+        cr_assert_eq(atomic_load(&covered), (size_t)NP * STEPS,
+                     "each step covers every parameter once");
+}
+
+Test(ddp_split_step, sgd_bitwise_every_device_alone, .timeout = 120)
+{
+        for (int n = 1; n <= 4; n++)
+                run(STRATA_OPTIM_SGD, n);
+}
+
+Test(ddp_split_step, adamw_bitwise_every_device_alone, .timeout = 120)
+{
+        for (int n = 1; n <= 4; n++)
+                run(STRATA_OPTIM_ADAMW, n);
+}
+
+/* Every replica's parameters, optimizer state and step count after each step are device 0's. */
+static void assert_replicas_equal(const struct strata_runtime *rt, int devices, int step)
+{
+        const float *p0, *s0, *p, *s;
+        size_t np0, ns0, np, ns;
+        uint64_t t0, t;
+
+        cr_assert_eq(strata_parameters(rt, 0, &p0, &np0), STRATA_OK);
+        cr_assert_eq(strata_optimizer_state(rt, 0, &s0, &ns0, &t0), STRATA_OK);
+        cr_assert_eq(t0, (uint64_t)step);
+        for (int d = 1; d < devices; d++) {
+                cr_assert_eq(strata_parameters(rt, d, &p, &np), STRATA_OK);
+                cr_assert_eq(strata_optimizer_state(rt, d, &s, &ns, &t), STRATA_OK);
+                cr_assert_eq(np, np0);
+                cr_assert_eq(ns, ns0);
+                cr_assert_eq(t, t0, "device %d: step %llu, device 0: %llu", d,
+                             (unsigned long long)t, (unsigned long long)t0);
+                cr_assert_eq(memcmp(p, p0, np * sizeof(float)), 0,
+                             "%d devices, step %d: parameters of replica %d differ", devices, step,
+                             d);
+                cr_assert_eq(memcmp(s, s0, ns * sizeof(float)), 0,
+                             "%d devices, step %d: optimizer state of replica %d differs",
+                             devices, step, d);
+        }
+}
+
+Test(ddp_split_step, replicas_hold_the_same_state, .timeout = 120)
+{
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct rig r;
+
+        rig_init(&r, 1);
+        for (int devices = 2; devices <= 4; devices++) {
+                c = config(&r, devices == 3 ? STRATA_OPTIM_ADAMW : STRATA_OPTIM_SGD, devices);
+                rt = rig_open(&c);
+                for (int step = 1; step <= 3; step++) {
+                        rig_steps(&r, rt, 1, NULL);
+                        assert_replicas_equal(rt, devices, step);
+                }
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+}
+
+/* Clipping reads the whole vector before the update: the step is not split. */
+Test(ddp_split_step, clipping_keeps_the_whole_step, .timeout = 120)
+{
+        static float out[NP];
+        struct driver_copy counting;
+        struct strata_config c;
+        struct rig r;
+
+        cr_assert_eq(strata_device_driver(STRATA_ACCEL_CPU, &cpu), STRATA_OK);
+        driver_copy(&counting, cpu);
+        counting.k.update_range = counting_range;
+        rig_init(&r, 1);
+        for (int clip = 0; clip < 2; clip++) {
+                c = config(&r, STRATA_OPTIM_SGD, 2);
+                c.device.driver = &counting.dev;
+                if (clip)
+                        c.train.clip_value = 0.002f;
+                else
+                        c.train.clip_norm = 0.05f;
+                atomic_store(&calls, 0);
+                rig_train_cfg(&r, &c, 3, out, NP);
+                cr_assert_eq(atomic_load(&calls), 0, "clip %s: the step ran split",
+                             clip ? "by value" : "by norm");
+        }
+}
