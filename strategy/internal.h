@@ -82,7 +82,18 @@ struct strata__strategy_ops {
                                            const struct strata_device_ops *drv,
                                            const struct strata__shard_sizes *z,
                                            const struct strata_runtime *rt);
+        /**
+         * Several models (decision 0082): the strategy's state of the active model (ddp's
+         * buckets), *@p bytes (at most STRATA__MODEL_STATE_BYTES) at the address returned.
+         * setup prepares every model's (strata__models_state()); a call on another model
+         * exchanges it with that model's copy, so no setup runs on the step path. NULL: the
+         * strategy keeps no per-model state.
+         */
+        void *(*model_state)(struct strata_runtime *rt, size_t *bytes);
 };
+
+/** Room for one model's strategy state (strata__strategy_ops.model_state). */
+#define STRATA__MODEL_STATE_BYTES 64
 
 /** One device's share of a step event, run by the multi-device parent on every device. */
 struct strata__strategy_hooks {
@@ -367,6 +378,12 @@ int strata__models_source(const struct strata_runtime *rt, int i);
 
 /** Polyak averaging of target @p t towards its source on every device (its tau). */
 int strata__models_polyak(struct strata_runtime *rt, int t);
+
+/**
+ * Model @p i's (1 <= i < strata__models_n()) copy of the strategy's per-model state,
+ * STRATA__MODEL_STATE_BYTES, while model 0 is active: setup writes it there (decision 0082).
+ */
+void *strata__models_state(struct strata_runtime *rt, int i);
 
 /** Model @p i's (i >= 1) parameters on device @p dev, *@p n of them. */
 const float *strata__models_params(const struct strata_runtime *rt, int i, int dev, size_t *n);
