@@ -67,13 +67,14 @@ static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *
 static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc, float alpha)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
+        static const int targets[2] = { SAC_C1T, SAC_C2T };
+        float *const q[2] = { sc->q1, sc->q2 };
         struct strata_batch b;
 
         STRATA_TRY(draw(ag, sc, sc->s2, sc->a2));
         strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1T, &b, sc->q1, B));
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2T, &b, sc->q2, B));
+        STRATA_TRY(strata_models_predict_step(ag->rt, targets, 2, &b, q, B));
         for (uint32_t i = 0; i < B; i++)
                 sc->r[i] += sc->disc[i] * (fminf(sc->q1[i], sc->q2[i]) - alpha * sc->logp[i]);
         return STRATA_OK;
@@ -84,9 +85,10 @@ static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_sc
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        static const int critics[2] = { SAC_C1, SAC_C2 };
+        float *const q[2] = { sc->q1, sc->q2 };
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1, &b, sc->q1, B));
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2, &b, sc->q2, B));
+        STRATA_TRY(strata_models_predict_step(ag->rt, critics, 2, &b, q, B));
         memset(sc->g, 0, (size_t)B * A * sizeof(float));
         for (int c = 0; c < 2; c++) {
                 for (uint32_t i = 0; i < B; i++)
@@ -143,6 +145,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_rl_sample out = { sc->s, sc->a, sc->r, sc->s2, sc->disc, NULL, NULL };
+        static const int critics[2] = { SAC_C1, SAC_C2 };
         float alpha = expf(sc->logstd[0]);
         struct strata_batch b;
 
@@ -151,8 +154,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(target(ag, sc, alpha));
         strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
-        STRATA_TRY(strata_model_train_step(ag->rt, SAC_C1, &b, NULL));
-        STRATA_TRY(strata_model_train_step(ag->rt, SAC_C2, &b, NULL));
+        STRATA_TRY(strata_models_train_step(ag->rt, critics, 2, &b, NULL));
         STRATA_TRY(draw(ag, sc, sc->s, sc->a2));
         strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
         STRATA_TRY(critic_grad(ag, sc));

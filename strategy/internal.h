@@ -264,6 +264,32 @@ static inline int strata__training_only(const struct strata_runtime *rt, const c
  */
 int strata__check_rt(const struct strata_runtime *rt);
 
+/*
+ * strategy/runtime/api.c: a step in its parts, for the calls on several models at once
+ * (models_api.c, decision 0082): every model's checks of one batch, one agreement between the
+ * processes, then each model's step.
+ */
+
+/** READY (and, for @p train, not inference only): the checks before any agreement. */
+int strata__api_ready(const struct strata_runtime *rt, int train);
+
+/**
+ * This process's verdict on batch @p b for the active model: a training step's, or with
+ * @p predict a prediction's into @p out of @p capacity values. Nothing is exchanged.
+ */
+int strata__api_check(const struct strata_runtime *rt, const struct strata_batch *b,
+                      int predict, const float *out, size_t capacity);
+
+/** Verdict @p rc agreed with the job's other processes (one exchange; none alone). */
+int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b);
+
+/** strata_train_step() of the active model on batch @p b, once agreed. */
+int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
+                      struct strata_metrics *m);
+
+/** strata_predict_step() of the active model on batch @p b into @p out, once agreed. */
+int strata__api_predict(struct strata_runtime *rt, const struct strata_batch *b, float *out);
+
 /**
  * Processes a job may have. Per process, only the job's own tables grow with it (a
  * 1 KiB fingerprint and the metrics of each process, planned); the collectives' staging does

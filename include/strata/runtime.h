@@ -779,6 +779,32 @@ int strata_model_predict_step(struct strata_runtime *rt, int model, const struct
                               float *out, size_t capacity);
 
 /**
+ * @brief strata_model_train_step() of each of the @p n trained models @p models, in that
+ *        order, on the one batch @p b: the batch is checked for every model and agreed
+ *        between the job's processes once (one exchange where n calls make n), then each
+ *        model steps as its own call would (the same bits). @p m: @p n metrics, or NULL.
+ * @retval As strata_model_train_step(); STRATA_EINVAL also for @p models NULL, @p n not in
+ *         [1, models of @p rt], a model named twice. Nothing runs when an argument or the
+ *         batch is refused (the message names the model); a step's failure ends the call
+ *         there, the models before it having stepped.
+ */
+int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
+                             const struct strata_batch *b, struct strata_metrics *m);
+
+/**
+ * @brief strata_model_predict_step() of each of the @p n models @p models (targets too) on
+ *        the one batch @p b, model models[k]'s outputs (rows x its classes, at most
+ *        @p capacity values) into @p out[k]; checked for every model and agreed between the
+ *        processes once.
+ * @retval As strata_model_predict_step(); STRATA_EINVAL also for @p models or @p out NULL,
+ *         @p n not in [1, models of @p rt], a model named twice. Nothing is written when an
+ *         argument or the batch is refused.
+ */
+int strata_models_predict_step(struct strata_runtime *rt, const int *models, int n,
+                               const struct strata_batch *b, float *const *out,
+                               size_t capacity);
+
+/**
  * @brief Polyak averaging of target copy @p target on every device: each parameter p' of it
  *        becomes (1 - tau) p' + tau p, p its source's (f32, element by element: the same bits
  *        on every device and machine). Running statistics are not averaged.
