@@ -124,21 +124,56 @@ static void policy_grad(const struct strata_rl_agent *ag, const struct strata__a
                 }
 }
 
+/*
+ * Under mpi, each row's term logp - action_dim of the temperature's gradient into *@p terms:
+ * a process computed only its devices' rows (decision 0079), so each local device holds its
+ * rows' terms and zeros elsewhere (sc->dsa, B floats a device: mpi_fits() checked the room),
+ * summed across the job (x + 0 is x): every process then has every row's term, which the
+ * mean adds in row order as one process does (decision 0082). Elsewhere *@p terms is NULL.
+ */
+static int gather_terms(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                        const float **terms)
+{
+        const struct strata_config *rc = ag->cfg.runtime;
+        uint32_t B = ag->cfg.batch, world = (uint32_t)strata_world_size(ag->rt);
+        int devs = rc ? rc->strategy.devices : 1;
+        void *bufs[STRATA_MAX_DEVICES];
+
+        *terms = NULL;
+        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI)
+                return STRATA_OK;
+        for (int d = 0; d < devs; d++) {
+                float *t = sc->dsa + (size_t)d * B;
+                uint32_t g = (uint32_t)strata_device_rank(ag->rt, d);
+
+                memset(t, 0, B * sizeof(float));
+                for (uint32_t i = B * g / world; i < B * (g + 1) / world; i++)
+                        t[i] = sc->logp[i] - (float)ag->cfg.action_dim;
+                bufs[d] = t;
+        }
+        STRATA_TRY(strata_reduce(ag->rt, bufs, B, STRATA_F32, STRATA_OP_SUM));
+        *terms = sc->dsa;
+        return STRATA_OK;
+}
+
 /* One Adam step (0.9, 0.999, 1e-8) of log alpha towards entropy -action_dim. */
-static void alpha_step(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+static int alpha_step(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t B = ag->cfg.batch;
         uint64_t t = ++sc->head->adam_t;
+        const float *terms;
         double m = 0.0;
         float g, c1 = 1.0f - powf(0.9f, (float)t), c2 = 1.0f - powf(0.999f, (float)t);
 
+        STRATA_TRY(gather_terms(ag, sc, &terms));
         for (uint32_t i = 0; i < B; i++)
-                m += sc->logp[i] - (float)ag->cfg.action_dim;
+                m += terms ? terms[i] : sc->logp[i] - (float)ag->cfg.action_dim;
         g = (float)(-m / B);
         sc->adam_m[0] = 0.9f * sc->adam_m[0] + 0.1f * g;
         sc->adam_v[0] = 0.999f * sc->adam_v[0] + 0.001f * g * g;
         sc->logstd[0] -= ag->cfg.alpha_lr * (sc->adam_m[0] / c1) /
                          (sqrtf(sc->adam_v[0] / c2) + 1e-8f);
+        return STRATA_OK;
 }
 
 static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
@@ -162,7 +197,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         b = strata__agent_batch(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
         STRATA_TRY(strata_model_train_step(ag->rt, SAC_ACTOR, &b, NULL));
         if (!ag->cfg.fixed_alpha)
-                alpha_step(ag, sc);
+                STRATA_TRY(alpha_step(ag, sc));
         STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C1T));
         STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C2T));
         sc->head->updates++;

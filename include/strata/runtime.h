@@ -502,6 +502,15 @@ int strata_handles_gradient_accumulation(const struct strata_runtime *rt);
 int strata_world_size(const struct strata_runtime *rt);
 
 /**
+ * @brief The global rank of this process's device @p dev (0 <= dev < the configuration's
+ *        devices): its place among strata_world_size() devices, in the order a batch's rows
+ *        are split (device g computes rows [rows g / world, rows (g + 1) / world)); @p dev
+ *        itself in a job of one process.
+ * @return The rank; -1 for a runtime that is not live or a device out of range.
+ */
+int strata_device_rank(const struct strata_runtime *rt, int dev);
+
+/**
  * @brief Reduce across devices in place: bufs[d] is device d's buffer of @p count elements;
  *        afterwards every buffer holds the reduction (combined in device order).
  */
