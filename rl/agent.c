@@ -347,8 +347,9 @@ uint32_t strata__agent_groups(const struct strata_rl_agent *ag)
  * Under mpi a process computes only its devices' rows (decision 0079): TD3, row by row, runs
  * when every device holds an environment; so does SAC, whose one term over every row, the
  * temperature's, gathers the rows' terms across the job (decision 0082; room for a batch a
- * local device in the scratch's input gradients, checked with the hyper-parameters). PPO's advantages and the state normaliser
- * reduce over every row and are refused until they reduce across processes.
+ * local device in the scratch's input gradients, checked with the hyper-parameters). PPO's
+ * advantages and the state normaliser reduce over every row and are refused until they
+ * reduce across processes.
  */
 static int mpi_fits(struct strata_rl_agent *ag)
 {

@@ -127,7 +127,7 @@ static void policy_grad(const struct strata_rl_agent *ag, const struct strata__a
 /*
  * Under mpi, each row's term logp - action_dim of the temperature's gradient into *@p terms:
  * a process computed only its devices' rows (decision 0079), so each local device holds its
- * rows' terms and zeros elsewhere (sc->dsa, B floats a device: mpi_fits() checked the room),
+ * rows' terms and zeros elsewhere (sc->dsa, B floats a device: check() saw the room),
  * summed across the job (x + 0 is x): every process then has every row's term, which the
  * mean adds in row order as one process does (decision 0082). Elsewhere *@p terms is NULL.
  */
@@ -135,19 +135,19 @@ static int gather_terms(struct strata_rl_agent *ag, const struct strata__agent_s
                         const float **terms)
 {
         const struct strata_config *rc = ag->cfg.runtime;
-        uint32_t B = ag->cfg.batch, world = (uint32_t)strata_world_size(ag->rt);
-        int devs = rc ? rc->strategy.devices : 1;
+        uint64_t B = ag->cfg.batch, world = (uint64_t)strata_world_size(ag->rt);
         void *bufs[STRATA_MAX_DEVICES];
+        int64_t g;
 
         *terms = NULL;
         if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI)
                 return STRATA_OK;
-        for (int d = 0; d < devs; d++) {
+        for (int d = 0; d < STRATA_MAX_DEVICES && (g = strata_device_rank(ag->rt, d)) >= 0;
+             d++) { /* this process's devices, each with its rows as the runtime splits them */
                 float *t = sc->dsa + (size_t)d * B;
-                uint32_t g = (uint32_t)strata_device_rank(ag->rt, d);
 
                 memset(t, 0, B * sizeof(float));
-                for (uint32_t i = B * g / world; i < B * (g + 1) / world; i++)
+                for (uint64_t i = B * (uint64_t)g / world; i < B * (uint64_t)(g + 1) / world; i++)
                         t[i] = sc->logp[i] - (float)ag->cfg.action_dim;
                 bufs[d] = t;
         }
@@ -160,12 +160,15 @@ static int gather_terms(struct strata_rl_agent *ag, const struct strata__agent_s
 static int alpha_step(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t B = ag->cfg.batch;
-        uint64_t t = ++sc->head->adam_t;
         const float *terms;
         double m = 0.0;
-        float g, c1 = 1.0f - powf(0.9f, (float)t), c2 = 1.0f - powf(0.999f, (float)t);
+        uint64_t t;
+        float g, c1, c2;
 
         STRATA_TRY(gather_terms(ag, sc, &terms));
+        t = ++sc->head->adam_t;
+        c1 = 1.0f - powf(0.9f, (float)t);
+        c2 = 1.0f - powf(0.999f, (float)t);
         for (uint32_t i = 0; i < B; i++)
                 m += terms ? terms[i] : sc->logp[i] - (float)ag->cfg.action_dim;
         g = (float)(-m / B);
