@@ -107,6 +107,14 @@ static int check(const struct strata_rl_agent_config *c)
                 return bad("action_dim (PPO: at most 64)", c->action_dim);
         if (c->algo == STRATA_RL_PPO && c->minibatch > (uint64_t)c->steps * c->n_envs)
                 return bad("minibatch (above steps x n_envs)", c->minibatch);
+        /* SAC under mpi gathers a batch a local device in the scratch's input gradients */
+        if (c->algo == STRATA_RL_SAC && c->runtime &&
+            c->runtime->strategy.kind == STRATA_STRATEGY_MPI &&
+            (uint64_t)c->runtime->strategy.devices * c->batch >
+                    (uint64_t)(c->batch > c->n_envs ? c->batch : c->n_envs) *
+                            (c->state_dim + c->action_dim))
+                return bad("devices a process (SAC under mpi: at most state_dim + action_dim)",
+                           c->runtime->strategy.devices);
         return STRATA_OK;
 }
 
@@ -337,8 +345,11 @@ uint32_t strata__agent_groups(const struct strata_rl_agent *ag)
 
 /*
  * Under mpi a process computes only its devices' rows (decision 0079): TD3, row by row, runs
- * when every device holds an environment; SAC's temperature, PPO's advantages and the state
- * normaliser reduce over every row and are refused until they reduce across processes.
+ * when every device holds an environment; so does SAC, whose one term over every row, the
+ * temperature's, gathers the rows' terms across the job (decision 0082; room for a batch a
+ * local device in the scratch's input gradients, checked with the hyper-parameters). PPO's
+ * advantages and the state normaliser reduce over every row and are refused until they
+ * reduce across processes.
  */
 static int mpi_fits(struct strata_rl_agent *ag)
 {
@@ -347,10 +358,11 @@ static int mpi_fits(struct strata_rl_agent *ag)
 
         if (!c->runtime || c->runtime->strategy.kind != STRATA_STRATEGY_MPI)
                 return STRATA_OK;
-        if (c->algo != STRATA_RL_TD3)
-                return strata__fail(STRATA_EINVAL, "rl agent: algo %s under mpi: only TD3 "
-                                    "runs across processes (SAC and PPO reduce over every row)",
-                                    c->algo == STRATA_RL_SAC ? "SAC" : "PPO");
+        if (c->algo == STRATA_RL_PPO)
+                return strata__fail(STRATA_EINVAL, "rl agent: algo PPO under mpi: TD3 and SAC "
+                                    "run across processes (PPO's advantages reduce over every "
+                                    "row)");
+
         if (c->normalize_states)
                 return strata__fail(STRATA_EINVAL, "rl agent: normalize_states under mpi: the "
                                     "normaliser does not reduce across processes yet");

@@ -67,13 +67,14 @@ static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *
 static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc, float alpha)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
+        static const int targets[2] = { SAC_C1T, SAC_C2T };
+        float *const q[2] = { sc->q1, sc->q2 };
         struct strata_batch b;
 
         STRATA_TRY(draw(ag, sc, sc->s2, sc->a2));
         strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1T, &b, sc->q1, B));
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2T, &b, sc->q2, B));
+        STRATA_TRY(strata_models_predict_step(ag->rt, targets, 2, &b, q, B));
         for (uint32_t i = 0; i < B; i++)
                 sc->r[i] += sc->disc[i] * (fminf(sc->q1[i], sc->q2[i]) - alpha * sc->logp[i]);
         return STRATA_OK;
@@ -84,9 +85,10 @@ static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_sc
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
+        static const int critics[2] = { SAC_C1, SAC_C2 };
+        float *const q[2] = { sc->q1, sc->q2 };
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C1, &b, sc->q1, B));
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_C2, &b, sc->q2, B));
+        STRATA_TRY(strata_models_predict_step(ag->rt, critics, 2, &b, q, B));
         memset(sc->g, 0, (size_t)B * A * sizeof(float));
         for (int c = 0; c < 2; c++) {
                 for (uint32_t i = 0; i < B; i++)
@@ -122,27 +124,66 @@ static void policy_grad(const struct strata_rl_agent *ag, const struct strata__a
                 }
 }
 
+/*
+ * Under mpi, each row's term logp - action_dim of the temperature's gradient into *@p terms:
+ * a process computed only its devices' rows (decision 0079), so each local device holds its
+ * rows' terms and zeros elsewhere (sc->dsa, B floats a device: check() saw the room),
+ * summed across the job (x + 0 is x): every process then has every row's term, which the
+ * mean adds in row order as one process does (decision 0082). Elsewhere *@p terms is NULL.
+ */
+static int gather_terms(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                        const float **terms)
+{
+        const struct strata_config *rc = ag->cfg.runtime;
+        uint64_t B = ag->cfg.batch, world = (uint64_t)strata_world_size(ag->rt);
+        void *bufs[STRATA_MAX_DEVICES];
+        int64_t g;
+
+        *terms = NULL;
+        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI)
+                return STRATA_OK;
+        for (int d = 0; d < STRATA_MAX_DEVICES && (g = strata_device_rank(ag->rt, d)) >= 0;
+             d++) { /* this process's devices, each with its rows as the runtime splits them */
+                float *t = sc->dsa + (size_t)d * B;
+
+                memset(t, 0, B * sizeof(float));
+                for (uint64_t i = B * (uint64_t)g / world; i < B * (uint64_t)(g + 1) / world; i++)
+                        t[i] = sc->logp[i] - (float)ag->cfg.action_dim;
+                bufs[d] = t;
+        }
+        STRATA_TRY(strata_reduce(ag->rt, bufs, B, STRATA_F32, STRATA_OP_SUM));
+        *terms = sc->dsa;
+        return STRATA_OK;
+}
+
 /* One Adam step (0.9, 0.999, 1e-8) of log alpha towards entropy -action_dim. */
-static void alpha_step(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+static int alpha_step(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t B = ag->cfg.batch;
-        uint64_t t = ++sc->head->adam_t;
+        const float *terms;
         double m = 0.0;
-        float g, c1 = 1.0f - powf(0.9f, (float)t), c2 = 1.0f - powf(0.999f, (float)t);
+        uint64_t t;
+        float g, c1, c2;
 
+        STRATA_TRY(gather_terms(ag, sc, &terms));
+        t = ++sc->head->adam_t;
+        c1 = 1.0f - powf(0.9f, (float)t);
+        c2 = 1.0f - powf(0.999f, (float)t);
         for (uint32_t i = 0; i < B; i++)
-                m += sc->logp[i] - (float)ag->cfg.action_dim;
+                m += terms ? terms[i] : sc->logp[i] - (float)ag->cfg.action_dim;
         g = (float)(-m / B);
         sc->adam_m[0] = 0.9f * sc->adam_m[0] + 0.1f * g;
         sc->adam_v[0] = 0.999f * sc->adam_v[0] + 0.001f * g * g;
         sc->logstd[0] -= ag->cfg.alpha_lr * (sc->adam_m[0] / c1) /
                          (sqrtf(sc->adam_v[0] / c2) + 1e-8f);
+        return STRATA_OK;
 }
 
 static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_rl_sample out = { sc->s, sc->a, sc->r, sc->s2, sc->disc, NULL, NULL };
+        static const int critics[2] = { SAC_C1, SAC_C2 };
         float alpha = expf(sc->logstd[0]);
         struct strata_batch b;
 
@@ -151,8 +192,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(target(ag, sc, alpha));
         strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
-        STRATA_TRY(strata_model_train_step(ag->rt, SAC_C1, &b, NULL));
-        STRATA_TRY(strata_model_train_step(ag->rt, SAC_C2, &b, NULL));
+        STRATA_TRY(strata_models_train_step(ag->rt, critics, 2, &b, NULL));
         STRATA_TRY(draw(ag, sc, sc->s, sc->a2));
         strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
         STRATA_TRY(critic_grad(ag, sc));
@@ -160,7 +200,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         b = strata__agent_batch(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
         STRATA_TRY(strata_model_train_step(ag->rt, SAC_ACTOR, &b, NULL));
         if (!ag->cfg.fixed_alpha)
-                alpha_step(ag, sc);
+                STRATA_TRY(alpha_step(ag, sc));
         STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C1T));
         STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C2T));
         sc->head->updates++;

@@ -5,7 +5,9 @@
  * target y = r + discount x min of the two target critics; each critic regresses y (MSE);
  * every policy_delay updates the actor follows critic 1 up (its input gradient of -mean Q,
  * the action columns, is the actor's output gradient) and the three targets move by Polyak
- * averaging. Every array is the block's (no allocation); every draw is Philox's.
+ * averaging. Every array is the block's (no allocation); every draw is Philox's. The twin
+ * critics train, and their targets predict, in one call each (one agreement between the
+ * processes of a job, decision 0082).
  */
 #include <math.h>
 #include <string.h>
@@ -21,6 +23,8 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         const struct strata_rl_agent_config *c = &ag->cfg;
         uint32_t B = c->batch, S = c->state_dim, A = c->action_dim;
         struct strata_batch b = strata__agent_batch(sc->s2, (int)B, (int)S, NULL, 0);
+        static const int targets[2] = { TD3_C1T, TD3_C2T };
+        float *const q[2] = { sc->q1, sc->q2 };
         float lim = c->target_noise_clip;
 
         STRATA_TRY(strata_model_predict_step(ag->rt, TD3_ACTORT, &b, sc->a2, (size_t)B * A));
@@ -35,8 +39,7 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         }
         strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
-        STRATA_TRY(strata_model_predict_step(ag->rt, TD3_C1T, &b, sc->q1, B));
-        STRATA_TRY(strata_model_predict_step(ag->rt, TD3_C2T, &b, sc->q2, B));
+        STRATA_TRY(strata_models_predict_step(ag->rt, targets, 2, &b, q, B));
         for (uint32_t i = 0; i < B; i++)
                 sc->r[i] += sc->disc[i] * fminf(sc->q1[i], sc->q2[i]);
         return STRATA_OK;
@@ -70,6 +73,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         const struct strata_rl_agent_config *c = &ag->cfg;
         uint32_t B = c->batch, S = c->state_dim, A = c->action_dim;
         struct strata_rl_sample out = { sc->s, sc->a, sc->r, sc->s2, sc->disc, NULL, NULL };
+        static const int critics[2] = { TD3_C1, TD3_C2 };
         struct strata_batch b;
 
         STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
@@ -77,8 +81,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(target(ag, sc));
         strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
-        STRATA_TRY(strata_model_train_step(ag->rt, TD3_C1, &b, NULL));
-        STRATA_TRY(strata_model_train_step(ag->rt, TD3_C2, &b, NULL));
+        STRATA_TRY(strata_models_train_step(ag->rt, critics, 2, &b, NULL));
         if (++sc->head->updates % c->policy_delay == 0)
                 STRATA_TRY(policy(ag, sc));
         return STRATA_OK;

@@ -32,6 +32,7 @@ int strata__ddp_layout(const struct strata_config *c, const struct strata_device
                        struct strata_arena *a, void **priv)
 {
         size_t layers = (size_t)strata__models_layers(c); /* every model's buckets fit */
+        size_t models = (size_t)strata__models_count(c);  /* one set each (decision 0082) */
         struct ddp *d;
         void *p, *q;
 
@@ -42,8 +43,8 @@ int strata__ddp_layout(const struct strata_config *c, const struct strata_device
                 d->m.sum_stats = 1; /* SyncBatchNorm: statistics all-reduced across devices */
         }
         STRATA_TRY(strata__multi_layout(c, drv, a, d ? &d->m : NULL));
-        STRATA_TRY(strata_arena_alloc(a, 2 * sizeof(size_t) * layers, 0, &p));
-        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * layers, 0, &q));
+        STRATA_TRY(strata_arena_alloc(a, 2 * sizeof(size_t) * layers * models, 0, &p));
+        STRATA_TRY(strata_arena_alloc(a, sizeof(int) * layers * models, 0, &q));
         if (d) {
                 d->b.lo = p;
                 d->b.hi = (size_t *)p + layers;
@@ -122,21 +123,51 @@ static int tree_buckets(const struct strata_config *c, const struct strata_runti
         return 1;
 }
 
+/* Buckets @p b of the model whose replicas are @p reps, and whether they complete its tree. */
+static void plan_buckets(struct strata_runtime *rt, struct strata__replica *reps,
+                         struct strata__buckets *b)
+{
+        struct ddp *d = ddp_of(rt);
+
+        b->n = 0;
+        strata__ddp_bucket_walk(strata__replica_at(reps, 0), strata__ddp_bucket_cap(&rt->cfg),
+                                add_bucket, b);
+        for (int dev = 0; dev < rt->nreplicas; dev++)
+                strata__chunks_set_defer(strata__replica_chunkset(strata__replica_at(reps, dev)),
+                                         d->m.sync->tree);
+}
+
 /*
- * setup: the gradient buckets from the layer sizes, and whether they complete the chunks'
- * tree (the variant's, picked at init), then the parent's warm-up.
+ * setup (model 0 active): the gradient buckets from the layer sizes, and whether they
+ * complete the chunks' tree (the variant's, picked at init); with several models every
+ * model's, each in its own arrays (after model 0's), kept in the model's state copy that a
+ * call on it swaps in (decision 0082).
  */
 static int ddp_setup(struct strata_runtime *rt)
 {
         struct ddp *d = ddp_of(rt);
+        size_t layers = (size_t)strata__models_layers(&rt->cfg);
 
-        d->b.n = 0;
-        strata__ddp_bucket_walk(strata__rep(rt, 0), strata__ddp_bucket_cap(&rt->cfg), add_bucket,
-                                &d->b);
-        for (int dev = 0; dev < rt->nreplicas; dev++)
-                strata__chunks_set_defer(strata__replica_chunkset(strata__rep(rt, dev)),
-                                         d->m.sync->tree);
+        plan_buckets(rt, rt->replicas, &d->b);
+        for (int i = 1; i < strata__models_n(rt); i++) {
+                struct strata__buckets *b = strata__models_state(rt, i);
+
+                b->lo = d->b.lo + 2 * layers * (size_t)i;
+                b->hi = b->lo + layers;
+                b->close = d->b.close + layers * (size_t)i;
+                plan_buckets(rt, strata__models_replicas(rt->models, i), b);
+        }
         return STRATA_OK;
+}
+
+_Static_assert(sizeof(struct strata__buckets) <= STRATA__MODEL_STATE_BYTES,
+               "ddp's buckets fit a model's state copy");
+
+/* The active model's buckets, which a call on another model exchanges with its copy. */
+static void *ddp_model_state(struct strata_runtime *rt, size_t *bytes)
+{
+        *bytes = sizeof(ddp_of(rt)->b);
+        return &ddp_of(rt)->b;
 }
 
 /*
@@ -313,6 +344,7 @@ const struct strata__strategy strata__ddp = {
         .parent = &strata__multi_parent,
         .caps = STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE | STRATA__CAP_MODELS,
         .ops = { .validate = strata__multi_validate, .layout = strata__ddp_layout,
-                 .setup = ddp_setup, .align = ddp_align, .pick = ddp_pick },
+                 .setup = ddp_setup, .align = ddp_align, .pick = ddp_pick,
+                 .model_state = ddp_model_state },
         .hooks = { .connect = init_dev },
 };

@@ -82,7 +82,18 @@ struct strata__strategy_ops {
                                            const struct strata_device_ops *drv,
                                            const struct strata__shard_sizes *z,
                                            const struct strata_runtime *rt);
+        /**
+         * Several models (decision 0082): the strategy's state of the active model (ddp's
+         * buckets), *@p bytes (at most STRATA__MODEL_STATE_BYTES) at the address returned.
+         * setup prepares every model's (strata__models_state()); a call on another model
+         * exchanges it with that model's copy, so no setup runs on the step path. NULL: the
+         * strategy keeps no per-model state.
+         */
+        void *(*model_state)(struct strata_runtime *rt, size_t *bytes);
 };
+
+/** Room for one model's strategy state (strata__strategy_ops.model_state). */
+#define STRATA__MODEL_STATE_BYTES 64
 
 /** One device's share of a step event, run by the multi-device parent on every device. */
 struct strata__strategy_hooks {
@@ -256,6 +267,32 @@ static inline int strata__training_only(const struct strata_runtime *rt, const c
  */
 int strata__check_rt(const struct strata_runtime *rt);
 
+/*
+ * strategy/runtime/api.c: a step in its parts, for the calls on several models at once
+ * (models_api.c, decision 0082): every model's checks of one batch, one agreement between the
+ * processes, then each model's step.
+ */
+
+/** READY (and, for @p train, not inference only): the checks before any agreement. */
+int strata__api_ready(const struct strata_runtime *rt, int train);
+
+/**
+ * This process's verdict on batch @p b for the active model: a training step's, or with
+ * @p predict a prediction's into @p out of @p capacity values. Nothing is exchanged.
+ */
+int strata__api_check(const struct strata_runtime *rt, const struct strata_batch *b,
+                      int predict, const float *out, size_t capacity);
+
+/** Verdict @p rc agreed with the job's other processes (one exchange; none alone). */
+int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b);
+
+/** strata_train_step() of the active model on batch @p b, once agreed. */
+int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
+                      struct strata_metrics *m);
+
+/** strata_predict_step() of the active model on batch @p b into @p out, once agreed. */
+int strata__api_predict(struct strata_runtime *rt, const struct strata_batch *b, float *out);
+
 /**
  * Processes a job may have. Per process, only the job's own tables grow with it (a
  * 1 KiB fingerprint and the metrics of each process, planned); the collectives' staging does
@@ -370,6 +407,12 @@ int strata__models_source(const struct strata_runtime *rt, int i);
 
 /** Polyak averaging of target @p t towards its source on every device (its tau). */
 int strata__models_polyak(struct strata_runtime *rt, int t);
+
+/**
+ * Model @p i's (1 <= i < strata__models_n()) copy of the strategy's per-model state,
+ * STRATA__MODEL_STATE_BYTES, while model 0 is active: setup writes it there (decision 0082).
+ */
+void *strata__models_state(struct strata_runtime *rt, int i);
 
 /** Model @p i's (i >= 1) parameters on device @p dev, *@p n of them. */
 const float *strata__models_params(const struct strata_runtime *rt, int i, int dev, size_t *n);

@@ -502,6 +502,15 @@ int strata_handles_gradient_accumulation(const struct strata_runtime *rt);
 int strata_world_size(const struct strata_runtime *rt);
 
 /**
+ * @brief The global rank of this process's device @p dev (0 <= dev < the configuration's
+ *        devices): its place among strata_world_size() devices, in the order a batch's rows
+ *        are split (device g computes rows [rows g / world, rows (g + 1) / world)); @p dev
+ *        itself in a job of one process.
+ * @return The rank; -1 for a runtime that is not live or a device out of range.
+ */
+int strata_device_rank(const struct strata_runtime *rt, int dev);
+
+/**
  * @brief Reduce across devices in place: bufs[d] is device d's buffer of @p count elements;
  *        afterwards every buffer holds the reduction (combined in device order).
  */
@@ -777,6 +786,32 @@ int strata_model_eval_step(struct strata_runtime *rt, int model, const struct st
  */
 int strata_model_predict_step(struct strata_runtime *rt, int model, const struct strata_batch *b,
                               float *out, size_t capacity);
+
+/**
+ * @brief strata_model_train_step() of each of the @p n trained models @p models, in that
+ *        order, on the one batch @p b: the batch is checked for every model and agreed
+ *        between the job's processes once (one exchange where n calls make n), then each
+ *        model steps as its own call would (the same bits). @p m: @p n metrics, or NULL.
+ * @retval As strata_model_train_step(); STRATA_EINVAL also for @p models NULL, @p n not in
+ *         [1, models of @p rt], a model named twice. Nothing runs when an argument or the
+ *         batch is refused (the message names the model); a step's failure ends the call
+ *         there, the models before it having stepped.
+ */
+int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
+                             const struct strata_batch *b, struct strata_metrics *m);
+
+/**
+ * @brief strata_model_predict_step() of each of the @p n models @p models (targets too) on
+ *        the one batch @p b, model models[k]'s outputs (rows x its classes, at most
+ *        @p capacity values) into @p out[k]; checked for every model and agreed between the
+ *        processes once.
+ * @retval As strata_model_predict_step(); STRATA_EINVAL also for @p models or @p out NULL,
+ *         @p n not in [1, models of @p rt], a model named twice. Nothing is written when an
+ *         argument or the batch is refused.
+ */
+int strata_models_predict_step(struct strata_runtime *rt, const int *models, int n,
+                               const struct strata_batch *b, float *const *out,
+                               size_t capacity);
 
 /**
  * @brief Polyak averaging of target copy @p target on every device: each parameter p' of it

@@ -239,20 +239,25 @@ static int nonfinite(const struct strata_runtime *rt, int grads, double loss)
 int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
                       struct strata_metrics *m)
 {
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(strata__training_only(rt, "train_step"));
+        STRATA_TRY(need_ready(rt));
+        STRATA_TRY(agreed(rt, check_local(rt, b, 1), b));
+        return strata__api_train(rt, b, m);
+}
+
+int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
+                      struct strata_metrics *m)
+{
         static const int events[] = { STRATA__EV_BATCH_START, STRATA__EV_TRAINING_STEP,
                                       STRATA__EV_BACKWARD, STRATA__EV_OPTIMIZER_STEP,
                                       STRATA__EV_BATCH_END };
         struct strata__step_args a = { .batch = b };
+        int k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1, nf = 0;
         struct strata_metrics own;
         struct strata__track *t;
         uint64_t t0;
-        int k, nf = 0;
 
-        STRATA_TRY(strata__check_rt(rt));
-        k = rt->cfg.train.accumulate > 1 ? rt->cfg.train.accumulate : 1;
-        STRATA_TRY(strata__training_only(rt, "train_step"));
-        STRATA_TRY(need_ready(rt));
-        STRATA_TRY(agreed(rt, check_local(rt, b, 1), b));
         if (rt->micro == 0 && stop_due(rt))
                 return stopped(); /* at an optimizer-step boundary only */
         t0 = step_begin(rt, &span_train, &t);
@@ -343,8 +348,33 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(agreed(rt, check_predict(rt, b, out, capacity), b));
+        return strata__api_predict(rt, b, out);
+}
+
+int strata__api_predict(struct strata_runtime *rt, const struct strata_batch *b, float *out)
+{
         return evaluate(rt, STRATA__EV_PREDICT_STEP, &span_predict,
                         &(struct strata__step_args){ .batch = b, .logits = out });
+}
+
+/* ---- the parts of a step, for the calls on several models (models_api.c) ---- */
+
+int strata__api_ready(const struct strata_runtime *rt, int train)
+{
+        if (train)
+                STRATA_TRY(strata__training_only(rt, "models_train_step"));
+        return need_ready(rt);
+}
+
+int strata__api_check(const struct strata_runtime *rt, const struct strata_batch *b,
+                      int predict, const float *out, size_t capacity)
+{
+        return predict ? check_predict(rt, b, out, capacity) : check_local(rt, b, 1);
+}
+
+int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
+{
+        return agreed(rt, rc, b);
 }
 
 static const struct strata__span span_input_grad = { "input_grad", "step", "step", 0 };

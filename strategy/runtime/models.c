@@ -10,8 +10,10 @@
  * step counters, loss scaler and checkpoint step counts) stays in struct strata_runtime,
  * where every step, checkpoint and export reads it: those fields are the *active* model's.
  * A call on model i swaps model i's fields in (its slot then holds model 0's), runs the
- * one-model call, and swaps them back; the strategy's setup runs again on each swap, so its
- * per-model state (ddp's buckets) is the active model's. Between calls model 0 is active.
+ * one-model call, and swaps them back. The strategy's per-model state (ddp's buckets) is
+ * swapped with them: setup prepared every model's at init (decision 0082), so a swap is a
+ * few hundred bytes copied and no setup runs on the step path. Between calls model 0 is
+ * active.
  * The public calls are models_api.c's, above this file (no cycle between the two).
  */
 #include <math.h>
@@ -34,6 +36,7 @@ struct model {
         int micro, end_window;
         struct strata_grad_scaler scaler;
         uint64_t ckpt_steps[STRATA_MAX_DEVICES];
+        _Alignas(16) unsigned char state[STRATA__MODEL_STATE_BYTES]; /* the strategy's */
 };
 
 struct strata__models {
@@ -216,7 +219,7 @@ void strata__models_bind(struct strata_runtime *rt, struct strata__models *ms)
                 rt->cfg.models->in_use = rt;
 }
 
-/* Exchange @p n bytes of @p a and @p b (a model's fields, between calls: not a step path). */
+/* Exchange @p n bytes of @p a and @p b (a model's fields; inlined per field, vectorised). */
 static void exchange(void *a, void *b, size_t n)
 {
         unsigned char *x = a, *y = b;
@@ -231,9 +234,18 @@ static void exchange(void *a, void *b, size_t n)
 
 #define SWAP(a, b) exchange(&(a), &(b), sizeof(a) == sizeof(b) ? sizeof(a) : 0)
 
-/* Exchange the runtime's one-model fields with slot @p m. */
+/* Exchange the runtime's one-model fields, and the strategy's model state, with slot @p m. */
 static void swap(struct strata_runtime *rt, struct model *m)
 {
+        void *(*state)(struct strata_runtime *, size_t *) =
+                STRATA__INHERITED(rt->strategy, ops.model_state);
+        size_t n = 0;
+
+        if (state) {
+                void *s = state(rt, &n);
+
+                exchange(s, m->state, n <= sizeof(m->state) ? n : 0);
+        }
         SWAP(rt->replicas, m->replicas);
         SWAP(rt->cfg.model, m->model);
         SWAP(rt->cfg.classes, m->classes);
@@ -246,14 +258,6 @@ static void swap(struct strata_runtime *rt, struct model *m)
         SWAP(rt->ckpt_steps, m->ckpt_steps);
 }
 
-/* The strategy's per-model state (ddp's buckets) for the model now active. */
-static int restate(struct strata_runtime *rt)
-{
-        int (*setup)(struct strata_runtime *) = STRATA__INHERITED(rt->strategy, ops.setup);
-
-        return setup ? setup(rt) : STRATA_OK;
-}
-
 int strata__models_enter(struct strata_runtime *rt, int i)
 {
         struct strata__models *ms = rt->models;
@@ -262,7 +266,7 @@ int strata__models_enter(struct strata_runtime *rt, int i)
                 return STRATA_OK;
         swap(rt, &ms->m[i]);
         ms->active = i;
-        return restate(rt);
+        return STRATA_OK;
 }
 
 void strata__models_leave(struct strata_runtime *rt)
@@ -273,7 +277,11 @@ void strata__models_leave(struct strata_runtime *rt)
                 return;
         swap(rt, &ms->m[ms->active]);
         ms->active = 0;
-        (void)restate(rt);
+}
+
+void *strata__models_state(struct strata_runtime *rt, int i)
+{
+        return rt->models->m[i].state;
 }
 
 /* One device's Polyak step of the target ms->target. */

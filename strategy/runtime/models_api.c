@@ -5,6 +5,7 @@
  * library calls these.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernel/lifecycle.h"
@@ -250,4 +251,90 @@ int strata_model_load_weights(struct strata_runtime *rt, int model, const char *
         rc = strata_load_weights(rt, path, flags, info);
         strata__models_leave(rt);
         return rc;
+}
+
+/* ---- several models on one batch, one agreement (decision 0082) ---- */
+
+/* @p n models @p models of @p rt: known, each once, trained ones when @p trained. */
+static int models_arg(const struct strata_runtime *rt, const int *models, int n, int trained)
+{
+        if (!models)
+                return strata__fail(STRATA_EINVAL, "models is NULL");
+        if (n < 1 || n > strata__models_n(rt))
+                return strata__fail(STRATA_EINVAL, "%d models; 1 to %d (the runtime's)", n,
+                                    strata__models_n(rt));
+        for (int k = 0; k < n; k++) {
+                STRATA_TRY(model_arg(rt, models[k], trained));
+                for (int j = 0; j < k; j++)
+                        if (models[j] == models[k])
+                                return strata__fail(STRATA_EINVAL, "model %d named twice "
+                                                    "(entries %d and %d)", models[k], j, k);
+        }
+        return STRATA_OK;
+}
+
+/* Refusal @p rc of a batch by model @p model, saying which. */
+static int name_model(int rc, int model)
+{
+        const char *why = strata_last_error();
+        size_t skip = strlen(strata_strerror(rc)) + 2; /* strata__fail's "text: " */
+        char msg[512];
+
+        snprintf(msg, sizeof(msg), "%s", strlen(why) > skip ? why + skip : why);
+        return strata__fail(rc, "model %d: %s", model, msg);
+}
+
+/*
+ * The arguments, READY, then every model's verdict on batch @p b (the first refusal's),
+ * agreed between the processes once. @p out: the predictions' arrays (NULL: training).
+ */
+static int check_all(struct strata_runtime *rt, const int *models, int n,
+                     const struct strata_batch *b, float *const *out, size_t capacity)
+{
+        int rc = STRATA_OK;
+
+        STRATA_TRY(strata__check_rt(rt));
+        STRATA_TRY(models_arg(rt, models, n, !out));
+        STRATA_TRY(strata__api_ready(rt, !out));
+        for (int k = 0; k < n && rc == STRATA_OK; k++) {
+                STRATA_TRY(strata__models_enter(rt, models[k]));
+                rc = strata__api_check(rt, b, out != NULL, out ? out[k] : NULL, capacity);
+                strata__models_leave(rt);
+                if (rc != STRATA_OK && n > 1)
+                        rc = name_model(rc, models[k]);
+        }
+        return strata__api_agreed(rt, rc, b);
+}
+
+int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
+                             const struct strata_batch *b, struct strata_metrics *m)
+{
+        STRATA_TRY(check_all(rt, models, n, b, NULL, 0));
+        for (int k = 0; k < n; k++) {
+                int rc;
+
+                STRATA_TRY(strata__models_enter(rt, models[k]));
+                rc = strata__api_train(rt, b, m ? &m[k] : NULL);
+                strata__models_leave(rt);
+                STRATA_TRY(rc);
+        }
+        return STRATA_OK;
+}
+
+int strata_models_predict_step(struct strata_runtime *rt, const int *models, int n,
+                               const struct strata_batch *b, float *const *out,
+                               size_t capacity)
+{
+        if (!out)
+                return strata__fail(STRATA_EINVAL, "models_predict_step: out is NULL");
+        STRATA_TRY(check_all(rt, models, n, b, out, capacity));
+        for (int k = 0; k < n; k++) {
+                int rc;
+
+                STRATA_TRY(strata__models_enter(rt, models[k]));
+                rc = strata__api_predict(rt, b, out[k]);
+                strata__models_leave(rt);
+                STRATA_TRY(rc);
+        }
+        return STRATA_OK;
 }

@@ -368,6 +368,11 @@ int strata_world_size(const struct strata_runtime *rt)
         return live_has(rt) ? rt->world : 0;
 }
 
+int strata_device_rank(const struct strata_runtime *rt, int dev)
+{
+        return live_has(rt) && dev >= 0 && dev < rt->nreplicas ? rt->rank0 + dev : -1;
+}
+
 #ifdef STRATA_TESTING
 /* The runtime's faults object, taken from the test pool the first time a test arms one. */
 static struct strata__faults *faults(struct strata_runtime *rt)

@@ -2,8 +2,9 @@
 # RL agents across processes (decision 0079): examples/rl/cartpole.c with 2 environments under
 # TD3, one process on 2 devices (ddp), then `mpirun -np 2` (mpi, one device and one environment
 # a process, each process's replay rows drawing its own transitions): the mpi policy is bitwise
-# ddp's, and two mpi runs are bitwise equal. Under mpi SAC, and fewer environments than
-# processes, are refused naming the value. Skipped without mpirun or libstrata-mpi.so.
+# ddp's, and two mpi runs are bitwise equal; the same for SAC (its temperature's term of every
+# row gathered across the processes, decision 0082). Under mpi PPO, and fewer environments
+# than processes, are refused naming the value. Skipped without mpirun or libstrata-mpi.so.
 #   rl_mpi.sh SRC BUILD
 set -eu
 src=$1 build=$2
@@ -32,6 +33,17 @@ echo "td3: two runs of 2 mpi processes bitwise equal (returns and policy)"
 cmp -s "$dir/ddp.safetensors" "$dir/mpi-1.safetensors" ||
         { echo "td3: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
 echo "td3: the policy of 2 mpi processes is bitwise ddp's on 2 devices"
+"$dir/cartpole" sac --steps 1000 --envs 2 --devices 2 --export "$dir/sac-ddp.safetensors" |
+        grep '^{'
+for k in 1 2; do
+        mpi "$dir/cartpole" sac --steps 1000 --envs 2 --mpi \
+                --export "$dir/sac-mpi-$k.safetensors" | grep '^{'
+done
+cmp -s "$dir/sac-mpi-1.safetensors" "$dir/sac-mpi-2.safetensors" ||
+        { echo "sac: two runs of 2 mpi processes differ"; exit 1; }
+cmp -s "$dir/sac-ddp.safetensors" "$dir/sac-mpi-1.safetensors" ||
+        { echo "sac: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
+echo "sac: the policy of 2 mpi processes is bitwise ddp's on 2 devices, twice"
 refused() { # $1: what the message must say; then the command
         want=$1
         shift
@@ -41,6 +53,6 @@ refused() { # $1: what the message must say; then the command
         grep -q "$want" "$dir/refused.out" || { cat "$dir/refused.out"; exit 1; }
         echo "refused: $want"
 }
-refused "algo SAC under mpi" "$dir/cartpole" sac --steps 100 --envs 2 --mpi
+refused "algo PPO under mpi" "$dir/cartpole" ppo --steps 100 --mpi
 refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" td3 --steps 100 \
         --envs 1 --mpi

@@ -239,6 +239,15 @@ Test(rl_agent, bad_hyper_parameters_are_refused_by_name)
         b = c, b.algo = 4, refused(b, "algo");
         c = config(STRATA_RL_SAC);
         b = c, b.alpha = -0.1f, refused(b, "alpha");
+        {
+                struct strata_config rc;
+
+                memset(&rc, 0, sizeof(rc));
+                rc.strategy.kind = STRATA_STRATEGY_MPI;
+                rc.strategy.devices = 3; /* 3 x batch floats gathered; room for 2 x batch */
+                b = c, b.state_dim = 1, b.action_dim = 1, b.runtime = &rc;
+                refused(b, "SAC under mpi");
+        }
         b = c, b.alpha = NAN, refused(b, "alpha");
         b = c, b.alpha_lr = 2.0f, refused(b, "alpha_lr");
         c = config(STRATA_RL_PPO);

@@ -152,7 +152,8 @@ static size_t alone(struct three *t, int model, int steps, float *out)
         return n;
 }
 
-static void together(enum strata_strategy_kind kind, int devices, int accumulate)
+static void together(enum strata_strategy_kind kind, int devices, int accumulate,
+                     size_t bucket_bytes)
 {
         static float a[3][NP], b[3][NP], solo[NP];
         size_t na[3], nb[3];
@@ -160,6 +161,7 @@ static void together(enum strata_strategy_kind kind, int devices, int accumulate
 
         three_init(&t, kind, devices);
         t.r.cfg.train.accumulate = accumulate;
+        t.r.cfg.strategy.bucket_bytes = bucket_bytes;
         run(&t, 12, a, na);
         run(&t, 12, b, nb);
         for (int k = 0; k < 3; k++) {
@@ -177,18 +179,28 @@ static void together(enum strata_strategy_kind kind, int devices, int accumulate
 
 Test(models, single_three_models_bitwise)
 {
-        together(STRATA_STRATEGY_SINGLE, 1, 0);
+        together(STRATA_STRATEGY_SINGLE, 1, 0, 0);
 }
 
 Test(models, ddp_three_models_bitwise)
 {
-        together(STRATA_STRATEGY_DDP, 2, 0);
+        together(STRATA_STRATEGY_DDP, 2, 0, 0);
+}
+
+/*
+ * Buckets of one layer each (64 bytes): the two trained models' buckets differ in number and
+ * offsets, each prepared once at init and swapped in with its model (decision 0082); a
+ * model run on another's buckets would leave devices apart or differ from its run alone.
+ */
+Test(models, ddp_small_buckets_each_model_its_own)
+{
+        together(STRATA_STRATEGY_DDP, 2, 0, 64);
 }
 
 /* Each model its own accumulation window (ddp's buckets the active model's at its end). */
 Test(models, ddp_accumulate_two_bitwise)
 {
-        together(STRATA_STRATEGY_DDP, 2, 2);
+        together(STRATA_STRATEGY_DDP, 2, 2, 0);
 }
 
 /*

@@ -237,7 +237,13 @@ Test(runtime_bad_input, calls_after_teardown_are_refused)
                 cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
                 cr_assert_eq(strata_connect(rt), STRATA_OK);
                 rig_steps(&r, rt, 2, &b);
+                cr_assert_eq(strata_device_rank(rt, 0), 0);
+                cr_assert_eq(strata_device_rank(rt, 1), 1, "one process: the device itself");
+                cr_assert_eq(strata_device_rank(rt, 2), -1, "no third device");
+                cr_assert_eq(strata_device_rank(rt, -1), -1, "a negative device");
+                cr_assert_eq(strata_device_rank(NULL, 0), -1, "no runtime");
                 cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                cr_assert_eq(strata_device_rank(rt, 0), -1, "a dead runtime");
                 cr_assert_eq(strata_teardown(rt), STRATA_EINVAL, "teardown twice");
                 cr_assert_not_null(strstr(strata_last_error(), "not live"), "%s",
                                    strata_last_error());
