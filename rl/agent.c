@@ -47,7 +47,7 @@ static struct strata_rl_agent_config defaults(const struct strata_rl_agent_confi
         return c;
 }
 
-static int bad(const char *what, double v)
+static int out_of_range(const char *what, double v)
 {
         return strata__fail(STRATA_EINVAL, "rl agent: %s = %g is out of range", what, v);
 }
@@ -56,64 +56,64 @@ static int bad(const char *what, double v)
 static int check(const struct strata_rl_agent_config *c)
 {
         if (c->algo < STRATA_RL_TD3 || c->algo > STRATA_RL_SAC)
-                return bad("algo", c->algo);
+                return out_of_range("algo", c->algo);
         if (c->state_dim < 1 || c->state_dim > (1u << 20))
-                return bad("state_dim", c->state_dim);
+                return out_of_range("state_dim", c->state_dim);
         if (c->action_dim < 1 || c->action_dim > (1u << 16))
-                return bad("action_dim", c->action_dim);
+                return out_of_range("action_dim", c->action_dim);
         if (c->n_envs > (1u << 16))
-                return bad("n_envs", c->n_envs);
+                return out_of_range("n_envs", c->n_envs);
         if (c->hidden > (1u << 16))
-                return bad("hidden", c->hidden);
+                return out_of_range("hidden", c->hidden);
         if (!(c->gamma >= 0.0f && c->gamma <= 1.0f))
-                return bad("gamma", c->gamma);
+                return out_of_range("gamma", c->gamma);
         if (!(c->actor_lr > 0.0f && c->actor_lr < 1.0f) && c->actor_lr != 0.0f)
-                return bad("actor_lr", c->actor_lr);
+                return out_of_range("actor_lr", c->actor_lr);
         if (!(c->critic_lr > 0.0f && c->critic_lr < 1.0f) && c->critic_lr != 0.0f)
-                return bad("critic_lr", c->critic_lr);
+                return out_of_range("critic_lr", c->critic_lr);
         if (!(c->tau >= 0.0f && c->tau <= 1.0f))
-                return bad("tau", c->tau);
+                return out_of_range("tau", c->tau);
         if (!(c->target_noise >= 0.0f && isfinite(c->target_noise)))
-                return bad("target_noise", c->target_noise);
+                return out_of_range("target_noise", c->target_noise);
         if (!(c->target_noise_clip >= 0.0f && isfinite(c->target_noise_clip)))
-                return bad("target_noise_clip", c->target_noise_clip);
+                return out_of_range("target_noise_clip", c->target_noise_clip);
         if (!(c->expl_noise >= 0.0f && isfinite(c->expl_noise)))
-                return bad("expl_noise", c->expl_noise);
+                return out_of_range("expl_noise", c->expl_noise);
         if (!(c->clip >= 0.0f && c->clip < 1.0f))
-                return bad("clip", c->clip);
+                return out_of_range("clip", c->clip);
         if (!(c->lambda >= 0.0f && c->lambda <= 1.0f))
-                return bad("lambda", c->lambda);
+                return out_of_range("lambda", c->lambda);
         if (!(c->vf_coef >= 0.0f && isfinite(c->vf_coef)))
-                return bad("vf_coef", c->vf_coef);
+                return out_of_range("vf_coef", c->vf_coef);
         if (!(c->ent_coef >= 0.0f && isfinite(c->ent_coef)))
-                return bad("ent_coef", c->ent_coef);
+                return out_of_range("ent_coef", c->ent_coef);
         if (!(c->alpha > 0.0f && isfinite(c->alpha)))
-                return bad("alpha", c->alpha);
+                return out_of_range("alpha", c->alpha);
         if (!(c->alpha_lr > 0.0f && c->alpha_lr < 1.0f))
-                return bad("alpha_lr", c->alpha_lr);
+                return out_of_range("alpha_lr", c->alpha_lr);
         if (c->normalize_states != 0 && c->normalize_states != 1)
-                return bad("normalize_states", c->normalize_states);
+                return out_of_range("normalize_states", c->normalize_states);
         if (!(c->normalize_clip > 0.0f && isfinite(c->normalize_clip)))
-                return bad("normalize_clip", c->normalize_clip);
+                return out_of_range("normalize_clip", c->normalize_clip);
         if (!(fabsf(c->log_std) <= 20.0f))
-                return bad("log_std", c->log_std);
+                return out_of_range("log_std", c->log_std);
         if (c->algo != STRATA_RL_PPO && c->min_size > c->max_size)
-                return bad("min_size (above max_size)", c->min_size);
+                return out_of_range("min_size (above max_size)", c->min_size);
         if (c->algo != STRATA_RL_PPO && c->max_size < c->n_envs)
-                return bad("max_size (below n_envs)", c->max_size);
+                return out_of_range("max_size (below n_envs)", c->max_size);
         if (c->batch > (1u << 20) || c->minibatch > (1u << 20) || c->steps > (1u << 24))
-                return bad("batch, minibatch or steps", (double)c->batch);
+                return out_of_range("batch, minibatch or steps", (double)c->batch);
         if (c->algo == STRATA_RL_PPO && c->action_dim > 64)
-                return bad("action_dim (PPO: at most 64)", c->action_dim);
+                return out_of_range("action_dim (PPO: at most 64)", c->action_dim);
         if (c->algo == STRATA_RL_PPO && c->minibatch > (uint64_t)c->steps * c->n_envs)
-                return bad("minibatch (above steps x n_envs)", c->minibatch);
+                return out_of_range("minibatch (above steps x n_envs)", c->minibatch);
         /* SAC under mpi gathers a batch a local device in the scratch's input gradients */
         if (c->algo == STRATA_RL_SAC && c->runtime &&
             c->runtime->strategy.kind == STRATA_STRATEGY_MPI &&
             (uint64_t)c->runtime->strategy.devices * c->batch >
                     (uint64_t)(c->batch > c->n_envs ? c->batch : c->n_envs) *
                             (c->state_dim + c->action_dim))
-                return bad("devices a process (SAC under mpi: at most state_dim + action_dim)",
+                return out_of_range("devices a process (SAC under mpi: at most state_dim + action_dim)",
                            c->runtime->strategy.devices);
         return STRATA_OK;
 }
