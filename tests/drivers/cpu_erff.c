@@ -1,7 +1,8 @@
 /*
  * The exact GELU's vectorised erff and expf (drivers/cpu/erff.c) have libm's bits: on random
  * bit patterns (every class of float: zeros, subnormals, normals, infinities, NaNs), on
- * random x in [-8, 8] (where erff's intervals are), on a run of floats either side of every
+ * random x in [-8, 8] (where erff's intervals are), in [-1, 1] and [-1.7, 1.7] (blocks that
+ * reach only the first intervals, as a GELU's mostly do), on a run of floats either side of every
  * bound the replica selects by (erff's 2^-28 and 2^-120 guards, 0.84375, 1.25, 1/0.35, 6, inf;
  * expf's 88, overflow and two underflow bounds) and at the specials; and the CPU driver's
  * GELU forward and backward equal strata__act()/strata__act_grad() with libm's calls, each
@@ -19,10 +20,11 @@
 
 #define NRANDOM (1u << 21)
 #define NRANGE (1u << 20)
+#define NNEAR (1u << 18) /* x in [-1, 1] and in [-1.7, 1.7]: blocks of the first intervals only */
 #define RUN 4096 /* floats each side of a bound */
 #define NBOUND 12
 #define NSPECIAL 12
-#define N (NRANDOM + NRANGE + NBOUND * 4 * RUN + NSPECIAL)
+#define N (NRANDOM + NRANGE + 2 * NNEAR + NBOUND * 4 * RUN + NSPECIAL)
 
 static const uint32_t bounds[NBOUND] = {
         0x04000000, 0x31800000, 0x3f580000, 0x3fa00000, 0x4036db6e, 0x40c00000,
@@ -70,6 +72,10 @@ static void fill(void)
                 xs[i++] = from_bits(next(&s));
         for (uint32_t k = 0; k < NRANGE; k++)
                 xs[i++] = ((float)next(&s) * 0x1p-32f - 0.5f) * 16.0f;
+        for (uint32_t k = 0; k < NNEAR; k++)
+                xs[i++] = ((float)next(&s) * 0x1p-32f - 0.5f) * 2.0f;
+        for (uint32_t k = 0; k < NNEAR; k++)
+                xs[i++] = ((float)next(&s) * 0x1p-32f - 0.5f) * 3.4f;
         for (int b = 0; b < NBOUND; b++)
                 for (int sign = 0; sign < 2; sign++)
                         for (int d = -RUN; d < RUN; d++)
