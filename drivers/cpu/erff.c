@@ -17,13 +17,17 @@
  * selected, with the same float and double operations in the same order as glibc (no
  * contraction: ISO C; fma() exactly where glibc's FMA build has one),
  * so the loops vectorise (STRATA_SIMD) and every element has libm's bits. That is the FMA
- * build's expf, so the replica runs only where glibc runs that build (AVX2 and FMA); elsewhere
- * the loops call libm. tools/strata-check-erff.c compares both functions with libm on all
+ * build's expf, so the replica runs only where glibc runs that build (AVX2 and FMA), and only
+ * under glibc 2.36; elsewhere the loops call libm. tools/strata-check-erff.c compares both functions with libm on all
  * 2^32 inputs.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
 
 #include "arch/simd.h"
 #include "drivers/formulas.h"
@@ -355,12 +359,27 @@ STRATA_SIMD static void gelu_backward_loop(const float *x, const float *dy, floa
 
 /*
  * The replica has libm's bits where glibc runs its FMA build of expf: the CPU has FMA and
- * AVX2 (glibc's own test, both usable with the OS's AVX state; CPUID read once at load).
+ * AVX2 (glibc's own test, both usable with the OS's AVX state), and where the libm is the one
+ * it was checked against, glibc 2.36 (2.41 replaced erff; elsewhere the library keeps libm's
+ * calls, so that no machine's bits change). Decided once; a relaxed atomic, as threads may
+ * race to the first call.
  */
 static int replica_runs(void)
 {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        static atomic_int runs = -1;
+        int r = atomic_load_explicit(&runs, memory_order_relaxed);
+
+        if (r < 0) {
+                __builtin_cpu_init();
+                r = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#if defined(__GLIBC__)
+                r = r && !strcmp(gnu_get_libc_version(), "2.36");
+#else
+                r = 0;
+#endif
+                atomic_store_explicit(&runs, r, memory_order_relaxed);
+        }
+        return r;
 }
 
 const char *strata__cpu_erff_path(void)

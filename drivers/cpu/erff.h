@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 /**
- * The path the loops below take on this CPU: "replica" (glibc's erff and expf replayed in
- * vector code: the CPU has AVX2 and FMA, where glibc runs its FMA build of expf) or "libm"
- * (glibc's own erff and expf, one call per element).
+ * The path the loops below take here: "replica" (glibc 2.36's erff and expf replayed in
+ * vector code: the CPU has AVX2 and FMA, where glibc runs its FMA build of expf, and the libm
+ * is glibc 2.36) or "libm" (the libm's own erff and expf, one call per element).
  */
 const char *strata__cpu_erff_path(void);
 
@@ -21,7 +21,10 @@ void strata__cpu_erff(const float *x, float *y, size_t n);
 /** y[i] = expf(x[i]) with libm's bits, for i < @p n. */
 void strata__cpu_expf(const float *x, float *y, size_t n);
 
-/** The same loops, always the replica (for the checks; exact only where the path is one). */
+/**
+ * erff's replica whatever the path (for the checks: it needs AVX2 and FMA to be fast, and it
+ * has glibc 2.36's bits, checked against the libm that runs).
+ */
 void strata__cpu_erff_replica(const float *x, float *y, size_t n);
 /** expf's replica (as strata__cpu_erff_replica()). */
 void strata__cpu_expf_replica(const float *x, float *y, size_t n);
