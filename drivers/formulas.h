@@ -101,6 +101,33 @@ STRATA__HD static inline float strata__ploss(int kind, float beta, float o, floa
 #define STRATA__SQRT1_2 0.7071067811865476f
 #define STRATA__INV_SQRT_2PI 0.3989422804014327f
 
+/*
+ * The exact GELU in parts, so that the CPU driver's vector loops (drivers/cpu/erff.c) feed
+ * their own erff and expf to the same expressions: e = erff(strata__gelu_erf_arg(x)) and
+ * g = expf(strata__gelu_exp_arg(x)).
+ */
+STRATA__HD static inline float strata__gelu_erf_arg(float x)
+{
+        return x * STRATA__SQRT1_2;
+}
+
+STRATA__HD static inline float strata__gelu_exp_arg(float x)
+{
+        return -0.5f * x * x;
+}
+
+/** GELU's x Phi(x) from e = erf(x / sqrt 2). */
+STRATA__HD static inline float strata__gelu_from(float x, float e)
+{
+        return 0.5f * x * (1.0f + e);
+}
+
+/** dy * GELU'(x) from e = erf(x / sqrt 2) and g = exp(-x^2 / 2), PyTorch's expression. */
+STRATA__HD static inline float strata__gelu_grad_from(float x, float e, float g, float dy)
+{
+        return dy * (0.5f * (1.0f + e) + x * g * STRATA__INV_SQRT_2PI);
+}
+
 /** Activation @p k of @p x (enum strata_activation; @p a: LeakyReLU's negative slope). */
 STRATA__HD static inline float strata__act(enum strata_activation k, float a, float x)
 {
@@ -110,7 +137,7 @@ STRATA__HD static inline float strata__act(enum strata_activation k, float a, fl
         case STRATA_ACT_SIGMOID:
                 return 1.0f / (1.0f + expf(-x));
         case STRATA_ACT_GELU:
-                return 0.5f * x * (1.0f + erff(x * STRATA__SQRT1_2));
+                return strata__gelu_from(x, erff(strata__gelu_erf_arg(x)));
         case STRATA_ACT_GELU_TANH:
                 return 0.5f * x *
                        (1.0f + tanhf(STRATA__GELU_BETA * (x + STRATA__GELU_KAPPA * x * x * x)));
@@ -147,8 +174,8 @@ STRATA__HD static inline float strata__act_grad(enum strata_activation k, float 
         case STRATA_ACT_SIGMOID:
                 return dy * (1.0f - y) * y;
         case STRATA_ACT_GELU:
-                return dy * (0.5f * (1.0f + erff(x * STRATA__SQRT1_2)) +
-                             x * expf(-0.5f * x * x) * STRATA__INV_SQRT_2PI);
+                return strata__gelu_grad_from(x, erff(strata__gelu_erf_arg(x)),
+                                              expf(strata__gelu_exp_arg(x)), dy);
         case STRATA_ACT_GELU_TANH:
                 return dy * strata__gelu_tanh_grad(x);
         case STRATA_ACT_SILU:

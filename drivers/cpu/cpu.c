@@ -15,6 +15,7 @@
 #include "base/base.h"
 #include "drivers/formulas.h"
 #include "drivers/drivers.h"
+#include "drivers/cpu/erff.h"
 #include "drivers/cpu/gemm.h"
 
 static int cpu_probe(const char **why)
@@ -100,8 +101,9 @@ STRATA_SIMD static void cpu_relu_backward_bf16(const uint16_t *y, const float *d
 /*
  * Activations other than ReLU: one loop per kind with the kind a constant in it (act_n and
  * act_grad_n are inlined into each case), so every body is a straight formula. LeakyReLU's
- * loops and the Tanh and Sigmoid backward (from y) vectorise; the rest call libm's tanhf,
- * expf or erff once per element, scalar, so an element's bits do not depend on its position
+ * loops and the Tanh and Sigmoid backward (from y) vectorise; the exact GELU runs erff.c's
+ * vector replica of libm's erff and expf (libm's bits, decision 0088); the rest call libm's
+ * tanhf or expf once per element, scalar, so an element's bits do not depend on its position
  * in the call (a device's slice of a batch computes the whole batch's values).
  */
 static inline __attribute__((always_inline)) void act_n(enum strata_activation k, float a,
@@ -126,7 +128,7 @@ STRATA_SIMD static void cpu_act(enum strata_activation k, float a, const float *
         switch (k) {
         case STRATA_ACT_TANH: act_n(STRATA_ACT_TANH, a, x, y, n); break;
         case STRATA_ACT_SIGMOID: act_n(STRATA_ACT_SIGMOID, a, x, y, n); break;
-        case STRATA_ACT_GELU: act_n(STRATA_ACT_GELU, a, x, y, n); break;
+        case STRATA_ACT_GELU: strata__cpu_gelu(x, y, n); break;
         case STRATA_ACT_GELU_TANH: act_n(STRATA_ACT_GELU_TANH, a, x, y, n); break;
         case STRATA_ACT_SILU: act_n(STRATA_ACT_SILU, a, x, y, n); break;
         default: act_n(STRATA_ACT_LEAKY_RELU, a, x, y, n); break;
@@ -139,7 +141,7 @@ STRATA_SIMD static void cpu_act_backward(enum strata_activation k, float a, cons
         switch (k) {
         case STRATA_ACT_TANH: act_grad_n(STRATA_ACT_TANH, a, x, y, dy, dx, n); break;
         case STRATA_ACT_SIGMOID: act_grad_n(STRATA_ACT_SIGMOID, a, x, y, dy, dx, n); break;
-        case STRATA_ACT_GELU: act_grad_n(STRATA_ACT_GELU, a, x, y, dy, dx, n); break;
+        case STRATA_ACT_GELU: strata__cpu_gelu_backward(x, dy, dx, n); break;
         case STRATA_ACT_GELU_TANH: act_grad_n(STRATA_ACT_GELU_TANH, a, x, y, dy, dx, n); break;
         case STRATA_ACT_SILU: act_grad_n(STRATA_ACT_SILU, a, x, y, dy, dx, n); break;
         default: act_grad_n(STRATA_ACT_LEAKY_RELU, a, x, y, dy, dx, n); break;
