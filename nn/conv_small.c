@@ -16,6 +16,7 @@
 
 #define GEMM_KC 256 /* the GEMM's chunk along k (drivers/cpu/gemm.c KC) */
 #define LANES 32    /* output positions a direct product keeps in flight */
+#define TAIL_LANES 8 /* then, of the positions left, 8 at a time (784 = 24 x 32 + 2 x 8) */
 
 /*
  * out[i][q] = sum_r a[i ai + r ar] b[r][q] (+ bias[i]), i < @p ni, q < @p p, r < @p nr
@@ -42,6 +43,19 @@ STRATA_SIMD void strata__conv_small_product(const float *a, size_t ai, size_t ar
                                         t[j] = fmaf(w, br[j], t[j]);
                         }
                         for (int j = 0; j < LANES; j++)
+                                o[q0 + j] = bias ? t[j] + bi : t[j];
+                }
+                for (; q0 + TAIL_LANES <= p; q0 += TAIL_LANES) { /* the same chains, fewer */
+                        float t[TAIL_LANES] = { 0.0f };
+
+                        for (int r = 0; r < nr; r++) {
+                                const float *br = b + (size_t)r * p + q0;
+                                float w = ra[(size_t)r * ar];
+
+                                for (int j = 0; j < TAIL_LANES; j++)
+                                        t[j] = fmaf(w, br[j], t[j]);
+                        }
+                        for (int j = 0; j < TAIL_LANES; j++)
                                 o[q0 + j] = bias ? t[j] + bi : t[j];
                 }
                 for (int q = q0; q < p; q++) {

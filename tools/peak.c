@@ -27,7 +27,34 @@ __attribute__((target("avx2,fma"))) double strata_tool_peak_avx2_on(double (*clo
         R12(U2)
         return sink == 1.0f ? 0.0 : ITERS * 12.0 * 16 / t0 * 1e-9;
 }
+
+/* Sixteen 16-wide accumulators (AVX-512 has 32 registers), timed over ITERS rounds. */
+__attribute__((target("avx512f"))) double strata_tool_peak_avx512_on(double (*clock)(void))
+{
+        __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
+        float sink = 0.0f;
+        double t0;
+#define R16(X) R12(X) X(12) X(13) X(14) X(15)
+#define D5(i) __m512 a##i = _mm512_set1_ps((float)(i));
+#define S5(i) a##i = _mm512_fmadd_ps(a##i, x, y);
+#define U5(i) sink += _mm512_reduce_add_ps(a##i);
+        R16(D5)
+        t0 = clock();
+        for (long it = 0; it < ITERS; it++) {
+                R16(S5)
+                __asm__ volatile("" ::: "memory");
+        }
+        t0 = clock() - t0;
+        R16(U5)
+        return sink == 1.0f ? 0.0 : ITERS * 16.0 * 32 / t0 * 1e-9;
+}
 #else
+double strata_tool_peak_avx512_on(double (*clock)(void))
+{
+        (void)clock;
+        return 0.0;
+}
+
 double strata_tool_peak_avx2_on(double (*clock)(void))
 {
         (void)clock;

@@ -12,4 +12,11 @@ double strata_tool_peak_avx2(void);
 /** @brief The same timed by @p clock (seconds), e.g. strata_tool_cpu_now. */
 double strata_tool_peak_avx2_on(double (*clock)(void));
 
+/**
+ * @brief The same for AVX-512 (16 independent 16-wide FMA chains), timed by @p clock: the
+ *        peak of a CPU whose native kernel set is AVX-512. Call only where the CPU has
+ *        AVX-512F; 0 where the CPU is not x86-64.
+ */
+double strata_tool_peak_avx512_on(double (*clock)(void));
+
 #endif

@@ -346,10 +346,10 @@ static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, in
 {
         for (int p = 0; p < nc; p += BM) {
                 float *d = dst + (size_t)p * kcp;
-                int w = nc - p < BM ? nc - p : BM, wp = panel_width(w, NULL);
+                int w = nc - p < BM ? nc - p : BM, wp = panel_width(w, NULL), z = w < wp ? 0 : kc;
 
-                if (w < wp || kc < kcp)
-                        memset(d, 0, sizeof(float) * (size_t)wp * (size_t)kcp);
+                if (z < kcp) /* the zeros: rows past kc (a narrow panel's: all), not the rest */
+                        memset(d + (size_t)z * wp, 0, sizeof(float) * (size_t)wp * (kcp - z));
                 if (!g->tb) /* B is k x n: a row of it is a row of the panel */
                         copy_rows(d, (size_t)wp, g->b + (size_t)k0 * g->ldb + n0 + p,
                                   (size_t)g->ldb, kc, w);
@@ -384,8 +384,8 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
                 float *d = dst + (size_t)r * kcp;
 
                 bt = block_rows(mc - r, &w);
-                if (kc < kcp)
-                        memset(d, 0, sizeof(float) * (size_t)bt * kcp);
+                if (kc < kcp) /* the last block of KB, partly copied; the others are whole */
+                        memset(d + (size_t)(kc / KB * KB) * bt, 0, sizeof(float) * bt * KB);
                 for (int q = 0; q < kc; q += KB) {
                         int kb = kc - q < KB ? kc - q : KB;
                         float *o = d + (size_t)q * bt;
