@@ -29,7 +29,7 @@
  * have memory of their own (CUDA) refuses it when the run is planned.
  *
  * This file holds the geometry, the shapes and the passes; the columns are nn/conv_cols.c's,
- * the small products nn/conv_small.c's (nn/conv.h).
+ * the small products nn/conv_small.c's (nn/conv_parts.h).
  */
 #include <math.h>
 #include <string.h>
@@ -38,7 +38,7 @@
 #include "strata/status.h"
 #include "arch/simd.h"
 #include "base/base.h"
-#include "nn/conv.h"
+#include "nn/conv_parts.h"
 #include "nn/init.h"
 
 /*
@@ -302,7 +302,7 @@ static int small_path(const struct strata_step_ctx *c)
         return c->compute == STRATA_F32;
 }
 
-/* The direct path (nn/conv.h): the sample's padded copy and its shifted views, no columns. */
+/* The direct path (nn/conv_parts.h): the sample's padded copy and its shifted views, no columns. */
 static int direct_path(const struct strata_step_ctx *c, const struct strata__conv_geom *g,
                        struct strata__conv_pad *pd)
 {

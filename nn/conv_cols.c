@@ -1,5 +1,5 @@
 /*
- * A convolution's columns (nn/conv.h): one sample unfolded into a [K x P] matrix (im2col,
+ * A convolution's columns (nn/conv_parts.h): one sample unfolded into a [K x P] matrix (im2col,
  * rows in the weight's order, K = C_in kD kH kW, P the output positions) and the columns'
  * gradient folded back onto the sample's input gradient (col2im), a padded position reading,
  * and adding onto, the source position its padding mode names (zeros: none). With stride 1,
@@ -11,7 +11,7 @@
 
 #include "strata/nn.h"
 #include "arch/simd.h"
-#include "nn/conv.h"
+#include "nn/conv_parts.h"
 
 /*
  * Where padded index @p i (from -lo) of an extent @p n reads: the source index, or -1 for a

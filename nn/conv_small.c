@@ -1,5 +1,5 @@
 /*
- * A convolution's small products (nn/conv.h), not through strata_gemm(): a reduction of a few
+ * A convolution's small products (nn/conv_parts.h), not through strata_gemm(): a reduction of a few
  * terms (K = 9 for a one-channel 3 x 3 kernel) pads to the GEMM's blocks of 16 and pays its
  * packing for nothing. Each element is the chain the GEMM's contract computes
  * (drivers/cpu/gemm.c, its scalar set): t = 0, t = fmaf(a, b, t) in reduction order, in chunks
@@ -12,7 +12,7 @@
 
 #include "strata/nn.h"
 #include "arch/simd.h"
-#include "nn/conv.h"
+#include "nn/conv_parts.h"
 
 #define GEMM_KC 256 /* the GEMM's chunk along k (drivers/cpu/gemm.c KC) */
 #define LANES 32    /* output positions a direct product keeps in flight */

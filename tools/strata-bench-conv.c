@@ -19,7 +19,7 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
-#include "nn/conv.h"
+#include "nn/conv_parts.h"
 #include "tools/peak.h"
 #include "tools/timing.h"
 

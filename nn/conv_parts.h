@@ -5,8 +5,8 @@
  * (im2col, col2im, and the padded copies of stride 1); nn/conv_small.c computes the small
  * products in the GEMM contract's own chains.
  */
-#ifndef STRATA_NN_CONV_H
-#define STRATA_NN_CONV_H
+#ifndef STRATA_NN_CONV_PARTS_H
+#define STRATA_NN_CONV_PARTS_H
 
 #include <stddef.h>
 
