@@ -12,7 +12,11 @@
 
 #include "tests/support/cli.h"
 
-#define HOSTS STRATA_SOURCE_DIR "/tools/hosts-apart.sh"
+/* A start that hangs (Open MPI's daemons in namespaces, rarely: decision 0037) is killed after
+ * LIMIT seconds and tried once more, well inside the test's own timeout; a job that hangs
+ * again fails with 124. */
+#define LIMIT 100
+#define HOSTS "HOSTS_LIMIT=100 " STRATA_SOURCE_DIR "/tools/hosts-apart.sh"
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
 #define SEED "424245" /* marks this file's jobs */
 
@@ -49,6 +53,8 @@ static void fault(const char *fault, double timeout, double bound, const char *e
         }
         cli_kill_jobs(SEED);
         cr_assert_neq(rc, 0, "a %s rank, exit 0:\n%s", fault, out);
+        if (strstr(out, "hosts-apart: mpirun did not end"))
+                bound += LIMIT + 10.0; /* the first start hung: its time is not the job's */
         cr_assert_lt(took, bound, "a %s rank: the job took %.1f s (bound %.1f)", fault, took,
                      bound);
         cr_assert(strstr(out, expect), "a %s rank: no '%s' in:\n%s", fault, expect, out);
