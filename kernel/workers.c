@@ -252,8 +252,9 @@ static void slice_off(struct slice_attr *old)
 
 /*
  * STRATA_SCHED_SLICE_US: the device threads' slice in microseconds, 0 for the kernel's own;
- * default SLICE_US. A pool of one device with no peer process waits for nobody and keeps the
- * kernel's slice.
+ * default SLICE_US. A pool of one device waits for nobody and keeps the kernel's slice, as
+ * does a pool with peer processes (decision 0081: their transports poll across processes,
+ * where the short slice measured slower).
  */
 static int slice_config(const struct strata__workers_config *c, uint64_t *ns)
 {
@@ -269,7 +270,7 @@ static int slice_config(const struct strata__workers_config *c, uint64_t *ns)
                                             "slice) or 100..100000 microseconds",
                                             v);
         }
-        *ns = c->devices > 1 || c->peers ? (uint64_t)us * 1000u : 0;
+        *ns = c->devices > 1 && !c->peers ? (uint64_t)us * 1000u : 0;
         return STRATA_OK;
 }
 

@@ -1,6 +1,6 @@
 /*
  * The device threads' scheduler slice (decision 0081): short while a pool of several devices
- * computes, the caller's own back between calls, a host's non-fair policy left alone, and a
+ * of one process computes (not with peer processes), the caller's own back between calls, a host's non-fair policy left alone, and a
  * bad STRATA_SCHED_SLICE_US refused at start.
  */
 #include <criterion/criterion.h>
@@ -112,6 +112,29 @@ Test(workers_slice, zero_and_one_device_keep_the_kernels)
         cr_assert_eq(strata__workers_run(p.w, look, NULL), STRATA_OK);
         cr_expect_eq(seen.runtime[0], given, "one device waits for nobody");
         pool_stop(&p);
+}
+
+Test(workers_slice, a_pool_with_peer_processes_keeps_the_kernels)
+{
+        struct strata__workers_config wc = STRATA__WORKERS_CONFIG_INIT;
+        struct strata__workers *w = NULL;
+        struct strata_arena a;
+        uint64_t given;
+        size_t b;
+
+        need_custom_slices();
+        unsetenv("STRATA_SCHED_SLICE_US");
+        given = self_attr().runtime;
+        wc.devices = 2;
+        wc.peers = 1;
+        cr_assert_eq(strata__workers_plan(&wc, &b), STRATA_OK);
+        cr_assert_eq(strata_arena_map(&a, b, NULL), STRATA_OK);
+        cr_assert_eq(strata__workers_start(&w, &a, &wc), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata__workers_run(w, look, NULL), STRATA_OK);
+        cr_expect_eq(seen.runtime[0], given);
+        cr_expect_eq(seen.runtime[1], given);
+        cr_assert_eq(strata__workers_stop(w), STRATA_OK);
+        cr_assert_eq(strata_arena_release(&a), STRATA_OK);
 }
 
 Test(workers_slice, a_hosts_idle_policy_is_left_alone)
