@@ -30,24 +30,10 @@
 #define R16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define ITERS 1000000L
 
-/* Peaks: independent accumulators in registers, timed over ITERS rounds. */
-__attribute__((target("avx512f"))) static double peak_avx512(void)
+/* The f32 peak is tools/peak.c's; the bf16 and AMX ones: accumulators in registers. */
+static double peak_avx512(void)
 {
-        __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
-        float sink = 0.0f;
-        double t0;
-#define D5(i) __m512 a##i = _mm512_set1_ps((float)(i));
-#define S5(i) a##i = _mm512_fmadd_ps(a##i, x, y);
-#define U5(i) sink += _mm512_reduce_add_ps(a##i);
-        R16(D5)
-        t0 = strata_tool_cpu_now();
-        for (long it = 0; it < ITERS; it++) {
-                R16(S5)
-                __asm__ volatile("" ::: "memory");
-        }
-        t0 = strata_tool_cpu_now() - t0;
-        R16(U5)
-        return sink == 1.0f ? 0.0 : ITERS * 16.0 * 32 / t0 * 1e-9;
+        return strata_tool_peak_avx512_on(strata_tool_cpu_now);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(void)
@@ -57,6 +43,7 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(void)
         double t0;
 #define DB(i) __m512 a##i = _mm512_set1_ps((float)(i));
 #define SB(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+#define U5(i) sink += _mm512_reduce_add_ps(a##i);
         R16(DB)
         t0 = strata_tool_cpu_now();
         for (long it = 0; it < ITERS; it++) {
