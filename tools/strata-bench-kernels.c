@@ -298,10 +298,19 @@ int main(int argc, char **argv)
         const char *models[16];
 
         for (int i = 1; i < argc; i++) {
-                if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+                if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
                         reps = atoi(argv[++i]);
-                else if (nmodels < 16)
+                } else if (!strcmp(argv[i], "--help")) {
+                        printf("usage: strata-bench-kernels [--reps 40] [MODEL:BATCH | "
+                               "conv:CIN-COUT-HxW[:first] ...]\n");
+                        return 0;
+                } else if (argv[i][0] == '-') {
+                        fprintf(stderr, "strata-bench-kernels: unknown option %s (--help)\n",
+                                argv[i]);
+                        return 2;
+                } else if (nmodels < 16) {
                         models[nmodels++] = argv[i];
+                }
         }
         if (reps < 3)
                 reps = 3;
