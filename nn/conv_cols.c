@@ -11,6 +11,7 @@
 
 #include "strata/nn.h"
 #include "arch/simd.h"
+#include "arch/transpose.h"
 #include "nn/conv_parts.h"
 
 /*
@@ -288,38 +289,11 @@ static void strip_plain(const struct strata__conv_geom *g, const struct strata__
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-
 /*
- * Positions [q, q + n) of one output line (n <= 8; the lanes past n zero) into the rows at
- * @p dst: up to 8 - n zeros land past the line, in its gap or on the next line's start,
- * which that line's own stores write after.
+ * Each 8 x 8 transpose (arch/transpose.h) puts positions [q, q + n) of one output line (n <= 8;
+ * the lanes past n zero) into the rows at dst: up to 8 - n zeros land past the line, in its
+ * gap or on the next line's start, which that line's own stores write after.
  */
-__attribute__((target("avx2"), always_inline)) static inline void
-strip8(const float *src, size_t ls, int n, float *dst, size_t sp)
-{
-        __m256 r[8], t[8], u[8];
-
-        for (int i = 0; i < 8; i++)
-                r[i] = i < n ? _mm256_loadu_ps(src + (size_t)i * ls) : _mm256_setzero_ps();
-        for (int i = 0; i < 8; i += 2) {
-                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-        }
-        for (int i = 0; i < 8; i += 4) {
-                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-        }
-        for (int i = 0; i < 4; i++) {
-                _mm256_storeu_ps(dst + (size_t)i * sp,
-                                 _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-                _mm256_storeu_ps(dst + (size_t)(i + 4) * sp,
-                                 _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-        }
-}
-
 __attribute__((target("avx2"))) static void strip_avx2(const struct strata__conv_geom *g,
                                                        const struct strata__conv_pad *pd,
                                                        const float *src, size_t sp, float *dst)
@@ -332,7 +306,7 @@ __attribute__((target("avx2"))) static void strip_avx2(const struct strata__conv
                         float *d = dst + strata__conv_line_at(pd, od, oh);
 
                         for (int w = 0; w < ow; w += 8, q += 8)
-                                strip8(src + q * g->kk, g->kk, ow - w < 8 ? ow - w : 8, d + w,
+                                strata__transpose8(src + q * g->kk, g->kk, ow - w < 8 ? ow - w : 8, d + w,
                                        sp);
                         q -= (size_t)((8 - ow % 8) % 8); /* the last block's empty lanes */
                 }

@@ -42,6 +42,7 @@
 
 #include "strata/status.h"
 #include "arch/simd.h"
+#include "arch/transpose.h"
 #include "base/base.h"
 #include "drivers/cpu/gemm.h"
 
@@ -227,38 +228,14 @@ static void compile(void)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* dst[j * ld + i] = src[i * ls + j] for one 8 x 8 block. */
-__attribute__((target("avx2"), always_inline)) static inline void
-transpose8(const float *src, size_t ls, float *dst, size_t ld)
-{
-        __m256 r[8], t[8], u[8];
-
-        for (int i = 0; i < 8; i++)
-                r[i] = _mm256_loadu_ps(src + i * ls);
-        for (int i = 0; i < 8; i += 2) {
-                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-        }
-        for (int i = 0; i < 8; i += 4) {
-                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-        }
-        for (int i = 0; i < 4; i++) {
-                _mm256_storeu_ps(dst + i * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-                _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-        }
-}
-
-/* The whole 8 x 8 blocks of transpose() in one call (transpose8 inlined). */
+/* The whole 8 x 8 blocks of transpose() in one call (arch/transpose.h, inlined). */
 __attribute__((target("avx2"))) static void transpose_blocks(const float *src, size_t ls,
                                                              int rows, int cols, float *dst,
                                                              size_t ld)
 {
         for (int i0 = 0; i0 + 8 <= rows; i0 += 8)
                 for (int j0 = 0; j0 + 8 <= cols; j0 += 8)
-                        transpose8(src + i0 * ls + j0, ls, dst + j0 * ld + i0, ld);
+                        strata__transpose8(src + i0 * ls + j0, ls, 8, dst + j0 * ld + i0, ld);
 }
 #endif
 
