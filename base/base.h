@@ -29,6 +29,12 @@ int strata__vfail(int status, const char *fmt, va_list ap) __attribute__((format
 int strata__set_error(int status, const char *msg);
 
 /*
+ * The last error with @p status, without the "text: " strata__fail() put before it: for a
+ * caller that refails it with more context (copy it first: the next failure overwrites it).
+ */
+const char *strata__last_reason(int status);
+
+/*
  * One line of the library's own to the log (strata_set_log(): the host's receiver, or standard
  * error in one write so lines of several threads do not interleave). The text is formatted
  * into a fixed buffer on the stack: no allocation, safe on the step path.

@@ -1,6 +1,7 @@
 /* Status names, descriptions and the thread-local "last error" message. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "strata/status.h"
 #include "strata/version.h"
@@ -68,6 +69,13 @@ int strata__set_error(int status, const char *msg)
 {
         snprintf(last_error, sizeof(last_error), "%s", msg);
         return status;
+}
+
+const char *strata__last_reason(int status)
+{
+        size_t skip = strlen(strata_strerror(status)) + 2;
+
+        return strlen(last_error) > skip ? last_error + skip : last_error;
 }
 
 unsigned strata_version(void)

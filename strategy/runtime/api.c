@@ -104,11 +104,9 @@ static struct strata_batch rows_of(const struct strata_batch *b, int lo, int hi)
 /* Refusal @p rc of rows numbered from this process's first row, @p lo, saying so. */
 static int from_row(int rc, int lo)
 {
-        const char *why = strata_last_error();
-        size_t skip = strlen(strata_strerror(rc)) + 2; /* strata__fail's "text: " */
         char msg[512];
 
-        snprintf(msg, sizeof(msg), "%s", strlen(why) > skip ? why + skip : why);
+        snprintf(msg, sizeof(msg), "%s", strata__last_reason(rc));
         return strata__fail(rc, "%s (row numbers from row %d, this process's first)", msg, lo);
 }
 

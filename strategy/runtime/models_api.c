@@ -276,11 +276,9 @@ static int models_arg(const struct strata_runtime *rt, const int *models, int n,
 /* Refusal @p rc of a batch by model @p model, saying which. */
 static int name_model(int rc, int model)
 {
-        const char *why = strata_last_error();
-        size_t skip = strlen(strata_strerror(rc)) + 2; /* strata__fail's "text: " */
         char msg[512];
 
-        snprintf(msg, sizeof(msg), "%s", strlen(why) > skip ? why + skip : why);
+        snprintf(msg, sizeof(msg), "%s", strata__last_reason(rc));
         return strata__fail(rc, "model %d: %s", model, msg);
 }
 
