@@ -61,7 +61,8 @@ static int sac_act(struct strata_rl_agent *ag, const struct strata_batch *b, flo
         struct strata__agent_scratch sc = strata__agent_scratch_of(ag);
         uint32_t E = ag->cfg.n_envs, A = ag->cfg.action_dim;
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_ACTOR, b, sc.pol, (size_t)E * 2 * A));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ SAC_ACTOR }, 1, b,
+                                         (float *const[]){ sc.pol }, (size_t)E * 2 * A));
         for (uint32_t e = 0; explore && e < E; e++) {
                 memset(sc.eps + (size_t)e * A, 0, A * sizeof(float));
                 STRATA_TRY(strata_rl_noise_add(&ag->noise, e, sc.eps + (size_t)e * A));
@@ -95,7 +96,8 @@ int strata_rl_act(struct strata_rl_agent *ag, const float *state, size_t state_c
         b = strata__agent_batch(state, (int)E, (int)ag->cfg.state_dim, NULL, 0);
         if (ag->cfg.algo == STRATA_RL_SAC)
                 return sac_act(ag, &b, action, explore);
-        STRATA_TRY(strata_model_predict_step(ag->rt, policy, &b, action, action_count));
+        STRATA_TRY(strata__agent_predict(ag, &policy, 1, &b, (float *const[]){ action },
+                                         action_count));
         if (!explore)
                 return STRATA_OK;
         if (ag->cfg.algo == STRATA_RL_PPO)

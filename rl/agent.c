@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "rl/agent.h"
 #include "rl/rl.h"
+#include "strategy/internal.h"
 
 
 /* @p cfg with its zeros replaced by the defaults. */
@@ -483,4 +484,17 @@ int strata_rl_agent_init_region(struct strata_rl_agent **ag, void *mem, size_t s
         STRATA_TRY(strata_rl_agent_init(a, arena, cfg));
         *ag = a;
         return STRATA_OK;
+}
+
+int strata__agent_predict(struct strata_rl_agent *ag, const int *models, int n,
+                          const struct strata_batch *b, float *const *out, size_t capacity)
+{
+        return strata__models_predict_alike(ag->rt, models, n, b, out, capacity);
+}
+
+int strata__agent_input_grad(struct strata_rl_agent *ag, int model, const struct strata_batch *b,
+                             const float *dout, size_t dout_count, float *dx, size_t capacity)
+{
+        return strata__models_input_grad_alike(ag->rt, model, b, dout, dout_count, dx,
+                                               capacity);
 }

@@ -98,4 +98,14 @@ float strata__ppo_logp(const float *a, const float *mu, const float *logstd, uin
  * (decision 0079: under mpi a process's rows are its own environments'), else 1. */
 uint32_t strata__agent_groups(const struct strata_rl_agent *ag);
 
+/*
+ * strata_models_predict_step() and strata_model_input_grad() on batches the agent builds
+ * with its own sizes, the same on every process: with no agreement between the processes,
+ * whose verdicts on these sizes are the same (decision 0091). Every other call is public.
+ */
+int strata__agent_predict(struct strata_rl_agent *ag, const int *models, int n,
+                          const struct strata_batch *b, float *const *out, size_t capacity);
+int strata__agent_input_grad(struct strata_rl_agent *ag, int model, const struct strata_batch *b,
+                             const float *dout, size_t dout_count, float *dx, size_t capacity);
+
 #endif /* STRATA_RL_AGENT_H */

@@ -54,7 +54,8 @@ static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(x, (int)B, (int)S, NULL, 0);
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, SAC_ACTOR, &b, sc->pol, (size_t)B * 2 * A));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ SAC_ACTOR }, 1, &b,
+                                         (float *const[]){ sc->pol }, (size_t)B * 2 * A));
         for (uint32_t i = 0; i < B; i++) {
                 memset(sc->eps + (size_t)i * A, 0, A * sizeof(float));
                 STRATA_TRY(strata_rl_noise_add(&ag->smooth, i, sc->eps + (size_t)i * A));
@@ -74,7 +75,7 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(draw(ag, sc, sc->s2, sc->a2));
         strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
-        STRATA_TRY(strata_models_predict_step(ag->rt, targets, 2, &b, q, B));
+        STRATA_TRY(strata__agent_predict(ag, targets, 2, &b, q, B));
         for (uint32_t i = 0; i < B; i++)
                 sc->r[i] += sc->disc[i] * (fminf(sc->q1[i], sc->q2[i]) - alpha * sc->logp[i]);
         return STRATA_OK;
@@ -88,14 +89,14 @@ static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_sc
         static const int critics[2] = { SAC_C1, SAC_C2 };
         float *const q[2] = { sc->q1, sc->q2 };
 
-        STRATA_TRY(strata_models_predict_step(ag->rt, critics, 2, &b, q, B));
+        STRATA_TRY(strata__agent_predict(ag, critics, 2, &b, q, B));
         memset(sc->g, 0, (size_t)B * A * sizeof(float));
         for (int c = 0; c < 2; c++) {
                 for (uint32_t i = 0; i < B; i++)
                         sc->dq[i] = ((sc->q1[i] <= sc->q2[i]) == (c == 0)) ? -1.0f / (float)B
                                                                           : 0.0f;
-                STRATA_TRY(strata_model_input_grad(ag->rt, c == 0 ? SAC_C1 : SAC_C2, &b, sc->dq,
-                                                   B, sc->dsa, (size_t)B * (S + A)));
+                STRATA_TRY(strata__agent_input_grad(ag, c == 0 ? SAC_C1 : SAC_C2, &b, sc->dq,
+                                                    B, sc->dsa, (size_t)B * (S + A)));
                 for (uint32_t i = 0; i < B; i++)
                         for (uint32_t j = 0; j < A; j++)
                                 sc->g[(size_t)i * A + j] += sc->dsa[(size_t)i * (S + A) + S + j];

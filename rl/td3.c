@@ -27,7 +27,8 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         float *const q[2] = { sc->q1, sc->q2 };
         float lim = c->target_noise_clip;
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, TD3_ACTORT, &b, sc->a2, (size_t)B * A));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ TD3_ACTORT }, 1, &b,
+                                         (float *const[]){ sc->a2 }, (size_t)B * A));
         for (uint32_t i = 0; i < B; i++) {
                 float *a2 = sc->a2 + (size_t)i * A, *n = sc->g + (size_t)i * A;
 
@@ -39,7 +40,7 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         }
         strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
-        STRATA_TRY(strata_models_predict_step(ag->rt, targets, 2, &b, q, B));
+        STRATA_TRY(strata__agent_predict(ag, targets, 2, &b, q, B));
         for (uint32_t i = 0; i < B; i++)
                 sc->r[i] += sc->disc[i] * fminf(sc->q1[i], sc->q2[i]);
         return STRATA_OK;
@@ -51,13 +52,14 @@ static int policy(struct strata_rl_agent *ag, const struct strata__agent_scratch
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(sc->s, (int)B, (int)S, NULL, 0);
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, TD3_ACTOR, &b, sc->a2, (size_t)B * A));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ TD3_ACTOR }, 1, &b,
+                                         (float *const[]){ sc->a2 }, (size_t)B * A));
         strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
         for (uint32_t i = 0; i < B; i++)
                 sc->dq[i] = -1.0f / (float)B;
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
-        STRATA_TRY(strata_model_input_grad(ag->rt, TD3_C1, &b, sc->dq, B, sc->dsa,
-                                           (size_t)B * (S + A)));
+        STRATA_TRY(strata__agent_input_grad(ag, TD3_C1, &b, sc->dq, B, sc->dsa,
+                                            (size_t)B * (S + A)));
         for (uint32_t i = 0; i < B; i++)
                 memcpy(sc->g + (size_t)i * A, sc->dsa + (size_t)i * (S + A) + S,
                        A * sizeof(float));

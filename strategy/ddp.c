@@ -12,6 +12,7 @@
  * evaluations on rank 0's running statistics (align), and has two hooks: connect (broadcast
  * after init) and layer (the bucketed all-reduce). It writes no state of its own.
  */
+#include <math.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -193,6 +194,21 @@ static int all_reduce_grads(struct ddp *d, struct strata__replica *r, float *g, 
 
 static const struct strata__span span_bucket = { "gradient bucket", "comm", "bucket", 0 };
 
+/*
+ * A test's overflow on device @p dev alone (strata__inject_nonfinite_grad()), where each
+ * device decides alone: it enters the device's bucket at @p g before the sum, which carries
+ * it to every device (decision 0091). Elsewhere the step's agreement finds it (step.c).
+ */
+static void inject_nonfinite(struct strata_runtime *rt, int dev, float *g)
+{
+#ifdef STRATA_TESTING
+        if (strata__dev_alone(rt, strata__multi(rt)) && STRATA__FAULT_NONFINITE(rt->faults, dev))
+                g[0] = NAN;
+#else
+        (void)rt, (void)dev, (void)g;
+#endif
+}
+
 /* All-reduce every bucket whose last layer's gradients just became ready, with @p op. */
 static int buckets_ready(void *h, struct strata__replica *r, int layer, enum strata_reduce_op op)
 {
@@ -205,6 +221,7 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
 
                 if (d->b.close[k] != layer)
                         continue;
+                inject_nonfinite(h, v->dev, v->grads + d->b.lo[k]);
                 t0 = strata__track_begin(v->track, &span_bucket, NULL);
                 rc = all_reduce_grads(d, r, v->grads + d->b.lo[k], d->b.lo[k],
                                       d->b.hi[k] - d->b.lo[k], op);
@@ -257,6 +274,7 @@ static const struct strata__sync sync_buckets = {
         .name = "buckets",
         .hooks = { .ready = strata__ddp_bucket_ready },
         .split = 1,
+        .alone = 1,
 };
 static const struct strata__sync sync_each = {
         .name = "each",

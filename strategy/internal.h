@@ -131,6 +131,9 @@ struct strata__sync {
         /* every replica holds the whole reduced gradient: where the devices share one address
          * space, each updates its comm slice and writes it into every replica (step.c) */
         int split;
+        /* ...the same bits in every replica of every process: each device may find a value
+         * that is not finite alone, with no agreement (strata__step_alone(), step.c) */
+        int alone;
 };
 
 /**
@@ -294,6 +297,15 @@ int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
 int strata__api_predict(struct strata_runtime *rt, const struct strata_batch *b, float *out);
 
 /**
+ * strata_input_grad() of the active model; without @p agree the verdict on the batch is this
+ * process's alone (its checks read no value: a caller that passes every process the same
+ * sizes gets the same verdict on each, strata__models_input_grad_alike()).
+ */
+int strata__api_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
+                           const float *dout, size_t dout_count, float *dx, size_t capacity,
+                           int agree);
+
+/**
  * Processes a job may have. Per process, only the job's own tables grow with it (a
  * 1 KiB fingerprint and the metrics of each process, planned); the collectives' staging does
  * not (decision 0035). 64 until decision 0037: a job of 128 processes was refused.
@@ -417,6 +429,20 @@ void *strata__models_state(struct strata_runtime *rt, int i);
 /** Model @p i's (i >= 1) parameters on device @p dev, *@p n of them. */
 const float *strata__models_params(const struct strata_runtime *rt, int i, int dev, size_t *n);
 
+/**
+ * strata_models_predict_step() and strata_model_input_grad() for a caller of the library
+ * that passes every process of the job the same sizes (rows, widths, the outputs' room; the
+ * agents of rl/, from their configuration, which every process shares): these steps' checks
+ * read no value of the batch (its form and sizes, the outputs' room), so every process's own
+ * verdict is every other's and none is exchanged (decision 0091). Alone, the same calls.
+ */
+int strata__models_predict_alike(struct strata_runtime *rt, const int *models, int n,
+                                 const struct strata_batch *b, float *const *out,
+                                 size_t capacity);
+int strata__models_input_grad_alike(struct strata_runtime *rt, int model,
+                                    const struct strata_batch *b, const float *dout,
+                                    size_t dout_count, float *dx, size_t capacity);
+
 /* strategy/common.c: what every strategy's actions use. */
 
 /** The registry of strategies, indexed by enum strata_strategy_kind (NULL = not built). */
@@ -539,6 +565,16 @@ int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev
  */
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                          const struct strata__step_args *a, int *skip);
+
+/**
+ * Whether each device of @p m's runtime decides its found-inf check alone at the window's
+ * end, with no agreement: the variant leaves the same reduced bits in every replica (its
+ * alone), the update is not split (each device would check only its slice), and neither a
+ * loss scaler (device 0 changes the scale once every device has read it) nor allow_nonfinite
+ * (nothing is checked) applies. A test's injected overflow then enters the device's gradients
+ * before they are summed (ddp.c), so every device finds it.
+ */
+int strata__dev_alone(const struct strata_runtime *rt, const struct strata__multi *m);
 
 /**
  * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for

@@ -31,11 +31,12 @@ int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_
 
 /*
  * strata__unscale_step() where this device checks only gradients [lo, hi) when @p part (else
- * all it holds); the agreement over @p comm then decides for every range.
+ * all it holds); the agreement over @p comm then decides for every range. With @p alone
+ * (strata__dev_alone()) the device's own check is every device's: nothing is exchanged.
  */
 static int unscale_range(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                          const struct strata__step_args *a, int *skip, int part, size_t lo,
-                         size_t hi)
+                         size_t hi, int alone)
 {
         struct strata__replica *r = strata__rep(rt, dev);
         int scaled = rt->prec->update != NULL, inf;
@@ -51,7 +52,7 @@ static int unscale_range(struct strata_runtime *rt, int dev, struct strata_comm 
         for (int d = comm ? dev : 0; d < (comm ? dev + 1 : rt->nreplicas); d++)
                 inf |= STRATA__FAULT_NONFINITE(rt->faults, d);
         /* Every device has read the scale before it arrives here; device 0 then changes it. */
-        if (comm)
+        if (comm && !alone)
                 STRATA_TRY(strata_comm_reduce_boolean(comm, dev, inf, 0, &inf));
         if (scaled && dev == 0)
                 rt->prec->update(&rt->scaler, inf);
@@ -66,7 +67,7 @@ static int unscale_range(struct strata_runtime *rt, int dev, struct strata_comm 
 int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                          const struct strata__step_args *a, int *skip)
 {
-        return unscale_range(rt, dev, comm, a, skip, 0, 0, 0);
+        return unscale_range(rt, dev, comm, a, skip, 0, 0, 0, 0);
 }
 
 /*
@@ -86,6 +87,18 @@ static int split(const struct strata_runtime *rt, const struct strata__multi *m,
 }
 
 /*
+ * ddp's buckets sum every element once, in an order that is the same on every device, or
+ * pairwise (x + y is y + x), so every replica of every process holds the same reduced bits
+ * (what keeps ddp's replicas equal step after step), and each device's check of its own is
+ * the agreement's verdict (decision 0091).
+ */
+int strata__dev_alone(const struct strata_runtime *rt, const struct strata__multi *m)
+{
+        return m && m->sync && m->sync->alone && !rt->prec->update &&
+               !rt->cfg.train.allow_nonfinite && !split(rt, m, m->sync);
+}
+
+/*
  * The split step: this device checks and updates its slice of the communicator's cut (the
  * slice its all-reduce summed, still in its cache) and writes the slice's new parameters and
  * optimizer state into every other replica, so each replica ends the step as if it had made
@@ -101,7 +114,7 @@ static int split_step(struct strata_runtime *rt, struct strata__multi *m, int de
 
         strata_comm_slice(m->dcomm, strata__replica_view(r)->nparam, sizeof(float), dev, &lo,
                           &hi);
-        STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 1, lo, hi));
+        STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 1, lo, hi, 0));
         if (skip)
                 return STRATA_OK;
         for (int e = 0; e < rt->nreplicas; e++)
@@ -122,7 +135,7 @@ int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev
 
         if (split(rt, m, s))
                 return split_step(rt, m, dev, comm, a);
-        STRATA_TRY(strata__unscale_step(rt, dev, comm, a, &skip));
+        STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 0, 0, 0, strata__dev_alone(rt, m)));
         if (skip)
                 return STRATA_OK;
         if (t->clip_norm > 0.0f && s->sumsq) {

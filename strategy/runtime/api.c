@@ -403,6 +403,13 @@ static int check_input_grad(const struct strata_runtime *rt, const struct strata
 int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
                       const float *dout, size_t dout_count, float *dx, size_t capacity)
 {
+        return strata__api_input_grad(rt, b, dout, dout_count, dx, capacity, 1);
+}
+
+int strata__api_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
+                           const float *dout, size_t dout_count, float *dx, size_t capacity,
+                           int agree)
+{
         struct strata__step_args a = { .batch = b, .dout = dout, .dx = dx };
         struct strata__track *t;
         uint64_t t0;
@@ -416,7 +423,8 @@ int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
         if (rt->micro)
                 return strata__fail(STRATA_EBADSTATE, "input_grad: inside an accumulation "
                                                       "window (micro-batch %d)", rt->micro);
-        STRATA_TRY(agreed(rt, check_input_grad(rt, b, dout, dout_count, dx, capacity), b));
+        rc = check_input_grad(rt, b, dout, dout_count, dx, capacity);
+        STRATA_TRY(agree ? agreed(rt, rc, b) : rc);
         if (stop_due(rt))
                 return stopped();
         t0 = step_begin(rt, &span_input_grad, &t);

@@ -284,10 +284,12 @@ static int name_model(int rc, int model)
 
 /*
  * The arguments, READY, then every model's verdict on batch @p b (the first refusal's),
- * agreed between the processes once. @p out: the predictions' arrays (NULL: training).
+ * agreed between the processes once (unless @p alike: strata__models_predict_alike()).
+ * @p out: the predictions' arrays (NULL: training).
  */
 static int check_all(struct strata_runtime *rt, const int *models, int n,
-                     const struct strata_batch *b, float *const *out, size_t capacity)
+                     const struct strata_batch *b, float *const *out, size_t capacity,
+                     int alike)
 {
         int rc = STRATA_OK;
 
@@ -301,13 +303,13 @@ static int check_all(struct strata_runtime *rt, const int *models, int n,
                 if (rc != STRATA_OK && n > 1)
                         rc = name_model(rc, models[k]);
         }
-        return strata__api_agreed(rt, rc, b);
+        return alike ? rc : strata__api_agreed(rt, rc, b);
 }
 
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
                              const struct strata_batch *b, struct strata_metrics *m)
 {
-        STRATA_TRY(check_all(rt, models, n, b, NULL, 0));
+        STRATA_TRY(check_all(rt, models, n, b, NULL, 0, 0));
         for (int k = 0; k < n; k++) {
                 int rc;
 
@@ -319,13 +321,14 @@ int strata_models_train_step(struct strata_runtime *rt, const int *models, int n
         return STRATA_OK;
 }
 
-int strata_models_predict_step(struct strata_runtime *rt, const int *models, int n,
-                               const struct strata_batch *b, float *const *out,
-                               size_t capacity)
+/* strata_models_predict_step(), its verdict agreed unless @p alike. */
+static int predict_all(struct strata_runtime *rt, const int *models, int n,
+                       const struct strata_batch *b, float *const *out, size_t capacity,
+                       int alike)
 {
         if (!out)
                 return strata__fail(STRATA_EINVAL, "models_predict_step: out is NULL");
-        STRATA_TRY(check_all(rt, models, n, b, out, capacity));
+        STRATA_TRY(check_all(rt, models, n, b, out, capacity, alike));
         for (int k = 0; k < n; k++) {
                 int rc;
 
@@ -335,4 +338,30 @@ int strata_models_predict_step(struct strata_runtime *rt, const int *models, int
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
+}
+
+int strata_models_predict_step(struct strata_runtime *rt, const int *models, int n,
+                               const struct strata_batch *b, float *const *out,
+                               size_t capacity)
+{
+        return predict_all(rt, models, n, b, out, capacity, 0);
+}
+
+int strata__models_predict_alike(struct strata_runtime *rt, const int *models, int n,
+                                 const struct strata_batch *b, float *const *out,
+                                 size_t capacity)
+{
+        return predict_all(rt, models, n, b, out, capacity, 1);
+}
+
+int strata__models_input_grad_alike(struct strata_runtime *rt, int model,
+                                    const struct strata_batch *b, const float *dout,
+                                    size_t dout_count, float *dx, size_t capacity)
+{
+        int rc;
+
+        STRATA_TRY(enter(rt, model, 0));
+        rc = strata__api_input_grad(rt, b, dout, dout_count, dx, capacity, 0);
+        strata__models_leave(rt);
+        return rc;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "strategy/internal.h"
+#include "strategy/multi.h"
 #include "tests/support/rig.h"
 
 #define NP (RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES)
@@ -125,6 +126,42 @@ Test(nonfinite_grad, single_dp_ddp_refuse_and_resume, .timeout = 120)
                 c = rig_cfg(&r, STRATA_STRATEGY_DDP, devices[i], 0);
                 refused_then_resumed(&c, RIG_BATCH - 1, "ddp");
         }
+}
+
+/* Whether @p c's devices decide the found-inf check alone (no agreement), on a live runtime. */
+static int decides_alone(const struct strata_config *c)
+{
+        struct strata_runtime *rt = start(c);
+        int alone = strata__dev_alone(rt, strata__multi(rt));
+
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        return alone;
+}
+
+/*
+ * ddp whose update is not split (clipping by value reads the whole vector): every device holds
+ * the same reduced bits and decides alone, nothing exchanged (decision 0091); device 1's
+ * injected overflow enters its gradients before the sum, so every device still refuses the
+ * step, and the finite steps around it are bitwise those of an unrefused run. A loss scaler
+ * (device 0 changes the scale once every device has read it) and the split step (each device
+ * checks only its slice) keep the agreement.
+ */
+Test(nonfinite_grad, ddp_devices_decide_alone, .timeout = 60)
+{
+        struct strata_config c;
+        struct rig r;
+
+        rig_init(&r, 0);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        cr_assert_not(decides_alone(&c), "the split step agrees over its slices");
+        c.train.clip_value = 4.0f;
+        cr_assert(decides_alone(&c), "not split, unscaled: alone");
+        refused_then_resumed(&c, RIG_BATCH - 1, "ddp, each device alone");
+        c.precision.kind = STRATA_PRECISION_16_MIXED;
+        cr_assert_not(decides_alone(&c), "the loss scaler keeps the agreement");
+        c = rig_cfg(&r, STRATA_STRATEGY_ZERO1, 2, 0);
+        c.train.clip_value = 4.0f;
+        cr_assert_not(decides_alone(&c), "zero1: each device steps its shard");
 }
 
 /* bf16-mixed has no loss scaler: the same refusal. */
