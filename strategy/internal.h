@@ -297,9 +297,10 @@ int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
 int strata__api_predict(struct strata_runtime *rt, const struct strata_batch *b, float *out);
 
 /**
- * strata_input_grad() of the active model; without @p agree the verdict on the batch is this
- * process's alone (its checks read no value: a caller that passes every process the same
- * sizes gets the same verdict on each, strata__models_input_grad_alike()).
+ * strata_input_grad() of the active model; without @p agree the verdict on a batch without
+ * an index is this process's alone (its checks then read no value: a caller that passes
+ * every process the same sizes gets the same verdict on each,
+ * strata__models_input_grad_alike()).
  */
 int strata__api_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
                            const float *dout, size_t dout_count, float *dx, size_t capacity,
@@ -433,8 +434,9 @@ const float *strata__models_params(const struct strata_runtime *rt, int i, int d
  * strata_models_predict_step() and strata_model_input_grad() for a caller of the library
  * that passes every process of the job the same sizes (rows, widths, the outputs' room; the
  * agents of rl/, from their configuration, which every process shares): these steps' checks
- * read no value of the batch (its form and sizes, the outputs' room), so every process's own
- * verdict is every other's and none is exchanged (decision 0091). Alone, the same calls.
+ * read no value of a batch without an index (its form and sizes, the outputs' room), so
+ * every process's own verdict is every other's and none is exchanged (decision 0091; a
+ * batch with an index, whose bounds are values, is agreed). Alone, the same calls.
  */
 int strata__models_predict_alike(struct strata_runtime *rt, const int *models, int n,
                                  const struct strata_batch *b, float *const *out,

@@ -424,7 +424,7 @@ int strata__api_input_grad(struct strata_runtime *rt, const struct strata_batch 
                 return strata__fail(STRATA_EBADSTATE, "input_grad: inside an accumulation "
                                                       "window (micro-batch %d)", rt->micro);
         rc = check_input_grad(rt, b, dout, dout_count, dx, capacity);
-        STRATA_TRY(agree ? agreed(rt, rc, b) : rc);
+        STRATA_TRY(agree || (b && b->index) ? agreed(rt, rc, b) : rc);
         if (stop_due(rt))
                 return stopped();
         t0 = step_begin(rt, &span_input_grad, &t);

@@ -303,7 +303,8 @@ static int check_all(struct strata_runtime *rt, const int *models, int n,
                 if (rc != STRATA_OK && n > 1)
                         rc = name_model(rc, models[k]);
         }
-        return alike ? rc : strata__api_agreed(rt, rc, b);
+        /* an index's bounds are values read: agreed (the agents' batches have none) */
+        return alike && !(b && b->index) ? rc : strata__api_agreed(rt, rc, b);
 }
 
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,

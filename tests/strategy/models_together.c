@@ -1,11 +1,13 @@
 /*
  * Several models on one batch in one call (decision 0082): strata_models_train_step() and
  * strata_models_predict_step() give bitwise what the calls on each model give (single, and ddp
- * on 2 devices), and every refusal has its status and message with nothing changed.
+ * on 2 devices), and every refusal has its status and message with nothing changed. The
+ * agents' calls without an agreement (decision 0091) are the same calls, refusals included.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "strategy/internal.h"
 #include "tests/support/rig.h"
 
 #define NP 4096
@@ -198,3 +200,57 @@ Test(models_together, refusals_change_nothing)
         refused(strata_models_predict_step(rt, two, 2, &b, out, cap), STRATA_EINVAL,
                 "not live", "a dead runtime's prediction");
 }
+
+/*
+ * strata__models_predict_alike() and strata__models_input_grad_alike() (the agents' calls with
+ * no agreement between processes, decision 0091): bitwise the public calls' outputs under ddp
+ * on 2 devices, and the same refusals, nothing written.
+ */
+Test(models_together, alike_calls_are_the_public_calls)
+{
+        static float qa[2][RIG_BATCH * RIG_CLASSES], qb[2][RIG_BATCH * RIG_CLASSES],
+                dout[RIG_BATCH * RIG_CLASSES], dxa[RIG_BATCH * RIG_IN], dxb[RIG_BATCH * RIG_IN];
+        static const int two[2] = { 1, 2 }, unknown[2] = { 1, 3 };
+        float *const a[2] = { qa[0], qa[1] }, *const b2[2] = { qb[0], qb[1] };
+        const size_t cap = RIG_BATCH * RIG_CLASSES;
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct two t;
+
+        two_init(&t, STRATA_STRATEGY_DDP, 2);
+        rt = rig_open(&t.r.cfg);
+        strata_loader_reset(&t.r.loader, t.r.idx, 256);
+        cr_assert(strata_loader_next(&t.r.loader, &b));
+        cr_assert_eq(strata_models_train_step(rt, (const int[]){ 1 }, 1, &b, NULL), STRATA_OK);
+        cr_assert_eq(strata_models_predict_step(rt, two, 2, &b, a, cap), STRATA_OK);
+        cr_assert_eq(strata__models_predict_alike(rt, two, 2, &b, b2, cap), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert(!memcmp(qa, qb, sizeof(qa)), "the predictions differ");
+        for (size_t i = 0; i < cap; i++)
+                dout[i] = (float)(i % 7) - 3.0f;
+        cr_assert_eq(strata_model_input_grad(rt, 1, &b, dout, cap, dxa, RIG_BATCH * RIG_IN),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata__models_input_grad_alike(rt, 1, &b, dout, cap, dxb,
+                                                     RIG_BATCH * RIG_IN),
+                     STRATA_OK, "%s", strata_last_error());
+        cr_assert(!memcmp(dxa, dxb, sizeof(dxa)), "the input gradients differ");
+        memset(qb, 0x5a, sizeof(qb));
+        memset(dxb, 0x5a, sizeof(dxb));
+        refused(strata__models_predict_alike(rt, two, 2, &b, b2, cap - 1), STRATA_EINVAL,
+                "model 1: predict: out holds", "too little room");
+        refused(strata__models_predict_alike(rt, unknown, 2, &b, b2, cap), STRATA_EINVAL,
+                "model 3 not in [0, 3)", "an unknown model");
+        refused(strata__models_predict_alike(rt, two, 2, &b, NULL, cap), STRATA_EINVAL,
+                "out is NULL", "no outputs");
+        refused(strata__models_input_grad_alike(rt, 1, &b, dout, cap, dxb, RIG_IN),
+                STRATA_EINVAL, "dx holds", "too little room for dx");
+        refused(strata__models_input_grad_alike(rt, 2, NULL, dout, cap, dxb,
+                                                RIG_BATCH * RIG_IN),
+                STRATA_EINVAL, "NULL", "a NULL batch");
+        for (size_t i = 0; i < sizeof(qb); i++)
+                cr_assert(((const unsigned char *)qb)[i] == 0x5a, "a refusal wrote outputs");
+        for (size_t i = 0; i < sizeof(dxb); i++)
+                cr_assert(((const unsigned char *)dxb)[i] == 0x5a, "a refusal wrote dx");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
