@@ -573,7 +573,7 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
  * end, with no agreement: the variant leaves the same reduced bits in every replica (its
  * alone), the update is not split (each device would check only its slice), and neither a
  * loss scaler (device 0 changes the scale once every device has read it) nor allow_nonfinite
- * (nothing is checked) applies. A test's injected overflow then enters the device's gradients
+ * (nothing is checked) applies; in host memory. A test's injected overflow then enters the device's gradients
  * before they are summed (ddp.c), so every device finds it.
  */
 int strata__dev_alone(const struct strata_runtime *rt, const struct strata__multi *m);
