@@ -132,11 +132,16 @@ STRATA_SIMD static void bwd_lanes(const float *restrict x, const float *restrict
                 sg += g;
                 sgx += g * (xv - mean) * rs;
         }
-        for (int k = 0; k < LANES; k++)
-                for (int c = 0; c < f; c++) {
-                        gw[c] += tw[c][k];
-                        gb[c] += tb[c][k];
+        for (int c = 0; c < f; c++) { /* a feature's sums over the positions in order */
+                double aw = gw[c], ab = gb[c];
+
+                for (int k = 0; k < LANES; k++) {
+                        aw += tw[c][k];
+                        ab += tb[c][k];
                 }
+                gw[c] = aw;
+                gb[c] = ab;
+        }
         for (int c = 0; c < f; c++) {
                 lanes_d xv = LOAD(x + c * p), dv = LOAD(dy + c * p);
 
