@@ -29,6 +29,7 @@
 #include "strata/nn.h"
 #include "strata/status.h"
 #include "base/base.h"
+#include "arch/simd.h"
 
 /* The mesh's arrays and counts, checked: STRATA_EINVAL naming what is wrong. */
 static int mesh_check(const struct strata_layer *l, const char *name)
@@ -107,6 +108,50 @@ static const int32_t *gather_index(const struct strata_layer *l)
         return l->desc->graph == STRATA_GATHER_DST ? g->dst : g->src;
 }
 
+/* y[e] = x[idx[e]] over @p ne edges: a copy, so any order gives the same values. */
+STRATA_SIMD static void gather_row(const float *restrict x, const int32_t *restrict idx,
+                                   float *restrict y, int ne)
+{
+        for (int e = 0; e < ne; e++)
+                y[e] = x[idx[e]];
+}
+
+/*
+ * y_k[idx[e]] += x_k[e] for @p nr (1 to 4) rows k at once, rows @p ls apart in x and @p ld
+ * in y: every row's sums run over the edges in ascending order, one edge after the other,
+ * as row by row; the rows only interleave (independent chains for the CPU to overlap).
+ */
+static void scatter_rows(const float *x, size_t ls, const int32_t *restrict idx, int ne,
+                         float *y, size_t ld, int nr)
+{
+        const float *x0 = x, *x1 = x + ls, *x2 = x + 2 * ls, *x3 = x + 3 * ls;
+        float *y0 = y, *y1 = y + ld, *y2 = y + 2 * ld, *y3 = y + 3 * ld;
+
+        if (nr < 4) {
+                for (int k = 0; k < nr; k++)
+                        for (int e = 0; e < ne; e++)
+                                y[k * ld + idx[e]] += x[k * ls + e];
+                return;
+        }
+        for (int e = 0; e < ne; e++) {
+                int32_t d = idx[e];
+
+                y0[d] += x0[e];
+                y1[d] += x1[e];
+                y2[d] += x2[e];
+                y3[d] += x3[e];
+        }
+}
+
+/* scatter_rows() over @p count rows, four at a time. */
+static void scatter_all(const float *x, size_t ls, const int32_t *idx, int ne, float *y,
+                        size_t ld, long long count)
+{
+        for (long long rc = 0; rc < count; rc += 4)
+                scatter_rows(x + rc * ls, ls, idx, ne, y + rc * ld, ld,
+                             count - rc < 4 ? (int)(count - rc) : 4);
+}
+
 static void gather_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                            const float *x, float *y, int rows)
 {
@@ -116,8 +161,7 @@ static void gather_forward(struct strata_layer *l, const struct strata_step_ctx 
 
         (void)c;
         for (long long rc = 0; rc < (long long)rows * ch; rc++)
-                for (int e = 0; e < ne; e++)
-                        y[rc * ne + e] = x[rc * n + idx[e]];
+                gather_row(x + rc * n, idx, y + rc * ne, ne);
 }
 
 /* dx[c, idx[e]] += dy[c, e] over the edges in ascending order: a scatter-sum. */
@@ -134,9 +178,7 @@ static void gather_backward(struct strata_layer *l, const struct strata_step_ctx
         if (!dx)
                 return;
         memset(dx, 0, sizeof(float) * (size_t)rows * ch * n);
-        for (long long rc = 0; rc < (long long)rows * ch; rc++)
-                for (int e = 0; e < ne; e++)
-                        dx[rc * n + idx[e]] += dy[rc * ne + e];
+        scatter_all(dy, (size_t)ne, idx, ne, dx, (size_t)n, (long long)rows * ch);
 }
 
 const struct strata_module_ops strata_gather = {
@@ -176,12 +218,11 @@ static void scatter_forward(struct strata_layer *l, const struct strata_step_ctx
 
         (void)c;
         memset(y, 0, sizeof(float) * (size_t)rows * ch * n);
-        for (long long rc = 0; rc < (long long)rows * ch; rc++) {
+        scatter_all(x, (size_t)ne, dst, ne, y, (size_t)n, (long long)rows * ch);
+        for (long long rc = 0; deg && rc < (long long)rows * ch; rc++) {
                 float *yr = y + rc * n;
 
-                for (int e = 0; e < ne; e++)
-                        yr[dst[e]] += x[rc * ne + e];
-                for (int v = 0; deg && v < n; v++)
+                for (int v = 0; v < n; v++)
                         yr[v] = deg[v] > 0 ? yr[v] / deg[v] : 0.0f;
         }
 }
@@ -202,10 +243,14 @@ static void scatter_backward(struct strata_layer *l, const struct strata_step_ct
         if (!dx)
                 return;
         deg = scatter_degrees(l);
-        for (long long rc = 0; rc < (long long)rows * ch; rc++)
+        for (long long rc = 0; rc < (long long)rows * ch; rc++) {
+                if (!deg) {
+                        gather_row(dy + rc * n, dst, dx + rc * ne, ne);
+                        continue;
+                }
                 for (int e = 0; e < ne; e++)
-                        dx[rc * ne + e] = deg ? dy[rc * n + dst[e]] / deg[dst[e]]
-                                              : dy[rc * n + dst[e]];
+                        dx[rc * ne + e] = dy[rc * n + dst[e]] / deg[dst[e]];
+        }
 }
 
 const struct strata_module_ops strata_scatter = {

@@ -7,6 +7,7 @@
 #include "strata/status.h"
 #include "base/base.h"
 #include "kernel/trace.h"
+#include "nn/norm_tokens.h"
 #include "nn/replica_private.h"
 
 /* What the passes show on the device's trace track. */
@@ -146,6 +147,57 @@ static int fused_last(const struct strata__replica *r, int i)
         return r->fuse_last ? r->fuse_last[i] : i;
 }
 
+/* Whether module @p i's output is one of the model's outputs. */
+static int is_out(const struct strata__replica *r, int i)
+{
+        for (int k = 0; k < r->io.nout; k++)
+                if (r->io.mod[k] == i)
+                        return 1;
+        return 0;
+}
+
+/*
+ * Modules i, i + 1, i + 2 are `tokens layernorm(dims=1) tokens` over a (C, P) sample with
+ * LayerNorm(C) on each token, each reading the one before, f32 outputs, the first two read
+ * by nothing else nor model outputs, none in a row loop, outside invariant mode's chunks: the
+ * pass runs them as LayerNorm(C) on the (C, P) sample itself (nn/norm_tokens.c), the same
+ * bits without the two transposes (decision 0090). Checked where the pass meets them (a few
+ * comparisons a step): a table of it would be plan bytes.
+ */
+static int ln_between_tokens(const struct strata__replica *r, int i)
+{
+        const struct strata_layer *t = &r->v.layers[i];
+
+        if (i < 1 || i + 2 >= r->v.nlayers || t->desc->ops != &strata_tokens || r->v.chunks ||
+            r->v.layers[i + 2].desc->ops != &strata_tokens ||
+            !strata__ln_tokens_fits(&r->v.layers[i + 1], t->in_dims.channels))
+                return 0;
+        for (int k = i - 1; k <= i + 2; k++)
+                if (r->ytype[k] != STRATA_F32)
+                        return 0;
+        for (int k = i; k <= i + 2; k++)
+                if (r->v.layers[k].desc->branch || (k < i + 2 && is_out(r, k)) ||
+                    fused_last(r, k) != k || (r->fuse_head && r->fuse_head[k] >= 0))
+                        return 0;
+        for (int j = 0; r->from && j < r->v.nlayers; j++)
+                if (r->from[j] == i || r->from[j] == i + 1)
+                        return 0;
+        return 1;
+}
+
+/* The forward of modules i .. i + 2 (ln_between_tokens()) from @p x, module i - 1's output. */
+static int ln_tokens_forward(struct strata__replica *r, struct strata_step_ctx *cc, int i,
+                             const float *x)
+{
+        uint64_t t0;
+
+        STRATA_TRY(layer_begin(r, cc, i + 1, &span_fwd, &t0));
+        strata__ln_tokens_forward(&r->v.layers[i + 1], x, r->y[i + 2], r->v.rows,
+                                  r->v.layers[i].in_dims.channels);
+        strata__track_end(r->v.track, t0, i + 1);
+        return STRATA_OK;
+}
+
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
@@ -159,6 +211,11 @@ int strata__replica_forward(struct strata__replica *r, const struct strata_step_
                 uint64_t t0;
 
                 x = source(r, input_of(r, i));
+                if (ln_between_tokens(r, i)) {
+                        STRATA_TRY(ln_tokens_forward(r, &cc, i, x));
+                        i += 2;
+                        continue;
+                }
                 STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
                 cc.fused = f.last > i ? &f.hooks : NULL;
                 if (cc.chunks)
@@ -213,6 +270,40 @@ static void out_grad(const struct strata__replica *r, int i, float *g)
 }
 
 /*
+ * The backward of modules i - 2 .. i (ln_between_tokens(r, i - 2)) from dbuf[@p cur] into the
+ * buffer module i - 2's backward fills, the next-but-one; the hooks in the order the three
+ * modules' backwards would call them.
+ */
+static int ln_tokens_backward(struct strata__replica *r, struct strata_step_ctx *cc, int i,
+                              int cur, strata__grad_ready_fn ready, void *h, int each)
+{
+        struct strata_layer *ln = &r->v.layers[i - 1];
+        int first = ln->grad_fresh;
+        uint64_t t0;
+
+        r->v.layers[i].grad_fresh = 0;
+        r->v.layers[i - 2].grad_fresh = 0;
+        if (ready)
+                STRATA_TRY(ready(h, r, i));
+        STRATA_TRY(layer_begin(r, cc, i - 1, &span_bwd, &t0));
+        if (each)
+                ln->grad_fresh = 1;
+        strata__ln_tokens_backward(ln, source(r, i - 3), r->dbuf[cur],
+                                   dx_of(r, &r->v.layers[i - 2], cur), r->v.rows,
+                                   r->v.layers[i - 2].in_dims.channels);
+        strata__track_end(r->v.track, t0, i - 1);
+        ln->grad_fresh = 0;
+        if (ready)
+                STRATA_TRY(ready(h, r, i - 1));
+        if (each)
+                strata__shard_accumulate(r->v.shard, r->v.grads, ln->grad, r->v.poff[i - 1],
+                                         ln->nparam, first);
+        if (ready)
+                STRATA_TRY(ready(h, r, i - 2));
+        return STRATA_OK;
+}
+
+/*
  * The backward pass; with @p din, the module that reads the model's input (the first: the
  * caller checked that no other does) also writes its input's gradient, into the chain's free
  * buffer, and *din points to it.
@@ -243,6 +334,12 @@ static int backward(struct strata__replica *r, const struct strata_step_ctx *c0,
                         l->grad_fresh = 0;
                         if (ready)
                                 STRATA_TRY(ready(h, r, i));
+                        continue;
+                }
+                if (i >= 3 && ln_between_tokens(r, i - 2)) { /* its output is a (C, P) one */
+                        STRATA_TRY(ln_tokens_backward(r, &cc, i, cur, ready, h, each));
+                        i -= 2;
+                        cur ^= 1; /* three modules: the buffers swapped three times */
                         continue;
                 }
                 /* the forward's last layer is still there: the fetch keeps it */
