@@ -21,13 +21,14 @@
  *   episode's return at the end as CSV (episode,return,mean100: the mean of the last 100
  *   episodes), what `strata-plot --returns` draws.
  *   --envs N: N environments stepped together (their rows of one act and one record; PPO's
- *   rollout then holds steps x N rows); --devices D: the agent trains under ddp on D devices; --mpi: under `mpirun -np P`,
- *   strategy mpi, one device a process: process p steps only the environments of its rows
- *   (those its device computes, [N p / P, N (p + 1) / P)), the other rows of its arrays stay
- *   zero, and its replay rows draw only its own environments' transitions (PPO: the rollout's
- *   rows are gathered across the processes, decision 0094), so P processes train bitwise the
- *   agent of one process on P devices (decision 0079). Process 0 reports,
- *   exports and writes the returns (its own environments').
+ *   rollout then holds steps x N rows); --devices D: the agent trains under ddp on D
+ *   devices; --mpi: under `mpirun -np P`, strategy mpi, one device a process: process p steps
+ *   only the environments of its rows (those its device computes, [N p / P, N (p + 1) / P)),
+ *   the other rows of its arrays stay zero, and its replay rows draw only its own
+ *   environments' transitions (PPO: the rollout's rows are gathered across the processes,
+ *   decision 0094), so P processes train bitwise the agent of one process on P devices
+ *   (decision 0079). Process 0 reports, exports and writes the returns (its own
+ *   environments').
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
