@@ -34,7 +34,8 @@ static int ppo_explore(struct strata_rl_agent *ag, const float *state, float *ac
         uint32_t E = ag->cfg.n_envs, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(state, (int)E, (int)ag->cfg.state_dim, NULL, 0);
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc.act_value, E));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ PPO_VALUE }, 1, &b,
+                                         (float *const[]){ sc.act_value }, E));
         for (uint32_t e = 0; e < E; e++) {
                 float *eps = sc.mu + (size_t)e * A, *a = action + (size_t)e * A;
 

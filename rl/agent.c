@@ -116,6 +116,11 @@ static int check(const struct strata_rl_agent_config *c)
                             (c->state_dim + c->action_dim))
                 return out_of_range("devices a process (SAC under mpi: at most state_dim + action_dim)",
                            c->runtime->strategy.devices);
+        /* PPO under mpi stages its rows in place: one device a process */
+        if (c->algo == STRATA_RL_PPO && c->runtime &&
+            c->runtime->strategy.kind == STRATA_STRATEGY_MPI && c->runtime->strategy.devices > 1)
+                return out_of_range("devices a process (PPO under mpi: 1)",
+                                    c->runtime->strategy.devices);
         return STRATA_OK;
 }
 
@@ -348,9 +353,10 @@ uint32_t strata__agent_groups(const struct strata_rl_agent *ag)
  * Under mpi a process computes only its devices' rows (decision 0079): TD3, row by row, runs
  * when every device holds an environment; so does SAC, whose one term over every row, the
  * temperature's, gathers the rows' terms across the job (decision 0082; room for a batch a
- * local device in the scratch's input gradients, checked with the hyper-parameters). PPO's
- * advantages and the state normaliser reduce over every row and are refused until they
- * reduce across processes.
+ * local device in the scratch's input gradients, checked with the hyper-parameters); so does
+ * PPO, whose finished rollout and minibatch outputs are summed across the job (decision 0094,
+ * one device a process). The state normaliser reduces over every row and is refused until it
+ * reduces across processes.
  */
 static int mpi_fits(struct strata_rl_agent *ag)
 {
@@ -359,11 +365,6 @@ static int mpi_fits(struct strata_rl_agent *ag)
 
         if (!c->runtime || c->runtime->strategy.kind != STRATA_STRATEGY_MPI)
                 return STRATA_OK;
-        if (c->algo == STRATA_RL_PPO)
-                return strata__fail(STRATA_EINVAL, "rl agent: algo PPO under mpi: TD3 and SAC "
-                                    "run across processes (PPO's advantages reduce over every "
-                                    "row)");
-
         if (c->normalize_states)
                 return strata__fail(STRATA_EINVAL, "rl agent: normalize_states under mpi: the "
                                     "normaliser does not reduce across processes yet");

@@ -8,6 +8,12 @@
  * network's of vf_coef x MSE to the returns, each applied by the network's optimizer. The
  * gradients are computed here from the networks' outputs, so both networks use the agent's
  * "given gradient" loss.
+ *
+ * Under mpi (decision 0094) a process steps its own environments and its one device computes
+ * its rows of each call: the finished rollout is summed across the processes (each holding its
+ * environments' rows, -0 elsewhere), and each minibatch's outputs likewise, so every process
+ * holds every array one process of the job's devices holds, and computes from them what it
+ * computes: the advantages' normalisation, the gradients, the log-std's.
  */
 #include <math.h>
 #include <string.h>
@@ -15,6 +21,7 @@
 #include "strata/rl.h"
 #include "base/base.h"
 #include "rl/agent.h"
+#include "rl/rl.h"
 
 #define HALF_LOG_2PI 0.91893853320467274178f
 
@@ -86,6 +93,60 @@ static void surrogate(const struct strata_rl_agent *ag, const struct strata__age
         }
 }
 
+/* Under mpi, this process's rows [*@p lo, *@p hi) of a batch of @p rows (its one device's, as
+ * the runtime splits a batch: check() refused more devices a process) and 1; else 0. */
+static int mpi_rows(const struct strata_rl_agent *ag, uint32_t rows, uint32_t *lo, uint32_t *hi)
+{
+        const struct strata_config *rc = ag->cfg.runtime;
+        uint64_t g, world;
+
+        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI)
+                return 0;
+        g = (uint64_t)strata_device_rank(ag->rt, 0);
+        world = (uint64_t)strata_world_size(ag->rt);
+        *lo = (uint32_t)(rows * g / world);
+        *hi = (uint32_t)(rows * (g + 1) / world);
+        return 1;
+}
+
+/* Under mpi, the means and values of a minibatch's @p n rows, each process's own rows staged
+ * in the scratch's input gradients (n (A + 1) <= R (S + A) floats) with -0 elsewhere, summed
+ * across the processes: every process then holds every row's. */
+static int gather_outputs(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                          uint32_t n)
+{
+        uint32_t A = ag->cfg.action_dim, lo, hi;
+        float *t = sc->dsa;
+
+        if (!mpi_rows(ag, n, &lo, &hi))
+                return STRATA_OK;
+        for (uint32_t i = 0; i < n; i++) {
+                int own = i >= lo && i < hi;
+
+                for (uint32_t j = 0; j < A; j++)
+                        t[(size_t)i * A + j] = own ? sc->mu[(size_t)i * A + j] : -0.0f;
+                t[(size_t)n * A + i] = own ? sc->v[i] : -0.0f;
+        }
+        STRATA_TRY(strata_reduce(ag->rt, (void *const[]){ t }, (size_t)n * (A + 1), STRATA_F32,
+                                 STRATA_OP_SUM));
+        memcpy(sc->mu, t, (size_t)n * A * sizeof(float));
+        memcpy(sc->v, t + (size_t)n * A, n * sizeof(float));
+        return STRATA_OK;
+}
+
+/* Under mpi, every environment's rows of the finished rollout on every process. */
+static int gather_rollout(struct strata_rl_agent *ag)
+{
+        uint32_t lo, hi;
+        size_t count;
+        float *rows;
+
+        if (!mpi_rows(ag, ag->cfg.n_envs, &lo, &hi))
+                return STRATA_OK;
+        STRATA_TRY(strata__rollout_keep_envs(&ag->rollout, lo, hi, &rows, &count));
+        return strata_reduce(ag->rt, (void *const[]){ rows }, count, STRATA_F32, STRATA_OP_SUM);
+}
+
 /* One minibatch: the policy's and the value network's steps, the log-std's. */
 static int minibatch(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
                      uint64_t epoch, uint32_t k)
@@ -98,8 +159,11 @@ static int minibatch(struct strata_rl_agent *ag, const struct strata__agent_scra
                                                sc->a, sc->logp, sc->adv, sc->ret, &n));
         normalise(sc->adv, n);
         b = strata__agent_batch(sc->s, (int)n, (int)S, NULL, 0);
-        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_ACTOR, &b, sc->mu, (size_t)n * A));
-        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc->v, n));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ PPO_ACTOR }, 1, &b,
+                                         (float *const[]){ sc->mu }, (size_t)n * A));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ PPO_VALUE }, 1, &b,
+                                         (float *const[]){ sc->v }, n));
+        STRATA_TRY(gather_outputs(ag, sc, n));
         surrogate(ag, sc, n, gls);
         for (uint32_t i = 0; i < n; i++)
                 sc->dq[i] = ag->cfg.vf_coef * 2.0f * (sc->v[i] - sc->ret[i]) / (float)n;
@@ -120,8 +184,10 @@ int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scr
         struct strata_batch b = strata__agent_batch(sc->next, (int)E, (int)ag->cfg.state_dim,
                                                     NULL, 0);
 
-        STRATA_TRY(strata_model_predict_step(ag->rt, PPO_VALUE, &b, sc->last_value, E));
+        STRATA_TRY(strata__agent_predict(ag, (const int[]){ PPO_VALUE }, 1, &b,
+                                         (float *const[]){ sc->last_value }, E));
         STRATA_TRY(strata_rl_rollout_finish(&ag->rollout, sc->last_value));
+        STRATA_TRY(gather_rollout(ag));
         for (uint32_t e = 0; e < ag->cfg.epochs; e++, sc->head->epochs++)
                 for (uint32_t k = 0; k < nmb; k++)
                         STRATA_TRY(minibatch(ag, sc, sc->head->epochs, k));

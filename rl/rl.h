@@ -39,6 +39,14 @@ int strata__rl_carve(struct strata_arena *arena, size_t bytes, uint64_t magic, u
  * the index and the value. */
 int strata__rl_finite(const float *x, size_t n, const char *what);
 
+/* PPO under mpi (rl/rollout.c, decision 0094): in a finished rollout, every row of the
+ * environments outside [@p lo, @p hi) set to -0 (x + -0 is x, +0 and -0 included), and the
+ * rows' arrays (states to returns, one run of floats, padding zero) in *@p rows, *@p count
+ * floats: summed across the processes, each holding its own environments', every process
+ * then holds every environment's rows. */
+int strata__rollout_keep_envs(struct strata_rl_rollout *ro, uint32_t lo, uint32_t hi,
+                              float **rows, size_t *count);
+
 /* Uniform replay sampling in @p groups (rl/replay.c, decision 0079): row j of the batch draws
  * only among the environments of its group, both split as the runtime splits a batch over its
  * devices; 1 group is strata_rl_replay_sample(). */

@@ -20,13 +20,15 @@
  *   --normalize: the agent normalises the states (running mean and variance); --returns: every
  *   episode's return at the end as CSV (episode,return,mean100: the mean of the last 100
  *   episodes), what `strata-plot --returns` draws.
- *   --envs N: N environments stepped together (their rows of one act and one record; TD3 and
- *   SAC); --devices D: the agent trains under ddp on D devices; --mpi: under `mpirun -np P`,
- *   strategy mpi, one device a process: process p steps only the environments of its rows
- *   (those its device computes, [N p / P, N (p + 1) / P)), the other rows of its arrays stay
- *   zero, and its replay rows draw only its own environments' transitions, so P processes
- *   train bitwise the agent of one process on P devices (decision 0079). Process 0 reports,
- *   exports and writes the returns (its own environments').
+ *   --envs N: N environments stepped together (their rows of one act and one record; PPO's
+ *   rollout then holds steps x N rows); --devices D: the agent trains under ddp on D
+ *   devices; --mpi: under `mpirun -np P`, strategy mpi, one device a process: process p steps
+ *   only the environments of its rows (those its device computes, [N p / P, N (p + 1) / P)),
+ *   the other rows of its arrays stay zero, and its replay rows draw only its own
+ *   environments' transitions (PPO: the rollout's rows are gathered across the processes,
+ *   decision 0094), so P processes train bitwise the agent of one process on P devices
+ *   (decision 0079). Process 0 reports, exports and writes the returns (its own
+ *   environments').
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
@@ -311,15 +313,15 @@ static int train_envs(struct run *r, int N, int lo, int hi)
         }
         clock_gettime(CLOCK_MONOTONIC, &t0);
         while (r->steps < r->budget && r->episodes < MAX_EPISODES) {
-                if (r->steps >= WARMUP &&
+                if ((r->ppo || r->steps >= WARMUP) &&
                     (rc = strata_rl_act(&agent, obs, (size_t)N * 4, act, N, 1)) != STRATA_OK)
                         return fail("act", rc);
                 for (int e = lo; e < hi; e++) {
-                        if (r->steps < WARMUP)
+                        if (!r->ppo && r->steps < WARMUP)
                                 act[e] = (float)uniform(&es[e], -1.0, 1.0);
                         step(&es[e], act[e], next + 4 * e, &done[e], &trunc[e]);
                         rew[e] = 1.0f;
-                        store[e] = done[e] && !trunc[e];
+                        store[e] = r->ppo ? done[e] : done[e] && !trunc[e];
                 }
                 if ((rc = strata_rl_record(&agent, obs, act, rew, next, store, N)) != STRATA_OK)
                         return fail("record", rc);
@@ -416,9 +418,9 @@ int main(int argc, char **argv)
         }
         c = config(r.algo, seed);
         c.normalize_states = normalize;
-        if (envs && (envs > MAX_ENVS || r.ppo || r.save || r.resume || r.kill_at)) {
-                fprintf(stderr, "cartpole: --envs: 1 to %d, TD3 or SAC, no save, resume or "
-                        "kill\n", MAX_ENVS);
+        if (envs && (envs > MAX_ENVS || r.save || r.resume || r.kill_at)) {
+                fprintf(stderr, "cartpole: --envs: 1 to %d, no save, resume or kill\n",
+                        MAX_ENVS);
                 return 2;
         }
         if (envs || devices > 1 || mpi) {

@@ -1,7 +1,7 @@
 /*
- * RL agents across processes: 2 mpi processes of the cart-pole example train TD3 and SAC
- * bitwise as one process on 2 devices (ddp) does, twice the same; PPO and too few
- * environments are refused under mpi (tests/build/rl_mpi.sh).
+ * RL agents across processes: 2 mpi processes of the cart-pole example train TD3, SAC and PPO
+ * bitwise as one process on 2 devices (ddp) does, twice the same; too few environments are
+ * refused under mpi (tests/build/rl_mpi.sh).
  */
 #include <criterion/criterion.h>
 

@@ -3,8 +3,9 @@
 # TD3, one process on 2 devices (ddp), then `mpirun -np 2` (mpi, one device and one environment
 # a process, each process's replay rows drawing its own transitions): the mpi policy is bitwise
 # ddp's, and two mpi runs are bitwise equal; the same for SAC (its temperature's term of every
-# row gathered across the processes, decision 0082). Under mpi PPO, and fewer environments
-# than processes, are refused naming the value. Skipped without mpirun or libstrata-mpi.so.
+# row gathered across the processes, decision 0082) and PPO (its finished rollout and each
+# minibatch's outputs gathered, decision 0094). Under mpi fewer environments than processes are
+# refused naming the value. Skipped without mpirun or libstrata-mpi.so.
 #   rl_mpi.sh SRC BUILD
 set -eu
 src=$1 build=$2
@@ -44,6 +45,17 @@ cmp -s "$dir/sac-mpi-1.safetensors" "$dir/sac-mpi-2.safetensors" ||
 cmp -s "$dir/sac-ddp.safetensors" "$dir/sac-mpi-1.safetensors" ||
         { echo "sac: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
 echo "sac: the policy of 2 mpi processes is bitwise ddp's on 2 devices, twice"
+"$dir/cartpole" ppo --steps 1100 --envs 2 --devices 2 --export "$dir/ppo-ddp.safetensors" |
+        grep '^{'
+for k in 1 2; do
+        mpi "$dir/cartpole" ppo --steps 1100 --envs 2 --mpi \
+                --export "$dir/ppo-mpi-$k.safetensors" | grep '^{'
+done
+cmp -s "$dir/ppo-mpi-1.safetensors" "$dir/ppo-mpi-2.safetensors" ||
+        { echo "ppo: two runs of 2 mpi processes differ"; exit 1; }
+cmp -s "$dir/ppo-ddp.safetensors" "$dir/ppo-mpi-1.safetensors" ||
+        { echo "ppo: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
+echo "ppo: the policy of 2 mpi processes is bitwise ddp's on 2 devices, twice"
 refused() { # $1: what the message must say; then the command
         want=$1
         shift
@@ -53,6 +65,6 @@ refused() { # $1: what the message must say; then the command
         grep -q "$want" "$dir/refused.out" || { cat "$dir/refused.out"; exit 1; }
         echo "refused: $want"
 }
-refused "algo PPO under mpi" "$dir/cartpole" ppo --steps 100 --mpi
+refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" ppo --steps 100 --mpi
 refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" td3 --steps 100 \
         --envs 1 --mpi

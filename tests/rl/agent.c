@@ -258,6 +258,15 @@ Test(rl_agent, bad_hyper_parameters_are_refused_by_name)
         b = c, b.log_std = 50.0f, refused(b, "log_std");
         b = c, b.minibatch = 1000, refused(b, "minibatch");
         b = c, b.action_dim = 65, refused(b, "action_dim");
+        {
+                struct strata_config rc;
+
+                memset(&rc, 0, sizeof(rc));
+                rc.strategy.kind = STRATA_STRATEGY_MPI;
+                rc.strategy.devices = 2; /* PPO under mpi: one device a process */
+                b = c, b.runtime = &rc;
+                refused(b, "PPO under mpi");
+        }
         b = c, b.normalize_states = 2, refused(b, "normalize_states");
         b = c, b.normalize_states = 1, b.normalize_clip = -1.0f, refused(b, "normalize_clip");
         /* init refuses too, and carves nothing */
