@@ -124,15 +124,16 @@ STRATA_SIMD static void gather_row(const float *restrict x, const int32_t *restr
 static void scatter_rows(const float *x, size_t ls, const int32_t *restrict idx, int ne,
                          float *y, size_t ld, int nr)
 {
-        const float *x0 = x, *x1 = x + ls, *x2 = x + 2 * ls, *x3 = x + 3 * ls;
-        float *y0 = y, *y1 = y + ld, *y2 = y + 2 * ld, *y3 = y + 3 * ld;
-
         if (nr < 4) {
                 for (int k = 0; k < nr; k++)
                         for (int e = 0; e < ne; e++)
                                 y[k * ld + idx[e]] += x[k * ls + e];
                 return;
         }
+        /* four rows: their starts all inside the arrays */
+        const float *x0 = x, *x1 = x + ls, *x2 = x + 2 * ls, *x3 = x + 3 * ls;
+        float *y0 = y, *y1 = y + ld, *y2 = y + 2 * ld, *y3 = y + 3 * ld;
+
         for (int e = 0; e < ne; e++) {
                 int32_t d = idx[e];
 

@@ -167,6 +167,11 @@ void strata__replica_load(struct strata__replica *r, const struct strata_batch *
  */
 void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int g, int world);
 
+#ifdef STRATA_TESTING
+/** Tests only: non-zero runs `tokens layernorm tokens` as three modules (decision 0090). */
+extern int strata__replica_unfused;
+#endif
+
 /** Forward through every module (each output kept for the loss); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
 

@@ -164,10 +164,23 @@ static int is_out(const struct strata__replica *r, int i)
  * bits without the two transposes (decision 0090). Checked where the pass meets them (a few
  * comparisons a step): a table of it would be plan bytes.
  */
+#ifdef STRATA_TESTING
+int strata__replica_unfused;
+#endif
+
 static int ln_between_tokens(const struct strata__replica *r, int i)
 {
         const struct strata_layer *t = &r->v.layers[i];
 
+#ifdef STRATA_TESTING
+        if (strata__replica_unfused)
+                return 0;
+#endif
+        /* Module i closing an earlier `tokens layernorm` takes no window: the forward (going
+         * up) and the backward (going down) then find the same windows in a longer chain. */
+        if (i >= 2 && r->v.layers[i - 2].desc->ops == &strata_tokens &&
+            r->v.layers[i - 1].desc->ops == &strata_layernorm)
+                return 0;
         if (i < 1 || i + 2 >= r->v.nlayers || t->desc->ops != &strata_tokens || r->v.chunks ||
             r->v.layers[i + 2].desc->ops != &strata_tokens ||
             !strata__ln_tokens_fits(&r->v.layers[i + 1], t->in_dims.channels))

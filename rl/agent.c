@@ -368,6 +368,9 @@ static int mpi_fits(struct strata_rl_agent *ag)
         if (c->normalize_states)
                 return strata__fail(STRATA_EINVAL, "rl agent: normalize_states under mpi: the "
                                     "normaliser does not reduce across processes yet");
+        if (c->algo == STRATA_RL_PPO && c->n_envs < (uint32_t)d) /* rows: every environment's */
+                return strata__fail(STRATA_EINVAL, "rl agent: n_envs %u under mpi of %d devices: "
+                                    "each device needs an environment", c->n_envs, d);
         if (c->n_envs < (uint32_t)d || c->batch < (uint32_t)d)
                 return strata__fail(STRATA_EINVAL, "rl agent: n_envs %u and batch %u under mpi "
                                     "of %d devices: each device needs an environment and a row",

@@ -177,6 +177,28 @@ static int minibatch(struct strata_rl_agent *ag, const struct strata__agent_scra
         return STRATA_OK;
 }
 
+/*
+ * Under mpi only this process's environments have fresh last values: their finiteness agreed
+ * across the job first, so a value that is not finite makes every process refuse the rollout
+ * (the one that holds it names it), none left waiting in the gather.
+ */
+static int agree_last_values(struct strata_rl_agent *ag, const float *v)
+{
+        uint32_t lo, hi;
+        int bad = 0;
+
+        if (!mpi_rows(ag, ag->cfg.n_envs, &lo, &hi))
+                return STRATA_OK;
+        for (uint32_t e = lo; e < hi; e++)
+                bad |= !isfinite(v[e]);
+        STRATA_TRY(strata_reduce_boolean_decision(ag->rt, &bad, 0, &bad));
+        if (bad)
+                STRATA_TRY(strata__rl_finite(v + lo, hi - lo, "last value"));
+        return bad ? strata__fail(STRATA_EINVAL, "rl agent: a last value of another process's "
+                                  "environments is not finite; the rollout is refused")
+                   : STRATA_OK;
+}
+
 int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
 {
         uint32_t E = ag->cfg.n_envs, rows = ag->cfg.steps * E;
@@ -186,6 +208,7 @@ int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scr
 
         STRATA_TRY(strata__agent_predict(ag, (const int[]){ PPO_VALUE }, 1, &b,
                                          (float *const[]){ sc->last_value }, E));
+        STRATA_TRY(agree_last_values(ag, sc->last_value));
         STRATA_TRY(strata_rl_rollout_finish(&ag->rollout, sc->last_value));
         STRATA_TRY(gather_rollout(ag));
         for (uint32_t e = 0; e < ag->cfg.epochs; e++, sc->head->epochs++)

@@ -132,7 +132,7 @@ struct strata__sync {
          * space, each updates its comm slice and writes it into every replica (step.c) */
         int split;
         /* ...the same bits in every replica of every process: each device may find a value
-         * that is not finite alone, with no agreement (strata__step_alone(), step.c) */
+         * that is not finite alone, with no agreement (strata__dev_alone(), step.c) */
         int alone;
 };
 
@@ -572,9 +572,10 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
  * Whether each device of @p m's runtime decides its found-inf check alone at the window's
  * end, with no agreement: the variant leaves the same reduced bits in every replica (its
  * alone), the update is not split (each device would check only its slice), and neither a
- * loss scaler (device 0 changes the scale once every device has read it) nor allow_nonfinite
- * (nothing is checked) applies; in host memory. A test's injected overflow then enters the device's gradients
- * before they are summed (ddp.c), so every device finds it.
+ * loss scaler (device 0 changes the scale once every device has read it), allow_nonfinite
+ * (nothing is checked) nor MPI_Allreduce (no promise of equal bits on every rank) applies;
+ * in host memory. A test's injected overflow then enters the device's gradients before they
+ * are summed (ddp.c), so every device finds it.
  */
 int strata__dev_alone(const struct strata_runtime *rt, const struct strata__multi *m);
 

@@ -90,14 +90,15 @@ static int split(const struct strata_runtime *rt, const struct strata__multi *m,
  * ddp's buckets sum every element once, in an order that is the same on every device, or
  * pairwise (x + y is y + x), so every replica of every process holds the same reduced bits
  * (what keeps ddp's replicas equal step after step), and each device's check of its own is
- * the agreement's verdict (decision 0091). In host memory only: a test's overflow enters the
- * gradients from the host (ddp.c).
+ * the agreement's verdict (decision 0091). Not through MPI_Allreduce (process.mpi_allreduce),
+ * which promises no rank the same bits as another. In host memory only: a test's overflow
+ * enters the gradients from the host (ddp.c).
  */
 int strata__dev_alone(const struct strata_runtime *rt, const struct strata__multi *m)
 {
         return m && m->sync && m->sync->alone && !rt->prec->update &&
                !rt->cfg.train.allow_nonfinite && !strata__own_memory(rt->dev) &&
-               !split(rt, m, m->sync);
+               !rt->cfg.process.mpi_allreduce && !split(rt, m, m->sync);
 }
 
 /*

@@ -65,6 +65,6 @@ refused() { # $1: what the message must say; then the command
         grep -q "$want" "$dir/refused.out" || { cat "$dir/refused.out"; exit 1; }
         echo "refused: $want"
 }
-refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" ppo --steps 100 --mpi
+refused "n_envs 1 under mpi of 2 devices: each device needs an environment" "$dir/cartpole" ppo --steps 100 --mpi
 refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" td3 --steps 100 \
         --envs 1 --mpi

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "nn/norm_tokens.h"
+#include "nn/replica.h"
+#include "tests/support/rig.h"
 #include "tests/support/modcall.h"
 
 static float x[MODCALL_MAX], t[MODCALL_MAX], u[MODCALL_MAX], y3[MODCALL_MAX], yf[MODCALL_MAX];
@@ -85,4 +87,61 @@ Test(layernorm_tokens, takes_only_layernorm_over_a_tokens_features)
         cr_assert(!strata__ln_tokens_fits(&m->l, 16), "RMSNorm");
         modcall_init(m, &ln, (struct strata_dims){ 4, 1, { STRATA__LN_TOKENS_MAX + 1 } }, 1);
         cr_assert(!strata__ln_tokens_fits(&m->l, STRATA__LN_TOKENS_MAX + 1), "too wide");
+}
+
+/*
+ * Through the replica's pass: a chain `tokens layernorm tokens layernorm tokens` (two windows
+ * of the pattern overlap at the middle `tokens`, 4 channels and 5 positions both fitting) and
+ * a lone window train to the same parameters, bit for bit, as with the fusion switched off.
+ * The forward and the backward must take the same windows: with the backward taking the
+ * upper one where the forward took the lower, it read outputs the forward never wrote.
+ */
+static void fused_as_unfused(const struct strata_module *mods, int n)
+{
+        float fused[512], plain[512];
+        const float *p;
+        size_t np;
+        struct rig r;
+
+        for (int off = 0; off <= 1; off++) {
+                struct strata_runtime *rt;
+
+                rig_init(&r, 0);
+                r.model.modules = mods;
+                r.model.nmodules = n;
+                r.model.in_dims = (struct strata_dims){ 4, 1, { 5 } };
+                strata__replica_unfused = off;
+                rt = rig_open(&r.cfg);
+                rig_steps(&r, rt, 6, NULL);
+                cr_assert_eq(strata_parameters(rt, 0, &p, &np), STRATA_OK);
+                cr_assert_leq(np, 512);
+                memcpy(off ? plain : fused, p, sizeof(float) * np);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+        strata__replica_unfused = 0;
+        cr_assert(!memcmp(fused, plain, sizeof(float) * np), "%d modules", n);
+}
+
+Test(layernorm_tokens, a_model_trains_the_unfused_bits)
+{
+        static const struct strata_module chain[] = {
+                { .ops = &strata_conv1d, .out = 4, .kernel = { 1 } },
+                { .ops = &strata_tokens },
+                { .ops = &strata_layernorm, .norm_dims = 1 },
+                { .ops = &strata_tokens },
+                { .ops = &strata_layernorm, .norm_dims = 1 },
+                { .ops = &strata_tokens },
+                { .ops = &strata_linear, .out = RIG_CLASSES },
+        };
+        static const struct strata_module lone[] = {
+                { .ops = &strata_conv1d, .out = 4, .kernel = { 1 } },
+                { .ops = &strata_tokens },
+                { .ops = &strata_layernorm, .norm_dims = 1 },
+                { .ops = &strata_tokens },
+                { .ops = &strata_relu },
+                { .ops = &strata_linear, .out = RIG_CLASSES },
+        };
+
+        fused_as_unfused(chain, 7);
+        fused_as_unfused(lone, 6);
 }

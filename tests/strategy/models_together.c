@@ -253,4 +253,3 @@ Test(models_together, alike_calls_are_the_public_calls)
                 cr_assert(((const unsigned char *)dxb)[i] == 0x5a, "a refusal wrote dx");
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
-
