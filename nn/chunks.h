@@ -1,10 +1,10 @@
 /*
- * Invariant mode's chunks (nn/chunks.c): one device's canonical chunks of the global batch,
- * the pairwise tree that combines their sums, and the passes of a layer and of the loss over
- * them (internal). A replica in invariant mode points to its chunks and calls these entry
- * points; the step context hands the same object to the modules (c->chunks). Arithmetic goes
- * through the device's kernels (struct strata_kernel_ops), as every module's does.
- * Decisions 0029 and 0030.
+ * Invariant mode's chunks (nn/chunks.c; a Linear's weight gradient in nn/chunks_wgrad.c): one
+ * device's canonical chunks of the global batch, the pairwise tree that combines their sums,
+ * and the passes of a layer and of the loss over them (internal). A replica in invariant mode
+ * points to its chunks and calls these entry points; the step context hands the same object
+ * to the modules (c->chunks). Arithmetic goes through the device's kernels (struct
+ * strata_kernel_ops), as every module's does. Decisions 0029 and 0030.
  */
 #ifndef STRATA_NN_CHUNKS_H
 #define STRATA_NN_CHUNKS_H
@@ -156,6 +156,13 @@ void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk
  */
 void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *dy, int rows,
                                  int cols, float *db);
+
+/**
+ * Invariant mode, a Linear (@p l): whether its backward computes a chunk onto its left
+ * sibling's sum with the bits of computing it apart and adding (nn/chunks_wgrad.c), probed
+ * on random rows in the tree's scratch, which it leaves free again.
+ */
+int strata__chunks_probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c);
 
 /**
  * Layer @p l's forward over the device's chunks (c->chunks), as its module's forward: once
