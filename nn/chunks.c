@@ -16,6 +16,7 @@
 #include "alloc/floats.h"
 #include "base/base.h"
 #include "nn/chunks.h"
+#include "nn/chunks_stack.h"
 
 /* a[i] = a[i] + b[i]: the one addition of the tree, the same one the communicator's makes. */
 static void add(const struct strata_chunks *ch, float *a, const float *b, size_t n)
@@ -28,39 +29,6 @@ static void range(int chunks, int world, int g, int *a, int *b)
 {
         *a = (int)((long)g * chunks / world);
         *b = (int)((long)(g + 1) * chunks / world);
-}
-
-/*
- * The tree over a device's chunks as a stack of partial sums, in chunk order: a chunk's leaf
- * is pushed, and the top two merge while they are siblings (equal size, the left one aligned
- * to twice it). What is left are the range's blocks, in order.
- */
-struct stack {
-        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX];
-        int top, depth; /* entries now, and most at once */
-};
-
-static void push(struct stack *s, int chunk)
-{
-        s->at[s->top] = chunk;
-        s->size[s->top++] = 1;
-        s->depth = s->top > s->depth ? s->top : s->depth;
-}
-
-/* The top two entries are siblings: the caller adds the top into the one below, then pop(). */
-static int siblings(const struct stack *s)
-{
-        int t = s->top;
-
-        return t > 1 && s->size[t - 1] == s->size[t - 2] &&
-               s->at[t - 2] % (2 * s->size[t - 2]) == 0;
-}
-
-/* The top merged into the entry below it, their parent. */
-static void pop(struct stack *s)
-{
-        s->size[s->top - 2] *= 2;
-        s->top--;
 }
 
 /* The blocks of chunks [c0, c0 + n); @p depth: most entries at once. */
@@ -90,32 +58,6 @@ void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_
         }
         /* chunks [a, b) of a batch of at most B rows: at most ceil(B (b - a) / C) rows */
         p->rows = (int)(((long)batch * p->per + chunks - 1) / chunks);
-}
-
-void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, int pairs, float *root, float **sum)
-{
-        const struct strata_chunks *ch = c->chunks;
-        struct stack s = { .top = 0 };
-        float *at0 = root ? root : ch->tree; /* entry t at at0 (t = 0) or tree + t n */
-
-        for (int j = 0; j < ch->n; j++) {
-                int rows = ch->lo[j + 1] - ch->lo[j], t = s.top;
-
-                if (pairs && t > 0 && s.size[t - 1] == 1 && s.at[t - 1] % 2 == 0) {
-                        /* the right sibling of the leaf on top: onto it */
-                        leaf(arg, ch->lo[j], rows, t > 1 ? ch->tree + (size_t)(t - 1) * n : at0,
-                             1);
-                        s.size[t - 1] = 2;
-                } else {
-                        leaf(arg, ch->lo[j], rows, t ? ch->tree + (size_t)t * n : at0, 0);
-                        push(&s, ch->c0 + j);
-                }
-                for (; siblings(&s); pop(&s))
-                        add(ch, s.top > 2 ? ch->tree + (size_t)(s.top - 2) * n : at0,
-                            ch->tree + (size_t)(s.top - 1) * n, n);
-        }
-        *sum = at0; /* the device's blocks, one after the other */
 }
 
 /* Which device's range holds chunk @p c. */

@@ -1,10 +1,11 @@
 /*
- * Invariant mode's chunks (nn/chunks.c; a Linear's weight gradient in nn/chunks_wgrad.c): one
- * device's canonical chunks of the global batch, the pairwise tree that combines their sums,
- * and the passes of a layer and of the loss over them (internal). A replica in invariant mode
- * points to its chunks and calls these entry points; the step context hands the same object
- * to the modules (c->chunks). Arithmetic goes through the device's kernels (struct
- * strata_kernel_ops), as every module's does. Decisions 0029 and 0030.
+ * Invariant mode's chunks (nn/chunks.c; the tree over a device's chunks in nn/chunks_tree.c,
+ * a Linear's weight gradient in nn/chunks_wgrad.c): one device's canonical chunks of the
+ * global batch, the pairwise tree that combines their sums, and the passes of a layer and of
+ * the loss over them (internal). A replica in invariant mode points to its chunks and calls
+ * these entry points; the step context hands the same object to the modules (c->chunks).
+ * Arithmetic goes through the device's kernels (struct strata_kernel_ops), as every module's
+ * does. Decisions 0029 and 0030.
  */
 #ifndef STRATA_NN_CHUNKS_H
 #define STRATA_NN_CHUNKS_H
