@@ -160,7 +160,7 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
         ch->batch_stats = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
-        ch->pairs = p;
+        ch->linear = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
         ch->whole_fwd = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
@@ -186,20 +186,26 @@ void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
 
         if (ch->batch_stats)
                 ch->batch_stats[i] = batch_stats != 0;
-        if (ch->pairs) /* a Linear's chunks may pair: probed at its backward */
-                ch->pairs[i] = linear ? 0 : -1;
+        if (ch->linear) /* a Linear's chunks may pair, its weight gradient run in row blocks */
+                ch->linear[i] = linear ? 0 : STRATA__LIN_PAIRS_KNOWN | STRATA__LIN_ROWS_KNOWN;
         if (ch->whole_fwd) /* a Linear's GEMMs over rows may run once: probed at first use */
                 ch->whole_fwd[i] = ch->whole_dx[i] = linear ? 0 : -1;
         if (linear)
                 ch->linear_dx = linear_dx;
 }
 
-/* A batch of another size: the GEMMs over rows have other row counts, probed again. */
+/*
+ * A batch of another size: the GEMMs over rows have other row counts, and the weight
+ * gradient's row blocks other k, probed again.
+ */
 static void reprobe(struct strata_chunks *ch)
 {
         for (int i = 0; i < ch->nlayers; i++) {
                 ch->whole_fwd[i] = ch->whole_fwd[i] > 0 ? 0 : ch->whole_fwd[i];
                 ch->whole_dx[i] = ch->whole_dx[i] > 0 ? 0 : ch->whole_dx[i];
+                if (ch->linear[i] & STRATA__LIN_ROWS)
+                        ch->linear[i] = (unsigned char)(ch->linear[i] & ~(STRATA__LIN_ROWS |
+                                                                          STRATA__LIN_ROWS_KNOWN));
         }
 }
 
@@ -434,12 +440,22 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
                 for (int j = 0; j < ch->n; j++)
                         bwd_leaf(&b, ch->lo[j], ch->lo[j + 1] - ch->lo[j], NULL, 0);
         } else {
-                if (!ch->pairs[l->index])
-                        ch->pairs[l->index] = strata__chunks_probe_pairs(l, c) ? 1 : -1;
+                unsigned char *f = &ch->linear[l->index];
                 /* a fresh gradient, one block, none gathered: the tree's sum made in place
-                 * (decision 0087) */
-                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, ch->pairs[l->index] > 0,
-                                   fresh && ch->nb == 1 && !ch->gathered ? grad : NULL, &sum);
+                 * (decision 0087), a Linear's weights in row blocks where probed (0092) */
+                float *root = fresh && ch->nb == 1 && !ch->gathered ? grad : NULL;
+
+                if (!(*f & STRATA__LIN_PAIRS_KNOWN))
+                        *f |= STRATA__LIN_PAIRS_KNOWN |
+                              (strata__chunks_probe_pairs(l, c) ? STRATA__LIN_PAIRS : 0);
+                if (root && strata__chunks_wgrad(l, c, x, dy, b.dx, root)) {
+                        sum = root;
+                } else {
+                        strata__chunks_sum(c, l->nparam, bwd_leaf, &b, *f & STRATA__LIN_PAIRS,
+                                           root, &sum);
+                        if (root)
+                                strata__chunks_wgrad_probe(l, c, x, dy, root);
+                }
         }
         l->aux = b.aux;
         l->skip = b.skip;
