@@ -80,16 +80,19 @@ int strata__chunks_probe_pairs(struct strata_layer *l, const struct strata_step_
  * L2 before the next. An element of a product depends on its row, its column and k only
  * (decisions 0034, 0041), so every block holds the whole product's bits; the blocked tree is
  * probed against the whole one on the first batch of each size all the same, and kept only
- * where every bit agrees. A block is about 128 KB (rows of 16, at least 16 of them).
+ * where every bit agrees. A block is at most 256 KB, a multiple of the CPU GEMM's 32-row tiles
+ * (at least one): the first Linear of 784 inputs makes 4 blocks of 64 rows (200 KB), two of
+ * them live with the chunk's packed rows, within a 1 MB L2. Fewer, larger blocks pack each
+ * chunk's rows fewer times (once a block).
  */
-#define ROW_BLOCK_FLOATS 32768
+#define ROW_BLOCK_FLOATS 65536
 
 /* dW rows a block holds for a Linear of @p in inputs. */
 static int block_rows(int in)
 {
-        int r = ROW_BLOCK_FLOATS / (in > 0 ? in : 1) / 16 * 16;
+        int r = ROW_BLOCK_FLOATS / (in > 0 ? in : 1) / 32 * 32;
 
-        return r < 16 ? 16 : r;
+        return r < 32 ? 32 : r;
 }
 
 /* Whether layer @p l may run in row blocks in this step: f32, two chunks, two blocks. */

@@ -14,7 +14,7 @@
 #include "drivers/drivers.h"
 #include "nn/chunks.h"
 
-#define IN 256   /* blocks of 128 output rows */
+#define IN 512   /* blocks of 128 output rows */
 #define OUT 300  /* three blocks: 128, 128 and 44 rows */
 #define ROWS 64
 #define CHUNKS 8
