@@ -71,7 +71,6 @@ int strata__chunks_probe_pairs(struct strata_layer *l, const struct strata_step_
         return same;
 }
 
-
 /*
  * A Linear's weight gradient in row blocks (decision 0092). Each chunk's product writes the
  * whole [out x in] gradient, and the tree adds those: for a wide layer, passes of the whole
