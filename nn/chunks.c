@@ -15,8 +15,8 @@
 #include "strata/status.h"
 #include "alloc/floats.h"
 #include "base/base.h"
-#include "kernel/philox.h"
 #include "nn/chunks.h"
+#include "nn/chunks_stack.h"
 
 /* a[i] = a[i] + b[i]: the one addition of the tree, the same one the communicator's makes. */
 static void add(const struct strata_chunks *ch, float *a, const float *b, size_t n)
@@ -29,39 +29,6 @@ static void range(int chunks, int world, int g, int *a, int *b)
 {
         *a = (int)((long)g * chunks / world);
         *b = (int)((long)(g + 1) * chunks / world);
-}
-
-/*
- * The tree over a device's chunks as a stack of partial sums, in chunk order: a chunk's leaf
- * is pushed, and the top two merge while they are siblings (equal size, the left one aligned
- * to twice it). What is left are the range's blocks, in order.
- */
-struct stack {
-        int size[2 * STRATA__BLOCKS_MAX], at[2 * STRATA__BLOCKS_MAX];
-        int top, depth; /* entries now, and most at once */
-};
-
-static void push(struct stack *s, int chunk)
-{
-        s->at[s->top] = chunk;
-        s->size[s->top++] = 1;
-        s->depth = s->top > s->depth ? s->top : s->depth;
-}
-
-/* The top two entries are siblings: the caller adds the top into the one below, then pop(). */
-static int siblings(const struct stack *s)
-{
-        int t = s->top;
-
-        return t > 1 && s->size[t - 1] == s->size[t - 2] &&
-               s->at[t - 2] % (2 * s->size[t - 2]) == 0;
-}
-
-/* The top merged into the entry below it, their parent. */
-static void pop(struct stack *s)
-{
-        s->size[s->top - 2] *= 2;
-        s->top--;
 }
 
 /* The blocks of chunks [c0, c0 + n); @p depth: most entries at once. */
@@ -91,39 +58,6 @@ void strata__chunks_plan(int chunks, int world, int batch, struct strata__chunk_
         }
         /* chunks [a, b) of a batch of at most B rows: at most ceil(B (b - a) / C) rows */
         p->rows = (int)(((long)batch * p->per + chunks - 1) / chunks);
-}
-
-void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk_fn leaf,
-                        void *arg, int pairs, float *root, float **sum)
-{
-        const struct strata_chunks *ch = c->chunks;
-        struct stack s = { .top = 0 };
-        float *at0 = root ? root : ch->tree; /* entry t at at0 (t = 0) or tree + t n */
-
-        for (int j = 0; j < ch->n; j++) {
-                int rows = ch->lo[j + 1] - ch->lo[j], t = s.top;
-
-                if (pairs && t > 0 && s.size[t - 1] == 1 && s.at[t - 1] % 2 == 0) {
-                        /* the right sibling of the leaf on top: onto it */
-                        leaf(arg, ch->lo[j], rows, t > 1 ? ch->tree + (size_t)(t - 1) * n : at0,
-                             1);
-                        s.size[t - 1] = 2;
-                } else {
-                        leaf(arg, ch->lo[j], rows, t ? ch->tree + (size_t)t * n : at0, 0);
-                        push(&s, ch->c0 + j);
-                }
-                for (; siblings(&s); pop(&s))
-                        add(ch, s.top > 2 ? ch->tree + (size_t)(s.top - 2) * n : at0,
-                            ch->tree + (size_t)(s.top - 1) * n, n);
-        }
-        *sum = at0; /* the device's blocks, one after the other */
-}
-
-void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *dy, int rows,
-                                 int cols, float *db)
-{
-        c->k->col_sums(dy, rows, cols, c->chunks->spare, 0);
-        add(c->chunks, db, c->chunks->spare, (size_t)cols);
 }
 
 /* Which device's range holds chunk @p c. */
@@ -226,7 +160,7 @@ int strata__chunks_layout(struct strata_chunks *ch, struct strata_arena *a,
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
         ch->batch_stats = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
-        ch->pairs = p;
+        ch->linear = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
         ch->whole_fwd = p;
         STRATA_TRY(strata_arena_alloc(a, (size_t)nlayers, 0, &p));
@@ -252,20 +186,26 @@ void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
 
         if (ch->batch_stats)
                 ch->batch_stats[i] = batch_stats != 0;
-        if (ch->pairs) /* a Linear's chunks may pair: probed at its backward */
-                ch->pairs[i] = linear ? 0 : -1;
+        if (ch->linear) /* a Linear's chunks may pair, its weight gradient run in row blocks */
+                ch->linear[i] = linear ? 0 : STRATA__LIN_PAIRS_KNOWN | STRATA__LIN_ROWS_KNOWN;
         if (ch->whole_fwd) /* a Linear's GEMMs over rows may run once: probed at first use */
                 ch->whole_fwd[i] = ch->whole_dx[i] = linear ? 0 : -1;
         if (linear)
                 ch->linear_dx = linear_dx;
 }
 
-/* A batch of another size: the GEMMs over rows have other row counts, probed again. */
+/*
+ * A batch of another size: the GEMMs over rows have other row counts, and the weight
+ * gradient's row blocks other k, probed again.
+ */
 static void reprobe(struct strata_chunks *ch)
 {
         for (int i = 0; i < ch->nlayers; i++) {
                 ch->whole_fwd[i] = ch->whole_fwd[i] > 0 ? 0 : ch->whole_fwd[i];
                 ch->whole_dx[i] = ch->whole_dx[i] > 0 ? 0 : ch->whole_dx[i];
+                if (ch->linear[i] & STRATA__LIN_ROWS)
+                        ch->linear[i] = (unsigned char)(ch->linear[i] & ~(STRATA__LIN_ROWS |
+                                                                          STRATA__LIN_ROWS_KNOWN));
         }
 }
 
@@ -482,57 +422,6 @@ static int fold(struct strata_layer *l, const struct strata_step_ctx *c, float *
         return STRATA_OK;
 }
 
-/* Random values in [-1/2, 1/2) into @p p: the probe's rows. */
-static void fill(float *p, size_t n, uint64_t stream)
-{
-        for (size_t i = 0; i < n; i++)
-                p[i] = strata__uniform_at(0x5eed, stream, i) - 0.5f;
-}
-
-/*
- * Whether a Linear's backward (the replica marks them) computes a chunk onto its left
- * sibling's sum with the same bits as computing it apart and adding: its bias sum does by
- * construction (strata__chunks_add_col_sums), its weight gradient when the GEMM adds its
- * product to C with one rounding (beta = 1 over one block of k, which the BLAS's blocking
- * decides). Probed once per layer, on two chunks of random rows of its largest chunk, in the
- * tree's scratch: the rows in slot 0, the two ways into slot 1 and the batch_stats slot.
- */
-static int probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c)
-{
-        const struct strata_chunks *ch = c->chunks;
-        struct strata_step_ctx cc = *c;
-        size_t in = (size_t)l->in, out = (size_t)l->out, rows = 0;
-        float *x0 = ch->tree, *x1, *dy;
-        float *apart = ch->tree + ch->slot, *onto = ch->out, *grad = l->grad;
-        int fresh = l->grad_fresh, same;
-
-        for (int j = 0; j < ch->n; j++) /* the largest chunk: the most k of one GEMM */
-                rows = (size_t)(ch->lo[j + 1] - ch->lo[j]) > rows ? (size_t)(ch->lo[j + 1] -
-                                                                            ch->lo[j]) : rows;
-        x1 = x0 + rows * in;
-        dy = x1 + rows * in;
-        if (c->x_type != STRATA_F32 || ch->n < 2 || !rows ||
-            rows * (2 * in + out) > ch->slot || ch->levels < 2)
-                return 0;
-        fill(x0, rows * in, 1);
-        fill(x1, rows * in, 2);
-        fill(dy, rows * out, 3);
-        cc.x_type = STRATA_F32;
-        l->grad_fresh = 1;
-        l->grad = apart;
-        l->desc->ops->backward(l, &cc, x0, NULL, dy, NULL, (int)rows);
-        l->grad = onto;
-        l->desc->ops->backward(l, &cc, x1, NULL, dy, NULL, (int)rows);
-        add(ch, apart, onto, l->nparam);
-        l->desc->ops->backward(l, &cc, x0, NULL, dy, NULL, (int)rows);
-        l->grad_fresh = 0;
-        l->desc->ops->backward(l, &cc, x1, NULL, dy, NULL, (int)rows);
-        same = memcmp(apart, onto, l->nparam * sizeof(float)) == 0;
-        l->grad = grad;
-        l->grad_fresh = fresh;
-        return same;
-}
-
 int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx *c,
                             const void *x, const void *y, const float *dy, float *dx, int rows)
 {
@@ -551,12 +440,22 @@ int strata__chunks_backward(struct strata_layer *l, const struct strata_step_ctx
                 for (int j = 0; j < ch->n; j++)
                         bwd_leaf(&b, ch->lo[j], ch->lo[j + 1] - ch->lo[j], NULL, 0);
         } else {
-                if (!ch->pairs[l->index])
-                        ch->pairs[l->index] = probe_pairs(l, c) ? 1 : -1;
+                unsigned char *f = &ch->linear[l->index];
                 /* a fresh gradient, one block, none gathered: the tree's sum made in place
-                 * (decision 0087) */
-                strata__chunks_sum(c, l->nparam, bwd_leaf, &b, ch->pairs[l->index] > 0,
-                                   fresh && ch->nb == 1 && !ch->gathered ? grad : NULL, &sum);
+                 * (decision 0087), a Linear's weights in row blocks where probed (0092) */
+                float *root = fresh && ch->nb == 1 && !ch->gathered ? grad : NULL;
+
+                if (!(*f & STRATA__LIN_PAIRS_KNOWN))
+                        *f |= STRATA__LIN_PAIRS_KNOWN |
+                              (strata__chunks_probe_pairs(l, c) ? STRATA__LIN_PAIRS : 0);
+                if (root && strata__chunks_wgrad(l, c, x, dy, b.dx, root)) {
+                        sum = root;
+                } else {
+                        strata__chunks_sum(c, l->nparam, bwd_leaf, &b, *f & STRATA__LIN_PAIRS,
+                                           root, &sum);
+                        if (root)
+                                strata__chunks_wgrad_probe(l, c, x, dy, root);
+                }
         }
         l->aux = b.aux;
         l->skip = b.skip;

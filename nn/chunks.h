@@ -1,10 +1,11 @@
 /*
- * Invariant mode's chunks (nn/chunks.c): one device's canonical chunks of the global batch,
- * the pairwise tree that combines their sums, and the passes of a layer and of the loss over
- * them (internal). A replica in invariant mode points to its chunks and calls these entry
- * points; the step context hands the same object to the modules (c->chunks). Arithmetic goes
- * through the device's kernels (struct strata_kernel_ops), as every module's does.
- * Decisions 0029 and 0030.
+ * Invariant mode's chunks (nn/chunks.c; the tree over a device's chunks in nn/chunks_tree.c,
+ * a Linear's weight gradient in nn/chunks_wgrad.c): one device's canonical chunks of the
+ * global batch, the pairwise tree that combines their sums, and the passes of a layer and of
+ * the loss over them (internal). A replica in invariant mode points to its chunks and calls
+ * these entry points; the step context hands the same object to the modules (c->chunks).
+ * Arithmetic goes through the device's kernels (struct strata_kernel_ops), as every module's
+ * does. Decisions 0029 and 0030.
  */
 #ifndef STRATA_NN_CHUNKS_H
 #define STRATA_NN_CHUNKS_H
@@ -59,8 +60,9 @@ struct strata_chunks {
         /* each block's loss, squared and absolute errors, then each output's own loss */
         double loss[STRATA__BLOCKS_MAX][3 + STRATA_MAX_OUTPUTS];
         unsigned char *batch_stats;     /* each layer's shape.batch_stats */
-        signed char *pairs;             /* 1 a layer adds a chunk onto its left sibling's sum
-                                         * exactly (probed), -1 not, 0 a Linear not probed yet */
+        unsigned char *linear;          /* each layer's STRATA__LIN_ flags: 0 a Linear not
+                                         * probed yet; any other module neither pairs nor
+                                         * runs in row blocks */
         signed char *whole_fwd;         /* 1 a Linear's f32 forward runs once over the device's
                                          * rows (probed: every row has its chunk's bits), -1
                                          * once per chunk, 0 a Linear not probed yet */
@@ -70,6 +72,12 @@ struct strata_chunks {
         int rows;                       /* the batch the chunks were last set for */
         const struct strata_kernel_ops *k; /* the device's: every addition of the tree */
 };
+
+/* A layer's flags in ch->linear, each probed once (decisions 0029, 0087, 0092). */
+#define STRATA__LIN_PAIRS_KNOWN 1 /* whether its chunks pair is known */
+#define STRATA__LIN_PAIRS 2       /* a chunk is computed onto its left sibling's sum, exactly */
+#define STRATA__LIN_ROWS_KNOWN 4  /* whether its weight gradient runs in row blocks is known */
+#define STRATA__LIN_ROWS 8        /* it does: every block has the whole product's bits */
 
 /** Invariant mode: what C chunks over D devices need of each device, for a global batch. */
 struct strata__chunk_plan {
@@ -156,6 +164,31 @@ void strata__chunks_sum(const struct strata_step_ctx *c, size_t n, strata__chunk
  */
 void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *dy, int rows,
                                  int cols, float *db);
+
+/**
+ * Invariant mode, a Linear (@p l): whether its backward computes a chunk onto its left
+ * sibling's sum with the bits of computing it apart and adding (nn/chunks_wgrad.c), probed
+ * on random rows in the tree's scratch, which it leaves free again.
+ */
+int strata__chunks_probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c);
+
+/**
+ * Invariant mode, a Linear (@p l) whose weight gradient was probed to run in row blocks, in
+ * f32: its gradient over the device's chunks made in @p grad (a fresh gradient, the device's
+ * one block, none gathered), the weights a block of output rows at a time, the bias, and
+ * with @p dx each chunk's input gradient, the same bits as the chunks' tree over whole
+ * products (nn/chunks_wgrad.c). Returns 0, having done nothing, where it does not apply.
+ */
+int strata__chunks_wgrad(const struct strata_layer *l, const struct strata_step_ctx *c,
+                         const void *x, const float *dy, float *dx, float *grad);
+
+/**
+ * Invariant mode, a Linear (@p l) not probed yet, whose gradient the chunks' tree over whole
+ * products just made in @p grad from @p x and @p dy: whether the row blocks of
+ * strata__chunks_wgrad() give every bit of it (the first batch of each size).
+ */
+void strata__chunks_wgrad_probe(const struct strata_layer *l, const struct strata_step_ctx *c,
+                                const void *x, const float *dy, const float *grad);
 
 /**
  * Layer @p l's forward over the device's chunks (c->chunks), as its module's forward: once
