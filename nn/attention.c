@@ -26,6 +26,7 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/simd.h"
 #include "base/base.h"
 #include "nn/init.h"
 
@@ -148,16 +149,34 @@ static void project(const struct strata_step_ctx *c, const float *x, const float
         strata_gemm(c, 0, 1, n, cols, k, 1.0f, x, k, w, k, 1.0f, y, cols);
 }
 
-/* Row i of scores @p s (n of them) into probabilities, the masked ones 0, in index order. */
-static void softmax_row(float *s, int n, int valid)
+/* Exponentials of a softmax row kept on the stack, so that each is computed once. */
+#define SOFTMAX_HELD 256
+
+/*
+ * Row i of scores @p s (n of them) into probabilities, the masked ones 0, in index order:
+ * the maximum (of floats: the same value as in double), the sum of exp(s - max) in double,
+ * then each exp(s - max) / sum. The first SOFTMAX_HELD exponentials are kept from the sum
+ * to the division (libm's exp is a function of its argument: the same bits as computing it
+ * twice, at half the calls); a longer row computes the rest again.
+ */
+STRATA_SIMD static void softmax_row(float *s, int n, int valid)
 {
-        double mx = s[0], sum = 0.0;
+        double e[SOFTMAX_HELD], mx, sum = 0.0;
+        int held = valid < SOFTMAX_HELD ? valid : SOFTMAX_HELD;
+        float m = s[0];
 
         for (int j = 1; j < valid; j++)
-                mx = s[j] > mx ? s[j] : mx;
-        for (int j = 0; j < valid; j++)
+                m = s[j] > m ? s[j] : m;
+        mx = m;
+        for (int j = 0; j < held; j++) {
+                e[j] = exp((double)s[j] - mx);
+                sum += e[j];
+        }
+        for (int j = held; j < valid; j++)
                 sum += exp((double)s[j] - mx);
-        for (int j = 0; j < valid; j++)
+        for (int j = 0; j < held; j++)
+                s[j] = (float)(e[j] / sum);
+        for (int j = held; j < valid; j++)
                 s[j] = (float)(exp((double)s[j] - mx) / sum);
         for (int j = valid; j < n; j++)
                 s[j] = 0.0f;
