@@ -26,6 +26,7 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/expd.h"
 #include "arch/simd.h"
 #include "base/base.h"
 #include "nn/init.h"
@@ -159,9 +160,10 @@ static void project(const struct strata_step_ctx *c, const float *x, const float
  * the maximum (of floats: the same value as in double; in SOFTMAX_LANES running maxima, a
  * NaN at 0 kept by each and any other skipped, as the one loop did, and which of +0 and -0
  * wins changes no exp(s - max)), the sum of exp(s - max) in double, then each
- * exp(s - max) / sum. The first SOFTMAX_HELD exponentials are kept from the sum
- * to the division (libm's exp is a function of its argument: the same bits as computing it
- * twice, at half the calls); a longer row computes the rest again.
+ * exp(s - max) / sum. The first SOFTMAX_HELD exponentials are computed together
+ * (strata__expd(): libm's bits, in vectors where glibc 2.36's exp can be replayed) and kept
+ * from the sum to the division (exp is a function of its argument: the same bits as
+ * computing it twice); a longer row computes the rest with libm, twice.
  */
 STRATA_SIMD static void softmax_row(float *s, int n, int valid)
 {
@@ -180,10 +182,11 @@ STRATA_SIMD static void softmax_row(float *s, int n, int valid)
         for (; at < valid; at++)
                 m = s[at] > m ? s[at] : m;
         mx = m;
-        for (int j = 0; j < held; j++) {
-                e[j] = exp((double)s[j] - mx);
+        for (int j = 0; j < held; j++)
+                e[j] = (double)s[j] - mx;
+        strata__expd(e, (size_t)held);
+        for (int j = 0; j < held; j++)
                 sum += e[j];
-        }
         for (int j = held; j < valid; j++)
                 sum += exp((double)s[j] - mx);
         for (int j = 0; j < held; j++)
