@@ -13,8 +13,9 @@
  *   tmp = fma(r^2 r^2, fma(r, C5, C4), fma(fma(r, C3, C2), r^2, tail + r));
  *   exp = fma(scale, tmp, scale).
  * The loop below is those operations in that order (ISO C: nothing else contracted), a lane
- * each, vectorised by the STRATA_SIMD clones; an argument off the main path (0, tiny, large,
- * infinite, NaN) is given libm's own call afterwards. The constants are glibc's doubles in
+ * each, vectorised by the STRATA_SIMD clones; below it (|x| < 2^-54, 0 included) glibc
+ * returns 1 + x, which the loop does too; an argument above it (|x| >= 512, infinite, NaN)
+ * is given libm's own call afterwards. The constants are glibc's doubles in
  * hexadecimal; the table is computed from its definition (2^(k/128) as the nearest double H,
  * its stored word H's bits less k 2^45, and T = 2^(k/128) / H - 1 rounded to the nearest
  * double, in 80-digit decimal arithmetic) and equals libm's 256 words.
@@ -128,10 +129,10 @@ static uint64_t as_bits(double d)
         return u;
 }
 
-/* Whether @p x is off glibc's main path: |x| below 2^-54 or from 512 up, infinite or NaN. */
-static int off_path(double x)
+/* |x|'s exponent bits: below 0x3c9, |x| < 2^-54; above 0x407, |x| >= 512, inf or NaN. */
+static uint32_t abstop(double x)
 {
-        return (uint32_t)((as_bits(x) >> 52) & 0x7ff) - 0x3c9u > 0x3eu;
+        return (uint32_t)((as_bits(x) >> 52) & 0x7ff);
 }
 
 /* Arguments whose off-path flags are kept at once (on the stack). */
@@ -150,8 +151,8 @@ STRATA_SIMD void strata__expd_replica(double *v, size_t n)
 
                 for (size_t i = 0; i < m; i++) {
                         double xi = v[b + i], kd = fma(xi, INVLN2N, SHIFT), r, r2, p, tmp, scale, e;
-                        uint64_t ki = as_bits(kd), idx = 2 * (ki & 127), keep;
-                        int o = off_path(xi);
+                        uint64_t ki = as_bits(kd), idx = 2 * (ki & 127), keep, tiny;
+                        int o = abstop(xi) > 0x407u;
 
                         kd -= SHIFT;
                         r = fma(kd, NEGLN2LON, fma(kd, NEGLN2HIN, xi));
@@ -162,7 +163,11 @@ STRATA_SIMD void strata__expd_replica(double *v, size_t n)
                         offv[i] = (unsigned char)o;
                         off |= o;
                         e = fma(scale, tmp, scale);
-                        keep = -(uint64_t)o; /* an integer mask: GCC keeps ?: a branch */
+                        /* integer masks (GCC keeps ?: a branch): |x| < 2^-54 is glibc's 1 + x
+                         * (0 among them: a softmax row's maximum), off the path x itself */
+                        tiny = -(uint64_t)(abstop(xi) < 0x3c9u);
+                        keep = -(uint64_t)o;
+                        e = as_double((as_bits(e) & ~tiny) | (as_bits(1.0 + xi) & tiny));
                         v[b + i] = as_double((as_bits(e) & ~keep) | (as_bits(xi) & keep));
                 }
                 if (!off)

@@ -57,6 +57,9 @@ static void check(void (*f)(double *, size_t), const char *name)
                 for (int i = 0; i < N; i++)
                         x[i] = arg(round % 4);
                 x[round % N] = 0.0;
+                x[(round * 3 + 5) % N] = -0.0;
+                x[(round * 5 + 7) % N] = -0x1p-1060; /* subnormal */
+                x[(round * 11 + 3) % N] = INFINITY;
                 x[(round * 7 + 1) % N] = -INFINITY;
                 x[(round * 13 + 2) % N] = NAN;
                 memcpy(y, x, sizeof(y));
