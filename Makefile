@@ -409,8 +409,9 @@ bench-contention: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-contention.sh $(or $(REPS),5)
 
-# The surrogate examples (issue 55): FNO-2D and a MeshGraphNet-style surrogate against their
-# PyTorch peers (tools/peers/torch_fno.py, torch_mesh.py): validation error, speed, ddp on 2.
+# The surrogate examples (issue 55): FNO-2D, a MeshGraphNet-style surrogate and the ViT
+# (examples/vit.sh) against their PyTorch peers (tools/peers/torch_fno.py, torch_mesh.py,
+# torch_vit.py): validation error, speed, ddp on 2.
 bench-surrogates: bench-deps
 	+$(Q)$(MAKE) --no-print-directory tools
 	tools/bench-surrogates.sh $(or $(REPS),3) $(or $(EPOCHS),10)

@@ -26,6 +26,8 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/expd.h"
+#include "arch/simd.h"
 #include "base/base.h"
 #include "nn/init.h"
 
@@ -148,16 +150,48 @@ static void project(const struct strata_step_ctx *c, const float *x, const float
         strata_gemm(c, 0, 1, n, cols, k, 1.0f, x, k, w, k, 1.0f, y, cols);
 }
 
-/* Row i of scores @p s (n of them) into probabilities, the masked ones 0, in index order. */
-static void softmax_row(float *s, int n, int valid)
-{
-        double mx = s[0], sum = 0.0;
+/* Exponentials of a softmax row kept on the stack, so that each is computed once. */
+#define SOFTMAX_HELD 256
+/* The running maxima a row's maximum is taken in (vectors), then combined. */
+#define SOFTMAX_LANES 8
 
-        for (int j = 1; j < valid; j++)
-                mx = s[j] > mx ? s[j] : mx;
-        for (int j = 0; j < valid; j++)
+/*
+ * Row i of scores @p s (n of them) into probabilities, the masked ones 0, in index order:
+ * the maximum (of floats: the same value as in double; in SOFTMAX_LANES running maxima, a
+ * NaN at 0 kept by each and any other skipped, as the one loop did, and which of +0 and -0
+ * wins changes no exp(s - max)), the sum of exp(s - max) in double, then each
+ * exp(s - max) / sum. The first SOFTMAX_HELD exponentials are computed together
+ * (strata__expd(): libm's bits, in vectors where glibc 2.36's exp can be replayed) and kept
+ * from the sum to the division (exp is a function of its argument: the same bits as
+ * computing it twice); a longer row computes the rest with libm, twice.
+ */
+STRATA_SIMD static void softmax_row(float *s, int n, int valid)
+{
+        double e[SOFTMAX_HELD], mx, sum = 0.0;
+        int held = valid < SOFTMAX_HELD ? valid : SOFTMAX_HELD, at = 1;
+        float lane[SOFTMAX_LANES], m;
+
+        for (int k = 0; k < SOFTMAX_LANES; k++)
+                lane[k] = s[0];
+        for (; at + SOFTMAX_LANES <= valid; at += SOFTMAX_LANES)
+                for (int k = 0; k < SOFTMAX_LANES; k++)
+                        lane[k] = s[at + k] > lane[k] ? s[at + k] : lane[k];
+        m = lane[0];
+        for (int k = 1; k < SOFTMAX_LANES; k++)
+                m = lane[k] > m ? lane[k] : m;
+        for (; at < valid; at++)
+                m = s[at] > m ? s[at] : m;
+        mx = m;
+        for (int j = 0; j < held; j++)
+                e[j] = (double)s[j] - mx;
+        strata__expd(e, (size_t)held);
+        for (int j = 0; j < held; j++)
+                sum += e[j];
+        for (int j = held; j < valid; j++)
                 sum += exp((double)s[j] - mx);
-        for (int j = 0; j < valid; j++)
+        for (int j = 0; j < held; j++)
+                s[j] = (float)(e[j] / sum);
+        for (int j = held; j < valid; j++)
                 s[j] = (float)(exp((double)s[j] - mx) / sum);
         for (int j = valid; j < n; j++)
                 s[j] = 0.0f;
@@ -198,17 +232,25 @@ static void mha_forward(struct strata_layer *l, const struct strata_step_ctx *c,
 }
 
 /*
- * dS = P * (dP - rowsum(P * dP)) * scale over one head's L x L, into P (each row's sum in
- * index order, in double).
+ * dS = P * (dP - rowsum(P * dP)) * scale over one head's L x L, into P: each row's sum in
+ * index order, in double, its products (exact in double) first computed in vectors, up to
+ * SOFTMAX_HELD of them; the products after the sum are each their own, in vectors.
  */
-static void softmax_grad(float *p, const float *dp, int n, float scale)
+STRATA_SIMD static void softmax_grad(float *p, const float *dp, int n, float scale)
 {
+        double pd[SOFTMAX_HELD];
+        int held = n < SOFTMAX_HELD ? n : SOFTMAX_HELD;
+
         for (int i = 0; i < n; i++) {
                 float *pr = p + (size_t)i * n;
                 const float *dr = dp + (size_t)i * n;
                 double dot = 0.0;
 
-                for (int j = 0; j < n; j++)
+                for (int j = 0; j < held; j++)
+                        pd[j] = (double)pr[j] * dr[j];
+                for (int j = 0; j < held; j++)
+                        dot += pd[j];
+                for (int j = held; j < n; j++)
                         dot += (double)pr[j] * dr[j];
                 for (int j = 0; j < n; j++)
                         pr[j] = (float)(pr[j] * ((double)dr[j] - dot) * scale);
@@ -234,25 +276,35 @@ static void head_backward(const struct strata_step_ctx *c, const struct seq *q,
                        (size_t)q->d * sizeof(float));
 }
 
-/* A bias's gradient: the sum over rows and tokens of @p cols columns, in order, in double. */
-static void bias_grad(const struct strata_layer *l, const struct seq *q, const float *dy,
-                      int qkv, int rows, float *db)
+/* Columns of a bias's gradient summed at once, in double on the stack. */
+#define BIAS_BLOCK 64
+
+/*
+ * A bias's gradient: the sum over rows and tokens of @p cols columns, in double, each
+ * column's in row then token order; the columns BIAS_BLOCK at a time, each token's values
+ * added across them (the same order per column as one column at a time, in vectors).
+ */
+STRATA_SIMD static void bias_grad(const struct strata_layer *l, const struct seq *q,
+                                  const float *dy, int qkv, int rows, float *db)
 {
         int cols = qkv ? 3 * q->e : q->e;
 
-        for (int j = 0; j < cols; j++) {
-                double s = 0.0;
+        for (int j0 = 0; j0 < cols; j0 += BIAS_BLOCK) {
+                int nj = cols - j0 < BIAS_BLOCK ? cols - j0 : BIAS_BLOCK;
+                double s[BIAS_BLOCK] = { 0 };
 
                 for (int r = 0; r < rows; r++) {
                         struct mha_row a;
                         const float *g;
 
                         row_of(l, q, r, &a);
-                        g = qkv ? a.qkv : dy + (size_t)r * l->in;
+                        g = (qkv ? a.qkv : dy + (size_t)r * l->in) + j0;
                         for (int t = 0; t < q->l; t++)
-                                s += g[(size_t)t * cols + j];
+                                for (int j = 0; j < nj; j++)
+                                        s[j] += g[(size_t)t * cols + j];
                 }
-                db[j] = (float)(l->grad_fresh ? s : db[j] + s);
+                for (int j = 0; j < nj; j++)
+                        db[j0 + j] = (float)(l->grad_fresh ? s[j] : db[j0 + j] + s[j]);
         }
 }
 
@@ -335,19 +387,26 @@ static void pos_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                         y[(size_t)r * l->in + j] = x[(size_t)r * l->in + j] + l->param[j];
 }
 
-/* dweight sums dy over rows in row order, in double; dx = dy. */
-static void pos_backward(struct strata_layer *l, const struct strata_step_ctx *c, const float *x,
-                         const float *y, const float *dy, float *dx, int rows)
+/*
+ * dweight sums dy over rows in row order, in double, BIAS_BLOCK features at a time (each
+ * row's added across them: each feature's order as one at a time); dx = dy.
+ */
+STRATA_SIMD static void pos_backward(struct strata_layer *l, const struct strata_step_ctx *c,
+                                     const float *x, const float *y, const float *dy, float *dx,
+                                     int rows)
 {
         (void)c;
         (void)x;
         (void)y;
-        for (int j = 0; j < l->in; j++) {
-                double s = 0.0;
+        for (int j0 = 0; j0 < l->in; j0 += BIAS_BLOCK) {
+                int nj = l->in - j0 < BIAS_BLOCK ? l->in - j0 : BIAS_BLOCK;
+                double s[BIAS_BLOCK] = { 0 };
 
                 for (int r = 0; r < rows; r++)
-                        s += dy[(size_t)r * l->in + j];
-                l->grad[j] = (float)(l->grad_fresh ? s : l->grad[j] + s);
+                        for (int j = 0; j < nj; j++)
+                                s[j] += dy[(size_t)r * l->in + j0 + j];
+                for (int j = 0; j < nj; j++)
+                        l->grad[j0 + j] = (float)(l->grad_fresh ? s[j] : l->grad[j0 + j] + s[j]);
         }
         if (dx)
                 memcpy(dx, dy, (size_t)rows * l->in * sizeof(float));

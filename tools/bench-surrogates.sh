@@ -8,6 +8,11 @@
 #  - MeshGraphNet-style surrogate on a triangulated domain (examples/c/mesh_surrogate.c;
 #    tools/peers/torch_mesh.py, index_add_): the same, one thread each; then Strata's ddp on 2
 #    devices against 1 (the issue asks >= 1.6x) beside PyTorch DDP over Gloo on 2 processes
+#  - ViT-style surrogate of the heat equation's fields (examples/vit.sh, strata-train on one
+#    device; tools/peers/torch_vit.py, nn.MultiheadAttention) on the same HDF5 file: the
+#    median training step (samples/s) and the validation MSE, one thread each
+# The one-thread speed figures go through bench-lib.sh's quiet-measurement habit (the load
+# average before and after, the rows written only on a quiet machine with >= 5 pairs: REPS 5).
 # Usage: tools/bench-surrogates.sh [REPS [EPOCHS]] ; env BUILD (default build), PEERS.
 set -euo pipefail
 reps=${1:-3}
@@ -29,9 +34,21 @@ field() { sed -n "s/.*\"$1\": *\([^,}]*\).*/\1/p"; }
 one() { local l=$1; shift; "$@" | grep '^{' >> "$dir/$l.json"; }
 med() { field "$2" < "$dir/$1.json" | median; }
 
+# examples/vit.sh (its data written once, then the same file every run) on one device
+vit_samples=$([ "$quick" = 1 ] && echo 256 || echo 2048)
+vit() { # epochs [option...]
+        local e=$1
+        shift
+        "$here/examples/vit.sh" "$build" "$vit_samples" "$e" single 1 --json --quiet "$@"
+}
+# one epochs/s (epochs over the training time) per line of $dir/LABEL.json
+rate() { awk -v e="$epochs" '{ print e / $1 }' <<< "$(field train_s < "$dir/$1.json")"; }
+
 rm -f "$dir"/*.json
 "$dir/fno" 512 1 32 64 1 --dump "$dir/fno.bin" > /dev/null
 "$dir/mesh_surrogate" 256 1 1 --dump "$dir/mesh.bin" > /dev/null
+vit 1 --plan > /dev/null # writes $build/vit/field.h5
+bench_begin bench-surrogates
 for r in $(seq "$reps"); do
         one fno-strata "$dir/fno" 512 "$epochs" 32 64 1
         one fno-torch "$py" "$peers/torch_fno.py" "$dir/fno.bin" "$epochs" 1
@@ -39,6 +56,8 @@ for r in $(seq "$reps"); do
         one mesh-torch "$py" "$peers/torch_mesh.py" "$dir/mesh.bin" "$epochs" 1 1
         one mesh-strata2 "$dir/mesh_surrogate" 256 "$epochs" 2
         one mesh-torch2 "$py" "$peers/torch_mesh.py" "$dir/mesh.bin" "$epochs" 2 1
+        vit "$epochs" | grep '"final"' >> "$dir/vit-strata.json"
+        one vit-torch "$py" "$peers/torch_vit.py" "$build/vit/field.h5" "$epochs" 1
 done
 
 echo "== FNO-2D, 512 samples of 32 x 32, $epochs epochs, batch 16, one thread (medians of $reps)"
@@ -61,3 +80,22 @@ printf 'speed Strata / PyTorch (1 thread): %.2fx (issue: >= 1.2); error ratio %.
 printf 'Strata ddp 2 devices / 1 device: %.2fx (issue: >= 1.6); PyTorch DDP 2 / 1: %.2fx\n' \
         "$(ratio "$(med mesh-strata train_s)" "$(med mesh-strata2 train_s)")" \
         "$(ratio "$(med mesh-torch train_s)" "$(med mesh-torch2 train_s)")"
+
+echo "== ViT-style (examples/vit.sh), $vit_samples samples of 32 x 32 (1/8 validate)," \
+     "$epochs epochs, batch 64, one thread (medians of $reps)"
+for s in strata torch; do
+        printf '%-7s median step %10.0f us  validation MSE %.6g\n' "$s" \
+                "$(med vit-$s step_us_median)" "$(med vit-$s val_mse)"
+done
+printf 'speed Strata / PyTorch: %.2fx (issue: >= 1.2); error ratio %.3f (within 1.1)\n' \
+        "$(ratio "$(med vit-torch step_us_median)" "$(med vit-strata step_us_median)")" \
+        "$(ratio "$(med vit-strata val_mse)" "$(med vit-torch val_mse)")"
+
+bench_compare "FNO-2D, 512 samples, batch 16, Strata against PyTorch (one thread each)" epochs/s \
+        "$(rate fno-strata)" "$(rate fno-torch)"
+bench_compare "MeshGraphNet-style, 256 samples, batch 8, Strata against PyTorch (one thread each)" \
+        epochs/s "$(rate mesh-strata)" "$(rate mesh-torch)"
+bench_compare "ViT-style, batch 64, Strata 1 device against nn.MultiheadAttention (1 thread each)" \
+        samples/s "$(field step_us_median < "$dir/vit-strata.json" | awk '{ print 64e6 / $1 }')" \
+        "$(field step_us_median < "$dir/vit-torch.json" | awk '{ print 64e6 / $1 }')"
+bench_end
