@@ -225,6 +225,28 @@ static inline void copy_line_over(float *restrict dst, const float *restrict src
                 memcpy(dst + q, src + q, LINE_BLOCK * sizeof(float));
 }
 
+/*
+ * copy_line_over() for @p lines lines of @p ow values, @p pitch apart in the plane and
+ * back to back in @p dst: a line of one or two blocks (the CNN's 14 values) as fixed moves,
+ * no loop over its blocks and no bound test (the caller's row ends LINE_BLOCK before the
+ * columns' end). The same values written: a copy.
+ */
+static inline void copy_lines_over(float *restrict dst, const float *restrict src, int ow,
+                                   int lines, size_t pitch)
+{
+        int blocks = (ow + LINE_BLOCK - 1) / LINE_BLOCK;
+
+        if (blocks == 2)
+                for (int l = 0; l < lines; l++, dst += ow, src += pitch)
+                        memcpy(dst, src, 2 * LINE_BLOCK * sizeof(float));
+        else if (blocks == 1)
+                for (int l = 0; l < lines; l++, dst += ow, src += pitch)
+                        memcpy(dst, src, LINE_BLOCK * sizeof(float));
+        else
+                for (int l = 0; l < lines; l++, dst += ow, src += pitch)
+                        copy_line_over(dst, src, ow);
+}
+
 STRATA_SIMD void strata__conv_im2col_padded(const struct strata__conv_geom *g,
                                             const struct strata__conv_pad *pd, const float *x,
                                             float *cols)
@@ -243,6 +265,13 @@ STRATA_SIMD void strata__conv_im2col_padded(const struct strata__conv_geom *g,
                         const float *tap = buf + strata__conv_tap_at(g, pd, r);
                         float *dst = cols + ((size_t)c * g->kvol + r) * g->out_sp;
 
+                        if (dst + g->out_sp + LINE_BLOCK <= end) { /* every row but the last */
+                                for (int od = 0; od < g->out[0]; od++)
+                                        copy_lines_over(dst + (size_t)od * g->out[1] * ow,
+                                                        tap + strata__conv_line_at(pd, od, 0),
+                                                        ow, g->out[1], (size_t)pd->e[2]);
+                                continue;
+                        }
                         for (int od = 0; od < g->out[0]; od++)
                                 for (int oh = 0; oh < g->out[1]; oh++, dst += ow) {
                                         const float *src =
