@@ -373,6 +373,28 @@ static void forward_sample(const struct strata_layer *l, const struct strata_ste
 }
 
 /*
+ * Sample @p xn's columns into @p cols: im2col, through a padded plane on the stack where the
+ * stride is 1 and a channel's plane fits.
+ */
+static void unfold(const struct strata__conv_geom *g, const float *xn, float *cols)
+{
+        struct strata__conv_pad pd;
+
+        if (strata__conv_pad_of(g, &pd) && pd.plane <= STRATA__CONV_PAD_STACK)
+                strata__conv_im2col_padded(g, &pd, xn, cols);
+        else
+                strata__conv_im2col(g, xn, cols);
+}
+
+/*
+ * The columns are not kept for the backward, which unfolds each sample again (decisions
+ * 0046, 0052, 0093): every sample of a call unfolds into the first row's place in the saved
+ * values (one sample's columns, 226 KiB for the CNN's second layer, hot in L2), where a batch
+ * of them (29 MB at 128 samples) was written out in forward and read back in backward. The
+ * same function on the same input: the same columns, the same bits; the plan is unchanged.
+ */
+
+/*
  * Sample after sample: unfold, then multiply. The transposed product's scratch is the next
  * sample's output, not yet written; the last sample multiplies the other way round.
  */
@@ -382,7 +404,7 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
         struct strata__conv_geom g;
         struct strata__conv_pad pd;
         size_t cols_n;
-        int trans, padded, same;
+        int trans, same;
 
         geom_of(l, &g);
         cols_n = g.kk * g.out_sp;
@@ -404,16 +426,13 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
                 return;
         }
         trans = strata__conv_transposed((size_t)g.cout, g.out_sp, 1);
-        padded = strata__conv_pad_of(&g, &pd) && pd.plane <= STRATA__CONV_PAD_STACK;
         for (int n = 0; n < rows; n++) {
-                float *cols = l->aux + (size_t)n * cols_n, *yn = y + (size_t)n * l->out;
+                float *cols = l->aux, *yn = y + (size_t)n * l->out; /* unfolded again later */
 
                 if (same)
                         cols = (float *)x + (size_t)n * l->in;
-                else if (padded)
-                        strata__conv_im2col_padded(&g, &pd, x + (size_t)n * l->in, cols);
                 else
-                        strata__conv_im2col(&g, x + (size_t)n * l->in, cols);
+                        unfold(&g, x + (size_t)n * l->in, cols);
                 forward_sample(l, c, &g, cols, yn, trans && n + 1 < rows ? yn + l->out : NULL);
                 if (c->fused)
                         c->fused->forward(c->fused, n);
@@ -508,8 +527,10 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
         if (c->fused && g.bias)
                 memset(bsum, 0, (size_t)g.cout * sizeof(double));
         for (int n = 0; n < rows; n++) {
-                float *cols = same ? (float *)x + (size_t)n * l->in
-                                   : l->aux + (size_t)n * cols_n;
+                /* the direct path's padded copy is the sample's own; columns are unfolded */
+                float *cols = same     ? (float *)x + (size_t)n * l->in
+                              : direct ? l->aux + (size_t)n * cols_n
+                                       : l->aux;
                 /* fused: the row's gradient through the modules after it, while hot */
                 const float *dyn = c->fused ? c->fused->backward(c->fused, n)
                                             : dy + (size_t)n * l->out;
@@ -517,6 +538,8 @@ static void conv_backward(struct strata_layer *l, const struct strata_step_ctx *
                 if (c->fused && g.bias)
                         bias_row(&g, dyn, bsum);
 
+                if (!same && !direct)
+                        unfold(&g, x + (size_t)n * l->in, cols);
                 if (direct)
                         strata__conv_direct_wgrad(&g, &pd, dyn, cols, n == 0 && l->grad_fresh,
                                                   l->grad);

@@ -225,6 +225,68 @@ static inline void copy_line_over(float *restrict dst, const float *restrict src
                 memcpy(dst + q, src + q, LINE_BLOCK * sizeof(float));
 }
 
+/*
+ * copy_line_over() for @p lines lines of @p ow values, @p pitch apart in the plane and
+ * back to back in @p dst: a line of one or two blocks (the CNN's 14 values) as fixed moves,
+ * no loop over its blocks and no bound test (the caller's row ends LINE_BLOCK before the
+ * columns' end). The same values written: a copy.
+ */
+static inline void copy_lines_over(float *restrict dst, const float *restrict src, int ow,
+                                   int lines, size_t pitch)
+{
+        int blocks = (ow + LINE_BLOCK - 1) / LINE_BLOCK;
+
+        if (blocks == 2)
+                for (int l = 0; l < lines; l++, dst += ow, src += pitch)
+                        memcpy(dst, src, 2 * LINE_BLOCK * sizeof(float));
+        else if (blocks == 1)
+                for (int l = 0; l < lines; l++, dst += ow, src += pitch)
+                        memcpy(dst, src, LINE_BLOCK * sizeof(float));
+        else
+                for (int l = 0; l < lines; l++, dst += ow, src += pitch)
+                        copy_line_over(dst, src, ow);
+}
+
+/* A line of exactly @p n values: blocks of LINE_BLOCK, the last one overlapping the one before. */
+static inline void copy_exact(float *restrict dst, const float *restrict src, int n)
+{
+        int q = 0;
+
+        if (n < LINE_BLOCK) {
+                memcpy(dst, src, (size_t)n * sizeof(float));
+                return;
+        }
+        for (; q + LINE_BLOCK <= n; q += LINE_BLOCK)
+                memcpy(dst + q, src + q, LINE_BLOCK * sizeof(float));
+        if (q < n)
+                memcpy(dst + n - LINE_BLOCK, src + n - LINE_BLOCK, LINE_BLOCK * sizeof(float));
+}
+
+/* Zero padding around the whole input (none cut off): every channel's plane, the same edges. */
+static int zero_edges(const struct strata__conv_geom *g, const struct strata__conv_pad *pd)
+{
+        for (int j = 0; j < 3; j++)
+                if (g->lo[j] < 0 || g->lo[j] + g->in[j] > pd->e[j])
+                        return 0;
+        return g->mode == STRATA_PAD_ZEROS;
+}
+
+/*
+ * strata__conv_pad_sample() of channel @p x onto a plane whose edges hold zeros already: its
+ * inside only, line by line (what source() gives there: the input's own values).
+ */
+static inline void copy_inside(const struct strata__conv_geom *g,
+                               const struct strata__conv_pad *pd, const float *x, float *xp)
+{
+        int nw = g->in[2];
+
+        for (int id = 0; id < g->in[0]; id++)
+                for (int ih = 0; ih < g->in[1]; ih++, x += nw)
+                        copy_exact(xp + strata__conv_line_at(pd, id + g->lo[0], ih + g->lo[1]) +
+                                           g->lo[2],
+                                   x, nw);
+}
+
 STRATA_SIMD void strata__conv_im2col_padded(const struct strata__conv_geom *g,
                                             const struct strata__conv_pad *pd, const float *x,
                                             float *cols)
@@ -234,15 +296,28 @@ STRATA_SIMD void strata__conv_im2col_padded(const struct strata__conv_geom *g,
         struct strata__conv_geom one = *g;
         int ow = g->out[2];
         float *end = cols + g->kk * g->out_sp; /* the last line is copied exactly */
+        int edges = zero_edges(g, pd);
 
         one.cin = 1;
         memset(buf + pd->plane, 0, LINE_BLOCK * sizeof(float)); /* read, never kept */
+        if (edges) /* written once: every channel's plane has the same zeros */
+                memset(buf, 0, pd->plane * sizeof(float));
         for (int c = 0; c < g->cin; c++) {
-                strata__conv_pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
+                if (edges)
+                        copy_inside(g, pd, x + (size_t)c * g->in_sp, buf);
+                else
+                        strata__conv_pad_sample(&one, pd, x + (size_t)c * g->in_sp, buf);
                 for (size_t r = 0; r < g->kvol; r++) {
                         const float *tap = buf + strata__conv_tap_at(g, pd, r);
                         float *dst = cols + ((size_t)c * g->kvol + r) * g->out_sp;
 
+                        if (dst + g->out_sp + LINE_BLOCK <= end) { /* every row but the last */
+                                for (int od = 0; od < g->out[0]; od++)
+                                        copy_lines_over(dst + (size_t)od * g->out[1] * ow,
+                                                        tap + strata__conv_line_at(pd, od, 0),
+                                                        ow, g->out[1], (size_t)pd->e[2]);
+                                continue;
+                        }
                         for (int od = 0; od < g->out[0]; od++)
                                 for (int oh = 0; oh < g->out[1]; oh++, dst += ow) {
                                         const float *src =

@@ -111,3 +111,38 @@ Test(conv_backward, stride_1_zero_padding_dx_is_col2im_bitwise)
                              0, "%s: dx differs from the definition's col2im", cc->what);
         }
 }
+
+static float dx_first[1 << 16];
+
+/*
+ * The backward unfolds each sample's columns again from its input (decision 0093): with
+ * more than 16 rows of columns (no direct path, which keeps its padded copies), the saved
+ * values the forward left, overwritten with NaN before the backward, change no bit of dx
+ * or the parameter gradients.
+ */
+Test(conv_backward, columns_unfolded_again_not_read_from_the_forward)
+{
+        for (int i = -2; i < conv_ncases; i++) {
+                const struct conv_case *cc = i < 0 ? &folded[i == -2 ? 0 : 2] : &conv_cases[i];
+                struct conv_rig r;
+                int kk = cc->cin;
+
+                for (int j = 0; j < cc->nd; j++)
+                        kk *= cc->kernel[j];
+                if (kk <= 16)
+                        continue;
+                conv_rig_init(&r, cc);
+                run(&r, cc, r.dx);
+                memcpy(dp_first, r.l.grad, r.l.nparam * sizeof(float));
+                memcpy(dx_first, r.dx, sizeof(float) * (size_t)cc->rows * r.l.in);
+                r.desc.ops->forward(&r.l, &r.c, r.x, r.y, cc->rows);
+                for (size_t k = 0; k < (size_t)cc->rows * r.l.naux_per_row; k++)
+                        r.l.aux[k] = __builtin_nanf("");
+                memset(r.dx, 0, sizeof(float) * (size_t)cc->rows * r.l.in);
+                r.desc.ops->backward(&r.l, &r.c, r.x, r.y, r.dy, r.dx, cc->rows);
+                cr_assert_eq(memcmp(dp_first, r.l.grad, r.l.nparam * sizeof(float)), 0,
+                             "%s: parameter gradients read the forward's saved values", cc->what);
+                cr_assert_eq(memcmp(dx_first, r.dx, sizeof(float) * (size_t)cc->rows * r.l.in),
+                             0, "%s: dx read the forward's saved values", cc->what);
+        }
+}
