@@ -33,7 +33,7 @@ step_us() { # layout strategy:order model -> mean training step, us
                 --accumulate-reduce "$o" $args 2>/dev/null | grep '"epoch":' | head -1 |
                 sed 's/.*"samples_per_s":\([0-9.]*\).*/\1/' | awk '{printf "%.1f\n", 128e6 / $1}'
 }
-echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc)" \
+echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)" \
      "cores; load $(cut -d' ' -f1-3 /proc/loadavg); $(git -C "$here" rev-parse --short HEAD)"
 echo "== mean training step (us, a micro-batch), --accumulate 4, AdamW, --clip-norm 1," \
      "batch 128; median of $reps alternated reps"

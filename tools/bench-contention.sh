@@ -12,7 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh"
 reps=${1:-5}
-cores=$(nproc)
+cores=$(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)
 args="--epochs 1 --batch 127 --bn --sync-bn --strategy ddp --quiet $quick_data ${EXTRA:-}"
 bench_begin bench-contention
 busy_pids=()

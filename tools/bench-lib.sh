@@ -57,7 +57,7 @@ bench_cpuinfo() { # field -> its value in /proc/cpuinfo (the first CPU's)
 }
 bench_cpu() { # -> "model (family F, model M), N cores"
         echo "$(bench_cpuinfo 'model name') (family $(bench_cpuinfo 'cpu family'), model" \
-             "$(bench_cpuinfo model)), $(nproc) cores"
+             "$(bench_cpuinfo model)), $(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc) cores"
 }
 bench_kernels() { # -> the CPU kernel set strata-train computes with (a few steps' --json)
         "$train" --synthetic 256 --model 784-10 --epochs 1 --json --quiet 2>/dev/null |

@@ -27,7 +27,7 @@ step_us() { # build strategy procs -> median step of one epoch, us
                 --model "$model" "${data[@]}" --batch 128 --epochs 1 --json 2>/dev/null |
                 grep '"final"' | head -1 | sed 's/.*"step_us_median":\([0-9.]*\).*/\1/'
 }
-echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc)" \
+echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)" \
      "cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== median training step (us), mpirun -np P x 1 device, $model, batch 128;" \
      "old $old, new $build, alternated $reps times"

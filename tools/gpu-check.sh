@@ -61,7 +61,7 @@ T=build/bin/strata-train
 if grep -q -w amx_bf16 /proc/cpuinfo; then
         CORE=3 timeout 120 bash tools/amx-check.sh > "$out/amx.log" 2>&1
 fi
-cpus=$([ "$(nproc)" -ge 6 ] && echo 4,5 || echo 0,1)
+cpus=$([ "$(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)" -ge 6 ] && echo 4,5 || echo 0,1)
 cnn="input(1,28,28) conv2d(32,3,padding=1) relu maxpool2d(2) conv2d(64,3,padding=1) relu maxpool2d(2)"
 cnn="$cnn flatten linear(128) relu linear(10)"
 { for i in 1 2 3; do

@@ -30,7 +30,7 @@ run() { # NAME LAUNCH... : the job under LAUNCH, its weights in dir/NAME
                 { echo "$name: failed"; tail -5 "$dir/$name.log"; return 1; }
         printf '%-34s %8.1f s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | bc -l)"
 }
-echo "== $n devices, 10 steps of a global batch of $((2 * n)) rows, on $(nproc) cores"
+echo "== $n devices, 10 steps of a global batch of $((2 * n)) rows, on $(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc) cores"
 run "mpi ${n}x1" $mpirun -np "$n" "$bin" --strategy mpi --devices 1
 run "mpi 2x$((n / 2))" $mpirun -np 2 "$bin" --strategy mpi --devices $((n / 2))
 names=("mpi 2x$((n / 2))")

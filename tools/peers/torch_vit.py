@@ -2,7 +2,7 @@
 heat-equation pairs examples/c/diffusion_h5.c writes), trained and evaluated as strata-train
 does with that script's options, on one thread.
 
-usage: torch_vit.py FILE.h5 EPOCHS [THREADS [INITIAL.safetensors]]
+usage: [SEED=S] torch_vit.py FILE.h5 EPOCHS [THREADS [INITIAL.safetensors]]
 FILE.h5: datasets u and u_next, f32 (N, 1, 32, 32); the last eighth of the samples validates
 (strata-train --val-fraction 0.125: floor(N / 8) samples), the others train.
 The model, as the example's line `conv2d(32,4,stride=4) tokens posembed BLOCK BLOCK flatten
@@ -26,6 +26,7 @@ strata-train --metrics-csv FILE --log-every 1.
 """
 import json
 import math
+import os
 import struct
 import statistics
 import sys
@@ -104,7 +105,7 @@ def main():
     path, epochs = sys.argv[1], int(sys.argv[2])
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     torch.set_num_threads(threads)
-    torch.manual_seed(1)
+    torch.manual_seed(int(os.environ.get("SEED", "1")))
     with h5py.File(path, "r") as f:
         u = torch.from_numpy(np.asarray(f["u"], dtype=np.float32))
         un = torch.from_numpy(np.asarray(f["u_next"], dtype=np.float32))
