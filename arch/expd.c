@@ -22,16 +22,12 @@
  *
  * Where it runs: where glibc runs that build, `__builtin_cpu_supports("avx2") && ("fma")`,
  * and where the libm is glibc 2.36 (the version checked); elsewhere strata__expd() calls libm
- * per element, so no machine's bits change. Decided once (a relaxed atomic: threads may race
- * to the first call).
+ * per element, so no machine's bits change (strata__simd_libm_replica(), arch/cpu.c, shared
+ * with drivers/cpu/erff.c's replicas).
  */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__GLIBC__)
-#include <gnu/libc-version.h>
-#endif
 
 #include "arch/expd.h"
 #include "arch/simd.h"
@@ -178,32 +174,14 @@ STRATA_SIMD void strata__expd_replica(double *v, size_t n)
         }
 }
 
-static int replica_runs(void)
-{
-        static atomic_int runs = -1;
-        int r = atomic_load_explicit(&runs, memory_order_relaxed);
-
-        if (r < 0) {
-                __builtin_cpu_init();
-                r = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#if defined(__GLIBC__)
-                r = r && !strcmp(gnu_get_libc_version(), "2.36");
-#else
-                r = 0;
-#endif
-                atomic_store_explicit(&runs, r, memory_order_relaxed);
-        }
-        return r;
-}
-
 const char *strata__expd_path(void)
 {
-        return replica_runs() ? "replica" : "libm";
+        return strata__simd_libm_replica() ? "replica" : "libm";
 }
 
 void strata__expd(double *v, size_t n)
 {
-        if (replica_runs()) {
+        if (strata__simd_libm_replica()) {
                 strata__expd_replica(v, n);
                 return;
         }

@@ -20,4 +20,11 @@
  */
 const char *strata__simd_isa(void);
 
+/**
+ * Whether the vector replicas of libm's functions (exp: arch/expd.c; erff, expf:
+ * drivers/cpu/erff.c) give libm's bits here: glibc runs its FMA builds (AVX2 and FMA) and is
+ * version 2.36, the one they were checked against. Otherwise they call libm.
+ */
+int strata__simd_libm_replica(void);
+
 #endif /* STRATA_ARCH_SIMD_H */

@@ -22,12 +22,8 @@
  * 2^32 inputs.
  */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__GLIBC__)
-#include <gnu/libc-version.h>
-#endif
 
 #include "arch/simd.h"
 #include "drivers/formulas.h"
@@ -357,34 +353,9 @@ STRATA_SIMD static void gelu_backward_loop(const float *x, const float *dy, floa
         }
 }
 
-/*
- * The replica has libm's bits where glibc runs its FMA build of expf: the CPU has FMA and
- * AVX2 (glibc's own test, both usable with the OS's AVX state), and where the libm is the one
- * it was checked against, glibc 2.36 (2.41 replaced erff; elsewhere the library keeps libm's
- * calls, so that no machine's bits change). Decided once; a relaxed atomic, as threads may
- * race to the first call.
- */
-static int replica_runs(void)
-{
-        static atomic_int runs = -1;
-        int r = atomic_load_explicit(&runs, memory_order_relaxed);
-
-        if (r < 0) {
-                __builtin_cpu_init();
-                r = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#if defined(__GLIBC__)
-                r = r && !strcmp(gnu_get_libc_version(), "2.36");
-#else
-                r = 0;
-#endif
-                atomic_store_explicit(&runs, r, memory_order_relaxed);
-        }
-        return r;
-}
-
 const char *strata__cpu_erff_path(void)
 {
-        return replica_runs() ? "replica" : "libm";
+        return strata__simd_libm_replica() ? "replica" : "libm";
 }
 
 void strata__cpu_erff_replica(const float *x, float *y, size_t n)
@@ -399,7 +370,7 @@ void strata__cpu_expf_replica(const float *x, float *y, size_t n)
 
 void strata__cpu_erff(const float *x, float *y, size_t n)
 {
-        if (replica_runs()) {
+        if (strata__simd_libm_replica()) {
                 erff_loop(x, y, n);
                 return;
         }
@@ -409,7 +380,7 @@ void strata__cpu_erff(const float *x, float *y, size_t n)
 
 void strata__cpu_expf(const float *x, float *y, size_t n)
 {
-        if (replica_runs()) {
+        if (strata__simd_libm_replica()) {
                 expf_loop(x, y, n);
                 return;
         }
@@ -419,7 +390,7 @@ void strata__cpu_expf(const float *x, float *y, size_t n)
 
 void strata__cpu_gelu(const float *x, float *y, size_t n)
 {
-        if (replica_runs()) {
+        if (strata__simd_libm_replica()) {
                 gelu_loop(x, y, n);
                 return;
         }
@@ -429,7 +400,7 @@ void strata__cpu_gelu(const float *x, float *y, size_t n)
 
 void strata__cpu_gelu_backward(const float *x, const float *dy, float *dx, size_t n)
 {
-        if (replica_runs()) {
+        if (strata__simd_libm_replica()) {
                 gelu_backward_loop(x, dy, dx, n);
                 return;
         }
