@@ -92,9 +92,11 @@ Test(layernorm_tokens, takes_only_layernorm_over_a_tokens_features)
 /*
  * Through the replica's pass: a chain `tokens layernorm tokens layernorm tokens` (two windows
  * of the pattern overlap at the middle `tokens`, 4 channels and 5 positions both fitting) and
- * a lone window train to the same parameters, bit for bit, as with the fusion switched off.
- * The forward and the backward must take the same windows: with the backward taking the
- * upper one where the forward took the lower, it read outputs the forward never wrote.
+ * a lone window train to the same parameters, bit for bit, as with the fusion switched off,
+ * as does a window whose LayerNorm output an add reads again (no fusion there). The forward
+ * and the backward must take the same windows: with the backward taking the upper one where
+ * the forward took the lower, it read outputs the forward never wrote (so did the add, with
+ * the rule on readers off: both tried).
  */
 static void fused_as_unfused(const struct strata_module *mods, int n)
 {
@@ -142,6 +144,18 @@ Test(layernorm_tokens, a_model_trains_the_unfused_bits)
                 { .ops = &strata_linear, .out = RIG_CLASSES },
         };
 
+        /* the LayerNorm's output read again by an add: no fusion there (its output kept) */
+        static const struct strata_module read[] = {
+                { .ops = &strata_conv1d, .out = 4, .kernel = { 1 } },
+                { .ops = &strata_tokens },
+                { .ops = &strata_layernorm, .norm_dims = 1 },
+                { .ops = &strata_tokens },
+                { .ops = &strata_tokens },
+                { .ops = &strata_add, .from = 2 },
+                { .ops = &strata_linear, .out = RIG_CLASSES },
+        };
+
         fused_as_unfused(chain, 7);
         fused_as_unfused(lone, 6);
+        fused_as_unfused(read, 7);
 }
