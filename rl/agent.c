@@ -12,7 +12,7 @@
 #include "base/base.h"
 #include "rl/agent.h"
 #include "rl/rl.h"
-#include "strategy/internal.h"
+#include "strategy/alike.h"
 
 
 /* @p cfg with its zeros replaced by the defaults. */

@@ -18,6 +18,7 @@
 #include "base/faults.h"
 #include "nn/precision.h"
 #include "nn/replica.h"
+#include "strategy/alike.h"
 
 struct strata_runtime;
 struct strata__multi;
@@ -429,21 +430,6 @@ void *strata__models_state(struct strata_runtime *rt, int i);
 
 /** Model @p i's (i >= 1) parameters on device @p dev, *@p n of them. */
 const float *strata__models_params(const struct strata_runtime *rt, int i, int dev, size_t *n);
-
-/**
- * strata_models_predict_step() and strata_model_input_grad() for a caller of the library
- * that passes every process of the job the same sizes (rows, widths, the outputs' room; the
- * agents of rl/, from their configuration, which every process shares): these steps' checks
- * read no value of a batch without an index (its form and sizes, the outputs' room), so
- * every process's own verdict is every other's and none is exchanged (decision 0091; a
- * batch with an index, whose bounds are values, is agreed). Alone, the same calls.
- */
-int strata__models_predict_alike(struct strata_runtime *rt, const int *models, int n,
-                                 const struct strata_batch *b, float *const *out,
-                                 size_t capacity);
-int strata__models_input_grad_alike(struct strata_runtime *rt, int model,
-                                    const struct strata_batch *b, const float *dout,
-                                    size_t dout_count, float *dx, size_t capacity);
 
 /* strategy/common.c: what every strategy's actions use. */
 
