@@ -27,8 +27,8 @@
  */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "arch/bits.h"
 #include "arch/expd.h"
 #include "arch/simd.h"
 
@@ -109,26 +109,10 @@ static const uint64_t tab[256] = {
         0x3c77893b4d91cd9d, 0x3fefe7c1819e90d8, 0x3c5305c14160cc89, 0x3feff3c22b8f71f1,
 };
 
-static double as_double(uint64_t u)
-{
-        double d;
-
-        memcpy(&d, &u, sizeof(d));
-        return d;
-}
-
-static uint64_t as_bits(double d)
-{
-        uint64_t u;
-
-        memcpy(&u, &d, sizeof(u));
-        return u;
-}
-
 /* |x|'s exponent bits: below 0x3c9, |x| < 2^-54; above 0x407, |x| >= 512, inf or NaN. */
 static uint32_t abstop(double x)
 {
-        return (uint32_t)((as_bits(x) >> 52) & 0x7ff);
+        return (uint32_t)((strata__bits_d(x) >> 52) & 0x7ff);
 }
 
 /* Arguments whose off-path flags are kept at once (on the stack). */
@@ -147,14 +131,14 @@ STRATA_SIMD void strata__expd_replica(double *v, size_t n)
 
                 for (size_t i = 0; i < m; i++) {
                         double xi = v[b + i], kd = fma(xi, INVLN2N, SHIFT), r, r2, p, tmp, scale, e;
-                        uint64_t ki = as_bits(kd), idx = 2 * (ki & 127), keep, tiny;
+                        uint64_t ki = strata__bits_d(kd), idx = 2 * (ki & 127), keep, tiny;
                         int o = abstop(xi) > 0x407u;
 
                         kd -= SHIFT;
                         r = fma(kd, NEGLN2LON, fma(kd, NEGLN2HIN, xi));
-                        scale = as_double(tab[idx + 1] + (ki << 45));
+                        scale = strata__from_bits_d(tab[idx + 1] + (ki << 45));
                         r2 = r * r;
-                        p = fma(fma(r, C3, C2), r2, as_double(tab[idx]) + r);
+                        p = fma(fma(r, C3, C2), r2, strata__from_bits_d(tab[idx]) + r);
                         tmp = fma(r2 * r2, fma(r, C5, C4), p);
                         offv[i] = (unsigned char)o;
                         off |= o;
@@ -163,8 +147,10 @@ STRATA_SIMD void strata__expd_replica(double *v, size_t n)
                          * (0 among them: a softmax row's maximum), off the path x itself */
                         tiny = -(uint64_t)(abstop(xi) < 0x3c9u);
                         keep = -(uint64_t)o;
-                        e = as_double((as_bits(e) & ~tiny) | (as_bits(1.0 + xi) & tiny));
-                        v[b + i] = as_double((as_bits(e) & ~keep) | (as_bits(xi) & keep));
+                        e = strata__from_bits_d((strata__bits_d(e) & ~tiny) |
+                                                (strata__bits_d(1.0 + xi) & tiny));
+                        v[b + i] = strata__from_bits_d((strata__bits_d(e) & ~keep) |
+                                                       (strata__bits_d(xi) & keep));
                 }
                 if (!off)
                         continue;

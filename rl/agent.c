@@ -490,6 +490,22 @@ int strata_rl_agent_init_region(struct strata_rl_agent **ag, void *mem, size_t s
         return STRATA_OK;
 }
 
+int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t rows,
+                           uint64_t *lo, uint64_t *hi)
+{
+        const struct strata_config *rc = ag->cfg.runtime;
+        uint64_t world;
+        int64_t g;
+
+        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI ||
+            (g = strata_device_rank(ag->rt, dev)) < 0)
+                return 0;
+        world = (uint64_t)strata_world_size(ag->rt);
+        *lo = rows * (uint64_t)g / world;
+        *hi = rows * (uint64_t)(g + 1) / world;
+        return 1;
+}
+
 int strata__agent_predict(struct strata_rl_agent *ag, const int *models, int n,
                           const struct strata_batch *b, float *const *out, size_t capacity)
 {

@@ -99,6 +99,13 @@ float strata__ppo_logp(const float *a, const float *mu, const float *logstd, uin
 uint32_t strata__agent_groups(const struct strata_rl_agent *ag);
 
 /*
+ * Under mpi, local device @p dev's rows [*@p lo, *@p hi) of a batch of @p rows, as the runtime
+ * splits a batch over the job's devices, and 1; 0 outside mpi or past the local devices.
+ */
+int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t rows,
+                           uint64_t *lo, uint64_t *hi);
+
+/*
  * strata_models_predict_step() and strata_model_input_grad() on batches the agent builds
  * with its own sizes, the same on every process: with no agreement between the processes,
  * whose verdicts on these sizes are the same (decision 0091). Every other call is public.

@@ -93,19 +93,16 @@ static void surrogate(const struct strata_rl_agent *ag, const struct strata__age
         }
 }
 
-/* Under mpi, this process's rows [*@p lo, *@p hi) of a batch of @p rows (its one device's, as
- * the runtime splits a batch: check() refused more devices a process) and 1; else 0. */
+/* Under mpi, this process's rows [*@p lo, *@p hi) of a batch of @p rows (its one device's:
+ * check() refused more devices a process) and 1; else 0. */
 static int mpi_rows(const struct strata_rl_agent *ag, uint32_t rows, uint32_t *lo, uint32_t *hi)
 {
-        const struct strata_config *rc = ag->cfg.runtime;
-        uint64_t g, world;
+        uint64_t l, h;
 
-        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI)
+        if (!strata__agent_mpi_rows(ag, 0, rows, &l, &h))
                 return 0;
-        g = (uint64_t)strata_device_rank(ag->rt, 0);
-        world = (uint64_t)strata_world_size(ag->rt);
-        *lo = (uint32_t)(rows * g / world);
-        *hi = (uint32_t)(rows * (g + 1) / world);
+        *lo = (uint32_t)l;
+        *hi = (uint32_t)h;
         return 1;
 }
 
@@ -192,11 +189,11 @@ static int agree_last_values(struct strata_rl_agent *ag, const float *v)
         for (uint32_t e = lo; e < hi; e++)
                 bad |= !isfinite(v[e]);
         STRATA_TRY(strata_reduce_boolean_decision(ag->rt, &bad, 0, &bad));
-        if (bad)
-                STRATA_TRY(strata__rl_finite(v + lo, hi - lo, "last value"));
-        return bad ? strata__fail(STRATA_EINVAL, "rl agent: a last value of another process's "
-                                  "environments is not finite; the rollout is refused")
-                   : STRATA_OK;
+        if (!bad)
+                return STRATA_OK;
+        STRATA_TRY(strata__rl_finite(v + lo, hi - lo, "last value")); /* names its own */
+        return strata__fail(STRATA_EINVAL, "rl agent: a last value of another process's "
+                            "environments is not finite; the rollout is refused");
 }
 
 int strata__ppo_train(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)

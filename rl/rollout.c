@@ -250,18 +250,16 @@ int strata_rl_rollout_minibatch(struct strata_rl_rollout *ro, uint64_t epoch, ui
 int strata__rollout_keep_envs(struct strata_rl_rollout *ro, uint32_t lo, uint32_t hi,
                               float **rows, size_t *count)
 {
-        size_t s, a, fields[] = { 0, 0, 0, 0, 0, 0 };
         struct rollout_layout l;
-        uint32_t E;
 
         STRATA_TRY(live(ro, &l));
         if (!((struct rollout_head *)ro->block)->finished)
                 return strata__fail(STRATA_EBADSTATE, "rollout: finish it before gathering");
-        E = ro->cfg.n_envs;
-        s = ro->cfg.state_dim;
-        a = ro->cfg.action_dim;
-        fields[0] = l.logp, fields[1] = l.reward, fields[2] = l.value;
-        fields[3] = l.done, fields[4] = l.adv, fields[5] = l.ret;
+
+        uint32_t E = ro->cfg.n_envs;
+        size_t s = ro->cfg.state_dim, a = ro->cfg.action_dim;
+        const size_t fields[] = { l.logp, l.reward, l.value, l.done, l.adv, l.ret };
+
         for (uint32_t r = 0; r < l.rows; r++) {
                 if (r % E >= lo && r % E < hi)
                         continue;

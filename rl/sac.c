@@ -135,23 +135,22 @@ static void policy_grad(const struct strata_rl_agent *ag, const struct strata__a
 static int gather_terms(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
                         const float **terms)
 {
-        const struct strata_config *rc = ag->cfg.runtime;
-        uint64_t B = ag->cfg.batch, world = (uint64_t)strata_world_size(ag->rt);
+        uint64_t B = ag->cfg.batch, lo, hi;
         void *bufs[STRATA_MAX_DEVICES];
-        int64_t g;
+        int d;
 
         *terms = NULL;
-        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI)
-                return STRATA_OK;
-        for (int d = 0; d < STRATA_MAX_DEVICES && (g = strata_device_rank(ag->rt, d)) >= 0;
-             d++) { /* this process's devices, each with its rows as the runtime splits them */
+        /* this process's devices, each with its rows as the runtime splits them */
+        for (d = 0; d < STRATA_MAX_DEVICES && strata__agent_mpi_rows(ag, d, B, &lo, &hi); d++) {
                 float *t = sc->dsa + (size_t)d * B;
 
                 memset(t, 0, B * sizeof(float));
-                for (uint64_t i = B * (uint64_t)g / world; i < B * (uint64_t)(g + 1) / world; i++)
+                for (uint64_t i = lo; i < hi; i++)
                         t[i] = sc->logp[i] - (float)ag->cfg.action_dim;
                 bufs[d] = t;
         }
+        if (d == 0)
+                return STRATA_OK; /* not under mpi */
         STRATA_TRY(strata_reduce(ag->rt, bufs, B, STRATA_F32, STRATA_OP_SUM));
         *terms = sc->dsa;
         return STRATA_OK;

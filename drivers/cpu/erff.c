@@ -15,16 +15,16 @@
  * Below, each of them is written again as straight-line code: every interval's value is
  * computed (in blocks of 32 elements, the intervals the block reaches) and the element's is
  * selected, with the same float and double operations in the same order as glibc (no
- * contraction: ISO C; fma() exactly where glibc's FMA build has one),
- * so the loops vectorise (STRATA_SIMD) and every element has libm's bits. That is the FMA
- * build's expf, so the replica runs only where glibc runs that build (AVX2 and FMA), and only
- * under glibc 2.36; elsewhere the loops call libm. tools/strata-check-erff.c compares both functions with libm on all
- * 2^32 inputs.
+ * contraction: ISO C; fma() exactly where glibc's FMA build has one), so the loops
+ * vectorise (STRATA_SIMD) and every element has libm's bits. That is the FMA build's expf, so
+ * the replica runs only where glibc runs that build (AVX2 and FMA), and only under glibc 2.36
+ * (strata__simd_libm_replica(), arch/cpu.c); elsewhere the loops call libm.
+ * tools/strata-check-erff.c compares both functions with libm on all 2^32 inputs.
  */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "arch/bits.h"
 #include "arch/simd.h"
 #include "drivers/formulas.h"
 #include "drivers/cpu/erff.h"
@@ -37,38 +37,6 @@
 /* Every helper inlined into the loops, so that each loop is one straight body to vectorise. */
 #define INLINE __attribute__((always_inline))
 
-static inline INLINE uint32_t bits_f(float f)
-{
-        uint32_t u;
-
-        memcpy(&u, &f, sizeof(u));
-        return u;
-}
-
-static inline INLINE float from_bits_f(uint32_t u)
-{
-        float f;
-
-        memcpy(&f, &u, sizeof(f));
-        return f;
-}
-
-static inline INLINE uint64_t bits_d(double d)
-{
-        uint64_t u;
-
-        memcpy(&u, &d, sizeof(u));
-        return u;
-}
-
-static inline INLINE double from_bits_d(uint64_t u)
-{
-        double d;
-
-        memcpy(&d, &u, sizeof(d));
-        return d;
-}
-
 /*
  * Lane masks and selects in integers: the compiler would turn a chain of ?: back into
  * branches by interval (which do not vectorise), and its booleans into byte vectors.
@@ -80,7 +48,7 @@ static inline INLINE uint32_t below(uint32_t a, uint32_t k) /* all ones if a < k
 
 static inline INLINE float pick(uint32_t m, float a, float b) /* a where m is all ones, else b */
 {
-        return from_bits_f((bits_f(a) & m) | (bits_f(b) & ~m));
+        return strata__from_bits_f((strata__bits_f(a) & m) | (strata__bits_f(b) & ~m));
 }
 
 /* expf: 2^(i/32) as bits, less i << 47 (glibc's __exp2f_data.tab). */
@@ -106,12 +74,12 @@ static inline INLINE float expf_core(float x)
 {
         double xd = x;
         double kd = fma(EXP_INVLN2N, xd, EXP_SHIFT);
-        uint64_t ki = bits_d(kd);
+        uint64_t ki = strata__bits_d(kd);
         double r, s, z, y;
 
         kd -= EXP_SHIFT;
         r = fma(EXP_INVLN2N, xd, -kd);
-        s = from_bits_d(exp_tab[ki % 32] + (ki << 47));
+        s = strata__from_bits_d(exp_tab[ki % 32] + (ki << 47));
         z = fma(EXP_C0, r, EXP_C1);
         y = fma(EXP_C2, r, 1.0);
         y = fma(z, r * r, y);
@@ -125,12 +93,12 @@ static inline INLINE float expf_core(float x)
  */
 static inline INLINE float expf_replica(float x)
 {
-        uint32_t u = bits_f(x), ix = u & 0x7fffffff, neg = (uint32_t)((int32_t)u >> 31);
+        uint32_t u = strata__bits_f(x), ix = u & 0x7fffffff, neg = (uint32_t)((int32_t)u >> 31);
         float v = expf_core(x), y;
 
-        y = pick(neg & below(bits_f(0x1.9d1d9ep6f), ix), 0x1p-149f, v);
-        y = pick(neg & below(bits_f(0x1.9fe368p6f), ix), 0.0f, y);
-        y = pick(~neg & below(bits_f(0x1.62e42ep6f), ix), INFINITY, y);
+        y = pick(neg & below(strata__bits_f(0x1.9d1d9ep6f), ix), 0x1p-149f, v);
+        y = pick(neg & below(strata__bits_f(0x1.9fe368p6f), ix), 0.0f, y);
+        y = pick(~neg & below(strata__bits_f(0x1.62e42ep6f), ix), INFINITY, y);
         y = pick(~below(ix, 0x7f800000), x + x, y);
         y = pick(neg & ~below(ix, 0x7f800000) & below(ix, 0x7f800001), 0.0f, y);
         return pick(below(ix, 0x42b00000), v, y);
@@ -222,7 +190,7 @@ static inline INLINE float erff_tail(float a, uint32_t ia, uint32_t neg)
                                      s * (pick(hi, SB6, SA6) +
                                           s * (pick(hi, SB7, SA7) +
                                                s * pick(hi, 0.0f, SA8))))))));
-        z = from_bits_f(ia & 0xfffff000u);
+        z = strata__from_bits_f(ia & 0xfffff000u);
         e = expf_core(-z * z - 0.5625f) * expf_core((z - a) * (z + a) + r / q) / a;
         r = e - 1.0f;
         q = 1.0f - e;
@@ -239,8 +207,8 @@ enum { SMALL, MID, TAIL };
 
 static inline INLINE float erff_replica(float x, int parts)
 {
-        uint32_t hx = bits_f(x), ix = hx & 0x7fffffff, neg = (uint32_t)((int32_t)hx >> 31);
-        float a = from_bits_f(ix);
+        uint32_t hx = strata__bits_f(x), ix = hx & 0x7fffffff, neg = (uint32_t)((int32_t)hx >> 31);
+        float a = strata__from_bits_f(ix);
         float z = x * x, sm = a - 1.0f;
         float r, s, p, q, y, small, mid, tail, tiny, lin, one;
 
@@ -277,7 +245,7 @@ static inline INLINE int parts_of(const float *x, size_t m, int gelu)
         uint32_t top = 0;
 
         for (size_t j = 0; j < m; j++) {
-                uint32_t ix = bits_f(gelu ? strata__gelu_erf_arg(x[j]) : x[j]) & 0x7fffffff;
+                uint32_t ix = strata__bits_f(gelu ? strata__gelu_erf_arg(x[j]) : x[j]) & 0x7fffffff;
 
                 top = ix > top ? ix : top;
         }
