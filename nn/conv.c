@@ -374,7 +374,12 @@ static void forward_sample(const struct strata_layer *l, const struct strata_ste
 
 /*
  * Sample @p xn's columns into @p cols: im2col, through a padded plane on the stack where the
- * stride is 1 and a channel's plane fits.
+ * stride is 1 and a channel's plane fits. The columns are not kept for the backward, which
+ * unfolds each sample again (decisions 0046, 0052, 0093): every sample of a call unfolds into
+ * the first row's place in the saved values (one sample's columns, 226 KiB for the CNN's
+ * second layer, hot in L2), where a batch of them (29 MB at 128 samples) was written out in
+ * forward and read back in backward. The same function on the same input: the same columns,
+ * the same bits; the plan is unchanged.
  */
 static void unfold(const struct strata__conv_geom *g, const float *xn, float *cols)
 {
@@ -385,14 +390,6 @@ static void unfold(const struct strata__conv_geom *g, const float *xn, float *co
         else
                 strata__conv_im2col(g, xn, cols);
 }
-
-/*
- * The columns are not kept for the backward, which unfolds each sample again (decisions
- * 0046, 0052, 0093): every sample of a call unfolds into the first row's place in the saved
- * values (one sample's columns, 226 KiB for the CNN's second layer, hot in L2), where a batch
- * of them (29 MB at 128 samples) was written out in forward and read back in backward. The
- * same function on the same input: the same columns, the same bits; the plan is unchanged.
- */
 
 /*
  * Sample after sample: unfold, then multiply. The transposed product's scratch is the next
