@@ -593,6 +593,11 @@ int strata__workers_count(const struct strata__workers *w)
         return w ? w->n : 0;
 }
 
+unsigned strata__workers_runs(const struct strata__workers *w)
+{
+        return w ? atomic_load_explicit(&w->cmd.v, memory_order_relaxed) : 0u; /* one a run */
+}
+
 const struct strata__placement *strata__workers_placement(const struct strata__workers *w,
                                                         int device)
 {

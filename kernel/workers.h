@@ -86,6 +86,12 @@ void strata__workers_group(struct strata__workers *w, struct strata_group *g);
 int strata__workers_count(const struct strata__workers *w);
 
 /**
+ * @brief Runs posted to the pool since it started (strata__workers_run()), each a meeting of
+ *        every device with the coordinator: what a step's count of them is read from.
+ */
+unsigned strata__workers_runs(const struct strata__workers *w);
+
+/**
  * @brief Worker pools of this process whose threads run (started, not yet stopped): what a
  *        fork would not copy (strata_spawn() refuses while any runs).
  */

@@ -1,4 +1,5 @@
 /* What every strategy's actions use: step contexts, the batch split, metrics. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -213,6 +214,18 @@ void strata__metrics_local(const struct strata_runtime *rt, double *v)
                 for (int k = 0; k < nout; k++)
                         o[metrics_base(&rt->cfg) + k] = rm.out_loss[k];
         }
+}
+
+int strata__metrics_loss_finite(const struct strata_runtime *rt)
+{
+        int w = strata__metrics_width(&rt->cfg, rt->world);
+        double v[STRATA__METRICS_ALL];
+
+        strata__metrics_local(rt, v);
+        for (int d = 0; d < rt->nreplicas; d++)
+                if (!isfinite(v[(size_t)w * d])) /* the device's sum of its rows' losses */
+                        return 0;
+        return 1;
 }
 
 void strata__metrics(const struct strata_runtime *rt, struct strata_metrics *m)

@@ -198,6 +198,15 @@ struct strata__step_args {
         int *nonfinite;                 /**< training: set when a gradient was not finite */
         const float *dout;              /**< input_grad: the caller's output gradient */
         float *dx;                      /**< input_grad: the input gradient's rows */
+        int ahead;                      /**< training: the caller dispatches the step's events
+                                             in a row, nothing read between them */
+        int ran;                        /**< training: backward and optimizer_step already
+                                             ran on the devices with training_step's job */
+        int hold;                       /**< training: the loss is judged with a later step of
+                                             the call (its metrics this process's, exchanged
+                                             with nothing) */
+        unsigned *held;                 /**< training: the call's held losses not finite here,
+                                             a bit each; after this step's exchange, the job's */
 };
 
 struct strata_runtime {
@@ -290,9 +299,22 @@ int strata__api_check(const struct strata_runtime *rt, const struct strata_batch
 /** Verdict @p rc agreed with the job's other processes (one exchange; none alone). */
 int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b);
 
-/** strata_train_step() of the active model on batch @p b, once agreed. */
+/**
+ * strata_train_step() of the active model on batch @p b, once agreed. With @p hold the loss's
+ * verdict waits for a later step of the same call (strata_models_train_step() with no metrics;
+ * a gradient's is given now, as it is the job's); @p held: the held losses of the call that
+ * were not finite on this process, carried on this step's exchange of metrics and replaced by
+ * the job's (NULL: none held).
+ */
 int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
-                      struct strata_metrics *m);
+                      struct strata_metrics *m, int hold, unsigned *held);
+
+/**
+ * Whether the loss of the step just taken was finite on every device of this process, from
+ * the devices' own sums (not invariant mode): across processes, the job's loss is finite when
+ * every process's is (doubles summing finite floats do not overflow).
+ */
+int strata__metrics_loss_finite(const struct strata_runtime *rt);
 
 /** strata_predict_step() of the active model on batch @p b into @p out, once agreed. */
 int strata__api_predict(struct strata_runtime *rt, const struct strata_batch *b, float *out);

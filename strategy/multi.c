@@ -175,23 +175,30 @@ static int ends_step(int event)
  * read what this one wrote on another device's queue (dp's replicas read the master); inline
  * (one device, bound at start) where a step ends. Errors surface there.
  */
-static int device_fn(int dev, void *arg)
+static int run_on(struct strata_runtime *rt, int dev, int event, strata__device_fn fn)
 {
-        struct strata_runtime *rt = arg;
         struct strata__multi *m = strata__multi(rt);
         const struct strata_device_ops *d = rt->dev;
         int pool = m->workers != NULL, rc;
 
         if (d->bind && pool)
                 STRATA_TRY(d->bind(dev));
-        rc = m->job(rt, m, dev);
-        if (d->sync && (pool || ends_step(m->event))) {
+        rc = fn(rt, m, dev);
+        if (d->sync && (pool || ends_step(event))) {
                 int s = d->sync();
 
                 if (rc == STRATA_OK)
                         rc = s;
         }
         return rc;
+}
+
+static int device_fn(int dev, void *arg)
+{
+        struct strata_runtime *rt = arg;
+        struct strata__multi *m = strata__multi(rt);
+
+        return run_on(rt, dev, m->event, m->job);
 }
 
 /* Each device's share of a lifecycle event, as one span on its track. */
@@ -201,18 +208,25 @@ static const struct strata__span span_event[STRATA__EV_COUNT] = {
 #undef SPAN
 };
 
-static int event_fn(int dev, void *arg)
+static int phase_on(struct strata_runtime *rt, int dev, int event, strata__device_fn fn)
 {
-        struct strata_runtime *rt = arg;
-        int event = strata__multi(rt)->event, rc;
         struct strata__track *t = strata__repv(rt, dev)->track;
         uint64_t t0;
+        int rc;
 
         STRATA_TRY(STRATA__INJECTED(rt, dev, event));
         t0 = strata__track_begin(t, &span_event[event], NULL);
-        rc = device_fn(dev, arg);
+        rc = run_on(rt, dev, event, fn);
         strata__track_end(t, t0, 0);
         return rc;
+}
+
+static int event_fn(int dev, void *arg)
+{
+        struct strata_runtime *rt = arg;
+        struct strata__multi *m = strata__multi(rt);
+
+        return phase_on(rt, dev, m->event, m->job);
 }
 
 int strata__multi_post(struct strata_runtime *rt, int event, const void *arg,
@@ -388,7 +402,7 @@ static int metrics(struct strata_runtime *rt)
         struct strata__multi *m = strata__multi(rt);
 
         if (m->peers)
-                return m->peers->metrics(rt, m->args->metrics);
+                return m->peers->metrics(rt, m->args);
         strata__metrics(rt, m->args->metrics);
         return STRATA_OK;
 }
@@ -441,15 +455,65 @@ static int on_ready(void *obj, int state, int event, void *arg)
         return event != STRATA__EV_PREDICT_STEP ? metrics(rt) : STRATA_OK;
 }
 
+/*
+ * Whether a training step's device work may run as one job: the devices meet the coordinator
+ * once a step instead of after each of training_step, backward and optimizer_step (each join
+ * waits for the last device, each post wakes them all). It may where several devices run on
+ * the pool and no strategy of the chain coordinates those states itself (dp's master steps on
+ * the coordinator): between them the coordinator does nothing, and what one device reads of
+ * another's it reads after a collective.
+ */
+static int whole_step(const struct strata_runtime *rt)
+{
+        static const int states[] = { STRATA_STATE_IN_BATCH, STRATA_STATE_FORWARD_DONE,
+                                      STRATA_STATE_BACKWARD_DONE };
+
+        if (!strata__multi(rt)->workers || rt->nreplicas < 2)
+                return 0;
+        for (const struct strata__strategy *st = rt->strategy; st; st = st->parent)
+                for (size_t i = 0; st->states && i < sizeof(states) / sizeof(states[0]); i++)
+                        if (st != &strata__multi_parent && st->states[states[i]].run)
+                                return 0;
+        return 1;
+}
+
+/*
+ * The step's job on one device: its phases in the lifecycle's order, each as its own event's
+ * job would run it (a test's injected failure, its span, the driver's bind and sync); a
+ * failure ends this device's job, and the others are released from their collectives by it.
+ */
+static int whole_step_fn(int dev, void *arg)
+{
+        struct strata_runtime *rt = arg;
+        const struct strata__step_args *a = strata__multi(rt)->args;
+
+        STRATA_TRY(phase_on(rt, dev, STRATA__EV_TRAINING_STEP, forward_dev));
+        STRATA_TRY(phase_on(rt, dev, STRATA__EV_BACKWARD, backward_dev));
+        return a->sync ? phase_on(rt, dev, STRATA__EV_OPTIMIZER_STEP, step_dev) : STRATA_OK;
+}
+
+/* training_step; with the step's events dispatched in a row, its backward and step too. */
 static int on_training_step(void *obj, int state, int event, void *arg)
 {
+        struct strata_runtime *rt = obj;
+        struct strata__multi *m = strata__multi(rt);
+        struct strata__step_args *a = arg;
+
         (void)state;
-        return strata__multi_post(obj, event, arg, forward_dev, 0);
+        if (!a->ahead || !whole_step(rt))
+                return strata__multi_post(rt, event, arg, forward_dev, 0);
+        a->ran = 1;
+        m->event = event;
+        m->args = a;
+        m->job = NULL;
+        return m->ex->each(m, whole_step_fn, rt);
 }
 
 static int on_backward(void *obj, int state, int event, void *arg)
 {
         (void)state;
+        if (((const struct strata__step_args *)arg)->ran)
+                return STRATA_OK;
         return strata__multi_post(obj, event, arg, backward_dev, 0);
 }
 
@@ -466,6 +530,8 @@ static int on_batch_end(void *obj, int state, int event, void *arg)
 /* optimizer_step (every device steps its own replica) or batch_end of a micro-batch. */
 static int on_backward_done(void *obj, int state, int event, void *arg)
 {
+        if (event == STRATA__EV_OPTIMIZER_STEP && ((const struct strata__step_args *)arg)->ran)
+                return STRATA_OK;
         if (event == STRATA__EV_OPTIMIZER_STEP)
                 return strata__multi_post(obj, event, arg, step_dev, 0);
         return on_batch_end(obj, state, event, arg);

@@ -25,8 +25,11 @@ struct strata__peers {
         int (*place)(const struct strata_runtime *rt, struct strata__placement *out);
         /** Open the devices' communicators over the link, from arena @p comm. */
         int (*open)(struct strata_runtime *rt, struct strata_arena *comm);
-        /** The step's metrics over every device of every process, in global device order. */
-        int (*metrics)(struct strata_runtime *rt, struct strata_metrics *out);
+        /**
+         * The step's metrics over every device of every process, in global device order, into
+         * @p a's metrics; a held step's (@p a->hold) this process's, exchanged with nothing.
+         */
+        int (*metrics)(struct strata_runtime *rt, const struct strata__step_args *a);
 };
 
 /**

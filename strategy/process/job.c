@@ -155,26 +155,39 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
  * The step's metrics: every process's devices, gathered and summed in global device order.
  * Each process's block ends with whether it was asked to stop (strata_request_stop()), so the
  * stop is agreed on the exchange every step already makes: when any process was, every
- * process's request is set and each stops at the same step boundary (procs_stop_due()).
+ * process's request is set and each stops at the same step boundary (procs_stop_due()). The
+ * same double carries, above the stop's bit, the call's held losses that were not finite on
+ * the process (@p a->held, a bit each: decision 0097), so they are the job's after it. A held
+ * step exchanges nothing: its metrics are this process's devices'.
  */
-static int metrics(struct strata_runtime *rt, struct strata_metrics *out)
+static int metrics(struct strata_runtime *rt, const struct strata__step_args *a)
 {
         struct job *s = procs_of(rt);
         size_t per = (size_t)strata__metrics_width(&rt->cfg, rt->world) * (size_t)rt->nreplicas;
         double v[STRATA__METRICS_ALL + 1];
+        unsigned held = 0;
 
+        if (a->hold) {
+                strata__metrics(rt, a->metrics);
+                return STRATA_OK;
+        }
         strata__metrics_local(rt, v);
-        v[per] = strata_stop_requested();
+        v[per] = (double)(strata_stop_requested() != 0) + 2.0 * (a->held ? *a->held : 0u);
         STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, per + 1, STRATA_F64));
         s->stop = 0;
-        for (int p = 0; p < s->net.size; p++) { /* the blocks' stop flags out: metrics only */
-                s->stop |= s->stats[(size_t)p * (per + 1) + per] != 0.0;
+        for (int p = 0; p < s->net.size; p++) { /* the blocks' flags out: metrics only */
+                unsigned f = (unsigned)s->stats[(size_t)p * (per + 1) + per];
+
+                s->stop |= f & 1u;
+                held |= f >> 1;
                 memmove(s->stats + (size_t)p * per, s->stats + (size_t)p * (per + 1),
                         per * sizeof(double));
         }
         if (s->stop)
                 strata_request_stop();
-        strata__metrics_sum(rt, s->stats, rt->world, out);
+        if (a->held)
+                *a->held = held;
+        strata__metrics_sum(rt, s->stats, rt->world, a->metrics);
         return STRATA_OK;
 }
 

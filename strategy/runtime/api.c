@@ -241,11 +241,11 @@ int strata_train_step(struct strata_runtime *rt, const struct strata_batch *b,
         STRATA_TRY(strata__training_only(rt, "train_step"));
         STRATA_TRY(need_ready(rt));
         STRATA_TRY(agreed(rt, check_local(rt, b, 1), b));
-        return strata__api_train(rt, b, m);
+        return strata__api_train(rt, b, m, 0, NULL);
 }
 
 int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
-                      struct strata_metrics *m)
+                      struct strata_metrics *m, int hold, unsigned *held)
 {
         static const int events[] = { STRATA__EV_BATCH_START, STRATA__EV_TRAINING_STEP,
                                       STRATA__EV_BACKWARD, STRATA__EV_OPTIMIZER_STEP,
@@ -262,6 +262,9 @@ int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
         a.metrics = m ? m : &own;
         a.sync = rt->micro == k - 1 || rt->end_window;
         a.nonfinite = &nf;
+        a.ahead = 1; /* nothing runs between the events below */
+        a.hold = hold;
+        a.held = held;
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
                 if (events[i] == STRATA__EV_OPTIMIZER_STEP && !a.sync)
                         continue;
@@ -275,7 +278,7 @@ int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
         rt->micro = a.sync ? 0 : rt->micro + 1;
         rt->end_window = 0;
         rt->step++;
-        return nonfinite(rt, nf, a.metrics->loss);
+        return nonfinite(rt, nf, hold && !nf ? 0.0 : a.metrics->loss);
 }
 
 int strata_end_accumulation_window(struct strata_runtime *rt)

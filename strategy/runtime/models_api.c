@@ -307,16 +307,60 @@ static int check_all(struct strata_runtime *rt, const int *models, int n,
         return alike && !(b && b->index) ? rc : strata__api_agreed(rt, rc, b);
 }
 
+/*
+ * Whether a call's losses may be judged together after its last step: the caller reads no
+ * metrics, the loss's sums are each device's own (not invariant mode's tree), and no trace
+ * records each step's loss.
+ */
+static int may_hold(const struct strata_runtime *rt, const struct strata_metrics *m)
+{
+        const struct strata__track *t = strata__repv(rt, 0)->track;
+
+        return !m && !strata__invariant_chunks(&rt->cfg) && !(t && t->ev);
+}
+
+/* The first of @p held's models (bits of @p models' indices), each stepped at @p steps. */
+static int held_loss(const int *models, unsigned held, const unsigned long long *steps)
+{
+        int k = 0;
+
+        while (!(held & 1u << k))
+                k++;
+        return strata__fail(STRATA_ENONFINITE, "model %d: step %llu: the loss is not finite on "
+                                               "a device; training diverged (its step was "
+                                               "taken, and those of the call's later models; "
+                                               "lower the learning rate or clip gradients; "
+                                               "allow_nonfinite goes on)", models[k], steps[k]);
+}
+
+/*
+ * Each model's step in turn. Without metrics the losses of all but the last model are held:
+ * judged with the last step's exchange of metrics (one where n make n), which carries the
+ * held losses that were not finite on each process (decision 0097). A gradient that is not
+ * finite is the job's verdict at once, as before.
+ */
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
                              const struct strata_batch *b, struct strata_metrics *m)
 {
+        unsigned long long steps[STRATA_MAX_MODELS];
+        unsigned held = 0;
+        int hold;
+
         STRATA_TRY(check_all(rt, models, n, b, NULL, 0, 0));
+        hold = may_hold(rt, m);
         for (int k = 0; k < n; k++) {
-                int rc;
+                int last = k == n - 1, rc;
 
                 STRATA_TRY(strata__models_enter(rt, models[k]));
-                rc = strata__api_train(rt, b, m ? &m[k] : NULL);
+                rc = strata__api_train(rt, b, m ? &m[k] : NULL, hold && !last,
+                                       hold && last ? &held : NULL);
+                steps[k] = (unsigned long long)(rt->step - 1);
+                if (rc == STRATA_OK && hold && !last && !rt->cfg.train.allow_nonfinite &&
+                    !strata__metrics_loss_finite(rt))
+                        held |= 1u << k;
                 strata__models_leave(rt);
+                if (last && held && (rc == STRATA_OK || rc == STRATA_ENONFINITE))
+                        return held_loss(models, held, steps);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;

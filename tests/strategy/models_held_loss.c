@@ -1,0 +1,210 @@
+/*
+ * strata_models_train_step() without metrics judges its models' losses together, after the
+ * last model's step, whose exchange of metrics carries them between processes (decision
+ * 0097): a loss that is not finite while every gradient is (an error squared past the float
+ * range: the step is taken) is STRATA_ENONFINITE naming its model on every device and every
+ * process, the call's later models having stepped too. With metrics each model's loss is
+ * judged after its own step, as before. A gradient that is not finite ends the call at once
+ * either way, nothing changed.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "strata/process.h"
+#include "strategy/internal.h"
+#include "tests/support/rig.h"
+
+#define NP 1024
+
+struct two {
+        struct rig r;
+        struct strata_module mods1[3];
+        struct strata_model m1;
+        struct strata_optim o1;
+        struct strata_models set;
+};
+
+/* Model 0 the regression rig's (MSE), model 1 20-8-tanh-3 (MSE, AdamW). */
+static void two_init(struct two *t)
+{
+        rig_init_regression(&t->r, &strata_mse);
+        t->mods1[0] = (struct strata_module){ .ops = &strata_linear, .out = 8 };
+        t->mods1[1] = (struct strata_module){ .ops = &strata_tanh };
+        t->mods1[2] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
+        t->m1 = (struct strata_model){ .in_features = RIG_IN, .nmodules = 3,
+                                       .modules = t->mods1, .loss = &strata_mse };
+        t->o1 = (struct strata_optim)STRATA_OPTIM_INIT;
+        t->o1.kind = STRATA_OPTIM_ADAMW;
+        t->o1.lr = 0.01f;
+        t->set = (struct strata_models)STRATA_MODELS_INIT;
+        cr_assert_eq(strata_models_add(&t->set, &t->m1, RIG_OUT, &t->o1, NULL), STRATA_OK);
+        t->r.cfg.models = &t->set;
+}
+
+static float xs[RIG_BATCH * RIG_IN], ts[RIG_BATCH * RIG_OUT];
+
+/* The loader's first batch, copied; the last row's first target @p v where @p v is not 0. */
+static struct strata_batch batch(struct rig *r, float v)
+{
+        struct strata_batch b;
+
+        strata_loader_reset(&r->loader, r->idx, 256);
+        cr_assert(strata_loader_next(&r->loader, &b));
+        memcpy(xs, b.x, sizeof(xs));
+        memcpy(ts, b.t, sizeof(ts));
+        if (v != 0.0f)
+                ts[(RIG_BATCH - 1) * RIG_OUT] = v; /* in the last device's rows */
+        b.x = xs;
+        b.t = ts;
+        return b;
+}
+
+/* Model @p k's parameters on device 0 into @p out; their count. */
+static size_t params(struct strata_runtime *rt, int k, float *out)
+{
+        const float *p;
+        size_t n;
+
+        cr_assert_eq(strata_model_parameters(rt, k, 0, &p, &n), STRATA_OK);
+        cr_assert_leq(n, NP);
+        memcpy(out, p, n * sizeof(float));
+        return n;
+}
+
+/* Whether model @p k's parameters on device 0 are @p ref's @p n. */
+static int same(struct strata_runtime *rt, int k, const float *ref, size_t n)
+{
+        static float now[NP];
+
+        return params(rt, k, now) == n && !memcmp(now, ref, n * sizeof(float));
+}
+
+/*
+ * One call on a batch whose error 1e20 squares past the float range in model 0's loss (its
+ * gradients stay finite): without metrics both models step and the call returns
+ * STRATA_ENONFINITE naming model 0; with metrics model 0 steps alone, as before; model 0's
+ * step is the same bits either way.
+ */
+static void held(enum strata_strategy_kind kind, int devices)
+{
+        static const int order[2] = { 0, 1 };
+        static float p0[NP], p1[NP], q0[NP];
+        struct strata_metrics m[2];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct two t;
+        size_t n0, n1;
+
+        two_init(&t);
+        t.r.cfg.strategy.kind = kind;
+        t.r.cfg.strategy.devices = devices;
+        b = batch(&t.r, 1e20f);
+        rt = rig_open(&t.r.cfg);
+        n0 = params(rt, 0, p0);
+        n1 = params(rt, 1, p1);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_ENONFINITE,
+                     "the held loss of model 0 is the call's verdict");
+        cr_assert_not_null(strstr(strata_last_error(), "model 0: step 0: the loss is not finite"),
+                           "%s", strata_last_error());
+        cr_assert_not(same(rt, 0, p0, n0), "model 0 stepped (its gradients are finite)");
+        cr_assert_not(same(rt, 1, p1, n1), "model 1 stepped before the verdict");
+        params(rt, 0, q0);
+        cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+
+        b = batch(&t.r, 1e20f);
+        rt = rig_open(&t.r.cfg);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, m), STRATA_ENONFINITE);
+        cr_assert_not_null(strstr(strata_last_error(), "the loss is inf"), "%s",
+                           strata_last_error());
+        cr_assert(same(rt, 0, q0, n0), "model 0's step is the held call's");
+        cr_assert(same(rt, 1, p1, n1), "with metrics the call ends after model 0");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(models_held_loss, single_and_ddp_judge_after_the_last_model, .timeout = 60)
+{
+        held(STRATA_STRATEGY_SINGLE, 1);
+        held(STRATA_STRATEGY_DDP, 2);
+}
+
+/* An error of 3e38 makes model 0's gradients infinite: the call ends there, nothing changed. */
+Test(models_held_loss, a_gradient_ends_the_call_at_once, .timeout = 60)
+{
+        static const int order[2] = { 0, 1 };
+        static float p0[NP], p1[NP];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct two t;
+        size_t n0, n1;
+
+        two_init(&t);
+        t.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        t.r.cfg.strategy.devices = 2;
+        b = batch(&t.r, 3e38f); /* twice the error overflows: its gradient is infinite */
+        rt = rig_open(&t.r.cfg);
+        n0 = params(rt, 0, p0);
+        n1 = params(rt, 1, p1);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_ENONFINITE,
+                     "%s", strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "a gradient is NaN"), "%s",
+                           strata_last_error());
+        cr_assert(same(rt, 0, p0, n0), "model 0's step refused");
+        cr_assert(same(rt, 1, p1, n1), "model 1 not run");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* ---- processes: the held loss crosses on the last model's exchange ---- */
+
+static struct two spawn_two; /* set up by the parent: the children inherit it */
+
+/*
+ * Rank 1 alone holds the row whose loss is not finite; both must refuse naming model 0. Rank
+ * 0 returns its status and whether its message names model 0; exit codes say what failed.
+ */
+static int spawn_child(int rank, int size, void *arg)
+{
+        static const int order[2] = { 0, 1 };
+        struct strata_runtime *rt;
+        struct strata_config c = spawn_two.r.cfg;
+        struct strata_batch b = batch(&spawn_two.r, 1e20f);
+        int got[2];
+
+        (void)size, (void)arg;
+        c.strategy.kind = STRATA_STRATEGY_SPAWN;
+        c.strategy.devices = 1;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        got[0] = strata_models_train_step(rt, order, 2, &b, NULL);
+        got[1] = strstr(strata_last_error(), "model 0: step 0: the loss is not finite") != NULL;
+        if (rank == 1 && (got[0] != STRATA_ENONFINITE || !got[1]))
+                return 11;
+        if (strata_state(rt) != STRATA_STATE_READY)
+                return 12;
+        if (rank == 0 && strata_spawn_return(got, sizeof(got)))
+                return 13;
+        return strata_teardown(rt) == STRATA_OK ? 0 : 14;
+}
+
+Test(models_held_loss, processes_all_refuse, .timeout = 120)
+{
+        struct strata_spawn_result res;
+        int got[2] = { 0, 0 };
+        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        /* One job at a time with tests/strategy/processes.c, which watches /dev/shm. */
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        two_init(&spawn_two);
+        cr_assert_eq(strata_spawn(2, spawn_child, NULL, 30.0, got, sizeof(got), &res),
+                     STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
+                     res.failed_rank);
+        cr_assert_eq(got[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", got[0]);
+        cr_assert(got[1], "and names model 0");
+        close(fd);
+}
