@@ -795,7 +795,11 @@ int strata_model_predict_step(struct strata_runtime *rt, int model, const struct
  * @retval As strata_model_train_step(); STRATA_EINVAL also for @p models NULL, @p n not in
  *         [1, models of @p rt], a model named twice. Nothing runs when an argument or the
  *         batch is refused (the message names the model); a step's failure ends the call
- *         there, the models before it having stepped.
+ *         there, the models before it having stepped. With @p m NULL the losses are judged
+ *         together after the last model's step (the processes exchange metrics once): a loss
+ *         that is not finite, its step taken, is STRATA_ENONFINITE naming the model after
+ *         every later model stepped too (a gradient that is not finite still ends the call at
+ *         once, nothing changed).
  */
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
                              const struct strata_batch *b, struct strata_metrics *m);
