@@ -518,3 +518,9 @@ int strata__agent_input_grad(struct strata_rl_agent *ag, int model, const struct
         return strata__models_input_grad_alike(ag->rt, model, b, dout, dout_count, dx,
                                                capacity);
 }
+
+int strata__agent_train(struct strata_rl_agent *ag, const int *models, int n,
+                        const struct strata_batch *b)
+{
+        return strata__models_train_alike(ag->rt, models, n, b);
+}

@@ -108,11 +108,15 @@ int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t r
 /*
  * strata_models_predict_step() and strata_model_input_grad() on batches the agent builds
  * with its own sizes, the same on every process: with no agreement between the processes,
- * whose verdicts on these sizes are the same (decision 0091). Every other call is public.
+ * whose verdicts on these sizes are the same (decision 0091); and its training steps, whose
+ * values that a check would refuse are gradients that are not finite instead (decision
+ * 0097). Every other call is public.
  */
 int strata__agent_predict(struct strata_rl_agent *ag, const int *models, int n,
                           const struct strata_batch *b, float *const *out, size_t capacity);
 int strata__agent_input_grad(struct strata_rl_agent *ag, int model, const struct strata_batch *b,
                              const float *dout, size_t dout_count, float *dx, size_t capacity);
+int strata__agent_train(struct strata_rl_agent *ag, const int *models, int n,
+                        const struct strata_batch *b);
 
 #endif /* STRATA_RL_AGENT_H */

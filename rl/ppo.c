@@ -165,9 +165,9 @@ static int minibatch(struct strata_rl_agent *ag, const struct strata__agent_scra
         for (uint32_t i = 0; i < n; i++)
                 sc->dq[i] = ag->cfg.vf_coef * 2.0f * (sc->v[i] - sc->ret[i]) / (float)n;
         b = strata__agent_batch(sc->s, (int)n, (int)S, sc->g, (int)A);
-        STRATA_TRY(strata_model_train_step(ag->rt, PPO_ACTOR, &b, NULL));
+        STRATA_TRY(strata__agent_train(ag, (const int[]){ PPO_ACTOR }, 1, &b));
         b = strata__agent_batch(sc->s, (int)n, (int)S, sc->dq, 1);
-        STRATA_TRY(strata_model_train_step(ag->rt, PPO_VALUE, &b, NULL));
+        STRATA_TRY(strata__agent_train(ag, (const int[]){ PPO_VALUE }, 1, &b));
         if (!ag->cfg.fixed_std)
                 logstd_step(ag, sc, gls);
         sc->head->updates++;

@@ -192,13 +192,13 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(target(ag, sc, alpha));
         strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
-        STRATA_TRY(strata_models_train_step(ag->rt, critics, 2, &b, NULL));
+        STRATA_TRY(strata__agent_train(ag, critics, 2, &b));
         STRATA_TRY(draw(ag, sc, sc->s, sc->a2));
         strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
         STRATA_TRY(critic_grad(ag, sc));
         policy_grad(ag, sc, alpha);
         b = strata__agent_batch(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
-        STRATA_TRY(strata_model_train_step(ag->rt, SAC_ACTOR, &b, NULL));
+        STRATA_TRY(strata__agent_train(ag, (const int[]){ SAC_ACTOR }, 1, &b));
         if (!ag->cfg.fixed_alpha)
                 STRATA_TRY(alpha_step(ag, sc));
         STRATA_TRY(strata_model_polyak_update(ag->rt, SAC_C1T));

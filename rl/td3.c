@@ -64,7 +64,7 @@ static int policy(struct strata_rl_agent *ag, const struct strata__agent_scratch
                 memcpy(sc->g + (size_t)i * A, sc->dsa + (size_t)i * (S + A) + S,
                        A * sizeof(float));
         b = strata__agent_batch(sc->s, (int)B, (int)S, sc->g, (int)A);
-        STRATA_TRY(strata_model_train_step(ag->rt, TD3_ACTOR, &b, NULL));
+        STRATA_TRY(strata__agent_train(ag, (const int[]){ TD3_ACTOR }, 1, &b));
         for (int k = TD3_C1T; k <= TD3_ACTORT; k++)
                 STRATA_TRY(strata_model_polyak_update(ag->rt, k));
         return STRATA_OK;
@@ -83,7 +83,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(target(ag, sc));
         strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
-        STRATA_TRY(strata_models_train_step(ag->rt, critics, 2, &b, NULL));
+        STRATA_TRY(strata__agent_train(ag, critics, 2, &b));
         if (++sc->head->updates % c->policy_delay == 0)
                 STRATA_TRY(policy(ag, sc));
         return STRATA_OK;

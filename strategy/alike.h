@@ -25,4 +25,16 @@ int strata__models_input_grad_alike(struct strata_runtime *rt, int model,
                                     const struct strata_batch *b, const float *dout,
                                     size_t dout_count, float *dx, size_t capacity);
 
+/**
+ * strata_models_train_step() without metrics for the same callers: across processes, where
+ * every value the batch's checks would refuse (an input or target that is not finite) makes a
+ * gradient that is not finite instead (one output of MSE or given_gradient, a Linear first,
+ * fp32, no allow_nonfinite), only the batch's sizes are checked and nothing is exchanged
+ * before the steps (decision 0097): such a value is then the step's STRATA_ENONFINITE on every
+ * process, nothing changed, where the public call refuses it with STRATA_EINVAL. Otherwise,
+ * and in one process, the public call.
+ */
+int strata__models_train_alike(struct strata_runtime *rt, const int *models, int n,
+                               const struct strata_batch *b);
+
 #endif /* STRATA_STRATEGY_ALIKE_H */

@@ -296,6 +296,9 @@ int strata__api_ready(const struct strata_runtime *rt, int train);
 int strata__api_check(const struct strata_runtime *rt, const struct strata_batch *b,
                       int predict, const float *out, size_t capacity);
 
+/** A training step's batch's form and sizes (strata__api_check() less its values and index). */
+int strata__api_check_sizes(const struct strata_runtime *rt, const struct strata_batch *b);
+
 /** Verdict @p rc agreed with the job's other processes (one exchange; none alone). */
 int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b);
 

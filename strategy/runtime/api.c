@@ -110,6 +110,23 @@ static int from_row(int rc, int lo)
         return strata__fail(rc, "%s (row numbers from row %d, this process's first)", msg, lo);
 }
 
+/* A step's batch's form and sizes, no value of it read. */
+static int check_sizes(const struct strata_runtime *rt, const struct strata_batch *b,
+                       int targets)
+{
+        if (!b)
+                return strata__fail(STRATA_EINVAL, "batch pointer is NULL");
+        STRATA_TRY(check_form(b, rt->cfg.model, targets));
+        /* Fewer rows than devices: the devices past the rows take part with none. */
+        if (b->rows < 1 || b->rows > rt->cfg.batch)
+                return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed 1..%d", b->rows,
+                                    rt->cfg.batch);
+        if (b->dim != rt->cfg.model->in_features)
+                return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
+                                    b->dim, rt->cfg.model->in_features);
+        return STRATA_OK;
+}
+
 /*
  * The checks of a step's batch on this process: its form and sizes, then its rows' indices
  * and values (the loss's check), over the rows this process computes (all of them in one
@@ -121,16 +138,7 @@ static int check_local(const struct strata_runtime *rt, const struct strata_batc
         struct strata_batch own;
         int lo, hi, rc;
 
-        if (!b)
-                return strata__fail(STRATA_EINVAL, "batch pointer is NULL");
-        STRATA_TRY(check_form(b, rt->cfg.model, targets));
-        /* Fewer rows than devices: the devices past the rows take part with none. */
-        if (b->rows < 1 || b->rows > rt->cfg.batch)
-                return strata__fail(STRATA_EINVAL, "batch has %d rows; allowed 1..%d", b->rows,
-                                    rt->cfg.batch);
-        if (b->dim != rt->cfg.model->in_features)
-                return strata__fail(STRATA_EINVAL, "batch rows are %d wide; the model takes %d",
-                                    b->dim, rt->cfg.model->in_features);
+        STRATA_TRY(check_sizes(rt, b, targets));
         strata__own_rows(rt, b->rows, &lo, &hi);
         own = rows_of(b, lo, hi);
         rc = check_index(&own);
@@ -371,6 +379,11 @@ int strata__api_check(const struct strata_runtime *rt, const struct strata_batch
                       int predict, const float *out, size_t capacity)
 {
         return predict ? check_predict(rt, b, out, capacity) : check_local(rt, b, 1);
+}
+
+int strata__api_check_sizes(const struct strata_runtime *rt, const struct strata_batch *b)
+{
+        return check_sizes(rt, b, 1);
 }
 
 int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)

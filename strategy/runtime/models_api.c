@@ -334,20 +334,18 @@ static int held_loss(const int *models, unsigned held, const unsigned long long 
 }
 
 /*
- * Each model's step in turn. Without metrics the losses of all but the last model are held:
- * judged with the last step's exchange of metrics (one where n make n), which carries the
- * held losses that were not finite on each process (decision 0097). A gradient that is not
- * finite is the job's verdict at once, as before.
+ * Each model's step in turn, the batch checked. Without metrics the losses of all but the last
+ * model are held: judged with the last step's exchange of metrics (one where n make n), which
+ * carries the held losses that were not finite on each process (decision 0097). A gradient
+ * that is not finite is the job's verdict at once, as before.
  */
-int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
-                             const struct strata_batch *b, struct strata_metrics *m)
+static int train_all(struct strata_runtime *rt, const int *models, int n,
+                     const struct strata_batch *b, struct strata_metrics *m)
 {
         unsigned long long steps[STRATA_MAX_MODELS];
         unsigned held = 0;
-        int hold;
+        int hold = may_hold(rt, m);
 
-        STRATA_TRY(check_all(rt, models, n, b, NULL, 0, 0));
-        hold = may_hold(rt, m);
         for (int k = 0; k < n; k++) {
                 int last = k == n - 1, rc;
 
@@ -364,6 +362,70 @@ int strata_models_train_step(struct strata_runtime *rt, const int *models, int n
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
+}
+
+int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
+                             const struct strata_batch *b, struct strata_metrics *m)
+{
+        STRATA_TRY(check_all(rt, models, n, b, NULL, 0, 0));
+        return train_all(rt, models, n, b, m);
+}
+
+/*
+ * Whether every value of the active model's training batch that its checks would refuse (an
+ * input or a target that is not finite) makes a gradient that is not finite instead, which
+ * every process learns at the step (decision 0091): its loss's gradient is the error or the
+ * given gradient itself (MSE, given_gradient; one output), its first module a Linear (an
+ * input reaches its weight gradient, even times a zero), in fp32 (no loss scaler skips a
+ * step) and without allow_nonfinite (the gradients are checked).
+ */
+static int values_in_gradients(const struct strata_runtime *rt)
+{
+        const struct strata_model *md = rt->cfg.model;
+        const struct strata_loss_ops *loss = strata__loss_of(md);
+
+        return md->noutputs <= 0 && md->nmodules > 0 && md->modules[0].ops == &strata_linear &&
+               (loss == &strata_mse || loss == &strata_given_gradient) &&
+               rt->cfg.precision.kind == STRATA_PRECISION_32 && !rt->cfg.train.allow_nonfinite;
+}
+
+/*
+ * The models' verdicts on @p b's sizes where every process passes the same (no value or
+ * index read, nothing exchanged): STRATA_ENOTSUP where a value could be refused (the public
+ * call then decides), else the first refusal of the sizes, or STRATA_OK.
+ */
+static int sizes_all(struct strata_runtime *rt, const int *models, int n,
+                     const struct strata_batch *b)
+{
+        int rc = STRATA_OK;
+
+        STRATA_TRY(models_arg(rt, models, n, 1));
+        STRATA_TRY(strata__api_ready(rt, 1));
+        if (b && b->index)
+                return STRATA_ENOTSUP;
+        for (int k = 0; k < n && rc == STRATA_OK; k++) {
+                STRATA_TRY(strata__models_enter(rt, models[k]));
+                rc = values_in_gradients(rt) ? strata__api_check_sizes(rt, b) : STRATA_ENOTSUP;
+                strata__models_leave(rt);
+                if (rc != STRATA_OK && rc != STRATA_ENOTSUP && n > 1)
+                        rc = name_model(rc, models[k]);
+        }
+        return rc;
+}
+
+int strata__models_train_alike(struct strata_runtime *rt, const int *models, int n,
+                               const struct strata_batch *b)
+{
+        int rc;
+
+        STRATA_TRY(strata__check_rt(rt));
+        if (rt->world == rt->nreplicas) /* one process: the public call exchanges nothing */
+                return strata_models_train_step(rt, models, n, b, NULL);
+        rc = sizes_all(rt, models, n, b);
+        if (rc == STRATA_ENOTSUP)
+                return strata_models_train_step(rt, models, n, b, NULL);
+        STRATA_TRY(rc);
+        return train_all(rt, models, n, b, NULL);
 }
 
 /* strata_models_predict_step(), its verdict agreed unless @p alike. */

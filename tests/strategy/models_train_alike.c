@@ -1,0 +1,229 @@
+/*
+ * The agents' training steps across processes exchange no batch agreement (decision 0097):
+ * strata__models_train_alike() checks only the batch's sizes where every value a check would
+ * refuse makes a gradient that is not finite instead. Under spawn x 2 it trains bitwise what
+ * the public call trains on one process of 2 devices; a target that is NaN in process 1's
+ * rows is STRATA_ENONFINITE on both processes with nothing changed (the public call refuses
+ * that batch with STRATA_EINVAL on both); in one process and for a loss whose gradient can
+ * drop such a value (L1), the public call decides.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "strata/process.h"
+#include "strategy/alike.h"
+#include "strategy/internal.h"
+#include "tests/support/rig.h"
+
+#define NP 1024
+
+struct two {
+        struct rig r;
+        struct strata_module mods1[3];
+        struct strata_model m1;
+        struct strata_optim o1;
+        struct strata_models set;
+};
+
+static const int order[2] = { 1, 0 };
+
+/* Model 0 the regression rig's (@p loss), model 1 20-8-tanh-3 (MSE, AdamW). */
+static void two_init(struct two *t, const struct strata_loss_ops *loss)
+{
+        rig_init_regression(&t->r, loss);
+        t->mods1[0] = (struct strata_module){ .ops = &strata_linear, .out = 8 };
+        t->mods1[1] = (struct strata_module){ .ops = &strata_tanh };
+        t->mods1[2] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
+        t->m1 = (struct strata_model){ .in_features = RIG_IN, .nmodules = 3,
+                                       .modules = t->mods1, .loss = &strata_mse };
+        t->o1 = (struct strata_optim)STRATA_OPTIM_INIT;
+        t->o1.kind = STRATA_OPTIM_ADAMW;
+        t->o1.lr = 0.01f;
+        t->set = (struct strata_models)STRATA_MODELS_INIT;
+        cr_assert_eq(strata_models_add(&t->set, &t->m1, RIG_OUT, &t->o1, NULL), STRATA_OK);
+        t->r.cfg.models = &t->set;
+}
+
+static float xs[RIG_BATCH * RIG_IN], ts[RIG_BATCH * RIG_OUT];
+
+/* The loader's first batch, copied; the last row's first target @p v where @p v is not 0. */
+static struct strata_batch batch(struct rig *r, float v)
+{
+        struct strata_batch b;
+
+        strata_loader_reset(&r->loader, r->idx, 256);
+        cr_assert(strata_loader_next(&r->loader, &b));
+        memcpy(xs, b.x, sizeof(xs));
+        memcpy(ts, b.t, sizeof(ts));
+        if (v != 0.0f)
+                ts[(RIG_BATCH - 1) * RIG_OUT] = v; /* in the last device's rows */
+        b.x = xs;
+        b.t = ts;
+        return b;
+}
+
+/* Both models' parameters on device 0, model 0's first, into @p out (NP floats). */
+static void params(struct strata_runtime *rt, float *out)
+{
+        size_t at = 0;
+
+        memset(out, 0, NP * sizeof(float));
+        for (int k = 0; k < 2; k++) {
+                const float *p;
+                size_t n;
+
+                cr_assert_eq(strata_model_parameters(rt, k, 0, &p, &n), STRATA_OK);
+                cr_assert_leq(at + n, NP);
+                memcpy(out + at, p, n * sizeof(float));
+                at += n;
+        }
+}
+
+/* ---- across processes ---- */
+
+static struct two spawn_two; /* set up by the parent: the children inherit it */
+
+struct got {
+        float p[NP];   /* both models after a finite step */
+        int alike_rc;  /* the NaN target's step */
+        int named;     /* its message names the gradient */
+        int unchanged; /* and nothing changed */
+        int public_rc; /* the public call on it */
+};
+
+/* Rank 0 returns what it saw; rank 1 exits non-zero where its own verdicts differ. */
+static int spawn_child(int rank, int size, void *arg)
+{
+        static struct got g;
+        static float before[NP], after[NP];
+        struct strata_config c = spawn_two.r.cfg;
+        struct strata_runtime *rt;
+        struct strata_batch b = batch(&spawn_two.r, 0.0f);
+
+        (void)size, (void)arg;
+        c.strategy.kind = STRATA_STRATEGY_SPAWN;
+        c.strategy.devices = 1;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        if (strata__models_train_alike(rt, order, 2, &b) != STRATA_OK)
+                return 11;
+        params(rt, g.p);
+        b = batch(&spawn_two.r, NAN);
+        params(rt, before);
+        g.alike_rc = strata__models_train_alike(rt, order, 2, &b);
+        g.named = strstr(strata_last_error(), "a gradient is NaN") != NULL;
+        params(rt, after);
+        g.unchanged = !memcmp(before, after, sizeof(before));
+        g.public_rc = strata_models_train_step(rt, order, 2, &b, NULL);
+        if (rank == 1 && (g.alike_rc != STRATA_ENONFINITE || !g.unchanged ||
+                          g.public_rc != STRATA_EINVAL))
+                return 12;
+        if (rank == 0 && strata_spawn_return(&g, sizeof(g)))
+                return 13;
+        return strata_teardown(rt) == STRATA_OK ? 0 : 14;
+}
+
+Test(models_train_alike, processes_train_the_public_bits_and_refuse_together, .timeout = 120)
+{
+        static struct got g;
+        static float ref[NP];
+        struct strata_spawn_result res;
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        /* One job at a time with tests/strategy/processes.c, which watches /dev/shm. */
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        two_init(&spawn_two, &strata_mse);
+        cr_assert_eq(strata_spawn(2, spawn_child, NULL, 30.0, &g, sizeof(g), &res), STRATA_OK,
+                     "%s (exit %d of rank %d)", strata_last_error(), res.status,
+                     res.failed_rank);
+        close(fd);
+        cr_assert_eq(g.alike_rc, STRATA_ENONFINITE, "process 0 refused process 1's NaN (%d)",
+                     g.alike_rc);
+        cr_assert(g.named, "as a gradient that is not finite");
+        cr_assert(g.unchanged, "nothing changed");
+        cr_assert_eq(g.public_rc, STRATA_EINVAL, "the public call refuses the batch");
+        spawn_two.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        spawn_two.r.cfg.strategy.devices = 2;
+        rt = rig_open(&spawn_two.r.cfg);
+        b = batch(&spawn_two.r, 0.0f);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_OK);
+        params(rt, ref);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        cr_assert(!memcmp(ref, g.p, sizeof(ref)), "spawn x 2 != the public call on 2 devices");
+}
+
+/* ---- where the public call decides ---- */
+
+static void public_decides(const struct strata_loss_ops *loss, int allow)
+{
+        static float before[NP], after[NP];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct two t;
+
+        two_init(&t, loss);
+        t.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        t.r.cfg.strategy.devices = 2;
+        t.r.cfg.train.allow_nonfinite = allow;
+        rt = rig_open(&t.r.cfg);
+        b = batch(&t.r, NAN);
+        params(rt, before);
+        cr_assert_eq(strata__models_train_alike(rt, order, 2, &b), STRATA_EINVAL, "%s",
+                     strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "is nan"), "%s", strata_last_error());
+        params(rt, after);
+        cr_assert(!memcmp(before, after, sizeof(before)), "refused: nothing changed");
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+Test(models_train_alike, one_process_is_the_public_call, .timeout = 60)
+{
+        public_decides(&strata_mse, 0);
+        public_decides(&strata_l1, 0);
+        public_decides(&strata_mse, 1);
+}
+
+/* Across processes, a loss whose gradient drops a NaN (L1's sign is 0 there) is agreed. */
+static int l1_child(int rank, int size, void *arg)
+{
+        struct strata_config c = spawn_two.r.cfg;
+        struct strata_runtime *rt;
+        struct strata_batch b = batch(&spawn_two.r, NAN);
+        int rc;
+
+        (void)rank, (void)size, (void)arg;
+        c.strategy.kind = STRATA_STRATEGY_SPAWN;
+        c.strategy.devices = 1;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        rc = strata__models_train_alike(rt, order, 2, &b);
+        if (rc != STRATA_EINVAL)
+                return 11; /* both processes refuse, process 1's row named to process 0 */
+        return strata_teardown(rt) == STRATA_OK ? 0 : 12;
+}
+
+Test(models_train_alike, processes_agree_where_a_value_could_be_dropped, .timeout = 120)
+{
+        struct strata_spawn_result res;
+        int none = 0, fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC,
+                                0600);
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        two_init(&spawn_two, &strata_l1);
+        cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,
+                     "%s (exit %d of rank %d)", strata_last_error(), res.status,
+                     res.failed_rank);
+        close(fd);
+}
