@@ -1,7 +1,7 @@
 /*
  * The model calls that exchange no batch agreement, for a caller of the library that passes
- * every process the same sizes (rl/'s agents; decision 0091): the one part of strategy/ that
- * rl/ reaches past the public API. Defined in strategy/runtime/models_api.c.
+ * every process the same sizes (rl/'s agents; decisions 0091, 0097): the one part of
+ * strategy/ that rl/ reaches past the public API. Defined in strategy/runtime/models_api.c.
  */
 #ifndef STRATA_STRATEGY_ALIKE_H
 #define STRATA_STRATEGY_ALIKE_H
