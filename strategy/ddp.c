@@ -174,12 +174,13 @@ static void *ddp_model_state(struct strata_runtime *rt, size_t *bytes)
 
 /*
  * The split step's sum of a bucket (decision 0096): every device's elements [lo, lo + n) at
- * @p g summed as the all-reduce sums them (each element src[0] + src[1] + ... in the world's
- * order: the same bits), each device's part of the split (strata__dev_part()) into its own
- * replica only, the one part of its gradient its update reads.
+ * @p g summed with @p op as the all-reduce sums them (each element src[0] + src[1] + ... in
+ * the world's order, or the pairwise tree: the same bits), each device's part of the split
+ * (strata__dev_part()) into its own replica only, the one part of its gradient its update
+ * reads.
  */
 static int reduce_parts(const struct strata_runtime *rt, struct strata__replica *r, float *g,
-                        size_t lo, size_t n)
+                        size_t lo, size_t n, enum strata_reduce_op op)
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         size_t a, e, block, x;
@@ -188,7 +189,7 @@ static int reduce_parts(const struct strata_runtime *rt, struct strata__replica 
         x = (size_t)v->dev * block;
         x = x < lo ? lo : x > lo + n ? lo + n : x; /* the part's first element in the bucket */
         return strata__comm_reduce_scatter_blocks(ddp_of(rt)->m.dcomm, v->dev, g, g + (x - lo),
-                                                  n, lo, block, STRATA_F32, STRATA_OP_SUM);
+                                                  n, lo, block, STRATA_F32, op);
 }
 
 /*
@@ -205,7 +206,7 @@ static int all_reduce_grads(const struct strata_runtime *rt, struct strata__repl
         uint16_t *s = strata__shard_grad_stage(strata__replica_shard(r));
 
         if (!s && part)
-                return reduce_parts(rt, r, g, lo, n);
+                return reduce_parts(rt, r, g, lo, n, op);
         if (!s) /* f32 (tree: the devices' blocks, the top of invariant mode's tree) */
                 return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32, op);
         s += lo;
@@ -238,7 +239,7 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct ddp *d = ddp_of(h);
-        int part = op == STRATA_OP_SUM && strata__dev_split(h, &d->m);
+        int part = strata__dev_split(h, &d->m);
 
         for (int k = 0; k < d->b.n; k++) {
                 uint64_t t0;

@@ -4,7 +4,8 @@
  * independent reference (frexp/nearbyint), summed and rounded again; ddp's reduced gradients
  * must be exactly that, on every device, where the f32 sum gives the exact f32 sum. In f32,
  * where ddp splits its optimizer step (decision 0086), each device's part of the sum lands in
- * its own replica only (decision 0096): outside its part a device's gradient is its own share.
+ * its own replica only (decision 0096): outside its part a device's gradient is its own share
+ * (the buckets' sum, and invariant mode's tree over the devices' blocks).
  * Also: runs repeat bitwise, the staging is in the plan (plan = used), and bad input is
  * refused.
  */
@@ -146,6 +147,40 @@ Test(grad_allreduce, f32_split_step_sums_each_part_into_its_own_replica, .timeou
         }
         cr_assert_gt(kept, NP / 2, "only %d of %d elements tell the shares from the sum", kept,
                      NP);
+}
+
+/*
+ * Invariant mode's tree variant at 2 devices splits its step too: each device's part of the
+ * pairwise sum over the devices' blocks lands in its own replica only. The reduced gradient is
+ * one device's (invariant mode: the same on any device count); outside its part a device
+ * keeps its own block's sum.
+ */
+Test(grad_allreduce, tree_split_step_sums_each_part_into_its_own_replica, .timeout = 60)
+{
+        static float one[NP], g[2][NP];
+        struct strata_batch all, half[2];
+        struct strata_config c;
+        struct rig r;
+        int kept = 0;
+
+        rig_init(&r, 0);
+        batches(&r, &all, half);
+        c = r.cfg;
+        c.strategy.invariant = 1;
+        one_step_grads(&c, &all, 0, one);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.strategy.invariant = 1;
+        one_step_grads(&c, &all, 0, g[0]);
+        one_step_grads(&c, &all, 1, g[1]);
+        for (int i = 0; i < NP; i++) {
+                int owner = i >= PART;
+
+                cr_assert_eq(g[owner][i], one[i], "element %d, device %d's part: %a, want %a",
+                             i, owner, (double)g[owner][i], (double)one[i]);
+                kept += g[!owner][i] != one[i];
+        }
+        cr_assert_gt(kept, NP / 2, "only %d of %d elements outside a device's part differ from "
+                     "the sum: the other replica got it too", kept, NP);
 }
 
 Test(grad_allreduce, runs_repeat_bitwise_and_plan_is_used, .timeout = 60)
