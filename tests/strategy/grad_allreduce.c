@@ -115,9 +115,11 @@ Test(grad_allreduce, bf16_sum_of_rounded_gradients_rounded_once, .timeout = 60)
 
 /*
  * The split step's f32 sum: each device's part into its own replica, nothing into the other's,
- * which keeps its own share of the mean there (the old all-reduce wrote the sum into both).
+ * which keeps its own share of the mean there (the old all-reduce wrote the sum into both);
+ * with one bucket for the model, and with a bucket a layer (@p bucket_bytes 64: the last
+ * layer's bucket lies in device 1's part alone, the first layer's straddles both).
  */
-Test(grad_allreduce, f32_split_step_sums_each_part_into_its_own_replica, .timeout = 60)
+static void split_sum(size_t bucket_bytes)
 {
         static float ga[NP], gb[NP], g[2][NP];
         struct strata_batch all, half[2];
@@ -132,6 +134,7 @@ Test(grad_allreduce, f32_split_step_sums_each_part_into_its_own_replica, .timeou
         one_step_grads(&c, &half[0], 0, ga);
         one_step_grads(&c, &half[1], 0, gb);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.strategy.bucket_bytes = bucket_bytes;
         one_step_grads(&c, &all, 0, g[0]);
         one_step_grads(&c, &all, 1, g[1]);
         for (int i = 0; i < NP; i++) {
@@ -147,6 +150,12 @@ Test(grad_allreduce, f32_split_step_sums_each_part_into_its_own_replica, .timeou
         }
         cr_assert_gt(kept, NP / 2, "only %d of %d elements tell the shares from the sum", kept,
                      NP);
+}
+
+Test(grad_allreduce, f32_split_step_sums_each_part_into_its_own_replica, .timeout = 60)
+{
+        split_sum(0);
+        split_sum(64);
 }
 
 /*
