@@ -129,8 +129,9 @@ struct strata__sync {
         strata__device_fn gather;
         unsigned shard;                 /* STRATA__SHARD_* the plan asks of the shard */
         int tree;                       /* the buckets complete invariant mode's tree */
-        /* every replica holds the whole reduced gradient: where the devices share one address
-         * space, each updates its comm slice and writes it into every replica (step.c) */
+        /* each replica holds (at least) its part of the reduced gradient: where the devices
+         * share one address space, each updates its part and writes it into every replica
+         * (step.c, decisions 0086 and 0096) */
         int split;
         /* ...the same bits in every replica of every process: each device may find a value
          * that is not finite alone, with no agreement (strata__dev_alone(), step.c) */

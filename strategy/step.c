@@ -72,10 +72,10 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
 
 /*
  * Whether the update is split across the devices (decision 0086): the variant leaves each
- * device's part of the reduced gradient in its replica (ddp's buckets: in that replica alone,
- * decision 0096; tree, invariant: the whole of it in every replica), the devices are threads of this process (a pool,
- * no peers) on host memory with the driver's range update, and nothing reads the whole
- * vector before the update (no loss scale, no clipping).
+ * device's part of the reduced gradient in its replica (ddp's buckets and tree in f32: in that
+ * replica alone, decision 0096; otherwise the whole of it in every replica), the devices are
+ * threads of this process (a pool, no peers) on host memory with the driver's range update,
+ * and nothing reads the whole vector before the update (no loss scale, no clipping).
  */
 static int split(const struct strata_runtime *rt, const struct strata__multi *m,
                  const struct strata__sync *s)
