@@ -212,6 +212,13 @@ STRATA_SIMD static void sum2_f32(float *d0, float *d1, const float *a, const flo
         }
 }
 
+/* The same into one place (a reduce-scatter's piece): one store an element, not two. */
+STRATA_SIMD static void sum2_to1_f32(float *d, const float *a, const float *b, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                d[i] = a[i] + b[i];
+}
+
 /*
  * The pairwise tree over the sources, a block at a time: a stack of partial sums, each the
  * tree of 2^k consecutive leaves; a new leaf is pushed, then equal-sized neighbours are added
@@ -282,7 +289,11 @@ void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int nds
                 op = STRATA__MEAN;
         if (dt == STRATA_F32 && op == STRATA__SUM && nsrc == 2 && ndst <= 2 && !nt) {
                 /* Each element is read from both sources before it is written: aliasing holds. */
-                sum2_f32((float *)dst[0] + lo, (float *)dst[ndst - 1] + lo,
+                if (ndst == 1)
+                        sum2_to1_f32((float *)dst[0] + lo, (const float *)src[0] + lo,
+                                     (const float *)src[1] + lo, hi - lo);
+                else
+                        sum2_f32((float *)dst[0] + lo, (float *)dst[ndst - 1] + lo,
                          (const float *)src[0] + lo, (const float *)src[1] + lo, hi - lo);
                 return;
         }

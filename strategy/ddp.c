@@ -17,6 +17,7 @@
 
 #include "strata/status.h"
 #include "arch/reduce.h"
+#include "drivers/comm_blocks.h"
 #include "strategy/multi.h"
 
 struct ddp {
@@ -172,16 +173,40 @@ static void *ddp_model_state(struct strata_runtime *rt, size_t *bytes)
 }
 
 /*
- * Sum elements [lo, lo + n) of every device's gradients, held at @p g (the replica's vector
- * at lo, or a layer's buffer). In bf16 (cfg.strategy.grad_allreduce) they are rounded into
- * the replica's staging, all-reduced there and widened back.
+ * The split step's sum of a bucket (decision 0096): every device's elements [lo, lo + n) at
+ * @p g summed with @p op as the all-reduce sums them (each element src[0] + src[1] + ... in
+ * the world's order, or the pairwise tree: the same bits), each device's part of the split
+ * (strata__dev_part()) into its own replica only, the one part of its gradient its update
+ * reads.
  */
-static int all_reduce_grads(struct ddp *d, struct strata__replica *r, float *g, size_t lo,
-                            size_t n, enum strata_reduce_op op)
+static int reduce_parts(const struct strata_runtime *rt, struct strata__replica *r, float *g,
+                        size_t lo, size_t n, enum strata_reduce_op op)
 {
+        const struct strata__replica_view *v = strata__replica_view(r);
+        size_t a, e, block, x;
+
+        strata__dev_part(rt, v->nparam, v->dev, &a, &e, &block);
+        x = (size_t)v->dev * block;
+        x = x < lo ? lo : x > lo + n ? lo + n : x; /* the part's first element in the bucket */
+        return strata__comm_reduce_scatter_blocks(ddp_of(rt)->m.dcomm, v->dev, g, g + (x - lo),
+                                                  n, lo, block, STRATA_F32, op);
+}
+
+/*
+ * Sum elements [lo, lo + n) of every device's gradients, held at @p g (the replica's vector
+ * at lo, or a layer's buffer): into every replica, or with @p part each device's part of the
+ * split step into its own. In bf16 (cfg.strategy.grad_allreduce) they are rounded into the
+ * replica's staging, all-reduced there and widened back.
+ */
+static int all_reduce_grads(const struct strata_runtime *rt, struct strata__replica *r, float *g,
+                            size_t lo, size_t n, enum strata_reduce_op op, int part)
+{
+        struct ddp *d = ddp_of(rt);
         const struct strata__replica_view *v = strata__replica_view(r);
         uint16_t *s = strata__shard_grad_stage(strata__replica_shard(r));
 
+        if (!s && part)
+                return reduce_parts(rt, r, g, lo, n, op);
         if (!s) /* f32 (tree: the devices' blocks, the top of invariant mode's tree) */
                 return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32, op);
         s += lo;
@@ -214,6 +239,7 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct ddp *d = ddp_of(h);
+        int part = strata__dev_split(h, &d->m);
 
         for (int k = 0; k < d->b.n; k++) {
                 uint64_t t0;
@@ -223,8 +249,8 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
                         continue;
                 inject_nonfinite(h, v->dev, v->grads + d->b.lo[k]);
                 t0 = strata__track_begin(v->track, &span_bucket, NULL);
-                rc = all_reduce_grads(d, r, v->grads + d->b.lo[k], d->b.lo[k],
-                                      d->b.hi[k] - d->b.lo[k], op);
+                rc = all_reduce_grads(h, r, v->grads + d->b.lo[k], d->b.lo[k],
+                                      d->b.hi[k] - d->b.lo[k], op, part);
                 strata__track_end(v->track, t0, k);
                 STRATA_TRY(rc);
         }
@@ -258,7 +284,8 @@ int strata__ddp_layer_each(void *h, struct strata__replica *r, int layer)
         if (!l->nparam)
                 return STRATA_OK;
         t0 = strata__track_begin(v->track, &span_layer, NULL);
-        rc = all_reduce_grads(ddp_of(h), r, l->grad, v->poff[layer], l->nparam, STRATA_OP_SUM);
+        rc = all_reduce_grads(h, r, l->grad, v->poff[layer], l->nparam, STRATA_OP_SUM,
+                             0);
         strata__track_end(v->track, t0, layer);
         return rc;
 }

@@ -129,8 +129,9 @@ struct strata__sync {
         strata__device_fn gather;
         unsigned shard;                 /* STRATA__SHARD_* the plan asks of the shard */
         int tree;                       /* the buckets complete invariant mode's tree */
-        /* every replica holds the whole reduced gradient: where the devices share one address
-         * space, each updates its comm slice and writes it into every replica (step.c) */
+        /* each replica holds (at least) its part of the reduced gradient: where the devices
+         * share one address space, each updates its part and writes it into every replica
+         * (step.c, decisions 0086 and 0096) */
         int split;
         /* ...the same bits in every replica of every process: each device may find a value
          * that is not finite alone, with no agreement (strata__dev_alone(), step.c) */
@@ -589,6 +590,22 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
  * are summed (ddp.c), so every device finds it.
  */
 int strata__dev_alone(const struct strata_runtime *rt, const struct strata__multi *m);
+
+/**
+ * Whether @p m's devices split the optimizer step (decision 0086): each checks and updates its
+ * part of the reduced gradient (strata__dev_part()) and writes the part's new parameters and
+ * optimizer state into every other replica. Then nothing reads a replica's gradient outside
+ * its part, so ddp's buckets sum each part into its own replica only (decision 0096).
+ */
+int strata__dev_split(const struct strata_runtime *rt, const struct strata__multi *m);
+
+/**
+ * Device @p dev's part [*lo, *hi) of a split step over @p n parameters: the vector cut in
+ * blocks of *@p block elements (a whole number of cache lines, block d device d's), the
+ * geometry of the buckets' reduce-scatter (drivers/comm_blocks.h).
+ */
+void strata__dev_part(const struct strata_runtime *rt, size_t n, int dev, size_t *lo, size_t *hi,
+                      size_t *block);
 
 /**
  * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for

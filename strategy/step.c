@@ -71,10 +71,11 @@ int strata__unscale_step(struct strata_runtime *rt, int dev, struct strata_comm 
 }
 
 /*
- * Whether the update is split across the devices (decision 0086): the variant leaves the
- * whole reduced gradient in every replica, the devices are threads of this process (a pool,
- * no peers) on host memory with the driver's range update, and nothing reads the whole
- * vector before the update (no loss scale, no clipping).
+ * Whether the update is split across the devices (decision 0086): the variant leaves each
+ * device's part of the reduced gradient in its replica (ddp's buckets and tree in f32: in that
+ * replica alone, decision 0096; otherwise the whole of it in every replica), the devices are
+ * threads of this process (a pool, no peers) on host memory with the driver's range update,
+ * and nothing reads the whole vector before the update (no loss scale, no clipping).
  */
 static int split(const struct strata_runtime *rt, const struct strata__multi *m,
                  const struct strata__sync *s)
@@ -84,6 +85,25 @@ static int split(const struct strata_runtime *rt, const struct strata__multi *m,
         return s->split && m && m->workers && !m->peers && rt->nreplicas > 1 &&
                !rt->dev->reserve && rt->dev->kernels->update_range && !rt->prec->update &&
                !(t->clip_norm > 0.0f) && !(t->clip_value > 0.0f);
+}
+
+int strata__dev_split(const struct strata_runtime *rt, const struct strata__multi *m)
+{
+        return m && m->sync && split(rt, m, m->sync);
+}
+
+/* Floats of a cache line: the parts of the split step start on one. */
+#define PART_LINE ((size_t)16)
+
+void strata__dev_part(const struct strata_runtime *rt, size_t n, int dev, size_t *lo, size_t *hi,
+                      size_t *block)
+{
+        size_t devs = (size_t)rt->nreplicas, b = (n + devs - 1) / devs;
+
+        b = b ? (b + PART_LINE - 1) / PART_LINE * PART_LINE : PART_LINE;
+        *lo = (size_t)dev * b < n ? (size_t)dev * b : n;
+        *hi = n - *lo > b ? *lo + b : n;
+        *block = b;
 }
 
 /*
@@ -102,21 +122,20 @@ int strata__dev_alone(const struct strata_runtime *rt, const struct strata__mult
 }
 
 /*
- * The split step: this device checks and updates its slice of the communicator's cut (the
- * slice its all-reduce summed, still in its cache) and writes the slice's new parameters and
- * optimizer state into every other replica, so each replica ends the step as if it had made
- * the whole update itself, at half (1/devices) the work. The post's join orders these stores
- * before any device's next read of its replica.
+ * The split step: this device checks and updates its part (strata__dev_part(): the part the
+ * buckets' reduce-scatter summed into this replica alone, decision 0096, still in its cache)
+ * and writes the part's new parameters and optimizer state into every other replica, so each
+ * replica ends the step as if it had made the whole update itself, at half (1/devices) the
+ * work. The post's join orders these stores before any device's next read of its replica.
  */
-static int split_step(struct strata_runtime *rt, struct strata__multi *m, int dev,
-                      struct strata_comm *comm, const struct strata__step_args *a)
+static int split_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
+                      const struct strata__step_args *a)
 {
         struct strata__replica *r = strata__rep(rt, dev), *to[STRATA_MAX_DEVICES];
-        size_t lo, hi;
+        size_t lo, hi, block;
         int skip, nto = 0;
 
-        strata_comm_slice(m->dcomm, strata__replica_view(r)->nparam, sizeof(float), dev, &lo,
-                          &hi);
+        strata__dev_part(rt, strata__replica_view(r)->nparam, dev, &lo, &hi, &block);
         STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 1, lo, hi, 0));
         if (skip)
                 return STRATA_OK;
@@ -137,7 +156,7 @@ int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev
         int skip;
 
         if (split(rt, m, s))
-                return split_step(rt, m, dev, comm, a);
+                return split_step(rt, dev, comm, a);
         STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 0, 0, 0, strata__dev_alone(rt, m)));
         if (skip)
                 return STRATA_OK;

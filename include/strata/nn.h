@@ -576,7 +576,12 @@ struct strata_param {
          * only its shard, the values of elements [shard_lo, shard_hi), as opt_state
          */
         float *value;
-        float *grad;                   /**< gradient (NULL for buffers); fsdp: as value */
+        /**
+         * gradient (NULL for buffers); fsdp: as value. After a split ddp step (threads of one
+         * process, f32, no clipping or loss scale) the devices' sum only in this device's
+         * part of the step, elsewhere its own share (decision 0096)
+         */
+        float *grad;
         int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */
         /** each slot's values for elements [shard_lo, shard_hi) of this group (NULL: none) */
         float *opt_state[2];

@@ -2,7 +2,10 @@
  * ddp's bf16 gradient all-reduce (cfg.strategy.grad_allreduce). Each device's gradients,
  * computed here by single-device runtimes on its half of the batch, are rounded to bf16 by an
  * independent reference (frexp/nearbyint), summed and rounded again; ddp's reduced gradients
- * must be exactly that, on every device, where the f32 all-reduce gives the exact f32 sum.
+ * must be exactly that, on every device, where the f32 sum gives the exact f32 sum. In f32,
+ * where ddp splits its optimizer step (decision 0086), each device's part of the sum lands in
+ * its own replica only (decision 0096): outside its part a device's gradient is its own share
+ * (the buckets' sum, and invariant mode's tree over the devices' blocks).
  * Also: runs repeat bitwise, the staging is in the plan (plan = used), and bad input is
  * refused.
  */
@@ -14,6 +17,12 @@
 #include "tests/support/rig.h"
 
 #define NP (RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES)
+
+/*
+ * The first element of device 1's part of ddp's split step over NP parameters at 2 devices
+ * (strata__dev_part(): blocks of ceil(NP / 2) elements rounded up to a cache line of floats).
+ */
+#define PART ((NP / 2 + NP % 2 + 15) / 16 * 16)
 
 /* x rounded to bf16, nearest even, computed without the library's bit tricks. */
 static float bf16_ref(float x)
@@ -68,7 +77,7 @@ static void batches(struct rig *r, struct strata_batch *all, struct strata_batch
 
 Test(grad_allreduce, bf16_sum_of_rounded_gradients_rounded_once, .timeout = 60)
 {
-        static float ga[NP], gb[NP], f32[NP], bf[2][NP];
+        static float ga[NP], gb[NP], f32[2][NP], bf[2][NP];
         struct strata_batch all, half[2];
         struct strata_config c;
         struct rig r;
@@ -81,26 +90,106 @@ Test(grad_allreduce, bf16_sum_of_rounded_gradients_rounded_once, .timeout = 60)
         one_step_grads(&c, &half[0], 0, ga);
         one_step_grads(&c, &half[1], 0, gb);
         c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
-        one_step_grads(&c, &all, 0, f32);
+        one_step_grads(&c, &all, 0, f32[0]);
+        one_step_grads(&c, &all, 1, f32[1]);
         c.strategy.grad_allreduce = STRATA_BF16;
         one_step_grads(&c, &all, 0, bf[0]);
         one_step_grads(&c, &all, 1, bf[1]);
         for (int i = 0; i < NP; i++) {
                 /* A device's share of the mean is half its half-batch mean: exact in f32. */
                 float a = ga[i] * 0.5f, b = gb[i] * 0.5f;
-                float want = bf16_ref(bf16_ref(a) + bf16_ref(b));
+                float want = bf16_ref(bf16_ref(a) + bf16_ref(b)), sum = f32[i >= PART][i];
 
-                cr_assert_eq(f32[i], a + b, "f32 all-reduce, element %d: %a, want %a", i,
-                             (double)f32[i], (double)(a + b));
+                cr_assert_eq(sum, a + b, "f32 sum, element %d of device %d's part: %a, want %a",
+                             i, i >= PART, (double)sum, (double)(a + b));
                 cr_assert_eq(bf[0][i], want, "bf16 all-reduce, element %d: %a, want %a", i,
                              (double)bf[0][i], (double)want);
                 cr_assert_eq(bf[1][i], bf[0][i], "device 1 differs at element %d", i);
-                exact_f32 += bf16_ref(f32[i]) == f32[i];
-                differ += bf[0][i] != f32[i];
+                exact_f32 += bf16_ref(sum) == sum;
+                differ += bf[0][i] != sum;
         }
         cr_assert_lt(exact_f32, NP / 2, "the f32 sums are mostly bf16 values: a weak test");
         cr_assert_gt(differ, NP / 2, "bf16 all-reduce changed only %d of %d gradients", differ,
                      NP);
+}
+
+/*
+ * The split step's f32 sum: each device's part into its own replica, nothing into the other's,
+ * which keeps its own share of the mean there (the old all-reduce wrote the sum into both);
+ * with one bucket for the model, and with a bucket a layer (@p bucket_bytes 64: the last
+ * layer's bucket lies in device 1's part alone, the first layer's straddles both).
+ */
+static void split_sum(size_t bucket_bytes)
+{
+        static float ga[NP], gb[NP], g[2][NP];
+        struct strata_batch all, half[2];
+        struct strata_config c;
+        struct rig r;
+        int kept = 0;
+
+        rig_init(&r, 0);
+        batches(&r, &all, half);
+        c = r.cfg;
+        c.batch = RIG_BATCH / 2;
+        one_step_grads(&c, &half[0], 0, ga);
+        one_step_grads(&c, &half[1], 0, gb);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.strategy.bucket_bytes = bucket_bytes;
+        one_step_grads(&c, &all, 0, g[0]);
+        one_step_grads(&c, &all, 1, g[1]);
+        for (int i = 0; i < NP; i++) {
+                int owner = i >= PART, other = !owner;
+                float a = ga[i] * 0.5f, b = gb[i] * 0.5f, own = other ? b : a;
+
+                cr_assert_eq(g[owner][i], a + b, "element %d, device %d's part: %a, want %a", i,
+                             owner, (double)g[owner][i], (double)(a + b));
+                cr_assert_eq(g[other][i], own, "element %d on device %d (not its part): %a, "
+                             "want its own share %a", i, other, (double)g[other][i],
+                             (double)own);
+                kept += own != a + b;
+        }
+        cr_assert_gt(kept, NP / 2, "only %d of %d elements tell the shares from the sum", kept,
+                     NP);
+}
+
+Test(grad_allreduce, f32_split_step_sums_each_part_into_its_own_replica, .timeout = 60)
+{
+        split_sum(0);
+        split_sum(64);
+}
+
+/*
+ * Invariant mode's tree variant at 2 devices splits its step too: each device's part of the
+ * pairwise sum over the devices' blocks lands in its own replica only. The reduced gradient is
+ * one device's (invariant mode: the same on any device count); outside its part a device
+ * keeps its own block's sum.
+ */
+Test(grad_allreduce, tree_split_step_sums_each_part_into_its_own_replica, .timeout = 60)
+{
+        static float one[NP], g[2][NP];
+        struct strata_batch all, half[2];
+        struct strata_config c;
+        struct rig r;
+        int kept = 0;
+
+        rig_init(&r, 0);
+        batches(&r, &all, half);
+        c = r.cfg;
+        c.strategy.invariant = 1;
+        one_step_grads(&c, &all, 0, one);
+        c = rig_cfg(&r, STRATA_STRATEGY_DDP, 2, 0);
+        c.strategy.invariant = 1;
+        one_step_grads(&c, &all, 0, g[0]);
+        one_step_grads(&c, &all, 1, g[1]);
+        for (int i = 0; i < NP; i++) {
+                int owner = i >= PART;
+
+                cr_assert_eq(g[owner][i], one[i], "element %d, device %d's part: %a, want %a",
+                             i, owner, (double)g[owner][i], (double)one[i]);
+                kept += g[!owner][i] != one[i];
+        }
+        cr_assert_gt(kept, NP / 2, "only %d of %d elements outside a device's part differ from "
+                     "the sum: the other replica got it too", kept, NP);
 }
 
 Test(grad_allreduce, runs_repeat_bitwise_and_plan_is_used, .timeout = 60)
