@@ -578,8 +578,9 @@ struct strata_param {
         float *value;
         /**
          * gradient (NULL for buffers); fsdp: as value. After a split ddp step (threads of one
-         * process, f32, no clipping or loss scale) the devices' sum only in this device's
-         * part of the step, elsewhere its own share (decision 0096)
+         * process, the buckets and tree variants, f32, no clipping or loss scale) the devices'
+         * sum only in this device's part of the step, elsewhere this device's own sum
+         * (decision 0096)
          */
         float *grad;
         int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */

@@ -157,3 +157,35 @@ Test(ddp_split_step, clipping_keeps_the_whole_step, .timeout = 120)
                              clip ? "by value" : "by norm");
         }
 }
+
+/*
+ * allow_nonfinite: no agreement meets the devices before the split step writes into the peers'
+ * replicas, so the step meets them itself (a peer may still read its parameters: invariant
+ * mode's input gradient of a first Linear after a module without parameters). On finite data
+ * the run is bitwise the checked one, buckets and invariant, 2 and 3 devices (under TSan the
+ * race without the meeting is reported).
+ */
+Test(ddp_split_step, allow_nonfinite_is_the_checked_step, .timeout = 120)
+{
+        static float checked[NP], unchecked[NP];
+        struct strata_config c;
+        struct rig r;
+
+        rig_init(&r, 0);
+        memmove(&r.mods[1], &r.mods[0], 3 * sizeof(r.mods[0]));
+        r.mods[0] = (struct strata_module){ .ops = &strata_relu };
+        r.model.nmodules = 4;
+        for (int devices = 2; devices <= 3; devices++)
+                for (int inv = 0; inv < 2; inv++) {
+                        size_t np = RIG_IN * 16 + 16 + 16 * RIG_CLASSES + RIG_CLASSES;
+
+                        c = config(&r, STRATA_OPTIM_SGD, devices);
+                        c.strategy.invariant = inv;
+                        rig_train_cfg(&r, &c, 4, checked, np);
+                        c.train.allow_nonfinite = 1;
+                        rig_train_cfg(&r, &c, 4, unchecked, np);
+                        cr_assert_eq(memcmp(checked, unchecked, np * sizeof(float)), 0,
+                                     "%d devices, invariant %d: allow_nonfinite changed the bits",
+                                     devices, inv);
+                }
+}
