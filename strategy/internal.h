@@ -199,8 +199,6 @@ struct strata__step_args {
         int *nonfinite;                 /**< training: set when a gradient was not finite */
         const float *dout;              /**< input_grad: the caller's output gradient */
         float *dx;                      /**< input_grad: the input gradient's rows */
-        int ahead;                      /**< training: the caller dispatches the step's events
-                                             in a row, nothing read between them */
         int ran;                        /**< training: backward and optimizer_step already
                                              ran on the devices with training_step's job */
         int hold;                       /**< training: the loss is judged with a later step of

@@ -276,9 +276,10 @@ int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
         a.metrics = m ? m : &own;
         a.sync = rt->micro == k - 1 || rt->end_window;
         a.nonfinite = &nf;
-        a.ahead = 1; /* nothing runs between the events below */
         a.hold = hold;
         a.held = held;
+        /* in a row, nothing read between them: training_step's action may run backward's and
+         * optimizer_step's device work in its job (strategy/multi.c) */
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
                 if (events[i] == STRATA__EV_OPTIMIZER_STEP && !a.sync)
                         continue;
