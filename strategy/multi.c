@@ -1,14 +1,14 @@
 /*
  * The multi-device parent, the root of every strategy: what a strategy does for each lifecycle
  * event. The coordinator (the caller's thread, which is also device 0) posts one job per event,
- * but one per training step where whole_step() allows (decision 0097); the executor runs each device's share, on its pinned worker or inline on the caller's thread
- * (single), with the per-device work every strategy runs (strategy/step.c) and the strategy's
- * hooks where they differ (connect_dev, layer_hook, after_backward, step_dev). A child
- * strategy overrides the states whose coordination differs and hands the rest up
- * (STRATA__SM_PARENT). The runtime's job (strategy/job.h) is joined before the devices start,
- * aborted on entering ERROR and left after they stop; one of several processes adds its
- * placement, communicators and metrics through peers (strategy/process/job.c). Nothing here
- * knows processes.
+ * but one per training step where whole_step() allows (decision 0097); the executor runs each
+ * device's share, on its pinned worker or inline on the caller's thread (single), with the
+ * per-device work every strategy runs (strategy/step.c) and the strategy's hooks where they
+ * differ (connect_dev, layer_hook, after_backward, step_dev). A child strategy overrides the
+ * states whose coordination differs and hands the rest up (STRATA__SM_PARENT). The runtime's
+ * job (strategy/job.h) is joined before the devices start, aborted on entering ERROR and left
+ * after they stop; one of several processes adds its placement, communicators and metrics
+ * through peers (strategy/process/job.c). Nothing here knows processes.
  */
 #include <stdio.h>
 #include <string.h>

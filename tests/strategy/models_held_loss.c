@@ -157,6 +157,37 @@ Test(models_held_loss, a_gradient_ends_the_call_at_once, .timeout = 60)
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
+/*
+ * A held loss that is not finite and the last model's step refused (its gradient counted not
+ * finite: accumulate = 2, model 0 inside its window, model 1's window ended): the call says
+ * both, model 0's loss first, then model 1's refusal, model 1 unchanged.
+ */
+Test(models_held_loss, the_last_models_refusal_is_said_after_the_held_loss, .timeout = 60)
+{
+        static const int order[2] = { 0, 1 };
+        static float p1[NP];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct two t;
+        size_t n1;
+
+        two_init(&t);
+        t.r.cfg.train.accumulate = 2;
+        b = batch(&t.r, 1e20f);
+        rt = rig_open(&t.r.cfg);
+        n1 = params(rt, 1, p1);
+        cr_assert_eq(strata_model_end_accumulation_window(rt, 1), STRATA_OK);
+        cr_assert_eq(strata__inject_nonfinite_grad(rt, 0), STRATA_OK);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_ENONFINITE);
+        cr_assert_not_null(strstr(strata_last_error(), "model 0: step 0: the loss is not finite"),
+                           "%s", strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "then model 1: step 0: a gradient is NaN"),
+                           "%s", strata_last_error());
+        cr_assert(same(rt, 1, p1, n1), "model 1's step refused");
+        cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
 /* ---- processes: the held loss crosses on the last model's exchange ---- */
 
 static struct two spawn_two; /* set up by the parent: the children inherit it */
