@@ -199,8 +199,6 @@ struct strata__step_args {
         int *nonfinite;                 /**< training: set when a gradient was not finite */
         const float *dout;              /**< input_grad: the caller's output gradient */
         float *dx;                      /**< input_grad: the input gradient's rows */
-        int ahead;                      /**< training: the caller dispatches the step's events
-                                             in a row, nothing read between them */
         int ran;                        /**< training: backward and optimizer_step already
                                              ran on the devices with training_step's job */
         int hold;                       /**< training: the loss is judged with a later step of
@@ -300,8 +298,13 @@ int strata__api_check(const struct strata_runtime *rt, const struct strata_batch
 /** A training step's batch's form and sizes (strata__api_check() less its values and index). */
 int strata__api_check_sizes(const struct strata_runtime *rt, const struct strata_batch *b);
 
-/** Verdict @p rc agreed with the job's other processes (one exchange; none alone). */
-int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b);
+/**
+ * Verdict @p rc agreed with the job's other processes (one exchange; none alone); @p hold
+ * (NULL: none) in, whether this process's call may hold its losses, out, whether every
+ * process's may (struct strata__job's agree_batch).
+ */
+int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b,
+                       int *hold);
 
 /**
  * strata_train_step() of the active model on batch @p b, once agreed. With @p hold the loss's

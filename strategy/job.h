@@ -41,10 +41,12 @@ struct strata__job_ops {
         /**
          * Agree on a step's batch before any collective of the step: *@p status (this
          * process's verdict on its rows; @p rows the batch's) becomes the lowest refusing
-         * process's, or a refusal when the processes' rows differ. The return is the
-         * exchange's own (a process hung or gone).
+         * process's, or a refusal when the processes' rows differ. @p hold (NULL: none): in,
+         * whether this process's call may hold its losses (decision 0097: it passes no
+         * metrics); out, whether every process's may, so that all make the same exchanges.
+         * The return is the exchange's own (a process hung or gone).
          */
-        int (*agree_batch)(struct strata_runtime *rt, int *status, int rows);
+        int (*agree_batch)(struct strata_runtime *rt, int *status, int rows, int *hold);
         /** Whether a stop request ends the run at this step boundary, as every process agrees. */
         int (*stop_due)(const struct strata_runtime *rt);
         /**

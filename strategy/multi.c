@@ -1,14 +1,14 @@
 /*
  * The multi-device parent, the root of every strategy: what a strategy does for each lifecycle
- * event. The coordinator (the caller's thread, which is also device 0) posts one job per event;
- * the executor runs each device's share, on its pinned worker or inline on the caller's thread
- * (single), with the per-device work every strategy runs (strategy/step.c) and the strategy's
- * hooks where they differ (connect_dev, layer_hook, after_backward, step_dev). A child
- * strategy overrides the states whose coordination differs and hands the rest up
- * (STRATA__SM_PARENT). The runtime's job (strategy/job.h) is joined before the devices start,
- * aborted on entering ERROR and left after they stop; one of several processes adds its
- * placement, communicators and metrics through peers (strategy/process/job.c). Nothing here
- * knows processes.
+ * event. The coordinator (the caller's thread, which is also device 0) posts one job per event,
+ * but one per training step where whole_step() allows (decision 0097); the executor runs each
+ * device's share, on its pinned worker or inline on the caller's thread (single), with the
+ * per-device work every strategy runs (strategy/step.c) and the strategy's hooks where they
+ * differ (connect_dev, layer_hook, after_backward, step_dev). A child strategy overrides the
+ * states whose coordination differs and hands the rest up (STRATA__SM_PARENT). The runtime's
+ * job (strategy/job.h) is joined before the devices start, aborted on entering ERROR and left
+ * after they stop; one of several processes adds its placement, communicators and metrics
+ * through peers (strategy/process/job.c). Nothing here knows processes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -171,9 +171,10 @@ static int ends_step(int event)
 
 /*
  * One job on one device. A device that queues work runs on its own device (bind) and drains
- * its queue (sync) before reporting: under the pool after every job, since the next one may
- * read what this one wrote on another device's queue (dp's replicas read the master); inline
- * (one device, bound at start) where a step ends. Errors surface there.
+ * its queue (sync) before reporting: under the pool after every phase, a training step's
+ * phases in its one job included, since the next one may read what this one wrote on another
+ * device's queue (dp's replicas read the master); inline (one device, bound at start) where a
+ * step ends. Errors surface there.
  */
 static int run_on(struct strata_runtime *rt, int dev, int event, strata__device_fn fn)
 {
@@ -492,7 +493,10 @@ static int whole_step_fn(int dev, void *arg)
         return a->sync ? phase_on(rt, dev, STRATA__EV_OPTIMIZER_STEP, step_dev) : STRATA_OK;
 }
 
-/* training_step; with the step's events dispatched in a row, its backward and step too. */
+/*
+ * training_step; where whole_step() allows, its backward and step too (strata__api_train()
+ * dispatches the step's events in a row, nothing read between them: the only dispatcher).
+ */
 static int on_training_step(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
@@ -500,7 +504,7 @@ static int on_training_step(void *obj, int state, int event, void *arg)
         struct strata__step_args *a = arg;
 
         (void)state;
-        if (!a->ahead || !whole_step(rt))
+        if (!whole_step(rt))
                 return strata__multi_post(rt, event, arg, forward_dev, 0);
         a->ran = 1;
         m->event = event;

@@ -202,9 +202,9 @@ static int metrics(struct strata_runtime *rt, const struct strata__step_args *a)
  * of different rows are refused everywhere. Between steps the workers are idle: the caller's
  * thread is device 0, the coordinator.
  */
-static int agree_batch(struct strata_runtime *rt, int *status, int rows)
+static int agree_batch(struct strata_runtime *rt, int *status, int rows, int *hold)
 {
-        int32_t mine[2] = { *status, rows }, *all;
+        int32_t mine[3] = { *status, rows, hold ? *hold : 0 }, *all;
         struct job *s = procs_of(rt);
         char msg[AGREE_MSG] = "", line[AGREE_MSG + 96];
         int first = -1, me;
@@ -212,21 +212,24 @@ static int agree_batch(struct strata_runtime *rt, int *status, int rows)
         if (!strata__multi(rt)->peers)
                 return STRATA_OK; /* one process: its own verdict */
         me = s->net.rank;
-        /* Every process's pair lands in the metrics' table, free between steps: it holds at
+        /* Every process's triple lands in the metrics' table, free between steps: it holds at
          * least 3 doubles per process (a stack array of 64 pairs did not hold 65 processes). */
         all = (int32_t *)(void *)s->stats;
-        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, mine, all, 2, STRATA_I32));
+        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, mine, all, 3, STRATA_I32));
+        for (int p = 0; p < s->net.size; p++) /* a call holds where every process's may */
+                if (hold && !all[3 * p + 2])
+                        *hold = 0;
         for (int p = 0; p < s->net.size && first < 0; p++)
-                if (all[2 * p] != STRATA_OK)
+                if (all[3 * p] != STRATA_OK)
                         first = p;
         if (first < 0) {
                 for (int p = 1; p < s->net.size; p++)
-                        if (all[2 * p + 1] != all[1]) {
+                        if (all[3 * p + 1] != all[1]) {
                                 *status = strata__fail(STRATA_EINVAL, "the processes' batches "
                                                        "differ: process %d has %d rows, "
                                                        "process 0 %d (every process passes "
                                                        "the job's whole batch)", p,
-                                                       all[2 * p + 1], all[1]);
+                                                       all[3 * p + 1], all[1]);
                                 break;
                         }
                 return STRATA_OK;
@@ -239,7 +242,7 @@ static int agree_batch(struct strata_runtime *rt, int *status, int rows)
         msg[sizeof(msg) - 1] = '\0';
         snprintf(line, sizeof(line), "%s (in process %d's rows; every process refused the step)",
                  msg, first);
-        *status = strata__set_error(all[2 * first], line);
+        *status = strata__set_error(all[3 * first], line);
         return STRATA_OK;
 }
 
@@ -514,9 +517,9 @@ static int none_join(struct strata_runtime *rt)
         return STRATA_OK;
 }
 
-static int none_agree_batch(struct strata_runtime *rt, int *status, int rows)
+static int none_agree_batch(struct strata_runtime *rt, int *status, int rows, int *hold)
 {
-        (void)rt, (void)status, (void)rows;
+        (void)rt, (void)status, (void)rows, (void)hold;
         return STRATA_OK; /* one process: its own verdict */
 }
 

@@ -154,15 +154,21 @@ static int check_local(const struct strata_runtime *rt, const struct strata_batc
  * does (one process: @p rc). An exchange that fails (a process hung or gone) ends the job as
  * a failed step does: the runtime enters ERROR, which aborts the others through the link.
  */
-static int agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
+static int agreed_hold(struct strata_runtime *rt, int rc, const struct strata_batch *b,
+                       int *hold)
 {
-        int comm = rt->job->agree_batch(rt, &rc, b ? b->rows : -1);
+        int comm = rt->job->agree_batch(rt, &rc, b ? b->rows : -1, hold);
 
         if (comm != STRATA_OK) {
                 (void)strata__sm_dispatch(&rt->sm, STRATA__EV_EXCEPTION, NULL);
                 return comm;
         }
         return rc;
+}
+
+static int agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
+{
+        return agreed_hold(rt, rc, b, NULL);
 }
 
 static int need_ready(const struct strata_runtime *rt)
@@ -270,9 +276,10 @@ int strata__api_train(struct strata_runtime *rt, const struct strata_batch *b,
         a.metrics = m ? m : &own;
         a.sync = rt->micro == k - 1 || rt->end_window;
         a.nonfinite = &nf;
-        a.ahead = 1; /* nothing runs between the events below */
         a.hold = hold;
         a.held = held;
+        /* in a row, nothing read between them: training_step's action may run backward's and
+         * optimizer_step's device work in its job (strategy/multi.c) */
         for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
                 if (events[i] == STRATA__EV_OPTIMIZER_STEP && !a.sync)
                         continue;
@@ -386,9 +393,10 @@ int strata__api_check_sizes(const struct strata_runtime *rt, const struct strata
         return check_sizes(rt, b, 1);
 }
 
-int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b)
+int strata__api_agreed(struct strata_runtime *rt, int rc, const struct strata_batch *b,
+                       int *hold)
 {
-        return agreed(rt, rc, b);
+        return agreed_hold(rt, rc, b, hold);
 }
 
 static const struct strata__span span_input_grad = { "input_grad", "step", "step", 0 };

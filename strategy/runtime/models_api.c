@@ -284,12 +284,13 @@ static int name_model(int rc, int model)
 
 /*
  * The arguments, READY, then every model's verdict on batch @p b (the first refusal's),
- * agreed between the processes once (unless @p alike: strata__models_predict_alike()).
+ * agreed between the processes once (unless @p alike: strata__models_predict_alike()), with
+ * *@p hold (NULL: none) made every process's (strata__api_agreed()).
  * @p out: the predictions' arrays (NULL: training).
  */
 static int check_all(struct strata_runtime *rt, const int *models, int n,
                      const struct strata_batch *b, float *const *out, size_t capacity,
-                     int alike)
+                     int alike, int *hold)
 {
         int rc = STRATA_OK;
 
@@ -304,48 +305,63 @@ static int check_all(struct strata_runtime *rt, const int *models, int n,
                         rc = name_model(rc, models[k]);
         }
         /* an index's bounds are values read: agreed (the agents' batches have none) */
-        return alike && !(b && b->index) ? rc : strata__api_agreed(rt, rc, b);
+        return alike && !(b && b->index) ? rc : strata__api_agreed(rt, rc, b, hold);
 }
 
 /*
- * Whether a call's losses may be judged together after its last step: the caller reads no
- * metrics, the loss's sums are each device's own (not invariant mode's tree), and no trace
- * records each step's loss.
+ * Whether a call's losses may be judged together after its last step, as far as the job's
+ * configuration goes: the loss's sums are each device's own (not invariant mode's tree). The
+ * caller's metrics (it reads each model's) are the call's own and differ between processes:
+ * the batch's agreement makes them every process's. A trace does not enter: a held step
+ * records this process's loss.
  */
-static int may_hold(const struct strata_runtime *rt, const struct strata_metrics *m)
+static int may_hold(const struct strata_runtime *rt)
 {
-        const struct strata__track *t = strata__repv(rt, 0)->track;
-
-        return !m && !strata__invariant_chunks(&rt->cfg) && !(t && t->ev);
+        return !strata__invariant_chunks(&rt->cfg);
 }
 
-/* The first of @p held's models (bits of @p models' indices), each stepped at @p steps. */
-static int held_loss(const int *models, unsigned held, const unsigned long long *steps)
+/*
+ * The first of @p held's models (bits of @p models' indices), each stepped at @p steps, as
+ * the call's verdict; @p rc: the status of model @p at's step (STRATA_OK, or what ended the
+ * call there: its refused gradient, a loss not finite, a stop request), said after it.
+ */
+static int held_loss(const int *models, unsigned held, const unsigned long long *steps,
+                     int at, int rc)
 {
+        char then[512] = "";
         int k = 0;
 
         while (!(held & 1u << k))
                 k++;
+        if (rc == STRATA_OK)
+                snprintf(then, sizeof(then), "those of the call's later models were taken");
+        else
+                snprintf(then, sizeof(then), "then model %d: %s", models[at],
+                         strata__last_reason(rc));
         return strata__fail(STRATA_ENONFINITE, "model %d: step %llu: the loss is not finite on "
                                                "a device; training diverged (its step was "
-                                               "taken, and those of the call's later models; "
-                                               "lower the learning rate or clip gradients; "
-                                               "allow_nonfinite goes on)", models[k], steps[k]);
+                                               "taken; lower the learning rate or clip "
+                                               "gradients; allow_nonfinite goes on); %s",
+                            models[k], steps[k], then);
 }
 
 /*
- * Each model's step in turn, the batch checked. Without metrics the losses of all but the last
- * model are held: judged with the last step's exchange of metrics (one where n make n), which
- * carries the held losses that were not finite on each process (decision 0097). A gradient
- * that is not finite is the job's verdict at once, as before.
+ * Each model's step in turn, the batch checked. With @p hold (every process's call passes no
+ * metrics) the losses of all but the last model are held: judged with the last step's
+ * exchange of metrics (one where n make n), which carries the held losses that were not
+ * finite on each process (decision 0097). A gradient that is not finite at a held model is
+ * the job's verdict at once, as before (the earlier held losses, this process's alone, are
+ * not said). Held losses are the verdict in preference to the last model's refusal (named
+ * after them) and to a stop request between the models (one process only: across processes
+ * a stop is the job's at an exchange, which a held step does not make; the request stays).
  */
 static int train_all(struct strata_runtime *rt, const int *models, int n,
-                     const struct strata_batch *b, struct strata_metrics *m)
+                     const struct strata_batch *b, struct strata_metrics *m, int hold)
 {
         unsigned long long steps[STRATA_MAX_MODELS];
         unsigned held = 0;
-        int hold = may_hold(rt, m);
 
+        hold = hold && !m && may_hold(rt);
         for (int k = 0; k < n; k++) {
                 int last = k == n - 1, rc;
 
@@ -357,8 +373,9 @@ static int train_all(struct strata_runtime *rt, const int *models, int n,
                     !strata__metrics_loss_finite(rt))
                         held |= 1u << k;
                 strata__models_leave(rt);
-                if (last && held && (rc == STRATA_OK || rc == STRATA_ENONFINITE))
-                        return held_loss(models, held, steps);
+                if (held && (rc == STRATA_ESTOPPED || (last && (rc == STRATA_OK ||
+                                                                rc == STRATA_ENONFINITE))))
+                        return held_loss(models, held, steps, k, rc);
                 STRATA_TRY(rc);
         }
         return STRATA_OK;
@@ -367,24 +384,37 @@ static int train_all(struct strata_runtime *rt, const int *models, int n,
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
                              const struct strata_batch *b, struct strata_metrics *m)
 {
-        STRATA_TRY(check_all(rt, models, n, b, NULL, 0, 0));
-        return train_all(rt, models, n, b, m);
+        int hold = !m;
+
+        STRATA_TRY(check_all(rt, models, n, b, NULL, 0, 0, &hold));
+        return train_all(rt, models, n, b, m, hold);
 }
 
 /*
  * Whether every value of the active model's training batch that its checks would refuse (an
  * input or a target that is not finite) makes a gradient that is not finite instead, which
  * every process learns at the step (decision 0091): its loss's gradient is the error or the
- * given gradient itself (MSE, given_gradient; one output), its first module a Linear (an
- * input reaches its weight gradient, even times a zero), in fp32 (no loss scaler skips a
- * step) and without allow_nonfinite (the gradients are checked).
+ * given gradient itself (MSE, given_gradient; one output), which its last module's backward
+ * multiplies on (a Linear or tanh: a ReLU's would select, turning a NaN into 0) into the last
+ * Linear's weight gradient; one input, read by its first module alone, a Linear (an input
+ * reaches its weight gradient, even times a zero; no merge or branch reads it past the
+ * first); in fp32 (no loss scaler skips a step) and without allow_nonfinite (the gradients
+ * are checked).
  */
 static int values_in_gradients(const struct strata_runtime *rt)
 {
         const struct strata_model *md = rt->cfg.model;
         const struct strata_loss_ops *loss = strata__loss_of(md);
+        const struct strata_module_ops *end;
 
-        return md->noutputs <= 0 && md->nmodules > 0 && md->modules[0].ops == &strata_linear &&
+        if (md->noutputs > 0 || md->ninputs > 1 || md->nmodules <= 0 ||
+            md->modules[0].ops != &strata_linear)
+                return 0;
+        for (int i = 1; i < md->nmodules; i++)
+                if (md->modules[i].from < 0) /* the model's input, read past module 0 */
+                        return 0;
+        end = md->modules[md->nmodules - 1].ops;
+        return (end == &strata_linear || end == &strata_tanh) &&
                (loss == &strata_mse || loss == &strata_given_gradient) &&
                rt->cfg.precision.kind == STRATA_PRECISION_32 && !rt->cfg.train.allow_nonfinite;
 }
@@ -425,7 +455,7 @@ int strata__models_train_alike(struct strata_runtime *rt, const int *models, int
         if (rc == STRATA_ENOTSUP)
                 return strata_models_train_step(rt, models, n, b, NULL);
         STRATA_TRY(rc);
-        return train_all(rt, models, n, b, NULL);
+        return train_all(rt, models, n, b, NULL, 1);
 }
 
 /* strata_models_predict_step(), its verdict agreed unless @p alike. */
@@ -435,7 +465,7 @@ static int predict_all(struct strata_runtime *rt, const int *models, int n,
 {
         if (!out)
                 return strata__fail(STRATA_EINVAL, "models_predict_step: out is NULL");
-        STRATA_TRY(check_all(rt, models, n, b, out, capacity, alike));
+        STRATA_TRY(check_all(rt, models, n, b, out, capacity, alike, NULL));
         for (int k = 0; k < n; k++) {
                 int rc;
 

@@ -96,7 +96,7 @@ Test(job_table, none_is_one_process)
         cr_assert_eq(j->processes(&c, &procs), STRATA_OK);
         cr_assert_eq(procs, 1);
         cr_assert_eq(j->validate("ddp", &c, devsim_driver()), STRATA_OK);
-        cr_assert_eq(j->agree_batch(NULL, &status, 3), STRATA_OK);
+        cr_assert_eq(j->agree_batch(NULL, &status, 3, NULL), STRATA_OK);
         cr_assert_eq(status, STRATA_EINVAL, "its own verdict stands");
         cr_assert_eq(j->agree(NULL, &status), STRATA_OK);
         cr_assert_eq(status, STRATA_EINVAL);

@@ -157,6 +157,37 @@ Test(models_held_loss, a_gradient_ends_the_call_at_once, .timeout = 60)
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
+/*
+ * A held loss that is not finite and the last model's step refused (its gradient counted not
+ * finite: accumulate = 2, model 0 inside its window, model 1's window ended): the call says
+ * both, model 0's loss first, then model 1's refusal, model 1 unchanged.
+ */
+Test(models_held_loss, the_last_models_refusal_is_said_after_the_held_loss, .timeout = 60)
+{
+        static const int order[2] = { 0, 1 };
+        static float p1[NP];
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct two t;
+        size_t n1;
+
+        two_init(&t);
+        t.r.cfg.train.accumulate = 2;
+        b = batch(&t.r, 1e20f);
+        rt = rig_open(&t.r.cfg);
+        n1 = params(rt, 1, p1);
+        cr_assert_eq(strata_model_end_accumulation_window(rt, 1), STRATA_OK);
+        cr_assert_eq(strata__inject_nonfinite_grad(rt, 0), STRATA_OK);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_ENONFINITE);
+        cr_assert_not_null(strstr(strata_last_error(), "model 0: step 0: the loss is not finite"),
+                           "%s", strata_last_error());
+        cr_assert_not_null(strstr(strata_last_error(), "then model 1: step 0: a gradient is NaN"),
+                           "%s", strata_last_error());
+        cr_assert(same(rt, 1, p1, n1), "model 1's step refused");
+        cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
 /* ---- processes: the held loss crosses on the last model's exchange ---- */
 
 static struct two spawn_two; /* set up by the parent: the children inherit it */
@@ -207,4 +238,123 @@ Test(models_held_loss, processes_all_refuse, .timeout = 120)
         cr_assert_eq(got[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", got[0]);
         cr_assert(got[1], "and names model 0");
         close(fd);
+}
+
+/* ---- processes: what a process passes alone does not change the exchanges ---- */
+
+struct alone {
+        int rc[2];      /* rank 0's two calls */
+        int named[2];   /* and whether their messages say the expected */
+        float p[2][NP]; /* rank 0's models' parameters after the first call */
+};
+
+/*
+ * Rank 0 alone passes metrics (@p arg NULL) or records a trace (@p arg its path): the call's
+ * exchanges must be every process's. With metrics on one process no process holds: the error
+ * 1e20 in rank 1's rows ends the call at model 0 on both, model 1 not run. With a trace on one
+ * process each holds as the others: a clean batch trains (its bits returned), then the error
+ * is STRATA_ENONFINITE naming model 0 on both.
+ */
+static int alone_child(int rank, int size, void *arg)
+{
+        static const int order[2] = { 0, 1 };
+        static struct alone g;
+        static float p1[NP];
+        struct strata_config c = spawn_two.r.cfg;
+        struct strata_metrics m[2];
+        struct strata_runtime *rt;
+        struct strata_batch b = batch(&spawn_two.r, 0.0f);
+        const char *trace = arg;
+        size_t n1;
+
+        (void)size;
+        c.strategy.kind = STRATA_STRATEGY_SPAWN;
+        c.strategy.devices = 1;
+        if (rank == 0)
+                c.trace.path = trace;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        if (trace) {
+                g.rc[0] = strata_models_train_step(rt, order, 2, &b, NULL);
+                g.named[0] = 1;
+                params(rt, 0, g.p[0]);
+                params(rt, 1, g.p[1]);
+                b = batch(&spawn_two.r, 1e20f);
+                g.rc[1] = strata_models_train_step(rt, order, 2, &b, NULL);
+                g.named[1] = strstr(strata_last_error(), "model 0: step 1: the loss is not "
+                                                         "finite") != NULL;
+        } else {
+                n1 = params(rt, 1, p1);
+                b = batch(&spawn_two.r, 1e20f);
+                g.rc[0] = g.rc[1] = strata_models_train_step(rt, order, 2, &b,
+                                                             rank == 0 ? m : NULL);
+                g.named[0] = strstr(strata_last_error(), "the loss is inf") != NULL;
+                g.named[1] = same(rt, 1, p1, n1);
+        }
+        if (rank == 1 && (g.rc[0] != (trace ? STRATA_OK : STRATA_ENONFINITE) ||
+                          g.rc[1] != STRATA_ENONFINITE || !g.named[0] || !g.named[1]))
+                return 11;
+        if (strata_state(rt) != STRATA_STATE_READY)
+                return 12;
+        if (rank == 0 && strata_spawn_return(&g, sizeof(g)))
+                return 13;
+        return strata_teardown(rt) == STRATA_OK ? 0 : 14;
+}
+
+static void alone(const char *trace, struct alone *g)
+{
+        struct strata_spawn_result res;
+        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        two_init(&spawn_two);
+        spawn_two.r.cfg.device.timeout_s = 10.0; /* a mismatch ends, not hangs */
+        cr_assert_eq(strata_spawn(2, alone_child, (void *)trace, 30.0, g, sizeof(*g), &res),
+                     STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
+                     res.failed_rank);
+        close(fd);
+}
+
+Test(models_held_loss, metrics_on_one_process_hold_nowhere, .timeout = 120)
+{
+        static struct alone g;
+
+        alone(NULL, &g);
+        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
+        cr_assert(g.named[0], "at model 0's own exchange");
+        cr_assert(g.named[1], "model 1 not run");
+}
+
+Test(models_held_loss, a_trace_on_one_process_holds_as_the_others, .timeout = 120)
+{
+        static const int order[2] = { 0, 1 };
+        static struct alone g;
+        static float q[NP];
+        char path[] = "/tmp/strata-held-trace-XXXXXX";
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        size_t n;
+        int fd = mkstemp(path);
+
+        cr_assert_geq(fd, 0);
+        close(fd);
+        alone(path, &g);
+        unlink(path);
+        cr_assert_eq(g.rc[0], STRATA_OK);
+        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[1]);
+        cr_assert(g.named[1], "and names model 0");
+        /* the same bits as the public call on one process of 2 devices, no trace */
+        spawn_two.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        spawn_two.r.cfg.strategy.devices = 2;
+        rt = rig_open(&spawn_two.r.cfg);
+        b = batch(&spawn_two.r, 0.0f);
+        cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_OK);
+        for (int k = 0; k < 2; k++) {
+                n = params(rt, k, q);
+                cr_assert(!memcmp(q, g.p[k], n * sizeof(float)), "model %d's bits", k);
+        }
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }

@@ -192,7 +192,10 @@ Test(models_train_alike, one_process_is_the_public_call, .timeout = 60)
         public_decides(&strata_mse, 1);
 }
 
-/* Across processes, a loss whose gradient drops a NaN (L1's sign is 0 there) is agreed. */
+/*
+ * Across processes, a loss whose gradient drops a NaN (L1's sign is 0 there) is agreed; this
+ * child expects STRATA_EINVAL on both processes (also for a model ending in a ReLU, below).
+ */
 static int l1_child(int rank, int size, void *arg)
 {
         struct strata_config c = spawn_two.r.cfg;
@@ -222,6 +225,30 @@ Test(models_train_alike, processes_agree_where_a_value_could_be_dropped, .timeou
         cr_assert_geq(fd, 0);
         cr_assert_eq(flock(fd, LOCK_EX), 0);
         two_init(&spawn_two, &strata_l1);
+        cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,
+                     "%s (exit %d of rank %d)", strata_last_error(), res.status,
+                     res.failed_rank);
+        close(fd);
+}
+
+/*
+ * Across processes, a model whose last module selects its gradient (a ReLU's backward turns a
+ * NaN into 0) is agreed: the public call refuses process 1's NaN target on both with
+ * STRATA_EINVAL.
+ */
+Test(models_train_alike, processes_agree_where_a_relu_ends_the_model, .timeout = 120)
+{
+        struct strata_spawn_result res;
+        int none = 0, fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC,
+                                0600);
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        two_init(&spawn_two, &strata_mse);
+        spawn_two.mods1[1] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
+        spawn_two.mods1[2] = (struct strata_module){ .ops = &strata_relu };
         cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,
                      "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
