@@ -257,3 +257,19 @@ int strata__targets_check(const struct strata_model *m, const struct strata_batc
         }
         return b->x ? check_values(b, "input", b->x, b->xtype, b->dim, 0) : STRATA_OK;
 }
+
+int strata__loss_values_in_gradients(const struct strata_model *m)
+{
+        const struct strata_loss_ops *loss = strata__loss_of(m);
+        const struct strata_module_ops *end;
+
+        if (m->noutputs > 0 || m->ninputs > 1 || m->nmodules <= 0 ||
+            m->modules[0].ops != &strata_linear)
+                return 0;
+        for (int i = 1; i < m->nmodules; i++)
+                if (m->modules[i].from < 0) /* the model's input, read past module 0 */
+                        return 0;
+        end = m->modules[m->nmodules - 1].ops;
+        return (end == &strata_linear || end == &strata_tanh) &&
+               (loss == &strata_mse || loss == &strata_given_gradient);
+}

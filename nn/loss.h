@@ -13,6 +13,16 @@ const struct strata_loss_ops *strata__loss_of(const struct strata_model *m);
 /** The model's own loss (m->loss, or softmax cross-entropy when it names none). */
 const struct strata_loss_ops *strata__loss_of_model(const struct strata_model *m);
 
+/*
+ * Whether a value of @p m's batch that is not finite (an input or a target) always makes a
+ * weight gradient that is not finite (decision 0097): the loss's gradient is the error or the
+ * given gradient itself (MSE, given_gradient; one output), which the last module's backward
+ * multiplies on (a Linear or tanh: a ReLU's would select, turning a NaN into 0) into the last
+ * Linear's weight gradient; one input, read by the first module alone, a Linear (an input
+ * reaches its weight gradient, even times a zero; no merge or branch reads it past the first).
+ */
+int strata__loss_values_in_gradients(const struct strata_model *m);
+
 /** Output @p k's loss: its own, or the model's. */
 const struct strata_loss_ops *strata__output_loss(const struct strata_model *m, int k);
 

@@ -393,29 +393,13 @@ int strata_models_train_step(struct strata_runtime *rt, const int *models, int n
 /*
  * Whether every value of the active model's training batch that its checks would refuse (an
  * input or a target that is not finite) makes a gradient that is not finite instead, which
- * every process learns at the step (decision 0091): its loss's gradient is the error or the
- * given gradient itself (MSE, given_gradient; one output), which its last module's backward
- * multiplies on (a Linear or tanh: a ReLU's would select, turning a NaN into 0) into the last
- * Linear's weight gradient; one input, read by its first module alone, a Linear (an input
- * reaches its weight gradient, even times a zero; no merge or branch reads it past the
- * first); in fp32 (no loss scaler skips a step) and without allow_nonfinite (the gradients
- * are checked).
+ * every process learns at the step (decision 0091): a model whose shape carries such a value
+ * into a weight gradient (strata__loss_values_in_gradients()), in fp32 (no loss scaler skips
+ * a step) and without allow_nonfinite (the gradients are checked).
  */
 static int values_in_gradients(const struct strata_runtime *rt)
 {
-        const struct strata_model *md = rt->cfg.model;
-        const struct strata_loss_ops *loss = strata__loss_of(md);
-        const struct strata_module_ops *end;
-
-        if (md->noutputs > 0 || md->ninputs > 1 || md->nmodules <= 0 ||
-            md->modules[0].ops != &strata_linear)
-                return 0;
-        for (int i = 1; i < md->nmodules; i++)
-                if (md->modules[i].from < 0) /* the model's input, read past module 0 */
-                        return 0;
-        end = md->modules[md->nmodules - 1].ops;
-        return (end == &strata_linear || end == &strata_tanh) &&
-               (loss == &strata_mse || loss == &strata_given_gradient) &&
+        return strata__loss_values_in_gradients(rt->cfg.model) &&
                rt->cfg.precision.kind == STRATA_PRECISION_32 && !rt->cfg.train.allow_nonfinite;
 }
 
