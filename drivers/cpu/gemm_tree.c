@@ -110,6 +110,7 @@ static void walk_scalar(const struct strata_gemm_tree *g)
 /* The tree as a tile walks it: rows relative to the first chunk's. */
 struct prog {
         int leaves;
+        int simple; /* every chunk has 1 to KC rows: one chain each, no pieces */
         const int *lo;
         const unsigned char *op;
 };
@@ -127,8 +128,8 @@ struct prog {
  */
 #define TREE_TILE(NAME, TGT, V, VL, MR, ZERO, LOAD, STORE, BCAST, FMA, ADD)                    \
         __attribute__((target(TGT), always_inline)) static inline void NAME##_body(            \
-                const int mr, const struct prog *p, const float *ap, const float *bp,          \
-                float *st, float *c, int ldc, int w)                                           \
+                const int mr, const int simple, const struct prog *p, const float *ap,         \
+                const float *bp, float *st, float *c, int ldc, int w)                          \
         {                                                                                      \
                 V acc[MR][2];                                                                  \
                 float *e = st;                                                                 \
@@ -141,18 +142,18 @@ struct prog {
                         int onto = p->op[j] & STRATA_TREE_ONTO;                                \
                                                                                                \
                         e = st + (size_t)(onto ? top - 1 : top++) * MR * 2 * VL;               \
-                        if (r0 == r1) /* no rows: C = beta C */                                \
+                        if (!simple && r0 == r1) /* no rows: C = beta C */                     \
                                 ROWS(i)                                                        \
                                         VECS(v)                                                \
                                                 acc[i][v] = onto ? LOAD(e + i * 2 * VL +       \
                                                                         v * VL)                \
                                                                  : ZERO();                     \
-                        for (int k0 = r0; k0 < r1; k0 += KC) {                                 \
-                                int k1 = r1 - k0 < KC ? r1 : k0 + KC;                          \
+                        for (int k0 = r0; simple ? k0 == r0 : k0 < r1; k0 += KC) {             \
+                                int k1 = simple || r1 - k0 < KC ? r1 : k0 + KC;                \
                                                                                                \
                                 ROWS(i)                                                        \
                                         acc[i][0] = acc[i][1] = ZERO();                        \
-                                for (int r = k0; r < k1; r++) {                                \
+                                _Pragma("GCC unroll 4") for (int r = k0; r < k1; r++) {       \
                                         V b0 = LOAD(bp + (size_t)r * 2 * VL);                  \
                                         V b1 = LOAD(bp + (size_t)r * 2 * VL + VL);             \
                                                                                                \
@@ -165,7 +166,7 @@ struct prog {
                                 }                                                              \
                                 ROWS(i) /* c + t; onto: t + c */                               \
                                         VECS(v)                                                \
-                                                if (k0 > r0)                                   \
+                                                if (!simple && k0 > r0)                        \
                                                         acc[i][v] = ADD(                       \
                                                                 LOAD(e + i * 2 * VL + v * VL), \
                                                                 acc[i][v]);                    \
@@ -173,7 +174,7 @@ struct prog {
                                                         acc[i][v] = ADD(                       \
                                                                 acc[i][v],                     \
                                                                 LOAD(e + i * 2 * VL + v * VL)); \
-                                if (k1 < r1) /* more rows */                                   \
+                                if (!simple && k1 < r1) /* more rows */                        \
                                         ROWS(i)                                                \
                                                 VECS(v)                                        \
                                                         STORE(e + i * 2 * VL + v * VL,         \
@@ -221,7 +222,10 @@ TREE_TILE(avx512, "avx512f,avx2,fma", __m512, 16, 12, _mm512_setzero_ps, _mm512_
                   int ldc, int w
 #define TILE_CASE(NAME, R)                                                                      \
         case R:                                                                                \
-                NAME##_body(R, p, ap, bp, st, c, ldc, w);                                      \
+                if (p->simple)                                                                 \
+                        NAME##_body(R, 1, p, ap, bp, st, c, ldc, w);                           \
+                else                                                                           \
+                        NAME##_body(R, 0, p, ap, bp, st, c, ldc, w);                           \
                 break;
 
 __attribute__((target("avx2,fma"))) static void tile_avx2(int mr, TILE_ARGS)
@@ -264,7 +268,8 @@ static void pack_a(const struct strata_gemm_tree *g, int r0, int k, int m0, int 
 
                 for (int r = 0; r < k; r++, dst += mr) {
                         memcpy(dst, g->a + (size_t)(r0 + r) * g->lda + i0, sizeof(float) * w);
-                        memset(dst + w, 0, sizeof(float) * (size_t)(mr - w));
+                        for (int q = w; q < mr; q++)
+                                dst[q] = 0.0f;
                 }
         }
 }
@@ -276,7 +281,8 @@ static void pack_b(const struct strata_gemm_tree *g, int r0, int k, int l0, int 
 
         for (int r = 0; r < k; r++, dst += nr) {
                 memcpy(dst, g->b + (size_t)(r0 + r) * g->ldb + l0, sizeof(float) * w);
-                memset(dst + w, 0, sizeof(float) * (size_t)(nr - w));
+                for (int q = w; q < nr; q++)
+                        dst[q] = 0.0f;
         }
 }
 
@@ -291,7 +297,7 @@ static int tiles(const struct strata_gemm_tree *g, const struct isa *s, int dept
         int lo[LEAVES_MAX + 1], r0 = g->lo[0], k = g->lo[g->leaves] - r0, kk = k ? k : 1;
         size_t tile = (size_t)s->mr * (size_t)s->nr, fixed = (size_t)depth * tile +
                                                               (size_t)kk * (size_t)s->nr;
-        struct prog p = { g->leaves, lo, g->op };
+        struct prog p = { g->leaves, 1, lo, g->op };
         float *st = buf, *bp = st + (size_t)depth * tile, *ap = bp + (size_t)kk * s->nr;
         size_t mc;
 
@@ -302,6 +308,8 @@ static int tiles(const struct strata_gemm_tree *g, const struct isa *s, int dept
                 mc = (size_t)g->m;
         for (int j = 0; j <= g->leaves; j++)
                 lo[j] = g->lo[j] - r0;
+        for (int j = 0; j < g->leaves; j++)
+                p.simple &= lo[j + 1] > lo[j] && lo[j + 1] - lo[j] <= KC;
         for (int m0 = 0; m0 < g->m; m0 += (int)mc) {
                 int mcur = g->m - m0 < (int)mc ? g->m - m0 : (int)mc;
 
