@@ -165,6 +165,14 @@ Test(cpu_gemm_tree, bad_trees_and_shapes_are_refused_c_untouched)
                           strata_last_error());
                 cr_assert_eq(memcmp(c, want, sizeof(c)), 0, "%s: C written", bad[i].what);
         }
+        cr_assert_eq(k->gemm_tree(&(struct strata_gemm_tree){ .m = M, .n = N, .a = a, .lda = LDA,
+                                                              .b = NULL, .ldb = LDB, .c = c,
+                                                              .ldc = LDC, .leaves = 1,
+                                                              .lo = bad[5].lo,
+                                                              .op = bad[5].op }),
+                     STRATA_EINVAL);
+        cr_assert(strstr(strata_last_error(), "a NULL matrix"), "\"%s\"", strata_last_error());
+        cr_assert_eq(memcmp(c, want, sizeof(c)), 0, "NULL B: C written");
 }
 
 Test(cpu_gemm_tree, rows_past_the_buffer_are_not_supported_c_untouched)
