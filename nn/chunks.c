@@ -186,8 +186,10 @@ void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
 
         if (ch->batch_stats)
                 ch->batch_stats[i] = batch_stats != 0;
-        if (ch->linear) /* a Linear's chunks may pair, its weight gradient run in row blocks */
-                ch->linear[i] = linear ? 0 : STRATA__LIN_PAIRS_KNOWN | STRATA__LIN_ROWS_KNOWN;
+        if (ch->linear) /* a Linear's chunks may pair, its weight gradient run in row blocks
+                         * or in the kernels' chunk tree */
+                ch->linear[i] = linear ? 0 : STRATA__LIN_PAIRS_KNOWN | STRATA__LIN_ROWS_KNOWN |
+                                                     STRATA__LIN_TREE_KNOWN;
         if (ch->whole_fwd) /* a Linear's GEMMs over rows may run once: probed at first use */
                 ch->whole_fwd[i] = ch->whole_dx[i] = linear ? 0 : -1;
         if (linear)
@@ -196,7 +198,7 @@ void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
 
 /*
  * A batch of another size: the GEMMs over rows have other row counts, and the weight
- * gradient's row blocks other k, probed again.
+ * gradient's row blocks and chunk tree other k, probed again.
  */
 static void reprobe(struct strata_chunks *ch)
 {
@@ -206,6 +208,9 @@ static void reprobe(struct strata_chunks *ch)
                 if (ch->linear[i] & STRATA__LIN_ROWS)
                         ch->linear[i] = (unsigned char)(ch->linear[i] & ~(STRATA__LIN_ROWS |
                                                                           STRATA__LIN_ROWS_KNOWN));
+                if (ch->linear[i] & STRATA__LIN_TREE)
+                        ch->linear[i] = (unsigned char)(ch->linear[i] & ~(STRATA__LIN_TREE |
+                                                                          STRATA__LIN_TREE_KNOWN));
         }
 }
 

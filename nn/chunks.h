@@ -78,6 +78,8 @@ struct strata_chunks {
 #define STRATA__LIN_PAIRS 2       /* a chunk is computed onto its left sibling's sum, exactly */
 #define STRATA__LIN_ROWS_KNOWN 4  /* whether its weight gradient runs in row blocks is known */
 #define STRATA__LIN_ROWS 8        /* it does: every block has the whole product's bits */
+#define STRATA__LIN_TREE_KNOWN 16 /* whether the kernels' gemm_tree() makes it is known */
+#define STRATA__LIN_TREE 32       /* it does, with every bit of the chunks' GEMMs (0095) */
 
 /** Invariant mode: what C chunks over D devices need of each device, for a global batch. */
 struct strata__chunk_plan {
@@ -147,6 +149,13 @@ double strata__chunks_total(const double *v, int w, int at, int k, int j, int ch
 typedef void (*strata__chunk_fn)(void *arg, int lo, int rows, float *out, int onto);
 
 /**
+ * Invariant mode: the tree over the device's chunks (@p ch) as the kernels' gemm_tree()
+ * takes it: into @p op (ch->n bytes) each chunk's STRATA_TREE_ONTO and additions (<< 1), as
+ * strata__chunks_sum() walks it with @p pairs. Returns the entries left: the device's blocks.
+ */
+int strata__chunks_program(const struct strata_chunks *ch, int pairs, unsigned char *op);
+
+/**
  * Invariant mode: the pairwise tree over the device's chunks (c->chunks) of what @p leaf
  * writes for each (@p n floats, at most a slot); *sum points at the device's blocks (n floats
  * each, one after the other), in the tree's scratch until the next call. Not summed across
@@ -173,11 +182,12 @@ void strata__chunks_add_col_sums(const struct strata_step_ctx *c, const float *d
 int strata__chunks_probe_pairs(struct strata_layer *l, const struct strata_step_ctx *c);
 
 /**
- * Invariant mode, a Linear (@p l) whose weight gradient was probed to run in row blocks, in
- * f32: its gradient over the device's chunks made in @p grad (a fresh gradient, the device's
- * one block, none gathered), the weights a block of output rows at a time, the bias, and
- * with @p dx each chunk's input gradient, the same bits as the chunks' tree over whole
- * products (nn/chunks_wgrad.c). Returns 0, having done nothing, where it does not apply.
+ * Invariant mode, a Linear (@p l) whose weight gradient was probed to run in the kernels'
+ * chunk tree (gemm_tree()) or in row blocks, in f32: its gradient over the device's chunks
+ * made in @p grad (a fresh gradient, the device's one block, none gathered), the weights in
+ * one gemm_tree() call or a block of output rows at a time, the bias, and with @p dx each
+ * chunk's input gradient, the same bits as the chunks' tree over whole products
+ * (nn/chunks_wgrad.c). Returns 0, having done nothing, where it does not apply.
  */
 int strata__chunks_wgrad(const struct strata_layer *l, const struct strata_step_ctx *c,
                          const void *x, const float *dy, float *dx, float *grad);
@@ -185,7 +195,8 @@ int strata__chunks_wgrad(const struct strata_layer *l, const struct strata_step_
 /**
  * Invariant mode, a Linear (@p l) not probed yet, whose gradient the chunks' tree over whole
  * products just made in @p grad from @p x and @p dy: whether the row blocks of
- * strata__chunks_wgrad() give every bit of it (the first batch of each size).
+ * strata__chunks_wgrad() give every bit of it (the first batch of each size), or, those known
+ * at an earlier batch, whether the kernels' chunk tree does.
  */
 void strata__chunks_wgrad_probe(const struct strata_layer *l, const struct strata_step_ctx *c,
                                 const void *x, const float *dy, const float *grad);

@@ -3,8 +3,9 @@
  * its chunks may pair, a chunk computed onto its left sibling's sum with the bits of computing
  * it apart and adding (probed once per layer), the bias's column sums added onto that sum as
  * the tree adds, and the weights' tree made a block of output rows at a time where that gives
- * every bit (probed). Sums go through the chunks' tree (nn/chunks_tree.c), arithmetic through
- * the device's kernels. Decisions 0029, 0087 and 0092.
+ * every bit (probed), or in one call of the kernels' chunk-tree GEMM where that gives every bit
+ * (probed). Sums go through the chunks' tree (nn/chunks_tree.c), arithmetic through the
+ * device's kernels. Decisions 0029, 0087, 0092 and 0095.
  */
 #include <string.h>
 
@@ -139,6 +140,53 @@ static void weights(const struct strata_layer *l, const struct strata_step_ctx *
         }
 }
 
+/*
+ * The kernels' chunk tree (decision 0095): the chunks' products and the tree's additions made
+ * per tile of dW inside one GEMM call (gemm_tree()), dW stored once, where each chunk's
+ * product wrote the whole dW and each addition read it back. The same operations on the same
+ * values in the same order, so the same bits; probed all the same, against the tree just made
+ * the other way, on the batch after the row blocks' probe (one extra pass a step), and kept
+ * only where every bit agrees.
+ */
+static int tree_ok(const struct strata_layer *l, const struct strata_step_ctx *c)
+{
+        const struct strata_chunks *ch = c->chunks;
+
+        return c->x_type == STRATA_F32 && c->compute == STRATA_F32 && ch->n > 1 &&
+               l->failed == STRATA_OK && ch->tree && c->k->gemm_tree;
+}
+
+/* The chunks' tree of the weight gradient into @p dw in one gemm_tree() call. */
+static int tree_weights(const struct strata_layer *l, const struct strata_step_ctx *c,
+                        const float *x, const float *dy, int pairs, float *dw)
+{
+        const struct strata_chunks *ch = c->chunks;
+        unsigned char op[STRATA__CHUNKS_MAX];
+
+        if (strata__chunks_program(ch, pairs, op) != 1)
+                return STRATA_ENOTSUP;
+        return c->k->gemm_tree(&(struct strata_gemm_tree){ .m = l->out, .n = l->in, .a = dy,
+                                                           .lda = l->out, .b = x, .ldb = l->in,
+                                                           .c = dw, .ldc = l->in,
+                                                           .leaves = ch->n, .lo = ch->lo,
+                                                           .op = op });
+}
+
+/* Whether gemm_tree() gives every bit of @p grad's weights, the chunks' tree made otherwise. */
+static void probe_tree(const struct strata_layer *l, const struct strata_step_ctx *c,
+                       const float *x, const float *dy, const float *grad)
+{
+        const struct strata_chunks *ch = c->chunks;
+        unsigned char *f = &ch->linear[l->index];
+
+        if ((*f & STRATA__LIN_TREE_KNOWN) || !tree_ok(l, c))
+                return;
+        *f |= STRATA__LIN_TREE_KNOWN; /* into the batch_stats slot, free in a Linear's pass */
+        if (tree_weights(l, c, x, dy, (*f & STRATA__LIN_PAIRS) != 0, ch->out) == STRATA_OK &&
+            !memcmp(grad, ch->out, (size_t)l->in * (size_t)l->out * sizeof(float)))
+                *f |= STRATA__LIN_TREE;
+}
+
 /* What a chunk's bias sums read. */
 struct bias {
         const struct strata_step_ctx *c;
@@ -166,9 +214,13 @@ int strata__chunks_wgrad(const struct strata_layer *l, const struct strata_step_
         struct bias b = { c, dy, l->out };
         float *sum;
 
-        if (!(ch->linear[l->index] & STRATA__LIN_ROWS) || !eligible(l, c))
-                return 0;
-        weights(l, c, x, dy, pairs, grad);
+        if (!(ch->linear[l->index] & STRATA__LIN_TREE) || !tree_ok(l, c) ||
+            tree_weights(l, c, x, dy, pairs, grad) != STRATA_OK) {
+                if (!(ch->linear[l->index] & STRATA__LIN_ROWS) || !eligible(l, c))
+                        return 0;
+                weights(l, c, x, dy, pairs, grad);
+                probe_tree(l, c, x, dy, grad);
+        }
         strata__chunks_sum(c, (size_t)l->out, bias_leaf, &b, pairs,
                            grad + (size_t)l->in * (size_t)l->out, &sum);
         for (int j = 0; dx && j < ch->n; j++) /* the chunks' input gradients, as their leaves */
@@ -183,8 +235,10 @@ void strata__chunks_wgrad_probe(const struct strata_layer *l, const struct strat
         const struct strata_chunks *ch = c->chunks;
         unsigned char *f = &ch->linear[l->index];
 
-        if (*f & STRATA__LIN_ROWS_KNOWN)
+        if (*f & STRATA__LIN_ROWS_KNOWN) { /* probed at an earlier batch: now the tree */
+                probe_tree(l, c, x, dy, grad);
                 return;
+        }
         if (l->out <= block_rows(l->in)) { /* one block: nothing to cut */
                 *f |= STRATA__LIN_ROWS_KNOWN;
                 return;

@@ -39,6 +39,10 @@ static int cpu_probe(const char **why)
                 strata__sgemm_pb(set, &(struct strata__sgemm){ 0, 1, m, n, k, 1.0f, beta, a, lda,  \
                                                                b, ldb, c, ldc }, pb);              \
         }                                                                                          \
+        static int fn##_tree(const struct strata_gemm_tree *g)                                     \
+        {                                                                                          \
+                return strata__sgemm_tree(set, g);                                                 \
+        }                                                                                          \
         static int fn##_prepare(int devices)                                                       \
         {                                                                                          \
                 (void)devices;                                                                     \
@@ -545,6 +549,7 @@ static void cpu_add(float *dst, const float *src, size_t n)
                 .gemm_pack_floats = strata__sgemm_pack_b_floats,                                   \
                 .gemm_pack = strata__sgemm_pack_b,                                                 \
                 .gemm_pb = gemm_fn##_pb,                                                           \
+                .gemm_tree = gemm_fn##_tree,                                                       \
         }
 CPU_KERNELS(kernels_native, gemm_native);
 CPU_KERNELS(kernels_portable, gemm_portable);

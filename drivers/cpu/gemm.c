@@ -49,7 +49,7 @@
 #define BM 64  /* columns of C per tile (libxsmm's m) */
 #define BN 32  /* rows of C per tile (libxsmm's n); tails of 16, 8, 4, 2, 1 */
 #define KB 16  /* k per batch-reduce block */
-#define KC 256 /* k per chunk: the products an element sums before C is updated */
+#define KC STRATA__SGEMM_KC /* k per chunk: the products an element sums before C is updated */
 #ifndef NC
 #define NC 64 /* columns of C packed at a time */
 #endif
@@ -667,6 +667,12 @@ const char *strata__sgemm_name(enum strata_kernels set)
         case STRATA_KERNELS_SCALAR: return "strata:scalar";
         default: return NULL;
         }
+}
+
+float *strata__sgemm_buffer(size_t *floats)
+{
+        *floats = SLOT_FLOATS;
+        return claim();
 }
 
 /* Whole pages: the plan's page-aligned parts after it keep their padding. */

@@ -6,6 +6,12 @@
 
 #include "strata/device.h"
 
+/*
+ * k per chunk of strata__sgemm(): an element's chain of products over more k is rounded into
+ * C every STRATA__SGEMM_KC products (c = c + t), which drivers/cpu/gemm_tree.c reproduces.
+ */
+#define STRATA__SGEMM_KC 256
+
 /** One GEMM: C = alpha op(A) op(B) + beta C, row-major, op = transpose when ta / tb. */
 struct strata__sgemm {
         int ta, tb, m, n, k;
@@ -59,6 +65,18 @@ void strata__sgemm_forget(void *buf);
 
 /** @brief "libxsmm:avx512", "libxsmm:avx2", "strata:scalar"; NULL: @p set cannot run here. */
 const char *strata__sgemm_name(enum strata_kernels set);
+
+/**
+ * The calling thread's packing buffer while its registration holds (NULL: none), its size in
+ * floats into *@p floats: drivers/cpu/gemm_tree.c packs into it too.
+ */
+float *strata__sgemm_buffer(size_t *floats);
+
+/**
+ * @brief strata_kernel_ops.gemm_tree() for kernel set @p set (ready:
+ *        strata__sgemm_prepare()): AVX-512 or AVX2 tiles, or the scalar walk (decision 0095).
+ */
+int strata__sgemm_tree(enum strata_kernels set, const struct strata_gemm_tree *g);
 
 /** @brief Bytes of one thread's packing buffer (the CPU driver's scratch per device). */
 size_t strata__sgemm_scratch_bytes(void);

@@ -112,6 +112,32 @@ struct strata_gemm_io {
         const float *bias;       /**< bf16 C only: one f32 per column added before rounding */
 };
 
+/** strata_gemm_tree's op[j]: chunk j is computed onto the top entry (beta 1), not pushed. */
+#define STRATA_TREE_ONTO 1u
+
+/**
+ * Invariant mode's weight gradient over one device's chunks (gemm_tree()): C (m x n) is the
+ * fixed pairwise tree over the chunks' products A_j^T B_j, chunk j being rows
+ * [lo[j], lo[j + 1]) of A (k x m, row-major: dy) and of B (k x n: x). The tree is a stack
+ * of partial sums walked in chunk order: chunk j is pushed as gemm(1, 0, m, n, rows, 1, A_j,
+ * lda, B_j, ldb, 0, entry, ldc), or with STRATA_TREE_ONTO in op[j] made onto the top entry
+ * (the same gemm with beta 1); then, op[j] >> 1 times, the top entry is added into the one
+ * below it (add(below, top)) and popped. One entry is left at the end: it is C. The result
+ * has the bits of those calls made one after the other.
+ */
+struct strata_gemm_tree {
+        int m, n;                 /**< C is m x n */
+        const float *a;           /**< A: k rows of m, used transposed */
+        int lda;
+        const float *b;           /**< B: k rows of n */
+        int ldb;
+        float *c;                 /**< C, written once */
+        int ldc;
+        int leaves;               /**< chunks: 1 to 256 */
+        const int *lo;            /**< leaves + 1 rising row offsets into A and B */
+        const unsigned char *op;  /**< per chunk: STRATA_TREE_ONTO | additions after it << 1 */
+};
+
 /**
  * The kernels of a device: the math that modules, losses and optimizers run on its memory,
  * apart from device management (struct strata_device_ops). A new module, loss or activation
@@ -298,6 +324,17 @@ struct strata_kernel_ops {
          */
         void (*gemm_pb)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
                         const float *pb, float beta, float *c, int ldc);
+
+        /* ---- Invariant mode's chunk tree in one GEMM (optional: NULL, a GEMM per chunk) ---- */
+
+        /**
+         * C = the chunks' tree of @p g (struct strata_gemm_tree), each C tile's partial sums
+         * made in registers and the cache before one store, with the bits of the per-chunk
+         * gemm() and add() calls it stands for. STRATA_OK; STRATA_EINVAL (a bad shape or a
+         * tree that does not end in one entry: C untouched); STRATA_ENOTSUP (the device cannot
+         * make this one in one call: the caller makes the per-chunk calls).
+         */
+        int (*gemm_tree)(const struct strata_gemm_tree *g);
 };
 
 /**
