@@ -18,10 +18,11 @@
  * every instruction set), and the tile is added into C: c = alpha t + beta c for the first
  * chunk, c + alpha t for the next ones. An element's bits therefore depend on k and its own
  * row and column only, not on m, n, where its tile falls or the instruction set: every set,
- * the scalar one included, gives the same bits. Rows of C are packed MC at a time (op(B)'
- * packed once for up to MC rows), op(B)' one panel at a time just before its tiles, so that
- * the packed rows stay in L2; a narrow C (fewer than BM columns) runs as its transpose
- * (narrow()). Decision 0043.
+ * the scalar one included, gives the same bits (the scalar set ends a chunk whose kc is not a
+ * multiple of KB with t + 0, the padding's fma(0, 0, t): -0 becomes +0). Rows of C are
+ * packed MC at a time (op(B)' packed once for up to MC rows), op(B)' one panel at a time just
+ * before its tiles, so that the packed rows stay in L2; a narrow C (fewer than BM columns)
+ * runs as its transpose (narrow()). Decision 0043.
  *
  * Packing buffers: one fixed-size buffer per device (strata__sgemm_scratch_bytes()), carved
  * from the runtime's plan and registered by the device's thread at warm-up; this file maps
@@ -48,7 +49,7 @@
 
 #define BM 64  /* columns of C per tile (libxsmm's m) */
 #define BN 32  /* rows of C per tile (libxsmm's n); tails of 16, 8, 4, 2, 1 */
-#define KB 16  /* k per batch-reduce block */
+#define KB STRATA__SGEMM_KB /* k per batch-reduce block */
 #define KC STRATA__SGEMM_KC /* k per chunk: the products an element sums before C is updated */
 #ifndef NC
 #define NC 64 /* columns of C packed at a time */
@@ -548,6 +549,8 @@ static void gemm_scalar(const struct strata__sgemm *g)
 
                                         t = fmaf(a, b, t);
                                 }
+                                if (kc % KB) /* libxsmm's zero padding: fma(0, 0, t) */
+                                        t = t + 0.0f;
                                 if (k0)
                                         *c = *c + g->alpha * t;
                                 else if (g->beta == 0.0f)

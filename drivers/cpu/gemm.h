@@ -12,6 +12,14 @@
  */
 #define STRATA__SGEMM_KC 256
 
+/*
+ * k per batch-reduce block: libxsmm's kernels sum each chunk's kc products padded with zeros
+ * to a multiple of STRATA__SGEMM_KB, so a chain whose kc is not one ends with fma(0, 0, t),
+ * which is t except that -0 becomes +0. The kernels that do not pad (the scalar set,
+ * gemm_tree.c's tiles and walk) add t + 0 there: the same bits (decision 0095).
+ */
+#define STRATA__SGEMM_KB 16
+
 /** One GEMM: C = alpha op(A) op(B) + beta C, row-major, op = transpose when ta / tb. */
 struct strata__sgemm {
         int ta, tb, m, n, k;

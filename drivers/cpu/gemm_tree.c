@@ -27,6 +27,7 @@
 #include "drivers/cpu/gemm.h"
 
 #define KC STRATA__SGEMM_KC
+#define KB STRATA__SGEMM_KB
 #define LEAVES_MAX 256
 
 /* ---- the tree ---- */
@@ -81,6 +82,8 @@ static float leaf(const struct strata_gemm_tree *g, int j, int i, int l, int ont
 
                 for (int q = k0; q < k1; q++)
                         t = fmaf(g->a[(size_t)q * g->lda + i], g->b[(size_t)q * g->ldb + l], t);
+                if ((k1 - k0) % KB) /* strata__sgemm()'s zero padding: fma(0, 0, t) */
+                        t = t + 0.0f;
                 v = k0 > lo ? v + t : onto ? t + c : t;
         }
         return v;
@@ -162,6 +165,10 @@ struct prog {
                                                 FMA(simple, ap + (size_t)r * MR + i, b0, b1,   \
                                                     &acc[i][0], &acc[i][1]);                   \
                                 }                                                              \
+                                if ((k1 - k0) % KB) /* the GEMM's zero padding: -0 to +0 */    \
+                                        ROWS(i)                                                \
+                                                VECS(v)                                        \
+                                                        acc[i][v] = ADD(acc[i][v], ZERO());    \
                                 ROWS(i) /* c + t; onto: t + c */                               \
                                         VECS(v)                                                \
                                                 if (!simple && k0 > r0)                        \

@@ -194,3 +194,67 @@ Test(cpu_gemm_tree, rows_past_the_buffer_are_not_supported_c_untouched)
         for (int i = 0; i < 16; i++)
                 cr_assert_eq(memcmp(&small[i], &(unsigned){ 0x7f7f7f7fu }, 4), 0);
 }
+
+/*
+ * Chains whose sum is -0 (every product a negative underflow: fma(-2^-100, 2^-100, t) is -0
+ * from +0 or -0). The per-chunk GEMM pads each piece of k up to a multiple of 16 with
+ * fma(0, 0, t), which makes -0 into +0; every set's tree gives those bits: +0 where a
+ * chunk's last piece is not a multiple of 16 rows, -0 where every piece is.
+ */
+Test(cpu_gemm_tree, negative_zero_chains_get_the_per_chunk_gemms_padding, .timeout = 60)
+{
+        static const enum strata_kernels sets[] = { STRATA_KERNELS_NATIVE,
+                                                    STRATA_KERNELS_PORTABLE,
+                                                    STRATA_KERNELS_AVX512,
+                                                    STRATA_KERNELS_SCALAR };
+        static const struct {
+                struct tree t;
+                unsigned bits; /* every element's */
+        } cases[] = {
+                { { "chunks of 3", 4, { 0, 3, 6, 9, 12 }, { 0, ONTO, 0, ONTO | 1 << 1 } },
+                  0x00000000u },
+                { { "chunks of 3, apart", 2, { 0, 3, 6 }, { 0, 1 << 1 } }, 0x00000000u },
+                { { "chunks of 16", 4, { 0, 16, 32, 48, 64 }, { 0, ONTO, 0, ONTO | 1 << 1 } },
+                  0x80000000u },
+                { { "chunks of 16, apart", 2, { 0, 16, 32 }, { 0, 1 << 1 } }, 0x80000000u },
+                /* pieces of 256 + 3 rows (+0), 16 and 3 */
+                { { "259, 16, 3", 3, { 0, 259, 275, 278 }, { 0, 1 << 1, 1 << 1 } },
+                  0x00000000u },
+                /* pieces of 256 + 16 rows, onto 16 rows: -0 throughout */
+                { { "16, 272", 2, { 0, 16, 288 }, { 0, ONTO } }, 0x80000000u },
+        };
+        int ran = 0;
+
+        for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++)
+                a[i] = -0x1p-100f;
+        for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++)
+                b[i] = 0x1p-100f;
+        for (size_t q = 0; q < 2 * sizeof(sets) / sizeof(sets[0]); q++) {
+                int with_buffer = q % 2 == 0;
+                const struct strata_kernel_ops *k = kernels(sets[q / 2], with_buffer);
+
+                if (!k)
+                        continue;
+                for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                        const struct tree *t = &cases[i].t;
+
+                        reference(k, t);
+                        cr_assert_eq(run(k, t), STRATA_OK, "%s", strata_last_error());
+                        cr_assert_eq(memcmp(c, want, sizeof(c)), 0,
+                                     "set %d (buffer %d), %s: not the per-chunk bits",
+                                     (int)sets[q / 2], with_buffer, t->name);
+                        for (int r = 0; r < M; r++)
+                                for (int l = 0; l < N; l++) {
+                                        unsigned u;
+
+                                        memcpy(&u, &c[(size_t)r * LDC + l], sizeof(u));
+                                        cr_assert_eq(u, cases[i].bits, "set %d (buffer %d), "
+                                                     "%s: C[%d][%d] = 0x%08x, not 0x%08x",
+                                                     (int)sets[q / 2], with_buffer, t->name,
+                                                     r, l, u, cases[i].bits);
+                                }
+                }
+                ran++;
+        }
+        cr_assert_geq(ran, 4, "%d sets ran", ran);
+}
