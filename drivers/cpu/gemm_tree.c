@@ -14,8 +14,8 @@
  * Packing, in the calling thread's GEMM buffer (drivers/cpu/gemm.c): A's columns (C's rows)
  * MR at a time, a k row's MR values side by side, for as many rows of C as the buffer holds;
  * then B one panel of NR columns at a time (zero past n), so that a tile reads both in order.
- * The AVX-512 tiles are 12 x 32 (A's value broadcast inside the FMAs where every chunk is one
- * chain: per k two loads and 24 FMAs), the AVX2 ones 6 x 16. The scalar set, a CPU without AVX2 and a thread without a
+ * The AVX-512 tiles are 12 x 32 (A's value broadcast inside the FMAs: per k two loads and 24
+ * FMAs), the AVX2 ones 6 x 16. The scalar set, a CPU without AVX2 and a thread without a
  * buffer walk the tree one element at a time with fmaf: the same bits.
  */
 #include <math.h>
@@ -162,7 +162,7 @@ struct prog {
                                         V b1 = LOAD(bp + (size_t)r * 2 * VL + VL);             \
                                                                                                \
                                         ROWS(i)                                                \
-                                                FMA(simple, ap + (size_t)r * MR + i, b0, b1,   \
+                                                FMA(ap + (size_t)r * MR + i, b0, b1,           \
                                                     &acc[i][0], &acc[i][1]);                   \
                                 }                                                              \
                                 if ((k1 - k0) % KB) /* the GEMM's zero padding: -0 to +0 */    \
@@ -207,14 +207,12 @@ struct prog {
         }
 
 /* A row's two FMAs, acc0 + a_ik b0 and acc1 + a_ik b1, a_ik broadcast once from @p a. */
-static inline void fma256(int simple, const float *a, __m256 b0, __m256 b1, __m256 *acc0,
-                          __m256 *acc1) __attribute__((target("avx2,fma"), always_inline));
-static inline void fma256(int simple, const float *a, __m256 b0, __m256 b1, __m256 *acc0,
-                          __m256 *acc1)
+static inline void fma256(const float *a, __m256 b0, __m256 b1, __m256 *acc0, __m256 *acc1)
+        __attribute__((target("avx2,fma"), always_inline));
+static inline void fma256(const float *a, __m256 b0, __m256 b1, __m256 *acc0, __m256 *acc1)
 {
         __m256 v = _mm256_broadcast_ss(a);
 
-        (void)simple;
         *acc0 = _mm256_fmadd_ps(v, b0, *acc0);
         *acc1 = _mm256_fmadd_ps(v, b1, *acc1);
 }
@@ -223,26 +221,16 @@ static inline void fma256(int simple, const float *a, __m256 b0, __m256 b1, __m2
  * The same two FMAs with a_ik broadcast inside each ({1to16}): no broadcast instruction nor
  * register per row. GCC folds a broadcast only where it has one use (a row's has two), hence
  * the asm. The same products and sums as _mm512_fmadd_ps (whose multiplicands GCC already
- * orders as it likes). Only where every chunk is one chain (@p simple): with the pieces'
- * loop around it, GCC kept some accumulators on the stack.
+ * orders as it likes).
  */
-static inline void fma512(int simple, const float *a, __m512 b0, __m512 b1, __m512 *acc0,
-                          __m512 *acc1) __attribute__((target("avx512f"), always_inline));
-static inline void fma512(int simple, const float *a, __m512 b0, __m512 b1, __m512 *acc0,
-                          __m512 *acc1)
+static inline void fma512(const float *a, __m512 b0, __m512 b1, __m512 *acc0, __m512 *acc1)
+        __attribute__((target("avx512f"), always_inline));
+static inline void fma512(const float *a, __m512 b0, __m512 b1, __m512 *acc0, __m512 *acc1)
 {
-        __m512 v;
-
-        if (simple) {
-                __asm__("vfmadd231ps %[a]%{1to16%}, %[b0], %[acc0]\n\t"
-                        "vfmadd231ps %[a]%{1to16%}, %[b1], %[acc1]"
-                        : [acc0] "+v"(*acc0), [acc1] "+v"(*acc1)
-                        : [b0] "v"(b0), [b1] "v"(b1), [a] "m"(*a));
-                return;
-        }
-        v = _mm512_set1_ps(*a);
-        *acc0 = _mm512_fmadd_ps(v, b0, *acc0);
-        *acc1 = _mm512_fmadd_ps(v, b1, *acc1);
+        __asm__("vfmadd231ps %[a]%{1to16%}, %[b0], %[acc0]\n\t"
+                "vfmadd231ps %[a]%{1to16%}, %[b1], %[acc1]"
+                : [acc0] "+v"(*acc0), [acc1] "+v"(*acc1)
+                : [b0] "v"(b0), [b1] "v"(b1), [a] "m"(*a));
 }
 
 TREE_TILE(avx2, "avx2,fma", __m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps,
