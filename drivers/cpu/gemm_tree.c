@@ -14,9 +14,8 @@
  * Packing, in the calling thread's GEMM buffer (drivers/cpu/gemm.c): A's columns (C's rows)
  * MR at a time, a k row's MR values side by side, for as many rows of C as the buffer holds;
  * then B one panel of NR columns at a time (zero past n), so that a tile reads both in order.
- * The AVX-512 tiles are 12 x 32 (A's value broadcast inside the FMAs: per k two loads and 24
- * FMAs), the AVX2 ones 6 x 16. The scalar set, a CPU without AVX2 and a thread without a
- * buffer walk the tree one element at a time with fmaf: the same bits.
+ * The AVX-512 tiles are 12 x 32, the AVX2 ones 6 x 16. The scalar set, a CPU without AVX2 and
+ * a thread without a buffer walk the tree one element at a time with fmaf: the same bits.
  */
 #include <math.h>
 #include <string.h>
@@ -130,7 +129,7 @@ struct prog {
  * One tile of @p mr rows (a constant once inlined) and NR = 2 VL columns, @p w of them C's:
  * the chunks' chains in acc, the partial sums in @p st (MR x NR floats each), C stored once.
  */
-#define TREE_TILE(NAME, TGT, V, VL, MR, ZERO, LOAD, STORE, FMA, ADD)                           \
+#define TREE_TILE(NAME, TGT, V, VL, MR, ZERO, LOAD, STORE, BCAST, FMA, ADD)                    \
         __attribute__((target(TGT), always_inline)) static inline void NAME##_body(            \
                 const int mr, const int simple, const struct prog *p, const float *ap,         \
                 const float *bp, float *st, float *c, int ldc, int w)                          \
@@ -161,9 +160,12 @@ struct prog {
                                         V b0 = LOAD(bp + (size_t)r * 2 * VL);                  \
                                         V b1 = LOAD(bp + (size_t)r * 2 * VL + VL);             \
                                                                                                \
-                                        ROWS(i)                                                \
-                                                FMA(ap + (size_t)r * MR + i, b0, b1,           \
-                                                    &acc[i][0], &acc[i][1]);                   \
+                                        ROWS(i) {                                              \
+                                                V a = BCAST(ap + (size_t)r * MR + i);          \
+                                                                                               \
+                                                acc[i][0] = FMA(a, b0, acc[i][0]);             \
+                                                acc[i][1] = FMA(a, b1, acc[i][1]);             \
+                                        }                                                      \
                                 }                                                              \
                                 if ((k1 - k0) % KB) /* the GEMM's zero padding: -0 to +0 */    \
                                         ROWS(i)                                                \
@@ -206,37 +208,22 @@ struct prog {
                                         STORE(c + (size_t)i * ldc + v * VL, acc[i][v]);        \
         }
 
-/* A row's two FMAs, acc0 + a_ik b0 and acc1 + a_ik b1, a_ik broadcast once from @p a. */
-static inline void fma256(const float *a, __m256 b0, __m256 b1, __m256 *acc0, __m256 *acc1)
-        __attribute__((target("avx2,fma"), always_inline));
-static inline void fma256(const float *a, __m256 b0, __m256 b1, __m256 *acc0, __m256 *acc1)
+static inline __m256 bcast256(const float *p) __attribute__((target("avx2,fma"), always_inline));
+static inline __m256 bcast256(const float *p)
 {
-        __m256 v = _mm256_broadcast_ss(a);
-
-        *acc0 = _mm256_fmadd_ps(v, b0, *acc0);
-        *acc1 = _mm256_fmadd_ps(v, b1, *acc1);
+        return _mm256_broadcast_ss(p);
 }
 
-/*
- * The same two FMAs with a_ik broadcast inside each ({1to16}): no broadcast instruction nor
- * register per row. GCC folds a broadcast only where it has one use (a row's has two), hence
- * the asm. The same products and sums as _mm512_fmadd_ps (whose multiplicands GCC already
- * orders as it likes).
- */
-static inline void fma512(const float *a, __m512 b0, __m512 b1, __m512 *acc0, __m512 *acc1)
-        __attribute__((target("avx512f"), always_inline));
-static inline void fma512(const float *a, __m512 b0, __m512 b1, __m512 *acc0, __m512 *acc1)
+static inline __m512 bcast512(const float *p) __attribute__((target("avx512f"), always_inline));
+static inline __m512 bcast512(const float *p)
 {
-        __asm__("vfmadd231ps %[a]%{1to16%}, %[b0], %[acc0]\n\t"
-                "vfmadd231ps %[a]%{1to16%}, %[b1], %[acc1]"
-                : [acc0] "+v"(*acc0), [acc1] "+v"(*acc1)
-                : [b0] "v"(b0), [b1] "v"(b1), [a] "m"(*a));
+        return _mm512_set1_ps(*p);
 }
 
 TREE_TILE(avx2, "avx2,fma", __m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps,
-          fma256, _mm256_add_ps)
+          bcast256, _mm256_fmadd_ps, _mm256_add_ps)
 TREE_TILE(avx512, "avx512f,avx2,fma", __m512, 16, 12, _mm512_setzero_ps, _mm512_loadu_ps,
-          _mm512_storeu_ps, fma512, _mm512_add_ps)
+          _mm512_storeu_ps, bcast512, _mm512_fmadd_ps, _mm512_add_ps)
 
 #define TILE_ARGS const struct prog *p, const float *ap, const float *bp, float *st, float *c, \
                   int ldc, int w
