@@ -19,49 +19,6 @@
 
 #define NP 1024
 
-struct two {
-        struct rig r;
-        struct strata_module mods1[3];
-        struct strata_model m1;
-        struct strata_optim o1;
-        struct strata_models set;
-};
-
-/* Model 0 the regression rig's (MSE), model 1 20-8-tanh-3 (MSE, AdamW). */
-static void two_init(struct two *t)
-{
-        rig_init_regression(&t->r, &strata_mse);
-        t->mods1[0] = (struct strata_module){ .ops = &strata_linear, .out = 8 };
-        t->mods1[1] = (struct strata_module){ .ops = &strata_tanh };
-        t->mods1[2] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
-        t->m1 = (struct strata_model){ .in_features = RIG_IN, .nmodules = 3,
-                                       .modules = t->mods1, .loss = &strata_mse };
-        t->o1 = (struct strata_optim)STRATA_OPTIM_INIT;
-        t->o1.kind = STRATA_OPTIM_ADAMW;
-        t->o1.lr = 0.01f;
-        t->set = (struct strata_models)STRATA_MODELS_INIT;
-        cr_assert_eq(strata_models_add(&t->set, &t->m1, RIG_OUT, &t->o1, NULL), STRATA_OK);
-        t->r.cfg.models = &t->set;
-}
-
-static float xs[RIG_BATCH * RIG_IN], ts[RIG_BATCH * RIG_OUT];
-
-/* The loader's first batch, copied; the last row's first target @p v where @p v is not 0. */
-static struct strata_batch batch(struct rig *r, float v)
-{
-        struct strata_batch b;
-
-        strata_loader_reset(&r->loader, r->idx, 256);
-        cr_assert(strata_loader_next(&r->loader, &b));
-        memcpy(xs, b.x, sizeof(xs));
-        memcpy(ts, b.t, sizeof(ts));
-        if (v != 0.0f)
-                ts[(RIG_BATCH - 1) * RIG_OUT] = v; /* in the last device's rows */
-        b.x = xs;
-        b.t = ts;
-        return b;
-}
-
 /* Model @p k's parameters on device 0 into @p out; their count. */
 static size_t params(struct strata_runtime *rt, int k, float *out)
 {
@@ -95,13 +52,13 @@ static void held(enum strata_strategy_kind kind, int devices)
         struct strata_metrics m[2];
         struct strata_runtime *rt;
         struct strata_batch b;
-        struct two t;
+        struct rig_two t;
         size_t n0, n1;
 
-        two_init(&t);
+        rig_two_init(&t, &strata_mse);
         t.r.cfg.strategy.kind = kind;
         t.r.cfg.strategy.devices = devices;
-        b = batch(&t.r, 1e20f);
+        b = rig_first_batch(&t.r, 1e20f);
         rt = rig_open(&t.r.cfg);
         n0 = params(rt, 0, p0);
         n1 = params(rt, 1, p1);
@@ -115,7 +72,7 @@ static void held(enum strata_strategy_kind kind, int devices)
         cr_assert_eq(strata_state(rt), STRATA_STATE_READY);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 
-        b = batch(&t.r, 1e20f);
+        b = rig_first_batch(&t.r, 1e20f);
         rt = rig_open(&t.r.cfg);
         cr_assert_eq(strata_models_train_step(rt, order, 2, &b, m), STRATA_ENONFINITE);
         cr_assert_not_null(strstr(strata_last_error(), "the loss is inf"), "%s",
@@ -138,13 +95,13 @@ Test(models_held_loss, a_gradient_ends_the_call_at_once, .timeout = 60)
         static float p0[NP], p1[NP];
         struct strata_runtime *rt;
         struct strata_batch b;
-        struct two t;
+        struct rig_two t;
         size_t n0, n1;
 
-        two_init(&t);
+        rig_two_init(&t, &strata_mse);
         t.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
         t.r.cfg.strategy.devices = 2;
-        b = batch(&t.r, 3e38f); /* twice the error overflows: its gradient is infinite */
+        b = rig_first_batch(&t.r, 3e38f); /* twice the error overflows: its gradient is infinite */
         rt = rig_open(&t.r.cfg);
         n0 = params(rt, 0, p0);
         n1 = params(rt, 1, p1);
@@ -168,12 +125,12 @@ Test(models_held_loss, the_last_models_refusal_is_said_after_the_held_loss, .tim
         static float p1[NP];
         struct strata_runtime *rt;
         struct strata_batch b;
-        struct two t;
+        struct rig_two t;
         size_t n1;
 
-        two_init(&t);
+        rig_two_init(&t, &strata_mse);
         t.r.cfg.train.accumulate = 2;
-        b = batch(&t.r, 1e20f);
+        b = rig_first_batch(&t.r, 1e20f);
         rt = rig_open(&t.r.cfg);
         n1 = params(rt, 1, p1);
         cr_assert_eq(strata_model_end_accumulation_window(rt, 1), STRATA_OK);
@@ -190,7 +147,7 @@ Test(models_held_loss, the_last_models_refusal_is_said_after_the_held_loss, .tim
 
 /* ---- processes: the held loss crosses on the last model's exchange ---- */
 
-static struct two spawn_two; /* set up by the parent: the children inherit it */
+static struct rig_two spawn_two; /* set up by the parent: the children inherit it */
 
 /*
  * Rank 1 alone holds the row whose loss is not finite; both must refuse naming model 0. Rank
@@ -201,7 +158,7 @@ static int spawn_child(int rank, int size, void *arg)
         static const int order[2] = { 0, 1 };
         struct strata_runtime *rt;
         struct strata_config c = spawn_two.r.cfg;
-        struct strata_batch b = batch(&spawn_two.r, 1e20f);
+        struct strata_batch b = rig_first_batch(&spawn_two.r, 1e20f);
         int got[2];
 
         (void)size, (void)arg;
@@ -231,7 +188,7 @@ Test(models_held_loss, processes_all_refuse, .timeout = 120)
         /* One job at a time with tests/strategy/processes.c, which watches /dev/shm. */
         cr_assert_geq(fd, 0);
         cr_assert_eq(flock(fd, LOCK_EX), 0);
-        two_init(&spawn_two);
+        rig_two_init(&spawn_two, &strata_mse);
         cr_assert_eq(strata_spawn(2, spawn_child, NULL, 30.0, got, sizeof(got), &res),
                      STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
@@ -263,7 +220,7 @@ static int alone_child(int rank, int size, void *arg)
         struct strata_config c = spawn_two.r.cfg;
         struct strata_metrics m[2];
         struct strata_runtime *rt;
-        struct strata_batch b = batch(&spawn_two.r, 0.0f);
+        struct strata_batch b = rig_first_batch(&spawn_two.r, 0.0f);
         const char *trace = arg;
         size_t n1;
 
@@ -279,13 +236,13 @@ static int alone_child(int rank, int size, void *arg)
                 g.named[0] = 1;
                 params(rt, 0, g.p[0]);
                 params(rt, 1, g.p[1]);
-                b = batch(&spawn_two.r, 1e20f);
+                b = rig_first_batch(&spawn_two.r, 1e20f);
                 g.rc[1] = strata_models_train_step(rt, order, 2, &b, NULL);
                 g.named[1] = strstr(strata_last_error(), "model 0: step 1: the loss is not "
                                                          "finite") != NULL;
         } else {
                 n1 = params(rt, 1, p1);
-                b = batch(&spawn_two.r, 1e20f);
+                b = rig_first_batch(&spawn_two.r, 1e20f);
                 g.rc[0] = g.rc[1] = strata_models_train_step(rt, order, 2, &b,
                                                              rank == 0 ? m : NULL);
                 g.named[0] = strstr(strata_last_error(), "the loss is inf") != NULL;
@@ -310,7 +267,7 @@ static void alone(const char *trace, struct alone *g)
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
         cr_assert_geq(fd, 0);
         cr_assert_eq(flock(fd, LOCK_EX), 0);
-        two_init(&spawn_two);
+        rig_two_init(&spawn_two, &strata_mse);
         spawn_two.r.cfg.device.timeout_s = 10.0; /* a mismatch ends, not hangs */
         cr_assert_eq(strata_spawn(2, alone_child, (void *)trace, 30.0, g, sizeof(*g), &res),
                      STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
@@ -350,7 +307,7 @@ Test(models_held_loss, a_trace_on_one_process_holds_as_the_others, .timeout = 12
         spawn_two.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
         spawn_two.r.cfg.strategy.devices = 2;
         rt = rig_open(&spawn_two.r.cfg);
-        b = batch(&spawn_two.r, 0.0f);
+        b = rig_first_batch(&spawn_two.r, 0.0f);
         cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_OK);
         for (int k = 0; k < 2; k++) {
                 n = params(rt, k, q);

@@ -21,50 +21,7 @@
 
 #define NP 1024
 
-struct two {
-        struct rig r;
-        struct strata_module mods1[3];
-        struct strata_model m1;
-        struct strata_optim o1;
-        struct strata_models set;
-};
-
 static const int order[2] = { 1, 0 };
-
-/* Model 0 the regression rig's (@p loss), model 1 20-8-tanh-3 (MSE, AdamW). */
-static void two_init(struct two *t, const struct strata_loss_ops *loss)
-{
-        rig_init_regression(&t->r, loss);
-        t->mods1[0] = (struct strata_module){ .ops = &strata_linear, .out = 8 };
-        t->mods1[1] = (struct strata_module){ .ops = &strata_tanh };
-        t->mods1[2] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
-        t->m1 = (struct strata_model){ .in_features = RIG_IN, .nmodules = 3,
-                                       .modules = t->mods1, .loss = &strata_mse };
-        t->o1 = (struct strata_optim)STRATA_OPTIM_INIT;
-        t->o1.kind = STRATA_OPTIM_ADAMW;
-        t->o1.lr = 0.01f;
-        t->set = (struct strata_models)STRATA_MODELS_INIT;
-        cr_assert_eq(strata_models_add(&t->set, &t->m1, RIG_OUT, &t->o1, NULL), STRATA_OK);
-        t->r.cfg.models = &t->set;
-}
-
-static float xs[RIG_BATCH * RIG_IN], ts[RIG_BATCH * RIG_OUT];
-
-/* The loader's first batch, copied; the last row's first target @p v where @p v is not 0. */
-static struct strata_batch batch(struct rig *r, float v)
-{
-        struct strata_batch b;
-
-        strata_loader_reset(&r->loader, r->idx, 256);
-        cr_assert(strata_loader_next(&r->loader, &b));
-        memcpy(xs, b.x, sizeof(xs));
-        memcpy(ts, b.t, sizeof(ts));
-        if (v != 0.0f)
-                ts[(RIG_BATCH - 1) * RIG_OUT] = v; /* in the last device's rows */
-        b.x = xs;
-        b.t = ts;
-        return b;
-}
 
 /* Both models' parameters on device 0, model 0's first, into @p out (NP floats). */
 static void params(struct strata_runtime *rt, float *out)
@@ -85,7 +42,7 @@ static void params(struct strata_runtime *rt, float *out)
 
 /* ---- across processes ---- */
 
-static struct two spawn_two; /* set up by the parent: the children inherit it */
+static struct rig_two spawn_two; /* set up by the parent: the children inherit it */
 
 struct got {
         float p[NP];   /* both models after a finite step */
@@ -102,7 +59,7 @@ static int spawn_child(int rank, int size, void *arg)
         static float before[NP], after[NP];
         struct strata_config c = spawn_two.r.cfg;
         struct strata_runtime *rt;
-        struct strata_batch b = batch(&spawn_two.r, 0.0f);
+        struct strata_batch b = rig_first_batch(&spawn_two.r, 0.0f);
 
         (void)size, (void)arg;
         c.strategy.kind = STRATA_STRATEGY_SPAWN;
@@ -112,7 +69,7 @@ static int spawn_child(int rank, int size, void *arg)
         if (strata__models_train_alike(rt, order, 2, &b) != STRATA_OK)
                 return 11;
         params(rt, g.p);
-        b = batch(&spawn_two.r, NAN);
+        b = rig_first_batch(&spawn_two.r, NAN);
         params(rt, before);
         g.alike_rc = strata__models_train_alike(rt, order, 2, &b);
         g.named = strstr(strata_last_error(), "a gradient is NaN") != NULL;
@@ -141,7 +98,7 @@ Test(models_train_alike, processes_train_the_public_bits_and_refuse_together, .t
         /* One job at a time with tests/strategy/processes.c, which watches /dev/shm. */
         cr_assert_geq(fd, 0);
         cr_assert_eq(flock(fd, LOCK_EX), 0);
-        two_init(&spawn_two, &strata_mse);
+        rig_two_init(&spawn_two, &strata_mse);
         cr_assert_eq(strata_spawn(2, spawn_child, NULL, 30.0, &g, sizeof(g), &res), STRATA_OK,
                      "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
@@ -154,7 +111,7 @@ Test(models_train_alike, processes_train_the_public_bits_and_refuse_together, .t
         spawn_two.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
         spawn_two.r.cfg.strategy.devices = 2;
         rt = rig_open(&spawn_two.r.cfg);
-        b = batch(&spawn_two.r, 0.0f);
+        b = rig_first_batch(&spawn_two.r, 0.0f);
         cr_assert_eq(strata_models_train_step(rt, order, 2, &b, NULL), STRATA_OK);
         params(rt, ref);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
@@ -168,14 +125,14 @@ static void public_decides(const struct strata_loss_ops *loss, int allow)
         static float before[NP], after[NP];
         struct strata_runtime *rt;
         struct strata_batch b;
-        struct two t;
+        struct rig_two t;
 
-        two_init(&t, loss);
+        rig_two_init(&t, loss);
         t.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
         t.r.cfg.strategy.devices = 2;
         t.r.cfg.train.allow_nonfinite = allow;
         rt = rig_open(&t.r.cfg);
-        b = batch(&t.r, NAN);
+        b = rig_first_batch(&t.r, NAN);
         params(rt, before);
         cr_assert_eq(strata__models_train_alike(rt, order, 2, &b), STRATA_EINVAL, "%s",
                      strata_last_error());
@@ -200,7 +157,7 @@ static int l1_child(int rank, int size, void *arg)
 {
         struct strata_config c = spawn_two.r.cfg;
         struct strata_runtime *rt;
-        struct strata_batch b = batch(&spawn_two.r, NAN);
+        struct strata_batch b = rig_first_batch(&spawn_two.r, NAN);
         int rc;
 
         (void)rank, (void)size, (void)arg;
@@ -224,7 +181,7 @@ Test(models_train_alike, processes_agree_where_a_value_could_be_dropped, .timeou
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
         cr_assert_geq(fd, 0);
         cr_assert_eq(flock(fd, LOCK_EX), 0);
-        two_init(&spawn_two, &strata_l1);
+        rig_two_init(&spawn_two, &strata_l1);
         cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,
                      "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
@@ -246,7 +203,7 @@ Test(models_train_alike, processes_agree_where_a_relu_ends_the_model, .timeout =
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
         cr_assert_geq(fd, 0);
         cr_assert_eq(flock(fd, LOCK_EX), 0);
-        two_init(&spawn_two, &strata_mse);
+        rig_two_init(&spawn_two, &strata_mse);
         spawn_two.mods1[1] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
         spawn_two.mods1[2] = (struct strata_module){ .ops = &strata_relu };
         cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,

@@ -271,3 +271,36 @@ void rig_no_heap(void (*setup)(struct rig *), enum strata_strategy_kind kind, in
                      mi.used, mi.planned);
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
+
+void rig_two_init(struct rig_two *t, const struct strata_loss_ops *loss)
+{
+        rig_init_regression(&t->r, loss);
+        t->mods1[0] = (struct strata_module){ .ops = &strata_linear, .out = 8 };
+        t->mods1[1] = (struct strata_module){ .ops = &strata_tanh };
+        t->mods1[2] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
+        t->m1 = (struct strata_model){ .in_features = RIG_IN, .nmodules = 3,
+                                       .modules = t->mods1, .loss = &strata_mse };
+        t->o1 = (struct strata_optim)STRATA_OPTIM_INIT;
+        t->o1.kind = STRATA_OPTIM_ADAMW;
+        t->o1.lr = 0.01f;
+        t->set = (struct strata_models)STRATA_MODELS_INIT;
+        cr_assert_eq(strata_models_add(&t->set, &t->m1, RIG_OUT, &t->o1, NULL), STRATA_OK);
+        t->r.cfg.models = &t->set;
+}
+
+static float first_x[RIG_BATCH * RIG_IN], first_t[RIG_BATCH * RIG_OUT];
+
+struct strata_batch rig_first_batch(struct rig *r, float v)
+{
+        struct strata_batch b;
+
+        strata_loader_reset(&r->loader, r->idx, 256);
+        cr_assert(strata_loader_next(&r->loader, &b));
+        memcpy(first_x, b.x, sizeof(first_x));
+        memcpy(first_t, b.t, sizeof(first_t));
+        if (v != 0.0f)
+                first_t[(RIG_BATCH - 1) * RIG_OUT] = v;
+        b.x = first_x;
+        b.t = first_t;
+        return b;
+}

@@ -26,6 +26,21 @@ void rig_init(struct rig *r, int bn);
  * rows (strata_dataset_synthetic_regression), batch 16, single strategy.
  */
 void rig_init_regression(struct rig *r, const struct strata_loss_ops *loss);
+
+/* Two models of one runtime on the regression rig: model 0 the rig's (@p loss), model 1
+ * 20-8-tanh-3 (MSE, AdamW), the set in r.cfg.models (decision 0097's tests). */
+struct rig_two {
+        struct rig r;
+        struct strata_module mods1[3];
+        struct strata_model m1;
+        struct strata_optim o1;
+        struct strata_models set;
+};
+void rig_two_init(struct rig_two *t, const struct strata_loss_ops *loss);
+
+/* The loader's first batch, copied into the rig's own arrays; the last row's first target
+ * @p v where @p v is not 0 (in the last device's rows). */
+struct strata_batch rig_first_batch(struct rig *r, float v);
 /** The conv rig's input: one channel of RIG_CONV_HW x RIG_CONV_HW. */
 #define RIG_CONV_HW 6
 /**
