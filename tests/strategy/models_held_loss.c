@@ -8,13 +8,12 @@
  * either way, nothing changed.
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "strata/process.h"
 #include "strategy/internal.h"
+#include "tests/support/cli.h"
 #include "tests/support/rig.h"
 
 #define NP 1024
@@ -181,20 +180,16 @@ Test(models_held_loss, processes_all_refuse, .timeout = 120)
 {
         struct strata_spawn_result res;
         int got[2] = { 0, 0 };
-        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
 
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
-        /* One job at a time with tests/strategy/processes.c, which watches /dev/shm. */
-        cr_assert_geq(fd, 0);
-        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
         rig_two_init(&spawn_two, &strata_mse);
         cr_assert_eq(strata_spawn(2, spawn_child, NULL, 30.0, got, sizeof(got), &res),
                      STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
         cr_assert_eq(got[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", got[0]);
         cr_assert(got[1], "and names model 0");
-        close(fd);
 }
 
 /* ---- processes: what a process passes alone does not change the exchanges ---- */
@@ -261,18 +256,15 @@ static int alone_child(int rank, int size, void *arg)
 static void alone(const char *trace, struct alone *g)
 {
         struct strata_spawn_result res;
-        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
 
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
-        cr_assert_geq(fd, 0);
-        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
         rig_two_init(&spawn_two, &strata_mse);
         spawn_two.r.cfg.device.timeout_s = 10.0; /* a mismatch ends, not hangs */
         cr_assert_eq(strata_spawn(2, alone_child, (void *)trace, 30.0, g, sizeof(*g), &res),
                      STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
-        close(fd);
 }
 
 Test(models_held_loss, metrics_on_one_process_hold_nowhere, .timeout = 120)

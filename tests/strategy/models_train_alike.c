@@ -8,15 +8,14 @@
  * drop such a value (L1), the public call decides.
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <math.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "strata/process.h"
 #include "strategy/alike.h"
 #include "strategy/internal.h"
+#include "tests/support/cli.h"
 #include "tests/support/rig.h"
 
 #define NP 1024
@@ -91,18 +90,14 @@ Test(models_train_alike, processes_train_the_public_bits_and_refuse_together, .t
         struct strata_spawn_result res;
         struct strata_runtime *rt;
         struct strata_batch b;
-        int fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
 
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
-        /* One job at a time with tests/strategy/processes.c, which watches /dev/shm. */
-        cr_assert_geq(fd, 0);
-        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
         rig_two_init(&spawn_two, &strata_mse);
         cr_assert_eq(strata_spawn(2, spawn_child, NULL, 30.0, &g, sizeof(g), &res), STRATA_OK,
                      "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
-        close(fd);
         cr_assert_eq(g.alike_rc, STRATA_ENONFINITE, "process 0 refused process 1's NaN (%d)",
                      g.alike_rc);
         cr_assert(g.named, "as a gradient that is not finite");
@@ -174,18 +169,15 @@ static int l1_child(int rank, int size, void *arg)
 Test(models_train_alike, processes_agree_where_a_value_could_be_dropped, .timeout = 120)
 {
         struct strata_spawn_result res;
-        int none = 0, fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC,
-                                0600);
+        int none = 0;
 
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
-        cr_assert_geq(fd, 0);
-        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
         rig_two_init(&spawn_two, &strata_l1);
         cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,
                      "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
-        close(fd);
 }
 
 /*
@@ -196,18 +188,15 @@ Test(models_train_alike, processes_agree_where_a_value_could_be_dropped, .timeou
 Test(models_train_alike, processes_agree_where_a_relu_ends_the_model, .timeout = 120)
 {
         struct strata_spawn_result res;
-        int none = 0, fd = open("/tmp/strata-processes-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC,
-                                0600);
+        int none = 0;
 
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
-        cr_assert_geq(fd, 0);
-        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
         rig_two_init(&spawn_two, &strata_mse);
         spawn_two.mods1[1] = (struct strata_module){ .ops = &strata_linear, .out = RIG_OUT };
         spawn_two.mods1[2] = (struct strata_module){ .ops = &strata_relu };
         cr_assert_eq(strata_spawn(2, l1_child, NULL, 30.0, &none, sizeof(none), &res), STRATA_OK,
                      "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
-        close(fd);
 }
