@@ -11,7 +11,7 @@
  * Usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] [--export FILE]
  *                             [--save PREFIX --save-every N] [--resume PREFIX] [--kill-at N]
  *                             [--normalize] [--returns FILE.csv]
- *                             [--envs N [--devices D | --mpi]]
+ *                             [--envs N [--devices D | --mpi]] [--batch B]
  *   --steps: environment steps in all (default 20000); --solve: stop once solved; --export:
  *   the policy's weights as safetensors at the end; --save: every N steps, the agent
  *   (strata_rl_save(): PREFIX-K.ckpt, PREFIX-rl.state) and the environment's own state
@@ -28,7 +28,10 @@
  *   environments' transitions (PPO: the rollout's rows are gathered across the processes,
  *   decision 0094), so P processes train bitwise the agent of one process on P devices
  *   (decision 0079). Process 0 reports, exports and writes the returns (its own
- *   environments').
+ *   environments'). --batch B: the replay batch of TD3 and SAC, PPO's minibatch (defaults 64);
+ *   under --mpi it is the batch of all the processes, each computing its own rows' share, so
+ *   `--envs P --batch 64P` on P processes gives each process its own environment and 64 rows,
+ *   as TorchFort's distributed mode does.
  * Prints one line per 10 episodes, then one JSON line: episodes, steps, updates, the mean
  * return of the first and last 10 episodes, the episode it was solved at (-1: not), an FNV
  * hash of every return's bits (two runs of one seed print the same), and the agent's
@@ -376,6 +379,7 @@ int main(int argc, char **argv)
         struct strata_arena arena;
         const char *export = NULL, *returns_csv = NULL;
         uint64_t seed = 1, updates;
+        long batch = -1;
         int normalize = 0, envs = 0, devices = 1, mpi = 0, world, lo = 0, hi = 1, zero = 1;
         size_t bytes;
         int rc;
@@ -415,8 +419,18 @@ int main(int argc, char **argv)
                         devices = atoi(argv[++i]);
                 else if (!strcmp(argv[i], "--mpi"))
                         mpi = 1;
+                else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+                        batch = atol(argv[++i]);
         }
         c = config(r.algo, seed);
+        if (batch == 0 || batch < -1 || batch > 65536) {
+                fprintf(stderr, "cartpole: --batch: 1 to 65536\n");
+                return 2;
+        }
+        if (batch > 0 && r.ppo)
+                c.minibatch = (uint32_t)batch;
+        else if (batch > 0)
+                c.batch = (uint32_t)batch;
         c.normalize_states = normalize;
         if (envs && (envs > MAX_ENVS || r.save || r.resume || r.kill_at)) {
                 fprintf(stderr, "cartpole: --envs: 1 to %d, no save, resume or kill\n",
