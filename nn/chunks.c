@@ -198,7 +198,8 @@ void strata__chunks_layer(struct strata_chunks *ch, int i, int batch_stats,
 
 /*
  * A batch of another size: the GEMMs over rows have other row counts, and the weight
- * gradient's row blocks and chunk tree other k, probed again.
+ * gradient's row blocks and chunk tree other k, probed again (the tree also where it failed:
+ * the kernels may refuse one size's rows and take another's).
  */
 static void reprobe(struct strata_chunks *ch)
 {
@@ -208,9 +209,10 @@ static void reprobe(struct strata_chunks *ch)
                 if (ch->linear[i] & STRATA__LIN_ROWS)
                         ch->linear[i] = (unsigned char)(ch->linear[i] & ~(STRATA__LIN_ROWS |
                                                                           STRATA__LIN_ROWS_KNOWN));
-                if (ch->linear[i] & STRATA__LIN_TREE)
+                if (ch->linear[i] & (STRATA__LIN_TREE | STRATA__LIN_TREE_NOT))
                         ch->linear[i] = (unsigned char)(ch->linear[i] & ~(STRATA__LIN_TREE |
-                                                                          STRATA__LIN_TREE_KNOWN));
+                                                                          STRATA__LIN_TREE_KNOWN |
+                                                                          STRATA__LIN_TREE_NOT));
         }
 }
 

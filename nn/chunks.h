@@ -80,6 +80,7 @@ struct strata_chunks {
 #define STRATA__LIN_ROWS 8        /* it does: every block has the whole product's bits */
 #define STRATA__LIN_TREE_KNOWN 16 /* whether the kernels' gemm_tree() makes it is known */
 #define STRATA__LIN_TREE 32       /* it does, with every bit of the chunks' GEMMs (0095) */
+#define STRATA__LIN_TREE_NOT 64   /* it does not at this batch's size: probed at another */
 
 /** Invariant mode: what C chunks over D devices need of each device, for a global batch. */
 struct strata__chunk_plan {

@@ -185,6 +185,8 @@ static void probe_tree(const struct strata_layer *l, const struct strata_step_ct
         if (tree_weights(l, c, x, dy, (*f & STRATA__LIN_PAIRS) != 0, ch->out) == STRATA_OK &&
             !memcmp(grad, ch->out, (size_t)l->in * (size_t)l->out * sizeof(float)))
                 *f |= STRATA__LIN_TREE;
+        else /* e.g. the device's rows past the kernels' buffer: a smaller batch may fit */
+                *f |= STRATA__LIN_TREE_NOT;
 }
 
 /* What a chunk's bias sums read. */

@@ -193,10 +193,18 @@ static int reduce_parts(const struct strata_runtime *rt, struct strata__replica 
 }
 
 /*
+ * A bucket of at most this many floats is all-reduced under the split step too: the
+ * all-reduce's eager path (the communicator's mailboxes) meets the devices once where the
+ * reduce-scatter meets them twice, and each element is the same sum in the same order.
+ */
+#define SPLIT_MIN 64
+
+/*
  * Sum elements [lo, lo + n) of every device's gradients, held at @p g (the replica's vector
  * at lo, or a layer's buffer): into every replica, or with @p part each device's part of the
- * split step into its own. In bf16 (cfg.strategy.grad_allreduce) they are rounded into the
- * replica's staging, all-reduced there and widened back.
+ * split step into its own (a bucket of at most SPLIT_MIN floats: into every replica). In bf16
+ * (cfg.strategy.grad_allreduce) they are rounded into the replica's staging, all-reduced there
+ * and widened back.
  */
 static int all_reduce_grads(const struct strata_runtime *rt, struct strata__replica *r, float *g,
                             size_t lo, size_t n, enum strata_reduce_op op, int part)
@@ -205,7 +213,7 @@ static int all_reduce_grads(const struct strata_runtime *rt, struct strata__repl
         const struct strata__replica_view *v = strata__replica_view(r);
         uint16_t *s = strata__shard_grad_stage(strata__replica_shard(r));
 
-        if (!s && part)
+        if (!s && part && n > SPLIT_MIN)
                 return reduce_parts(rt, r, g, lo, n, op);
         if (!s) /* f32 (tree: the devices' blocks, the top of invariant mode's tree) */
                 return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32, op);

@@ -67,6 +67,12 @@ struct strata__job_ops {
 extern const struct strata__job_ops strata__job_none, strata__job_spawn, strata__job_mpi,
         strata__job_auto;
 
+/**
+ * strata_clear_stop() calls so far in this process (strategy/runtime/stop.c): a job's copy of
+ * the stop its processes agreed on counts only while no clear came after it.
+ */
+unsigned strata__stop_clears(void);
+
 /** The job strategy kind @p kind runs in (strategy/registry.c); NULL for an unknown kind. */
 const struct strata__job_ops *strata__strategy_job(enum strata_strategy_kind kind);
 

@@ -33,6 +33,13 @@
  *   subnormal results. Under STRATA_TESTING the same code can run its tile operations through
  *   a scalar emulator (strata__cpu_lp_force_amx), so any CPU tests its addresses and loops.
  *
+ * The three paths do not give the same bits: they group and order the products' sums
+ * differently (on random operands a third to a half of C's elements differ between
+ * bf16:avx512_bf16, bf16:fma and bf16:amx's emulator), and a sum of negative products that
+ * underflow ends at -0 or +0 as each path's padding of k says (16 for bf16:fma, KB here).
+ * Which runs is the CPU's, not the kernel set's: bf16:fma always runs the native set's f32
+ * GEMM, so within a CPU every kernel set gets the same bf16 bits.
+ *
  * gemm_lp_io reads operands already stored in bf16 as they are and can round C to bf16 (with
  * a bias added first): bf16-mixed keeps the activations between Linear and ReLU in bf16.
  *

@@ -545,7 +545,11 @@ void strata_request_stop(void);
 /** @brief 1 after strata_request_stop() until strata_clear_stop(). Async-signal-safe. */
 int strata_stop_requested(void);
 
-/** @brief Forget a stop request (steps run again). */
+/**
+ * @brief Forget a stop request (steps run again). In a job of several processes call it on
+ *        every process: the stop they agreed on is forgotten too, so a request made after it
+ *        stops every process at one step boundary again, after the next step's exchange.
+ */
 void strata_clear_stop(void);
 
 /** @brief Current lifecycle state (enum strata_state). */

@@ -25,6 +25,7 @@ struct job {
         size_t pcomm_bytes;
         double *stats;                /* every device's metrics (common.c), global order */
         int stop;                     /* a stop request seen by any process at the last step */
+        unsigned stop_clears;         /* strata__stop_clears() then: a later clear forgets it */
         unsigned char *prints;        /* this process's fingerprint, then every process's */
         unsigned char *chunk;         /* sharded checkpoints: a piece on its way to process 0 */
         int refused_alike;            /* every process refused the configurations: none waits */
@@ -183,6 +184,7 @@ static int metrics(struct strata_runtime *rt, const struct strata__step_args *a)
                 memmove(s->stats + (size_t)p * per, s->stats + (size_t)p * (per + 1),
                         per * sizeof(double));
         }
+        s->stop_clears = strata__stop_clears();
         if (s->stop)
                 strata_request_stop();
         if (a->held)
@@ -249,13 +251,16 @@ static int agree_batch(struct strata_runtime *rt, int *status, int rows, int *ho
 /*
  * A stop request counts once every process has seen it, at the last step's exchange (the
  * step's metrics), so all stop at the same step boundary; strata_clear_stop() on every process
- * forgets it.
+ * forgets it, the exchange's agreement included: a request made after the clear counts at the
+ * next exchange, not on the one before the clear (which would stop this process alone).
  */
 static int procs_stop_due(const struct strata_runtime *rt)
 {
+        const struct job *s = procs_of(rt);
+
         if (!strata__multi(rt)->peers)
                 return strata_stop_requested(); /* one process */
-        return procs_of(rt)->stop && strata_stop_requested();
+        return s->stop && s->stop_clears == strata__stop_clears() && strata_stop_requested();
 }
 
 static const struct strata__peers peers = {

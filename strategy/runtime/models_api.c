@@ -347,13 +347,14 @@ static int held_loss(const int *models, unsigned held, const unsigned long long 
 
 /*
  * Each model's step in turn, the batch checked. With @p hold (every process's call passes no
- * metrics) the losses of all but the last model are held: judged with the last step's
- * exchange of metrics (one where n make n), which carries the held losses that were not
- * finite on each process (decision 0097). A gradient that is not finite at a held model is
- * the job's verdict at once, as before (the earlier held losses, this process's alone, are
- * not said). Held losses are the verdict in preference to the last model's refusal (named
- * after them) and to a stop request between the models (one process only: across processes
- * a stop is the job's at an exchange, which a held step does not make; the request stays).
+ * metrics; the callers pass 0 with @p m, and the batch's agreement only clears it) the losses
+ * of all but the last model are held: judged with the last step's exchange of metrics (one
+ * where n make n), which carries the held losses that were not finite on each process
+ * (decision 0097). A gradient that is not finite at a held model is the job's verdict at once,
+ * as before (the earlier held losses, this process's alone, are not said). Held losses are the
+ * verdict in preference to the last model's refusal (named after them) and to a stop request
+ * between the models (one process only: across processes a stop is the job's at an exchange,
+ * which a held step does not make; the request stays).
  */
 static int train_all(struct strata_runtime *rt, const int *models, int n,
                      const struct strata_batch *b, struct strata_metrics *m, int hold)
@@ -361,7 +362,7 @@ static int train_all(struct strata_runtime *rt, const int *models, int n,
         unsigned long long steps[STRATA_MAX_MODELS];
         unsigned held = 0;
 
-        hold = hold && !m && may_hold(rt);
+        hold = hold && may_hold(rt);
         for (int k = 0; k < n; k++) {
                 int last = k == n - 1, rc;
 

@@ -4,7 +4,8 @@
  * block of rows (100 -> 70) and one made in row blocks (512 -> 300): after the probes the
  * weight gradient is one gemm_tree() call and no per-chunk GEMM, bitwise the chunks' tree of
  * whole products, the bias and the input gradient too; a gemm_tree() that rounds apart is
- * refused by the probe and the per-chunk GEMMs stay; a batch of another size is probed again.
+ * refused by the probe and the per-chunk GEMMs stay; a batch of another size is probed again,
+ * a tree the kernels refused at one size (STRATA_ENOTSUP: its rows past their buffer) too.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -24,6 +25,7 @@
 static const struct strata_kernel_ops *cpu;
 static struct strata_kernel_ops wrapped; /* the CPU's, counting (or skewing) */
 static int skew;                         /* gemm_tree() rounds one element apart */
+static int refuse;                       /* gemm_tree() refuses the shape: STRATA_ENOTSUP */
 static int wgemms, trees;                /* weight-gradient GEMMs, gemm_tree() calls */
 
 static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -35,7 +37,7 @@ static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *
 
 static int gemm_tree(const struct strata_gemm_tree *g)
 {
-        int rc = cpu->gemm_tree(g);
+        int rc = refuse ? STRATA_ENOTSUP : cpu->gemm_tree(g);
 
         trees++;
         if (skew && rc == STRATA_OK)
@@ -83,6 +85,7 @@ static void setup(int i, int o, int with_skew)
         wrapped.gemm = gemm;
         wrapped.gemm_tree = gemm_tree;
         skew = with_skew;
+        refuse = 0;
         cr_assert_eq(strata_arena_init(&a, mem, sizeof(mem), NULL), STRATA_OK);
         strata__chunks_plan(CHUNKS, 2, ROWS, &cp);
         cr_assert_eq(strata__chunks_layout(&ch, &a, &a, &cp, 1, (size_t)nparam, in), STRATA_OK);
@@ -183,4 +186,32 @@ Test(chunks_tree_gemm, a_batch_of_another_size_is_probed_again)
         backward(ROWS / 4); /* probed again: the whole products, then the tree */
         cr_assert_eq(trees, 1, "%d gemm_tree() calls in the probe", trees);
         cr_assert_eq(wgemms, 4, "%d per-chunk weight GEMMs", wgemms);
+}
+
+/*
+ * A tree refused at the first batch's size (as the CPU's is where the device's rows pass its
+ * buffer) is probed again at a batch of another size, and taken there.
+ */
+Test(chunks_tree_gemm, a_tree_refused_at_one_size_is_probed_again_at_another)
+{
+        int row0, nrows;
+
+        setup(100, 70, 0);
+        refuse = 1;
+        backward(ROWS / 2);
+        backward(ROWS / 2);
+        cr_assert_eq(trees, 1, "%d gemm_tree() calls in the probe", trees);
+        cr_assert_eq(ch.linear[0] & (STRATA__LIN_TREE_KNOWN | STRATA__LIN_TREE),
+                     STRATA__LIN_TREE_KNOWN, "flags %x", ch.linear[0]);
+        refuse = 0;
+        strata__chunks_set(&ch, ROWS / 2, CHUNKS, 0, 2, &row0, &nrows);
+        backward(ROWS / 4); /* the tree's probe, at this size */
+        cr_assert_eq(trees, 1, "%d gemm_tree() calls in the probe", trees);
+        cr_assert_eq(ch.linear[0] & STRATA__LIN_TREE, STRATA__LIN_TREE, "flags %x",
+                     ch.linear[0]);
+        reference(ROWS / 4);
+        backward(ROWS / 4);
+        cr_assert_eq(trees, 1, "%d gemm_tree() calls", trees);
+        cr_assert_eq(wgemms, 0, "%d per-chunk weight GEMMs", wgemms);
+        cr_assert_eq(memcmp(grad, ref, sizeof(float) * (size_t)nparam), 0, "not the tree's bits");
 }
