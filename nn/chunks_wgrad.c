@@ -178,14 +178,17 @@ static void probe_tree(const struct strata_layer *l, const struct strata_step_ct
 {
         const struct strata_chunks *ch = c->chunks;
         unsigned char *f = &ch->linear[l->index];
+        int rc;
 
         if ((*f & STRATA__LIN_TREE_KNOWN) || !tree_ok(l, c))
                 return;
         *f |= STRATA__LIN_TREE_KNOWN; /* into the batch_stats slot, free in a Linear's pass */
-        if (tree_weights(l, c, x, dy, (*f & STRATA__LIN_PAIRS) != 0, ch->out) == STRATA_OK &&
+        rc = tree_weights(l, c, x, dy, (*f & STRATA__LIN_PAIRS) != 0, ch->out);
+        if (rc == STRATA_OK &&
             !memcmp(grad, ch->out, (size_t)l->in * (size_t)l->out * sizeof(float)))
                 *f |= STRATA__LIN_TREE;
-        else /* e.g. the device's rows past the kernels' buffer: a smaller batch may fit */
+        else if (rc == STRATA_ENOTSUP) /* the device's rows past the kernels' buffer: a
+                                          smaller batch may fit; other bits are refused for good */
                 *f |= STRATA__LIN_TREE_NOT;
 }
 

@@ -598,7 +598,8 @@ int strata__dev_alone(const struct strata_runtime *rt, const struct strata__mult
  * Whether @p m's devices split the optimizer step (decision 0086): each checks and updates its
  * part of the reduced gradient (strata__dev_part()) and writes the part's new parameters and
  * optimizer state into every other replica. Then nothing reads a replica's gradient outside
- * its part, so ddp's buckets sum each part into its own replica only (decision 0096).
+ * its part, so ddp's buckets sum each part into its own replica only (decision 0096; a bucket
+ * of at most 64 floats into every replica, one meeting).
  */
 int strata__dev_split(const struct strata_runtime *rt, const struct strata__multi *m);
 

@@ -579,8 +579,8 @@ struct strata_param {
         /**
          * gradient (NULL for buffers); fsdp: as value. After a split ddp step (threads of one
          * process, the buckets and tree variants, f32, no clipping or loss scale) the devices'
-         * sum only in this device's part of the step, elsewhere this device's own sum
-         * (decision 0096)
+         * sum only in this device's part of the step, elsewhere this device's own sum (a
+         * bucket of at most 64 floats: the sum everywhere; decision 0096)
          */
         float *grad;
         int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */

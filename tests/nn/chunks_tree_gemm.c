@@ -175,6 +175,24 @@ Test(chunks_tree_gemm, a_tree_rounding_apart_keeps_the_chunks_gemms)
         cr_assert_eq(memcmp(grad, ref, sizeof(float) * (size_t)nparam), 0, "not the tree's bits");
 }
 
+/* A tree whose bits differed is not probed again at another size: one batch that happens to
+ * match must not take it. */
+Test(chunks_tree_gemm, a_tree_rounding_apart_stays_refused_at_another_size)
+{
+        int row0, nrows;
+
+        setup(100, 70, 1);
+        backward(ROWS / 2);
+        backward(ROWS / 2);
+        cr_assert_eq(trees, 1, "%d gemm_tree() calls in the probe", trees);
+        skew = 0;
+        strata__chunks_set(&ch, ROWS / 2, CHUNKS, 0, 2, &row0, &nrows);
+        backward(ROWS / 4); /* another size: the whole products probed again, not the tree */
+        cr_assert_eq(trees, 0, "%d gemm_tree() calls after the probe failed on bits", trees);
+        backward(ROWS / 4);
+        cr_assert_eq(trees, 0, "%d gemm_tree() calls after the probe failed on bits", trees);
+}
+
 Test(chunks_tree_gemm, a_batch_of_another_size_is_probed_again)
 {
         int row0, nrows;
