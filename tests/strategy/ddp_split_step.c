@@ -12,7 +12,9 @@
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strategy/internal.h"
 #include "tests/support/devsim.h"
@@ -184,6 +186,46 @@ Test(ddp_split_step, optimizer_state_stays_with_its_owner, .timeout = 120)
                 assert_replicas_equal(rt, devices, 3);
                 cr_assert_eq(strata_teardown(rt), STRATA_OK);
         }
+}
+
+/*
+ * Several models on one runtime: each model's split steps are its own to gather. Model 1
+ * steps split, model 0's state is read (nothing of model 1's gathered), then model 1's
+ * checkpoint is saved: the save makes model 1's replicas whole (a mark kept by the runtime
+ * alone would have been spent on model 0's read).
+ */
+Test(ddp_split_step, each_model_gathers_its_own_parts, .timeout = 120)
+{
+        char path[] = "/tmp/strata-split-XXXXXX";
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct rig_two t;
+        const float *s;
+        size_t n, lo, hi, block;
+        uint64_t steps;
+        int fd;
+
+        rig_two_init(&t, &strata_mse);
+        t.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        t.r.cfg.strategy.devices = 2;
+        b = rig_first_batch(&t.r, 0.0f);
+        rt = rig_open(&t.r.cfg);
+        cr_assert_eq(strata_model_train_step(rt, 1, &b, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_optimizer_state(rt, 0, &s, &n, &steps), STRATA_OK);
+        cr_assert_eq(steps, 0, "model 0 did not step");
+        fd = mkstemp(path);
+        cr_assert_geq(fd, 0);
+        close(fd);
+        cr_assert_eq(strata_model_save_checkpoint(rt, 1, path, NULL, 0), STRATA_OK, "%s",
+                     strata_last_error());
+        unlink(path);
+        cr_assert_eq(strata__models_enter(rt, 1), STRATA_OK);
+        strata__dev_part(rt, strata__repv(rt, 0)->nparam, 0, &lo, &hi, &block);
+        cr_assert(!state_zero(rt, 0, lo, hi), "model 1 stepped split");
+        cr_assert(!state_zero(rt, 1, lo, hi), "model 1's save gathered its state");
+        strata__models_leave(rt);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 /* Clipping reads the whole vector before the update: the step is not split. */
