@@ -94,14 +94,12 @@ int strata__replica_nonfinite_range(const struct strata__replica *r, size_t lo, 
         return !isfinite(r->v.k->sumsq(r->v.grads + lo, hi - lo));
 }
 
-/* Elements [lo, hi) of @p src's parameters and optimizer state slots into @p dst. */
-static void copy_part(struct strata__replica *dst, const struct strata__replica *src, size_t lo,
-                      size_t hi)
+void strata__replica_state_part(struct strata__replica *dst, const struct strata__replica *src,
+                                size_t lo, size_t hi)
 {
         size_t n = src->v.nparam, slots = n ? src->v.nopt / n : 0;
 
-        memcpy(dst->v.params + lo, src->v.params + lo, (hi - lo) * sizeof(float));
-        for (size_t s = 0; s < slots; s++)
+        for (size_t s = 0; s < slots && hi > lo; s++)
                 memcpy(dst->v.opt_state + s * n + lo, src->v.opt_state + s * n + lo,
                        (hi - lo) * sizeof(float));
 }
@@ -123,7 +121,7 @@ void strata__replica_step_part(struct strata__replica *r, const struct strata_op
                 r->v.k->update_range(&u, r->v.params, r->v.grads, r->v.opt_state, r->v.nparam,
                                      b, e);
                 for (int k = 0; k < nto; k++)
-                        copy_part(to[k], r, b, e);
+                        memcpy(to[k]->v.params + b, r->v.params + b, (e - b) * sizeof(float));
         }
         strata__track_end(r->v.track, t0, (int64_t)r->opt_t);
         strata__replica_skip(r);

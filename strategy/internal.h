@@ -220,6 +220,10 @@ struct strata_runtime {
         struct strata__replica *replicas; /* nreplicas of strata__replica_bytes: strata__rep() */
         int nreplicas;                 /* this process's devices */
         int world, rank0;              /* devices of every process; global rank of device 0 */
+        /* split steps left each device's part of the optimizer state in its own replica alone
+         * (decision 0100): strata__dev_opt_whole() before a read of a whole replica's (in the
+         * padding before step: the runtime, and every plan, keeps its size) */
+        int opt_parts;
         uint64_t step;                 /* training steps taken */
         struct strata_plan_info plan;
         int region_mapped;             /* root maps its own region: unmap at teardown */
@@ -596,10 +600,11 @@ int strata__dev_alone(const struct strata_runtime *rt, const struct strata__mult
 
 /**
  * Whether @p m's devices split the optimizer step (decision 0086): each checks and updates its
- * part of the reduced gradient (strata__dev_part()) and writes the part's new parameters and
- * optimizer state into every other replica. Then nothing reads a replica's gradient outside
- * its part, so ddp's buckets sum each part into its own replica only (decision 0096; a bucket
- * of at most 64 floats into every replica, one meeting).
+ * part of the reduced gradient (strata__dev_part()) and writes the part's new parameters into
+ * every other replica; the part's optimizer state stays in its own (decision 0100). Then
+ * nothing reads a replica's gradient outside its part, so ddp's buckets sum each part into its
+ * own replica only (decision 0096; a bucket of at most 64 floats into every replica, one
+ * meeting).
  */
 int strata__dev_split(const struct strata_runtime *rt, const struct strata__multi *m);
 
@@ -610,6 +615,15 @@ int strata__dev_split(const struct strata_runtime *rt, const struct strata__mult
  */
 void strata__dev_part(const struct strata_runtime *rt, size_t n, int dev, size_t *lo, size_t *hi,
                       size_t *block);
+
+/**
+ * Every replica's optimizer state whole again after split steps (rt->opt_parts): each device's
+ * part copied from its own replica into every other. Before any read of a whole replica's state
+ * (strata_optimizer_state(), strata_parameter(), checkpoints and weights, saved or loaded), on
+ * the coordinator between steps; nothing when no split step ran since the last call. The step
+ * itself never needs it: whether a runtime splits is fixed at its init.
+ */
+void strata__dev_opt_whole(const struct strata_runtime *rt);
 
 /**
  * validation, test and predict steps: load, forward in evaluation mode, then the loss or (for

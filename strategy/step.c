@@ -124,9 +124,12 @@ int strata__dev_alone(const struct strata_runtime *rt, const struct strata__mult
 /*
  * The split step: this device checks and updates its part (strata__dev_part(): the part the
  * buckets' reduce-scatter summed into this replica alone, decision 0096, still in its cache)
- * and writes the part's new parameters and optimizer state into every other replica, so each
- * replica ends the step as if it had made the whole update itself, at half (1/devices) the
- * work. The post's join orders these stores before any device's next read of its replica.
+ * and writes the part's new parameters into every other replica, so each replica ends the step
+ * with the parameters of the whole update, at half (1/devices) the work. The part's optimizer
+ * state stays in this replica alone (decision 0100): no step of another device reads it, and
+ * strata__dev_opt_whole() copies it over before a read of a whole replica's state. The post's
+ * join orders these stores before any device's next read of its replica, and device 0's mark
+ * before the coordinator's.
  */
 static int split_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                       const struct strata__step_args *a)
@@ -148,7 +151,29 @@ static int split_step(struct strata_runtime *rt, int dev, struct strata_comm *co
                 if (e != dev)
                         to[nto++] = strata__rep(rt, e);
         strata__replica_step_part(r, &rt->cfg.optim, lo, hi, to, nto);
+        if (dev == 0)
+                rt->opt_parts = 1;
         return STRATA_OK;
+}
+
+void strata__dev_opt_whole(const struct strata_runtime *rt)
+{
+        /* the runtime lives in its arena, never in const storage; the readers that call this
+         * take it const because, to their callers, they change nothing */
+        struct strata_runtime *w = (struct strata_runtime *)rt;
+        size_t n, lo, hi, block;
+
+        if (!rt->opt_parts)
+                return;
+        n = strata__repv(rt, 0)->nparam;
+        for (int d = 0; d < rt->nreplicas; d++) {
+                strata__dev_part(rt, n, d, &lo, &hi, &block);
+                for (int e = 0; e < rt->nreplicas; e++)
+                        if (e != d)
+                                strata__replica_state_part(strata__rep(rt, e),
+                                                           strata__rep(rt, d), lo, hi);
+        }
+        w->opt_parts = 0;
 }
 
 int strata__dev_step(struct strata_runtime *rt, struct strata__multi *m, int dev,

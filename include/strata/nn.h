@@ -584,7 +584,11 @@ struct strata_param {
          */
         float *grad;
         int opt_slots;                 /**< optimizer-state slots: 0, 1 (momentum), 2 (AdamW) */
-        /** each slot's values for elements [shard_lo, shard_hi) of this group (NULL: none) */
+        /**
+         * each slot's values for elements [shard_lo, shard_hi) of this group (NULL: none).
+         * Current as of the call: a later split ddp step updates each part in its own device's
+         * replica only (decision 0100), so read the state again after it
+         */
         float *opt_state[2];
         float *master;                 /**< fp32 master copy when values are lower precision */
         size_t offset;                 /**< in the flat parameter (or running-state) vector */

@@ -569,7 +569,9 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
 /**
  * @brief The optimizer state of device @p dev: @p n floats (momentum, or AdamW m then v) and
  *        the step counter. Under zero1, zero2 and fsdp the state of the device's shard (each slot
- *        strata_plan_info.shard_params floats).
+ *        strata_plan_info.shard_params floats). Current as of the call: a split ddp step keeps
+ *        each part of the state in its own device's replica only and the call makes every
+ *        replica's whole again (decision 0100), so call it again after a step.
  */
 int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
                            size_t *n, uint64_t *step);

@@ -254,6 +254,7 @@ int strata__ckpt_between_steps(const struct strata_runtime *rt, const char *what
                 return strata__fail(STRATA_EBADSTATE, "%s: inside an accumulation window "
                                     "(micro-batch %d of %d); checkpoint at an optimizer step",
                                     what, rt->micro, rt->cfg.train.accumulate);
+        strata__dev_opt_whole(rt); /* the state is written and read whole, from device 0's */
         return STRATA_OK;
 }
 

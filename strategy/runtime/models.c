@@ -30,6 +30,7 @@ struct model {
         struct strata__replica *replicas;
         const struct strata_model *model;
         int classes;
+        int opt_parts;          /* its split steps' state (decision 0100), in classes' padding */
         uint64_t seed;
         struct strata_optim optim;
         uint64_t step;
@@ -254,6 +255,7 @@ static void swap(struct strata_runtime *rt, struct model *m)
         SWAP(rt->step, m->step);
         SWAP(rt->micro, m->micro);
         SWAP(rt->end_window, m->end_window);
+        SWAP(rt->opt_parts, m->opt_parts);
         SWAP(rt->scaler, m->scaler);
         SWAP(rt->ckpt_steps, m->ckpt_steps);
 }

@@ -250,6 +250,7 @@ int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float
         STRATA_TRY(connected(rt, dev));
         if (!state || !n || !step)
                 return strata__fail(STRATA_EINVAL, "optimizer state: NULL output");
+        strata__dev_opt_whole(rt); /* after split steps, each part in its own replica */
         *state = host_view(rt, dev, strata__repv(rt, dev)->opt_state, strata__repv(rt, dev)->nopt);
         *n = strata__repv(rt, dev)->nopt;
         *step = strata__replica_steps(strata__rep(rt, dev));
@@ -276,6 +277,7 @@ int strata_parameter(const struct strata_runtime *rt, int dev, int index,
         if (index < 0 || strata__replica_param(strata__rep(rt, dev), index, &p) != 0)
                 return strata__fail(STRATA_EINVAL, "parameter %d not in [0, %d)", index,
                                     strata__replica_nparams(strata__rep(rt, dev)));
+        strata__dev_opt_whole(rt); /* p.opt_state: after split steps, each part in its own */
         *out = p;
         return STRATA_OK;
 }

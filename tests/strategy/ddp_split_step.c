@@ -1,17 +1,22 @@
 /*
  * ddp's optimizer step split across its devices (decision 0086: each device checks and updates
  * its slice of the reduced gradient, through the driver's update_range, and writes the slice's
- * parameters and optimizer state into every other replica) is bitwise every device stepping
+ * parameters into every other replica, its optimizer state kept in its own replica by decision
+ * 0100) is bitwise every device stepping
  * alone (a driver without update_range), for SGD with Nesterov momentum and weight decay and
  * for AdamW, on 1-4 devices; the split really runs (each step's ranges come from every device
  * and cover the vector once); after each step every replica holds the same parameters,
- * optimizer state and step count; clipping keeps the whole step. (A non-finite gradient
+ * optimizer state (gathered at the read, decision 0100) and step count; clipping keeps the
+ * whole step. (A non-finite gradient
  * seen by one device refusing the step on every device: nonfinite_grad, which runs split.)
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "strategy/internal.h"
 #include "tests/support/devsim.h"
 #include "tests/support/rig.h"
 
@@ -130,6 +135,97 @@ Test(ddp_split_step, replicas_hold_the_same_state, .timeout = 120)
                 }
                 cr_assert_eq(strata_teardown(rt), STRATA_OK);
         }
+}
+
+/* Whether elements [lo, hi) of every slot of replica @p d's optimizer state are all zero. */
+static int state_zero(const struct strata_runtime *rt, int d, size_t lo, size_t hi)
+{
+        const struct strata__replica_view *v = strata__repv(rt, d);
+
+        for (size_t s = 0; s < v->nopt / v->nparam; s++)
+                for (size_t i = lo; i < hi; i++)
+                        if (v->opt_state[s * v->nparam + i] != 0.0f)
+                                return 0;
+        return 1;
+}
+
+/*
+ * Decision 0100: a split step leaves each part's optimizer state in its owner's replica alone
+ * (the other replicas' copies of it stay as they were, zeros before the first read), and a
+ * read of a whole replica's state (strata_optimizer_state(), then strata_parameter()) first
+ * makes every replica whole, once: after it every replica holds device 0's state.
+ */
+Test(ddp_split_step, optimizer_state_stays_with_its_owner, .timeout = 120)
+{
+        struct strata_runtime *rt;
+        struct strata_config c;
+        struct strata_param p;
+        struct rig r;
+        size_t lo, hi, block;
+
+        rig_init(&r, 1);
+        for (int devices = 2; devices <= 3; devices++) {
+                c = config(&r, devices == 3 ? STRATA_OPTIM_ADAMW : STRATA_OPTIM_SGD, devices);
+                rt = rig_open(&c);
+                rig_steps(&r, rt, 2, NULL);
+                cr_assert(rt->opt_parts, "%d devices: the step did not run split", devices);
+                for (int d = 0; d < devices; d++) {
+                        strata__dev_part(rt, NP, d, &lo, &hi, &block);
+                        cr_assert(!state_zero(rt, d, lo, hi), "device %d's part not updated", d);
+                        for (int e = 0; e < devices; e++)
+                                cr_assert(e == d || state_zero(rt, e, lo, hi),
+                                          "%d devices: device %d's state written into %d's",
+                                          devices, d, e);
+                }
+                assert_replicas_equal(rt, devices, 2);
+                cr_assert(!rt->opt_parts);
+                rig_steps(&r, rt, 1, NULL);
+                cr_assert(rt->opt_parts);
+                cr_assert_eq(strata_parameter(rt, devices - 1, 0, &p), STRATA_OK);
+                cr_assert(!rt->opt_parts, "strata_parameter() gives a whole replica's state");
+                assert_replicas_equal(rt, devices, 3);
+                cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        }
+}
+
+/*
+ * Several models on one runtime: each model's split steps are its own to gather. Model 1
+ * steps split, model 0's state is read (nothing of model 1's gathered), then model 1's
+ * checkpoint is saved: the save makes model 1's replicas whole (a mark kept by the runtime
+ * alone would have been spent on model 0's read).
+ */
+Test(ddp_split_step, each_model_gathers_its_own_parts, .timeout = 120)
+{
+        char path[] = "/tmp/strata-split-XXXXXX";
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        struct rig_two t;
+        const float *s;
+        size_t n, lo, hi, block;
+        uint64_t steps;
+        int fd;
+
+        rig_two_init(&t, &strata_mse);
+        t.r.cfg.strategy.kind = STRATA_STRATEGY_DDP;
+        t.r.cfg.strategy.devices = 2;
+        b = rig_first_batch(&t.r, 0.0f);
+        rt = rig_open(&t.r.cfg);
+        cr_assert_eq(strata_model_train_step(rt, 1, &b, NULL), STRATA_OK, "%s",
+                     strata_last_error());
+        cr_assert_eq(strata_optimizer_state(rt, 0, &s, &n, &steps), STRATA_OK);
+        cr_assert_eq(steps, 0, "model 0 did not step");
+        fd = mkstemp(path);
+        cr_assert_geq(fd, 0);
+        close(fd);
+        cr_assert_eq(strata_model_save_checkpoint(rt, 1, path, NULL, 0), STRATA_OK, "%s",
+                     strata_last_error());
+        unlink(path);
+        cr_assert_eq(strata__models_enter(rt, 1), STRATA_OK);
+        strata__dev_part(rt, strata__repv(rt, 0)->nparam, 0, &lo, &hi, &block);
+        cr_assert(!state_zero(rt, 0, lo, hi), "model 1 stepped split");
+        cr_assert(!state_zero(rt, 1, lo, hi), "model 1's save gathered its state");
+        strata__models_leave(rt);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 /* Clipping reads the whole vector before the update: the step is not split. */
