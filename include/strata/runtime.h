@@ -571,7 +571,8 @@ int strata_parameters(const struct strata_runtime *rt, int dev, const float **p,
  *        the step counter. Under zero1, zero2 and fsdp the state of the device's shard (each slot
  *        strata_plan_info.shard_params floats). Current as of the call: a split ddp step keeps
  *        each part of the state in its own device's replica only and the call makes every
- *        replica's whole again (decision 0100), so call it again after a step.
+ *        replica's whole again (decision 0100), so call it again after a step. It then writes
+ *        the replicas: not at the same time as another call on this runtime.
  */
 int strata_optimizer_state(const struct strata_runtime *rt, int dev, const float **state,
                            size_t *n, uint64_t *step);
@@ -589,6 +590,8 @@ int strata_parameter_count(const struct strata_runtime *rt, int *n);
  *        and optimizer state, without knowing the module. Modules in order, each module's
  *        groups in the order it declares them; trained groups tile the flat parameter vector.
  *        An inference-only runtime's groups have no gradient (NULL) and no optimizer slots.
+ *        After a split ddp step it makes the optimizer state whole, as
+ *        strata_optimizer_state() does: not at the same time as another call on this runtime.
  * @retval STRATA_OK; STRATA_EINVAL (NULL, @p dev or @p index out of range; *out unchanged);
  *         STRATA_EBADSTATE (not connected).
  */

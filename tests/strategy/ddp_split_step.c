@@ -212,6 +212,10 @@ Test(ddp_split_step, each_model_gathers_its_own_parts, .timeout = 120)
         rt = rig_open(&t.r.cfg);
         cr_assert_eq(strata_model_train_step(rt, 1, &b, NULL), STRATA_OK, "%s",
                      strata_last_error());
+        cr_assert_eq(strata__models_enter(rt, 1), STRATA_OK);
+        strata__dev_part(rt, strata__repv(rt, 0)->nparam, 0, &lo, &hi, &block);
+        cr_assert(state_zero(rt, 1, lo, hi), "model 1 did not step split (its state whole)");
+        strata__models_leave(rt);
         cr_assert_eq(strata_optimizer_state(rt, 0, &s, &n, &steps), STRATA_OK);
         cr_assert_eq(steps, 0, "model 0 did not step");
         fd = mkstemp(path);
