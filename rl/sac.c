@@ -187,7 +187,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         float alpha = expf(sc->logstd[0]);
         struct strata_batch b;
 
-        STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
+        STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag), 0, B,
                                                 &out));
         STRATA_TRY(target(ag, sc, alpha));
         strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
