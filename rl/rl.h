@@ -55,9 +55,9 @@ int strata__rollout_keep_envs(struct strata_rl_rollout *ro, uint32_t lo, uint32_
 int strata__replay_sample_groups(struct strata_rl_replay *rb, uint32_t batch, uint32_t groups,
                                  uint32_t lo, uint32_t hi, const struct strata_rl_sample *out);
 
-/* strata_rl_noise_add() of environment @p env with its values not needed (rl/stats.c, decision
- * 0101): the draw is counted, so the next one is the same as after an add; Gaussian noise
- * computes nothing, Ornstein-Uhlenbeck's state moves as it would. */
-int strata__noise_skip(struct strata_rl_noise *nn, uint32_t env);
+/* strata_rl_noise_add() of environments [@p from, @p to) with their values not needed
+ * (rl/stats.c, decision 0101): each draw is counted, so the next one is the same as after an
+ * add; Gaussian noise computes nothing, Ornstein-Uhlenbeck's state moves as it would. */
+int strata__noise_skip(struct strata_rl_noise *nn, uint32_t from, uint32_t to);
 
 #endif /* STRATA_RL_RL_H */

@@ -191,7 +191,8 @@ static double normal(uint64_t seed, uint32_t env, uint64_t draw, uint32_t dim, u
         return i % 2 ? rad * sin(ang) : rad * cos(ang);
 }
 
-/* strata_rl_noise_add(); a NULL @p action (strata__noise_skip()) updates the state only. */
+/* strata_rl_noise_add(); a NULL @p action (strata__noise_skip(), Ornstein-Uhlenbeck) moves the
+ * state only. */
 static int noise_draw(struct strata_rl_noise *nn, uint32_t env, float *action)
 {
         size_t d, x, bytes;
@@ -206,10 +207,6 @@ static int noise_draw(struct strata_rl_noise *nn, uint32_t env, float *action)
         STRATA_TRY(noise_layout(nn->dim, nn->n_envs, &d, &x, &bytes));
         draws = (uint64_t *)((unsigned char *)nn->block + d) + env;
         state = (float *)((unsigned char *)nn->block + x) + (size_t)env * nn->dim;
-        if (!action && !nn->ou) { /* strata__noise_skip(): the draw counted, not computed */
-                ++*draws;
-                return STRATA_OK;
-        }
         for (uint32_t i = 0; i < nn->dim; i++) {
                 double z = normal(nn->seed, env, *draws, nn->dim, i);
 
@@ -234,9 +231,20 @@ int strata_rl_noise_add(struct strata_rl_noise *nn, uint32_t env, float *action)
         return noise_draw(nn, env, action);
 }
 
-int strata__noise_skip(struct strata_rl_noise *nn, uint32_t env)
+int strata__noise_skip(struct strata_rl_noise *nn, uint32_t from, uint32_t to)
 {
-        return noise_draw(nn, env, NULL);
+        size_t d, x, bytes;
+
+        if (!nn || !nn->block || from > to || to > nn->n_envs)
+                return strata__fail(STRATA_EINVAL, "noise: environments [%u, %u) of %u", from,
+                                    to, nn ? nn->n_envs : 0);
+        STRATA_TRY(noise_layout(nn->dim, nn->n_envs, &d, &x, &bytes));
+        for (uint32_t e = from; e < to; e++)
+                if (nn->ou)
+                        STRATA_TRY(noise_draw(nn, e, NULL));
+                else
+                        ((uint64_t *)((unsigned char *)nn->block + d))[e]++;
+        return STRATA_OK;
 }
 
 int strata_rl_noise_reset(struct strata_rl_noise *nn, uint32_t env)

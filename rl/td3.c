@@ -34,13 +34,11 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
 
         STRATA_TRY(strata__agent_predict(ag, (const int[]){ TD3_ACTORT }, 1, &b,
                                          (float *const[]){ sc->a2 }, (size_t)B * A));
-        for (uint32_t i = 0; i < B; i++) {
+        STRATA_TRY(strata__noise_skip(&ag->smooth, 0, lo));
+        STRATA_TRY(strata__noise_skip(&ag->smooth, hi, B));
+        for (uint32_t i = lo; i < hi; i++) {
                 float *a2 = sc->a2 + (size_t)i * A, *n = sc->g + (size_t)i * A;
 
-                if (i < lo || i >= hi) {
-                        STRATA_TRY(strata__noise_skip(&ag->smooth, i));
-                        continue;
-                }
                 memset(n, 0, A * sizeof(float));
                 STRATA_TRY(strata_rl_noise_add(&ag->smooth, i, n));
                 for (uint32_t j = 0; j < A; j++)
