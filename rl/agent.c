@@ -506,6 +506,20 @@ int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t r
         return 1;
 }
 
+void strata__agent_own_rows(const struct strata_rl_agent *ag, uint32_t rows, uint32_t *lo,
+                            uint32_t *hi)
+{
+        uint64_t l, h, a = rows, b = 0;
+
+        for (int d = 0; d < STRATA_MAX_DEVICES && strata__agent_mpi_rows(ag, d, rows, &l, &h);
+             d++) {
+                a = l < a ? l : a;
+                b = h > b ? h : b;
+        }
+        *lo = a < b ? (uint32_t)a : 0;
+        *hi = a < b ? (uint32_t)b : rows;
+}
+
 int strata__agent_predict(struct strata_rl_agent *ag, const int *models, int n,
                           const struct strata_batch *b, float *const *out, size_t capacity)
 {

@@ -106,6 +106,15 @@ int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t r
                            uint64_t *lo, uint64_t *hi);
 
 /*
+ * The rows [*@p lo, *@p hi) of a batch of @p rows that this process computes: under mpi its
+ * local devices' (strata__agent_mpi_rows()), else all. An update's host work on a batch's
+ * rows (the target's noise and clip, joins, copies) is done on these only (decision 0101): the
+ * runtime reads and writes only a process's own rows of an agent's batch.
+ */
+void strata__agent_own_rows(const struct strata_rl_agent *ag, uint32_t rows, uint32_t *lo,
+                            uint32_t *hi);
+
+/*
  * strata_models_predict_step() and strata_model_input_grad() on batches the agent builds
  * with its own sizes, the same on every process: with no agreement between the processes,
  * whose verdicts on these sizes are the same (decision 0091); and its training steps, whose

@@ -329,10 +329,12 @@ static void copy_out(const struct strata_rl_replay *rb, const struct replay_layo
  * environments [E g / groups, E (g + 1) / groups)) and each row draws among its group's
  * environments only, so a process of an mpi job, whose rows and environments are its devices'
  * groups, samples only what it recorded itself (decision 0079). Row j's draw is the same
- * Philox value as the ungrouped sampler's; one group is that sampler.
+ * Philox value as the ungrouped sampler's; one group is that sampler. Rows outside [@p lo,
+ * @p hi) are not written (decision 0101: another process's).
  */
 static void sample_groups(struct strata_rl_replay *rb, const struct replay_layout *l,
-                          uint32_t batch, uint32_t groups, const struct strata_rl_sample *out)
+                          uint32_t batch, uint32_t groups, uint32_t lo, uint32_t hi,
+                          const struct strata_rl_sample *out)
 {
         const uint32_t *count = AT(rb, l, count, uint32_t);
         const struct replay_head *h = rb->block;
@@ -341,12 +343,13 @@ static void sample_groups(struct strata_rl_replay *rb, const struct replay_layou
         for (uint32_t g = 0; g < groups; g++) {
                 uint32_t e0 = (uint32_t)((uint64_t)E * g / groups);
                 uint32_t e1 = (uint32_t)((uint64_t)E * (g + 1) / groups);
+                uint32_t j0 = (uint32_t)((uint64_t)batch * g / groups);
+                uint32_t j1 = (uint32_t)((uint64_t)batch * (g + 1) / groups);
                 uint64_t n = 0;
 
                 for (uint32_t e = e0; e < e1; e++)
                         n += count[e];
-                for (uint32_t j = (uint32_t)((uint64_t)batch * g / groups);
-                     j < (uint32_t)((uint64_t)batch * (g + 1) / groups); j++) {
+                for (uint32_t j = j0 > lo ? j0 : lo; j < j1 && j < hi; j++) {
                         uint64_t k = ((uint64_t)strata__philox(rb->cfg.seed, h->draws, j).v[0] *
                                       n) >> 32;
                         uint32_t e = e0;
@@ -361,7 +364,7 @@ static void sample_groups(struct strata_rl_replay *rb, const struct replay_layou
 }
 
 int strata__replay_sample_groups(struct strata_rl_replay *rb, uint32_t batch, uint32_t groups,
-                                 const struct strata_rl_sample *out)
+                                 uint32_t lo, uint32_t hi, const struct strata_rl_sample *out)
 {
         struct replay_layout l;
 
@@ -387,7 +390,7 @@ int strata__replay_sample_groups(struct strata_rl_replay *rb, uint32_t batch, ui
                         return strata__fail(STRATA_EBADSTATE, "replay: the environments of "
                                             "group %u hold no transition yet", g);
         }
-        sample_groups(rb, &l, batch, groups, out);
+        sample_groups(rb, &l, batch, groups, lo, hi, out);
         ((struct replay_head *)rb->block)->draws++;
         return STRATA_OK;
 }

@@ -49,8 +49,15 @@ int strata__rollout_keep_envs(struct strata_rl_rollout *ro, uint32_t lo, uint32_
 
 /* Uniform replay sampling in @p groups (rl/replay.c, decision 0079): row j of the batch draws
  * only among the environments of its group, both split as the runtime splits a batch over its
- * devices; 1 group is strata_rl_replay_sample(). */
+ * devices; 1 group is strata_rl_replay_sample(). Only rows [@p lo, @p hi) are written (an mpi
+ * process's own, decision 0101; [0, batch) with 1 group): a row's draw does not depend on the
+ * others, so those rows hold what they would with every row written. */
 int strata__replay_sample_groups(struct strata_rl_replay *rb, uint32_t batch, uint32_t groups,
-                                 const struct strata_rl_sample *out);
+                                 uint32_t lo, uint32_t hi, const struct strata_rl_sample *out);
+
+/* strata_rl_noise_add() of environments [@p from, @p to) with their values not needed
+ * (rl/stats.c, decision 0101): each draw is counted, so the next one is the same as after an
+ * add; Gaussian noise computes nothing, Ornstein-Uhlenbeck's state moves as it would. */
+int strata__noise_skip(struct strata_rl_noise *nn, uint32_t from, uint32_t to);
 
 #endif /* STRATA_RL_RL_H */

@@ -7,7 +7,9 @@
  * (its output gradient computed here: the critics' input gradient with respect to the action,
  * each row from the critic that gave the minimum, through tanh and the draw); log alpha
  * descends -(log pi + target entropy), the target -action_dim; then the targets move. The
- * draws are the smoothing noise's (sigma 1), Philox's; every array is the block's.
+ * draws are the smoothing noise's (sigma 1), Philox's; every array is the block's. Under mpi a
+ * process's host work is on its own rows of the batch only, the rows the runtime reads
+ * (decision 0101); the temperature's mean gathers every row's term (decision 0082).
  */
 #include <math.h>
 #include <string.h>
@@ -47,42 +49,55 @@ void strata__sac_squash(const float *pol, const float *eps, uint32_t rows, uint3
 }
 
 /* The policy on states @p x: outputs into sc->pol, draws into sc->eps, actions into @p a and
- * their log-probabilities into sc->logp. */
+ * their log-probabilities into sc->logp, on rows [lo, hi) (every row's draw counted). */
 static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
-                const float *x, float *a)
+                const float *x, float *a, uint32_t lo, uint32_t hi)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(x, (int)B, (int)S, NULL, 0);
 
         STRATA_TRY(strata__agent_predict(ag, (const int[]){ SAC_ACTOR }, 1, &b,
                                          (float *const[]){ sc->pol }, (size_t)B * 2 * A));
-        for (uint32_t i = 0; i < B; i++) {
+        STRATA_TRY(strata__noise_skip(&ag->smooth, 0, lo));
+        STRATA_TRY(strata__noise_skip(&ag->smooth, hi, B));
+        for (uint32_t i = lo; i < hi; i++) {
                 memset(sc->eps + (size_t)i * A, 0, A * sizeof(float));
                 STRATA_TRY(strata_rl_noise_add(&ag->smooth, i, sc->eps + (size_t)i * A));
         }
-        strata__sac_squash(sc->pol, sc->eps, B, A, a, sc->logp);
+        strata__sac_squash(sc->pol + (size_t)lo * 2 * A, sc->eps + (size_t)lo * A, hi - lo, A,
+                           a + (size_t)lo * A, sc->logp + lo);
         return STRATA_OK;
 }
 
+/* sc->sa = [s, a] on rows [lo, hi): a critic's input. */
+static void join_rows(const struct strata__agent_scratch *sc, const float *s, const float *a,
+                      uint32_t S, uint32_t A, uint32_t lo, uint32_t hi)
+{
+        strata__agent_join(sc->sa + (size_t)lo * (S + A), s + (size_t)lo * S, a + (size_t)lo * A,
+                           hi - lo, S, A);
+}
+
 /* The critics' target into sc->r: r + discount (min Q'(s', a') - alpha log pi(a'|s')). */
-static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc, float alpha)
+static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc, float alpha,
+                  uint32_t lo, uint32_t hi)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         static const int targets[2] = { SAC_C1T, SAC_C2T };
         float *const q[2] = { sc->q1, sc->q2 };
         struct strata_batch b;
 
-        STRATA_TRY(draw(ag, sc, sc->s2, sc->a2));
-        strata__agent_join(sc->sa, sc->s2, sc->a2, B, S, A);
+        STRATA_TRY(draw(ag, sc, sc->s2, sc->a2, lo, hi));
+        join_rows(sc, sc->s2, sc->a2, S, A, lo, hi);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
         STRATA_TRY(strata__agent_predict(ag, targets, 2, &b, q, B));
-        for (uint32_t i = 0; i < B; i++)
+        for (uint32_t i = lo; i < hi; i++)
                 sc->r[i] += sc->disc[i] * (fminf(sc->q1[i], sc->q2[i]) - alpha * sc->logp[i]);
         return STRATA_OK;
 }
 
 /* d(-mean min Q)/da into sc->g: each row from the critic that gave its minimum. */
-static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc)
+static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
+                       uint32_t lo, uint32_t hi)
 {
         uint32_t B = ag->cfg.batch, S = ag->cfg.state_dim, A = ag->cfg.action_dim;
         struct strata_batch b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
@@ -90,14 +105,14 @@ static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_sc
         float *const q[2] = { sc->q1, sc->q2 };
 
         STRATA_TRY(strata__agent_predict(ag, critics, 2, &b, q, B));
-        memset(sc->g, 0, (size_t)B * A * sizeof(float));
+        memset(sc->g + (size_t)lo * A, 0, (size_t)(hi - lo) * A * sizeof(float));
         for (int c = 0; c < 2; c++) {
-                for (uint32_t i = 0; i < B; i++)
+                for (uint32_t i = lo; i < hi; i++)
                         sc->dq[i] = ((sc->q1[i] <= sc->q2[i]) == (c == 0)) ? -1.0f / (float)B
                                                                           : 0.0f;
                 STRATA_TRY(strata__agent_input_grad(ag, c == 0 ? SAC_C1 : SAC_C2, &b, sc->dq,
                                                     B, sc->dsa, (size_t)B * (S + A)));
-                for (uint32_t i = 0; i < B; i++)
+                for (uint32_t i = lo; i < hi; i++)
                         for (uint32_t j = 0; j < A; j++)
                                 sc->g[(size_t)i * A + j] += sc->dsa[(size_t)i * (S + A) + S + j];
         }
@@ -106,11 +121,11 @@ static int critic_grad(struct strata_rl_agent *ag, const struct strata__agent_sc
 
 /* The policy's output gradient of mean(alpha log pi - min Q), in place of its outputs. */
 static void policy_grad(const struct strata_rl_agent *ag, const struct strata__agent_scratch *sc,
-                        float alpha)
+                        float alpha, uint32_t lo, uint32_t hi)
 {
         uint32_t B = ag->cfg.batch, A = ag->cfg.action_dim;
 
-        for (uint32_t i = 0; i < B; i++)
+        for (uint32_t i = lo; i < hi; i++)
                 for (uint32_t j = 0; j < A; j++) {
                         float *p = sc->pol + (size_t)i * 2 * A;
                         float y = sc->a2[(size_t)i * A + j], e = sc->eps[(size_t)i * A + j];
@@ -186,17 +201,19 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         static const int critics[2] = { SAC_C1, SAC_C2 };
         float alpha = expf(sc->logstd[0]);
         struct strata_batch b;
+        uint32_t lo, hi;
 
-        STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag),
+        strata__agent_own_rows(ag, B, &lo, &hi);
+        STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag), lo, hi,
                                                 &out));
-        STRATA_TRY(target(ag, sc, alpha));
-        strata__agent_join(sc->sa, sc->s, sc->a, B, S, A);
+        STRATA_TRY(target(ag, sc, alpha, lo, hi));
+        join_rows(sc, sc->s, sc->a, S, A, lo, hi);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
         STRATA_TRY(strata__agent_train(ag, critics, 2, &b));
-        STRATA_TRY(draw(ag, sc, sc->s, sc->a2));
-        strata__agent_join(sc->sa, sc->s, sc->a2, B, S, A);
-        STRATA_TRY(critic_grad(ag, sc));
-        policy_grad(ag, sc, alpha);
+        STRATA_TRY(draw(ag, sc, sc->s, sc->a2, lo, hi));
+        join_rows(sc, sc->s, sc->a2, S, A, lo, hi);
+        STRATA_TRY(critic_grad(ag, sc, lo, hi));
+        policy_grad(ag, sc, alpha, lo, hi);
         b = strata__agent_batch(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));
         STRATA_TRY(strata__agent_train(ag, (const int[]){ SAC_ACTOR }, 1, &b));
         if (!ag->cfg.fixed_alpha)

@@ -191,7 +191,9 @@ static double normal(uint64_t seed, uint32_t env, uint64_t draw, uint32_t dim, u
         return i % 2 ? rad * sin(ang) : rad * cos(ang);
 }
 
-int strata_rl_noise_add(struct strata_rl_noise *nn, uint32_t env, float *action)
+/* strata_rl_noise_add(); a NULL @p action (strata__noise_skip(), Ornstein-Uhlenbeck) moves the
+ * state only. */
+static int noise_draw(struct strata_rl_noise *nn, uint32_t env, float *action)
 {
         size_t d, x, bytes;
         uint64_t *draws;
@@ -199,7 +201,7 @@ int strata_rl_noise_add(struct strata_rl_noise *nn, uint32_t env, float *action)
 
         if (!nn || !nn->block)
                 return strata__fail(STRATA_EINVAL, "noise: not initialised");
-        if (env >= nn->n_envs || !action)
+        if (env >= nn->n_envs)
                 return strata__fail(STRATA_EINVAL, "noise: environment %u of %u, or NULL action",
                                     env, nn->n_envs);
         STRATA_TRY(noise_layout(nn->dim, nn->n_envs, &d, &x, &bytes));
@@ -211,12 +213,37 @@ int strata_rl_noise_add(struct strata_rl_noise *nn, uint32_t env, float *action)
                 if (nn->ou) {
                         state[i] = (float)(state[i] + nn->theta * (nn->mu - state[i]) * nn->dt +
                                            nn->sigma * sqrt((double)nn->dt) * z);
-                        action[i] += state[i];
+                        if (action)
+                                action[i] += state[i];
                 } else {
                         action[i] += (float)(nn->sigma * z);
                 }
         }
         ++*draws;
+        return STRATA_OK;
+}
+
+int strata_rl_noise_add(struct strata_rl_noise *nn, uint32_t env, float *action)
+{
+        if (nn && nn->block && env < nn->n_envs && !action)
+                return strata__fail(STRATA_EINVAL, "noise: environment %u of %u, or NULL action",
+                                    env, nn->n_envs);
+        return noise_draw(nn, env, action);
+}
+
+int strata__noise_skip(struct strata_rl_noise *nn, uint32_t from, uint32_t to)
+{
+        size_t d, x, bytes;
+
+        if (!nn || !nn->block || from > to || to > nn->n_envs)
+                return strata__fail(STRATA_EINVAL, "noise: environments [%u, %u) of %u", from,
+                                    to, nn ? nn->n_envs : 0);
+        STRATA_TRY(noise_layout(nn->dim, nn->n_envs, &d, &x, &bytes));
+        for (uint32_t e = from; e < to; e++)
+                if (nn->ou)
+                        STRATA_TRY(noise_draw(nn, e, NULL));
+                else
+                        ((uint64_t *)((unsigned char *)nn->block + d))[e]++;
         return STRATA_OK;
 }
 

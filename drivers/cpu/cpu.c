@@ -53,10 +53,23 @@ CPU_GEMM(gemm_portable, STRATA_KERNELS_PORTABLE)
 CPU_GEMM(gemm_avx512, STRATA_KERNELS_AVX512)
 CPU_GEMM(gemm_scalar, STRATA_KERNELS_SCALAR)
 
+/*
+ * Every row of y (rows x cols, contiguous) = bias: the first row, then the rows filled so far
+ * copied after themselves, doubling: log2(rows) copies, not one a row (a Linear's bias before
+ * its GEMM; a row of 1 or 64 floats costs a memcpy's start more than its bytes).
+ */
 static void cpu_fill_rows(float *y, const float *bias, int rows, int cols)
 {
-        for (int i = 0; i < rows; i++)
-                memcpy(y + (size_t)i * cols, bias, (size_t)cols * sizeof(float));
+        size_t row = (size_t)cols * sizeof(float);
+
+        if (rows <= 0 || cols <= 0)
+                return;
+        memcpy(y, bias, row);
+        for (size_t done = 1; done < (size_t)rows; done *= 2) {
+                size_t n = (size_t)rows - done < done ? (size_t)rows - done : done;
+
+                memcpy(y + done * (size_t)cols, y, n * row);
+        }
 }
 
 STRATA_SIMD static void cpu_relu(const float *x, float *y, size_t n)

@@ -238,22 +238,34 @@ __attribute__((target("avx2"))) static void transpose_blocks(const float *src, s
                 for (int j0 = 0; j0 + 8 <= cols; j0 += 8)
                         strata__transpose8(src + i0 * ls + j0, ls, 8, dst + j0 * ld + i0, ld);
 }
+
+/* The last @p w < 8 columns of the 8-row blocks (decision 0101: they were a scalar loop). */
+__attribute__((target("avx2"))) static void transpose_edge(const float *src, size_t ls,
+                                                           int rows, int w, float *dst,
+                                                           size_t ld)
+{
+        for (int i0 = 0; i0 + 8 <= rows; i0 += 8)
+                strata__transpose8_cols(src + (size_t)i0 * ls, ls, w, dst + i0, ld);
+}
 #endif
 
 /* dst[j * ld + i] = src[i * ls + j] for i < rows, j < cols: 8 x 8 blocks, then the edges. */
 static void transpose(const float *src, size_t ls, int rows, int cols, float *dst, size_t ld)
 {
-        int i0 = 0, j0 = 0;
+        int i0 = 0;
 
 #if defined(__x86_64__)
         if (have_avx2) {
+                int j0 = cols & ~7;
+
                 transpose_blocks(src, ls, rows, cols, dst, ld);
                 i0 = rows & ~7;
-                j0 = cols & ~7;
+                if (j0 < cols)
+                        transpose_edge(src + j0, ls, i0, cols - j0, dst + (size_t)j0 * ld, ld);
         }
 #endif
-        for (int i = 0; i < rows; i++)
-                for (int j = i < i0 ? j0 : 0; j < cols; j++)
+        for (int i = i0; i < rows; i++)
+                for (int j = 0; j < cols; j++)
                         dst[j * ld + i] = src[i * ls + j];
 }
 
@@ -267,6 +279,9 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
                                                            const float *src, size_t ls,
                                                            int rows, int w)
 {
+        __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(w & 7),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+
         for (int r = 0; r < rows; r++, dst += ld, src += ls) {
                 int i = 0;
 
@@ -281,8 +296,8 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
                 }
                 for (; i + 8 <= w; i += 8)
                         _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-                for (; i < w; i++)
-                        dst[i] = src[i];
+                if (i < w) /* the last w % 8, masked: nothing past w read or written (0101) */
+                        _mm256_maskstore_ps(dst + i, tail, _mm256_maskload_ps(src + i, tail));
         }
 }
 #endif

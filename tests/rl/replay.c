@@ -363,19 +363,19 @@ Test(rl_replay, grouped_draws_stay_in_their_group)
                         add(&y, e, t, 0);
                         add(&z, e, t, 0);
                 }
-        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 1, &o1), STRATA_OK);
+        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 1, 0, 8, &o1), STRATA_OK);
         cr_assert_eq(strata_rl_replay_sample(&y.rb, 8, &o2), STRATA_OK);
         cr_assert_eq(memcmp(&r1, &r2, sizeof(r1)), 0, "one group is the plain sampler");
-        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 5, &o1), STRATA_EINVAL);
+        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 5, 0, 8, &o1), STRATA_EINVAL);
         cr_expect_not_null(strstr(strata_last_error(), "5 groups"), "%s", strata_last_error());
-        cr_assert_eq(strata__replay_sample_groups(&z.rb, 8, 2, &o1), STRATA_EINVAL);
+        cr_assert_eq(strata__replay_sample_groups(&z.rb, 8, 2, 0, 8, &o1), STRATA_EINVAL);
         cr_expect_not_null(strstr(strata_last_error(), "prioritized"), "%s",
                            strata_last_error());
-        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, &o1), STRATA_OK);
-        cr_assert_eq(strata__replay_sample_groups(&y.rb, 8, 2, &o2), STRATA_OK);
+        cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, 0, 8, &o1), STRATA_OK);
+        cr_assert_eq(strata__replay_sample_groups(&y.rb, 8, 2, 0, 8, &o2), STRATA_OK);
         cr_assert_eq(memcmp(&r1, &r2, sizeof(r1)), 0, "a refused call drew nothing");
         for (int k = 0; k < 20; k++) {
-                cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, &o1), STRATA_OK);
+                cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, 0, 8, &o1), STRATA_OK);
                 for (int j = 0; j < 8; j++)
                         cr_assert_eq((int)r1.s[j * S + 1] / 2, j / 4,
                                      "row %d drew environment %g", j, (double)r1.s[j * S + 1]);
@@ -383,4 +383,41 @@ Test(rl_replay, grouped_draws_stay_in_their_group)
         free(x.mem);
         free(y.mem);
         free(z.mem);
+}
+
+/* Decision 0101: a process writes only its own rows [lo, hi) of a grouped draw; those hold what
+ * a draw of every row holds, the others are left as they were, and the next draw is the same. */
+Test(rl_replay, grouped_draws_write_only_the_rows_asked)
+{
+        struct strata_rl_replay_config c = cfg(40, 4, 1, 0);
+        struct buf x, y;
+        static struct rows r1, r2;
+        struct strata_rl_sample o1 = out_of(&r1), o2 = out_of(&r2);
+
+        make(&x, &c);
+        make(&y, &c);
+        for (int t = 0; t < 5; t++)
+                for (uint32_t e = 0; e < 4; e++) {
+                        add(&x, e, t, 0);
+                        add(&y, e, t, 0);
+                }
+        for (int k = 0; k < 3; k++) {
+                memset(&r1, 0, sizeof(r1));
+                memset(&r2, 0x7f, sizeof(r2));
+                /* rows 3 to 7: of both groups (rows 0-3 and 4-7) */
+                cr_assert_eq(strata__replay_sample_groups(&x.rb, 8, 2, 0, 8, &o1), STRATA_OK);
+                cr_assert_eq(strata__replay_sample_groups(&y.rb, 8, 2, 3, 8, &o2), STRATA_OK);
+                cr_assert_eq(memcmp(r1.s + 3 * S, r2.s + 3 * S, 5 * S * sizeof(float)), 0);
+                cr_assert_eq(memcmp(r1.a + 3 * A, r2.a + 3 * A, 5 * A * sizeof(float)), 0);
+                cr_assert_eq(memcmp(r1.s2 + 3 * S, r2.s2 + 3 * S, 5 * S * sizeof(float)), 0);
+                cr_assert_eq(memcmp(r1.r + 3, r2.r + 3, 5 * sizeof(float)), 0);
+                cr_assert_eq(memcmp(r1.d + 3, r2.d + 3, 5 * sizeof(float)), 0);
+                cr_assert_eq(memcmp(r1.i + 3, r2.i + 3, 5 * sizeof(uint32_t)), 0);
+                for (int j = 0; j < 3 * S; j++)
+                        cr_assert_eq(((unsigned char *)r2.s)[j * sizeof(float)], 0x7f,
+                                     "row %d written", j / S);
+                cr_assert_eq(((unsigned char *)r2.r)[2 * sizeof(float)], 0x7f);
+        }
+        free(x.mem);
+        free(y.mem);
 }

@@ -11,6 +11,7 @@
 
 #include "strata/rl.h"
 #include "strata/strata.h"
+#include "rl/rl.h"
 
 static struct strata_arena arena;
 static unsigned char mem[1 << 20] __attribute__((aligned(64)));
@@ -141,4 +142,36 @@ Test(rl_stats, ou_noise_follows_its_recursion_and_restores, .init = fresh)
                      STRATA_EINVAL, "dt 0");
         cr_assert_eq(strata_rl_noise_init(&r, &arena, 1, 1, 0, -1, 0, 0, 1, 5), STRATA_EINVAL);
         free(saved);
+}
+
+/* Decision 0101: a skipped draw (an mpi process's rows of another process) counts as an add, so
+ * the next add is the same; Ornstein-Uhlenbeck's state moves as an add's; a bad range is
+ * refused with nothing counted. */
+Test(rl_stats, skipped_draws_count_as_adds, .init = fresh)
+{
+        struct strata_rl_noise a, b;
+        float x[3 * 4], y[3 * 4];
+
+        for (int ou = 0; ou < 2; ou++) {
+                cr_assert_eq(strata_rl_noise_init(&a, &arena, 3, 4, ou, 0.2f, 0.15f, 0.1f,
+                                                  0.01f, 9), STRATA_OK);
+                cr_assert_eq(strata_rl_noise_init(&b, &arena, 3, 4, ou, 0.2f, 0.15f, 0.1f,
+                                                  0.01f, 9), STRATA_OK);
+                memset(x, 0, sizeof(x));
+                memset(y, 0, sizeof(y));
+                for (uint32_t e = 0; e < 4; e++)
+                        cr_assert_eq(strata_rl_noise_add(&a, e, x + 3 * e), STRATA_OK);
+                cr_assert_eq(strata__noise_skip(&b, 0, 1), STRATA_OK);
+                cr_assert_eq(strata__noise_skip(&b, 1, 4), STRATA_OK);
+                cr_assert_eq(strata__noise_skip(&b, 2, 5), STRATA_EINVAL);
+                cr_assert_eq(strata__noise_skip(&b, 3, 2), STRATA_EINVAL);
+                cr_assert_eq(strata__noise_skip(NULL, 0, 1), STRATA_EINVAL);
+                memset(x, 0, sizeof(x));
+                for (uint32_t e = 0; e < 4; e++) {
+                        cr_assert_eq(strata_rl_noise_add(&a, e, x + 3 * e), STRATA_OK);
+                        cr_assert_eq(strata_rl_noise_add(&b, e, y + 3 * e), STRATA_OK);
+                }
+                cr_assert_eq(memcmp(x, y, sizeof(x)), 0, "ou %d: the second draws differ", ou);
+                cr_assert(x[0] != 0.0f);
+        }
 }
