@@ -220,12 +220,14 @@ STRATA_SIMD static void sum2_to1_f32(float *d, const float *a, const float *b, s
 }
 
 /*
- * sum2_to1_f32, and whether a sum stored is NaN or infinite (strata__nonfinite()'s test on
- * the value stored): the split step's check of its part in the sum's pass (decision 0104).
+ * sum2_to1_f32, and whether a sum stored is NaN or infinite: the split step's check of its
+ * part in the sum's pass (decision 0104). A value is not finite when its bits without the sign
+ * are those of infinity or above, so the largest of them tells (an unsigned maximum: one
+ * integer operation more than the sum, where strata__nonfinite()'s carry takes two).
  */
 STRATA_SIMD static int sum2_to1_check_f32(float *d, const float *a, const float *b, size_t n)
 {
-        uint32_t acc = 0;
+        uint32_t most = 0;
 
         for (size_t i = 0; i < n; i++) {
                 float v = a[i] + b[i];
@@ -233,9 +235,10 @@ STRATA_SIMD static int sum2_to1_check_f32(float *d, const float *a, const float 
 
                 d[i] = v;
                 memcpy(&u, &v, 4);
-                acc |= (u & 0x7f800000u) + 0x00800000u;
+                u &= 0x7fffffffu;
+                most = u > most ? u : most;
         }
-        return (acc & 0x80000000u) != 0;
+        return most >= 0x7f800000u;
 }
 
 /*
