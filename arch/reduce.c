@@ -220,6 +220,28 @@ STRATA_SIMD static void sum2_to1_f32(float *d, const float *a, const float *b, s
 }
 
 /*
+ * sum2_to1_f32, and whether a sum stored is NaN or infinite: the split step's check of its
+ * part in the sum's pass (decision 0104). A value is not finite when its bits without the sign
+ * are those of infinity or above, so the largest of them tells (an unsigned maximum: one
+ * integer operation more than the sum, where strata__nonfinite()'s carry takes two).
+ */
+STRATA_SIMD static int sum2_to1_check_f32(float *d, const float *a, const float *b, size_t n)
+{
+        uint32_t most = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                float v = a[i] + b[i];
+                uint32_t u;
+
+                d[i] = v;
+                memcpy(&u, &v, 4);
+                u &= 0x7fffffffu;
+                most = u > most ? u : most;
+        }
+        return most >= 0x7f800000u;
+}
+
+/*
  * The pairwise tree over the sources, a block at a time: a stack of partial sums, each the
  * tree of 2^k consecutive leaves; a new leaf is pushed, then equal-sized neighbours are added
  * (left + right) while they exist, and what remains is added from the right at the end. For
@@ -319,4 +341,21 @@ void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int nds
         default:
                 break;
         }
+}
+
+int strata__reduce_many_check(enum strata_dtype dt, int op, void *dst, const void *const *src,
+                              int nsrc, size_t lo, size_t hi, int nt)
+{
+        void *d[1] = { dst };
+
+        if (dt != STRATA_F32)
+                return -1;
+        if (hi <= lo)
+                return 0;
+        if ((op == STRATA__SUM || op == STRATA__SUM_TREE || op == STRATA__SUM_HALVING) &&
+            nsrc == 2 && !nt) /* strata__reduce_many()'s sum2_to1_f32, the same bits */
+                return sum2_to1_check_f32((float *)dst + lo, (const float *)src[0] + lo,
+                                          (const float *)src[1] + lo, hi - lo);
+        strata__reduce_many(dt, op, d, 1, src, nsrc, lo, hi, nt);
+        return strata__nonfinite((const float *)dst + lo, hi - lo);
 }

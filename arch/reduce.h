@@ -30,6 +30,16 @@ enum { STRATA__SUM = 0, STRATA__MEAN, STRATA__MAX, STRATA__MIN, STRATA__SUM_TREE
 void strata__reduce_many(enum strata_dtype dt, int op, void *const *dst, int ndst,
                          const void *const *src, int nsrc, size_t lo, size_t hi, int nt);
 
+/**
+ * strata__reduce_many() into the one destination @p dst, for f32 only, also telling whether a
+ * value it stored is NaN or infinite (strata__nonfinite()): in the same pass for two sources'
+ * sum, else read back after the reduction (decision 0104).
+ * @retval 1 a value in [lo, hi) of @p dst is not finite; 0 none is; -1 @p dt is not
+ * STRATA_F32 (nothing is reduced).
+ */
+int strata__reduce_many_check(enum strata_dtype dt, int op, void *dst, const void *const *src,
+                              int nsrc, size_t lo, size_t hi, int nt);
+
 /** Copy bytes [lo, hi) of src to every dst, non-temporal when @p nt. */
 void strata__copy_many(void *const *dst, int ndst, const void *src, size_t lo, size_t hi, int nt);
 

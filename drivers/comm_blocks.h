@@ -23,6 +23,25 @@ int strata__comm_reduce_scatter_blocks(struct strata_comm *c, int rank, const vo
                                        enum strata_dtype dt, enum strata_reduce_op op);
 
 /*
+ * strata__comm_reduce_scatter_blocks() of f32 in place (@p g: the span; @p recv as there), the
+ * sums' check in their pass (decision 0104): each rank records whether a sum it stored, in
+ * whichever rank's piece, is NaN or infinite, and adds @p count to its checked span (every
+ * rank's stores together cover the span, so the ranks' flags ORed are the span's check). A
+ * call the transport could not check (device memory, a transport without it, a failure)
+ * marks the rank's record missed.
+ */
+int strata__comm_reduce_scatter_checked(struct strata_comm *c, int rank, void *g, void *recv,
+                                        size_t count, size_t lo, size_t block,
+                                        enum strata_reduce_op op);
+
+/*
+ * Local rank @p rank's record of checked reduce-scatters since the last call, then cleared:
+ * returns 1 when a sum it stored was not finite; *span: the elements of the spans checked
+ * (0 when one went unchecked, or for a bad @p c or @p rank, which return 0).
+ */
+int strata__comm_checked(struct strata_comm *c, int rank, size_t *span);
+
+/*
  * Every rank's piece (@p send, its block's part of the span) into every rank's @p recv (count
  * elements, the span; in place: send == recv + the piece's offset).
  */

@@ -35,6 +35,14 @@ struct strata__comm_flags {
         atomic_uint sleepers;
         _Alignas(64) uint64_t seq; /* collectives this rank has started (private to the rank) */
         unsigned epoch;            /* the group's failure epoch that seq counts in */
+        /*
+         * The checked reduce-scatter over blocks (comm_blocks.h, decision 0104), private to the
+         * rank like seq: check asks the move to check what it sums, which sets checked (it did)
+         * and nonfinite (a value it stored is not); span counts the spans of the checked calls
+         * since the last take, missed that one went unchecked.
+         */
+        size_t span;
+        unsigned char check, checked, nonfinite, missed;
 };
 
 struct strata_comm;
@@ -189,6 +197,14 @@ void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *
                          size_t hi, int nt);
 void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
                        size_t lo, size_t hi, int nt);
+/*
+ * strata__comm_reduce() into the one @p dst, for local rank @p rank's part of a checked
+ * reduce-scatter over blocks: also records in its flags whether a value stored is not finite
+ * (strata__reduce_many_check()), or that it could not check (device memory, not f32).
+ */
+void strata__comm_reduce_check(struct strata_comm *c, int rank, const struct strata_coll *op,
+                               void *dst, const void *const *src, int nsrc, size_t lo, size_t hi,
+                               int nt);
 
 #ifdef STRATA_TESTING
 /**

@@ -30,6 +30,26 @@ void strata__comm_reduce(const struct strata_comm *c, const struct strata_coll *
                                     dst, ndst, src, nsrc, lo, hi, nt);
 }
 
+void strata__comm_reduce_check(struct strata_comm *c, int rank, const struct strata_coll *op,
+                               void *dst, const void *const *src, int nsrc, size_t lo, size_t hi,
+                               int nt)
+{
+        struct strata__comm_flags *f = &c->flag[rank];
+        void *d[1] = { dst };
+        int nf = -1;
+
+        if (c->dev)
+                strata__comm_reduce(c, op, d, 1, src, nsrc, lo, hi, nt);
+        else
+                nf = strata__reduce_many_check(op->dtype,
+                                               strata__comm_world_op(op->op, op->dtype, c->world),
+                                               dst, src, nsrc, lo, hi, nt);
+        if (nf < 0)
+                f->missed = 1;
+        else
+                f->nonfinite |= (unsigned char)nf;
+}
+
 void strata__comm_copy(const struct strata_comm *c, void *const *dst, int ndst, const void *src,
                        size_t lo, size_t hi, int nt)
 {

@@ -177,7 +177,8 @@ static void *ddp_model_state(struct strata_runtime *rt, size_t *bytes)
  * @p g summed with @p op as the all-reduce sums them (each element src[0] + src[1] + ... in
  * the world's order, or the pairwise tree: the same bits), each device's part of the split
  * (strata__dev_part()) into its own replica only, the one part of its gradient its update
- * reads.
+ * reads. The sums are checked for NaN and infinities as they are stored (decision 0104), which
+ * the split step takes for its part's check.
  */
 static int reduce_parts(const struct strata_runtime *rt, struct strata__replica *r, float *g,
                         size_t lo, size_t n, enum strata_reduce_op op)
@@ -188,8 +189,8 @@ static int reduce_parts(const struct strata_runtime *rt, struct strata__replica 
         strata__dev_part(rt, v->nparam, v->dev, &a, &e, &block);
         x = (size_t)v->dev * block;
         x = x < lo ? lo : x > lo + n ? lo + n : x; /* the part's first element in the bucket */
-        return strata__comm_reduce_scatter_blocks(ddp_of(rt)->m.dcomm, v->dev, g, g + (x - lo),
-                                                  n, lo, block, STRATA_F32, op);
+        return strata__comm_reduce_scatter_checked(ddp_of(rt)->m.dcomm, v->dev, g, g + (x - lo),
+                                                   n, lo, block, op);
 }
 
 /*
@@ -255,6 +256,11 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
 
                 if (d->b.close[k] != layer)
                         continue;
+                if (part && k == 0) { /* the step's first bucket: a fresh record of checks */
+                        size_t span;
+
+                        (void)strata__comm_checked(d->m.dcomm, v->dev, &span);
+                }
                 inject_nonfinite(h, v->dev, v->grads + d->b.lo[k]);
                 t0 = strata__track_begin(v->track, &span_bucket, NULL);
                 rc = all_reduce_grads(h, r, v->grads + d->b.lo[k], d->b.lo[k],

@@ -9,6 +9,7 @@
  * collectives, the communicator the devices agree over) is an argument.
  */
 #include "strata/status.h"
+#include "drivers/comm_blocks.h"
 #include "strategy/multi.h"
 
 void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
@@ -30,6 +31,23 @@ int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_
 }
 
 /*
+ * The split step's check of this device's part [lo, hi): the record of ddp's checked
+ * reduce-scatters (decision 0104) where they covered the whole vector this step (every
+ * device's stores together, so the agreement's OR is the whole vector's check, as the parts'
+ * checks ORed are), else the part read again.
+ */
+static int part_nonfinite(struct strata_comm *comm, int dev, const struct strata__replica *r,
+                          size_t lo, size_t hi)
+{
+        size_t span;
+        int nf = comm ? strata__comm_checked(comm, dev, &span) : 0;
+
+        if (comm && span == strata__replica_view(r)->nparam)
+                return nf;
+        return strata__replica_nonfinite_range(r, lo, hi);
+}
+
+/*
  * strata__unscale_step() where this device checks only gradients [lo, hi) when @p part (else
  * all it holds); the agreement over @p comm then decides for every range. With @p alone
  * (strata__dev_alone()) the device's own check is every device's: nothing is exchanged.
@@ -45,7 +63,7 @@ static int unscale_range(struct strata_runtime *rt, int dev, struct strata_comm 
         if (!scaled && rt->cfg.train.allow_nonfinite)
                 return STRATA_OK; /* the opt-out: the update takes the gradients as they are */
         inf = scaled ? strata__replica_unscale(r, rt->scaler.scale)
-              : part ? strata__replica_nonfinite_range(r, lo, hi)
+              : part ? part_nonfinite(comm, dev, r, lo, hi)
                    : strata__replica_nonfinite(r);
         /* A test's: this device alone saw an overflow (deciding alone, this replica's
          * gradients hold every device's, as dp's master does). */

@@ -126,17 +126,20 @@ static int scatter(struct strata_comm *c, int rank, const struct strata_coll *op
  * Collectives over blocks (comm_internal.h): this rank's slice of the span, as a reduce or a
  * broadcast of the whole span would slice it, piece by piece of the owners it meets. A reduce
  * sums each element from every rank in the world's order into its owner's receive buffer (the
- * bits of one reduce per piece); a gather copies it from its owner to every rank.
+ * bits of one reduce per piece); a gather copies it from its owner to every rank. A checked
+ * reduce (comm_blocks.h) also tells whether a sum it stored is not finite.
  */
 static int blocks(struct strata_comm *c, int rank, const struct strata_coll *op)
 {
         const struct strata__blocks *geo = strata__comm_blocks(c, rank, rank);
         size_t es = strata_dtype_size(op->dtype), lo, hi;
-        int rs = (int)op->kind == STRATA__COLL_RS_BLOCKS, nt = op->count * es >= NT_BYTES;
+        int rs = (int)op->kind == STRATA__COLL_RS_BLOCKS, nt = op->count * es >= NT_BYTES, check;
         const void *src[STRATA_MAX_DEVICES];
         void *dst[STRATA_MAX_DEVICES];
 
         slice(op->count, es, c->n, rank, &lo, &hi);
+        check = rs && c->flag[rank].check;
+        c->flag[rank].checked = (unsigned char)check; /* every piece below, or none */
         for (int r = 0; rs && r < c->n; r++)
                 src[r] = strata__comm_peer(c, rank, r)->send;
         for (int g = lo < hi ? strata__blocks_owner(geo, lo) : c->n; g < c->n; g++) {
@@ -153,7 +156,11 @@ static int blocks(struct strata_comm *c, int rank, const struct strata_coll *op)
                         continue;
                 if (rs) { /* the owner's receive buffer indexed by span element */
                         dst[0] = (char *)o->recv - a * es;
-                        strata__comm_reduce(c, op, dst, 1, src, c->n, x, y, nt);
+                        if (check)
+                                strata__comm_reduce_check(c, rank, op, dst[0], src, c->n, x,
+                                                          y, nt);
+                        else
+                                strata__comm_reduce(c, op, dst, 1, src, c->n, x, y, nt);
                         continue;
                 }
                 for (int r = 0; r < c->n; r++)
