@@ -509,8 +509,14 @@ int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t r
 void strata__agent_own_rows(const struct strata_rl_agent *ag, uint32_t rows, uint32_t *lo,
                             uint32_t *hi)
 {
+        const struct strata_config *rc = ag->cfg.runtime;
         uint64_t l, h, a = rows, b = 0;
 
+        if (rc && rc->strategy.invariant) { /* the runtime splits by chunks there: every row */
+                *lo = 0;
+                *hi = rows;
+                return;
+        }
         for (int d = 0; d < STRATA_MAX_DEVICES && strata__agent_mpi_rows(ag, d, rows, &l, &h);
              d++) {
                 a = l < a ? l : a;

@@ -107,7 +107,8 @@ int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t r
 
 /*
  * The rows [*@p lo, *@p hi) of a batch of @p rows that this process computes: under mpi its
- * local devices' (strata__agent_mpi_rows()), else all. An update's host work on a batch's
+ * local devices' (strata__agent_mpi_rows()), else all (in invariant mode too: its devices'
+ * rows follow the chunks, not that even split). An update's host work on a batch's
  * rows (the target's noise and clip, joins, copies) is done on these only (decision 0101): the
  * runtime reads and writes only a process's own rows of an agent's batch.
  */

@@ -418,6 +418,14 @@ Test(rl_replay, grouped_draws_write_only_the_rows_asked)
                                      "row %d written", j / S);
                 cr_assert_eq(((unsigned char *)r2.r)[2 * sizeof(float)], 0x7f);
         }
+        /* rows 2 to 4 only: rows 5 to 7 keep their fill */
+        memset(&r2, 0x7f, sizeof(r2));
+        cr_assert_eq(strata__replay_sample_groups(&y.rb, 8, 2, 2, 5, &o2), STRATA_OK);
+        for (int j = 5 * S; j < 8 * S; j++)
+                cr_assert_eq(((unsigned char *)r2.s)[j * sizeof(float)], 0x7f, "row %d written",
+                             j / S);
+        cr_assert_eq(((unsigned char *)r2.r)[5 * sizeof(float)], 0x7f);
+        cr_assert_eq(((unsigned char *)r2.d)[7 * sizeof(float)], 0x7f);
         free(x.mem);
         free(y.mem);
 }
