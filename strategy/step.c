@@ -34,7 +34,10 @@ int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_
  * The split step's check of this device's part [lo, hi): the record of ddp's checked
  * reduce-scatters (decision 0104) where they covered the whole vector this step (every
  * device's stores together, so the agreement's OR is the whole vector's check, as the parts'
- * checks ORed are), else the part read again.
+ * checks ORed are), else the part read again. A record covers what this device stored (its
+ * slice of every bucket), not its part: the choice must be the same on every device, and it is,
+ * since every device makes the same calls, their status agreed, under the same conditions. A
+ * model with no parameters has no bucket and its record is not this step's: read (nothing).
  */
 static int part_nonfinite(struct strata_comm *comm, int dev, const struct strata__replica *r,
                           size_t lo, size_t hi)
@@ -42,7 +45,7 @@ static int part_nonfinite(struct strata_comm *comm, int dev, const struct strata
         size_t span;
         int nf = comm ? strata__comm_checked(comm, dev, &span) : 0;
 
-        if (comm && span == strata__replica_view(r)->nparam)
+        if (comm && span && span == strata__replica_view(r)->nparam)
                 return nf;
         return strata__replica_nonfinite_range(r, lo, hi);
 }
