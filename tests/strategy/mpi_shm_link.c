@@ -2,8 +2,8 @@
  * The shm link of an MPI job on one host (decision 0105): chosen when every process shares
  * this host, bitwise the MPI link's parameters (2 and 3 processes, ddp, zero1 and invariant
  * mode), STRATA_MPI_LINK=mpi and --mpi-allreduce honoured, a process that does not want it
- * keeping every process on the MPI link (whichever rank it is), a bad value refused, nothing
- * left in /dev/shm. The faults (a killed or hung rank named within the timeout) are in
+ * keeping every process on the MPI link (whichever rank it is), processes on hosts apart
+ * (tools/hosts-apart.sh) kept on it, a bad value refused, nothing left in /dev/shm. The faults (a killed or hung rank named within the timeout) are in
  * processes.c, over both links.
  */
 #include <criterion/criterion.h>
@@ -121,6 +121,20 @@ Test(mpi_shm_link, one_process_keeps_all_on_mpi, .timeout = 300)
         joined_over(2, "mpi");
         cli_same_files(dir, "shm", "second");
         cli_rmtree(dir);
+}
+
+/* Hosts apart (network namespaces, one process each: Open MPI sees two nodes): the MPI link. */
+Test(mpi_shm_link, hosts_apart_keep_mpi, .timeout = 900)
+{
+        int rc;
+
+        need_mpi();
+        rc = cli_sh("HOSTS_LIMIT=300 " STRATA_SOURCE_DIR "/tools/hosts-apart.sh -m -- -np 2 "
+                    SAN_QUIET BIN " " ARGS "--bind none --verbose 2>&1", out, sizeof(out));
+        if (rc == 77)
+                cr_skip_test("%s", out);
+        cr_assert_eq(rc, 0, "exit %d\n%s", rc, out);
+        joined_over(2, "mpi");
 }
 
 Test(mpi_shm_link, bad_value_refused, .timeout = 300)
