@@ -3,8 +3,9 @@
  * this host, bitwise the MPI link's parameters (2 and 3 processes, ddp, zero1 and invariant
  * mode), STRATA_MPI_LINK=mpi and --mpi-allreduce honoured, a process that does not want it
  * keeping every process on the MPI link (whichever rank it is), processes on hosts apart
- * (tools/hosts-apart.sh) kept on it, a bad value refused, nothing left in /dev/shm. The faults (a killed or hung rank named within the timeout) are in
- * processes.c, over both links.
+ * (tools/hosts-apart.sh) kept on it, a bad value refused, nothing left in /dev/shm. The
+ * faults (a killed, hung or stopped rank named within the timeout) are in processes.c and
+ * process_stopped.c, over both links.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
