@@ -14,6 +14,7 @@
  * maps the region for them (its share()); there no parent watches, so a dead process is named
  * by the waits' timeout, and the MPI link's abort ends the job.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,7 @@ struct proc {
         _Alignas(64) _Atomic uint64_t ready; /* steps this process has published */
         _Alignas(64) _Atomic uint64_t done;  /* steps whose messages to it it has read */
         uint64_t seq;                        /* steps started (private to it) */
+        unsigned spins;                      /* its waits' pause rounds (private: spins()) */
         int count[2];                        /* by parity: messages in the slot */
         struct entry msg[2][STRATA__NET_MSGS];
 };
@@ -91,6 +93,32 @@ int strata__shm_spawn_aborted(void *region, char *why, size_t n)
         return c->culprit;
 }
 
+/*
+ * A wait's pause rounds before it yields. The steps of a small job (the RL agents' exchanges)
+ * are latency-bound: a peer publishes a few microseconds after this process, and a wait that
+ * yields or naps (kernel/wait.c: 10 us growing to 640 us) after 1024 pauses (~20-50 us) wakes
+ * late, where Open MPI's link polls without end. So when each process of the link can have a
+ * CPU of its own (the processes, all on this host, no more than the CPUs this process may run
+ * on), a wait spins for ~1-2 ms: 65536 pauses, a pause being some tens of cycles on AMD's Zen
+ * and ~140 on Intel's cores since Skylake. Oversubscribed, a spinning waiter would take the
+ * core from the process it waits for: 1024, as before.
+ */
+#define SPINS_OWN_CPU 65536u
+#define SPINS_SHARED 1024u
+
+/* The CPUs this process may run on (its affinity mask, up to 4096 CPUs; 1 if unknown). */
+static int cpus_allowed(void)
+{
+        unsigned long mask[4096 / (8 * sizeof(unsigned long))] = { 0 };
+        int cpus = 0;
+
+        if (sched_getaffinity(0, sizeof(mask), (cpu_set_t *)(void *)mask) != 0)
+                return 1;
+        for (size_t i = 0; i < sizeof(mask) / sizeof(mask[0]); i++)
+                cpus += __builtin_popcountl(mask[i]);
+        return cpus > 0 ? cpus : 1;
+}
+
 static int procs_open(struct strata_net *n, const void *where)
 {
         const struct strata__shm_spawn_where *w = where;
@@ -102,6 +130,7 @@ static int procs_open(struct strata_net *n, const void *where)
         n->rank = w->rank;
         n->size = w->size;
         n->local_rank = w->rank; /* one host */
+        proc(n, n->rank)->spins = w->size <= cpus_allowed() ? SPINS_OWN_CPU : SPINS_SHARED;
         return STRATA_OK;
 }
 
@@ -134,7 +163,7 @@ static int wait_for(struct strata_net *n, _Atomic uint64_t *counter, int p, uint
 {
         struct strata__wait w = { .counter = counter, .target = seq,
                                   .abort = &ctl(n->h)->aborted, .timeout_s = timeout_s,
-                                  .spins = 1024, .clock_every = 256 };
+                                  .spins = proc(n, n->rank)->spins, .clock_every = 256 };
         int rc = strata__wait(&w);
 
         if (rc == STRATA_EABORTED)
