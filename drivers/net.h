@@ -109,9 +109,11 @@ struct strata__net_ops {
          * Optional, at set-up, every process at the same point: map @p bytes of memory shared by
          * every process of the link, zeroed, where all are on one host and all @p want it
          * (the processes agree); close() unmaps it. STRATA_ENOTSUP, with nothing mapped on any
-         * process and no error message, where not.
+         * process and no error message, where not; another status (a process not there within
+         * @p timeout_s, the link failing) is an error that ends the job.
          */
-        int (*share)(struct strata_net *n, size_t bytes, int want, void **region);
+        int (*share)(struct strata_net *n, size_t bytes, int want, void **region,
+                     double timeout_s);
 };
 
 /** A link between processes, as a communicator sees it. */

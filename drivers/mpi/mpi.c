@@ -491,14 +491,19 @@ static int mpi_warm(struct strata_net *n, void *stage, double timeout_s)
  * makes an anonymous memory file of @p bytes; the others open it through /proc/<pid>/fd/<fd>
  * (sent in a broadcast, with the file's device and inode, which they check) and all map it
  * shared; an all-reduce says every process did, then the descriptors close: nothing is named
- * in /dev/shm and nothing outlives the processes. A failure on any process: none keeps a
- * mapping, STRATA_ENOTSUP (no error message: the link steps over MPI as before).
+ * in /dev/shm and nothing outlives the processes. Where some process could not: none keeps a
+ * mapping, STRATA_ENOTSUP (no error message: the link steps over MPI as before). The two
+ * collectives are waited for like a step's requests, within @p timeout_s: a process that never
+ * comes (it refused the job before this) is named, and MPI failing in them is an error too,
+ * not a fallback (the processes could end on different links); the job then ends.
  */
-static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region)
+static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region,
+                     double timeout_s)
 {
         struct link *l = n->h;
         long long id[5] = { 0 }; /* made, pid, fd, device, inode */
         int ok = want && n->size > 1 && l->host_size == n->size && !l->region, all = 0, fd = -1;
+        int root[1] = { n->rank ? 0 : -1 }, none[1] = { -1 }, rc;
         void *p = MAP_FAILED;
         struct stat st;
         char path[64];
@@ -514,27 +519,30 @@ static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region
                         id[4] = (long long)st.st_ino;
                 }
         }
-        if (MPI_Bcast(id, 5, MPI_LONG_LONG, 0, l->comm) != MPI_SUCCESS)
-                ok = 0;
+        rc = MPI_Ibcast(id, 5, MPI_LONG_LONG, 0, l->comm, &l->req[0]) == MPI_SUCCESS
+             ? wait_all(n, 1, root, timeout_s, "the shm link's broadcast")
+             : fail(STRATA_ESYS, "mpi: MPI_Ibcast failed");
         ok = ok && id[0];
-        if (ok && n->rank) {
+        if (rc == STRATA_OK && ok && n->rank) {
                 snprintf(path, sizeof(path), "/proc/%lld/fd/%lld", id[1], id[2]);
                 fd = open(path, O_RDWR | O_CLOEXEC);
                 ok = fd >= 0 && fstat(fd, &st) == 0 && (long long)st.st_dev == id[3] &&
                      (long long)st.st_ino == id[4] && (size_t)st.st_size == bytes;
         }
-        if (ok) {
+        if (rc == STRATA_OK && ok) {
                 p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 ok = p != MAP_FAILED;
         }
-        if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, l->comm) != MPI_SUCCESS)
-                all = 0;
+        if (rc == STRATA_OK)
+                rc = MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, l->comm, &l->req[0]) ==
+                     MPI_SUCCESS ? wait_all(n, 1, none, timeout_s, "the shm link's agreement")
+                                 : fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
         if (fd >= 0)
                 close(fd);
-        if (!all) {
+        if (rc != STRATA_OK || !all) {
                 if (p != MAP_FAILED)
                         munmap(p, bytes);
-                return STRATA_ENOTSUP;
+                return rc != STRATA_OK ? rc : STRATA_ENOTSUP;
         }
         l->region = p;
         l->region_bytes = bytes;

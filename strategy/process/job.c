@@ -413,18 +413,23 @@ static int link_wanted(int *shm)
  * spawn link's code on a region the MPI link maps for them, without the copies into and out
  * of Open MPI's buffers and the polling of its requests. The MPI link stays open beneath it,
  * for the job's abort (MPI_Abort) and its end. Where any process cannot map the region, or
- * asked for the MPI link (@p want 0) or for MPI's own reductions, every process keeps it.
+ * asked for the MPI link (@p want 0) or for MPI's own reductions, every process keeps it; a
+ * process that does not come in the timeout, or MPI failing, fails the join.
  */
 static int share_host(struct strata_runtime *rt, int want)
 {
         struct job *s = procs_of(rt);
         struct strata__shm_spawn_where w = { NULL, s->net.rank, s->net.size };
-        int local = s->net.local_rank;
+        int local = s->net.local_rank, rc;
+        double timeout_s = rt->cfg.device.timeout_s > 0.0 ? rt->cfg.device.timeout_s : 300.0;
 
-        if (s->net.size < 2 || !s->net.ops->share ||
-            s->net.ops->share(&s->net, strata__shm_spawn_bytes(s->net.size),
-                              want && !s->net.native, &w.region) != STRATA_OK)
+        if (s->net.size < 2 || !s->net.ops->share)
                 return STRATA_OK;
+        rc = s->net.ops->share(&s->net, strata__shm_spawn_bytes(s->net.size),
+                               want && !s->net.native, &w.region, timeout_s);
+        if (rc == STRATA_ENOTSUP) /* agreed by every process: the MPI link */
+                return STRATA_OK;
+        STRATA_TRY(rc); /* a process missing, MPI failing: the job ends (abort_job) */
         s->mpi = s->net;
         s->net = (struct strata_net){ .ops = &strata__shm_host_link, .step = &rt->step };
         STRATA_TRY(s->net.ops->open(&s->net, &w));
@@ -440,9 +445,11 @@ static int join_mpi(struct strata_runtime *rt)
                                            rt->cfg.process.mpi_comm_fortran };
         int shm = 0;
 
-        STRATA_TRY(link_wanted(&shm));
         STRATA_TRY(strata__link_mpi(&ops));
         STRATA_TRY(join(rt, ops, &where));
+        /* after the join: a bad value ends the job through the MPI link (abort_job), where a
+         * refusal before it left the processes with a good value waiting for this one */
+        STRATA_TRY(link_wanted(&shm));
         STRATA_TRY(share_host(rt, shm));
         say_link(rt);
         return STRATA_OK;

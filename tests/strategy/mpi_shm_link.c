@@ -74,9 +74,10 @@ static void both_links(const char *dir, int np, const char *extra, const char *t
 
         snprintf(a, sizeof(a), "%s-shm", tag);
         snprintf(b, sizeof(b), "%s-mpi", tag);
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np %d " BIN " " ARGS "%s --export-safetensors %s",
-                 np, extra, cli_path(dir, a));
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np %d " BIN " " ARGS "%s --verbose "
+                 "--export-safetensors %s", np, extra, cli_path(dir, a));
         run(cmd);
+        joined_over(np, "shm");
         snprintf(cmd, sizeof(cmd), MPIRUN "-np %d -x STRATA_MPI_LINK=mpi " BIN " " ARGS
                  "%s --export-safetensors %s", np, extra, cli_path(dir, b));
         run(cmd);
@@ -143,9 +144,21 @@ Test(mpi_shm_link, bad_value_refused, .timeout = 300)
         int rc;
 
         need_mpi();
-        rc = cli_sh(MPIRUN "-np 2 -x STRATA_MPI_LINK=bogus " BIN " " ARGS "2>&1", out,
+        rc = cli_sh(MPIRUN "-np 2 -x STRATA_MPI_LINK=bogus " BIN " " ARGS "--verbose 2>&1", out,
                     sizeof(out));
         cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus exited 0:\n%s", out);
+        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
+        cr_assert_null(strstr(out, "joined over"), "%s", out);
+        /* on one process only (either rank): the job ends, naming it, instead of the others
+         * waiting for it (the test's timeout) */
+        rc = cli_sh(MPIRUN "-np 1 env STRATA_MPI_LINK=bogus " BIN " " ARGS "--verbose : -np 1 "
+                    BIN " " ARGS "--verbose 2>&1", out, sizeof(out));
+        cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 0 exited 0:\n%s", out);
+        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
+        cr_assert_null(strstr(out, "joined over"), "%s", out);
+        rc = cli_sh(MPIRUN "-np 1 " BIN " " ARGS "--verbose : -np 1 env STRATA_MPI_LINK=bogus "
+                    BIN " " ARGS "--verbose 2>&1", out, sizeof(out));
+        cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 1 exited 0:\n%s", out);
         cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
         cr_assert_null(strstr(out, "joined over"), "%s", out);
 }
