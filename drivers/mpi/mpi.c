@@ -241,9 +241,13 @@ static int wait_all(struct strata_net *n, int nreq, const int *peer, double time
                 return STRATA_OK;
         }
         late_peers(q.l, nreq, peer, late, sizeof(late));
+        if (!late[0]) /* a collective: which process is missing, MPI does not say */
+                return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at step %llu; "
+                            "a process never came (hung, dead, or it refused the job)", n->rank,
+                            timeout_s, what, n->step ? (unsigned long long)*n->step : 0ull);
         return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at step %llu; nothing "
                     "came from process %s (hung or dead)", n->rank, timeout_s, what,
-                    n->step ? (unsigned long long)*n->step : 0ull, late[0] ? late : "?");
+                    n->step ? (unsigned long long)*n->step : 0ull, late);
 }
 
 /*

@@ -3,7 +3,8 @@
  * this host, bitwise the MPI link's parameters (2 and 3 processes, ddp, zero1 and invariant
  * mode), STRATA_MPI_LINK=mpi and --mpi-allreduce honoured, a process that does not want it
  * keeping every process on the MPI link (whichever rank it is), processes on hosts apart
- * (tools/hosts-apart.sh) kept on it, a bad value refused, nothing left in /dev/shm. The
+ * (tools/hosts-apart.sh) kept on it, a bad value refused (on one process too: the job ends),
+ * a process that refused the job before the region's set-up named, nothing left in /dev/shm. The
  * faults (a killed, hung or stopped rank named within the timeout) are in processes.c and
  * process_stopped.c, over both links.
  */
@@ -161,6 +162,15 @@ Test(mpi_shm_link, bad_value_refused, .timeout = 300)
         cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 1 exited 0:\n%s", out);
         cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
         cr_assert_null(strstr(out, "joined over"), "%s", out);
+}
+
+/* A process that refused the job before the region's set-up: the others end within the timeout
+ * (tests/build/mpi_shm_refused.sh). */
+Test(mpi_shm_link, refused_before_share_named, .timeout = 120)
+{
+        need_mpi();
+        cr_assert_eq(cli_build_script("mpi_shm_refused.sh"), 0,
+                     "a process waited for one that refused the job (see output)");
 }
 
 /* Whether every line of @p after is in @p before. */
