@@ -105,6 +105,15 @@ struct strata__net_ops {
          * for step. Every process calls it at the same point.
          */
         int (*warm)(struct strata_net *n, void *stage, double timeout_s);
+        /**
+         * Optional, at set-up, every process at the same point: map @p bytes of memory shared by
+         * every process of the link, zeroed, where all are on one host and all @p want it
+         * (the processes agree); close() unmaps it. STRATA_ENOTSUP, with nothing mapped on any
+         * process and no error message, where not; another status (a process not there within
+         * @p timeout_s, the link failing) is an error that ends the job.
+         */
+        int (*share)(struct strata_net *n, size_t bytes, int want, void **region,
+                     double timeout_s);
 };
 
 /** A link between processes, as a communicator sees it. */
@@ -142,6 +151,10 @@ struct strata__mpi_where {
 /** drivers/shm/spawn_link.c: the link among the processes of strata_spawn(), over a shared region
  *  of strata__shm_spawn_bytes(size) bytes mapped before the fork. */
 extern const struct strata__net_ops strata__shm_spawn_link;
+
+/** drivers/shm/spawn_link.c: the same link over a region the processes of an MPI job on one host
+ *  share (struct strata__net_ops.share of the MPI link), named `shm`. */
+extern const struct strata__net_ops strata__shm_host_link;
 
 /** What the spawn link's open() takes: the region, this process, the processes. */
 struct strata__shm_spawn_where {

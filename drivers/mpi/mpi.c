@@ -12,11 +12,15 @@
  * error reporter), so a process that hangs is named, not waited for forever; abort() is
  * MPI_Abort on the whole job.
  */
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "strata/status.h"
 #include "drivers/net.h"
@@ -62,6 +66,9 @@ struct channel {
 
 struct link {
         int used, finalize;
+        int host_size;       /* processes of the communicator on this host */
+        void *region;        /* the region share() mapped (NULL: none) */
+        size_t region_bytes;
         MPI_Comm comm;
         MPI_Request req[REQS];
         MPI_Status st[REQS];
@@ -135,6 +142,7 @@ static int mpi_open(struct strata_net *n, const void *where)
                 if (MPI_Comm_split_type(l->comm, MPI_COMM_TYPE_SHARED, n->rank, MPI_INFO_NULL,
                                         &host) == MPI_SUCCESS) {
                         MPI_Comm_rank(host, &n->local_rank);
+                        MPI_Comm_size(host, &l->host_size);
                         MPI_Comm_free(&host);
                 }
         }
@@ -154,6 +162,9 @@ static void mpi_close(struct strata_net *n)
                         MPI_Cancel(&l->ch[c].pre[i]);
                         MPI_Wait(&l->ch[c].pre[i], MPI_STATUS_IGNORE);
                 }
+        if (l->region)
+                munmap(l->region, l->region_bytes);
+        l->region = NULL;
         MPI_Comm_free(&l->comm);
         if (l->finalize)
                 MPI_Finalize();
@@ -230,9 +241,13 @@ static int wait_all(struct strata_net *n, int nreq, const int *peer, double time
                 return STRATA_OK;
         }
         late_peers(q.l, nreq, peer, late, sizeof(late));
+        if (!late[0]) /* a collective: which process is missing, MPI does not say */
+                return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at step %llu; "
+                            "a process never came (hung, dead, or it refused the job)", n->rank,
+                            timeout_s, what, n->step ? (unsigned long long)*n->step : 0ull);
         return fail(STRATA_ETIMEDOUT, "mpi: process %d waited %.3g s in %s at step %llu; nothing "
                     "came from process %s (hung or dead)", n->rank, timeout_s, what,
-                    n->step ? (unsigned long long)*n->step : 0ull, late[0] ? late : "?");
+                    n->step ? (unsigned long long)*n->step : 0ull, late);
 }
 
 /*
@@ -474,6 +489,71 @@ static int mpi_warm(struct strata_net *n, void *stage, double timeout_s)
         }
 }
 
+/*
+ * A region every process of the link maps (struct strata__net_ops.share). Where the processes
+ * all share this host (the shared-memory split has them all) and each wants it, process 0
+ * makes an anonymous memory file of @p bytes; the others open it through /proc/<pid>/fd/<fd>
+ * (sent in a broadcast, with the file's device and inode, which they check) and all map it
+ * shared; an all-reduce says every process did, then the descriptors close: nothing is named
+ * in /dev/shm and nothing outlives the processes. Where some process could not: none keeps a
+ * mapping, STRATA_ENOTSUP (no error message: the link steps over MPI as before). The two
+ * collectives are waited for like a step's requests, within @p timeout_s: a process that never
+ * comes (it refused the job before this) is named, and MPI failing in them is an error too,
+ * not a fallback (the processes could end on different links); the job then ends.
+ */
+static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region,
+                     double timeout_s)
+{
+        struct link *l = n->h;
+        long long id[5] = { 0 }; /* made, pid, fd, device, inode */
+        int ok = want && n->size > 1 && l->host_size == n->size && !l->region, all = 0, fd = -1;
+        int root[1] = { n->rank ? 0 : -1 }, none[1] = { -1 }, rc;
+        void *p = MAP_FAILED;
+        struct stat st;
+        char path[64];
+
+        if (n->rank == 0 && ok) {
+                fd = memfd_create("strata-link", MFD_CLOEXEC);
+                ok = fd >= 0 && ftruncate(fd, (off_t)bytes) == 0 && fstat(fd, &st) == 0;
+                if (ok) {
+                        id[0] = 1;
+                        id[1] = (long long)getpid();
+                        id[2] = fd;
+                        id[3] = (long long)st.st_dev;
+                        id[4] = (long long)st.st_ino;
+                }
+        }
+        rc = MPI_Ibcast(id, 5, MPI_LONG_LONG, 0, l->comm, &l->req[0]) == MPI_SUCCESS
+             ? wait_all(n, 1, root, timeout_s, "the shm link's broadcast")
+             : fail(STRATA_ESYS, "mpi: MPI_Ibcast failed");
+        ok = ok && id[0];
+        if (rc == STRATA_OK && ok && n->rank) {
+                snprintf(path, sizeof(path), "/proc/%lld/fd/%lld", id[1], id[2]);
+                fd = open(path, O_RDWR | O_CLOEXEC);
+                ok = fd >= 0 && fstat(fd, &st) == 0 && (long long)st.st_dev == id[3] &&
+                     (long long)st.st_ino == id[4] && (size_t)st.st_size == bytes;
+        }
+        if (rc == STRATA_OK && ok) {
+                p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                ok = p != MAP_FAILED;
+        }
+        if (rc == STRATA_OK)
+                rc = MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, l->comm, &l->req[0]) ==
+                     MPI_SUCCESS ? wait_all(n, 1, none, timeout_s, "the shm link's agreement")
+                                 : fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
+        if (fd >= 0)
+                close(fd);
+        if (rc != STRATA_OK || !all) {
+                if (p != MAP_FAILED)
+                        munmap(p, bytes);
+                return rc != STRATA_OK ? rc : STRATA_ENOTSUP;
+        }
+        l->region = p;
+        l->region_bytes = bytes;
+        *region = p;
+        return STRATA_OK;
+}
+
 static void mpi_abort(struct strata_net *n, int code, const char *why)
 {
         struct link *l = n->h;
@@ -491,6 +571,7 @@ static const struct strata__net_ops mpi_ops = {
         .native_all_reduce = mpi_all_reduce,
         .abort = mpi_abort,
         .warm = mpi_warm,
+        .share = mpi_share,
 };
 
 __attribute__((visibility("default"))) const struct strata__net_ops *

@@ -9,7 +9,12 @@
  * finished with it (it does so when it starts its next step): since a step joins only a few
  * processes, a peer's next step says nothing of the others. The parent sets the region's abort
  * word when a child dies.
+ *
+ * The same code is the `shm` link of an MPI job whose processes share one host: the MPI link
+ * maps the region for them (its share()); there no parent watches, so a dead process is named
+ * by the waits' timeout, and the MPI link's abort ends the job.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +41,7 @@ struct proc {
         _Alignas(64) _Atomic uint64_t ready; /* steps this process has published */
         _Alignas(64) _Atomic uint64_t done;  /* steps whose messages to it it has read */
         uint64_t seq;                        /* steps started (private to it) */
+        unsigned spins;                      /* its waits' pause rounds (private: spins()) */
         int count[2];                        /* by parity: messages in the slot */
         struct entry msg[2][STRATA__NET_MSGS];
 };
@@ -87,6 +93,32 @@ int strata__shm_spawn_aborted(void *region, char *why, size_t n)
         return c->culprit;
 }
 
+/*
+ * A wait's pause rounds before it yields. The steps of a small job (the RL agents' exchanges)
+ * are latency-bound: a peer publishes a few microseconds after this process, and a wait that
+ * yields or naps (kernel/wait.c: 10 us growing to 640 us) after 1024 pauses (~20-50 us) wakes
+ * late, where Open MPI's link polls without end. So when each process of the link can have a
+ * CPU of its own (the processes, all on this host, no more than the CPUs this process may run
+ * on), a wait spins for ~1-2 ms: 65536 pauses, a pause being some tens of cycles on AMD's Zen
+ * and ~140 on Intel's cores since Skylake. Oversubscribed, a spinning waiter would take the
+ * core from the process it waits for: 1024, as before.
+ */
+#define SPINS_OWN_CPU 65536u
+#define SPINS_SHARED 1024u
+
+/* The CPUs this process may run on (its affinity mask, up to 4096 CPUs; 1 if unknown). */
+static int cpus_allowed(void)
+{
+        unsigned long mask[4096 / (8 * sizeof(unsigned long))] = { 0 };
+        int cpus = 0;
+
+        if (sched_getaffinity(0, sizeof(mask), (cpu_set_t *)(void *)mask) != 0)
+                return 1;
+        for (size_t i = 0; i < sizeof(mask) / sizeof(mask[0]); i++)
+                cpus += __builtin_popcountl(mask[i]);
+        return cpus > 0 ? cpus : 1;
+}
+
 static int procs_open(struct strata_net *n, const void *where)
 {
         const struct strata__shm_spawn_where *w = where;
@@ -98,12 +130,19 @@ static int procs_open(struct strata_net *n, const void *where)
         n->rank = w->rank;
         n->size = w->size;
         n->local_rank = w->rank; /* one host */
+        proc(n, n->rank)->spins = w->size <= cpus_allowed() ? SPINS_OWN_CPU : SPINS_SHARED;
         return STRATA_OK;
 }
 
 static void procs_close(struct strata_net *n)
 {
         n->h = NULL;
+}
+
+/* The link's name, for its messages: `spawn`, or `shm` under MPI. */
+static const char *name(const struct strata_net *n)
+{
+        return n->ops ? n->ops->name : "spawn";
 }
 
 /* Process @p p has not arrived in @p timeout_s: the region is aborted naming it. */
@@ -115,7 +154,7 @@ static int late(struct strata_net *n, int p, double timeout_s)
                  "arrived (hung or dead)", n->rank, timeout_s,
                  n->step ? (unsigned long long)*n->step : 0ull, p);
         strata__shm_spawn_abort(n->h, p, why);
-        return strata__fail(STRATA_ETIMEDOUT, "spawn: %s", why);
+        return strata__fail(STRATA_ETIMEDOUT, "%s: %s", name(n), why);
 }
 
 /* Wait until @p counter of process @p p reaches @p seq; names @p p when it does not in time. */
@@ -124,11 +163,11 @@ static int wait_for(struct strata_net *n, _Atomic uint64_t *counter, int p, uint
 {
         struct strata__wait w = { .counter = counter, .target = seq,
                                   .abort = &ctl(n->h)->aborted, .timeout_s = timeout_s,
-                                  .spins = 1024, .clock_every = 256 };
+                                  .spins = proc(n, n->rank)->spins, .clock_every = 256 };
         int rc = strata__wait(&w);
 
         if (rc == STRATA_EABORTED)
-                return strata__fail(STRATA_EABORTED, "spawn: %s", ctl(n->h)->why);
+                return strata__fail(STRATA_EABORTED, "%s: %s", name(n), ctl(n->h)->why);
         if (rc == STRATA_ETIMEDOUT)
                 return late(n, p, timeout_s);
         return rc;
@@ -171,8 +210,8 @@ static int publish(struct strata_net *n, struct proc *me, const void *head,
                         continue;
                 }
                 if (used + send[i].bytes > STRATA__NET_DATA)
-                        return strata__fail(STRATA_EINVAL, "spawn: more than %zu bytes in a step",
-                                            STRATA__NET_DATA);
+                        return strata__fail(STRATA_EINVAL, "%s: more than %zu bytes in a step",
+                                            name(n), STRATA__NET_DATA);
                 e->off = used;
                 if (send[i].bytes)
                         memcpy(mine + STRATA__NET_HEAD + used, send[i].data, send[i].bytes);
@@ -194,14 +233,15 @@ static int find(struct strata_net *n, int p, int parity, int k, struct strata__n
                 if (e->to != n->rank || k--)
                         continue;
                 if (e->len > m->bytes)
-                        return strata__fail(STRATA_EFORMAT, "spawn: process %d sent %zu bytes, "
-                                            "%zu expected", p, e->len, m->bytes);
+                        return strata__fail(STRATA_EFORMAT, "%s: process %d sent %zu bytes, "
+                                            "%zu expected", name(n), p, e->len, m->bytes);
                 m->head = b;
                 m->data = b + STRATA__NET_HEAD + e->off;
                 m->bytes = e->len;
                 return STRATA_OK;
         }
-        return strata__fail(STRATA_EFORMAT, "spawn: process %d sent this one no message", p);
+        return strata__fail(STRATA_EFORMAT, "%s: process %d sent this one no message", name(n),
+                            p);
 }
 
 static int procs_step(struct strata_net *n, const void *head, const struct strata__net_msg *send,
@@ -214,8 +254,8 @@ static int procs_step(struct strata_net *n, const void *head, const struct strat
 
         (void)stage;
         if (nsend > STRATA__NET_MSGS || nrecv > STRATA__NET_MSGS)
-                return strata__fail(STRATA_EINVAL, "spawn: more than %d messages in a step",
-                                    STRATA__NET_MSGS);
+                return strata__fail(STRATA_EINVAL, "%s: more than %d messages in a step",
+                                    name(n), STRATA__NET_MSGS);
         atomic_store_explicit(&me->done, seq - 1, memory_order_release);
         STRATA_TRY(slot_free(n, me, seq, parity, timeout_s));
         STRATA_TRY(publish(n, me, head, send, nsend, parity));
@@ -241,6 +281,15 @@ static void procs_abort(struct strata_net *n, int code, const char *why)
 
 const struct strata__net_ops strata__shm_spawn_link = {
         .name = "spawn",
+        .open = procs_open,
+        .close = procs_close,
+        .step = procs_step,
+        .abort = procs_abort,
+};
+
+/* The same link where the MPI link shared the region (strategy/process/job.c opens it). */
+const struct strata__net_ops strata__shm_host_link = {
+        .name = "shm",
         .open = procs_open,
         .close = procs_close,
         .step = procs_step,

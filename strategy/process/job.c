@@ -10,6 +10,7 @@
  * process's stop request. Checkpoint pieces cross to process 0 through its planned buffer.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strata/process.h"
@@ -20,6 +21,7 @@
 
 struct job {
         struct strata_net net;        /* the link to the other processes */
+        struct strata_net mpi;        /* under the shm link: the MPI link beneath (else unused) */
         struct strata_comm *pcomm;    /* the processes' coordinators (device 0 of each) */
         void *pcomm_mem;
         size_t pcomm_bytes;
@@ -375,20 +377,82 @@ static int belongs_to(const struct strata_config *c, int *procs)
         return launched(c, procs);
 }
 
-static int join_spawn(struct strata_runtime *rt)
+/* With cfg.verbose: the link this process joined the others over. */
+static void say_link(const struct strata_runtime *rt)
 {
-        return join(rt, &strata__shm_spawn_link, strata__spawned());
+        const struct job *s = procs_of(rt);
+
+        if (rt->cfg.verbose && s->net.size > 1)
+                strata__log(STRATA_LOG_INFO, "strata: process %d of %d joined over the %s link",
+                            s->net.rank, s->net.size, s->net.ops->name);
 }
 
-/* Over the MPI link (cfg.process.mpi_comm, or MPI_COMM_WORLD). */
+static int join_spawn(struct strata_runtime *rt)
+{
+        STRATA_TRY(join(rt, &strata__shm_spawn_link, strata__spawned()));
+        say_link(rt);
+        return STRATA_OK;
+}
+
+/*
+ * STRATA_MPI_LINK: `mpi` keeps Open MPI's point-to-point between the processes of one host;
+ * unset, `auto` or `shm`: the shm link where every process can map its region.
+ */
+static int link_wanted(int *shm)
+{
+        const char *v = getenv("STRATA_MPI_LINK");
+
+        *shm = !v || !*v || !strcmp(v, "auto") || !strcmp(v, "shm");
+        if (*shm || !strcmp(v, "mpi"))
+                return STRATA_OK;
+        return strata__fail(STRATA_EINVAL, "STRATA_MPI_LINK=%s: auto, shm or mpi", v);
+}
+
+/*
+ * An MPI job whose processes all share this host steps over the shm link (decision 0105): the
+ * spawn link's code on a region the MPI link maps for them, without the copies into and out
+ * of Open MPI's buffers and the polling of its requests. The MPI link stays open beneath it,
+ * for the job's abort (MPI_Abort) and its end. Where any process cannot map the region, or
+ * asked for the MPI link (@p want 0) or for MPI's own reductions, every process keeps it; a
+ * process that does not come in the timeout, or MPI failing, fails the join.
+ */
+static int share_host(struct strata_runtime *rt, int want)
+{
+        struct job *s = procs_of(rt);
+        struct strata__shm_spawn_where w = { NULL, s->net.rank, s->net.size };
+        int local = s->net.local_rank, rc;
+        double timeout_s = rt->cfg.device.timeout_s > 0.0 ? rt->cfg.device.timeout_s : 300.0;
+
+        if (s->net.size < 2 || !s->net.ops->share)
+                return STRATA_OK;
+        rc = s->net.ops->share(&s->net, strata__shm_spawn_bytes(s->net.size),
+                               want && !s->net.native, &w.region, timeout_s);
+        if (rc == STRATA_ENOTSUP) /* agreed by every process: the MPI link */
+                return STRATA_OK;
+        STRATA_TRY(rc); /* a process missing, MPI failing: the job ends (abort_job) */
+        s->mpi = s->net;
+        s->net = (struct strata_net){ .ops = &strata__shm_host_link, .step = &rt->step };
+        STRATA_TRY(s->net.ops->open(&s->net, &w));
+        s->net.local_rank = local;
+        return STRATA_OK;
+}
+
+/* Over the MPI link (cfg.process.mpi_comm, or MPI_COMM_WORLD), or the shm link on one host. */
 static int join_mpi(struct strata_runtime *rt)
 {
         const struct strata__net_ops *ops;
         struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
                                            rt->cfg.process.mpi_comm_fortran };
+        int shm = 0;
 
         STRATA_TRY(strata__link_mpi(&ops));
-        return join(rt, ops, &where);
+        STRATA_TRY(join(rt, ops, &where));
+        /* after the join: a bad value ends the job through the MPI link (abort_job), where a
+         * refusal before it left the processes with a good value waiting for this one */
+        STRATA_TRY(link_wanted(&shm));
+        STRATA_TRY(share_host(rt, shm));
+        say_link(rt);
+        return STRATA_OK;
 }
 
 /* Nothing alone; the spawn link in a process strata_spawn() started; the MPI link otherwise. */
@@ -410,11 +474,15 @@ static void abort_job(struct strata_runtime *rt)
 {
         struct job *s = procs_of(rt);
 
-        if (s->net.ops && s->net.ops->abort && !s->refused_alike)
+        if (s->refused_alike)
+                return;
+        if (s->net.ops && s->net.ops->abort)
                 s->net.ops->abort(&s->net, 1, strata_last_error());
+        if (s->mpi.ops) /* under the shm link: its abort word, then MPI_Abort */
+                s->mpi.ops->abort(&s->mpi, 1, strata_last_error());
 }
 
-/* After the devices stopped: the link closes. */
+/* After the devices stopped: the link closes (the shm link, then the MPI link beneath). */
 static void close_job(struct strata_runtime *rt)
 {
         struct job *s = procs_of(rt);
@@ -422,6 +490,9 @@ static void close_job(struct strata_runtime *rt)
         if (s->net.ops)
                 s->net.ops->close(&s->net);
         s->net.ops = NULL;
+        if (s->mpi.ops) /* under the shm link: the MPI link unmaps the region and closes */
+                s->mpi.ops->close(&s->mpi);
+        s->mpi.ops = NULL;
 }
 
 /* spawn, mpi: the link moves host buffers, so a driver with memory of its own is refused. */

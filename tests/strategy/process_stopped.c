@@ -91,8 +91,10 @@ Test(process_stopped, spawn_2x2_names_the_process, .timeout = 120)
         cr_assert_null(strstr(why, "for rank 0"), "a local wait was reported: %s", why);
 }
 
-Test(process_stopped, mpi_2x2_names_the_process, .timeout = 300)
+/* A job of 2 x 2 devices under mpirun (@p env: its variables) whose process 1 stops. */
+static void mpi_stopped(const char *env, const char *expect)
 {
+        char cmd[1024];
         double t0, took;
         int rc;
 
@@ -101,14 +103,26 @@ Test(process_stopped, mpi_2x2_names_the_process, .timeout = 300)
             cli_sh("command -v mpirun", out, sizeof(out)) != 0)
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
         cli_serial_jobs();
+        snprintf(cmd, sizeof(cmd), MPIRUN "%s-x STRATA_TRAIN_FAULT=stop:1:20 -np 2 " BIN
+                 " --strategy mpi --devices 2 --synthetic 4000 --epochs 1 --quiet --timeout 3 "
+                 "--seed " SEED " 2>&1", env);
         t0 = cli_now_s();
-        rc = cli_sh(MPIRUN "-x STRATA_TRAIN_FAULT=stop:1:20 -np 2 " BIN " --strategy mpi "
-                    "--devices 2 --synthetic 4000 --epochs 1 --quiet --timeout 3 --seed " SEED
-                    " 2>&1", out, sizeof(out));
+        rc = cli_sh(cmd, out, sizeof(out));
         took = cli_now_s() - t0;
         cli_kill_jobs(SEED);
         cr_assert_neq(rc, 0, "a stopped rank, exit 0:\n%s", out);
         cr_assert_lt(took, 3.0 + 1.0 + 20.0, "took %.1f s", took);
-        cr_assert(strstr(out, "nothing came from process 1"), "process 1 not named:\n%s", out);
+        cr_assert(strstr(out, expect), "process 1 not named ('%s'):\n%s", expect, out);
         cr_assert_null(strstr(out, "for rank 0"), "a local wait was reported:\n%s", out);
+}
+
+/* On one host, the shm link (decision 0105); then Open MPI's point-to-point. */
+Test(process_stopped, mpi_2x2_names_the_process, .timeout = 300)
+{
+        mpi_stopped("", "process 1 has not arrived (hung or dead)");
+}
+
+Test(process_stopped, mpi_link_2x2_names_the_process, .timeout = 300)
+{
+        mpi_stopped("-x STRATA_MPI_LINK=mpi ", "nothing came from process 1");
 }

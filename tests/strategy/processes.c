@@ -207,13 +207,34 @@ Test(processes, mpi_killed_rank, .timeout = 300)
               "process rank 1");
 }
 
+/* On one host the job steps over the shm link (decision 0105): its wait names the rank. */
 Test(processes, mpi_hung_rank, .timeout = 300)
 {
         skip_under_tsan();
         if (!have_mpi())
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
         fault(MPIRUN "-x STRATA_TRAIN_FAULT=hang:1:20 -np 2 ", "mpi", "hung", 2.0,
-              "nothing came from process 1 (hung or dead); ending the job (MPI_Abort)");
+              "process 1 has not arrived (hung or dead); ending the job (MPI_Abort)");
+}
+
+/* The same two faults over Open MPI's point-to-point (STRATA_MPI_LINK=mpi). */
+Test(processes, mpi_link_killed_rank, .timeout = 300)
+{
+        skip_under_tsan();
+        if (!have_mpi())
+                cr_skip_test("mpirun or libstrata-mpi.so missing");
+        fault(MPIRUN "-x STRATA_MPI_LINK=mpi -x STRATA_TRAIN_FAULT=kill:1:20 -np 2 ", "mpi",
+              "killed", 30.0, "process rank 1");
+}
+
+Test(processes, mpi_link_hung_rank, .timeout = 300)
+{
+        skip_under_tsan();
+        if (!have_mpi())
+                cr_skip_test("mpirun or libstrata-mpi.so missing");
+        fault(MPIRUN "-x STRATA_MPI_LINK=mpi -x STRATA_TRAIN_FAULT=hang:1:20 -np 2 ", "mpi",
+              "hung", 2.0, "nothing came from process 1 (hung or dead); ending the job "
+              "(MPI_Abort)");
 }
 
 static void env(const char *k, const char *v)
