@@ -110,10 +110,13 @@ struct strata__net_ops {
          * every process of the link, zeroed, where all are on one host and all @p want it
          * (the processes agree); close() unmaps it. STRATA_ENOTSUP, with nothing mapped on any
          * process and no error message, where not; another status (a process not there within
-         * @p timeout_s, the link failing) is an error that ends the job.
+         * @p timeout_s, the link failing) is an error that ends the job. @p bad: on entry,
+         * nonzero where this process's own choice of link is invalid; on return, the lowest
+         * rank whose was, or -1 (then none maps the region: STRATA_ENOTSUP), so that every
+         * process can refuse the job alike instead of ending it.
          */
         int (*share)(struct strata_net *n, size_t bytes, int want, void **region,
-                     double timeout_s);
+                     double timeout_s, int *bad);
 };
 
 /** A link between processes, as a communicator sees it. */
