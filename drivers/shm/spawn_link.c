@@ -41,7 +41,7 @@ struct proc {
         _Alignas(64) _Atomic uint64_t ready; /* steps this process has published */
         _Alignas(64) _Atomic uint64_t done;  /* steps whose messages to it it has read */
         uint64_t seq;                        /* steps started (private to it) */
-        unsigned spins;                      /* its waits' pause rounds (private: spins()) */
+        unsigned spins;                      /* its waits' pause rounds (private; set at open) */
         int count[2];                        /* by parity: messages in the slot */
         struct entry msg[2][STRATA__NET_MSGS];
 };
