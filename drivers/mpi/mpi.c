@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,9 @@ struct channel {
         int half; /* the staging half this step's pieces land in */
 };
 
+/* The affinity mask's words share() ORs together (4096 CPUs, sched_getaffinity's fixed set). */
+#define CPU_WORDS 64
+
 struct link {
         int used, finalize;
         int host_size;       /* processes of the communicator on this host */
@@ -74,6 +79,7 @@ struct link {
          * here, not on its stack (and the job then ends: no later share reuses them) */
         long long share_id[5];
         int share_in[2], share_all[2];
+        uint64_t cpu_mask[CPU_WORDS], cpu_all[CPU_WORDS]; /* affinity masks, then their union */
         MPI_Comm comm;
         MPI_Request req[REQS];
         MPI_Status st[REQS];
@@ -509,7 +515,7 @@ static int mpi_warm(struct strata_net *n, void *stage, double timeout_s)
  * the lowest rank whose @p bad was set, so every process learns it and refuses alike.
  */
 static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region,
-                     double timeout_s, int *bad)
+                     double timeout_s, int *bad, int *cpus)
 {
         struct link *l = n->h;
         long long *id = l->share_id; /* made, pid, fd, device, inode */
@@ -563,6 +569,22 @@ static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region
                         munmap(p, bytes);
                 return rc != STRATA_OK ? rc : STRATA_ENOTSUP;
         }
+        /* the CPUs the job may use: the union of the processes' masks (mpirun binds each
+         * process to a core by default, so each one's own mask says 1) */
+        *cpus = 0;
+        memset(l->cpu_mask, 0, sizeof(l->cpu_mask));
+        if (sched_getaffinity(0, sizeof(l->cpu_mask), (cpu_set_t *)(void *)l->cpu_mask) != 0)
+                memset(l->cpu_mask, 0, sizeof(l->cpu_mask));
+        rc = MPI_Iallreduce(l->cpu_mask, l->cpu_all, CPU_WORDS, MPI_UINT64_T, MPI_BOR, l->comm,
+                            &l->req[0]) == MPI_SUCCESS
+             ? wait_all(n, 1, none, timeout_s, "the shm link's CPU count")
+             : fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
+        if (rc != STRATA_OK) {
+                munmap(p, bytes);
+                return rc;
+        }
+        for (int i = 0; i < CPU_WORDS; i++)
+                *cpus += __builtin_popcountll(l->cpu_all[i]);
         l->region = p;
         l->region_bytes = bytes;
         *region = p;

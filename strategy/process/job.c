@@ -389,7 +389,10 @@ static void say_link(const struct strata_runtime *rt)
 
 static int join_spawn(struct strata_runtime *rt)
 {
-        STRATA_TRY(join(rt, &strata__shm_spawn_link, strata__spawned()));
+        struct strata__shm_spawn_where w = *strata__spawned();
+
+        w.devices = rt->nreplicas; /* the spinning threads of each process */
+        STRATA_TRY(join(rt, &strata__shm_spawn_link, &w));
         say_link(rt);
         return STRATA_OK;
 }
@@ -421,7 +424,7 @@ static void link_wanted(int *shm, int *bad)
 static int share_host(struct strata_runtime *rt)
 {
         struct job *s = procs_of(rt);
-        struct strata__shm_spawn_where w = { NULL, s->net.rank, s->net.size };
+        struct strata__shm_spawn_where w = { NULL, s->net.rank, s->net.size, rt->nreplicas, 0 };
         int local = s->net.local_rank, want, bad, mine, rc = STRATA_ENOTSUP;
         double timeout_s = rt->cfg.device.timeout_s > 0.0 ? rt->cfg.device.timeout_s : 300.0;
 
@@ -429,7 +432,8 @@ static int share_host(struct strata_runtime *rt)
         bad = mine;
         if (s->net.size >= 2 && s->net.ops->share)
                 rc = s->net.ops->share(&s->net, strata__shm_spawn_bytes(s->net.size),
-                                       want && !s->net.native, &w.region, timeout_s, &bad);
+                                       want && !s->net.native, &w.region, timeout_s, &bad,
+                                       &w.cpus);
         else
                 bad = mine ? s->net.rank : -1;
         if (rc == STRATA_ENOTSUP && bad >= 0) {
