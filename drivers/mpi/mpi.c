@@ -512,7 +512,9 @@ static int mpi_warm(struct strata_net *n, void *stage, double timeout_s)
  * comes (it refused the job before this) is named, and MPI failing in them is an error too,
  * not a fallback (the processes could end on different links); the job then ends (the
  * pending collectives' buffers are the link's, not this call's). The agreement also carries
- * the lowest rank whose @p bad was set, so every process learns it and refuses alike.
+ * the lowest rank whose @p bad was set, so every process learns it and refuses alike. Once
+ * mapped, a third collective ORs the processes' affinity masks: @p cpus, the CPUs the job may
+ * use (for the shm link's spin; each process may be bound to one).
  */
 static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region,
                      double timeout_s, int *bad, int *cpus)
