@@ -110,10 +110,14 @@ struct strata__net_ops {
          * every process of the link, zeroed, where all are on one host and all @p want it
          * (the processes agree); close() unmaps it. STRATA_ENOTSUP, with nothing mapped on any
          * process and no error message, where not; another status (a process not there within
-         * @p timeout_s, the link failing) is an error that ends the job.
+         * @p timeout_s, the link failing) is an error that ends the job. @p bad: on entry,
+         * nonzero where this process's own choice of link is invalid; on return, the lowest
+         * rank whose was, or -1 (then none maps the region: STRATA_ENOTSUP), so that every
+         * process can refuse the job alike instead of ending it. @p cpus: on success, the CPUs
+         * the processes may run on together (the union of their affinity masks; 0: unknown).
          */
         int (*share)(struct strata_net *n, size_t bytes, int want, void **region,
-                     double timeout_s);
+                     double timeout_s, int *bad, int *cpus);
 };
 
 /** A link between processes, as a communicator sees it. */
@@ -156,10 +160,13 @@ extern const struct strata__net_ops strata__shm_spawn_link;
  *  share (struct strata__net_ops.share of the MPI link), named `shm`. */
 extern const struct strata__net_ops strata__shm_host_link;
 
-/** What the spawn link's open() takes: the region, this process, the processes. */
+/** What the spawn link's open() takes: the region, this process, the processes; for its waits'
+ *  spin, each process's devices (its spinning threads; 0: 1) and the CPUs the whole job may
+ *  use (0: this process's own affinity mask, which strata_spawn()'s processes share). */
 struct strata__shm_spawn_where {
         void *region;
         int rank, size;
+        int devices, cpus;
 };
 
 /** Bytes of the region strata__shm_spawn_link joins @p size processes over. */

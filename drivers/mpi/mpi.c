@@ -13,8 +13,11 @@
  * MPI_Abort on the whole job.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +67,19 @@ struct channel {
         int half; /* the staging half this step's pieces land in */
 };
 
+/* The affinity mask's words share() ORs together (4096 CPUs, sched_getaffinity's fixed set). */
+#define CPU_WORDS 64
+
 struct link {
         int used, finalize;
         int host_size;       /* processes of the communicator on this host */
         void *region;        /* the region share() mapped (NULL: none) */
         size_t region_bytes;
+        /* share()'s collectives' buffers: a timed-out share leaves them pending, so they live
+         * here, not on its stack (and the job then ends: no later share reuses them) */
+        long long share_id[5];
+        int share_in[2], share_all[2];
+        uint64_t cpu_mask[CPU_WORDS], cpu_all[CPU_WORDS]; /* affinity masks, then their union */
         MPI_Comm comm;
         MPI_Request req[REQS];
         MPI_Status st[REQS];
@@ -499,19 +510,24 @@ static int mpi_warm(struct strata_net *n, void *stage, double timeout_s)
  * mapping, STRATA_ENOTSUP (no error message: the link steps over MPI as before). The two
  * collectives are waited for like a step's requests, within @p timeout_s: a process that never
  * comes (it refused the job before this) is named, and MPI failing in them is an error too,
- * not a fallback (the processes could end on different links); the job then ends.
+ * not a fallback (the processes could end on different links); the job then ends (the
+ * pending collectives' buffers are the link's, not this call's). The agreement also carries
+ * the lowest rank whose @p bad was set, so every process learns it and refuses alike. Once
+ * mapped, a third collective ORs the processes' affinity masks: @p cpus, the CPUs the job may
+ * use (for the shm link's spin; each process may be bound to one).
  */
 static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region,
-                     double timeout_s)
+                     double timeout_s, int *bad, int *cpus)
 {
         struct link *l = n->h;
-        long long id[5] = { 0 }; /* made, pid, fd, device, inode */
-        int ok = want && n->size > 1 && l->host_size == n->size && !l->region, all = 0, fd = -1;
-        int root[1] = { n->rank ? 0 : -1 }, none[1] = { -1 }, rc;
+        long long *id = l->share_id; /* made, pid, fd, device, inode */
+        int ok = !*bad && want && n->size > 1 && l->host_size == n->size && !l->region;
+        int none[1] = { -1 }, fd = -1, rc;
         void *p = MAP_FAILED;
         struct stat st;
         char path[64];
 
+        memset(id, 0, sizeof(l->share_id));
         if (n->rank == 0 && ok) {
                 fd = memfd_create("strata-link", MFD_CLOEXEC);
                 ok = fd >= 0 && ftruncate(fd, (off_t)bytes) == 0 && fstat(fd, &st) == 0;
@@ -523,8 +539,9 @@ static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region
                         id[4] = (long long)st.st_ino;
                 }
         }
+        /* a collective: a process that never comes is not named (not process 0 either) */
         rc = MPI_Ibcast(id, 5, MPI_LONG_LONG, 0, l->comm, &l->req[0]) == MPI_SUCCESS
-             ? wait_all(n, 1, root, timeout_s, "the shm link's broadcast")
+             ? wait_all(n, 1, none, timeout_s, "the shm link's broadcast")
              : fail(STRATA_ESYS, "mpi: MPI_Ibcast failed");
         ok = ok && id[0];
         if (rc == STRATA_OK && ok && n->rank) {
@@ -537,17 +554,39 @@ static int mpi_share(struct strata_net *n, size_t bytes, int want, void **region
                 p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 ok = p != MAP_FAILED;
         }
+        /* whether every process mapped it, and the lowest rank with an invalid choice */
+        l->share_in[0] = ok;
+        l->share_in[1] = *bad ? n->rank : INT_MAX;
         if (rc == STRATA_OK)
-                rc = MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, l->comm, &l->req[0]) ==
-                     MPI_SUCCESS ? wait_all(n, 1, none, timeout_s, "the shm link's agreement")
-                                 : fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
+                rc = MPI_Iallreduce(l->share_in, l->share_all, 2, MPI_INT, MPI_MIN, l->comm,
+                                    &l->req[0]) == MPI_SUCCESS
+                     ? wait_all(n, 1, none, timeout_s, "the shm link's agreement")
+                     : fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
         if (fd >= 0)
                 close(fd);
-        if (rc != STRATA_OK || !all) {
+        if (rc == STRATA_OK)
+                *bad = l->share_all[1] == INT_MAX ? -1 : l->share_all[1];
+        if (rc != STRATA_OK || !l->share_all[0]) {
                 if (p != MAP_FAILED)
                         munmap(p, bytes);
                 return rc != STRATA_OK ? rc : STRATA_ENOTSUP;
         }
+        /* the CPUs the job may use: the union of the processes' masks (mpirun binds each
+         * process to a core by default, so each one's own mask says 1) */
+        *cpus = 0;
+        memset(l->cpu_mask, 0, sizeof(l->cpu_mask));
+        if (sched_getaffinity(0, sizeof(l->cpu_mask), (cpu_set_t *)(void *)l->cpu_mask) != 0)
+                memset(l->cpu_mask, 0, sizeof(l->cpu_mask));
+        rc = MPI_Iallreduce(l->cpu_mask, l->cpu_all, CPU_WORDS, MPI_UINT64_T, MPI_BOR, l->comm,
+                            &l->req[0]) == MPI_SUCCESS
+             ? wait_all(n, 1, none, timeout_s, "the shm link's CPU count")
+             : fail(STRATA_ESYS, "mpi: MPI_Iallreduce failed");
+        if (rc != STRATA_OK) {
+                munmap(p, bytes);
+                return rc;
+        }
+        for (int i = 0; i < CPU_WORDS; i++)
+                *cpus += __builtin_popcountll(l->cpu_all[i]);
         l->region = p;
         l->region_bytes = bytes;
         *region = p;

@@ -41,7 +41,7 @@ struct proc {
         _Alignas(64) _Atomic uint64_t ready; /* steps this process has published */
         _Alignas(64) _Atomic uint64_t done;  /* steps whose messages to it it has read */
         uint64_t seq;                        /* steps started (private to it) */
-        unsigned spins;                      /* its waits' pause rounds (private: spins()) */
+        unsigned spins;                      /* its waits' pause rounds (private; set at open) */
         int count[2];                        /* by parity: messages in the slot */
         struct entry msg[2][STRATA__NET_MSGS];
 };
@@ -97,11 +97,13 @@ int strata__shm_spawn_aborted(void *region, char *why, size_t n)
  * A wait's pause rounds before it yields. The steps of a small job (the RL agents' exchanges)
  * are latency-bound: a peer publishes a few microseconds after this process, and a wait that
  * yields or naps (kernel/wait.c: 10 us growing to 640 us) after 1024 pauses (~20-50 us) wakes
- * late, where Open MPI's link polls without end. So when each process of the link can have a
- * CPU of its own (the processes, all on this host, no more than the CPUs this process may run
- * on), a wait spins for ~1-2 ms: 65536 pauses, a pause being some tens of cycles on AMD's Zen
- * and ~140 on Intel's cores since Skylake. Oversubscribed, a spinning waiter would take the
- * core from the process it waits for: 1024, as before.
+ * late, where Open MPI's link polls without end. So when each spinning thread of the link can
+ * have a CPU of its own (processes x devices, all on this host, no more than the CPUs the job
+ * may run on: the union of the processes' affinity masks under MPI, this process's own mask
+ * under strata_spawn()), a wait spins 65536 pauses, ~1-3 ms depending on the CPU (a pause is
+ * some tens of cycles on AMD's Zen, ~140 on Intel's cores since Skylake). Oversubscribed, a
+ * spinning waiter would take the core from the thread it waits for: 1024, as before. CPU
+ * quotas (cgroup cpu.max) are not seen (decision 0105).
  */
 #define SPINS_OWN_CPU 65536u
 #define SPINS_SHARED 1024u
@@ -122,6 +124,7 @@ static int cpus_allowed(void)
 static int procs_open(struct strata_net *n, const void *where)
 {
         const struct strata__shm_spawn_where *w = where;
+        long threads;
 
         if (!w || !w->region || w->size < 1 || w->rank < 0 || w->rank >= w->size)
                 return strata__fail(STRATA_EINVAL, "strategy spawn runs in a process that "
@@ -130,7 +133,9 @@ static int procs_open(struct strata_net *n, const void *where)
         n->rank = w->rank;
         n->size = w->size;
         n->local_rank = w->rank; /* one host */
-        proc(n, n->rank)->spins = w->size <= cpus_allowed() ? SPINS_OWN_CPU : SPINS_SHARED;
+        threads = (long)w->size * (w->devices > 0 ? w->devices : 1);
+        proc(n, n->rank)->spins = threads <= (w->cpus > 0 ? w->cpus : cpus_allowed())
+                                  ? SPINS_OWN_CPU : SPINS_SHARED;
         return STRATA_OK;
 }
 

@@ -389,23 +389,25 @@ static void say_link(const struct strata_runtime *rt)
 
 static int join_spawn(struct strata_runtime *rt)
 {
-        STRATA_TRY(join(rt, &strata__shm_spawn_link, strata__spawned()));
+        struct strata__shm_spawn_where w = *strata__spawned();
+
+        w.devices = rt->nreplicas; /* the spinning threads of each process */
+        STRATA_TRY(join(rt, &strata__shm_spawn_link, &w));
         say_link(rt);
         return STRATA_OK;
 }
 
 /*
  * STRATA_MPI_LINK: `mpi` keeps Open MPI's point-to-point between the processes of one host;
- * unset, `auto` or `shm`: the shm link where every process can map its region.
+ * unset, `auto` or `shm`: the shm link where every process can map its region. Anything
+ * else: *@p bad (the job is refused on every process, share_host()).
  */
-static int link_wanted(int *shm)
+static void link_wanted(int *shm, int *bad)
 {
         const char *v = getenv("STRATA_MPI_LINK");
 
         *shm = !v || !*v || !strcmp(v, "auto") || !strcmp(v, "shm");
-        if (*shm || !strcmp(v, "mpi"))
-                return STRATA_OK;
-        return strata__fail(STRATA_EINVAL, "STRATA_MPI_LINK=%s: auto, shm or mpi", v);
+        *bad = !*shm && strcmp(v, "mpi") != 0;
 }
 
 /*
@@ -413,20 +415,36 @@ static int link_wanted(int *shm)
  * spawn link's code on a region the MPI link maps for them, without the copies into and out
  * of Open MPI's buffers and the polling of its requests. The MPI link stays open beneath it,
  * for the job's abort (MPI_Abort) and its end. Where any process cannot map the region, or
- * asked for the MPI link (@p want 0) or for MPI's own reductions, every process keeps it; a
- * process that does not come in the timeout, or MPI failing, fails the join.
+ * asked for the MPI link (STRATA_MPI_LINK=mpi) or for MPI's own reductions, every process
+ * keeps it; a process that does not come in the timeout, or MPI failing, fails the join.
+ * Where some process's STRATA_MPI_LINK is invalid, every process learns the lowest such one
+ * in the same collectives and returns STRATA_EINVAL naming it, none waiting, no MPI_Abort
+ * (issue 58: a refused configuration is a status, refused_alike).
  */
-static int share_host(struct strata_runtime *rt, int want)
+static int share_host(struct strata_runtime *rt)
 {
         struct job *s = procs_of(rt);
-        struct strata__shm_spawn_where w = { NULL, s->net.rank, s->net.size };
-        int local = s->net.local_rank, rc;
+        struct strata__shm_spawn_where w = { NULL, s->net.rank, s->net.size, rt->nreplicas, 0 };
+        int local = s->net.local_rank, want, bad, mine, rc = STRATA_ENOTSUP;
         double timeout_s = rt->cfg.device.timeout_s > 0.0 ? rt->cfg.device.timeout_s : 300.0;
 
-        if (s->net.size < 2 || !s->net.ops->share)
-                return STRATA_OK;
-        rc = s->net.ops->share(&s->net, strata__shm_spawn_bytes(s->net.size),
-                               want && !s->net.native, &w.region, timeout_s);
+        link_wanted(&want, &mine);
+        bad = mine;
+        if (s->net.size >= 2 && s->net.ops->share)
+                rc = s->net.ops->share(&s->net, strata__shm_spawn_bytes(s->net.size),
+                                       want && !s->net.native, &w.region, timeout_s, &bad,
+                                       &w.cpus);
+        else
+                bad = mine ? s->net.rank : -1;
+        if (rc == STRATA_ENOTSUP && bad >= 0) {
+                s->refused_alike = 1;
+                if (mine)
+                        return strata__fail(STRATA_EINVAL, "STRATA_MPI_LINK=%s: auto, shm or "
+                                            "mpi (process %d; every process refuses the job)",
+                                            getenv("STRATA_MPI_LINK"), s->net.rank);
+                return strata__fail(STRATA_EINVAL, "process %d's STRATA_MPI_LINK is not auto, "
+                                    "shm or mpi (every process refuses the job)", bad);
+        }
         if (rc == STRATA_ENOTSUP) /* agreed by every process: the MPI link */
                 return STRATA_OK;
         STRATA_TRY(rc); /* a process missing, MPI failing: the job ends (abort_job) */
@@ -443,14 +461,13 @@ static int join_mpi(struct strata_runtime *rt)
         const struct strata__net_ops *ops;
         struct strata__mpi_where where = { rt->cfg.process.mpi_comm,
                                            rt->cfg.process.mpi_comm_fortran };
-        int shm = 0;
 
         STRATA_TRY(strata__link_mpi(&ops));
         STRATA_TRY(join(rt, ops, &where));
-        /* after the join: a bad value ends the job through the MPI link (abort_job), where a
-         * refusal before it left the processes with a good value waiting for this one */
-        STRATA_TRY(link_wanted(&shm));
-        STRATA_TRY(share_host(rt, shm));
+        /* after the join: STRATA_MPI_LINK is checked in the region's collectives, so a bad
+         * value on any process is refused by every one (a refusal before the join would leave
+         * the processes with a good value waiting for this one) */
+        STRATA_TRY(share_host(rt));
         say_link(rt);
         return STRATA_OK;
 }

@@ -182,7 +182,7 @@ static void child(int rank, int n, strata_spawn_fn fn, void *arg, void *region, 
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphans if the parent dies */
         if (getppid() != parent)
                 _exit(128 + SIGKILL);
-        self = (struct strata__shm_spawn_where){ region, rank, n };
+        self = (struct strata__shm_spawn_where){ region, rank, n, 0, 0 };
         self_result = result_of(region, n);
         rc = fn(rank, n, arg);
         fflush(NULL);

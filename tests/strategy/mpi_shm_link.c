@@ -3,8 +3,9 @@
  * this host, bitwise the MPI link's parameters (2 and 3 processes, ddp, zero1 and invariant
  * mode), STRATA_MPI_LINK=mpi and --mpi-allreduce honoured, a process that does not want it
  * keeping every process on the MPI link (whichever rank it is), processes on hosts apart
- * (tools/hosts-apart.sh) kept on it, a bad value refused (on one process too: the job ends),
- * a process that refused the job before the region's set-up named, nothing left in /dev/shm. The
+ * (tools/hosts-apart.sh) kept on it, a bad value refused by every process (on one process
+ * too; no MPI_Abort), a process that refused the job before the region's set-up named, nothing
+ * left in /dev/shm. The
  * faults (a killed, hung or stopped rank named within the timeout) are in processes.c and
  * process_stopped.c, over both links.
  */
@@ -140,6 +141,17 @@ Test(mpi_shm_link, hosts_apart_keep_mpi, .timeout = 900)
         joined_over(2, "mpi");
 }
 
+/* Whether @p needle is in @p hay at least @p times. */
+static int seen_times(const char *hay, const char *needle, int times)
+{
+        for (const char *p = hay; times > 0; p += strlen(needle), times--)
+                if (!(p = strstr(p, needle)))
+                        return 0;
+        return 1;
+}
+
+/* Issue 58, item 4: a bad value, on every process or on one, is refused by every process with
+ * a status (each says so), and nothing calls MPI_Abort. */
 Test(mpi_shm_link, bad_value_refused, .timeout = 300)
 {
         int rc;
@@ -148,20 +160,29 @@ Test(mpi_shm_link, bad_value_refused, .timeout = 300)
         rc = cli_sh(MPIRUN "-np 2 -x STRATA_MPI_LINK=bogus " BIN " " ARGS "--verbose 2>&1", out,
                     sizeof(out));
         cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus exited 0:\n%s", out);
-        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
+        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi (process 0;"), "%s", out);
+        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi (process 1;"), "%s", out);
         cr_assert_null(strstr(out, "joined over"), "%s", out);
-        /* on one process only (either rank): the job ends, naming it, instead of the others
-         * waiting for it (the test's timeout) */
+        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
+        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
+        /* on one process only (either rank): every process refuses, naming it */
         rc = cli_sh(MPIRUN "-np 1 env STRATA_MPI_LINK=bogus " BIN " " ARGS "--verbose : -np 1 "
                     BIN " " ARGS "--verbose 2>&1", out, sizeof(out));
         cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 0 exited 0:\n%s", out);
-        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
+        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi (process 0;"), "%s", out);
+        cr_assert(strstr(out, "process 0's STRATA_MPI_LINK is not auto, shm or mpi"), "%s", out);
         cr_assert_null(strstr(out, "joined over"), "%s", out);
+        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
+        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
         rc = cli_sh(MPIRUN "-np 1 " BIN " " ARGS "--verbose : -np 1 env STRATA_MPI_LINK=bogus "
                     BIN " " ARGS "--verbose 2>&1", out, sizeof(out));
         cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 1 exited 0:\n%s", out);
-        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi"), "%s", out);
+        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi (process 1;"), "%s", out);
+        cr_assert(strstr(out, "process 1's STRATA_MPI_LINK is not auto, shm or mpi"), "%s", out);
         cr_assert_null(strstr(out, "joined over"), "%s", out);
+        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
+        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
+        cr_assert(seen_times(out, "every process refuses the job", 2), "%s", out);
 }
 
 /* A process that refused the job before the region's set-up: the others end within the timeout
