@@ -67,7 +67,7 @@ struct channel {
         int half; /* the staging half this step's pieces land in */
 };
 
-/* The affinity mask's words share() ORs together (4096 CPUs, sched_getaffinity's fixed set). */
+/* The affinity mask's words share() ORs together: 4096 CPUs, the buffer sched_getaffinity fills. */
 #define CPU_WORDS 64
 
 struct link {

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The shm link's set-up when one process of an MPI job refused the job before it (decision
-# 0105): process 1 is configured for 3 processes and fails its join, then waits (an embedding
-# simulation would go on; Strata's MPI_Finalize, as it leaves MPI, may wait too); process 0
-# does not wait for it forever in the region's broadcast or agreement: its wait is named
-# within its timeout (2 s) and the job ends (MPI_Abort). Skipped (exit 0, "not run", as
+# 0105): process 0 is configured for 3 processes and fails its join, then waits (an embedding
+# simulation would go on; Strata's MPI_Finalize, as it leaves MPI, may wait too); process 1
+# does not wait for it forever in the region's broadcast (process 0 its root) or agreement: its
+# wait is named within its timeout (2 s), blaming no process, and the job ends (MPI_Abort).
+# Skipped (exit 0, "not run", as
 # cli_build_script's scripts do) without mpirun, libstrata-mpi.so or Open MPI's
 # OMPI_COMM_WORLD_RANK (the program's rank).
 #   mpi_shm_refused.sh SRC BUILD
@@ -16,8 +17,9 @@ if ! command -v mpirun >/dev/null || [ ! -r "$build/libstrata-mpi.so" ]; then
         echo "mpi_shm_refused: mpirun or libstrata-mpi.so missing: not run"
         exit 0
 fi
-if ! mpirun --allow-run-as-root -np 1 sh -c 'test -n "${OMPI_COMM_WORLD_RANK:-}"' \
-        >/dev/null 2>&1; then
+v=$(timeout -k 5 30 mpirun --allow-run-as-root -np 1 sh -c 'echo "r=${OMPI_COMM_WORLD_RANK:-}"') ||
+        { echo "mpi_shm_refused: mpirun -np 1 failed"; exit 1; }
+if [ "$v" = "r=" ]; then
         echo "mpi_shm_refused: no OMPI_COMM_WORLD_RANK under mpirun (not Open MPI): not run"
         exit 0
 fi
@@ -44,7 +46,7 @@ int main(void)
         cfg.classes = 4;
         cfg.strategy.kind = STRATA_STRATEGY_MPI;
         cfg.strategy.devices = 1;
-        cfg.process.count = rank == 1 ? 3 : 2; /* process 1 refuses the job of 2 */
+        cfg.process.count = rank == 0 ? 3 : 2; /* process 0 refuses the job of 2 */
         cfg.device.timeout_s = 2.0;
         if (strata_plan(&cfg, &plan) != STRATA_OK)
                 return 2;
@@ -54,8 +56,8 @@ int main(void)
         cfg.memory_size = plan.bytes;
         if (strata_init(&rt, &cfg) != STRATA_OK) {
                 fprintf(stderr, "process %d refused: %s\n", rank, strata_last_error());
-                if (rank == 1)
-                        sleep(20); /* goes on: process 0 must not wait for it */
+                if (rank == 0)
+                        sleep(20); /* goes on: process 1 must not wait for it */
                 return 1;
         }
         fprintf(stderr, "process %d joined\n", rank);
@@ -72,9 +74,11 @@ took=$(($(date +%s) - t0))
 cat "$dir/out"
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] &&
         [ "$took" -lt 15 ] ||
-        { echo "mpi_shm_refused: exit $rc after $took s (process 0 waited for process 1)"; exit 1; }
-grep -q "process 0 waited 2 s in the shm link's" "$dir/out" ||
-        { echo "mpi_shm_refused: process 0's timeout not named"; exit 1; }
-grep -q "a process never came" "$dir/out" ||
-        { echo "mpi_shm_refused: the collective's wait named a process"; exit 1; }
-echo "mpi_shm_refused: process 0 named its wait and ended the job in $took s"
+        { echo "mpi_shm_refused: exit $rc after $took s (process 1 waited for process 0)"; exit 1; }
+grep -q "process 1 waited 2 s in the shm link's" "$dir/out" ||
+        { echo "mpi_shm_refused: process 1's timeout not named"; exit 1; }
+grep -q "a process never came" "$dir/out" && ! grep -q "nothing came from process 0" "$dir/out" ||
+        { echo "mpi_shm_refused: the broadcast's wait blamed its root"; exit 1; }
+grep -q "MPI_Abort" "$dir/out" ||
+        { echo "mpi_shm_refused: the job did not end through MPI_Abort"; exit 1; }
+echo "mpi_shm_refused: process 1 named its wait and ended the job in $took s"
