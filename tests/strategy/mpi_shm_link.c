@@ -150,6 +150,27 @@ static int seen_times(const char *hay, const char *needle, int times)
         return 1;
 }
 
+/* STRATA_MPI_LINK=bogus on process @p bad alone: every process refuses, naming it; no abort. */
+static void refused_on_one(int bad)
+{
+        char cmd[1024], said[128];
+        int rc;
+
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s" BIN " " ARGS "--verbose : -np 1 %s" BIN " "
+                 ARGS "--verbose 2>&1", bad ? "" : "env STRATA_MPI_LINK=bogus ",
+                 bad ? "env STRATA_MPI_LINK=bogus " : "");
+        rc = cli_sh(cmd, out, sizeof(out));
+        cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank %d exited 0:\n%s", bad, out);
+        snprintf(said, sizeof(said), "STRATA_MPI_LINK=bogus: auto, shm or mpi (process %d;", bad);
+        cr_assert(strstr(out, said), "%s", out);
+        snprintf(said, sizeof(said), "process %d's STRATA_MPI_LINK is not auto, shm or mpi", bad);
+        cr_assert(strstr(out, said), "%s", out);
+        cr_assert_null(strstr(out, "joined over"), "%s", out);
+        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
+        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
+        cr_assert(seen_times(out, "every process refuses the job", 2), "%s", out);
+}
+
 /* Issue 58, item 4: a bad value, on every process or on one, is refused by every process with
  * a status (each says so), and nothing calls MPI_Abort. */
 Test(mpi_shm_link, bad_value_refused, .timeout = 300)
@@ -166,23 +187,8 @@ Test(mpi_shm_link, bad_value_refused, .timeout = 300)
         cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
         cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
         /* on one process only (either rank): every process refuses, naming it */
-        rc = cli_sh(MPIRUN "-np 1 env STRATA_MPI_LINK=bogus " BIN " " ARGS "--verbose : -np 1 "
-                    BIN " " ARGS "--verbose 2>&1", out, sizeof(out));
-        cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 0 exited 0:\n%s", out);
-        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi (process 0;"), "%s", out);
-        cr_assert(strstr(out, "process 0's STRATA_MPI_LINK is not auto, shm or mpi"), "%s", out);
-        cr_assert_null(strstr(out, "joined over"), "%s", out);
-        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
-        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
-        rc = cli_sh(MPIRUN "-np 1 " BIN " " ARGS "--verbose : -np 1 env STRATA_MPI_LINK=bogus "
-                    BIN " " ARGS "--verbose 2>&1", out, sizeof(out));
-        cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank 1 exited 0:\n%s", out);
-        cr_assert(strstr(out, "STRATA_MPI_LINK=bogus: auto, shm or mpi (process 1;"), "%s", out);
-        cr_assert(strstr(out, "process 1's STRATA_MPI_LINK is not auto, shm or mpi"), "%s", out);
-        cr_assert_null(strstr(out, "joined over"), "%s", out);
-        cr_assert_null(strstr(out, "MPI_Abort"), "the job was aborted:\n%s", out);
-        cr_assert_null(strstr(out, "MPI_ABORT"), "the job was aborted:\n%s", out);
-        cr_assert(seen_times(out, "every process refuses the job", 2), "%s", out);
+        refused_on_one(0);
+        refused_on_one(1);
 }
 
 /* A process that refused the job before the region's set-up: the others end within the timeout
