@@ -112,14 +112,15 @@ Test(mpi_shm_link, one_process_keeps_all_on_mpi, .timeout = 300)
         snprintf(cmd, sizeof(cmd), MPIRUN "-np 2 " BIN " " ARGS "--export-safetensors %s",
                  cli_path(dir, "shm"));
         run(cmd);
+        /* Open MPI's -x options hold for the first context only: each context has its own */
         snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 env STRATA_MPI_LINK=mpi " BIN " " ARGS
-                 "--verbose --export-safetensors %s : -np 1 " BIN " " ARGS "--verbose",
-                 cli_path(dir, "first"));
+                 "--verbose --export-safetensors %s : " SAN_QUIET "-np 1 " BIN " " ARGS
+                 "--verbose", cli_path(dir, "first"));
         run(cmd);
         joined_over(2, "mpi");
         cli_same_files(dir, "shm", "first");
         snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 " BIN " " ARGS "--verbose --export-safetensors "
-                 "%s : -np 1 env STRATA_MPI_LINK=mpi " BIN " " ARGS "--verbose",
+                 "%s : " SAN_QUIET "-np 1 env STRATA_MPI_LINK=mpi " BIN " " ARGS "--verbose",
                  cli_path(dir, "second"));
         run(cmd);
         joined_over(2, "mpi");
@@ -156,8 +157,8 @@ static void refused_on_one(int bad)
         char cmd[1024], said[128];
         int rc;
 
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s" BIN " " ARGS "--verbose : -np 1 %s" BIN " "
-                 ARGS "--verbose 2>&1", bad ? "" : "env STRATA_MPI_LINK=bogus ",
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s" BIN " " ARGS "--verbose : " SAN_QUIET
+                 "-np 1 %s" BIN " " ARGS "--verbose 2>&1", bad ? "" : "env STRATA_MPI_LINK=bogus ",
                  bad ? "env STRATA_MPI_LINK=bogus " : "");
         rc = cli_sh(cmd, out, sizeof(out));
         cr_assert_neq(rc, 0, "STRATA_MPI_LINK=bogus on rank %d exited 0:\n%s", bad, out);

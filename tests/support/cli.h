@@ -26,7 +26,8 @@ int cli_run_tty(const char *bin, const char *args, char *out, size_t n);
  */
 int cli_build_script(const char *script);
 
-/** mpirun's options that quiet the sanitizers in the processes it starts (Open MPI leaks). */
+/** mpirun's options that quiet the sanitizers in the processes it starts (Open MPI leaks);
+ *  Open MPI applies them to the first app context only: repeat them after each ":". */
 #define SAN_QUIET "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
 
 /** mpirun starting 2 processes as the tests run them (root, no binding, sanitizers quiet). */
