@@ -286,8 +286,11 @@ Test(models_held_loss, a_trace_on_one_process_holds_as_the_others, .timeout = 12
         struct strata_runtime *rt;
         struct strata_batch b;
         size_t n;
-        int fd = mkstemp(path);
+        int fd;
 
+        if (!strcmp(STRATA_SAN, "tsan")) /* alone() skips there: no file left behind */
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        fd = mkstemp(path);
         cr_assert_geq(fd, 0);
         close(fd);
         alone(path, &g);
