@@ -131,6 +131,7 @@ Test(strata_train_cli, bad_data_exit_2)
         cr_assert_eq(system(cmd), 0);
         expect_usage_error(args, "t10k-labels-idx1-ubyte.gz: label 10 at index 0 is outside "
                                  "the model's 10 outputs");
+        cli_rmtree(dir);
 }
 
 Test(strata_train_cli, real_data_one_epoch_json, .timeout = 300)
@@ -301,6 +302,7 @@ Test(strata_train_cli, resume_continues_bitwise, .timeout = 120)
         snprintf(args, sizeof(args), "%s --epochs 2 --resume %s/nothing", common, dir);
         cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
         cr_assert_null(strstr(out, "{\"epoch\":"), "%s", out);
+        cli_rmtree(dir);
 }
 
 /*
