@@ -112,8 +112,9 @@ struct strata__net_ops {
          * process and no error message, where not; another status (a process not there within
          * @p timeout_s, the link failing) is an error that ends the job. @p bad: on entry,
          * nonzero where this process's own choice of link is invalid; on return with STRATA_OK
-         * or STRATA_ENOTSUP, the lowest rank whose was, or -1 (then none maps the region: STRATA_ENOTSUP), so that every
-         * process can refuse the job alike instead of ending it. @p cpus: on success, the CPUs
+         * or STRATA_ENOTSUP, the lowest rank whose was, or -1 (when one was, none maps the
+         * region: STRATA_ENOTSUP), so that every process can refuse the job alike instead of
+         * ending it. @p cpus: on success, the CPUs
          * the processes may run on together (the union of their affinity masks; 0: unknown).
          */
         int (*share)(struct strata_net *n, size_t bytes, int want, void **region,
