@@ -61,11 +61,12 @@ static inline struct strata_batch strata__agent_batch(const float *x, int n, int
         return b;
 }
 
-/* sa = [s, a] row by row: a critic's input. */
-static inline void strata__agent_join(float *sa, const float *s, const float *a, uint32_t n,
-                                      uint32_t S, uint32_t A)
+/* sa = [s, a] on rows [lo, hi) of the three arrays: a critic's input (under mpi a process
+ * joins only its own rows, strata__agent_own_rows()). */
+static inline void strata__agent_join(float *sa, const float *s, const float *a, uint32_t lo,
+                                      uint32_t hi, uint32_t S, uint32_t A)
 {
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = lo; i < hi; i++) {
                 memcpy(sa + (size_t)i * (S + A), s + (size_t)i * S, S * sizeof(float));
                 memcpy(sa + (size_t)i * (S + A) + S, a + (size_t)i * A, A * sizeof(float));
         }

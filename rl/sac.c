@@ -69,14 +69,6 @@ static int draw(struct strata_rl_agent *ag, const struct strata__agent_scratch *
         return STRATA_OK;
 }
 
-/* sc->sa = [s, a] on rows [lo, hi): a critic's input. */
-static void join_rows(const struct strata__agent_scratch *sc, const float *s, const float *a,
-                      uint32_t S, uint32_t A, uint32_t lo, uint32_t hi)
-{
-        strata__agent_join(sc->sa + (size_t)lo * (S + A), s + (size_t)lo * S, a + (size_t)lo * A,
-                           hi - lo, S, A);
-}
-
 /* The critics' target into sc->r: r + discount (min Q'(s', a') - alpha log pi(a'|s')). */
 static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch *sc, float alpha,
                   uint32_t lo, uint32_t hi)
@@ -87,7 +79,7 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
         struct strata_batch b;
 
         STRATA_TRY(draw(ag, sc, sc->s2, sc->a2, lo, hi));
-        join_rows(sc, sc->s2, sc->a2, S, A, lo, hi);
+        strata__agent_join(sc->sa, sc->s2, sc->a2, lo, hi, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
         STRATA_TRY(strata__agent_predict(ag, targets, 2, &b, q, B));
         for (uint32_t i = lo; i < hi; i++)
@@ -207,11 +199,11 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag), lo, hi,
                                                 &out));
         STRATA_TRY(target(ag, sc, alpha, lo, hi));
-        join_rows(sc, sc->s, sc->a, S, A, lo, hi);
+        strata__agent_join(sc->sa, sc->s, sc->a, lo, hi, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
         STRATA_TRY(strata__agent_train(ag, critics, 2, &b));
         STRATA_TRY(draw(ag, sc, sc->s, sc->a2, lo, hi));
-        join_rows(sc, sc->s, sc->a2, S, A, lo, hi);
+        strata__agent_join(sc->sa, sc->s, sc->a2, lo, hi, S, A);
         STRATA_TRY(critic_grad(ag, sc, lo, hi));
         policy_grad(ag, sc, alpha, lo, hi);
         b = strata__agent_batch(sc->s, (int)B, (int)S, sc->pol, (int)(2 * A));

@@ -45,8 +45,7 @@ static int target(struct strata_rl_agent *ag, const struct strata__agent_scratch
                         a2[j] = fminf(fmaxf(a2[j] + fminf(fmaxf(n[j], -lim), lim), -1.0f),
                                       1.0f);
         }
-        strata__agent_join(sc->sa + (size_t)lo * (S + A), sc->s2 + (size_t)lo * S,
-                           sc->a2 + (size_t)lo * A, hi - lo, S, A);
+        strata__agent_join(sc->sa, sc->s2, sc->a2, lo, hi, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
         STRATA_TRY(strata__agent_predict(ag, targets, 2, &b, q, B));
         for (uint32_t i = lo; i < hi; i++)
@@ -63,8 +62,7 @@ static int policy(struct strata_rl_agent *ag, const struct strata__agent_scratch
 
         STRATA_TRY(strata__agent_predict(ag, (const int[]){ TD3_ACTOR }, 1, &b,
                                          (float *const[]){ sc->a2 }, (size_t)B * A));
-        strata__agent_join(sc->sa + (size_t)lo * (S + A), sc->s + (size_t)lo * S,
-                           sc->a2 + (size_t)lo * A, hi - lo, S, A);
+        strata__agent_join(sc->sa, sc->s, sc->a2, lo, hi, S, A);
         for (uint32_t i = lo; i < hi; i++)
                 sc->dq[i] = -1.0f / (float)B;
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), NULL, 0);
@@ -93,8 +91,7 @@ static int update(struct strata_rl_agent *ag, const struct strata__agent_scratch
         STRATA_TRY(strata__replay_sample_groups(&ag->replay, B, strata__agent_groups(ag), lo, hi,
                                                 &out));
         STRATA_TRY(target(ag, sc, lo, hi));
-        strata__agent_join(sc->sa + (size_t)lo * (S + A), sc->s + (size_t)lo * S,
-                           sc->a + (size_t)lo * A, hi - lo, S, A);
+        strata__agent_join(sc->sa, sc->s, sc->a, lo, hi, S, A);
         b = strata__agent_batch(sc->sa, (int)B, (int)(S + A), sc->r, 1);
         STRATA_TRY(strata__agent_train(ag, critics, 2, &b));
         if (++sc->head->updates % c->policy_delay == 0)
