@@ -62,7 +62,13 @@ for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "$pattern"); 
         pid=${ns#strata-}; pid=${pid%%-*}
         alive "$pid" || clear_ns "$ns"
 done
-dir=$(mktemp -d /tmp/strata-hosts-XXXXXX)
+# Their folders too (strata-hosts-PID-*: a killed run's trap did not remove its own).
+for old in /tmp/strata-hosts-[0-9]*-??????; do
+        [ -d "$old" ] || continue
+        pid=${old#/tmp/strata-hosts-}; pid=${pid%%-*}
+        alive "$pid" || rm -rf "$old"
+done
+dir=$(mktemp -d "/tmp/strata-hosts-$$-XXXXXX")
 cleanup() {
         for ns in "${names[@]}" "$sw"; do clear_ns "$ns"; done
         rm -rf "$dir"

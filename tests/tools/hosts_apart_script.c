@@ -69,7 +69,7 @@ Test(hosts_apart_script, processes_run_on_hosts_apart, .timeout = 120)
 
 Test(hosts_apart_script, namespaces_removed_however_it_ends, .timeout = 120)
 {
-        char pids[128];
+        char pids[128], dir[96];
         int script = 0, sleeper = 0;
 
         cli_serial_jobs();
@@ -90,9 +90,12 @@ Test(hosts_apart_script, namespaces_removed_however_it_ends, .timeout = 120)
         unlink("/tmp/strata-hosts-test.pids");
         ours(out, sizeof(out));
         cr_assert_not_null(strstr(out, "-h1"), "the killed run's namespaces: %s", out);
+        snprintf(dir, sizeof(dir), "ls -d /tmp/strata-hosts-%d-* 2>/dev/null", script);
+        cr_assert_eq(cli_sh(dir, out, sizeof(out)), 0, "the killed run's folder: %s", out);
         cr_assert_eq(cli_sh(HOSTS " -- true 2>&1", out, sizeof(out)), 0, "%s", out);
         ours(out, sizeof(out));
         cr_assert_str_empty(out, "a killed run's namespaces left: %s", out);
+        cr_assert_neq(cli_sh(dir, out, sizeof(out)), 0, "a killed run's folder left: %s", out);
 }
 
 Test(hosts_apart_script, bad_usage_refused, .timeout = 30)
