@@ -17,8 +17,7 @@
 #include "tests/support/rig.h"
 
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
-#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
-               "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " SAN_QUIET
 
 static double now_s(void)
 {
@@ -240,7 +239,8 @@ Test(process_fingerprint, mpi_models_differ, .timeout = 120)
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
             cli_sh("command -v mpirun", out, sizeof(out)) != 0)
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s --model 784-64-10 : -np 1 %s%s --model "
+        snprintf(cmd, sizeof(cmd),
+                 MPIRUN "-np 1 %s%s --model 784-64-10 : " SAN_QUIET "-np 1 %s%s --model "
                  "784-128-10 2>&1", BIN, a, BIN, a);
         rc = cli_sh(cmd, out, sizeof(out));
         cr_assert_neq(rc, 0, "different models, exit 0:\n%s", out);
@@ -263,8 +263,8 @@ Test(process_fingerprint, mpi_settings_differ_without_abort, .timeout = 120)
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
             cli_sh("command -v mpirun", out, sizeof(out)) != 0)
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s : -np 1 %s%s --lr 0.1 2>&1", BIN, a, BIN,
-                 a);
+        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s : " SAN_QUIET "-np 1 %s%s --lr 0.1 2>&1",
+                 BIN, a, BIN, a);
         rc = cli_sh(cmd, out, sizeof(out));
         cr_assert_neq(rc, 0, "different learning rates, exit 0:\n%s", out);
         cr_assert(strstr(out, "process 1 has optim.lr 0.1, process 0 0.05"), "%s", out);
@@ -289,8 +289,9 @@ Test(process_fingerprint, mpi_other_epochs_refused_not_hung, .timeout = 120)
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
             cli_sh("command -v mpirun", out, sizeof(out)) != 0)
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%s --epochs 2 : -np 1 %s%s --epochs 3 2>&1",
-                 BIN, a, BIN, a);
+        snprintf(cmd, sizeof(cmd),
+                 MPIRUN "-np 1 %s%s --epochs 2 : " SAN_QUIET "-np 1 %s%s --epochs 3 2>&1", BIN,
+                 a, BIN, a);
         rc = cli_sh(cmd, out, sizeof(out));
         cr_assert_neq(rc, 0, "different --epochs, exit 0:\n%s", out);
         cr_assert(strstr(out, "--epochs is 2 in some and 3 in others, 2 in this one"), "%s",

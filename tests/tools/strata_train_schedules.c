@@ -13,8 +13,7 @@
 #include "tests/support/cli.h"
 
 #define BIN STRATA_BUILD_DIR "/bin/strata-train"
-#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " \
-               "-x ASAN_OPTIONS=detect_leaks=0 -x TSAN_OPTIONS=report_bugs=0 "
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --bind-to none " SAN_QUIET
 /* 1024 / 64: 16 batches an epoch */
 #define RUN BIN " --synthetic 1024 --batch 64 --model 784-16-10 "
 /* a rate so small that the loss stays on a plateau: every epoch after the first reduces */
@@ -80,12 +79,14 @@ Test(train_schedules, other_schedule_settings_refused_across_processes, .timeout
         if (access(STRATA_BUILD_DIR "/libstrata-mpi.so", R_OK) != 0 ||
             cli_sh("command -v mpirun", out, sizeof(out)) != 0)
                 cr_skip_test("mpirun or libstrata-mpi.so missing");
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%splateau:2 : -np 1 %s%splateau:3 2>&1", BIN,
-                 a, BIN, a);
+        snprintf(cmd, sizeof(cmd),
+                 MPIRUN "-np 1 %s%splateau:2 : " SAN_QUIET "-np 1 %s%splateau:3 2>&1", BIN, a,
+                 BIN, a);
         cr_assert_neq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
         cr_expect_not_null(strstr(out, "--lr-schedule plateau's patience is 2 in some and 3 in "
                                        "others"), "%s", out);
-        snprintf(cmd, sizeof(cmd), MPIRUN "-np 1 %s%smultistep:5,9:0.5 : -np 1 %s%s"
+        snprintf(cmd, sizeof(cmd),
+                 MPIRUN "-np 1 %s%smultistep:5,9:0.5 : " SAN_QUIET "-np 1 %s%s"
                  "multistep:5,8:0.5 2>&1", BIN, a, BIN, a);
         cr_assert_neq(cli_sh(cmd, out, sizeof(out)), 0, "%s", out);
         cr_expect_not_null(strstr(out, "milestones (their sum)"), "%s", out);
