@@ -71,8 +71,10 @@ strata__transpose16(const float *src, size_t ls, int n, int w, float *dst, size_
         __mmask16 cm = (__mmask16)((1u << w) - 1), rm = (__mmask16)((1u << n) - 1);
         __m512 r[16], t[16];
 
-        /* the rows' addresses from src and dst here: hoisted out of a caller's loop, the 32
-         * of them would not fit in registers (GCC spilled them, and some of r with them) */
+        /*
+         * The rows' addresses from src and dst here: hoisted out of a caller's loop, the 32 of
+         * them would not fit in registers (GCC spilled them, and some of r with them).
+         */
         __asm__("" : "+r"(src), "+r"(dst));
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
@@ -112,7 +114,7 @@ strata__transpose16(const float *src, size_t ls, int n, int w, float *dst, size_
 /*
  * dst[j * ld + i] = src[i * ls + j] for i < @p rows, j < @p cols, all of it in blocks of
  * strata__transpose16(): whole ones, then the last columns' and the last rows' masked. Returns
- * rows (what is left to do: nothing). Call only where the CPU has AVX-512F.
+ * the rows done: all of them. Call only where the CPU has AVX-512F.
  */
 __attribute__((target("avx512f"))) static inline int
 strata__transpose16_all(const float *src, size_t ls, int rows, int cols, float *dst, size_t ld)
