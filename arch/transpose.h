@@ -1,6 +1,7 @@
 /*
- * One 8 x 8 block of floats transposed with AVX2 (the GEMM's packing, the convolutions'
- * col2im strips): data movement only, so the same bits on every path that uses it.
+ * Blocks of floats transposed: 8 x 8 with AVX2 (the GEMM's packing, the convolutions' col2im
+ * strips), 16 x 16 with AVX-512 (the GEMM's packing where the CPU has it): data movement
+ * only, so the same bits on every path that uses it.
  */
 #ifndef STRATA_ARCH_TRANSPOSE_H
 #define STRATA_ARCH_TRANSPOSE_H
@@ -55,6 +56,82 @@ strata__transpose8_cols(const float *src, size_t ls, int w, float *dst, size_t l
         strata__transpose8(in, 8, 8, out, 8);
         for (int j = 0; j < w; j++)
                 _mm256_storeu_ps(dst + (size_t)j * ld, _mm256_loadu_ps(out + 8 * j));
+}
+
+/*
+ * dst[j * ld + i] = src[i * ls + j] for i < @p n, j < @p w (n, w <= 16): one 16 x 16 block
+ * with AVX-512 (decision 0107). Rows past n and columns past w are neither read nor written:
+ * w rows of dst, each one store of n floats (a whole 64-byte line where n is 16 and dst is
+ * aligned, masked where n < 16). Constant n and w of 16 compile to the plain block. Call only
+ * where the CPU has AVX-512F.
+ */
+__attribute__((target("avx512f"), always_inline)) static inline void
+strata__transpose16(const float *src, size_t ls, int n, int w, float *dst, size_t ld)
+{
+        __mmask16 cm = (__mmask16)((1u << w) - 1), rm = (__mmask16)((1u << n) - 1);
+        __m512 r[16], t[16];
+
+        /*
+         * The rows' addresses from src and dst here: hoisted out of a caller's loop, the 32 of
+         * them would not fit in registers (GCC spilled them, and some of r with them).
+         */
+        __asm__("" : "+r"(src), "+r"(dst));
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+                r[i] = i >= n ? _mm512_setzero_ps()
+                       : w == 16 ? _mm512_loadu_ps(src + (size_t)i * ls)
+                                 : _mm512_maskz_loadu_ps(cm, src + (size_t)i * ls);
+        for (int i = 0; i < 16; i += 2) { /* per 128-bit lane, as strata__transpose8() */
+                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 16; i += 4) { /* lane k of r[i + c]: column 4k + c, rows i..i+3 */
+                r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        for (int c = 0; c < 4; c++) { /* lanes 0, 2 and 1, 3 of r[c], r[4 + c]; r[8 + c], ... */
+                t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+                t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+                t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+                t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+        }
+        for (int c = 0; c < 4; c++) { /* r[j]: column j of the block, its 16 rows in order */
+                r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+                r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);
+                r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+                r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xdd);
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++)
+                if (j < w && n == 16)
+                        _mm512_storeu_ps(dst + (size_t)j * ld, r[j]);
+                else if (j < w)
+                        _mm512_mask_storeu_ps(dst + (size_t)j * ld, rm, r[j]);
+}
+
+/*
+ * dst[j * ld + i] = src[i * ls + j] for i < @p rows, j < @p cols, all of it in blocks of
+ * strata__transpose16(): whole ones, then the last columns' and the last rows' masked. Returns
+ * the rows done: all of them. Call only where the CPU has AVX-512F.
+ */
+__attribute__((target("avx512f"))) static inline int
+strata__transpose16_all(const float *src, size_t ls, int rows, int cols, float *dst, size_t ld)
+{
+        for (int i0 = 0, j0; i0 < rows; i0 += 16) {
+                const float *s = src + (size_t)i0 * ls;
+                int n = rows - i0 < 16 ? rows - i0 : 16;
+
+                for (j0 = 0; j0 + 16 <= cols && n == 16; j0 += 16)
+                        strata__transpose16(s + j0, ls, 16, 16, dst + (size_t)j0 * ld + i0, ld);
+                for (; j0 + 16 <= cols; j0 += 16)
+                        strata__transpose16(s + j0, ls, n, 16, dst + (size_t)j0 * ld + i0, ld);
+                if (j0 < cols)
+                        strata__transpose16(s + j0, ls, n, cols - j0, dst + (size_t)j0 * ld + i0,
+                                            ld);
+        }
+        return rows;
 }
 #endif
 

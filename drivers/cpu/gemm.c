@@ -229,40 +229,37 @@ static void compile(void)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* The whole 8 x 8 blocks of transpose() in one call (arch/transpose.h, inlined). */
-__attribute__((target("avx2"))) static void transpose_blocks(const float *src, size_t ls,
-                                                             int rows, int cols, float *dst,
-                                                             size_t ld)
+/*
+ * transpose() with AVX2 (arch/transpose.h, inlined): per 8 rows, the whole 8 x 8 blocks, then
+ * the last w < 8 columns masked (decision 0101: they were a scalar loop). Returns the rows done.
+ */
+__attribute__((target("avx2"))) static int transpose_blocks(const float *src, size_t ls,
+                                                            int rows, int cols, float *dst,
+                                                            size_t ld)
 {
-        for (int i0 = 0; i0 + 8 <= rows; i0 += 8)
-                for (int j0 = 0; j0 + 8 <= cols; j0 += 8)
+        for (int i0 = 0, j0; i0 + 8 <= rows; i0 += 8) {
+                for (j0 = 0; j0 + 8 <= cols; j0 += 8)
                         strata__transpose8(src + i0 * ls + j0, ls, 8, dst + j0 * ld + i0, ld);
-}
-
-/* The last @p w < 8 columns of the 8-row blocks (decision 0101: they were a scalar loop). */
-__attribute__((target("avx2"))) static void transpose_edge(const float *src, size_t ls,
-                                                           int rows, int w, float *dst,
-                                                           size_t ld)
-{
-        for (int i0 = 0; i0 + 8 <= rows; i0 += 8)
-                strata__transpose8_cols(src + (size_t)i0 * ls, ls, w, dst + i0, ld);
+                if (j0 < cols)
+                        strata__transpose8_cols(src + i0 * ls + j0, ls, cols - j0,
+                                                dst + (size_t)j0 * ld + i0, ld);
+        }
+        return rows & ~7;
 }
 #endif
 
-/* dst[j * ld + i] = src[i * ls + j] for i < rows, j < cols: 8 x 8 blocks, then the edges. */
+/*
+ * dst[j * ld + i] = src[i * ls + j] for i < rows, j < cols: all of it in 16 x 16 blocks where
+ * the CPU has AVX-512 (decision 0107), else 8 x 8 ones with AVX2, the rest one at a time.
+ */
 static void transpose(const float *src, size_t ls, int rows, int cols, float *dst, size_t ld)
 {
         int i0 = 0;
 
 #if defined(__x86_64__)
-        if (have_avx2) {
-                int j0 = cols & ~7;
-
-                transpose_blocks(src, ls, rows, cols, dst, ld);
-                i0 = rows & ~7;
-                if (j0 < cols)
-                        transpose_edge(src + j0, ls, i0, cols - j0, dst + (size_t)j0 * ld, ld);
-        }
+        if (have_avx2) /* have_avx512 is set only where have_avx2 is */
+                i0 = have_avx512 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
+                                 : transpose_blocks(src, ls, rows, cols, dst, ld);
 #endif
         for (int i = i0; i < rows; i++)
                 for (int j = 0; j < cols; j++)
