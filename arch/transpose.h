@@ -59,6 +59,26 @@ strata__transpose8_cols(const float *src, size_t ls, int w, float *dst, size_t l
 }
 
 /*
+ * dst[j * ld + i] = src[i * ls + j] for i < @p rows, j < @p cols, in strata__transpose8()
+ * blocks: per 8 rows the whole blocks, then the last w < 8 columns masked (decision 0101).
+ * Returns the rows done (rows & ~7): the caller moves the last ones. Call only where the CPU
+ * has AVX2.
+ */
+__attribute__((target("avx2"))) static inline int
+strata__transpose8_all(const float *src, size_t ls, int rows, int cols, float *dst, size_t ld)
+{
+        for (int i0 = 0, j0; i0 + 8 <= rows; i0 += 8) {
+                for (j0 = 0; j0 + 8 <= cols; j0 += 8)
+                        strata__transpose8(src + (size_t)i0 * ls + j0, ls, 8,
+                                           dst + (size_t)j0 * ld + i0, ld);
+                if (j0 < cols)
+                        strata__transpose8_cols(src + (size_t)i0 * ls + j0, ls, cols - j0,
+                                                dst + (size_t)j0 * ld + i0, ld);
+        }
+        return rows & ~7;
+}
+
+/*
  * dst[j * ld + i] = src[i * ls + j] for i < @p n, j < @p w (n, w <= 16): one 16 x 16 block
  * with AVX-512 (decision 0107). Rows past n and columns past w are neither read nor written:
  * w rows of dst, each one store of n floats (a whole 64-byte line where n is 16 and dst is

@@ -34,7 +34,7 @@ mkdir -p "$out"
 cub=$(find /usr/local /usr/lib -name 'libcublas.so.13' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${cub:+:$(dirname "$cub")}
 # The tests name the build folder by the path it had where it was built.
-built=$(grep -a -o -m1 '/[^"[:cntrl:]]*/build/bin/strata-train' build/tests/strata-tests | head -1)
+built=$(grep -a -o -m1 '/[^"[:cntrl:][:space:]]*/build/bin/strata-train' build/tests/strata-tests | head -1)
 built=${built%/bin/strata-train}
 [ -n "$built" ] && [ ! -e "$built" ] && mkdir -p "$(dirname "$built")" && ln -s "$PWD/build" "$built"
 T=build/bin/strata-train

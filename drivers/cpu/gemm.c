@@ -77,6 +77,7 @@ struct kset {
 static struct kset sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
 static int have_avx2;           /* AVX2 and FMA: the packing's transposes, the avx2 set */
 static int have_avx512;         /* the native set is libxsmm's AVX-512 */
+static int have_t16;            /* and the CPU has AVX-512F: the 16 x 16 transposes */
 static pthread_once_t compiled = PTHREAD_ONCE_INIT;
 
 /* ---- packing buffers (the plan's, registered per thread) ---- */
@@ -218,6 +219,9 @@ static void compile(void)
         compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16, 0);
         libxsmm_set_target_archid(native);
         have_avx512 = native >= LIBXSMM_X86_AVX512;
+        /* LIBXSMM_TARGET can name more than the CPU has: the portable set's packing runs
+         * these transposes too, so they ask the CPU itself */
+        have_t16 = have_avx512 && __builtin_cpu_supports("avx512f");
         if (have_avx512)
                 compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM, LDT_PROBE);
         else
@@ -228,24 +232,6 @@ static void compile(void)
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-/*
- * transpose() with AVX2 (arch/transpose.h, inlined): per 8 rows, the whole 8 x 8 blocks, then
- * the last w < 8 columns masked (decision 0101: they were a scalar loop). Returns the rows done.
- */
-__attribute__((target("avx2"))) static int transpose_blocks(const float *src, size_t ls,
-                                                            int rows, int cols, float *dst,
-                                                            size_t ld)
-{
-        for (int i0 = 0, j0; i0 + 8 <= rows; i0 += 8) {
-                for (j0 = 0; j0 + 8 <= cols; j0 += 8)
-                        strata__transpose8(src + i0 * ls + j0, ls, 8, dst + j0 * ld + i0, ld);
-                if (j0 < cols)
-                        strata__transpose8_cols(src + i0 * ls + j0, ls, cols - j0,
-                                                dst + (size_t)j0 * ld + i0, ld);
-        }
-        return rows & ~7;
-}
 #endif
 
 /*
@@ -257,9 +243,9 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
         int i0 = 0;
 
 #if defined(__x86_64__)
-        if (have_avx2) /* have_avx512 is set only where have_avx2 is */
-                i0 = have_avx512 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
-                                 : transpose_blocks(src, ls, rows, cols, dst, ld);
+        if (have_avx2) /* have_t16 is set only where have_avx2 is */
+                i0 = have_t16 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
+                              : strata__transpose8_all(src, ls, rows, cols, dst, ld);
 #endif
         for (int i = i0; i < rows; i++)
                 for (int j = 0; j < cols; j++)
