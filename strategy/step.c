@@ -21,11 +21,26 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
         strata__replica_load(r, a->batch, v->row0, v->rows, labels);
 }
 
+/*
+ * Where a training forward's Linears pack each weight once for all devices (decision 0106):
+ * replica 0, whose gradients no one reads between the step's start and its backward, which
+ * overwrites each layer's (the replica checks its layers' grad_fresh), where the step is split
+ * (threads of this process on host memory, meeting over the pool's barrier) outside invariant
+ * mode (its chunks' calls); NULL: each device packs its own.
+ */
+static struct strata__replica *pack_home(struct strata_runtime *rt)
+{
+        if (!strata__dev_split(rt, strata__multi(rt)) || rt->cfg.strategy.invariant ||
+            rt->world != rt->nreplicas)
+                return NULL;
+        return strata__rep(rt, 0);
+}
+
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c)
 {
         struct strata__replica *r = strata__rep(rt, dev);
 
-        STRATA_TRY(strata__replica_forward(r, c));
+        STRATA_TRY(strata__replica_forward_shared(r, c, pack_home(rt)));
         strata__replica_loss(r, c, 1);
         return STRATA_OK;
 }
