@@ -95,7 +95,7 @@ int strata__packed_shares(const struct strata__replica *r, const struct strata__
         const struct strata_layer *l = &r->v.layers[i], *h;
 
 #ifdef STRATA_TESTING
-        if (strata__packed_unshared)
+        if (strata__packed_unshared > 0)
                 return 0;
 #endif
         if (!home || !c->train || !c->barrier || c->world < 2 || c->chunks ||

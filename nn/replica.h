@@ -170,7 +170,10 @@ void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int
 #ifdef STRATA_TESTING
 /** Tests only: non-zero runs `tokens layernorm tokens` as three modules (decision 0090). */
 extern int strata__replica_unfused;
-/** Tests only: non-zero makes every device pack its own weights (decision 0106). */
+/**
+ * Tests only: positive makes every device pack its own weights (decision 0106), negative
+ * shares them also where devices take turns on a core.
+ */
 extern int strata__packed_unshared;
 /** Tests only: the Linears' forwards that read a copy packed together, every device's. */
 extern _Atomic uint64_t strata__packed_shared;

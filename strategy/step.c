@@ -26,13 +26,25 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
  * replica 0, whose gradients no one reads between the step's start and its backward, which
  * overwrites each layer's (the replica checks its layers' grad_fresh), where the step is split
  * (threads of this process on host memory, meeting over the pool's barrier) outside invariant
- * mode (its chunks' calls); NULL: each device packs its own.
+ * mode (its chunks' calls) and no two devices take turns on a core (each meeting would wait
+ * for the scheduler); NULL: each device packs its own.
  */
 static struct strata__replica *pack_home(struct strata_runtime *rt)
 {
-        if (!strata__dev_split(rt, strata__multi(rt)) || rt->cfg.strategy.invariant ||
-            rt->world != rt->nreplicas)
+        const struct strata__multi *m = strata__multi(rt);
+
+        if (!strata__dev_split(rt, m) || rt->cfg.strategy.invariant || rt->world != rt->nreplicas)
                 return NULL;
+        for (int d = 0; d < rt->nreplicas; d++) {
+                const struct strata__placement *pl = strata__workers_placement(m->workers, d);
+
+#ifdef STRATA_TESTING
+                if (strata__packed_unshared < 0) /* a test's: share while taking turns */
+                        break;
+#endif
+                if (!pl || pl->shared)
+                        return NULL;
+        }
         return strata__rep(rt, 0);
 }
 
