@@ -161,9 +161,10 @@ void strata__net_carry_set(struct strata_comm *c, uint32_t bits);
 void strata__net_carry(struct strata_comm *c, uint32_t bits);
 
 /**
- * Outside any collective: whether a direct exchange followed the last strata__net_carry() (or
- * strata__net_carry_set()), with *@p bits the OR of every process's flags then; the flags are
- * cleared. Every process that ran the same collectives gets the same answer and bits.
+ * Outside any collective: whether every local rank called strata__net_carry() since
+ * strata__net_carry_set() and a direct exchange followed the last call, with *@p bits the OR
+ * of every process's flags then; the flags are cleared. Every process that ran the same
+ * collectives gets the same answer and bits.
  */
 int strata__net_carry_take(struct strata_comm *c, uint32_t *bits);
 

@@ -37,11 +37,12 @@ struct strata__net_state {
         /*
          * The flags a step's exchanges carry in the top bits of each header's seq (decision
          * 0108): this process's, ORed in by its devices; every peer's that a direct exchange
-         * brought (local rank 0's); direct exchanges since the last of this process's ORs.
+         * brought (local rank 0's); direct exchanges since the last of this process's ORs;
+         * the ORs since the flags were set.
          */
         _Atomic uint32_t carry;
         uint32_t carry_in;
-        _Atomic uint32_t carried;
+        _Atomic uint32_t carried, ors;
 };
 
 /* The bits of a header's seq that count steps; the 16 above carry the flags (decision 0108). */

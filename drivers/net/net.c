@@ -289,6 +289,7 @@ void strata__net_carry_set(struct strata_comm *c, uint32_t bits)
         atomic_store_explicit(&s->carry, bits, memory_order_relaxed);
         s->carry_in = 0;
         atomic_store_explicit(&s->carried, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->ors, 0, memory_order_relaxed);
 }
 
 void strata__net_carry(struct strata_comm *c, uint32_t bits)
@@ -299,6 +300,7 @@ void strata__net_carry(struct strata_comm *c, uint32_t bits)
                 return;
         atomic_fetch_or_explicit(&s->carry, bits, memory_order_relaxed);
         atomic_store_explicit(&s->carried, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->ors, 1, memory_order_relaxed);
 }
 
 int strata__net_carry_take(struct strata_comm *c, uint32_t *bits)
@@ -308,7 +310,8 @@ int strata__net_carry_take(struct strata_comm *c, uint32_t *bits)
 
         if (!s)
                 return 0;
-        carried = atomic_load_explicit(&s->carried, memory_order_relaxed) != 0;
+        carried = atomic_load_explicit(&s->carried, memory_order_relaxed) != 0 &&
+                  atomic_load_explicit(&s->ors, memory_order_relaxed) >= (uint32_t)c->n;
         *bits = s->carry_in | atomic_load_explicit(&s->carry, memory_order_relaxed);
         strata__net_carry_set(c, 0);
         return carried;
