@@ -5,7 +5,8 @@
  * range: the step is taken) is STRATA_ENONFINITE naming its model on every device and every
  * process, the call's later models having stepped too. With metrics each model's loss is
  * judged after its own step, as before. A gradient that is not finite ends the call at once
- * either way, nothing changed.
+ * either way, nothing changed. Across 2 processes the last step's flags (the held losses, its
+ * own loss, a stop request) cross on its gradients' exchanges instead (decision 0108).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -322,8 +323,9 @@ struct carried {
 
 /*
  * Rank 0 calls, then reports. @p arg "loss": one model whose loss is not finite in rank 1's
- * rows alone (its gradients finite): both return STRATA_ENONFINITE. "stop": rank 1 alone asks
- * to stop before a clean call of two models: the call trains on both, and the next is
+ * rows alone (its gradients finite): both return STRATA_ENONFINITE ("loss2": on 2 devices a
+ * process, the row in its second device's rows, whose bit must cross too). "stop": rank 1
+ * alone asks to stop before a clean call of two models: the call trains on both, and the next is
  * STRATA_ESTOPPED on both, at the same step. Neither call exchanges metrics: the alike call
  * sends nothing over the coordinators' communicator, the public call its batch's agreement.
  */
@@ -334,11 +336,11 @@ static int carried_child(int rank, int size, void *arg)
         struct strata_config c = spawn_two.r.cfg;
         struct strata_runtime *rt;
         struct strata_batch b;
-        int loss = !strcmp(arg, "loss");
+        int loss = strncmp(arg, "loss", 4) == 0;
 
         (void)size;
         c.strategy.kind = STRATA_STRATEGY_SPAWN;
-        c.strategy.devices = 1;
+        c.strategy.devices = !strcmp(arg, "loss2") ? 2 : 1;
         if (strata_init(&rt, &c) || strata_connect(rt))
                 return 10;
         b = rig_first_batch(&spawn_two.r, loss ? 1e20f : 0.0f);
@@ -384,6 +386,17 @@ Test(models_held_loss, the_last_loss_crosses_on_the_gradients, .timeout = 120)
         cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
         cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
                      (unsigned long long)g.msgs[0]);
+        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
+                     (unsigned long long)g.msgs[1]);
+}
+
+Test(models_held_loss, the_last_loss_crosses_from_a_second_device, .timeout = 120)
+{
+        static struct carried g;
+
+        carried("loss2", &g);
+        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
+        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
         cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
                      (unsigned long long)g.msgs[1]);
 }
