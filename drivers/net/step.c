@@ -16,9 +16,8 @@ int strata__net_step(struct strata_comm *c, struct strata__net_head *h, struct s
 {
         _Alignas(64) unsigned char head[STRATA__NET_HEAD] = { 0 };
         struct strata__net_state *s = strata__net_st(c);
-        int rc;
-
         uint64_t seq;
+        int rc;
 
         h->seq = ++s->seq;
         memcpy(head, h, sizeof(*h)); /* the link sends STRATA__NET_HEAD bytes */
