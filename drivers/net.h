@@ -140,6 +140,34 @@ struct strata_comm;
  */
 int strata__net_warm_up(struct strata_comm *c, int rounds);
 
+/*
+ * drivers/net/net.c: flags that ride on a communicator's exchanges between processes, in the
+ * top 16 bits of each step's header (decision 0108). A direct exchange (2 to 4 processes)
+ * reaches every peer, so after one every process holds the OR of every process's flags at
+ * that step; the butterfly's steps (5 processes or more), Open MPI's own reductions and a
+ * communicator within one process carry nothing. All three are no-ops, and take returns 0,
+ * where @p c does not span processes.
+ */
+
+/** Outside any collective of @p c: this process's flags become @p bits; nothing carried yet. */
+void strata__net_carry_set(struct strata_comm *c, uint32_t bits);
+
+/**
+ * A local rank, outside any collective: OR @p bits into this process's flags; the exchanges
+ * before this call no longer count as having carried them (every local rank calls it before
+ * the collectives that must carry its bits: local rank 0 exchanges for all only once every
+ * local rank entered the collective).
+ */
+void strata__net_carry(struct strata_comm *c, uint32_t bits);
+
+/**
+ * Outside any collective: whether every local rank called strata__net_carry() since
+ * strata__net_carry_set() and a direct exchange followed the last call, with *@p bits the OR
+ * of every process's flags then; the flags are cleared. Every process that ran the same
+ * collectives gets the same answer and bits.
+ */
+int strata__net_carry_take(struct strata_comm *c, uint32_t *bits);
+
 /** drivers/net/net.c: the messages and data bytes this process's link has sent so far. */
 void strata__net_counts(const struct strata_comm *c, uint64_t *msgs, uint64_t *bytes);
 

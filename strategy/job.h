@@ -73,6 +73,13 @@ extern const struct strata__job_ops strata__job_none, strata__job_spawn, strata_
  */
 unsigned strata__stop_clears(void);
 
+/**
+ * Messages this process has sent over its job's communicator among the processes (the
+ * steps' metrics and the batches' agreements; strategy/process/job.c): 0 in one process.
+ * What the tests count a call's exchanges with (decision 0108).
+ */
+uint64_t strata__job_messages(const struct strata_runtime *rt);
+
 /** The job strategy kind @p kind runs in (strategy/registry.c); NULL for an unknown kind. */
 const struct strata__job_ops *strata__strategy_job(enum strata_strategy_kind kind);
 

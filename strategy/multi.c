@@ -10,6 +10,7 @@
  * after they stop; one of several processes adds its placement, communicators and metrics
  * through peers (strategy/process/job.c). Nothing here knows processes.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -334,13 +335,21 @@ static int forward_dev(struct strata_runtime *rt, struct strata__multi *m, int d
 /*
  * backward: the replica's pass, calling the variant's hook (given at connect) as each layer's
  * gradients complete (how they are summed across devices; another on an accumulation
- * micro-batch), then what the variant does after the pass at the window's end.
+ * micro-batch), then what the variant does after the pass at the window's end. Across
+ * processes, at a window's end, first whether this device's loss is finite joins the flags
+ * that the step's exchanges carry to the other processes (decision 0108).
  */
 static int backward_dev(struct strata_runtime *rt, struct strata__multi *m, int dev)
 {
         struct strata_step_ctx c = strata__multi_ctx(rt, dev, 1);
         int sync = m->args->sync;
 
+        if (m->peers && sync) { /* the loss's verdict rides on the gradients' exchanges */
+                struct strata__replica_metrics rm;
+
+                strata__replica_metrics(strata__rep(rt, dev), &rm);
+                strata__net_carry(m->dcomm, isfinite(rm.loss_sum) ? 0u : STRATA__CARRY_LOSS);
+        }
         STRATA_TRY(strata__replica_backward(strata__rep(rt, dev), &c, sync));
         return sync && m->sync->after_backward ? m->sync->after_backward(rt, m, dev) : STRATA_OK;
 }
@@ -443,6 +452,7 @@ static int on_setup(void *obj, int state, int event, void *arg)
 static int on_ready(void *obj, int state, int event, void *arg)
 {
         struct strata_runtime *rt = obj;
+        struct strata__multi *m = strata__multi(rt);
 
         int (*align)(struct strata_runtime *, int) = STRATA__INHERITED(rt->strategy, ops.align);
 
@@ -450,6 +460,8 @@ static int on_ready(void *obj, int state, int event, void *arg)
         if (align)
                 STRATA_TRY(align(rt, event));
         strata__split(rt, ((const struct strata__step_args *)arg)->batch);
+        if (event == STRATA__EV_BATCH_START && m->peers && m->peers->begin)
+                m->peers->begin(rt, arg);
         if (event == STRATA__EV_BATCH_START)
                 return strata__multi_post(rt, event, arg, idle_dev, 1);
         STRATA_TRY(strata__multi_post(rt, event, arg, eval_dev, 0));

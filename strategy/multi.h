@@ -30,7 +30,23 @@ struct strata__peers {
          * @p a's metrics; a held step's (@p a->hold) this process's, exchanged with nothing.
          */
         int (*metrics)(struct strata_runtime *rt, const struct strata__step_args *a);
+        /**
+         * batch_start of a training step, the devices idle: the flags of this process that the
+         * step's exchanges carry (drivers/net.h's strata__net_carry_set(), decision 0108).
+         */
+        void (*begin)(struct strata_runtime *rt, const struct strata__step_args *a);
 };
+
+/*
+ * The flags a training step's exchanges between processes carry (decision 0108): a stop
+ * request (bit 0), the call's held losses not finite (a bit a model above it) and a device's
+ * loss of this step not finite.
+ */
+#define STRATA__CARRY_STOP 1u
+#define STRATA__CARRY_HELD_SHIFT 1
+#define STRATA__CARRY_LOSS (1u << 15)
+_Static_assert(STRATA__CARRY_HELD_SHIFT + STRATA_MAX_MODELS <= 15,
+               "the held losses' bits lie below the loss's");
 
 /**
  * How a job reaches the devices: every device's pinned worker, or the caller's thread alone

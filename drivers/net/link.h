@@ -15,6 +15,7 @@
 #ifndef STRATA_DRIVERS_NET_NET_INTERNAL_H
 #define STRATA_DRIVERS_NET_NET_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +34,20 @@ struct strata__net_state {
         uint64_t seq;         /* steps so far */
         uint64_t msgs, bytes; /* messages and data bytes sent so far */
         int result[2]; /* local rank 0's move, by the collective's parity, for the others */
+        /*
+         * The flags a step's exchanges carry in the top bits of each header's seq (decision
+         * 0108): this process's, ORed in by its devices; every peer's that a direct exchange
+         * brought (local rank 0's); direct exchanges since the last of this process's ORs;
+         * the ORs since the flags were set.
+         */
+        _Atomic uint32_t carry;
+        uint32_t carry_in;
+        _Atomic uint32_t carried, ors;
 };
+
+/* The bits of a header's seq that count steps; the 16 above carry the flags (decision 0108). */
+#define STRATA__NET_SEQ_BITS 48
+#define STRATA__NET_SEQ_MASK (((uint64_t)1 << STRATA__NET_SEQ_BITS) - 1)
 
 static inline struct strata__net_state *strata__net_st(const struct strata_comm *c)
 {
@@ -42,7 +56,7 @@ static inline struct strata__net_state *strata__net_st(const struct strata_comm 
 
 /* The arguments every process must agree on, at the start of each block. */
 struct strata__net_head {
-        uint64_t seq;   /* steps so far: messages from another call are refused */
+        uint64_t seq;   /* steps so far: messages from another call are refused (48 bits) */
         uint64_t count;
         int32_t kind, dtype, op, root, status, ranks;
         int32_t bad;    /* butterfly: a refusal seen so far (STRATA_EINVAL), else 0 */

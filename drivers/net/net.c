@@ -274,6 +274,49 @@ int strata__net_warm_up(struct strata_comm *c, int rounds)
         return STRATA_OK;
 }
 
+/* The net transport's state of @p c, or NULL where @p c does not span processes. */
+static struct strata__net_state *net_of(const struct strata_comm *c)
+{
+        return c && c->tp_state && c->tp->move == net_move ? strata__net_st(c) : NULL;
+}
+
+void strata__net_carry_set(struct strata_comm *c, uint32_t bits)
+{
+        struct strata__net_state *s = net_of(c);
+
+        if (!s)
+                return;
+        atomic_store_explicit(&s->carry, bits, memory_order_relaxed);
+        s->carry_in = 0;
+        atomic_store_explicit(&s->carried, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->ors, 0, memory_order_relaxed);
+}
+
+void strata__net_carry(struct strata_comm *c, uint32_t bits)
+{
+        struct strata__net_state *s = net_of(c);
+
+        if (!s)
+                return;
+        atomic_fetch_or_explicit(&s->carry, bits, memory_order_relaxed);
+        atomic_store_explicit(&s->carried, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->ors, 1, memory_order_relaxed);
+}
+
+int strata__net_carry_take(struct strata_comm *c, uint32_t *bits)
+{
+        struct strata__net_state *s = net_of(c);
+        int carried;
+
+        if (!s)
+                return 0;
+        carried = atomic_load_explicit(&s->carried, memory_order_relaxed) != 0 &&
+                  atomic_load_explicit(&s->ors, memory_order_relaxed) >= (uint32_t)c->n;
+        *bits = s->carry_in | atomic_load_explicit(&s->carry, memory_order_relaxed);
+        strata__net_carry_set(c, 0);
+        return carried;
+}
+
 void strata__net_counts(const struct strata_comm *c, uint64_t *msgs, uint64_t *bytes)
 {
         int net = c && c->tp_state && c->tp->move == net_move;

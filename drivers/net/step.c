@@ -4,6 +4,7 @@
  * other process whose headers each process checks, so that all reach the same verdict. Every
  * schedule of the transport is made of these steps.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "strata/status.h"
@@ -15,10 +16,15 @@ int strata__net_step(struct strata_comm *c, struct strata__net_head *h, struct s
 {
         _Alignas(64) unsigned char head[STRATA__NET_HEAD] = { 0 };
         struct strata__net_state *s = strata__net_st(c);
+        uint64_t seq;
         int rc;
 
         h->seq = ++s->seq;
         memcpy(head, h, sizeof(*h)); /* the link sends STRATA__NET_HEAD bytes */
+        /* above the step count, this process's flags (decision 0108) */
+        seq = h->seq | (uint64_t)atomic_load_explicit(&s->carry, memory_order_relaxed)
+                               << STRATA__NET_SEQ_BITS;
+        memcpy(head + offsetof(struct strata__net_head, seq), &seq, sizeof(seq));
         rc = s->net->ops->step(s->net, head, x->s, x->ns, x->r, x->nr, s->link,
                                c->group.timeout_s);
         s->msgs += (uint64_t)x->ns;
@@ -30,10 +36,10 @@ int strata__net_step(struct strata_comm *c, struct strata__net_head *h, struct s
                 struct strata__net_head o;
 
                 memcpy(&o, x->r[i].head, sizeof(o));
-                if (o.seq != h->seq)
+                if ((o.seq & STRATA__NET_SEQ_MASK) != h->seq)
                         return strata__fail(STRATA_EFORMAT, "net: process %d is at step %llu, "
                                             "this one at %llu", x->r[i].peer,
-                                            (unsigned long long)o.seq,
+                                            (unsigned long long)(o.seq & STRATA__NET_SEQ_MASK),
                                             (unsigned long long)h->seq);
         }
         return STRATA_OK;
@@ -72,6 +78,7 @@ int strata__net_exchange_to(struct strata_comm *c, struct strata__net_head *h,
 
                 in[p] = x.r[i].data;
                 memcpy(&o, x.r[i].head, sizeof(o));
+                strata__net_st(c)->carry_in |= (uint32_t)(o.seq >> STRATA__NET_SEQ_BITS);
                 if (o.status != STRATA_OK && h->status == STRATA_OK)
                         return strata__fail(STRATA_EINVAL, "process %d passed bad arguments", p);
                 if (h->status != STRATA_OK)
@@ -80,6 +87,8 @@ int strata__net_exchange_to(struct strata_comm *c, struct strata__net_head *h,
                         return strata__fail(STRATA_EINVAL, "processes %d and %d disagree on the "
                                             "collective", net->rank, p);
         }
+        /* every process's flags reached every other (decision 0108) */
+        atomic_fetch_add_explicit(&strata__net_st(c)->carried, 1, memory_order_relaxed);
         return h->status;
 }
 

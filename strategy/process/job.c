@@ -9,6 +9,7 @@
  * (strategy/process/fingerprint.h) before the first step; the step's metrics carry every
  * process's stop request. Checkpoint pieces cross to process 0 through its planned buffer.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct job {
         unsigned char *prints;        /* this process's fingerprint, then every process's */
         unsigned char *chunk;         /* sharded checkpoints: a piece on its way to process 0 */
         int refused_alike;            /* every process refused the configurations: none waits */
+        int begun;                    /* begin() set this training step's carried flags */
 };
 
 /* Bytes of a checkpoint piece that cross from its process to process 0 in one broadcast. */
@@ -161,38 +163,69 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
  * process's request is set and each stops at the same step boundary (procs_stop_due()). The
  * same double carries, above the stop's bit, the call's held losses that were not finite on
  * the process (@p a->held, a bit each: decision 0097), so they are the job's after it. A held
- * step exchanges nothing: its metrics are this process's devices'.
+ * step exchanges nothing: its metrics are this process's devices'. The last step of a held
+ * call exchanges nothing either where its flags crossed on its exchanges (begin(), decision
+ * 0108): its metrics are this process's, its loss NaN where another process's is not finite.
  */
 static int metrics(struct strata_runtime *rt, const struct strata__step_args *a)
 {
         struct job *s = procs_of(rt);
         size_t per = (size_t)strata__metrics_width(&rt->cfg, rt->world) * (size_t)rt->nreplicas;
         double v[STRATA__METRICS_ALL + 1];
-        unsigned held = 0;
+        unsigned held = 0, stop = 0;
+        int begun = s->begun;
+        uint32_t w;
 
+        s->begun = 0;
         if (a->hold) {
                 strata__metrics(rt, a->metrics);
                 return STRATA_OK;
         }
-        strata__metrics_local(rt, v);
-        v[per] = (double)(strata_stop_requested() != 0) + 2.0 * (a->held ? *a->held : 0u);
-        STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, per + 1, STRATA_F64));
-        s->stop = 0;
-        for (int p = 0; p < s->net.size; p++) { /* the blocks' flags out: metrics only */
-                unsigned f = (unsigned)s->stats[(size_t)p * (per + 1) + per];
+        if (begun && a->held && a->sync && strata__net_carry_take(strata__multi(rt)->dcomm, &w)) {
+                strata__metrics(rt, a->metrics);
+                if ((w & STRATA__CARRY_LOSS) && isfinite(a->metrics->loss))
+                        a->metrics->loss = NAN; /* another process's loss is not finite */
+                stop = w & STRATA__CARRY_STOP;
+                held = (w & ~STRATA__CARRY_LOSS) >> STRATA__CARRY_HELD_SHIFT;
+        } else {
+                strata__metrics_local(rt, v);
+                v[per] = (double)(strata_stop_requested() != 0) +
+                         2.0 * (a->held ? *a->held : 0u);
+                STRATA_TRY(strata_comm_all_gather(s->pcomm, 0, v, s->stats, per + 1,
+                                                  STRATA_F64));
+                for (int p = 0; p < s->net.size; p++) { /* the blocks' flags out */
+                        unsigned f = (unsigned)s->stats[(size_t)p * (per + 1) + per];
 
-                s->stop |= f & 1u;
-                held |= f >> 1;
-                memmove(s->stats + (size_t)p * per, s->stats + (size_t)p * (per + 1),
-                        per * sizeof(double));
+                        stop |= f & 1u;
+                        held |= f >> 1;
+                        memmove(s->stats + (size_t)p * per, s->stats + (size_t)p * (per + 1),
+                                per * sizeof(double));
+                }
+                strata__metrics_sum(rt, s->stats, rt->world, a->metrics);
         }
+        s->stop = (int)stop;
         s->stop_clears = strata__stop_clears();
         if (s->stop)
                 strata_request_stop();
         if (a->held)
                 *a->held = held;
-        strata__metrics_sum(rt, s->stats, rt->world, a->metrics);
         return STRATA_OK;
+}
+
+/*
+ * batch_start of a training step: the flags the step's exchanges carry, known now (a stop
+ * request, the call's held losses not finite here); each device adds its loss's before its
+ * backward (strategy/multi.c). metrics() takes them where they crossed, on the last step of
+ * a held call (decision 0108); elsewhere they cross in its all-gather as before.
+ */
+static void begin(struct strata_runtime *rt, const struct strata__step_args *a)
+{
+        uint32_t w = strata_stop_requested() ? STRATA__CARRY_STOP : 0u;
+
+        if (a->held)
+                w |= *a->held << STRATA__CARRY_HELD_SHIFT;
+        strata__net_carry_set(strata__multi(rt)->dcomm, w);
+        procs_of(rt)->begun = 1;
 }
 
 /* A refusal's message, as it crosses from the process that refused to the others. */
@@ -265,10 +298,20 @@ static int procs_stop_due(const struct strata_runtime *rt)
         return s->stop && s->stop_clears == strata__stop_clears() && strata_stop_requested();
 }
 
+uint64_t strata__job_messages(const struct strata_runtime *rt)
+{
+        uint64_t msgs = 0, bytes;
+
+        if (strata__multi(rt)->peers)
+                strata__net_counts(procs_of(rt)->pcomm, &msgs, &bytes);
+        return msgs;
+}
+
 static const struct strata__peers peers = {
         .place = place_beside,
         .open = open_comms,
         .metrics = metrics,
+        .begin = begin,
 };
 
 /*

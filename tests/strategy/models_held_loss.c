@@ -5,14 +5,17 @@
  * range: the step is taken) is STRATA_ENONFINITE naming its model on every device and every
  * process, the call's later models having stepped too. With metrics each model's loss is
  * judged after its own step, as before. A gradient that is not finite ends the call at once
- * either way, nothing changed.
+ * either way, nothing changed. Across 2 processes the last step's flags (the held losses, its
+ * own loss, a stop request) cross on its gradients' exchanges instead (decision 0108).
  */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "strata/process.h"
+#include "strategy/alike.h"
 #include "strategy/internal.h"
+#include "strategy/job.h"
 #include "tests/support/cli.h"
 #include "tests/support/rig.h"
 
@@ -309,4 +312,103 @@ Test(models_held_loss, a_trace_on_one_process_holds_as_the_others, .timeout = 12
                 cr_assert(!memcmp(q, g.p[k], n * sizeof(float)), "model %d's bits", k);
         }
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+}
+
+/* ---- processes: the flags cross on the gradients' exchanges (decision 0108) ---- */
+
+struct carried {
+        int rc[3];         /* rank 0's calls */
+        uint64_t msgs[3];  /* and the messages each sent over the coordinators' communicator */
+};
+
+/*
+ * Rank 0 calls, then reports. @p arg "loss": one model whose loss is not finite in rank 1's
+ * rows alone (its gradients finite): both return STRATA_ENONFINITE ("loss2": on 2 devices a
+ * process, the row in its second device's rows, whose bit must cross too). "stop": rank 1
+ * alone asks to stop before a clean call of two models: the call trains on both, and the next is
+ * STRATA_ESTOPPED on both, at the same step. Neither call exchanges metrics: the alike call
+ * sends nothing over the coordinators' communicator, the public call its batch's agreement.
+ */
+static int carried_child(int rank, int size, void *arg)
+{
+        static const int order[2] = { 0, 1 };
+        static struct carried g;
+        struct strata_config c = spawn_two.r.cfg;
+        struct strata_runtime *rt;
+        struct strata_batch b;
+        int loss = strncmp(arg, "loss", 4) == 0;
+
+        (void)size;
+        c.strategy.kind = STRATA_STRATEGY_SPAWN;
+        c.strategy.devices = !strcmp(arg, "loss2") ? 2 : 1;
+        if (strata_init(&rt, &c) || strata_connect(rt))
+                return 10;
+        b = rig_first_batch(&spawn_two.r, loss ? 1e20f : 0.0f);
+        if (!loss && rank == 1)
+                strata_request_stop();
+        for (int k = 0; k < (loss ? 2 : 3); k++) {
+                uint64_t m0 = strata__job_messages(rt);
+
+                g.rc[k] = k == 1 ? strata__models_train_alike(rt, order, loss ? 1 : 2, &b)
+                                 : strata_models_train_step(rt, order, loss ? 1 : 2, &b, NULL);
+                g.msgs[k] = strata__job_messages(rt) - m0;
+        }
+        if (rank == 1 && (loss ? g.rc[0] != STRATA_ENONFINITE || g.rc[1] != STRATA_ENONFINITE
+                               : g.rc[0] != STRATA_OK || g.rc[1] != STRATA_ESTOPPED ||
+                                         g.rc[2] != STRATA_ESTOPPED))
+                return 11;
+        if (rank == 0 && strata_spawn_return(&g, sizeof(g)))
+                return 13;
+        strata_clear_stop();
+        return strata_teardown(rt) == STRATA_OK ? 0 : 14;
+}
+
+static void carried(const char *what, struct carried *g)
+{
+        struct strata_spawn_result res;
+
+        if (!strcmp(STRATA_SAN, "tsan"))
+                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
+        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
+        rig_two_init(&spawn_two, &strata_mse);
+        spawn_two.r.cfg.device.timeout_s = 10.0; /* a process that missed a flag ends, not hangs */
+        cr_assert_eq(strata_spawn(2, carried_child, (void *)what, 30.0, g, sizeof(*g), &res),
+                     STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
+                     res.failed_rank);
+}
+
+Test(models_held_loss, the_last_loss_crosses_on_the_gradients, .timeout = 120)
+{
+        static struct carried g;
+
+        carried("loss", &g);
+        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
+        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
+        cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
+                     (unsigned long long)g.msgs[0]);
+        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
+                     (unsigned long long)g.msgs[1]);
+}
+
+Test(models_held_loss, the_last_loss_crosses_from_a_second_device, .timeout = 120)
+{
+        static struct carried g;
+
+        carried("loss2", &g);
+        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
+        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
+        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
+                     (unsigned long long)g.msgs[1]);
+}
+
+Test(models_held_loss, a_stop_on_one_process_crosses_on_the_gradients, .timeout = 120)
+{
+        static struct carried g;
+
+        carried("stop", &g);
+        cr_assert_eq(g.rc[0], STRATA_OK, "the step was taken (%d)", g.rc[0]);
+        cr_assert_eq(g.rc[1], STRATA_ESTOPPED, "rank 0 stops with rank 1 (%d)", g.rc[1]);
+        cr_assert_eq(g.rc[2], STRATA_ESTOPPED, "%d", g.rc[2]);
+        cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
+                     (unsigned long long)g.msgs[0]);
 }
