@@ -8,7 +8,8 @@
  * states whose coordination differs and hands the rest up (STRATA__SM_PARENT). The runtime's
  * job (strategy/job.h) is joined before the devices start, aborted on entering ERROR and left
  * after they stop; one of several processes adds its placement, communicators and metrics
- * through peers (strategy/process/job.c). Nothing here knows processes.
+ * through peers (strategy/process/job.c). Nothing here knows processes beyond the peers'
+ * hooks (a step's flags handed to the link before its gradients cross, decision 0108).
  */
 #include <math.h>
 #include <stdio.h>

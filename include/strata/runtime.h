@@ -806,14 +806,16 @@ int strata_model_predict_step(struct strata_runtime *rt, int model, const struct
  *         batch is refused (the message names the model); a step's failure ends the call
  *         there, the models before it having stepped. With @p m NULL on every process of the job
  *         the losses are judged together after the last model's step (the processes exchange
- *         metrics once, over 2 to 4 processes not at all: the verdicts cross with the last
- *         model's gradients, and a message prints this process's loss, NaN where only another
- *         process's was not finite; where one process passes metrics, none holds): a loss
+ *         metrics once, over 2 to 4 processes with the net link's gradients not at all: the
+ *         verdicts cross with the last model's gradients (not under process.mpi_allreduce),
+ *         and a message prints this process's loss, NaN where only another process's was not
+ *         finite; where one process passes metrics, none holds): a loss
  *         that is not finite, its step taken, is STRATA_ENONFINITE naming the model after
  *         every later model stepped too, in preference to the last model's refusal (named
  *         after it) or a stop request between the models (one process; the request stays for
  *         the next call). A gradient that is not finite still ends the call at once, nothing
- *         changed. A trace records a held step's loss as this process's devices' sum.
+ *         changed. A trace records a held step's loss as this process's devices' mean (NaN
+ *         where another process's loss was not finite, on a step whose verdicts crossed).
  */
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
                              const struct strata_batch *b, struct strata_metrics *m);

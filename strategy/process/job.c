@@ -6,8 +6,8 @@
  * places this process's workers beside the other processes' on a shared host, opens the
  * devices' communicators over the link (every device of every process, and one among the
  * processes' device 0s for the step's metrics) and refuses processes configured differently
- * (strategy/process/fingerprint.h) before the first step; the step's metrics carry every
- * process's stop request. Checkpoint pieces cross to process 0 through its planned buffer.
+ * (fingerprint.h) before the first step; the step's metrics (a held call's last step: its
+ * gradients, 0108) carry each process's stop. Checkpoints cross to process 0 in its buffer.
  */
 #include <math.h>
 #include <stdio.h>
@@ -165,7 +165,8 @@ static int open_comms(struct strata_runtime *rt, struct strata_arena *comm)
  * the process (@p a->held, a bit each: decision 0097), so they are the job's after it. A held
  * step exchanges nothing: its metrics are this process's devices'. The last step of a held
  * call exchanges nothing either where its flags crossed on its exchanges (begin(), decision
- * 0108): its metrics are this process's, its loss NaN where another process's is not finite.
+ * 0108): its metrics are this process's, its loss NaN where another process's is not finite
+ * and 0 where this process had no rows.
  */
 static int metrics(struct strata_runtime *rt, const struct strata__step_args *a)
 {
@@ -182,9 +183,9 @@ static int metrics(struct strata_runtime *rt, const struct strata__step_args *a)
                 return STRATA_OK;
         }
         if (begun && a->held && a->sync && strata__net_carry_take(strata__multi(rt)->dcomm, &w)) {
-                strata__metrics(rt, a->metrics);
-                if ((w & STRATA__CARRY_LOSS) && isfinite(a->metrics->loss))
-                        a->metrics->loss = NAN; /* another process's loss is not finite */
+                strata__metrics(rt, a->metrics); /* the bit judges: no rows here is 0 / 0 */
+                if (!(w & STRATA__CARRY_LOSS) == !isfinite(a->metrics->loss))
+                        a->metrics->loss = (w & STRATA__CARRY_LOSS) ? NAN : 0.0;
                 stop = w & STRATA__CARRY_STOP;
                 held = (w & ~STRATA__CARRY_LOSS) >> STRATA__CARRY_HELD_SHIFT;
         } else {

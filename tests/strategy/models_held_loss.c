@@ -326,7 +326,9 @@ struct carried {
  * rows alone (its gradients finite): both return STRATA_ENONFINITE ("loss2": on 2 devices a
  * process, the row in its second device's rows, whose bit must cross too). "stop": rank 1
  * alone asks to stop before a clean call of two models: the call trains on both, and the next is
- * STRATA_ESTOPPED on both, at the same step. Neither call exchanges metrics: the alike call
+ * STRATA_ESTOPPED on both, at the same step. "onerow": a batch of one row, so that one
+ * process has none: its mean loss is 0 / 0, and both must still return STRATA_OK (the loss's
+ * bit, not that mean, is the verdict). Neither call exchanges metrics: the alike call
  * sends nothing over the coordinators' communicator, the public call its batch's agreement.
  */
 static int carried_child(int rank, int size, void *arg)
@@ -336,7 +338,7 @@ static int carried_child(int rank, int size, void *arg)
         struct strata_config c = spawn_two.r.cfg;
         struct strata_runtime *rt;
         struct strata_batch b;
-        int loss = strncmp(arg, "loss", 4) == 0;
+        int loss = strncmp(arg, "loss", 4) == 0, one = !strcmp(arg, "onerow");
 
         (void)size;
         c.strategy.kind = STRATA_STRATEGY_SPAWN;
@@ -344,18 +346,21 @@ static int carried_child(int rank, int size, void *arg)
         if (strata_init(&rt, &c) || strata_connect(rt))
                 return 10;
         b = rig_first_batch(&spawn_two.r, loss ? 1e20f : 0.0f);
-        if (!loss && rank == 1)
+        if (one)
+                b.rows = 1; /* one process has no row: its own mean is 0 / 0 */
+        if (!loss && !one && rank == 1)
                 strata_request_stop();
-        for (int k = 0; k < (loss ? 2 : 3); k++) {
+        for (int k = 0; k < (loss || one ? 2 : 3); k++) {
                 uint64_t m0 = strata__job_messages(rt);
 
                 g.rc[k] = k == 1 ? strata__models_train_alike(rt, order, loss ? 1 : 2, &b)
                                  : strata_models_train_step(rt, order, loss ? 1 : 2, &b, NULL);
                 g.msgs[k] = strata__job_messages(rt) - m0;
         }
-        if (rank == 1 && (loss ? g.rc[0] != STRATA_ENONFINITE || g.rc[1] != STRATA_ENONFINITE
-                               : g.rc[0] != STRATA_OK || g.rc[1] != STRATA_ESTOPPED ||
-                                         g.rc[2] != STRATA_ESTOPPED))
+        if (rank == 1 && (one    ? g.rc[0] != STRATA_OK || g.rc[1] != STRATA_OK
+                          : loss ? g.rc[0] != STRATA_ENONFINITE || g.rc[1] != STRATA_ENONFINITE
+                                 : g.rc[0] != STRATA_OK || g.rc[1] != STRATA_ESTOPPED ||
+                                           g.rc[2] != STRATA_ESTOPPED))
                 return 11;
         if (rank == 0 && strata_spawn_return(&g, sizeof(g)))
                 return 13;
@@ -397,6 +402,8 @@ Test(models_held_loss, the_last_loss_crosses_from_a_second_device, .timeout = 12
         carried("loss2", &g);
         cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
         cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
+        cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
+                     (unsigned long long)g.msgs[0]);
         cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
                      (unsigned long long)g.msgs[1]);
 }
@@ -411,4 +418,16 @@ Test(models_held_loss, a_stop_on_one_process_crosses_on_the_gradients, .timeout 
         cr_assert_eq(g.rc[2], STRATA_ESTOPPED, "%d", g.rc[2]);
         cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
                      (unsigned long long)g.msgs[0]);
+}
+
+/* A batch of one row over two processes: the one without rows judges by the bit, not 0 / 0. */
+Test(models_held_loss, a_process_without_rows_agrees, .timeout = 120)
+{
+        static struct carried g;
+
+        carried("onerow", &g);
+        cr_assert_eq(g.rc[0], STRATA_OK, "rank 0 (%d): %s", g.rc[0], strata_last_error());
+        cr_assert_eq(g.rc[1], STRATA_OK, "rank 0's held call (%d)", g.rc[1]);
+        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
+                     (unsigned long long)g.msgs[1]);
 }
