@@ -26,20 +26,15 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
  * replica 0, whose gradients no one reads between the step's start and its backward, which
  * overwrites each layer's (the replica checks its layers' grad_fresh), where the step is split
  * (threads of this process on host memory, meeting over the pool's barrier) outside invariant
- * mode (its chunks' calls), no two devices take turns on a core (each meeting would wait
- * for the scheduler) and all are on replica 0's NUMA node (its arena's: a device elsewhere
- * would read and write the copy across sockets every step); NULL: each device packs its own.
+ * mode (its chunks' calls) and no two devices take turns on a core (each meeting would wait
+ * for the scheduler); NULL: each device packs its own.
  */
 static struct strata__replica *pack_home(struct strata_runtime *rt)
 {
         const struct strata__multi *m = strata__multi(rt);
-        const struct strata__placement *p0;
-        int home_node;
 
         if (!strata__dev_split(rt, m) || rt->cfg.strategy.invariant || rt->world != rt->nreplicas)
                 return NULL;
-        p0 = strata__workers_placement(m->workers, 0);
-        home_node = p0 ? p0->numa_node : -1;
         for (int d = 0; d < rt->nreplicas; d++) {
                 const struct strata__placement *pl = strata__workers_placement(m->workers, d);
 
@@ -47,7 +42,7 @@ static struct strata__replica *pack_home(struct strata_runtime *rt)
                 if (strata__packed_unshared < 0) /* a test's: share while taking turns */
                         break;
 #endif
-                if (!pl || pl->shared || pl->numa_node != home_node)
+                if (!pl || pl->shared)
                         return NULL;
         }
         return strata__rep(rt, 0);

@@ -142,10 +142,7 @@ struct strata_gemm_tree {
  * The kernels of a device: the math that modules, losses and optimizers run on its memory,
  * apart from device management (struct strata_device_ops). A new module, loss or activation
  * adds kernels here (optional ones NULL elsewhere) without touching reservation, binding or
- * copies. Matrices are row-major. The table has no size field: a driver of the application's
- * own (cfg.device.driver) is built against this release's header, whose later members it
- * must set or leave NULL (members are added at the end, so its existing ones keep their
- * offsets).
+ * copies. Matrices are row-major.
  */
 struct strata_kernel_ops {
         /** C = alpha * op(A) op(B) + beta * C, op = transpose when ta/tb. */

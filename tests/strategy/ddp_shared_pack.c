@@ -37,10 +37,7 @@ struct net {
         uint32_t idx[ROWS];
 };
 
-/*
- * 608-200(-bn)-relu-128-relu-64-relu-10: the 608-200 and 128-64 Linears share (modules 0 and 4,
- * or 5 with the BatchNorm); the 200-128 one's copy does not fit its gradient.
- */
+/* 608-200(-bn)-relu-128-relu-64-relu-10: layers 0 and 4 share (the 128 one does not fit). */
 static void net_init(struct net *n, int bn)
 {
         static const int outs[] = { 200, 0, 128, 0, 64, 0, CLASSES };
@@ -133,7 +130,7 @@ static uint64_t train(struct net *n, const struct strata_config *c, int unshared
  * Shared (@p force: also where the devices take turns on a core) against each device's own
  * packing: the same parameters; the shared packs counted.
  */
-static void same_bits_acc(int devices, int bn, int force, int accumulate)
+static void same_bits(int devices, int bn, int force)
 {
         static float shared[NP_MAX], own[NP_MAX];
         struct strata_config c;
@@ -144,7 +141,6 @@ static void same_bits_acc(int devices, int bn, int force, int accumulate)
 
         net_init(&n, bn);
         c = net_cfg(&n, devices, bn);
-        c.train.accumulate = accumulate;
         packs = train(&n, &c, force ? -1 : 0, shared, &np, &turns);
         cr_assert_eq(train(&n, &c, 1, own, &np2, &turns), 0, "the knob packs every weight alone");
         cr_assert_eq(np, np2);
@@ -155,16 +151,8 @@ static void same_bits_acc(int devices, int bn, int force, int accumulate)
                 cr_assert_eq(packs, 0, "%d devices taking turns on a core share", devices);
                 return;
         }
-        /* with accumulation only a window's first micro-batch overwrites the gradients */
-        cr_assert_eq(packs, (uint64_t)(STEPS + accumulate - 1) / (uint64_t)accumulate *
-                                    (uint64_t)devices * 2u,
-                     "%d devices, accumulate %d: two Linears share, every device, every window's "
-                     "first micro-batch", devices, accumulate);
-}
-
-static void same_bits(int devices, int bn, int force)
-{
-        same_bits_acc(devices, bn, force, 1);
+        cr_assert_eq(packs, (uint64_t)STEPS * (uint64_t)devices * 2u,
+                     "%d devices: layers 0 and 4 share, every device, every step", devices);
 }
 
 Test(ddp_shared_pack, two_devices_same_bits, .timeout = 120)
@@ -177,12 +165,6 @@ Test(ddp_shared_pack, three_devices_same_bits, .timeout = 120)
 {
         same_bits(3, 0, 0);
         same_bits(3, 0, 1);
-}
-
-/* A window of two micro-batches: the second adds onto the first's gradients, so packs alone. */
-Test(ddp_shared_pack, accumulation_shares_the_first_micro_batch, .timeout = 120)
-{
-        same_bits_acc(2, 0, 0, 2);
 }
 
 Test(ddp_shared_pack, sync_batchnorm_same_bits, .timeout = 120)
