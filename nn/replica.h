@@ -170,29 +170,10 @@ void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int
 #ifdef STRATA_TESTING
 /** Tests only: non-zero runs `tokens layernorm tokens` as three modules (decision 0090). */
 extern int strata__replica_unfused;
-/**
- * Tests only: positive makes every device pack its own weights (decision 0106), negative
- * shares them also where devices take turns on a core.
- */
-extern int strata__packed_unshared;
-/** Tests only: the Linears' forwards that read a copy packed together, every device's. */
-extern _Atomic uint64_t strata__packed_shared;
 #endif
 
 /** Forward through every module (each output kept for the loss); a module's collective may fail. */
 int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c);
-
-/**
- * strata__replica_forward() run by every device's replica of this process together (each
- * device's call with its own @p r, every call with the same @p home: replica 0, host memory,
- * its gradients dead until this step's backward writes them): each Linear whose shapes allow
- * packs its weight once for all of them into @p home's gradient of that layer, each device
- * its part, then they meet and each reads that copy; they meet once more after the last such
- * layer's reads, before any backward writes a gradient. The same bits as each packing its own
- * (decision 0106). @p home NULL: strata__replica_forward().
- */
-int strata__replica_forward_shared(struct strata__replica *r, const struct strata_step_ctx *c,
-                                   struct strata__replica *home);
 
 /**
  * Loss (summed, with its other figures, for strata__replica_metrics()) and, when @p grad,

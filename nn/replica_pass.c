@@ -211,48 +211,9 @@ static int ln_tokens_forward(struct strata__replica *r, struct strata_step_ctx *
         return STRATA_OK;
 }
 
-/* The last module whose forward reads a copy packed with the other devices, else -1. */
-static int last_shared(const struct strata__replica *r, const struct strata__replica *home,
-                       const struct strata_step_ctx *c)
-{
-        int last = -1;
-
-        for (int i = 0; home && i < r->v.nlayers; i++) /* a fused module runs in a loop */
-                if ((!r->fuse_head || r->fuse_head[i] < 0) && strata__packed_shares(r, home, c, i))
-                        last = i;
-        return last;
-}
-
-/*
- * Module @p i's forward, its weight's copy packed with the other devices where it shares one
- * (@p last: the last module that does, whose reads every device finishes before it meets
- * them again and goes on: no backward writes home's gradients before).
- */
-static int layer_forward(struct strata__replica *r, struct strata_step_ctx *cc, int i,
-                         const float *x, struct strata__replica *home, int last)
-{
-        struct strata_layer *l = &r->v.layers[i];
-        float *aux = l->aux;
-        int shared = i <= last && strata__packed_shares(r, home, cc, i);
-
-        if (shared)
-                STRATA_TRY(strata__packed_share(r, home, cc, i));
-        if (cc->chunks)
-                strata__chunks_forward(l, cc, x, r->y[i], r->v.rows);
-        else
-                l->desc->ops->forward(l, cc, x, r->y[i], r->v.rows);
-        if (!shared)
-                return STRATA_OK;
-        l->aux = aux; /* a training Linear's: no packed copy of its own */
-        l->naux_fixed = 0;
-        return i == last ? cc->barrier(cc) : STRATA_OK;
-}
-
-static int forward(struct strata__replica *r, const struct strata_step_ctx *c0,
-                   struct strata__replica *home)
+int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
 {
         struct strata_step_ctx cc = with_lp(r, c0), *c = &cc;
-        int last = last_shared(r, home, c);
         const float *x;
 
         strata__shard_release(r->v.shard); /* a step or a load may have changed the shards */
@@ -261,7 +222,6 @@ static int forward(struct strata__replica *r, const struct strata_step_ctx *c0,
                 struct fused f = { { fused_forward, fused_backward }, r, c, i,
                                    fused_last(r, i), NULL };
                 uint64_t t0;
-                int rc;
 
                 x = source(r, input_of(r, i));
                 if (ln_between_tokens(r, i)) {
@@ -271,26 +231,17 @@ static int forward(struct strata__replica *r, const struct strata_step_ctx *c0,
                 }
                 STRATA_TRY(layer_begin(r, &cc, i, &span_fwd, &t0));
                 cc.fused = f.last > i ? &f.hooks : NULL;
-                rc = layer_forward(r, &cc, i, x, home, last);
+                if (cc.chunks)
+                        strata__chunks_forward(l, c, x, r->y[i], r->v.rows);
+                else
+                        l->desc->ops->forward(l, c, x, r->y[i], r->v.rows);
                 cc.fused = NULL;
                 strata__track_end(r->v.track, t0, i);
-                STRATA_TRY(rc);
                 if (l->failed != STRATA_OK)
                         return l->failed;
                 i = f.last; /* the modules its loop ran */
         }
         return STRATA_OK;
-}
-
-int strata__replica_forward(struct strata__replica *r, const struct strata_step_ctx *c0)
-{
-        return forward(r, c0, NULL);
-}
-
-int strata__replica_forward_shared(struct strata__replica *r, const struct strata_step_ctx *c,
-                                   struct strata__replica *home)
-{
-        return forward(r, c, home);
 }
 
 /*

@@ -79,18 +79,6 @@ struct strata__replica {
         struct strata_arena arena;
 };
 
-/*
- * A training forward's Linear packed once for every device (nn/packed.c, decision 0106):
- * whether layer @p i of @p r does, into @p home's copy (the same answer on every device: it
- * reads shapes, flags and the step context's world alone); then its part packed, the devices
- * met (the step context's barrier) and the layer's aux pointed to the copy (naux_fixed its
- * floats: linear_forward() reads it with gemm_pb), for the pass to restore after the layer.
- */
-int strata__packed_shares(const struct strata__replica *r, const struct strata__replica *home,
-                          const struct strata_step_ctx *c, int i);
-int strata__packed_share(struct strata__replica *r, struct strata__replica *home,
-                         const struct strata_step_ctx *c, int i);
-
 _Static_assert(offsetof(struct strata__replica, v) == 0,
                "strata__replica_view() casts a replica to its view");
 

@@ -562,11 +562,7 @@ double strata__stall_s(const struct strata_config *c);
 void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__step_args *a,
                       int labels);
 
-/**
- * training_step: forward through every module and the loss with its gradient; where the step
- * is split outside invariant mode, each Linear's weight packed once for every device of this
- * process into replica 0's dead gradient of that layer (decision 0106).
- */
+/** training_step: forward through every module and the loss with its gradient. */
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c);
 
 /**

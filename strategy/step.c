@@ -21,38 +21,11 @@ void strata__dev_load(struct strata_runtime *rt, int dev, const struct strata__s
         strata__replica_load(r, a->batch, v->row0, v->rows, labels);
 }
 
-/*
- * Where a training forward's Linears pack each weight once for all devices (decision 0106):
- * replica 0, whose gradients no one reads between the step's start and its backward, which
- * overwrites each layer's (the replica checks its layers' grad_fresh), where the step is split
- * (threads of this process on host memory, meeting over the pool's barrier) outside invariant
- * mode (its chunks' calls) and no two devices take turns on a core (each meeting would wait
- * for the scheduler); NULL: each device packs its own.
- */
-static struct strata__replica *pack_home(struct strata_runtime *rt)
-{
-        const struct strata__multi *m = strata__multi(rt);
-
-        if (!strata__dev_split(rt, m) || rt->cfg.strategy.invariant || rt->world != rt->nreplicas)
-                return NULL;
-        for (int d = 0; d < rt->nreplicas; d++) {
-                const struct strata__placement *pl = strata__workers_placement(m->workers, d);
-
-#ifdef STRATA_TESTING
-                if (strata__packed_unshared < 0) /* a test's: share while taking turns */
-                        break;
-#endif
-                if (!pl || pl->shared)
-                        return NULL;
-        }
-        return strata__rep(rt, 0);
-}
-
 int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_step_ctx *c)
 {
         struct strata__replica *r = strata__rep(rt, dev);
 
-        STRATA_TRY(strata__replica_forward_shared(r, c, pack_home(rt)));
+        STRATA_TRY(strata__replica_forward(r, c));
         strata__replica_loss(r, c, 1);
         return STRATA_OK;
 }

@@ -561,7 +561,6 @@ static void cpu_add(float *dst, const float *src, size_t n)
                 .pointwise_loss = cpu_pointwise_loss,                                              \
                 .gemm_pack_floats = strata__sgemm_pack_b_floats,                                   \
                 .gemm_pack = strata__sgemm_pack_b,                                                 \
-                .gemm_pack_part = strata__sgemm_pack_b_part,                                       \
                 .gemm_pb = gemm_fn##_pb,                                                           \
                 .gemm_tree = gemm_fn##_tree,                                                       \
         }

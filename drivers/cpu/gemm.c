@@ -25,12 +25,16 @@
  * runs as its transpose (narrow()). Decision 0043.
  *
  * Packing buffers: one fixed-size buffer per device (strata__sgemm_scratch_bytes()), carved
- * from the runtime's plan and registered by the device's thread at warm-up (gemm_buf.c); this
- * file maps nothing. A thread with no valid buffer runs the scalar set: the same bits, slower.
+ * from the runtime's plan and registered by the device's thread at warm-up; this file maps
+ * nothing. A registration is valid until the runtime forgets the buffer at teardown (a
+ * generation number per registration, checked at each call), so a thread never packs into a
+ * torn-down runtime's memory. A thread with no valid buffer runs the scalar set: the same
+ * bits, slower.
  */
 #include <math.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,6 +63,7 @@
 #define LDT_PROBE (BM + 32) /* compile_set()'s trial kernels */
 #define SLOT_FLOATS ((size_t)KC * (NC + MC) + (size_t)LDT_MAX * BN)
 #define SLOT_BYTES (SLOT_FLOATS * sizeof(float))
+#define MAX_BUFS 256 /* buffers registered at once, all runtimes together */
 
 typedef libxsmm_smmfunction_reducebatch_strd kernel_fn;
 
@@ -74,6 +79,27 @@ static int have_avx2;           /* AVX2 and FMA: the packing's transposes, the a
 static int have_avx512;         /* the native set is libxsmm's AVX-512 */
 static int have_t16;            /* and the CPU has AVX-512F: the 16 x 16 transposes */
 static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+
+/* ---- packing buffers (the plan's, registered per thread) ---- */
+
+/* A registered buffer: its address and the generation its threads hold (0: free). */
+static struct {
+        void *buf;
+        _Atomic uint64_t gen;
+} bufs[MAX_BUFS];
+static uint64_t last_gen; /* under reg_lock */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local float *mine;
+static _Thread_local int mine_i;
+static _Thread_local uint64_t mine_gen;
+
+/* The calling thread's buffer while its registration holds, else NULL. */
+static float *claim(void)
+{
+        if (mine && atomic_load_explicit(&bufs[mine_i].gen, memory_order_acquire) == mine_gen)
+                return mine;
+        return NULL;
+}
 
 /* ---- kernels ---- */
 
@@ -549,7 +575,7 @@ void strata__sgemm_pb(enum strata_kernels set, const struct strata__sgemm *g, co
                 scale_only(g);
                 return;
         }
-        if (set == STRATA_KERNELS_SCALAR || !s->k[0][0] || !(slot = strata__sgemm_claim())) {
+        if (set == STRATA_KERNELS_SCALAR || !s->k[0][0] || !(slot = claim())) {
                 gemm_scalar(g);
                 return;
         }
@@ -565,26 +591,15 @@ size_t strata__sgemm_pack_b_floats(int n, int k)
 
 void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst)
 {
-        strata__sgemm_pack_b_part(b, ldb, n, k, dst, 0, 1);
-}
-
-void strata__sgemm_pack_b_part(const float *b, int ldb, int n, int k, float *dst, int part,
-                               int parts)
-{
         struct strata__sgemm g = { .tb = 1, .n = n, .k = k, .b = b, .ldb = ldb };
-        size_t all = strata__sgemm_pack_b_floats(n, k), w = packed_width(n);
 
         pthread_once(&compiled, compile); /* have_avx2: the same values either way, faster */
         for (int k0 = 0; k0 < k; k0 += KC) {
                 int kc = k - k0 < KC ? k - k0 : KC, kcp = (kc + KB - 1) / KB * KB;
 
-                for (int n0 = 0; n0 < n; n0 += NC) {
-                        size_t at = prepacked(n, n0, k0, kcp), c0 = (size_t)(n0 / NC) * NCP;
-                        size_t len = (w - c0 < NCP ? w - c0 : NCP) * (size_t)kcp;
-
-                        if ((at + len / 2) * (size_t)parts / all == (size_t)part)
-                                pack_b(dst + at, &g, n0, n - n0 < NC ? n - n0 : NC, k0, kc, kcp);
-                }
+                for (int n0 = 0; n0 < n; n0 += NC)
+                        pack_b(dst + prepacked(n, n0, k0, kcp), &g, n0,
+                               n - n0 < NC ? n - n0 : NC, k0, kc, kcp);
         }
 }
 
@@ -604,6 +619,43 @@ int strata__sgemm_prepare(enum strata_kernels set)
         return STRATA_OK;
 }
 
+void strata__sgemm_use(void *buf)
+{
+        int i, fresh = -1;
+
+        mine = NULL;
+        if (!buf)
+                return;
+        pthread_mutex_lock(&reg_lock);
+        for (i = 0; i < MAX_BUFS && bufs[i].buf != buf; i++)
+                if (fresh < 0 && !bufs[i].buf)
+                        fresh = i;
+        if (i == MAX_BUFS && fresh >= 0) { /* a new buffer: a new generation */
+                i = fresh;
+                bufs[i].buf = buf;
+                atomic_store_explicit(&bufs[i].gen, ++last_gen, memory_order_release);
+        }
+        if (i < MAX_BUFS) { /* else none free: this thread runs the scalar set */
+                mine = buf;
+                mine_i = i;
+                mine_gen = atomic_load_explicit(&bufs[i].gen, memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&reg_lock);
+}
+
+void strata__sgemm_forget(void *buf)
+{
+        if (!buf)
+                return;
+        pthread_mutex_lock(&reg_lock);
+        for (int i = 0; i < MAX_BUFS; i++)
+                if (bufs[i].buf == buf) {
+                        atomic_store_explicit(&bufs[i].gen, 0, memory_order_release);
+                        bufs[i].buf = NULL;
+                }
+        pthread_mutex_unlock(&reg_lock);
+}
+
 const char *strata__sgemm_name(enum strata_kernels set)
 {
         pthread_once(&compiled, compile);
@@ -621,7 +673,7 @@ const char *strata__sgemm_name(enum strata_kernels set)
 float *strata__sgemm_buffer(size_t *floats)
 {
         *floats = SLOT_FLOATS;
-        return strata__sgemm_claim();
+        return claim();
 }
 
 /* Whole pages: the plan's page-aligned parts after it keep their padding. */

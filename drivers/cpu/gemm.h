@@ -57,14 +57,6 @@ size_t strata__sgemm_pack_b_floats(int n, int k);
 void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst);
 
 /**
- * Part @p part of @p parts of strata__sgemm_pack_b()'s output: the (k, n) chunks whose middle
- * float falls in that part of it, so parts of about equal size (to a chunk), disjoint, and
- * together the whole; threads packing one copy each write their own chunks only.
- */
-void strata__sgemm_pack_b_part(const float *b, int ldb, int n, int k, float *dst, int part,
-                               int parts);
-
-/**
  * @brief Compile the kernel sets (once per process) and check that @p set runs here.
  * @retval STRATA_OK, STRATA_ENOTSUP (@p set cannot run on this CPU: the message says why).
  */
@@ -78,9 +70,6 @@ void strata__sgemm_use(void *buf);
 
 /** @brief No thread packs into @p buf any more (those that used it run the scalar set). */
 void strata__sgemm_forget(void *buf);
-
-/** The calling thread's packing buffer while its registration holds, else NULL (gemm_buf.c). */
-float *strata__sgemm_claim(void);
 
 /** @brief "libxsmm:avx512", "libxsmm:avx2", "strata:scalar"; NULL: @p set cannot run here. */
 const char *strata__sgemm_name(enum strata_kernels set);

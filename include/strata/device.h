@@ -324,13 +324,6 @@ struct strata_kernel_ops {
          */
         void (*gemm_pb)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
                         const float *pb, float beta, float *c, int ldc);
-        /**
-         * Part @p part of @p parts of gemm_pack()'s output (optional: NULL, none), into the
-         * same @p dst: the parts are disjoint and together all of it, so the threads of one
-         * process may each pack theirs into one copy they all read once they have met.
-         */
-        void (*gemm_pack_part)(const float *b, int ldb, int n, int k, float *dst, int part,
-                               int parts);
 
         /* ---- Invariant mode's chunk tree in one GEMM (optional: NULL, a GEMM per chunk) ---- */
 

@@ -6,7 +6,6 @@
  * writes exactly gemm_pack_floats() floats.
  */
 #include <criterion/criterion.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,63 +125,4 @@ Test(cpu_gemm_pb, the_call_reads_the_packed_copy)
         free(x);
         free(c);
         free(pb);
-}
-
-/*
- * gemm_pack_part (decision 0106): for 1 to 4 parts every float of gemm_pack()'s copy is
- * written by exactly one part, with gemm_pack()'s value, and nothing past the copy; a copy of
- * uneven chunks (200 columns: panels of 64, 64, 64, 8; 608 of k: 256, 256, 96) gives every
- * one of 2 parts some of it.
- */
-Test(cpu_gemm_pb, parts_pack_the_whole_once, .timeout = 60)
-{
-        static const int shapes[][2] = { { 256, 784 }, { 128, 256 }, { 200, 608 }, { 65, 17 },
-                                         { 10, 128 }, { 1, 5 } };
-        const uint32_t mark = 0x7fc0dead; /* a NaN no pack writes */
-        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
-
-        cr_assert_not_null(k);
-        cr_assert_not_null(k->gemm_pack_part);
-        for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
-                int n = shapes[s][0], kk = shapes[s][1], ldb = kk + 1;
-                size_t np = k->gemm_pack_floats(n, kk);
-                float *w = filled((size_t)n * ldb, 5u * s + 3);
-                float *whole = malloc(np * sizeof(float));
-                float *part = malloc((np + 1) * sizeof(float));
-                unsigned char *seen = calloc(np, 1);
-
-                cr_assert(whole && part && seen);
-                k->gemm_pack(w, ldb, n, kk, whole);
-                for (int parts = 1; parts <= 4; parts++) {
-                        memset(seen, 0, np);
-                        for (int q = 0; q < parts; q++) {
-                                size_t wrote = 0;
-
-                                for (size_t i = 0; i <= np; i++)
-                                        memcpy(&part[i], &mark, sizeof(mark));
-                                k->gemm_pack_part(w, ldb, n, kk, part, q, parts);
-                                cr_assert_eq(memcmp(&part[np], &mark, sizeof(mark)), 0);
-                                for (size_t i = 0; i < np; i++) {
-                                        if (!memcmp(&part[i], &mark, sizeof(mark)))
-                                                continue;
-                                        cr_assert_eq(memcmp(&part[i], &whole[i], sizeof(float)),
-                                                     0, "%d x %d, part %d of %d, float %zu", n,
-                                                     kk, q, parts, i);
-                                        cr_assert_eq(seen[i]++, 0, "%d x %d: float %zu twice",
-                                                     n, kk, i);
-                                        wrote++;
-                                }
-                                if (n == 200 && parts == 2)
-                                        cr_assert_gt(wrote, np / 4, "part %d of 2: %zu of %zu",
-                                                     q, wrote, np);
-                        }
-                        for (size_t i = 0; i < np; i++)
-                                cr_assert_eq(seen[i], 1, "%d x %d, %d parts: float %zu unwritten",
-                                             n, kk, parts, i);
-                }
-                free(w);
-                free(whole);
-                free(part);
-                free(seen);
-        }
 }
