@@ -256,7 +256,8 @@ static int alone_child(int rank, int size, void *arg)
         return strata_teardown(rt) == STRATA_OK ? 0 : 14;
 }
 
-static void alone(const char *trace, struct alone *g)
+/* Two processes of spawn_two's model running @p child on @p arg; rank 0's report in @p out. */
+static void spawn_pair(int (*child)(int, int, void *), const char *arg, void *out, size_t size)
 {
         struct strata_spawn_result res;
 
@@ -264,10 +265,15 @@ static void alone(const char *trace, struct alone *g)
                 cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
         cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
         rig_two_init(&spawn_two, &strata_mse);
-        spawn_two.r.cfg.device.timeout_s = 10.0; /* a mismatch ends, not hangs */
-        cr_assert_eq(strata_spawn(2, alone_child, (void *)trace, 30.0, g, sizeof(*g), &res),
-                     STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
+        spawn_two.r.cfg.device.timeout_s = 10.0; /* a mismatch or a missed flag ends, not hangs */
+        cr_assert_eq(strata_spawn(2, child, (void *)arg, 30.0, out, size, &res), STRATA_OK,
+                     "%s (exit %d of rank %d)", strata_last_error(), res.status,
                      res.failed_rank);
+}
+
+static void alone(const char *trace, struct alone *g)
+{
+        spawn_pair(alone_child, trace, g, sizeof(*g));
 }
 
 Test(models_held_loss, metrics_on_one_process_hold_nowhere, .timeout = 120)
@@ -370,42 +376,31 @@ static int carried_child(int rank, int size, void *arg)
 
 static void carried(const char *what, struct carried *g)
 {
-        struct strata_spawn_result res;
+        spawn_pair(carried_child, what, g, sizeof(*g));
+}
 
-        if (!strcmp(STRATA_SAN, "tsan"))
-                cr_skip_test("under TSan: a fork of the threaded test runner cannot be followed");
-        cli_serial_jobs(); /* one job at a time: processes.c watches /dev/shm */
-        rig_two_init(&spawn_two, &strata_mse);
-        spawn_two.r.cfg.device.timeout_s = 10.0; /* a process that missed a flag ends, not hangs */
-        cr_assert_eq(strata_spawn(2, carried_child, (void *)what, 30.0, g, sizeof(*g), &res),
-                     STRATA_OK, "%s (exit %d of rank %d)", strata_last_error(), res.status,
-                     res.failed_rank);
+/* Both processes refuse the step whose loss is not finite in rank 1's rows (@p what). */
+static void loss_crosses(const char *what)
+{
+        static struct carried g;
+
+        carried(what, &g);
+        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
+        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
+        cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
+                     (unsigned long long)g.msgs[0]);
+        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
+                     (unsigned long long)g.msgs[1]);
 }
 
 Test(models_held_loss, the_last_loss_crosses_on_the_gradients, .timeout = 120)
 {
-        static struct carried g;
-
-        carried("loss", &g);
-        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
-        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
-        cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
-                     (unsigned long long)g.msgs[0]);
-        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
-                     (unsigned long long)g.msgs[1]);
+        loss_crosses("loss");
 }
 
 Test(models_held_loss, the_last_loss_crosses_from_a_second_device, .timeout = 120)
 {
-        static struct carried g;
-
-        carried("loss2", &g);
-        cr_assert_eq(g.rc[0], STRATA_ENONFINITE, "rank 0 learnt rank 1's loss (%d)", g.rc[0]);
-        cr_assert_eq(g.rc[1], STRATA_ENONFINITE, "and again unagreed (%d)", g.rc[1]);
-        cr_assert_eq(g.msgs[0], 1, "the batch's agreement alone (%llu messages)",
-                     (unsigned long long)g.msgs[0]);
-        cr_assert_eq(g.msgs[1], 0, "no metrics exchanged (%llu messages)",
-                     (unsigned long long)g.msgs[1]);
+        loss_crosses("loss2");
 }
 
 Test(models_held_loss, a_stop_on_one_process_crosses_on_the_gradients, .timeout = 120)
