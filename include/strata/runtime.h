@@ -815,7 +815,8 @@ int strata_model_predict_step(struct strata_runtime *rt, int model, const struct
  *         after it) or a stop request between the models (one process; the request stays for
  *         the next call). A gradient that is not finite still ends the call at once, nothing
  *         changed. A trace records a held step's loss as this process's devices' mean (NaN
- *         where another process's loss was not finite, on a step whose verdicts crossed).
+ *         where another process's loss was not finite, 0 where this process had no rows, on a
+ *         step whose verdicts crossed).
  */
 int strata_models_train_step(struct strata_runtime *rt, const int *models, int n,
                              const struct strata_batch *b, struct strata_metrics *m);

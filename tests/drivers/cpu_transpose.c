@@ -6,8 +6,8 @@
  * 32, 16, 8: pack_b()) and of its KB rows (pack_a()). Each destination has a guard of sentinels
  * around and between its rows, which must be left as they were: nothing past a row or a column
  * is written; each source ends against a page that cannot be read, so nothing past its last
- * row or column is read. The transposes run under both kernel sets' GEMMs; cpu_kernel_sets compares the
- * GEMMs' bits.
+ * row or column is read. The transposes run under both kernel sets' GEMMs; cpu_kernel_sets
+ * compares the GEMMs' bits.
  */
 #include <criterion/criterion.h>
 #include <stddef.h>
