@@ -387,7 +387,9 @@ Test(output_safe, a_save_does_not_allocate)
         cr_assert_eq(rc, STRATA_OK, "%s", strata_last_error());
         expect_content(at("h.ckpt"), "new");
         cr_assert_eq(entries(), 1);
-        if (calls < 0)
+        if (calls < 0) { /* a skip leaves without the suite's fini: its folder goes here */
+                cli_rmtree(dir);
                 cr_skip("heap counting is not available under a sanitizer");
+        }
         cr_assert_eq(calls, 0);
 }
