@@ -319,10 +319,10 @@ int strata__net_carry_take(struct strata_comm *c, uint32_t *bits)
 
 void strata__net_counts(const struct strata_comm *c, uint64_t *msgs, uint64_t *bytes)
 {
-        int net = c && c->tp_state && c->tp->move == net_move;
+        const struct strata__net_state *s = net_of(c);
 
-        *msgs = net ? strata__net_st(c)->msgs : 0;
-        *bytes = net ? strata__net_st(c)->bytes : 0;
+        *msgs = s ? s->msgs : 0;
+        *bytes = s ? s->bytes : 0;
 }
 
 const struct strata__transport strata__net_transport = {

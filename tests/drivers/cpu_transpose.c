@@ -79,7 +79,8 @@ static const float *at_the_edge(int rows, size_t ls)
 {
         static float *map;
         static size_t page, len;
-        size_t n = (size_t)rows * ls, bytes = n * sizeof(float);
+        size_t bytes = (size_t)rows * ls * sizeof(float);
+        float *s;
 
         if (!map) {
                 page = (size_t)sysconf(_SC_PAGESIZE);
@@ -89,8 +90,7 @@ static const float *at_the_edge(int rows, size_t ls)
                 cr_assert_neq(map, MAP_FAILED);
                 cr_assert_eq(mprotect((char *)map + len, page, PROT_NONE), 0);
         }
-        float *s = (float *)((char *)map + len - bytes);
-
+        s = (float *)((char *)map + len - bytes);
         memcpy(s, src, bytes);
         return s;
 }
