@@ -99,7 +99,7 @@ static const struct pool_case cases[] = {
         /* 2 x 2 stride 2 over even widths (the plane-wide path): an odd height's last row
          * unread, output rows of 7 and 2, a depth in front, and rows of 300 outputs, more
          * than one block of the path's stack buffer; rows of 16 and 9 outputs (its backward
-         * runs for rows of at least 8) */
+         * runs for rows of at least 8, 16 at a time: rows of 8 and of 23, 16 and a tail of 7) */
         { &strata_maxpool2d, 2, 2, { 9, 14 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
         { &strata_maxpool2d, 2, 3, { 6, 4 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
         { &strata_maxpool3d, 3, 2, { 3, 5, 6 }, { 1, 2, 2 }, { 1, 2, 2 }, { 0, 0, 0 },
@@ -108,6 +108,8 @@ static const struct pool_case cases[] = {
         { &strata_maxpool2d, 2, 2, { 7, 32 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
         { &strata_maxpool3d, 3, 1, { 2, 5, 18 }, { 1, 2, 2 }, { 1, 2, 2 }, { 0, 0, 0 },
           { 1, 1, 1 } },
+        { &strata_maxpool2d, 2, 2, { 4, 16 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 5, 46 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
 };
 
 Test(maxpool, matches_the_definition)
