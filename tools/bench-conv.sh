@@ -12,10 +12,12 @@
 #    data synthesis and evaluation included) and, for the CNN and, as a control in the same
 #    pass, the MLP 784-256-128-10, the share of the threads' time spent ready but waiting for
 #    a core that other processes held (runq);
+#  - the CNN's conv2 GEMMs (strata-bench-conv 32-64-14x14:128, the module's GEMM calls) in
+#    GFLOP/s against the one-core FMA peak it measures before each run;
 #  - with ACCURACY=1, the CNN's test accuracy after EPOCHS (default 10) on one device.
 # Usage: tools/bench-conv.sh [REPS [STEPS]] ; env BUILD (default build), CNN_STEPS (default 60)
 # Rows (tools/bench-lib.sh, written when quiet): the CNN on one device against PyTorch, ddp on
-# 2 devices against one. BENCH_QUICK=1: 50 FCN steps, 14 CNN steps (PyTorch times past its
+# 2 devices against one, conv2's GEMMs against the peak. BENCH_QUICK=1: 50 FCN steps, 14 CNN steps (PyTorch times past its
 # 10th), 2048 MLP rows.
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio, step_sps; bench_*
@@ -72,6 +74,9 @@ for r in $(seq "$reps"); do
         m1=$(cnn_sps single 1 784-256-128-10 $mlp_rows); read -r _ mq1 <<< "$(sched)"
         m2=$(cnn_sps ddp 2 784-256-128-10 $mlp_rows); read -r _ mq2 <<< "$(sched)"
         add m2 "$(ratio "$m2" "$m1")"; add mq1 "$mq1"; add mq2 "$mq2"
+        g=$("$build/bin/strata-bench-conv" --reps 3 32-64-14x14:128) # conv2's GEMMs, its peak
+        add gp "$(sed -n 's/.*(now \([0-9.]*\) GFLOP\/s).*/\1/p' <<< "$g")"
+        add gg "$(sed -n 's/.*GEMM phase *[0-9.]* ms *\([0-9.]*\) GFLOP\/s.*/\1/p' <<< "$g")"
         echo "  pass $r/$reps done"
 done
 printf '| work | Strata | PyTorch | Strata / PyTorch (median of pairs) |\n'
@@ -95,6 +100,8 @@ echo "U-Net (examples/unet.sh): trained by Strata; no PyTorch peer in this bench
 bench_compare "CNN, batch 128, 1 device against PyTorch (one thread each)" samples/s \
         "${v[s1]}" "${v[t1]}"
 bench_compare "CNN, batch 128, ddp on 2 devices against 1 device" samples/s "${v[s2]}" "${v[s1]}"
+bench_compare "CNN's conv2 GEMMs (32-64-14x14, batch 128) against the one-core FMA peak" \
+        GFLOP/s "${v[gg]}" "${v[gp]}"
 if [ "${ACCURACY:-0}" = 1 ]; then
         a=$("$train" --model "$cnn" --epochs "$epochs" --batch 128 --strategy single --json |
                 grep '"final"' | field test_acc)

@@ -1,7 +1,8 @@
 /*
  * strata-bench-conv: the convolution modules' speed on one core, per layer at a batch: the
  * GEMM phase alone (the module's own GEMM calls: forward, weight gradient and, unless the
- * layer is a model's first, column gradient, each sample's in turn) and the whole module
+ * layer is a model's first, column gradient, each sample's in turn, its columns in the one
+ * place the module unfolds every sample into: decision 0093) and the whole module
  * (unfolding, bias, folding back included), in GFLOP/s of the GEMMs' 2 m n k. Medians of
  * --reps runs after 2 warm-up runs (--split: each GEMM alone too), fp32, the CPU driver's native set with its packing buffer.
  * Times are the thread's CPU time (a core other processes share takes turns, which wall time
@@ -65,29 +66,33 @@ static int open_layer(struct layer *L, const char *spec, const struct strata_ker
 enum { ALL, FWD, DW, DX };
 static int only = ALL;
 
-/* The module's GEMMs alone, as it calls them (nn/conv.c), over the batch. */
+/*
+ * The module's GEMMs alone, as it calls them (nn/conv.c), over the batch: every sample's
+ * columns, and its column gradient, in the first row's place of the saved values, where the
+ * module unfolds each sample again (decision 0093; a batch's own columns, 29 MB at 14 x 14,
+ * would be read from memory, as the module no longer does).
+ */
 static double gemm_phase(struct layer *L)
 {
         const struct strata_kernel_ops *k = L->c.k;
         int p = L->h * L->w, kk = L->cin * 9, co = L->cout;
         int tf = strata__conv_transposed((size_t)co, (size_t)p, 1);
         int tb = strata__conv_transposed((size_t)kk, (size_t)p, 0);
-        size_t cols = (size_t)kk * p;
         double t0 = strata_tool_cpu_now();
 
         for (int n = 0; n < L->batch && (only == ALL || only == FWD); n++) {
                 float *yn = L->y + (size_t)n * L->l.out;
 
                 if (tf && n + 1 < L->batch)
-                        k->gemm(1, 1, p, co, kk, 1.0f, L->l.aux + n * cols, p, L->l.param, kk,
-                                0.0f, yn + L->l.out, co);
+                        k->gemm(1, 1, p, co, kk, 1.0f, L->l.aux, p, L->l.param, kk, 0.0f,
+                                yn + L->l.out, co);
                 else
-                        k->gemm(0, 0, co, p, kk, 1.0f, L->l.param, kk, L->l.aux + n * cols, p,
-                                0.0f, yn, p);
+                        k->gemm(0, 0, co, p, kk, 1.0f, L->l.param, kk, L->l.aux, p, 0.0f, yn,
+                                p);
         }
         for (int n = 0; n < L->batch && only != FWD; n++) {
                 const float *dyn = L->dy + (size_t)n * L->l.out;
-                float *c = L->l.aux + n * cols;
+                float *c = L->l.aux;
 
                 if (only != DX)
                         k->gemm(0, 1, co, kk, p, 1.0f, dyn, p, c, p, n ? 1.0f : 0.0f,
