@@ -13,18 +13,20 @@
 #    pass, the MLP 784-256-128-10, the share of the threads' time spent ready but waiting for
 #    a core that other processes held (runq);
 #  - the CNN's conv2 GEMMs (strata-bench-conv 32-64-14x14:128, the module's GEMM calls) in
-#    GFLOP/s against the one-core FMA peak it measures before each run;
+#    GFLOP/s, the median of 3 runs, against the one-core FMA peak it measures as it starts;
 #  - with ACCURACY=1, the CNN's test accuracy after EPOCHS (default 10) on one device.
 # Usage: tools/bench-conv.sh [REPS [STEPS]] ; env BUILD (default build), CNN_STEPS (default 60)
 # Rows (tools/bench-lib.sh, written when quiet): the CNN on one device against PyTorch, ddp on
-# 2 devices against one, conv2's GEMMs against the peak. BENCH_QUICK=1: 50 FCN steps, 14 CNN steps (PyTorch times past its
-# 10th), 2048 MLP rows.
+# 2 devices against one, conv2's GEMMs against the peak. BENCH_QUICK=1: 50 FCN steps, 14 CNN
+# steps (PyTorch times past its 10th), 2048 MLP rows, conv2's GEMMs at batch 16 (its row
+# still named 128).
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh" # here, build, peers, train, py; median, ratio, step_sps; bench_*
 reps=${1:-5}
 steps=${2:-$([ "$quick" = 1 ] && echo 50 || echo 2000)}
 cnn_steps=${CNN_STEPS:-$([ "$quick" = 1 ] && echo 14 || echo 60)}
 mlp_rows=$([ "$quick" = 1 ] && echo 2048 || echo 60000)
+conv2=32-64-14x14:$([ "$quick" = 1 ] && echo 16 || echo 128)
 epochs=${EPOCHS:-10}
 cnn="conv2d(32,3,padding=1) relu maxpool2d(2) conv2d(64,3,padding=1) relu maxpool2d(2) flatten"
 cnn="$cnn linear(128) relu linear(10)"
@@ -74,7 +76,7 @@ for r in $(seq "$reps"); do
         m1=$(cnn_sps single 1 784-256-128-10 $mlp_rows); read -r _ mq1 <<< "$(sched)"
         m2=$(cnn_sps ddp 2 784-256-128-10 $mlp_rows); read -r _ mq2 <<< "$(sched)"
         add m2 "$(ratio "$m2" "$m1")"; add mq1 "$mq1"; add mq2 "$mq2"
-        g=$("$build/bin/strata-bench-conv" --reps 3 32-64-14x14:128) # conv2's GEMMs, its peak
+        g=$("$build/bin/strata-bench-conv" --reps 3 "$conv2") # conv2's GEMMs, the peak
         add gp "$(sed -n 's/.*(now \([0-9.]*\) GFLOP\/s).*/\1/p' <<< "$g")"
         add gg "$(sed -n 's/.*GEMM phase *[0-9.]* ms *\([0-9.]*\) GFLOP\/s.*/\1/p' <<< "$g")"
         echo "  pass $r/$reps done"

@@ -4,7 +4,9 @@
  * layer is a model's first, column gradient, each sample's in turn, its columns in the one
  * place the module unfolds every sample into: decision 0093) and the whole module
  * (unfolding, bias, folding back included), in GFLOP/s of the GEMMs' 2 m n k. Medians of
- * --reps runs after 2 warm-up runs (--split: each GEMM alone too), fp32, the CPU driver's native set with its packing buffer.
+ * --reps runs after 2 warm-up runs (--split: each GEMM alone too), fp32, the CPU driver's
+ * native set with its packing buffer; the first layer's (:first, K = 9) forward is timed as
+ * a GEMM, though the module runs it as nn/conv_small.c's direct product.
  * Times are the thread's CPU time (a core other processes share takes turns, which wall time
  * would count); each run is preceded by a measurement of the core's AVX2 FMA peak
  * (tools/peak.c, on the same clock: AVX-512's where the native set is libxsmm:avx512, else
