@@ -13,12 +13,13 @@
 
 /*
  * For e < @p ow: with t = ar[e] - (i0 + 2 e), r0[2 e + s] = v if t == s, r1[2 e + s] = v if
- * t == w + s, else +0 (s = 0, 1), v = 0 + d[e]; 16 outputs at a time, the last ones masked
- * (nothing read or written past the row). Call only where the CPU has AVX-512F.
+ * t == w + s, else +0 (s = 0, 1), v = 0 + d[e], or +0 where @p gate (not NULL) has
+ * gate[e] > 0 false; 16 outputs at a time, the last ones masked (nothing read or written
+ * past the row). Call only where the CPU has AVX-512F.
  */
 __attribute__((target("avx512f"))) static inline void
-strata__spread2x2_row512(int ow, int w, const float *d, const int32_t *ar, int32_t i0, float *r0,
-                         float *r1)
+strata__spread2x2_row512(int ow, int w, const float *d, const float *gate, const int32_t *ar,
+                         int32_t i0, float *r0, float *r1)
 {
         const __m512i two_e = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
                                                6, 4, 2, 0);
@@ -35,6 +36,12 @@ strata__spread2x2_row512(int ow, int w, const float *d, const int32_t *ar, int32
                 __mmask16 m = (__mmask16)((1u << n) - 1u);
                 __mmask16 ml = n >= 8 ? 0xffff : (__mmask16)((1u << 2 * n) - 1u);
                 __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(m, d + e));
+
+                if (gate) /* gate > 0, false for a NaN */
+                        v = _mm512_maskz_mov_ps(
+                                _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, gate + e),
+                                                   _mm512_setzero_ps(), _CMP_GT_OQ),
+                                v);
                 __m512i t = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, ar + e),
                                              _mm512_add_epi32(_mm512_set1_epi32(i0 + 2 * e),
                                                               two_e));

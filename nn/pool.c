@@ -15,7 +15,9 @@
 
 #include "strata/nn.h"
 #include "strata/status.h"
+#include "arch/bits.h"
 #include "arch/simd.h"
+#include "arch/spread.h"
 #include "base/base.h"
 #include "nn/spatial.h"
 
@@ -423,67 +425,21 @@ static void max_2x2_planes(const struct strata__spatial *g, int rows, const floa
 }
 
 /*
- * The backward of one (H, W) slice: the windows do not overlap, so each input takes at most
- * one output's gradient, 0 + dy as the zeroed scatter adds it (a -0 gradient lands as +0),
- * and every other input 0: written in one pass, no memset, no scatter. A last odd row no
- * window reads is zeroed. Which of a window's four inputs takes the gradient follows the
- * data: selected by masks, never by branches (a branch on it mispredicted about every other
- * output, ~30 cycles each: 17% of the CNN's step).
+ * One output row, one output at a time: the value's bits kept or cleared by a mask (and by
+ * gate[e] > 0 where @p gate is not NULL).
  */
-#if defined(__x86_64__) && !defined(STRATA_SANITIZED) /* sanitized: the C loop, checked */
-#define BACK_ROW512 1
-#include <immintrin.h>
-
-/* One output row of @p ow (i0: the index of its window's first input) with AVX-512. */
-__attribute__((target("avx512f"))) static void max_2x2_back_row512(int ow, int w,
-                                                                 const float *d,
-                                                                 const int32_t *ar,
-                                                                 int32_t i0, float *r0,
-                                                                 float *r1)
-{
-        const __m512i two_e = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
-                                               6, 4, 2, 0);
-        /* a0, a1 interleaved: lanes 0..7 of each, then 8..15 */
-        const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
-                                            16, 0);
-        const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10,
-                                            25, 9, 24, 8);
-        const __m512i one = _mm512_set1_epi32(1), wi = _mm512_set1_epi32(w);
-        const __m512i w1 = _mm512_set1_epi32(w + 1), zero = _mm512_setzero_si512();
-
-        for (int e = 0; e < ow; e += 16) {
-                int n = ow - e < 16 ? ow - e : 16;
-                __mmask16 m = (__mmask16)((1u << n) - 1u);
-                __mmask16 ml = n >= 8 ? 0xffff : (__mmask16)((1u << 2 * n) - 1u);
-                __mmask16 mh = n <= 8 ? 0 : (__mmask16)((1u << (2 * n - 16)) - 1u);
-                __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(m, d + e));
-                __m512i t = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, ar + e),
-                                             _mm512_add_epi32(_mm512_set1_epi32(i0 + 2 * e),
-                                                              two_e));
-                __m512 a0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(t, zero), v);
-                __m512 a1 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(t, one), v);
-                __m512 b0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(t, wi), v);
-                __m512 b1 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(t, w1), v);
-
-                _mm512_mask_storeu_ps(r0 + 2 * e, ml, _mm512_permutex2var_ps(a0, lo, a1));
-                _mm512_mask_storeu_ps(r0 + 2 * e + 16, mh, _mm512_permutex2var_ps(a0, hi, a1));
-                _mm512_mask_storeu_ps(r1 + 2 * e, ml, _mm512_permutex2var_ps(b0, lo, b1));
-                _mm512_mask_storeu_ps(r1 + 2 * e + 16, mh, _mm512_permutex2var_ps(b0, hi, b1));
-        }
-}
-#endif
-
-/* The same, one output at a time: the value's bits kept or cleared by a mask. */
 STRATA_SIMD static void max_2x2_back_row(int ow, int w, const float *restrict d,
+                                         const float *restrict gate,
                                          const int32_t *restrict ar, int32_t i0,
                                          float *restrict r0, float *restrict r1)
 {
         for (int e = 0; e < ow; e++) {
                 int32_t t = ar[e] - (i0 + 2 * e);
-                float v = 0.0f + d[e];
-                uint32_t b, q[4];
+                uint32_t b = strata__bits_f(0.0f + d[e]), q[4];
 
-                memcpy(&b, &v, sizeof(b));
+                if (gate)
+                        b &= -(uint32_t)(gate[e] > 0.0f);
+
                 q[0] = b & -(uint32_t)(t == 0);
                 q[1] = b & -(uint32_t)(t == 1);
                 q[2] = b & -(uint32_t)(t == w);
@@ -493,27 +449,61 @@ STRATA_SIMD static void max_2x2_back_row(int ow, int w, const float *restrict d,
         }
 }
 
+/* The rows' AVX-512 form where the CPU has it (decided once; tests can refuse it), else C's. */
+#if defined(__x86_64__) && !defined(STRATA_SANITIZED) /* sanitized: the C loop, checked */
+#define BACK_ROW512 1
+static int back_row512 = -1;
+#endif
+
+#ifdef STRATA_TESTING
+void strata__pool_force_c(int on)
+{
+#ifdef BACK_ROW512
+        back_row512 = on ? 0 : -1;
+#else
+        (void)on;
+#endif
+}
+#endif
+
+/*
+ * The backward of one (H, W) slice: the windows do not overlap, so each input takes at most
+ * one output's gradient, 0 + dy as the zeroed scatter adds it (a -0 gradient lands as +0),
+ * and every other input 0: written in one pass, no memset, no scatter. A last odd row no
+ * window reads is zeroed. Which of a window's four inputs takes the gradient is selected by
+ * masks (arch/spread.h): a branch on it mispredicted about every other output, ~30 cycles
+ * each, 15% of the CNN's step (decision 0109). Inside a convolution's loop over samples its
+ * gradient, argmaxes and (@p gate, see max_2x2_back()) outputs come from memory, a batch
+ * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step).
+ */
 static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
-                               const int32_t *arg, int32_t base, float *dx)
+                               const float *gate, const int32_t *arg, int32_t base, float *dx)
 {
         int ow = g->out[2], w = g->in[2];
 #ifdef BACK_ROW512
-        int wide = __builtin_cpu_supports("avx512f");
+        if (back_row512 < 0) {
+                __builtin_cpu_init();
+                back_row512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        }
 #endif
 
         for (int a = 0; a < g->out[1]; a++) {
-                const float *d = dy + (size_t)a * ow;
+                const float *d = dy + (size_t)a * ow, *gr = gate ? gate + (size_t)a * ow : NULL;
                 const int32_t *ar = arg + (size_t)a * ow;
                 float *r0 = dx + (size_t)2 * a * w, *r1 = r0 + w;
                 int32_t i0 = base + 2 * a * w;
 
+                __builtin_prefetch(d + 256); /* three streams from memory, 1 KiB ahead */
+                __builtin_prefetch(ar + 256);
+                if (gr)
+                        __builtin_prefetch(gr + 256);
 #ifdef BACK_ROW512
-                if (wide) {
-                        max_2x2_back_row512(ow, w, d, ar, i0, r0, r1);
+                if (back_row512) {
+                        strata__spread2x2_row512(ow, w, d, gr, ar, i0, r0, r1);
                         continue;
                 }
 #endif
-                max_2x2_back_row(ow, w, d, ar, i0, r0, r1);
+                max_2x2_back_row(ow, w, d, gr, ar, i0, r0, r1);
         }
         if (g->in[1] > 2 * g->out[1])
                 memset(dx + (size_t)2 * g->out[1] * w, 0, (size_t)w * sizeof(float));
@@ -567,6 +557,26 @@ static void maxpool_forward(struct strata_layer *l, const float *x, float *y, in
                 pool_planes(&g, POOL_MAX, rows, x, y, (int32_t *)(void *)l->aux, NULL, NULL);
 }
 
+/*
+ * The 2 x 2 pool's gradient of @p rows rows onto its saved argmaxes (@p arg); with @p gate
+ * (the pool's output y), only where y > 0: the ReLU before the pool folded in, whose
+ * dx = relu_y > 0 ? dpool : 0 reads at each argmax relu_y = y, the value the pool took, and
+ * elsewhere gives +0 either way (strata__maxpool_relu_backward()).
+ */
+static void max_2x2_back(const struct strata__spatial *g, const int32_t *arg,
+                         const float *gate, const float *dy, float *dx, int rows)
+{
+        size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
+
+        for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
+                for (int dz = 0; dz < g->out[0]; dz++) {
+                        size_t o = pl * g->out_sp + dz * out_sl;
+
+                        max_2x2_back_slice(g, dy + o, gate ? gate + o : NULL, arg + o,
+                                           (int32_t)(dz * in_sl), dx + pl * g->in_sp + dz * in_sl);
+                }
+}
+
 /* The gradient goes to each output's saved argmax, added in output order. */
 static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx, int rows,
                              int nd)
@@ -577,15 +587,8 @@ static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx,
         if (!dx)
                 return;
         pool_geom(l, nd, &g);
-        if (pool_2x2(&g) && g.out[2] >= 8) { /* shorter rows: the scatter measured faster */
-                size_t in_sl = (size_t)g.in[1] * g.in[2], out_sl = (size_t)g.out[1] * g.out[2];
-
-                for (size_t pl = 0; pl < (size_t)rows * (size_t)g.c; pl++)
-                        for (int dz = 0; dz < g.out[0]; dz++)
-                                max_2x2_back_slice(&g, dy + pl * g.out_sp + dz * out_sl,
-                                                   arg + pl * g.out_sp + dz * out_sl,
-                                                   (int32_t)(dz * in_sl),
-                                                   dx + pl * g.in_sp + dz * in_sl);
+        if (pool_2x2(&g)) {
+                max_2x2_back(&g, arg, NULL, dy, dx, rows);
                 return;
         }
         memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
@@ -598,6 +601,21 @@ static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx,
                         if (ap[n] >= 0)
                                 xp[ap[n]] += dp[n];
         }
+}
+
+int strata__maxpool_relu_backward(struct strata_layer *l, const float *y, const float *dy,
+                                  float *dx, int rows)
+{
+        struct strata__spatial g;
+        int nd = l->desc->ops == &strata_maxpool2d ? 2 : l->desc->ops == &strata_maxpool3d ? 3 : 0;
+
+        if (!nd || !dx)
+                return 0;
+        pool_geom(l, nd, &g);
+        if (!pool_2x2(&g))
+                return 0;
+        max_2x2_back(&g, (const int32_t *)(const void *)l->aux, y, dy, dx, rows);
+        return 1;
 }
 
 static void avgpool_forward(struct strata_layer *l, const float *x, float *y, int rows, int nd)

@@ -9,6 +9,7 @@
 #include "kernel/trace.h"
 #include "nn/norm_tokens.h"
 #include "nn/replica_private.h"
+#include "nn/spatial.h"
 
 /* What the passes show on the device's trace track. */
 static const struct strata__span span_fwd = { "forward", "compute", "layer", 0 };
@@ -118,6 +119,18 @@ static void fused_forward(const struct strata_row_hooks *h, int row)
 }
 
 /*
+ * Module @p k is the built-in MaxPool and k - 1 the built-in ReLU, both inside head's loop,
+ * f32 in and out: their backwards run as one (strata__maxpool_relu_backward(), the same
+ * bits) where the pool's geometry allows, and the ReLU's output is not read again.
+ */
+static int relu_pool(const struct strata__replica *r, int k, int head)
+{
+        return k - 1 > head && r->v.layers[k - 1].desc->ops == &strata_relu &&
+               r->ytype[k - 2] == STRATA_F32 && r->ytype[k - 1] == STRATA_F32 &&
+               r->ytype[k] == STRATA_F32;
+}
+
+/*
  * struct strata_row_hooks backward: the fused modules over row @p row in reverse order, from
  * the last one's output gradient through the two row buffers; the head's output gradient.
  */
@@ -131,12 +144,19 @@ static const float *fused_backward(const struct strata_row_hooks *h, int row)
                 struct strata_layer *l = &r->v.layers[k];
                 struct strata_step_ctx cc;
                 float *aux = fused_row(f, k, row, &cc);
+                int both = relu_pool(r, k, f->head) &&
+                           strata__maxpool_relu_backward(l, row_at(r->y[k], row, l->out,
+                                                                   cc.y_type),
+                                                         g, r->fuse_dx[b], 1);
 
-                l->desc->ops->backward(l, &cc, row_at(r->y[k - 1], row, l->in, cc.x_type),
-                                       row_at(r->y[k], row, l->out, cc.y_type), g,
-                                       r->fuse_dx[b], 1);
+                if (!both)
+                        l->desc->ops->backward(l, &cc,
+                                               row_at(r->y[k - 1], row, l->in, cc.x_type),
+                                               row_at(r->y[k], row, l->out, cc.y_type), g,
+                                               r->fuse_dx[b], 1);
                 l->aux = aux;
                 g = r->fuse_dx[b];
+                k -= both; /* the ReLU's backward ran with the pool's */
         }
         return g;
 }

@@ -78,4 +78,22 @@ int strata__spatial_width(const struct strata_layer *l, const struct strata__spa
 /** The output layout of @p g: its channels over its output extents. */
 struct strata_dims strata__spatial_dims(const struct strata__spatial *g);
 
+/**
+ * MaxPool 2 x 2 (stride 2, no padding, even width; module @p l, built-in MaxPool2d or 3d)
+ * and the ReLU before it in one backward over @p rows rows: dx, the ReLU's input gradient,
+ * from the pool's output @p y and output gradient @p dy, the same bits as the two backwards
+ * in turn without reading the ReLU's output (decision 0109). 0 (nothing written) where @p l
+ * is another pool or geometry.
+ */
+int strata__maxpool_relu_backward(struct strata_layer *l, const float *y, const float *dy,
+                                  float *dx, int rows);
+
+#ifdef STRATA_TESTING
+/*
+ * Tests only: @p on 1 makes MaxPool 2 x 2's backward take its C rows even where the CPU has
+ * AVX-512 (0: the CPU decides again), so that one machine checks both forms.
+ */
+void strata__pool_force_c(int on);
+#endif
+
 #endif /* STRATA_NN_SPATIAL_H */

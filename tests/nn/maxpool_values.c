@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "arch/bits.h"
+#include "nn/spatial.h"
 #include "tests/support/modcall.h"
 
 #define ROWS 3
@@ -99,7 +101,8 @@ static const struct pool_case cases[] = {
         /* 2 x 2 stride 2 over even widths (the plane-wide path): an odd height's last row
          * unread, output rows of 7 and 2, a depth in front, and rows of 300 outputs, more
          * than one block of the path's stack buffer; rows of 16 and 9 outputs (its backward
-         * runs for rows of at least 8, 16 at a time: rows of 8 and of 23, 16 and a tail of 7) */
+         * runs 16 outputs at a time: rows of 8, 17, 23, 24 and 31, tails of 1, 7, 8 and 15
+         * after a whole 16) */
         { &strata_maxpool2d, 2, 2, { 9, 14 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
         { &strata_maxpool2d, 2, 3, { 6, 4 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
         { &strata_maxpool3d, 3, 2, { 3, 5, 6 }, { 1, 2, 2 }, { 1, 2, 2 }, { 0, 0, 0 },
@@ -110,6 +113,9 @@ static const struct pool_case cases[] = {
           { 1, 1, 1 } },
         { &strata_maxpool2d, 2, 2, { 4, 16 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
         { &strata_maxpool2d, 2, 1, { 5, 46 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 4, 34 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 3, 48 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        { &strata_maxpool2d, 2, 1, { 4, 62 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
 };
 
 Test(maxpool, matches_the_definition)
@@ -205,4 +211,107 @@ Test(maxpool, gradients_of_disjoint_windows_are_exact)
                 }
         }
         negative_zero = 0;
+}
+
+/*
+ * The 2 x 2 backward's two forms of a row (AVX-512 where the CPU has it, C's elsewhere and
+ * under the sanitizers) give the same bits, gradients of -0, +-inf and NaN in every lane and
+ * tail included, and each gives what the definition's zeroed scatter gives.
+ */
+Test(maxpool, both_forms_of_the_2x2_backward_agree_bitwise)
+{
+        static float dx_c[MODCALL_MAX];
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const struct pool_case *t = &cases[i];
+                struct modcall *m = &(struct modcall){ 0 };
+                int ins, outs, n;
+
+                if (t->nd != 2 || t->k[0] != 2 || t->k[1] != 2 || t->s[0] != 2 ||
+                    t->s[1] != 2 || t->p[0] || t->p[1] || t->d[0] > 1 || t->d[1] > 1 ||
+                    t->in[1] % 2)
+                        continue;
+                pool_case_layer(m, t, ROWS, &ins, &outs);
+                modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+                modcall_wave(dy, ROWS * m->l.out, 0.91, 0.2);
+                for (int j = 0; j < ROWS * m->l.out; j += 5) /* every lane meets each */
+                        dy[j] = j % 4 == 0 ? -0.0f : j % 4 == 1 ? INFINITY
+                                                    : j % 4 == 2 ? -INFINITY : NAN;
+                n = ROWS * m->l.in;
+                t->ops->forward(&m->l, &m->c, x, y, ROWS);
+                strata__pool_force_c(1);
+                memset(dx_c, 0xa5, sizeof(dx_c));
+                t->ops->backward(&m->l, &m->c, x, y, dy, dx_c, ROWS);
+                strata__pool_force_c(0);
+                memset(dx, 0x5a, sizeof(dx));
+                t->ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+                cr_assert(memcmp(dx, dx_c, sizeof(float) * (size_t)n) == 0,
+                          "case %zu: the two forms differ", i);
+                memset(dx_c, 0, sizeof(float) * (size_t)n); /* the zeroed scatter */
+                for (int pl = 0; pl < ROWS * t->c; pl++)
+                        for (int o = 0; o < outs; o++) {
+                                int o2[3];
+
+                                pool_case_coords(t, o, o2);
+                                dx_c[pl * ins + ref_max(t, x + pl * ins, o2)] +=
+                                        dy[pl * outs + o];
+                        }
+                cr_assert(memcmp(dx, dx_c, sizeof(float) * (size_t)n) == 0,
+                          "case %zu: not the definition's bits", i);
+        }
+}
+
+/*
+ * The ReLU before a 2 x 2 pool folded into the pool's backward (the convolutions' fused row
+ * loop, decision 0109): bitwise the ReLU's backward (dx = r > 0 ? dpool : 0, r the ReLU's
+ * output, the pool's input) after the pool's, on both forms of the rows; inputs of 0, -0,
+ * negatives, +-inf and NaN (a pool after a ReLU meets only some of them: all are held to it),
+ * gradients of -0, +-inf and NaN. Another pool or geometry is declined, nothing written.
+ */
+Test(maxpool, the_relu_before_folds_into_the_2x2_backward)
+{
+        static float dpool[MODCALL_MAX], want_dx[MODCALL_MAX];
+        int done = 0;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const struct pool_case *t = &cases[i];
+                struct modcall *m = &(struct modcall){ 0 };
+                int ins, outs, n, is2x2 = t->nd >= 2 && t->k[t->nd - 2] == 2 &&
+                                          t->k[t->nd - 1] == 2 && t->s[t->nd - 2] == 2 &&
+                                          t->s[t->nd - 1] == 2 && !t->p[t->nd - 2] &&
+                                          !t->p[t->nd - 1] && t->d[t->nd - 2] <= 1 &&
+                                          t->d[t->nd - 1] <= 1 && t->in[t->nd - 1] % 2 == 0 &&
+                                          (t->nd == 2 || (t->k[0] == 1 && t->s[0] <= 1 &&
+                                                          !t->p[0]));
+
+                pool_case_layer(m, t, ROWS, &ins, &outs);
+                modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+                for (int j = 0; j < ROWS * m->l.in; j += 3)
+                        x[j] = (float[]){ 0.0f, -0.0f, -1.0f, INFINITY, -INFINITY, NAN }[j % 6];
+                modcall_wave(dy, ROWS * m->l.out, 0.91, 0.2);
+                for (int j = 0; j < ROWS * m->l.out; j += 5)
+                        dy[j] = j % 4 == 0 ? -0.0f : j % 4 == 1 ? INFINITY
+                                                    : j % 4 == 2 ? -INFINITY : NAN;
+                n = ROWS * m->l.in;
+                t->ops->forward(&m->l, &m->c, x, y, ROWS);
+                t->ops->backward(&m->l, &m->c, x, y, dy, dpool, ROWS);
+                for (int j = 0; j < n; j++)
+                        want_dx[j] = x[j] > 0.0f ? dpool[j] : 0.0f;
+                for (int c = 0; c < 2; c++) {
+                        strata__pool_force_c(c);
+                        memset(dx, 0x5a, sizeof(dx));
+                        cr_assert_eq(strata__maxpool_relu_backward(&m->l, y, dy, dx, ROWS),
+                                     is2x2, "case %zu: taken %d", i, !is2x2);
+                        if (is2x2)
+                                cr_assert(memcmp(dx, want_dx, sizeof(float) * (size_t)n) == 0,
+                                          "case %zu (%s rows): not the two backwards' bits",
+                                          i, c ? "C" : "the CPU's");
+                        else
+                                for (int j = 0; j < n; j++)
+                                        cr_assert_eq(strata__bits_f(dx[j]), 0x5a5a5a5au);
+                }
+                strata__pool_force_c(0);
+                done += is2x2;
+        }
+        cr_assert_geq(done, 8);
 }
