@@ -10,6 +10,8 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -449,17 +451,23 @@ STRATA_SIMD static void max_2x2_back_row(int ow, int w, const float *restrict d,
         }
 }
 
+/* The line 1 KiB past @p p into the caches (an address past a buffer's end: no fault). */
+static inline void ahead(const void *p)
+{
+        __builtin_prefetch((const void *)((uintptr_t)p + 1024));
+}
+
 /* The rows' AVX-512 form where the CPU has it (decided once; tests can refuse it), else C's. */
 #if defined(__x86_64__) && !defined(STRATA_SANITIZED) /* sanitized: the C loop, checked */
 #define BACK_ROW512 1
-static int back_row512 = -1;
+static atomic_int back_row512 = -1; /* device threads may race to the first call */
 #endif
 
 #ifdef STRATA_TESTING
-void strata__pool_force_c(int on)
+void strata__maxpool_force_c(int on)
 {
 #ifdef BACK_ROW512
-        back_row512 = on ? 0 : -1;
+        atomic_store_explicit(&back_row512, on ? 0 : -1, memory_order_relaxed);
 #else
         (void)on;
 #endif
@@ -481,9 +489,12 @@ static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
 {
         int ow = g->out[2], w = g->in[2];
 #ifdef BACK_ROW512
-        if (back_row512 < 0) {
+        int wide = atomic_load_explicit(&back_row512, memory_order_relaxed);
+
+        if (wide < 0) {
                 __builtin_cpu_init();
-                back_row512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+                wide = __builtin_cpu_supports("avx512f") ? 1 : 0;
+                atomic_store_explicit(&back_row512, wide, memory_order_relaxed);
         }
 #endif
 
@@ -493,12 +504,12 @@ static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
                 float *r0 = dx + (size_t)2 * a * w, *r1 = r0 + w;
                 int32_t i0 = base + 2 * a * w;
 
-                __builtin_prefetch(d + 256); /* three streams from memory, 1 KiB ahead */
-                __builtin_prefetch(ar + 256);
+                ahead(d); /* three streams from memory */
+                ahead(ar);
                 if (gr)
-                        __builtin_prefetch(gr + 256);
+                        ahead(gr);
 #ifdef BACK_ROW512
-                if (back_row512) {
+                if (wide) {
                         strata__spread2x2_row512(ow, w, d, gr, ar, i0, r0, r1);
                         continue;
                 }
@@ -603,8 +614,8 @@ static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx,
         }
 }
 
-int strata__maxpool_relu_backward(struct strata_layer *l, const float *y, const float *dy,
-                                  float *dx, int rows)
+int strata__maxpool_relu_backward(const struct strata_layer *l, const float *y,
+                                  const float *dy, float *dx, int rows)
 {
         struct strata__spatial g;
         int nd = l->desc->ops == &strata_maxpool2d ? 2 : l->desc->ops == &strata_maxpool3d ? 3 : 0;

@@ -119,16 +119,19 @@ static void fused_forward(const struct strata_row_hooks *h, int row)
 }
 
 /*
- * Module @p k is the built-in MaxPool and k - 1 the built-in ReLU, both inside head's loop,
- * f32 in and out: their backwards run as one (strata__maxpool_relu_backward(), the same
- * bits) where the pool's geometry allows, and the ReLU's output is not read again.
+ * Module k - 1 is the built-in ReLU inside head's loop, its output and module k's f32: where
+ * module k is the built-in MaxPool 2 x 2 (strata__maxpool_relu_backward() checks it), their
+ * backwards run as one, the same bits, and the ReLU's output is not read again (0109).
  */
 static int relu_pool(const struct strata__replica *r, int k, int head)
 {
         return k - 1 > head && r->v.layers[k - 1].desc->ops == &strata_relu &&
-               r->ytype[k - 2] == STRATA_F32 && r->ytype[k - 1] == STRATA_F32 &&
-               r->ytype[k] == STRATA_F32;
+               r->ytype[k - 1] == STRATA_F32 && r->ytype[k] == STRATA_F32;
 }
+
+#ifdef STRATA_TESTING
+int strata__replica_folds;
+#endif
 
 /*
  * struct strata_row_hooks backward: the fused modules over row @p row in reverse order, from
@@ -157,6 +160,9 @@ static const float *fused_backward(const struct strata_row_hooks *h, int row)
                 l->aux = aux;
                 g = r->fuse_dx[b];
                 k -= both; /* the ReLU's backward ran with the pool's */
+#ifdef STRATA_TESTING
+                strata__replica_folds += both;
+#endif
         }
         return g;
 }

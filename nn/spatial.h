@@ -1,6 +1,7 @@
 /*
  * What the spatial modules share (internal): a layer's geometry over three dimensions and the
- * checks of a sample's layout, with the words of their messages (nn/spatial.c). The modules,
+ * checks of a sample's layout, with the words of their messages (nn/spatial.c); and MaxPool's
+ * backward with the ReLU before it, which the replica's fused row loop calls (nn/pool.c). The modules,
  * PyTorch semantics over samples laid out as (C, D, H, W), the last fastest (struct
  * strata_dims): MaxPool1d/2d/3d and AvgPool1d/2d/3d (nn/pool.c), Upsample and Flatten
  * (nn/upsample.c), LayerNorm (nn/norm.c).
@@ -82,18 +83,19 @@ struct strata_dims strata__spatial_dims(const struct strata__spatial *g);
  * MaxPool 2 x 2 (stride 2, no padding, even width; module @p l, built-in MaxPool2d or 3d)
  * and the ReLU before it in one backward over @p rows rows: dx, the ReLU's input gradient,
  * from the pool's output @p y and output gradient @p dy, the same bits as the two backwards
- * in turn without reading the ReLU's output (decision 0109). 0 (nothing written) where @p l
- * is another pool or geometry.
+ * in turn without reading the ReLU's output (decision 0109): it relies on the ReLU's
+ * contract (struct strata_kernel_ops relu_backward: dy where y > 0, else +0). 0 (nothing
+ * written) where @p l is another pool or geometry.
  */
-int strata__maxpool_relu_backward(struct strata_layer *l, const float *y, const float *dy,
-                                  float *dx, int rows);
+int strata__maxpool_relu_backward(const struct strata_layer *l, const float *y,
+                                  const float *dy, float *dx, int rows);
 
 #ifdef STRATA_TESTING
-/*
+/**
  * Tests only: @p on 1 makes MaxPool 2 x 2's backward take its C rows even where the CPU has
  * AVX-512 (0: the CPU decides again), so that one machine checks both forms.
  */
-void strata__pool_force_c(int on);
+void strata__maxpool_force_c(int on);
 #endif
 
 #endif /* STRATA_NN_SPATIAL_H */

@@ -239,10 +239,10 @@ Test(maxpool, both_forms_of_the_2x2_backward_agree_bitwise)
                                                     : j % 4 == 2 ? -INFINITY : NAN;
                 n = ROWS * m->l.in;
                 t->ops->forward(&m->l, &m->c, x, y, ROWS);
-                strata__pool_force_c(1);
+                strata__maxpool_force_c(1);
                 memset(dx_c, 0xa5, sizeof(dx_c));
                 t->ops->backward(&m->l, &m->c, x, y, dy, dx_c, ROWS);
-                strata__pool_force_c(0);
+                strata__maxpool_force_c(0);
                 memset(dx, 0x5a, sizeof(dx));
                 t->ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
                 cr_assert(memcmp(dx, dx_c, sizeof(float) * (size_t)n) == 0,
@@ -298,7 +298,7 @@ Test(maxpool, the_relu_before_folds_into_the_2x2_backward)
                 for (int j = 0; j < n; j++)
                         want_dx[j] = x[j] > 0.0f ? dpool[j] : 0.0f;
                 for (int c = 0; c < 2; c++) {
-                        strata__pool_force_c(c);
+                        strata__maxpool_force_c(c);
                         memset(dx, 0x5a, sizeof(dx));
                         cr_assert_eq(strata__maxpool_relu_backward(&m->l, y, dy, dx, ROWS),
                                      is2x2, "case %zu: taken %d", i, !is2x2);
@@ -310,7 +310,7 @@ Test(maxpool, the_relu_before_folds_into_the_2x2_backward)
                                 for (int j = 0; j < n; j++)
                                         cr_assert_eq(strata__bits_f(dx[j]), 0x5a5a5a5au);
                 }
-                strata__pool_force_c(0);
+                strata__maxpool_force_c(0);
                 done += is2x2;
         }
         cr_assert_geq(done, 8);

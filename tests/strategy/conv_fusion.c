@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "nn/replica.h"
 #include "tests/support/skipnet.h"
 
 #define STEPS 12
@@ -219,6 +220,27 @@ Test(conv_fusion, fusion_stops_at_an_output_a_skip_connection_reads)
         ran(1, 1, "the ReLU a concat reads"); /* its output is the group's last: fused */
         ran(2, 0, "the pool after it");
         ran(6, 1, "the second ReLU");
+}
+
+/*
+ * The CNN's first ReLU and MaxPool 2 x 2 (even width) run their backwards as one inside the
+ * convolution's loop (decision 0109), the second pair (odd width) each its own; under
+ * no_fusion never (the same bits either way: cnn_same_bits_every_strategy).
+ */
+Test(conv_fusion, relu_and_pool_backwards_run_as_one_when_fused)
+{
+        static struct skipnet_run run;
+        struct strata_config c = skipnet_cfg(SKIPNET_CNN, STRATA_STRATEGY_SINGLE, 1);
+
+        strata__replica_folds = 0;
+        skipnet_train(&c, 3, &run);
+        cr_assert_eq(strata__replica_folds, 3 * SKIPNET_BATCH, "%d rows folded in 3 steps",
+                     strata__replica_folds);
+        c.device.no_fusion = 1;
+        strata__replica_folds = 0;
+        skipnet_train(&c, 3, &run);
+        cr_assert_eq(strata__replica_folds, 0, "%d rows folded under no_fusion",
+                     strata__replica_folds);
 }
 
 Test(conv_fusion, no_fusion_refuses_other_values)
