@@ -49,7 +49,8 @@ int strata__net_reduce_rounds(struct strata_comm *c, const struct strata_coll *o
                         dst[nd++] = strata__comm_peer(c, 0, r)->recv;
         /* A checked all-reduce of one local rank (comm_blocks.h): this process stores every
          * sum, so its check in their pass is the whole vector's (decision 0110). */
-        check = op->kind == STRATA_COLL_ALL_REDUCE && n == 1 && c->flag[0].check && !c->dev;
+        check = op->kind == STRATA_COLL_ALL_REDUCE && op->dtype == STRATA_F32 && n == 1 &&
+                c->flag[0].check && !c->dev;
         c->flag[0].checked = (unsigned char)check;
         for (size_t lo = 0;; lo += per) {
                 size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
