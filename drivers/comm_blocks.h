@@ -35,7 +35,16 @@ int strata__comm_reduce_scatter_checked(struct strata_comm *c, int rank, void *g
                                         enum strata_reduce_op op);
 
 /*
- * Local rank @p rank's record of checked reduce-scatters since the last call, then cleared:
+ * strata_comm_all_reduce() of f32 in place, its sums checked in their pass where the
+ * transport can (decision 0110: the net transport's direct reduction with one local rank,
+ * where every process stores every sum), @p count added to the rank's checked span; a call it
+ * could not check marks the record missed, as above.
+ */
+int strata__comm_all_reduce_checked(struct strata_comm *c, int rank, float *g, size_t count,
+                                    enum strata_reduce_op op);
+
+/*
+ * Local rank @p rank's record of checked collectives since the last call, then cleared:
  * returns 1 when a sum it stored was not finite; *span: the elements of the spans checked
  * (0 when one went unchecked, or for a bad @p c or @p rank, which return 0).
  */

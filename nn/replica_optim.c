@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "strata/status.h"
+#include "arch/simd.h"
 #include "kernel/trace.h"
 #include "nn/optim.h"
 #include "nn/replica_private.h"
@@ -178,9 +179,21 @@ void strata__replica_set_steps(struct strata__replica *r, uint64_t t)
 }
 
 /*
+ * p = keep p + tau q, each element rounded as the scalar loop rounds it (two products and a
+ * sum, ISO C: no contraction into a fused multiply-add), in the widest vectors the CPU has
+ * (decision 0110: a process repeats it whole, whatever its share of the rows).
+ */
+STRATA_SIMD static void polyak(float *restrict p, const float *restrict q, float keep, float tau,
+                               size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                p[i] = keep * p[i] + tau * q[i];
+}
+
+/*
  * A target copy's parameters follow its source's (decision 0069): p' = (1 - tau) p' + tau p,
- * element by element in f32 (ISO C: no contraction, the same bits on every machine); tau 1
- * copies. Host memory: the runtime refuses several models on a driver with memory of its own.
+ * element by element in f32 (the same bits on every machine); tau 1 copies. Host memory: the
+ * runtime refuses several models on a driver with memory of its own.
  */
 void strata__replica_polyak(struct strata__replica *t, const struct strata__replica *s,
                             float tau)
@@ -192,6 +205,5 @@ void strata__replica_polyak(struct strata__replica *t, const struct strata__repl
                 memcpy(p, q, t->v.nparam * sizeof(float));
                 return;
         }
-        for (size_t i = 0; i < t->v.nparam; i++)
-                p[i] = keep * p[i] + tau * q[i];
+        polyak(p, q, keep, tau, t->v.nparam);
 }

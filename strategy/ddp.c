@@ -203,12 +203,14 @@ static int reduce_parts(const struct strata_runtime *rt, struct strata__replica 
 /*
  * Sum elements [lo, lo + n) of every device's gradients, held at @p g (the replica's vector
  * at lo, or a layer's buffer): into every replica, or with @p part each device's part of the
- * split step into its own (a bucket of at most SPLIT_MIN floats: into every replica). In bf16
- * (cfg.strategy.grad_allreduce) they are rounded into the replica's staging, all-reduced there
- * and widened back.
+ * split step into its own (a bucket of at most SPLIT_MIN floats: into every replica). With
+ * @p alone (strata__dev_alone()) the sums are checked in their pass where the transport can,
+ * the device's record of checks, which its step then takes for its check (decision 0110). In
+ * bf16 (cfg.strategy.grad_allreduce) they are rounded into the replica's staging, all-reduced
+ * there and widened back.
  */
 static int all_reduce_grads(const struct strata_runtime *rt, struct strata__replica *r, float *g,
-                            size_t lo, size_t n, enum strata_reduce_op op, int part)
+                            size_t lo, size_t n, enum strata_reduce_op op, int part, int alone)
 {
         struct ddp *d = ddp_of(rt);
         const struct strata__replica_view *v = strata__replica_view(r);
@@ -216,6 +218,8 @@ static int all_reduce_grads(const struct strata_runtime *rt, struct strata__repl
 
         if (!s && part && n > SPLIT_MIN)
                 return reduce_parts(rt, r, g, lo, n, op);
+        if (!s && alone)
+                return strata__comm_all_reduce_checked(d->m.dcomm, v->dev, g, n, op);
         if (!s) /* f32 (tree: the devices' blocks, the top of invariant mode's tree) */
                 return strata_comm_all_reduce(d->m.dcomm, v->dev, g, g, n, STRATA_F32, op);
         s += lo;
@@ -248,7 +252,7 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
 {
         const struct strata__replica_view *v = strata__replica_view(r);
         struct ddp *d = ddp_of(h);
-        int part = strata__dev_split(h, &d->m);
+        int part = strata__dev_split(h, &d->m), alone = !part && strata__dev_alone(h, &d->m);
 
         for (int k = 0; k < d->b.n; k++) {
                 uint64_t t0;
@@ -256,7 +260,7 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
 
                 if (d->b.close[k] != layer)
                         continue;
-                if (part && k == 0) { /* the step's first bucket: a fresh record of checks */
+                if ((part || alone) && k == 0) { /* the step's first bucket: a fresh record */
                         size_t span;
 
                         (void)strata__comm_checked(d->m.dcomm, v->dev, &span);
@@ -264,7 +268,7 @@ static int buckets_ready(void *h, struct strata__replica *r, int layer, enum str
                 inject_nonfinite(h, v->dev, v->grads + d->b.lo[k]);
                 t0 = strata__track_begin(v->track, &span_bucket, NULL);
                 rc = all_reduce_grads(h, r, v->grads + d->b.lo[k], d->b.lo[k],
-                                      d->b.hi[k] - d->b.lo[k], op, part);
+                                      d->b.hi[k] - d->b.lo[k], op, part, alone);
                 strata__track_end(v->track, t0, k);
                 STRATA_TRY(rc);
         }
@@ -299,7 +303,7 @@ int strata__ddp_layer_each(void *h, struct strata__replica *r, int layer)
                 return STRATA_OK;
         t0 = strata__track_begin(v->track, &span_layer, NULL);
         rc = all_reduce_grads(h, r, l->grad, v->poff[layer], l->nparam, STRATA_OP_SUM,
-                             0);
+                             0, 0);
         strata__track_end(v->track, t0, layer);
         return rc;
 }

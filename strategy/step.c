@@ -51,6 +51,22 @@ static int part_nonfinite(struct strata_comm *comm, int dev, const struct strata
 }
 
 /*
+ * The check of the device's whole reduced gradient where it decides alone: the record of
+ * ddp's checked all-reduces where they covered the whole vector this step (decision 0110),
+ * else the gradients read again. ddp's buckets cover the vector, each checked where the
+ * transport could; the record of a model without parameters is not this step's: read.
+ */
+static int alone_nonfinite(struct strata_comm *comm, int dev, const struct strata__replica *r)
+{
+        size_t span = 0;
+        int nf = comm ? strata__comm_checked(comm, dev, &span) : 0;
+
+        if (span && span == strata__replica_view(r)->nparam)
+                return nf;
+        return strata__replica_nonfinite(r);
+}
+
+/*
  * strata__unscale_step() where this device checks only gradients [lo, hi) when @p part (else
  * all it holds); the agreement over @p comm then decides for every range. With @p alone
  * (strata__dev_alone()) the device's own check is every device's: nothing is exchanged.
@@ -67,6 +83,7 @@ static int unscale_range(struct strata_runtime *rt, int dev, struct strata_comm 
                 return STRATA_OK; /* the opt-out: the update takes the gradients as they are */
         inf = scaled ? strata__replica_unscale(r, rt->scaler.scale)
               : part ? part_nonfinite(comm, dev, r, lo, hi)
+              : alone ? alone_nonfinite(comm, dev, r)
                    : strata__replica_nonfinite(r);
         /* A test's: this device alone saw an overflow (deciding alone, this replica's
          * gradients hold every device's, as dp's master does). */

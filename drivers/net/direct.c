@@ -42,11 +42,16 @@ int strata__net_reduce_rounds(struct strata_comm *c, const struct strata_coll *o
         void *dst[STRATA_MAX_DEVICES];
         const void *src[STRATA_MAX_DEVICES * STRATA__NET_DIRECT];
         const unsigned char *data[STRATA__NET_DIRECT];
-        int nd = 0;
+        int nd = 0, check;
 
         for (int r = 0; r < n; r++)
                 if (op->kind == STRATA_COLL_ALL_REDUCE || r == root_local)
                         dst[nd++] = strata__comm_peer(c, 0, r)->recv;
+        /* A checked all-reduce of one local rank (comm_blocks.h): this process stores every
+         * sum, so its check in their pass is the whole vector's (decision 0110). */
+        check = op->kind == STRATA_COLL_ALL_REDUCE && op->dtype == STRATA_F32 && n == 1 &&
+                c->flag[0].check && !c->dev;
+        c->flag[0].checked = (unsigned char)check;
         for (size_t lo = 0;; lo += per) {
                 size_t hi = op->count - lo < per ? op->count : lo + per, bytes = (hi - lo) * es;
 
@@ -57,7 +62,9 @@ int strata__net_reduce_rounds(struct strata_comm *c, const struct strata_coll *o
                 for (int p = 0; p < P; p++)
                         for (int r = 0; r < n; r++)
                                 src[p * n + r] = data[p] + (size_t)r * bytes - lo * es;
-                if (nd) /* a reduce whose root is in another process: nothing to write here */
+                if (check)
+                        strata__comm_reduce_check(c, 0, op, dst[0], src, P * n, lo, hi, 0);
+                else if (nd) /* a reduce whose root is in another process: nothing here */
                         strata__reduce_many(op->dtype, o, dst, nd, src, P * n, lo, hi, 0);
                 if (hi >= op->count)
                         return STRATA_OK;
