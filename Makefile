@@ -27,7 +27,9 @@ Q       := $(if $(filter 1,$(V)),,@)
 
 # -fno-math-errno: sqrtf never sets errno here, so loops that call it vectorise (AdamW's update
 # ran scalar with it); IEEE square roots and quotients are the same bits either way.
-CSTD     := -std=c11 -D_GNU_SOURCE -fno-math-errno
+# -ffp-contract=off: no a * b + c fused into one rounding, with any compiler (GCC's -std=c11
+# already means it; clang would contract by default): every clone rounds as the C says.
+CSTD     := -std=c11 -D_GNU_SOURCE -fno-math-errno -ffp-contract=off
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
 OPT      ?= -O3 -g
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -fPIC -pthread -MMD -MP -Iinclude -I. $(SANFLAGS) $(EXTRA_CFLAGS)

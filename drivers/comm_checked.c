@@ -32,12 +32,15 @@ static int checked(struct strata_comm *c, int rank, size_t count,
         return rc;
 }
 
+/* strata__comm_reduce_scatter_checked()'s arguments, for checked(). */
 struct rs_args {
-        void *g, *recv;
+        void *g;
+        void *recv;
         size_t count, lo, block;
         enum strata_reduce_op o;
 };
 
+/* The reduce-scatter over blocks that checked() runs. */
 static int run_rs(struct strata_comm *c, int rank, const void *args)
 {
         const struct rs_args *a = args;
@@ -57,12 +60,14 @@ int strata__comm_reduce_scatter_checked(struct strata_comm *c, int rank, void *g
         return checked(c, rank, count, run_rs, &a);
 }
 
+/* strata__comm_all_reduce_checked()'s arguments, for checked(). */
 struct ar_args {
         float *g;
         size_t count;
         enum strata_reduce_op o;
 };
 
+/* The all-reduce in place that checked() runs. */
 static int run_ar(struct strata_comm *c, int rank, const void *args)
 {
         const struct ar_args *a = args;

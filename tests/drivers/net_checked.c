@@ -22,15 +22,18 @@
 
 #define COUNT 1003
 #define MAXR 4
-#define ROUNDS 5
+#define ROUNDS 7
 
-/* Each round's input: finite, or one bad element (of process at % 2) at element at. */
+/*
+ * Each round's input: finite, or one bad element (of process at % 2) at element at; a finite
+ * round after each bad one (the record's verdict is cleared when taken).
+ */
 enum bad { FINITE, NAN_ONE, INF_ONE, OVERFLOW };
 static const struct {
         enum bad bad;
         size_t at;
-} rounds[ROUNDS] = { { FINITE, 0 }, { NAN_ONE, 0 }, { INF_ONE, 501 }, { OVERFLOW, 1002 },
-                     { NAN_ONE, 17 } };
+} rounds[ROUNDS] = { { FINITE, 0 }, { NAN_ONE, 0 },       { FINITE, 0 }, { INF_ONE, 501 },
+                     { FINITE, 0 }, { OVERFLOW, 1002 },   { NAN_ONE, 17 } };
 
 /* What every global rank saw, in memory the processes share. */
 struct result {
