@@ -171,7 +171,7 @@ void strata__replica_chunks(struct strata__replica *r, int rows, int chunks, int
 /** Tests only: non-zero runs `tokens layernorm tokens` as three modules (decision 0090). */
 extern int strata__replica_unfused;
 /** Tests only: the rows whose ReLU and MaxPool backwards ran as one (decision 0109). */
-extern int strata__replica_folds;
+extern _Atomic int strata__replica_folds;
 #endif
 
 /** Forward through every module (each output kept for the loss); a module's collective may fail. */

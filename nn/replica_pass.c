@@ -4,6 +4,8 @@
  * here; decision 0046); where the shard holds a layer's parameters elsewhere it fetches them
  * before the layer runs (nn/shard.c), invariant mode runs each module per chunk (nn/chunks.c).
  */
+#include <stdatomic.h>
+
 #include "strata/status.h"
 #include "base/base.h"
 #include "kernel/trace.h"
@@ -130,7 +132,7 @@ static int relu_pool(const struct strata__replica *r, int k, int head)
 }
 
 #ifdef STRATA_TESTING
-int strata__replica_folds;
+_Atomic int strata__replica_folds; /* device threads count together */
 #endif
 
 /*
@@ -161,7 +163,7 @@ static const float *fused_backward(const struct strata_row_hooks *h, int row)
                 g = r->fuse_dx[b];
                 k -= both; /* the ReLU's backward ran with the pool's */
 #ifdef STRATA_TESTING
-                strata__replica_folds += both;
+                atomic_fetch_add_explicit(&strata__replica_folds, both, memory_order_relaxed);
 #endif
         }
         return g;
