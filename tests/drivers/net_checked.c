@@ -1,12 +1,13 @@
 /*
  * The checked all-reduce across processes (drivers/comm_blocks.h, decision 0110: ddp's step
  * where each device decides alone takes the check of its gradients from the sum's pass): over
- * the net transport's direct reduction with one rank a process, every process's sums are the
- * unchecked all-reduce's bits, its record counts the span and says whether a sum it stored is
- * NaN or infinite (a NaN or infinity in either process's input, or two finite inputs whose sum
- * overflows, anywhere in the span), and is cleared when taken; with two ranks a process (local
- * rank 0 reduces for both) and within one process (the shm transport), nothing is checked: the
- * record is marked missed (span 0), so the step reads its gradients again.
+ * the net transport's direct reduction with one rank a process (2 and 3 processes), every
+ * process's sums are the unchecked all-reduce's bits, its record counts the span and says
+ * whether a sum it stored is NaN or infinite (a NaN or infinity in one process's input, or two
+ * finite inputs whose sum overflows, anywhere in the span), and is cleared when taken; with two
+ * ranks a process (local rank 0 reduces for both) and within one process (the shm transport),
+ * nothing is checked: the record is marked missed (span 0), so the step reads its gradients
+ * again.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -155,7 +156,8 @@ static void expect(int world, int checked, const char *what)
                 }
 }
 
-static void spawned(int devices)
+/* @p procs processes of @p devices ranks each, spawned, the rounds run and checked. */
+static void spawned(int procs, int devices)
 {
         struct strata_spawn_result res;
         int rc;
@@ -166,20 +168,28 @@ static void spawned(int devices)
                       -1, 0);
         cr_assert_neq(shared, MAP_FAILED);
         memset(shared, 0, sizeof(*shared));
-        rc = strata_spawn(2, child, &devices, 60.0, NULL, 0, &res);
-        cr_assert_eq(rc, STRATA_OK, "2x%d: %s (%s)", devices, res.why, shared->why);
-        expect(2 * devices, devices == 1, devices == 1 ? "2 processes x 1" : "2 processes x 2");
+        rc = strata_spawn(procs, child, &devices, 60.0, NULL, 0, &res);
+        cr_assert_eq(rc, STRATA_OK, "%dx%d: %s (%s)", procs, devices, res.why, shared->why);
+        expect(procs * devices, devices == 1,
+               procs == 3 ? "3 processes x 1" : devices == 1 ? "2 processes x 1"
+                                                             : "2 processes x 2");
         munmap(shared, sizeof(*shared));
 }
 
 Test(net_checked, two_processes_one_rank_each_check, .timeout = 120)
 {
-        spawned(1);
+        spawned(2, 1);
+}
+
+/* Three processes: the direct schedule's sum of every peer's part, then a scan of it. */
+Test(net_checked, three_processes_one_rank_each_check, .timeout = 120)
+{
+        spawned(3, 1);
 }
 
 Test(net_checked, two_ranks_a_process_are_not_checked, .timeout = 120)
 {
-        spawned(2);
+        spawned(2, 2);
 }
 
 Test(net_checked, one_process_is_not_checked, .timeout = 60)
