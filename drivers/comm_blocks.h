@@ -2,9 +2,10 @@
  * Collectives over the blocks of a vector (internal to the library; docs/decisions/0045): one
  * call for a span that several ranks' blocks share, where the sharded strategies issued one
  * reduce or broadcast per block; and the checked forms of a reduce-scatter over blocks and of
- * a whole vector's all-reduce, which note whether a sum stored was not finite (0104, 0110). The span is elements [lo, lo + count) of a vector cut in blocks
- * of @p block elements, block g owned by global rank g; rank g's piece is its block's part of
- * the span (possibly empty). drivers/comm_internal.h has the details.
+ * a whole vector's all-reduce, which note whether a sum stored was not finite (0104, 0110).
+ * The span is elements [lo, lo + count) of a vector cut in blocks of @p block elements, block
+ * g owned by global rank g; rank g's piece is its block's part of the span (possibly empty).
+ * drivers/comm_internal.h has the details.
  */
 #ifndef STRATA_DRIVERS_COMM_BLOCKS_H
 #define STRATA_DRIVERS_COMM_BLOCKS_H

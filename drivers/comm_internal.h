@@ -37,9 +37,9 @@ struct strata__comm_flags {
         unsigned epoch;            /* the group's failure epoch that seq counts in */
         /*
          * The checked reduce-scatter over blocks and all-reduce (comm_blocks.h, decisions 0104
-         * and 0110), private to the rank like seq: check asks the move to check what it sums, which sets checked (it did)
-         * and nonfinite (a value it stored is not); span counts the spans of the checked calls
-         * since the last take, missed that one went unchecked.
+         * and 0110), private to the rank like seq: check asks the move to check what it sums,
+         * which sets checked (it did) and nonfinite (a value it stored is not); span counts the
+         * spans of the checked calls since the last take, missed that one went unchecked.
          */
         size_t span;
         unsigned char check, checked, nonfinite, missed;

@@ -463,6 +463,23 @@ static inline void ahead(const void *p)
 static atomic_int back_row512 = -1; /* device threads may race to the first call */
 #endif
 
+/* 1 where the rows take their AVX-512 form, decided at the first call. */
+static int rows512(void)
+{
+#ifdef BACK_ROW512
+        int wide = atomic_load_explicit(&back_row512, memory_order_relaxed);
+
+        if (wide < 0) {
+                __builtin_cpu_init();
+                wide = __builtin_cpu_supports("avx512f") ? 1 : 0;
+                atomic_store_explicit(&back_row512, wide, memory_order_relaxed);
+        }
+        return wide;
+#else
+        return 0;
+#endif
+}
+
 #ifdef STRATA_TESTING
 void strata__maxpool_force_c(int on)
 {
@@ -482,21 +499,16 @@ void strata__maxpool_force_c(int on)
  * masks (arch/spread.h): a branch on it mispredicted about every other output, ~30 cycles
  * each, 15% of the CNN's step (decision 0109). Inside a convolution's loop over samples its
  * gradient, argmaxes and (@p gate, see max_2x2_back()) outputs come from memory, a batch
- * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step).
+ * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step). @p wide:
+ * rows512().
  */
 static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
-                               const float *gate, const int32_t *arg, int32_t base, float *dx)
+                               const float *gate, const int32_t *arg, int32_t base, float *dx,
+                               int wide)
 {
         int ow = g->out[2], w = g->in[2];
-#ifdef BACK_ROW512
-        int wide = atomic_load_explicit(&back_row512, memory_order_relaxed);
 
-        if (wide < 0) {
-                __builtin_cpu_init();
-                wide = __builtin_cpu_supports("avx512f") ? 1 : 0;
-                atomic_store_explicit(&back_row512, wide, memory_order_relaxed);
-        }
-#endif
+        (void)wide; /* sanitized builds: the C rows alone */
 
         for (int a = 0; a < g->out[1]; a++) {
                 const float *d = dy + (size_t)a * ow, *gr = gate ? gate + (size_t)a * ow : NULL;
@@ -578,13 +590,15 @@ static void max_2x2_back(const struct strata__spatial *g, const int32_t *arg,
                          const float *gate, const float *dy, float *dx, int rows)
 {
         size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
+        int wide = rows512();
 
         for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
                 for (int dz = 0; dz < g->out[0]; dz++) {
                         size_t o = pl * g->out_sp + dz * out_sl;
 
                         max_2x2_back_slice(g, dy + o, gate ? gate + o : NULL, arg + o,
-                                           (int32_t)(dz * in_sl), dx + pl * g->in_sp + dz * in_sl);
+                                           (int32_t)(dz * in_sl), dx + pl * g->in_sp + dz * in_sl,
+                                           wide);
                 }
 }
 

@@ -1,8 +1,8 @@
 /*
  * What the spatial modules share (internal): a layer's geometry over three dimensions and the
  * checks of a sample's layout, with the words of their messages (nn/spatial.c); and MaxPool's
- * backward with the ReLU before it, which the replica's fused row loop calls (nn/pool.c). The modules,
- * PyTorch semantics over samples laid out as (C, D, H, W), the last fastest (struct
+ * backward with the ReLU before it, which the replica's fused row loop calls (nn/pool.c). The
+ * modules, PyTorch semantics over samples laid out as (C, D, H, W), the last fastest (struct
  * strata_dims): MaxPool1d/2d/3d and AvgPool1d/2d/3d (nn/pool.c), Upsample and Flatten
  * (nn/upsample.c), LayerNorm (nn/norm.c).
  *

@@ -31,39 +31,44 @@ int strata__dev_forward(struct strata_runtime *rt, int dev, const struct strata_
 }
 
 /*
+ * Whether this step's record of this device's checked collectives covered the whole vector
+ * (ddp's buckets, each checked where the transport could), its verdict into *@p nf. A model
+ * with no parameters has no bucket and its record is not this step's: not covered.
+ */
+static int recorded(struct strata_comm *comm, int dev, const struct strata__replica *r, int *nf)
+{
+        size_t span = 0;
+
+        *nf = comm ? strata__comm_checked(comm, dev, &span) : 0;
+        return span && span == strata__replica_view(r)->nparam;
+}
+
+/*
  * The split step's check of this device's part [lo, hi): the record of ddp's checked
  * reduce-scatters (decision 0104) where they covered the whole vector this step (every
  * device's stores together, so the agreement's OR is the whole vector's check, as the parts'
  * checks ORed are), else the part read again. A record covers what this device stored (its
  * slice of every bucket), not its part: the choice must be the same on every device, and it is,
- * since every device makes the same calls, their status agreed, under the same conditions. A
- * model with no parameters has no bucket and its record is not this step's: read (nothing).
+ * since every device makes the same calls, their status agreed, under the same conditions.
  */
 static int part_nonfinite(struct strata_comm *comm, int dev, const struct strata__replica *r,
                           size_t lo, size_t hi)
 {
-        size_t span;
-        int nf = comm ? strata__comm_checked(comm, dev, &span) : 0;
+        int nf;
 
-        if (comm && span && span == strata__replica_view(r)->nparam)
-                return nf;
-        return strata__replica_nonfinite_range(r, lo, hi);
+        return recorded(comm, dev, r, &nf) ? nf : strata__replica_nonfinite_range(r, lo, hi);
 }
 
 /*
  * The check of the device's whole reduced gradient where it decides alone: the record of
  * ddp's checked all-reduces where they covered the whole vector this step (decision 0110),
- * else the gradients read again. ddp's buckets cover the vector, each checked where the
- * transport could; the record of a model without parameters is not this step's: read.
+ * else the gradients read again, as recorded() decides for part_nonfinite().
  */
 static int alone_nonfinite(struct strata_comm *comm, int dev, const struct strata__replica *r)
 {
-        size_t span = 0;
-        int nf = comm ? strata__comm_checked(comm, dev, &span) : 0;
+        int nf;
 
-        if (span && span == strata__replica_view(r)->nparam)
-                return nf;
-        return strata__replica_nonfinite(r);
+        return recorded(comm, dev, r, &nf) ? nf : strata__replica_nonfinite(r);
 }
 
 /*
