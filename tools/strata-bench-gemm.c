@@ -167,7 +167,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
         int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0, bf16 = 0;
-        double sum_bf16 = 0.0, sum_lp = 0.0;
+#ifdef STRATA_HAVE_DNNL
+        double sum_bf16 = 0.0, sum_lp = 0.0; /* bf16 arms' step sums */
+#endif
         void *scratch = NULL, *pack = NULL;
         struct shape sh[3 * MAX_LAYERS];
         const struct strata_device_ops *d;
