@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "strategy/internal.h"
+#include "strategy/multi.h"
 #include "kernel/lifecycle.h"
 #include <stdio.h>
 #include <string.h>
@@ -128,4 +129,51 @@ Test(multi_failure, other_events_every_strategy, .timeout = 120)
         each_other_event(STRATA_STRATEGY_SINGLE, 1);
         each_other_event(STRATA_STRATEGY_DP, 2);
         each_other_event(STRATA_STRATEGY_DDP, 2);
+}
+
+/*
+ * ddp's split step (decision 0111): a device failing at its optimizer step leaves every
+ * replica's parameters as they were, checked or under allow_nonfinite (which agrees on nothing
+ * after the backward: its own meeting before the update is what keeps the others from writing).
+ */
+Test(multi_failure, split_step_failure_leaves_every_replica, .timeout = 120)
+{
+        static float before[4096];
+
+        for (int unchecked = 0; unchecked < 2; unchecked++)
+                for (int dev = 0; dev < 3; dev++) {
+                        struct strata_runtime *rt;
+                        struct strata_batch b;
+                        struct strata_config c;
+                        struct rig r;
+                        size_t n;
+
+                        rig_init(&r, 1);
+                        c = r.cfg;
+                        c.strategy.kind = STRATA_STRATEGY_DDP;
+                        c.strategy.devices = 3;
+                        c.train.allow_nonfinite = unchecked;
+                        c.device.timeout_s = 5.0;
+                        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
+                        cr_assert_eq(strata_connect(rt), STRATA_OK);
+                        cr_assert(strata__dev_split(rt, strata__multi(rt)), "not split");
+                        strata_loader_reset(&r.loader, r.idx, 256);
+                        cr_assert(strata_loader_next(&r.loader, &b));
+                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
+                        n = strata__replica_view(strata__rep(rt, 0))->nparam;
+                        cr_assert_leq(n, sizeof(before) / sizeof(before[0]));
+                        memcpy(before, strata__replica_view(strata__rep(rt, 0))->params,
+                               n * sizeof(float));
+                        cr_assert_eq(strata__inject_failure(rt, dev, STRATA__EV_OPTIMIZER_STEP,
+                                                            STRATA_EINJECTED), STRATA_OK);
+                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINJECTED);
+                        for (int d = 0; d < 3; d++)
+                                cr_assert_eq(memcmp(before,
+                                                    strata__replica_view(strata__rep(rt, d))
+                                                            ->params,
+                                                    n * sizeof(float)), 0,
+                                             "allow_nonfinite %d, device %d failed: replica %d "
+                                             "changed", unchecked, dev, d);
+                        cr_assert_eq(strata_teardown(rt), STRATA_OK);
+                }
 }
