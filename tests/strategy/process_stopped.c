@@ -102,7 +102,7 @@ static int process0_says(const char *what)
         for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
                 const char *end = strchr(l, '\n'), *hit;
 
-                if (strncmp(l, "strata: process 0:", 18))
+                if (strncmp(l, "strata: process 0:", sizeof("strata: process 0:") - 1))
                         continue;
                 hit = strstr(l, what);
                 if (hit && (!end || hit < end))
