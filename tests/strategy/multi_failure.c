@@ -17,6 +17,20 @@ static const int phases[] = { STRATA__EV_BATCH_START, STRATA__EV_TRAINING_STEP,
                               STRATA__EV_BACKWARD, STRATA__EV_OPTIMIZER_STEP,
                               STRATA__EV_BATCH_END };
 
+/* A runtime of @p c connected, one step taken on the rig's first batch @p b. */
+static struct strata_runtime *stepped(struct rig *r, const struct strata_config *c,
+                                      struct strata_batch *b)
+{
+        struct strata_runtime *rt;
+
+        cr_assert_eq(strata_init(&rt, c), STRATA_OK, "%s", strata_last_error());
+        cr_assert_eq(strata_connect(rt), STRATA_OK);
+        strata_loader_reset(&r->loader, r->idx, 256);
+        cr_assert(strata_loader_next(&r->loader, b));
+        cr_assert_eq(strata_train_step(rt, b, NULL), STRATA_OK);
+        return rt;
+}
+
 static void each(enum strata_strategy_kind kind, int n)
 {
         for (int dev = 0; dev < n; dev++)
@@ -33,11 +47,7 @@ static void each(enum strata_strategy_kind kind, int n)
                         c.strategy.devices = n;
                         c.strategy.sync_bn = kind == STRATA_STRATEGY_DDP;
                         c.device.timeout_s = 5.0;
-                        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
-                        cr_assert_eq(strata_connect(rt), STRATA_OK);
-                        strata_loader_reset(&r.loader, r.idx, 256);
-                        cr_assert(strata_loader_next(&r.loader, &b));
-                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
+                        rt = stepped(&r, &c, &b);
                         cr_assert_eq(strata__inject_failure(rt, dev, phases[p], STRATA_EINJECTED),
                                      STRATA_OK);
                         cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_EINJECTED,
@@ -154,12 +164,8 @@ Test(multi_failure, split_step_failure_leaves_every_replica, .timeout = 120)
                         c.strategy.devices = 3;
                         c.train.allow_nonfinite = unchecked;
                         c.device.timeout_s = 5.0;
-                        cr_assert_eq(strata_init(&rt, &c), STRATA_OK, "%s", strata_last_error());
-                        cr_assert_eq(strata_connect(rt), STRATA_OK);
+                        rt = stepped(&r, &c, &b);
                         cr_assert(strata__dev_split(rt, strata__multi(rt)), "not split");
-                        strata_loader_reset(&r.loader, r.idx, 256);
-                        cr_assert(strata_loader_next(&r.loader, &b));
-                        cr_assert_eq(strata_train_step(rt, &b, NULL), STRATA_OK);
                         n = strata__replica_view(strata__rep(rt, 0))->nparam;
                         cr_assert_leq(n, sizeof(before) / sizeof(before[0]));
                         memcpy(before, strata__replica_view(strata__rep(rt, 0))->params,
