@@ -104,7 +104,7 @@ int strata_arena_map(struct strata_arena *a, size_t size, const struct strata_ar
 {
         static const struct strata_arena_opts defaults = STRATA_ARENA_OPTS_INIT;
         const struct strata_arena_opts *o = opts ? opts : &defaults;
-        size_t align = 0, len, lead;
+        size_t align = 0, len, lead, keep;
         unsigned char *p = NULL;
 
         if (!a)
@@ -125,14 +125,22 @@ int strata_arena_map(struct strata_arena *a, size_t size, const struct strata_ar
                                     strerror(errno));
         lead = STRATA__ALIGN_UP((uintptr_t)p, align < STRATA_ALIGN_PAGE ? STRATA_ALIGN_PAGE : align) -
                (uintptr_t)p;
+        /* the alignment's lead and what is left past the last page go back: the arena
+         * holds its size rounded to a page of address space, what the limits counted (the
+         * ends of one mapping: unmapping them splits nothing, and cannot fail) */
+        keep = STRATA__ALIGN_UP(size, STRATA_ALIGN_PAGE);
+        if (lead)
+                (void)munmap(p, lead);
+        if (len - lead > keep)
+                (void)munmap(p + lead + keep, len - lead - keep);
         if (align >= STRATA_ALIGN_HUGEPAGE)
-                (void)madvise(p + lead, len - lead, MADV_HUGEPAGE); /* a hint: failure is fine */
+                (void)madvise(p + lead, keep, MADV_HUGEPAGE); /* a hint: failure is fine */
         fill(a, o, align, STRATA_ORIGIN_MAPPED);
         a->base = p + lead;
         a->capacity = size;
         a->base_align = align < STRATA_ALIGN_PAGE ? STRATA_ALIGN_PAGE : align;
-        a->map_addr = p;
-        a->map_len = len;
+        a->map_addr = p + lead;
+        a->map_len = keep;
         return STRATA_OK;
 }
 

@@ -6,7 +6,13 @@
 
 #include "strata/arena.h"
 #include "strata/status.h"
+#include "alloc/numa.h"
 #include "base/base.h"
+
+int strata__numa_single(void)
+{
+        return numa_available() < 0 || numa_max_node() == 0;
+}
 
 int strata_arena_bind_numa(struct strata_arena *a, int node, const char **reason)
 {

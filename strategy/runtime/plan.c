@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc/limit.h"
+#include "alloc/numa.h"
 #include "strata/status.h"
 #include "base/base.h"
 #include "strategy/job.h"
@@ -287,7 +288,8 @@ int strata__reserve(const struct strata_config *c, const struct strata_device_op
  * fit what the process can get: refused here, not by the kernel's OOM killer once the pages
  * are touched (the region is mapped MAP_NORESERVE). A caller's own region is not checked.
  */
-static int fits_the_process(const struct strata_config *c, const struct strata_plan_info *pl)
+static int fits_the_process(const struct strata_config *c, const struct strata_plan_info *pl,
+                            size_t *room)
 {
         struct strata__memory_limit lim;
         size_t pin, need;
@@ -296,6 +298,7 @@ static int fits_the_process(const struct strata_config *c, const struct strata_p
             strata__add_size(pl->bytes, pin, &need))
                 return strata__fail(STRATA_EOVERFLOW, "init: the plan's host memory overflows");
         strata__memory_limit(NULL, &lim);
+        *room = need <= lim.bytes ? lim.bytes - need : 0;
         if (need <= lim.bytes)
                 return STRATA_OK;
         return strata__fail(STRATA_ENOMEM, "init: this configuration needs %zu bytes of host "
@@ -305,16 +308,31 @@ static int fits_the_process(const struct strata_config *c, const struct strata_p
                             need, lim.bytes, lim.why);
 }
 
+/*
+ * Whether the region the runtime maps starts on a huge page's boundary, so that the mapping
+ * asks for transparent huge pages (decision 0112): a region of a huge page or more, the
+ * limits leaving room for the alignment's lead while it is mapped (@p room), and no device to
+ * bind its memory to one of several NUMA nodes: init writes into the devices' parts before
+ * they are bound, and a huge page faulted in then would stay on the writer's node.
+ */
+static int huge_pages(const struct strata_config *c, const struct strata_plan_info *pl,
+                      size_t room)
+{
+        return pl->bytes >= STRATA_ALIGN_HUGEPAGE && room >= STRATA_ALIGN_HUGEPAGE &&
+               (c->device.bind == STRATA_BIND_NONE || strata__numa_single());
+}
+
 int strata__open_region(const struct strata_config *c, const struct strata_plan_info *pl,
                         struct strata_arena *a)
 {
         struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
         uintptr_t start, pad;
+        size_t room;
 
         o.name = "runtime";
-        if (!c->memory) {
-                STRATA_TRY(fits_the_process(c, pl));
-                o.align = pl->align;
+        if (!c->memory) { /* a caller's own region needs only pl->align */
+                STRATA_TRY(fits_the_process(c, pl, &room));
+                o.align = huge_pages(c, pl, room) ? STRATA_ALIGN_HUGEPAGE : pl->align;
                 STRATA_TRY(strata_arena_map(a, pl->bytes, &o));
                 o.align = 0;
                 a->align = STRATA_ALIGN_CACHELINE;

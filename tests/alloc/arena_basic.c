@@ -1,6 +1,7 @@
 /* Arenas hand out aligned, non-overlapping blocks and keep a high-water mark. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "strata/strata.h"
@@ -87,6 +88,38 @@ Test(arena_basic, mapped_region_huge_aligned)
         cr_assert_eq(strata_arena_alloc(&a, STRATA_MIB(3), 0, &p), STRATA_ENOMEM);
         cr_assert_eq(strata_arena_release(&a), STRATA_OK);
         cr_assert_eq(strata_arena_release(&a), STRATA_EINVAL, "second release is refused");
+}
+
+/* The process's mapped pages, statm's first field. */
+static long mapped_pages(void)
+{
+        FILE *f = fopen("/proc/self/statm", "r");
+        long pages = -1;
+
+        cr_assert_not_null(f);
+        cr_assert_eq(fscanf(f, "%ld", &pages), 1);
+        fclose(f);
+        return pages;
+}
+
+/*
+ * A mapped arena holds its size rounded to a page of address space, whatever its alignment:
+ * the lead the alignment needed and the rest of the mapping go back (what the memory limits
+ * counted, RLIMIT_AS included), and its release gives back the rest.
+ */
+Test(arena_basic, mapped_region_holds_only_its_pages)
+{
+        long page = 4096, before = mapped_pages(), during;
+        struct strata_arena a;
+        struct strata_arena_opts o = STRATA_ARENA_OPTS_INIT;
+
+        o.align = STRATA_ALIGN_HUGEPAGE;
+        cr_assert_eq(strata_arena_map(&a, STRATA_MIB(3) + 100, &o), STRATA_OK);
+        during = mapped_pages();
+        cr_assert_eq((during - before) * page, STRATA_MIB(3) + page,
+                     "%ld pages mapped for 3 MiB + 100 bytes", during - before);
+        cr_assert_eq(strata_arena_release(&a), STRATA_OK);
+        cr_assert_eq(mapped_pages(), before);
 }
 
 Test(arena_basic, static_origin_recorded)

@@ -107,6 +107,48 @@ static int child_over_rlimit(void)
         return 0;
 }
 
+/*
+ * In a child: RLIMIT_AS leaves the plan and 1.5 MiB, less than a huge page: init maps its
+ * region without the huge page's alignment (its lead would not fit, decision 0112), trains
+ * nothing, and tears down.
+ */
+static int child_room_for_the_plan_only(void)
+{
+        struct strata_plan_info pl;
+        struct strata_runtime *rt;
+        struct rlimit rl;
+        struct rig r;
+
+        wide(&r, 1 << 16);
+        if (strata_plan(&r.cfg, &pl))
+                return 10;
+        if (pl.bytes < STRATA_ALIGN_HUGEPAGE)
+                return 11;
+        rl.rlim_cur = rl.rlim_max = (rlim_t)(mapped() + pl.bytes + STRATA_MIB(3) / 2);
+        if (setrlimit(RLIMIT_AS, &rl))
+                return 12;
+        if (strata_init(&rt, &r.cfg) != STRATA_OK)
+                return 13;
+        if (strata_teardown(rt) != STRATA_OK)
+                return 14;
+        return 0;
+}
+
+Test(init_memory_limit, plan_fits_without_room_for_a_huge_page)
+{
+        int st;
+        pid_t p;
+
+        if (STRATA_SAN[0])
+                cr_skip("a sanitizer reserves more address space than any such limit");
+        p = fork();
+        cr_assert_geq(p, 0);
+        if (p == 0)
+                _exit(child_room_for_the_plan_only());
+        cr_assert_eq(waitpid(p, &st, 0), p);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+}
+
 Test(init_memory_limit, plan_over_rlimit_as_refused_with_both_numbers)
 {
         int st;

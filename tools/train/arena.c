@@ -31,6 +31,7 @@ static size_t memory_limit(char *why, size_t n)
 int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
 {
         const struct opts *o = &r->o;
+        struct strata_arena_opts ho = STRATA_ARENA_OPTS_INIT;
 
         r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
                          2 * (size_t)o->epochs * samples * sizeof(double) /
@@ -51,7 +52,14 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
         if (r->data_bytes > r->mem_limit)
                 return bad("the data needs %zu bytes; %s (fewer --synthetic samples, or a "
                            "larger limit)", r->data_bytes, r->why);
-        if (strata_arena_map(&r->data, r->data_bytes, NULL))
+        /* on a huge page's boundary, where it is one or more and the limit leaves room for
+         * the alignment's lead: transparent huge pages for the loader's rows, gathered from
+         * all over the set (decision 0112) */
+        if (r->data_bytes >= STRATA_ALIGN_HUGEPAGE &&
+            r->mem_limit - r->data_bytes >= STRATA_ALIGN_HUGEPAGE)
+                ho.align = STRATA_ALIGN_HUGEPAGE;
+        if (strata_arena_map(&r->data, r->data_bytes, &ho))
                 return bad("%s", strata_last_error());
+        r->data.align = STRATA_ALIGN_CACHELINE; /* allocations stay aligned to a cache line */
         return 0;
 }
