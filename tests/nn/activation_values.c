@@ -178,3 +178,41 @@ Test(activation_values, modules_run_their_kind)
                         cr_assert_eq(memcmp(ys, want, sizeof(want)), 0, "%s", names[kind]);
                 }
 }
+
+/*
+ * ReLU's backward, f32 and with bf16 outputs: dy where y > 0, else +0, bit for bit, for every
+ * pairing of outputs 1, tiny, 0, -0, -1, +-inf, NaN with gradients 2.5, -3, -0, +-inf, NaN,
+ * over 8 x 7 = 56 elements (vector bodies and a tail), against that definition.
+ */
+Test(activation_values, relu_backward_bits)
+{
+        static const float outs[8] = { 1.0f, 0x1p-100f, 0.0f, -0.0f, -1.0f, INFINITY, -INFINITY,
+                                     NAN };
+        static const float grads[7] = { 2.5f, -3.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f };
+        const struct strata_kernel_ops *k = kernels();
+        float y[56], dy[56], dx[56], want;
+        uint16_t yh[56];
+        uint32_t u;
+
+        for (int i = 0; i < 56; i++) {
+                y[i] = outs[i % 8];
+                dy[i] = grads[i / 8];
+                memcpy(&u, &y[i], 4);
+                yh[i] = (uint16_t)(u >> 16); /* each of outs is exact in bf16 */
+        }
+        for (int form = 0; form < 2; form++) {
+                memset(dx, 0x5a, sizeof(dx));
+                if (form == 0)
+                        k->relu_backward(y, dy, dx, 56);
+                else if (k->relu_backward_bf16)
+                        k->relu_backward_bf16(yh, dy, dx, 56);
+                else
+                        continue;
+                for (int i = 0; i < 56; i++) {
+                        want = y[i] > 0.0f ? dy[i] : 0.0f;
+                        cr_assert(memcmp(&dx[i], &want, 4) == 0,
+                                  "%s: y %a dy %a gave %a, want %a", form ? "bf16" : "f32",
+                                  y[i], dy[i], dx[i], want);
+                }
+        }
+}
