@@ -84,7 +84,7 @@ strata__transpose8_cols(const float *src, size_t ls, int w, float *dst, size_t l
 
 /*
  * dst[j * ld + i] = src[i * ls + j] for i < @p rows, j < @p cols, in strata__transpose8()
- * blocks: per 8 rows the whole blocks, then the last w < 8 columns masked (decision 0101).
+ * blocks: per 8 rows the whole blocks, then the last w < 8 columns (strata__transpose8_cols()).
  * Returns the rows done (rows & ~7): the caller moves the last ones. Call only where the CPU
  * has AVX2.
  */
