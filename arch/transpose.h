@@ -8,6 +8,7 @@
 
 #if defined(__x86_64__)
 #include <stddef.h>
+#include <string.h>
 #include <immintrin.h>
 
 /*
@@ -40,19 +41,42 @@ strata__transpose8(const float *src, size_t ls, int n, float *dst, size_t ld)
 }
 
 /*
- * dst[j * ld + i] = src[i * ls + j] for i < 8, j < @p w (w <= 8): the last columns of a
- * block, read with masked loads (nothing past column w is touched), transposed as above,
- * w rows of 8 stored. Call only where the CPU has AVX2.
+ * dst[i] = src[i] for i < @p w < 8, in at most three moves (4, 2 and 1 floats): nothing past
+ * w read or written, and no masked move, which the first Zen generation runs in microcode
+ * (half the time of the packing's copies of the cart-pole's 4- and 5-wide rows).
+ */
+static inline __attribute__((always_inline)) void strata__transpose8_copy_few(float *dst,
+                                                                             const float *src,
+                                                                             int w)
+{
+        int i = 0;
+
+        if (w & 4) {
+                memcpy(dst, src, 4 * sizeof(float));
+                i = 4;
+        }
+        if (w & 2) {
+                memcpy(dst + i, src + i, 2 * sizeof(float));
+                i += 2;
+        }
+        if (w & 1)
+                memcpy(dst + i, src + i, sizeof(float));
+}
+
+/*
+ * dst[j * ld + i] = src[i * ls + j] for i < 8, j < @p w (w < 8): the last columns of a block,
+ * read row by row (strata__transpose8_copy_few(): nothing past column w is touched) into a
+ * zeroed block, transposed as above, w rows of 8 stored. Call only where the CPU has AVX2.
  */
 __attribute__((target("avx2"), always_inline)) static inline void
 strata__transpose8_cols(const float *src, size_t ls, int w, float *dst, size_t ld)
 {
-        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(w),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         float in[64], out[64];
 
-        for (int i = 0; i < 8; i++)
-                _mm256_storeu_ps(in + 8 * i, _mm256_maskload_ps(src + (size_t)i * ls, mask));
+        for (int i = 0; i < 8; i++) {
+                _mm256_storeu_ps(in + 8 * i, _mm256_setzero_ps());
+                strata__transpose8_copy_few(in + 8 * i, src + (size_t)i * ls, w);
+        }
         strata__transpose8(in, 8, 8, out, 8);
         for (int j = 0; j < w; j++)
                 _mm256_storeu_ps(dst + (size_t)j * ld, _mm256_loadu_ps(out + 8 * j));
@@ -60,7 +84,7 @@ strata__transpose8_cols(const float *src, size_t ls, int w, float *dst, size_t l
 
 /*
  * dst[j * ld + i] = src[i * ls + j] for i < @p rows, j < @p cols, in strata__transpose8()
- * blocks: per 8 rows the whole blocks, then the last w < 8 columns masked (decision 0101).
+ * blocks: per 8 rows the whole blocks, then the last w < 8 columns (strata__transpose8_cols()).
  * Returns the rows done (rows & ~7): the caller moves the last ones. Call only where the CPU
  * has AVX2.
  */

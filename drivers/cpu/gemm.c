@@ -262,9 +262,6 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
                                                            const float *src, size_t ls,
                                                            int rows, int w)
 {
-        __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(w & 7),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-
         for (int r = 0; r < rows; r++, dst += ld, src += ls) {
                 int i = 0;
 
@@ -279,8 +276,8 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
                 }
                 for (; i + 8 <= w; i += 8)
                         _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-                if (i < w) /* the last w % 8, masked: nothing past w read or written (0101) */
-                        _mm256_maskstore_ps(dst + i, tail, _mm256_maskload_ps(src + i, tail));
+                if (i < w) /* the last w % 8: nothing past w read or written (0101) */
+                        strata__transpose8_copy_few(dst + i, src + i, w - i);
         }
 }
 #endif

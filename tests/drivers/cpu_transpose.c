@@ -103,8 +103,8 @@ static void every_shape(int avx512)
 {
         static const int rows[] = { 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 40, 47,
                                     48, 49, 63, 64 };
-        static const int cols[] = { 1, 2, 4, 7, 8, 9, 15, 16, 17, 30, 32, 33, 64, 100, 255,
-                                    256 };
+        static const int cols[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 30, 32, 33, 64,
+                                    100, 255, 256 };
         static const int lds[] = { 8, 16, 32, 64 };
 
         for (size_t a = 0; a < sizeof(rows) / sizeof(rows[0]); a++)

@@ -3,7 +3,7 @@
  * the formula of PyTorch's documentation evaluated in double, and its backward against
  * central finite differences of that formula, at many points (a fine grid over [-12, 12],
  * 0, -0, tiny, large and huge |x|). The modules run those kernels with LeakyReLU's slope
- * (0 meaning PyTorch's 0.01).
+ * (0 meaning PyTorch's 0.01). ReLU's backward is checked bit for bit against its definition.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -177,4 +177,49 @@ Test(activation_values, modules_run_their_kind)
                         k->act((enum strata_activation)kind, s ? -0.3f : 0.01f, xs, want, N);
                         cr_assert_eq(memcmp(ys, want, sizeof(want)), 0, "%s", names[kind]);
                 }
+}
+
+/*
+ * ReLU's backward, f32 and with bf16 outputs: dy where y > 0, else +0, bit for bit, for every
+ * pairing of outputs 1, a subnormal, 0, -0, -1, +-inf, a quiet and a signalling NaN with
+ * gradients 2.5, -3, -0, +-inf, a quiet and a signalling NaN and a subnormal, over 9 x 8 = 72
+ * elements, run from the first (vector bodies and a 7-wide tail on every clone) and from the
+ * second (an odd start), against that definition.
+ */
+Test(activation_values, relu_backward_bits)
+{
+        static const uint32_t outs[9] = { 0x3f800000u, 0x00080000u /* 0x1p-130 */, 0u,
+                                          0x80000000u, 0xbf800000u, 0x7f800000u, 0xff800000u,
+                                          0x7fc00000u, 0x7fa00000u /* signalling */ };
+        static const uint32_t grads[8] = { 0x40200000u, 0xc0400000u, 0x80000000u, 0x7f800000u,
+                                           0xff800000u, 0x7fc00000u, 0x7fa00000u, 0x00000001u };
+        const struct strata_kernel_ops *k = kernels();
+        float y[72], dy[72], dx[72], want, yb;
+        uint16_t yh[72];
+
+        for (int i = 0; i < 72; i++) {
+                memcpy(&y[i], &outs[i % 9], 4);
+                memcpy(&dy[i], &grads[i / 9], 4);
+                yh[i] = (uint16_t)(outs[i % 9] >> 16); /* each of outs is exact in bf16 */
+        }
+        for (int form = 0; form < 4; form++) {
+                int at = form & 1, n = 72 - at;
+
+                memset(dx, 0x5a, sizeof(dx));
+                if (form < 2)
+                        k->relu_backward(y + at, dy + at, dx + at, (size_t)n);
+                else if (k->relu_backward_bf16)
+                        k->relu_backward_bf16(yh + at, dy + at, dx + at, (size_t)n);
+                else
+                        continue;
+                for (int i = at; i < 72; i++) {
+                        uint32_t u = (uint32_t)yh[i] << 16;
+
+                        memcpy(&yb, &u, 4);
+                        want = (form < 2 ? y[i] : yb) > 0.0f ? dy[i] : 0.0f;
+                        cr_assert(memcmp(&dx[i], &want, 4) == 0,
+                                  "%s from %d: y %a dy %a gave %a, want %a",
+                                  form < 2 ? "f32" : "bf16", at, y[i], dy[i], dx[i], want);
+                }
+        }
 }

@@ -253,3 +253,65 @@ Test(losses, cpu_rows_match_the_lanes_bitwise, .init = setup)
                                   want_d[i]);
         }
 }
+
+/*
+ * Rows narrower than the lanes (1 to 7 columns: a critic's or a regression's outputs), and 8
+ * and 9 beside them: the call's sum over its first 2, 3 and 4 rows (rows in order, each row's
+ * lanes added in order) and the gradients, bitwise against that contract, with and without a
+ * gradient. Rows 0 and 1 are finite (a signed zero, a zero difference), row 2 holds +inf and
+ * row 3 a NaN, so each sum is checked finite, infinite and NaN.
+ */
+Test(losses, cpu_narrow_rows_match_the_lanes_bitwise, .init = setup)
+{
+        enum { R = 4, CMAX = 9 };
+        static const enum strata_pointwise_loss kinds[] = { STRATA_PLOSS_MSE, STRATA_PLOSS_L1 };
+        float o[R * CMAX], t[R * CMAX], d[R * CMAX], want_d[R * CMAX], scale = 0.7f;
+
+        for (int c = 1; c <= CMAX; c++)
+                for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+                        int mse = kinds[k] == STRATA_PLOSS_MSE;
+                        double want[R + 1] = { 0.0 }, got, got_nod;
+
+                        for (int i = 0; i < R * c; i++) {
+                                o[i] = 2.5f * sinf(0.37f * (float)i + 0.1f);
+                                t[i] = 1.5f * cosf(0.91f * (float)i);
+                        }
+                        o[0] = -0.0f, t[0] = 0.0f;   /* row 0: -0 - 0 = -0 */
+                        o[2 * c - 1] = t[2 * c - 1]; /* row 1: a zero difference */
+                        o[2 * c] = INFINITY;         /* row 2: +inf */
+                        o[4 * c - 1] = NAN;          /* row 3: a NaN */
+                        for (int i = 0; i < R; i++) {
+                                double lane[8] = { 0.0 }, row = 0.0;
+
+                                for (int j = 0; j < c; j++) {
+                                        float e = o[i * c + j] - t[i * c + j];
+
+                                        lane[j & 7] += mse ? (double)(e * e) : (double)fabsf(e);
+                                        want_d[i * c + j] =
+                                                mse ? 2.0f * e * scale
+                                                    : (float)((e > 0.0f) - (e < 0.0f)) * scale;
+                                }
+                                for (int l = 0; l < 8; l++)
+                                        row += lane[l];
+                                want[i + 1] = want[i] + row; /* the sum of rows 0 .. i */
+                        }
+                        cr_assert(isfinite(want[2]) && isinf(want[3]) && isnan(want[4]));
+                        for (int n = 2; n <= R; n++) {
+                                memset(d, 0x5a, sizeof(d));
+                                got = dev->kernels->pointwise_loss(kinds[k], 1.0f, o, t, n, c,
+                                                                   scale, d);
+                                got_nod = dev->kernels->pointwise_loss(kinds[k], 1.0f, o, t, n,
+                                                                       c, scale, NULL);
+                                cr_assert(memcmp(&got, &want[n], sizeof(got)) == 0 &&
+                                                  memcmp(&got_nod, &want[n], sizeof(got)) == 0,
+                                          "kind %d, %d columns, %d rows: sum %a (without "
+                                          "gradient %a), lanes %a", (int)kinds[k], c, n, got,
+                                          got_nod, want[n]);
+                                for (int i = 0; i < n * c; i++)
+                                        cr_assert(memcmp(&d[i], &want_d[i], sizeof(float)) == 0,
+                                                  "kind %d, %d columns: gradient %d is %a, "
+                                                  "want %a", (int)kinds[k], c, i, d[i],
+                                                  want_d[i]);
+                        }
+                }
+}
