@@ -400,10 +400,7 @@ STRATA_SIMD static void max_2x2_slice(const struct strata__spatial *g, const flo
                         int32_t *ar = arg + (size_t)(a0 + a) * ow;
                         int n = (a0 + a) * ow + wide <= g->out[1] * ow ? wide : ow;
 
-                        /* every operand read, and the index picked by a mask: `take ? ib :
-                         * it` became a masked load of ib in GCC's AVX2 clone (vpmaskmovd,
-                         * microcoded on the first Zen: 19% of this function's samples) */
-                        for (int e = 0; e < n; e++) {
+                        for (int e = 0; e < n; e++) { /* all read, masks not ?: (0113) */
                                 float top = u[e], bot = v[e];
                                 int32_t it = ui[e], ib = vi[e];
                                 uint32_t m = -(uint32_t)(bot > top || isnan(bot));
