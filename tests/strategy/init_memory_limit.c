@@ -134,7 +134,8 @@ static int child_room_for_the_plan_only(void)
         return 0;
 }
 
-Test(init_memory_limit, plan_fits_without_room_for_a_huge_page)
+/* @p child in a forked process (its RLIMIT_AS stays there), which must exit 0. */
+static void in_a_child(int (*child)(void))
 {
         int st;
         pid_t p;
@@ -144,22 +145,17 @@ Test(init_memory_limit, plan_fits_without_room_for_a_huge_page)
         p = fork();
         cr_assert_geq(p, 0);
         if (p == 0)
-                _exit(child_room_for_the_plan_only());
+                _exit(child());
         cr_assert_eq(waitpid(p, &st, 0), p);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 }
 
+Test(init_memory_limit, plan_fits_without_room_for_a_huge_page)
+{
+        in_a_child(child_room_for_the_plan_only);
+}
+
 Test(init_memory_limit, plan_over_rlimit_as_refused_with_both_numbers)
 {
-        int st;
-        pid_t p;
-
-        if (STRATA_SAN[0])
-                cr_skip("a sanitizer reserves more address space than any such limit");
-        p = fork();
-        cr_assert_geq(p, 0);
-        if (p == 0)
-                _exit(child_over_rlimit());
-        cr_assert_eq(waitpid(p, &st, 0), p);
-        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+        in_a_child(child_over_rlimit);
 }
