@@ -251,10 +251,6 @@ static inline void lane_row(int l1, const float *o, const float *y, int cols, fl
 }
 
 /*
- * Pointwise losses: per row, the gradient elementwise and the loss summed in eight fixed
- * lanes (vectorisable, the same bits on every ISA), the lanes added in order; rows in order.
- */
-/*
  * MSE or L1 over rows narrower than the eight lanes (a critic's or a regression's one output):
  * each lane holds at most one term, and the empty lanes add +0 to a row's sum that is never
  * -0 (its terms are squares or magnitudes), which changes no bit, a NaN's included; so the
@@ -282,6 +278,11 @@ static inline double narrow_rows(int l1, const float *out, const float *t, int r
         return loss;
 }
 
+/*
+ * Pointwise losses: per row, the gradient elementwise and the loss summed in eight fixed
+ * lanes (vectorisable, the same bits on every ISA), the lanes added in order; rows in order
+ * (MSE and L1 over rows narrower than the lanes: narrow_rows(), the same bits).
+ */
 STRATA_SIMD static double cpu_pointwise_loss(enum strata_pointwise_loss kind, float beta,
                                              const float *out, const float *t, int rows,
                                              int cols, float scale, float *dout)

@@ -183,8 +183,8 @@ Test(activation_values, modules_run_their_kind)
  * ReLU's backward, f32 and with bf16 outputs: dy where y > 0, else +0, bit for bit, for every
  * pairing of outputs 1, a subnormal, 0, -0, -1, +-inf, a quiet and a signalling NaN with
  * gradients 2.5, -3, -0, +-inf, a quiet and a signalling NaN and a subnormal, over 9 x 8 = 72
- * elements, run from the first (vector bodies and a 7-wide tail on every clone) and from the
- * second (an odd start), against that definition.
+ * elements, run from the first (72: whole vectors) and from the second (71, an odd start: a
+ * tail of 7 on the 8-wide clones, of 3 on SSE2's), against that definition.
  */
 Test(activation_values, relu_backward_bits)
 {

@@ -258,8 +258,10 @@ Test(losses, cpu_rows_match_the_lanes_bitwise, .init = setup)
  * Rows narrower than the lanes (1 to 7 columns: a critic's or a regression's outputs), and 8
  * and 9 beside them: the call's sum over its first 2, 3 and 4 rows (rows in order, each row's
  * lanes added in order) and the gradients, bitwise against that contract, with and without a
- * gradient. Rows 0 and 1 are finite (a signed zero, a zero difference), row 2 holds +inf and
- * row 3 a NaN, so each sum is checked finite, infinite and NaN.
+ * gradient. Row 0 is finite (a signed zero, a zero difference); row 1 differs by 1 and then
+ * by amounts each too small to move 1 (2^-53 for L1, whose square 2^-54 for MSE: the tiny
+ * ones summed first, from 3 or 5 columns, give 1 + 2^-52), so its sum depends on its order;
+ * row 2 holds +inf and row 3 a NaN: each sum is checked finite, infinite and NaN.
  */
 Test(losses, cpu_narrow_rows_match_the_lanes_bitwise, .init = setup)
 {
@@ -277,7 +279,11 @@ Test(losses, cpu_narrow_rows_match_the_lanes_bitwise, .init = setup)
                                 t[i] = 1.5f * cosf(0.91f * (float)i);
                         }
                         o[0] = -0.0f, t[0] = 0.0f;   /* row 0: -0 - 0 = -0 */
-                        o[2 * c - 1] = t[2 * c - 1]; /* row 1: a zero difference */
+                        o[c - 1] = t[c - 1];         /* and a zero difference */
+                        for (int j = 0; j < c; j++) { /* row 1: order matters */
+                                o[c + j] = j == 0 ? 1.0f : mse ? 0x1p-27f : 0x1p-53f;
+                                t[c + j] = 0.0f;
+                        }
                         o[2 * c] = INFINITY;         /* row 2: +inf */
                         o[4 * c - 1] = NAN;          /* row 3: a NaN */
                         for (int i = 0; i < R; i++) {
