@@ -42,7 +42,7 @@ strata__transpose8(const float *src, size_t ls, int n, float *dst, size_t ld)
 
 /*
  * dst[i] = src[i] for i < @p w < 8, in at most three moves (4, 2 and 1 floats): nothing past
- * w read or written, and no masked move, which the first Zen generation runs in microcode
+ * w read or written, and no masked move, which the first Zen generation splits into many micro-ops
  * (half the time of the packing's copies of the cart-pole's 4- and 5-wide rows).
  */
 static inline __attribute__((always_inline)) void strata__transpose8_copy_few(float *dst,

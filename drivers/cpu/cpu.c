@@ -81,7 +81,7 @@ STRATA_SIMD static void cpu_relu(const float *x, float *y, size_t n)
 
 /*
  * @p d where @p keep, else +0, through a mask on the bits: the select `keep ? d : 0.0f` became a
- * masked load of d in GCC's AVX2 clones (vmaskmovps, microcoded on the first Zen generation:
+ * masked load of d in GCC's AVX2 clones (vmaskmovps, many micro-ops on the first Zen generation:
  * 80% of the ReLU backward's samples). The same bits.
  */
 static inline __attribute__((always_inline)) float kept(int keep, float d)
