@@ -116,7 +116,7 @@ Test(arena_basic, mapped_region_holds_only_its_pages)
         o.align = STRATA_ALIGN_HUGEPAGE;
         cr_assert_eq(strata_arena_map(&a, STRATA_MIB(3) + 100, &o), STRATA_OK);
         during = mapped_pages();
-        cr_assert_eq((during - before) * page, STRATA_MIB(3) + page,
+        cr_assert_eq((size_t)(during - before) * (size_t)page, STRATA_MIB(3) + (size_t)page,
                      "%ld pages mapped for 3 MiB + 100 bytes", during - before);
         cr_assert_eq(strata_arena_release(&a), STRATA_OK);
         cr_assert_eq(mapped_pages(), before);
