@@ -9,6 +9,10 @@
 
 #include "tests/support/rig.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 static void stuck_forward(struct strata_layer *l, const struct strata_step_ctx *c,
                           const float *x, float *y, int rows)
 {
@@ -38,6 +42,12 @@ Test(teardown_bounded, stuck_device_is_named_and_abandoned, .timeout = 20)
         struct strata_runtime *rt;
         double t0;
 
+#ifdef __SANITIZE_ADDRESS__
+        /* What init allocates outside the region (hwloc's topology) stays with the abandoned
+         * device by design (kernel/workers.c: it may still be placed by it); the pointer to
+         * it lives in the mapped region, which LeakSanitizer does not scan. Not a leak. */
+        __lsan_disable();
+#endif
         stuck = strata_relu;
         stuck.name = "stuck";
         stuck.forward = stuck_forward;
