@@ -11,7 +11,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "strata/arena.h"
 #include "alloc/limit.h"
+#include "base/base.h"
 
 /* A cgroup limit at or above this is "no limit" (v1 writes 2^63 rounded down to a page). */
 #define CGROUP_NO_LIMIT (1ull << 62)
@@ -164,4 +166,10 @@ void strata__memory_limit(const struct strata__limit_files *files,
         cgroups(out, &f);
         rlimit(out, RLIMIT_AS, f.statm);
         rlimit(out, RLIMIT_DATA, f.statm);
+}
+
+int strata__memory_huge(size_t bytes, size_t room)
+{
+        return bytes >= STRATA_ALIGN_HUGEPAGE &&
+               room >= STRATA_ALIGN_HUGEPAGE + STRATA__ALIGN_UP(bytes, STRATA_ALIGN_PAGE) - bytes;
 }

@@ -29,4 +29,9 @@ struct strata__memory_limit {
 void strata__memory_limit(const struct strata__limit_files *files,
                           struct strata__memory_limit *out);
 
+/* Whether a mapping of @p bytes, with @p room left beside them by the limits, may start on a
+ * huge page's boundary (decision 0112): a huge page or more, and room for the alignment's lead
+ * while it is mapped (the bytes rounded up to a page). */
+int strata__memory_huge(size_t bytes, size_t room);
+
 #endif /* STRATA_ALLOC_LIMIT_H */

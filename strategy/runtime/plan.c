@@ -318,10 +318,7 @@ static int fits_the_process(const struct strata_config *c, const struct strata_p
 static int huge_pages(const struct strata_config *c, const struct strata_plan_info *pl,
                       size_t room)
 {
-        size_t lead = STRATA_ALIGN_HUGEPAGE + STRATA__ALIGN_UP(pl->bytes, STRATA_ALIGN_PAGE) -
-                      pl->bytes; /* the mapping rounds the plan up to a page */
-
-        return pl->bytes >= STRATA_ALIGN_HUGEPAGE && room >= lead &&
+        return strata__memory_huge(pl->bytes, room) &&
                (c->device.bind == STRATA_BIND_NONE || strata__numa_single());
 }
 

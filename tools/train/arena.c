@@ -32,7 +32,6 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
 {
         const struct opts *o = &r->o;
         struct strata_arena_opts ho = STRATA_ARENA_OPTS_INIT;
-        size_t paged;
 
         r->data_bytes += samples * 12 + (size_t)o->batch * (size_t)r->widths[0] * 8 + 8 * 4096 +
                          2 * (size_t)o->epochs * samples * sizeof(double) /
@@ -56,9 +55,7 @@ int data_map(struct run *r, char (*p)[PATH_BUF], size_t samples)
         /* on a huge page's boundary, where it is one or more and the limit leaves room for
          * the alignment's lead: transparent huge pages for the loader's rows, gathered from
          * all over the set (decision 0112) */
-        paged = (r->data_bytes + STRATA_ALIGN_PAGE - 1) / STRATA_ALIGN_PAGE * STRATA_ALIGN_PAGE;
-        if (r->data_bytes >= STRATA_ALIGN_HUGEPAGE &&
-            r->mem_limit - r->data_bytes >= STRATA_ALIGN_HUGEPAGE + paged - r->data_bytes)
+        if (strata__memory_huge(r->data_bytes, r->mem_limit - r->data_bytes))
                 ho.align = STRATA_ALIGN_HUGEPAGE;
         if (strata_arena_map(&r->data, r->data_bytes, &ho))
                 return bad("%s", strata_last_error());
