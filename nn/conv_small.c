@@ -9,6 +9,9 @@
  * run on a sample's columns or, on the direct path, on the shifted views of its padded copy.
  */
 #include <math.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "strata/nn.h"
 #include "arch/simd.h"
@@ -18,54 +21,124 @@
 #define LANES 32    /* output positions a direct product keeps in flight */
 #define TAIL_LANES 8 /* then, of the positions left, 8 at a time (784 = 24 x 32 + 2 x 8) */
 
+#if defined(__x86_64__)
+/*
+ * Rows @p r0 and @p r1 of a, positions [0, the last whole LANES): each output's chain as
+ * row_from() runs it (lane q: t = fmaf(w_r, b[r][q], t), r in order, then t + bias), two rows
+ * at once so that eight accumulators are in flight and each b vector is loaded once for both:
+ * GCC keeps the generic form's arrays on the stack. Returns the first position left.
+ */
+__attribute__((target("avx2,fma"))) static int pair_avx2(const float *r0, const float *r1,
+                                                         size_t ar, int nr, const float *b,
+                                                         int p, const float *bias, float *o0,
+                                                         float *o1)
+{
+        int q0 = 0;
+
+        for (; q0 + LANES <= p; q0 += LANES) {
+                __m256 t[8];
+
+                for (int j = 0; j < 8; j++)
+                        t[j] = _mm256_setzero_ps();
+                for (int r = 0; r < nr; r++) {
+                        const float *br = b + (size_t)r * p + q0;
+                        __m256 w0 = _mm256_broadcast_ss(r0 + (size_t)r * ar);
+                        __m256 w1 = _mm256_broadcast_ss(r1 + (size_t)r * ar);
+
+                        for (int j = 0; j < 4; j++) {
+                                __m256 x = _mm256_loadu_ps(br + 8 * j);
+
+                                t[j] = _mm256_fmadd_ps(w0, x, t[j]);
+                                t[4 + j] = _mm256_fmadd_ps(w1, x, t[4 + j]);
+                        }
+                }
+                for (int j = 0; j < 4; j++) {
+                        if (bias) {
+                                t[j] = _mm256_add_ps(t[j], _mm256_set1_ps(bias[0]));
+                                t[4 + j] = _mm256_add_ps(t[4 + j], _mm256_set1_ps(bias[1]));
+                        }
+                        _mm256_storeu_ps(o0 + q0 + 8 * j, t[j]);
+                        _mm256_storeu_ps(o1 + q0 + 8 * j, t[4 + j]);
+                }
+        }
+        return q0;
+}
+
+/*
+ * Where pair_avx2() runs: AVX2 with FMA, where it was measured (decision 0115); not where
+ * AVX-512 runs, which keeps the generic loops' AVX-512 clone it was measured with before.
+ */
+static int pairs(void)
+{
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               !__builtin_cpu_supports("avx512f");
+}
+#endif
+
+/* Row @p i's positions from @p q0 on: the chains of strata__conv_small_product(). */
+STRATA_SIMD static void row_from(const float *a, size_t ai, size_t ar, int i, int nr,
+                                 const float *b, int p, const float *bias, float *out, int q0)
+{
+        const float *ra = a + (size_t)i * ai;
+        float *o = out + (size_t)i * p, bi = bias ? bias[i] : 0.0f;
+
+        for (; q0 + LANES <= p; q0 += LANES) {
+                float t[LANES] = { 0.0f };
+
+                for (int r = 0; r < nr; r++) {
+                        const float *br = b + (size_t)r * p + q0;
+                        float w = ra[(size_t)r * ar];
+
+                        for (int j = 0; j < LANES; j++)
+                                t[j] = fmaf(w, br[j], t[j]);
+                }
+                for (int j = 0; j < LANES; j++)
+                        o[q0 + j] = bias ? t[j] + bi : t[j];
+        }
+        for (; q0 + TAIL_LANES <= p; q0 += TAIL_LANES) { /* the same chains, fewer */
+                float t[TAIL_LANES] = { 0.0f };
+
+                for (int r = 0; r < nr; r++) {
+                        const float *br = b + (size_t)r * p + q0;
+                        float w = ra[(size_t)r * ar];
+
+                        for (int j = 0; j < TAIL_LANES; j++)
+                                t[j] = fmaf(w, br[j], t[j]);
+                }
+                for (int j = 0; j < TAIL_LANES; j++)
+                        o[q0 + j] = bias ? t[j] + bi : t[j];
+        }
+        for (int q = q0; q < p; q++) {
+                float t = 0.0f;
+
+                for (int r = 0; r < nr; r++)
+                        t = fmaf(ra[(size_t)r * ar], b[(size_t)r * p + q], t);
+                o[q] = bias ? t + bi : t;
+        }
+}
+
 /*
  * out[i][q] = sum_r a[i ai + r ar] b[r][q] (+ bias[i]), i < @p ni, q < @p p, r < @p nr
  * (<= STRATA__CONV_SMALL_K, one chunk): the forward product (a = W) and the column gradient
- * (a = W^T).
+ * (a = W^T). Two rows at a time in pair_avx2() where it runs, the rest row by row.
  */
-STRATA_SIMD void strata__conv_small_product(const float *a, size_t ai, size_t ar, int ni, int nr,
-                                            const float *b, int p, const float *bias,
-                                            float *out)
+void strata__conv_small_product(const float *a, size_t ai, size_t ar, int ni, int nr,
+                                const float *b, int p, const float *bias, float *out)
 {
-        for (int i = 0; i < ni; i++) {
-                const float *ra = a + (size_t)i * ai;
-                float *o = out + (size_t)i * p, bi = bias ? bias[i] : 0.0f;
-                int q0 = 0;
+        int i = 0;
 
-                for (; q0 + LANES <= p; q0 += LANES) {
-                        float t[LANES] = { 0.0f };
+#if defined(__x86_64__)
+        for (; pairs() && i + 2 <= ni; i += 2) {
+                int q0 = pair_avx2(a + (size_t)i * ai, a + (size_t)(i + 1) * ai, ar, nr, b, p,
+                                   bias ? bias + i : NULL, out + (size_t)i * p,
+                                   out + (size_t)(i + 1) * p);
 
-                        for (int r = 0; r < nr; r++) {
-                                const float *br = b + (size_t)r * p + q0;
-                                float w = ra[(size_t)r * ar];
-
-                                for (int j = 0; j < LANES; j++)
-                                        t[j] = fmaf(w, br[j], t[j]);
-                        }
-                        for (int j = 0; j < LANES; j++)
-                                o[q0 + j] = bias ? t[j] + bi : t[j];
-                }
-                for (; q0 + TAIL_LANES <= p; q0 += TAIL_LANES) { /* the same chains, fewer */
-                        float t[TAIL_LANES] = { 0.0f };
-
-                        for (int r = 0; r < nr; r++) {
-                                const float *br = b + (size_t)r * p + q0;
-                                float w = ra[(size_t)r * ar];
-
-                                for (int j = 0; j < TAIL_LANES; j++)
-                                        t[j] = fmaf(w, br[j], t[j]);
-                        }
-                        for (int j = 0; j < TAIL_LANES; j++)
-                                o[q0 + j] = bias ? t[j] + bi : t[j];
-                }
-                for (int q = q0; q < p; q++) {
-                        float t = 0.0f;
-
-                        for (int r = 0; r < nr; r++)
-                                t = fmaf(ra[(size_t)r * ar], b[(size_t)r * p + q], t);
-                        o[q] = bias ? t + bi : t;
-                }
+                row_from(a, ai, ar, i, nr, b, p, bias, out, q0);
+                row_from(a, ai, ar, i + 1, nr, b, p, bias, out, q0);
         }
+#endif
+        for (; i < ni; i++)
+                row_from(a, ai, ar, i, nr, b, p, bias, out, 0);
 }
 
 /*
