@@ -4,9 +4,11 @@
  * packing for nothing. Each element is the chain the GEMM's contract computes
  * (drivers/cpu/gemm.c, its scalar set): t = 0, t = fmaf(a, b, t) in reduction order, in chunks
  * of KC terms, the first chunk's t stored (beta 0) or added (beta 1), the next ones added. ISO
- * C with explicit fmaf: every clone and every kernel set gives the same bits as the GEMM. fp32
- * only (mixed precision rounds the operands first: strata_gemm() keeps those). The same chains
- * run on a sample's columns or, on the direct path, on the shifted views of its padded copy.
+ * C with explicit fmaf, and where two rows run at a time in AVX2 the FMA intrinsic
+ * lane by lane (decision 0115): every clone and every kernel set gives the same bits as the
+ * GEMM. fp32 only (mixed precision rounds the operands first: strata_gemm() keeps those). The
+ * same chains run on a sample's columns or, on the direct path, on the shifted views of its
+ * padded copy.
  */
 #include <math.h>
 #if defined(__x86_64__)
