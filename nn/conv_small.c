@@ -11,6 +11,7 @@
  * padded copy.
  */
 #include <math.h>
+#include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -64,16 +65,6 @@ __attribute__((target("avx2,fma"))) static int pair_avx2(const float *r0, const 
                 }
         }
         return q0;
-}
-
-/*
- * Where pair_avx2() runs: AVX2 with FMA, where it was measured (decision 0115); not where
- * AVX-512 runs, which keeps the generic loops' AVX-512 clone it was measured with before.
- */
-static int pairs(void)
-{
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               !__builtin_cpu_supports("avx512f");
 }
 #endif
 
@@ -130,7 +121,10 @@ void strata__conv_small_product(const float *a, size_t ai, size_t ar, int ni, in
         int i = 0;
 
 #if defined(__x86_64__)
-        for (; pairs() && i + 2 <= ni; i += 2) {
+        /* where the clones run AVX2, as measured (decision 0115); AVX-512 keeps its clone */
+        int two = !strcmp(strata__simd_isa(), "avx2");
+
+        for (; two && i + 2 <= ni; i += 2) {
                 int q0 = pair_avx2(a + (size_t)i * ai, a + (size_t)(i + 1) * ai, ar, nr, b, p,
                                    bias ? bias + i : NULL, out + (size_t)i * p,
                                    out + (size_t)(i + 1) * p);
