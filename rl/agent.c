@@ -53,6 +53,39 @@ static int out_of_range(const char *what, double v)
         return strata__fail(STRATA_EINVAL, "rl agent: %s = %g is out of range", what, v);
 }
 
+/*
+ * Whether each process of the agent's runtime computes only its own devices' rows (decision
+ * 0079): under mpi, and under zero1 or zero2 joined across processes (decision 0116), which
+ * only the runtime @p rt knows (NULL: before init, mpi alone).
+ */
+static int across(const struct strata_config *rc, const struct strata_runtime *rt)
+{
+        if (!rc)
+                return 0;
+        if (rc->strategy.kind == STRATA_STRATEGY_MPI)
+                return 1;
+        return rt && (rc->strategy.kind == STRATA_STRATEGY_ZERO1 ||
+                      rc->strategy.kind == STRATA_STRATEGY_ZERO2) &&
+               strata_world_size(rt) > rc->strategy.devices;
+}
+
+/* The devices a process of a runtime @p procs across processes may have, by algorithm. */
+static int across_fits(const struct strata_rl_agent_config *c, int procs)
+{
+        /* SAC under mpi gathers a batch a local device in the scratch's input gradients */
+        if (procs && c->algo == STRATA_RL_SAC &&
+            (uint64_t)c->runtime->strategy.devices * c->batch >
+                    (uint64_t)(c->batch > c->n_envs ? c->batch : c->n_envs) *
+                            (c->state_dim + c->action_dim))
+                return out_of_range("devices a process (SAC under mpi: at most state_dim + action_dim)",
+                           c->runtime->strategy.devices);
+        /* PPO under mpi stages its rows in place: one device a process */
+        if (procs && c->algo == STRATA_RL_PPO && c->runtime->strategy.devices > 1)
+                return out_of_range("devices a process (PPO under mpi: 1)",
+                                    c->runtime->strategy.devices);
+        return STRATA_OK;
+}
+
 /* Every hyper-parameter in its range, the first bad one named. */
 static int check(const struct strata_rl_agent_config *c)
 {
@@ -108,20 +141,7 @@ static int check(const struct strata_rl_agent_config *c)
                 return out_of_range("action_dim (PPO: at most 64)", c->action_dim);
         if (c->algo == STRATA_RL_PPO && c->minibatch > (uint64_t)c->steps * c->n_envs)
                 return out_of_range("minibatch (above steps x n_envs)", c->minibatch);
-        /* SAC under mpi gathers a batch a local device in the scratch's input gradients */
-        if (c->algo == STRATA_RL_SAC && c->runtime &&
-            c->runtime->strategy.kind == STRATA_STRATEGY_MPI &&
-            (uint64_t)c->runtime->strategy.devices * c->batch >
-                    (uint64_t)(c->batch > c->n_envs ? c->batch : c->n_envs) *
-                            (c->state_dim + c->action_dim))
-                return out_of_range("devices a process (SAC under mpi: at most state_dim + action_dim)",
-                           c->runtime->strategy.devices);
-        /* PPO under mpi stages its rows in place: one device a process */
-        if (c->algo == STRATA_RL_PPO && c->runtime &&
-            c->runtime->strategy.kind == STRATA_STRATEGY_MPI && c->runtime->strategy.devices > 1)
-                return out_of_range("devices a process (PPO under mpi: 1)",
-                                    c->runtime->strategy.devices);
-        return STRATA_OK;
+        return across_fits(c, across(c->runtime, NULL));
 }
 
 static uint32_t rows_of(const struct strata_rl_agent_config *c)
@@ -363,8 +383,9 @@ static int mpi_fits(struct strata_rl_agent *ag)
         const struct strata_rl_agent_config *c = &ag->cfg;
         int d = strata_world_size(ag->rt);
 
-        if (!c->runtime || c->runtime->strategy.kind != STRATA_STRATEGY_MPI)
+        if (!across(c->runtime, ag->rt))
                 return STRATA_OK;
+        STRATA_TRY(across_fits(c, 1));
         if (c->normalize_states)
                 return strata__fail(STRATA_EINVAL, "rl agent: normalize_states under mpi: the "
                                     "normaliser does not reduce across processes yet");
@@ -497,8 +518,7 @@ int strata__agent_mpi_rows(const struct strata_rl_agent *ag, int dev, uint64_t r
         uint64_t world;
         int64_t g;
 
-        if (!rc || rc->strategy.kind != STRATA_STRATEGY_MPI ||
-            (g = strata_device_rank(ag->rt, dev)) < 0)
+        if (!across(rc, ag->rt) || (g = strata_device_rank(ag->rt, dev)) < 0)
                 return 0;
         world = (uint64_t)strata_world_size(ag->rt);
         *lo = rows * (uint64_t)g / world;

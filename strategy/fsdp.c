@@ -185,7 +185,8 @@ const struct strata__strategy strata__fsdp = {
         .name = "fsdp",
         .parent = &strata__zero1,
         .caps = STRATA__CAP_SHARD_PARAMS,
-        .drops = STRATA__CAP_ALL_REDUCE,
+        /* not several models: each model's parameter shards and gathers (decision 0116) */
+        .drops = STRATA__CAP_ALL_REDUCE | STRATA__CAP_MODELS,
         .ops = { .validate = fsdp_validate, .pick = fsdp_pick },
         .hooks = { .connect = init_dev },
 };

@@ -331,6 +331,10 @@ static const struct strata__sync *zero2_pick(const struct strata_config *c,
 
         if (c->strategy.invariant)
                 return zero1_pick(c, drv, z, rt);
+        /* several models (decision 0116): every replica is laid out with model 0's shard
+         * choice, which another model's sizes may not share, so they keep whole gradients */
+        if (strata__models_count(c) > 1)
+                own = 0;
         if (own && z)
                 own = z->own_grads;
         if (each)
@@ -342,7 +346,6 @@ const struct strata__strategy strata__zero1 = {
         .name = "zero1",
         .parent = &strata__ddp,
         .caps = STRATA__CAP_SHARD_STATE,
-        .drops = STRATA__CAP_MODELS, /* not yet several models (decision 0069) */
         .ops = { .pick = zero1_pick },
         .hooks = { .connect = connect_dev },
 };

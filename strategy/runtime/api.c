@@ -442,8 +442,9 @@ int strata__api_input_grad(struct strata_runtime *rt, const struct strata_batch 
         STRATA_TRY(strata__check_rt(rt));
         STRATA_TRY(need_ready(rt));
         if (!(strata__caps(rt->strategy) & STRATA__CAP_MODELS) || strata__own_memory(rt->dev))
-                return strata__fail(STRATA_ENOTSUP, "input_grad runs under single, ddp, spawn "
-                                                   "and mpi, in host memory (decision 0069)");
+                return strata__fail(STRATA_ENOTSUP, "input_grad runs under single, ddp, spawn, "
+                                                   "mpi, zero1 and zero2, in host memory "
+                                                   "(decisions 0069, 0116)");
         if (rt->micro)
                 return strata__fail(STRATA_EBADSTATE, "input_grad: inside an accumulation "
                                                       "window (micro-batch %d)", rt->micro);

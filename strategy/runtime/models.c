@@ -123,8 +123,9 @@ int strata__models_check(const struct strata_config *c, const struct strata__str
                 why = "invariant mode";
         if (why)
                 return strata__fail(STRATA_ENOTSUP, "several models (cfg.models) run under "
-                                    "single, ddp, spawn and mpi, in host memory, outside "
-                                    "invariant mode; not with %s (decision 0069)", why);
+                                    "single, ddp, spawn, mpi, zero1 and zero2, in host "
+                                    "memory, outside invariant mode; not with %s (decisions "
+                                    "0069, 0116)", why);
         for (int i = 1; i < strata__models_count(c); i++)
                 STRATA_TRY(check_entry(c, i));
         return STRATA_OK;

@@ -1,7 +1,8 @@
 /*
  * Several models on one runtime (decision 0069): model 0 (the rig's, SGD), model 1 (another
  * module list with AdamW) and model 2 (a Polyak target of model 0), trained together on the
- * same workers under single and ddp. Each model is bitwise the run it would be alone, runs
+ * same workers under single, ddp, zero1 and zero2 (decision 0116: bitwise ddp's, in one process
+ * and in two). Each model is bitwise the run it would be alone, runs
  * repeat bitwise, the target is the host's average to the bit, the plan is exact with nothing
  * allocated during steps, and every model's checkpoint resumes it bitwise.
  */
@@ -188,6 +189,92 @@ Test(models, ddp_three_models_bitwise)
 }
 
 /*
+ * Model 0 (and its target) 20-16-relu-16-relu-16-relu-4: no layer holds half its parameters,
+ * so zero2 alone would keep a shard of its reduced gradients alone (own-grads), which model
+ * 1's sizes do not allow.
+ */
+static void deepen(struct three *t)
+{
+        static struct strata_module mods[7];
+        static struct strata_model m;
+
+        for (int i = 0; i < 6; i += 2) {
+                mods[i] = (struct strata_module){ .ops = &strata_linear, .out = 16 };
+                mods[i + 1] = (struct strata_module){ .ops = &strata_relu };
+        }
+        mods[6] = (struct strata_module){ .ops = &strata_linear, .out = RIG_CLASSES };
+        m = (struct strata_model){ .in_features = RIG_IN, .nmodules = 7, .modules = mods };
+        t->r.cfg.model = &m;
+}
+
+/*
+ * zero1 and zero2 (decision 0116): each model's optimizer state sharded over the devices, its
+ * gradients all-reduced (zero1) or reduce-scattered bucket by bucket (zero2): every model
+ * bitwise its run alone under the same strategy and bitwise ddp's, @p bucket_bytes as ddp's.
+ */
+static void sharded(enum strata_strategy_kind kind, size_t bucket_bytes, int deep)
+{
+        static float z[3][NP], d[3][NP];
+        size_t nz[3], nd[3];
+        struct three t;
+
+        if (!deep)
+                together(kind, 2, 0, bucket_bytes);
+        three_init(&t, kind, 2);
+        t.r.cfg.strategy.bucket_bytes = bucket_bytes;
+        if (deep)
+                deepen(&t);
+        run(&t, 12, z, nz);
+        three_init(&t, STRATA_STRATEGY_DDP, 2);
+        t.r.cfg.strategy.bucket_bytes = bucket_bytes;
+        if (deep)
+                deepen(&t);
+        run(&t, 12, d, nd);
+        for (int k = 0; k < 3; k++) {
+                cr_assert_eq(nz[k], nd[k]);
+                cr_assert(!memcmp(z[k], d[k], nz[k] * sizeof(float)),
+                          "model %d: %s differs from ddp", k, strata_strategy_name(kind));
+        }
+}
+
+Test(models, zero1_three_models_bitwise_and_ddp)
+{
+        sharded(STRATA_STRATEGY_ZERO1, 0, 0);
+}
+
+Test(models, zero2_three_models_bitwise_and_ddp)
+{
+        sharded(STRATA_STRATEGY_ZERO2, 0, 0);
+}
+
+/* zero2's reduce-scatter over each model's own buckets (one layer each). */
+Test(models, zero2_small_buckets_each_model_its_own)
+{
+        sharded(STRATA_STRATEGY_ZERO2, 64, 0);
+}
+
+/*
+ * Every model's replica is laid out with model 0's shard choice: with several models zero2
+ * keeps whole gradients (buckets) where model 0 alone would keep its shard alone, and trains
+ * bitwise ddp's.
+ */
+Test(models, zero2_several_models_keep_whole_gradients)
+{
+        struct three t;
+        const char *name = NULL;
+
+        three_init(&t, STRATA_STRATEGY_ZERO2, 2);
+        deepen(&t);
+        t.r.cfg.models = NULL;
+        cr_assert_eq(strata_plan_sync(&t.r.cfg, &name), STRATA_OK, "%s", strata_last_error());
+        cr_assert_str_eq(name, "own-grads");
+        t.r.cfg.models = &t.set;
+        cr_assert_eq(strata_plan_sync(&t.r.cfg, &name), STRATA_OK, "%s", strata_last_error());
+        cr_assert_str_eq(name, "buckets");
+        sharded(STRATA_STRATEGY_ZERO2, 0, 1);
+}
+
+/*
  * Buckets of one layer each (64 bytes): the two trained models' buckets differ in number and
  * offsets, each prepared once at init and swapped in with its model (decision 0082); a
  * model run on another's buckets would leave devices apart or differ from its run alone.
@@ -306,6 +393,11 @@ Test(models, ddp_exact_plan_no_heap)
         exact(STRATA_STRATEGY_DDP, 2);
 }
 
+Test(models, zero2_exact_plan_no_heap)
+{
+        exact(STRATA_STRATEGY_ZERO2, 2);
+}
+
 /* A path in a directory of this test's own. */
 static const char *path_in(char *dir, const char *name, char *buf, size_t n)
 {
@@ -384,6 +476,12 @@ Test(models, single_checkpoint_every_model)
 Test(models, ddp_checkpoint_every_model)
 {
         resume(STRATA_STRATEGY_DDP, 2);
+}
+
+/* Each model's sharded optimizer state gathered into its file and scattered back. */
+Test(models, zero2_checkpoint_every_model)
+{
+        resume(STRATA_STRATEGY_ZERO2, 2);
 }
 
 /* The safetensors header of @p path, without spaces, into @p out. */
@@ -490,8 +588,11 @@ static int child(int rank, int size, void *arg)
         return rc == STRATA_OK ? 0 : 1;
 }
 
-/* Two processes of one device (spawn: ddp over a job of processes) are ddp on two devices. */
-Test(models, spawn_two_processes_are_ddp, .timeout = 120)
+/*
+ * Two processes of one device under strategy @p kind (spawn: ddp over a job of processes;
+ * zero1, zero2: their shards one a process) are ddp on two devices.
+ */
+static void spawned_are_ddp(enum strata_strategy_kind kind)
 {
         static float ddp[3][NP], ref[NP];
         struct strata_spawn_result res;
@@ -517,7 +618,7 @@ Test(models, spawn_two_processes_are_ddp, .timeout = 120)
                       -1, 0);
         cr_assert_neq(shared, MAP_FAILED);
         memset(shared, 0, sizeof(*shared));
-        spawn_three.r.cfg.strategy.kind = STRATA_STRATEGY_SPAWN;
+        spawn_three.r.cfg.strategy.kind = kind;
         spawn_three.r.cfg.strategy.devices = 1;
         spawn_three.r.cfg.device.timeout_s = 30.0;
         cr_assert_eq(strata_spawn(2, child, NULL, 60.0, NULL, 0, &res), STRATA_OK, "%s (%s)",
@@ -529,6 +630,16 @@ Test(models, spawn_two_processes_are_ddp, .timeout = 120)
                                   "model %d, process %d: not ddp's parameters", k, rank);
         }
         munmap(shared, sizeof(*shared));
+}
+
+Test(models, spawn_two_processes_are_ddp, .timeout = 120)
+{
+        spawned_are_ddp(STRATA_STRATEGY_SPAWN);
+}
+
+Test(models, zero2_two_processes_are_ddp, .timeout = 120)
+{
+        spawned_are_ddp(STRATA_STRATEGY_ZERO2);
 }
 
 /* Exit 0 when strata_init() refused with STRATA_EINVAL; rank 0 returns the message. */

@@ -91,10 +91,6 @@ Test(models_bad_input, configurations_refused_at_plan)
         r.cfg.strategy.devices = 2;
         r.cfg.strategy.kind = STRATA_STRATEGY_DP;
         rig_plan_refused(&r, STRATA_ENOTSUP, "dp", "not with dp");
-        r.cfg.strategy.kind = STRATA_STRATEGY_ZERO1;
-        rig_plan_refused(&r, STRATA_ENOTSUP, "zero1", "not with zero1");
-        r.cfg.strategy.kind = STRATA_STRATEGY_ZERO2;
-        rig_plan_refused(&r, STRATA_ENOTSUP, "zero2", "not with zero2");
         r.cfg.strategy.kind = STRATA_STRATEGY_FSDP;
         rig_plan_refused(&r, STRATA_ENOTSUP, "fsdp", "not with fsdp");
         r.cfg.strategy.kind = STRATA_STRATEGY_DDP;

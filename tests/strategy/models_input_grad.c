@@ -221,6 +221,15 @@ Test(models_input_grad, refused_and_nothing_written)
                      STRATA_ENOTSUP);
         cr_assert_not_null(strstr(strata_last_error(), "single, ddp"));
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
+        /* fsdp (its parameters sharded): refused, nothing written */
+        r.cfg.strategy.kind = STRATA_STRATEGY_FSDP;
+        rt = rig_open(&r.cfg);
+        cr_assert_eq(strata_input_grad(rt, &b, gs, B * RIG_CLASSES, dx, B * RIG_IN),
+                     STRATA_ENOTSUP);
+        cr_assert_not_null(strstr(strata_last_error(), "zero1 and zero2"));
+        for (int i = 0; i < B * RIG_IN; i++)
+                cr_assert_eq(dx[i], 7.0f, "a refused call wrote dx[%d]", i);
+        cr_assert_eq(strata_teardown(rt), STRATA_OK);
 }
 
 /* ---- DDPG's actor through its critic ---- */
@@ -384,4 +393,17 @@ Test(models_input_grad, ddpg_single)
 Test(models_input_grad, ddpg_ddp)
 {
         ddpg_twice(STRATA_STRATEGY_DDP, 2);
+}
+
+/* zero2 (decision 0116): the critic's input gradient and both models' steps, bitwise ddp's. */
+Test(models_input_grad, ddpg_zero2_is_ddp)
+{
+        static float z[NP], d[NP];
+        size_t nz, nd;
+
+        ddpg_twice(STRATA_STRATEGY_ZERO2, 2);
+        ddpg(STRATA_STRATEGY_ZERO2, 2, z, &nz);
+        ddpg(STRATA_STRATEGY_DDP, 2, d, &nd);
+        cr_assert_eq(nz, nd);
+        cr_assert(!memcmp(z, d, nz * sizeof(float)), "zero2's actor differs from ddp's");
 }

@@ -106,8 +106,9 @@ Test(strategy_registry, caps_of_every_strategy)
                 { STRATA_STRATEGY_MPI, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
                                                STRATA__CAP_MODELS },
                 { STRATA_STRATEGY_ZERO1, STRATA__CAP_INVARIANT | STRATA__CAP_ALL_REDUCE |
-                                                 STRATA__CAP_SHARD_STATE },
-                { STRATA_STRATEGY_ZERO2, STRATA__CAP_INVARIANT | STRATA__CAP_SHARD_STATE |
+                                                 STRATA__CAP_MODELS | STRATA__CAP_SHARD_STATE },
+                { STRATA_STRATEGY_ZERO2, STRATA__CAP_INVARIANT | STRATA__CAP_MODELS |
+                                                 STRATA__CAP_SHARD_STATE |
                                                  STRATA__CAP_SHARD_GRADS },
                 { STRATA_STRATEGY_FSDP, STRATA__CAP_INVARIANT | STRATA__CAP_SHARD_STATE |
                                                 STRATA__CAP_SHARD_PARAMS },
