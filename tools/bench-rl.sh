@@ -8,9 +8,10 @@
 #  - agent throughput: (environment steps + updates) per second, and Strata / PyTorch
 #    (the issue's target: >= 5 on one thread)
 #  - TD3 across processes (decision 0079): 2 environments, one process of one device against
-#    `mpirun -np 2` (one device and one environment each): the same rounds and updates; their
-#    (rounds + updates) per second and the ratio (the issue's target: >= 1.6). Needs mpirun
-#    and libstrata-mpi.so.
+#    `mpirun -np 2` (one device and one environment each) under mpi (ddp across the processes)
+#    and under zero2 (each process steps AdamW over its shard of every network, decision
+#    0116), the three alternated: the same rounds and updates; their (rounds + updates) per
+#    second and the ratios (the issue's target: >= 1.6). Needs mpirun and libstrata-mpi.so.
 # Usage: tools/bench-rl.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
@@ -46,9 +47,12 @@ for _ in $(seq "$reps"); do
         [ -n "$mpi" ] || continue
         j=$("$dir/cartpole" td3 --steps "$msteps" --envs 2 | grep '^{')
         add one-tp "$(field throughput <<< "$j")"
-        j=$(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$dir/cartpole" td3 \
-                --steps "$msteps" --envs 2 --mpi | grep '^{')
-        add mpi-tp "$(field throughput <<< "$j")"
+        for s in mpi zero2; do
+                z=; [ $s = zero2 ] && z=--zero2
+                j=$(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+                        "$dir/cartpole" td3 --steps "$msteps" --envs 2 --mpi $z | grep '^{')
+                add $s-tp "$(field throughput <<< "$j")"
+        done
 done
 
 echo "cart-pole (continuous force), one thread, $reps runs alternated, medians; STEPS $steps"
@@ -62,10 +66,12 @@ for algo in td3 sac ppo; do
                 'BEGIN { printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, a / b }'
 done
 if [ -n "$mpi" ]; then
-        awk -v a="$(med one-tp)" -v b="$(med mpi-tp)" \
-                -v w="td3, 2 envs, $msteps rounds: steps + updates/s" 'BEGIN {
-                printf "%-44s %12s %12s %8s\n", "", "1 process", "mpirun -np 2", "ratio"
-                printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, b / a }'
+        printf '%-44s %12s %12s %8s\n' "td3, 2 envs, $msteps rounds: steps + updates/s" \
+                "1 process" "mpirun -np 2" ratio
+        for s in mpi zero2; do
+                awk -v a="$(med one-tp)" -v b="$(med $s-tp)" -v w="  strategy $s" \
+                        'BEGIN { printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, b / a }'
+        done
 else
         echo "td3 across processes: mpirun or libstrata-mpi.so missing: not run"
 fi

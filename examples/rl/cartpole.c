@@ -11,7 +11,7 @@
  * Usage: cartpole td3|sac|ppo [--steps N] [--seed S] [--solve] [--export FILE]
  *                             [--save PREFIX --save-every N] [--resume PREFIX] [--kill-at N]
  *                             [--normalize] [--returns FILE.csv]
- *                             [--envs N [--devices D | --mpi]] [--batch B]
+ *                             [--envs N [--devices D | --mpi] [--zero1 | --zero2]] [--batch B]
  *   --steps: environment steps in all (default 20000); --solve: stop once solved; --export:
  *   the policy's weights as safetensors at the end; --save: every N steps, the agent
  *   (strata_rl_save(): PREFIX-K.ckpt, PREFIX-rl.state) and the environment's own state
@@ -28,7 +28,9 @@
  *   environments' transitions (PPO: the rollout's rows are gathered across the processes,
  *   decision 0094), so P processes train bitwise the agent of one process on P devices
  *   (decision 0079). Process 0 reports, exports and writes the returns (its own
- *   environments'). --batch B: the replay batch of TD3 and SAC, PPO's minibatch (defaults 64);
+ *   environments'). --zero1, --zero2: that strategy instead of ddp (--devices) or mpi (--mpi):
+ *   each device steps AdamW over its shard of every network, bitwise ddp's (decision 0116).
+ *   --batch B: the replay batch of TD3 and SAC, PPO's minibatch (defaults 64);
  *   under --mpi it is the batch of all the processes, each computing its own rows' share, so
  *   `--envs P --batch 64P` on P processes gives each process its own environment and 64 rows,
  *   as TorchFort's distributed mode does.
@@ -381,6 +383,7 @@ int main(int argc, char **argv)
         uint64_t seed = 1, updates;
         long batch = -1;
         int normalize = 0, envs = 0, devices = 1, mpi = 0, world, lo = 0, hi = 1, zero = 1;
+        int sharded = 0; /* 1: zero1, 2: zero2 */
         size_t bytes;
         int rc;
 
@@ -419,6 +422,8 @@ int main(int argc, char **argv)
                         devices = atoi(argv[++i]);
                 else if (!strcmp(argv[i], "--mpi"))
                         mpi = 1;
+                else if (!strcmp(argv[i], "--zero1") || !strcmp(argv[i], "--zero2"))
+                        sharded = argv[i][6] - '0';
                 else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
                         batch = atol(argv[++i]);
         }
@@ -437,12 +442,17 @@ int main(int argc, char **argv)
                         MAX_ENVS);
                 return 2;
         }
+        if (sharded && !mpi && devices < 2) {
+                fprintf(stderr, "cartpole: --zero1, --zero2: with --mpi or --devices 2 or more\n");
+                return 2;
+        }
         if (envs || devices > 1 || mpi) {
                 strata_config_init(&rcfg);
                 rcfg.device.bind = STRATA_BIND_NONE;
-                rcfg.strategy.kind = mpi ? STRATA_STRATEGY_MPI : devices > 1
-                                                                  ? STRATA_STRATEGY_DDP
-                                                                  : STRATA_STRATEGY_SINGLE;
+                rcfg.strategy.kind = sharded == 1 ? STRATA_STRATEGY_ZERO1
+                                     : sharded ? STRATA_STRATEGY_ZERO2
+                                     : mpi ? STRATA_STRATEGY_MPI
+                                     : devices > 1 ? STRATA_STRATEGY_DDP : STRATA_STRATEGY_SINGLE;
                 rcfg.strategy.devices = mpi ? 1 : devices;
                 c.runtime = &rcfg;
                 c.n_envs = (uint32_t)(envs ? envs : 1);

@@ -4,8 +4,9 @@
 # a process, each process's replay rows drawing its own transitions): the mpi policy is bitwise
 # ddp's, and two mpi runs are bitwise equal; the same for SAC (its temperature's term of every
 # row gathered across the processes, decision 0082) and PPO (its finished rollout and each
-# minibatch's outputs gathered, decision 0094). Under mpi fewer environments than processes are
-# refused naming the value. Skipped without mpirun or libstrata-mpi.so.
+# minibatch's outputs gathered, decision 0094); zero1 and zero2 across the processes give ddp's
+# policy too (decision 0116). Under mpi (and zero2 across processes) fewer environments than
+# processes are refused naming the value. Skipped without mpirun or libstrata-mpi.so.
 #   rl_mpi.sh SRC BUILD
 set -eu
 src=$1 build=$2
@@ -34,6 +35,15 @@ echo "td3: two runs of 2 mpi processes bitwise equal (returns and policy)"
 cmp -s "$dir/ddp.safetensors" "$dir/mpi-1.safetensors" ||
         { echo "td3: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
 echo "td3: the policy of 2 mpi processes is bitwise ddp's on 2 devices"
+# zero1 and zero2 across the processes (decision 0116): each process steps AdamW over its shard
+# of every network; the policy is still ddp's
+for z in zero1 zero2; do
+        mpi "$dir/cartpole" td3 --steps 2000 --envs 2 --mpi --$z \
+                --export "$dir/$z.safetensors" | grep '^{'
+        cmp -s "$dir/ddp.safetensors" "$dir/$z.safetensors" ||
+                { echo "td3: the policy of 2 processes under $z differs from ddp's"; exit 1; }
+        echo "td3: the policy of 2 processes under $z is bitwise ddp's on 2 devices"
+done
 "$dir/cartpole" sac --steps 1000 --envs 2 --devices 2 --export "$dir/sac-ddp.safetensors" |
         grep '^{'
 for k in 1 2; do
@@ -45,6 +55,11 @@ cmp -s "$dir/sac-mpi-1.safetensors" "$dir/sac-mpi-2.safetensors" ||
 cmp -s "$dir/sac-ddp.safetensors" "$dir/sac-mpi-1.safetensors" ||
         { echo "sac: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
 echo "sac: the policy of 2 mpi processes is bitwise ddp's on 2 devices, twice"
+mpi "$dir/cartpole" sac --steps 1000 --envs 2 --mpi --zero2 \
+        --export "$dir/sac-zero2.safetensors" | grep '^{'
+cmp -s "$dir/sac-ddp.safetensors" "$dir/sac-zero2.safetensors" ||
+        { echo "sac: the policy of 2 processes under zero2 differs from ddp's"; exit 1; }
+echo "sac: the policy of 2 processes under zero2 is bitwise ddp's on 2 devices"
 "$dir/cartpole" ppo --steps 1100 --envs 2 --devices 2 --export "$dir/ppo-ddp.safetensors" |
         grep '^{'
 for k in 1 2; do
@@ -56,6 +71,11 @@ cmp -s "$dir/ppo-mpi-1.safetensors" "$dir/ppo-mpi-2.safetensors" ||
 cmp -s "$dir/ppo-ddp.safetensors" "$dir/ppo-mpi-1.safetensors" ||
         { echo "ppo: the policy of 2 mpi processes differs from ddp's on 2 devices"; exit 1; }
 echo "ppo: the policy of 2 mpi processes is bitwise ddp's on 2 devices, twice"
+mpi "$dir/cartpole" ppo --steps 1100 --envs 2 --mpi --zero2 \
+        --export "$dir/ppo-zero2.safetensors" | grep '^{'
+cmp -s "$dir/ppo-ddp.safetensors" "$dir/ppo-zero2.safetensors" ||
+        { echo "ppo: the policy of 2 processes under zero2 differs from ddp's"; exit 1; }
+echo "ppo: the policy of 2 processes under zero2 is bitwise ddp's on 2 devices"
 refused() { # $1: what the message must say; then the command
         want=$1
         shift
@@ -68,3 +88,5 @@ refused() { # $1: what the message must say; then the command
 refused "n_envs 1 under mpi of 2 devices: each device needs an environment" "$dir/cartpole" ppo --steps 100 --mpi
 refused "n_envs 1 and batch 64 under mpi of 2 devices" "$dir/cartpole" td3 --steps 100 \
         --envs 1 --mpi
+refused "n_envs 1 under mpi of 2 devices: each device needs an environment" "$dir/cartpole" \
+        ppo --steps 100 --mpi --zero2
