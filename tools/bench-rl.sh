@@ -10,8 +10,10 @@
 #  - TD3 across processes (decision 0079): 2 environments, one process of one device against
 #    `mpirun -np 2` (one device and one environment each) under mpi (ddp across the processes)
 #    and under zero2 (each process steps AdamW over its shard of every network, decision
-#    0116), the three alternated: the same rounds and updates; their (rounds + updates) per
-#    second and the ratios (the issue's target: >= 1.6). Needs mpirun and libstrata-mpi.so.
+#    0116), the three alternated, at the replay batch 64 (32 rows a process) and 128 (64 rows a
+#    process, TorchFort's distributed mode): the same rounds and updates; their (rounds +
+#    updates) per second and the ratios (the issue's target: >= 1.6). Needs mpirun and
+#    libstrata-mpi.so.
 # Usage: tools/bench-rl.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
@@ -45,13 +47,16 @@ for _ in $(seq "$reps"); do
                 done
         done
         [ -n "$mpi" ] || continue
-        j=$("$dir/cartpole" td3 --steps "$msteps" --envs 2 | grep '^{')
-        add one-tp "$(field throughput <<< "$j")"
-        for s in mpi zero2; do
-                z=; [ $s = zero2 ] && z=--zero2
-                j=$(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
-                        "$dir/cartpole" td3 --steps "$msteps" --envs 2 --mpi $z | grep '^{')
-                add $s-tp "$(field throughput <<< "$j")"
+        for b in 64 128; do
+                j=$("$dir/cartpole" td3 --steps "$msteps" --envs 2 --batch $b | grep '^{')
+                add one$b-tp "$(field throughput <<< "$j")"
+                for s in mpi zero2; do
+                        z=; [ $s = zero2 ] && z=--zero2
+                        j=$(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+                                "$dir/cartpole" td3 --steps "$msteps" --envs 2 --batch $b \
+                                --mpi $z | grep '^{')
+                        add $s$b-tp "$(field throughput <<< "$j")"
+                done
         done
 done
 
@@ -68,9 +73,12 @@ done
 if [ -n "$mpi" ]; then
         printf '%-44s %12s %12s %8s\n' "td3, 2 envs, $msteps rounds: steps + updates/s" \
                 "1 process" "mpirun -np 2" ratio
-        for s in mpi zero2; do
-                awk -v a="$(med one-tp)" -v b="$(med $s-tp)" -v w="  strategy $s" \
-                        'BEGIN { printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, b / a }'
+        for b in 64 128; do
+                for s in mpi zero2; do
+                        awk -v a="$(med one$b-tp)" -v b="$(med $s$b-tp)" \
+                                -v w="  batch $b ($((b / 2)) a process): $s" \
+                                'BEGIN { printf "%-44s %12.0f %12.0f %8.2f\n", w, a, b, b / a }'
+                done
         done
 else
         echo "td3 across processes: mpirun or libstrata-mpi.so missing: not run"
