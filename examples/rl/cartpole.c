@@ -471,10 +471,10 @@ int main(int argc, char **argv)
         if (!r.resume)
                 reset(&r.e, r.obs);
         world = strata_world_size(agent.rt);
-        if (mpi) {
-                int p = launcher_rank();
+        if (c.runtime && world > c.runtime->strategy.devices) { /* processes: mpi, or zero's */
+                int p = launcher_rank(), d = c.runtime->strategy.devices;
 
-                lo = c.n_envs * p / world, hi = c.n_envs * (p + 1) / world;
+                lo = c.n_envs * p * d / world, hi = c.n_envs * (p + 1) * d / world;
                 zero = strata_is_global_zero(agent.rt);
         } else {
                 hi = (int)c.n_envs;

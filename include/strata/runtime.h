@@ -464,7 +464,7 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
  * @param capacity The values @p dx holds: fewer than rows x input width is refused.
  * @retval STRATA_OK; STRATA_EINVAL (NULL, a bad batch, too little room; nothing written);
  *         STRATA_EBADSTATE (not READY, or inside an accumulation window); STRATA_ENOTSUP (a
- *         strategy other than single, ddp, spawn and mpi, a driver with memory of its own, a
+ *         strategy other than single, ddp, spawn, mpi, zero1 and zero2, a driver with memory of its own, a
  *         model whose input several modules read, with several outputs, or invariant mode).
  */
 int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
@@ -732,7 +732,7 @@ int strata_grad_scaler_state(const struct strata_runtime *rt, struct strata_grad
  * model's index. Every model is planned with the runtime and runs on its workers; each has its
  * own optimizer, learning rate schedule, step counts, checkpoint and export. A target copy
  * has no gradients and no optimizer: strata_model_polyak_update() moves it. Under single,
- * ddp, spawn and mpi, in host memory, outside invariant mode.
+ * ddp, spawn, mpi, zero1 and zero2 (decision 0116), in host memory, outside invariant mode.
  */
 
 /**

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "nn/checkpoint.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -207,28 +208,50 @@ static void deepen(struct three *t)
         t->r.cfg.model = &m;
 }
 
+/* A zero1 or zero2 case: its buckets, model 0 deepened, accumulation, clipping by norm. */
+struct zcase {
+        size_t bucket_bytes;
+        int deep, accumulate, each;
+        float clip;
+        const char *variant; /* zero2's, with the three models */
+};
+
+static void zconf(struct three *t, const struct zcase *c)
+{
+        t->r.cfg.strategy.bucket_bytes = c->bucket_bytes;
+        t->r.cfg.train.accumulate = c->accumulate;
+        if (c->each)
+                t->r.cfg.train.accumulate_reduce = STRATA_ACCUMULATE_REDUCE_EACH;
+        t->r.cfg.train.clip_norm = c->clip;
+        if (c->deep)
+                deepen(t);
+}
+
 /*
  * zero1 and zero2 (decision 0116): each model's optimizer state sharded over the devices, its
  * gradients all-reduced (zero1) or reduce-scattered bucket by bucket (zero2): every model
- * bitwise its run alone under the same strategy and bitwise ddp's, @p bucket_bytes as ddp's.
+ * bitwise ddp's under case @p c (and, with ddp's defaults, its run alone under the same
+ * strategy); zero2 runs the variant the case names.
  */
-static void sharded(enum strata_strategy_kind kind, size_t bucket_bytes, int deep)
+static void sharded(enum strata_strategy_kind kind, const struct zcase *c)
 {
         static float z[3][NP], d[3][NP];
         size_t nz[3], nd[3];
+        const char *name = NULL;
         struct three t;
 
-        if (!deep)
-                together(kind, 2, 0, bucket_bytes);
+        if (!c->deep && !c->accumulate && !c->clip)
+                together(kind, 2, 0, c->bucket_bytes);
         three_init(&t, kind, 2);
-        t.r.cfg.strategy.bucket_bytes = bucket_bytes;
-        if (deep)
-                deepen(&t);
+        zconf(&t, c);
+        if (kind == STRATA_STRATEGY_ZERO2) {
+                cr_assert_eq(strata_plan_sync(&t.r.cfg, &name), STRATA_OK, "%s",
+                             strata_last_error());
+                cr_assert_str_eq(name, c->variant);
+        }
         run(&t, 12, z, nz);
         three_init(&t, STRATA_STRATEGY_DDP, 2);
-        t.r.cfg.strategy.bucket_bytes = bucket_bytes;
-        if (deep)
-                deepen(&t);
+        zconf(&t, c);
         run(&t, 12, d, nd);
         for (int k = 0; k < 3; k++) {
                 cr_assert_eq(nz[k], nd[k]);
@@ -239,18 +262,33 @@ static void sharded(enum strata_strategy_kind kind, size_t bucket_bytes, int dee
 
 Test(models, zero1_three_models_bitwise_and_ddp)
 {
-        sharded(STRATA_STRATEGY_ZERO1, 0, 0);
+        sharded(STRATA_STRATEGY_ZERO1, &(struct zcase){ 0 });
 }
 
 Test(models, zero2_three_models_bitwise_and_ddp)
 {
-        sharded(STRATA_STRATEGY_ZERO2, 0, 0);
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .variant = "buckets" });
 }
 
 /* zero2's reduce-scatter over each model's own buckets (one layer each). */
 Test(models, zero2_small_buckets_each_model_its_own)
 {
-        sharded(STRATA_STRATEGY_ZERO2, 64, 0);
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .bucket_bytes = 64,
+                                                        .variant = "buckets" });
+}
+
+/* Its other whole-gradient variants: accumulation, clipping by norm, each micro-batch. */
+Test(models, zero2_accumulate_clip_and_each_are_ddp)
+{
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .accumulate = 2, .variant = "buckets" });
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .clip = 0.5f,
+                                                        .variant = "buckets-gather" });
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .accumulate = 2, .each = 1,
+                                                        .variant = "each-whole" });
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .accumulate = 2, .each = 1,
+                                                        .clip = 0.5f,
+                                                        .variant = "each-gather" });
+        sharded(STRATA_STRATEGY_ZERO1, &(struct zcase){ .accumulate = 2, .clip = 0.5f });
 }
 
 /*
@@ -268,10 +306,7 @@ Test(models, zero2_several_models_keep_whole_gradients)
         t.r.cfg.models = NULL;
         cr_assert_eq(strata_plan_sync(&t.r.cfg, &name), STRATA_OK, "%s", strata_last_error());
         cr_assert_str_eq(name, "own-grads");
-        t.r.cfg.models = &t.set;
-        cr_assert_eq(strata_plan_sync(&t.r.cfg, &name), STRATA_OK, "%s", strata_last_error());
-        cr_assert_str_eq(name, "buckets");
-        sharded(STRATA_STRATEGY_ZERO2, 0, 1);
+        sharded(STRATA_STRATEGY_ZERO2, &(struct zcase){ .deep = 1, .variant = "buckets" });
 }
 
 /*
@@ -550,6 +585,14 @@ struct spawned {
 
 static struct spawned *shared;
 static struct three spawn_three; /* configured before the fork: every process inherits it */
+static char spawn_dir[64];       /* where every model's checkpoint goes (the job's, ddp's) */
+
+/* Model @p k's checkpoint @p who ("job" or "ddp") in spawn_dir. */
+static const char *spawn_ckpt(const char *who, int k, char *buf, size_t n)
+{
+        snprintf(buf, n, "%s/%s%d.ckpt", spawn_dir, who, k % 10);
+        return buf;
+}
 
 /* One process's run of all three models (no assertion in a child: a status). */
 static int child(int rank, int size, void *arg)
@@ -575,10 +618,15 @@ static int child(int rank, int size, void *arg)
         }
         for (int k = 0; k < 3 && rc == STRATA_OK; k++) {
                 const float *p;
+                char path[128];
 
                 rc = strata_model_parameters(rt, k, 0, &p, &shared->n[k]);
                 if (rc == STRATA_OK)
                         memcpy(shared->params[k][rank], p, shared->n[k] * sizeof(float));
+                if (rc == STRATA_OK) /* every process saves each model; process 0 writes */
+                        rc = strata_model_save_checkpoint(rt, k, spawn_ckpt("job", k, path,
+                                                                            sizeof(path)),
+                                                          NULL, 0);
         }
         if (rc != STRATA_OK)
                 snprintf(shared->why, sizeof(shared->why), "process %d: %s (%s)", rank,
@@ -588,20 +636,38 @@ static int child(int rank, int size, void *arg)
         return rc == STRATA_OK ? 0 : 1;
 }
 
+/* A file's bytes into @p buf (at most @p cap); how many. */
+static long slurp(const char *path, unsigned char *buf, size_t cap)
+{
+        FILE *f = fopen(path, "rb");
+        long n;
+
+        cr_assert_not_null(f, "%s", path);
+        n = (long)fread(buf, 1, cap, f);
+        fclose(f);
+        return n;
+}
+
 /*
  * Two processes of one device under strategy @p kind (spawn: ddp over a job of processes;
- * zero1, zero2: their shards one a process) are ddp on two devices.
+ * zero1, zero2: their shards one a process) are ddp on two devices: every model's parameters,
+ * and under zero1 and zero2 every model's checkpoint, which process 0 writes from the job's
+ * shards, holds ddp's bytes after the header (which names the strategy).
  */
 static void spawned_are_ddp(enum strata_strategy_kind kind)
 {
         static float ddp[3][NP], ref[NP];
+        static unsigned char a[1 << 17], d[1 << 17];
         struct strata_spawn_result res;
         struct strata_runtime *rt;
         struct strata_batch b;
+        char path[128];
         size_t n[3];
 
         if (!strcmp(STRATA_SAN, "tsan"))
                 cr_skip_test("under TSan (fork of a threaded runner, see processes.c)");
+        snprintf(spawn_dir, sizeof(spawn_dir), "/tmp/strata-models-XXXXXX");
+        cr_assert_not_null(mkdtemp(spawn_dir));
         three_init(&spawn_three, STRATA_STRATEGY_DDP, 2);
         spawn_three.r.cfg.device.bind = STRATA_BIND_NONE;
         rt = rig_open(&spawn_three.r.cfg);
@@ -611,8 +677,13 @@ static void spawned_are_ddp(enum strata_strategy_kind kind)
                 next(&spawn_three.r, &b);
                 step_all(rt, &b, ref, 0);
         }
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 3; k++) {
                 n[k] = params_of(rt, k, 0, ddp[k]);
+                cr_assert_eq(strata_model_save_checkpoint(rt, k, spawn_ckpt("ddp", k, path,
+                                                                            sizeof(path)),
+                                                          NULL, 0),
+                             STRATA_OK, "%s", strata_last_error());
+        }
         cr_assert_eq(strata_teardown(rt), STRATA_OK);
         shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                       -1, 0);
@@ -630,11 +701,35 @@ static void spawned_are_ddp(enum strata_strategy_kind kind)
                                   "model %d, process %d: not ddp's parameters", k, rank);
         }
         munmap(shared, sizeof(*shared));
+        /* spawn's process 0 writes its own device's records; zero1 and zero2 gather each
+         * device's into ddp's consolidated file */
+        for (int k = 0; k < 3 && kind != STRATA_STRATEGY_SPAWN; k++) {
+                long na = slurp(spawn_ckpt("job", k, path, sizeof(path)), a, sizeof(a));
+                long nd = slurp(spawn_ckpt("ddp", k, path, sizeof(path)), d, sizeof(d));
+                size_t h = sizeof(struct strata__ckpt_header);
+
+                cr_assert_eq(na, nd, "model %d: the job's checkpoint holds %ld bytes, ddp's %ld",
+                             k, na, nd);
+                cr_assert_lt(nd, (long)sizeof(d));
+                cr_assert_gt(nd, (long)h);
+                cr_assert(!memcmp(a + h, d + h, (size_t)nd - h),
+                          "model %d: the job's checkpoint is not ddp's after the header", k);
+        }
+        for (int k = 0; k < 3; k++) {
+                unlink(spawn_ckpt("job", k, path, sizeof(path)));
+                unlink(spawn_ckpt("ddp", k, path, sizeof(path)));
+        }
+        rmdir(spawn_dir);
 }
 
 Test(models, spawn_two_processes_are_ddp, .timeout = 120)
 {
         spawned_are_ddp(STRATA_STRATEGY_SPAWN);
+}
+
+Test(models, zero1_two_processes_are_ddp, .timeout = 120)
+{
+        spawned_are_ddp(STRATA_STRATEGY_ZERO1);
 }
 
 Test(models, zero2_two_processes_are_ddp, .timeout = 120)
