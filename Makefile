@@ -135,6 +135,8 @@ tools: $(TOOLS) $(CUDA_TOOLS)
 FLAGS_STAMP := $(BUILD)/.flags
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(BUILD)
+	@# a build without the cuda driver must not load a plugin an earlier CUDA build left
+	@$(if $(filter 1,$(CUDA)),:,rm -f $(BUILD)/libstrata-cuda.so)
 	@echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA) $(CUDA_LIBS)' | cmp -s - $@ || \
 	        echo '$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(LIBS) $(CUDA) $(CUDA_LIBS)' > $@
 FORCE:
