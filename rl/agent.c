@@ -77,13 +77,13 @@ static int across_fits(const struct strata_rl_agent_config *c, int procs)
             (uint64_t)c->runtime->strategy.devices * c->batch >
                     (uint64_t)(c->batch > c->n_envs ? c->batch : c->n_envs) *
                             (c->state_dim + c->action_dim))
-                return out_of_range("devices a process (SAC under mpi, or zero across processes: at most "
-                                    "state_dim + action_dim)",
-                           c->runtime->strategy.devices);
+                return out_of_range("devices a process (SAC under mpi, or zero across "
+                                    "processes: at most state_dim + action_dim)",
+                                    c->runtime->strategy.devices);
         /* PPO under mpi stages its rows in place: one device a process */
         if (procs && c->algo == STRATA_RL_PPO && c->runtime->strategy.devices > 1)
-                return out_of_range("devices a process (PPO under mpi, or zero across processes: 1)",
-                                    c->runtime->strategy.devices);
+                return out_of_range("devices a process (PPO under mpi, or zero across "
+                                    "processes: 1)", c->runtime->strategy.devices);
         return STRATA_OK;
 }
 

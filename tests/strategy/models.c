@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nn/checkpoint.h"
+#include "tests/support/cli.h"
 #include "tests/support/rig.h"
 #include "tools/heapcount.h"
 
@@ -636,18 +637,6 @@ static int child(int rank, int size, void *arg)
         return rc == STRATA_OK ? 0 : 1;
 }
 
-/* A file's bytes into @p buf (at most @p cap); how many. */
-static long slurp(const char *path, unsigned char *buf, size_t cap)
-{
-        FILE *f = fopen(path, "rb");
-        long n;
-
-        cr_assert_not_null(f, "%s", path);
-        n = (long)fread(buf, 1, cap, f);
-        fclose(f);
-        return n;
-}
-
 /*
  * Two processes of one device under strategy @p kind (spawn: ddp over a job of processes;
  * zero1, zero2: their shards one a process) are ddp on two devices: every model's parameters,
@@ -704,8 +693,8 @@ static void spawned_are_ddp(enum strata_strategy_kind kind)
         /* spawn's process 0 writes its own device's records; zero1 and zero2 gather each
          * device's into ddp's consolidated file */
         for (int k = 0; k < 3 && kind != STRATA_STRATEGY_SPAWN; k++) {
-                long na = slurp(spawn_ckpt("job", k, path, sizeof(path)), a, sizeof(a));
-                long nd = slurp(spawn_ckpt("ddp", k, path, sizeof(path)), d, sizeof(d));
+                long na = cli_slurp(spawn_ckpt("job", k, path, sizeof(path)), a, sizeof(a));
+                long nd = cli_slurp(spawn_ckpt("ddp", k, path, sizeof(path)), d, sizeof(d));
                 size_t h = sizeof(struct strata__ckpt_header);
 
                 cr_assert_eq(na, nd, "model %d: the job's checkpoint holds %ld bytes, ddp's %ld",

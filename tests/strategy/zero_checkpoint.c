@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nn/checkpoint.h"
+#include "tests/support/cli.h"
 #include "tests/support/idxfiles.h"
 #include "tests/support/rig.h"
 
@@ -180,17 +181,6 @@ Test(zero_checkpoint, each_resumes_bitwise_and_refuses_inside_a_window, .timeout
         each = 0;
 }
 
-static long slurp(const char *path, unsigned char *buf, size_t cap)
-{
-        FILE *f = fopen(path, "rb");
-        long n;
-
-        cr_assert_not_null(f, "%s", path);
-        n = (long)fread(buf, 1, cap, f);
-        fclose(f);
-        return n;
-}
-
 Test(zero_checkpoint, fsdp_resumes_bitwise, .timeout = 60)
 {
         resume_bitwise(STRATA_STRATEGY_FSDP, 4);
@@ -210,8 +200,8 @@ static void consolidated_as_ddp(enum strata_strategy_kind kind)
         save_after(&r, &c, pz);
         c = config(&r, STRATA_STRATEGY_DDP, 3);
         save_after(&r, &c, pd);
-        na = slurp(pz, a, sizeof(a));
-        nb = slurp(pd, b, sizeof(b));
+        na = cli_slurp(pz, a, sizeof(a));
+        nb = cli_slurp(pd, b, sizeof(b));
         cr_assert_eq(na, nb);
         cr_assert_lt(na, (long)sizeof(a));
         /* the header names the strategy; the table and every tensor are ddp's bytes */

@@ -135,6 +135,17 @@ void cli_same_files(const char *dir, const char *a, const char *b)
         cr_assert_eq(cli_sh(cmd, out, sizeof(out)), 0, "%s and %s differ: %s", a, b, out);
 }
 
+long cli_slurp(const char *path, unsigned char *buf, size_t cap)
+{
+        FILE *f = fopen(path, "rb");
+        long n;
+
+        cr_assert_not_null(f, "%s", path);
+        n = (long)fread(buf, 1, cap, f);
+        fclose(f);
+        return n;
+}
+
 void cli_train_export(const char *launch, const char *args, const char *dir, const char *name)
 {
         static char out[1 << 16];

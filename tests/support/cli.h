@@ -67,6 +67,9 @@ void cli_rmtree(const char *dir);
 /** Files dir/@p a and dir/@p b hold the same bytes; fails the test, with cmp's word, if not. */
 void cli_same_files(const char *dir, const char *a, const char *b);
 
+/** The first @p cap bytes of file @p path into @p buf; how many. Fails the test if unreadable. */
+long cli_slurp(const char *path, unsigned char *buf, size_t cap);
+
 /**
  * Run `@p launch strata-train @p args --export-safetensors dir/@p name` (@p launch: "" or an
  * mpirun prefix); fails the test, with the command and its output, unless it exits 0.
