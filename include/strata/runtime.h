@@ -464,8 +464,9 @@ int strata_predict_step(struct strata_runtime *rt, const struct strata_batch *b,
  * @param capacity The values @p dx holds: fewer than rows x input width is refused.
  * @retval STRATA_OK; STRATA_EINVAL (NULL, a bad batch, too little room; nothing written);
  *         STRATA_EBADSTATE (not READY, or inside an accumulation window); STRATA_ENOTSUP (a
- *         strategy other than single, ddp, spawn, mpi, zero1 and zero2, a driver with memory of its own, a
- *         model whose input several modules read, with several outputs, or invariant mode).
+ *         strategy other than single, ddp, spawn, mpi, zero1 and zero2, a driver with memory
+ *         of its own, a model whose input several modules read, with several outputs, or
+ *         invariant mode).
  */
 int strata_input_grad(struct strata_runtime *rt, const struct strata_batch *b,
                       const float *dout, size_t dout_count, float *dx, size_t capacity);
