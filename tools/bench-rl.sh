@@ -14,6 +14,8 @@
 #    process, TorchFort's distributed mode): the same rounds and updates; their (rounds +
 #    updates) per second and the ratios (the target: >= 1.6). Needs mpirun and
 #    libstrata-mpi.so.
+# The CPU, kernel set and load average before and after, and each ratio's medians and spread,
+# as every bench prints them (tools/bench-lib.sh).
 # Usage: tools/bench-rl.sh [REPS [STEPS]] ; env BUILD (default build), PEERS (tools/peers).
 set -euo pipefail
 reps=${1:-3}
@@ -25,6 +27,7 @@ mkdir -p "$dir"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 cc -std=c11 -O3 -D_GNU_SOURCE -I"$here/include" -o "$dir/cartpole" \
         "$here/examples/rl/cartpole.c" -L"$build" -lstrata -lm -Wl,-rpath,"$build"
+bench_begin bench-rl
 
 mpi= msteps=$((steps < 20000 ? steps : 20000))
 command -v mpirun > /dev/null && [ -r "$build/libstrata-mpi.so" ] && mpi=1
@@ -83,3 +86,15 @@ if [ -n "$mpi" ]; then
 else
         echo "td3 across processes: mpirun or libstrata-mpi.so missing: not run"
 fi
+for algo in td3 sac ppo; do
+        bench_compare "cart-pole $algo, one thread, against PyTorch" "(steps + updates)/s" \
+                "${v[s$algo-tp]}" "${v[t$algo-tp]}"
+done
+for b in 64 128; do
+        [ -n "$mpi" ] || break
+        for s in mpi zero2; do
+                bench_compare "td3 on 2 processes ($s, batch $b), against one process" \
+                        "(steps + updates)/s" "${v[$s$b-tp]}" "${v[one$b-tp]}"
+        done
+done
+bench_end
