@@ -69,11 +69,11 @@ static int across(const struct strata_config *rc, const struct strata_runtime *r
                strata_world_size(rt) > rc->strategy.devices;
 }
 
-/* The devices a process of a runtime @p procs across processes may have, by algorithm. */
-static int across_fits(const struct strata_rl_agent_config *c, int procs)
+/* The devices a process of a runtime across processes may have, by algorithm. */
+static int across_fits(const struct strata_rl_agent_config *c)
 {
         /* SAC under mpi gathers a batch a local device in the scratch's input gradients */
-        if (procs && c->algo == STRATA_RL_SAC &&
+        if (c->algo == STRATA_RL_SAC &&
             (uint64_t)c->runtime->strategy.devices * c->batch >
                     (uint64_t)(c->batch > c->n_envs ? c->batch : c->n_envs) *
                             (c->state_dim + c->action_dim))
@@ -81,7 +81,7 @@ static int across_fits(const struct strata_rl_agent_config *c, int procs)
                                     "processes: at most state_dim + action_dim)",
                                     c->runtime->strategy.devices);
         /* PPO under mpi stages its rows in place: one device a process */
-        if (procs && c->algo == STRATA_RL_PPO && c->runtime->strategy.devices > 1)
+        if (c->algo == STRATA_RL_PPO && c->runtime->strategy.devices > 1)
                 return out_of_range("devices a process (PPO under mpi, or zero across "
                                     "processes: 1)", c->runtime->strategy.devices);
         return STRATA_OK;
@@ -142,7 +142,7 @@ static int check(const struct strata_rl_agent_config *c)
                 return out_of_range("action_dim (PPO: at most 64)", c->action_dim);
         if (c->algo == STRATA_RL_PPO && c->minibatch > (uint64_t)c->steps * c->n_envs)
                 return out_of_range("minibatch (above steps x n_envs)", c->minibatch);
-        return across_fits(c, across(c->runtime, NULL));
+        return across(c->runtime, NULL) ? across_fits(c) : STRATA_OK;
 }
 
 static uint32_t rows_of(const struct strata_rl_agent_config *c)
@@ -386,7 +386,7 @@ static int mpi_fits(struct strata_rl_agent *ag)
 
         if (!across(c->runtime, ag->rt))
                 return STRATA_OK;
-        STRATA_TRY(across_fits(c, 1));
+        STRATA_TRY(across_fits(c));
         if (c->normalize_states)
                 return strata__fail(STRATA_EINVAL, "rl agent: normalize_states under mpi: the "
                                     "normaliser does not reduce across processes yet");
