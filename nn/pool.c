@@ -6,20 +6,18 @@
  * is 1; padding is at most half the kernel, as PyTorch requires. MaxPool reads padding as
  * -inf and keeps, per output, the first maximum in scan order (a NaN wins, as PyTorch's
  * `val > max || isnan(val)`), its index saved in aux (an int32 in each float slot) for the
- * backward. AvgPool divides by the window with its padding (count_include_pad=True).
+ * backward. AvgPool divides by the window with its padding (count_include_pad=True). The CNNs'
+ * MaxPool 2 x 2 (stride 2, no padding, even width) runs nn/pool2x2.c's loops.
  */
 #include <limits.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "strata/nn.h"
 #include "strata/status.h"
-#include "arch/bits.h"
 #include "arch/simd.h"
-#include "arch/spread.h"
 #include "base/base.h"
 #include "nn/spatial.h"
 
@@ -335,203 +333,6 @@ static void avg_row_back(const struct strata__spatial *g, const struct tap_cache
         }
 }
 
-/*
- * ---- MaxPool 2 x 2, stride 2, no padding, over planes of even width (the CNNs' pool) ----
- *
- * The scan order of a window is x00, x01, x10, x11, and pick(a, b) (b if b > a or b is a
- * NaN, else a: PyTorch's step) is associative: both orders give the first maximum, or the last
- * NaN when there is one. So pick(pick(pick(x00, x01), x10), x11) = pick(pick(x00, x01),
- * pick(x10, x11)): the horizontal picks of a block of whole input rows run as one flat loop
- * (a plane's rows are contiguous when the width is even: no row tails), and each output row
- * then picks between its two input rows. Same values, same argmax, as max_row_dense.
- */
-#define PAIRS 1024 /* horizontal picks held on the stack at once (8 KiB) */
-
-/* The 2 x 2 stride-2 pool without padding along the last two dimensions, one in front. */
-static int pool_2x2(const struct strata__spatial *g)
-{
-        return g->k[0] == 1 && g->s[0] == 1 && g->p[0] == 0 && g->k[1] == 2 && g->k[2] == 2 &&
-               g->s[1] == 2 && g->s[2] == 2 && g->p[1] == 0 && g->p[2] == 0 &&
-               g->d[1] == 1 && g->d[2] == 1 && g->in[2] % 2 == 0 && 2 * g->out[2] <= PAIRS;
-}
-
-/* pick() over @p n pairs of row @p r (input index @p base + 2 q): values and indices. */
-static inline void pick_pairs(const float *restrict r, int32_t base, int n, float *restrict h,
-                              int32_t *restrict hi)
-{
-        for (int q = 0; q < n; q++) {
-                float a = r[2 * q], b = r[2 * q + 1];
-                int take = b > a || isnan(b);
-
-                h[q] = take ? b : a;
-                hi[q] = base + 2 * q + take;
-        }
-}
-
-/*
- * Lanes a row of vertical picks runs in: a row runs to the next multiple of them (the CNN's
- * rows of 14 and 7 outputs would leave scalar tails), computing values past its end into the
- * slice's next output rows, which are written after it; near the slice's end, exactly.
- */
-#define ROW_LANES 8
-
-/* Output rows of one (H, W) slice @p x (its first index @p base in the channel) into @p y. */
-STRATA_SIMD static void max_2x2_slice(const struct strata__spatial *g, const float *restrict x,
-                                      int32_t base, float *restrict y, int32_t *restrict arg)
-{
-        int ow = g->out[2], per = PAIRS / (2 * ow);
-        int wide = (ow + ROW_LANES - 1) / ROW_LANES * ROW_LANES;
-        float h[PAIRS + ROW_LANES];
-        int32_t hi[PAIRS + ROW_LANES];
-
-        for (int a0 = 0; a0 < g->out[1]; a0 += per) {
-                int nr = g->out[1] - a0 < per ? g->out[1] - a0 : per;
-                int32_t off = 2 * a0 * g->in[2];
-
-                pick_pairs(x + off, base + off, 2 * nr * ow, h, hi);
-                for (int e = 2 * nr * ow; e < 2 * nr * ow + ROW_LANES; e++) { /* read past */
-                        h[e] = 0.0f;
-                        hi[e] = 0;
-                }
-                for (int a = 0; a < nr; a++) {
-                        const float *u = h + 2 * a * ow, *v = u + ow;
-                        const int32_t *ui = hi + 2 * a * ow, *vi = ui + ow;
-                        float *yr = y + (size_t)(a0 + a) * ow;
-                        int32_t *ar = arg + (size_t)(a0 + a) * ow;
-                        int n = (a0 + a) * ow + wide <= g->out[1] * ow ? wide : ow;
-
-                        for (int e = 0; e < n; e++) { /* all read, masks not ?: (0113) */
-                                float top = u[e], bot = v[e];
-                                int32_t it = ui[e], ib = vi[e];
-                                uint32_t m = -(uint32_t)(bot > top || isnan(bot));
-
-                                yr[e] = m ? bot : top;
-                                ar[e] = (int32_t)(((uint32_t)it & ~m) | ((uint32_t)ib & m));
-                        }
-                }
-        }
-}
-
-/* Every plane of @p rows x channels through max_2x2_slice, a slice of the depth at a time. */
-static void max_2x2_planes(const struct strata__spatial *g, int rows, const float *x, float *y,
-                                       int32_t *arg)
-{
-        size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
-
-        for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
-                for (int dz = 0; dz < g->out[0]; dz++)
-                        max_2x2_slice(g, x + pl * g->in_sp + dz * in_sl,
-                                      (int32_t)(dz * in_sl),
-                                      y + pl * g->out_sp + dz * out_sl,
-                                      arg + pl * g->out_sp + dz * out_sl);
-}
-
-/*
- * One output row, one output at a time: the value's bits kept or cleared by a mask (and by
- * gate[e] > 0 where @p gate is not NULL).
- */
-STRATA_SIMD static void max_2x2_back_row(int ow, int w, const float *restrict d,
-                                         const float *restrict gate,
-                                         const int32_t *restrict ar, int32_t i0,
-                                         float *restrict r0, float *restrict r1)
-{
-        for (int e = 0; e < ow; e++) {
-                int32_t t = ar[e] - (i0 + 2 * e);
-                uint32_t b = strata__bits_f(0.0f + d[e]), q[4];
-
-                if (gate)
-                        b &= -(uint32_t)(gate[e] > 0.0f);
-
-                q[0] = b & -(uint32_t)(t == 0);
-                q[1] = b & -(uint32_t)(t == 1);
-                q[2] = b & -(uint32_t)(t == w);
-                q[3] = b & -(uint32_t)(t == w + 1);
-                memcpy(r0 + 2 * e, q, sizeof(float) * 2);
-                memcpy(r1 + 2 * e, q + 2, sizeof(float) * 2);
-        }
-}
-
-/* The line 1 KiB past @p p into the caches (an address past a buffer's end: no fault). */
-static inline void ahead(const void *p)
-{
-        __builtin_prefetch((const void *)((uintptr_t)p + 1024));
-}
-
-/* The rows' AVX-512 form where the CPU has it (decided once; tests can refuse it), else C's. */
-#if defined(__x86_64__) && !defined(STRATA_SANITIZED) /* sanitized: the C loop, checked */
-#define BACK_ROW512 1
-static atomic_int back_row512 = -1; /* device threads may race to the first call */
-#endif
-
-/* 1 where the rows take their AVX-512 form, decided at the first call. */
-static int rows512(void)
-{
-#ifdef BACK_ROW512
-        int wide = atomic_load_explicit(&back_row512, memory_order_relaxed);
-
-        if (wide < 0) {
-                __builtin_cpu_init();
-                wide = __builtin_cpu_supports("avx512f") ? 1 : 0;
-                atomic_store_explicit(&back_row512, wide, memory_order_relaxed);
-        }
-        return wide;
-#else
-        return 0;
-#endif
-}
-
-#ifdef STRATA_TESTING
-void strata__maxpool_force_c(int on)
-{
-#ifdef BACK_ROW512
-        atomic_store_explicit(&back_row512, on ? 0 : -1, memory_order_relaxed);
-#else
-        (void)on;
-#endif
-}
-#endif
-
-/*
- * The backward of one (H, W) slice: the windows do not overlap, so each input takes at most
- * one output's gradient, 0 + dy as the zeroed scatter adds it (a -0 gradient lands as +0),
- * and every other input 0: written in one pass, no memset, no scatter. A last odd row no
- * window reads is zeroed. Which of a window's four inputs takes the gradient is selected by
- * masks (arch/spread.h): a branch on it mispredicted about every other output, ~30 cycles
- * each, 15% of the CNN's step (decision 0109). Inside a convolution's loop over samples its
- * gradient, argmaxes and (@p gate, see max_2x2_back()) outputs come from memory, a batch
- * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step). @p wide:
- * rows512().
- */
-static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
-                               const float *gate, const int32_t *arg, int32_t base, float *dx,
-                               int wide)
-{
-        int ow = g->out[2], w = g->in[2];
-
-        (void)wide; /* sanitized builds: the C rows alone */
-
-        for (int a = 0; a < g->out[1]; a++) {
-                const float *d = dy + (size_t)a * ow, *gr = gate ? gate + (size_t)a * ow : NULL;
-                const int32_t *ar = arg + (size_t)a * ow;
-                float *r0 = dx + (size_t)2 * a * w, *r1 = r0 + w;
-                int32_t i0 = base + 2 * a * w;
-
-                ahead(d); /* three streams from memory */
-                ahead(ar);
-                if (gr)
-                        ahead(gr);
-#ifdef BACK_ROW512
-                if (wide) {
-                        strata__spread2x2_row512(ow, w, d, gr, ar, i0, r0, r1);
-                        continue;
-                }
-#endif
-                max_2x2_back_row(ow, w, d, gr, ar, i0, r0, r1);
-        }
-        if (g->in[1] > 2 * g->out[1])
-                memset(dx + (size_t)2 * g->out[1] * w, 0, (size_t)w * sizeof(float));
-}
-
 enum pool_op { POOL_MAX, POOL_AVG, POOL_AVG_BACK };
 
 /*
@@ -574,32 +375,10 @@ static void maxpool_forward(struct strata_layer *l, const float *x, float *y, in
         struct strata__spatial g;
 
         pool_geom(l, nd, &g);
-        if (pool_2x2(&g))
-                max_2x2_planes(&g, rows, x, y, (int32_t *)(void *)l->aux);
+        if (strata__max2x2_fits(&g))
+                strata__max2x2_forward(&g, rows, x, y, (int32_t *)(void *)l->aux);
         else
                 pool_planes(&g, POOL_MAX, rows, x, y, (int32_t *)(void *)l->aux, NULL, NULL);
-}
-
-/*
- * The 2 x 2 pool's gradient of @p rows rows onto its saved argmaxes (@p arg); with @p gate
- * (the pool's output y), only where y > 0: the ReLU before the pool folded in, whose
- * dx = relu_y > 0 ? dpool : 0 reads at each argmax relu_y = y, the value the pool took, and
- * elsewhere gives +0 either way (strata__maxpool_relu_backward()).
- */
-static void max_2x2_back(const struct strata__spatial *g, const int32_t *arg,
-                         const float *gate, const float *dy, float *dx, int rows)
-{
-        size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
-        int wide = rows512();
-
-        for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
-                for (int dz = 0; dz < g->out[0]; dz++) {
-                        size_t o = pl * g->out_sp + dz * out_sl;
-
-                        max_2x2_back_slice(g, dy + o, gate ? gate + o : NULL, arg + o,
-                                           (int32_t)(dz * in_sl), dx + pl * g->in_sp + dz * in_sl,
-                                           wide);
-                }
 }
 
 /* The gradient goes to each output's saved argmax, added in output order. */
@@ -612,8 +391,8 @@ static void maxpool_backward(struct strata_layer *l, const float *dy, float *dx,
         if (!dx)
                 return;
         pool_geom(l, nd, &g);
-        if (pool_2x2(&g)) {
-                max_2x2_back(&g, arg, NULL, dy, dx, rows);
+        if (strata__max2x2_fits(&g)) {
+                strata__max2x2_backward(&g, arg, NULL, dy, dx, rows);
                 return;
         }
         memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)l->in);
@@ -637,9 +416,9 @@ int strata__maxpool_relu_backward(const struct strata_layer *l, const float *y,
         if (!nd || !dx)
                 return 0;
         pool_geom(l, nd, &g);
-        if (!pool_2x2(&g))
+        if (!strata__max2x2_fits(&g))
                 return 0;
-        max_2x2_back(&g, (const int32_t *)(const void *)l->aux, y, dy, dx, rows);
+        strata__max2x2_backward(&g, (const int32_t *)(const void *)l->aux, y, dy, dx, rows);
         return 1;
 }
 

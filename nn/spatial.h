@@ -1,10 +1,10 @@
 /*
  * What the spatial modules share (internal): a layer's geometry over three dimensions and the
- * checks of a sample's layout, with the words of their messages (nn/spatial.c); and MaxPool's
- * backward with the ReLU before it, which the replica's fused row loop calls (nn/pool.c). The
- * modules, PyTorch semantics over samples laid out as (C, D, H, W), the last fastest (struct
- * strata_dims): MaxPool1d/2d/3d and AvgPool1d/2d/3d (nn/pool.c), Upsample and Flatten
- * (nn/upsample.c), LayerNorm (nn/norm.c).
+ * checks of a sample's layout, with the words of their messages (nn/spatial.c); MaxPool 2 x 2's
+ * loops (nn/pool2x2.c); and MaxPool's backward with the ReLU before it, which the replica's
+ * fused row loop calls (nn/pool.c). The modules, PyTorch semantics over samples laid out as
+ * (C, D, H, W), the last fastest (struct strata_dims): MaxPool1d/2d/3d and AvgPool1d/2d/3d
+ * (nn/pool.c), Upsample and Flatten (nn/upsample.c), LayerNorm (nn/norm.c).
  *
  * One ops table per PyTorch class: pooling has one per dimension, as PyTorch does, so a model
  * names what PyTorch names and a 2-D pool over a 1-D sample is refused by its shape; Upsample,
@@ -26,6 +26,7 @@
 #define STRATA_NN_SPATIAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strata/nn.h"
 
@@ -80,6 +81,31 @@ int strata__spatial_width(const struct strata_layer *l, const struct strata__spa
 struct strata_dims strata__spatial_dims(const struct strata__spatial *g);
 
 /**
+ * 1 where pooling geometry @p g is MaxPool 2 x 2's of nn/pool2x2.c: kernel and stride 2, no
+ * padding or dilation along the last two dimensions, 1 in front, an even width (rows of at
+ * most 512 outputs).
+ */
+int strata__max2x2_fits(const struct strata__spatial *g);
+
+/**
+ * MaxPool 2 x 2's forward over @p rows rows of @p g's planes (strata__max2x2_fits()): each
+ * output in @p y the first maximum of its window in scan order (a NaN wins), its index in the
+ * channel in @p arg; the same bits in every form (AVX2's or C's).
+ */
+void strata__max2x2_forward(const struct strata__spatial *g, int rows, const float *x,
+                            float *y, int32_t *arg);
+
+/**
+ * MaxPool 2 x 2's backward over @p rows rows onto the saved argmaxes @p arg: each output's
+ * gradient @p dy, as 0 + dy, onto its argmax in @p dx and +0 on every other input (written,
+ * not added). With @p gate (the pool's output y; NULL: none) only where y > 0: the ReLU before
+ * the pool folded in, whose dx = relu_y > 0 ? dpool : 0 reads at each argmax relu_y = y, the
+ * value the pool took, and elsewhere gives +0 either way (strata__maxpool_relu_backward()).
+ */
+void strata__max2x2_backward(const struct strata__spatial *g, const int32_t *arg,
+                             const float *gate, const float *dy, float *dx, int rows);
+
+/**
  * MaxPool 2 x 2 (stride 2, no padding, even width; module @p l, built-in MaxPool2d or 3d)
  * and the ReLU before it in one backward over @p rows rows: dx, the ReLU's input gradient,
  * from the pool's output @p y and output gradient @p dy, the same bits as the two backwards
@@ -92,8 +118,9 @@ int strata__maxpool_relu_backward(const struct strata_layer *l, const float *y,
 
 #ifdef STRATA_TESTING
 /**
- * Tests only: @p on 1 makes MaxPool 2 x 2's backward take its C rows even where the CPU has
- * AVX-512 (0: the CPU decides again), so that one machine checks both forms.
+ * Tests only: @p on 1 makes MaxPool 2 x 2's forward and backward take their C loops even
+ * where the CPU has AVX2 or AVX-512 (0: the CPU decides again), so that one machine checks
+ * every form it has.
  */
 void strata__maxpool_force_c(int on);
 #endif

@@ -262,6 +262,69 @@ Test(maxpool, both_forms_of_the_2x2_backward_agree_bitwise)
 }
 
 /*
+ * The 2 x 2 forward's two forms (AVX2 where the CPU has it, C's elsewhere and under the
+ * sanitizers) give the same values and argmaxes bitwise, and the argmaxes are the
+ * definition's: ties between +0 and -0 and between equal values, NaN and +-inf in every lane
+ * of a block, one row and several (the AVX2 form's last block reads and writes past a row
+ * except at the call's end), rows of 2, 7, 8, 9, 14, 16, 17 and 300 outputs.
+ */
+Test(maxpool, both_forms_of_the_2x2_forward_agree_bitwise)
+{
+        static const struct pool_case more[] = {
+                { &strata_maxpool2d, 2, 2, { 28, 28 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+                { &strata_maxpool2d, 2, 3, { 14, 14 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+                { &strata_maxpool2d, 2, 1, { 5, 18 }, { 2, 2 }, { 2, 2 }, { 0, 0 }, { 1, 1 } },
+        };
+        static float yc[MODCALL_MAX], auxc[MODCALL_MAX];
+        size_t nc = sizeof(cases) / sizeof(cases[0]), nm = sizeof(more) / sizeof(more[0]);
+        int done = 0;
+
+        for (size_t i = 0; i < nc + nm; i++)
+                for (int rows = 1; rows <= ROWS; rows += ROWS - 1) {
+                        const struct pool_case *t = i < nc ? &cases[i] : &more[i - nc];
+                        struct modcall *m = &(struct modcall){ 0 };
+                        int ins, outs, n;
+
+                        if (t->k[t->nd - 1] != 2 || t->k[t->nd - 2] != 2 ||
+                            t->s[t->nd - 1] != 2 || t->s[t->nd - 2] != 2 ||
+                            t->p[t->nd - 1] || t->p[t->nd - 2] || t->d[t->nd - 1] > 1 ||
+                            t->d[t->nd - 2] > 1 || t->in[t->nd - 1] % 2 ||
+                            (t->nd == 3 && (t->k[0] != 1 || t->s[0] > 1 || t->p[0])))
+                                continue;
+                        pool_case_layer(m, t, rows, &ins, &outs);
+                        n = rows * m->l.out;
+                        modcall_wave(x, MODCALL_MAX, 0.37, 0.1);
+                        for (int j = 0; j < rows * m->l.in; j++) /* ties, signed zeros */
+                                if (j % 7 < 3)
+                                        x[j] = (float[]){ 0.0f, -0.0f, 0.5f, 0.5f, -INFINITY,
+                                                          INFINITY, NAN, -0.0f }[(j / 7) % 8];
+                        strata__maxpool_force_c(1);
+                        memset(yc, 0xa5, sizeof(yc));
+                        t->ops->forward(&m->l, &m->c, x, yc, rows);
+                        memcpy(auxc, m->aux, sizeof(float) * (size_t)n);
+                        strata__maxpool_force_c(0);
+                        memset(y, 0x5a, sizeof(y));
+                        memset(m->aux, 0x5a, sizeof(m->aux));
+                        t->ops->forward(&m->l, &m->c, x, y, rows);
+                        cr_assert(memcmp(y, yc, sizeof(float) * (size_t)n) == 0 &&
+                                          memcmp(m->aux, auxc, sizeof(float) * (size_t)n) == 0,
+                                  "case %zu, %d rows: the two forms differ", i, rows);
+                        cr_assert_eq(strata__bits_f(y[n]), 0x5a5a5a5au, "case %zu: past y", i);
+                        for (int pl = 0; pl < rows * t->c; pl++)
+                                for (int o = 0; o < outs; o++) {
+                                        int o3[3], arg;
+
+                                        pool_case_coords(t, o, o3);
+                                        memcpy(&arg, &m->aux[pl * outs + o], sizeof(arg));
+                                        cr_assert_eq(arg, ref_max(t, x + pl * ins, o3),
+                                                     "case %zu, plane %d, output %d", i, pl, o);
+                                }
+                        done++;
+                }
+        cr_assert_geq(done, 2 * 12);
+}
+
+/*
  * The ReLU before a 2 x 2 pool folded into the pool's backward (the convolutions' fused row
  * loop, decision 0109): bitwise the ReLU's backward (dx = r > 0 ? dpool : 0, r the ReLU's
  * output, the pool's input) after the pool's, on both forms of the rows; inputs of 0, -0,
