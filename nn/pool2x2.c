@@ -94,13 +94,16 @@ STRATA_SIMD static void max_2x2_slice(const struct strata__spatial *g, const flo
 }
 
 /* The forms the CPU runs besides C's (decided once; tests can refuse them). */
-#if defined(__x86_64__) && !defined(STRATA_SANITIZED) /* sanitized: the C loops, checked */
+#if defined(__x86_64__)
 #define FORMS 1
 static atomic_int forms = -1; /* device threads may race to the first call */
 #endif
 enum { FORM_AVX2 = 1, FORM_AVX512 = 2 };
 
-/* FORM_ bits: AVX2's forward (arch/pick.h), AVX-512's backward rows (arch/spread.h). */
+/*
+ * FORM_ bits: AVX2's forward (arch/pick.h: whole vectors, which the sanitizers check), AVX-512's
+ * backward rows (arch/spread.h; sanitized builds run the C rows, checked, not its masked tails).
+ */
 static int cpu_forms(void)
 {
 #ifdef FORMS
@@ -108,8 +111,10 @@ static int cpu_forms(void)
 
         if (f < 0) {
                 __builtin_cpu_init();
-                f = (__builtin_cpu_supports("avx2") ? FORM_AVX2 : 0) |
-                    (__builtin_cpu_supports("avx512f") ? FORM_AVX512 : 0);
+                f = __builtin_cpu_supports("avx2") ? FORM_AVX2 : 0;
+#ifndef STRATA_SANITIZED
+                f |= __builtin_cpu_supports("avx512f") ? FORM_AVX512 : 0;
+#endif
                 atomic_store_explicit(&forms, f, memory_order_relaxed);
         }
         return f;

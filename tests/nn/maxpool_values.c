@@ -262,8 +262,8 @@ Test(maxpool, both_forms_of_the_2x2_backward_agree_bitwise)
 }
 
 /*
- * The 2 x 2 forward's two forms (AVX2 where the CPU has it, C's elsewhere and under the
- * sanitizers) give the same values and argmaxes bitwise, and the argmaxes are the
+ * The 2 x 2 forward's two forms (AVX2 where the CPU has it, the sanitized builds included,
+ * C's elsewhere) give the same values and argmaxes bitwise, and the argmaxes are the
  * definition's: ties between +0 and -0 and between equal values, NaN and +-inf in every lane
  * of a block, one row and several (the AVX2 form's last block reads and writes past a row
  * except at the call's end), rows of 2, 7, 8, 9, 14, 16, 17 and 300 outputs.
