@@ -1,5 +1,5 @@
 /*
- * A 2 x 2 window's gradient spread over its four inputs (MaxPool 2 x 2's backward, nn/pool.c):
+ * A 2 x 2 window's gradient spread over its four inputs (MaxPool 2 x 2's backward, nn/pool2x2.c):
  * each input takes the output's value or +0 by a comparison's mask, never by a branch on the
  * data (which of the four is the argmax is as good as random: a branch on it mispredicts about
  * every other output). Data movement and selection only: the same bits on every path.

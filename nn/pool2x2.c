@@ -101,7 +101,7 @@ static atomic_int forms = -1; /* device threads may race to the first call */
 enum { FORM_AVX2 = 1, FORM_AVX512 = 2 };
 
 /*
- * FORM_ bits: AVX2's forward (arch/pick.h: whole vectors, which the sanitizers check), AVX-512's
+ * FORM_ bits: AVX2's forward (arch/pick.h: whole vectors, in sanitized builds too), AVX-512's
  * backward rows (arch/spread.h; sanitized builds run the C rows, checked, not its masked tails).
  */
 static int cpu_forms(void)
@@ -163,7 +163,8 @@ max_2x2_slice_avx2(const struct strata__spatial *g, const float *x, int32_t base
         for (int a = 0; a < g->out[1]; a++) {
                 const float *xr = x + (size_t)2 * a * w;
                 float *yr = y + (size_t)a * ow;
-                int32_t *ar = arg + (size_t)a * ow, i0 = base + 2 * a * w;
+                int32_t *ar = arg + (size_t)a * ow;
+                int32_t i0 = base + 2 * a * w;
                 int e = 0;
 
                 for (; e < ow && yend - yr >= e + 8 && xend - xr >= w + 2 * e + 16; e += 8)
@@ -249,7 +250,7 @@ static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
 {
         int ow = g->out[2], w = g->in[2];
 
-        (void)wide; /* sanitized builds: the C rows alone */
+        (void)wide; /* no x86: the C rows alone */
 
         for (int a = 0; a < g->out[1]; a++) {
                 const float *d = dy + (size_t)a * ow, *gr = gate ? gate + (size_t)a * ow : NULL;
