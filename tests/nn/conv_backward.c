@@ -146,3 +146,55 @@ Test(conv_backward, columns_unfolded_again_not_read_from_the_forward)
                              0, "%s: dx read the forward's saved values", cc->what);
         }
 }
+
+/*
+ * The bias gradient is each channel's sum in double, one chain in row and position order,
+ * rounded once (the module's contract, which the fused row loop repeats): bitwise, with
+ * out-channel counts of 8 and 11 (whole groups of eight channels, the AVX2 form where the CPU
+ * has it, and a remainder), positions 35 and 784 (a tail after whole fours, and none), values
+ * 1e20, s, -1e20, s' along each channel (another order of the additions gives another sum), and
+ * accumulation onto the gradient.
+ */
+Test(conv_backward, bias_gradient_is_each_channels_chain_in_order)
+{
+        static const struct conv_case bc[] = {
+                { "2d 2->11 5x7 k3 p1", 2, 2, 11, 3, { 5, 7 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+                  { 1, 1 }, STRATA_PAD_ZEROS, 0 },
+                { "2d 1->8 28x28 k3 p1", 2, 1, 8, 2, { 28, 28 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+                  { 1, 1 }, STRATA_PAD_ZEROS, 0 },
+        };
+
+        for (size_t i = 0; i < sizeof(bc) / sizeof(bc[0]); i++) {
+                const struct conv_case *cc = &bc[i];
+                struct conv_rig r;
+                size_t wsize, sp;
+
+                conv_rig_init(&r, cc);
+                sp = (size_t)r.l.out / (size_t)cc->cout;
+                wsize = r.l.nparam - (size_t)cc->cout;
+                for (int j = 0; j < cc->rows * r.l.out; j++) { /* 1e20, s, -1e20, s' */
+                        size_t q = (size_t)j % sp;
+
+                        r.dy[j] = q % 4 == 0 ? 1e20f : q % 4 == 2 ? -1e20f
+                                                     : (float)(j % 11) + 0.5f;
+                }
+                for (int pass = 0; pass < 2; pass++) {
+                        if (pass)
+                                memcpy(dp_first, r.l.grad, r.l.nparam * sizeof(float));
+                        r.l.grad_fresh = !pass;
+                        r.desc.ops->backward(&r.l, &r.c, r.x, r.y, r.dy, NULL, cc->rows);
+                        for (int o = 0; o < cc->cout; o++) {
+                                double s = 0.0;
+                                float want;
+
+                                for (int n = 0; n < cc->rows; n++)
+                                        for (size_t q = 0; q < sp; q++)
+                                                s += r.dy[(size_t)n * r.l.out + o * sp + q];
+                                want = pass ? dp_first[wsize + o] + (float)s : (float)s;
+                                cr_assert(memcmp(&r.l.grad[wsize + o], &want, sizeof(want)) == 0,
+                                          "%s pass %d: db[%d] = %.9g, want %.9g", cc->what,
+                                          pass, o, r.l.grad[wsize + o], want);
+                        }
+                }
+        }
+}
