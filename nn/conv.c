@@ -33,9 +33,6 @@
  */
 #include <math.h>
 #include <string.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "strata/nn.h"
 #include "strata/status.h"
@@ -446,58 +443,6 @@ static void conv_forward(struct strata_layer *l, const struct strata_step_ctx *c
  */
 #define BIAS_CHAINS 8
 
-/* t[j] += d[j sp + q] for the BIAS_CHAINS channels j, q < @p sp in order: C's form. */
-STRATA_SIMD static void add_channels_c(const float *d, size_t sp, double *t)
-{
-        for (size_t q = 0; q < sp; q++)
-                for (int j = 0; j < BIAS_CHAINS; j++)
-                        t[j] += d[(size_t)j * sp + q];
-}
-
-#if defined(__x86_64__)
-/*
- * The same in AVX2: four positions of each channel loaded at once, 4 x 4 transposes turning
- * them into four channels at one position, added in double position after position. The
- * compiler's form gathered the eight channels' values one by one (1% of the CNN's step).
- */
-__attribute__((target("avx2"))) static void add_channels_avx2(const float *d, size_t sp,
-                                                              double *t)
-{
-        __m256d a0 = _mm256_loadu_pd(t), a1 = _mm256_loadu_pd(t + 4);
-        size_t q = 0;
-
-        for (; q + 4 <= sp; q += 4) {
-                __m128 r[BIAS_CHAINS];
-
-                for (int j = 0; j < BIAS_CHAINS; j++)
-                        r[j] = _mm_loadu_ps(d + (size_t)j * sp + q);
-                _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
-                _MM_TRANSPOSE4_PS(r[4], r[5], r[6], r[7]);
-                for (int k = 0; k < 4; k++) {
-                        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(r[k]));
-                        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(r[4 + k]));
-                }
-        }
-        _mm256_storeu_pd(t, a0);
-        _mm256_storeu_pd(t + 4, a1);
-        for (; q < sp; q++)
-                for (int j = 0; j < BIAS_CHAINS; j++)
-                        t[j] += d[(size_t)j * sp + q];
-}
-#endif
-
-/* BIAS_CHAINS channels' values @p d (@p sp apart) added onto their sums @p t, each in order. */
-static void add_channels(const float *d, size_t sp, double *t)
-{
-#if defined(__x86_64__)
-        if (__builtin_cpu_supports("avx2")) {
-                add_channels_avx2(d, sp, t);
-                return;
-        }
-#endif
-        add_channels_c(d, sp, t);
-}
-
 /* Channels [o0, o0 + m)'s sums @p s into db: rounded once, written or added on. */
 static void bias_store(const struct strata_layer *l, const double *s, int o0, int m, float *db)
 {
@@ -521,7 +466,9 @@ static void bias_grad(const struct strata_layer *l, const struct strata__conv_ge
                                                 s[j] += d[(size_t)j * g->out_sp + q];
                                 continue;
                         }
-                        add_channels(d, g->out_sp, s);
+                        for (size_t q = 0; q < g->out_sp; q++)
+                                for (int j = 0; j < BIAS_CHAINS; j++)
+                                        s[j] += d[(size_t)j * g->out_sp + q];
                 }
                 bias_store(l, s, o0, m, db);
         }
@@ -531,7 +478,7 @@ static void bias_grad(const struct strata_layer *l, const struct strata__conv_ge
  * bias_grad() a row at a time (a fused call's rows arrive one by one): row @p d's values
  * added onto the sums @p s of every channel, each channel's chain in the same order.
  */
-static void bias_row(const struct strata__conv_geom *g, const float *d, double *s)
+STRATA_SIMD static void bias_row(const struct strata__conv_geom *g, const float *d, double *s)
 {
         for (int o0 = 0; o0 < g->cout; o0 += BIAS_CHAINS) {
                 int m = g->cout - o0 < BIAS_CHAINS ? g->cout - o0 : BIAS_CHAINS;
@@ -544,7 +491,9 @@ static void bias_row(const struct strata__conv_geom *g, const float *d, double *
                                 for (size_t q = 0; q < g->out_sp; q++)
                                         t[j] += dd[(size_t)j * g->out_sp + q];
                 } else {
-                        add_channels(dd, g->out_sp, t);
+                        for (size_t q = 0; q < g->out_sp; q++)
+                                for (int j = 0; j < BIAS_CHAINS; j++)
+                                        t[j] += dd[(size_t)j * g->out_sp + q];
                 }
                 memcpy(s + o0, t, (size_t)m * sizeof(double));
         }

@@ -150,10 +150,9 @@ Test(conv_backward, columns_unfolded_again_not_read_from_the_forward)
 /*
  * The bias gradient is each channel's sum in double, one chain in row and position order,
  * rounded once (the module's contract, which the fused row loop repeats): bitwise, with
- * out-channel counts of 8 and 11 (whole groups of eight channels, the AVX2 form where the CPU
- * has it, and a remainder), positions 35 and 784 (a tail after whole fours, and none), values
- * 1e20, s, -1e20, s' along each channel (another order of the additions gives another sum), and
- * accumulation onto the gradient.
+ * out-channel counts of 8 and 11 (the loop's whole groups of eight channels and a remainder),
+ * positions 35 and 784, values 1e20, s, -1e20, s' along each channel (another order of the
+ * additions gives another sum), and accumulation onto the gradient.
  */
 Test(conv_backward, bias_gradient_is_each_channels_chain_in_order)
 {
