@@ -152,11 +152,13 @@ static void pick_one(const float *x, int w, int32_t i0, int e, float *y, int32_t
 /*
  * max_2x2_slice()'s outputs in AVX2, eight of a row at a time. A row's last block reads and
  * writes past the row, into the next rows of the call (whose outputs are written after it),
- * where that stays before @p xend and @p yend; otherwise its last outputs go one at a time.
+ * where its outputs stay before @p yend, the end of the call's; otherwise its last outputs go
+ * one at a time. The reads then stay inside the call's input: a block's inputs past the row
+ * are the windows of the outputs it computes past it, which are the call's.
  */
 __attribute__((target("avx2"))) static void
 max_2x2_slice_avx2(const struct strata__spatial *g, const float *x, int32_t base, float *y,
-                   int32_t *arg, const float *xend, const float *yend)
+                   int32_t *arg, const float *yend)
 {
         int ow = g->out[2], w = g->in[2];
 
@@ -167,7 +169,7 @@ max_2x2_slice_avx2(const struct strata__spatial *g, const float *x, int32_t base
                 int32_t i0 = base + 2 * a * w;
                 int e = 0;
 
-                for (; e < ow && yend - yr >= e + 8 && xend - xr >= w + 2 * e + 16; e += 8)
+                for (; e < ow && yend - yr >= e + 8; e += 8)
                         strata__pick2x2_8(xr, w, i0, e, yr, ar);
                 for (; e < ow; e++)
                         pick_one(xr, w, i0, e, yr, ar);
@@ -192,7 +194,6 @@ void strata__max2x2_forward(const struct strata__spatial *g, int rows, const flo
 #ifdef FORMS
                         if (avx2) {
                                 max_2x2_slice_avx2(g, xs, (int32_t)(dz * in_sl), ys, as,
-                                                   x + planes * g->in_sp,
                                                    y + planes * g->out_sp);
                                 continue;
                         }
