@@ -12,8 +12,9 @@
  * read it back for each addition.
  *
  * Packing, in the calling thread's GEMM buffer (drivers/cpu/gemm.c): A's columns (C's rows)
- * MR at a time, a k row's MR values side by side, for as many rows of C as the buffer holds;
- * then B one panel of NR columns at a time (zero past n), so that a tile reads both in order.
+ * MR at a time, a k row's MR values side by side, for a block of C's rows that keeps A in
+ * the L2 (A_BYTES) and fits the buffer; then B one panel of NR columns at a time (zero past
+ * n), so that a tile reads both in order.
  * The AVX-512 tiles are 12 x 32, the AVX2 ones 6 x 16. The scalar set, a CPU without AVX2 and
  * a thread without a buffer walk the tree one element at a time with fmaf: the same bits.
  */
@@ -28,6 +29,15 @@
 #define KC STRATA__SGEMM_KC
 #define KB STRATA__SGEMM_KB
 #define LEAVES_MAX 256
+/*
+ * A block of C's rows packs A_BYTES of A, so that it stays in the L2 while every panel of B
+ * passes over it (the wide model's 2048 rows of 64 k rows, 512 KiB, streamed from the L3 once
+ * per panel ran the tiles at 27 GFLOP/s on a first-generation Zen, 128 KiB blocks at 35:
+ * decision 0118); but no fewer than A_ROWS_MIN rows, since each block packs B again from its
+ * strided rows in memory, which at 60 rows a block (512 k rows) cost more than the L3 did.
+ */
+#define A_BYTES ((size_t)128 * 1024)
+#define A_ROWS_MIN ((size_t)252)
 
 /* ---- the tree ---- */
 
@@ -294,7 +304,7 @@ static void pack_b(const struct strata_gemm_tree *g, int r0, int k, int l0, int 
 }
 
 /*
- * The tiles of @p g with @p s in @p buf (@p floats): per block of C's rows the buffer holds,
+ * The tiles of @p g with @p s in @p buf (@p floats): per block of C's rows (A_BYTES of A),
  * per panel of NR columns, per tile of MR rows. STRATA_ENOTSUP where the chunks' rows do not
  * fit.
  */
@@ -306,11 +316,16 @@ static int tiles(const struct strata_gemm_tree *g, const struct isa *s, int dept
                                                               (size_t)kk * (size_t)s->nr;
         struct prog p = { g->leaves, 1, lo, g->op };
         float *st = buf, *bp = st + (size_t)depth * tile, *ap = bp + (size_t)kk * s->nr;
-        size_t mc;
+        size_t mc, rows;
 
         if (fixed + (size_t)kk * s->mr > floats)
                 return STRATA_ENOTSUP;
         mc = (floats - fixed) / (size_t)kk / (size_t)s->mr * (size_t)s->mr;
+        rows = A_BYTES / sizeof(float) / (size_t)kk / (size_t)s->mr * (size_t)s->mr;
+        if (rows < A_ROWS_MIN)
+                rows = (A_ROWS_MIN + (size_t)s->mr - 1) / (size_t)s->mr * (size_t)s->mr;
+        if (mc > rows)
+                mc = rows;
         if (mc > (size_t)g->m)
                 mc = (size_t)g->m;
         for (int j = 0; j <= g->leaves; j++)
