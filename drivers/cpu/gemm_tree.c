@@ -38,6 +38,8 @@
  */
 #define A_BYTES ((size_t)128 * 1024)
 #define A_ROWS_MIN ((size_t)252)
+/* Tiles ahead of the one running whose lines of C are asked for (fetch_c()). */
+#define C_AHEAD 2
 
 /* ---- the tree ---- */
 
@@ -304,6 +306,21 @@ static void pack_b(const struct strata_gemm_tree *g, int r0, int k, int l0, int 
 }
 
 /*
+ * Asks for the lines of C's tile at row @p i0 (rows before @p end), column @p l0, @p w wide,
+ * to be written: C_AHEAD tiles before it, so that its one store of each row (a line per row,
+ * the rows kilobytes apart) does not wait for the line to come from memory.
+ */
+static void fetch_c(const struct strata_gemm_tree *g, int i0, int end, int l0, int mr, int w)
+{
+        for (int r = i0; r < i0 + mr && r < end; r++) {
+                const float *q = g->c + (size_t)r * (size_t)g->ldc + l0;
+
+                __builtin_prefetch(q, 1, 3);
+                __builtin_prefetch(q + w - 1, 1, 3);
+        }
+}
+
+/*
  * The tiles of @p g with @p s in @p buf (@p floats): per block of C's rows (A_BYTES of A),
  * per panel of NR columns, per tile of MR rows. STRATA_ENOTSUP where the chunks' rows do not
  * fit.
@@ -338,11 +355,14 @@ static int tiles(const struct strata_gemm_tree *g, const struct isa *s, int dept
                 pack_a(g, r0, k, m0, mcur, s->mr, ap);
                 for (int l0 = 0; l0 < g->n; l0 += s->nr) {
                         pack_b(g, r0, k, l0, s->nr, bp);
-                        for (int i0 = m0; i0 < m0 + mcur; i0 += s->mr)
+                        int w = g->n - l0 < s->nr ? g->n - l0 : s->nr;
+
+                        for (int i0 = m0; i0 < m0 + mcur; i0 += s->mr) {
+                                fetch_c(g, i0 + C_AHEAD * s->mr, m0 + mcur, l0, s->mr, w);
                                 s->tile(g->m - i0 < s->mr ? g->m - i0 : s->mr, &p,
                                         ap + (size_t)(i0 - m0) * (size_t)k, bp, st,
-                                        g->c + (size_t)i0 * g->ldc + l0, g->ldc,
-                                        g->n - l0 < s->nr ? g->n - l0 : s->nr);
+                                        g->c + (size_t)i0 * g->ldc + l0, g->ldc, w);
+                        }
                 }
         }
         return STRATA_OK;
