@@ -5,6 +5,11 @@
  * faster with these kernels, so it bounds the speed-up over a peer that calls the same GEMMs.
  *
  *   strata-bench-gemm [--model 784-256-128-10] [--batch 128] [--reps 200] [--json] [--bf16]
+ *                     [--chunks N]
+ *
+ * --chunks N (a power of two, 2 to 256): beside each dW, the same dW as invariant mode makes it
+ * on one device whose batch is N chunks: the driver's gemm_tree over the chunks' rows in their
+ * pairwise tree (decisions 0095, 0118), its time and the whole product's over its time.
  *
  * --bf16 (built with oneDNN, libdnnl-dev): beside each fp32 GEMM, the same shape through the
  * driver's gemm_lp (bf16 operands on libxsmm, their packing included: what bf16-mixed runs)
@@ -158,15 +163,55 @@ static double time_gemm(const struct strata_device_ops *d, const struct shape *s
         return t[reps / 2];
 }
 
+/*
+ * Median microseconds of @p reps gemm_tree() calls making dW of @p s over @p chunks chunks of
+ * its k rows (a power of two; rows as even as they divide), in the pairwise tree: each odd
+ * chunk made onto its left sibling, then the pairs added as each subtree closes. -1 where the
+ * driver has no gemm_tree or refuses the call (its message printed). t is left sorted.
+ */
+static double time_tree(const struct strata_device_ops *d, const struct shape *s, int chunks,
+                        const float *a, const float *b, float *c, int reps, double *t)
+{
+        int lo[257];
+        unsigned char op[256];
+        struct strata_gemm_tree g = { s->m, s->n, a, s->m, b, s->n, c, s->n, chunks, lo, op };
+
+        if (!d->kernels->gemm_tree)
+                return -1.0;
+        for (int j = 0; j <= chunks; j++)
+                lo[j] = (int)((long)j * s->k / chunks);
+        for (int j = 0; j < chunks; j++) {
+                int adds = 0;
+
+                for (int x = (j + 1) / 2; j % 2 && x % 2 == 0; x /= 2)
+                        adds++;
+                op[j] = (unsigned char)((j % 2 ? STRATA_TREE_ONTO : 0u) | (unsigned)adds << 1);
+        }
+        for (int r = 0; r < reps + 5; r++) {
+                double t0 = now_us();
+                int rc = d->kernels->gemm_tree(&g);
+
+                if (rc != STRATA_OK) {
+                        fprintf(stderr, "strata-bench-gemm: gemm_tree: %s\n", strata_last_error());
+                        return -1.0;
+                }
+                if (r >= 5)
+                        t[r - 5] = now_us() - t0;
+        }
+        qsort(t, (size_t)reps, sizeof(double), strata_tool_cmp_double);
+        return t[reps / 2];
+}
+
 static void usage(FILE *f)
 {
         fprintf(f, "usage: strata-bench-gemm [--model 784-256-128-10] [--batch N] [--reps N] "
-                   "[--json] [--bf16]\n");
+                   "[--json] [--bf16] [--chunks N]\n");
 }
 
 int main(int argc, char **argv)
 {
-        int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0, bf16 = 0;
+        int w[MAX_LAYERS + 1], nw = 0, batch = 128, reps = 200, json = 0, ns = 0, bf16 = 0,
+            chunks = 0;
 #ifdef STRATA_HAVE_DNNL
         double sum_bf16 = 0.0, sum_lp = 0.0; /* bf16 arms' step sums */
 #endif
@@ -200,15 +245,19 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         i++;
-                } else if (v && (!strcmp(argv[i], "--batch") || !strcmp(argv[i], "--reps"))) {
+                } else if (v && (!strcmp(argv[i], "--batch") || !strcmp(argv[i], "--reps") ||
+                                 !strcmp(argv[i], "--chunks"))) {
                         char *end;
                         long x = strtol(v, &end, 10);
 
-                        if (*end || x < 1 || x > 1 << 20) {
-                                fprintf(stderr, "strata-bench-gemm: bad %s %s\n", argv[i], v);
+                        if (*end || x < 1 || x > 1 << 20 ||
+                            (argv[i][2] == 'c' && (x < 2 || x > 256 || (x & (x - 1))))) {
+                                fprintf(stderr, "strata-bench-gemm: bad %s %s%s\n", argv[i], v,
+                                        argv[i][2] == 'c' ? " (a power of two, 2 to 256)" : "");
                                 return 2;
                         }
-                        *(argv[i][2] == 'b' ? &batch : &reps) = (int)x;
+                        *(argv[i][2] == 'b' ? &batch : argv[i][2] == 'r' ? &reps : &chunks) =
+                                (int)x;
                         i++;
                 } else {
                         fprintf(stderr, "strata-bench-gemm: unknown option or missing value: %s\n",
@@ -329,6 +378,25 @@ int main(int argc, char **argv)
 #endif
                 if (!json)
                         printf("\n");
+                if (chunks && !strcmp(s->what, "dW")) {
+                        double tt = time_tree(d, s, chunks, a, b, c, reps, t);
+
+                        if (tt < 0.0 && !d->kernels->gemm_tree)
+                                printf("%sthe driver has no gemm_tree%s\n",
+                                       json ? "{\"note\":\"" : "", json ? "\"}" : "");
+                        else if (tt < 0.0)
+                                return 1;
+                        else if (json)
+                                printf("{\"gemm\":\"dW_tree\",\"layer\":%d,\"chunks\":%d,"
+                                       "\"median_us\":%.2f,\"best_us\":%.2f,"
+                                       "\"whole_over_tree\":%.3f}\n",
+                                       s->layer, chunks, tt, t[0], med / tt);
+                        else
+                                printf("%-8s %5d %6d %6d %6d %10.1f %10.1f %8.1f  %d chunks; "
+                                       "the whole dW's median / this: %.3f\n", "dW tree",
+                                       s->layer, s->m, s->n, s->k, tt, t[0], flop / tt * 1e-3,
+                                       chunks, med / tt);
+                }
         }
         if (json)
                 printf("{\"batch\":%d,\"step_gemm_us_median\":%.2f,\"step_gemm_us_best\":%.2f,"

@@ -1,4 +1,7 @@
-/* strata-bench-gemm: bad input exits 2 naming the problem; a run times every GEMM of a step. */
+/*
+ * strata-bench-gemm: bad input exits 2 naming the problem; a run times every GEMM of a step;
+ * --chunks adds invariant mode's chunk tree beside each dW, outside the step's floor.
+ */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,8 @@ Test(strata_bench_gemm_cli, bad_options_exit_2)
                 { "--model 784-x-10", "--model" }, { "--model 0-10", "--model" },
                 { "--frobnicate", "--frobnicate" }, { "--batch", "--batch" },
                 { "--model 65536-65536 --batch 1048576", "limit" },
+                { "--chunks 3", "--chunks 3 (a power of two" }, { "--chunks 1", "--chunks" },
+                { "--chunks 512", "--chunks" },   { "--chunks x", "--chunks" },
         };
         char out[4096];
 
@@ -55,4 +60,38 @@ Test(strata_bench_gemm_cli, times_every_gemm_of_a_step)
         best = strtod(p + 20, NULL);
         cr_assert(best > 0.0 && best <= total, "%s", out);
         cr_assert_not_null(strstr(out, "\"m\":6,\"n\":16,\"k\":40"), "first forward: %s", out);
+}
+
+/* --chunks 4: a dW_tree row right after each of the 3 dW rows; the floor sums the 8 GEMMs. */
+Test(strata_bench_gemm_cli, chunks_time_the_tree_beside_each_dw)
+{
+        char out[8192];
+        int rows = 0, trees = 0, after_dw = 0, floor_seen = 0;
+        double sum = 0.0;
+
+        cr_assert_eq(run("--model 40-16-8-4 --batch 12 --reps 5 --json --chunks 4", out,
+                         sizeof(out)), 0, "%s", out);
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+                char *m = strstr(line, "\"median_us\":"), *r;
+
+                if (strstr(line, "\"gemm\":\"dW_tree\"")) {
+                        r = strstr(line, "\"whole_over_tree\":");
+                        cr_assert(after_dw, "not after a dW: %s", line);
+                        cr_assert_not_null(strstr(line, "\"chunks\":4"), "%s", line);
+                        cr_assert(r && strtod(r + 18, NULL) > 0.0, "%s", line);
+                        cr_assert(m && strtod(m + 12, NULL) > 0.0, "%s", line);
+                        trees++;
+                } else if (m) {
+                        rows++;
+                        sum += strtod(m + 12, NULL);
+                } else if ((r = strstr(line, "\"step_gemm_us_median\":")) != NULL) {
+                        cr_assert_float_eq(strtod(r + 22, NULL), sum, 0.05 * rows,
+                                           "the floor is the 8 GEMMs' sum, not the trees'");
+                        floor_seen = 1;
+                }
+                after_dw = strstr(line, "\"gemm\":\"dW\"") != NULL;
+        }
+        cr_assert_eq(rows, 8);
+        cr_assert_eq(trees, 3);
+        cr_assert(floor_seen);
 }
