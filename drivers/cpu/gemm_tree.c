@@ -33,8 +33,9 @@
  * A block of C's rows packs A_BYTES of A, so that it stays in the L2 while every panel of B
  * passes over it (the wide model's 2048 rows of 64 k rows, 512 KiB, streamed from the L3 once
  * per panel ran the tiles at 27 GFLOP/s on a first-generation Zen, 128 KiB blocks at 35:
- * decision 0118); but no fewer than A_ROWS_MIN rows, since each block packs B again from its
- * strided rows in memory, which at 60 rows a block (512 k rows) cost more than the L3 did.
+ * decision 0118); but no fewer than A_ROWS_MIN rows unless the buffer holds fewer, since each
+ * block packs B again from its strided rows in memory, which at 60 rows a block (512 k rows)
+ * cost more than the L3 did. The blocks of a call are then made as even as the tiles allow.
  */
 #define A_BYTES ((size_t)128 * 1024)
 #define A_ROWS_MIN ((size_t)252)
@@ -343,8 +344,14 @@ static int tiles(const struct strata_gemm_tree *g, const struct isa *s, int dept
                 rows = (A_ROWS_MIN + (size_t)s->mr - 1) / (size_t)s->mr * (size_t)s->mr;
         if (mc > rows)
                 mc = rows;
-        if (mc > (size_t)g->m)
+        if (mc < (size_t)g->m) { /* blocks as even as the tiles allow: none of a few rows */
+                size_t nb = ((size_t)g->m + mc - 1) / mc;
+
+                mc = (((size_t)g->m + nb - 1) / nb + (size_t)s->mr - 1) / (size_t)s->mr *
+                     (size_t)s->mr;
+        } else {
                 mc = (size_t)g->m;
+        }
         for (int j = 0; j <= g->leaves; j++)
                 lo[j] = g->lo[j] - r0;
         for (int j = 0; j < g->leaves; j++)

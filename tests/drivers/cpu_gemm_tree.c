@@ -1,6 +1,6 @@
 /*
  * The chunk tree in one GEMM (the kernel table's gemm_tree, decision 0095): on a C whose rows
- * and columns leave edge tiles in every set (521 x 53, leading dimensions past them; its rows
+ * and columns leave edge tiles in every set (901 x 53, leading dimensions past them; its rows
  * in two or more blocks, each packing its part of A, in every tree, decision 0118), trees of
  * 3, 4 and 8 chunks with and without chunks made onto their left sibling, a chunk of more
  * than one KC of rows and an empty one, every kernel set (and a thread with no packing
@@ -15,7 +15,7 @@
 #include "strata/strata.h"
 #include "drivers/drivers.h"
 
-#define M 521
+#define M 901
 #define N 53
 #define LDA (M + 2)
 #define LDB (N + 5)

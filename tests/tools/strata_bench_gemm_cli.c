@@ -66,7 +66,7 @@ Test(strata_bench_gemm_cli, times_every_gemm_of_a_step)
 Test(strata_bench_gemm_cli, chunks_time_the_tree_beside_each_dw)
 {
         char out[8192];
-        int rows = 0, trees = 0, after_dw = 0, floor_seen = 0;
+        int rows = 0, trees = 0, after_dw = 0, floor_seen = 0, dw_layer = -1;
         double sum = 0.0;
 
         cr_assert_eq(run("--model 40-16-8-4 --batch 12 --reps 5 --json --chunks 4", out,
@@ -75,9 +75,11 @@ Test(strata_bench_gemm_cli, chunks_time_the_tree_beside_each_dw)
                 char *m = strstr(line, "\"median_us\":"), *r;
 
                 if (strstr(line, "\"gemm\":\"dW_tree\"")) {
-                        r = strstr(line, "\"whole_over_tree\":");
                         cr_assert(after_dw, "not after a dW: %s", line);
+                        r = strstr(line, "\"layer\":");
+                        cr_assert(r && atoi(r + 8) == dw_layer, "not the dW's layer: %s", line);
                         cr_assert_not_null(strstr(line, "\"chunks\":4"), "%s", line);
+                        r = strstr(line, "\"whole_over_tree\":");
                         cr_assert(r && strtod(r + 18, NULL) > 0.0, "%s", line);
                         cr_assert(m && strtod(m + 12, NULL) > 0.0, "%s", line);
                         trees++;
@@ -90,6 +92,8 @@ Test(strata_bench_gemm_cli, chunks_time_the_tree_beside_each_dw)
                         floor_seen = 1;
                 }
                 after_dw = strstr(line, "\"gemm\":\"dW\"") != NULL;
+                if (after_dw)
+                        dw_layer = atoi(strstr(line, "\"layer\":") + 8);
         }
         cr_assert_eq(rows, 8);
         cr_assert_eq(trees, 3);
