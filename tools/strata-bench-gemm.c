@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "strata/strata.h"
+#include "nn/chunks.h"
 #include "tools/timing.h"
 #include "tools/widths.h"
 
@@ -165,8 +166,8 @@ static double time_gemm(const struct strata_device_ops *d, const struct shape *s
 
 /*
  * Median microseconds of @p reps gemm_tree() calls making dW of @p s over @p chunks chunks of
- * its k rows (a power of two; rows as even as they divide), in the pairwise tree: each odd
- * chunk made onto its left sibling, then the pairs added as each subtree closes. -1 where the
+ * its k rows (a power of two; rows as even as they divide), in invariant mode's pairwise tree
+ * (strata__chunks_program()'s, as one device holding every chunk makes it). -1 where the
  * driver has no gemm_tree or refuses the call (its message printed). t is left sorted.
  */
 static double time_tree(const struct strata_device_ops *d, const struct shape *s, int chunks,
@@ -180,13 +181,7 @@ static double time_tree(const struct strata_device_ops *d, const struct shape *s
                 return -1.0;
         for (int j = 0; j <= chunks; j++)
                 lo[j] = (int)((long)j * s->k / chunks);
-        for (int j = 0; j < chunks; j++) {
-                int adds = 0;
-
-                for (int x = (j + 1) / 2; j % 2 && x % 2 == 0; x /= 2)
-                        adds++;
-                op[j] = (unsigned char)((j % 2 ? STRATA_TREE_ONTO : 0u) | (unsigned)adds << 1);
-        }
+        strata__chunks_program(&(struct strata_chunks){ .n = chunks }, 1, op);
         for (int r = 0; r < reps + 5; r++) {
                 double t0 = now_us();
                 int rc = d->kernels->gemm_tree(&g);
