@@ -2,11 +2,8 @@
  * The CPU driver's f32 GEMM: C = alpha op(A) op(B) + beta C, row-major, computed by libxsmm's
  * JIT batch-reduce kernels under Strata's own blocking and packing (decision 0034).
  *
- * Kernel sets. The native set is compiled for the instruction set libxsmm finds in the CPU's
- * features (CPUID: AVX-512 or AVX2+FMA, never a table of models); the avx2 set for AVX2+FMA on
- * any CPU that has them (portable mode, or a forced older set). Both are compiled once, when
- * the driver prepares, so a call looks nothing up. A CPU without AVX2+FMA, or a libxsmm that
- * generates nothing, gets the scalar set: the same arithmetic in C with fmaf.
+ * Kernel sets: drivers/cpu/gemm_sets.c compiles them once, when the driver prepares, so a
+ * call looks nothing up.
  *
  * Blocking. In libxsmm's column-major terms the row-major C[m x n] is C'[n x m] = op(B)'
  * op(A)'. For each chunk of KC along k, op(B)' is packed as panels of BM columns of C
@@ -32,23 +29,20 @@
  * bits, slower.
  */
 #include <math.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <libxsmm.h>
 
 #include "strata/status.h"
 #include "arch/simd.h"
 #include "arch/transpose.h"
 #include "base/base.h"
 #include "drivers/cpu/gemm.h"
+#include "drivers/cpu/gemm_sets.h"
 
-#define BM 64  /* columns of C per tile (libxsmm's m) */
-#define BN 32  /* rows of C per tile (libxsmm's n); tails of 16, 8, 4, 2, 1 */
+#define BM STRATA__SGEMM_BM
+#define BN STRATA__SGEMM_BN
 #define KB STRATA__SGEMM_KB /* k per batch-reduce block */
 #define KC STRATA__SGEMM_KC /* k per chunk: the products an element sums before C is updated */
 #ifndef NC
@@ -57,28 +51,16 @@
 #ifndef MC
 #define MC 512 /* rows of C packed at a time */
 #endif
-#define NROWS 6 /* kernels per set and panel width: BN, 16, 8, 4, 2, 1 rows */
-#define NWIDTH 4 /* panel widths: BM, then the narrower last panels 32, 16, 8 */
-#define LDT_MAX (BM + 16)
-#define LDT_PROBE (BM + 32) /* compile_set()'s trial kernels */
+#define NROWS STRATA__SGEMM_NROWS
+#define NWIDTH STRATA__SGEMM_NWIDTH
+#define NTAIL STRATA__SGEMM_NTAIL
+#define LDT_MAX STRATA__SGEMM_LDT_MAX
 #define SLOT_FLOATS ((size_t)KC * (NC + MC) + (size_t)LDT_MAX * BN)
 #define SLOT_BYTES (SLOT_FLOATS * sizeof(float))
 #define MAX_BUFS 256 /* buffers registered at once, all runtimes together */
 
-typedef libxsmm_smmfunction_reducebatch_strd kernel_fn;
-
-/* One kernel set: libxsmm's kernels for each row count, or none (scalar). */
-struct kset {
-        const char *name;       /* "libxsmm:avx512", "libxsmm:avx2", "strata:scalar" */
-        int ldt;                /* the tile's leading dimension (kernels are cached by shape) */
-        kernel_fn k[NWIDTH][NROWS]; /* by panel width (BM, 32, 16, 8), rows (BN .. 1) */
-};
-
-static struct kset sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
-static int have_avx2;           /* AVX2 and FMA: the packing's transposes, the avx2 set */
-static int have_avx512;         /* the native set is libxsmm's AVX-512 */
-static int have_t16;            /* and the CPU has AVX-512F: the 16 x 16 transposes */
-static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+typedef strata__sgemm_kernel kernel_fn;
+typedef struct strata__sgemm_kset kset_t;
 
 /* ---- packing buffers (the plan's, registered per thread) ---- */
 
@@ -101,133 +83,6 @@ static float *claim(void)
         return NULL;
 }
 
-/* ---- kernels ---- */
-
-static kernel_fn dispatch(int width, int rows, int ldt)
-{
-        libxsmm_blasint lda = width, ldb = KB, ldc = ldt;
-        float alpha = 1.0f, beta = 0.0f;
-        int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
-
-        return libxsmm_smmdispatch_reducebatch_strd(width, rows, KB,
-                                                    (libxsmm_blasint)(sizeof(float) * width * KB),
-                                                    (libxsmm_blasint)(sizeof(float) * KB * rows),
-                                                    &lda, &ldb, &ldc, &alpha, &beta, &flags,
-                                                    &prefetch);
-}
-
-/*
- * Whether @p k sums each element as one chain of fused multiply-adds in k order: the bits the
- * scalar set gives. Some of libxsmm 1.17's AVX-512 kernels for narrow tiles (16 or 8 columns,
- * 2 to 8 rows) split k over several accumulators, which changes the bits with the tile's
- * shape; such a kernel is replaced (compile_set()). Checked on two batch-reduce blocks of
- * fixed pseudo-random operands: a split order rounds differently almost everywhere.
- */
-static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
-{
-        static float a[2 * KB * BM], b[2 * KB * BN], c[LDT_PROBE * BN]; /* under compiled */
-        unsigned long long count = 2;
-        uint32_t x = 12345u;
-
-        for (int i = 0; i < 2 * KB * width; i++)
-                a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-        for (int i = 0; i < 2 * KB * rows; i++)
-                b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-        k(a, b, c, &count);
-        for (int j = 0; j < rows; j++)
-                for (int i = 0; i < width; i++) {
-                        float s = 0.0f;
-
-                        for (int t = 0; t < 2; t++)
-                                for (int q = 0; q < KB; q++)
-                                        s = fmaf(a[(t * KB + q) * width + i],
-                                                 b[(t * rows + j) * KB + q], s);
-                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
-                                return 0;
-                }
-        return 1;
-}
-
-/*
- * Set @p s to libxsmm's kernels for its current target, a shape whose kernel does not sum in k
- * order given the AVX2 one (the same bits, fewer lanes), or to none when a shape has no kernel
- * that does. libxsmm caches a kernel by its descriptor, not its target, so a shape is first
- * tried at the leading dimension @p probe_ldt, which no set uses, and compiled for @p ldt
- * only once its target is known.
- */
-static void compile_set(struct kset *s, const char *name, int ldt, int probe_ldt)
-{
-        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
-        int target = libxsmm_get_target_archid();
-
-        s->name = name;
-        s->ldt = ldt;
-        for (int i = 0; i < NROWS * NWIDTH; i++) {
-                int w = BM >> (i / NROWS), r = rows[i % NROWS];
-                kernel_fn k = target > LIBXSMM_X86_AVX2 ? dispatch(w, r, probe_ldt) : NULL;
-
-                if (k && !chains_in_k_order(k, w, r, probe_ldt)) {
-                        libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
-                        k = dispatch(w, r, ldt);
-                        libxsmm_set_target_archid(target);
-                } else {
-                        k = dispatch(w, r, ldt);
-                }
-                if (!k || !chains_in_k_order(k, w, r, ldt)) {
-                        memset(s->k, 0, sizeof(s->k));
-                        s->name = "strata:scalar";
-                        return;
-                }
-                s->k[i / NROWS][i % NROWS] = k;
-        }
-}
-
-/*
- * libxsmm 1.17's init creates /tmp/.libxsmm.<uid> and keeps it open as a lock deciding which
- * process prints its statistics; only its clean exit removes it, so a job killed at its
- * wall-time limit leaves it on the node (issue 58, item 18). Nothing Strata uses depends on
- * it: the name goes at once, the open file with the process.
- */
-static void forget_lock_file(void)
-{
-        char name[64];
-
-        snprintf(name, sizeof(name), "/tmp/.libxsmm.%u", (unsigned)getuid());
-        (void)unlink(name);
-}
-
-/*
- * Both sets under libxsmm's one global target: AVX2 ("hsw") first, then the CPU's own; the
- * tile's leading dimensions differ so that libxsmm's cache keeps them apart.
- */
-static void compile(void)
-{
-        int native;
-
-        __builtin_cpu_init();
-        have_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        sets[STRATA_KERNELS_NATIVE].name = sets[STRATA_KERNELS_PORTABLE].name = "strata:scalar";
-        sets[STRATA_KERNELS_NATIVE].ldt = sets[STRATA_KERNELS_PORTABLE].ldt = BM;
-        if (!have_avx2)
-                return;
-        libxsmm_init();
-        forget_lock_file();
-        native = libxsmm_get_target_archid();
-        if (native < LIBXSMM_X86_AVX2)
-                return;
-        libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
-        compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16, 0);
-        libxsmm_set_target_archid(native);
-        have_avx512 = native >= LIBXSMM_X86_AVX512;
-        /* LIBXSMM_TARGET can name more than the CPU has: the portable set's packing runs
-         * these transposes too, so they ask the CPU itself */
-        have_t16 = have_avx512 && __builtin_cpu_supports("avx512f");
-        if (have_avx512)
-                compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM, LDT_PROBE);
-        else
-                sets[STRATA_KERNELS_NATIVE] = sets[STRATA_KERNELS_PORTABLE];
-}
-
 /* ---- packing ---- */
 
 #if defined(__x86_64__)
@@ -243,8 +98,8 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
         int i0 = 0;
 
 #if defined(__x86_64__)
-        if (have_avx2) /* have_t16 is set only where have_avx2 is */
-                i0 = have_t16 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
+        if (strata__sgemm_cpu()->avx2) /* t16 is set only where avx2 is */
+                i0 = strata__sgemm_cpu()->t16 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
                               : strata__transpose8_all(src, ls, rows, cols, dst, ld);
 #endif
         for (int i = i0; i < rows; i++)
@@ -285,7 +140,7 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
 static void copy_rows(float *dst, size_t ld, const float *src, size_t ls, int rows, int w)
 {
 #if defined(__x86_64__)
-        if (have_avx2) {
+        if (strata__sgemm_cpu()->avx2) {
                 copy_rows_avx2(dst, ld, src, ls, rows, w);
                 return;
         }
@@ -376,29 +231,33 @@ static void pack_a(float *dst, const struct strata__sgemm *g, int m0, int mc, in
 /*
  * One element of C from its tile value @p t, @p mode 0: c + alpha t (after k's first chunk),
  * 1: alpha t (the first, beta 0: c unread), 2: alpha t + beta c (the first); ISO C, no
- * contraction: every clone rounds the same.
+ * contraction: every clone rounds the same. @p z is -0 (t + z is t, whatever t is) or, after
+ * a tail kernel, +0: the padding's fma(0, 0, t) that the tail did not run (-0 becomes +0).
  */
-static inline float updated(int mode, const float *c, float t, float alpha, float beta)
+static inline float updated(int mode, const float *c, float t, float z, float alpha,
+                            float beta)
 {
+        t = t + z;
         return mode == 0 ? *c + alpha * t : mode == 1 ? alpha * t : alpha * t + beta * *c;
 }
 
 /*
- * C (w columns, @p rows rows) from the tile t (column-major, ldt); @p first: k's first chunk.
- * restrict and, for a whole panel, a constant width: loops with no alias test or peeled edge.
+ * C (w columns, @p rows rows) from the tile t (column-major, ldt); @p first: k's first chunk,
+ * @p z: updated()'s. restrict and, for a whole panel, a constant width: loops with no alias
+ * test or peeled edge.
  */
 STRATA_SIMD static void combine(float *restrict c, int ldc, const float *restrict t, int ldt,
-                                int w, int rows, float alpha, float beta, int first)
+                                int w, int rows, float z, float alpha, float beta, int first)
 {
         int mode = !first ? 0 : beta == 0.0f ? 1 : 2;
 
         for (int j = 0; j < rows; j++, c += ldc, t += ldt)
                 if (w == BM)
                         for (int i = 0; i < BM; i++)
-                                c[i] = updated(mode, c + i, t[i], alpha, beta);
+                                c[i] = updated(mode, c + i, t[i], z, alpha, beta);
                 else
                         for (int i = 0; i < w; i++)
-                                c[i] = updated(mode, c + i, t[i], alpha, beta);
+                                c[i] = updated(mode, c + i, t[i], z, alpha, beta);
 }
 
 /*
@@ -406,13 +265,13 @@ STRATA_SIMD static void combine(float *restrict c, int ldc, const float *restric
  * C's row i, its row j C's column j. The same expressions: the same bits.
  */
 STRATA_SIMD static void combine_t(float *restrict c, int ldc, const float *restrict t, int ldt,
-                                  int w, int rows, float alpha, float beta, int first)
+                                  int w, int rows, float z, float alpha, float beta, int first)
 {
         int mode = !first ? 0 : beta == 0.0f ? 1 : 2;
 
         for (int i = 0; i < w; i++, c += ldc)
                 for (int j = 0; j < rows; j++)
-                        c[j] = updated(mode, c + j, t[i + (size_t)j * ldt], alpha, beta);
+                        c[j] = updated(mode, c + j, t[i + (size_t)j * ldt], z, alpha, beta);
 }
 
 /* k == 0: C = beta C (beta 0: zeros). */
@@ -427,14 +286,17 @@ static void scale_only(const struct strata__sgemm *g)
 }
 
 /*
- * The tiles of one packed chunk: for each panel of columns, each block of rows. @p ct: @p g
- * is C's transpose (g->c is C's own storage, g->ldc its rows').
+ * The tiles of one packed chunk of @p kc products: for each panel of columns, each block of
+ * rows. @p ct: @p g is C's transpose (g->c is C's own storage, g->ldc its rows'). Where kc is
+ * over KB and its last block holds at most NTAIL products, that block runs as a tail kernel
+ * of just those (the chains the same, the padding's +0 added in combine()): decision 0119.
  */
-static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, const float *ap,
-                        const float *bp, float *tile, int m0, int mc, int n0, int nc, int kcp,
+static void chunk_tiles(const kset_t *s, const struct strata__sgemm *g, const float *ap,
+                        const float *bp, float *tile, int m0, int mc, int n0, int nc, int kc,
                         int first, int ct)
 {
-        unsigned long long count = (unsigned long long)(kcp / KB);
+        int kcp = (kc + KB - 1) / KB * KB, t = kc % KB, tails = kc > KB && t && t <= NTAIL;
+        unsigned long long count = (unsigned long long)(kcp / KB), whole = count - 1, one = 1;
         int w, bt, which, wi;
 
         for (int p = 0; p < nc; p += BM) {
@@ -449,13 +311,22 @@ static void chunk_tiles(const struct kset *s, const struct strata__sgemm *g, con
                         for (int j = 0, nj = ct ? w : bt, ni = ct ? bt : w; j < nj; j++)
                                 for (int i = 0; i < BM && i < ni; i += 16) /* unrolled */
                                         __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
-                        s->k[wi][which](ap + (size_t)p * kcp, bp + (size_t)r * kcp, tile, &count);
+                        kernel_fn tk = tails ? s->tail[wi][which][t - 1] : NULL;
+                        const float *pa = ap + (size_t)p * kcp, *pb = bp + (size_t)r * kcp;
+
+                        if (tk) {
+                                s->k[wi][which](pa, pb, tile, &whole);
+                                tk(pa + whole * KB * (BM >> wi), pb + whole * KB * bt, tile,
+                                   &one);
+                        } else {
+                                s->k[wi][which](pa, pb, tile, &count);
+                        }
                         if (ct)
-                                combine_t(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
-                                          first);
+                                combine_t(c, g->ldc, tile, s->ldt, w, bt, tk ? 0.0f : -0.0f,
+                                          g->alpha, g->beta, first);
                         else
-                                combine(c, g->ldc, tile, s->ldt, w, bt, g->alpha, g->beta,
-                                        first);
+                                combine(c, g->ldc, tile, s->ldt, w, bt, tk ? 0.0f : -0.0f,
+                                        g->alpha, g->beta, first);
                 }
         }
 }
@@ -494,7 +365,7 @@ static size_t prepacked(int n, int n0, int k0, int kcp)
 }
 
 /* @p pb: op(B)' packed beforehand (strata__sgemm_pack_b()), or NULL: packed here. */
-static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, float *slot,
+static void gemm_packed(const kset_t *s, const struct strata__sgemm *g0, float *slot,
                         const float *pb)
 {
         float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
@@ -519,7 +390,7 @@ static void gemm_packed(const struct kset *s, const struct strata__sgemm *g0, fl
                                 if (!pb)
                                         pack_b(ap, g, n0, nc, k0, kc, kcp);
                                 chunk_tiles(s, g, pb ? pb + prepacked(g->n, n0, k0, kcp) : ap,
-                                            bp, tile, m0, mc, n0, nc, kcp, k0 == 0, ct);
+                                            bp, tile, m0, mc, n0, nc, kc, k0 == 0, ct);
                         }
                 }
         }
@@ -563,7 +434,7 @@ void strata__sgemm(enum strata_kernels set, const struct strata__sgemm *g)
 
 void strata__sgemm_pb(enum strata_kernels set, const struct strata__sgemm *g, const float *pb)
 {
-        const struct kset *s = &sets[set == STRATA_KERNELS_PORTABLE];
+        const kset_t *s = strata__sgemm_kset(set);
         float *slot;
 
         if (g->m <= 0 || g->n <= 0)
@@ -590,7 +461,7 @@ void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst)
 {
         struct strata__sgemm g = { .tb = 1, .n = n, .k = k, .b = b, .ldb = ldb };
 
-        pthread_once(&compiled, compile); /* have_avx2: the same values either way, faster */
+        strata__sgemm_compile(); /* the CPU's features: the same values either way, faster */
         for (int k0 = 0; k0 < k; k0 += KC) {
                 int kc = k - k0 < KC ? k - k0 : KC, kcp = (kc + KB - 1) / KB * KB;
 
@@ -598,22 +469,6 @@ void strata__sgemm_pack_b(const float *b, int ldb, int n, int k, float *dst)
                         pack_b(dst + prepacked(n, n0, k0, kcp), &g, n0,
                                n - n0 < NC ? n - n0 : NC, k0, kc, kcp);
         }
-}
-
-/* ---- set-up and names ---- */
-
-int strata__sgemm_prepare(enum strata_kernels set)
-{
-        pthread_once(&compiled, compile);
-        if (set == STRATA_KERNELS_AVX512 && !have_avx512)
-                return strata__fail(STRATA_ENOTSUP, "cpu: the avx512 kernel set was asked for "
-                                    "but this CPU (or libxsmm) has no AVX-512 (the native set "
-                                    "here is %s)", sets[STRATA_KERNELS_NATIVE].name);
-        if (set == STRATA_KERNELS_PORTABLE && !sets[STRATA_KERNELS_PORTABLE].k[0][0])
-                return strata__fail(STRATA_ENOTSUP, "cpu: the avx2 (portable) kernel set needs "
-                                    "AVX2 and FMA, which this CPU does not have%s",
-                                    have_avx2 ? " (libxsmm generated no AVX2 kernel)" : "");
-        return STRATA_OK;
 }
 
 void strata__sgemm_use(void *buf)
@@ -651,20 +506,6 @@ void strata__sgemm_forget(void *buf)
                         bufs[i].buf = NULL;
                 }
         pthread_mutex_unlock(&reg_lock);
-}
-
-const char *strata__sgemm_name(enum strata_kernels set)
-{
-        pthread_once(&compiled, compile);
-        switch (set) {
-        case STRATA_KERNELS_NATIVE: return sets[STRATA_KERNELS_NATIVE].name;
-        case STRATA_KERNELS_PORTABLE:
-                return sets[STRATA_KERNELS_PORTABLE].k[0][0] ? sets[STRATA_KERNELS_PORTABLE].name
-                                                          : NULL;
-        case STRATA_KERNELS_AVX512: return have_avx512 ? sets[STRATA_KERNELS_NATIVE].name : NULL;
-        case STRATA_KERNELS_SCALAR: return "strata:scalar";
-        default: return NULL;
-        }
 }
 
 float *strata__sgemm_buffer(size_t *floats)

@@ -75,6 +75,13 @@ void strata__sgemm_forget(void *buf);
 const char *strata__sgemm_name(enum strata_kernels set);
 
 /**
+ * @brief How many tail kernels @p set has (ready: strata__sgemm_prepare()): a chunk whose last
+ *        batch-reduce block holds 1 to 8 products runs it as a kernel of just those where
+ *        libxsmm's goes on with the chains (decision 0119); 0: every such block is padded.
+ */
+int strata__sgemm_tails(enum strata_kernels set);
+
+/**
  * The calling thread's packing buffer while its registration holds (NULL: none), its size in
  * floats into *@p floats: drivers/cpu/gemm_tree.c packs into it too.
  */

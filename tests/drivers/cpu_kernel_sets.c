@@ -20,6 +20,7 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
+#include "drivers/cpu/gemm.h"
 
 static int cpu_has(const char *f)
 {
@@ -278,6 +279,57 @@ Test(cpu_kernel_sets, negative_zero_chains_get_the_same_bits_in_every_set)
                         free_case(&g);
                 }
         }
+}
+
+/*
+ * Decision 0119: a chunk whose last block of 16 holds 1 to 8 products runs them as a tail
+ * kernel, not padded to 16, and must give the padded chains' bits. Every remainder 1 to 15
+ * (9 to 15 stay padded), in the first chunk and after a whole one, on tiles of every width
+ * (the last panel 8, 16, 32 or 64 wide) and every row block (63 rows: 32 + 16 + ... + 1), in
+ * C's own form and the narrow one (C's transpose), beta 0 and not: every set gives the
+ * scalar set's bits. Where the native set is libxsmm's AVX2, every tail kernel is there.
+ */
+Test(cpu_kernel_sets, a_chunks_last_few_products_give_the_padded_bits, .timeout = 120)
+{
+        static const int sh[][4] = { /* ta, tb, m, n */
+                { 0, 1, 63, 72 }, { 1, 0, 63, 80 }, { 0, 0, 63, 96 }, { 1, 1, 63, 120 },
+                { 0, 1, 100, 8 },
+        };
+        static const float ab[][2] = { { 1.0f, 0.0f }, { 1.0f, 1.0f }, { -0.5f, 0.25f } };
+        const struct strata_kernel_ops *sca = kernels(STRATA_KERNELS_SCALAR);
+        int ran = 0;
+
+        cr_assert_not_null(kernels(STRATA_KERNELS_NATIVE));
+        if (!strcmp(strata_kernel_set(STRATA_KERNELS_NATIVE, STRATA_F32), "libxsmm:avx2"))
+                cr_assert_eq(strata__sgemm_tails(STRATA_KERNELS_NATIVE), 4 * 6 * 8);
+        for (int t = 1; t < 16; t++)
+                for (int base = 16; base <= 256 + 16; base += 256)
+                        for (size_t i = 0; i < sizeof(sh) / sizeof(sh[0]); i++) {
+                                int s5[5] = { sh[i][0], sh[i][1], sh[i][2], sh[i][3], base + t };
+                                const float *v = ab[(t + i) % 3];
+                                struct gemm_case g;
+                                float *want;
+
+                                make_case(&g, s5, (unsigned)(31 * t + i));
+                                want = run_case(sca, &g, v[0], v[1]);
+                                for (int s = 0; s < STRATA_KERNELS_SCALAR; s++) {
+                                        const struct strata_kernel_ops *k =
+                                                kernels((enum strata_kernels)s);
+                                        float *c = k ? run_case(k, &g, v[0], v[1]) : NULL;
+
+                                        cr_assert(!c || !memcmp(c, want, sizeof(float) *
+                                                                (size_t)g.ldc * g.m),
+                                                  "set %s, %d x %d x %d (ta %d tb %d): not the "
+                                                  "scalar set's bits",
+                                                  strata_kernel_set(s, STRATA_F32), g.m, g.n,
+                                                  g.k, g.ta, g.tb);
+                                        ran += c != NULL;
+                                        free(c);
+                                }
+                                free(want);
+                                free_case(&g);
+                        }
+        cr_assert_gt(ran, 0);
 }
 
 /* Issue 43, item 5: a row of C gets the same bits whether the call has 1, 7 or 300 rows. */

@@ -1,0 +1,277 @@
+/*
+ * The CPU driver's kernel sets (drivers/cpu/gemm.c multiplies with them; decision 0034): the
+ * native set compiled for the instruction set libxsmm finds in the CPU's features (CPUID:
+ * AVX-512 or AVX2+FMA, never a table of models), the avx2 set for AVX2+FMA on any CPU that has
+ * them (portable mode, or a forced older set). Both are compiled once, when the driver
+ * prepares; every kernel is checked to sum each element as one chain of fused multiply-adds in
+ * k order before a set keeps it (decision 0053), the tail kernels to go on with the chains
+ * (decision 0119). A CPU without AVX2+FMA, or a libxsmm that generates nothing, gets the scalar
+ * set: the same arithmetic in C with fmaf.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strata/status.h"
+#include "base/base.h"
+#include "drivers/cpu/gemm.h"
+#include "drivers/cpu/gemm_sets.h"
+
+#define BM STRATA__SGEMM_BM
+#define BN STRATA__SGEMM_BN
+#define KB STRATA__SGEMM_KB
+#define NROWS STRATA__SGEMM_NROWS
+#define NWIDTH STRATA__SGEMM_NWIDTH
+#define NTAIL STRATA__SGEMM_NTAIL
+#define LDT_MAX STRATA__SGEMM_LDT_MAX
+#define LDT_PROBE (BM + 32) /* compile_set()'s trial kernels */
+
+typedef strata__sgemm_kernel kernel_fn;
+typedef struct strata__sgemm_kset kset_t;
+
+static kset_t sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
+static struct strata__sgemm_cpu_features cpu; /* set once, by compile() */
+static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+
+/*
+ * A kernel for a tile of @p width x @p rows: @p k products a batch-reduce block (KB, or a
+ * tail's fewer, read from the same [rows][KB] blocks), onto zero (@p beta 0) or onto the
+ * tile's values (1: the chains go on).
+ */
+static kernel_fn dispatch_k(int width, int rows, int k, int ldt, float beta)
+{
+        libxsmm_blasint lda = width, ldb = KB, ldc = ldt;
+        float alpha = 1.0f;
+        int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
+
+        return libxsmm_smmdispatch_reducebatch_strd(width, rows, k,
+                                                    (libxsmm_blasint)(sizeof(float) * width * KB),
+                                                    (libxsmm_blasint)(sizeof(float) * KB * rows),
+                                                    &lda, &ldb, &ldc, &alpha, &beta, &flags,
+                                                    &prefetch);
+}
+
+static kernel_fn dispatch(int width, int rows, int ldt)
+{
+        return dispatch_k(width, rows, KB, ldt, 0.0f);
+}
+
+/*
+ * Whether @p k sums each element as one chain of fused multiply-adds in k order: the bits the
+ * scalar set gives. Some of libxsmm 1.17's AVX-512 kernels for narrow tiles (16 or 8 columns,
+ * 2 to 8 rows) split k over several accumulators, which changes the bits with the tile's
+ * shape; such a kernel is replaced (compile_set()). Checked on two batch-reduce blocks of
+ * fixed pseudo-random operands: a split order rounds differently almost everywhere.
+ */
+static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
+{
+        static float a[2 * KB * BM], b[2 * KB * BN], c[LDT_PROBE * BN]; /* under compiled */
+        unsigned long long count = 2;
+        uint32_t x = 12345u;
+
+        for (int i = 0; i < 2 * KB * width; i++)
+                a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        for (int i = 0; i < 2 * KB * rows; i++)
+                b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        k(a, b, c, &count);
+        for (int j = 0; j < rows; j++)
+                for (int i = 0; i < width; i++) {
+                        float s = 0.0f;
+
+                        for (int t = 0; t < 2; t++)
+                                for (int q = 0; q < KB; q++)
+                                        s = fmaf(a[(t * KB + q) * width + i],
+                                                 b[(t * rows + j) * KB + q], s);
+                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
+                                return 0;
+                }
+        return 1;
+}
+
+/*
+ * Whether the tail kernel @p k goes on with each element's chain: its @p t products, in k
+ * order, fused onto the values the tile holds (the chains' after the chunk's whole blocks).
+ */
+static int tail_goes_on(kernel_fn k, int width, int rows, int t, int ldt)
+{
+        static float a[KB * BM], b[KB * BN], c[LDT_MAX * BN], c0[LDT_MAX * BN]; /* compiled */
+        unsigned long long count = 1;
+        uint32_t x = 54321u;
+
+        for (int i = 0; i < KB * width; i++)
+                a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        for (int i = 0; i < KB * rows; i++)
+                b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        for (int i = 0; i < ldt * rows; i++)
+                c[i] = c0[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-20f - 8.0f;
+        k(a, b, c, &count);
+        for (int j = 0; j < rows; j++)
+                for (int i = 0; i < width; i++) {
+                        float s = c0[j * ldt + i];
+
+                        for (int q = 0; q < t; q++)
+                                s = fmaf(a[q * width + i], b[j * KB + q], s);
+                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
+                                return 0;
+                }
+        return 1;
+}
+
+/*
+ * The tail kernels of @p s (its target's, for 1 to NTAIL products at the leading dimension
+ * @p ldt that no other set uses): each one kept only where it goes on with the chains.
+ */
+static void compile_tails(kset_t *s, int ldt)
+{
+        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
+
+        for (int i = 0; i < NROWS * NWIDTH; i++)
+                for (int t = 1; t <= NTAIL; t++) {
+                        int w = BM >> (i / NROWS), r = rows[i % NROWS];
+                        kernel_fn k = dispatch_k(w, r, t, ldt, 1.0f);
+
+                        s->tail[i / NROWS][i % NROWS][t - 1] =
+                                k && tail_goes_on(k, w, r, t, ldt) ? k : NULL;
+                }
+}
+
+/*
+ * Set @p s to libxsmm's kernels for its current target, a shape whose kernel does not sum in k
+ * order given the AVX2 one (the same bits, fewer lanes), or to none when a shape has no kernel
+ * that does. libxsmm caches a kernel by its descriptor, not its target, so a shape is first
+ * tried at the leading dimension @p probe_ldt, which no set uses, and compiled for @p ldt
+ * only once its target is known.
+ */
+static void compile_set(kset_t *s, const char *name, int ldt, int probe_ldt)
+{
+        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
+        int target = libxsmm_get_target_archid();
+
+        s->name = name;
+        s->ldt = ldt;
+        for (int i = 0; i < NROWS * NWIDTH; i++) {
+                int w = BM >> (i / NROWS), r = rows[i % NROWS];
+                kernel_fn k = target > LIBXSMM_X86_AVX2 ? dispatch(w, r, probe_ldt) : NULL;
+
+                if (k && !chains_in_k_order(k, w, r, probe_ldt)) {
+                        libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
+                        k = dispatch(w, r, ldt);
+                        libxsmm_set_target_archid(target);
+                } else {
+                        k = dispatch(w, r, ldt);
+                }
+                if (!k || !chains_in_k_order(k, w, r, ldt)) {
+                        memset(s->k, 0, sizeof(s->k));
+                        s->name = "strata:scalar";
+                        return;
+                }
+                s->k[i / NROWS][i % NROWS] = k;
+        }
+        compile_tails(s, ldt);
+}
+
+/*
+ * libxsmm 1.17's init creates /tmp/.libxsmm.<uid> and keeps it open as a lock deciding which
+ * process prints its statistics; only its clean exit removes it, so a job killed at its
+ * wall-time limit leaves it on the node (issue 58, item 18). Nothing Strata uses depends on
+ * it: the name goes at once, the open file with the process.
+ */
+static void forget_lock_file(void)
+{
+        char name[64];
+
+        snprintf(name, sizeof(name), "/tmp/.libxsmm.%u", (unsigned)getuid());
+        (void)unlink(name);
+}
+
+/*
+ * Both sets under libxsmm's one global target: AVX2 ("hsw") first, then the CPU's own; the
+ * tile's leading dimensions differ so that libxsmm's cache keeps them apart.
+ */
+static void compile(void)
+{
+        int native;
+
+        __builtin_cpu_init();
+        cpu.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        sets[STRATA_KERNELS_NATIVE].name = sets[STRATA_KERNELS_PORTABLE].name = "strata:scalar";
+        sets[STRATA_KERNELS_NATIVE].ldt = sets[STRATA_KERNELS_PORTABLE].ldt = BM;
+        if (!cpu.avx2)
+                return;
+        libxsmm_init();
+        forget_lock_file();
+        native = libxsmm_get_target_archid();
+        if (native < LIBXSMM_X86_AVX2)
+                return;
+        libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
+        compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16, 0);
+        libxsmm_set_target_archid(native);
+        cpu.avx512 = native >= LIBXSMM_X86_AVX512;
+        /* LIBXSMM_TARGET can name more than the CPU has: the portable set's packing runs
+         * these transposes too, so they ask the CPU itself */
+        cpu.t16 = cpu.avx512 && __builtin_cpu_supports("avx512f");
+        if (cpu.avx512)
+                compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM, LDT_PROBE);
+        else
+                sets[STRATA_KERNELS_NATIVE] = sets[STRATA_KERNELS_PORTABLE];
+}
+
+void strata__sgemm_compile(void)
+{
+        pthread_once(&compiled, compile);
+}
+
+const kset_t *strata__sgemm_kset(enum strata_kernels set)
+{
+        return &sets[set == STRATA_KERNELS_PORTABLE];
+}
+
+const struct strata__sgemm_cpu_features *strata__sgemm_cpu(void)
+{
+        return &cpu;
+}
+
+int strata__sgemm_tails(enum strata_kernels set)
+{
+        const kset_t *s = strata__sgemm_kset(set);
+        int n = 0;
+
+        if (set == STRATA_KERNELS_SCALAR)
+                return 0;
+        for (int i = 0; i < NWIDTH * NROWS * NTAIL; i++)
+                n += (&s->tail[0][0][0])[i] != NULL;
+        return n;
+}
+
+
+int strata__sgemm_prepare(enum strata_kernels set)
+{
+        strata__sgemm_compile();
+        if (set == STRATA_KERNELS_AVX512 && !cpu.avx512)
+                return strata__fail(STRATA_ENOTSUP, "cpu: the avx512 kernel set was asked for "
+                                    "but this CPU (or libxsmm) has no AVX-512 (the native set "
+                                    "here is %s)", sets[STRATA_KERNELS_NATIVE].name);
+        if (set == STRATA_KERNELS_PORTABLE && !sets[STRATA_KERNELS_PORTABLE].k[0][0])
+                return strata__fail(STRATA_ENOTSUP, "cpu: the avx2 (portable) kernel set needs "
+                                    "AVX2 and FMA, which this CPU does not have%s",
+                                    cpu.avx2 ? " (libxsmm generated no AVX2 kernel)" : "");
+        return STRATA_OK;
+}
+
+const char *strata__sgemm_name(enum strata_kernels set)
+{
+        strata__sgemm_compile();
+        switch (set) {
+        case STRATA_KERNELS_NATIVE: return sets[STRATA_KERNELS_NATIVE].name;
+        case STRATA_KERNELS_PORTABLE:
+                return sets[STRATA_KERNELS_PORTABLE].k[0][0] ? sets[STRATA_KERNELS_PORTABLE].name
+                                                          : NULL;
+        case STRATA_KERNELS_AVX512: return cpu.avx512 ? sets[STRATA_KERNELS_NATIVE].name : NULL;
+        case STRATA_KERNELS_SCALAR: return "strata:scalar";
+        default: return NULL;
+        }
+}
+
