@@ -98,8 +98,8 @@ static void transpose(const float *src, size_t ls, int rows, int cols, float *ds
         int i0 = 0;
 
 #if defined(__x86_64__)
-        if (strata__sgemm_cpu()->avx2) /* t16 is set only where avx2 is */
-                i0 = strata__sgemm_cpu()->t16 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
+        if (strata__sgemm_cpu.avx2) /* t16 is set only where avx2 is */
+                i0 = strata__sgemm_cpu.t16 ? strata__transpose16_all(src, ls, rows, cols, dst, ld)
                               : strata__transpose8_all(src, ls, rows, cols, dst, ld);
 #endif
         for (int i = i0; i < rows; i++)
@@ -140,7 +140,7 @@ __attribute__((target("avx2"))) static void copy_rows_avx2(float *dst, size_t ld
 static void copy_rows(float *dst, size_t ld, const float *src, size_t ls, int rows, int w)
 {
 #if defined(__x86_64__)
-        if (strata__sgemm_cpu()->avx2) {
+        if (strata__sgemm_cpu.avx2) {
                 copy_rows_avx2(dst, ld, src, ls, rows, w);
                 return;
         }

@@ -15,8 +15,9 @@
 /*
  * k per batch-reduce block: libxsmm's kernels sum each chunk's kc products padded with zeros
  * to a multiple of STRATA__SGEMM_KB, so a chain whose kc is not one ends with fma(0, 0, t),
- * which is t except that -0 becomes +0. The kernels that do not pad (the scalar set,
- * gemm_tree.c's tiles and walk) add t + 0 there: the same bits (decision 0095).
+ * which is t except that -0 becomes +0. What does not pad (the scalar set, gemm_tree.c's
+ * tiles and walk, and since decision 0119 a chunk of more than one block whose last holds 1
+ * to 8 products: a tail kernel) adds t + 0 there: the same bits (decision 0095).
  */
 #define STRATA__SGEMM_KB 16
 

@@ -33,7 +33,7 @@ typedef strata__sgemm_kernel kernel_fn;
 typedef struct strata__sgemm_kset kset_t;
 
 static kset_t sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
-static struct strata__sgemm_cpu_features cpu; /* set once, by compile() */
+struct strata__sgemm_cpu_features strata__sgemm_cpu; /* set once, by compile() */
 static pthread_once_t compiled = PTHREAD_ONCE_INIT;
 
 /*
@@ -94,6 +94,9 @@ static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
 /*
  * Whether the tail kernel @p k goes on with each element's chain: its @p t products, in k
  * order, fused onto the values the tile holds (the chains' after the chunk's whole blocks).
+ * The tile's values are of the products' size, where a tail summed apart (or one product
+ * rounded before its addition) rounds differently in a good share of the elements; three
+ * rounds of operands, so that a tile of 8 elements is not left to chance.
  */
 static int tail_goes_on(kernel_fn k, int width, int rows, int t, int ldt)
 {
@@ -101,22 +104,25 @@ static int tail_goes_on(kernel_fn k, int width, int rows, int t, int ldt)
         unsigned long long count = 1;
         uint32_t x = 54321u;
 
-        for (int i = 0; i < KB * width; i++)
-                a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-        for (int i = 0; i < KB * rows; i++)
-                b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-        for (int i = 0; i < ldt * rows; i++)
-                c[i] = c0[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-20f - 8.0f;
-        k(a, b, c, &count);
-        for (int j = 0; j < rows; j++)
-                for (int i = 0; i < width; i++) {
-                        float s = c0[j * ldt + i];
+        for (int round = 0; round < 3; round++) {
+                for (int i = 0; i < KB * width; i++)
+                        a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+                for (int i = 0; i < KB * rows; i++)
+                        b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+                for (int i = 0; i < ldt * rows; i++)
+                        c[i] = c0[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) *
+                                               0x1p-26f - 0.125f;
+                k(a, b, c, &count);
+                for (int j = 0; j < rows; j++)
+                        for (int i = 0; i < width; i++) {
+                                float s = c0[j * ldt + i];
 
-                        for (int q = 0; q < t; q++)
-                                s = fmaf(a[q * width + i], b[j * KB + q], s);
-                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
-                                return 0;
-                }
+                                for (int q = 0; q < t; q++)
+                                        s = fmaf(a[q * width + i], b[j * KB + q], s);
+                                if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
+                                        return 0;
+                        }
+        }
         return 1;
 }
 
@@ -196,10 +202,10 @@ static void compile(void)
         int native;
 
         __builtin_cpu_init();
-        cpu.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        strata__sgemm_cpu.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         sets[STRATA_KERNELS_NATIVE].name = sets[STRATA_KERNELS_PORTABLE].name = "strata:scalar";
         sets[STRATA_KERNELS_NATIVE].ldt = sets[STRATA_KERNELS_PORTABLE].ldt = BM;
-        if (!cpu.avx2)
+        if (!strata__sgemm_cpu.avx2)
                 return;
         libxsmm_init();
         forget_lock_file();
@@ -209,11 +215,11 @@ static void compile(void)
         libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
         compile_set(&sets[STRATA_KERNELS_PORTABLE], "libxsmm:avx2", BM + 16, 0);
         libxsmm_set_target_archid(native);
-        cpu.avx512 = native >= LIBXSMM_X86_AVX512;
+        strata__sgemm_cpu.avx512 = native >= LIBXSMM_X86_AVX512;
         /* LIBXSMM_TARGET can name more than the CPU has: the portable set's packing runs
          * these transposes too, so they ask the CPU itself */
-        cpu.t16 = cpu.avx512 && __builtin_cpu_supports("avx512f");
-        if (cpu.avx512)
+        strata__sgemm_cpu.t16 = strata__sgemm_cpu.avx512 && __builtin_cpu_supports("avx512f");
+        if (strata__sgemm_cpu.avx512)
                 compile_set(&sets[STRATA_KERNELS_NATIVE], "libxsmm:avx512", BM, LDT_PROBE);
         else
                 sets[STRATA_KERNELS_NATIVE] = sets[STRATA_KERNELS_PORTABLE];
@@ -229,17 +235,12 @@ const kset_t *strata__sgemm_kset(enum strata_kernels set)
         return &sets[set == STRATA_KERNELS_PORTABLE];
 }
 
-const struct strata__sgemm_cpu_features *strata__sgemm_cpu(void)
-{
-        return &cpu;
-}
-
 int strata__sgemm_tails(enum strata_kernels set)
 {
         const kset_t *s = strata__sgemm_kset(set);
         int n = 0;
 
-        if (set == STRATA_KERNELS_SCALAR)
+        if (set == STRATA_KERNELS_SCALAR || !strata__sgemm_name(set))
                 return 0;
         for (int i = 0; i < NWIDTH * NROWS * NTAIL; i++)
                 n += (&s->tail[0][0][0])[i] != NULL;
@@ -250,14 +251,15 @@ int strata__sgemm_tails(enum strata_kernels set)
 int strata__sgemm_prepare(enum strata_kernels set)
 {
         strata__sgemm_compile();
-        if (set == STRATA_KERNELS_AVX512 && !cpu.avx512)
+        if (set == STRATA_KERNELS_AVX512 && !strata__sgemm_cpu.avx512)
                 return strata__fail(STRATA_ENOTSUP, "cpu: the avx512 kernel set was asked for "
                                     "but this CPU (or libxsmm) has no AVX-512 (the native set "
                                     "here is %s)", sets[STRATA_KERNELS_NATIVE].name);
         if (set == STRATA_KERNELS_PORTABLE && !sets[STRATA_KERNELS_PORTABLE].k[0][0])
                 return strata__fail(STRATA_ENOTSUP, "cpu: the avx2 (portable) kernel set needs "
                                     "AVX2 and FMA, which this CPU does not have%s",
-                                    cpu.avx2 ? " (libxsmm generated no AVX2 kernel)" : "");
+                                    strata__sgemm_cpu.avx2 ? " (libxsmm generated no AVX2 kernel)"
+                                                           : "");
         return STRATA_OK;
 }
 
@@ -269,7 +271,8 @@ const char *strata__sgemm_name(enum strata_kernels set)
         case STRATA_KERNELS_PORTABLE:
                 return sets[STRATA_KERNELS_PORTABLE].k[0][0] ? sets[STRATA_KERNELS_PORTABLE].name
                                                           : NULL;
-        case STRATA_KERNELS_AVX512: return cpu.avx512 ? sets[STRATA_KERNELS_NATIVE].name : NULL;
+        case STRATA_KERNELS_AVX512:
+                return strata__sgemm_cpu.avx512 ? sets[STRATA_KERNELS_NATIVE].name : NULL;
         case STRATA_KERNELS_SCALAR: return "strata:scalar";
         default: return NULL;
         }

@@ -41,7 +41,7 @@ void strata__sgemm_compile(void);
 /** @brief Kernel set @p set (native, portable or AVX-512's: compiled; scalar: the native's). */
 const struct strata__sgemm_kset *strata__sgemm_kset(enum strata_kernels set);
 
-/** @brief The CPU's features as strata__sgemm_compile() found them. */
-const struct strata__sgemm_cpu_features *strata__sgemm_cpu(void);
+/** The CPU's features as strata__sgemm_compile() found them (zeros before: the plain copies). */
+extern struct strata__sgemm_cpu_features strata__sgemm_cpu;
 
 #endif /* STRATA_DRIVERS_CPU_GEMM_SETS_H */
