@@ -52,6 +52,7 @@ cnn_sps() { # strategy devices [model [samples]] -> samples/s of the median step
                 --devices "$2" --json 2> "$dir/sched.json" | step_sps 128
 }
 
+pct() { awk -v x="$1" 'BEGIN { print x * 100 }'; } # a share as %; bc reads no 1e-05
 declare -A v
 add() { v[$1]="${v[$1]:-} $2"; }
 med() { median_of ${v[$1]}; }
@@ -93,11 +94,11 @@ printf '| CNN batch 128, ddp 2 devices, samples/s | %.0f | | %.2f x one device |
 printf '| CNN ddp 2 on cores of its own: busiest thread CPU s, single / ddp | | | %.2f |\n' \
         "$(med c2)"
 printf '| CNN threads ready but waiting for a core (runq), single / ddp | %.0f%% / %.0f%% | | |\n' \
-        "$(echo "$(med q1) * 100" | bc -l)" "$(echo "$(med q2) * 100" | bc -l)"
+        "$(pct "$(med q1)")" "$(pct "$(med q2)")"
 printf '| control: MLP 784-256-128-10 ddp 2 / single, samples/s of the median step | | | %.2f |\n' \
         "$(med m2)"
 printf '| MLP threads waiting for a core (runq), single / ddp | %.0f%% / %.0f%% | | |\n' \
-        "$(echo "$(med mq1) * 100" | bc -l)" "$(echo "$(med mq2) * 100" | bc -l)"
+        "$(pct "$(med mq1)")" "$(pct "$(med mq2)")"
 echo "U-Net (examples/unet.sh): trained by Strata; no PyTorch peer in this bench yet"
 bench_compare "CNN, batch 128, 1 device against PyTorch (one thread each)" samples/s \
         "${v[s1]}" "${v[t1]}"
