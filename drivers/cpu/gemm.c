@@ -190,13 +190,12 @@ static void pack_b(float *dst, const struct strata__sgemm *g, int n0, int nc, in
 /* The rows of the next block of @p rem rows: BN, else the largest power of two. */
 static int block_rows(int rem, int *which)
 {
-        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
         int i = 0;
 
-        while (rows[i] > rem)
+        while (strata__sgemm_tile_rows[i] > rem)
                 i++;
         *which = i;
-        return rows[i];
+        return strata__sgemm_tile_rows[i];
 }
 
 /*
@@ -297,11 +296,11 @@ static void chunk_tiles(const kset_t *s, const struct strata__sgemm *g, const fl
 {
         int kcp = (kc + KB - 1) / KB * KB, t = kc % KB, tails = kc > KB && t && t <= NTAIL;
         unsigned long long count = (unsigned long long)(kcp / KB), whole = count - 1, one = 1;
-        int w, bt, which, wi;
+        int w, wp, bt, which, wi;
 
         for (int p = 0; p < nc; p += BM) {
                 w = nc - p < BM ? nc - p : BM;
-                panel_width(w, &wi);
+                wp = panel_width(w, &wi);
                 for (int r = 0; r < mc; r += bt) {
                         float *c = ct ? g->c + (size_t)(n0 + p) * g->ldc + m0 + r
                                       : g->c + (size_t)(m0 + r) * g->ldc + n0 + p;
@@ -313,20 +312,20 @@ static void chunk_tiles(const kset_t *s, const struct strata__sgemm *g, const fl
                                         __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         kernel_fn tk = tails ? s->tail[wi][which][t - 1] : NULL;
                         const float *pa = ap + (size_t)p * kcp, *pb = bp + (size_t)r * kcp;
+                        float z = tk ? 0.0f : -0.0f;
 
                         if (tk) {
                                 s->k[wi][which](pa, pb, tile, &whole);
-                                tk(pa + whole * KB * (BM >> wi), pb + whole * KB * bt, tile,
-                                   &one);
+                                tk(pa + whole * KB * wp, pb + whole * KB * bt, tile, &one);
                         } else {
                                 s->k[wi][which](pa, pb, tile, &count);
                         }
                         if (ct)
-                                combine_t(c, g->ldc, tile, s->ldt, w, bt, tk ? 0.0f : -0.0f,
-                                          g->alpha, g->beta, first);
+                                combine_t(c, g->ldc, tile, s->ldt, w, bt, z, g->alpha, g->beta,
+                                          first);
                         else
-                                combine(c, g->ldc, tile, s->ldt, w, bt, tk ? 0.0f : -0.0f,
-                                        g->alpha, g->beta, first);
+                                combine(c, g->ldc, tile, s->ldt, w, bt, z, g->alpha, g->beta,
+                                        first);
                 }
         }
 }

@@ -35,6 +35,19 @@ typedef struct strata__sgemm_kset kset_t;
 static kset_t sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
 struct strata__sgemm_cpu_features strata__sgemm_cpu; /* set once, by compile() */
 static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+const int strata__sgemm_tile_rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
+
+/*
+ * @p n operands of the kernels' checks, fixed pseudo-random from the generator state *@p x:
+ * uniform in [@p lo, @p lo + @p span).
+ */
+static void draw(float *v, int n, uint32_t *x, float span, float lo)
+{
+        for (int i = 0; i < n; i++) {
+                *x = *x * 1664525u + 1013904223u;
+                v[i] = (float)(*x >> 8) * 0x1p-24f * span + lo;
+        }
+}
 
 /*
  * A kernel for a tile of @p width x @p rows: @p k products a batch-reduce block (KB, or a
@@ -72,10 +85,8 @@ static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
         unsigned long long count = 2;
         uint32_t x = 12345u;
 
-        for (int i = 0; i < 2 * KB * width; i++)
-                a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-        for (int i = 0; i < 2 * KB * rows; i++)
-                b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        draw(a, 2 * KB * width, &x, 1.0f, -0.5f);
+        draw(b, 2 * KB * rows, &x, 1.0f, -0.5f);
         k(a, b, c, &count);
         for (int j = 0; j < rows; j++)
                 for (int i = 0; i < width; i++) {
@@ -105,13 +116,10 @@ static int tail_goes_on(kernel_fn k, int width, int rows, int t, int ldt)
         uint32_t x = 54321u;
 
         for (int round = 0; round < 3; round++) {
-                for (int i = 0; i < KB * width; i++)
-                        a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-                for (int i = 0; i < KB * rows; i++)
-                        b[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-                for (int i = 0; i < ldt * rows; i++)
-                        c[i] = c0[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) *
-                                               0x1p-26f - 0.125f;
+                draw(a, KB * width, &x, 1.0f, -0.5f);
+                draw(b, KB * rows, &x, 1.0f, -0.5f);
+                draw(c0, ldt * rows, &x, 0.25f, -0.125f);
+                memcpy(c, c0, sizeof(float) * (size_t)(ldt * rows));
                 k(a, b, c, &count);
                 for (int j = 0; j < rows; j++)
                         for (int i = 0; i < width; i++) {
@@ -132,11 +140,9 @@ static int tail_goes_on(kernel_fn k, int width, int rows, int t, int ldt)
  */
 static void compile_tails(kset_t *s, int ldt)
 {
-        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
-
         for (int i = 0; i < NROWS * NWIDTH; i++)
                 for (int t = 1; t <= NTAIL; t++) {
-                        int w = BM >> (i / NROWS), r = rows[i % NROWS];
+                        int w = BM >> (i / NROWS), r = strata__sgemm_tile_rows[i % NROWS];
                         kernel_fn k = dispatch_k(w, r, t, ldt, 1.0f);
 
                         s->tail[i / NROWS][i % NROWS][t - 1] =
@@ -153,13 +159,12 @@ static void compile_tails(kset_t *s, int ldt)
  */
 static void compile_set(kset_t *s, const char *name, int ldt, int probe_ldt)
 {
-        static const int rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
         int target = libxsmm_get_target_archid();
 
         s->name = name;
         s->ldt = ldt;
         for (int i = 0; i < NROWS * NWIDTH; i++) {
-                int w = BM >> (i / NROWS), r = rows[i % NROWS];
+                int w = BM >> (i / NROWS), r = strata__sgemm_tile_rows[i % NROWS];
                 kernel_fn k = target > LIBXSMM_X86_AVX2 ? dispatch(w, r, probe_ldt) : NULL;
 
                 if (k && !chains_in_k_order(k, w, r, probe_ldt)) {

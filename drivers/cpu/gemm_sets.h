@@ -14,6 +14,9 @@
 #define STRATA__SGEMM_NTAIL 8 /* a chunk's last k % KB products up to this many: a tail kernel */
 #define STRATA__SGEMM_LDT_MAX (STRATA__SGEMM_BM + 16) /* the widest tile's leading dimension */
 
+/** A kernel set's row counts by index: BN, then the tails of a block of rows 16, 8, 4, 2, 1. */
+extern const int strata__sgemm_tile_rows[STRATA__SGEMM_NROWS];
+
 /** libxsmm's strided batch-reduce kernel: C (+)= sum over the blocks of A B. */
 typedef libxsmm_smmfunction_reducebatch_strd strata__sgemm_kernel;
 
