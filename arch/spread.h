@@ -62,6 +62,47 @@ strata__spread2x2_row512(int ow, int w, const float *d, const float *gate, const
                 }
         }
 }
+
+/*
+ * strata__spread2x2_row512()'s rows with AVX2, 8 outputs at a time, whole vectors only (Zen's
+ * masked stores are microcoded: they cost more than the C loop): the last block reads the
+ * values of up to 7 outputs past the row, @p d, @p gate and @p ar alike, and writes their
+ * inputs past r0's and r1's row. The blocks run last first, so what r0's last block writes
+ * past it lands on r1's first 16 inputs before r1's first block writes them; what r1's writes
+ * past it lands on the rows after, which the caller writes after this row. Call only where the
+ * CPU has AVX2 and the buffers hold those outputs' values and inputs.
+ */
+__attribute__((target("avx2"))) static inline void
+strata__spread2x2_row256(int ow, int w, const float *d, const float *gate, const int32_t *ar,
+                         int32_t i0, float *r0, float *r1)
+{
+        const __m256i two_e = _mm256_set_epi32(14, 12, 10, 8, 6, 4, 2, 0);
+        const __m256i one = _mm256_set1_epi32(1), wi = _mm256_set1_epi32(w);
+        const __m256i w1 = _mm256_set1_epi32(w + 1), zero = _mm256_setzero_si256();
+
+        for (int e = (ow - 1) / 8 * 8; e >= 0; e -= 8) {
+                __m256 v = _mm256_add_ps(_mm256_setzero_ps(), _mm256_loadu_ps(d + e));
+
+                if (gate) /* gate > 0, false for a NaN */
+                        v = _mm256_and_ps(v, _mm256_cmp_ps(_mm256_loadu_ps(gate + e),
+                                                           _mm256_setzero_ps(), _CMP_GT_OQ));
+                __m256i t = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(ar + e)),
+                                             _mm256_add_epi32(_mm256_set1_epi32(i0 + 2 * e),
+                                                              two_e));
+                __m256 a0 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, zero)));
+                __m256 a1 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, one)));
+                __m256 b0 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, wi)));
+                __m256 b1 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, w1)));
+                /* interleaved: unpack gives outputs 0, 1, 4, 5 (lo) and 2, 3, 6, 7 (hi) */
+                __m256 alo = _mm256_unpacklo_ps(a0, a1), ahi = _mm256_unpackhi_ps(a0, a1);
+                __m256 blo = _mm256_unpacklo_ps(b0, b1), bhi = _mm256_unpackhi_ps(b0, b1);
+
+                _mm256_storeu_ps(r0 + 2 * e, _mm256_permute2f128_ps(alo, ahi, 0x20));
+                _mm256_storeu_ps(r0 + 2 * e + 8, _mm256_permute2f128_ps(alo, ahi, 0x31));
+                _mm256_storeu_ps(r1 + 2 * e, _mm256_permute2f128_ps(blo, bhi, 0x20));
+                _mm256_storeu_ps(r1 + 2 * e + 8, _mm256_permute2f128_ps(blo, bhi, 0x31));
+        }
+}
 #endif
 
 #endif /* STRATA_ARCH_SPREAD_H */

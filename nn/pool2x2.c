@@ -3,9 +3,9 @@
  * nn/pool.c hands here (strata__max2x2_fits()). Its forward picks each window's first maximum
  * in scan order and its index (AVX2's form, arch/pick.h, or C's); its backward puts each
  * output's gradient on that index and +0 on the window's other inputs in one pass (AVX-512's
- * form, arch/spread.h, or C's), the ReLU before the pool folded in where the replica's fused
- * row loop asks (strata__maxpool_relu_backward()). Every form gives the same bits: values are
- * selected, never computed.
+ * or AVX2's form, arch/spread.h, or C's), the ReLU before the pool folded in where the
+ * replica's fused row loop asks (strata__maxpool_relu_backward()). Every form gives the same
+ * bits: values are selected, never computed.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -98,11 +98,12 @@ STRATA_SIMD static void max_2x2_slice(const struct strata__spatial *g, const flo
 #define FORMS 1
 static atomic_int forms = -1; /* device threads may race to the first call */
 #endif
-enum { FORM_AVX2 = 1, FORM_AVX512 = 2 };
+enum { FORM_AVX2 = 1, FORM_AVX512 = 2, FORM_AVX2_ROWS = 4 };
 
 /*
- * FORM_ bits: AVX2's forward (arch/pick.h: whole vectors, in sanitized builds too), AVX-512's
- * backward rows (arch/spread.h; sanitized builds run the C rows, checked, not its masked tails).
+ * FORM_ bits: AVX2's forward (arch/pick.h) and backward rows (arch/spread.h), whole vectors,
+ * in sanitized builds too; AVX-512's backward rows, preferred where the CPU has them (sanitized
+ * builds run AVX2's, checked, not AVX-512's masked tails).
  */
 static int cpu_forms(void)
 {
@@ -111,7 +112,7 @@ static int cpu_forms(void)
 
         if (f < 0) {
                 __builtin_cpu_init();
-                f = __builtin_cpu_supports("avx2") ? FORM_AVX2 : 0;
+                f = __builtin_cpu_supports("avx2") ? FORM_AVX2 | FORM_AVX2_ROWS : 0;
 #ifndef STRATA_SANITIZED
                 f |= __builtin_cpu_supports("avx512f") ? FORM_AVX512 : 0;
 #endif
@@ -242,16 +243,21 @@ static inline void ahead(const void *p)
  * masks (arch/spread.h): a branch on it mispredicted about every other output, ~30 cycles
  * each, 15% of the CNN's step (decision 0109). Inside a convolution's loop over samples its
  * gradient, argmaxes and (@p gate, see strata__max2x2_backward()) outputs come from memory, a batch
- * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step). @p wide:
- * cpu_forms() & FORM_AVX512.
+ * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step). @p form:
+ * FORM_AVX512, FORM_AVX2_ROWS (the rows' form, decided once) or 0 (C's rows). @p room: the
+ * call's outputs from @p dy on; AVX2's rows, which read and write past the row, run where the
+ * call holds the outputs they read (their inputs then follow in dx), C's near its end.
  */
 static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
                                const float *gate, const int32_t *arg, int32_t base, float *dx,
-                               int wide)
+                               int form, size_t room)
 {
         int ow = g->out[2], w = g->in[2];
+        size_t lanes = (size_t)(ow + 7) / 8 * 8;
 
-        (void)wide; /* no x86: the C rows alone */
+        (void)form; /* no x86: the C rows alone */
+        (void)room;
+        (void)lanes;
 
         for (int a = 0; a < g->out[1]; a++) {
                 const float *d = dy + (size_t)a * ow, *gr = gate ? gate + (size_t)a * ow : NULL;
@@ -264,8 +270,12 @@ static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
                 if (gr)
                         ahead(gr);
 #ifdef FORMS
-                if (wide) {
+                if (form == FORM_AVX512) {
                         strata__spread2x2_row512(ow, w, d, gr, ar, i0, r0, r1);
+                        continue;
+                }
+                if (form == FORM_AVX2_ROWS && room - (size_t)a * ow >= lanes) {
+                        strata__spread2x2_row256(ow, w, d, gr, ar, i0, r0, r1);
                         continue;
                 }
 #endif
@@ -280,7 +290,8 @@ void strata__max2x2_backward(const struct strata__spatial *g, const int32_t *arg
                              const float *gate, const float *dy, float *dx, int rows)
 {
         size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
-        int wide = cpu_forms() & FORM_AVX512;
+        int f = cpu_forms(), form = f & FORM_AVX512 ? FORM_AVX512 : f & FORM_AVX2_ROWS;
+        size_t outs = (size_t)rows * (size_t)g->c * g->out_sp;
 
         for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
                 for (int dz = 0; dz < g->out[0]; dz++) {
@@ -288,6 +299,6 @@ void strata__max2x2_backward(const struct strata__spatial *g, const int32_t *arg
 
                         max_2x2_back_slice(g, dy + o, gate ? gate + o : NULL, arg + o,
                                            (int32_t)(dz * in_sl), dx + pl * g->in_sp + dz * in_sl,
-                                           wide);
+                                           form, outs - o);
                 }
 }

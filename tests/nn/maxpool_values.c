@@ -215,13 +215,17 @@ Test(maxpool, gradients_of_disjoint_windows_are_exact)
 }
 
 /*
- * The 2 x 2 backward's two forms of a row (AVX-512 where the CPU has it, C's elsewhere and
- * under the sanitizers) give the same bits, gradients of -0, +-inf and NaN in every lane and
- * tail included, and each gives what the definition's zeroed scatter gives.
+ * The 2 x 2 backward's two forms of a row (AVX-512's or AVX2's where the CPU has them, C's
+ * elsewhere; AVX-512's not under the sanitizers) give the same bits, gradients of -0, +-inf
+ * and NaN in every lane and tail included, and each gives what the definition's zeroed
+ * scatter gives. The gradient, argmax and input gradient buffers are exactly the call's, on
+ * the heap, the input gradient's followed by 16 guard floats: AVX2's rows read and write past
+ * a row but not past the call's buffers, which the guards and ASan check.
  */
 Test(maxpool, both_forms_of_the_2x2_backward_agree_bitwise)
 {
         static float dx_c[MODCALL_MAX];
+        enum { GUARD = 16 };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 const struct pool_case *t = &cases[i];
@@ -244,8 +248,27 @@ Test(maxpool, both_forms_of_the_2x2_backward_agree_bitwise)
                 memset(dx_c, 0xa5, sizeof(dx_c));
                 t->ops->backward(&m->l, &m->c, x, y, dy, dx_c, ROWS);
                 strata__maxpool_force_c(0);
-                memset(dx, 0x5a, sizeof(dx));
-                t->ops->backward(&m->l, &m->c, x, y, dy, dx, ROWS);
+                {
+                        size_t no = (size_t)ROWS * (size_t)m->l.out;
+                        float *dyh = malloc(sizeof(float) * no), *dxh;
+                        void *ah = malloc(sizeof(int32_t) * no), *aux = m->l.aux;
+
+                        dxh = malloc(sizeof(float) * (size_t)(n + GUARD));
+                        cr_assert(dyh && ah && dxh);
+                        memcpy(dyh, dy, sizeof(float) * no);
+                        memcpy(ah, aux, sizeof(int32_t) * no);
+                        memset(dxh, 0x5a, sizeof(float) * (size_t)(n + GUARD));
+                        m->l.aux = ah;
+                        t->ops->backward(&m->l, &m->c, x, y, dyh, dxh, ROWS);
+                        m->l.aux = aux;
+                        for (int j = n; j < n + GUARD; j++)
+                                cr_assert_eq(strata__bits_f(dxh[j]), 0x5a5a5a5au,
+                                             "case %zu: written past the call", i);
+                        memcpy(dx, dxh, sizeof(float) * (size_t)n);
+                        free(dyh);
+                        free(ah);
+                        free(dxh);
+                }
                 cr_assert(memcmp(dx, dx_c, sizeof(float) * (size_t)n) == 0,
                           "case %zu: the two forms differ", i);
                 memset(dx_c, 0, sizeof(float) * (size_t)n); /* the zeroed scatter */
