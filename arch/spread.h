@@ -63,6 +63,17 @@ strata__spread2x2_row512(int ow, int w, const float *d, const float *gate, const
         }
 }
 
+/* dst[2 i] = x0[i], dst[2 i + 1] = x1[i], i < 8: a row's inputs from its two columns' values. */
+__attribute__((target("avx2"), always_inline)) static inline void
+strata__spread2x2_pairs256(float *dst, __m256 x0, __m256 x1)
+{
+        /* unpack gives outputs 0, 1, 4, 5 (lo) and 2, 3, 6, 7 (hi) */
+        __m256 lo = _mm256_unpacklo_ps(x0, x1), hi = _mm256_unpackhi_ps(x0, x1);
+
+        _mm256_storeu_ps(dst, _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
 /*
  * strata__spread2x2_row512()'s rows with AVX2, 8 outputs at a time, whole vectors only (Zen's
  * masked stores are microcoded: they cost more than the C loop): the last block reads the
@@ -93,14 +104,8 @@ strata__spread2x2_row256(int ow, int w, const float *d, const float *gate, const
                 __m256 a1 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, one)));
                 __m256 b0 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, wi)));
                 __m256 b1 = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, w1)));
-                /* interleaved: unpack gives outputs 0, 1, 4, 5 (lo) and 2, 3, 6, 7 (hi) */
-                __m256 alo = _mm256_unpacklo_ps(a0, a1), ahi = _mm256_unpackhi_ps(a0, a1);
-                __m256 blo = _mm256_unpacklo_ps(b0, b1), bhi = _mm256_unpackhi_ps(b0, b1);
-
-                _mm256_storeu_ps(r0 + 2 * e, _mm256_permute2f128_ps(alo, ahi, 0x20));
-                _mm256_storeu_ps(r0 + 2 * e + 8, _mm256_permute2f128_ps(alo, ahi, 0x31));
-                _mm256_storeu_ps(r1 + 2 * e, _mm256_permute2f128_ps(blo, bhi, 0x20));
-                _mm256_storeu_ps(r1 + 2 * e + 8, _mm256_permute2f128_ps(blo, bhi, 0x31));
+                strata__spread2x2_pairs256(r0 + 2 * e, a0, a1);
+                strata__spread2x2_pairs256(r1 + 2 * e, b0, b1);
         }
 }
 #endif

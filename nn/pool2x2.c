@@ -98,7 +98,7 @@ STRATA_SIMD static void max_2x2_slice(const struct strata__spatial *g, const flo
 #define FORMS 1
 static atomic_int forms = -1; /* device threads may race to the first call */
 #endif
-enum { FORM_AVX2 = 1, FORM_AVX512 = 2, FORM_AVX2_ROWS = 4 };
+enum { FORM_AVX2 = 1, FORM_AVX512 = 2 };
 
 /*
  * FORM_ bits: AVX2's forward (arch/pick.h) and backward rows (arch/spread.h), whole vectors,
@@ -112,7 +112,7 @@ static int cpu_forms(void)
 
         if (f < 0) {
                 __builtin_cpu_init();
-                f = __builtin_cpu_supports("avx2") ? FORM_AVX2 | FORM_AVX2_ROWS : 0;
+                f = __builtin_cpu_supports("avx2") ? FORM_AVX2 : 0;
 #ifndef STRATA_SANITIZED
                 f |= __builtin_cpu_supports("avx512f") ? FORM_AVX512 : 0;
 #endif
@@ -244,7 +244,7 @@ static inline void ahead(const void *p)
  * each, 15% of the CNN's step (decision 0109). Inside a convolution's loop over samples its
  * gradient, argmaxes and (@p gate, see strata__max2x2_backward()) outputs come from memory, a batch
  * apart: each row asks for its streams' lines 1 KiB ahead (4% of the CNN's step). @p form:
- * FORM_AVX512, FORM_AVX2_ROWS (the rows' form, decided once) or 0 (C's rows). @p room: the
+ * FORM_AVX512, FORM_AVX2 (the rows' form, decided once) or 0 (C's rows). @p room: the
  * call's outputs from @p dy on; AVX2's rows, which read and write past the row, run where the
  * call holds the outputs they read (their inputs then follow in dx), C's near its end.
  */
@@ -253,11 +253,9 @@ static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
                                int form, size_t room)
 {
         int ow = g->out[2], w = g->in[2];
-        size_t lanes = (size_t)(ow + 7) / 8 * 8;
 
         (void)form; /* no x86: the C rows alone */
         (void)room;
-        (void)lanes;
 
         for (int a = 0; a < g->out[1]; a++) {
                 const float *d = dy + (size_t)a * ow, *gr = gate ? gate + (size_t)a * ow : NULL;
@@ -274,7 +272,7 @@ static void max_2x2_back_slice(const struct strata__spatial *g, const float *dy,
                         strata__spread2x2_row512(ow, w, d, gr, ar, i0, r0, r1);
                         continue;
                 }
-                if (form == FORM_AVX2_ROWS && room - (size_t)a * ow >= lanes) {
+                if (form == FORM_AVX2 && room - (size_t)a * ow >= (size_t)(ow + 7) / 8 * 8) {
                         strata__spread2x2_row256(ow, w, d, gr, ar, i0, r0, r1);
                         continue;
                 }
@@ -290,7 +288,7 @@ void strata__max2x2_backward(const struct strata__spatial *g, const int32_t *arg
                              const float *gate, const float *dy, float *dx, int rows)
 {
         size_t in_sl = (size_t)g->in[1] * g->in[2], out_sl = (size_t)g->out[1] * g->out[2];
-        int f = cpu_forms(), form = f & FORM_AVX512 ? FORM_AVX512 : f & FORM_AVX2_ROWS;
+        int f = cpu_forms(), form = f & FORM_AVX512 ? FORM_AVX512 : f & FORM_AVX2;
         size_t outs = (size_t)rows * (size_t)g->c * g->out_sp;
 
         for (size_t pl = 0; pl < (size_t)rows * (size_t)g->c; pl++)
