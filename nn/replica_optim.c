@@ -105,22 +105,25 @@ void strata__replica_state_part(struct strata__replica *dst, const struct strata
                        (hi - lo) * sizeof(float));
 }
 
-void strata__replica_params_part(struct strata__replica *dst, const struct strata__replica *src,
-                                 size_t lo, size_t hi)
-{
-        if (hi > lo)
-                memcpy(dst->v.params + lo, src->v.params + lo, (hi - lo) * sizeof(float));
-}
+/* Elements updated, then copied while they are still in the first-level cache. */
+#define PART_BLOCK ((size_t)2048)
 
 void strata__replica_step_part(struct strata__replica *r, const struct strata_optim *o,
-                               size_t lo, size_t hi)
+                               size_t lo, size_t hi, struct strata__replica *const *to, int nto)
 {
         struct strata_update u;
         uint64_t t0 = strata__track_begin(r->v.track, &span_step, NULL);
 
         r->opt_t++;
         strata__optim_scalars(o, r->opt_t, &u);
-        r->v.k->update_range(&u, r->v.params, r->v.grads, r->v.opt_state, r->v.nparam, lo, hi);
+        for (size_t b = lo; b < hi; b += PART_BLOCK) {
+                size_t e = hi - b > PART_BLOCK ? b + PART_BLOCK : hi;
+
+                r->v.k->update_range(&u, r->v.params, r->v.grads, r->v.opt_state, r->v.nparam,
+                                     b, e);
+                for (int k = 0; k < nto; k++)
+                        memcpy(to[k]->v.params + b, r->v.params + b, (e - b) * sizeof(float));
+        }
         strata__track_end(r->v.track, t0, (int64_t)r->opt_t);
         strata__replica_skip(r);
 }

@@ -600,9 +600,9 @@ int strata__dev_alone(const struct strata_runtime *rt, const struct strata__mult
 
 /**
  * Whether @p m's devices split the optimizer step (decision 0086): each checks and updates its
- * part of the reduced gradient (strata__dev_part()) in its own replica, and after a meeting
- * pulls the other parts' new parameters from their owners (decision 0111); the part's
- * optimizer state stays in its own (decision 0100). Then
+ * part of the reduced gradient (strata__dev_part()) and writes the part's new parameters into
+ * every other replica (decision 0121); the part's optimizer state stays in its own (decision
+ * 0100). Then
  * nothing reads a replica's gradient outside its part, so ddp's buckets sum each part into its
  * own replica only (decision 0096; a bucket of at most 64 floats into every replica, one
  * meeting).

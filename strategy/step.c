@@ -167,44 +167,38 @@ int strata__dev_alone(const struct strata_runtime *rt, const struct strata__mult
 /*
  * The split step: this device checks and updates its part (strata__dev_part(): the part the
  * buckets' reduce-scatter summed into this replica alone, decision 0096, still in its cache)
- * in its own replica, meets the other devices, and pulls every other part from its owner's
- * replica into its own (decision 0111: each line crosses between cores once, and lands where
- * this device's next forward reads it), so each replica ends the step with the parameters of
- * the whole update, at half (1/devices) the work. Until the meeting a device writes only its
- * own replica's own part, which no other device reads then; after it, only its own replica's
- * other parts. A failure of that meeting (a timeout: every device passed the agreement, or
- * allow_nonfinite's meeting, just before) leaves the replicas differing; the runtime is then
- * in its error state. The part's optimizer state stays in this replica alone (decision 0100): no
- * step of another device reads it, and strata__dev_opt_whole() copies it over before a read of
- * a whole replica's state. The post's join orders the pulls before any reader of the replicas.
+ * and writes the part's new parameters into every other replica (a push, decision 0121: the
+ * owner's update then writes no line a peer holds, and the stores into the peers drain behind
+ * it), so each replica ends the step with the parameters of the whole update, at half
+ * (1/devices) the work. No device writes before every device has passed the agreement (or
+ * allow_nonfinite's meeting): a device failing at its optimizer step leaves every replica as it
+ * was. The part's optimizer state stays in this replica alone (decision 0100): no step of
+ * another device reads it, and strata__dev_opt_whole() copies it over before a read of a whole
+ * replica's state. The post's join orders these stores before any device's next read of its
+ * replica, and device 0's mark before the coordinator's.
  */
 static int split_step(struct strata_runtime *rt, int dev, struct strata_comm *comm,
                       const struct strata__step_args *a)
 {
-        struct strata__replica *r = strata__rep(rt, dev);
-        size_t n = strata__replica_view(r)->nparam, lo, hi, block;
-        int skip;
+        struct strata__replica *r = strata__rep(rt, dev), *to[STRATA_MAX_DEVICES];
+        size_t lo, hi, block;
+        int skip, nto = 0;
 
-        strata__dev_part(rt, n, dev, &lo, &hi, &block);
+        strata__dev_part(rt, strata__replica_view(r)->nparam, dev, &lo, &hi, &block);
         STRATA_TRY(unscale_range(rt, dev, comm, a, &skip, 1, lo, hi, 0));
         if (skip)
                 return STRATA_OK;
-        /* allow_nonfinite agrees on nothing after the backward: meet before any write, so that
-         * a device failing at its optimizer step leaves every replica as it was (all old), as
-         * the checked step's agreement does. Between that meeting and the next nothing fails
-         * but a timeout. */
+        /* allow_nonfinite checks nothing, so no agreement met the peers after their backward:
+         * within the step's one job (decision 0097) a peer may still read its parameters
+         * (invariant mode's input gradient after its all-sum). Meet before writing them. */
         if (rt->cfg.train.allow_nonfinite && !rt->prec->update)
                 STRATA_TRY(strata_comm_barrier(comm, dev));
-        strata__replica_step_part(r, &rt->cfg.optim, lo, hi);
+        for (int e = 0; e < rt->nreplicas; e++)
+                if (e != dev)
+                        to[nto++] = strata__rep(rt, e);
+        strata__replica_step_part(r, &rt->cfg.optim, lo, hi, to, nto);
         if (dev == 0)
                 rt->opt_parts = 1;
-        STRATA_TRY(strata_comm_barrier(comm, dev));
-        for (int e = 0; e < rt->nreplicas; e++) {
-                if (e == dev)
-                        continue;
-                strata__dev_part(rt, n, e, &lo, &hi, &block);
-                strata__replica_params_part(r, strata__rep(rt, e), lo, hi);
-        }
         return STRATA_OK;
 }
 

@@ -1,8 +1,8 @@
 /*
  * ddp's optimizer step split across its devices (decision 0086: each device checks and updates
- * its slice of the reduced gradient, through the driver's update_range, in its own replica;
- * the other replicas pull the slice's parameters after a meeting, decision 0111; its optimizer
- * state kept in its own replica by decision 0100) is bitwise every device stepping
+ * its slice of the reduced gradient, through the driver's update_range, and writes the slice's
+ * parameters into every other replica, decision 0121; its optimizer state kept in its own
+ * replica by decision 0100) is bitwise every device stepping
  * alone (a driver without update_range), for SGD with Nesterov momentum and weight decay and
  * for AdamW, on 1-4 devices; the split really runs (each step's ranges come from every device
  * and cover the vector once); after each step every replica holds the same parameters,
@@ -259,11 +259,11 @@ Test(ddp_split_step, clipping_keeps_the_whole_step, .timeout = 120)
 }
 
 /*
- * allow_nonfinite: no agreement meets the devices before the split step's update, so the step
- * meets them itself, and again before the pulls (decision 0111; a peer may read its own
- * parameters up to its update: invariant mode's input gradient of a first Linear after a
- * module without parameters). On finite data the run is bitwise the checked one, buckets and
- * invariant, 2 and 3 devices (under TSan a pull without its meeting is reported).
+ * allow_nonfinite: no agreement meets the devices before the split step writes into the peers'
+ * replicas, so the step meets them itself (a peer may still read its parameters: invariant
+ * mode's input gradient of a first Linear after a module without parameters). On finite data
+ * the run is bitwise the checked one, buckets and invariant, 2 and 3 devices (under TSan the
+ * race without the meeting is reported).
  */
 Test(ddp_split_step, allow_nonfinite_is_the_checked_step, .timeout = 120)
 {

@@ -142,9 +142,10 @@ Test(multi_failure, other_events_every_strategy, .timeout = 120)
 }
 
 /*
- * ddp's split step (decision 0111): a device failing at its optimizer step leaves every
+ * ddp's split step (decisions 0111, 0121): a device failing at its optimizer step leaves every
  * replica's parameters as they were, checked or under allow_nonfinite (which agrees on nothing
- * after the backward: its own meeting before the update is what keeps the others from writing).
+ * after the backward: its own meeting before the update is what keeps the others from writing
+ * into the replicas).
  */
 Test(multi_failure, split_step_failure_leaves_every_replica, .timeout = 120)
 {
