@@ -275,14 +275,14 @@ int strata__replica_nonfinite_range(const struct strata__replica *r, size_t lo, 
 
 /**
  * Elements [lo, hi) of @p r's optimizer update, in place, each block of them then copied into
- * the @p nto replicas @p to (same model, same layout, host memory): the parameters only, pushed
- * by their owner while they are in its first-level cache (decision 0121). The
- * optimizer state of [lo, hi) stays in @p r alone (decision 0100: its other replicas read it
- * in no step; strata__replica_state_part() copies it where a whole state is read). The step
- * count advances and the gradients are marked fresh. Ranges that together cover the vector,
- * run on replicas holding the same values, leave every replica's parameters, and the state
- * in each range's own replica, bitwise as strata__replica_step() would (every rule is
- * elementwise). Needs the driver's update_range.
+ * the @p nto replicas @p to (same model, same layout, host memory) while it is in the
+ * first-level cache: the parameters only, pushed by their owner (decision 0121). The optimizer
+ * state of [lo, hi) stays in @p r alone (decision 0100: its other replicas read it in no step;
+ * strata__replica_state_part() copies it where a whole state is read). The step count advances
+ * and the gradients are marked fresh. Ranges that together cover the vector, run on replicas
+ * holding the same values, leave every replica's parameters, and the state in each range's own
+ * replica, bitwise as strata__replica_step() would (every rule is elementwise). Needs the
+ * driver's update_range.
  */
 void strata__replica_step_part(struct strata__replica *r, const struct strata_optim *o,
                                size_t lo, size_t hi, struct strata__replica *const *to, int nto);

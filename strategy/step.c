@@ -190,7 +190,8 @@ static int split_step(struct strata_runtime *rt, int dev, struct strata_comm *co
                 return STRATA_OK;
         /* allow_nonfinite checks nothing, so no agreement met the peers after their backward:
          * within the step's one job (decision 0097) a peer may still read its parameters
-         * (invariant mode's input gradient after its all-sum). Meet before writing them. */
+         * (invariant mode's input gradient after its all-sum), or fail before its update.
+         * Meet before writing them. */
         if (rt->cfg.train.allow_nonfinite && !rt->prec->update)
                 STRATA_TRY(strata_comm_barrier(comm, dev));
         for (int e = 0; e < rt->nreplicas; e++)
