@@ -289,7 +289,13 @@ static void scale_only(const struct strata__sgemm *g)
  * rows. @p ct: @p g is C's transpose (g->c is C's own storage, g->ldc its rows'). Where kc is
  * over KB and its last block holds at most NTAIL products, that block runs as a tail kernel
  * of just those (the chains the same, the padding's +0 added in combine()): decision 0119.
+ * The rows of C a tile updates are prefetched for writing (`prefetchw`, a hint NOP where a CPU
+ * lacks it): a line another core holds, such as a ddp gradient the peer read in the last
+ * reduce-scatter, is taken from it while the kernel sums (decision 0121).
  */
+#if defined(__x86_64__)
+__attribute__((target("prfchw")))
+#endif
 static void chunk_tiles(const kset_t *s, const struct strata__sgemm *g, const float *ap,
                         const float *bp, float *tile, int m0, int mc, int n0, int nc, int kc,
                         int first, int ct)
