@@ -47,12 +47,26 @@ alive() {
                 tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -q hosts-apart
 }
 
-# A namespace is gone only when no process is left in it: those of ours (daemons of Open
-# MPI's, a stopped rank) are killed first, by id.
-clear_ns() {
-        local pid
+# The processes in namespace $1 killed, by id, and awaited (up to 5 s each) until each is gone
+# or a zombie: a SIGKILL is sent, not finished, and whoever looks next (the retry, a test's
+# pgrep) must not find a dying rank.
+kill_ns() {
+        local pid pids
 
-        for pid in $(ip netns pids "$1" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+        pids=$(ip netns pids "$1" 2>/dev/null)
+        for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
+        for pid in $pids; do
+                for _ in $(seq 1 50); do
+                        tr -d '\0' < "/proc/$pid/cmdline" 2>/dev/null | grep -q . || break
+                        sleep 0.1
+                done
+        done
+}
+
+# A namespace is gone only when no process is left in it: those of ours (daemons of Open
+# MPI's, a stopped rank) are killed first.
+clear_ns() {
+        kill_ns "$1"
         ip netns del "$1" 2>/dev/null
 }
 
@@ -126,11 +140,7 @@ if [ $asargs = 1 ]; then
                 [ $rc = 124 ] && [ $try = 1 ] || exit $rc
                 echo "hosts-apart: mpirun did not end in ${HOSTS_LIMIT:-600} s; its processes" \
                      "are killed and it starts once more" >&2
-                for h in "${names[@]}"; do
-                        for pid in $(ip netns pids "$h" 2>/dev/null); do
-                                kill -KILL "$pid" 2>/dev/null
-                        done
-                done
+                for h in "${names[@]}"; do kill_ns "$h"; done
         done
 else
         "$@"
