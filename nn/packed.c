@@ -5,7 +5,8 @@
  * pass. The copy is the layer's aux (naux_fixed floats; a Linear declares no aux, so a
  * training replica's layers and plan are unchanged). It is rewritten from the weights
  * whenever they change (connect, load_weights): the same packed data and kernels as the
- * per-call packing, so the same bits.
+ * per-call packing, so the same bits. The Linears' leading dimensions are declared here too,
+ * for the operands a driver reads in place (decision 0122).
  */
 #include "strata/status.h"
 #include "alloc/floats.h"
@@ -54,4 +55,19 @@ void strata__packed_refresh(struct strata__replica *r)
                 if (packs(r->v.k, l->desc) && l->naux_fixed)
                         r->v.k->gemm_pack(l->param, l->in, l->out, l->in, l->aux);
         }
+}
+
+int strata__packed_lds(const struct strata__replica *r)
+{
+        const struct strata_kernel_ops *k = r->v.k;
+
+        for (int i = 0; k->gemm_ld && r->v.layers && i < r->v.nlayers; i++) {
+                const struct strata_layer *l = &r->v.layers[i];
+
+                if (l->desc->ops != &strata_linear)
+                        continue;
+                STRATA_TRY(k->gemm_ld(l->in));
+                STRATA_TRY(k->gemm_ld(l->out));
+        }
+        return STRATA_OK;
 }

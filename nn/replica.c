@@ -586,6 +586,7 @@ int strata__replica_layout(struct strata__replica *r, const struct strata__repli
         fused = plan_fusion(m, &sh.sk, sh.rl, sh.rw, fl, fh);
         STRATA_TRY(carve_pass(r, d, pl, &sh, fh, &shard, &ch));
         STRATA_TRY(strata__packed_plan(r, d, m, pl->inference)); /* after carve: aux */
+        STRATA_TRY(strata__packed_lds(r));
         STRATA_TRY(layout_skips(r, a, d, &sh.sk, m->nmodules, pl->inference));
         if (fused)
                 STRATA_TRY(layout_fusion(r, a, d, m->nmodules, fl, fh, sh.outw, pl->inference));

@@ -140,6 +140,14 @@ int strata__packed_plan(struct strata__replica *r, struct strata_arena *d,
                         const struct strata_model *m, int inference);
 
 /**
+ * Declare to @p r's driver (the optional gemm_ld) the leading dimensions its Linears' fp32
+ * GEMMs read row-major operands at: each one's input and weight (in floats apart) and output
+ * gradient (out): a CPU driver then reads them in place instead of packing them (decision
+ * 0122). Laid-out replicas only (a planning pass has no layers); before the steps.
+ */
+int strata__packed_lds(const struct strata__replica *r);
+
+/**
  * Rewrite every packed weight of @p r from its weights: after anything writes them (connect's
  * initialisation, load_weights). Nothing for a replica without packed weights.
  */

@@ -44,6 +44,10 @@ static int cpu_probe(const char **why)
         {                                                                                          \
                 return strata__sgemm_tree(set, g);                                                 \
         }                                                                                          \
+        static int fn##_ld(int ld)                                                                 \
+        {                                                                                          \
+                return strata__sgemm_direct_prepare(set, ld);                                      \
+        }                                                                                          \
         static int fn##_prepare(int devices)                                                       \
         {                                                                                          \
                 (void)devices;                                                                     \
@@ -605,6 +609,7 @@ static void cpu_add(float *dst, const float *src, size_t n)
                 .gemm_pack_floats = strata__sgemm_pack_b_floats,                                   \
                 .gemm_pack = strata__sgemm_pack_b,                                                 \
                 .gemm_pb = gemm_fn##_pb,                                                           \
+                .gemm_ld = gemm_fn##_ld,                                                           \
                 .gemm_tree = gemm_fn##_tree,                                                       \
         }
 CPU_KERNELS(kernels_native, gemm_native);

@@ -21,6 +21,14 @@
  * before its tiles, so that the packed rows stay in L2; a narrow C (fewer than BM columns)
  * runs as its transpose (narrow()). Decision 0043.
  *
+ * In place (decision 0122). A row-major op(A) (k contiguous) whose leading dimension was
+ * declared beforehand (strata__sgemm_direct_prepare(): a Linear's widths) is not packed: the
+ * set's in-place kernels read its rows where they lie, KB products a block, when every panel
+ * is BM wide and k a multiple of KB. A Linear's forward C = X W' with few rows against a wide
+ * layer (a ddp device's share of the batch) runs as C' = W X' into the op(A)' area the
+ * in-place kernels leave free, W read in place, and C' is transposed into C: X and C move
+ * instead of W. The same chains and updates either way: the same bits.
+ *
  * Packing buffers: one fixed-size buffer per device (strata__sgemm_scratch_bytes()), carved
  * from the runtime's plan and registered by the device's thread at warm-up; this file maps
  * nothing. A registration is valid until the runtime forgets the buffer at teardown (a
@@ -291,14 +299,16 @@ static void scale_only(const struct strata__sgemm *g)
  * of just those (the chains the same, the padding's +0 added in combine()): decision 0119.
  * The rows of C a tile updates are prefetched for writing (`prefetchw`, a hint NOP where a CPU
  * lacks it): a line another core holds, such as a ddp gradient the peer read in the last
- * reduce-scatter, is taken from it while the kernel sums (decision 0121).
+ * reduce-scatter, is taken from it while the kernel sums (decision 0121). @p bp: op(A)'
+ * packed, a block of rows @p bst = kcp floats after the last, or with @p dk (the set's kernels
+ * that read A in place: every panel BM wide, kc a multiple of KB) A's own rows, @p bst = lda.
  */
 #if defined(__x86_64__)
 __attribute__((target("prfchw")))
 #endif
 static void chunk_tiles(const kset_t *s, const struct strata__sgemm *g, const float *ap,
-                        const float *bp, float *tile, int m0, int mc, int n0, int nc, int kc,
-                        int first, int ct)
+                        const float *bp, size_t bst, const kernel_fn *dk, float *tile, int m0,
+                        int mc, int n0, int nc, int kc, int first, int ct)
 {
         int kcp = (kc + KB - 1) / KB * KB, t = kc % KB, tails = kc > KB && t && t <= NTAIL;
         unsigned long long count = (unsigned long long)(kcp / KB), whole = count - 1, one = 1;
@@ -317,14 +327,15 @@ static void chunk_tiles(const kset_t *s, const struct strata__sgemm *g, const fl
                                 for (int i = 0; i < BM && i < ni; i += 16) /* unrolled */
                                         __builtin_prefetch(c + (size_t)j * g->ldc + i, 1, 2);
                         kernel_fn tk = tails ? s->tail[wi][which][t - 1] : NULL;
-                        const float *pa = ap + (size_t)p * kcp, *pb = bp + (size_t)r * kcp;
+                        kernel_fn k = dk ? dk[which] : s->k[wi][which];
+                        const float *pa = ap + (size_t)p * kcp, *pb = bp + (size_t)r * bst;
                         float z = tk ? 0.0f : -0.0f;
 
                         if (tk) {
                                 s->k[wi][which](pa, pb, tile, &whole);
                                 tk(pa + whole * KB * wp, pb + whole * KB * bt, tile, &one);
                         } else {
-                                s->k[wi][which](pa, pb, tile, &count);
+                                k(pa, pb, tile, &count);
                         }
                         if (ct)
                                 combine_t(c, g->ldc, tile, s->ldt, w, bt, z, g->alpha, g->beta,
@@ -369,17 +380,15 @@ static size_t prepacked(int n, int n0, int k0, int kcp)
         return (size_t)k0 * packed_width(n) + (size_t)(n0 / NC) * NCP * kcp;
 }
 
-/* @p pb: op(B)' packed beforehand (strata__sgemm_pack_b()), or NULL: packed here. */
-static void gemm_packed(const kset_t *s, const struct strata__sgemm *g0, float *slot,
-                        const float *pb)
+/*
+ * The blocked loops over @p g (C's transpose when @p ct): @p pb, op(B)' packed beforehand
+ * (strata__sgemm_pack_b()), or NULL: packed here; @p dk: A read in place (chunk_tiles()), or
+ * NULL: packed here.
+ */
+static void gemm_loops(const kset_t *s, const struct strata__sgemm *g, float *slot,
+                       const float *pb, const kernel_fn *dk, int ct)
 {
         float *ap = slot, *bp = ap + (size_t)KC * NC, *tile = bp + (size_t)KC * MC;
-        int ct = narrow(g0);
-        struct strata__sgemm t = { .ta = !g0->tb, .tb = !g0->ta, .m = g0->n, .n = g0->m,
-                                   .k = g0->k, .alpha = g0->alpha, .beta = g0->beta,
-                                   .a = g0->b, .lda = g0->ldb, .b = g0->a, .ldb = g0->lda,
-                                   .c = g0->c, .ldc = g0->ldc };
-        const struct strata__sgemm *g = ct ? &t : g0;
 
         for (int m0 = 0; m0 < g->m; m0 += MC) {
                 int mc = g->m - m0 < MC ? g->m - m0 : MC;
@@ -387,18 +396,81 @@ static void gemm_packed(const kset_t *s, const struct strata__sgemm *g0, float *
                 for (int k0 = 0; k0 < g->k; k0 += KC) {
                         int kc = g->k - k0 < KC ? g->k - k0 : KC;
                         int kcp = (kc + KB - 1) / KB * KB;
+                        const float *bq = dk ? g->a + (size_t)m0 * g->lda + k0 : bp;
 
-                        pack_a(bp, g, m0, mc, k0, kc, kcp);
+                        if (!dk)
+                                pack_a(bp, g, m0, mc, k0, kc, kcp);
                         for (int n0 = 0; n0 < g->n; n0 += NC) {
                                 int nc = g->n - n0 < NC ? g->n - n0 : NC;
 
                                 if (!pb)
                                         pack_b(ap, g, n0, nc, k0, kc, kcp);
                                 chunk_tiles(s, g, pb ? pb + prepacked(g->n, n0, k0, kcp) : ap,
-                                            bp, tile, m0, mc, n0, nc, kc, k0 == 0, ct);
+                                            bq, dk ? (size_t)g->lda : (size_t)kcp, dk, tile,
+                                            m0, mc, n0, nc, kc, k0 == 0, ct);
                         }
                 }
         }
+}
+
+/* The set's kernels that read @p g's A in place, where they apply (decision 0122), else NULL. */
+static const kernel_fn *in_place(const kset_t *s, const struct strata__sgemm *g)
+{
+        if (g->ta || g->k % KB || g->n % BM)
+                return NULL;
+        return strata__sgemm_direct(s, g->lda);
+}
+
+/*
+ * Whether C = A B' (A m x k, B n x k: a Linear's forward) runs as C' = B A' into the packing
+ * buffer, then transposed into C (out_t()): with B read in place, what moves is A (packed
+ * transposed), C' (out) and, for beta != 0, C (in) instead of B (packed transposed). Taken
+ * where that is under half of B: a ddp device's few rows against a wide layer (decision 0122).
+ */
+static int out_transposed(const kset_t *s, const struct strata__sgemm *g, const float *pb)
+{
+        size_t mn = (size_t)g->m * (size_t)g->n, moved;
+
+        if (pb || g->ta || !g->tb || g->m % BM || g->k % KB || mn > (size_t)KC * MC)
+                return 0;
+        moved = (g->beta != 0.0f ? 2 : 1) * mn + (size_t)g->m * (size_t)g->k;
+        return 2 * moved < (size_t)g->n * (size_t)g->k && strata__sgemm_direct(s, g->ldb);
+}
+
+/*
+ * out_transposed()'s form: C' (n x m) in the buffer's op(A)' area, which in-place kernels
+ * leave unused; each element's chain and updates are C's own (C's values copied in for
+ * beta != 0, the result copied out): the same bits.
+ */
+static void out_t(const kset_t *s, const struct strata__sgemm *g, float *slot)
+{
+        float *ct = slot + (size_t)KC * NC;
+        struct strata__sgemm t = { .ta = 0, .tb = 1, .m = g->n, .n = g->m, .k = g->k,
+                                   .alpha = g->alpha, .beta = g->beta, .a = g->b,
+                                   .lda = g->ldb, .b = g->a, .ldb = g->lda, .c = ct,
+                                   .ldc = g->m };
+
+        if (g->beta != 0.0f)
+                transpose(g->c, (size_t)g->ldc, g->m, g->n, ct, (size_t)g->m);
+        gemm_loops(s, &t, slot, NULL, strata__sgemm_direct(s, g->ldb), 0);
+        transpose(ct, (size_t)g->m, g->n, g->m, g->c, (size_t)g->ldc);
+}
+
+/* @p pb: op(B)' packed beforehand (strata__sgemm_pack_b()), or NULL: packed here. */
+static void gemm_packed(const kset_t *s, const struct strata__sgemm *g0, float *slot,
+                        const float *pb)
+{
+        int ct = narrow(g0);
+        struct strata__sgemm t = { .ta = !g0->tb, .tb = !g0->ta, .m = g0->n, .n = g0->m,
+                                   .k = g0->k, .alpha = g0->alpha, .beta = g0->beta,
+                                   .a = g0->b, .lda = g0->ldb, .b = g0->a, .ldb = g0->lda,
+                                   .c = g0->c, .ldc = g0->ldc };
+        const struct strata__sgemm *g = ct ? &t : g0;
+
+        if (!ct && out_transposed(s, g0, pb))
+                out_t(s, g0, slot);
+        else
+                gemm_loops(s, g, slot, pb, in_place(s, g), ct);
 }
 
 /* The scalar set: the same chains and updates, one element at a time. */

@@ -76,6 +76,19 @@ void strata__sgemm_forget(void *buf);
 const char *strata__sgemm_name(enum strata_kernels set);
 
 /**
+ * @brief Compile @p set's kernels that read a row-major A in place when its rows are @p ld
+ * floats apart (a layer's activations or weights; decision 0122), so that a GEMM with such an
+ * A need not pack it: the same chains, the same bits. Call before the steps (it compiles);
+ * once per @p ld is enough, again is a no-op. Nothing is compiled (and A is packed as before)
+ * for @p ld under STRATA__SGEMM_KB or over STRATA__SGEMM_DIRECT_LD_MAX, for the scalar set, for
+ * the portable set on an AVX-512 CPU (libxsmm's one target is the native one after
+ * preparing), once STRATA__SGEMM_DIRECT_MAX are registered, or where libxsmm generates no
+ * kernel that sums in k order.
+ * @return STRATA_OK, or STRATA_EINVAL for @p ld < 1 (nothing changed).
+ */
+int strata__sgemm_direct_prepare(enum strata_kernels set, int ld);
+
+/**
  * @brief How many tail kernels @p set has (ready: strata__sgemm_prepare()): a chunk whose last
  *        batch-reduce block holds 1 to 8 products runs it as a kernel of just those where
  *        libxsmm's goes on with the chains (decision 0119); 0: every such block is padded.

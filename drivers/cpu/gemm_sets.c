@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +34,13 @@ typedef strata__sgemm_kernel kernel_fn;
 typedef struct strata__sgemm_kset kset_t;
 
 static kset_t sets[2]; /* STRATA_KERNELS_NATIVE, STRATA_KERNELS_PORTABLE */
+/* Each set's in-place kernels (decision 0122): entries written under direct_lock, then
+ * published by the count (release); callers read the count (acquire) and those entries. */
+static struct {
+        _Atomic int n;
+        struct strata__sgemm_direct e[STRATA__SGEMM_DIRECT_MAX];
+} direct[2];
+static pthread_mutex_t direct_lock = PTHREAD_MUTEX_INITIALIZER;
 struct strata__sgemm_cpu_features strata__sgemm_cpu; /* set once, by compile() */
 static pthread_once_t compiled = PTHREAD_ONCE_INIT;
 const int strata__sgemm_tile_rows[NROWS] = { BN, 16, 8, 4, 2, 1 };
@@ -238,6 +246,84 @@ void strata__sgemm_compile(void)
 const kset_t *strata__sgemm_kset(enum strata_kernels set)
 {
         return &sets[set == STRATA_KERNELS_PORTABLE];
+}
+
+/*
+ * Whether the in-place kernel @p k (width BM, @p rows rows, A's rows @p ld apart) sums each
+ * element as one chain in k order: chains_in_k_order()'s check with A read where it lies.
+ */
+static int direct_chains(kernel_fn k, int rows, int ld, int ldt)
+{
+        /* under direct_lock; A's rows are read 2 KB floats at a time, ld apart */
+        static float a[2 * KB * BM], b[(BN - 1) * STRATA__SGEMM_DIRECT_LD_MAX + 2 * KB],
+                c[LDT_MAX * BN];
+        unsigned long long count = 2;
+        uint32_t x = 24680u;
+
+        draw(a, 2 * KB * BM, &x, 1.0f, -0.5f);
+        for (int j = 0; j < rows; j++)
+                draw(b + (size_t)j * ld, 2 * KB, &x, 1.0f, -0.5f);
+        k(a, b, c, &count);
+        for (int j = 0; j < rows; j++)
+                for (int i = 0; i < BM; i++) {
+                        float s = 0.0f;
+
+                        for (int q = 0; q < 2 * KB; q++)
+                                s = fmaf(a[q * BM + i], b[(size_t)j * ld + q], s);
+                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
+                                return 0;
+                }
+        return 1;
+}
+
+int strata__sgemm_direct_prepare(enum strata_kernels set, int ld)
+{
+        const kset_t *s = strata__sgemm_kset(set);
+        int i = set == STRATA_KERNELS_PORTABLE, n;
+        struct strata__sgemm_direct e = { .ld = ld };
+
+        if (ld < 1)
+                return strata__fail(STRATA_EINVAL, "cpu: a leading dimension of %d floats", ld);
+        strata__sgemm_compile();
+        if (set == STRATA_KERNELS_SCALAR || ld < KB || ld > STRATA__SGEMM_DIRECT_LD_MAX ||
+            !s->k[0][0] || (i && strata__sgemm_cpu.avx512))
+                return STRATA_OK;
+        pthread_mutex_lock(&direct_lock);
+        n = atomic_load_explicit(&direct[i].n, memory_order_relaxed);
+        for (int j = 0; j < n; j++)
+                if (direct[i].e[j].ld == ld)
+                        n = -1 - j;
+        for (int r = 0; n >= 0 && n < STRATA__SGEMM_DIRECT_MAX && r < NROWS; r++) {
+                int rows = strata__sgemm_tile_rows[r];
+                libxsmm_blasint lda = BM, ldb = ld, ldc = s->ldt;
+                float alpha = 1.0f, beta = 0.0f;
+                int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
+
+                /* A' blocks as packed ([KB][BM], KB * BM apart); A's rows in place, KB apart */
+                e.k[r] = libxsmm_smmdispatch_reducebatch_strd(
+                        BM, rows, KB, (libxsmm_blasint)(sizeof(float) * BM * KB),
+                        (libxsmm_blasint)(sizeof(float) * KB), &lda, &ldb, &ldc, &alpha, &beta,
+                        &flags, &prefetch);
+                if (!e.k[r] || !direct_chains(e.k[r], rows, ld, s->ldt))
+                        n = STRATA__SGEMM_DIRECT_MAX; /* none for this ld: A is packed */
+        }
+        if (n >= 0 && n < STRATA__SGEMM_DIRECT_MAX) {
+                direct[i].e[n] = e;
+                atomic_store_explicit(&direct[i].n, n + 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&direct_lock);
+        return STRATA_OK;
+}
+
+const kernel_fn *strata__sgemm_direct(const kset_t *s, int ld)
+{
+        int i = s == &sets[1]; /* strata__sgemm_kset()'s index */
+        int n = atomic_load_explicit(&direct[i].n, memory_order_acquire);
+
+        for (int j = 0; j < n; j++)
+                if (direct[i].e[j].ld == ld)
+                        return direct[i].e[j].k;
+        return NULL;
 }
 
 int strata__sgemm_tails(enum strata_kernels set)

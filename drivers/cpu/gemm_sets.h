@@ -14,6 +14,9 @@
 #define STRATA__SGEMM_NTAIL 8 /* a chunk's last k % KB products up to this many: a tail kernel */
 #define STRATA__SGEMM_LDT_MAX (STRATA__SGEMM_BM + 16) /* the widest tile's leading dimension */
 
+#define STRATA__SGEMM_DIRECT_MAX 32 /* leading dimensions with in-place kernels, per set */
+#define STRATA__SGEMM_DIRECT_LD_MAX 2048 /* the widest rows read in place, in floats */
+
 /** A kernel set's row counts by index: BN, then the tails of a block of rows 16, 8, 4, 2, 1. */
 extern const int strata__sgemm_tile_rows[STRATA__SGEMM_NROWS];
 
@@ -30,6 +33,19 @@ struct strata__sgemm_kset {
         strata__sgemm_kernel tail[STRATA__SGEMM_NWIDTH][STRATA__SGEMM_NROWS]
                                  [STRATA__SGEMM_NTAIL];
 };
+
+/**
+ * The kernels of panel width BM that read op(A)' in place (decision 0122): A row-major, its
+ * rows @p ld floats apart, instead of packed blocks of KB; by rows (BN .. 1). Registered by
+ * strata__sgemm_direct_prepare(); a GEMM whose A has another leading dimension packs it.
+ */
+struct strata__sgemm_direct {
+        int ld;
+        strata__sgemm_kernel k[STRATA__SGEMM_NROWS];
+};
+
+/** @p s's in-place kernels for rows @p ld floats apart; NULL when none are registered. */
+const strata__sgemm_kernel *strata__sgemm_direct(const struct strata__sgemm_kset *s, int ld);
 
 /** What the packing may use of the CPU (set by strata__sgemm_compile()). */
 struct strata__sgemm_cpu_features {

@@ -13,40 +13,14 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
-
-static const struct strata_kernel_ops *kernels(enum strata_kernels set)
-{
-        static _Thread_local void *buf;
-        const struct strata_device_ops *d;
-        size_t n = strata__cpu_driver.scratch_bytes();
-
-        if (strata__cpu_driver_for(set, &d) != STRATA_OK || d->prepare(1) != STRATA_OK)
-                return NULL;
-        if (!buf)
-                buf = aligned_alloc(64, (n + 63) / 64 * 64);
-        cr_assert_not_null(buf);
-        strata__cpu_driver.warm_up(buf);
-        return d->kernels;
-}
-
-static float *filled(size_t n, unsigned s)
-{
-        float *x = malloc(n * sizeof(float));
-
-        cr_assert_not_null(x);
-        for (size_t i = 0; i < n; i++) {
-                s = s * 1664525u + 1013904223u;
-                x[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
-        }
-        return x;
-}
+#include "tests/support/cpusets.h"
 
 /* C (m x n, ldc = n + 5) from @p k, the elements past n untouched. */
 static float *run(const struct strata_kernel_ops *k, int ta, int tb, int m, int n, int kk,
                   float alpha, float beta, const float *a, const float *b, unsigned seed)
 {
         int lda = (ta ? m : kk) + 3, ldb = (tb ? kk : n) + 2, ldc = n + 5;
-        float *c = filled((size_t)m * ldc, seed);
+        float *c = cpusets_filled((size_t)m * ldc, seed);
 
         k->gemm(ta, tb, m, n, kk, alpha, a, lda, b, ldb, beta, c, ldc);
         return c;
@@ -59,8 +33,8 @@ Test(cpu_gemm_narrow, a_narrow_c_gives_the_scalar_sets_bits, .timeout = 60)
                 { 70, 63, 257 },  { 65, 64, 100 }, /* 64 columns: the usual form */
         };
         static const float ab[][2] = { { 1.0f, 0.0f }, { 1.0f, 1.0f }, { -0.5f, 0.25f } };
-        const struct strata_kernel_ops *nat = kernels(STRATA_KERNELS_NATIVE);
-        const struct strata_kernel_ops *sca = kernels(STRATA_KERNELS_SCALAR);
+        const struct strata_kernel_ops *nat = cpusets_kernels(STRATA_KERNELS_NATIVE, 1);
+        const struct strata_kernel_ops *sca = cpusets_kernels(STRATA_KERNELS_SCALAR, 1);
 
         cr_assert_not_null(nat);
         cr_assert_not_null(sca);
@@ -70,9 +44,9 @@ Test(cpu_gemm_narrow, a_narrow_c_gives_the_scalar_sets_bits, .timeout = 60)
                                 int m = shapes[s][0], n = shapes[s][1], kk = shapes[s][2];
                                 int ta = t & 1, tb = t >> 1, ldc = n + 5;
                                 int lda = (ta ? m : kk) + 3, ldb = (tb ? kk : n) + 2;
-                                float *a = filled((size_t)(ta ? kk : m) * lda, 11u * s + 1);
-                                float *b = filled((size_t)(tb ? n : kk) * ldb, 13u * s + 2);
-                                float *c0 = filled((size_t)m * ldc, 5u + (unsigned)v);
+                                float *a = cpusets_filled((size_t)(ta ? kk : m) * lda, 11u * s + 1);
+                                float *b = cpusets_filled((size_t)(tb ? n : kk) * ldb, 13u * s + 2);
+                                float *c0 = cpusets_filled((size_t)m * ldc, 5u + (unsigned)v);
                                 float al = ab[v][0], be = ab[v][1];
                                 float *cn = run(nat, ta, tb, m, n, kk, al, be, a, b, 5u + v);
                                 float *cs = run(sca, ta, tb, m, n, kk, al, be, a, b, 5u + v);

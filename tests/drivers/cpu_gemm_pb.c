@@ -11,33 +11,7 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
-
-static const struct strata_kernel_ops *kernels(enum strata_kernels set)
-{
-        static _Thread_local void *buf;
-        const struct strata_device_ops *d;
-        size_t n = strata__cpu_driver.scratch_bytes();
-
-        if (strata__cpu_driver_for(set, &d) != STRATA_OK || d->prepare(1) != STRATA_OK)
-                return NULL;
-        if (!buf)
-                buf = aligned_alloc(64, (n + 63) / 64 * 64);
-        cr_assert_not_null(buf);
-        strata__cpu_driver.warm_up(buf);
-        return d->kernels;
-}
-
-static float *filled(size_t n, unsigned s)
-{
-        float *x = malloc(n * sizeof(float));
-
-        cr_assert_not_null(x);
-        for (size_t i = 0; i < n; i++) {
-                s = s * 1664525u + 1013904223u;
-                x[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
-        }
-        return x;
-}
+#include "tests/support/cpusets.h"
 
 Test(cpu_gemm_pb, packed_weights_give_the_unpacked_bits, .timeout = 120)
 {
@@ -50,7 +24,7 @@ Test(cpu_gemm_pb, packed_weights_give_the_unpacked_bits, .timeout = 120)
                                                     STRATA_KERNELS_SCALAR };
 
         for (size_t q = 0; q < sizeof(sets) / sizeof(sets[0]); q++) {
-                const struct strata_kernel_ops *k = kernels(sets[q]);
+                const struct strata_kernel_ops *k = cpusets_kernels(sets[q], 1);
 
                 if (!k) /* a set this CPU does not have */
                         continue;
@@ -58,7 +32,7 @@ Test(cpu_gemm_pb, packed_weights_give_the_unpacked_bits, .timeout = 120)
                 for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
                         int n = shapes[s][0], kk = shapes[s][1], ldb = kk + 3;
                         size_t np = k->gemm_pack_floats(n, kk);
-                        float *w = filled((size_t)n * ldb, 7u * s + 1);
+                        float *w = cpusets_filled((size_t)n * ldb, 7u * s + 1);
                         float *pb = malloc((np + 1) * sizeof(float));
 
                         cr_assert_not_null(pb);
@@ -69,8 +43,8 @@ Test(cpu_gemm_pb, packed_weights_give_the_unpacked_bits, .timeout = 120)
                         for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
                                 for (int be = 0; be < 2; be++) {
                                         int m = rows[r], lda = kk + 1, ldc = n + 2;
-                                        float *x = filled((size_t)m * lda, 3u * r + 2);
-                                        float *c0 = filled((size_t)m * ldc, 9u + r);
+                                        float *x = cpusets_filled((size_t)m * lda, 3u * r + 2);
+                                        float *c0 = cpusets_filled((size_t)m * ldc, 9u + r);
                                         float *c1 = malloc((size_t)m * ldc * sizeof(float));
 
                                         cr_assert_not_null(c1);
@@ -95,7 +69,7 @@ Test(cpu_gemm_pb, packed_weights_give_the_unpacked_bits, .timeout = 120)
 
 Test(cpu_gemm_pb, an_empty_weight_packs_nothing)
 {
-        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE);
+        const struct strata_kernel_ops *k = cpusets_kernels(STRATA_KERNELS_NATIVE, 1);
 
         cr_assert_not_null(k);
         cr_assert_eq(k->gemm_pack_floats(0, 10), 0);
@@ -109,13 +83,13 @@ Test(cpu_gemm_pb, the_call_reads_the_packed_copy)
         const struct strata_kernel_ops *k;
         float *w, *x, *c, *pb;
 
-        if (!kernels(STRATA_KERNELS_PORTABLE)) /* no AVX2: the native set may pack nothing */
+        if (!cpusets_kernels(STRATA_KERNELS_PORTABLE, 1)) /* no AVX2: the native set may pack nothing */
                 cr_skip_test("no AVX2 kernel set here");
-        k = kernels(STRATA_KERNELS_NATIVE);
+        k = cpusets_kernels(STRATA_KERNELS_NATIVE, 1);
         cr_assert_not_null(k);
-        w = filled(256 * 784, 1);
-        x = filled(784, 2);
-        c = filled(256, 3);
+        w = cpusets_filled(256 * 784, 1);
+        x = cpusets_filled(784, 2);
+        c = cpusets_filled(256, 3);
         pb = calloc(k->gemm_pack_floats(256, 784), sizeof(float));
         cr_assert_not_null(pb);
         k->gemm_pb(1, 256, 784, x, 784, w, 784, pb, 0.0f, c, 256);

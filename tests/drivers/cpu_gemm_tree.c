@@ -14,6 +14,7 @@
 
 #include "strata/strata.h"
 #include "drivers/drivers.h"
+#include "tests/support/cpusets.h"
 
 #define M 901
 #define N 53
@@ -21,30 +22,6 @@
 #define LDB (N + 5)
 #define LDC (N + 3)
 #define K_MAX 700
-
-static void *buf;
-
-static const struct strata_kernel_ops *kernels(enum strata_kernels set, int with_buffer)
-{
-        const struct strata_device_ops *d;
-        size_t n = strata__cpu_driver.scratch_bytes();
-
-        if (strata__cpu_driver_for(set, &d) != STRATA_OK || d->prepare(1) != STRATA_OK)
-                return NULL;
-        if (!buf)
-                buf = aligned_alloc(64, (n + 63) / 64 * 64);
-        cr_assert_not_null(buf);
-        strata__cpu_driver.warm_up(with_buffer ? buf : NULL);
-        return d->kernels;
-}
-
-static void fill(float *p, size_t n, unsigned s)
-{
-        for (size_t i = 0; i < n; i++) {
-                s = s * 1664525u + 1013904223u;
-                p[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
-        }
-}
 
 /* One tree: its chunks' rows and its program. */
 struct tree {
@@ -111,11 +88,11 @@ Test(cpu_gemm_tree, every_set_gives_the_per_chunk_gemms_bits, .timeout = 120)
         static float first[sizeof(trees) / sizeof(trees[0])][M * LDC];
         int ran = 0;
 
-        fill(a, sizeof(a) / sizeof(a[0]), 1);
-        fill(b, sizeof(b) / sizeof(b[0]), 2);
+        cpusets_fill(a, sizeof(a) / sizeof(a[0]), 1);
+        cpusets_fill(b, sizeof(b) / sizeof(b[0]), 2);
         for (size_t q = 0; q < 2 * sizeof(sets) / sizeof(sets[0]); q++) {
                 int with_buffer = q % 2 == 0;
-                const struct strata_kernel_ops *k = kernels(sets[q / 2], with_buffer);
+                const struct strata_kernel_ops *k = cpusets_kernels(sets[q / 2], with_buffer);
 
                 if (!k) /* a set this CPU does not have */
                         continue;
@@ -151,7 +128,7 @@ Test(cpu_gemm_tree, bad_trees_and_shapes_are_refused_c_untouched)
                 { "C -1 x 53", -1, LDA, 1, { 0, 4 }, { 0 } },
                 { "leading dimensions 5", M, 5, 1, { 0, 4 }, { 0 } },
         };
-        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_NATIVE, 1);
+        const struct strata_kernel_ops *k = cpusets_kernels(STRATA_KERNELS_NATIVE, 1);
 
         cr_assert_not_null(k);
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -181,7 +158,7 @@ Test(cpu_gemm_tree, rows_past_the_buffer_are_not_supported_c_untouched)
         static float big_a[20000 * 4], big_b[20000 * 4], small[4 * 4];
         static const int lo[3] = { 0, 10000, 20000 };
         static const unsigned char op[2] = { 0, 1 << 1 };
-        const struct strata_kernel_ops *k = kernels(STRATA_KERNELS_PORTABLE, 1);
+        const struct strata_kernel_ops *k = cpusets_kernels(STRATA_KERNELS_PORTABLE, 1);
 
         if (!k) /* no AVX2: the scalar walk takes any rows */
                 return;
@@ -232,7 +209,7 @@ Test(cpu_gemm_tree, negative_zero_chains_get_the_per_chunk_gemms_padding, .timeo
                 b[i] = 0x1p-100f;
         for (size_t q = 0; q < 2 * sizeof(sets) / sizeof(sets[0]); q++) {
                 int with_buffer = q % 2 == 0;
-                const struct strata_kernel_ops *k = kernels(sets[q / 2], with_buffer);
+                const struct strata_kernel_ops *k = cpusets_kernels(sets[q / 2], with_buffer);
 
                 if (!k)
                         continue;
