@@ -83,6 +83,25 @@ Test(cpu_gemm_in_place, declared_rows_read_in_place_give_the_scalar_sets_bits, .
         }
 }
 
+Test(cpu_gemm_in_place, a_packed_weight_with_its_input_in_place_gives_the_same_bits)
+{
+        const struct strata_kernel_ops *nat = cpusets_kernels(STRATA_KERNELS_NATIVE, 1);
+        const struct strata_kernel_ops *sca = cpusets_kernels(STRATA_KERNELS_SCALAR, 1);
+        int m = 96, n = 256, k = 784, ldc = n + 5;
+        float *x = cpusets_filled((size_t)m * k, 21u), *w = cpusets_filled((size_t)n * k, 22u);
+        float *pw = malloc(sizeof(float) * nat->gemm_pack_floats(n, k));
+        float *cn = cpusets_filled((size_t)m * ldc, 23u), *cs = malloc(sizeof(float) * m * ldc);
+
+        cr_assert(pw && cs);
+        memcpy(cs, cn, sizeof(float) * (size_t)m * ldc);
+        cr_assert_eq(nat->gemm_ld(k), STRATA_OK);
+        nat->gemm_pack(w, k, n, k, pw);
+        nat->gemm_pb(m, n, k, x, k, w, k, pw, 1.0f, cn, ldc); /* inference: W packed once */
+        sca->gemm(0, 1, m, n, k, 1.0f, x, k, w, k, 1.0f, cs, ldc);
+        cr_assert_eq(memcmp(cn, cs, sizeof(float) * (size_t)m * ldc), 0, "gemm_pb differs");
+        free(x), free(w), free(pw), free(cn), free(cs);
+}
+
 Test(cpu_gemm_in_place, bad_leading_dimensions_are_refused_others_pack)
 {
         const struct strata_kernel_ops *nat = cpusets_kernels(STRATA_KERNELS_NATIVE, 1);
