@@ -324,14 +324,6 @@ struct strata_kernel_ops {
          */
         void (*gemm_pb)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
                         const float *pb, float beta, float *c, int ldc);
-        /**
-         * Optional (NULL: nothing to prepare). Called before the steps with each leading
-         * dimension, in floats, at which gemm() will read a row-major operand (a Linear's
-         * input and output gradient, its weight): a device that can read such an operand in
-         * place instead of copying it prepares what does so now, not during a step. Any
-         * other leading dimension still works. STRATA_OK; STRATA_EINVAL for @p ld < 1.
-         */
-        int (*gemm_ld)(int ld);
 
         /* ---- Invariant mode's chunk tree in one GEMM (optional: NULL, a GEMM per chunk) ---- */
 
@@ -343,6 +335,17 @@ struct strata_kernel_ops {
          * make this one in one call: the caller makes the per-chunk calls).
          */
         int (*gemm_tree)(const struct strata_gemm_tree *g);
+
+        /* ---- Operands read in place (optional: NULL, every operand packed per call) ---- */
+
+        /**
+         * Optional (NULL: nothing to prepare). Called before the steps with each leading
+         * dimension, in floats, at which gemm() will read a row-major operand (a Linear's
+         * input and output gradient, its weight): a device that can read such an operand in
+         * place instead of copying it prepares what does so now, not during a step. Any
+         * other leading dimension still works. STRATA_OK; STRATA_EINVAL for @p ld < 1.
+         */
+        int (*gemm_ld)(int ld);
 };
 
 /**
