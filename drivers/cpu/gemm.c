@@ -422,27 +422,30 @@ static const kernel_fn *in_place(const kset_t *s, const struct strata__sgemm *g)
 }
 
 /*
- * Whether C = A B' (A m x k, B n x k: a Linear's forward) runs as C' = B A' into the packing
- * buffer, then transposed into C (out_t()): with B read in place, what moves is A (packed
- * transposed), C' (out) and, for beta != 0, C (in) instead of B (packed transposed). Taken
- * where that is under half of B: a ddp device's few rows against a wide layer (decision 0122).
+ * The kernels that read B in place where C = A B' (A m x k, B n x k: a Linear's forward) runs
+ * as C' = B A' into the packing buffer, then transposed into C (out_t()), else NULL: with B
+ * read in place, what moves is A (packed transposed), C' (out) and, for beta != 0, C (in)
+ * instead of B (packed transposed). Taken where that is under half of B: a ddp device's few
+ * rows against a wide layer (decision 0122).
  */
-static int out_transposed(const kset_t *s, const struct strata__sgemm *g, const float *pb)
+static const kernel_fn *out_transposed(const kset_t *s, const struct strata__sgemm *g,
+                                       const float *pb)
 {
         size_t mn = (size_t)g->m * (size_t)g->n, moved;
 
         if (pb || g->ta || !g->tb || g->m % BM || g->k % KB || mn > (size_t)KC * MC)
-                return 0;
+                return NULL;
         moved = (g->beta != 0.0f ? 2 : 1) * mn + (size_t)g->m * (size_t)g->k;
-        return 2 * moved < (size_t)g->n * (size_t)g->k && strata__sgemm_direct(s, g->ldb);
+        return 2 * moved < (size_t)g->n * (size_t)g->k ? strata__sgemm_direct(s, g->ldb) : NULL;
 }
 
 /*
- * out_transposed()'s form: C' (n x m) in the buffer's op(A)' area, which in-place kernels
- * leave unused; each element's chain and updates are C's own (C's values copied in for
- * beta != 0, the result copied out): the same bits.
+ * out_transposed()'s form, with its kernels @p dk: C' (n x m) in the buffer's op(A)' area,
+ * which in-place kernels leave unused; each element's chain and updates are C's own (C's
+ * values copied in for beta != 0, the result copied out): the same bits.
  */
-static void out_t(const kset_t *s, const struct strata__sgemm *g, float *slot)
+static void out_t(const kset_t *s, const struct strata__sgemm *g, float *slot,
+                  const kernel_fn *dk)
 {
         float *ct = slot + (size_t)KC * NC;
         struct strata__sgemm t = { .ta = 0, .tb = 1, .m = g->n, .n = g->m, .k = g->k,
@@ -452,7 +455,7 @@ static void out_t(const kset_t *s, const struct strata__sgemm *g, float *slot)
 
         if (g->beta != 0.0f)
                 transpose(g->c, (size_t)g->ldc, g->m, g->n, ct, (size_t)g->m);
-        gemm_loops(s, &t, slot, NULL, strata__sgemm_direct(s, g->ldb), 0);
+        gemm_loops(s, &t, slot, NULL, dk, 0);
         transpose(ct, (size_t)g->m, g->n, g->m, g->c, (size_t)g->ldc);
 }
 
@@ -466,9 +469,10 @@ static void gemm_packed(const kset_t *s, const struct strata__sgemm *g0, float *
                                    .a = g0->b, .lda = g0->ldb, .b = g0->a, .ldb = g0->lda,
                                    .c = g0->c, .ldc = g0->ldc };
         const struct strata__sgemm *g = ct ? &t : g0;
+        const kernel_fn *dk = ct ? NULL : out_transposed(s, g0, pb);
 
-        if (!ct && out_transposed(s, g0, pb))
-                out_t(s, g0, slot);
+        if (dk)
+                out_t(s, g0, slot, dk);
         else
                 gemm_loops(s, g, slot, pb, in_place(s, g), ct);
 }

@@ -59,20 +59,27 @@ static void draw(float *v, int n, uint32_t *x, float span, float lo)
 
 /*
  * A kernel for a tile of @p width x @p rows: @p k products a batch-reduce block (KB, or a
- * tail's fewer, read from the same [rows][KB] blocks), onto zero (@p beta 0) or onto the
- * tile's values (1: the chains go on).
+ * tail's fewer), onto zero (@p beta 0) or onto the tile's values (1: the chains go on); op(A)'
+ * read from blocks of rows @p lb floats apart (KB: packed, [rows][KB] a block; else A's own
+ * rows, a block KB floats after the last: decision 0122).
  */
-static kernel_fn dispatch_k(int width, int rows, int k, int ldt, float beta)
+static kernel_fn dispatch_in(int width, int rows, int k, int lb, int ldt, float beta)
 {
-        libxsmm_blasint lda = width, ldb = KB, ldc = ldt;
+        libxsmm_blasint lda = width, ldb = lb, ldc = ldt;
         float alpha = 1.0f;
         int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
+        int block = lb == KB ? KB * rows : KB; /* floats from one block of A's rows to the next */
 
         return libxsmm_smmdispatch_reducebatch_strd(width, rows, k,
                                                     (libxsmm_blasint)(sizeof(float) * width * KB),
-                                                    (libxsmm_blasint)(sizeof(float) * KB * rows),
+                                                    (libxsmm_blasint)(sizeof(float) * block),
                                                     &lda, &ldb, &ldc, &alpha, &beta, &flags,
                                                     &prefetch);
+}
+
+static kernel_fn dispatch_k(int width, int rows, int k, int ldt, float beta)
+{
+        return dispatch_in(width, rows, k, KB, ldt, beta);
 }
 
 static kernel_fn dispatch(int width, int rows, int ldt)
@@ -85,16 +92,21 @@ static kernel_fn dispatch(int width, int rows, int ldt)
  * scalar set gives. Some of libxsmm 1.17's AVX-512 kernels for narrow tiles (16 or 8 columns,
  * 2 to 8 rows) split k over several accumulators, which changes the bits with the tile's
  * shape; such a kernel is replaced (compile_set()). Checked on two batch-reduce blocks of
- * fixed pseudo-random operands: a split order rounds differently almost everywhere.
+ * fixed pseudo-random operands: a split order rounds differently almost everywhere. @p lb:
+ * how the kernel reads op(A)' (dispatch_in()). Callers hold `compiled` or direct_lock.
  */
-static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
+static int chains_in_k_order(kernel_fn k, int width, int rows, int lb, int ldt)
 {
-        static float a[2 * KB * BM], b[2 * KB * BN], c[LDT_PROBE * BN]; /* under compiled */
+        static float a[2 * KB * BM], b[(BN - 1) * STRATA__SGEMM_DIRECT_LD_MAX + 2 * KB],
+                c[LDT_PROBE * BN];
+        int block = lb == KB ? KB * rows : KB; /* as dispatch_in() */
         unsigned long long count = 2;
         uint32_t x = 12345u;
 
         draw(a, 2 * KB * width, &x, 1.0f, -0.5f);
-        draw(b, 2 * KB * rows, &x, 1.0f, -0.5f);
+        for (int t = 0; t < 2; t++)
+                for (int j = 0; j < rows; j++)
+                        draw(b + t * block + (size_t)j * lb, KB, &x, 1.0f, -0.5f);
         k(a, b, c, &count);
         for (int j = 0; j < rows; j++)
                 for (int i = 0; i < width; i++) {
@@ -103,7 +115,7 @@ static int chains_in_k_order(kernel_fn k, int width, int rows, int ldt)
                         for (int t = 0; t < 2; t++)
                                 for (int q = 0; q < KB; q++)
                                         s = fmaf(a[(t * KB + q) * width + i],
-                                                 b[(t * rows + j) * KB + q], s);
+                                                 b[t * block + (size_t)j * lb + q], s);
                         if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
                                 return 0;
                 }
@@ -175,14 +187,14 @@ static void compile_set(kset_t *s, const char *name, int ldt, int probe_ldt)
                 int w = BM >> (i / NROWS), r = strata__sgemm_tile_rows[i % NROWS];
                 kernel_fn k = target > LIBXSMM_X86_AVX2 ? dispatch(w, r, probe_ldt) : NULL;
 
-                if (k && !chains_in_k_order(k, w, r, probe_ldt)) {
+                if (k && !chains_in_k_order(k, w, r, KB, probe_ldt)) {
                         libxsmm_set_target_archid(LIBXSMM_X86_AVX2);
                         k = dispatch(w, r, ldt);
                         libxsmm_set_target_archid(target);
                 } else {
                         k = dispatch(w, r, ldt);
                 }
-                if (!k || !chains_in_k_order(k, w, r, ldt)) {
+                if (!k || !chains_in_k_order(k, w, r, KB, ldt)) {
                         memset(s->k, 0, sizeof(s->k));
                         s->name = "strata:scalar";
                         return;
@@ -248,34 +260,6 @@ const kset_t *strata__sgemm_kset(enum strata_kernels set)
         return &sets[set == STRATA_KERNELS_PORTABLE];
 }
 
-/*
- * Whether the in-place kernel @p k (width BM, @p rows rows, A's rows @p ld apart) sums each
- * element as one chain in k order: chains_in_k_order()'s check with A read where it lies.
- */
-static int direct_chains(kernel_fn k, int rows, int ld, int ldt)
-{
-        /* under direct_lock; A's rows are read 2 KB floats at a time, ld apart */
-        static float a[2 * KB * BM], b[(BN - 1) * STRATA__SGEMM_DIRECT_LD_MAX + 2 * KB],
-                c[LDT_MAX * BN];
-        unsigned long long count = 2;
-        uint32_t x = 24680u;
-
-        draw(a, 2 * KB * BM, &x, 1.0f, -0.5f);
-        for (int j = 0; j < rows; j++)
-                draw(b + (size_t)j * ld, 2 * KB, &x, 1.0f, -0.5f);
-        k(a, b, c, &count);
-        for (int j = 0; j < rows; j++)
-                for (int i = 0; i < BM; i++) {
-                        float s = 0.0f;
-
-                        for (int q = 0; q < 2 * KB; q++)
-                                s = fmaf(a[q * BM + i], b[(size_t)j * ld + q], s);
-                        if (memcmp(&s, &c[j * ldt + i], sizeof(s)))
-                                return 0;
-                }
-        return 1;
-}
-
 int strata__sgemm_direct_prepare(enum strata_kernels set, int ld)
 {
         const kset_t *s = strata__sgemm_kset(set);
@@ -295,16 +279,9 @@ int strata__sgemm_direct_prepare(enum strata_kernels set, int ld)
                         n = -1 - j;
         for (int r = 0; n >= 0 && n < STRATA__SGEMM_DIRECT_MAX && r < NROWS; r++) {
                 int rows = strata__sgemm_tile_rows[r];
-                libxsmm_blasint lda = BM, ldb = ld, ldc = s->ldt;
-                float alpha = 1.0f, beta = 0.0f;
-                int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_PREFETCH_NONE;
 
-                /* A' blocks as packed ([KB][BM], KB * BM apart); A's rows in place, KB apart */
-                e.k[r] = libxsmm_smmdispatch_reducebatch_strd(
-                        BM, rows, KB, (libxsmm_blasint)(sizeof(float) * BM * KB),
-                        (libxsmm_blasint)(sizeof(float) * KB), &lda, &ldb, &ldc, &alpha, &beta,
-                        &flags, &prefetch);
-                if (!e.k[r] || !direct_chains(e.k[r], rows, ld, s->ldt))
+                e.k[r] = dispatch_in(BM, rows, KB, ld, s->ldt, 0.0f);
+                if (!e.k[r] || !chains_in_k_order(e.k[r], BM, rows, ld, s->ldt))
                         n = STRATA__SGEMM_DIRECT_MAX; /* none for this ld: A is packed */
         }
         if (n >= 0 && n < STRATA__SGEMM_DIRECT_MAX) {
